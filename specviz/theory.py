@@ -1,0 +1,509 @@
+"""Closed forms of speculative decoding (Leviathan et al. 2023, arXiv 2211.17192).
+
+Everything here is numpy only and broadcasts over every argument. Symbols follow
+DESIGN.md §1:
+
+* ``alpha`` -- per-token acceptance probability α ∈ [0, 1];
+* ``k`` -- draft length K, an integer ≥ 1 (Leviathan et al. call it γ);
+* ``c`` -- speed ratio c = T_target / T_draft > 0 (Leviathan et al. use the
+  inverse, c_L = T_draft / T_target = 1/c; see :func:`c_to_leviathan`);
+* ``v`` -- extra cost of verifying one more token, relative to one target decode
+  step: v = (T_verify(K+1 tokens) / T_p − 1) / K (0 in the basic model);
+* ``o`` -- fixed per-round overhead, in units of one target decode step.
+
+Invalid arguments raise :class:`ValueError` naming the parameter, the offending
+value and the allowed range.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "expected_tokens",
+    "accepted_length_pmf",
+    "speedup",
+    "speedup_bound",
+    "break_even_alpha",
+    "optimal_k",
+    "OptimalK",
+    "acceptance_rate",
+    "alpha_from_acceptance_rate",
+    "alpha_from_mean_tokens",
+    "system_efficiency",
+    "c_to_leviathan",
+    "c_from_leviathan",
+    "METRICS",
+    "convert_metric",
+]
+
+_EPS = np.finfo(float).eps
+
+
+# --------------------------------------------------------------------------------------
+# argument checks: one place for every rule, so every message has the same shape
+# --------------------------------------------------------------------------------------
+
+
+def _first_bad(x: np.ndarray, bad: np.ndarray) -> str:
+    """Describe the first offending element of ``x`` (value and index if not scalar)."""
+    idx = np.argwhere(bad)[0]
+    value = (x[tuple(idx)] if x.ndim else x[()]).item()
+    where = "" if x.ndim == 0 else f" at index {tuple(int(i) for i in idx)}"
+    return f"{value!r}{where}"
+
+
+def _as_float(x, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number; got {x!r}") from None
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} must not be NaN; got {_first_bad(arr, np.isnan(arr))}")
+    return arr
+
+
+def check_alpha(alpha, name: str = "alpha") -> np.ndarray:
+    """Return ``alpha`` as a float array, or raise ValueError unless every value is in [0, 1]."""
+    a = _as_float(alpha, name)
+    bad = (a < 0) | (a > 1)
+    if bad.any():
+        raise ValueError(f"{name} must be in [0, 1]; got {_first_bad(a, bad)}")
+    return a
+
+
+def check_k(k, name: str = "k") -> np.ndarray:
+    """Return ``k`` as an int64 array, or raise ValueError unless every value is an integer ≥ 1."""
+    kf = _as_float(k, name)
+    bad = ~np.isfinite(kf) | (kf < 1) | (kf != np.floor(kf))
+    if bad.any():
+        raise ValueError(f"{name} must be an integer >= 1; got {_first_bad(kf, bad)}")
+    return kf.astype(np.int64)
+
+
+def check_positive(x, name: str) -> np.ndarray:
+    """Return ``x`` as a float array, or raise ValueError unless every value is finite and > 0."""
+    a = _as_float(x, name)
+    bad = ~np.isfinite(a) | (a <= 0)
+    if bad.any():
+        raise ValueError(f"{name} must be a finite number > 0; got {_first_bad(a, bad)}")
+    return a
+
+
+def check_nonnegative(x, name: str) -> np.ndarray:
+    """Return ``x`` as a float array, or raise ValueError unless every value is finite and ≥ 0."""
+    a = _as_float(x, name)
+    bad = ~np.isfinite(a) | (a < 0)
+    if bad.any():
+        raise ValueError(f"{name} must be a finite number >= 0; got {_first_bad(a, bad)}")
+    return a
+
+
+def _check_in(x, lo, hi, name: str, what: str) -> np.ndarray:
+    """Raise unless lo ≤ x ≤ hi elementwise (lo, hi broadcast); ``what`` names the range."""
+    a = _as_float(x, name)
+    bad = (a < lo) | (a > hi)
+    if np.any(bad):
+        bad = np.broadcast_to(bad, np.broadcast_shapes(a.shape, np.shape(bad)))
+        a_b = np.broadcast_to(a, bad.shape)
+        raise ValueError(f"{name} must be in {what}; got {_first_bad(a_b, bad)}")
+    return a
+
+
+# --------------------------------------------------------------------------------------
+# E[N] and the distribution of N
+# --------------------------------------------------------------------------------------
+
+
+def _expected_tokens(a: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """E[N] for already-checked arguments (see :func:`expected_tokens`)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_a = np.log1p(a - 1.0)  # 1 - a is exact for a in [0.5, 1] (Sterbenz)
+        ratio = np.expm1((k + 1) * log_a) / np.expm1(log_a)
+    # a == 1: the ratio is 0/0, the limit is K + 1; a == 0: log = -inf and the ratio is 1.
+    return np.where(a == 1.0, (k + 1).astype(float), ratio)
+
+
+def expected_tokens(alpha, k):
+    r"""Expected tokens produced per speculative round, E[N].
+
+    .. math::  E[N] = \sum_{i=0}^{K} \alpha^i = \frac{1 - \alpha^{K+1}}{1 - \alpha}
+
+    with the limits E[N] = K + 1 at α = 1 and E[N] = 1 at α = 0 (Leviathan et al.
+    2023, eq. 1; chapter §4.3). Evaluated as ``expm1((K+1) log α) / expm1(log α)``,
+    which keeps full relative precision for α within 1e-12 of 1 and K up to 1024+
+    (no 0/0, no cancellation).
+
+    Parameters
+    ----------
+    alpha : array_like
+        Per-token acceptance probability, in [0, 1].
+    k : array_like of int
+        Draft length K ≥ 1.
+
+    Returns
+    -------
+    ndarray or float
+        E[N] ∈ [1, K + 1], broadcast over ``alpha`` and ``k``.
+    """
+    a = check_alpha(alpha)
+    kk = check_k(k)
+    return _expected_tokens(a, kk)[()]
+
+
+def accepted_length_pmf(alpha, k):
+    r"""Distribution of the tokens N produced per round.
+
+    .. math::  P(N = i) = \alpha^{i-1}(1-\alpha),\; i = 1..K;\qquad P(N = K+1) = \alpha^K
+
+    Parameters
+    ----------
+    alpha : array_like
+        Acceptance probability in [0, 1].
+    k : array_like of int
+        Draft length K ≥ 1; may broadcast against ``alpha``.
+
+    Returns
+    -------
+    ndarray, shape ``broadcast(alpha, k).shape + (max(K) + 1,)``
+        ``pmf[..., i - 1] = P(N = i)``; entries with i > K + 1 (where K varies) are 0.
+        Each row sums to 1 and its mean is :func:`expected_tokens`.
+    """
+    a = check_alpha(alpha)
+    kk = check_k(k)
+    a, kk = np.broadcast_arrays(a, kk)
+    i = np.arange(1, int(kk.max()) + 2)  # (L,)
+    a_, k_ = a[..., None], kk[..., None]  # (..., 1)
+    with np.errstate(invalid="ignore"):
+        powers = a_ ** (i - 1)  # α^(i-1); 0**0 = 1
+    return np.where(i <= k_, powers * (1.0 - a_), np.where(i == k_ + 1, powers, 0.0))
+
+
+# --------------------------------------------------------------------------------------
+# wall-clock speedup
+# --------------------------------------------------------------------------------------
+
+
+def _cost_factor(c: np.ndarray, k, v: np.ndarray, o: np.ndarray) -> np.ndarray:
+    r"""c / (c (1 + vK + o) + K): S = E[N] times this (equals c / (c + K) for v = o = 0)."""
+    return c / (c * (1.0 + v * k + o) + k)
+
+
+def speedup(alpha, c, k, v=0.0, o=0.0):
+    r"""Wall-clock speedup of speculative decoding over target-only decoding.
+
+    One round costs T_p (1 + vK + o) + K T_q and yields E[N] tokens, so
+
+    .. math::  S = \frac{E[N]}{1 + vK + o + K/c} = \frac{E[N]\,c}{c(1 + vK + o) + K}
+
+    With v = o = 0 this is the basic model of Leviathan et al. (2023, Thm. 3.8),
+    S = E[N] c / (c + K) (chapter §5.2).
+
+    Parameters
+    ----------
+    alpha : array_like
+        Acceptance probability in [0, 1].
+    c : array_like
+        Speed ratio T_target / T_draft, finite and > 0.
+    k : array_like of int
+        Draft length K ≥ 1.
+    v : array_like, optional
+        Extra verification cost per drafted token, ≥ 0 (default 0).
+    o : array_like, optional
+        Fixed per-round overhead in target steps, ≥ 0 (default 0).
+
+    Returns
+    -------
+    ndarray or float
+        S, broadcast over all arguments. S > 1 means speculation pays off.
+    """
+    a = check_alpha(alpha)
+    cc = check_positive(c, "c")
+    kk = check_k(k)
+    vv = check_nonnegative(v, "v")
+    oo = check_nonnegative(o, "o")
+    return (_expected_tokens(a, kk) * _cost_factor(cc, kk, vv, oo))[()]
+
+
+def speedup_bound(c, k, v=0.0, o=0.0):
+    r"""Upper bound of the speedup over α, reached at α = 1: (K + 1) c / (c(1 + vK + o) + K).
+
+    For v = o = 0 and c > 1 it is below c for every K and tends to c as K → ∞
+    (chapter §5.4), so S < c always.
+    """
+    return speedup(1.0, c, k, v, o)
+
+
+# --------------------------------------------------------------------------------------
+# inverting E[N]: one vectorised root-finder serves break-even and the converters
+# --------------------------------------------------------------------------------------
+
+
+def _dexpected_tokens(a: np.ndarray, k: np.ndarray, e: np.ndarray) -> np.ndarray:
+    r"""dE[N]/dα = (E[N] − (K+1) α^K) / (1 − α), and K(K+1)/2 at α = 1; never below 1."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = (e - (k + 1) * a**k) / (1.0 - a)
+    d = np.where(a == 1.0, k * (k + 1) / 2.0, d)
+    return np.maximum(d, 1.0)  # the true slope is ≥ 1; guards round-off near α = 1
+
+
+def _solve_expected_tokens(m: np.ndarray, k: np.ndarray, max_iter: int = 200) -> np.ndarray:
+    r"""The α ∈ [0, 1] with E[N](α, K) = m, for checked 1 ≤ m ≤ K + 1 (arrays broadcast).
+
+    Safeguarded Newton on f(α) = E[N](α) − m, which is increasing and convex in α,
+    started from α = 1 where f ≥ 0: the Newton iterates then descend monotonically
+    onto the root. A bracket [lo, hi] is kept and a step that leaves it becomes a
+    bisection. Only unconverged elements are iterated (the active set shrinks).
+    """
+    m, k = np.broadcast_arrays(np.asarray(m, float), np.asarray(k))
+    shape = m.shape
+    m, k = m.ravel(), k.ravel()
+    out = np.where(m >= k + 1, 1.0, 0.0)
+    active = np.flatnonzero((m > 1.0) & (m < k + 1))
+    x = np.ones(active.size)
+    lo, hi = np.zeros(active.size), np.ones(active.size)
+    ma, ka = m[active], k[active]
+    for _ in range(max_iter):
+        if active.size == 0:
+            break
+        e = _expected_tokens(x, ka)
+        f = e - ma
+        above = f > 0
+        hi = np.where(above, x, hi)
+        lo = np.where(above, lo, x)
+        step = f / _dexpected_tokens(x, ka, e)
+        x_new = x - step
+        outside = (x_new < lo) | (x_new > hi) | ~np.isfinite(x_new)
+        x_new = np.where(outside, 0.5 * (lo + hi), x_new)
+        x_new = np.where(f == 0, x, x_new)
+        done = (np.abs(x_new - x) <= 2 * _EPS * x_new) | (hi - lo <= 2 * _EPS)
+        x = x_new
+        out[active[done]] = x[done]
+        keep = ~done
+        active, x, lo, hi, ma, ka = active[keep], x[keep], lo[keep], hi[keep], ma[keep], ka[keep]
+    out[active] = x  # not reached in practice; the bracket is already below 1e-15 wide
+    return np.clip(out, 0.0, 1.0).reshape(shape)
+
+
+def break_even_alpha(k, c, v=0.0, o=0.0):
+    r"""Break-even acceptance rate α*: the α at which the speedup equals 1.
+
+    S > 1 ⟺ E[N] > D with D = 1 + vK + o + K/c (chapter §5.4), so α* solves
+    (1 − α^{K+1}) / (1 − α) = D. It is unique in (0, 1) because E[N] rises strictly
+    from 1 to K + 1. If D ≥ K + 1 no α < 1 gives S > 1 and the result is NaN:
+    speculation never pays off (in the basic model exactly when c ≤ 1).
+    Chapter exercise 2: K = 4, c = 8 gives α* ≈ 0.34.
+
+    Parameters
+    ----------
+    k : array_like of int
+        Draft length K ≥ 1.
+    c : array_like
+        Speed ratio T_target / T_draft, > 0.
+    v, o : array_like, optional
+        Measured-cost overheads (≥ 0), see :func:`speedup`.
+
+    Returns
+    -------
+    ndarray or float
+        α* ∈ (0, 1), or NaN where speculation never pays off.
+    """
+    kk = check_k(k)
+    cc = check_positive(c, "c")
+    vv = check_nonnegative(v, "v")
+    oo = check_nonnegative(o, "o")
+    d = 1.0 + vv * kk + oo + kk / cc
+    d, kb = np.broadcast_arrays(d, kk)
+    never = d >= kb + 1
+    root = _solve_expected_tokens(np.where(never, 1.0, d), kb)
+    return np.where(never, np.nan, root)[()]
+
+
+# --------------------------------------------------------------------------------------
+# optimal draft length
+# --------------------------------------------------------------------------------------
+
+
+class OptimalK(NamedTuple):
+    """Result of :func:`optimal_k`: the best draft length and the speedup it gives."""
+
+    k: np.ndarray  #: int, K* ∈ {0, 1, ..., k_max}; 0 means "don't speculate"
+    speedup: np.ndarray  #: S at K* (1.0 where K* = 0: plain target decoding)
+
+
+def optimal_k(alpha, c, k_max: int = 32, v=0.0, o=0.0) -> OptimalK:
+    r"""Speedup-maximising draft length K*(α, c).
+
+    .. math::  K^* = \operatorname{argmax}_{1 \le K \le K_{max}} S(\alpha, c, K)
+
+    Ties go to the smaller K. If the best S is ≤ 1 speculation does not pay and
+    K* = 0 (with speedup 1). f(K) is evaluated exactly as :func:`speedup` does,
+    K by K, keeping a running maximum: memory is one grid, not K_max grids, and
+    E[N] is computed on α's own shape only (an α axis broadcast against a c axis
+    costs one 1-D evaluation per K).
+
+    Parameters
+    ----------
+    alpha : array_like
+        Acceptance probability in [0, 1].
+    c : array_like
+        Speed ratio T_target / T_draft, > 0.
+    k_max : int, optional
+        Largest K considered (≥ 1), default 32.
+    v, o : array_like, optional
+        Measured-cost overheads (≥ 0), see :func:`speedup`.
+
+    Returns
+    -------
+    OptimalK
+        ``(k, speedup)`` arrays broadcast over all arguments.
+    """
+    a = check_alpha(alpha)
+    cc = check_positive(c, "c")
+    vv = check_nonnegative(v, "v")
+    oo = check_nonnegative(o, "o")
+    if np.ndim(k_max) != 0:
+        raise ValueError(f"k_max must be a single integer >= 1; got {k_max!r}")
+    k_max = int(check_k(k_max, "k_max"))
+    shape = np.broadcast_shapes(a.shape, cc.shape, vv.shape, oo.shape)
+    best = np.full(shape, -np.inf)
+    k_star = np.zeros(shape, dtype=np.int64)
+    s = np.empty(shape)
+    better = np.empty(shape, dtype=bool)
+    for kk in range(1, k_max + 1):
+        np.multiply(_expected_tokens(a, np.int64(kk)), _cost_factor(cc, kk, vv, oo), out=s)
+        np.greater(s, best, out=better)  # strict: ties keep the smaller K
+        np.copyto(k_star, kk, where=better)
+        np.copyto(best, s, where=better)
+    no_gain = best <= 1.0
+    k_star[no_gain] = 0
+    best[no_gain] = 1.0
+    return OptimalK(k_star[()], best[()])
+
+
+# --------------------------------------------------------------------------------------
+# metric conversions between engines (DESIGN.md §6)
+# --------------------------------------------------------------------------------------
+
+
+def acceptance_rate(alpha, k):
+    r"""Draft acceptance rate r = accepted / proposed draft tokens (vLLM, llama.cpp).
+
+    .. math::  r = \frac{E[N] - 1}{K} = \frac{\alpha - \alpha^{K+1}}{K (1 - \alpha)}
+    """
+    kk = check_k(k)
+    return ((expected_tokens(alpha, kk) - 1.0) / kk)[()]
+
+
+def system_efficiency(alpha, k):
+    r"""vLLM V0 "system efficiency" (= SGLang chain "accept rate"): E[N] / (K + 1) ∈ (0, 1]."""
+    kk = check_k(k)
+    return (expected_tokens(alpha, kk) / (kk + 1))[()]
+
+
+def alpha_from_mean_tokens(mean_tokens, k):
+    r"""Invert E[N]: the α whose expected tokens per round equal ``mean_tokens``.
+
+    Solves (1 − α^{K+1}) / (1 − α) = m by safeguarded Newton (vectorised).
+    ``mean_tokens`` counts the bonus token (vLLM "mean acceptance length", SGLang
+    "accept length", Spec-Bench "mean accepted tokens") and must lie in [1, K + 1].
+    """
+    kk = check_k(k)
+    m = _check_in(mean_tokens, 1.0, kk + 1.0, "mean_tokens", "[1, K + 1]")
+    return _solve_expected_tokens(m, kk)[()]
+
+
+def alpha_from_acceptance_rate(rate, k):
+    r"""Invert :func:`acceptance_rate`: α from r ∈ [0, 1] via E[N] = 1 + rK."""
+    kk = check_k(k)
+    r = _check_in(rate, 0.0, 1.0, "rate", "[0, 1]")
+    return _solve_expected_tokens(np.minimum(1.0 + r * kk, kk + 1.0), kk)[()]
+
+
+def c_to_leviathan(c):
+    """Leviathan et al.'s cost coefficient c_L = T_draft / T_target = 1 / c."""
+    return (1.0 / check_positive(c, "c"))[()]
+
+
+def c_from_leviathan(c_l):
+    """Our speed ratio c = T_target / T_draft from Leviathan et al.'s c_L: c = 1 / c_L."""
+    return (1.0 / check_positive(c_l, "c_L"))[()]
+
+
+#: Engine metrics that are functions of E[N] and K. name -> (label, to E[N], from E[N], range).
+METRICS: dict[str, tuple[str, object, object, str]] = {
+    "alpha": ("Per-token acceptance α", None, None, "[0, 1]"),
+    "acceptance_rate": (
+        "Draft acceptance rate r = accepted / drafted",
+        lambda x, k: 1.0 + x * k,
+        lambda e, k: (e - 1.0) / k,
+        "[0, 1]",
+    ),
+    "mean_tokens": (
+        "Mean acceptance length, bonus token counted (= E[N])",
+        lambda x, k: x,
+        lambda e, k: e,
+        "[1, K + 1]",
+    ),
+    "mean_tokens_no_bonus": (
+        "Mean acceptance length, bonus token not counted (= E[N] − 1)",
+        lambda x, k: x + 1.0,
+        lambda e, k: e - 1.0,
+        "[0, K]",
+    ),
+    "system_efficiency": (
+        "System efficiency / SGLang accept rate (= E[N] / (K + 1))",
+        lambda x, k: x * (k + 1),
+        lambda e, k: e / (k + 1),
+        "[1/(K + 1), 1]",
+    ),
+}
+
+
+def _metric_bounds(metric: str, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    _, to_e, _, _ = METRICS[metric]
+    if to_e is None:
+        return np.zeros_like(k, float), np.ones_like(k, float)
+    return _inverse_metric(metric, 1.0, k), _inverse_metric(metric, k + 1.0, k)
+
+
+def _inverse_metric(metric: str, e, k):
+    return METRICS[metric][2](np.asarray(e, float), k)
+
+
+def convert_metric(value, k, metric: str) -> dict[str, np.ndarray]:
+    """Every metric of :data:`METRICS` (plus ``alpha``) from one of them and K.
+
+    Parameters
+    ----------
+    value : array_like
+        The known metric's value.
+    k : array_like of int
+        Draft length K ≥ 1.
+    metric : str
+        A key of :data:`METRICS`.
+
+    Returns
+    -------
+    dict
+        ``{metric_name: value}`` for every metric, α included.
+    """
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {sorted(METRICS)}; got {metric!r}")
+    kk = check_k(k)
+    label, to_e, _, what = METRICS[metric]
+    lo, hi = _metric_bounds(metric, kk)
+    x = _check_in(value, lo * (1 - 1e-12), hi * (1 + 1e-12), metric, what)
+    if to_e is None:
+        alpha = x
+    else:
+        e = np.clip(to_e(x, kk), 1.0, kk + 1.0)
+        alpha = _solve_expected_tokens(e, kk)
+    e = _expected_tokens(alpha, kk)
+    out = {"alpha": alpha[()]}
+    for name, (_, to, frm, _) in METRICS.items():
+        if frm is not None:
+            out[name] = frm(e, kk)[()]
+    return out
