@@ -17,6 +17,8 @@ value and the allowed range.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -35,6 +37,7 @@ __all__ = [
     "system_efficiency",
     "c_to_leviathan",
     "c_from_leviathan",
+    "Metric",
     "METRICS",
     "convert_metric",
 ]
@@ -432,45 +435,43 @@ def c_from_leviathan(c_l):
     return (1.0 / check_positive(c_l, "c_L"))[()]
 
 
-#: Engine metrics that are functions of E[N] and K. name -> (label, to E[N], from E[N], range).
-METRICS: dict[str, tuple[str, object, object, str]] = {
-    "alpha": ("Per-token acceptance α", None, None, "[0, 1]"),
-    "acceptance_rate": (
-        "Draft acceptance rate r = accepted / drafted",
-        lambda x, k: 1.0 + x * k,
-        lambda e, k: (e - 1.0) / k,
-        "[0, 1]",
-    ),
-    "mean_tokens": (
-        "Mean acceptance length, bonus token counted (= E[N])",
-        lambda x, k: x,
-        lambda e, k: e,
-        "[1, K + 1]",
-    ),
-    "mean_tokens_no_bonus": (
-        "Mean acceptance length, bonus token not counted (= E[N] − 1)",
-        lambda x, k: x + 1.0,
-        lambda e, k: e - 1.0,
-        "[0, K]",
-    ),
-    "system_efficiency": (
-        "System efficiency / SGLang accept rate (= E[N] / (K + 1))",
-        lambda x, k: x * (k + 1),
-        lambda e, k: e / (k + 1),
-        "[1/(K + 1), 1]",
-    ),
-}
+@dataclass(frozen=True)
+class Metric:
+    """An engine metric that is a function of E[N] and K (see DESIGN.md §6)."""
+
+    label: str  #: short UI name
+    description: str  #: what it counts, with the engines that report it
+    allowed: str  #: allowed range, for messages
+    to_mean_tokens: Callable | None = None  #: (value, K) -> E[N]; None for α itself
+    from_mean_tokens: Callable | None = None  #: (E[N], K) -> value
 
 
-def _metric_bounds(metric: str, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    _, to_e, _, _ = METRICS[metric]
-    if to_e is None:
+#: Every metric the converters know, keyed by name.
+METRICS: dict[str, Metric] = {
+    "alpha": Metric("α", "per-token acceptance probability", "[0, 1]"),
+    "acceptance_rate": Metric(
+        "draft acceptance rate",
+        "accepted / drafted draft tokens (vLLM draft acceptance rate, llama.cpp accept %)",
+        "[0, 1]", lambda x, k: 1.0 + x * k, lambda e, k: (e - 1.0) / k),
+    "mean_tokens": Metric(
+        "mean acceptance length",
+        "tokens per round, bonus token counted = E[N] (vLLM, SGLang accept len, Spec-Bench)",
+        "[1, K + 1]", lambda x, k: x, lambda e, k: e),
+    "mean_tokens_no_bonus": Metric(
+        "accepted drafts per round",
+        "mean acceptance length without the bonus token = E[N] − 1",
+        "[0, K]", lambda x, k: x + 1.0, lambda e, k: e - 1.0),
+    "system_efficiency": Metric(
+        "system efficiency",
+        "E[N] / (K + 1) (vLLM V0 system efficiency, SGLang chain accept rate)",
+        "[1/(K + 1), 1]", lambda x, k: x * (k + 1), lambda e, k: e / (k + 1)),
+}  # fmt: skip
+
+
+def _metric_bounds(metric: Metric, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if metric.from_mean_tokens is None:
         return np.zeros_like(k, float), np.ones_like(k, float)
-    return _inverse_metric(metric, 1.0, k), _inverse_metric(metric, k + 1.0, k)
-
-
-def _inverse_metric(metric: str, e, k):
-    return METRICS[metric][2](np.asarray(e, float), k)
+    return metric.from_mean_tokens(1.0, k), metric.from_mean_tokens(k + 1.0, k)
 
 
 def convert_metric(value, k, metric: str) -> dict[str, np.ndarray]:
@@ -493,17 +494,16 @@ def convert_metric(value, k, metric: str) -> dict[str, np.ndarray]:
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {sorted(METRICS)}; got {metric!r}")
     kk = check_k(k)
-    label, to_e, _, what = METRICS[metric]
-    lo, hi = _metric_bounds(metric, kk)
-    x = _check_in(value, lo * (1 - 1e-12), hi * (1 + 1e-12), metric, what)
-    if to_e is None:
+    m = METRICS[metric]
+    lo, hi = _metric_bounds(m, kk)
+    x = _check_in(value, lo * (1 - 1e-12), hi * (1 + 1e-12), metric, m.allowed)
+    if m.to_mean_tokens is None:
         alpha = x
     else:
-        e = np.clip(to_e(x, kk), 1.0, kk + 1.0)
-        alpha = _solve_expected_tokens(e, kk)
+        alpha = _solve_expected_tokens(np.clip(m.to_mean_tokens(x, kk), 1.0, kk + 1.0), kk)
     e = _expected_tokens(alpha, kk)
     out = {"alpha": alpha[()]}
-    for name, (_, to, frm, _) in METRICS.items():
-        if frm is not None:
-            out[name] = frm(e, kk)[()]
+    for name, other in METRICS.items():
+        if other.from_mean_tokens is not None:
+            out[name] = np.asarray(other.from_mean_tokens(e, kk))[()]
     return out

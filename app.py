@@ -1,0 +1,20 @@
+"""specviz — router: page config, navigation over pages/, shared sidebar."""
+
+import streamlit as st
+
+st.set_page_config(page_title="specviz — speculative decoding design space", page_icon="🎯", layout="wide")
+
+PAGES = [
+    st.Page("pages/home.py", title="Home", icon="🏠", url_path="home", default=True),
+    st.Page("pages/design_space.py", title="Design space", icon="🗺️", url_path="design-space"),
+    st.Page("pages/break_even.py", title="Break-even & optimal K", icon="⚖️", url_path="break-even"),
+    st.Page("pages/converter.py", title="Metric converter & glossary", icon="🔁", url_path="converter"),
+]
+
+page = st.navigation(PAGES)
+with st.sidebar:
+    st.caption(
+        "specviz: where speculative decoding pays, by how much, and why. "
+        "Every control is mirrored in the URL: copy it to share the exact view."
+    )
+page.run()
