@@ -1,0 +1,189 @@
+"""AppTest for every page: renders, reacts to widgets, restores from the URL, never raises."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+TIMEOUT = 60
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(path: str, **query: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / path), default_timeout=TIMEOUT)
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+# ----------------------------------------------------------------------------- router + home
+
+
+def test_router_renders_home_with_links_to_every_page():
+    at = run("app.py")
+    assert any("Tokens per round" in s.value for s in at.subheader)
+    assert len(at.latex) == 2  # E[N] and the speedup
+    assert "specviz" in at.title[0].value
+    assert [link.page for link in at.page_link] == ["design-space", "break-even", "converter"]
+
+
+@pytest.mark.parametrize("page", ["pages/design_space.py", "pages/break_even.py", "pages/converter.py"])
+def test_router_switches_to_each_page(page):
+    at = run("app.py")
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value  # the page's own title rendered
+
+
+# ----------------------------------------------------------------------------- design space
+
+
+def test_design_space_defaults_show_chapter_point():
+    at = run("pages/design_space.py")
+    m = metrics(at)
+    # inspector defaults: α = 0.8, c = 10, K = 4 -> chapter table 5.3 first row
+    assert m["E[N] tokens per round"] == "3.3616"
+    assert m["Speedup S"] == "2.4011×"
+    assert m["Optimal K (1..64)"] == "6"
+    assert len(at.get("plotly_chart")) == 4  # three maps + the N distribution
+
+
+def test_design_space_reacts_to_widgets_and_mirrors_url():
+    at = run("pages/design_space.py")
+    before = metrics(at)
+    at.number_input(key="design.i_alpha").set_value(0.5).run()
+    after = metrics(at)
+    assert after["E[N] tokens per round"] == "1.9375"
+    assert after["Speedup S"] != before["Speedup S"]
+    assert at.query_params["i_alpha"] == "0.5"
+    at.slider(key="design.k").set_value(12).run()
+    assert at.query_params["k"] == "12"
+
+
+def test_design_space_restores_from_query_params():
+    at = run("pages/design_space.py", i_alpha="0.9", i_c="10", i_k="8", view="3-D surface", alpha="0.2,0.9", k="7")
+    assert not at.warning
+    assert at.number_input(key="design.i_alpha").value == 0.9
+    assert at.number_input(key="design.i_k").value == 8
+    assert at.radio(key="design.view").value == "3-D surface"
+    assert at.slider(key="design.alpha").value == (0.2, 0.9)
+    assert at.slider(key="design.k").value == 7
+    assert metrics(at)["Speedup S"] == "3.4032×"  # chapter table 5.3: α = 0.9, c = 10, K = 8
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [("i_alpha", "7"), ("k", "2.5"), ("view", "pie"), ("alpha", "0.9,0.1"), ("c_min", "abc"), ("v", "-1")],
+)
+def test_design_space_bad_query_param_warns_and_falls_back(name, value):
+    at = run("pages/design_space.py", **{name: value})
+    assert any(name in w.value and value in w.value for w in at.warning), [w.value for w in at.warning]
+    assert metrics(at)["E[N] tokens per round"]  # page still rendered
+
+
+def test_design_space_bad_input_shows_error_not_traceback():
+    at = run("pages/design_space.py")
+    at.number_input(key="design.c_min").set_value(500.0).run()
+    assert not at.exception
+    assert any("c min must be below c max" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_design_space_convention_flip_keeps_the_ratio():
+    at = run("pages/design_space.py")
+    s_before = metrics(at)["Speedup S"]
+    at.radio(key="design.conv").set_value("c_L").run()
+    assert at.number_input(key="design.i_c").value == pytest.approx(0.1)
+    assert at.number_input(key="design.c_min").value == pytest.approx(0.01)
+    assert at.number_input(key="design.c_max").value == pytest.approx(1.0)
+    assert metrics(at)["Speedup S"] == s_before
+
+
+def test_design_space_share_link_reproduces_view():
+    at = run("pages/design_space.py")
+    at.number_input(key="design.i_k").set_value(8).run()
+    link = at.code[-1].value
+    assert link.startswith("/design-space?") and "i_k=8" in link
+    query = dict(part.split("=") for part in link.split("?", 1)[1].split("&"))
+    again = run("pages/design_space.py", **query)
+    assert metrics(again) == metrics(at)
+
+
+# ----------------------------------------------------------------------------- break-even
+
+
+def test_break_even_renders_chapter_tables_all_matching():
+    at = run("pages/break_even.py")
+    tables = at.dataframe
+    assert len(tables) == 3
+    for table in tables:
+        assert table.value["matches"].all()
+    assert metrics(at)["Optimal K"] == "6"  # α = 0.8, c = 10
+
+
+def test_break_even_reacts_and_restores():
+    at = run("pages/break_even.py")
+    at.number_input(key="breakeven.f_alpha").set_value(0.1).run()
+    assert metrics(at)["Optimal K"] == "don't speculate"
+    assert at.query_params["f_alpha"] == "0.1"
+    again = run("pages/break_even.py", f_alpha="0.95", f_c="30", k_max="40")
+    assert again.slider(key="breakeven.k_max").value == 40
+    assert int(metrics(again)["Optimal K"]) > 6
+
+
+def test_break_even_frontier_values_from_url():
+    at = run("pages/break_even.py", curves="1,8")
+    assert at.multiselect(key="breakeven.curves").value == [1.0, 8.0]
+    fig = at.get("plotly_chart")[0].proto.spec
+    assert "c = 1 (never pays off)" in fig and "c = 8" in fig
+
+
+def test_break_even_bad_query_param_and_bad_input():
+    at = run("pages/break_even.py", k_max="1000", curves="x,y")
+    assert any("k_max" in w.value for w in at.warning)
+    assert any("curves" in w.value for w in at.warning)
+    at.number_input(key="breakeven.c_max").set_value(0.5).run()
+    assert any("c min must be below c max" in e.value for e in at.error)
+
+
+# ----------------------------------------------------------------------------- converter
+
+
+def test_converter_defaults_and_widgets():
+    at = run("pages/converter.py")
+    m = metrics(at)
+    assert m["draft acceptance rate"] == "0.3750" and m["system efficiency"] == "0.5000"
+    at.selectbox(key="converter.metric").set_value("acceptance_rate").run()
+    at.number_input(key="converter.value").set_value(1.0).run()
+    m = metrics(at)
+    assert m["α"] == "1.0000" and m["mean acceptance length"] == "5.0000"
+    assert at.query_params["metric"] == "acceptance_rate"
+
+
+def test_converter_restores_from_query_params():
+    at = run("pages/converter.py", metric="alpha", value="0.8", k="4", conv="c_L", ratio="0.125")
+    m = metrics(at)
+    assert m["mean acceptance length"] == "3.3616"
+    assert m["c = T_target / T_draft (specviz)"] == "8"
+    assert at.selectbox(key="converter.metric").value == "alpha"
+
+
+def test_converter_out_of_range_value_is_an_error_naming_the_range():
+    at = run("pages/converter.py", metric="mean_tokens", value="6", k="4")
+    assert any("mean_tokens must be in [1, K + 1]; got 6" in e.value for e in at.error), [e.value for e in at.error]
+    assert len(at.dataframe) == 1  # the glossary still renders
+
+
+def test_converter_bad_query_param_warns():
+    at = run("pages/converter.py", metric="tau", k="0")
+    assert any("metric" in w.value for w in at.warning)
+    assert any("k=" in w.value for w in at.warning)
+    assert not math.isnan(float(metrics(at)["α"]))
