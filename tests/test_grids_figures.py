@@ -1,0 +1,110 @@
+"""Grids and figure builders: shapes, conventions, labels and payload size."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from specviz import figures, grids, theory
+
+ALPHA = np.linspace(0.0, 1.0, 201)
+C = np.geomspace(0.5, 100.0, 121)
+KS = np.arange(1, 65)
+MAX_PAYLOAD = 2_000_000  # bytes of figure JSON sent to the browser
+
+
+def test_speedup_grid_matches_theory_pointwise_and_tidy_round_trips():
+    g = grids.speedup_alpha_c_grid(ALPHA, C, "c", 4, 0.1, 0.2)
+    assert g.z.shape == (C.size, ALPHA.size)
+    assert g.z[37, 150] == theory.speedup(ALPHA[150], C[37], 4, 0.1, 0.2)
+    df = g.tidy()
+    assert list(df.columns) == ["alpha", "c", "speedup"] and len(df) == C.size * ALPHA.size
+    row = df.iloc[37 * ALPHA.size + 150]
+    assert (row["alpha"], row["c"], row["speedup"]) == (ALPHA[150], C[37], g.z[37, 150])
+
+
+def test_leviathan_convention_axis_is_inverse_ratio():
+    c_l = np.array([0.05, 0.1, 0.5])
+    g = grids.speedup_alpha_c_grid(ALPHA, c_l, "c_L", 4, 0.0, 0.0)
+    assert g.y_name == "c_L"
+    np.testing.assert_array_equal(g.z, theory.speedup(ALPHA[None, :], 1.0 / c_l[:, None], 4))
+    assert grids.to_c(0.125, "c_L") == 8.0 and grids.from_c(8.0, "c_L") == 0.125
+    with pytest.raises(ValueError, match="convention must be one of"):
+        grids.to_c(1.0, "T")
+
+
+def test_axes_reject_empty_ranges_with_named_messages():
+    with pytest.raises(ValueError, match="c min must be below c max; got 10 and 2"):
+        grids.log_axis(10, 2, 5, "c")
+    with pytest.raises(ValueError, match="c min must be a finite number > 0; got 0"):
+        grids.log_axis(0, 2, 5, "c")
+    with pytest.raises(ValueError, match="α min must be below α max"):
+        grids.lin_axis(0.5, 0.5, 5, "α")
+
+
+def test_downsample_keeps_both_ends_and_caps_points():
+    g = grids.speedup_alpha_c_grid(ALPHA, C, "c", 4, 0.0, 0.0).downsampled(81)
+    assert len(g.x) <= 81 and len(g.y) <= 81
+    assert g.x[0] == 0.0 and g.x[-1] == 1.0 and g.y[0] == C[0] and g.y[-1] == C[-1]
+    assert g.z[-1, -1] == theory.speedup(1.0, C[-1], 4)
+
+
+@pytest.mark.parametrize("mode", ["heatmap", "surface"])
+def test_speedup_figure_has_break_even_line_log_c_axis_and_small_payload(mode):
+    g = grids.speedup_alpha_c_grid(ALPHA, grids.log_axis(1e-3, 1e4, 121, "c"), "c", 64, 0.0, 0.0)
+    fig = figures.grid_figure(g, mode=mode, break_even=True)
+    payload = fig.to_json()
+    assert len(payload) < MAX_PAYLOAD
+    spec = json.loads(payload)
+    if mode == "heatmap":
+        contour = [t for t in spec["data"] if t["type"] == "contour"]
+        assert len(contour) == 1 and contour[0]["contours"]["start"] == 1.0 == contour[0]["contours"]["end"]
+        assert spec["layout"]["yaxis"]["type"] == "log"
+        assert spec["layout"]["yaxis"]["title"]["text"] == grids.C_CONVENTIONS["c"]
+    else:
+        surface = spec["data"][0]
+        assert surface["contours"]["z"]["start"] == 1.0 and surface["contours"]["z"]["show"]
+        assert spec["layout"]["scene"]["yaxis"]["type"] == "log"
+
+
+def test_axis_title_follows_convention():
+    g = grids.speedup_alpha_c_grid(ALPHA, np.array([0.01, 0.1]), "c_L", 4, 0.0, 0.0)
+    fig = figures.grid_figure(g, break_even=True)
+    assert fig.layout.yaxis.title.text == grids.C_CONVENTIONS["c_L"]
+
+
+def test_optimal_k_map_labels_dont_speculate_region():
+    k_map, _ = grids.optimal_k_grids(ALPHA, C, "c", 32, 0.0, 0.0)
+    assert (k_map.z == 0).any() and (k_map.z > 0).any()
+    fig = figures.optimal_k_map(k_map)
+    bar = fig.data[0].colorbar
+    assert bar.ticktext[0] == "don't speculate"
+    assert list(bar.ticktext[1:]) == [f"K* = {k}" for k in np.unique(k_map.z)[1:]]
+    assert any(a.text == "don't speculate" for a in fig.layout.annotations)
+    assert len(fig.to_json()) < MAX_PAYLOAD
+
+
+def test_break_even_map_and_curves_mark_never_pays_off():
+    be = grids.break_even_grid(KS, C, "c", 0.0, 0.0)
+    assert np.isnan(be.z[C <= 1.0]).all() and not np.isnan(be.z[C > 1.0]).any()
+    fig = figures.break_even_map(be)
+    assert any(a.text == "never pays off" for a in fig.layout.annotations)
+    curves = figures.break_even_curves(KS, {"c = 1": theory.break_even_alpha(KS, 1.0), "c = 8": theory.break_even_alpha(KS, 8.0)})
+    assert [t.name for t in curves.data] == ["c = 1 (never pays off)", "c = 8"]
+
+
+def test_speedup_vs_k_marks_the_optimum():
+    s = theory.speedup(0.8, 10.0, KS[:32])
+    best = theory.optimal_k(0.8, 10.0, 32)
+    fig = figures.speedup_vs_k(KS[:32], s, int(best.k), float(best.speedup))
+    star = [t for t in fig.data if t.name == f"K* = {int(best.k)}"]
+    assert star and star[0].x[0] == int(best.k) and star[0].y[0] == float(best.speedup)
+    assert float(best.speedup) == s.max()
+
+
+def test_pmf_figure_bars_sum_to_one():
+    fig = figures.pmf_figure(theory.accepted_length_pmf(0.8, 4), float(theory.expected_tokens(0.8, 4)))
+    assert list(fig.data[0].x) == [1, 2, 3, 4, 5]
+    assert sum(fig.data[0].y) == pytest.approx(1.0)

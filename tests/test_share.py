@@ -1,0 +1,85 @@
+"""The query-parameter codec: round trips, defaults omitted, invalid values reported."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specviz.share import Param, decode, encode, share_url
+
+SPEC = (
+    Param("alpha", 0.8, "float", 0.0, 1.0),
+    Param("k", 4, "int", 1, 64),
+    Param("view", "Heatmap", "choice", choices=("Heatmap", "3-D surface")),
+    Param("range", (0.0, 1.0), "range", 0.0, 1.0),
+    Param("cs", [2.0, 8.0], "floats", 1e-3, 1e4),
+    Param("flag", False, "bool"),
+)
+
+values_strategy = st.fixed_dictionaries({
+    "alpha": st.floats(0.0, 1.0),
+    "k": st.integers(1, 64),
+    "view": st.sampled_from(["Heatmap", "3-D surface"]),
+    "range": st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0)).filter(lambda r: r[0] < r[1]),
+    "cs": st.lists(st.floats(1e-3, 1e4), min_size=1, max_size=6, unique=True).map(sorted),
+    "flag": st.booleans(),
+})  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(values_strategy)
+def test_decode_inverts_encode(values):
+    decoded, warnings = decode(SPEC, encode(SPEC, values))
+    assert warnings == {}
+    assert decoded == {**values, "range": tuple(values["range"])}
+
+
+def test_defaults_are_left_out_of_the_url():
+    defaults = {p.key: p.default for p in SPEC}
+    assert encode(SPEC, defaults) == {}
+    assert encode(SPEC, {**defaults, "k": 8}) == {"k": "8"}
+
+
+def test_missing_params_take_defaults_without_warning():
+    values, warnings = decode(SPEC, {})
+    assert values == {p.key: p.default for p in SPEC} and warnings == {}
+
+
+@pytest.mark.parametrize(
+    "key, raw, allowed",
+    [
+        ("alpha", "1.5", "a number in [0, 1]"),
+        ("alpha", "nan", "a number in [0, 1]"),
+        ("alpha", "inf", "a number in [0, 1]"),
+        ("k", "2.5", "an integer in [1, 64]"),
+        ("k", "0", "an integer in [1, 64]"),
+        ("view", "pie", "one of Heatmap, 3-D surface"),
+        ("range", "0.9,0.1", "two numbers lo,hi with lo < hi in [0, 1]"),
+        ("range", "0.5", "two numbers lo,hi with lo < hi in [0, 1]"),
+        ("cs", "", "comma-separated numbers in [0.001, 10000]"),
+        ("cs", "1,-2", "comma-separated numbers in [0.001, 10000]"),
+        ("flag", "maybe", "true or false"),
+    ],
+)
+def test_invalid_values_fall_back_with_a_message(key, raw, allowed):
+    values, warnings = decode(SPEC, {key: raw, "k": "9"} if key != "k" else {key: raw})
+    default = next(p.default for p in SPEC if p.key == key)
+    assert values[key] == default
+    assert warnings[key] == f"Ignored URL parameter {key}={raw!r}: it must be {allowed}. Using the default " + (
+        {"alpha": "0.8", "k": "4", "view": "Heatmap", "range": "0,1", "cs": "2,8", "flag": "false"}[key] + "."
+    )
+    if key != "k":
+        assert values["k"] == 9  # the valid neighbour still applies
+
+
+def test_repeated_param_uses_last_value():
+    assert decode(SPEC, {"k": ["3", "5"]})[0]["k"] == 5
+
+
+def test_share_url_joins_base_page_and_query():
+    assert share_url("http://host:8501/design-space", "design-space", {"k": "8", "view": "3-D surface"}) == (
+        "http://host:8501/design-space?k=8&view=3-D+surface"
+    )
+    assert share_url("https://team.example/specviz/", "converter", {}) == "https://team.example/specviz/converter"
+    assert share_url(None, "break-even", {"k_max": "40"}) == "/break-even?k_max=40"
