@@ -43,6 +43,7 @@ __all__ = [
 ]
 
 _EPS = np.finfo(float).eps
+K_LIMIT = 2**31 - 1  #: largest draft length accepted (keeps (K + 1) in exact int64/float arithmetic)
 
 
 # --------------------------------------------------------------------------------------
@@ -63,26 +64,24 @@ def _as_float(x, name: str) -> np.ndarray:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number; got {x!r}") from None
-    if np.isnan(arr).any():
-        raise ValueError(f"{name} must not be NaN; got {_first_bad(arr, np.isnan(arr))}")
     return arr
 
 
 def check_alpha(alpha, name: str = "alpha") -> np.ndarray:
     """Return ``alpha`` as a float array, or raise ValueError unless every value is in [0, 1]."""
     a = _as_float(alpha, name)
-    bad = (a < 0) | (a > 1)
+    bad = np.isnan(a) | (a < 0) | (a > 1)
     if bad.any():
         raise ValueError(f"{name} must be in [0, 1]; got {_first_bad(a, bad)}")
     return a
 
 
 def check_k(k, name: str = "k") -> np.ndarray:
-    """Return ``k`` as an int64 array, or raise ValueError unless every value is an integer ≥ 1."""
+    """Return ``k`` as an int64 array, or raise ValueError unless every value is an integer in [1, K_LIMIT]."""
     kf = _as_float(k, name)
-    bad = ~np.isfinite(kf) | (kf < 1) | (kf != np.floor(kf))
+    bad = ~np.isfinite(kf) | (kf < 1) | (kf > K_LIMIT) | (kf != np.floor(kf))
     if bad.any():
-        raise ValueError(f"{name} must be an integer >= 1; got {_first_bad(kf, bad)}")
+        raise ValueError(f"{name} must be an integer in [1, {K_LIMIT}]; got {_first_bad(kf, bad)}")
     return kf.astype(np.int64)
 
 
@@ -107,7 +106,7 @@ def check_nonnegative(x, name: str) -> np.ndarray:
 def _check_in(x, lo, hi, name: str, what: str) -> np.ndarray:
     """Raise unless lo ≤ x ≤ hi elementwise (lo, hi broadcast); ``what`` names the range."""
     a = _as_float(x, name)
-    bad = (a < lo) | (a > hi)
+    bad = np.isnan(a) | (a < lo) | (a > hi)
     if np.any(bad):
         bad = np.broadcast_to(bad, np.broadcast_shapes(a.shape, np.shape(bad)))
         a_b = np.broadcast_to(a, bad.shape)
@@ -498,7 +497,7 @@ def convert_metric(value, k, metric: str) -> dict[str, np.ndarray]:
     lo, hi = _metric_bounds(m, kk)
     x = _check_in(value, lo * (1 - 1e-12), hi * (1 + 1e-12), metric, m.allowed)
     if m.to_mean_tokens is None:
-        alpha = x
+        alpha = check_alpha(value, metric)
     else:
         alpha = _solve_expected_tokens(np.clip(m.to_mean_tokens(x, kk), 1.0, kk + 1.0), kk)
     e = _expected_tokens(alpha, kk)
