@@ -8,6 +8,7 @@ PAGES = [
     st.Page("pages/home.py", title="Home", icon="🏠", url_path="home", default=True),
     st.Page("pages/design_space.py", title="Design space", icon="🗺️", url_path="design-space"),
     st.Page("pages/break_even.py", title="Break-even & optimal K", icon="⚖️", url_path="break-even"),
+    st.Page("pages/sampling_lab.py", title="Rejection-sampling lab", icon="🎲", url_path="sampling-lab"),
     st.Page("pages/converter.py", title="Metric converter & glossary", icon="🔁", url_path="converter"),
 ]
 

@@ -38,6 +38,7 @@ st.caption(
 st.subheader("Pages")
 st.page_link("pages/design_space.py", label="Design space — E[N] and speedup maps, point inspector", icon="🗺️")
 st.page_link("pages/break_even.py", label="Break-even & optimal K — where speculation stops paying", icon="⚖️")
+st.page_link("pages/sampling_lab.py", label="Rejection-sampling lab — why the method is lossless", icon="🎲")
 st.page_link("pages/converter.py", label="Metric converter & glossary — what each engine reports", icon="🔁")
 st.caption("Source of the math: Leviathan, Kalman & Matias, *Fast Inference from Transformers via Speculative "
            "Decoding*, ICML 2023 (arXiv 2211.17192), as worked through in the chapter bundled with this project.")

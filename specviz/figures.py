@@ -197,3 +197,48 @@ def metrics_vs_alpha(alpha: np.ndarray, series: dict[str, np.ndarray], point: di
     fig.update_layout(xaxis_title=TITLES["alpha"], yaxis_title="value", height=380,
                       margin=dict(l=10, r=10, t=30, b=10))  # fmt: skip
     return fig
+
+
+# ----------------------------------------------------------------------------- rejection-sampling lab
+
+
+def distribution_bars(p: np.ndarray, q: np.ndarray) -> go.Figure:
+    """p, q, min(p, q) and the residual (p − q)⁺ over the vocabulary (chapter §6.4).
+
+    The accepted mass min(p, q) plus the residual (p − q)⁺ stack up to exactly p.
+    """
+    x = np.arange(len(p))
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=x, y=np.minimum(p, q), name="min(p, q) — accepted directly", marker_color="#2ca02c"))
+    fig.add_trace(go.Bar(x=x, y=np.clip(p - q, 0, None), name="(p − q)⁺ — residual, resampled after a rejection",
+                         marker_color="#ff7f0e"))  # fmt: skip
+    fig.add_trace(go.Scatter(x=x, y=p, mode="lines+markers", name="p (target)", line=dict(color="black"),
+                             marker=dict(size=4)))  # fmt: skip
+    fig.add_trace(go.Scatter(x=x, y=q, mode="lines", name="q (draft)", line=dict(color="#1f77b4", dash="dot")))
+    fig.update_layout(barmode="stack", xaxis_title="token x", yaxis_title="probability", height=380,
+                      legend=dict(orientation="h", y=1.12), margin=dict(l=10, r=10, t=30, b=10))  # fmt: skip
+    return fig
+
+
+def n_histogram(n_counts: np.ndarray, pmf: np.ndarray, rounds: int) -> go.Figure:
+    """Observed frequency of N = 1..K+1 against the pmf P(N = i)."""
+    i = np.arange(1, len(pmf) + 1)
+    fig = go.Figure(go.Bar(x=i, y=n_counts / rounds, name="simulated", marker_color="#1f77b4"))
+    fig.add_trace(go.Scatter(x=i, y=pmf, mode="markers", name="P(N = i), formula",
+                             marker=dict(size=12, symbol="diamond", color="black")))  # fmt: skip
+    fig.update_layout(xaxis_title="N (tokens in a round)", yaxis_title="frequency", height=340,
+                      margin=dict(l=10, r=10, t=30, b=10))  # fmt: skip
+    fig.update_xaxes(dtick=1)
+    return fig
+
+
+def emitted_vs_target(freq: np.ndarray, p: np.ndarray, q: np.ndarray) -> go.Figure:
+    """Empirical frequency of the emitted tokens against the target p (and the draft q for reference)."""
+    x = np.arange(len(p))
+    fig = go.Figure(go.Bar(x=x, y=freq, name="emitted (simulated)", marker_color="#9467bd"))
+    fig.add_trace(go.Scatter(x=x, y=p, mode="lines+markers", name="p (target)", line=dict(color="black"),
+                             marker=dict(size=4)))  # fmt: skip
+    fig.add_trace(go.Scatter(x=x, y=q, mode="lines", name="q (draft)", line=dict(color="#1f77b4", dash="dot")))
+    fig.update_layout(xaxis_title="token x", yaxis_title="probability", height=360,
+                      legend=dict(orientation="h", y=1.12), margin=dict(l=10, r=10, t=30, b=10))  # fmt: skip
+    return fig

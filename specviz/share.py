@@ -30,7 +30,8 @@ class Param:
         Value used when the URL does not give a valid one.
     kind : str
         ``"float"``, ``"int"``, ``"choice"``, ``"bool"``, ``"range"`` (a pair lo ≤ hi of
-        floats) or ``"floats"`` (a list of floats, each within the bounds).
+        floats), ``"floats"`` (a list of floats, each within the bounds) or ``"text"``
+        (free text of at most ``hi`` characters, validated by the page).
     lo, hi : float, optional
         Inclusive bounds for numeric kinds.
     choices : tuple, optional
@@ -53,6 +54,8 @@ class Param:
             return "one of " + ", ".join(str(c) for c in self.choices)
         if self.kind == "bool":
             return "true or false"
+        if self.kind == "text":
+            return f"text of at most {int(self.hi)} characters"
         what = {"float": "a number", "int": "an integer", "range": "two numbers lo,hi with lo < hi",
                 "floats": "comma-separated numbers"}[self.kind]  # fmt: skip
         return f"{what} in [{_fmt(self.lo)}, {_fmt(self.hi)}]"
@@ -83,6 +86,10 @@ def _number(text: str, p: Param, integer: bool) -> float | int:
 
 def _parse(text: str, p: Param) -> Any:
     """Parse one query value or raise ValueError."""
+    if p.kind == "text":
+        if len(text) > int(p.hi):
+            raise ValueError(text[:20])
+        return text
     text = text.strip()
     if p.kind in ("float", "int"):
         return _number(text, p, p.kind == "int")
@@ -145,7 +152,7 @@ def decode(spec: Sequence[Param], query: Mapping[str, Any]) -> tuple[dict[str, A
             values[p.key] = p.default
             warnings[p.key] = (
                 f"Ignored URL parameter {p.key}={str(raw)!r}: it must be {p.allowed()}. "
-                f"Using the default {_fmt(p.default)}."
+                f"Using the default {_fmt(p.default) or '(empty)'}."
             )
     return values, warnings
 

@@ -33,10 +33,12 @@ def test_router_renders_home_with_links_to_every_page():
     assert any("Tokens per round" in s.value for s in at.subheader)
     assert len(at.latex) == 2  # E[N] and the speedup
     assert "specviz" in at.title[0].value
-    assert [link.page for link in at.page_link] == ["design-space", "break-even", "converter"]
+    assert [link.page for link in at.page_link] == ["design-space", "break-even", "sampling-lab", "converter"]
 
 
-@pytest.mark.parametrize("page", ["pages/design_space.py", "pages/break_even.py", "pages/converter.py"])
+@pytest.mark.parametrize(
+    "page", ["pages/design_space.py", "pages/break_even.py", "pages/sampling_lab.py", "pages/converter.py"]
+)
 def test_router_switches_to_each_page(page):
     at = run("app.py")
     at.switch_page(page).run()
@@ -187,3 +189,67 @@ def test_converter_bad_query_param_warns():
     assert any("metric" in w.value for w in at.warning)
     assert any("k=" in w.value for w in at.warning)
     assert not math.isnan(float(metrics(at)["α"]))
+
+
+# ----------------------------------------------------------------------------- rejection-sampling lab
+
+
+def test_lab_defaults_match_formula_and_are_lossless():
+    at = run("pages/sampling_lab.py")
+    m = metrics(at)
+    assert m["α = Σ min(p, q)"] == m["1 − TV"]
+    assert m["formula inside the 95 % CI"] == "yes"
+    assert at.success and at.success[0].value.startswith("consistent with p")
+    assert len(at.get("plotly_chart")) == 3
+
+
+@pytest.mark.parametrize("variant", ["accept_first", "resample_p", "temperature_mismatch"])
+def test_lab_buggy_variants_are_flagged_and_explained(variant):
+    at = run("pages/sampling_lab.py")
+    at.selectbox(key="lab.variant").set_value(variant).run()
+    assert not at.success
+    assert any(w.value.startswith("biased") for w in at.warning), [w.value for w in at.warning]
+    assert any("What this variant does" in i.value for i in at.info)
+    assert at.query_params["variant"] == variant
+
+
+def test_lab_reacts_to_k_and_restores_from_url():
+    at = run("pages/sampling_lab.py")
+    before = metrics(at)["formula E[N]"]
+    at.slider(key="lab.k").set_value(8).run()
+    assert metrics(at)["formula E[N]"] != before
+    assert at.query_params["k"] == "8"
+    again = run("pages/sampling_lab.py", k="8", p="uniform", q="tempered", q_tau="2", rounds="20000", seed="7")
+    assert again.slider(key="lab.k").value == 8
+    assert again.selectbox(key="lab.q").value == "tempered"
+    assert again.number_input(key="lab.rounds").value == 20000
+    assert metrics(again)["α = Σ min(p, q)"] == "1.0000"  # uniform at any temperature is uniform
+    assert metrics(again)["simulated mean N"].startswith("9.0000")
+
+
+@pytest.mark.parametrize(
+    "vector, message",
+    [
+        ("1,2,-3", "p: entry 3 is -3.0; every entry must be >= 0"),
+        ("0,0,0", "p: all entries are zero"),
+        ("1,nan,1", "p: entry 2 is nan"),
+        ("1,2", "p: has 2 entries but V = 3"),
+        ("1,x,2", "p: entry 2 is 'x', not a number"),
+    ],
+)
+def test_lab_invalid_user_vector_is_a_clear_error(vector, message):
+    at = run("pages/sampling_lab.py", v="3", p="custom", p_vec=vector)
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert not at.get("plotly_chart")
+
+
+def test_lab_user_vector_runs():
+    at = run("pages/sampling_lab.py", v="3", p="custom", p_vec="1,1,2", q="uniform", rounds="20000")
+    assert metrics(at)["α = Σ min(p, q)"] == "0.8333"
+    assert at.success
+
+
+def test_lab_bad_query_param_warns():
+    at = run("pages/sampling_lab.py", variant="typo", k="99")
+    assert any("variant" in w.value for w in at.warning) and any("k=" in w.value for w in at.warning)
+    assert at.success  # fell back to the exact rule

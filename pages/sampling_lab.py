@@ -1,0 +1,158 @@
+"""Rejection-sampling lab: simulate rounds, see E[N] and losslessness — and what breaks them."""
+
+import numpy as np
+import streamlit as st
+import torch
+
+from specviz import figures, sampling, theory, ui
+from specviz.share import Param
+
+PAGE, URL = "lab", "sampling-lab"
+PROGRESS_FROM = 500_000  # show a progress bar for runs at least this long
+P_BUILDERS = tuple(b for b in sampling.BUILDERS if b != "tempered")
+SPEC = (
+    Param("v", 100, "int", 1, 5000),
+    Param("p", "zipf", "choice", choices=P_BUILDERS),
+    Param("p_s", 1.1, "float", 0.0, 5.0),
+    Param("p_beta", 0.5, "float", 1e-3, 100.0),
+    Param("p_seed", 0, "int", 0, 2**31 - 1),
+    Param("p_vec", "", "text", hi=20_000),
+    Param("q", "dirichlet", "choice", choices=tuple(sampling.BUILDERS)),
+    Param("q_s", 0.8, "float", 0.0, 5.0),
+    Param("q_beta", 0.5, "float", 1e-3, 100.0),
+    Param("q_seed", 1, "int", 0, 2**31 - 1),
+    Param("q_tau", 1.5, "float", 0.05, 20.0),
+    Param("q_vec", "", "text", hi=20_000),
+    Param("k", 4, "int", 1, 32),
+    Param("rounds", 200_000, "int", 1_000, 5_000_000),
+    Param("seed", 0, "int", 0, 2**31 - 1),
+    Param("variant", "exact", "choice", choices=tuple(sampling.VARIANTS)),
+    Param("t_draft", 0.5, "float", 0.05, 20.0),
+)
+VARIANT_LABELS = {
+    "exact": "exact rule",
+    "accept_first": "bug: accept the first draft unconditionally",
+    "resample_p": "bug: resample from p instead of the residual",
+    "temperature_mismatch": "bug: draft at one temperature, ratio at another",
+}
+
+
+def key(name: str) -> str:
+    return ui.key(PAGE, name)
+
+
+def builder_controls(who: str, options) -> None:
+    """Controls of one distribution builder (p or q), shown for the chosen kind only."""
+    kind = st.selectbox(f"{who} builder", options, key=key(who), format_func=sampling.BUILDERS.get)
+    if kind == "zipf":
+        st.number_input(f"{who}: Zipf exponent s", 0.0, 5.0, key=key(f"{who}_s"), step=0.1)
+    elif kind == "dirichlet":
+        st.number_input(f"{who}: Dirichlet β", 1e-3, 100.0, key=key(f"{who}_beta"), step=0.1, format="%.3g")
+        st.number_input(f"{who}: seed", 0, 2**31 - 1, key=key(f"{who}_seed"))
+    elif kind == "tempered":
+        st.number_input("τ (draft = target at temperature τ)", 0.05, 20.0, key=key("q_tau"), step=0.1)
+    elif kind == "custom":
+        st.text_area(f"{who}: V comma-separated weights", key=key(f"{who}_vec"), height=80,
+                     help="Non-negative numbers, normalised for you. Or upload a one-column CSV below.")  # fmt: skip
+        upload = st.file_uploader(f"{who}: one-column CSV", type=["csv", "txt"], key=f"{PAGE}.{who}_file")
+        if upload is not None:
+            st.session_state[f"{PAGE}.{who}_bytes"] = upload.getvalue()
+        else:
+            st.session_state.pop(f"{PAGE}.{who}_bytes", None)
+
+
+def build(who: str, view: dict, base=None) -> torch.Tensor:
+    text = st.session_state.get(f"{PAGE}.{who}_bytes") or view[f"{who}_vec"]
+    return sampling.build(view[who], view["v"], s=view[f"{who}_s"], beta=view[f"{who}_beta"],
+                          seed=view[f"{who}_seed"], tau=view.get(f"{who}_tau", 1.0), text=text, base=base,
+                          name=who)  # fmt: skip
+
+
+def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
+    """Run (or reuse) the simulation for these inputs; shows progress for long runs."""
+    run_key = (p.numpy().tobytes(), q.numpy().tobytes(), view["k"], view["rounds"], view["seed"],
+               view["variant"], view["t_draft"])  # fmt: skip
+    last = st.session_state.get(f"{PAGE}.last_run")
+    if last is not None and last[0] == run_key:
+        return last[1]
+    bar = st.progress(0.0, text="Simulating rounds…") if view["rounds"] >= PROGRESS_FROM else None
+    n, emitted = sampling.simulate_rounds(
+        p, q, view["k"], view["rounds"], torch.Generator().manual_seed(view["seed"]), view["variant"],
+        draft_temperature=view["t_draft"],
+        progress=(lambda f: bar.progress(f, text=f"Simulating rounds… {f:.0%}")) if bar else None)  # fmt: skip
+    if bar:
+        bar.empty()
+    result = (n.numpy(), emitted.numpy())
+    st.session_state[f"{PAGE}.last_run"] = (run_key, result)
+    return result
+
+
+st.title("🎲 Rejection-sampling lab")
+st.caption("Draft K tokens from q, accept each with min(1, p/q), correct from the residual (p − q)⁺ at the first "
+           "rejection, add a bonus token from p when all K pass. Simulate many rounds and check the two claims: "
+           "E[N] = (1 − α^(K+1)) / (1 − α), and the emitted tokens follow p exactly.")  # fmt: skip
+ui.restore(PAGE, SPEC)
+
+with st.sidebar:
+    st.header("Distributions")
+    st.number_input("V (vocabulary size)", 1, 5000, key=key("v"))
+    builder_controls("p", P_BUILDERS)
+    builder_controls("q", tuple(sampling.BUILDERS))
+    st.header("Simulation")
+    st.slider("K (draft length)", 1, 32, key=key("k"))
+    st.number_input("rounds", 1_000, 5_000_000, key=key("rounds"), step=50_000)
+    st.number_input("seed", 0, 2**31 - 1, key=key("seed"))
+    st.selectbox("verification rule", tuple(sampling.VARIANTS), key=key("variant"), format_func=VARIANT_LABELS.get)
+    if st.session_state[key("variant")] == "temperature_mismatch":
+        st.number_input("draft sampling temperature (ratio uses q at 1)", 0.05, 20.0, key=key("t_draft"), step=0.1)
+
+view = ui.values(PAGE, SPEC)
+try:
+    p = build("p", view)
+    q = build("q", view, base=p)
+except ValueError as exc:
+    ui.show_error(exc)
+    ui.publish(PAGE, SPEC, URL)
+    st.stop()
+
+p_np, q_np = p.numpy(), q.numpy()
+alpha = float(sampling.overlap(p, q))
+tv = 0.5 * float(np.abs(p_np - q_np).sum())
+k = view["k"]
+e_formula = float(theory.expected_tokens(min(max(alpha, 0.0), 1.0), k))
+
+st.header("Acceptance is overlap")
+c1, c2, c3 = st.columns(3)
+c1.metric("α = Σ min(p, q)", f"{alpha:.4f}")
+c2.metric("TV(p, q) = ½ Σ |p − q|", f"{tv:.4f}")
+c3.metric("1 − TV", f"{1 - tv:.4f}", help="Equals α: the chapter's §4.2 identity.")
+st.plotly_chart(figures.distribution_bars(p_np, q_np), key="fig_bars")
+st.caption("Green is accepted directly, orange is what the residual puts back: together they rebuild p exactly.")
+
+n, emitted = simulate(p, q, view)
+rounds = len(n)
+mean_n, half = sampling.mean_with_ci(torch.from_numpy(n))
+st.header("Tokens per round")
+c1, c2, c3 = st.columns(3)
+c1.metric("simulated mean N", f"{mean_n:.4f} ± {half:.4f}", help="95 % confidence interval, 1.96 · s / √rounds")
+c2.metric("formula E[N]", f"{e_formula:.4f}")
+inside = abs(mean_n - e_formula) <= half
+c3.metric("formula inside the 95 % CI", "yes" if inside else "no",
+          delta=f"{(mean_n - e_formula) / max(half / 1.96, 1e-300):+.1f} σ", delta_color="off")  # fmt: skip
+counts = np.bincount(n, minlength=k + 2)[1:]
+st.plotly_chart(figures.n_histogram(counts, theory.accepted_length_pmf(alpha, k), rounds), key="fig_hist")
+
+st.header("Emitted tokens against p")
+gof = sampling.chi_square_gof(torch.from_numpy(emitted), p)
+verdict = sampling.emitted_verdict(gof, view["variant"])
+c1, c2, c3 = st.columns(3)
+c1.metric("emitted tokens", f"{len(emitted):,}")
+c2.metric("TV(emitted, p)", f"{gof.tv:.4f}")
+c3.metric("χ² p-value", f"{gof.p_value:.3g}", help=f"Pearson χ², {gof.dof} degrees of freedom (sparse bins pooled)")
+(st.success if verdict.ok else st.warning)(verdict.text)
+freq = np.bincount(emitted, minlength=len(p_np)) / len(emitted)
+st.plotly_chart(figures.emitted_vs_target(freq, p_np, q_np), key="fig_emitted")
+if view["variant"] != "exact":
+    st.info(f"**What this variant does:** {sampling.VARIANTS[view['variant']]}")
+
+ui.publish(PAGE, SPEC, URL)
