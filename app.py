@@ -2,14 +2,14 @@
 
 import streamlit as st
 
-st.set_page_config(page_title="specviz — speculative decoding design space", page_icon="🎯", layout="wide")
+st.set_page_config(page_title="specviz — speculative decoding design space", page_icon=":material/speed:", layout="wide")
 
 PAGES = [
-    st.Page("pages/home.py", title="Home", icon="🏠", url_path="home", default=True),
-    st.Page("pages/design_space.py", title="Design space", icon="🗺️", url_path="design-space"),
-    st.Page("pages/break_even.py", title="Break-even & optimal K", icon="⚖️", url_path="break-even"),
-    st.Page("pages/sampling_lab.py", title="Rejection-sampling lab", icon="🎲", url_path="sampling-lab"),
-    st.Page("pages/converter.py", title="Metric converter & glossary", icon="🔁", url_path="converter"),
+    st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", default=True),
+    st.Page("pages/design_space.py", title="Design space", icon=":material/map:", url_path="design-space"),
+    st.Page("pages/break_even.py", title="Break-even & optimal K", icon=":material/balance:", url_path="break-even"),
+    st.Page("pages/sampling_lab.py", title="Rejection-sampling lab", icon=":material/casino:", url_path="sampling-lab"),
+    st.Page("pages/converter.py", title="Metric converter & glossary", icon=":material/sync_alt:", url_path="converter"),
 ]
 
 page = st.navigation(PAGES)

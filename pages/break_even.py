@@ -50,7 +50,7 @@ def optimum_maps(c_lo, c_hi, conv, k_max, v, o):
     return grids.optimal_k_grids(alpha, grids.log_axis(c_lo, c_hi, N_C, conv), conv, k_max, v, o)
 
 
-st.title("⚖️ Break-even & optimal K")
+st.title("Break-even & optimal K")
 st.caption("Speculation pays only when E[N] > 1 + vK + o + K/c. These views show where that line runs and "
            "which draft length K gets the most out of a given (α, c).")  # fmt: skip
 ui.restore(PAGE, SPEC)

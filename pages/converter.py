@@ -20,7 +20,7 @@ def key(name: str) -> str:
     return ui.key(PAGE, name)
 
 
-st.title("🔁 Metric converter & glossary")
+st.title("Metric converter & glossary")
 st.caption("Engines report the same acceptance behaviour under different names and definitions. Enter any one "
            "of them with K and read off the rest (i.i.d. model with per-token acceptance α).")  # fmt: skip
 ui.restore(PAGE, SPEC)

@@ -53,7 +53,7 @@ def speedup_k_map(a_lo, a_hi, k_max, c, v, o):
     return grids.speedup_alpha_k_grid(grids.lin_axis(a_lo, a_hi, N_ALPHA, "α"), grids.np.arange(1, k_max + 1), c, v, o)
 
 
-st.title("🗺️ Design space")
+st.title("Design space")
 st.caption("How E[N] and the speedup depend on α, K and c. Black line: S = 1 — left of it speculation is slower.")
 ui.restore(PAGE, SPEC)
 

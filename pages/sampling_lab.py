@@ -87,7 +87,7 @@ def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
     return result
 
 
-st.title("🎲 Rejection-sampling lab")
+st.title("Rejection-sampling lab")
 st.caption("Draft K tokens from q, accept each with min(1, p/q), correct from the residual (p − q)⁺ at the first "
            "rejection, add a bonus token from p when all K pass. Simulate many rounds and check the two claims: "
            "E[N] = (1 − α^(K+1)) / (1 − α), and the emitted tokens follow p exactly.")  # fmt: skip

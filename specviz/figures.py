@@ -24,7 +24,7 @@ TITLES = {
 }
 _FORMAT = {"alpha": ":.3f", "k": ":d", "c": ":.3g", "c_L": ":.3g"}  # d3 format of hover values
 _SURFACE_MAX = 81  # points per axis of a 3-D surface: keeps payloads small (≈ 81² floats)
-_DIVERGING = "RdBu"  # red below 1 (slower), blue above 1 (faster)
+_SLOWER, _EVEN, _FASTER = "#b2182b", "#f7f7f7", "#2166ac"  # S < 1 red, S = 1 white, S > 1 blue
 BREAK_EVEN_COLOR = "black"
 
 
@@ -54,13 +54,12 @@ def grid_figure(grid: Grid, *, mode: str = "heatmap", break_even: bool = False, 
     """
     if mode not in ("heatmap", "surface"):
         raise ValueError(f"mode must be 'heatmap' or 'surface'; got {mode!r}")
-    colour = dict(colorscale=_DIVERGING, cmid=1.0) if break_even else dict(colorscale="Viridis")
+    scale = speedup_colorscale(np.nanmin(grid.z), np.nanmax(grid.z)) if break_even else "Viridis"
     colorbar = dict(title=dict(text=TITLES[grid.z_name]))
     fig = go.Figure()
     if mode == "heatmap":
-        zmid = {"zmid": 1.0} if break_even else {}
-        fig.add_trace(go.Heatmap(x=grid.x, y=grid.y, z=grid.z, colorscale=colour["colorscale"], colorbar=colorbar,
-                                 hovertemplate=_hovertemplate(grid), name=TITLES[grid.z_name], **zmid))  # fmt: skip
+        fig.add_trace(go.Heatmap(x=grid.x, y=grid.y, z=grid.z, colorscale=scale, colorbar=colorbar,
+                                 hovertemplate=_hovertemplate(grid), name=TITLES[grid.z_name]))  # fmt: skip
         if break_even:
             fig.add_trace(break_even_contour(grid))
         fig.update_xaxes(title=TITLES[grid.x_name], type="log" if _is_log(grid.x_name) else "linear")
@@ -69,14 +68,29 @@ def grid_figure(grid: Grid, *, mode: str = "heatmap", break_even: bool = False, 
         g = grid.downsampled(_SURFACE_MAX)
         contours = dict(z=dict(show=True, start=1.0, end=1.0, size=1.0, color=BREAK_EVEN_COLOR, width=6)) \
             if break_even else {}  # fmt: skip
-        fig.add_trace(go.Surface(x=g.x, y=g.y, z=g.z, colorbar=colorbar, contours=contours,
-                                 hovertemplate=_hovertemplate(g), **colour))  # fmt: skip
+        fig.add_trace(go.Surface(x=g.x, y=g.y, z=g.z, colorbar=colorbar, contours=contours, colorscale=scale,
+                                 hovertemplate=_hovertemplate(g)))  # fmt: skip
         fig.update_layout(scene=dict(
             xaxis=dict(title=TITLES[g.x_name], type="log" if _is_log(g.x_name) else "linear"),
             yaxis=dict(title=TITLES[g.y_name], type="log" if _is_log(g.y_name) else "linear"),
             zaxis=dict(title=TITLES[g.z_name])))  # fmt: skip
-    fig.update_layout(title=title, margin=dict(l=10, r=10, t=40, b=10), height=460)
+    fig.update_layout(title=title, margin=dict(l=10, r=10, t=40, b=10), height=460,
+                      legend=dict(orientation="h", x=1.0, xanchor="right", y=1.02, yanchor="bottom"))  # fmt: skip
     return fig
+
+
+def speedup_colorscale(zmin: float, zmax: float) -> list:
+    """Red below S = 1, white at exactly S = 1, blue above, over the data range [zmin, zmax].
+
+    Unlike a symmetric ``zmid`` this never stretches the colour bar to impossible
+    (negative) speedups.
+    """
+    if zmax <= 1.0:
+        return [[0.0, _SLOWER], [1.0, _EVEN]]
+    if zmin >= 1.0:
+        return [[0.0, _EVEN], [1.0, _FASTER]]
+    at_one = (1.0 - zmin) / (zmax - zmin)
+    return [[0.0, _SLOWER], [at_one, _EVEN], [1.0, _FASTER]]
 
 
 def break_even_contour(grid: Grid) -> go.Contour:

@@ -42,7 +42,7 @@ def restore(page: str, spec: Sequence[share.Param]) -> None:
         else:
             st.session_state[k] = remembered.get(p.key, p.default)
     for message in warnings.values():
-        st.warning(message, icon="⚠️")
+        st.warning(message, icon=":material/warning:")
 
 
 def values(page: str, spec: Sequence[share.Param]) -> dict[str, Any]:
@@ -60,7 +60,7 @@ def publish(page: str, spec: Sequence[share.Param], url_path: str) -> dict[str, 
     params = share.encode(spec, current)
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
-    with st.expander("🔗 Share this view"):
+    with st.expander("Share this view", icon=":material/link:"):
         st.caption("This link reopens the page with exactly these settings.")
         st.code(share.share_url(st.context.url, url_path, params), language=None)
     return params
@@ -68,7 +68,7 @@ def publish(page: str, spec: Sequence[share.Param], url_path: str) -> dict[str, 
 
 def show_error(exc: Exception) -> None:
     """Show a library ValueError to the person, never a traceback."""
-    st.error(f"⛔ {exc}")
+    st.error(str(exc), icon=":material/error:")
 
 
 @contextmanager
