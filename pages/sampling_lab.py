@@ -17,7 +17,7 @@ SPEC = (
     Param("p_beta", 0.5, "float", 1e-3, 100.0),
     Param("p_seed", 0, "int", 0, 2**31 - 1),
     Param("p_vec", "", "text", hi=20_000),
-    Param("q", "dirichlet", "choice", choices=tuple(sampling.BUILDERS)),
+    Param("q", "tempered", "choice", choices=tuple(sampling.BUILDERS)),
     Param("q_s", 0.8, "float", 0.0, 5.0),
     Param("q_beta", 0.5, "float", 1e-3, 100.0),
     Param("q_seed", 1, "int", 0, 2**31 - 1),

@@ -1,0 +1,297 @@
+"""End-to-end: run the real app (``streamlit run app.py``) and drive it in headless Chromium.
+
+Checks that every page renders without a Streamlit exception (charts drawn), that the
+home page links to the other pages, that a control change is mirrored in the URL and
+that the link restores the view, and that an invalid URL value gives a warning. Pages
+in the app's navigation that are not listed in PAGES are opened and checked too.
+
+Screenshots of every page go to ``$SPECVIZ_SCREENSHOT_DIR`` when set, so
+``SPECVIZ_SCREENSHOT_DIR=docs/screenshots python -m pytest tests/test_browser.py``
+refreshes the README images; otherwise to pytest's ``tmp_path``.
+
+Needs Debian's ``chromium`` on PATH (``playwright install`` is never run); skipped without it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import expect
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+VIEWPORT = {"width": 1400, "height": 1000}
+STARTUP_TIMEOUT_S = 60
+RUN_TIMEOUT_MS = 30_000  # one script run of a page, including plotly drawing its charts
+
+# (url path, screenshot name, has charts)
+PAGES = [
+    ("/", "home.png", False),
+    ("/design-space", "design-space.png", True),
+    ("/break-even", "break-even.png", True),
+    ("/sampling-lab", "sampling-lab.png", True),
+    ("/converter", "converter.png", True),
+]
+K_SLIDER = "K for the (α, c) map"  # on /design-space, mirrored as ?k=
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="needs a chromium executable on PATH (apt-get install chromium)"),
+]
+
+# True once the app has finished a script run and drawn its result: a run has happened
+# (the state is "initial" before the first one), none is in progress or requested, the
+# "Running..." icon is gone, no element is stale (greyed out, awaiting a rerun), no
+# lazily loaded component still shows its loading skeleton, every visible plotly chart
+# (those in inactive tabs are hidden) holds its svg and every dataframe its canvas.
+APP_DRAWN_JS = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+    if (document.querySelector('[data-testid="stStatusWidgetRunningIcon"], [data-stale="true"]')) return false;
+    if (document.querySelector('[data-testid="stAppSkeleton"], [data-testid="stSkeleton"]')) return false;
+    const shown = sel => [...document.querySelectorAll(sel)].filter(e => e.getClientRects().length > 0);
+    return shown('[data-testid="stPlotlyChart"]').every(c => c.querySelector('.js-plotly-plot svg.main-svg'))
+        && shown('[data-testid="stDataFrame"]').every(d => d.querySelector('canvas'));
+}"""
+CHART_SHOWN = '[data-testid="stPlotlyChart"] .js-plotly-plot svg.main-svg'
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200 and r.read().decode().strip() == "ok"
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    """Base URL of ``streamlit run app.py`` on a free localhost port; stopped (whole group) at the end."""
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
+    cmd = [
+        sys.executable, "-m", "streamlit", "run", "app.py",
+        "--server.port", str(port),
+        "--server.headless", "true",
+        "--browser.gatherUsageStats", "false",
+        "--server.fileWatcherType", "none",
+    ]  # fmt: skip
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        health = f"http://127.0.0.1:{port}/_stcore/health"
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not _healthy(health):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                why = f"exited with code {proc.returncode}" if proc.poll() is not None else (
+                    f"not healthy after {STARTUP_TIMEOUT_S} s")
+                pytest.fail(f"streamlit server {why}; its output:\n{log_path.read_text(errors='replace')}")
+            time.sleep(0.25)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        _stop(proc)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Terminate the server's whole process group, then kill it if it lingers."""
+    for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=grace)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    # the leader is reaped; make sure nothing else of its group survived it
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(RUN_TIMEOUT_MS)
+    pg = context.new_page()
+    yield pg
+    context.close()
+
+
+@pytest.fixture
+def screenshot_dir(tmp_path) -> Path:
+    d = Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR") or tmp_path)
+    if not d.is_absolute():
+        d = ROOT / d
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def open_page(page, url: str, charts: bool = False) -> None:
+    """Go to ``url`` and wait until the app has finished its run and drawn it (with a chart)."""
+    page.goto(url, wait_until="domcontentloaded")
+    if charts:
+        page.locator(CHART_SHOWN).first.wait_for(state="visible", timeout=RUN_TIMEOUT_MS)
+    wait_drawn(page)
+
+
+def wait_drawn(page) -> None:
+    page.wait_for_function(APP_DRAWN_JS, timeout=RUN_TIMEOUT_MS)
+
+
+def assert_no_exception(page, where: str) -> None:
+    """No Streamlit exception box (an uncaught error) and no ``st.error`` box (a reported one)."""
+    for what, sel in (("exception", '[data-testid="stException"]'), ("error", '[data-testid="stAlertContentError"]')):
+        boxes = page.locator(sel)
+        assert boxes.count() == 0, f"Streamlit {what} on {where}:\n" + "\n---\n".join(boxes.all_inner_texts())
+
+
+def full_page_screenshot(page, path: Path) -> None:
+    """Screenshot of the whole page. The app scrolls inside ``stMain`` (and the sidebar),
+    not the document, so ``full_page=True`` alone stops at the viewport: grow the viewport
+    to the content's height first, then put it back."""
+    size = page.viewport_size
+    height_js = """() => Math.max(window.innerHeight, ...[...document.querySelectorAll(
+        '[data-testid="stMain"], [data-testid="stSidebarContent"]')].map(e => e.scrollHeight))"""
+    try:
+        for _ in range(3):  # the layout may reflow once at the new size
+            height = page.evaluate(height_js)
+            if height <= page.viewport_size["height"]:
+                break
+            page.set_viewport_size({"width": size["width"], "height": height})
+            wait_drawn(page)
+        page.screenshot(path=str(path), full_page=True)
+    finally:
+        page.set_viewport_size(size)
+
+
+def find_slider(page, label: str):
+    """The thumb of the slider labelled ``label``: a ``role="slider"`` element or, as in
+    Streamlit 1.67 (react-aria), a visually hidden ``<input type="range">`` (not matchable by
+    ``get_by_role(name=...)``: its accessible name repeats the label)."""
+    thumb = f'[data-testid="stSlider"] :is([role="slider"], input[type="range"])[aria-label="{label}"]'
+    return page.locator(thumb)
+
+
+def slider_value(slider) -> str:
+    """Current value of a slider: aria-valuenow where set, else the value of the range input."""
+    return slider.evaluate("el => el.getAttribute('aria-valuenow') ?? el.value")
+
+
+def query(url: str) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(url).query)
+
+
+@pytest.mark.parametrize(("path", "shot", "charts"), PAGES, ids=[name.removesuffix(".png") for _, name, _ in PAGES])
+def test_page_renders(app_url, page, screenshot_dir, path, shot, charts):
+    open_page(page, app_url + path, charts=charts)
+    assert_no_exception(page, path)
+    assert page.locator('[data-testid="stMain"] h1').count() >= 1, f"no title on {path}"
+    if path == "/":
+        # Page links and formulas are lazy-loaded components: drawn shortly after the run ends.
+        for target in ("design-space", "break-even", "sampling-lab", "converter"):
+            link = page.locator(f'[data-testid="stMain"] [data-testid="stPageLink"] a[href$="{target}"]').first
+            expect(link, f"home has no link to {target}").to_be_visible(timeout=RUN_TIMEOUT_MS)
+        expect(page.locator('[data-testid="stMain"] .katex').first).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    full_page_screenshot(page, screenshot_dir / shot)
+
+
+def test_every_page_in_the_navigation_renders(app_url, page):
+    """Pages added to app.py after this file was written are opened too (no screenshot)."""
+    open_page(page, app_url + "/")
+    nav = page.locator('[data-testid="stSidebarNav"] a[data-testid="stSidebarNavLink"]')
+    expect(nav.first).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    paths = {urlsplit(href).path.rstrip("/") or "/" for href in nav.evaluate_all("as => as.map(a => a.href)")}
+    known = {path for path, _, _ in PAGES} | {"/home"}
+    assert {path for path, _, _ in PAGES} - {"/"} <= paths, f"pages missing from the navigation: {sorted(paths)}"
+    for path in sorted(paths - known):
+        open_page(page, app_url + path)
+        assert page.locator('[data-testid="stMain"] h1').count() >= 1, f"no title on {path}"
+        assert_no_exception(page, path)
+
+
+def test_slider_change_is_mirrored_in_url_and_restored(app_url, page, browser):
+    open_page(page, app_url + "/design-space", charts=True)
+    slider = find_slider(page, K_SLIDER)
+    before = int(slider_value(slider))
+    assert "k" not in query(page.url), page.url  # default value: not in the URL
+
+    slider.focus()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    expected = str(before + 2)
+
+    deadline = time.monotonic() + 15
+    while query(page.url).get("k") != [expected]:
+        if time.monotonic() > deadline:
+            pytest.fail(f"URL not updated to k={expected} after moving the slider: {page.url}")
+        page.wait_for_timeout(200)
+    wait_drawn(page)
+    assert slider_value(slider) == expected
+    assert_no_exception(page, "/design-space after moving the K slider")
+    shared = page.url
+
+    # A fresh browser context (no session state) opening the link gets the same view.
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(RUN_TIMEOUT_MS)
+    try:
+        other = context.new_page()
+        open_page(other, shared, charts=True)
+        assert_no_exception(other, shared)
+        assert slider_value(find_slider(other, K_SLIDER)) == expected
+        assert query(other.url).get("k") == [expected], other.url
+    finally:
+        context.close()
+
+
+def test_invalid_url_value_warns(app_url, page):
+    open_page(page, app_url + "/design-space?i_alpha=7", charts=True)
+    alert = page.locator('[data-testid="stAlert"], [data-testid="stWarning"]').filter(has_text="i_alpha").first
+    alert.wait_for(state="visible", timeout=RUN_TIMEOUT_MS)
+    assert alert.locator('[data-testid="stAlertContentWarning"]').count() == 1, alert.inner_html()
+    assert "7" in alert.inner_text()
+    assert_no_exception(page, "/design-space?i_alpha=7")
