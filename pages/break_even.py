@@ -12,7 +12,7 @@ SPEC = (
     Param("conv", "c", "choice", choices=tuple(grids.C_CONVENTIONS)),
     Param("curves", [2.0, 4.0, 8.0, 16.0, 32.0], "floats", 1e-3, 1e4),
     Param("k_max", 32, "int", 2, 64),
-    Param("c_min", 1.0, "float", 1e-3, 1e4, log=True),
+    Param("c_min", 0.5, "float", 1e-3, 1e4, log=True),
     Param("c_max", 100.0, "float", 1e-3, 1e4, log=True),
     Param("v", 0.0, "float", 0.0, 2.0),
     Param("o", 0.0, "float", 0.0, 5.0),
@@ -125,12 +125,14 @@ else:
 
 st.header("The chapter's numbers, recomputed")
 st.caption("Printed values from the source chapter beside the same quantities from specviz.theory.")
-t44, t53, ex2 = st.columns([1, 1.6, 1])
+NUMBER = st.column_config.NumberColumn(format="%.4f")
+t44, ex2 = st.columns(2)
 t44.markdown("**Table 4.4 — E[N]**")
-t44.dataframe(chapter.table_4_4(), hide_index=True, key="tab44")
-t53.markdown("**Table 5.3 — speedup**")
-t53.dataframe(chapter.table_5_3(), hide_index=True, key="tab53")
+t44.dataframe(chapter.table_4_4(), hide_index=True, key="tab44", column_config={"E[N] computed": NUMBER})
 ex2.markdown("**Exercise 2 — c = 8, α = 0.7**")
-ex2.dataframe(chapter.exercise_2(), hide_index=True, key="ex2")
+ex2.dataframe(chapter.exercise_2(), hide_index=True, key="ex2", column_config={"computed": NUMBER})
+st.markdown("**Table 5.3 — speedup**")
+st.dataframe(chapter.table_5_3(), hide_index=True, key="tab53",
+             column_config={"E[N] computed": NUMBER, "speedup computed": NUMBER})
 
 ui.publish(PAGE, SPEC, URL)

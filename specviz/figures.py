@@ -62,8 +62,7 @@ def grid_figure(grid: Grid, *, mode: str = "heatmap", break_even: bool = False, 
                                  hovertemplate=_hovertemplate(grid), name=TITLES[grid.z_name]))  # fmt: skip
         if break_even:
             fig.add_trace(break_even_contour(grid))
-        fig.update_xaxes(title=TITLES[grid.x_name], type="log" if _is_log(grid.x_name) else "linear")
-        fig.update_yaxes(title=TITLES[grid.y_name], type="log" if _is_log(grid.y_name) else "linear")
+        _data_extent_axes(fig, grid)
     else:
         g = grid.downsampled(_SURFACE_MAX)
         contours = dict(z=dict(show=True, start=1.0, end=1.0, size=1.0, color=BREAK_EVEN_COLOR, width=6)) \
@@ -91,6 +90,16 @@ def speedup_colorscale(zmin: float, zmax: float) -> list:
         return [[0.0, _EVEN], [1.0, _FASTER]]
     at_one = (1.0 - zmin) / (zmax - zmin)
     return [[0.0, _SLOWER], [at_one, _EVEN], [1.0, _FASTER]]
+
+
+def _data_extent_axes(fig: go.Figure, grid: Grid) -> None:
+    """Titles, log type for c axes, and ranges that end exactly at the grid's first and last points."""
+    for axis, values, name in ((fig.update_xaxes, grid.x, grid.x_name), (fig.update_yaxes, grid.y, grid.y_name)):
+        lo, hi = float(np.min(values)), float(np.max(values))
+        if _is_log(name):
+            axis(title=TITLES[name], type="log", range=[np.log10(lo), np.log10(hi)])
+        else:
+            axis(title=TITLES[name], type="linear", range=[lo, hi])
 
 
 def break_even_contour(grid: Grid) -> go.Contour:
@@ -144,8 +153,7 @@ def break_even_map(grid: Grid) -> go.Figure:
         iy, ix = np.argwhere(never)[len(np.argwhere(never)) // 2]
         fig.add_annotation(x=grid.x[ix], y=np.log10(grid.y[iy]) if _is_log(grid.y_name) else grid.y[iy],
                            text="never pays off", showarrow=False, font=dict(size=14))  # fmt: skip
-    fig.update_xaxes(title=TITLES[grid.x_name])
-    fig.update_yaxes(title=TITLES[grid.y_name], type="log" if _is_log(grid.y_name) else "linear")
+    _data_extent_axes(fig, grid)
     fig.update_layout(height=440, margin=dict(l=10, r=10, t=30, b=10))
     return fig
 
@@ -161,19 +169,29 @@ def optimal_k_map(grid: Grid) -> go.Figure:
     scale = []
     for i, colour in enumerate(palette):
         scale += [[i / n, colour], [(i + 1) / n, colour]]
-    ticktext = ["don't speculate" if lv == 0 else f"K* = {lv}" for lv in levels]
+    shown = _tick_subset(n, max_ticks=16, keep_first=bool(levels[0] == 0))
+    ticktext = ["don't speculate" if levels[i] == 0 else f"K* = {levels[i]}" for i in shown]
     fig = go.Figure(go.Heatmap(
         x=grid.x, y=grid.y, z=index, customdata=z, colorscale=scale, zmin=-0.5, zmax=n - 0.5,
-        colorbar=dict(title=dict(text="K*"), tickvals=list(range(n)), ticktext=ticktext),
+        colorbar=dict(title=dict(text="K*"), tickvals=shown, ticktext=ticktext),
         hovertemplate="α = %{x:.3f}<br>" + grid.y_name + " = %{y:.3g}<br>K* = %{customdata:d}<extra></extra>"))
     if levels[0] == 0:
         iy, ix = np.argwhere(grid.z == 0)[np.count_nonzero(grid.z == 0) // 2]
         fig.add_annotation(x=grid.x[ix], y=np.log10(grid.y[iy]) if _is_log(grid.y_name) else grid.y[iy],
                            text="don't speculate", showarrow=False, font=dict(size=14, color="white"))  # fmt: skip
-    fig.update_xaxes(title=TITLES[grid.x_name])
-    fig.update_yaxes(title=TITLES[grid.y_name], type="log" if _is_log(grid.y_name) else "linear")
+    _data_extent_axes(fig, grid)
     fig.update_layout(height=460, margin=dict(l=10, r=10, t=30, b=10))
     return fig
+
+
+def _tick_subset(n: int, max_ticks: int, keep_first: bool) -> list[int]:
+    """At most ``max_ticks`` evenly spread indices of 0..n-1, always with the last (and first)."""
+    if n <= max_ticks:
+        return list(range(n))
+    picks = set(np.linspace(0, n - 1, max_ticks).round().astype(int).tolist())
+    if keep_first:
+        picks.add(0)
+    return sorted(picks)
 
 
 def _qualitative(n: int, has_zero: bool) -> list[str]:

@@ -80,8 +80,11 @@ def test_optimal_k_map_labels_dont_speculate_region():
     assert (k_map.z == 0).any() and (k_map.z > 0).any()
     fig = figures.optimal_k_map(k_map)
     bar = fig.data[0].colorbar
-    assert bar.ticktext[0] == "don't speculate"
-    assert list(bar.ticktext[1:]) == [f"K* = {k}" for k in np.unique(k_map.z)[1:]]
+    levels = np.unique(k_map.z)
+    assert bar.ticktext[0] == "don't speculate" and bar.ticktext[-1] == f"K* = {levels[-1]}"
+    assert len(bar.ticktext) <= 17  # a readable colour bar even with 33 distinct K*
+    assert all(text == f"K* = {levels[i]}" for i, text in zip(bar.tickvals[1:], bar.ticktext[1:], strict=True))
+    assert fig.layout.xaxis.range == (0.0, 1.0)
     assert any(a.text == "don't speculate" for a in fig.layout.annotations)
     assert len(fig.to_json()) < MAX_PAYLOAD
 
@@ -108,3 +111,9 @@ def test_pmf_figure_bars_sum_to_one():
     fig = figures.pmf_figure(theory.accepted_length_pmf(0.8, 4), float(theory.expected_tokens(0.8, 4)))
     assert list(fig.data[0].x) == [1, 2, 3, 4, 5]
     assert sum(fig.data[0].y) == pytest.approx(1.0)
+
+
+def test_speedup_colour_scale_is_white_exactly_at_one():
+    assert figures.speedup_colorscale(0.5, 2.5) == [[0.0, "#b2182b"], [0.25, "#f7f7f7"], [1.0, "#2166ac"]]
+    assert figures.speedup_colorscale(1.2, 3.0)[0] == [0.0, "#f7f7f7"]  # no red when nothing is slower
+    assert figures.speedup_colorscale(0.1, 0.9)[-1] == [1.0, "#f7f7f7"]  # no blue when nothing is faster
