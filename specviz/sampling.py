@@ -352,12 +352,12 @@ def parse_distribution(data: str | bytes, v: int, name: str = "distribution") ->
             data = data.decode("utf-8-sig")
         except UnicodeDecodeError:
             raise ValueError(f"{name}: the file is not UTF-8 text") from None
-    cells = []
-    for row in csv.reader(io.StringIO(data.replace(";", ","))):
-        cells += [c.strip() for cell in row for c in cell.split()]
-    cells = [c for c in cells if c]
-    if cells and not _is_number(cells[0]):  # a header line, e.g. "p"
-        cells = cells[1:]
+    rows = [[c.strip() for cell in row for c in cell.split()] for row in csv.reader(io.StringIO(data.replace(";", ",")))]
+    rows = [[c for c in row if c] for row in rows]
+    rows = [row for row in rows if row]
+    if len(rows) > 1 and len(rows[0]) == 1 and not _is_number(rows[0][0]):  # a one-column CSV's header, e.g. "p"
+        rows = rows[1:]
+    cells = [c for row in rows for c in row]
     if not cells:
         raise ValueError(f"{name}: no numbers found; enter V = {v} comma-separated non-negative numbers")
     values = []
@@ -446,8 +446,8 @@ class GofResult(NamedTuple):
 def chi_square_gof(tokens: torch.Tensor, p: torch.Tensor, min_expected: float = 5.0) -> GofResult:
     r"""Pearson χ² test of emitted ``tokens`` against ``p``.
 
-    Bins with expected count below ``min_expected`` are pooled into one (the usual
-    validity rule for the χ² approximation). The p-value is the χ² survival
+    The bins with the smallest expected counts are pooled until every bin expects
+    at least ``min_expected`` (the usual validity rule for the χ² approximation). The p-value is the χ² survival
     function, Q(dof/2, X²/2) (regularised upper incomplete gamma). A token with
     p = 0 that was emitted makes the p-value 0.
     """
@@ -457,16 +457,30 @@ def chi_square_gof(tokens: torch.Tensor, p: torch.Tensor, min_expected: float = 
     freq = counts / n
     tv = 0.5 * float((freq - p).abs().sum())
     impossible = int(counts[p == 0].sum())
-    expected = p * n
-    big = expected >= min_expected
-    obs = torch.cat([counts[big], counts[~big & (p > 0)].sum().view(1)])
-    exp = torch.cat([expected[big], expected[~big & (p > 0)].sum().view(1)])
-    obs, exp = obs[exp > 0], exp[exp > 0]
+    obs, exp = _pool_small_bins(counts[p > 0], (p * n)[p > 0], min_expected)
     stat = float(((obs - exp) ** 2 / exp).sum())
-    dof = max(int(obs.numel()) - 1, 1)
+    dof = int(obs.numel()) - 1
+    if dof == 0:  # everything pooled into one bin: nothing to test
+        return GofResult(0.0, 0, 0.0 if impossible else 1.0, tv, impossible)
     p_value = 0.0 if impossible else float(torch.special.gammaincc(torch.tensor(dof / 2.0, dtype=torch.float64),
                                                                      torch.tensor(stat / 2.0, dtype=torch.float64)))
     return GofResult(stat, dof, p_value, tv, impossible)
+
+
+def _pool_small_bins(obs: torch.Tensor, exp: torch.Tensor, min_expected: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Merge the bins with the smallest expected counts into one until it holds ≥ ``min_expected``.
+
+    Bins are merged smallest first and merging stops at the first point where the
+    pooled bin and every remaining bin each expect at least ``min_expected`` counts.
+    """
+    order = torch.argsort(exp)
+    e, o = exp[order], obs[order]
+    cum = e.cumsum(0)
+    ready = (cum >= min_expected) & torch.cat([e[1:] >= min_expected, torch.tensor([True])])
+    j = int(ready.nonzero()[0]) if bool(ready.any()) else e.numel() - 1
+    if j == 0:
+        return o, e
+    return torch.cat([o[: j + 1].sum().view(1), o[j + 1 :]]), torch.cat([e[: j + 1].sum().view(1), e[j + 1 :]])
 
 
 class Verdict(NamedTuple):
