@@ -35,7 +35,8 @@ import numpy as np  # noqa: E402
 
 from specviz.theory import break_even_alpha, optimal_k  # noqa: E402
 
-PAGES = ["pages/home.py", "pages/design_space.py", "pages/break_even.py", "pages/converter.py"]
+# The home page links to the others, which only resolves inside the router: time it as app.py.
+PAGES = ["app.py", "pages/design_space.py", "pages/break_even.py", "pages/sampling_lab.py", "pages/converter.py"]
 K_MAX = 64
 N_GRID = 1001
 SEED = 20240601
