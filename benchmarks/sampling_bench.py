@@ -25,17 +25,11 @@ import argparse
 import bisect
 import itertools
 import math
-import os
-import platform
 import random
-import statistics
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from _report import machine_line, median_time, record, summary  # noqa: I001
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -45,52 +39,6 @@ from specviz import theory as T  # noqa: E402
 
 SEED = 20240601
 Z = 4.5  # CLT agreement: a correct pair of samplers disagrees with probability ~7e-6
-
-#: (name, measured text, target text, "PASS" | "FAIL")
-RESULTS: list[tuple[str, str, str, str]] = []
-
-
-def record(name: str, measured: str, target: str, ok: bool) -> str:
-    verdict = "PASS" if ok else "FAIL"
-    RESULTS.append((name, measured, target, verdict))
-    return verdict
-
-
-def median_time(fn, repeats: int = 5, warmup: int = 1) -> tuple[float, list[float]]:
-    """Median wall time of ``fn()`` over ``repeats`` calls, after ``warmup`` untimed calls."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), times
-
-
-def machine_line() -> str:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (
-        f"machine: {platform.platform()} | cpu: {cpu} | cores: {os.cpu_count()} | "
-        f"torch threads: {torch.get_num_threads()} | python {platform.python_version()} | "
-        f"torch {torch.__version__} | numpy {np.__version__} | load avg (1 min) {_load():.2f}"
-    )
-
-
-def _load() -> float:
-    try:
-        return os.getloadavg()[0]
-    except OSError:
-        return float("nan")
-
 
 def n_sigma(alpha: float, k: int) -> tuple[float, float]:
     """E[N] and the exact standard deviation of N (from theory.accepted_length_pmf)."""
@@ -257,7 +205,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     t_start = time.perf_counter()
-    print(machine_line())
+    print(machine_line(f"torch threads: {torch.get_num_threads()} | torch {torch.__version__} | numpy {np.__version__}"))
     print(f"specviz sampling benchmark: seed={SEED}")
     k = 4
     p, q = S.zipf(100, 1.1), S.dirichlet(100, 0.5, 1)
@@ -265,16 +213,7 @@ def main(argv=None) -> int:
     bench_loop(args.loop_rounds, p, q, k, vec_rate, vec_n)
     bench_table(3)
 
-    print("\nsummary")
-    w0 = max(len(r[0]) for r in RESULTS)
-    w1 = max(len(r[1]) for r in RESULTS + [("", "measured", "", "")])
-    w2 = max(len(r[2]) for r in RESULTS + [("", "", "target", "")])
-    print(f"  {'check':<{w0}}  {'measured':<{w1}}  {'target':<{w2}}  result")
-    for name, measured, target, verdict in RESULTS:
-        print(f"  {name:<{w0}}  {measured:<{w1}}  {target:<{w2}}  {verdict}")
-    n_fail = sum(r[3] == "FAIL" for r in RESULTS)
-    n_pass = sum(r[3] == "PASS" for r in RESULTS)
-    print(f"  {n_pass} PASS, {n_fail} FAIL; total run time {time.perf_counter() - t_start:.1f} s")
+    n_fail = summary(t_start)
     return 1 if (args.strict and n_fail) else 0
 
 

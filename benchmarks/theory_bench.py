@@ -20,16 +20,12 @@ The whole run takes well under a minute on a 2-core machine.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from _report import ROOT, fmt_s, machine_line, median_time, record, summary  # noqa: I001
 
 import numpy as np  # noqa: E402
 
@@ -40,54 +36,6 @@ PAGES = ["app.py", "pages/design_space.py", "pages/break_even.py", "pages/sampli
 K_MAX = 64
 N_GRID = 1001
 SEED = 20240601
-
-#: (name, measured text, target text, "PASS" | "FAIL" | "SKIP")
-RESULTS: list[tuple[str, str, str, str]] = []
-
-
-def median_time(fn, repeats: int = 5, warmup: int = 1) -> tuple[float, list[float]]:
-    """Median wall time of ``fn()`` over ``repeats`` calls, after ``warmup`` untimed calls."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), times
-
-
-def record(name: str, measured: str, target: str, ok: bool | None) -> str:
-    verdict = "SKIP" if ok is None else ("PASS" if ok else "FAIL")
-    RESULTS.append((name, measured, target, verdict))
-    return verdict
-
-
-def fmt_s(t: float) -> str:
-    if t >= 1.0:
-        return f"{t:.3f} s"
-    if t >= 1e-3:
-        return f"{t * 1e3:.2f} ms"
-    if t >= 1e-6:
-        return f"{t * 1e6:.2f} us"
-    return f"{t * 1e9:.1f} ns"
-
-
-def machine_line() -> str:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (
-        f"machine: {platform.platform()} | cpu: {cpu} | cores: {os.cpu_count()} | "
-        f"python {platform.python_version()} | numpy {np.__version__}"
-    )
-
 
 # --------------------------------------------------------------------------------------
 # pure-Python references
@@ -299,7 +247,7 @@ def main(argv=None) -> int:
     repeats = max(5, args.repeats)
 
     t_start = time.perf_counter()
-    print(machine_line())
+    print(machine_line(f"numpy {np.__version__}"))
     print(f"specviz theory benchmark: repeats={repeats} (median, after 1 warm-up), "
           f"subset={args.subset}, seed={SEED}")
     rng = np.random.default_rng(SEED)
@@ -307,18 +255,7 @@ def main(argv=None) -> int:
     bench_break_even(repeats, args.subset, rng)
     bench_pages(repeats, args.page or PAGES)
 
-    print("\nsummary")
-    w0 = max(len(r[0]) for r in RESULTS)
-    w1 = max(len(r[1]) for r in RESULTS + [("", "measured", "", "")])
-    w2 = max(len(r[2]) for r in RESULTS + [("", "", "target", "")])
-    print(f"  {'check':<{w0}}  {'measured':<{w1}}  {'target':<{w2}}  result")
-    for name, measured, target, verdict in RESULTS:
-        print(f"  {name:<{w0}}  {measured:<{w1}}  {target:<{w2}}  {verdict}")
-    n_fail = sum(r[3] == "FAIL" for r in RESULTS)
-    n_pass = sum(r[3] == "PASS" for r in RESULTS)
-    n_skip = sum(r[3] == "SKIP" for r in RESULTS)
-    print(f"  {n_pass} PASS, {n_fail} FAIL, {n_skip} SKIP; total run time "
-          f"{time.perf_counter() - t_start:.1f} s")
+    n_fail = summary(t_start)
     return 1 if (args.strict and n_fail) else 0
 
 

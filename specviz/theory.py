@@ -17,7 +17,9 @@ value and the allowed range.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -328,6 +330,34 @@ def break_even_alpha(k, c, v=0.0, o=0.0):
 # --------------------------------------------------------------------------------------
 
 
+_PARALLEL_MIN = 1 << 17  # grid points from which optimal_k splits the work over threads
+
+
+def _row_blocks(shape: tuple[int, ...]) -> list[slice]:
+    """Split axis 0 of a large grid into one block per core (a single block when small)."""
+    size = int(np.prod(shape)) if shape else 1
+    workers = min(os.cpu_count() or 1, 8, shape[0] if shape else 1)
+    if size < _PARALLEL_MIN or workers < 2:
+        return [slice(None)]
+    edges = np.linspace(0, shape[0], workers + 1).round().astype(int)
+    return [slice(lo, hi) for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def _argmax_speedup(a, c, v, o, k_max: int, best: np.ndarray, k_star: np.ndarray) -> None:
+    """Running argmax over K = 1..k_max of S = E[N](a, K) · c / (c(1 + vK + o) + K), in place.
+
+    ``best`` and ``k_star`` (the output block) are updated only where S is strictly
+    larger, so ties keep the smaller K. E[N] is evaluated on ``a``'s own shape.
+    """
+    s = np.empty(best.shape)
+    better = np.empty(best.shape, dtype=bool)
+    for kk in range(1, k_max + 1):
+        np.multiply(_expected_tokens(a, np.int64(kk)), _cost_factor(c, kk, v, o), out=s)
+        np.greater(s, best, out=better)
+        np.copyto(k_star, kk, where=better)
+        np.copyto(best, s, where=better)
+
+
 class OptimalK(NamedTuple):
     """Result of :func:`optimal_k`: the best draft length and the speedup it gives."""
 
@@ -344,7 +374,8 @@ def optimal_k(alpha, c, k_max: int = 32, v=0.0, o=0.0) -> OptimalK:
     K* = 0 (with speedup 1). f(K) is evaluated exactly as :func:`speedup` does,
     K by K, keeping a running maximum: memory is one grid, not K_max grids, and
     E[N] is computed on α's own shape only (an α axis broadcast against a c axis
-    costs one 1-D evaluation per K).
+    costs one 1-D evaluation per K). Grids of 2^17 points or more are split into
+    row blocks computed on one thread per core (numpy releases the GIL in ufuncs).
 
     Parameters
     ----------
@@ -372,13 +403,14 @@ def optimal_k(alpha, c, k_max: int = 32, v=0.0, o=0.0) -> OptimalK:
     shape = np.broadcast_shapes(a.shape, cc.shape, vv.shape, oo.shape)
     best = np.full(shape, -np.inf)
     k_star = np.zeros(shape, dtype=np.int64)
-    s = np.empty(shape)
-    better = np.empty(shape, dtype=bool)
-    for kk in range(1, k_max + 1):
-        np.multiply(_expected_tokens(a, np.int64(kk)), _cost_factor(cc, kk, vv, oo), out=s)
-        np.greater(s, best, out=better)  # strict: ties keep the smaller K
-        np.copyto(k_star, kk, where=better)
-        np.copyto(best, s, where=better)
+    args = [np.reshape(x, (1,) * (len(shape) - x.ndim) + x.shape) for x in (a, cc, vv, oo)]
+    blocks = _row_blocks(shape)
+    if len(blocks) == 1:
+        _argmax_speedup(*args, k_max, best, k_star)
+    else:  # numpy releases the GIL inside ufuncs, so row blocks run in parallel on threads
+        with ThreadPoolExecutor(len(blocks)) as pool:
+            list(pool.map(lambda rows: _argmax_speedup(*[x[rows] if x.shape[0] > 1 else x for x in args], k_max,
+                                                       best[rows], k_star[rows]), blocks))  # fmt: skip
     no_gain = best <= 1.0
     k_star[no_gain] = 0
     best[no_gain] = 1.0

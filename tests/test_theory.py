@@ -8,6 +8,8 @@ validation (every message names the parameter, the value and the allowed range).
 
 from __future__ import annotations
 
+import os
+
 import math
 from fractions import Fraction
 
@@ -664,3 +666,18 @@ def test_huge_k_not_silently_wrong(k):
     except ValueError:
         return  # rejecting K beyond int64 is acceptable
     assert e == 2.0
+
+
+@pytest.mark.parametrize("shapes", [((301, 1), (1, 457)), ((1, 457), (301, 1)), ((137_000,), ())])
+def test_optimal_k_threaded_blocks_equal_single_block(monkeypatch, shapes):
+    """Large grids are split over threads by rows; the answer must not depend on it."""
+    rng = np.random.default_rng(7)
+    alpha = rng.uniform(0, 1, shapes[0])
+    c = rng.uniform(0.5, 50, shapes[1]) if shapes[1] else 8.0
+    shape = np.broadcast_shapes(np.shape(alpha), np.shape(c))
+    assert len(t._row_blocks(shape)) == min(os.cpu_count() or 1, 8, shape[0])  # really split (1 on 1 core)
+    threaded = t.optimal_k(alpha, c, 24, v=0.02, o=0.1)
+    monkeypatch.setattr(t, "_PARALLEL_MIN", 10**12)
+    single = t.optimal_k(alpha, c, 24, v=0.02, o=0.1)
+    np.testing.assert_array_equal(threaded.k, single.k)
+    np.testing.assert_array_equal(threaded.speedup, single.speedup)

@@ -1,0 +1,82 @@
+"""What every benchmark script shares: the machine line, median timing, PASS/FAIL summary."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # scripts run as `python benchmarks/x.py` import specviz from the repo
+    sys.path.insert(0, str(ROOT))
+
+#: (name, measured text, target text, "PASS" | "FAIL" | "SKIP"), in the order checked
+RESULTS: list[tuple[str, str, str, str]] = []
+
+
+def record(name: str, measured: str, target: str, ok: bool | None) -> str:
+    """Record one check; ``ok=None`` means skipped. Returns the verdict word."""
+    verdict = "SKIP" if ok is None else ("PASS" if ok else "FAIL")
+    RESULTS.append((name, measured, target, verdict))
+    return verdict
+
+
+def median_time(fn, repeats: int = 5, warmup: int = 1) -> tuple[float, list[float]]:
+    """Median wall time of ``fn()`` over ``repeats`` calls, after ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), times
+
+
+def fmt_s(t: float) -> str:
+    """A duration with a readable unit."""
+    if t >= 1.0:
+        return f"{t:.3f} s"
+    if t >= 1e-3:
+        return f"{t * 1e3:.2f} ms"
+    if t >= 1e-6:
+        return f"{t * 1e6:.2f} us"
+    return f"{t * 1e9:.1f} ns"
+
+
+def machine_line(extra: str = "") -> str:
+    """One line naming the machine: platform, CPU model, cores, Python, load, plus ``extra``."""
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        load = f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        load = "n/a"
+    parts = [f"machine: {platform.platform()}", f"cpu: {cpu}", f"cores: {os.cpu_count()}",
+             f"python {platform.python_version()}", extra, f"load avg (1 min) {load}"]  # fmt: skip
+    return " | ".join(p for p in parts if p)
+
+
+def summary(t_start: float) -> int:
+    """Print the table of every recorded check; return the number of FAILs."""
+    print("\nsummary")
+    w0 = max(len(r[0]) for r in RESULTS)
+    w1 = max(len(r[1]) for r in RESULTS + [("", "measured", "", "")])
+    w2 = max(len(r[2]) for r in RESULTS + [("", "", "target", "")])
+    print(f"  {'check':<{w0}}  {'measured':<{w1}}  {'target':<{w2}}  result")
+    for name, measured, target, verdict in RESULTS:
+        print(f"  {name:<{w0}}  {measured:<{w1}}  {target:<{w2}}  {verdict}")
+    counts = {v: sum(r[3] == v for r in RESULTS) for v in ("PASS", "FAIL", "SKIP")}
+    print(f"  {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['SKIP']} SKIP; "
+          f"total run time {time.perf_counter() - t_start:.1f} s")  # fmt: skip
+    return counts["FAIL"]
