@@ -1,0 +1,179 @@
+"""A byte-level GPT with a static KV cache (nanoGPT's model, gpt-fast's cache).
+
+The cache is preallocated for ``block_size`` positions and written by absolute
+position, so a speculative round that is partly rejected needs no rollback: the
+next forward simply writes over the stale entries from the new position on.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+VOCAB_SIZE = 256  # bytes; no special tokens are needed
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    """Shape of a model. Every field is stored in ``config.json`` beside the weights."""
+
+    n_layer: int = 6  # transformer blocks
+    n_head: int = 6  # attention heads per block
+    n_embd: int = 384  # residual stream width (divisible by n_head)
+    block_size: int = 512  # longest sequence (prompt + generated), also the KV-cache length
+    vocab_size: int = VOCAB_SIZE  # byte-level
+    dropout: float = 0.0  # training only
+
+    def __post_init__(self):
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd must be divisible by n_head; got {self.n_embd} and {self.n_head}")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> GPTConfig:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+class KVCache(nn.Module):
+    """Static per-layer cache of keys and values, written at absolute positions."""
+
+    def __init__(self, batch: int, n_head: int, length: int, head_dim: int, dtype, device):
+        super().__init__()
+        shape = (batch, n_head, length, head_dim)
+        self.register_buffer("k", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
+        self.register_buffer("v", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
+
+    def update(self, start: int, k: torch.Tensor, v: torch.Tensor):
+        """Write k, v (B, nh, T, hs) at positions start..start+T-1; return the cache up to there."""
+        end = start + k.shape[2]
+        self.k[:, :, start:end] = k
+        self.v[:, :, start:end] = v
+        return self.k[:, :, :end], self.v[:, :, :end]
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.n_head, self.head_dim = cfg.n_head, cfg.n_embd // cfg.n_head
+        self.qkv = nn.Linear(cfg.n_embd, 3 * cfg.n_embd, bias=False)
+        self.proj = nn.Linear(cfg.n_embd, cfg.n_embd, bias=False)
+        self.dropout = cfg.dropout
+        self.cache: KVCache | None = None
+
+    def forward(self, x: torch.Tensor, start: int | None, mask: torch.Tensor | None) -> torch.Tensor:
+        b, t, c = x.shape  # (B, T, C)
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.n_head, self.head_dim).transpose(1, 2) for z in (q, k, v))  # (B, nh, T, hs)
+        if start is None:  # training / full recompute: plain causal attention
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                               dropout_p=self.dropout if self.training else 0.0)  # fmt: skip
+        else:  # cached decoding: attend to every cached position ≤ the query's own
+            k, v = self.cache.update(start, k, v)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return self.proj(y.transpose(1, 2).reshape(b, t, c))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(cfg.n_embd), nn.LayerNorm(cfg.n_embd)
+        self.attn = CausalSelfAttention(cfg)
+        self.mlp = nn.Sequential(nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=False), nn.GELU(),
+                                 nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=False))  # fmt: skip
+
+    def forward(self, x, start, mask):
+        x = x + self.attn(self.ln1(x), start, mask)
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    """Decoder-only transformer over bytes.
+
+    ``forward(idx)`` computes logits for every position without a cache (training
+    and the reference oracle); ``forward(idx, start)`` treats ``idx`` as the tokens
+    at absolute positions start, start+1, ... and reads and writes the static KV
+    cache set up by :meth:`setup_cache`. Writing at ``start`` overwrites whatever
+    the cache held there, which is how a rejected draft is discarded.
+    """
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
+        self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.n_embd)
+        self.head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+        self.head.weight = self.wte.weight  # weight tying
+        self.apply(self._init)
+
+    @staticmethod
+    def _init(m: nn.Module) -> None:
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def setup_cache(self, batch: int = 1, length: int | None = None) -> None:
+        """(Re)allocate the static KV cache for ``batch`` sequences of up to ``length`` tokens."""
+        length = length or self.cfg.block_size
+        p = self.wte.weight
+        for blk in self.blocks:
+            blk.attn.cache = KVCache(batch, self.cfg.n_head, length, self.cfg.n_embd // self.cfg.n_head,
+                                     p.dtype, p.device)  # fmt: skip
+        self._cache_len = length
+        self._causal = torch.ones(length, length, dtype=torch.bool, device=p.device).tril()
+
+    def forward(self, idx: torch.Tensor, start: int | None = None) -> torch.Tensor:
+        """Logits (B, T, vocab) for tokens ``idx`` (B, T) at positions start.. (or 0.. without a cache)."""
+        b, t = idx.shape
+        if start is None:
+            if t > self.cfg.block_size:
+                raise ValueError(f"sequence length must be <= block_size {self.cfg.block_size}; got {t}")
+            x = self.wte(idx) + self.wpe(torch.arange(t, device=idx.device))
+            mask = None
+        else:
+            end = start + t
+            if end > self._cache_len:
+                raise ValueError(f"sequence would reach position {end - 1}; the cache holds {self._cache_len}")
+            x = self.wte(idx) + self.wpe(torch.arange(start, end, device=idx.device))
+            # (T, end): the query at position start+i attends to keys 0..start+i; one query sees everything
+            mask = None if t == 1 else self._causal[start:end, :end]
+        for blk in self.blocks:
+            x = blk(x, start, mask)
+        return self.head(self.ln_f(x))
+
+    # --- persistence: config.json + model.safetensors (never pickle) -------------------
+
+    def save(self, directory: str | Path, card: dict | None = None) -> None:
+        from safetensors.torch import save_file
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "config.json").write_text(json.dumps(asdict(self.cfg), indent=2) + "\n")
+        state = {k: v.detach().to("cpu").contiguous() for k, v in self.state_dict().items() if k != "head.weight"}
+        save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
+
+    @classmethod
+    def load(cls, directory: str | Path, device: str | torch.device = "cpu", dtype=torch.float32) -> GPT:
+        from safetensors.torch import load_file
+
+        directory = Path(directory)
+        cfg = GPTConfig.from_dict(json.loads((directory / "config.json").read_text()))
+        model = cls(cfg)
+        state = load_file(str(directory / "model.safetensors"))
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        if unexpected or set(missing) - {"head.weight"}:
+            raise ValueError(f"{directory}: weights do not match config (missing {missing}, unexpected {unexpected})")
+        return model.to(device=device, dtype=dtype).eval()
+
+
+def bits_per_byte(loss_nats: float) -> float:
+    """Cross-entropy in nats per byte → bits per byte."""
+    return loss_nats / math.log(2)

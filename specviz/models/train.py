@@ -1,0 +1,265 @@
+"""Train the bundled byte-level draft/target pair on the CPython standard library.
+
+``python -m specviz train`` runs :func:`train_pair`: it splits the standard
+library's ``.py`` files (tests excluded) into train and validation sets by file
+with a fixed seed, trains the target and then the draft from scratch with AdamW,
+checkpoints both (safetensors, resumable), measures validation bits per byte and
+the pair's acceptance, and writes ``config.json`` + ``model.safetensors`` per model
+plus a model card.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import random
+import sysconfig
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from specviz.models.gpt import GPT, GPTConfig, bits_per_byte
+
+TARGET = GPTConfig(n_layer=6, n_head=6, n_embd=384, block_size=512)
+DRAFT = GPTConfig(n_layer=1, n_head=2, n_embd=128, block_size=512)
+SEPARATOR = b"\n\n"  # between concatenated files
+
+
+# --------------------------------------------------------------------------------------
+# corpus
+# --------------------------------------------------------------------------------------
+
+
+def stdlib_root() -> Path:
+    """Folder of this interpreter's standard library."""
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+def corpus_files(root: Path | None = None, seed: int = 0, val_fraction: float = 0.05) -> tuple[list[Path], list[Path]]:
+    """Standard-library ``.py`` files split into (train, validation) by file.
+
+    Test suites, idlelib and site-packages are left out. Paths are sorted before a
+    seeded shuffle, so the split is the same on every machine with the same stdlib.
+    """
+    root = Path(root) if root else stdlib_root()
+    skip = {"test", "tests", "idlelib", "site-packages", "__pycache__"}
+    files = sorted(p for p in root.rglob("*.py") if not skip & set(p.relative_to(root).parts))
+    if len(files) < 2:
+        raise ValueError(f"corpus root {root} holds {len(files)} Python files; need at least 2")
+    order = list(range(len(files)))
+    random.Random(seed).shuffle(order)
+    n_val = max(1, round(val_fraction * len(files)))
+    val = sorted(files[i] for i in order[:n_val])
+    train = sorted(files[i] for i in order[n_val:])
+    return train, val
+
+
+def load_bytes(files: list[Path]) -> np.ndarray:
+    """The files' bytes concatenated with a blank line between them, as uint8."""
+    return np.frombuffer(SEPARATOR.join(p.read_bytes() for p in files), dtype=np.uint8)
+
+
+def batch(data: np.ndarray, batch_size: int, seq_len: int, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random windows: inputs (B, T) and next-byte targets (B, T)."""
+    starts = rng.integers(0, len(data) - seq_len - 1, size=batch_size)
+    windows = np.stack([data[s : s + seq_len + 1] for s in starts]).astype(np.int64)  # (B, T+1)
+    w = torch.from_numpy(windows)
+    return w[:, :-1], w[:, 1:]
+
+
+# --------------------------------------------------------------------------------------
+# training
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One model's optimisation schedule."""
+
+    steps: int  # optimiser steps
+    batch_size: int = 16  # sequences per step
+    seq_len: int = 512  # bytes per sequence
+    lr: float = 1e-3  # peak learning rate (AdamW)
+    min_lr: float = 1e-4  # cosine decay floor
+    warmup: int = 100  # linear warm-up steps
+    weight_decay: float = 0.1  # AdamW, on matrices only
+    grad_clip: float = 1.0  # global-norm clip
+    seed: int = 0  # data order and initialisation
+    checkpoint_every: int = 50  # steps between resumable checkpoints
+
+
+def learning_rate(step: int, tc: TrainConfig) -> float:
+    """Linear warm-up to ``lr`` then cosine decay to ``min_lr`` at the last step."""
+    if step < tc.warmup:
+        return tc.lr * (step + 1) / tc.warmup
+    progress = min(1.0, (step - tc.warmup) / max(1, tc.steps - tc.warmup))
+    return tc.min_lr + 0.5 * (tc.lr - tc.min_lr) * (1 + math.cos(math.pi * progress))
+
+
+def _optimizer(model: GPT, tc: TrainConfig) -> torch.optim.AdamW:
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": tc.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=tc.lr, betas=(0.9, 0.95))  # fmt: skip
+
+
+def _save_checkpoint(directory: Path, model: GPT, opt: torch.optim.Optimizer, step: int, rng_state: dict) -> None:
+    """Weights, AdamW moments (safetensors) and the step + data-RNG state (JSON): no pickle."""
+    from safetensors.torch import save_file
+
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save(directory)
+    moments = {}
+    for i, p in enumerate(model.parameters()):
+        state = opt.state.get(p, {})
+        for name in ("exp_avg", "exp_avg_sq"):
+            if name in state:
+                moments[f"{i}.{name}"] = state[name].contiguous()
+    save_file(moments, str(directory / "optimizer.safetensors"))
+    tmp = directory / "progress.json.tmp"
+    tmp.write_text(json.dumps({"step": step, "rng": rng_state}))
+    tmp.replace(directory / "progress.json")  # the step is committed last
+
+
+def _load_checkpoint(directory: Path, model: GPT, opt: torch.optim.Optimizer) -> tuple[int, dict] | None:
+    from safetensors.torch import load_file
+
+    if not (directory / "progress.json").exists():
+        return None
+    progress = json.loads((directory / "progress.json").read_text())
+    loaded = GPT.load(directory)
+    model.load_state_dict(loaded.state_dict())
+    moments = load_file(str(directory / "optimizer.safetensors"))
+    for i, p in enumerate(model.parameters()):
+        if f"{i}.exp_avg" in moments:
+            opt.state[p] = {"step": torch.tensor(float(progress["step"])), "exp_avg": moments[f"{i}.exp_avg"],
+                            "exp_avg_sq": moments[f"{i}.exp_avg_sq"]}  # fmt: skip
+    return progress["step"], progress["rng"]
+
+
+@torch.no_grad()
+def evaluate(model: GPT, data: np.ndarray, batches: int = 8, batch_size: int = 8) -> float:
+    """Mean validation cross-entropy in bits per byte over fixed (seed 1234) full-context windows."""
+    seq_len = model.cfg.block_size
+    model.eval()
+    rng = np.random.default_rng(1234)
+    losses = []
+    for _ in range(batches):
+        x, y = batch(data, batch_size, seq_len, rng)
+        losses.append(F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item())
+    model.train()
+    return bits_per_byte(float(np.mean(losses)))
+
+
+def train_model(
+    cfg: GPTConfig,
+    tc: TrainConfig,
+    train_data: np.ndarray,
+    work_dir: Path,
+    progress: Callable[[int, float], None] | None = None,
+) -> tuple[GPT, dict]:
+    """Train one model from scratch (or resume from ``work_dir``); returns it and a log."""
+    torch.manual_seed(tc.seed)  # initialisation only; the data order has its own generator
+    model = GPT(cfg)
+    opt = _optimizer(model, tc)
+    rng = np.random.default_rng(tc.seed)
+    start = 0
+    resumed = _load_checkpoint(work_dir, model, opt)
+    if resumed is not None:
+        start, rng_state = resumed
+        rng.bit_generator.state = rng_state
+    model.train()
+    t0, last_loss = time.perf_counter(), float("nan")
+    for step in range(start, tc.steps):
+        for group in opt.param_groups:
+            group["lr"] = learning_rate(step, tc)
+        x, y = batch(train_data, tc.batch_size, tc.seq_len, rng)
+        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_clip)
+        opt.step()
+        last_loss = loss.item()
+        if progress is not None:
+            progress(step + 1, bits_per_byte(last_loss))
+        if (step + 1) % tc.checkpoint_every == 0 or step + 1 == tc.steps:
+            _save_checkpoint(work_dir, model, opt, step + 1, rng.bit_generator.state)
+    log = {"steps": tc.steps, "resumed_from": start, "seconds_this_run": round(time.perf_counter() - t0, 1),
+           "final_train_bits_per_byte": round(bits_per_byte(last_loss), 4) if start < tc.steps else None}  # fmt: skip
+    return model.eval(), log
+
+
+# --------------------------------------------------------------------------------------
+# measuring the pair
+# --------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def pair_agreement(target: GPT, draft: GPT, data: np.ndarray, windows: int = 32) -> dict:
+    """Acceptance on held-out text: greedy argmax agreement and mean Σ min(p, q) at T = 1."""
+    seq_len = min(target.cfg.block_size, draft.cfg.block_size)
+    rng = np.random.default_rng(4321)
+    x, _ = batch(data, windows, seq_len, rng)
+    p = torch.softmax(target(x).double(), -1)
+    q = torch.softmax(draft(x).double(), -1)
+    return {
+        "alpha_greedy": round(float((p.argmax(-1) == q.argmax(-1)).double().mean()), 4),
+        "alpha_t1": round(float(torch.minimum(p, q).sum(-1).mean()), 4),
+        "positions": int(x.numel()),
+    }
+
+
+@torch.no_grad()
+def decode_step_ms(model: GPT, steps: int = 100, context: int = 128) -> float:
+    """Median wall time of one cached single-token decode step at ``context`` tokens, in ms."""
+    context = min(context, model.cfg.block_size // 2)
+    model.setup_cache(1, model.cfg.block_size)
+    x = torch.randint(0, 256, (1, context))
+    model(x, 0)
+    times = []
+    for i in range(steps):
+        t = time.perf_counter()
+        model(x[:, :1], context + i % context)
+        times.append(time.perf_counter() - t)
+    return 1e3 * float(np.median(times))
+
+
+def train_pair(
+    out_dir: Path,
+    work_dir: Path,
+    target_tc: TrainConfig,
+    draft_tc: TrainConfig,
+    corpus_root: Path | None = None,
+    target_cfg: GPTConfig = TARGET,
+    draft_cfg: GPTConfig = DRAFT,
+    command: str = "",
+    progress_factory: Callable[[str, int], Callable[[int, float], None]] | None = None,
+) -> dict:
+    """Train target then draft, save both under ``out_dir`` with a model card; return the card."""
+    train_files, val_files = corpus_files(corpus_root, seed=target_tc.seed)
+    train_data, val_data = load_bytes(train_files), load_bytes(val_files)
+    card = {"command": command, "corpus": {
+        "source": f"CPython {platform.python_version()} standard library (.py files; test, tests, idlelib excluded)",
+        "train_files": len(train_files), "validation_files": len(val_files),
+        "train_bytes": int(len(train_data)), "validation_bytes": int(len(val_data)),
+        "validation_file_list": [str(p.relative_to(corpus_root or stdlib_root())) for p in val_files]}}  # fmt: skip
+    models = {}
+    for name, cfg, tc in (("target", target_cfg, target_tc), ("draft", draft_cfg, draft_tc)):
+        prog = progress_factory(name, tc.steps) if progress_factory else None
+        model, log = train_model(cfg, tc, train_data, work_dir / name, prog)
+        model.save(out_dir / name)
+        models[name] = model
+        card[name] = {"config": asdict(cfg), "parameters": model.num_params(), "train": asdict(tc), "log": log,
+                      "validation_bits_per_byte": round(evaluate(model, val_data), 4)}  # fmt: skip
+    card["acceptance_on_validation"] = pair_agreement(models["target"], models["draft"], val_data)
+    t_p, t_q = decode_step_ms(models["target"]), decode_step_ms(models["draft"])
+    card["speed"] = {"machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads",
+                     "t_target_ms": round(t_p, 3), "t_draft_ms": round(t_q, 3), "c": round(t_p / t_q, 2)}  # fmt: skip
+    (out_dir / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+    return card
