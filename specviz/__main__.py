@@ -1,4 +1,4 @@
-"""Command line: ``python -m specviz train ...``."""
+"""Command line: ``python -m specviz bench|train|prompts ...``."""
 
 from __future__ import annotations
 
@@ -42,6 +42,79 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}") from None
+
+
+def _ints(text: str) -> list[int]:
+    values = _floats(text)
+    if not values or any(v != int(v) or v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers >= 1; got {text!r}")
+    return [int(v) for v in values]
+
+
+BENCH_TABLE = ["k", "temperature", "alpha", "mean_accepted_tokens", "c", "v", "speedup",
+               "predicted_speedup_basic", "predicted_speedup_measured_cost", "greedy_exact"]  # fmt: skip
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    import pandas as pd
+    from tqdm import tqdm
+
+    from specviz import bench
+    from specviz.models import load_pair
+
+    try:
+        target, draft, tokenizer = load_pair(args.pair, device=args.device)
+        prompts = bench.load_prompts(args.prompts)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    label = args.label or f"{args.pair} K={','.join(map(str, args.k))}"
+    meta = {"label": label, "target_model": f"{args.pair}/target", "draft_model": f"{args.pair}/draft"}
+    rows: list[dict] = []
+    total = len(args.k) * len(args.temperature) * len(prompts) * args.repeats
+    bar = tqdm(total=total, desc="bench", unit="run", dynamic_ncols=True)
+    try:
+        bench.sweep(target, draft, tokenizer, prompts, args.k, args.temperature, args.new_tokens, args.repeats,
+                    args.seed, meta=meta, on_run=lambda: bar.update(1), on_row=rows.append)  # fmt: skip
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: keeping the {len(rows)} finished cell(s)", file=sys.stderr)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        bar.close()
+    if not rows:
+        print("no cell finished; nothing written", file=sys.stderr)
+        return 1
+    table = pd.DataFrame(rows)
+    table.to_csv(args.out, index=False)
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        print(table[BENCH_TABLE].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print(f"wrote {len(table)} rows to {args.out} ({table['hardware'].iloc[0]})")
+    return 0
+
+
+def cmd_prompts(args: argparse.Namespace) -> int:
+    import json
+
+    from specviz.models import train
+
+    root = Path(args.corpus) if args.corpus else train.stdlib_root()
+    _, val = train.corpus_files(root, seed=args.seed)
+    prompts = train.make_prompts(val, root, n=args.n, length=args.length, seed=args.seed)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w", encoding="utf-8") as f:
+        for p in prompts:
+            f.write(json.dumps(p) + "\n")
+    print(f"wrote {len(prompts)} prompts from validation files to {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m specviz", description="specviz command line")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -58,6 +131,29 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seq-len", type=int, default=512)
     t.add_argument("--seed", type=int, default=0)
     t.set_defaults(func=cmd_train)
+
+    from specviz.bench import PROMPTS_FILE
+
+    b = sub.add_parser("bench", help="measure target-only vs speculative decoding over K and temperature")
+    b.add_argument("--pair", default="bundled", help="'bundled' or a folder with target/ and draft/")
+    b.add_argument("--k", type=_ints, default=[1, 2, 4, 8], help="draft lengths, e.g. 1,2,4,8")
+    b.add_argument("--temperature", type=_floats, default=[0.0, 1.0], help="e.g. 0,1 (0 = greedy)")
+    b.add_argument("--new-tokens", type=int, default=128)
+    b.add_argument("--prompts", default=str(PROMPTS_FILE), help="JSON-lines prompts file")
+    b.add_argument("--repeats", type=int, default=3)
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    b.add_argument("--label", default=None)
+    b.add_argument("--out", default="results.csv")
+    b.set_defaults(func=cmd_bench)
+
+    pr = sub.add_parser("prompts", help="write benchmark prompts drawn from the validation files")
+    pr.add_argument("--out", default=str(PROMPTS_FILE))
+    pr.add_argument("--corpus", default=None)
+    pr.add_argument("--n", type=int, default=12)
+    pr.add_argument("--length", type=int, default=192)
+    pr.add_argument("--seed", type=int, default=0)
+    pr.set_defaults(func=cmd_prompts)
     return parser
 
 

@@ -65,6 +65,31 @@ def load_bytes(files: list[Path]) -> np.ndarray:
     return np.frombuffer(SEPARATOR.join(p.read_bytes() for p in files), dtype=np.uint8)
 
 
+def make_prompts(files: list[Path], root: Path, n: int = 12, length: int = 192, seed: int = 0) -> list[dict]:
+    """``n`` prompts of ``length`` bytes, each from a different file, starting at a line start.
+
+    Meant for validation files (never trained on): the benchmark then measures
+    acceptance on text the models have not seen. Windows that are mostly blank are skipped.
+    """
+    rng = random.Random(seed)
+    order = list(files)
+    rng.shuffle(order)
+    prompts = []
+    for path in order:
+        data = path.read_bytes()
+        starts = [0] + [i + 1 for i in range(len(data) - length) if data[i] == 10]
+        rng.shuffle(starts)
+        for s in starts[:20]:
+            window = data[s : s + length]
+            if len(window) == length and len(window.strip()) > length // 2:
+                text = window.decode("utf-8", errors="ignore")
+                prompts.append({"source": str(path.relative_to(root)), "offset": s, "text": text})
+                break
+        if len(prompts) == n:
+            break
+    return prompts
+
+
 def batch(data: np.ndarray, batch_size: int, seq_len: int, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Random windows: inputs (B, T) and next-byte targets (B, T)."""
     starts = rng.integers(0, len(data) - seq_len - 1, size=batch_size)

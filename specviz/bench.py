@@ -1,0 +1,157 @@
+"""Sweeps over K and temperature → rows in the measurement schema (``python -m specviz bench``).
+
+For every (K, temperature) cell, each prompt and each repeat runs the target-only
+baseline and then speculative decoding on the same prompt; the cell's row pools
+the rounds of all its runs. The same :func:`run_cell` serves the CLI and the live page.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from specviz import decoding, theory
+
+PROMPTS_FILE = Path(__file__).resolve().parent.parent / "data" / "prompts" / "stdlib_validation.jsonl"
+
+
+def load_prompts(path: str | Path = PROMPTS_FILE) -> list[str]:
+    """Prompts from a JSON-lines file (one object with a ``text`` field per line) or plain text.
+
+    A plain-text file holds one prompt per block, blocks separated by a line with
+    only ``---``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"prompts file {str(path)!r} does not exist")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        prompts = [json.loads(line)["text"] for line in text.splitlines() if line.strip()]
+    else:
+        prompts = [block.strip("\n") for block in text.split("\n---\n")]
+    prompts = [p for p in prompts if p.strip()]
+    if not prompts:
+        raise ValueError(f"prompts file {str(path)!r} holds no prompt")
+    return prompts
+
+
+def hardware_name(device: torch.device) -> str:
+    """GPU name on CUDA, else the CPU model and core count."""
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        return f"{props.name} ({props.total_memory / 2**30:.0f} GiB)"
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import os
+
+    return f"{cpu}, {os.cpu_count()} cores (CPU)"
+
+
+def warm_up(target, draft, prompt: torch.Tensor, k: int = 2) -> None:
+    """One short target-only and speculative run so that first-call costs stay out of the timings."""
+    decoding.generate_target_only(target, prompt, 8, 0.0)
+    decoding.speculative_generate(target, draft, prompt, k, 0.0, 8)
+
+
+def run_cell(target, draft, prompts: list[torch.Tensor], k: int, temperature: float, new_tokens: int,
+             repeats: int, seed: int = 0, on_run: Callable[[int], None] | None = None) -> dict:
+    """Measure one (K, temperature) cell over every prompt × repeat; return its aggregated row.
+
+    Each run decodes the prompt target-only and speculatively with generators
+    seeded identically (``seed + 1000·prompt + repeat``). ``on_run(i)`` is called
+    after run i (for progress bars).
+    """
+    device = target.wte.weight.device
+    runs = []
+    for pi, prompt in enumerate(prompts):
+        for r in range(repeats):
+            s = seed + 1000 * pi + r
+            base, b_stats = decoding.generate_target_only(target, prompt, new_tokens, temperature,
+                                                          torch.Generator(device).manual_seed(s))  # fmt: skip
+            spec, s_stats = decoding.speculative_generate(target, draft, prompt, k, temperature, new_tokens,
+                                                          torch.Generator(device).manual_seed(s))  # fmt: skip
+            runs.append((b_stats, s_stats, torch.equal(base, spec)))
+            if on_run is not None:
+                on_run(len(runs))
+    return aggregate(runs, k, temperature, new_tokens)
+
+
+def aggregate(runs: list[tuple], k: int, temperature: float, new_tokens: int) -> dict:
+    """Pool the rounds of all runs of a cell into one measurement row (see measurements.COLUMNS)."""
+    rounds = [r for _, s, _ in runs for r in s.rounds]
+    pooled = decoding.GenerationStats(k=k, temperature=temperature, new_tokens=new_tokens, decode_s=1.0,
+                                      prefill_ms=0.0, rounds=rounds,
+                                      t_target_ms=float(np.median([b.t_target_ms for b, _, _ in runs])),
+                                      t_draft_ms=float(np.median([s.t_draft_ms for _, s, _ in runs])),
+                                      t_verify_ms=float(np.median([s.t_verify_ms for _, s, _ in runs])))  # fmt: skip
+    speedups = np.array([s.tokens_per_s / b.tokens_per_s for b, s, _ in runs])
+    alpha = pooled.alpha_hat
+    return {
+        "k": k,
+        "temperature": temperature,
+        "alpha": alpha,
+        "alpha_overlap": pooled.alpha_overlap,
+        "mean_accepted_tokens": pooled.mean_tokens,
+        "acceptance_rate": pooled.accepted_total / (len(rounds) * k),
+        "per_position_acceptance": ";".join(f"{a:.4f}" for a in pooled.per_position_acceptance),
+        "c": pooled.c,
+        "t_target_ms": pooled.t_target_ms,
+        "t_draft_ms": pooled.t_draft_ms,
+        "t_verify_ms": pooled.t_verify_ms,
+        "v": pooled.v,
+        "o": pooled.o,
+        "speedup": float(np.median(speedups)),
+        "speedup_min": float(speedups.min()),
+        "speedup_max": float(speedups.max()),
+        "tokens_per_s": float(np.median([s.tokens_per_s for _, s, _ in runs])),
+        "baseline_tokens_per_s": float(np.median([b.tokens_per_s for b, _, _ in runs])),
+        "predicted_speedup_basic": pooled.predicted_speedup(),
+        "predicted_speedup_measured_cost": pooled.predicted_speedup(measured_cost=True),
+        "runs": len(runs),
+        "new_tokens": new_tokens,
+        "greedy_exact": all(same for _, _, same in runs) if temperature == 0 else None,
+    }
+
+
+def sweep(target, draft, tokenizer, prompts: list[str], ks: Iterable[int], temperatures: Iterable[float],
+          new_tokens: int, repeats: int, seed: int = 0, meta: dict | None = None,
+          on_run: Callable[[], None] | None = None, on_row: Callable[[dict], None] | None = None) -> pd.DataFrame:
+    """Run every (K, temperature) cell; rows in the measurement schema.
+
+    ``meta`` adds constant columns (label, target_model, …). ``on_row`` is called
+    with each finished row, so a caller that is interrupted keeps what finished.
+    """
+    ks, temperatures = [int(k) for k in ks], [float(t) for t in temperatures]
+    for k in ks:
+        theory.check_k(k)
+    if any(t < 0 for t in temperatures):
+        raise ValueError(f"temperature must be >= 0; got {temperatures}")
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1; got {repeats}")
+    device = target.wte.weight.device
+    encoded = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in prompts]
+    warm_up(target, draft, encoded[0])
+    base = {"batch_size": 1, "device": str(device), "dtype": str(target.wte.weight.dtype).removeprefix("torch."),
+            "torch_version": torch.__version__, "hardware": hardware_name(device), "method": "draft model",
+            "source": "specviz bench", **(meta or {})}  # fmt: skip
+    rows = []
+    for t in temperatures:
+        for k in ks:
+            row = {**base, **run_cell(target, draft, encoded, k, t, new_tokens, repeats, seed,
+                                      on_run=(lambda _: on_run()) if on_run else None)}  # fmt: skip
+            rows.append(row)
+            if on_row is not None:
+                on_row(row)
+    return pd.DataFrame(rows)
