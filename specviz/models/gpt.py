@@ -165,9 +165,15 @@ class GPT(nn.Module):
         from safetensors.torch import load_file
 
         directory = Path(directory)
-        cfg = GPTConfig.from_dict(json.loads((directory / "config.json").read_text()))
+        try:
+            cfg = GPTConfig.from_dict(json.loads((directory / "config.json").read_text()))
+        except (OSError, ValueError, TypeError) as exc:
+            raise ValueError(f"{directory}/config.json is missing or not a valid model config: {exc}") from None
         model = cls(cfg)
-        state = load_file(str(directory / "model.safetensors"))
+        try:
+            state = load_file(str(directory / "model.safetensors"))
+        except Exception as exc:  # safetensors raises its own error types for truncated or garbled files
+            raise ValueError(f"{directory}/model.safetensors is missing or corrupt: {exc}") from None
         missing, unexpected = model.load_state_dict(state, strict=False)
         if unexpected or set(missing) - {"head.weight"}:
             raise ValueError(f"{directory}: weights do not match config (missing {missing}, unexpected {unexpected})")

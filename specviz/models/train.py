@@ -287,4 +287,46 @@ def train_pair(
     card["speed"] = {"machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads",
                      "t_target_ms": round(t_p, 3), "t_draft_ms": round(t_q, 3), "c": round(t_p / t_q, 2)}  # fmt: skip
     (out_dir / "card.json").write_text(json.dumps(card, indent=2) + "\n")
+    (out_dir / "README.md").write_text(card_markdown(card))
     return card
+
+
+def card_markdown(card: dict) -> str:
+    """The model card as Markdown, from the card dictionary ``train_pair`` writes as card.json."""
+    t, d, acc, speed, corpus = card["target"], card["draft"], card["acceptance_on_validation"], card["speed"], \
+        card["corpus"]  # fmt: skip
+
+    def shape(m):
+        c = m["config"]
+        return f"{c['n_layer']} layers × {c['n_embd']} wide, {c['n_head']} heads, context {c['block_size']} bytes"
+
+    def schedule(m):
+        tr = m["train"]
+        return (f"{tr['steps']} steps of {tr['batch_size']} × {tr['seq_len']} bytes, AdamW lr {tr['lr']:g} "
+                f"(warm-up {tr['warmup']}, cosine to {tr['min_lr']:g}), seed {tr['seed']}")
+
+    return f"""# Bundled draft/target pair
+
+Byte-level GPTs (vocabulary: the 256 byte values) trained by specviz itself, so the live page and
+`python -m specviz bench` work offline. Weights: `target/model.safetensors`, `draft/model.safetensors`
+(safetensors, fp32) with `config.json` beside each.
+
+| | target | draft |
+|---|---|---|
+| shape | {shape(t)} | {shape(d)} |
+| parameters | {t['parameters']:,} | {d['parameters']:,} |
+| training | {schedule(t)} | {schedule(d)} |
+| validation bits per byte | {t['validation_bits_per_byte']} | {d['validation_bits_per_byte']} |
+
+**Corpus.** {corpus['source']}: {corpus['train_files']} files ({corpus['train_bytes']:,} bytes) for
+training and {corpus['validation_files']} other files ({corpus['validation_bytes']:,} bytes) held out,
+split by file with a fixed seed. Benchmark prompts (`data/prompts/`) come from the held-out files.
+
+**Acceptance on held-out text** ({acc['positions']:,} positions): greedy α (draft argmax = target
+argmax) = **{acc['alpha_greedy']}**; at temperature 1, α = mean Σ min(p, q) = **{acc['alpha_t1']}**.
+
+**Speed** ({speed['machine']}): one cached decode step takes {speed['t_target_ms']} ms (target) and
+{speed['t_draft_ms']} ms (draft), so c = T_target / T_draft ≈ **{speed['c']}**.
+
+**Reproduce:** `{card['command']}` (resumable: rerun the same command after an interruption).
+"""

@@ -1,0 +1,106 @@
+"""`python -m specviz bench` and `prompts` on a tiny random pair: the CSV, interruption, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+
+from specviz import __main__ as cli
+from specviz import bench, measurements
+from specviz.models.gpt import GPT, GPTConfig
+
+
+@pytest.fixture(scope="module")
+def tiny_pair(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pair")
+    torch.manual_seed(0)
+    GPT(GPTConfig(2, 2, 64, block_size=256)).save(root / "target")
+    torch.manual_seed(1)
+    GPT(GPTConfig(1, 2, 32, block_size=256)).save(root / "draft")
+    prompts = root / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"text": t}) + "\n" for t in ["def main():\n    ", "import os\n"]))
+    return root, prompts
+
+
+def run_bench(tiny_pair, tmp_path, *extra):
+    root, prompts = tiny_pair
+    out = tmp_path / "results.csv"
+    code = cli.main(["bench", "--pair", str(root), "--k", "1,2", "--temperature", "0,1", "--new-tokens", "8",
+                     "--repeats", "1", "--prompts", str(prompts), "--device", "cpu", "--out", str(out), *extra])
+    return code, out
+
+
+def test_bench_writes_schema_csv(tiny_pair, tmp_path, capsys):
+    code, out = run_bench(tiny_pair, tmp_path, "--label", "tiny")
+    assert code == 0
+    df = pd.read_csv(out)
+    assert len(df) == 4 and sorted(zip(df.k, df.temperature)) == [(1, 0.0), (1, 1.0), (2, 0.0), (2, 1.0)]
+    assert {"label", "k", "alpha", "mean_accepted_tokens", "acceptance_rate"} <= set(df.columns)
+    assert set(df.columns) <= set(measurements.COLUMNS) | set(measurements.BENCH_COLUMNS)
+    assert (df.label == "tiny").all() and (df.runs == 2).all()
+    assert df.alpha.between(0, 1).all() and df.acceptance_rate.between(0, 1).all()
+    assert (df.mean_accepted_tokens >= 1).all() and (df.mean_accepted_tokens <= df.k + 1).all()
+    assert (df.c > 0).all() and (df.speedup > 0).all() and (df.t_verify_ms > 0).all()
+    assert df[df.temperature == 0].greedy_exact.astype(bool).all()
+    assert df[df.temperature == 1].greedy_exact.isna().all()
+    printed = capsys.readouterr().out
+    assert "predicted_speedup_basic" in printed and "wrote 4 rows" in printed
+
+
+def test_interrupt_keeps_finished_cells(tiny_pair, tmp_path, monkeypatch, capsys):
+    real = bench.run_cell
+    calls = {"n": 0}
+
+    def flaky(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bench, "run_cell", flaky)
+    code, out = run_bench(tiny_pair, tmp_path)
+    assert code == 0
+    assert len(pd.read_csv(out)) == 1
+    assert "keeping the 1 finished cell" in capsys.readouterr().err
+
+
+def test_missing_or_corrupt_weights_are_clear_errors(tiny_pair, tmp_path, capsys):
+    root, prompts = tiny_pair
+    assert cli.main(["bench", "--pair", str(tmp_path), "--prompts", str(prompts), "--out", str(tmp_path / "x.csv")]) == 2
+    assert "no target/model.safetensors" in capsys.readouterr().err
+    broken = tmp_path / "broken"
+    for part in ("target", "draft"):
+        (broken / part).mkdir(parents=True)
+        (broken / part / "config.json").write_text((root / part / "config.json").read_text())
+        (broken / part / "model.safetensors").write_bytes(b"\x00" * 64)
+    assert cli.main(["bench", "--pair", str(broken), "--prompts", str(prompts), "--out", str(tmp_path / "y.csv")]) == 2
+    assert "model.safetensors is missing or corrupt" in capsys.readouterr().err
+    assert not (tmp_path / "y.csv").exists()
+
+
+def test_bad_arguments(tiny_pair, tmp_path, capsys):
+    root, prompts = tiny_pair
+    with pytest.raises(SystemExit):
+        cli.main(["bench", "--k", "0,2"])
+    assert "integers >= 1" in capsys.readouterr().err
+    assert cli.main(["bench", "--pair", str(root), "--prompts", str(tmp_path / "none.jsonl")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_prompts_come_from_validation_files(tmp_path):
+    corpus = tmp_path / "lib"
+    corpus.mkdir()
+    for i in range(20):
+        (corpus / f"mod{i}.py").write_text("".join(f"def f{j}(x):\n    return x + {j}\n" for j in range(40)))
+    out = tmp_path / "p.jsonl"
+    assert cli.main(["prompts", "--corpus", str(corpus), "--out", str(out), "--n", "3", "--length", "64"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    from specviz.models.train import corpus_files
+
+    _, val = corpus_files(corpus)
+    assert len(rows) == 1  # 20 files × 5 % = 1 validation file, one prompt per file
+    assert rows[0]["source"] in {p.name for p in val} and len(rows[0]["text"].encode()) == 64
+    assert bench.load_prompts(out) == [rows[0]["text"]]
