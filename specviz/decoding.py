@@ -145,7 +145,7 @@ class GenerationStats:
         return float(theory.speedup(alpha, self.c, self.k))
 
 
-def _check(target, prompt: torch.Tensor, max_new_tokens: int, temperature: float, k: int) -> None:
+def _check(models, prompt: torch.Tensor, max_new_tokens: int, temperature: float, k: int) -> None:
     if prompt.ndim != 1 or prompt.numel() == 0:
         raise ValueError(f"prompt must be a non-empty 1-D tensor of token ids; got shape {tuple(prompt.shape)}")
     if max_new_tokens < 1:
@@ -153,9 +153,10 @@ def _check(target, prompt: torch.Tensor, max_new_tokens: int, temperature: float
     if not (temperature >= 0 and np.isfinite(temperature)):
         raise ValueError(f"temperature must be a finite number >= 0; got {temperature}")
     need = prompt.numel() + max_new_tokens + k + 1
-    if need > target.cfg.block_size:
+    context = min(m.cfg.block_size for m in models)
+    if need > context:
         raise ValueError(f"prompt ({prompt.numel()} tokens) + max_new_tokens ({max_new_tokens}) + K + 1 = {need} "
-                         f"exceeds the model's context of {target.cfg.block_size} tokens")  # fmt: skip
+                         f"exceeds the model's context of {context} tokens")  # fmt: skip
 
 
 def _prefill(model, prompt: torch.Tensor) -> None:
@@ -184,7 +185,7 @@ def generate_target_only(target, prompt: torch.Tensor, max_new_tokens: int, temp
     Returns ``(new_tokens, stats)``: exactly ``max_new_tokens`` ids (1-D LongTensor)
     and a :class:`GenerationStats` with ``t_target_ms`` the median decode step.
     """
-    _check(target, prompt, max_new_tokens, temperature, 0)
+    _check([target], prompt, max_new_tokens, temperature, 0)
     device = target.wte.weight.device
     clock, greedy = _Clock(device), temperature == 0
     prompt = prompt.to(device)
@@ -238,7 +239,7 @@ def speculative_generate(target, draft, prompt: torch.Tensor, k: int, temperatur
     if int(k) != k or k < 1:
         raise ValueError(f"k must be an integer >= 1; got {k!r}")
     k = int(k)
-    _check(target, prompt, max_new_tokens, temperature, k)
+    _check([target, draft], prompt, max_new_tokens, temperature, k)
     device = target.wte.weight.device
     clock, greedy = _Clock(device), temperature == 0
     prompt = prompt.to(device)

@@ -49,8 +49,10 @@ def load_pair(spec: str = "bundled", device: str = "cpu", dtype: torch.dtype | N
     Parameters
     ----------
     spec : str
-        ``"bundled"`` for the pair shipped in data/models/bundled, or a folder with
-        ``target/`` and ``draft/`` subfolders in the same format.
+        ``"bundled"`` for the pair shipped in data/models/bundled, a folder with
+        ``target/`` and ``draft/`` subfolders in the same format, or ``"TARGET,DRAFT"``:
+        two Hugging Face hub ids or local transformers folders (needs the optional
+        package transformers; see :func:`specviz.models.hf.load_hf_pair`).
     device : str
         ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
     dtype : torch.dtype, optional
@@ -58,6 +60,11 @@ def load_pair(spec: str = "bundled", device: str = "cpu", dtype: torch.dtype | N
     """
     dev = resolve_device(device)
     dtype = dtype or default_dtype(dev)
+    if "," in spec:  # Hugging Face pair; imported lazily so the app runs without transformers
+        from specviz.models import hf
+
+        target_id, _, draft_id = spec.partition(",")
+        return hf.load_hf_pair(target_id, draft_id, dev, dtype)
     root = BUNDLED_DIR if spec == "bundled" else Path(spec)
     for part in ("target", "draft"):
         if not (root / part / "model.safetensors").is_file():

@@ -151,7 +151,7 @@ class GPT(nn.Module):
 
     # --- persistence: config.json + model.safetensors (never pickle) -------------------
 
-    def save(self, directory: str | Path, card: dict | None = None) -> None:
+    def save(self, directory: str | Path) -> None:
         from safetensors.torch import save_file
 
         directory = Path(directory)
@@ -174,7 +174,10 @@ class GPT(nn.Module):
             state = load_file(str(directory / "model.safetensors"))
         except Exception as exc:  # safetensors raises its own error types for truncated or garbled files
             raise ValueError(f"{directory}/model.safetensors is missing or corrupt: {exc}") from None
-        missing, unexpected = model.load_state_dict(state, strict=False)
+        try:
+            missing, unexpected = model.load_state_dict(state, strict=False)
+        except RuntimeError as exc:  # shape mismatch between config.json and the weights
+            raise ValueError(f"{directory}: weights do not match config.json: {exc}") from None
         if unexpected or set(missing) - {"head.weight"}:
             raise ValueError(f"{directory}: weights do not match config (missing {missing}, unexpected {unexpected})")
         return model.to(device=device, dtype=dtype).eval()
