@@ -74,7 +74,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     label = args.label or f"{args.pair} K={','.join(map(str, args.k))}"
-    meta = {"label": label, "target_model": f"{args.pair}/target", "draft_model": f"{args.pair}/draft"}
+    target_name, draft_name = args.pair.split(",", 1) if "," in args.pair else (f"{args.pair}/target",
+                                                                               f"{args.pair}/draft")  # fmt: skip
+    meta = {"label": label, "target_model": target_name, "draft_model": draft_name}
     rows: list[dict] = []
     total = len(args.k) * len(args.temperature) * len(prompts) * args.repeats
     bar = tqdm(total=total, desc="bench", unit="run", dynamic_ncols=True)

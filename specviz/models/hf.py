@@ -32,10 +32,10 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import torch
-import torch.nn as nn
+from torch import nn
 
-__all__ = ["TRANSFORMERS_PIN", "require_transformers", "HFCausalLM", "HFTokenizer", "load_hf_pair",
-           "export_gpt2", "export_pair", "byte_tokenizer", "bytes_to_unicode"]  # fmt: skip
+__all__ = ["TRANSFORMERS_PIN", "HFCausalLM", "HFTokenizer", "byte_tokenizer", "bytes_to_unicode", "export_gpt2",
+           "export_pair", "load_hf_pair", "require_transformers"]  # fmt: skip
 
 TRANSFORMERS_PIN = "5.24.0"  # keep in step with requirements-dev.txt
 
@@ -120,8 +120,7 @@ class HFCausalLM(nn.Module):
         self._cache = DynamicCache(config=self.model.config)
         if hasattr(self._cache, "activate_past_recording"):  # sliding-window layers: keep what crop may need
             self._cache.activate_past_recording()
-        self._cache_len = length or self.cfg.block_size
-        self._batch = batch
+        self._cache_len = length or self.cfg.block_size  # a DynamicCache grows; the batch comes with idx
 
     def forward(self, idx: torch.Tensor, start: int | None = None) -> torch.Tensor:
         """Logits (B, T, vocab_size) for ``idx`` (B, T) at positions start.. (or 0.. without a cache)."""
@@ -215,14 +214,18 @@ def _from_pretrained(loader, spec: str, what: str, allow_local: bool, **kwargs):
             raise ValueError(f"{what} {spec!r}: cannot load from the local folder: {exc}") from exc
     try:  # the local hub cache first: no network at all when the files are there
         return loader.from_pretrained(spec, local_files_only=True, **kwargs)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any miss here just means "try the network"
         cached_error = exc
+    if Path(spec).name != spec:  # "org/name" could also have been meant as a relative folder
+        spec_note = " (and there is no local folder of that name)"
+    else:
+        spec_note = ""
     if _hub_offline():
-        raise ValueError(f"{what} {spec!r}: not in the local Hugging Face cache and HF_HUB_OFFLINE is set "
-                         f"({cached_error})") from cached_error  # fmt: skip
+        raise ValueError(f"{what} {spec!r}: not in the local Hugging Face cache{spec_note} and HF_HUB_OFFLINE "
+                         f"is set ({cached_error})") from cached_error  # fmt: skip
     if not _hub_reachable():
-        raise ValueError(f"{what} {spec!r}: not in the local Hugging Face cache and the Hugging Face Hub cannot be "
-                         "reached (no network?)") from cached_error  # fmt: skip
+        raise ValueError(f"{what} {spec!r}: not in the local Hugging Face cache{spec_note} and the Hugging Face "
+                         "Hub cannot be reached (no network?)") from cached_error  # fmt: skip
     try:
         return loader.from_pretrained(spec, **kwargs)
     except Exception as exc:  # RepositoryNotFoundError, gated repo, no safetensors, HTTP errors, ...
@@ -245,8 +248,9 @@ def _load_model(spec: str, device, dtype, allow_local: bool):
     return model.to(device=device).eval()
 
 
-def load_hf_pair(target_id: str, draft_id: str, device="cpu", dtype: torch.dtype | None = None,
-                 allow_local: bool = True) -> tuple[HFCausalLM, HFCausalLM, HFTokenizer]:
+def load_hf_pair(
+    target_id: str, draft_id: str, device="cpu", dtype: torch.dtype | None = None, allow_local: bool = True
+) -> tuple[HFCausalLM, HFCausalLM, HFTokenizer]:
     """Load ``(target, draft, tokenizer)`` from Hugging Face hub ids or local folders.
 
     Models load with ``trust_remote_code=False`` and ``use_safetensors=True``; local
@@ -254,7 +258,10 @@ def load_hf_pair(target_id: str, draft_id: str, device="cpu", dtype: torch.dtype
     when the models' embedding matrices differ only by padding rows, both wrappers slice their
     logits to the tokenizer's length. Every failure is a ValueError naming the id.
     """
+    from specviz.models import resolve_device
+
     require_transformers()
+    device = resolve_device(device) if isinstance(device, str) else torch.device(device)
     target_id, draft_id = target_id.strip(), draft_id.strip()
     if not target_id or not draft_id:
         raise ValueError(f"a Hugging Face pair is 'TARGET,DRAFT'; got {target_id!r}, {draft_id!r}")
