@@ -253,3 +253,14 @@ def test_lab_bad_query_param_warns():
     at = run("pages/sampling_lab.py", variant="typo", k="99")
     assert any("variant" in w.value for w in at.warning) and any("k=" in w.value for w in at.warning)
     assert at.success  # fell back to the exact rule
+
+
+def test_lab_uploaded_csv_is_used_and_bad_file_is_an_error():
+    sample = (ROOT / "data" / "samples" / "distribution_example.csv").read_bytes()
+    at = run("pages/sampling_lab.py", v="20", p="custom", q="uniform", rounds="20000")
+    assert any("p: no numbers found" in e.value for e in at.error)  # nothing entered yet
+    at.file_uploader(key="lab.p_file").upload("p.csv", sample, "text/csv").run()
+    assert not at.error and not at.exception
+    assert metrics(at)["α = Σ min(p, q)"] == "0.5374"  # Σ min(Zipf(1.2) weights, 1/20)
+    at.file_uploader(key="lab.p_file").upload("p.csv", b"p\n1\n-2\n", "text/csv").run()
+    assert any("p: entry 2 is -2.0" in e.value for e in at.error), [e.value for e in at.error]
