@@ -12,6 +12,8 @@ from specviz import __main__ as cli
 from specviz import bench, measurements
 from specviz.models.gpt import GPT, GPTConfig
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 
 @pytest.fixture(scope="module")
 def tiny_pair(tmp_path_factory):

@@ -45,12 +45,7 @@ LENGTHS = [1, 7, 50]  # 7 and 50 are not multiples of K + 1 for most K
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _build(cfg: GPTConfig, seed: int, std: float | None = None) -> GPT:

@@ -26,13 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NEW = 48  # tokens generated per comparison
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: intra-op threads only add synchronisation (10× slower on a busy CPU)."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _pair() -> tuple[GPT, GPT]:
