@@ -20,8 +20,8 @@ Checks (targets in brackets), on the first ``--prompts`` prompts of data/prompts
    ``trust_remote_code=False``), same prompt ids (the prompt's bytes), same number of new tokens.
    Every rate here is *whole-call* tokens/s = new tokens ÷ wall time of the complete call
    (transformers: ``generate`` including its prefill; ours: ``generate_target_only`` /
-   ``speculative_generate`` including prefill and, for speculative, the 8 + 8 calibration
-   steps it times before decoding). Ratios are per prompt (median times over repeats), then
+   ``speculative_generate`` including prefill, with its T_p/T_q calibration steps switched off
+   via ``calibration_steps=0``). Ratios are per prompt (median times over repeats), then
    the median over prompts.
    a. ours target-only vs ``generate(do_sample=False)``                   [>= 1.0x]
    b. ours speculative (K = best greedy K) vs assisted generation
@@ -250,7 +250,7 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
             g = torch.Generator(device).manual_seed(seed)
             if k_ == 0:
                 return decoding.generate_target_only(target, prompt, n, temp, g)
-            return decoding.speculative_generate(target, draft, prompt, k_, temp, n, g)
+            return decoding.speculative_generate(target, draft, prompt, k_, temp, n, g, calibration_steps=0)
 
         greedy = {"do_sample": False}
         t1 = {"do_sample": True, "temperature": 1.0, "top_k": 0, "top_p": 1.0}

@@ -132,10 +132,13 @@ class GenerationStats:
 
     @property
     def o(self) -> float:
-        """Per-round overhead outside the draft and verify forwards, in target steps."""
+        """Per-round overhead in target steps: mean round time not explained by one verify forward
+        and K draft steps, (T_round − T_verify − K·T_q) / T_p, floored at 0. It holds sampling and
+        bookkeeping on both sides and the draft's catch-up token after an all-accepted round."""
         if not self.rounds:
             return 0.0
-        return max(0.0, float(np.mean([r.other_ms for r in self.rounds])) / self.t_target_ms)
+        round_ms = float(np.mean([r.draft_ms + r.verify_ms + r.other_ms for r in self.rounds]))
+        return max(0.0, (round_ms - self.t_verify_ms - self.k * self.t_draft_ms) / self.t_target_ms)
 
     def predicted_speedup(self, measured_cost: bool = False) -> float:
         """Speedup predicted by specviz.theory at the measured α̂ and c (with v, o if asked)."""
@@ -210,8 +213,8 @@ def generate_target_only(target, prompt: torch.Tensor, max_new_tokens: int, temp
 
 @torch.inference_mode()
 def speculative_generate(target, draft, prompt: torch.Tensor, k: int, temperature: float = 0.0,
-                         max_new_tokens: int = 128,
-                         generator: torch.Generator | None = None) -> tuple[torch.Tensor, GenerationStats]:
+                         max_new_tokens: int = 128, generator: torch.Generator | None = None, *,
+                         calibration_steps: int = 8) -> tuple[torch.Tensor, GenerationStats]:
     """Speculative decoding: draft K tokens, verify K + 1 positions in one target forward.
 
     Parameters
@@ -228,6 +231,9 @@ def speculative_generate(target, draft, prompt: torch.Tensor, k: int, temperatur
         Exactly this many ids are returned.
     generator : torch.Generator, optional
         On the models' device; drives drafting and the verification uniforms.
+    calibration_steps : int
+        Single-token target and draft steps timed before decoding (outside the
+        decode timing) to measure T_p and T_q; 0 skips them (T_p, T_q are then NaN).
 
     Returns
     -------
@@ -250,8 +256,8 @@ def speculative_generate(target, draft, prompt: torch.Tensor, k: int, temperatur
     pos = prompt.numel() - 1  # position of the pending token
     pending = prompt[-1:]
     # single-step costs, measured at the pending position (those cache slots are rewritten by the loop)
-    t_p = _decode_step_ms(target, pending, pos, clock)
-    t_q = _decode_step_ms(draft, pending, pos, clock)
+    t_p = _decode_step_ms(target, pending, pos, clock, calibration_steps) if calibration_steps else float("nan")
+    t_q = _decode_step_ms(draft, pending, pos, clock, calibration_steps) if calibration_steps else float("nan")
     draft_feed, draft_pos = pending, pos  # tokens the draft must see before it drafts
     generated: list[int] = []
     rounds: list[RoundRecord] = []

@@ -34,7 +34,7 @@ COLUMNS: dict[str, str] = {
 BENCH_COLUMNS: dict[str, str] = {
     "alpha_overlap": "mean Σ min(p, q) over verified positions",
     "v": "extra verify cost per drafted token: (T_verify / T_target − 1) / K",
-    "o": "per-round overhead outside the forwards, in target steps",
+    "o": "per-round time beyond one verify forward and K draft steps, in target steps",
     "per_position_acceptance": "a_1;a_2;…;a_K conditional acceptance per draft position",
     "predicted_speedup_basic": "specviz.theory.speedup(α, c, K)",
     "predicted_speedup_measured_cost": "specviz.theory.speedup(α, c, K, v, o)",

@@ -421,7 +421,7 @@ def test_stats_from_hand_made_rounds():
     def rnd(a: int, k: int = 3) -> RoundRecord:
         return RoundRecord(drafted=[1] * k, accepted=a, emitted=[1] * (a + 1),
                            accept_mask=[True] * a + ([False] if a < k else []),
-                           overlap=[0.5] * min(a + 1, k), draft_ms=1.0, verify_ms=2.0, other_ms=0.5)  # fmt: skip
+                           overlap=[0.5] * min(a + 1, k), draft_ms=2.0, verify_ms=3.0, other_ms=0.5)  # fmt: skip
 
     s = GenerationStats(k=3, temperature=1.0, new_tokens=14, decode_s=0.5, prefill_ms=1.0,
                         t_target_ms=2.0, t_draft_ms=0.5, t_verify_ms=3.0,
@@ -433,7 +433,7 @@ def test_stats_from_hand_made_rounds():
     assert s.alpha_overlap == pytest.approx(0.5)
     assert s.c == pytest.approx(4.0)
     assert s.v == pytest.approx((3.0 / 2.0 - 1) / 3)
-    assert s.o == pytest.approx(0.25)
+    assert s.o == pytest.approx((2.0 + 3.0 + 0.5 - 3.0 - 3 * 0.5) / 2.0)  # (T_round − T_verify − K·T_q) / T_p
     assert s.tokens_per_s == pytest.approx(28.0)
     assert s.predicted_speedup() == pytest.approx(float(theory.speedup(0.75, 4.0, 3)))
 
