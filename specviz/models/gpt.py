@@ -151,13 +151,15 @@ class GPT(nn.Module):
 
     # --- persistence: config.json + model.safetensors (never pickle) -------------------
 
-    def save(self, directory: str | Path) -> None:
+    def save(self, directory: str | Path, dtype: torch.dtype | None = None) -> None:
+        """Write config.json and model.safetensors (weights cast to ``dtype`` if given, e.g. fp16 to ship)."""
         from safetensors.torch import save_file
 
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "config.json").write_text(json.dumps(asdict(self.cfg), indent=2) + "\n")
-        state = {k: v.detach().to("cpu").contiguous() for k, v in self.state_dict().items() if k != "head.weight"}
+        state = {k: v.detach().to("cpu", dtype=dtype or v.dtype).contiguous()
+                 for k, v in self.state_dict().items() if k != "head.weight"}  # fmt: skip
         save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
 
     @classmethod
