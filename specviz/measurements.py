@@ -615,6 +615,9 @@ def _build(table: _Table, report: LoadReport, name: str, mean_tokens_without_bon
     """Validate every cell, skip bad rows, derive the columns; the one path for every format."""
     n = len(table.rows)
     rows = table.rows
+    if n == 0:
+        report.rows_read, report.row_errors = table.n_dropped, list(table.dropped)
+        raise MeasurementError(_no_usable_row(name, report), report)
     errors: list[list[RowError]] = [list(table.row_errors.get(i, [])) for i in range(n)]
     cols = table.columns
     out: dict[str, np.ndarray | list] = {}
@@ -794,7 +797,7 @@ def _build(table: _Table, report: LoadReport, name: str, mean_tokens_without_bon
     # -- mean length and rate must agree (E[N] = 1 + rK); a mismatch is shown, not fixed ----------
     if "mean_accepted_tokens" in values and "acceptance_rate" in values:
         mean, rate = values["mean_accepted_tokens"], values["acceptance_rate"]
-        clean = np.array([not e for e in errors]) & ~np.isnan(mean) & ~np.isnan(rate) & k_ok
+        clean = np.array([not e for e in errors], dtype=bool) & ~np.isnan(mean) & ~np.isnan(rate) & k_ok
         with np.errstate(all="ignore"):
             off = clean & (np.abs(1.0 + rate * kk - mean) > 0.02 * mean)
             sglang_like = off & (np.abs(rate * (kk + 1) - mean) <= 0.02 * mean)
