@@ -50,6 +50,10 @@ def test_bench_writes_schema_csv(tiny_pair, tmp_path, capsys):
     assert df[df.temperature == 1].greedy_exact.isna().all()
     printed = capsys.readouterr().out
     assert "predicted_speedup_basic" in printed and "wrote 4 rows" in printed
+    loaded, report = measurements.load_measurements(out)  # the upload path accepts our own output as is
+    assert report.rows_loaded == 4 and not report.row_errors and not report.mapped
+    assert loaded["alpha_source"].eq("alpha").all()
+    assert loaded["predicted_speedup"].to_numpy() == pytest.approx(df["predicted_speedup_basic"].to_numpy())
 
 
 def test_interrupt_keeps_finished_cells(tiny_pair, tmp_path, monkeypatch, capsys):
