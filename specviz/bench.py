@@ -97,6 +97,10 @@ def aggregate(runs: list[tuple], k: int, temperature: float, new_tokens: int) ->
                                       t_draft_ms=float(np.median([s.t_draft_ms for _, s, _ in runs])),
                                       t_verify_ms=float(np.median([s.t_verify_ms for _, s, _ in runs])))  # fmt: skip
     speedups = np.array([s.tokens_per_s / b.tokens_per_s for b, s, _ in runs])
+    # each run against the measured-cost prediction from its own α̂, c, v, o (speedup is nonlinear in α,
+    # so the median of per-run speedups is not the prediction at the pooled α̂ when prompts differ)
+    per_run = np.array([sp / s.predicted_speedup(measured_cost=True) for sp, (_, s, _) in zip(speedups, runs,
+                                                                                              strict=True)])  # fmt: skip
     alpha = pooled.alpha_hat
     return {
         "k": k,
@@ -119,6 +123,7 @@ def aggregate(runs: list[tuple], k: int, temperature: float, new_tokens: int) ->
         "baseline_tokens_per_s": float(np.median([b.tokens_per_s for b, _, _ in runs])),
         "predicted_speedup_basic": pooled.predicted_speedup(),
         "predicted_speedup_measured_cost": pooled.predicted_speedup(measured_cost=True),
+        "speedup_vs_predicted": float(np.median(per_run)),
         "runs": len(runs),
         "new_tokens": new_tokens,
         "greedy_exact": all(same for _, _, same in runs) if temperature == 0 else None,

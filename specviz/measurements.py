@@ -96,6 +96,7 @@ BENCH_COLUMNS: dict[str, str] = {
     "per_position_acceptance": "a_1;a_2;…;a_K conditional acceptance per draft position",
     "predicted_speedup_basic": "specviz.theory.speedup(α, c, K)",
     "predicted_speedup_measured_cost": "specviz.theory.speedup(α, c, K, v, o)",
+    "speedup_vs_predicted": "median over runs of measured speedup ÷ that run's measured-cost prediction",
     "speedup_min": "smallest per-run speedup",
     "speedup_max": "largest per-run speedup",
     "runs": "number of (prompt, repeat) runs aggregated",
@@ -128,7 +129,7 @@ _TEXT = ("label", "target_model", "draft_model", "hardware", "method", "notes", 
          "torch_version", "source")  # fmt: skip
 _UNIT = ("alpha", "acceptance_rate", "alpha_overlap")  # in [0, 1]; percent detected
 _POSITIVE = ("c", "t_target_ms", "t_draft_ms", "t_verify_ms", "speedup", "tokens_per_s", "baseline_tokens_per_s",
-             "predicted_speedup_basic", "speedup_min", "speedup_max")  # fmt: skip
+             "predicted_speedup_basic", "speedup_min", "speedup_max", "speedup_vs_predicted")  # fmt: skip
 _NONNEG = ("temperature", "v", "o")
 _INTEGER = ("batch_size", "runs", "new_tokens")  # integers >= 1 (k separately)
 #: Internal columns of converted aliases (not in the output): Leviathan's c_L and SGLang's accept rate.

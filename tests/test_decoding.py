@@ -26,7 +26,7 @@ from torch import nn
 
 from specviz import sampling, theory
 from specviz.decoding import GenerationStats, RoundRecord, generate_target_only, speculative_generate
-from specviz.models import BUNDLED_DIR, GPT, ByteTokenizer, GPTConfig, load_pair, resolve_device
+from specviz.models import GPT, ByteTokenizer, GPTConfig, load_pair, resolve_device
 
 #: χ² p-value a correct (lossless) engine must exceed; a fresh seed fails with probability 1e-4.
 P_OK = 1e-4
@@ -615,14 +615,21 @@ def test_byte_tokenizer_invalid_utf8():
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not ((BUNDLED_DIR / "target" / "model.safetensors").is_file()
-                         and (BUNDLED_DIR / "draft" / "model.safetensors").is_file()),
-                    reason="bundled pair not trained yet")  # fmt: skip
-def test_bundled_pair_greedy_exactness():
-    target, draft, tok = load_pair("bundled")
-    prompt = torch.tensor(tok.encode("import os\n\n\ndef read_lines(path):\n    with open(path) as f:\n"))
-    base, _ = generate_target_only(target, prompt, 64)
-    spec, stats = speculative_generate(target, draft, prompt, 4, 0.0, 64)
-    assert spec.tolist() == base.tolist()
-    _check_rounds(spec, stats, 64, 4, greedy=True)
-    assert tok.decode(spec.tolist()) == tok.decode(base.tolist())
+@pytest.fixture(scope="module")
+def bundled():
+    """The shipped pair (committed in data/models/bundled): its absence is a failure, not a skip."""
+    return load_pair("bundled")
+
+
+@pytest.mark.parametrize("k", range(1, 9))
+def test_bundled_pair_greedy_exactness(bundled, k):
+    target, draft, tok = bundled
+    from specviz.bench import load_prompts
+
+    for text in load_prompts()[:2]:
+        prompt = torch.tensor(tok.encode(text))
+        base, _ = generate_target_only(target, prompt, 48)
+        spec, stats = speculative_generate(target, draft, prompt, k, 0.0, 48)
+        assert spec.tolist() == base.tolist()
+        _check_rounds(spec, stats, 48, k, greedy=True)
+        assert 0 < stats.alpha_hat < 1  # a real pair: some drafts accepted, some rejected
