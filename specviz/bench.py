@@ -8,6 +8,7 @@ the rounds of all its runs. The same :func:`run_cell` serves the CLI and the liv
 from __future__ import annotations
 
 import json
+import os
 import platform
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -54,8 +55,6 @@ def hardware_name(device: torch.device) -> str:
                 break
     except OSError:
         pass
-    import os
-
     return f"{cpu}, {os.cpu_count()} cores (CPU)"
 
 

@@ -327,10 +327,7 @@ def uniform(v: int) -> torch.Tensor:
 
 def tempered_probs(p: torch.Tensor, temperature: float) -> torch.Tensor:
     r"""p at temperature τ: softmax(log p / τ) ∝ p^{1/τ} (τ > 0; zero entries stay zero)."""
-    if not (math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a finite number > 0; got {temperature!r}")
-    logp = torch.log(p.to(torch.float64))
-    return torch.softmax(logp / float(temperature), -1)
+    return tempered(torch.log(p.to(torch.float64)), temperature)
 
 
 def tempered(logits: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -405,7 +402,7 @@ def build(kind: str, v: int, *, s: float = 1.0, beta: float = 1.0, seed: int = 0
     if kind == "tempered":
         if base is None:
             raise ValueError(f"{name}: 'target at temperature τ' needs a target distribution")
-        return tempered(torch.log(base), tau)
+        return tempered_probs(base, tau)
     if kind == "custom":
         return parse_distribution(text, v, name)
     raise ValueError(f"{name} builder must be one of {list(BUILDERS)}; got {kind!r}")
