@@ -274,3 +274,148 @@ def emitted_vs_target(freq: np.ndarray, p: np.ndarray, q: np.ndarray) -> go.Figu
     fig.update_layout(xaxis_title="token x", yaxis_title="probability", height=360,
                       legend=dict(orientation="h", y=1.12), margin=dict(l=10, r=10, t=30, b=10))  # fmt: skip
     return fig
+
+
+# --------------------------------------------------------------------------------------
+# measured points over the theory (inputs from specviz.overlays)
+# --------------------------------------------------------------------------------------
+
+_SERIES_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
+                  "#7f7f7f", "#bcbd22")  # fmt: skip
+
+
+def _series_color(names: list[str]) -> dict[str, str]:
+    return {name: _SERIES_COLORS[i % len(_SERIES_COLORS)] for i, name in enumerate(names)}
+
+
+def _layout(fig: go.Figure, x: str, y: str, height: int = 420) -> go.Figure:
+    fig.update_layout(xaxis_title=x, yaxis_title=y, height=height, margin=dict(l=10, r=10, t=30, b=10),
+                      legend=dict(orientation="h", y=-0.2, yanchor="top"), hovermode="closest")  # fmt: skip
+    return fig
+
+
+def _error_bars(points) -> dict | None:
+    """Asymmetric error bars from speedup_min / speedup_max where the rows have them."""
+    if "speedup_min" not in points.columns or "speedup_max" not in points.columns:
+        return None
+    lo = (points["speedup"] - points["speedup_min"]).astype(float)
+    hi = (points["speedup_max"] - points["speedup"]).astype(float)
+    if lo.isna().all() and hi.isna().all():
+        return None
+    return dict(type="data", symmetric=False, array=hi.fillna(0).to_numpy(), arrayminus=lo.fillna(0).to_numpy())
+
+
+def overlay_speedup_vs_k(points, curves, params) -> go.Figure:
+    """Measured speedup vs K per series over S(α, c, K) at the series' α and c (solid) and the
+    measured-cost S(α, c, K, v, o) (dashed), each curve's K* starred; error bars span min..max over runs.
+
+    ``points`` from overlays.with_series (rows with a measured speedup are drawn), ``curves`` from
+    overlays.curves, ``params`` from overlays.series_params.
+    """
+    names = list(params["series"])
+    color = _series_color(names)
+    fig = go.Figure()
+    fig.add_hline(y=1.0, line_dash="dot", line_color=BREAK_EVEN_COLOR, annotation_text="S = 1")
+    for name in names:
+        cv = curves[curves["series"] == name]
+        p = params[params["series"] == name].iloc[0]
+        for model, dash in (("basic", "solid"), ("cost", "dash")):
+            y = cv[f"speedup_{model}"]
+            if len(cv) == 0 or y.isna().all():
+                continue
+            what = "basic model" if model == "basic" else "measured-cost model (v, o)"
+            fig.add_trace(go.Scatter(
+                x=cv["k"], y=y, mode="lines", line=dict(color=color[name], dash=dash), legendgroup=name,
+                name=f"{name}: {what}",
+                hovertemplate=f"{name}<br>{what} at α = {p.alpha:.3f}, c = {p.c:.3g}<br>K = %{{x}}<br>"
+                              "S = %{y:.3f}<extra></extra>"))  # fmt: skip
+            k_star, s_star = p[f"k_star_{model}"], p[f"s_star_{model}"]
+            if np.isfinite(k_star) and k_star > 0:
+                fig.add_trace(go.Scatter(
+                    x=[k_star], y=[s_star], mode="markers", legendgroup=name, showlegend=False,
+                    marker=dict(symbol="star", size=14, color=color[name], line=dict(width=1, color="black")),
+                    hovertemplate=f"{name}: K* = {int(k_star)} ({what}), S = {s_star:.3f}<extra></extra>"))  # fmt: skip
+        pts = points[(points["series"] == name) & points["speedup"].notna()]
+        if len(pts):
+            fig.add_trace(go.Scatter(
+                x=pts["k"], y=pts["speedup"], mode="markers", legendgroup=name, name=f"{name}: measured",
+                marker=dict(size=10, color=color[name], line=dict(width=1, color="black")),
+                error_y=_error_bars(pts), text=pts["hover"], hovertemplate="%{text}<extra></extra>"))  # fmt: skip
+    return _layout(fig, TITLES["k"], "speedup S")
+
+
+def overlay_alpha_c(grid: Grid, points, k: int) -> go.Figure:
+    """Measured (α used, c used) of every row on the S(α, c) heatmap at draft length ``k`` with its
+    S = 1 contour. Rows measured at this K are filled circles, rows at other K open ones."""
+    fig = grid_figure(grid, break_even=True, title=f"S(α, c) at K = {k} with the measured points")
+    pts = points[points["alpha_used"].notna() & points["c_used"].notna()]
+    for same, symbol, label in ((True, "circle", f"measured at K = {k}"), (False, "circle-open", "other K")):
+        sel = pts[(pts["k"] == k) == same]
+        if len(sel):
+            fig.add_trace(go.Scatter(
+                x=sel["alpha_used"], y=sel["c_used"], mode="markers", name=label, text=sel["hover"],
+                marker=dict(symbol=symbol, size=11, color="black", line=dict(width=2, color="gold")),
+                hovertemplate="%{text}<extra></extra>"))  # fmt: skip
+    return fig
+
+
+def overlay_expected_tokens(points, curves, params) -> go.Figure:
+    """E[N] vs K at each series' α (lines) with the measured mean accepted tokens (markers)."""
+    names = list(params["series"])
+    color = _series_color(names)
+    fig = go.Figure()
+    for name in names:
+        cv = curves[curves["series"] == name]
+        if len(cv):
+            fig.add_trace(go.Scatter(x=cv["k"], y=cv["expected_tokens"], mode="lines", legendgroup=name,
+                                     line=dict(color=color[name]), name=f"{name}: E[N] at α",
+                                     hovertemplate="K = %{x}<br>E[N] = %{y:.3f}<extra></extra>"))  # fmt: skip
+        pts = points[(points["series"] == name)]
+        if "mean_accepted_tokens" in pts.columns:
+            pts = pts[pts["mean_accepted_tokens"].notna()]
+            if len(pts):
+                fig.add_trace(go.Scatter(
+                    x=pts["k"], y=pts["mean_accepted_tokens"], mode="markers", legendgroup=name,
+                    name=f"{name}: measured", text=pts["hover"], hovertemplate="%{text}<extra></extra>",
+                    marker=dict(size=10, color=color[name], line=dict(width=1, color="black"))))  # fmt: skip
+    return _layout(fig, TITLES["k"], "tokens per round E[N]")
+
+
+def parity(points) -> go.Figure:
+    """Measured speedup against the predicted one (basic: circles; measured-cost: diamonds), with y = x."""
+    fig = go.Figure()
+    lo, hi = np.inf, -np.inf
+    for column, symbol, what in (("predicted_speedup", "circle", "basic model"),
+                                 ("predicted_speedup_measured_cost", "diamond", "measured-cost model")):
+        if column not in points.columns:
+            continue
+        sel = points[points[column].notna() & points["speedup"].notna()]
+        if not len(sel):
+            continue
+        x, y = sel[column].astype(float), sel["speedup"].astype(float)
+        lo, hi = min(lo, x.min(), y.min()), max(hi, x.max(), y.max())
+        fig.add_trace(go.Scatter(x=x, y=y, mode="markers", name=what, text=sel["hover"],
+                                 marker=dict(symbol=symbol, size=10, line=dict(width=1, color="black")),
+                                 hovertemplate=f"{what}<br>%{{text}}<extra></extra>"))  # fmt: skip
+    if np.isfinite(lo):
+        pad = 0.05 * (hi - lo or 1.0)
+        fig.add_trace(go.Scatter(x=[lo - pad, hi + pad], y=[lo - pad, hi + pad], mode="lines", name="y = x",
+                                 line=dict(color="grey", dash="dot"), hoverinfo="skip"))  # fmt: skip
+    return _layout(fig, "predicted speedup", "measured speedup")
+
+
+def per_position_figure(table) -> go.Figure:
+    """Conditional acceptance a_i by draft position, one line per (series, K), with the i.i.d. α as a dotted line."""
+    fig = go.Figure()
+    names = list(dict.fromkeys(table["series"]))
+    color = _series_color(names)
+    for (name, k), g in table.groupby(["series", "k"], sort=False):
+        fig.add_trace(go.Scatter(x=g["position"], y=g["a"], mode="lines+markers", line=dict(color=color[name]),
+                                 name=f"{name}, K = {k}", legendgroup=name,
+                                 hovertemplate="position %{x}<br>a = %{y:.3f}<extra></extra>"))  # fmt: skip
+        alpha = float(g["alpha_used"].iloc[0])
+        fig.add_trace(go.Scatter(x=[g["position"].min(), g["position"].max()], y=[alpha, alpha], mode="lines",
+                                 line=dict(color=color[name], dash="dot"), legendgroup=name, showlegend=False,
+                                 hovertemplate=f"i.i.d. α = {alpha:.3f}<extra></extra>"))  # fmt: skip
+    fig.update_yaxes(range=[0, 1.02])
+    return _layout(fig, "draft position i", "acceptance a_i (given positions < i accepted)")

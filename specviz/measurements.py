@@ -60,6 +60,9 @@ __all__ = [
     "LoadReport",
     "MeasurementError",
     "RowError",
+    "SAMPLES",
+    "available_samples",
+    "template_csv",
     "alias_table",
     "load_measurements",
     "normalise_header",
@@ -132,6 +135,8 @@ _POSITIVE = ("c", "t_target_ms", "t_draft_ms", "t_verify_ms", "speedup", "tokens
              "predicted_speedup_basic", "speedup_min", "speedup_max", "speedup_vs_predicted")  # fmt: skip
 _NONNEG = ("temperature", "v", "o")
 _INTEGER = ("batch_size", "runs", "new_tokens")  # integers >= 1 (k separately)
+TEXT_COLUMNS = _TEXT  #: columns holding free text
+INTEGER_COLUMNS = _INTEGER  #: integer count columns other than k
 #: Internal columns of converted aliases (not in the output): Leviathan's c_L and SGLang's accept rate.
 _INTERNAL = ("c_l", "system_efficiency")
 _INT_MAX = 2**53  #: largest integer count accepted (exact in float64 and int64)
@@ -1452,3 +1457,36 @@ def load_measurements(data, name: str = "upload", *, format: str = "auto", k: in
                                    f"the file's values are used")  # fmt: skip
     df = _build(table, report, name, bool(mean_tokens_without_bonus), k)
     return df, report
+
+
+# --------------------------------------------------------------------------------------
+# template and samples
+# --------------------------------------------------------------------------------------
+
+SAMPLES_DIR = Path(__file__).resolve().parents[1] / "data" / "samples"
+
+#: Sample measurement files (in data/samples/) a new user can load in one click: file -> what it is.
+SAMPLES: dict[str, str] = {
+    "specviz_bench_bundled_cpu.csv": "our own `python -m specviz bench` output: the bundled pair on a 2-core CPU",
+    "published_leviathan2023.csv": "published figures: Leviathan et al. 2023 (T5-XXL), not our measurements",
+    "published_spec_bench.csv": "published figures: Spec-Bench leaderboard rows, not our measurements",
+}
+
+
+def available_samples() -> dict[str, str]:
+    """The entries of :data:`SAMPLES` whose file is present."""
+    return {name: what for name, what in SAMPLES.items() if (SAMPLES_DIR / name).is_file()}
+
+
+def template_csv() -> str:
+    """A CSV template: every canonical column, one illustrative row (label says it is not a measurement)."""
+    example = {"label": "example — replace with your run", "k": "4", "alpha": "", "mean_accepted_tokens": "2.9",
+               "acceptance_rate": "", "c": "", "t_target_ms": "22.0", "t_draft_ms": "1.1", "t_verify_ms": "24.5",
+               "speedup": "2.1", "tokens_per_s": "", "baseline_tokens_per_s": "", "temperature": "0",
+               "batch_size": "1", "target_model": "my-target", "draft_model": "my-draft", "hardware": "my GPU",
+               "method": "draft model", "notes": "illustrative values, not a measurement"}  # fmt: skip
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    writer.writerow([example.get(c, "") for c in COLUMNS])
+    return buf.getvalue()

@@ -30,7 +30,8 @@ class Param:
         Value used when the URL does not give a valid one.
     kind : str
         ``"float"``, ``"int"``, ``"choice"``, ``"bool"``, ``"range"`` (a pair lo ≤ hi of
-        floats), ``"floats"`` (a list of floats, each within the bounds) or ``"text"``
+        floats), ``"floats"`` / ``"ints"`` (a sorted list of distinct numbers, each within the
+        bounds; ``"ints"`` may be empty) or ``"text"``
         (free text of at most ``hi`` characters, validated by the page).
     lo, hi : float, optional
         Inclusive bounds for numeric kinds.
@@ -57,7 +58,7 @@ class Param:
         if self.kind == "text":
             return f"text of at most {int(self.hi)} characters"
         what = {"float": "a number", "int": "an integer", "range": "two numbers lo,hi with lo < hi",
-                "floats": "comma-separated numbers"}[self.kind]  # fmt: skip
+                "floats": "comma-separated numbers", "ints": "comma-separated integers"}[self.kind]  # fmt: skip
         return f"{what} in [{_fmt(self.lo)}, {_fmt(self.hi)}]"
 
 
@@ -106,7 +107,7 @@ def _parse(text: str, p: Param) -> Any:
                 return choice
         raise ValueError(text)
     parts = [s for s in text.split(",") if s.strip()]
-    values = [_number(s, p, False) for s in parts]
+    values = [_number(s, p, p.kind == "ints") for s in parts]
     if p.kind == "range":
         if len(values) != 2 or not values[0] < values[1]:
             raise ValueError(text)
@@ -114,6 +115,8 @@ def _parse(text: str, p: Param) -> Any:
     if p.kind == "floats":
         if not values:
             raise ValueError(text)
+        return sorted(set(values))
+    if p.kind == "ints":
         return sorted(set(values))
     raise ValueError(f"unknown kind {p.kind!r}")
 

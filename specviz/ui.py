@@ -14,7 +14,7 @@ from typing import Any
 
 import streamlit as st
 
-from specviz import share
+from specviz import share, store
 
 _VIEWS = "_specviz_views"  # session_state: {page: {name: value}} survives page switches
 
@@ -84,3 +84,17 @@ def cached(fn: Callable) -> Callable:
     """``st.cache_data`` with a bounded size, for computed grids and tables."""
     return st.cache_data(max_entries=64, show_spinner=False)(fn)
 
+
+
+@st.cache_resource(show_spinner=False)
+def _open_library(url: str):
+    return store.open_library(url)
+
+
+def library():
+    """The shared run library (one engine per process and URL), or None after an st.error saying why."""
+    try:
+        return _open_library(store.default_url())
+    except ValueError as exc:
+        show_error(exc)
+        return None

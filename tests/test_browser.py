@@ -51,6 +51,7 @@ PAGES = [
     ("/design-space", "design-space.png", True),
     ("/break-even", "break-even.png", True),
     ("/sampling-lab", "sampling-lab.png", True),
+    ("/measured-data", "measured-data.png", False),
     ("/converter", "converter.png", True),
 ]
 K_SLIDER = "K for the (α, c) map"  # on /design-space, mirrored as ?k=
@@ -104,9 +105,12 @@ def app_url(tmp_path_factory):
         "--browser.gatherUsageStats", "false",
         "--server.fileWatcherType", "none",
     ]  # fmt: skip
+    library = tmp_path_factory.mktemp("library") / "runs.sqlite"  # a throw-away run library
+    env = {**os.environ, "SPECVIZ_DB_URL": f"sqlite:///{library}"}
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env=env,
         )
     try:
         health = f"http://127.0.0.1:{port}/_stcore/health"
@@ -233,7 +237,7 @@ def test_page_renders(app_url, page, screenshot_dir, path, shot, charts):
     assert page.locator('[data-testid="stMain"] h1').count() >= 1, f"no title on {path}"
     if path == "/":
         # Page links and formulas are lazy-loaded components: drawn shortly after the run ends.
-        for target in ("design-space", "break-even", "sampling-lab", "converter"):
+        for target in ("design-space", "break-even", "sampling-lab", "measured-data", "converter"):
             link = page.locator(f'[data-testid="stMain"] [data-testid="stPageLink"] a[href$="{target}"]').first
             expect(link, f"home has no link to {target}").to_be_visible(timeout=RUN_TIMEOUT_MS)
         expect(page.locator('[data-testid="stMain"] .katex').first).to_be_visible(timeout=RUN_TIMEOUT_MS)
@@ -295,3 +299,29 @@ def test_invalid_url_value_warns(app_url, page):
     assert alert.locator('[data-testid="stAlertContentWarning"]').count() == 1, alert.inner_html()
     assert "7" in alert.inner_text()
     assert_no_exception(page, "/design-space?i_alpha=7")
+
+
+def test_upload_save_and_overlay(app_url, page, browser, screenshot_dir):
+    """Upload our bench CSV, save it to the library, see the overlay chart; the link reopens the selection."""
+    open_page(page, app_url + "/measured-data")
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
+        str(ROOT / "data" / "samples" / "specviz_bench_bundled_cpu.csv"))
+    save = page.get_by_role("button", name="Save to library")
+    save.wait_for(state="visible", timeout=RUN_TIMEOUT_MS)
+    save.click()
+    expect(page.get_by_text("Saved as run #1.")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    page.locator(CHART_SHOWN).first.wait_for(state="visible", timeout=RUN_TIMEOUT_MS)
+    wait_drawn(page)
+    assert query(page.url).get("runs") == ["1"], page.url
+    assert_no_exception(page, "/measured-data after saving")
+    full_page_screenshot(page, screenshot_dir / "measured-data-overlays.png")
+
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(RUN_TIMEOUT_MS)
+    try:
+        other = context.new_page()
+        open_page(other, page.url, charts=True)
+        assert_no_exception(other, page.url)
+        assert other.locator(CHART_SHOWN).count() >= 1
+    finally:
+        context.close()

@@ -1,0 +1,247 @@
+"""Measured data: add benchmark files to the shared run library and see them over the theory."""
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from specviz import figures, grids, measurements, overlays, store, ui
+from specviz.share import Param
+
+PAGE, URL = "measured", "measured-data"
+FORMATS = {"auto": "detect", "csv": "CSV", "spec_bench": "Spec-Bench JSON lines", "vllm_log": "vLLM log lines"}
+SPEC = (
+    Param("runs", [], "ints", 1, 2**63 - 1),
+    Param("filter", "", "text", hi=200),
+    Param("hk", 0, "int", 0, 64),
+)
+
+
+def key(name: str) -> str:
+    return ui.key(PAGE, name)
+
+
+@ui.cached
+def parse(data: bytes, name: str, fmt: str, k: int, no_bonus: bool):
+    """load_measurements, cached by content and options (k = 0: not given)."""
+    return measurements.load_measurements(data, name=name, format=fmt, k=k or None,
+                                          mean_tokens_without_bonus=no_bonus)  # fmt: skip
+
+
+@ui.cached
+def heatmap_grid(k: int, c_lo: float, c_hi: float) -> grids.Grid:
+    return grids.speedup_alpha_c_grid(grids.lin_axis(0.0, 1.0, 201, "alpha"),
+                                      grids.log_axis(c_lo, c_hi, 161, "c"), "c", k, 0.0, 0.0)  # fmt: skip
+
+
+def staged_inputs() -> list[tuple[str, bytes]]:
+    """(name, content) of every uploaded file, the pasted text and the loaded sample."""
+    items = [(f.name, f.getvalue()) for f in st.session_state.get(key("files")) or []]
+    if st.session_state.get(key("paste"), "").strip():
+        items.append(("pasted text", st.session_state[key("paste")].encode("utf-8")))
+    sample = st.session_state.get(key("sample_loaded"))
+    if sample:
+        items.append((sample, (measurements.SAMPLES_DIR / sample).read_bytes()))
+    return items
+
+
+def show_report(report: measurements.LoadReport) -> None:
+    """How the file was read: mapping, conversions, warnings, and the rows that were skipped."""
+    first, *rest = report.summary(max_errors=0).splitlines()
+    st.caption(first)
+    if report.mapped:
+        st.info("Mapped columns: " + ", ".join(f"`{a}` → `{b}`" for a, b in report.mapped.items()),
+                icon=":material/swap_horiz:")  # fmt: skip
+    for line in rest:
+        if line.startswith(("Conversions", "Ignored", "Warning")):
+            st.caption(line)
+    if report.row_errors:
+        st.warning(f"{len(report.row_errors)} bad cell(s) in {report.rows_skipped} row(s); those rows are skipped, "
+                   "the others load.", icon=":material/rule:")  # fmt: skip
+        st.dataframe([{"row": e.row, "column": e.column, "file header": e.header or e.column, "value": e.value,
+                       "allowed": e.allowed} for e in report.row_errors[:500]],
+                     hide_index=True, width="stretch")  # fmt: skip
+
+
+def select_next(run_ids: list[int]) -> None:
+    """Select ``run_ids`` from the next run on (a widget's state cannot change once it is drawn)."""
+    st.session_state[key("runs_next")] = run_ids
+    st.rerun()
+
+
+def add_section(engine) -> None:
+    """Upload / paste / sample → preview with the mapping and row errors → save as a run."""
+    st.subheader("Add measurements")
+    left, right = st.columns([3, 2])
+    left.file_uploader("Benchmark files (CSV, Spec-Bench .jsonl, vLLM logs)", accept_multiple_files=True,
+                       type=["csv", "tsv", "txt", "jsonl", "json", "log"], key=key("files"))  # fmt: skip
+    left.text_area("…or paste text (a CSV, JSON lines, or vLLM 'SpecDecoding metrics' log lines)", key=key("paste"),
+                   height=100)  # fmt: skip
+    right.selectbox("Format", tuple(FORMATS), format_func=FORMATS.get, key=key("format"))
+    right.number_input("K for files that do not state it (0 = not given)", 0, 4096, key=key("k_given"),
+                       help="vLLM log lines and Spec-Bench output do not record the draft length.")  # fmt: skip
+    right.checkbox("Mean acceptance length excludes the bonus token", key=key("no_bonus"),
+                   help="Some engines report accepted draft tokens per round (E[N] − 1); 1 is then added.")
+    samples = measurements.available_samples()
+    if samples:
+        sample = right.selectbox("Sample files", tuple(samples), format_func=lambda s: f"{s} — {samples[s]}",
+                                 key=key("sample"))  # fmt: skip
+        if right.button("Load this sample", icon=":material/dataset:"):
+            st.session_state[key("sample_loaded")] = sample
+    right.download_button("Download the CSV template", measurements.template_csv(), "specviz_template.csv",
+                          "text/csv", icon=":material/download:")  # fmt: skip
+
+    for name, data in staged_inputs():
+        digest = hashlib.sha256(data).hexdigest()[:16]
+        with st.container(border=True):
+            st.markdown(f"**{name}**")
+            try:
+                frame, report = parse(data, name, st.session_state[key("format")], st.session_state[key("k_given")],
+                                      st.session_state[key("no_bonus")])  # fmt: skip
+            except ValueError as exc:
+                ui.show_error(exc)
+                continue
+            show_report(report)
+            st.dataframe(frame.head(200), width="stretch")
+            saved = st.session_state.setdefault(key("saved"), {})
+            if digest in saved:
+                st.success(f"Saved as run #{saved[digest]}.", icon=":material/check_circle:")
+                continue
+            if engine is None:
+                continue
+            labels = frame["label"].dropna().unique()
+            c1, c2, c3 = st.columns([2, 3, 1], vertical_alignment="bottom")
+            run_name = c1.text_input("Run name", value=labels[0] if len(labels) == 1 else Path(name).stem,
+                                     key=key(f"name.{digest}"), max_chars=200)  # fmt: skip
+            note = c2.text_input("Note (optional)", key=key(f"note.{digest}"))
+            if c3.button("Save to library", key=key(f"save.{digest}"), type="primary", icon=":material/save:"):
+                try:
+                    run_id = store.save_run(engine, frame, label=run_name, source=name, note=note,
+                                            report=report.summary())  # fmt: skip
+                except ValueError as exc:
+                    ui.show_error(exc)
+                else:
+                    saved[digest] = run_id
+                    select_next(sorted({*st.session_state[key("runs")], run_id}))
+
+
+def library_section(engine):
+    """The stored runs with filters, the selection to plot, export and delete. Returns the library table."""
+    st.subheader("Run library")
+    runs = store.list_runs(engine)
+    gone = [i for i in st.session_state[key("runs")] if i not in set(runs["id"])]
+    if gone:
+        st.warning(f"Run(s) {', '.join(f'#{i}' for i in gone)} are not in the library (deleted, or a link from "
+                   "another library); they are left out.", icon=":material/warning:")  # fmt: skip
+        st.session_state[key("runs")] = [i for i in st.session_state[key("runs")] if i not in gone]
+    if runs.empty:
+        st.info("The library is empty: add a file above, or load a sample.", icon=":material/inventory_2:")
+        return runs
+    c1, c2, c3, c4 = st.columns(4)
+    c1.text_input("Filter by label, model, hardware or method", key=key("filter"), max_chars=200)
+    facets = {}
+    for col, facet in zip((c2, c3, c4), ("target_model", "hardware", "method"), strict=True):
+        values = sorted({v for cell in runs[facet] for v in cell.split(", ") if v})
+        facets[facet] = col.multiselect(facet.replace("_", " "), values, key=key(f"facet.{facet}"))
+    shown = runs
+    text = st.session_state[key("filter")].strip().lower()
+    if text:
+        hay = runs[["label", "target_model", "draft_model", "hardware", "method", "source"]].agg(" ".join, axis=1)
+        shown = shown[hay.str.lower().str.contains(text, regex=False)]
+    for facet, chosen in facets.items():
+        if chosen:
+            shown = shown[shown[facet].map(lambda cell, c=chosen: any(v in cell.split(", ") for v in c))]
+    st.dataframe(shown, hide_index=True, width="stretch",
+                 column_config={"uploaded_at": st.column_config.DatetimeColumn("uploaded (UTC)")})  # fmt: skip
+    label_of = dict(zip(runs["id"], runs["label"], strict=True))
+    options = list(dict.fromkeys([*st.session_state[key("runs")], *shown["id"]]))
+    st.multiselect("Runs to plot", options, key=key("runs"), format_func=lambda i: f"#{i} {label_of[i]}",
+                   placeholder="Choose runs to overlay on the theory")  # fmt: skip
+    selected = st.session_state[key("runs")]
+    if selected:
+        c1, c2, _ = st.columns([1, 1, 2])
+        c1.download_button("Export the selected runs (CSV)", store.export_csv(store.load_runs(engine, selected)),
+                           "specviz_runs.csv", "text/csv", icon=":material/download:")  # fmt: skip
+        if c2.button("Delete the selected runs…", icon=":material/delete:"):
+            st.session_state[key("confirm_delete")] = list(selected)
+    pending = st.session_state.get(key("confirm_delete"))
+    if pending:
+        names = ", ".join(f"#{i} {label_of.get(i, '?')}" for i in pending)
+        st.warning(f"Delete {len(pending)} run(s) ({names}) for everyone using this library? This cannot be undone.",
+                   icon=":material/warning:")  # fmt: skip
+        yes, no, _ = st.columns([1, 1, 4])
+        if yes.button("Yes, delete", type="primary", key=key("delete_yes")):
+            deleted = store.delete_runs(engine, pending)
+            st.session_state[key("confirm_delete")] = None
+            st.toast(f"Deleted {deleted} run(s).")
+            select_next([i for i in selected if i not in pending])
+        if no.button("Cancel", key=key("delete_no")):
+            st.session_state[key("confirm_delete")] = None
+            st.rerun()
+    return runs
+
+
+def overlay_section(engine) -> None:
+    """The selected runs over the theory."""
+    selected = st.session_state[key("runs")]
+    st.subheader("Measurements over the theory")
+    if not selected:
+        st.info("Select runs in the library to see them on the curves.", icon=":material/touch_app:")
+        return
+    points = overlays.with_series(store.load_runs(engine, selected))
+    params = overlays.series_params(points)
+    curves = overlays.curves(params)
+    st.caption("One series per run, label and temperature. Its curves use the series' α (mean of the α used per "
+               "row) and c (median); the dashed curve adds the measured verify cost v and overhead o.")  # fmt: skip
+    st.dataframe(params, hide_index=True, width="stretch")
+    tab_s, tab_map, tab_n, tab_parity, tab_pos = st.tabs(
+        ["Speedup vs K", "(α, c) map", "E[N] vs K", "Measured vs predicted", "Per position"])
+    with tab_s:
+        if points["speedup"].notna().any():
+            st.plotly_chart(figures.overlay_speedup_vs_k(points, curves, params), width="stretch")
+        else:
+            st.info("None of the selected rows has a measured speedup.")
+        if params["c"].isna().any():
+            st.caption("Series without c (no c, c_L or draft/target times) have no theoretical speedup curve.")
+    with tab_map:
+        ks = points["k"].astype(int)
+        hk = st.session_state[key("hk")] or int(ks.mode().iloc[0])
+        st.number_input("K of the heatmap (0 = the most common K of the selection)", 0, 64, key=key("hk"))
+        c = points["c_used"].dropna()
+        c_lo, c_hi = (min(1.0, c.min() / 2), max(100.0, c.max() * 2)) if len(c) else (1.0, 100.0)
+        st.plotly_chart(figures.overlay_alpha_c(heatmap_grid(hk, c_lo, c_hi), points, hk), width="stretch")
+        if not len(c):
+            st.caption("No selected row has a c, so no point can be placed on this map.")
+    with tab_n:
+        st.plotly_chart(figures.overlay_expected_tokens(points, curves, params), width="stretch")
+    with tab_parity:
+        if points["speedup"].notna().any() and points["predicted_speedup"].notna().any():
+            st.plotly_chart(figures.parity(points), width="stretch")
+            ratio = points["speedup_ratio"].dropna()
+            st.caption(f"Measured ÷ basic-model prediction: median {np.median(ratio):.2f} over {len(ratio)} row(s). "
+                       "Below 1 usually means verifying K + 1 tokens costs more than one step (v), acceptance "
+                       "falls with position, or a fixed per-round overhead (o).")  # fmt: skip
+        else:
+            st.info("A parity plot needs rows with both a measured speedup and a c (for the prediction).")
+    with tab_pos:
+        table = overlays.per_position(points)
+        if len(table):
+            st.plotly_chart(figures.per_position_figure(table), width="stretch")
+        else:
+            st.info("None of the selected rows has per-position acceptance.")
+
+
+st.title("Measured data")
+st.caption("Upload benchmark results from any engine, keep them in the team's run library, and see where they "
+           "fall on the theory. Files are validated row by row; column names of vLLM, SGLang, llama.cpp, "
+           "TensorRT-LLM, HF transformers and Spec-Bench are understood.")  # fmt: skip
+ui.restore(PAGE, SPEC)
+if key("runs_next") in st.session_state:
+    st.session_state[key("runs")] = st.session_state.pop(key("runs_next"))
+library = ui.library()
+add_section(library)
+if library is not None:
+    library_section(library)
+    overlay_section(library)
+ui.publish(PAGE, SPEC, URL)

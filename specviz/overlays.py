@@ -1,0 +1,138 @@
+"""Measured rows next to the theory: series, their theoretical curves, per-position tables.
+
+Input is a frame in the canonical measurement schema (:mod:`specviz.measurements`, as loaded or as
+read back from the run library, optionally with ``run`` / ``run_id``). A *series* is the set of rows
+of one run with one label and one temperature — typically one engine configuration swept over K.
+Each series gets one theoretical curve, drawn at the series' α (mean of ``alpha_used``) and c
+(median of ``c_used``), and where ``v`` / ``o`` are known, the measured-cost curve as well.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pandas as pd
+
+from specviz import theory
+
+__all__ = ["HOVER_FIELDS", "curves", "hover_text", "k_top", "per_position", "series_params", "with_series"]
+
+#: Metadata shown on hover, in order: column -> label.
+HOVER_FIELDS: dict[str, str] = {
+    "run": "run", "label": "label", "k": "K", "temperature": "T", "target_model": "target",
+    "draft_model": "draft", "hardware": "hardware", "method": "method", "batch_size": "batch",
+    "alpha_used": "α used", "alpha_source": "α from", "c_used": "c used", "speedup": "measured S",
+    "predicted_speedup": "predicted S (basic)", "predicted_speedup_measured_cost": "predicted S (measured cost)",
+    "mean_accepted_tokens": "E[N] measured", "source": "source", "notes": "notes",
+}  # fmt: skip
+
+
+def _col(frame: pd.DataFrame, name: str) -> pd.Series:
+    """Column ``name`` or an all-missing column of the frame's length."""
+    return frame[name] if name in frame.columns else pd.Series([np.nan] * len(frame), index=frame.index)
+
+
+def _fmt(value) -> str:
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def hover_text(frame: pd.DataFrame) -> pd.Series:
+    """One HTML hover string per row: every non-empty field of :data:`HOVER_FIELDS`."""
+    def one(row) -> str:
+        parts = [f"{label}: {html.escape(_fmt(row[c]))}" for c, label in HOVER_FIELDS.items()
+                 if c in row.index and not pd.isna(row[c]) and str(row[c]) != ""]  # fmt: skip
+        return "<br>".join(parts)
+
+    return frame.apply(one, axis=1) if len(frame) else pd.Series([], dtype=str)
+
+
+def with_series(frame: pd.DataFrame) -> pd.DataFrame:
+    """Copy of ``frame`` with ``series`` (a readable key: run · label · T) and ``hover`` columns."""
+    out = frame.copy()
+    run = _col(out, "run").fillna("").astype(str)
+    label = _col(out, "label").fillna("").astype(str)
+    temp = _col(out, "temperature").astype(float)
+    t_text = temp.map(lambda t: "" if np.isnan(t) else f" · T={t:g}")
+    key = np.where((run != "") & (run != label), run + " · " + label, label)
+    out["series"] = pd.Series(key, index=out.index).astype(str) + t_text
+    out["hover"] = hover_text(out)
+    return out
+
+
+def k_top(k_max_measured: int) -> int:
+    """Largest K drawn for a series measured up to ``k_max_measured``: two beyond it, at least 8."""
+    return max(8, int(k_max_measured) + 2)
+
+
+def series_params(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per series: α (mean of alpha_used), c (median c_used), v and o (medians, 0 when unknown), K range, K*.
+
+    ``frame`` must have a ``series`` column (:func:`with_series`). Columns of the result:
+    series, alpha, c, v, o, has_cost (v or o known), k_min, k_max, n, and the optimum over
+    K = 1..:func:`k_top` of the basic and the measured-cost model (theory.optimal_k):
+    k_star_basic, s_star_basic, k_star_cost, s_star_cost (NaN where c, or v / o, are unknown).
+    """
+    rows = []
+    for name, g in frame.groupby("series", sort=False):
+        v, o = _col(g, "v").astype(float), _col(g, "o").astype(float)
+        rows.append({
+            "series": name, "alpha": float(np.nanmean(g["alpha_used"])) if g["alpha_used"].notna().any() else np.nan,
+            "c": float(np.nanmedian(g["c_used"])) if g["c_used"].notna().any() else np.nan,
+            "v": float(np.nanmedian(v)) if v.notna().any() else 0.0,
+            "o": float(np.nanmedian(o)) if o.notna().any() else 0.0,
+            "has_cost": bool(v.notna().any() or o.notna().any()),
+            "k_min": int(g["k"].min()), "k_max": int(g["k"].max()), "n": len(g),
+        })  # fmt: skip
+    out = pd.DataFrame(rows, columns=["series", "alpha", "c", "v", "o", "has_cost", "k_min", "k_max", "n"])
+    for model in ("basic", "cost"):
+        ks, ss = [], []
+        for p in out.itertuples(index=False):
+            usable = np.isfinite(p.alpha) and np.isfinite(p.c) and (model == "basic" or p.has_cost)
+            best = theory.optimal_k(p.alpha, p.c, k_top(p.k_max), *((p.v, p.o) if model == "cost" else ())) \
+                if usable else None  # fmt: skip
+            ks.append(float(best.k) if best else np.nan)
+            ss.append(float(best.speedup) if best else np.nan)
+        out[f"k_star_{model}"], out[f"s_star_{model}"] = ks, ss
+    return out
+
+
+def curves(params: pd.DataFrame, k_max: int | None = None) -> pd.DataFrame:
+    """Theoretical curves over K = 1..k_max for each series of :func:`series_params`.
+
+    Long form: series, k, expected_tokens (E[N] at the series α), speedup_basic (S(α, c, K)),
+    speedup_cost (S(α, c, K, v, o); NaN where the series has no v / o). Speedups are NaN where c
+    is unknown. ``k_max`` defaults to each series' largest K + 2 (at least 8).
+    """
+    out = []
+    for p in params.itertuples(index=False):
+        if np.isnan(p.alpha):
+            continue
+        ks = np.arange(1, (k_max or k_top(p.k_max)) + 1)  # (n_k,)
+        basic = theory.speedup(p.alpha, p.c, ks) if np.isfinite(p.c) else np.full(ks.shape, np.nan)
+        cost = theory.speedup(p.alpha, p.c, ks, p.v, p.o) if np.isfinite(p.c) and p.has_cost \
+            else np.full(ks.shape, np.nan)  # fmt: skip
+        out.append(pd.DataFrame({"series": p.series, "k": ks, "expected_tokens": theory.expected_tokens(p.alpha, ks),
+                                 "speedup_basic": basic, "speedup_cost": cost}))  # fmt: skip
+    cols = ["series", "k", "expected_tokens", "speedup_basic", "speedup_cost"]
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=cols)
+
+
+def per_position(frame: pd.DataFrame) -> pd.DataFrame:
+    """Long form of ``per_position_acceptance`` ("a_1;a_2;…"): series, k, position (1-based), a, alpha_used.
+
+    Rows without the column or with an empty cell are left out; "nan" entries are dropped.
+    """
+    if "per_position_acceptance" not in frame.columns:
+        return pd.DataFrame(columns=["series", "k", "position", "a", "alpha_used"])
+    out = []
+    for _, row in frame.iterrows():
+        cell = row["per_position_acceptance"]
+        if pd.isna(cell) or not str(cell).strip():
+            continue
+        values = [float(x) for x in str(cell).split(";")]
+        out.extend({"series": row["series"], "k": int(row["k"]), "position": i + 1, "a": a,
+                    "alpha_used": row["alpha_used"]} for i, a in enumerate(values) if not np.isnan(a))  # fmt: skip
+    return pd.DataFrame(out, columns=["series", "k", "position", "a", "alpha_used"])

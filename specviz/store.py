@@ -1,0 +1,382 @@
+"""The run library: every saved measurement run, in one database the whole team shares.
+
+SQLAlchemy Core over a SQLite file by default (``SPECVIZ_DB_URL`` overrides it, e.g.
+``postgresql+psycopg://user:pw@host/specviz``). Two tables:
+
+``runs``          one row per saved upload / live run: label, source, uploaded_at (UTC), note,
+                  schema version, row count, the load report, and the column dtypes of the frame
+``measurements``  one row per measurement, in the canonical columns of
+                  :mod:`specviz.measurements`, keyed by ``run_id``
+
+Every save is one transaction: it stores the whole run or nothing. On SQLite the library uses
+WAL journaling, a 60 s busy timeout and ``BEGIN IMMEDIATE`` transactions, so concurrent writers
+(threads of one server, or several processes) queue instead of failing. The schema is created
+and migrated when the library is opened (:func:`open_library`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from specviz import measurements as m
+
+__all__ = [
+    "ENV_URL",
+    "SCHEMA_VERSION",
+    "StoreError",
+    "default_url",
+    "delete_runs",
+    "escape_formulas",
+    "export_csv",
+    "list_runs",
+    "load_run",
+    "load_runs",
+    "open_library",
+    "save_run",
+]
+
+ENV_URL = "SPECVIZ_DB_URL"
+SCHEMA_VERSION = 1  #: bump with an entry in _MIGRATIONS when a change needs more than added columns
+
+#: Every measurement column the library stores, in a stable order.
+STORED_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys([*m.COLUMNS, *m.BENCH_COLUMNS, *m.DERIVED_COLUMNS]))
+_TEXT_LIKE = frozenset({*m.TEXT_COLUMNS, "per_position_acceptance", "alpha_source", "c_source"})
+_INT_LIKE = frozenset({"k", *m.INTEGER_COLUMNS})
+_MAX_LABEL = 200
+
+
+class StoreError(ValueError):
+    """A library operation that failed; nothing was changed. The message says why."""
+
+
+# --------------------------------------------------------------------------------------
+# where the library lives
+# --------------------------------------------------------------------------------------
+
+
+def _data_home(environ: Mapping[str, str]) -> Path:
+    """The user's data directory: %LOCALAPPDATA%, ~/Library/Application Support or $XDG_DATA_HOME."""
+    if sys.platform == "win32" and environ.get("LOCALAPPDATA"):
+        return Path(environ["LOCALAPPDATA"])
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support"
+    return Path(environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+
+
+def default_url(environ: Mapping[str, str] | None = None) -> str:
+    """``$SPECVIZ_DB_URL``, else ``sqlite:///<user data dir>/specviz/runs.sqlite``."""
+    environ = os.environ if environ is None else environ
+    url = environ.get(ENV_URL, "").strip()
+    if url:
+        return url
+    return f"sqlite:///{_data_home(environ) / 'specviz' / 'runs.sqlite'}"
+
+
+# --------------------------------------------------------------------------------------
+# schema
+# --------------------------------------------------------------------------------------
+
+
+def _sql_type(column: str) -> sa.types.TypeEngine:
+    if column in _TEXT_LIKE:
+        return sa.Text()
+    if column in _INT_LIKE:
+        return sa.BigInteger()
+    if column == "greedy_exact":
+        return sa.Boolean()
+    return sa.Float(precision=53)
+
+
+_meta = sa.MetaData()
+_info = sa.Table(
+    "specviz_info", _meta,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)  # fmt: skip
+_runs = sa.Table(
+    "runs", _meta,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("label", sa.String(_MAX_LABEL), nullable=False),
+    sa.Column("source", sa.Text, nullable=False),  # file name, "pasted text", "live page", "sample: …"
+    sa.Column("uploaded_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("note", sa.Text, nullable=False, default=""),
+    sa.Column("schema_version", sa.Integer, nullable=False),
+    sa.Column("n_rows", sa.Integer, nullable=False),
+    sa.Column("dtypes", sa.Text, nullable=False),  # JSON {column: pandas dtype} of the saved frame
+    sa.Column("report", sa.Text, nullable=False, default=""),  # LoadReport.summary() at upload
+)  # fmt: skip
+_rows = sa.Table(
+    "measurements", _meta,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False, index=True),
+    sa.Column("position", sa.Integer, nullable=False),  # order within the run
+    sa.Column("file_row", sa.BigInteger),  # the row's number in the uploaded file
+    *(sa.Column(name, _sql_type(name)) for name in STORED_COLUMNS),
+    sa.CheckConstraint("k >= 1", name="k_at_least_1"),
+)  # fmt: skip
+
+#: version -> function upgrading a database from that version to version + 1 (none yet).
+_MIGRATIONS: dict[int, callable] = {}
+
+
+def _stored_version(conn: Connection) -> int | None:
+    row = conn.execute(sa.select(_info.c.value).where(_info.c.key == "schema_version")).first()
+    return None if row is None else int(row[0])
+
+
+def _add_missing_columns(conn: Connection) -> list[str]:
+    """ALTER TABLE ADD COLUMN for every measurement column this version knows and the database lacks."""
+    have = {c["name"] for c in sa.inspect(conn).get_columns("measurements")}
+    added = []
+    for column in _rows.columns:
+        if column.name not in have:
+            type_sql = column.type.compile(dialect=conn.dialect)
+            conn.exec_driver_sql(f'ALTER TABLE measurements ADD COLUMN "{column.name}" {type_sql}')
+            added.append(column.name)
+    return added
+
+
+def _migrate(conn: Connection) -> None:
+    """Create the schema, or bring an older one up to :data:`SCHEMA_VERSION` (in the caller's transaction)."""
+    tables = set(sa.inspect(conn).get_table_names())
+    if "specviz_info" not in tables:
+        _meta.create_all(conn)
+        conn.execute(_info.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+        return
+    version = _stored_version(conn) or 1
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"the run library at {conn.engine.url!r} has schema version {version}, newer than "
+                         f"this specviz understands ({SCHEMA_VERSION}); upgrade specviz")  # fmt: skip
+    _meta.create_all(conn)  # tables a later version added
+    for v in range(version, SCHEMA_VERSION):
+        _MIGRATIONS[v](conn)
+    _add_missing_columns(conn)
+    conn.execute(_info.update().where(_info.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
+
+
+def _sqlite_engine(url: sa.URL) -> Engine:
+    if url.database and url.database != ":memory:":
+        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(url, connect_args={"timeout": 60})
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record):  # pysqlite: let SQLAlchemy's BEGIN below start transactions
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA busy_timeout = 60000")
+        cur.execute("PRAGMA journal_mode = WAL")
+        cur.execute("PRAGMA foreign_keys = ON")
+        cur.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(conn):  # take the write lock up front: writers queue instead of deadlocking
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def open_library(url: str | None = None) -> Engine:
+    """Connect to the run library at ``url`` (default :func:`default_url`), creating or migrating it.
+
+    Raises
+    ------
+    StoreError
+        The URL is malformed, its database driver is not installed, or the database cannot be
+        opened or is from a newer specviz.
+    """
+    url = default_url() if url is None else url
+    try:
+        parsed = sa.make_url(url)
+    except sa.exc.ArgumentError as exc:
+        raise StoreError(f"{ENV_URL} must be a SQLAlchemy database URL such as sqlite:///path/runs.sqlite; "
+                         f"got {url!r}") from exc  # fmt: skip
+    try:
+        engine = _sqlite_engine(parsed) if parsed.get_backend_name() == "sqlite" else sa.create_engine(parsed)
+        with engine.begin() as conn:
+            _migrate(conn)
+    except (ModuleNotFoundError, sa.exc.NoSuchModuleError) as exc:
+        raise StoreError(f"the database driver for {parsed.drivername!r} ({ENV_URL}) is not installed: {exc}") from exc
+    except (sa.exc.SQLAlchemyError, OSError) as exc:
+        raise StoreError(f"cannot open the run library at {parsed!r}: {exc}") from exc
+    return engine
+
+
+# --------------------------------------------------------------------------------------
+# save / list / load / delete
+# --------------------------------------------------------------------------------------
+
+
+def _python(value):
+    """A cell as a DB-API value: None for missing, Python scalars for numpy ones."""
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return None
+    if isinstance(value, np.generic):
+        value = value.item()
+        return None if isinstance(value, float) and np.isnan(value) else value
+    return value
+
+
+def _check_frame(frame: pd.DataFrame) -> list[str]:
+    if not isinstance(frame, pd.DataFrame) or frame.empty:
+        raise StoreError("a run needs at least one measurement row; got an empty table")
+    unknown = [c for c in frame.columns if c not in STORED_COLUMNS]
+    if unknown:
+        raise StoreError(f"columns {unknown} are not measurement columns; allowed: the columns of "
+                         f"specviz.measurements (load the file with load_measurements first)")  # fmt: skip
+    for required in ("label", "k"):
+        if required not in frame.columns:
+            raise StoreError(f"column {required!r} is required in a saved run")
+    return list(frame.columns)
+
+
+def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, note: str = "",
+             report: str = "") -> int:  # fmt: skip
+    """Store ``frame`` (canonical columns, as from ``load_measurements``) as one run; return its id.
+
+    One transaction: on any failure nothing is stored and :class:`StoreError` says why.
+    """
+    label = label.strip() if isinstance(label, str) else ""
+    if not label or len(label) > _MAX_LABEL:
+        raise StoreError(f"run name must be 1 to {_MAX_LABEL} characters; got {label!r}")
+    columns = _check_frame(frame)
+    dtypes = {c: str(frame[c].dtype) for c in columns}
+    file_rows = frame.index if frame.index.name == "row" else [None] * len(frame)
+    records = [
+        {"position": i, "file_row": _python(r), **{c: _python(v) for c, v in zip(columns, values, strict=True)}}
+        for i, (r, values) in enumerate(zip(file_rows, frame.itertuples(index=False, name=None), strict=True))
+    ]
+    run = {"label": label, "source": str(source) or "unknown", "uploaded_at": datetime.now(UTC),
+           "note": str(note), "schema_version": SCHEMA_VERSION, "n_rows": len(frame),
+           "dtypes": json.dumps(dtypes), "report": str(report)}  # fmt: skip
+    try:
+        with engine.begin() as conn:
+            run_id = conn.execute(_runs.insert().values(**run)).inserted_primary_key[0]
+            conn.execute(_rows.insert(), [{**r, "run_id": run_id} for r in records])
+    except sa.exc.SQLAlchemyError as exc:
+        reason = getattr(exc, "orig", None) or exc
+        raise StoreError(f"saving run {label!r} failed, nothing was stored: {reason}") from exc
+    return int(run_id)
+
+
+def list_runs(engine: Engine) -> pd.DataFrame:
+    """Every stored run, newest first, with the distinct models, hardware and methods of its rows.
+
+    Columns: id, label, source, uploaded_at, note, n_rows, target_model, draft_model, hardware, method
+    (the last four: distinct values joined by ", ").
+    """
+    cols = ["id", "label", "source", "uploaded_at", "note", "n_rows"]
+    with engine.connect() as conn:
+        runs = pd.DataFrame(conn.execute(sa.select(*(_runs.c[c] for c in cols)).order_by(_runs.c.id.desc())).all(),
+                            columns=cols)  # fmt: skip
+        meta = conn.execute(sa.select(_rows.c.run_id, _rows.c.target_model, _rows.c.draft_model, _rows.c.hardware,
+                                      _rows.c.method).distinct()).all()  # fmt: skip
+    facets = ["target_model", "draft_model", "hardware", "method"]
+    found: dict[int, dict[str, set]] = {}
+    for run_id, *values in meta:
+        for facet, value in zip(facets, values, strict=True):
+            if value:
+                found.setdefault(run_id, {}).setdefault(facet, set()).add(value)
+    for facet in facets:
+        runs[facet] = [", ".join(sorted(found.get(i, {}).get(facet, ()))) for i in runs["id"]]
+    runs["id"] = runs["id"].astype("int64")
+    runs["uploaded_at"] = pd.to_datetime(runs["uploaded_at"], utc=True)
+    return runs
+
+
+def _fetch(engine: Engine, run_ids: Iterable[int]) -> list[pd.DataFrame]:
+    ids = [int(i) for i in run_ids]
+    if not ids:
+        return []
+    with engine.connect() as conn:
+        runs = {r.id: r for r in conn.execute(sa.select(_runs).where(_runs.c.id.in_(ids))).all()}
+        missing = [i for i in ids if i not in runs]
+        if missing:
+            raise StoreError(f"run id(s) {missing} are not in the library (deleted by someone else?)")
+        rows = conn.execute(sa.select(_rows).where(_rows.c.run_id.in_(ids))
+                            .order_by(_rows.c.run_id, _rows.c.position)).mappings().all()  # fmt: skip
+    by_run: dict[int, list] = {}
+    for r in rows:
+        by_run.setdefault(r["run_id"], []).append(r)
+    return [_run_frame(runs[i], by_run.get(i, [])) for i in ids]
+
+
+def _run_frame(run, rows: Sequence[Mapping]) -> pd.DataFrame:
+    """Rows of one run -> its frame with the saved columns and dtypes, indexed by file row, plus run_id, run."""
+    index = pd.Index(pd.array([r["file_row"] for r in rows], dtype="Int64"), name="row")
+    frame = pd.DataFrame(index=index)
+    for column, dtype in json.loads(run.dtypes).items():
+        values = [r[column] for r in rows]
+        if dtype.startswith("float"):
+            values = [np.nan if v is None else v for v in values]
+        frame[column] = pd.array(values, dtype=dtype)
+    frame.insert(0, "run", pd.array([run.label] * len(rows), dtype="str"))
+    frame.insert(0, "run_id", np.full(len(rows), run.id, dtype=np.int64))
+    return frame
+
+
+def load_runs(engine: Engine, run_ids: Iterable[int]) -> pd.DataFrame:
+    """The measurements of ``run_ids`` in the order given, with ``run_id`` and ``run`` (the run's name).
+
+    Each run's columns and dtypes are those it was saved with; a column another selected run lacks
+    is empty there. The index is a fresh RangeIndex.
+    """
+    frames = _fetch(engine, run_ids)
+    if not frames:
+        return pd.DataFrame(columns=["run_id", "run", *m.COLUMNS])
+    return pd.concat(frames, ignore_index=True)
+
+
+def load_run(engine: Engine, run_id: int) -> pd.DataFrame:
+    """One run's frame exactly as saved: its columns and dtypes, indexed by the file's row numbers."""
+    frame = _fetch(engine, [run_id])[0].drop(columns=["run_id", "run"])
+    if not frame.index.isna().any():
+        frame.index = pd.Index(frame.index.astype("int64"), name="row")
+    return frame
+
+
+def delete_runs(engine: Engine, run_ids: Iterable[int]) -> int:
+    """Delete runs and their measurements in one transaction; return how many runs were deleted.
+
+    The page asks the person to confirm before calling this.
+    """
+    ids = [int(i) for i in run_ids]
+    if not ids:
+        return 0
+    with engine.begin() as conn:
+        conn.execute(_rows.delete().where(_rows.c.run_id.in_(ids)))
+        return conn.execute(_runs.delete().where(_runs.c.id.in_(ids))).rowcount
+
+
+# --------------------------------------------------------------------------------------
+# export
+# --------------------------------------------------------------------------------------
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def escape_formulas(frame: pd.DataFrame) -> pd.DataFrame:
+    """Prefix ``'`` to text cells that start with = + - @ (or tab / CR), so spreadsheets show, not run, them.
+
+    Numbers are left alone (a negative number is not text). OWASP "CSV injection".
+    """
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column].dtype):
+            out[column] = out[column].map(
+                lambda v: "'" + v if isinstance(v, str) and v.startswith(_FORMULA_START) else v)
+    return out
+
+
+def export_csv(frame: pd.DataFrame) -> bytes:
+    """UTF-8 CSV of ``frame`` (no index) with formula-like text cells escaped; loads back with load_measurements."""
+    return escape_formulas(frame).to_csv(index=False).encode("utf-8")

@@ -1,0 +1,214 @@
+"""AppTest of the "Measured data" page against a throw-away run library."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from specviz import measurements, store
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = str(ROOT / "pages" / "measured_data.py")
+SAMPLES = ROOT / "data" / "samples"
+GOOD = (SAMPLES / "specviz_bench_bundled_cpu.csv").read_bytes()
+PARTLY_BAD = b"label,k,alpha,c,speedup\nok,4,0.8,20,2.1\nbad alpha,4,1.7,20,2.0\nbad k,0,0.5,20,1.1\nok2,2,0.6,10,1.3\n"
+VLLM_LINE = ("INFO 05-12 10:00:01 [loggers.py:123] SpecDecoding metrics: Mean acceptance length: 2.95, "
+             "Accepted: 195200 tokens, Drafted: 300000 tokens, Per-position acceptance rate: 0.800, 0.640, 0.512")  # fmt: skip
+
+
+@pytest.fixture
+def db_url(tmp_path, monkeypatch) -> str:
+    url = f"sqlite:///{tmp_path / 'library.sqlite'}"
+    monkeypatch.setenv(store.ENV_URL, url)
+    return url
+
+
+def run(**query: str) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    for name, value in query.items():
+        at.query_params[name] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def rerun(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def button(at: AppTest, label: str):
+    matches = [b for b in at.button if b.label == label]
+    assert matches, f"no button {label!r}; have {[b.label for b in at.button]}"
+    return matches[0]
+
+
+def charts(at: AppTest) -> list:
+    return at.get("plotly_chart")
+
+
+def saved_runs(url: str) -> pd.DataFrame:
+    return store.list_runs(store.open_library(url))
+
+
+def test_empty_library_renders_with_template_and_hints(db_url):
+    at = run()
+    assert at.title[0].value == "Measured data"
+    infos = " ".join(i.value for i in at.info)
+    assert "library is empty" in infos and "Select runs" in infos
+    assert not at.error
+    options = at.selectbox(key="measured.sample").options
+    assert [o.split(" — ")[0] for o in options] == list(measurements.available_samples())
+    assert len(options) == 3 and any("not our measurements" in o for o in options)
+
+
+def test_upload_good_file_preview_save_and_overlays(db_url):
+    at = run()
+    at.file_uploader(key="measured.files").upload("bench.csv", GOOD, "text/csv")
+    rerun(at)
+    assert "read 12 row(s)" in at.caption[1].value or any("read 12 row(s)" in c.value for c in at.caption)
+    assert not at.error and not at.warning
+    assert at.text_input(key=[t.key for t in at.text_input if t.label == "Run name"][0]).value == \
+        "specviz bundled pair (CPU)"  # fmt: skip
+    button(at, "Save to library").click()
+    rerun(at)
+    runs = saved_runs(db_url)
+    assert len(runs) == 1 and runs.n_rows.iloc[0] == 12 and runs.source.iloc[0] == "bench.csv"
+    assert at.query_params["runs"] == str(runs.id.iloc[0])  # the new run is selected and in the URL
+    assert any(s.value.startswith("Saved as run #") for s in at.success)
+    # overlays: speedup vs K, (α, c) map, E[N] vs K, parity, per position
+    assert len(charts(at)) == 5
+    assert [t.label for t in at.tabs] == ["Speedup vs K", "(α, c) map", "E[N] vs K", "Measured vs predicted",
+                                          "Per position"]  # fmt: skip
+    series_table = at.dataframe[-1].value
+    assert list(series_table.series) == ["specviz bundled pair (CPU) · T=0", "specviz bundled pair (CPU) · T=1"]
+
+
+def test_partly_bad_file_lists_errors_and_saves_good_rows(db_url):
+    at = run()
+    at.file_uploader(key="measured.files").upload("mixed.csv", PARTLY_BAD, "text/csv")
+    rerun(at)
+    (warning,) = at.warning
+    assert "2 bad cell(s) in 2 row(s)" in warning.value
+    errors = at.dataframe[0].value
+    assert list(errors.row) == [3, 4] and list(errors.column) == ["alpha", "k"]
+    assert "[0, 1]" in errors.allowed.iloc[0]
+    assert list(at.dataframe[1].value.label) == ["ok", "ok2"]  # the preview holds the good rows
+    button(at, "Save to library").click()
+    rerun(at)
+    assert saved_runs(db_url).n_rows.tolist() == [2]
+
+
+@pytest.mark.parametrize("name,data,message", [
+    ("binary.csv", bytes(range(256)) * 4, "not a text file"),
+    ("empty.csv", b"", "empty"),
+    ("nok.csv", b"label,alpha\na,0.5\n", "k"),
+])  # fmt: skip
+def test_unusable_files_are_one_clear_error_and_store_nothing(db_url, name, data, message):
+    at = run()
+    at.file_uploader(key="measured.files").upload(name, data, "text/csv")
+    rerun(at)
+    (error,) = at.error
+    assert name in error.value and message in error.value
+    assert not [b for b in at.button if b.label == "Save to library"]
+    assert saved_runs(db_url).empty
+
+
+def test_pasted_vllm_log_needs_k_then_loads(db_url):
+    at = run()
+    at.text_area(key="measured.paste").input(VLLM_LINE)
+    rerun(at)
+    assert "k (the draft length K) is required" in at.error[0].value
+    at.number_input(key="measured.k_given").set_value(3)
+    rerun(at)
+    assert not at.error
+    preview = at.dataframe[0].value
+    assert preview.k.tolist() == [3] and abs(preview.alpha_used.iloc[0] - 0.8) < 0.01
+
+
+def test_one_click_sample_then_select_and_restore_from_url(db_url):
+    at = run()
+    at.selectbox(key="measured.sample").set_value("published_leviathan2023.csv")
+    button(at, "Load this sample").click()
+    rerun(at)
+    button(at, "Save to library").click()
+    rerun(at)
+    (run_id,) = saved_runs(db_url).id
+    # a fresh session opened from the shared link shows the same selection and K of the heatmap
+    at2 = run(runs=str(run_id), hk="7")
+    assert at2.multiselect(key="measured.runs").value == [run_id]  # noqa
+    assert at2.number_input(key="measured.hk").value == 7
+    assert len(charts(at2)) == 4  # no per-position data in the paper's table
+    assert "None of the selected rows has per-position acceptance." in [i.value for i in at2.info]
+    heatmap = charts(at2)[1]
+    assert "K = 7" in heatmap.proto.spec
+
+
+def test_bad_and_stale_url_values_warn(db_url):
+    at = run(runs="1,abc", hk="500")
+    messages = " ".join(w.value for w in at.warning)
+    assert "runs='1,abc'" in messages and "hk='500'" in messages
+    a, _ = _store_two_runs(db_url)
+    at = run(runs=f"{a},42")
+    assert any("#42" in w.value and "not in the library" in w.value for w in at.warning)
+    assert at.multiselect(key="measured.runs").value == [a]
+    assert at.query_params["runs"] == str(a)
+
+
+def _store_two_runs(url: str) -> tuple[int, int]:
+    engine = store.open_library(url)
+    ids = []
+    for label, target in (("alpha run", "llama-70b"), ("beta run", "qwen-32b")):
+        df, report = measurements.load_measurements(
+            f"label,k,alpha,c,speedup,target_model\n{label},4,0.8,20,2.2,{target}\n", name=label)
+        ids.append(store.save_run(engine, df, label=label, source="test", report=report.summary()))
+    return ids[0], ids[1]
+
+
+def test_filter_narrows_the_library(db_url):
+    a, b = _store_two_runs(db_url)
+    at = run(filter="qwen")
+    assert at.dataframe[0].value.id.tolist() == [b]
+    assert at.multiselect(key="measured.runs").options == [f"#{b} beta run"]
+
+
+def test_delete_asks_for_confirmation_and_cancel_keeps(db_url):
+    a, b = _store_two_runs(db_url)
+    at = run(runs=f"{a}")
+    button(at, "Delete the selected runs…").click()
+    rerun(at)
+    assert any("cannot be undone" in w.value for w in at.warning)
+    assert len(saved_runs(db_url)) == 2  # nothing deleted before the confirmation
+    button(at, "Cancel").click()
+    rerun(at)
+    assert len(saved_runs(db_url)) == 2
+    button(at, "Delete the selected runs…").click()
+    rerun(at)
+    button(at, "Yes, delete").click()
+    rerun(at)
+    assert saved_runs(db_url).id.tolist() == [b]
+    assert at.multiselect(key="measured.runs").value == []
+
+
+def test_export_of_selected_runs_is_escaped_csv(db_url):
+    engine = store.open_library(db_url)
+    df, _ = measurements.load_measurements("label,k,alpha\n=HYPERLINK(1),4,0.8\n", name="x")
+    run_id = store.save_run(engine, df, label="formula", source="test")
+    at = run(runs=str(run_id))
+    (download,) = [d for d in at.get("download_button") if "Export" in d.proto.label]
+    data = store.export_csv(store.load_runs(engine, [run_id]))
+    assert b"'=HYPERLINK(1)" in data and b",=HYPERLINK" not in data
+    assert download.proto.label == "Export the selected runs (CSV)"
+
+
+def test_unopenable_library_is_an_error_not_a_crash(monkeypatch):
+    monkeypatch.setenv(store.ENV_URL, "not a database url")
+    at = run()
+    assert any(store.ENV_URL in e.value and "not a database url" in e.value for e in at.error)
+    at.file_uploader(key="measured.files").upload("bench.csv", GOOD, "text/csv")
+    rerun(at)  # files can still be checked, just not saved
+    assert not [b for b in at.button if b.label == "Save to library"]
