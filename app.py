@@ -9,6 +9,7 @@ PAGES = [
     st.Page("pages/design_space.py", title="Design space", icon=":material/map:", url_path="design-space"),
     st.Page("pages/break_even.py", title="Break-even & optimal K", icon=":material/balance:", url_path="break-even"),
     st.Page("pages/sampling_lab.py", title="Rejection-sampling lab", icon=":material/casino:", url_path="sampling-lab"),
+    st.Page("pages/live.py", title="Live benchmark", icon=":material/play_circle:", url_path="live"),
     st.Page("pages/measured_data.py", title="Measured data", icon=":material/table_chart:", url_path="measured-data"),
     st.Page("pages/converter.py", title="Metric converter & glossary", icon=":material/sync_alt:", url_path="converter"),
 ]

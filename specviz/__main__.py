@@ -82,7 +82,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     bar = tqdm(total=total, desc="bench", unit="run", dynamic_ncols=True)
     try:
         bench.sweep(target, draft, tokenizer, prompts, args.k, args.temperature, args.new_tokens, args.repeats,
-                    args.seed, meta=meta, on_run=lambda: bar.update(1), on_row=rows.append)  # fmt: skip
+                    args.seed, meta=meta, on_run=lambda: bar.update(1), on_row=lambda row, _: rows.append(row))  # fmt: skip
     except KeyboardInterrupt:
         print(f"\ninterrupted: keeping the {len(rows)} finished cell(s)", file=sys.stderr)
     except ValueError as exc:

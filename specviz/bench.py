@@ -11,6 +11,7 @@ import json
 import os
 import platform
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -64,31 +65,63 @@ def warm_up(target, draft, prompt: torch.Tensor, k: int = 2) -> None:
     decoding.speculative_generate(target, draft, prompt, k, 0.0, 8)
 
 
-def run_cell(target, draft, prompts: list[torch.Tensor], k: int, temperature: float, new_tokens: int,
-             repeats: int, seed: int = 0, on_run: Callable[[int], None] | None = None) -> dict:
-    """Measure one (K, temperature) cell over every prompt × repeat; return its aggregated row.
+class Stopped(Exception):
+    """Raised between runs when ``should_stop()`` says so (wall-time cap, Stop button)."""
 
-    Each run decodes the prompt target-only and speculatively with generators
-    seeded identically (``seed + 1000·prompt + repeat``). ``on_run(i)`` is called
-    after run i (for progress bars).
+
+@dataclass(frozen=True)
+class Run:
+    """One prompt × repeat of a cell: the target-only baseline and the speculative run, seeded alike."""
+
+    prompt_index: int
+    repeat: int
+    baseline: decoding.GenerationStats
+    speculative: decoding.GenerationStats
+    baseline_tokens: torch.Tensor  # (new_tokens,)
+    speculative_tokens: torch.Tensor  # (new_tokens,)
+
+    @property
+    def exact(self) -> bool:
+        """The two outputs are identical token for token (required at T = 0)."""
+        return torch.equal(self.baseline_tokens, self.speculative_tokens)
+
+
+def measure_runs(target, draft, prompts: list[torch.Tensor], k: int, temperature: float, new_tokens: int,
+                 repeats: int, seed: int = 0, on_run: Callable[[int], None] | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> list[Run]:  # fmt: skip
+    """Every prompt × repeat of one (K, temperature) cell.
+
+    Each run decodes the prompt target-only and speculatively with generators seeded identically
+    (``seed + 1000·prompt + repeat``). ``on_run(i)`` is called after run i (progress; outside the
+    timed regions); ``should_stop()`` is asked before each run and raises :class:`Stopped`.
     """
     device = target.wte.weight.device
-    runs = []
+    runs: list[Run] = []
     for pi, prompt in enumerate(prompts):
         for r in range(repeats):
+            if should_stop is not None and should_stop():
+                raise Stopped(f"stopped after {len(runs)} run(s) of the cell K = {k}, T = {temperature:g}")
             s = seed + 1000 * pi + r
             base, b_stats = decoding.generate_target_only(target, prompt, new_tokens, temperature,
                                                           torch.Generator(device).manual_seed(s))  # fmt: skip
             spec, s_stats = decoding.speculative_generate(target, draft, prompt, k, temperature, new_tokens,
                                                           torch.Generator(device).manual_seed(s))  # fmt: skip
-            runs.append((b_stats, s_stats, torch.equal(base, spec)))
+            runs.append(Run(pi, r, b_stats, s_stats, base, spec))
             if on_run is not None:
                 on_run(len(runs))
-    return aggregate(runs, k, temperature, new_tokens)
+    return runs
 
 
-def aggregate(runs: list[tuple], k: int, temperature: float, new_tokens: int) -> dict:
+def run_cell(target, draft, prompts: list[torch.Tensor], k: int, temperature: float, new_tokens: int,
+             repeats: int, seed: int = 0, on_run: Callable[[int], None] | None = None) -> dict:
+    """Measure one (K, temperature) cell over every prompt × repeat; return its aggregated row."""
+    return aggregate(measure_runs(target, draft, prompts, k, temperature, new_tokens, repeats, seed, on_run),
+                     k, temperature, new_tokens)  # fmt: skip
+
+
+def aggregate(measured: list[Run], k: int, temperature: float, new_tokens: int) -> dict:
     """Pool the rounds of all runs of a cell into one measurement row (see measurements.COLUMNS)."""
+    runs = [(m.baseline, m.speculative, m.exact) for m in measured]
     rounds = [r for _, s, _ in runs for r in s.rounds]
     pooled = decoding.GenerationStats(k=k, temperature=temperature, new_tokens=new_tokens, decode_s=1.0,
                                       prefill_ms=0.0, rounds=rounds,
@@ -131,11 +164,13 @@ def aggregate(runs: list[tuple], k: int, temperature: float, new_tokens: int) ->
 
 def sweep(target, draft, tokenizer, prompts: list[str], ks: Iterable[int], temperatures: Iterable[float],
           new_tokens: int, repeats: int, seed: int = 0, meta: dict | None = None,
-          on_run: Callable[[], None] | None = None, on_row: Callable[[dict], None] | None = None) -> pd.DataFrame:
+          on_run: Callable[[], None] | None = None, on_row: Callable[[dict, list[Run]], None] | None = None,
+          should_stop: Callable[[], bool] | None = None) -> pd.DataFrame:  # fmt: skip
     """Run every (K, temperature) cell; rows in the measurement schema.
 
-    ``meta`` adds constant columns (label, target_model, …). ``on_row`` is called
-    with each finished row, so a caller that is interrupted keeps what finished.
+    ``meta`` adds constant columns (label, target_model, …). ``on_row(row, runs)`` is called
+    with each finished row and its runs, so a caller that is interrupted (KeyboardInterrupt,
+    :class:`Stopped` from ``should_stop``) keeps what finished.
     """
     ks, temperatures = [int(k) for k in ks], [float(t) for t in temperatures]
     for k in ks:
@@ -153,9 +188,10 @@ def sweep(target, draft, tokenizer, prompts: list[str], ks: Iterable[int], tempe
     rows = []
     for t in temperatures:
         for k in ks:
-            row = {**base, **run_cell(target, draft, encoded, k, t, new_tokens, repeats, seed,
-                                      on_run=(lambda _: on_run()) if on_run else None)}  # fmt: skip
+            runs = measure_runs(target, draft, encoded, k, t, new_tokens, repeats, seed,
+                                (lambda _: on_run()) if on_run else None, should_stop)  # fmt: skip
+            row = {**base, **aggregate(runs, k, t, new_tokens)}
             rows.append(row)
             if on_row is not None:
-                on_row(row)
+                on_row(row, runs)
     return pd.DataFrame(rows)

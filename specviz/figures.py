@@ -252,10 +252,10 @@ def distribution_bars(p: np.ndarray, q: np.ndarray) -> go.Figure:
     return fig
 
 
-def n_histogram(n_counts: np.ndarray, pmf: np.ndarray, rounds: int) -> go.Figure:
-    """Observed frequency of N = 1..K+1 against the pmf P(N = i)."""
+def n_histogram(n_counts: np.ndarray, pmf: np.ndarray, rounds: int, observed: str = "simulated") -> go.Figure:
+    """Observed frequency of N = 1..K+1 (bars named ``observed``) against the pmf P(N = i)."""
     i = np.arange(1, len(pmf) + 1)
-    fig = go.Figure(go.Bar(x=i, y=n_counts / rounds, name="simulated", marker_color="#1f77b4"))
+    fig = go.Figure(go.Bar(x=i, y=n_counts / rounds, name=observed, marker_color="#1f77b4"))
     fig.add_trace(go.Scatter(x=i, y=pmf, mode="markers", name="P(N = i), formula",
                              marker=dict(size=12, symbol="diamond", color="black")))  # fmt: skip
     fig.update_layout(xaxis_title="N (tokens in a round)", yaxis_title="frequency", height=340,
@@ -419,3 +419,19 @@ def per_position_figure(table) -> go.Figure:
                                  hovertemplate=f"i.i.d. α = {alpha:.3f}<extra></extra>"))  # fmt: skip
     fig.update_yaxes(range=[0, 1.02])
     return _layout(fig, "draft position i", "acceptance a_i (given positions < i accepted)")
+
+
+def cost_breakdown(cells: list[str], draft_ms, verify_ms, other_ms, basic_model_ms) -> go.Figure:
+    """Mean round time per cell, stacked: K draft steps, the verify forward, everything else; with the
+    basic model's round (one target step + K draft steps) as a diamond, so the gap is visible."""
+    fig = go.Figure()
+    for name, values, color in (("draft (K steps)", draft_ms, "#9ecae1"), ("verify (K + 1 tokens)", verify_ms,
+                                                                             "#3182bd"),
+                                ("other (rule, bookkeeping)", other_ms, "#fd8d3c")):  # fmt: skip
+        fig.add_trace(go.Bar(x=cells, y=values, name=name, marker_color=color,
+                             hovertemplate="%{x}<br>" + name + ": %{y:.3f} ms<extra></extra>"))  # fmt: skip
+    fig.add_trace(go.Scatter(x=cells, y=basic_model_ms, mode="markers", name="basic model: T_p + K·T_q",
+                             marker=dict(symbol="diamond", size=12, color="black"),
+                             hovertemplate="%{x}<br>basic model round: %{y:.3f} ms<extra></extra>"))  # fmt: skip
+    fig.update_layout(barmode="stack")
+    return _layout(fig, "cell", "ms per round")

@@ -57,7 +57,7 @@ def test_bench_writes_schema_csv(tiny_pair, tmp_path, capsys):
 
 
 def test_interrupt_keeps_finished_cells(tiny_pair, tmp_path, monkeypatch, capsys):
-    real = bench.run_cell
+    real = bench.measure_runs
     calls = {"n": 0}
 
     def flaky(*args, **kwargs):
@@ -66,7 +66,7 @@ def test_interrupt_keeps_finished_cells(tiny_pair, tmp_path, monkeypatch, capsys
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(bench, "run_cell", flaky)
+    monkeypatch.setattr(bench, "measure_runs", flaky)
     code, out = run_bench(tiny_pair, tmp_path)
     assert code == 0
     assert len(pd.read_csv(out)) == 1
