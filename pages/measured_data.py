@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from specviz import figures, grids, measurements, overlays, store, ui
+from specviz import figures, measurements, overlays, store, ui
 from specviz.share import Param
 
 PAGE, URL = "measured", "measured-data"
@@ -29,10 +29,7 @@ def parse(data: bytes, name: str, fmt: str, k: int, no_bonus: bool):
                                           mean_tokens_without_bonus=no_bonus)  # fmt: skip
 
 
-@ui.cached
-def heatmap_grid(k: int, c_lo: float, c_hi: float) -> grids.Grid:
-    return grids.speedup_alpha_c_grid(grids.lin_axis(0.0, 1.0, 201, "alpha"),
-                                      grids.log_axis(c_lo, c_hi, 161, "c"), "c", k, 0.0, 0.0)  # fmt: skip
+heatmap_grid = ui.cached(overlays.heatmap_grid)
 
 
 def staged_inputs() -> list[tuple[str, bytes]]:
@@ -208,10 +205,8 @@ def overlay_section(engine) -> None:
         ks = points["k"].astype(int)
         hk = st.session_state[key("hk")] or int(ks.mode().iloc[0])
         st.number_input("K of the heatmap (0 = the most common K of the selection)", 0, 64, key=key("hk"))
-        c = points["c_used"].dropna()
-        c_lo, c_hi = (min(1.0, c.min() / 2), max(100.0, c.max() * 2)) if len(c) else (1.0, 100.0)
-        st.plotly_chart(figures.overlay_alpha_c(heatmap_grid(hk, c_lo, c_hi), points, hk), width="stretch")
-        if not len(c):
+        st.plotly_chart(figures.overlay_alpha_c(heatmap_grid(hk, points["c_used"]), points, hk), width="stretch")
+        if points["c_used"].isna().all():
             st.caption("No selected row has a c, so no point can be placed on this map.")
     with tab_n:
         st.plotly_chart(figures.overlay_expected_tokens(points, curves, params), width="stretch")

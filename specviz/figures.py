@@ -5,6 +5,8 @@ browser.
 
 from __future__ import annotations
 
+import html
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -284,6 +286,11 @@ _SERIES_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17bec
                   "#7f7f7f", "#bcbd22")  # fmt: skip
 
 
+def _safe(name: str) -> str:
+    """A series name as plotly shows it literally in names and hover templates (HTML and %{…} escaped)."""
+    return html.escape(str(name)).replace("%", "&#37;")
+
+
 def _series_color(names: list[str]) -> dict[str, str]:
     return {name: _SERIES_COLORS[i % len(_SERIES_COLORS)] for i, name in enumerate(names)}
 
@@ -319,6 +326,7 @@ def overlay_speedup_vs_k(points, curves, params) -> go.Figure:
     for name in names:
         cv = curves[curves["series"] == name]
         p = params[params["series"] == name].iloc[0]
+        shown = _safe(name)
         for model, dash in (("basic", "solid"), ("cost", "dash")):
             y = cv[f"speedup_{model}"]
             if len(cv) == 0 or y.isna().all():
@@ -326,19 +334,19 @@ def overlay_speedup_vs_k(points, curves, params) -> go.Figure:
             what = "basic model" if model == "basic" else "measured-cost model (v, o)"
             fig.add_trace(go.Scatter(
                 x=cv["k"], y=y, mode="lines", line=dict(color=color[name], dash=dash), legendgroup=name,
-                name=f"{name}: {what}",
-                hovertemplate=f"{name}<br>{what} at α = {p.alpha:.3f}, c = {p.c:.3g}<br>K = %{{x}}<br>"
+                name=f"{shown}: {what}",
+                hovertemplate=f"{shown}<br>{what} at α = {p.alpha:.3f}, c = {p.c:.3g}<br>K = %{{x}}<br>"
                               "S = %{y:.3f}<extra></extra>"))  # fmt: skip
             k_star, s_star = p[f"k_star_{model}"], p[f"s_star_{model}"]
             if np.isfinite(k_star) and k_star > 0:
                 fig.add_trace(go.Scatter(
                     x=[k_star], y=[s_star], mode="markers", legendgroup=name, showlegend=False,
                     marker=dict(symbol="star", size=14, color=color[name], line=dict(width=1, color="black")),
-                    hovertemplate=f"{name}: K* = {int(k_star)} ({what}), S = {s_star:.3f}<extra></extra>"))  # fmt: skip
+                    hovertemplate=f"{shown}: K* = {int(k_star)} ({what}), S = {s_star:.3f}<extra></extra>"))  # fmt: skip
         pts = points[(points["series"] == name) & points["speedup"].notna()]
         if len(pts):
             fig.add_trace(go.Scatter(
-                x=pts["k"], y=pts["speedup"], mode="markers", legendgroup=name, name=f"{name}: measured",
+                x=pts["k"], y=pts["speedup"], mode="markers", legendgroup=name, name=f"{shown}: measured",
                 marker=dict(size=10, color=color[name], line=dict(width=1, color="black")),
                 error_y=_error_bars(pts), text=pts["hover"], hovertemplate="%{text}<extra></extra>"))  # fmt: skip
     return _layout(fig, TITLES["k"], "speedup S")
@@ -368,7 +376,7 @@ def overlay_expected_tokens(points, curves, params) -> go.Figure:
         cv = curves[curves["series"] == name]
         if len(cv):
             fig.add_trace(go.Scatter(x=cv["k"], y=cv["expected_tokens"], mode="lines", legendgroup=name,
-                                     line=dict(color=color[name]), name=f"{name}: E[N] at α",
+                                     line=dict(color=color[name]), name=f"{_safe(name)}: E[N] at α",
                                      hovertemplate="K = %{x}<br>E[N] = %{y:.3f}<extra></extra>"))  # fmt: skip
         pts = points[(points["series"] == name)]
         if "mean_accepted_tokens" in pts.columns:
@@ -376,7 +384,7 @@ def overlay_expected_tokens(points, curves, params) -> go.Figure:
             if len(pts):
                 fig.add_trace(go.Scatter(
                     x=pts["k"], y=pts["mean_accepted_tokens"], mode="markers", legendgroup=name,
-                    name=f"{name}: measured", text=pts["hover"], hovertemplate="%{text}<extra></extra>",
+                    name=f"{_safe(name)}: measured", text=pts["hover"], hovertemplate="%{text}<extra></extra>",
                     marker=dict(size=10, color=color[name], line=dict(width=1, color="black"))))  # fmt: skip
     return _layout(fig, TITLES["k"], "tokens per round E[N]")
 
@@ -411,7 +419,7 @@ def per_position_figure(table) -> go.Figure:
     color = _series_color(names)
     for (name, k), g in table.groupby(["series", "k"], sort=False):
         fig.add_trace(go.Scatter(x=g["position"], y=g["a"], mode="lines+markers", line=dict(color=color[name]),
-                                 name=f"{name}, K = {k}", legendgroup=name,
+                                 name=f"{_safe(name)}, K = {k}", legendgroup=name,
                                  hovertemplate="position %{x}<br>a = %{y:.3f}<extra></extra>"))  # fmt: skip
         alpha = float(g["alpha_used"].iloc[0])
         fig.add_trace(go.Scatter(x=[g["position"].min(), g["position"].max()], y=[alpha, alpha], mode="lines",

@@ -14,9 +14,10 @@ import html
 import numpy as np
 import pandas as pd
 
-from specviz import theory
+from specviz import grids, theory
 
-__all__ = ["HOVER_FIELDS", "curves", "hover_text", "k_top", "per_position", "series_params", "with_series"]
+__all__ = ["HEATMAP_SIZE", "HOVER_FIELDS", "curves", "heatmap_grid", "hover_text", "k_top", "per_position",
+           "series_params", "with_series"]
 
 #: Metadata shown on hover, in order: column -> label.
 HOVER_FIELDS: dict[str, str] = {
@@ -33,31 +34,54 @@ def _col(frame: pd.DataFrame, name: str) -> pd.Series:
     return frame[name] if name in frame.columns else pd.Series([np.nan] * len(frame), index=frame.index)
 
 
+def _text(frame: pd.DataFrame, name: str) -> pd.Series:
+    """Text column ``name`` with missing cells (or a missing column) as ""."""
+    if name not in frame.columns:
+        return pd.Series([""] * len(frame), index=frame.index, dtype=object)
+    return pd.Series(["" if pd.isna(v) else str(v) for v in frame[name]], index=frame.index, dtype=object)
+
+
+_HOVER_MAX = 160  #: characters of a text field shown on hover (published notes can be long)
+
+
 def _fmt(value) -> str:
     if isinstance(value, (float, np.floating)):
         return f"{value:.4g}"
-    return str(value)
+    text = str(value)
+    return text if len(text) <= _HOVER_MAX else text[: _HOVER_MAX - 1] + "…"
 
 
 def hover_text(frame: pd.DataFrame) -> pd.Series:
-    """One HTML hover string per row: every non-empty field of :data:`HOVER_FIELDS`."""
+    """One HTML hover string per row: every non-empty field of :data:`HOVER_FIELDS` (escaped, long text cut)."""
     def one(row) -> str:
         parts = [f"{label}: {html.escape(_fmt(row[c]))}" for c, label in HOVER_FIELDS.items()
                  if c in row.index and not pd.isna(row[c]) and str(row[c]) != ""]  # fmt: skip
         return "<br>".join(parts)
 
-    return frame.apply(one, axis=1) if len(frame) else pd.Series([], dtype=str)
+    return frame.apply(one, axis=1) if len(frame) else pd.Series([], index=frame.index, dtype=object)
 
 
 def with_series(frame: pd.DataFrame) -> pd.DataFrame:
-    """Copy of ``frame`` with ``series`` (a readable key: run · label · T) and ``hover`` columns."""
+    """Copy of ``frame`` with ``series`` and ``hover`` columns.
+
+    The series key is readable and unique per (run, label, temperature): ``#<run_id> <run> · <label> · T=<t>``,
+    where the run part appears for library frames (``run_id`` / ``run`` columns), the run's name only when
+    it differs from the label, and ``T=`` only when the temperature is known.
+    """
     out = frame.copy()
-    run = _col(out, "run").fillna("").astype(str)
-    label = _col(out, "label").fillna("").astype(str)
-    temp = _col(out, "temperature").astype(float)
-    t_text = temp.map(lambda t: "" if np.isnan(t) else f" · T={t:g}")
-    key = np.where((run != "") & (run != label), run + " · " + label, label)
-    out["series"] = pd.Series(key, index=out.index).astype(str) + t_text
+    run, label = _text(out, "run"), _text(out, "label")
+    temp = pd.to_numeric(_col(out, "temperature"), errors="coerce")
+    run_id = _col(out, "run_id")
+    keys = []
+    for rid, r, lab, t in zip(run_id, run, label, temp, strict=True):
+        parts = [r] if r and r != lab else []
+        parts.append(lab)
+        if not pd.isna(rid):
+            parts[0] = f"#{int(rid)} {parts[0]}"
+        if not np.isnan(t):
+            parts.append(f"T={t:g}")
+        keys.append(" · ".join(parts))
+    out["series"] = pd.Series(keys, index=out.index, dtype=object)
     out["hover"] = hover_text(out)
     return out
 
@@ -136,3 +160,14 @@ def per_position(frame: pd.DataFrame) -> pd.DataFrame:
         out.extend({"series": row["series"], "k": int(row["k"]), "position": i + 1, "a": a,
                     "alpha_used": row["alpha_used"]} for i, a in enumerate(values) if not np.isnan(a))  # fmt: skip
     return pd.DataFrame(out, columns=["series", "k", "position", "a", "alpha_used"])
+
+
+HEATMAP_SIZE = (121, 97)  #: (α points, c points) of the (α, c) map: smooth, and the figure stays well under 1 MB
+
+
+def heatmap_grid(k: int, c_used: pd.Series) -> grids.Grid:
+    """S(α, c) at draft length ``k`` over α ∈ [0, 1] and a log c axis covering the rows' c (at least 1..100)."""
+    c = pd.to_numeric(c_used, errors="coerce").dropna()
+    c_lo, c_hi = (min(1.0, c.min() / 2), max(100.0, c.max() * 2)) if len(c) else (1.0, 100.0)
+    return grids.speedup_alpha_c_grid(grids.lin_axis(0.0, 1.0, HEATMAP_SIZE[0], "alpha"),
+                                      grids.log_axis(c_lo, c_hi, HEATMAP_SIZE[1], "c"), "c", k, 0.0, 0.0)  # fmt: skip

@@ -51,6 +51,7 @@ PAGES = [
     ("/design-space", "design-space.png", True),
     ("/break-even", "break-even.png", True),
     ("/sampling-lab", "sampling-lab.png", True),
+    ("/live", "live.png", False),
     ("/measured-data", "measured-data.png", False),
     ("/converter", "converter.png", True),
 ]
@@ -237,7 +238,7 @@ def test_page_renders(app_url, page, screenshot_dir, path, shot, charts):
     assert page.locator('[data-testid="stMain"] h1').count() >= 1, f"no title on {path}"
     if path == "/":
         # Page links and formulas are lazy-loaded components: drawn shortly after the run ends.
-        for target in ("design-space", "break-even", "sampling-lab", "measured-data", "converter"):
+        for target in ("design-space", "break-even", "sampling-lab", "live", "measured-data", "converter"):
             link = page.locator(f'[data-testid="stMain"] [data-testid="stPageLink"] a[href$="{target}"]').first
             expect(link, f"home has no link to {target}").to_be_visible(timeout=RUN_TIMEOUT_MS)
         expect(page.locator('[data-testid="stMain"] .katex').first).to_be_visible(timeout=RUN_TIMEOUT_MS)
@@ -325,3 +326,15 @@ def test_upload_save_and_overlay(app_url, page, browser, screenshot_dir):
         assert other.locator(CHART_SHOWN).count() >= 1
     finally:
         context.close()
+
+
+def test_live_run_draws_the_overlay(app_url, page, screenshot_dir):
+    """Press Run on the tiny configuration (bundled pair, K ∈ {1, 2}, 16 new tokens) and wait for the chart."""
+    open_page(page, app_url + "/live?ks=1,2&temps=0&new_tokens=16&n_prompts=2")
+    assert page.locator(CHART_SHOWN).count() == 0  # opening the link does not run anything
+    page.get_by_role("button", name="Run").click()
+    page.locator(CHART_SHOWN).first.wait_for(state="visible", timeout=120_000)
+    wait_drawn(page)
+    assert_no_exception(page, "/live after Run")
+    expect(page.get_by_text("speculative output equals target-only output").first).to_be_visible()
+    full_page_screenshot(page, screenshot_dir / "live-run.png")

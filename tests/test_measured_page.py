@@ -85,7 +85,9 @@ def test_upload_good_file_preview_save_and_overlays(db_url):
     assert [t.label for t in at.tabs] == ["Speedup vs K", "(α, c) map", "E[N] vs K", "Measured vs predicted",
                                           "Per position"]  # fmt: skip
     series_table = at.dataframe[-1].value
-    assert list(series_table.series) == ["specviz bundled pair (CPU) · T=0", "specviz bundled pair (CPU) · T=1"]
+    run_id = runs.id.iloc[0]
+    assert list(series_table.series) == [f"#{run_id} specviz bundled pair (CPU) · T=0",
+                                         f"#{run_id} specviz bundled pair (CPU) · T=1"]  # fmt: skip
 
 
 def test_partly_bad_file_lists_errors_and_saves_good_rows(db_url):
