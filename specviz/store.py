@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -114,6 +116,7 @@ _runs = sa.Table(
     sa.Column("n_rows", sa.Integer, nullable=False),
     sa.Column("dtypes", sa.Text, nullable=False),  # JSON {column: pandas dtype} of the saved frame
     sa.Column("report", sa.Text, nullable=False, default=""),  # LoadReport.summary() at upload
+    sqlite_autoincrement=True,  # ids of deleted runs are never reused: share links name runs by id
 )  # fmt: skip
 _rows = sa.Table(
     "measurements", _meta,
@@ -164,17 +167,39 @@ def _migrate(conn: Connection) -> None:
     conn.execute(_info.update().where(_info.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
 
 
+_BUSY_S = 60.0  #: how long a SQLite connection waits for another writer
+
+
+def _retry_locked(statement, timeout_s: float = _BUSY_S) -> None:
+    """Run ``statement()``, retrying while SQLite says the database is locked.
+
+    Switching to WAL needs a moment with no other writer, and SQLite refuses it at once (without
+    the busy timeout) while another connection writes — e.g. two servers opening a new library.
+    """
+    deadline = time.monotonic() + timeout_s
+    delay = 0.005
+    while True:
+        try:
+            statement()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(2 * delay, 0.25)
+
+
 def _sqlite_engine(url: sa.URL) -> Engine:
     if url.database and url.database != ":memory:":
         Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    engine = sa.create_engine(url, connect_args={"timeout": 60})
+    engine = sa.create_engine(url, connect_args={"timeout": _BUSY_S})
 
     @sa.event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record):  # pysqlite: let SQLAlchemy's BEGIN below start transactions
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA busy_timeout = 60000")
-        cur.execute("PRAGMA journal_mode = WAL")
+        cur.execute(f"PRAGMA busy_timeout = {int(_BUSY_S * 1000)}")
+        _retry_locked(lambda: cur.execute("PRAGMA journal_mode = WAL"))
         cur.execute("PRAGMA foreign_keys = ON")
         cur.close()
 
@@ -197,7 +222,7 @@ def open_library(url: str | None = None) -> Engine:
     url = default_url() if url is None else url
     try:
         parsed = sa.make_url(url)
-    except sa.exc.ArgumentError as exc:
+    except (sa.exc.ArgumentError, ValueError) as exc:
         raise StoreError(f"{ENV_URL} must be a SQLAlchemy database URL such as sqlite:///path/runs.sqlite; "
                          f"got {url!r}") from exc  # fmt: skip
     try:
@@ -206,7 +231,9 @@ def open_library(url: str | None = None) -> Engine:
             _migrate(conn)
     except (ModuleNotFoundError, sa.exc.NoSuchModuleError) as exc:
         raise StoreError(f"the database driver for {parsed.drivername!r} ({ENV_URL}) is not installed: {exc}") from exc
-    except (sa.exc.SQLAlchemyError, OSError) as exc:
+    except (sa.exc.SQLAlchemyError, OSError, ValueError) as exc:
+        if isinstance(exc, StoreError):
+            raise
         raise StoreError(f"cannot open the run library at {parsed!r}: {exc}") from exc
     return engine
 
@@ -248,6 +275,11 @@ def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, no
     label = label.strip() if isinstance(label, str) else ""
     if not label or len(label) > _MAX_LABEL:
         raise StoreError(f"run name must be 1 to {_MAX_LABEL} characters; got {label!r}")
+    for what, text in (("run name", label), ("source", str(source)), ("note", str(note))):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise StoreError(f"{what} {text!r} is not valid Unicode text (it holds a lone surrogate)") from None
     columns = _check_frame(frame)
     dtypes = {c: str(frame[c].dtype) for c in columns}
     file_rows = frame.index if frame.index.name == "row" else [None] * len(frame)
@@ -377,6 +409,16 @@ def escape_formulas(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+#: load_runs' run columns as exported: last, and named so that no engine alias maps them to ``label``.
+EXPORT_RUN_COLUMNS = {"run_id": "library_run_id", "run": "library_run"}
+
+
 def export_csv(frame: pd.DataFrame) -> bytes:
-    """UTF-8 CSV of ``frame`` (no index) with formula-like text cells escaped; loads back with load_measurements."""
-    return escape_formulas(frame).to_csv(index=False).encode("utf-8")
+    """UTF-8 CSV of ``frame`` (no index) with formula-like text cells escaped; loads back with load_measurements.
+
+    A :func:`load_runs` frame's ``run_id`` / ``run`` go last as ``library_run_id`` / ``library_run``
+    (``run`` alone would read back as the label).
+    """
+    run_cols = [c for c in EXPORT_RUN_COLUMNS if c in frame.columns]
+    out = frame[[c for c in frame.columns if c not in run_cols] + run_cols].rename(columns=EXPORT_RUN_COLUMNS)
+    return escape_formulas(out).to_csv(index=False).encode("utf-8")
