@@ -11,8 +11,7 @@ Checks (targets in brackets):
    session runs it — model load on first use, run queue, ``bench.sweep``, cell details, every
    chart) finishes in under 60 s on this machine                                      [< 60 s]
 2. The page adds no overhead inside the timed region: its measured speedup per (K, T) cell
-   against ``bench.sweep`` called directly (what ``python -m specviz bench`` does) with the same
-   settings and seed. Noise is measured in the same run: the CLI path is run twice (before and
+   against ``python -m specviz bench`` (run as a subprocess) with the same settings and seed. Noise is measured in the same run: the CLI path is run twice (before and
    after the page) and its own run-to-run difference is the yardstick.
    median over cells of |page / CLI − 1|  ≤  max(10 %, 2 × median |CLI₁ / CLI₂ − 1|)
 """
@@ -20,19 +19,25 @@ Checks (targets in brackets):
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import statistics
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-from _report import machine_line, record, summary  # noqa: I001
+from _report import ROOT, machine_line, record, summary  # noqa: I001
 
+import pandas as pd  # noqa: E402
 import torch  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from specviz import bench  # noqa: E402
-from specviz.models import load_pair, resolve_device  # noqa: E402
+from specviz.models import resolve_device  # noqa: E402
 
-PAGE = "pages/live.py"
+PAGE = str(ROOT / "pages" / "live.py")
 DEFAULT = {"ks": [1, 2, 4, 6], "temps": [0.0, 1.0], "n_prompts": 4, "new_tokens": 96, "repeats": 1, "seed": 0}
 WALL_TARGET_S = 60.0
 NOISE_FLOOR = 0.10
@@ -40,6 +45,7 @@ NOISE_FLOOR = 0.10
 
 def page_run(device: str) -> tuple[float, dict[tuple[int, float], float]]:
     """Open the page with its defaults, press Run; (wall seconds from the click, {(K, T): speedup})."""
+    os.environ.setdefault("SPECVIZ_DB_URL", f"sqlite:///{tempfile.mkdtemp()}/runs.sqlite")  # not the user's library
     at = AppTest.from_file(PAGE, default_timeout=600)
     at.query_params["device"] = device
     at.run()
@@ -54,10 +60,17 @@ def page_run(device: str) -> tuple[float, dict[tuple[int, float], float]]:
     return wall, {(r["k"], r["temperature"]): r["speedup"] for r in rows}
 
 
-def cli_run(target, draft, tok) -> dict[tuple[int, float], float]:
-    prompts = bench.load_prompts()[: DEFAULT["n_prompts"]]
-    table = bench.sweep(target, draft, tok, prompts, DEFAULT["ks"], DEFAULT["temps"], DEFAULT["new_tokens"],
-                        DEFAULT["repeats"], DEFAULT["seed"])  # fmt: skip
+def cli_run(device: str, workdir: Path) -> dict[tuple[int, float], float]:
+    """``python -m specviz bench`` itself, in its own process, on the page's first prompts."""
+    prompts = workdir / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"text": p}) + "\n" for p in bench.load_prompts()[: DEFAULT["n_prompts"]]))
+    out = workdir / "cli.csv"
+    cmd = [sys.executable, "-m", "specviz", "bench", "--pair", "bundled", "--k", ",".join(map(str, DEFAULT["ks"])),
+           "--temperature", ",".join(f"{t:g}" for t in DEFAULT["temps"]), "--new-tokens", str(DEFAULT["new_tokens"]),
+           "--repeats", str(DEFAULT["repeats"]), "--seed", str(DEFAULT["seed"]), "--prompts", str(prompts),
+           "--device", device, "--out", str(out)]  # fmt: skip
+    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    table = pd.read_csv(out)
     return {(int(r.k), float(r.temperature)): float(r.speedup) for r in table.itertuples()}
 
 
@@ -71,10 +84,10 @@ def main() -> int:
     print(machine_line(f"torch {torch.__version__} ({torch.get_num_threads()} threads), device {device}"))
     print(f"settings (the page's defaults): {DEFAULT}")
 
-    target, draft, tok = load_pair("bundled", device=device)
-    cli_a = cli_run(target, draft, tok)
+    workdir = Path(tempfile.mkdtemp())
+    cli_a = cli_run(args.device, workdir)  # the CLI runs in its own process; this one does no torch work
     wall, page = page_run(args.device)
-    cli_b = cli_run(target, draft, tok)
+    cli_b = cli_run(args.device, workdir)
 
     print(f"\n{'K':>3} {'T':>4} {'CLI #1':>7} {'page':>7} {'CLI #2':>7} {'page/CLI':>9} {'CLI1/CLI2':>10}")
     rel_page, rel_cli = [], []

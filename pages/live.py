@@ -1,5 +1,7 @@
 """Live benchmark: run a draft/target pair here and see where the measurements fall on the theory."""
 
+import concurrent.futures
+import threading
 import time
 
 import pandas as pd
@@ -7,7 +9,7 @@ import streamlit as st
 import torch
 
 from specviz import bench, decoding, figures, live, measurements, overlays, store, theory, ui
-from specviz.models import load_pair, resolve_device
+from specviz.models import resolve_device
 
 PAGE, URL = "live", "live"
 DTYPES = {"auto": None, "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -38,11 +40,11 @@ def key(name: str) -> str:
     return ui.key(PAGE, name)
 
 
-@st.cache_resource(show_spinner="Loading the models…", max_entries=2)
-def models(pair: str, device: str, dtype: str):
-    """(target, draft, tokenizer), loaded once per process. Shared by every session: runs are serialised
-    by live.RUN_QUEUE because the models' static KV caches are per model, not per session."""
-    return load_pair(pair, device=device, dtype=DTYPES[dtype])
+@st.cache_resource(show_spinner=False)
+def worker() -> live.Worker:
+    """The process's live worker: it loads each pair once and runs every measurement on one thread.
+    Shared by every session; runs are serialised by live.RUN_QUEUE (the models' KV caches are per model)."""
+    return live.Worker()
 
 
 def device_note(device: str) -> None:
@@ -110,48 +112,65 @@ def cell_details(row: dict, runs: list, target, tokenizer, prompts: list[str]) -
 
 
 def run_benchmark(view: dict, limits: live.Limits) -> None:
-    """Check the request, load the pair, wait for the queue, measure; finished cells go to session state."""
+    """Check the request, wait for the queue, then load and measure on the live worker thread.
+
+    Finished cells land in session state as they finish, so a Stop (which interrupts this script
+    while it polls) keeps them; the worker is told to stop before its next run.
+    """
     pair = live.check_pair(view["pair"], limits)
     prompts = prompts_of(view)
     live.check_request(view["ks"], view["temps"], view["new_tokens"], view["repeats"], prompts, limits)
     device = str(resolve_device(view["device"]))
-    target, draft, tokenizer = models(pair, device, view["dtype"])
-    cells = len(view["ks"]) * len(view["temps"])
-    per_cell = len(prompts) * view["repeats"]
+    ks, temps = list(view["ks"]), sorted(view["temps"])
+    cells, per_cell = len(ks) * len(temps), len(prompts) * view["repeats"]
     state = {"rows": [], "details": [], "pair": pair, "done": False, "stopped": None, "cells": cells}
     st.session_state[key("result")] = state
-    status = st.empty()
-    with live.RUN_QUEUE.hold(f"a run of {cells} cell(s)", on_wait=lambda m: status.warning(m, icon=":material/hourglass_top:")):
-        status.empty()
-        bar = st.progress(0.0, text="Warming up…")
-        started = time.monotonic()
-        done = {"runs": 0}
+    names = ("bundled/target", "bundled/draft") if pair == "bundled" else tuple(pair.split(",")[:2])
+    meta = {"label": f"live: {pair}", "source": "specviz live page", "target_model": names[0],
+            "draft_model": names[-1]}  # fmt: skip
+    progress, stop = {"runs": 0, "started": None}, threading.Event()
 
-        def on_run() -> None:
-            done["runs"] += 1
-            cell = (done["runs"] - 1) // per_cell  # sweep's order: for T: for K
-            k, t = view["ks"][cell % len(view["ks"])], sorted(view["temps"])[cell // len(view["ks"])]
-            bar.progress(done["runs"] / (cells * per_cell),
-                         text=f"Cell {cell + 1}/{cells} (K = {k}, T = {t:g}): run {(done['runs'] - 1) % per_cell + 1}"
-                              f"/{per_cell} · {time.monotonic() - started:.0f} s elapsed")  # fmt: skip
+    def job() -> None:  # runs on the worker thread: every torch call of the page happens here
+        target, draft, tokenizer = worker().pair(pair, device, DTYPES[view["dtype"]])
+        progress["started"] = time.monotonic()
 
         def on_row(row: dict, runs: list) -> None:
             state["rows"].append(row)
             state["details"].append(cell_details(row, runs, target, tokenizer, prompts))
 
+        def should_stop() -> bool:
+            return stop.is_set() or time.monotonic() - progress["started"] > limits.max_wall_s
+
         try:
-            bench.sweep(target, draft, tokenizer, prompts, view["ks"], sorted(view["temps"]), view["new_tokens"],
-                        view["repeats"], view["seed"], meta={"label": f"live: {pair}", "source": "specviz live page",
-                                                             "target_model": f"{pair}/target" if pair == "bundled"
-                                                             else pair.split(",")[0],
-                                                             "draft_model": f"{pair}/draft" if pair == "bundled"
-                                                             else pair.split(",")[1]},
-                        on_run=on_run, on_row=on_row,
-                        should_stop=lambda: time.monotonic() - started > limits.max_wall_s)  # fmt: skip
+            bench.sweep(target, draft, tokenizer, prompts, ks, temps, view["new_tokens"], view["repeats"],
+                        view["seed"], meta=meta, on_run=lambda: progress.update(runs=progress["runs"] + 1),
+                        on_row=on_row, should_stop=should_stop)  # fmt: skip
         except bench.Stopped:
-            state["stopped"] = f"the wall-time cap of {limits.max_wall_s:g} s was reached"
+            state["stopped"] = "stopped" if stop.is_set() else \
+                f"the wall-time cap of {limits.max_wall_s:g} s was reached"  # fmt: skip
+
+    status = st.empty()
+    with live.RUN_QUEUE.hold(f"a run of {cells} cell(s)",
+                             on_wait=lambda m: status.warning(m, icon=":material/hourglass_top:")):  # fmt: skip
+        status.empty()
+        bar = st.progress(0.0, text="Loading the pair and warming up…")
+        future = worker().submit(job)
+        try:
+            while not future.done():
+                done = progress["runs"]
+                if done:
+                    cell = min((done - 1) // per_cell, cells - 1)  # sweep's order: for T: for K
+                    bar.progress(min(done / (cells * per_cell), 1.0),
+                                 text=f"Cell {cell + 1}/{cells} (K = {ks[cell % len(ks)]}, T = "
+                                      f"{temps[cell // len(ks)]:g}): run {(done - 1) % per_cell + 1}/{per_cell} · "
+                                      f"{time.monotonic() - progress['started']:.0f} s elapsed")  # fmt: skip
+                time.sleep(0.2)
+            future.result()  # a load or run error surfaces here
+        finally:  # also when a Stop interrupts this script: let the worker finish its current run
+            stop.set()
+            concurrent.futures.wait([future], timeout=60)
         state["done"] = True
-        state["seconds"] = time.monotonic() - started
+        state["seconds"] = time.monotonic() - progress["started"] if progress["started"] else 0.0
         bar.empty()
 
 

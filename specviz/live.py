@@ -23,6 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,7 +32,7 @@ import numpy as np
 
 from specviz import theory
 
-__all__ = ["Limits", "RunQueue", "RUN_QUEUE", "check_pair", "check_request", "cost_breakdown", "limits_from_env",
+__all__ = ["Limits", "RunQueue", "RUN_QUEUE", "Worker", "check_pair", "check_request", "cost_breakdown", "limits_from_env",
            "n_counts", "text_segments", "segments_html"]  # fmt: skip
 
 _TRUE = ("1", "true", "yes", "on")
@@ -188,6 +189,37 @@ class RunQueue:
 
 
 RUN_QUEUE = RunQueue()  #: the process-wide queue the page uses
+
+
+class Worker:
+    """The one thread on which the live page does all its torch work: loading pairs and measuring.
+
+    PyTorch's CPU thread pool (OpenMP) belongs to the thread that calls into it. Streamlit runs each
+    rerun of a page on a new thread; when a pair loaded on one thread is run from another, the idle
+    pools contend for the cores and decoding measured 15–40 % slower on a 2-core CPU (a thread that
+    loads and runs alike is as fast as the CLI's main thread). So every load and every run goes
+    through this single worker thread; loaded pairs are kept (at most ``max_pairs``, oldest dropped).
+    """
+
+    def __init__(self, max_pairs: int = 2) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specviz-live")
+        self._pairs: dict[tuple, tuple] = {}
+        self._max_pairs = max_pairs
+
+    def submit(self, fn: Callable, *args, **kwargs) -> Future:
+        """Run ``fn(*args, **kwargs)`` on the worker thread (after any job already queued)."""
+        return self._pool.submit(fn, *args, **kwargs)
+
+    def pair(self, spec: str, device: str, dtype) -> tuple:
+        """``load_pair(spec, device, dtype)``, cached; call it from a job running on this worker."""
+        from specviz.models import load_pair
+
+        key = (spec, device, str(dtype))
+        if key not in self._pairs:
+            while len(self._pairs) >= self._max_pairs:
+                self._pairs.pop(next(iter(self._pairs)))
+            self._pairs[key] = load_pair(spec, device=device, dtype=dtype)
+        return self._pairs[key]
 
 
 # --------------------------------------------------------------------------------------
