@@ -155,17 +155,18 @@ def run_benchmark(view: dict, limits: live.Limits) -> None:
         status.empty()
         bar = st.progress(0.0, text="Loading the pair and warming up…")
         future = worker().submit(job)
+
+        def tick() -> None:  # the Stop button interrupts the script in here (at bar.progress)
+            done = progress["runs"]
+            if done:
+                cell = min((done - 1) // per_cell, cells - 1)  # sweep's order: for T: for K
+                bar.progress(min(done / (cells * per_cell), 1.0),
+                             text=f"Cell {cell + 1}/{cells} (K = {ks[cell % len(ks)]}, T = "
+                                  f"{temps[cell // len(ks)]:g}): run {(done - 1) % per_cell + 1}/{per_cell} · "
+                                  f"{time.monotonic() - progress['started']:.0f} s elapsed")  # fmt: skip
+
         try:
-            while not future.done():
-                done = progress["runs"]
-                if done:
-                    cell = min((done - 1) // per_cell, cells - 1)  # sweep's order: for T: for K
-                    bar.progress(min(done / (cells * per_cell), 1.0),
-                                 text=f"Cell {cell + 1}/{cells} (K = {ks[cell % len(ks)]}, T = "
-                                      f"{temps[cell // len(ks)]:g}): run {(done - 1) % per_cell + 1}/{per_cell} · "
-                                      f"{time.monotonic() - progress['started']:.0f} s elapsed")  # fmt: skip
-                time.sleep(0.2)
-            future.result()  # a load or run error surfaces here
+            live.wait(future, tick)  # a load or run error surfaces here
         finally:  # also when a Stop interrupts this script: let the worker finish its current run
             stop.set()
             concurrent.futures.wait([future], timeout=60)

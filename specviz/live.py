@@ -32,7 +32,7 @@ import numpy as np
 
 from specviz import theory
 
-__all__ = ["Limits", "RunQueue", "RUN_QUEUE", "Worker", "check_pair", "check_request", "cost_breakdown", "limits_from_env",
+__all__ = ["Limits", "RunQueue", "RUN_QUEUE", "Worker", "wait", "check_pair", "check_request", "cost_breakdown", "limits_from_env",
            "n_counts", "text_segments", "segments_html"]  # fmt: skip
 
 _TRUE = ("1", "true", "yes", "on")
@@ -189,6 +189,18 @@ class RunQueue:
 
 
 RUN_QUEUE = RunQueue()  #: the process-wide queue the page uses
+
+
+def wait(future: Future, tick: Callable[[], None], interval_s: float = 0.2):
+    """Call ``tick()`` about every ``interval_s`` until ``future`` is done; return its result (or raise its error).
+
+    The page's progress bar updates in ``tick``; that is also where Streamlit interrupts the
+    script when the person presses Stop.
+    """
+    while not future.done():
+        tick()
+        time.sleep(interval_s)
+    return future.result()
 
 
 class Worker:

@@ -2,7 +2,10 @@
 
 Canonical lower-case column names with units in the name. ``label`` and ``k`` are
 required, plus at least one of ``alpha``, ``mean_accepted_tokens`` and
-``acceptance_rate``. Everything else is optional.
+``acceptance_rate`` — or, for a *speedup-only* row (a published table that gives a speedup but
+no acceptance figure, e.g. Chen et al. 2023 Table 1), a measured ``speedup`` (or
+``tokens_per_s`` with ``baseline_tokens_per_s``). Such rows have no α, so no prediction; they
+are drawn as measured points only. Everything else is optional.
 
 :func:`load_measurements` reads what people actually have -- our own bench CSV, a
 spreadsheet export from any engine, Spec-Bench's answer ``.jsonl`` or vLLM V1's
@@ -114,7 +117,7 @@ BENCH_COLUMNS: dict[str, str] = {
 #: Columns computed on load (an input column of the same name is ignored and recomputed).
 DERIVED_COLUMNS: dict[str, str] = {
     "alpha_used": "α used for predictions: alpha if given, else recovered from mean_accepted_tokens, "
-                  "else from acceptance_rate (specviz.theory)",
+                  "else from acceptance_rate (specviz.theory); empty for speedup-only rows",
     "alpha_source": "which column alpha_used came from",
     "c_used": "c used for predictions: c if given (or 1 / c_L), else t_target_ms / t_draft_ms",
     "c_source": "which column(s) c_used came from",
@@ -789,16 +792,24 @@ def _build(table: _Table, report: LoadReport, name: str, mean_tokens_without_bon
         if np.isfinite(values["speedup"]).any():
             report.conversions.append("speedup = tokens_per_s / baseline_tokens_per_s")
 
-    # -- at least one acceptance measure per row ------------------------------------------------
-    acc = [values[c] for c in ("alpha", "mean_accepted_tokens", "acceptance_rate") if c in values]
+    # -- at least one acceptance measure (or, for a speedup-only row, a speedup) per row ----------
+    acc = [values[c] for c in ("alpha", "mean_accepted_tokens", "acceptance_rate", "speedup") if c in values]
     has_acc = np.zeros(n, dtype=bool)
     for arr in acc:
         has_acc |= ~np.isnan(arr)
-    acc_columns = {"alpha", "mean_accepted_tokens", "acceptance_rate"}
+    acc_columns = {"alpha", "mean_accepted_tokens", "acceptance_rate", "speedup"}
     for i in np.flatnonzero(~has_acc):
         if not any(e.column in acc_columns for e in errors[i]):  # not already reported as a bad cell
             errors[i].append(RowError(rows[i], "alpha", "", "one of alpha, mean_accepted_tokens, acceptance_rate "
-                                                            "(all empty in this row)"))  # fmt: skip
+                                                            "or speedup (all empty in this row)"))  # fmt: skip
+    if "speedup" in values:
+        only = has_acc & np.all([np.isnan(values[c]) for c in ("alpha", "mean_accepted_tokens", "acceptance_rate")
+                                 if c in values] or [np.ones(n, dtype=bool)], axis=0)  # fmt: skip
+        only &= np.array([not e for e in errors], dtype=bool)
+        if only.any():
+            report.warnings.append(f"row(s) {_few([rows[i] for i in np.flatnonzero(only)])} give a speedup but no "
+                                   "acceptance figure (alpha, mean accepted tokens or acceptance rate): loaded as "
+                                   "speedup-only rows, without α or a prediction")  # fmt: skip
 
     # -- mean length and rate must agree (E[N] = 1 + rK); a mismatch is shown, not fixed ----------
     if "mean_accepted_tokens" in values and "acceptance_rate" in values:
@@ -1130,9 +1141,12 @@ def _check_required(chosen: dict, header: list[str], name: str, report: LoadRepo
     if "k" not in chosen and not k_given:
         missing.append("k (draft length K; also read from: num_speculative_tokens, gamma, n_draft, draft_max, "
                        "num_assistant_tokens, speculative_num_steps, …; or pass k=)")
-    if not ({"alpha", "mean_accepted_tokens", "acceptance_rate", "system_efficiency"} & set(chosen)):
+    speedup_only = "speedup" in chosen or {"tokens_per_s", "baseline_tokens_per_s"} <= set(chosen)
+    if not ({"alpha", "mean_accepted_tokens", "acceptance_rate", "system_efficiency"} & set(chosen)) \
+            and not speedup_only:  # fmt: skip
         missing.append("one of alpha, mean_accepted_tokens (mean acceptance length, accept_length, tau, …), "
-                       "acceptance_rate (draft_acceptance_rate, accept %, …)")
+                       "acceptance_rate (draft_acceptance_rate, accept %, …), or a measured speedup (speedup, "
+                       "or tokens_per_s with baseline_tokens_per_s)")
     if missing:
         found = ", ".join(repr(h) for h in header[:40]) + (" …" if len(header) > 40 else "")
         raise MeasurementError(f"{name}: missing required column(s): {'; '.join(missing)}. Found columns: {found}",
@@ -1469,6 +1483,8 @@ SAMPLES_DIR = Path(__file__).resolve().parents[1] / "data" / "samples"
 SAMPLES: dict[str, str] = {
     "specviz_bench_bundled_cpu.csv": "our own `python -m specviz bench` output: the bundled pair on a 2-core CPU",
     "published_leviathan2023.csv": "published figures: Leviathan et al. 2023 (T5-XXL), not our measurements",
+    "published_chen2023.csv": "published figures: Chen et al. 2023 (Chinchilla 70B; speedups only), "
+                              "not our measurements",
     "published_spec_bench.csv": "published figures: Spec-Bench leaderboard rows, not our measurements",
 }
 

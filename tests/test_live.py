@@ -136,7 +136,8 @@ def test_first_divergence_margin(pair):
     wrong = out.clone()
     wrong[7] = (wrong[7] + 1) % 256
     div = decoding.first_divergence(target, prompt, out, wrong)
-    logits = target(torch.cat([prompt, out[:7]]).view(1, -1))[0, -1].float()
+    with torch.inference_mode():
+        logits = target(torch.cat([prompt, out[:7]]).view(1, -1))[0, -1].float()
     top2 = torch.topk(logits, 2).values
     assert (div.position, div.expected, div.got) == (7, int(out[7]), int(wrong[7]))
     assert div.margin == pytest.approx(float(top2[0] - top2[1]))
@@ -205,26 +206,37 @@ def test_tiny_run_end_to_end_and_save(db_url):
 
 
 def test_stop_keeps_finished_cells(db_url, monkeypatch):
-    """What the Stop button leaves behind: the cells finished before it, marked as stopped."""
-    real = bench.measure_runs
-    calls = {"n": 0}
+    """A Stop click while the second cell runs: Streamlit raises StopException in the script thread at its
+    next progress tick; the worker stops before its next run; the finished cell stays."""
+    from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
-    def stop_on_second_cell(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 2:  # the rerun a Stop click causes interrupts the script thread like this
-            raise KeyboardInterrupt
-        return real(*args, **kwargs)
+    real_measure, cells_started = bench.measure_runs, threading.Event()
 
-    monkeypatch.setattr(bench, "measure_runs", stop_on_second_cell)
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    for name, value in TINY.items():
-        at.query_params[name] = value
-    at.run()
+    def measure(*args, **kwargs):
+        if measure.calls == 1:
+            cells_started.set()  # the second cell is running now
+        measure.calls += 1
+        return real_measure(*args, **kwargs)
+
+    measure.calls = 0
+
+    def wait_then_stop(future, tick, interval_s=0.2):
+        assert cells_started.wait(60), "the second cell never started"
+        tick()
+        raise StopException()  # what the Stop click does to the running script
+
+    monkeypatch.setattr(bench, "measure_runs", measure)
+    monkeypatch.setattr(live, "wait", wait_then_stop)
+    at = page(**TINY)
     [b for b in at.button if b.label == "Run"][0].click()
-    at.run()  # the interrupted run
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    monkeypatch.setattr(live, "wait", lambda *a, **k: pytest.fail("no run should start"))
     at = click(at, "Stop")
-    assert any("stopped by you" in w.value and "1 of 2 cell(s)" in w.value for w in at.warning)
+    assert any("stopped by you" in w.value and "1 of 2 cell(s)" in w.value for w in at.warning), \
+        [w.value for w in at.warning]  # fmt: skip
     assert at.dataframe[0].value.k.tolist() == [1]
+    assert measure.calls == 2  # the worker did not go on to a third cell
     assert live.RUN_QUEUE.busy() is None  # the queue was released
 
 

@@ -63,7 +63,7 @@ def test_empty_library_renders_with_template_and_hints(db_url):
     assert not at.error
     options = at.selectbox(key="measured.sample").options
     assert [o.split(" — ")[0] for o in options] == list(measurements.available_samples())
-    assert len(options) == 3 and any("not our measurements" in o for o in options)
+    assert len(options) == 4 and any("not our measurements" in o for o in options)
 
 
 def test_upload_good_file_preview_save_and_overlays(db_url):

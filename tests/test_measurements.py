@@ -423,7 +423,19 @@ def test_missing_required_columns_named():
     with pytest.raises(ValueError, match=r"missing required column\(s\): k .*Found columns: 'label', 'alpha'"):
         load("label,alpha\nA,0.5\n")
     with pytest.raises(ValueError, match="one of alpha, mean_accepted_tokens"):
-        load("label,gamma,speedup\nA,4,2\n")
+        load("label,gamma,c\nA,4,20\n")
+
+
+def test_speedup_only_rows_load_without_alpha():
+    """A published table with a speedup but no acceptance figure (Chen et al. 2023 Table 1)."""
+    df, report = load("label,gamma,speedup,alpha\nA,4,2.0,\nB,4,,0.7\nC,4,,\n")
+    assert list(df.label) == ["A", "B"] and np.isnan(df.alpha_used.iloc[0]) and df.alpha_used.iloc[1] == 0.7
+    assert np.isnan(df.predicted_speedup.iloc[0]) and df.speedup.iloc[0] == 2.0
+    assert any("speedup-only" in w and "2" in w for w in report.warnings)
+    (err,) = report.row_errors
+    assert err.row == 4 and "or speedup (all empty in this row)" in err.allowed
+    df, report = load("label,k,tokens_per_s,baseline_tokens_per_s\nA,4,133,70.9\n")
+    assert df.speedup.iloc[0] == pytest.approx(133 / 70.9) and any("speedup-only" in w for w in report.warnings)
     df, report = load("label,alpha\nA,0.5\n", k=3)  # K given by the caller
     assert df.k.iloc[0] == 3 and any("given by the caller" in c for c in report.conversions)
 
@@ -675,7 +687,9 @@ def _check_one(data, kw) -> None:
     assert set(COLUMNS) | set(DERIVED_COLUMNS) <= set(df.columns)
     assert (df.k >= 1).all() and df.label.notna().all()
     ok = df.alpha_used.notna()
-    assert ok.all() and df.alpha_used.between(0, 1).all()
+    speedup_only = df.speedup.notna() & df[["alpha", "mean_accepted_tokens", "acceptance_rate"]].isna().all(axis=1)
+    assert (ok | speedup_only).all() and df.alpha_used.dropna().between(0, 1).all()
+    assert df.predicted_speedup[~ok].isna().all()
     m = df.mean_accepted_tokens.dropna()
     assert ((m >= 1) & (m <= df.k[m.index] + 1)).all()
     for col in ("c_used", "predicted_speedup", "speedup"):
