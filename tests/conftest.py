@@ -11,3 +11,15 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(n)
+
+
+@pytest.fixture
+def db_url(tmp_path, monkeypatch) -> str:
+    """A throw-away run library (SPECVIZ_DB_URL) and no deployment limits from the environment."""
+    from specviz import store
+
+    url = f"sqlite:///{tmp_path / 'library.sqlite'}"
+    monkeypatch.setenv(store.ENV_URL, url)
+    for name in ("SPECVIZ_HOSTED", "SPECVIZ_HF_ALLOWLIST", "SPECVIZ_MAX_WALL_S", "SPECVIZ_MAX_NEW_TOKENS"):
+        monkeypatch.delenv(name, raising=False)
+    return url

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from _apps import click, open_app
 from streamlit.testing.v1 import AppTest
 
 from specviz import bench, decoding, live, store
@@ -147,30 +148,8 @@ def test_first_divergence_margin(pair):
 # ----------------------------------------------------------------------------- the page
 
 
-@pytest.fixture
-def db_url(tmp_path, monkeypatch) -> str:
-    url = f"sqlite:///{tmp_path / 'library.sqlite'}"
-    monkeypatch.setenv(store.ENV_URL, url)
-    for name in ("SPECVIZ_HOSTED", "SPECVIZ_HF_ALLOWLIST", "SPECVIZ_MAX_WALL_S"):
-        monkeypatch.delenv(name, raising=False)
-    return url
-
-
 def page(**query: str) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=120)
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def click(at: AppTest, label: str) -> AppTest:
-    (button,) = [b for b in at.button if b.label == label]
-    button.click()
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_app("pages/live.py", timeout=120, **query)
 
 
 def test_opening_a_link_restores_controls_but_does_not_run(db_url):
@@ -282,10 +261,7 @@ def test_two_concurrent_page_runs_both_complete(db_url, monkeypatch):
     results = {}
 
     def session(name):
-        at = AppTest.from_file(PAGE, default_timeout=120)
-        for q, v in TINY.items():
-            at.query_params[q] = v
-        at.run()
+        at = page(**TINY)
         [b for b in at.button if b.label == "Run"][0].click()
         at.run()
         results[name] = at

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _apps import open_app, rerun
 from streamlit.testing.v1 import AppTest
 
 from specviz import measurements, store
@@ -19,26 +20,8 @@ VLLM_LINE = ("INFO 05-12 10:00:01 [loggers.py:123] SpecDecoding metrics: Mean ac
              "Accepted: 195200 tokens, Drafted: 300000 tokens, Per-position acceptance rate: 0.800, 0.640, 0.512")  # fmt: skip
 
 
-@pytest.fixture
-def db_url(tmp_path, monkeypatch) -> str:
-    url = f"sqlite:///{tmp_path / 'library.sqlite'}"
-    monkeypatch.setenv(store.ENV_URL, url)
-    return url
-
-
 def run(**query: str) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=60)
-    for name, value in query.items():
-        at.query_params[name] = value
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
-def rerun(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_app("pages/measured_data.py", **query)
 
 
 def button(at: AppTest, label: str):

@@ -1,0 +1,32 @@
+"""AppTest helpers shared by the page tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def open_app(path: str, timeout: float = 60, **query: str) -> AppTest:
+    """Run the page at ``path`` (relative to the repository) with ``query`` as its URL parameters; no exception."""
+    at = AppTest.from_file(str(ROOT / path), default_timeout=timeout)
+    for name, value in query.items():
+        at.query_params[name] = value
+    return rerun(at)
+
+
+def rerun(at: AppTest) -> AppTest:
+    """Run the script again (after a widget change) and check that it raised nothing."""
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def click(at: AppTest, label: str) -> AppTest:
+    """Click the one button labelled ``label`` and rerun."""
+    matches = [b for b in at.button if b.label == label]
+    assert len(matches) == 1, f"want one button {label!r}; have {[b.label for b in at.button]}"
+    matches[0].click()
+    return rerun(at)
