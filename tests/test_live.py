@@ -307,3 +307,15 @@ def test_hosted_mode_refuses_a_linked_local_path(db_url, monkeypatch):
     at = page(pair="meta-llama/Llama-3-70B,meta-llama/Llama-3-8B")
     assert any("allow-list" in e.value for e in at.error)
     assert at.number_input(key="live.new_tokens").max == 256  # the hosted cap
+
+
+def test_a_local_hugging_face_pair_runs_on_the_page(db_url, tmp_path):
+    """Outside hosted mode a 'TARGET,DRAFT' pair of local transformers folders runs like the bundled one."""
+    from specviz.models import hf
+
+    out = hf.export_pair("bundled", tmp_path / "hf")
+    at = click(page(**(TINY | {"ks": "2", "n_prompts": "1", "pair": f"{out}/target,{out}/draft"})), "Run")
+    assert not at.error, [e.value for e in at.error]
+    table = at.dataframe[0].value
+    assert table.k.tolist() == [2] and table["greedy_exact"].tolist() == [True]
+    assert at.dataframe[0].value["α̂ = A/(A+R)"].between(0, 1).all()
