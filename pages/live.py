@@ -26,11 +26,11 @@ def spec(limits: live.Limits) -> tuple:
         Param("device", "auto", "choice", choices=("auto", "cpu", "cuda")),
         Param("dtype", "auto", "choice", choices=tuple(DTYPES)),
         Param("prompts", "bundled", "choice", choices=("bundled", "custom")),
-        Param("n_prompts", 4, "int", 1, min(12, limits.max_prompts)),
+        Param("n_prompts", min(4, limits.max_prompts), "int", 1, min(12, limits.max_prompts)),
         Param("text", "", "text", hi=4000),
         Param("ks", [1, 2, 4, 6], "ints", 1, 16),
         Param("temps", [0.0, 1.0], "floats", 0.0, 1.0),
-        Param("new_tokens", 96, "int", 1, limits.max_new_tokens),
+        Param("new_tokens", min(96, limits.max_new_tokens), "int", 1, limits.max_new_tokens),
         Param("repeats", 1, "int", 1, limits.max_repeats),
         Param("seed", 0, "int", 0, 2**31 - 1),
     )
@@ -59,7 +59,7 @@ def device_note(device: str) -> None:
 def controls(limits: live.Limits) -> None:
     c1, c2, c3 = st.columns([3, 1, 1])
     try:
-        live.check_pair(st.session_state[key("pair")], limits)
+        st.session_state[key("pair")] = live.check_pair(st.session_state[key("pair")], limits)  # normalised
     except ValueError as exc:  # e.g. a link naming a pair this deployment refuses
         ui.show_error(exc)
         st.session_state[key("pair")] = "bundled"
@@ -82,7 +82,8 @@ def controls(limits: live.Limits) -> None:
         c2.text_area("Prompt", key=key("text"), height=100, max_chars=4000)
     c1, c2, c3, c4, c5 = st.columns([2, 2, 1, 1, 1])
     c1.multiselect("K values", K_CHOICES, key=key("ks"))
-    c2.multiselect("Temperatures (0 = greedy)", T_CHOICES, key=key("temps"))
+    c2.multiselect("Temperatures (0 = greedy)", sorted({*T_CHOICES, *st.session_state[key("temps")]}),
+                   key=key("temps"))  # a linked temperature outside the usual choices stays
     c3.number_input("New tokens", 1, limits.max_new_tokens, key=key("new_tokens"))
     c4.number_input("Repeats", 1, limits.max_repeats, key=key("repeats"))
     c5.number_input("Seed", 0, 2**31 - 1, key=key("seed"))
@@ -131,6 +132,8 @@ def run_benchmark(view: dict, limits: live.Limits) -> None:
     progress, stop = {"runs": 0, "started": None}, threading.Event()
 
     def job() -> None:  # runs on the worker thread: every torch call of the page happens here
+        if stop.is_set():  # stopped while queued behind another session's job
+            return
         target, draft, tokenizer = worker().pair(pair, device, DTYPES[view["dtype"]])
         progress["started"] = time.monotonic()
 
@@ -154,16 +157,21 @@ def run_benchmark(view: dict, limits: live.Limits) -> None:
                              on_wait=lambda m: status.warning(m, icon=":material/hourglass_top:")):  # fmt: skip
         status.empty()
         bar = st.progress(0.0, text="Loading the pair and warming up…")
+        submitted = time.monotonic()
         future = worker().submit(job)
 
-        def tick() -> None:  # the Stop button interrupts the script in here (at bar.progress)
-            done = progress["runs"]
-            if done:
-                cell = min((done - 1) // per_cell, cells - 1)  # sweep's order: for T: for K
-                bar.progress(min(done / (cells * per_cell), 1.0),
-                             text=f"Cell {cell + 1}/{cells} (K = {ks[cell % len(ks)]}, T = "
-                                  f"{temps[cell // len(ks)]:g}): run {(done - 1) % per_cell + 1}/{per_cell} · "
-                                  f"{time.monotonic() - progress['started']:.0f} s elapsed")  # fmt: skip
+        def tick() -> None:  # the Stop button interrupts the script in here (at bar.progress), also while loading
+            if progress["started"] is None:
+                bar.progress(0.0, text=f"Loading the pair and warming up… {time.monotonic() - submitted:.0f} s")
+                return
+            done = progress["runs"]  # runs finished; the one running now is number done + 1
+            if done >= cells * per_cell:
+                bar.progress(1.0, text="Finishing the last cell…")
+                return
+            cell, run = done // per_cell, done % per_cell + 1  # sweep's order: for T: for K
+            bar.progress(done / (cells * per_cell),
+                         text=f"Cell {cell + 1}/{cells} (K = {ks[cell % len(ks)]}, T = {temps[cell // len(ks)]:g}): "
+                              f"run {run}/{per_cell} · {time.monotonic() - progress['started']:.0f} s elapsed")  # fmt: skip
 
         try:
             live.wait(future, tick)  # a load or run error surfaces here
@@ -176,8 +184,13 @@ def run_benchmark(view: dict, limits: live.Limits) -> None:
 
 
 def canonical(rows: list[dict]) -> pd.DataFrame:
-    """The run's rows in the canonical schema with derived columns — exactly what the library stores."""
-    frame, _ = measurements.load_measurements(pd.DataFrame(rows).to_csv(index=False), name="live run")
+    """The run's rows in the canonical schema with derived columns — exactly what the library stores.
+
+    Raises ValueError if a row does not pass the schema (a bug: the engine's rows always should).
+    """
+    frame, report = measurements.load_measurements(pd.DataFrame(rows).to_csv(index=False), name="live run")
+    if report.row_errors:
+        raise ValueError("the run's rows do not all pass the measurement schema: " + report.summary())
     return frame
 
 
@@ -226,7 +239,7 @@ def show_results(state: dict, limits: live.Limits) -> None:
     labels = [f"K = {d['k']}, T = {d['temperature']:g}" for d in state["details"]]
     with tabs[2]:
         i = st.selectbox("Cell", range(len(labels)), format_func=labels.__getitem__, key=key("hist_cell"))
-        d, row = state["details"][i], frame.iloc[i]
+        d, row = state["details"][i], state["rows"][i]  # appended together, cell by cell
         pmf = theory.accepted_length_pmf(float(row["alpha"]), d["k"])
         st.plotly_chart(figures.n_histogram(d["n_counts"], pmf, int(d["n_counts"].sum()), observed="measured"),
                         width="stretch")  # fmt: skip
@@ -250,14 +263,15 @@ def show_results(state: dict, limits: live.Limits) -> None:
         st.caption("The first run of the cell: the prompt's last 400 characters in grey, then the generated text.")
 
     c1, c2, _ = st.columns([1, 1, 2])
-    c1.download_button("Download as measurement CSV", pd.DataFrame(state["rows"]).to_csv(index=False),
+    c1.download_button("Download as measurement CSV", store.export_csv(pd.DataFrame(state["rows"])),
                        "specviz_live.csv", "text/csv", icon=":material/download:")  # fmt: skip
     engine = ui.library()
     if engine is not None and not state.get("saved"):
         if c2.button("Save to the run library", icon=":material/save:", type="primary"):
             try:
-                state["saved"] = store.save_run(engine, frame, label=f"live: {state['pair']} "
-                                                f"({frame['hardware'].iloc[0]})", source="live page")  # fmt: skip
+                label = f"live: {state['pair']}"
+                label = (label if len(label) <= 120 else label[:119] + "…") + f" ({frame['hardware'].iloc[0]})"
+                state["saved"] = store.save_run(engine, frame, label=label[:200], source="live page")
             except ValueError as exc:
                 ui.show_error(exc)
     if state.get("saved"):
@@ -293,8 +307,14 @@ if run_clicked:
         run_benchmark(view, LIMITS)
     except (ValueError, RuntimeError, OSError) as exc:  # bad request, unknown model, out of memory …
         ui.show_error(exc)
-        st.session_state.pop(key("result"), None)
+        failed = st.session_state.get(key("result"))
+        if failed is not None and failed is not result:  # this run's state: keep what finished, if anything
+            if failed["rows"]:
+                failed["done"], failed["stopped"] = True, f"an error in a later cell: {exc}"
+            else:
+                st.session_state[key("result")] = result  # nothing measured: the previous results stay
     result = st.session_state.get(key("result"))
 if result is not None:
-    show_results(result, LIMITS)
+    with ui.reported_errors():
+        show_results(result, LIMITS)
 ui.publish(PAGE, SPEC, URL)

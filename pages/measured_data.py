@@ -33,14 +33,20 @@ heatmap_grid = ui.cached(overlays.heatmap_grid)
 
 
 def staged_inputs() -> list[tuple[str, bytes]]:
-    """(name, content) of every uploaded file, the pasted text and the loaded sample."""
+    """(name, content) of every uploaded file, the pasted text and the loaded sample; identical contents once."""
     items = [(f.name, f.getvalue()) for f in st.session_state.get(key("files")) or []]
     if st.session_state.get(key("paste"), "").strip():
         items.append(("pasted text", st.session_state[key("paste")].encode("utf-8")))
     sample = st.session_state.get(key("sample_loaded"))
     if sample:
         items.append((sample, (measurements.SAMPLES_DIR / sample).read_bytes()))
-    return items
+    unique: dict[bytes, tuple[str, bytes]] = {}
+    for name, data in items:
+        if data in unique:
+            st.caption(f"{ui.plain(name)} has the same content as {ui.plain(unique[data][0])}; shown once.")
+        else:
+            unique[data] = (name, data)
+    return list(unique.values())
 
 
 def show_report(report: measurements.LoadReport) -> None:
@@ -89,10 +95,18 @@ def add_section(engine) -> None:
     right.download_button("Download the CSV template", measurements.template_csv(), "specviz_template.csv",
                           "text/csv", icon=":material/download:")  # fmt: skip
 
+    options = (st.session_state[key("format")], st.session_state[key("k_given")], st.session_state[key("no_bonus")])
+    existing: set[int] = set()
+    if engine is not None:
+        try:
+            existing = set(store.list_runs(engine)["id"])
+        except ValueError as exc:
+            ui.show_error(exc)
+            engine = None  # files can still be checked, not saved
     for name, data in staged_inputs():
-        digest = hashlib.sha256(data).hexdigest()[:16]
+        digest = hashlib.sha256(data + repr(options).encode()).hexdigest()[:16]  # content and how it is read
         with st.container(border=True):
-            st.markdown(f"**{name}**")
+            st.markdown(f"**{ui.plain(name)}**")
             try:
                 frame, report = parse(data, name, st.session_state[key("format")], st.session_state[key("k_given")],
                                       st.session_state[key("no_bonus")])  # fmt: skip
@@ -102,6 +116,8 @@ def add_section(engine) -> None:
             show_report(report)
             st.dataframe(frame.head(200), width="stretch")
             saved = st.session_state.setdefault(key("saved"), {})
+            if digest in saved and saved[digest] not in existing:
+                del saved[digest]  # deleted since: it may be saved again
             if digest in saved:
                 st.success(f"Saved as run #{saved[digest]}.", icon=":material/check_circle:")
                 continue
@@ -164,7 +180,7 @@ def library_section(engine):
             st.session_state[key("confirm_delete")] = list(selected)
     pending = st.session_state.get(key("confirm_delete"))
     if pending:
-        names = ", ".join(f"#{i} {label_of.get(i, '?')}" for i in pending)
+        names = ", ".join(f"#{i} {ui.plain(label_of.get(i, '?'))}" for i in pending)
         st.warning(f"Delete {len(pending)} run(s) ({names}) for everyone using this library? This cannot be undone.",
                    icon=":material/warning:")  # fmt: skip
         yes, no, _ = st.columns([1, 1, 4])
@@ -237,6 +253,7 @@ if key("runs_next") in st.session_state:
 library = ui.library()
 add_section(library)
 if library is not None:
-    library_section(library)
-    overlay_section(library)
+    with ui.reported_errors():  # the library went away, or a run was deleted by someone else meanwhile
+        library_section(library)
+        overlay_section(library)
 ui.publish(PAGE, SPEC, URL)

@@ -138,7 +138,7 @@ def aggregate(measured: list[Run], k: int, temperature: float, new_tokens: int) 
         "k": k,
         "temperature": temperature,
         "alpha": alpha,
-        "alpha_overlap": pooled.alpha_overlap,
+        "alpha_overlap": min(1.0, pooled.alpha_overlap),  # Σ min(p, q) can exceed 1 by rounding
         "mean_accepted_tokens": pooled.mean_tokens,
         "acceptance_rate": pooled.accepted_total / (len(rounds) * k),
         "per_position_acceptance": ";".join(f"{a:.4f}" for a in pooled.per_position_acceptance),
@@ -181,6 +181,11 @@ def sweep(target, draft, tokenizer, prompts: list[str], ks: Iterable[int], tempe
         raise ValueError(f"repeats must be >= 1; got {repeats}")
     device = target.wte.weight.device
     encoded = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in prompts]
+    for i, p in enumerate(encoded):  # every cell must fit before the first one runs
+        try:
+            decoding.check_inputs([target, draft], p, new_tokens, max(temperatures), max(ks))
+        except ValueError as exc:
+            raise ValueError(f"prompt {i + 1}: {exc}") from None
     warm_up(target, draft, encoded[0])
     base = {"batch_size": 1, "device": str(device), "dtype": str(target.wte.weight.dtype).removeprefix("torch."),
             "torch_version": torch.__version__, "hardware": hardware_name(device), "method": "draft model",

@@ -23,7 +23,7 @@ import torch
 
 from specviz import sampling, theory
 
-__all__ = ["Divergence", "RoundRecord", "GenerationStats", "first_divergence", "generate_target_only",
+__all__ = ["Divergence", "RoundRecord", "GenerationStats", "check_inputs", "first_divergence", "generate_target_only",
            "probabilities", "speculative_generate"]
 
 
@@ -149,7 +149,8 @@ class GenerationStats:
         return float(theory.speedup(alpha, self.c, self.k))
 
 
-def _check(models, prompt: torch.Tensor, max_new_tokens: int, temperature: float, k: int) -> None:
+def check_inputs(models, prompt: torch.Tensor, max_new_tokens: int, temperature: float, k: int) -> None:
+    """ValueError unless ``prompt`` + ``max_new_tokens`` + K + 1 fits every model's context (and the rest is valid)."""
     if prompt.ndim != 1 or prompt.numel() == 0:
         raise ValueError(f"prompt must be a non-empty 1-D tensor of token ids; got shape {tuple(prompt.shape)}")
     if max_new_tokens < 1:
@@ -189,7 +190,7 @@ def generate_target_only(target, prompt: torch.Tensor, max_new_tokens: int, temp
     Returns ``(new_tokens, stats)``: exactly ``max_new_tokens`` ids (1-D LongTensor)
     and a :class:`GenerationStats` with ``t_target_ms`` the median decode step.
     """
-    _check([target], prompt, max_new_tokens, temperature, 0)
+    check_inputs([target], prompt, max_new_tokens, temperature, 0)
     device = target.wte.weight.device
     clock, greedy = _Clock(device), temperature == 0
     prompt = prompt.to(device)
@@ -246,7 +247,7 @@ def speculative_generate(target, draft, prompt: torch.Tensor, k: int, temperatur
     if int(k) != k or k < 1:
         raise ValueError(f"k must be an integer >= 1; got {k!r}")
     k = int(k)
-    _check([target, draft], prompt, max_new_tokens, temperature, k)
+    check_inputs([target, draft], prompt, max_new_tokens, temperature, k)
     device = target.wte.weight.device
     clock, greedy = _Clock(device), temperature == 0
     prompt = prompt.to(device)

@@ -86,9 +86,12 @@ def with_series(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+K_DRAWN_MAX = 512  #: curves and optima stop here, whatever K a row claims (the row's point is still drawn)
+
+
 def k_top(k_max_measured: int) -> int:
-    """Largest K drawn for a series measured up to ``k_max_measured``: two beyond it, at least 8."""
-    return max(8, int(k_max_measured) + 2)
+    """Largest K drawn for a series measured up to ``k_max_measured``: two beyond it, at least 8, at most 512."""
+    return int(min(K_DRAWN_MAX, max(8, int(k_max_measured) + 2)))
 
 
 def series_params(frame: pd.DataFrame) -> pd.DataFrame:

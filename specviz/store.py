@@ -21,7 +21,8 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -190,8 +191,10 @@ def _retry_locked(statement, timeout_s: float = _BUSY_S) -> None:
 
 
 def _sqlite_engine(url: sa.URL) -> Engine:
-    if url.database and url.database != ":memory:":
-        Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    if not url.database or url.database == ":memory:" or "mode=memory" in str(url):
+        raise StoreError(f"{ENV_URL}={url!s}: an in-memory SQLite database is private to one connection, so "
+                         "sessions would not share it; give a file, e.g. sqlite:////srv/specviz/runs.sqlite")  # fmt: skip
+    Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(url, connect_args={"timeout": _BUSY_S})
 
     @sa.event.listens_for(engine, "connect")
@@ -300,6 +303,15 @@ def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, no
     return int(run_id)
 
 
+@contextmanager
+def _reported(what: str) -> Iterator[None]:
+    """Database failures (file gone, locked past the timeout, server down) as a StoreError saying what failed."""
+    try:
+        yield
+    except sa.exc.SQLAlchemyError as exc:
+        raise StoreError(f"{what} failed: {getattr(exc, 'orig', None) or exc}") from exc
+
+
 def list_runs(engine: Engine) -> pd.DataFrame:
     """Every stored run, newest first, with the distinct models, hardware and methods of its rows.
 
@@ -307,7 +319,7 @@ def list_runs(engine: Engine) -> pd.DataFrame:
     (the last four: distinct values joined by ", ").
     """
     cols = ["id", "label", "source", "uploaded_at", "note", "n_rows"]
-    with engine.connect() as conn:
+    with _reported("listing the run library"), engine.connect() as conn:
         runs = pd.DataFrame(conn.execute(sa.select(*(_runs.c[c] for c in cols)).order_by(_runs.c.id.desc())).all(),
                             columns=cols)  # fmt: skip
         meta = conn.execute(sa.select(_rows.c.run_id, _rows.c.target_model, _rows.c.draft_model, _rows.c.hardware,
@@ -329,7 +341,7 @@ def _fetch(engine: Engine, run_ids: Iterable[int]) -> list[pd.DataFrame]:
     ids = [int(i) for i in run_ids]
     if not ids:
         return []
-    with engine.connect() as conn:
+    with _reported("reading runs from the library"), engine.connect() as conn:
         runs = {r.id: r for r in conn.execute(sa.select(_runs).where(_runs.c.id.in_(ids))).all()}
         missing = [i for i in ids if i not in runs]
         if missing:
@@ -384,7 +396,7 @@ def delete_runs(engine: Engine, run_ids: Iterable[int]) -> int:
     ids = [int(i) for i in run_ids]
     if not ids:
         return 0
-    with engine.begin() as conn:
+    with _reported("deleting runs"), engine.begin() as conn:
         conn.execute(_rows.delete().where(_rows.c.run_id.in_(ids)))
         return conn.execute(_runs.delete().where(_runs.c.id.in_(ids))).rowcount
 

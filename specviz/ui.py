@@ -8,6 +8,7 @@ drawing its widgets (each widget uses ``key=ui.key(PAGE, name)`` and no
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -66,9 +67,17 @@ def publish(page: str, spec: Sequence[share.Param], url_path: str) -> dict[str, 
     return params
 
 
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>])")  # emphasis, code, links / images / directives, HTML
+
+
+def plain(text: str) -> str:
+    """``text`` with Markdown's special characters escaped, so user-supplied names show as written."""
+    return _MARKDOWN.sub(r"\\\1", str(text))
+
+
 def show_error(exc: Exception) -> None:
-    """Show a library ValueError to the person, never a traceback."""
-    st.error(str(exc), icon=":material/error:")
+    """Show a library ValueError to the person (as plain text: it may quote their input), never a traceback."""
+    st.error(plain(str(exc)), icon=":material/error:")
 
 
 @contextmanager

@@ -319,3 +319,27 @@ def test_a_local_hugging_face_pair_runs_on_the_page(db_url, tmp_path):
     table = at.dataframe[0].value
     assert table.k.tolist() == [2] and table["greedy_exact"].tolist() == [True]
     assert at.dataframe[0].value["α̂ = A/(A+R)"].between(0, 1).all()
+
+
+def test_a_cell_that_cannot_fit_fails_before_any_run_and_keeps_earlier_results(db_url):
+    at = click(page(**TINY), "Run")
+    assert at.dataframe[0].value.k.tolist() == [1, 2]
+    at.multiselect(key="live.ks").set_value([1, 16])
+    at.number_input(key="live.new_tokens").set_value(480)
+    at = click(at, "Run")
+    assert any("exceeds the model's context of 512 tokens" in e.value for e in at.error)
+    assert at.dataframe[0].value.k.tolist() == [1, 2]  # the previous results are still shown
+
+
+def test_defaults_respect_lower_deployment_caps(db_url, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_MAX_NEW_TOKENS", "50")
+    monkeypatch.setenv("SPECVIZ_MAX_PROMPTS", "2")
+    at = page()
+    assert at.number_input(key="live.new_tokens").value == 50
+    assert at.number_input(key="live.n_prompts").value == 2
+    assert "new_tokens" not in at.query_params and "n_prompts" not in at.query_params
+
+
+def test_a_linked_temperature_outside_the_usual_choices_is_kept(db_url):
+    at = page(temps="0.25")
+    assert at.multiselect(key="live.temps").value == [0.25]

@@ -193,7 +193,31 @@ def test_export_of_selected_runs_is_escaped_csv(db_url):
 def test_unopenable_library_is_an_error_not_a_crash(monkeypatch):
     monkeypatch.setenv(store.ENV_URL, "not a database url")
     at = run()
-    assert any(store.ENV_URL in e.value and "not a database url" in e.value for e in at.error)
+    assert any(store.ENV_URL.replace("_", "\\_") in e.value and "not a database url" in e.value for e in at.error)
     at.file_uploader(key="measured.files").upload("bench.csv", GOOD, "text/csv")
     rerun(at)  # files can still be checked, just not saved
     assert not [b for b in at.button if b.label == "Save to library"]
+
+
+def test_identical_inputs_are_shown_once(db_url):
+    at = run()
+    at.file_uploader(key="measured.files").upload("a.csv", GOOD, "text/csv")
+    at.file_uploader(key="measured.files").upload("b.csv", GOOD, "text/csv")
+    rerun(at)
+    assert [b.label for b in at.button].count("Save to library") == 1
+    assert any("same content as a.csv" in c.value for c in at.caption)
+
+
+def test_a_deleted_run_can_be_saved_again(db_url):
+    at = run()
+    at.file_uploader(key="measured.files").upload("mixed.csv", PARTLY_BAD, "text/csv")
+    rerun(at)
+    button(at, "Save to library").click()
+    rerun(at)
+    (first,) = saved_runs(db_url).id
+    store.delete_runs(store.open_library(db_url), [first])  # e.g. by a colleague
+    rerun(at)
+    assert not any(s.value.startswith("Saved as run") for s in at.success)
+    button(at, "Save to library").click()
+    rerun(at)
+    assert saved_runs(db_url).id.tolist() == [first + 1]  # a new id: ids are never reused

@@ -709,3 +709,13 @@ def test_random_frames_curves_are_finite_and_the_star_is_the_curves_maximum(text
             assert on_curve == pytest.approx(s_star, rel=1e-12), (model, k_star, on_curve, s_star)
             assert s_star >= y.max() * (1 - 1e-12) and s_star > 1.0, (model, s_star, y.max())
             assert int(np.argmax(y)) + 1 == k_star or y.max() - on_curve <= 1e-12 * y.max()
+
+
+def test_absurd_k_is_drawn_only_up_to_the_cap():
+    """A row claiming K = 2^31 - 1 (allowed by the schema) must not hang or break the overlays."""
+    df = load(csv_text(["label", "k", "alpha", "c", "speedup"], [["big", 2**31 - 1, 0.8, 20, 2.1]]))
+    points, params, curve = pipeline(df)
+    assert overlays.k_top(2**31 - 1) == overlays.K_DRAWN_MAX
+    assert curve["k"].max() == overlays.K_DRAWN_MAX and params["k_star_basic"].iloc[0] <= overlays.K_DRAWN_MAX
+    fig = figures.overlay_speedup_vs_k(points, curve, params)
+    assert any(list(t.x) == [2**31 - 1] for t in fig.data)  # the measured point itself is still there

@@ -17,6 +17,8 @@ import sqlite3
 import sys
 import threading
 import time
+import types
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -539,6 +541,18 @@ def save_runs_worker(url: str, n_runs: int, tag: str, barrier, results) -> None:
         results.put((tag, {}, f"{type(exc).__name__}: {exc}"))
 
 
+@contextmanager
+def _plain_main():
+    """Start spawned children with an empty __main__: AppTest (other test files) leaves sys.modules['__main__']
+    pointing at the last page it ran, and a spawned child would import, i.e. run, that page first."""
+    saved = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = saved
+
+
 def _run_processes(url: str, n_procs: int, n_runs: int, parent_work=None):
     """Start n_procs spawned workers and release them together with parent_work (run in this process)."""
     ctx = multiprocessing.get_context("spawn")
@@ -546,8 +560,9 @@ def _run_processes(url: str, n_procs: int, n_runs: int, parent_work=None):
     results = ctx.Queue()
     procs = [ctx.Process(target=save_runs_worker, args=(url, n_runs, f"p{i}", barrier, results), daemon=True)
              for i in range(n_procs)]  # fmt: skip
-    for p in procs:
-        p.start()
+    with _plain_main():
+        for p in procs:
+            p.start()
     try:
         parent_result = parent_work(barrier) if parent_work else barrier.wait(timeout=120)
         got = [results.get(timeout=120) for _ in procs]
@@ -619,8 +634,9 @@ def test_two_processes_creating_the_schema_at_once_both_succeed(tmp_path):
     barrier, results = ctx.Barrier(2), ctx.Queue()
     procs = [ctx.Process(target=open_race_worker, args=(str(tmp_path), RACES, barrier, results), daemon=True)
              for _ in range(2)]  # fmt: skip
-    for p in procs:
-        p.start()
+    with _plain_main():
+        for p in procs:
+            p.start()
     try:
         errors = [e for _ in procs for e in results.get(timeout=120)]
     finally:
@@ -957,3 +973,9 @@ def test_open_library_on_a_file_that_is_not_a_database(tmp_path):
 def test_open_library_on_a_directory(tmp_path):
     with pytest.raises(store.StoreError, match="cannot open the run library"):
         store.open_library(f"sqlite:///{tmp_path}")
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:"])
+def test_in_memory_sqlite_is_refused(url):
+    with pytest.raises(store.StoreError, match="in-memory"):
+        store.open_library(url)
