@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -30,3 +31,8 @@ def click(at: AppTest, label: str) -> AppTest:
     assert len(matches) == 1, f"want one button {label!r}; have {[b.label for b in at.button]}"
     matches[0].click()
     return rerun(at)
+
+
+def shown_errors(at: AppTest) -> list[str]:
+    """The st.error texts as a person reads them (ui.show_error escapes Markdown: ``\\[`` shows as ``[``)."""
+    return [re.sub(r"\\([\\`*_\[\]<>])", r"\1", e.value) for e in at.error]
