@@ -73,8 +73,8 @@ def select_next(run_ids: list[int]) -> None:
     st.rerun()
 
 
-def add_section(engine) -> None:
-    """Upload / paste / sample → preview with the mapping and row errors → save as a run."""
+def add_section(engine, runs) -> None:
+    """Upload / paste / sample → preview with the mapping and row errors → save as a run (``runs``: the library)."""
     st.subheader("Add measurements")
     left, right = st.columns([3, 2])
     left.file_uploader("Benchmark files (CSV, Spec-Bench .jsonl, vLLM logs)", accept_multiple_files=True,
@@ -96,13 +96,7 @@ def add_section(engine) -> None:
                           "text/csv", icon=":material/download:")  # fmt: skip
 
     options = (st.session_state[key("format")], st.session_state[key("k_given")], st.session_state[key("no_bonus")])
-    existing: set[int] = set()
-    if engine is not None:
-        try:
-            existing = set(store.list_runs(engine)["id"])
-        except ValueError as exc:
-            ui.show_error(exc)
-            engine = None  # files can still be checked, not saved
+    existing = set(runs["id"]) if runs is not None else set()
     for name, data in staged_inputs():
         digest = hashlib.sha256(data + repr(options).encode()).hexdigest()[:16]  # content and how it is read
         with st.container(border=True):
@@ -139,10 +133,9 @@ def add_section(engine) -> None:
                     select_next(sorted({*st.session_state[key("runs")], run_id}))
 
 
-def library_section(engine):
-    """The stored runs with filters, the selection to plot, export and delete. Returns the library table."""
+def library_section(engine, runs) -> None:
+    """The stored runs (``runs``, from store.list_runs) with filters, the selection to plot, export and delete."""
     st.subheader("Run library")
-    runs = store.list_runs(engine)
     gone = [i for i in st.session_state[key("runs")] if i not in set(runs["id"])]
     if gone:
         st.warning(f"Run(s) {', '.join(f'#{i}' for i in gone)} are not in the library (deleted, or a link from "
@@ -150,7 +143,7 @@ def library_section(engine):
         st.session_state[key("runs")] = [i for i in st.session_state[key("runs")] if i not in gone]
     if runs.empty:
         st.info("The library is empty: add a file above, or load a sample.", icon=":material/inventory_2:")
-        return runs
+        return
     c1, c2, c3, c4 = st.columns(4)
     c1.text_input("Filter by label, model, hardware or method", key=key("filter"), max_chars=200)
     facets = {}
@@ -192,7 +185,6 @@ def library_section(engine):
         if no.button("Cancel", key=key("delete_no")):
             st.session_state[key("confirm_delete")] = None
             st.rerun()
-    return runs
 
 
 def overlay_section(engine) -> None:
@@ -250,10 +242,16 @@ st.caption("Upload benchmark results from any engine, keep them in the team's ru
 ui.restore(PAGE, SPEC)
 if key("runs_next") in st.session_state:
     st.session_state[key("runs")] = st.session_state.pop(key("runs_next"))
-library = ui.library()
-add_section(library)
+library, runs = ui.library(), None
 if library is not None:
-    with ui.reported_errors():  # the library went away, or a run was deleted by someone else meanwhile
-        library_section(library)
+    try:
+        runs = store.list_runs(library)
+    except ValueError as exc:  # the library went away: files can still be checked, not saved
+        ui.show_error(exc)
+        library = None
+add_section(library, runs)
+if library is not None:
+    with ui.reported_errors():  # e.g. a run deleted by someone else meanwhile
+        library_section(library, runs)
         overlay_section(library)
 ui.publish(PAGE, SPEC, URL)
