@@ -36,6 +36,20 @@ def median_time(fn, repeats: int = 5, warmup: int = 1) -> tuple[float, list[floa
     return statistics.median(times), times
 
 
+def time_reference(fn, points: list, repeats: int = 3) -> tuple[list, float, float]:
+    """``[fn(*p) for p in points]`` timed as a whole (median of ``repeats``, no warm-up).
+
+    Returns (results of the last call, median seconds, median seconds per point).
+    """
+    out: dict[str, list] = {}
+
+    def run() -> None:
+        out["results"] = [fn(*p) for p in points]
+
+    med, _ = median_time(run, repeats=repeats, warmup=0)
+    return out["results"], med, med / len(points)
+
+
 def fmt_s(t: float) -> str:
     """A duration with a readable unit."""
     if t >= 1.0:
@@ -49,15 +63,9 @@ def fmt_s(t: float) -> str:
 
 def machine_line(extra: str = "") -> str:
     """One line naming the machine: platform, CPU model, cores, Python, load, plus ``extra``."""
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    from specviz.machine import cpu_model
+
+    cpu = cpu_model()
     try:
         load = f"{os.getloadavg()[0]:.2f}"
     except OSError:

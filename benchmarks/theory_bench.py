@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from _report import ROOT, fmt_s, machine_line, median_time, record, summary  # noqa: I001
+from _report import ROOT, fmt_s, machine_line, median_time, record, summary, time_reference  # noqa: I001
 
 import numpy as np  # noqa: E402
 
@@ -103,14 +103,7 @@ def bench_optimal_k(repeats: int, subset: int, rng: np.random.Generator) -> None
     ii = rng.integers(0, N_GRID, subset)
     jj = rng.integers(0, N_GRID, subset)
     pts = [(float(alpha[i]), float(c[j])) for i, j in zip(ii, jj)]
-    out = {}
-
-    def run_ref():
-        out["ref"] = [ref_optimal_k(a, cc) for a, cc in pts]
-
-    ref_t, _ = median_time(run_ref, repeats=3, warmup=0)
-    ref = out["ref"]
-    ref_pp = ref_t / subset
+    ref, ref_t, ref_pp = time_reference(ref_optimal_k, pts)
     ratio = ref_pp / vec_pp
     print(f"    reference (median of 3): {fmt_s(ref_t)} for {subset:,} points = {fmt_s(ref_pp)}/point; "
           f"extrapolated to the full grid: {fmt_s(ref_pp * n_pts)}")
@@ -165,14 +158,7 @@ def bench_break_even(repeats: int, subset: int, rng: np.random.Generator) -> Non
     ii = rng.integers(0, K_MAX, subset)
     jj = rng.integers(0, N_GRID, subset)
     pts = [(int(k[i, 0]), float(c[0, j])) for i, j in zip(ii, jj)]
-    out = {}
-
-    def run_ref():
-        out["ref"] = [ref_break_even(kk, cc) for kk, cc in pts]
-
-    ref_t, _ = median_time(run_ref, repeats=3, warmup=0)
-    ref = out["ref"]
-    ref_pp = ref_t / subset
+    ref, ref_t, ref_pp = time_reference(ref_break_even, pts)
     ref_arr = np.array(ref)
     vec_arr = a_star[ii, jj]
     nan_same = bool(np.array_equal(np.isnan(ref_arr), np.isnan(vec_arr)))

@@ -8,8 +8,6 @@ the rounds of all its runs. The same :func:`run_cell` serves the CLI and the liv
 from __future__ import annotations
 
 import json
-import os
-import platform
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +16,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from specviz import decoding, theory
+from specviz import decoding, machine, theory
 
 PROMPTS_FILE = Path(__file__).resolve().parent.parent / "data" / "prompts" / "stdlib_validation.jsonl"
 
@@ -48,15 +46,7 @@ def hardware_name(device: torch.device) -> str:
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         return f"{props.name} ({props.total_memory / 2**30:.0f} GiB)"
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores (CPU)"
+    return f"{machine.cpu_name()} (CPU)"
 
 
 def warm_up(target, draft, prompt: torch.Tensor, k: int = 2) -> None:

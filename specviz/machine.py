@@ -1,0 +1,23 @@
+"""What machine a measurement ran on (no torch here, so the theory benchmark can use it too)."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, else what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def cpu_name() -> str:
+    """CPU model and core count, e.g. ``"AMD EPYC, 2 cores"``."""
+    return f"{cpu_model()}, {os.cpu_count()} cores"
