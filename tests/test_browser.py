@@ -338,3 +338,26 @@ def test_live_run_draws_the_overlay(app_url, page, screenshot_dir):
     assert_no_exception(page, "/live after Run")
     expect(page.get_by_text("speculative output equals target-only output").first).to_be_visible()
     full_page_screenshot(page, screenshot_dir / "live-run.png")
+
+
+def test_two_sessions_run_at_once_and_both_complete(app_url, browser):
+    """Two browser sessions press Run together: one queues behind the other, both draw their results."""
+    url = app_url + "/live?ks=1,2&temps=0&new_tokens=16&n_prompts=2"
+    contexts = [browser.new_context(viewport=VIEWPORT) for _ in range(2)]
+    try:
+        pages = []
+        for context in contexts:
+            context.set_default_timeout(RUN_TIMEOUT_MS)
+            pg = context.new_page()
+            open_page(pg, url)
+            pages.append(pg)
+        for pg in pages:
+            pg.get_by_role("button", name="Run").click()
+        for pg in pages:
+            pg.locator(CHART_SHOWN).first.wait_for(state="visible", timeout=120_000)
+            wait_drawn(pg)
+            assert_no_exception(pg, "/live, two sessions running at once")
+            expect(pg.get_by_text("2 cell(s) measured").first).to_be_visible()
+    finally:
+        for context in contexts:
+            context.close()

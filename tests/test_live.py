@@ -246,38 +246,6 @@ def test_second_run_queues_behind_another_and_completes(db_url):
     assert at.dataframe[0].value.k.tolist() == [1, 2]  # … and then completed
 
 
-def test_two_concurrent_page_runs_both_complete(db_url, monkeypatch):
-    spans = []
-    real = bench.sweep
-
-    def timed(*args, **kwargs):
-        t0 = time.monotonic()
-        try:
-            return real(*args, **kwargs)
-        finally:
-            spans.append((t0, time.monotonic()))
-
-    monkeypatch.setattr(bench, "sweep", timed)
-    results = {}
-
-    def session(name):
-        at = page(**TINY)
-        [b for b in at.button if b.label == "Run"][0].click()
-        at.run()
-        results[name] = at
-
-    threads = [threading.Thread(target=session, args=(n,)) for n in ("a", "b")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    for at in results.values():
-        assert not at.exception, [e.value for e in at.exception]
-        assert at.dataframe[0].value.k.tolist() == [1, 2]
-    (a0, a1), (b0, b1) = sorted(spans)
-    assert a1 <= b0, "the two sessions' runs overlapped"
-
-
 @pytest.mark.parametrize(("query", "message"), [
     ({"prompts": "custom", "text": ""}, "prompts: the prompt is empty"),
     ({"device": "cuda"}, "no CUDA GPU is available"),
