@@ -8,6 +8,10 @@ Run from the repository root::
 
 Checks (targets in brackets), on the first ``--prompts`` prompts of data/prompts/stdlib_validation.jsonl:
 
+0. (no target; context) the linear-layer backend: median cached target forward over 1 and K + 1
+   tokens with the oneDNN-packed weights our engine uses on the CPU versus plain ``F.linear``
+   (MKL), same process, same weights. ``--no-onednn`` runs everything below with ``F.linear``.
+
 1. our engine, greedy, every K of ``--ks`` (``specviz.bench.run_cell``: per prompt × repeat a
    target-only run and a speculative run; speedup = ratio of their decode-loop tokens/s)
    a. best-K median speedup                                               [>= 2.0x]
@@ -34,7 +38,7 @@ Checks (targets in brackets), on the first ``--prompts`` prompts of data/prompts
       speculative outputs identical token for token for every prompt   [all identical]
 
 Defaults (4 prompts × 3 repeats × 128 tokens, K in 1,2,3,4,5,6,8; 2 repeats at T = 1) keep the
-run to about 5 minutes on a quiet 2-core CPU with the bundled pair (≈ 6 ms per target step).
+run to about 3 minutes on a quiet 2-core CPU with the bundled pair (≈ 3 ms per target step).
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from specviz import bench, decoding  # noqa: E402
-from specviz.models import load_pair, resolve_device  # noqa: E402
+from specviz.models import gpt, load_pair, resolve_device  # noqa: E402
 
 SEED = 0
 SPEEDUP_T0 = 2.0
@@ -369,6 +373,45 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
 # --------------------------------------------------------------------------------------
 
 
+@torch.inference_mode()
+def _forward_ms(model, n_tokens: int, start: int = 200, steps: int = 40) -> float:
+    """Median time of one cached forward over ``n_tokens`` tokens at position ``start``."""
+    model.setup_cache(1, model.cfg.block_size)
+    model(torch.zeros(1, start, dtype=torch.long, device=model.wte.weight.device), 0)
+    block = torch.arange(n_tokens, device=model.wte.weight.device).view(1, -1)
+    clock = decoding._Clock(model.wte.weight.device)
+    times = []
+    for i in range(steps + 5):
+        t0 = clock.now()
+        model(block, start)
+        if i >= 5:
+            times.append(clock.now() - t0)
+    return 1e3 * statistics.median(times)
+
+
+def backend_section(target, draft, k: int) -> None:
+    """Print cached forward times with and without the oneDNN-packed linears (same weights, same run)."""
+    print(f"\n[0] linear backend: median cached forward (ms), 1 token and K + 1 = {k + 1} tokens; "
+          f"packing applies to models with >= {gpt.PACK_MIN_BYTES >> 20} MiB of fp32 linear weights")
+    saved = gpt.PACK_MIN_BYTES
+    for name, model in (("target", target), ("draft", draft)):
+        if not isinstance(model, gpt.GPT):
+            print(f"    {name}: not a specviz GPT (a transformers model): skipped")
+            continue
+        times = {}
+        for label, threshold in (("as used", saved), ("F.linear", float("inf"))):
+            gpt.PACK_MIN_BYTES = threshold
+            try:
+                times[label] = (_forward_ms(model, 1), _forward_ms(model, k + 1))
+            finally:
+                gpt.PACK_MIN_BYTES = saved
+        with torch.inference_mode():
+            packed = model._packed_linears() is not None
+        (a1, ak), (b1, bk) = times["as used"], times["F.linear"]
+        print(f"    {name} ({'oneDNN packed' if packed else 'F.linear'} as used): 1 token {a1:.3f} vs F.linear "
+              f"{b1:.3f} ({b1 / a1:.2f}x); {k + 1} tokens {ak:.3f} vs {bk:.3f} ({bk / ak:.2f}x)")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pair", default="bundled", help="'bundled', a folder with target/ and draft/, or 'TARGET,DRAFT'")
@@ -381,12 +424,16 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (default: leave torch's choice)")
     ap.add_argument("--device", default="auto", help="auto, cpu, cuda[:N]")
     ap.add_argument("--skip-hf", action="store_true", help="skip the transformers comparisons")
+    ap.add_argument("--no-onednn", action="store_true",
+                    help="decode with F.linear everywhere (no oneDNN-packed weights), to see what they contribute")
     ap.add_argument("--strict", action="store_true", help="exit 1 if any target fails")
     args = ap.parse_args(argv)
     if min(args.new_tokens, args.prompts, args.repeats, args.repeats_t1) < 1:
         ap.error("--new-tokens, --prompts, --repeats and --repeats-t1 must be >= 1")
 
     t_start = time.perf_counter()
+    if args.no_onednn:
+        gpt.PACK_MIN_BYTES = float("inf")
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
@@ -428,6 +475,8 @@ def main(argv=None) -> int:
     bench.warm_up(target, draft, prompts[0], k=max(args.ks))
     bench.warm_up(target, draft, prompts[0], k=min(args.ks))
     print(f"warm-up {time.perf_counter() - t0:.1f} s")
+    if not args.no_onednn:
+        backend_section(target, draft, max(args.ks))
 
     rows0 = engine_section("1", target, draft, prompts, args.ks, 0.0, args.new_tokens, args.repeats)
     rows1 = engine_section("2", target, draft, prompts, args.ks_t1 or args.ks, 1.0, args.new_tokens, args.repeats_t1)

@@ -3,6 +3,17 @@
 The cache is preallocated for ``block_size`` positions and written by absolute
 position, so a speculative round that is partly rejected needs no rollback: the
 next forward simply writes over the stale entries from the new position on.
+
+Cached decoding on the CPU in fp32 runs the large linear layers through oneDNN
+with weights prepacked once (:class:`PackedLinears`). PyTorch's default fp32 path
+calls MKL, whose small-batch sgemm is about 2× slower on the AMD CPU we measured
+when the weights stream from memory (``benchmarks/engine_bench.py`` prints the
+ratio); decoding multiplies 1 to K + 1 rows by every weight matrix, which is
+exactly that case. A model whose linear weights total under
+:data:`PACK_MIN_BYTES` keeps ``F.linear``: its weights stay in cache, and there
+oneDNN's fixed cost of about 16 µs a call outweighs its faster kernel (the
+bundled draft is such a model). Training and the full-recompute forward keep
+``nn.Linear`` (autograd, and an independent oracle).
 """
 
 from __future__ import annotations
@@ -17,6 +28,48 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 VOCAB_SIZE = 256  # bytes; no special tokens are needed
+PACK_MIN_BYTES = 4 << 20  # models with fewer bytes of linear weights decode with F.linear
+
+
+def onednn_available() -> bool:
+    """True when this PyTorch build has oneDNN's fused linear op (``torch.ops.mkldnn._linear_pointwise``)."""
+    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+
+
+class PackedLinears:
+    """oneDNN-prepacked copies of a model's linear weights, valid while the weights are unchanged.
+
+    A pack is keyed on each weight's storage pointer and version counter, so an
+    optimizer step, ``load_state_dict`` or ``.to()`` makes it stale and
+    :meth:`GPT._packed_linears` repacks (about 15 ms for the bundled target).
+    """
+
+    def __init__(self, layers: list[nn.Linear]):
+        self.layers = layers
+        self.keys = [self._key(m.weight) for m in layers]
+        # (out, in) → oneDNN's blocked layout; None = no batch-size hint (fast for 1..~32 rows)
+        self.weights = [torch.ops.mkldnn._reorder_linear_weight(m.weight.detach(), None) for m in layers]
+        self.by_layer = {id(m): w for m, w in zip(layers, self.weights, strict=True)}
+
+    @staticmethod
+    def _key(w: torch.Tensor) -> tuple[int, int]:
+        return w.data_ptr(), w._version
+
+    def valid(self) -> bool:
+        return all(self._key(m.weight) == key for m, key in zip(self.layers, self.keys, strict=True))
+
+    def __call__(self, layer: nn.Linear, x: torch.Tensor, gelu: bool = False) -> torch.Tensor:
+        """``layer(x)`` (``gelu(layer(x))`` if asked; exact erf GELU) with the packed weight. x: (..., in)."""
+        return torch.ops.mkldnn._linear_pointwise(x, self.by_layer[id(layer)], None,
+                                                  "gelu" if gelu else "none", [], "none" if gelu else "")  # fmt: skip
+
+
+def _linear(layer: nn.Linear, x: torch.Tensor, packed: PackedLinears | None, gelu: bool = False) -> torch.Tensor:
+    """``layer(x)``, through the packed oneDNN weight when ``packed`` is given; optionally followed by GELU."""
+    if packed is not None:
+        return packed(layer, x, gelu)
+    y = layer(x)
+    return F.gelu(y) if gelu else y
 
 
 @dataclass(frozen=True)
@@ -65,9 +118,10 @@ class CausalSelfAttention(nn.Module):
         self.dropout = cfg.dropout
         self.cache: KVCache | None = None
 
-    def forward(self, x: torch.Tensor, start: int | None, mask: torch.Tensor | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, start: int | None, mask: torch.Tensor | None,
+                packed: PackedLinears | None = None) -> torch.Tensor:
         b, t, c = x.shape  # (B, T, C)
-        q, k, v = self.qkv(x).split(c, dim=2)
+        q, k, v = _linear(self.qkv, x, packed).split(c, dim=2)
         q, k, v = (z.view(b, t, self.n_head, self.head_dim).transpose(1, 2) for z in (q, k, v))  # (B, nh, T, hs)
         if start is None:  # training / full recompute: plain causal attention
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
@@ -75,7 +129,7 @@ class CausalSelfAttention(nn.Module):
         else:  # cached decoding: attend to every cached position ≤ the query's own
             k, v = self.cache.update(start, k, v)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        return self.proj(y.transpose(1, 2).reshape(b, t, c))
+        return _linear(self.proj, y.transpose(1, 2).reshape(b, t, c), packed)
 
 
 class Block(nn.Module):
@@ -86,9 +140,12 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=False), nn.GELU(),
                                  nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=False))  # fmt: skip
 
-    def forward(self, x, start, mask):
-        x = x + self.attn(self.ln1(x), start, mask)
-        return x + self.mlp(self.ln2(x))
+    def forward(self, x, start, mask, packed: PackedLinears | None = None):
+        x = x + self.attn(self.ln1(x), start, mask, packed)
+        if packed is None:
+            return x + self.mlp(self.ln2(x))
+        up, _, down = self.mlp  # Linear, GELU, Linear: GELU fused into the first packed linear
+        return x + _linear(down, _linear(up, self.ln2(x), packed, gelu=True), packed)
 
 
 class GPT(nn.Module):
@@ -111,6 +168,9 @@ class GPT(nn.Module):
         self.head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
         self.head.weight = self.wte.weight  # weight tying
         self.apply(self._init)
+        self._linears = [m for m in self.modules() if isinstance(m, nn.Linear)]
+        self._linear_fp32_bytes = 4 * sum(m.weight.numel() for m in self._linears)
+        self._packed: PackedLinears | None = None
 
     @staticmethod
     def _init(m: nn.Module) -> None:
@@ -130,6 +190,16 @@ class GPT(nn.Module):
         self._cache_len = length
         self._causal = torch.ones(length, length, dtype=torch.bool, device=p.device).tril()
 
+    def _packed_linears(self) -> PackedLinears | None:
+        """The oneDNN packs for cached decoding: CPU, fp32, no autograd; repacked when weights changed."""
+        w = self.wte.weight
+        if (self._linear_fp32_bytes < PACK_MIN_BYTES or torch.is_grad_enabled() or w.device.type != "cpu"
+                or w.dtype != torch.float32 or w.is_inference() or not onednn_available()):  # fmt: skip
+            return None  # (inference-mode weights have no version counter to key a pack on)
+        if self._packed is None or not self._packed.valid():
+            self._packed = PackedLinears(self._linears)
+        return self._packed
+
     def forward(self, idx: torch.Tensor, start: int | None = None) -> torch.Tensor:
         """Logits (B, T, vocab) for tokens ``idx`` (B, T) at positions start.. (or 0.. without a cache)."""
         b, t = idx.shape
@@ -145,9 +215,10 @@ class GPT(nn.Module):
             x = self.wte(idx) + self.wpe(torch.arange(start, end, device=idx.device))
             # (T, end): the query at position start+i attends to keys 0..start+i; one query sees everything
             mask = None if t == 1 else self._causal[start:end, :end]
+        packed = None if start is None else self._packed_linears()
         for blk in self.blocks:
-            x = blk(x, start, mask)
-        return self.head(self.ln_f(x))
+            x = blk(x, start, mask, packed)
+        return _linear(self.head, self.ln_f(x), packed)
 
     # --- persistence: config.json + model.safetensors (never pickle) -------------------
 
