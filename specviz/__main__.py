@@ -1,4 +1,4 @@
-"""Command line: ``python -m specviz bench|train|prompts ...``."""
+"""Command line: ``python -m specviz bench|train|card|prompts ...``."""
 
 from __future__ import annotations
 
@@ -39,6 +39,21 @@ def cmd_train(args: argparse.Namespace) -> int:
           f"draft {card['draft']['validation_bits_per_byte']} bits/byte, "
           f"alpha greedy {card['acceptance_on_validation']['alpha_greedy']}, "
           f"alpha T=1 {card['acceptance_on_validation']['alpha_t1']}, c {card['speed']['c']}")
+    return 0
+
+
+def cmd_card(args: argparse.Namespace) -> int:
+    from specviz.models import train
+
+    try:
+        card = train.remeasure_card(Path(args.out), Path(args.corpus) if args.corpus else None)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    speed, acc = card["speed"], card["acceptance_on_validation"]
+    print(f"rewrote {args.out}/README.md and card.json: T_target {speed['t_target_ms']} ms, "
+          f"T_draft {speed['t_draft_ms']} ms, c {speed['c']}; alpha greedy {acc['alpha_greedy']}, "
+          f"alpha T=1 {acc['alpha_t1']}")
     return 0
 
 
@@ -133,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seq-len", type=int, default=512)
     t.add_argument("--seed", type=int, default=0)
     t.set_defaults(func=cmd_train)
+
+    c = sub.add_parser("card", help="re-measure a trained pair's model card (bits/byte, acceptance, speed) here")
+    c.add_argument("--out", default=str(DEFAULT_PAIR_DIR), help="the pair's folder (card.json beside the weights)")
+    c.add_argument("--corpus", default=None, help="folder holding the held-out files (default: this Python's stdlib)")
+    c.set_defaults(func=cmd_card)
 
     from specviz.bench import PROMPTS_FILE
 

@@ -299,6 +299,28 @@ def measure_pair(out_dir: Path, val_data: np.ndarray, card: dict) -> dict:
     return out
 
 
+def remeasure_card(out_dir: Path, corpus_root: Path | None = None) -> dict:
+    """Re-run :func:`measure_pair` on a trained pair (weights untouched) and rewrite its card.
+
+    The held-out files are the ones ``card.json`` lists, read from ``corpus_root`` (default:
+    this Python's stdlib). Useful after an engine change or on another machine: the speed
+    entries (T_target, T_draft, c) depend on both.
+    """
+    try:
+        card = json.loads((out_dir / "card.json").read_text())
+        names = card["corpus"]["validation_file_list"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise ValueError(f"{out_dir}/card.json is missing or has no corpus.validation_file_list: {exc}") from None
+    root = corpus_root or stdlib_root()
+    files = [root / name for name in names]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise ValueError(f"{len(missing)} held-out file(s) listed in card.json are not under {root}: {missing[:3]}")
+    card.update(measure_pair(out_dir, load_bytes(files), card))
+    write_card(out_dir, card)
+    return card
+
+
 def write_card(out_dir: Path, card: dict) -> None:
     """card.json (machine-readable) and README.md (the model card) beside the weights."""
     (out_dir / "card.json").write_text(json.dumps(card, indent=2) + "\n")
@@ -341,8 +363,9 @@ split by file with a fixed seed. Benchmark prompts (`data/prompts/`) come from t
 **Acceptance on held-out text** ({acc['positions']:,} positions): greedy α (draft argmax = target
 argmax) = **{acc['alpha_greedy']}**; at temperature 1, α = mean Σ min(p, q) = **{acc['alpha_t1']}**.
 
-**Speed** ({speed['machine']}): one cached decode step takes {speed['t_target_ms']} ms (target) and
-{speed['t_draft_ms']} ms (draft), so c = T_target / T_draft ≈ **{speed['c']}**.
+**Speed** ({speed['machine']}): one cached decode step, as specviz's engine runs it, takes
+{speed['t_target_ms']} ms (target) and {speed['t_draft_ms']} ms (draft), so c = T_target / T_draft ≈ **{speed['c']}**.
+Re-measure on your machine with `python -m specviz card` (weights untouched).
 
 **Reproduce:** `{card['command']}` (resumable: rerun the same command after an interruption).
 {history}"""
