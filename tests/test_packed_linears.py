@@ -9,6 +9,8 @@ the weights it was made from.
 from __future__ import annotations
 
 import copy
+import pickle
+import warnings
 
 import pytest
 import torch
@@ -68,7 +70,8 @@ def test_packed_cached_forward_matches_full_recompute(force_packing, count_packe
         for n in chunks:
             parts.append(model(idx[:, start:start + n], start))
             start += n
-    assert count_packed_calls["n"] == len(chunks) * (4 * CFG.n_layer + 1)  # qkv, proj, up, down per block; head
+    # qkv, proj, up, down per block and the head, per forward; plus the pack's one self-test product
+    assert count_packed_calls["n"] == len(chunks) * (4 * CFG.n_layer + 1) + 1
     torch.testing.assert_close(torch.cat(parts, dim=1), full, atol=1e-4, rtol=1e-4)
 
 
@@ -151,3 +154,107 @@ def test_bundled_target_is_packed_and_draft_is_not():
     with torch.inference_mode():
         assert isinstance(target._packed_linears(), gpt.PackedLinears)
         assert draft._packed_linears() is None
+
+
+def _decode_and_oracle(model: GPT, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(cached forward of ``idx`` from position 0, full-recompute forward): both (1, T, V)."""
+    with torch.inference_mode():
+        model.setup_cache(1, CFG.block_size)
+        return model(idx, 0), model(idx)
+
+
+IDX = torch.randint(0, 256, (1, 6), generator=torch.Generator().manual_seed(12))
+
+
+def test_copies_and_pickles_leave_the_pack_behind(force_packing):
+    model = _sharp(13)
+    cached, oracle = _decode_and_oracle(model, IDX)
+    assert model._packed is not None
+    for clone in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        assert clone._packed is None
+        got, _ = _decode_and_oracle(clone, IDX)
+        assert clone._packed is not None and clone._packed is not model._packed
+        torch.testing.assert_close(got, cached)
+    torch.testing.assert_close(cached, oracle, atol=1e-4, rtol=1e-4)
+
+
+def test_writes_past_the_version_counter_need_invalidate_packs(force_packing):
+    model = _sharp(14)
+    _decode_and_oracle(model, IDX)
+    model.blocks[0].mlp[0].weight.data.mul_(3.0)  # .data: the version counter does not move
+    stale, oracle = _decode_and_oracle(model, IDX)
+    assert not torch.allclose(stale, oracle, atol=1e-3)  # the documented limitation, shown
+    model.invalidate_packs()
+    fresh, oracle = _decode_and_oracle(model, IDX)
+    torch.testing.assert_close(fresh, oracle, atol=1e-4, rtol=1e-4)
+
+
+def test_train_mode_and_grad_forwards_drop_the_pack(force_packing):
+    model = _sharp(15)
+    _decode_and_oracle(model, IDX)
+    model.train()
+    assert model._packed is None
+    model.eval()
+    _decode_and_oracle(model, IDX)
+    model(IDX)  # a grad-enabled (training-style) forward
+    assert model._packed is None
+
+
+def test_replaced_layer_runs_its_own_forward(force_packing):
+    model = _sharp(16)
+    _decode_and_oracle(model, IDX)
+    new = nn.Linear(CFG.n_embd, CFG.n_embd, bias=True)  # unpacked, and with a bias
+    model.blocks[1].attn.proj = new
+    got, oracle = _decode_and_oracle(model, IDX)
+    assert id(new) not in model._packed.by_layer  # the old pack is still valid for every other layer
+    torch.testing.assert_close(got, oracle, atol=1e-4, rtol=1e-4)
+    model.invalidate_packs()
+    got, oracle = _decode_and_oracle(model, IDX)
+    assert id(new) in model._packed.by_layer  # packed now, bias included
+    torch.testing.assert_close(got, oracle, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("failure", ["raises", "wrong product"])
+def test_a_failing_pack_switches_onednn_off_with_one_warning(force_packing, monkeypatch, failure):
+    monkeypatch.setattr(gpt, "_ONEDNN_OFF", None)  # restored after the test
+    real = gpt._pack_weight
+
+    def broken(w):
+        if failure == "raises":
+            raise RuntimeError("oneDNN: unsupported")
+        return real(w * 2)
+
+    monkeypatch.setattr(gpt, "_pack_weight", broken)
+    model = _sharp(17)
+    with pytest.warns(UserWarning, match="switched off"):
+        got, oracle = _decode_and_oracle(model, IDX)
+    torch.testing.assert_close(got, oracle, atol=1e-4, rtol=1e-4)
+    assert model._packed is None and not gpt.onednn_available()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no second warning
+        _decode_and_oracle(_sharp(18), IDX)
+
+
+@pytest.mark.filterwarnings("ignore:TF32 acceleration on top of oneDNN")  # torch's own note on leaving flags()
+def test_onednn_flag_off_means_f_linear(force_packing, count_packed_calls):
+    model = _sharp(19)
+    with torch.backends.mkldnn.flags(enabled=False):
+        got, oracle = _decode_and_oracle(model, IDX)
+    assert count_packed_calls["n"] == 0
+    torch.testing.assert_close(got, oracle, atol=1e-4, rtol=1e-4)
+
+
+def test_bundled_target_packed_forward_matches_full_recompute():
+    from specviz.models import load_pair
+
+    target, _, _ = load_pair("bundled", "cpu")
+    idx = torch.randint(0, 256, (1, 40), generator=torch.Generator().manual_seed(20))
+    with torch.inference_mode():
+        target.setup_cache(1, target.cfg.block_size)
+        prefix = target(idx[:, :31], 0)  # (1, 31, V)
+        block = target(idx[:, 31:], 31)  # a K + 1 = 9 token verify block
+        step = target(idx[:, :1], 40)  # and a single step (position 40 attends to 0..40)
+        assert target._packed is not None
+        full = target(idx)
+    torch.testing.assert_close(torch.cat([prefix, block], 1), full, atol=2e-4, rtol=1e-4)
+    assert step.shape == (1, 1, 256)

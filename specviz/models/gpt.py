@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -31,25 +32,56 @@ VOCAB_SIZE = 256  # bytes; no special tokens are needed
 PACK_MIN_BYTES = 4 << 20  # models with fewer bytes of linear weights decode with F.linear
 
 
+_ONEDNN_OFF: str | None = None  # why packing was switched off in this process (a failed pack or self-test)
+
+
 def onednn_available() -> bool:
-    """True when this PyTorch build has oneDNN's fused linear op (``torch.ops.mkldnn._linear_pointwise``)."""
-    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+    """True when cached CPU decoding may use oneDNN's packed linears: the build has both private ops
+    (``torch.ops.mkldnn._reorder_linear_weight``, ``_linear_pointwise``), oneDNN is enabled
+    (``torch.backends.mkldnn.flags``) and no pack has failed in this process."""
+    return (_ONEDNN_OFF is None and torch.backends.mkldnn.is_available() and bool(torch.backends.mkldnn.enabled)
+            and hasattr(torch.ops.mkldnn, "_reorder_linear_weight") and hasattr(torch.ops.mkldnn, "_linear_pointwise"))  # fmt: skip
+
+
+def _pack_weight(w: torch.Tensor) -> torch.Tensor:
+    """(out, in) fp32 weight → oneDNN's blocked layout; no batch-size hint (fast for 1..~32 rows)."""
+    return torch.ops.mkldnn._reorder_linear_weight(w.detach(), None)
+
+
+def _switch_off_onednn(reason: str) -> None:
+    """Decode with F.linear for the rest of the process, and say why once."""
+    global _ONEDNN_OFF
+    if _ONEDNN_OFF is None:
+        _ONEDNN_OFF = reason
+        warnings.warn(f"specviz: oneDNN packed linears switched off, decoding uses F.linear: {reason}", stacklevel=3)
 
 
 class PackedLinears:
     """oneDNN-prepacked copies of a model's linear weights, valid while the weights are unchanged.
 
-    A pack is keyed on each weight's storage pointer and version counter, so an
-    optimizer step, ``load_state_dict`` or ``.to()`` makes it stale and
-    :meth:`GPT._packed_linears` repacks (about 15 ms for the bundled target).
+    A pack is keyed on each weight's storage pointer and version counter: ``load_state_dict``,
+    ``.to()``, in-place updates through the tensor (``w.mul_(...)``, the default AdamW) make it
+    stale and :meth:`GPT._packed_linears` repacks (about 15 ms for the bundled target). Writes
+    that bypass the version counter (``w.data.copy_(...)``, fused optimizers) are not seen: call
+    :meth:`GPT.invalidate_packs` after them. A grad-enabled forward or ``train()`` drops the pack.
+    A layer without a pack (replaced after packing) runs its own ``forward``.
+
+    Raises RuntimeError if oneDNN fails to pack or its product disagrees with ``F.linear`` on a
+    random input (checked on the first layer).
     """
 
     def __init__(self, layers: list[nn.Linear]):
         self.layers = layers
         self.keys = [self._key(m.weight) for m in layers]
-        # (out, in) → oneDNN's blocked layout; None = no batch-size hint (fast for 1..~32 rows)
-        self.weights = [torch.ops.mkldnn._reorder_linear_weight(m.weight.detach(), None) for m in layers]
-        self.by_layer = {id(m): w for m, w in zip(layers, self.weights, strict=True)}
+        self.weights = [_pack_weight(m.weight) for m in layers]
+        self.by_layer = {id(m): (w, m.bias) for m, w in zip(layers, self.weights, strict=True)}
+        self._self_test(layers[0])
+
+    def _self_test(self, layer: nn.Linear) -> None:
+        x = torch.randn(3, layer.in_features, generator=torch.Generator().manual_seed(0))  # (3, in)
+        got, expected = self(layer, x), F.linear(x, layer.weight, layer.bias)  # (3, out)
+        if not torch.allclose(got, expected, rtol=1e-4, atol=1e-4 * float(expected.abs().max()) + 1e-6):
+            raise RuntimeError(f"packed product differs from F.linear by {float((got - expected).abs().max()):.3g}")
 
     @staticmethod
     def _key(w: torch.Tensor) -> tuple[int, int]:
@@ -60,8 +92,11 @@ class PackedLinears:
 
     def __call__(self, layer: nn.Linear, x: torch.Tensor, gelu: bool = False) -> torch.Tensor:
         """``layer(x)`` (``gelu(layer(x))`` if asked; exact erf GELU) with the packed weight. x: (..., in)."""
-        return torch.ops.mkldnn._linear_pointwise(x, self.by_layer[id(layer)], None,
-                                                  "gelu" if gelu else "none", [], "none" if gelu else "")  # fmt: skip
+        entry = self.by_layer.get(id(layer))
+        if entry is None:
+            return F.gelu(layer(x)) if gelu else layer(x)
+        w, bias = entry
+        return torch.ops.mkldnn._linear_pointwise(x, w, bias, "gelu" if gelu else "none", [], "none" if gelu else "")
 
 
 def _linear(layer: nn.Linear, x: torch.Tensor, packed: PackedLinears | None, gelu: bool = False) -> torch.Tensor:
@@ -168,8 +203,7 @@ class GPT(nn.Module):
         self.head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
         self.head.weight = self.wte.weight  # weight tying
         self.apply(self._init)
-        self._linears = [m for m in self.modules() if isinstance(m, nn.Linear)]
-        self._linear_fp32_bytes = 4 * sum(m.weight.numel() for m in self._linears)
+        self._linear_fp32_bytes = 4 * sum(m.weight.numel() for m in self.modules() if isinstance(m, nn.Linear))
         self._packed: PackedLinears | None = None
 
     @staticmethod
@@ -195,10 +229,29 @@ class GPT(nn.Module):
         w = self.wte.weight
         if (self._linear_fp32_bytes < PACK_MIN_BYTES or torch.is_grad_enabled() or w.device.type != "cpu"
                 or w.dtype != torch.float32 or w.is_inference() or not onednn_available()):  # fmt: skip
-            return None  # (inference-mode weights have no version counter to key a pack on)
+            self._packed = None  # (inference-mode weights have no version counter to key a pack on)
+            return None
         if self._packed is None or not self._packed.valid():
-            self._packed = PackedLinears(self._linears)
+            self._packed = None
+            try:
+                self._packed = PackedLinears([m for m in self.modules() if isinstance(m, nn.Linear)])
+            except RuntimeError as exc:
+                _switch_off_onednn(str(exc))
         return self._packed
+
+    def invalidate_packs(self) -> None:
+        """Drop the oneDNN packs (after weight writes that bypass the version counter, e.g. ``w.data``)."""
+        self._packed = None
+
+    def train(self, mode: bool = True) -> GPT:
+        self._packed = None
+        return super().train(mode)
+
+    def __getstate__(self) -> dict:
+        """Copies and pickles leave the oneDNN packs behind (opaque tensors; the copy repacks)."""
+        state = self.__dict__.copy()
+        state["_packed"] = None
+        return state
 
     def forward(self, idx: torch.Tensor, start: int | None = None) -> torch.Tensor:
         """Logits (B, T, vocab) for tokens ``idx`` (B, T) at positions start.. (or 0.. without a cache)."""
@@ -215,6 +268,8 @@ class GPT(nn.Module):
             x = self.wte(idx) + self.wpe(torch.arange(start, end, device=idx.device))
             # (T, end): the query at position start+i attends to keys 0..start+i; one query sees everything
             mask = None if t == 1 else self._causal[start:end, :end]
+        if torch.is_grad_enabled():
+            self._packed = None  # training may be changing the weights in ways a version counter misses
         packed = None if start is None else self._packed_linears()
         for blk in self.blocks:
             x = blk(x, start, mask, packed)

@@ -309,8 +309,11 @@ def remeasure_card(out_dir: Path, corpus_root: Path | None = None) -> dict:
     try:
         card = json.loads((out_dir / "card.json").read_text())
         names = card["corpus"]["validation_file_list"]
-    except (OSError, ValueError, KeyError) as exc:
-        raise ValueError(f"{out_dir}/card.json is missing or has no corpus.validation_file_list: {exc}") from None
+        if not {"target", "draft"} <= card.keys():  # measure_pair extends these entries
+            raise KeyError("target/draft")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{out_dir}/card.json is missing or lacks corpus.validation_file_list, target or draft: "
+                         f"{type(exc).__name__}: {exc}") from None
     root = corpus_root or stdlib_root()
     files = [root / name for name in names]
     missing = [str(f) for f in files if not f.is_file()]
