@@ -259,13 +259,13 @@ class GPT(nn.Module):
         if start is None:
             if t > self.cfg.block_size:
                 raise ValueError(f"sequence length must be <= block_size {self.cfg.block_size}; got {t}")
-            x = self.wte(idx) + self.wpe(torch.arange(t, device=idx.device))
+            x = self.wte(idx) + self.wpe.weight[:t]  # (B, T, C): positions 0..T-1
             mask = None
         else:
             end = start + t
             if end > self._cache_len:
                 raise ValueError(f"sequence would reach position {end - 1}; the cache holds {self._cache_len}")
-            x = self.wte(idx) + self.wpe(torch.arange(start, end, device=idx.device))
+            x = self.wte(idx) + self.wpe.weight[start:end]  # (B, T, C): positions start..end-1
             # (T, end): the query at position start+i attends to keys 0..start+i; one query sees everything
             mask = None if t == 1 else self._causal[start:end, :end]
         if torch.is_grad_enabled():
