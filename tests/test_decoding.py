@@ -22,7 +22,7 @@ from dataclasses import asdict
 
 import pytest
 import torch
-from torch import nn
+from _models import build_gpt as _build
 
 from specviz import sampling, theory
 from specviz.decoding import GenerationStats, RoundRecord, generate_target_only, speculative_generate
@@ -46,23 +46,6 @@ LENGTHS = [1, 7, 50]  # 7 and 50 are not multiples of K + 1 for most K
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-def _build(cfg: GPTConfig, seed: int, std: float | None = None) -> GPT:
-    """A model from ``torch.manual_seed(seed)``; ``std`` re-draws every weight matrix wider.
-
-    The default init (std 0.02) gives near-uniform logits and outputs that repeat one
-    byte; std 0.1 gives varied, context-dependent outputs, which a cache bug cannot hide in.
-    """
-    torch.manual_seed(seed)
-    model = GPT(cfg)
-    if std is not None:
-        g = torch.Generator().manual_seed(seed)
-        with torch.no_grad():
-            for m in model.modules():
-                if isinstance(m, (nn.Linear, nn.Embedding)):
-                    m.weight.normal_(0.0, std, generator=g)
-    return model.eval()
 
 
 def _noisy_copy(model: GPT, noise: float, seed: int) -> GPT:

@@ -15,6 +15,7 @@ import warnings
 import pytest
 import torch
 import torch.nn as nn
+from _models import build_gpt
 
 from specviz import decoding
 from specviz.models import gpt
@@ -30,14 +31,7 @@ CFG = GPTConfig(n_layer=2, n_head=2, n_embd=64, block_size=128)
 
 def _sharp(seed: int) -> GPT:
     """Weights drawn with std 0.1, so outputs vary with context (a cache bug cannot hide)."""
-    torch.manual_seed(seed)
-    model = GPT(CFG)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, (nn.Linear, nn.Embedding)):
-                m.weight.normal_(0.0, 0.1, generator=g)
-    return model.eval()
+    return build_gpt(CFG, seed, std=0.1)
 
 
 @pytest.fixture

@@ -57,7 +57,7 @@ def test_interrupted_training_resumes_to_the_same_weights(data, tmp_path):
     straight, _ = train.train_model(TINY, TC, data, tmp_path / "a")
 
     class Interrupt(Exception):
-        pass
+        """Stands in for Ctrl-C in the middle of training."""
 
     def stop_at_4(step: int, bits: float) -> None:
         if step == 4:
