@@ -73,8 +73,7 @@ class PackedLinears:
     def __init__(self, layers: list[nn.Linear]):
         self.layers = layers
         self.keys = [self._key(m.weight) for m in layers]
-        self.weights = [_pack_weight(m.weight) for m in layers]
-        self.by_layer = {id(m): (w, m.bias) for m, w in zip(layers, self.weights, strict=True)}
+        self.by_layer = {id(m): (_pack_weight(m.weight), m.bias) for m in layers}  # id → (packed weight, bias)
         self._self_test(layers[0])
 
     def _self_test(self, layer: nn.Linear) -> None:
