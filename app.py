@@ -2,7 +2,9 @@
 
 import streamlit as st
 
-st.set_page_config(page_title="specviz — speculative decoding design space", page_icon=":material/speed:", layout="wide")
+st.set_page_config(
+    page_title="specviz — speculative decoding design space", page_icon=":material/speed:", layout="wide"
+)
 
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", default=True),
@@ -11,7 +13,9 @@ PAGES = [
     st.Page("pages/sampling_lab.py", title="Rejection-sampling lab", icon=":material/casino:", url_path="sampling-lab"),
     st.Page("pages/live.py", title="Live benchmark", icon=":material/play_circle:", url_path="live"),
     st.Page("pages/measured_data.py", title="Measured data", icon=":material/table_chart:", url_path="measured-data"),
-    st.Page("pages/converter.py", title="Metric converter & glossary", icon=":material/sync_alt:", url_path="converter"),
+    st.Page(
+        "pages/converter.py", title="Metric converter & glossary", icon=":material/sync_alt:", url_path="converter"
+    ),
 ]
 
 page = st.navigation(PAGES)

@@ -70,8 +70,14 @@ def machine_line(extra: str = "") -> str:
         load = f"{os.getloadavg()[0]:.2f}"
     except OSError:
         load = "n/a"
-    parts = [f"machine: {platform.platform()}", f"cpu: {cpu}", f"cores: {os.cpu_count()}",
-             f"python {platform.python_version()}", extra, f"load avg (1 min) {load}"]  # fmt: skip
+    parts = [
+        f"machine: {platform.platform()}",
+        f"cpu: {cpu}",
+        f"cores: {os.cpu_count()}",
+        f"python {platform.python_version()}",
+        extra,
+        f"load avg (1 min) {load}",
+    ]
     return " | ".join(p for p in parts if p)
 
 
@@ -85,6 +91,8 @@ def summary(t_start: float) -> int:
     for name, measured, target, verdict in RESULTS:
         print(f"  {name:<{w0}}  {measured:<{w1}}  {target:<{w2}}  {verdict}")
     counts = {v: sum(r[3] == v for r in RESULTS) for v in ("PASS", "FAIL", "SKIP")}
-    print(f"  {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['SKIP']} SKIP; "
-          f"total run time {time.perf_counter() - t_start:.1f} s")  # fmt: skip
+    print(
+        f"  {counts['PASS']} PASS, {counts['FAIL']} FAIL, {counts['SKIP']} SKIP; "
+        f"total run time {time.perf_counter() - t_start:.1f} s"
+    )
     return counts["FAIL"]

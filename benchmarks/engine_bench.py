@@ -51,13 +51,12 @@ import tempfile
 import time
 from collections import Counter
 
-from _report import fmt_s, machine_line, median_time, record, summary  # noqa: I001
+import numpy as np
+import torch
+from _report import fmt_s, machine_line, median_time, record, summary
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from specviz import bench, decoding  # noqa: E402
-from specviz.models import gpt, load_pair, resolve_device  # noqa: E402
+from specviz import bench, decoding
+from specviz.models import gpt, load_pair, resolve_device
 
 SEED = 0
 SPEEDUP_T0 = 2.0
@@ -81,27 +80,35 @@ def _ks(text: str) -> list[int]:
 # 1, 2: our engine over K
 # --------------------------------------------------------------------------------------
 
-HEADER = (f"    {'K':>3} {'α̂':>6} {'α̂_ovl':>6} {'E[N]':>5} {'c':>6} {'v':>6} {'o':>6} "
-          f"{'speedup [min..max]':>22} {'pred':>6} {'pred_mc':>7} {'meas/mc':>7} {'tok/s':>7} {'base':>7} exact")  # fmt: skip
+HEADER = (
+    f"    {'K':>3} {'α̂':>6} {'α̂_ovl':>6} {'E[N]':>5} {'c':>6} {'v':>6} {'o':>6} "
+    f"{'speedup [min..max]':>22} {'pred':>6} {'pred_mc':>7} {'meas/mc':>7} {'tok/s':>7} {'base':>7} exact"
+)
 
 
 def _row_line(r: dict) -> str:
     ratio = r["speedup_vs_predicted"]
     exact = "-" if r["greedy_exact"] is None else str(r["greedy_exact"])
     span = f"{r['speedup']:.2f}x [{r['speedup_min']:.2f}..{r['speedup_max']:.2f}]"
-    return (f"    {r['k']:>3} {r['alpha']:>6.3f} {r['alpha_overlap']:>6.3f} {r['mean_accepted_tokens']:>5.2f} "
-            f"{r['c']:>6.2f} {r['v']:>6.3f} {r['o']:>6.3f} {span:>22} {r['predicted_speedup_basic']:>6.2f} "
-            f"{r['predicted_speedup_measured_cost']:>7.2f} {ratio:>7.3f} {r['tokens_per_s']:>7.0f} "
-            f"{r['baseline_tokens_per_s']:>7.0f} {exact}")  # fmt: skip
+    return (
+        f"    {r['k']:>3} {r['alpha']:>6.3f} {r['alpha_overlap']:>6.3f} {r['mean_accepted_tokens']:>5.2f} "
+        f"{r['c']:>6.2f} {r['v']:>6.3f} {r['o']:>6.3f} {span:>22} {r['predicted_speedup_basic']:>6.2f} "
+        f"{r['predicted_speedup_measured_cost']:>7.2f} {ratio:>7.3f} {r['tokens_per_s']:>7.0f} "
+        f"{r['baseline_tokens_per_s']:>7.0f} {exact}"
+    )
 
 
 def engine_section(label: str, target, draft, prompts, ks, temperature, new_tokens, repeats) -> list[dict]:
     t0 = time.perf_counter()
-    print(f"\n[{label}] our engine, T = {temperature:g}: specviz.bench.run_cell over K = {','.join(map(str, ks))}; "
-          f"{len(prompts)} prompts × {repeats} repeats × {new_tokens} new tokens per cell")
-    print("    speedup = speculative / target-only decode-loop tokens/s (prefill excluded), median over runs; "
-          "pred = basic model at (α̂, c); pred_mc = measured-cost model at the pooled (α̂, c, v, o); meas/mc = median over runs of each run's speedup ÷ its own measured-cost prediction; "
-          "tok/s, base = median speculative / target-only tokens/s")
+    print(
+        f"\n[{label}] our engine, T = {temperature:g}: specviz.bench.run_cell over K = {','.join(map(str, ks))}; "
+        f"{len(prompts)} prompts × {repeats} repeats × {new_tokens} new tokens per cell"
+    )
+    print(
+        "    speedup = speculative / target-only decode-loop tokens/s (prefill excluded), median over runs; "
+        "pred = basic model at (α̂, c); pred_mc = measured-cost model at the pooled (α̂, c, v, o); meas/mc = median over runs of each run's speedup ÷ its own measured-cost prediction; "
+        "tok/s, base = median speculative / target-only tokens/s"
+    )
     print(HEADER, flush=True)
     rows = []
     for k in ks:
@@ -109,31 +116,53 @@ def engine_section(label: str, target, draft, prompts, ks, temperature, new_toke
         rows.append(r)
         print(_row_line(r), flush=True)
     first = rows[0]
-    print(f"    T_target {first['t_target_ms']:.2f} ms/step, T_draft {first['t_draft_ms']:.2f} ms/step (medians, "
-          f"K={first['k']} cell); section time {time.perf_counter() - t0:.1f} s")
+    print(
+        f"    T_target {first['t_target_ms']:.2f} ms/step, T_draft {first['t_draft_ms']:.2f} ms/step (medians, "
+        f"K={first['k']} cell); section time {time.perf_counter() - t0:.1f} s"
+    )
     return rows
 
 
 def check_engine(rows0: list[dict], rows1: list[dict]) -> int:
     best = max(rows0, key=lambda r: r["speedup"])
     ratio = best["speedup_vs_predicted"]
-    print(f"\n    greedy: best K = {best['k']}: speedup {best['speedup']:.2f}x "
-          f"[{best['speedup_min']:.2f}..{best['speedup_max']:.2f}], measured-cost prediction "
-          f"{best['predicted_speedup_measured_cost']:.2f}x, ratio {ratio:.3f}")
-    record(f"1a greedy best-K speedup (K={best['k']})", f"{best['speedup']:.2f}x", f">= {SPEEDUP_T0:.1f}x",
-           best["speedup"] >= SPEEDUP_T0)
-    record(f"1b measured/predicted_mc at best K={best['k']}", f"{ratio:.3f}",
-           f"{1 - PRED_TOL:.2f}..{1 + PRED_TOL:.2f}", abs(ratio - 1) <= PRED_TOL)
+    print(
+        f"\n    greedy: best K = {best['k']}: speedup {best['speedup']:.2f}x "
+        f"[{best['speedup_min']:.2f}..{best['speedup_max']:.2f}], measured-cost prediction "
+        f"{best['predicted_speedup_measured_cost']:.2f}x, ratio {ratio:.3f}"
+    )
+    record(
+        f"1a greedy best-K speedup (K={best['k']})",
+        f"{best['speedup']:.2f}x",
+        f">= {SPEEDUP_T0:.1f}x",
+        best["speedup"] >= SPEEDUP_T0,
+    )
+    record(
+        f"1b measured/predicted_mc at best K={best['k']}",
+        f"{ratio:.3f}",
+        f"{1 - PRED_TOL:.2f}..{1 + PRED_TOL:.2f}",
+        abs(ratio - 1) <= PRED_TOL,
+    )
     bad = [r["k"] for r in rows0 if not r["greedy_exact"]]
-    record("1c greedy_exact in every cell", "all True" if not bad else f"False at K={','.join(map(str, bad))}",
-           "all True", not bad)
+    record(
+        "1c greedy_exact in every cell",
+        "all True" if not bad else f"False at K={','.join(map(str, bad))}",
+        "all True",
+        not bad,
+    )
     if rows1:
         best1 = max(rows1, key=lambda r: r["speedup"])
-        print(f"    T=1: best K = {best1['k']}: speedup {best1['speedup']:.2f}x "
-              f"[{best1['speedup_min']:.2f}..{best1['speedup_max']:.2f}], ratio to measured-cost prediction "
-              f"{best1['speedup_vs_predicted']:.3f}")
-        record(f"2 T=1 best-K speedup (K={best1['k']})", f"{best1['speedup']:.2f}x", f">= {SPEEDUP_T1:.1f}x",
-               best1["speedup"] >= SPEEDUP_T1)
+        print(
+            f"    T=1: best K = {best1['k']}: speedup {best1['speedup']:.2f}x "
+            f"[{best1['speedup_min']:.2f}..{best1['speedup_max']:.2f}], ratio to measured-cost prediction "
+            f"{best1['speedup_vs_predicted']:.3f}"
+        )
+        record(
+            f"2 T=1 best-K speedup (K={best1['k']})",
+            f"{best1['speedup']:.2f}x",
+            f">= {SPEEDUP_T1:.1f}x",
+            best1["speedup"] >= SPEEDUP_T1,
+        )
     return int(best["k"])
 
 
@@ -172,7 +201,7 @@ def _timed_runs(fn, repeats: int) -> tuple[float, list[float], list[torch.Tensor
 
 
 def _first_diff(a: list[int], b: list[int]) -> int | None:
-    for i, (x, y) in enumerate(zip(a, b)):
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
             return i
     return None if len(a) == len(b) else min(len(a), len(b))
@@ -213,15 +242,22 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
         hf.export_pair(args.pair, tmp)
 
         def load(part: str):
-            model = AutoModelForCausalLM.from_pretrained(f"{tmp}/{part}", dtype=torch.float32, local_files_only=True,
-                                                         trust_remote_code=False, use_safetensors=True)  # fmt: skip
+            model = AutoModelForCausalLM.from_pretrained(
+                f"{tmp}/{part}",
+                dtype=torch.float32,
+                local_files_only=True,
+                trust_remote_code=False,
+                use_safetensors=True,
+            )
             return model.to(device=device, dtype=dtype).eval()
 
         hf_t = load("target")
         hf_d_k, hf_d_def = load("draft"), load("draft")  # one draft per assistant setting: each has its own config
-        print(f"    exported and loaded in {time.perf_counter() - t0:.1f} s: transformers {transformers.__version__}, "
-              f"{type(hf_t).__name__} ({hf_t.config._attn_implementation} attention), {str(dtype).removeprefix('torch.')} "
-              f"on {device}; eos_token_id {hf_t.generation_config.eos_token_id} (so exactly N tokens are generated)")
+        print(
+            f"    exported and loaded in {time.perf_counter() - t0:.1f} s: transformers {transformers.__version__}, "
+            f"{type(hf_t).__name__} ({hf_t.config._attn_implementation} attention), {str(dtype).removeprefix('torch.')} "
+            f"on {device}; eos_token_id {hf_t.generation_config.eos_token_id} (so exactly N tokens are generated)"
+        )
 
         # (i): the assistant's generation_config is what AssistedCandidateGenerator reads (a deep copy of
         # assistant_model.generation_config); generate(num_assistant_tokens=...) would only set the *main*
@@ -231,12 +267,20 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
         hf_d_k.generation_config.assistant_confidence_threshold = 0.0
         defaults = type(hf_d_def.generation_config)._get_default_generation_params()
         own = hf_d_def.generation_config
-        eff = {key: getattr(own, key) if getattr(own, key) is not None else defaults[key]
-               for key in ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")}
+        eff = {
+            key: getattr(own, key) if getattr(own, key) is not None else defaults[key]
+            for key in ("num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold")
+        }
         print(f"    assisted (i): num_assistant_tokens={k}, schedule='constant', assistant_confidence_threshold=0")
-        print("    assisted (ii) transformers defaults: " + ", ".join(f"{a}={b!r}" for a, b in eff.items())
-              + (" (adapted per round: scikit-learn is installed)" if has_sklearn else
-                 " (threshold fixed: scikit-learn is not installed)"))  # fmt: skip
+        print(
+            "    assisted (ii) transformers defaults: "
+            + ", ".join(f"{a}={b!r}" for a, b in eff.items())
+            + (
+                " (adapted per round: scikit-learn is installed)"
+                if has_sklearn
+                else " (threshold fixed: scikit-learn is not installed)"
+            )
+        )
 
         ids_of = [p.to(device)[None] for p in prompts]
 
@@ -245,7 +289,7 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
                 torch.manual_seed(seed)
             with torch.inference_mode():
                 out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, **kw)
-            tokens = out[0, ids.shape[1]:].cpu()
+            tokens = out[0, ids.shape[1] :].cpu()
             if tokens.numel() != n:
                 raise RuntimeError(f"transformers generated {tokens.numel()} tokens, not {n}")
             return tokens
@@ -264,17 +308,26 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
             "hf assisted (i)": lambda i, r: hf_gen(hf_t, ids_of[i], assistant_model=hf_d_k, **greedy),
             "hf assisted (ii)": lambda i, r: hf_gen(hf_t, ids_of[i], assistant_model=hf_d_def, **greedy),
             "ours speculative": lambda i, r: gen_ours(prompts[i], k, 0.0, 0)[0],
-            "hf assisted (i) T=1": lambda i, r: hf_gen(hf_t, ids_of[i], SEED + 1000 * i + r,
-                                                       assistant_model=hf_d_k, **t1),
-            "hf assisted (ii) T=1": lambda i, r: hf_gen(hf_t, ids_of[i], SEED + 1000 * i + r,
-                                                        assistant_model=hf_d_def, **t1),
+            "hf assisted (i) T=1": lambda i, r: hf_gen(
+                hf_t, ids_of[i], SEED + 1000 * i + r, assistant_model=hf_d_k, **t1
+            ),
+            "hf assisted (ii) T=1": lambda i, r: hf_gen(
+                hf_t, ids_of[i], SEED + 1000 * i + r, assistant_model=hf_d_def, **t1
+            ),
             "ours speculative T=1": lambda i, r: gen_ours(prompts[i], k, 1.0, SEED + 1000 * i + r)[0],
-        }  # fmt: skip
+        }
 
         # precondition of 3c: with these flags transformers applies no logits warper (scores == raw logits)
         with torch.inference_mode():
-            o = hf_t.generate(ids_of[0], attention_mask=torch.ones_like(ids_of[0]), max_new_tokens=2,
-                              return_dict_in_generate=True, output_scores=True, output_logits=True, **t1)  # fmt: skip
+            o = hf_t.generate(
+                ids_of[0],
+                attention_mask=torch.ones_like(ids_of[0]),
+                max_new_tokens=2,
+                return_dict_in_generate=True,
+                output_scores=True,
+                output_logits=True,
+                **t1,
+            )
         unfiltered = all(torch.equal(s, lg) for s, lg in zip(o.scores, o.logits, strict=True))
         print(f"    T=1 flags {t1}: processed scores == raw logits: {unfiltered} (5.24 defaults would apply top_k=50)")
         record("3c precondition: no top-k/top-p at T=1", str(unfiltered), "True", unfiltered)
@@ -284,9 +337,11 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
         t0 = time.perf_counter()
         for fn in methods.values():
             fn(0, 0)
-        print(f"    warm-up: one full call of each method, prompt 0 ({time.perf_counter() - t0:.1f} s); a '[transformers] "
-              "Passing `generation_config` together with ...' warning comes from transformers' own call of the "
-              "assistant's generate and is harmless")  # fmt: skip
+        print(
+            f"    warm-up: one full call of each method, prompt 0 ({time.perf_counter() - t0:.1f} s); a '[transformers] "
+            "Passing `generation_config` together with ...' warning comes from transformers' own call of the "
+            "assistant's generate and is harmless"
+        )
         for name, draft_model in (("(i)", hf_d_k), ("(ii)", hf_d_def)):
             for label, kw in (("greedy", greedy), ("T=1", t1)):
                 hook = _InputLengths(hf_t)
@@ -295,9 +350,11 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
                 rounds = lengths[1:]  # the first forward is the prefill: prompt + the first drafts
                 drafted = [lengths[0] - prompts[0].numel()] + [m - 1 for m in rounds]
                 hist = Counter(drafted)
-                line = (f"    assisted {name} {label}, prompt 0: {len(lengths)} target forwards, drafts per round "
-                        f"{dict(sorted(hist.items()))}, mean {np.mean(drafted):.2f}; tokens per round "
-                        f"{n / len(lengths):.2f}")  # fmt: skip
+                line = (
+                    f"    assisted {name} {label}, prompt 0: {len(lengths)} target forwards, drafts per round "
+                    f"{dict(sorted(hist.items()))}, mean {np.mean(drafted):.2f}; tokens per round "
+                    f"{n / len(lengths):.2f}"
+                )
                 if name == "(i)":
                     first_short = next((j for j, d in enumerate(drafted) if d != k), len(drafted))
                     tail = drafted[first_short:]
@@ -308,8 +365,10 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
                 print(line)
 
         # timed runs: per prompt, each method `repeats` times back to back (median_time, warmup=0)
-        print(f"    timing: whole-call wall time (prefill included) ÷ {n} tokens; {len(prompts)} prompts × "
-              f"{args.repeats} repeats per method, median per prompt")
+        print(
+            f"    timing: whole-call wall time (prefill included) ÷ {n} tokens; {len(prompts)} prompts × "
+            f"{args.repeats} repeats per method, median per prompt"
+        )
         times: dict[str, list[float]] = {m: [] for m in methods}
         outputs: dict[str, list[list[int]]] = {m: [] for m in methods}
         for i in range(len(prompts)):
@@ -327,14 +386,16 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
 
     print(f"\n    {'method':<22} {'tok/s (median over prompts, whole call)':>40}")
     for name in methods:
-        extra = (f"   (decode loop only: {loop_rates[name]:.0f} tok/s)" if name in loop_rates else "")
+        extra = f"   (decode loop only: {loop_rates[name]:.0f} tok/s)" if name in loop_rates else ""
         print(f"    {name:<22} {n / statistics.median(times[name]):>40.0f}{extra}")
 
     def compare(check: str, ours: str, theirs: str, goal: float) -> None:
         ratios = [t / o for o, t in zip(times[ours], times[theirs], strict=True)]  # ours tok/s ÷ theirs tok/s
         med = statistics.median(ratios)
-        print(f"    {ours} / {theirs}: {med:.2f}x [{min(ratios):.2f}..{max(ratios):.2f}] "
-              f"(per prompt: {', '.join(f'{x:.2f}' for x in ratios)})")
+        print(
+            f"    {ours} / {theirs}: {med:.2f}x [{min(ratios):.2f}..{max(ratios):.2f}] "
+            f"(per prompt: {', '.join(f'{x:.2f}' for x in ratios)})"
+        )
         record(f"{check} {ours} / {theirs}", f"{med:.2f}x", f">= {goal:.1f}x", med >= goal)
 
     print()
@@ -343,8 +404,10 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
     compare("3b", "ours speculative", "hf assisted (ii)", HF_ASSISTED)
     compare("3c", "ours speculative T=1", "hf assisted (i) T=1", HF_ASSISTED)
     compare("3c", "ours speculative T=1", "hf assisted (ii) T=1", HF_ASSISTED)
-    print("    context: ours speculative / hf generate (greedy): "
-          f"{statistics.median(h / o for o, h in zip(times['ours speculative'], times['hf generate'])):.2f}x")
+    print(
+        "    context: ours speculative / hf generate (greedy): "
+        f"{statistics.median(h / o for o, h in zip(times['ours speculative'], times['hf generate'], strict=False)):.2f}x"
+    )
 
     # d: greedy cross-check
     names = ["hf generate", "hf assisted (i)", "hf assisted (ii)", "ours target-only", "ours speculative"]
@@ -361,12 +424,20 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
             seq = torch.cat([prompt, torch.tensor(ref, dtype=torch.long)]).to(device)
             logits = target(seq[None])[0, prompt.numel() - 1 + j].float()
         top2 = logits.topk(2).values
-        print(f"    prompt {i}: differs from ours target-only at token {', '.join(f'{m} @{d}' for m, d in diffs.items())}"
-              f"; our target's top-1/top-2 logit gap at token {j}: {float(top2[0] - top2[1]):.2e}")
-    print(f"    greedy cross-check ({', '.join(names)}): "
-          + ("identical for every prompt" if not bad else f"differences in prompts {bad}"))
-    record("3d greedy outputs identical (5 ways)", f"{len(prompts) - len(bad)}/{len(prompts)} prompts",
-           "all prompts", not bad)
+        print(
+            f"    prompt {i}: differs from ours target-only at token {', '.join(f'{m} @{d}' for m, d in diffs.items())}"
+            f"; our target's top-1/top-2 logit gap at token {j}: {float(top2[0] - top2[1]):.2e}"
+        )
+    print(
+        f"    greedy cross-check ({', '.join(names)}): "
+        + ("identical for every prompt" if not bad else f"differences in prompts {bad}")
+    )
+    record(
+        "3d greedy outputs identical (5 ways)",
+        f"{len(prompts) - len(bad)}/{len(prompts)} prompts",
+        "all prompts",
+        not bad,
+    )
     print(f"    section time {time.perf_counter() - t_sec:.1f} s")
 
 
@@ -391,8 +462,10 @@ def _forward_ms(model, n_tokens: int, start: int = 200, steps: int = 40) -> floa
 
 def backend_section(target, draft, k: int) -> None:
     """Print cached forward times with and without the oneDNN-packed linears (same weights, same run)."""
-    print(f"\n[0] linear backend: median cached forward (ms), 1 token and K + 1 = {k + 1} tokens; "
-          f"packing applies to models with >= {gpt.PACK_MIN_BYTES >> 20} MiB of fp32 linear weights")
+    print(
+        f"\n[0] linear backend: median cached forward (ms), 1 token and K + 1 = {k + 1} tokens; "
+        f"packing applies to models with >= {gpt.PACK_MIN_BYTES >> 20} MiB of fp32 linear weights"
+    )
     saved = gpt.PACK_MIN_BYTES
     for name, model in (("target", target), ("draft", draft)):
         if not isinstance(model, gpt.GPT):
@@ -408,8 +481,10 @@ def backend_section(target, draft, k: int) -> None:
         with torch.inference_mode():
             packed = model._packed_linears() is not None
         (a1, ak), (b1, bk) = times["as used"], times["F.linear"]
-        print(f"    {name} ({'oneDNN packed' if packed else 'F.linear'} as used): 1 token {a1:.3f} vs F.linear "
-              f"{b1:.3f} ({b1 / a1:.2f}x); {k + 1} tokens {ak:.3f} vs {bk:.3f} ({bk / ak:.2f}x)")
+        print(
+            f"    {name} ({'oneDNN packed' if packed else 'F.linear'} as used): 1 token {a1:.3f} vs F.linear "
+            f"{b1:.3f} ({b1 / a1:.2f}x); {k + 1} tokens {ak:.3f} vs {bk:.3f} ({bk / ak:.2f}x)"
+        )
 
 
 def main(argv=None) -> int:
@@ -424,8 +499,11 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (default: leave torch's choice)")
     ap.add_argument("--device", default="auto", help="auto, cpu, cuda[:N]")
     ap.add_argument("--skip-hf", action="store_true", help="skip the transformers comparisons")
-    ap.add_argument("--no-onednn", action="store_true",
-                    help="decode with F.linear everywhere (no oneDNN-packed weights), to see what they contribute")
+    ap.add_argument(
+        "--no-onednn",
+        action="store_true",
+        help="decode with F.linear everywhere (no oneDNN-packed weights), to see what they contribute",
+    )
     ap.add_argument("--strict", action="store_true", help="exit 1 if any target fails")
     args = ap.parse_args(argv)
     if min(args.new_tokens, args.prompts, args.repeats, args.repeats_t1) < 1:
@@ -442,13 +520,19 @@ def main(argv=None) -> int:
         hf_version = f"transformers {transformers.__version__}"
     except ImportError:
         hf_version = "transformers not installed"
-    print(machine_line(f"torch threads: {torch.get_num_threads()} | torch {torch.__version__} | "
-                       f"numpy {np.__version__} | {hf_version}"))  # fmt: skip
+    print(
+        machine_line(
+            f"torch threads: {torch.get_num_threads()} | torch {torch.__version__} | "
+            f"numpy {np.__version__} | {hf_version}"
+        )
+    )
     try:
         load, cores = os.getloadavg()[0], os.cpu_count() or 1
         if load > 0.5 * cores:
-            print(f"note: the CPU is busy (load {load:.2f} on {cores} cores) before this run starts: timings will be "
-                  "slower and noisier than on a quiet machine (torch's intra-op threads suffer most; see --threads)")
+            print(
+                f"note: the CPU is busy (load {load:.2f} on {cores} cores) before this run starts: timings will be "
+                "slower and noisier than on a quiet machine (torch's intra-op threads suffer most; see --threads)"
+            )
     except OSError:
         pass
 
@@ -466,10 +550,12 @@ def main(argv=None) -> int:
         print(f"note: only {len(texts)} prompts in {bench.PROMPTS_FILE.name}; using all of them")
     prompts = [torch.tensor(tok.encode(t), dtype=torch.long) for t in texts[: args.prompts]]
     n_params = [sum(p.numel() for p in m.parameters()) for m in (target, draft)]
-    print(f"specviz engine benchmark: pair {args.pair!r} ({n_params[0] / 1e6:.2f} M / {n_params[1] / 1e6:.2f} M "
-          f"parameters), {bench.hardware_name(device)}, {str(target.wte.weight.dtype).removeprefix('torch.')}; "
-          f"{len(prompts)} prompts of {', '.join(str(p.numel()) for p in prompts)} tokens; "
-          f"{args.new_tokens} new tokens; seed {SEED}")
+    print(
+        f"specviz engine benchmark: pair {args.pair!r} ({n_params[0] / 1e6:.2f} M / {n_params[1] / 1e6:.2f} M "
+        f"parameters), {bench.hardware_name(device)}, {str(target.wte.weight.dtype).removeprefix('torch.')}; "
+        f"{len(prompts)} prompts of {', '.join(str(p.numel()) for p in prompts)} tokens; "
+        f"{args.new_tokens} new tokens; seed {SEED}"
+    )
 
     t0 = time.perf_counter()
     bench.warm_up(target, draft, prompts[0], k=max(args.ks))
@@ -484,7 +570,7 @@ def main(argv=None) -> int:
 
     try:
         hf_section(args, target, draft, prompts, k_best)
-    except Exception as exc:  # noqa: BLE001 - a transformers API change should not hide the engine results above
+    except Exception as exc:
         import traceback
 
         traceback.print_exc()

@@ -21,21 +21,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _report import ROOT, machine_line, record, summary  # noqa: I001
+import pandas as pd
+import torch
+from _report import ROOT, machine_line, record, summary
+from streamlit.testing.v1 import AppTest
 
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from specviz import bench  # noqa: E402
-from specviz.models import resolve_device  # noqa: E402
+from specviz import bench
+from specviz.models import resolve_device
 
 PAGE = str(ROOT / "pages" / "live.py")
 DEFAULT = {"ks": [1, 2, 4, 6], "temps": [0.0, 1.0], "n_prompts": 4, "new_tokens": 96, "repeats": 1, "seed": 0}
@@ -65,10 +64,30 @@ def cli_run(device: str, workdir: Path) -> dict[tuple[int, float], float]:
     prompts = workdir / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"text": p}) + "\n" for p in bench.load_prompts()[: DEFAULT["n_prompts"]]))
     out = workdir / "cli.csv"
-    cmd = [sys.executable, "-m", "specviz", "bench", "--pair", "bundled", "--k", ",".join(map(str, DEFAULT["ks"])),
-           "--temperature", ",".join(f"{t:g}" for t in DEFAULT["temps"]), "--new-tokens", str(DEFAULT["new_tokens"]),
-           "--repeats", str(DEFAULT["repeats"]), "--seed", str(DEFAULT["seed"]), "--prompts", str(prompts),
-           "--device", device, "--out", str(out)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "specviz",
+        "bench",
+        "--pair",
+        "bundled",
+        "--k",
+        ",".join(map(str, DEFAULT["ks"])),
+        "--temperature",
+        ",".join(f"{t:g}" for t in DEFAULT["temps"]),
+        "--new-tokens",
+        str(DEFAULT["new_tokens"]),
+        "--repeats",
+        str(DEFAULT["repeats"]),
+        "--seed",
+        str(DEFAULT["seed"]),
+        "--prompts",
+        str(prompts),
+        "--device",
+        device,
+        "--out",
+        str(out),
+    ]
     subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     table = pd.read_csv(out)
     return {(int(r.k), float(r.temperature)): float(r.speedup) for r in table.itertuples()}
@@ -95,16 +114,26 @@ def main() -> int:
         cli = statistics.mean([cli_a[cell], cli_b[cell]])
         rel_page.append(abs(page[cell] / cli - 1))
         rel_cli.append(abs(cli_a[cell] / cli_b[cell] - 1))
-        print(f"{cell[0]:>3} {cell[1]:>4g} {cli_a[cell]:>7.3f} {page[cell]:>7.3f} {cli_b[cell]:>7.3f} "
-              f"{page[cell] / cli:>9.3f} {cli_a[cell] / cli_b[cell]:>10.3f}")  # fmt: skip
+        print(
+            f"{cell[0]:>3} {cell[1]:>4g} {cli_a[cell]:>7.3f} {page[cell]:>7.3f} {cli_b[cell]:>7.3f} "
+            f"{page[cell] / cli:>9.3f} {cli_a[cell] / cli_b[cell]:>10.3f}"
+        )
     page_dev, cli_dev = statistics.median(rel_page), statistics.median(rel_cli)
     bound = max(NOISE_FLOOR, 2 * cli_dev)
 
     print()
-    record("default page run, wall time from the Run click", f"{wall:.1f} s", f"< {WALL_TARGET_S:.0f} s",
-           wall < WALL_TARGET_S)  # fmt: skip
-    record("page vs CLI speedup, median |page/CLI - 1|", f"{page_dev:.1%} (CLI vs CLI: {cli_dev:.1%})",
-           f"<= {bound:.1%}", page_dev <= bound)  # fmt: skip
+    record(
+        "default page run, wall time from the Run click",
+        f"{wall:.1f} s",
+        f"< {WALL_TARGET_S:.0f} s",
+        wall < WALL_TARGET_S,
+    )
+    record(
+        "page vs CLI speedup, median |page/CLI - 1|",
+        f"{page_dev:.1%} (CLI vs CLI: {cli_dev:.1%})",
+        f"<= {bound:.1%}",
+        page_dev <= bound,
+    )
     fails = summary(started)
     return 1 if fails and args.strict else 0
 

@@ -29,16 +29,16 @@ import random
 import sys
 import time
 
-from _report import machine_line, median_time, record, summary  # noqa: I001
+import numpy as np
+import torch
+from _report import machine_line, median_time, record, summary
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from specviz import sampling as S  # noqa: E402
-from specviz import theory as T  # noqa: E402
+from specviz import sampling as S
+from specviz import theory as T
 
 SEED = 20240601
 Z = 4.5  # CLT agreement: a correct pair of samplers disagrees with probability ~7e-6
+
 
 def n_sigma(alpha: float, k: int) -> tuple[float, float]:
     """E[N] and the exact standard deviation of N (from theory.accepted_length_pmf)."""
@@ -111,8 +111,10 @@ def tuned_loop_rounds(p: np.ndarray, q: np.ndarray, k: int, rounds: int, seed: i
 
 
 def bench_vectorised(rounds: int, repeats: int, p: torch.Tensor, q: torch.Tensor, k: int):
-    print(f"\n[1] simulate_rounds, exact rule: K = {k}, V = {p.numel()}, p = Zipf(100, 1.1), "
-          f"q = Dirichlet(100, 0.5, seed 1), {rounds:,} rounds")
+    print(
+        f"\n[1] simulate_rounds, exact rule: K = {k}, V = {p.numel()}, p = Zipf(100, 1.1), "
+        f"q = Dirichlet(100, 0.5, seed 1), {rounds:,} rounds"
+    )
     gen = torch.Generator().manual_seed(SEED)
     out = {}
 
@@ -122,10 +124,13 @@ def bench_vectorised(rounds: int, repeats: int, p: torch.Tensor, q: torch.Tensor
     med, times = median_time(run, repeats)
     rate = rounds / med
     print(f"    times: {', '.join(f'{t:.3f} s' for t in times)}")
-    print(f"    median {med:.3f} s = {rate:,.0f} rounds/s ({out['emitted'].numel() / med:,.0f} tokens/s); "
-          f"best run {rounds / min(times):,.0f} rounds/s")
-    v = record(f"1 simulate_rounds K=4 V=100 {rounds:,} rounds", f"{rate:,.0f} rounds/s",
-               ">= 1,000,000 rounds/s", rate >= 1e6)
+    print(
+        f"    median {med:.3f} s = {rate:,.0f} rounds/s ({out['emitted'].numel() / med:,.0f} tokens/s); "
+        f"best run {rounds / min(times):,.0f} rounds/s"
+    )
+    v = record(
+        f"1 simulate_rounds K=4 V=100 {rounds:,} rounds", f"{rate:,.0f} rounds/s", ">= 1,000,000 rounds/s", rate >= 1e6
+    )
     print(f"    -> {v}")
     threads = torch.get_num_threads()
     if threads > 1:
@@ -135,8 +140,10 @@ def bench_vectorised(rounds: int, repeats: int, p: torch.Tensor, q: torch.Tensor
             med1, times1 = median_time(run, repeats=3)
         finally:
             torch.set_num_threads(threads)
-        print(f"    context: with torch.set_num_threads(1): {', '.join(f'{t:.3f} s' for t in times1)}; "
-              f"median {rounds / med1:,.0f} rounds/s")
+        print(
+            f"    context: with torch.set_num_threads(1): {', '.join(f'{t:.3f} s' for t in times1)}; "
+            f"median {rounds / med1:,.0f} rounds/s"
+        )
     return rate, out["n"]
 
 
@@ -165,8 +172,10 @@ def bench_loop(loop_rounds_n: int, p: torch.Tensor, q: torch.Tensor, k: int, vec
     tol = Z * sigma * math.sqrt(1 / len(ns) + 1 / vec_n.numel())
     ok = abs(m_loop - m_vec) <= tol
     print(f"    alpha = {alpha:.6f}, E[N] = {e_n:.5f}, sd(N) = {sigma:.5f}")
-    print(f"    mean N: loop {m_loop:.5f} ({len(ns):,} rounds), vectorised {m_vec:.5f} ({vec_n.numel():,} rounds); "
-          f"|diff| = {abs(m_loop - m_vec):.5f} <= {tol:.5f} (z = {Z})")
+    print(
+        f"    mean N: loop {m_loop:.5f} ({len(ns):,} rounds), vectorised {m_vec:.5f} ({vec_n.numel():,} rounds); "
+        f"|diff| = {abs(m_loop - m_vec):.5f} <= {tol:.5f} (z = {Z})"
+    )
     gof = S.chi_square_gof(torch.as_tensor(emitted), p)
     print(f"    loop's emitted tokens vs p: chi2 p-value {gof.p_value:.3g}, TV {gof.tv:.4f} (context)")
     v = record("2 loop mean N agrees (CLT)", f"{m_loop:.4f} vs {m_vec:.4f}", f"|diff| <= {tol:.4f}", ok)
@@ -176,15 +185,19 @@ def bench_loop(loop_rounds_n: int, p: torch.Tensor, q: torch.Tensor, k: int, vec
     tuned = tuned_loop_rounds(pn, qn, k, loop_rounds_n, SEED)
     tuned_t = time.perf_counter() - t0
     tuned_rate = loop_rounds_n / tuned_t
-    print(f"    context: hand-tuned loop (precomputed CDFs, bisect, random.Random): {tuned_rate:,.0f} rounds/s "
-          f"(mean N {tuned.mean():.5f}); ratio vectorised/tuned: {vec_rate / tuned_rate:,.0f}x")
+    print(
+        f"    context: hand-tuned loop (precomputed CDFs, bisect, random.Random): {tuned_rate:,.0f} rounds/s "
+        f"(mean N {tuned.mean():.5f}); ratio vectorised/tuned: {vec_rate / tuned_rate:,.0f}x"
+    )
 
 
 def bench_table(repeats: int) -> None:
     ks = (1, 4, 8, 16)
     vs = {100: 500_000, 1000: 300_000, 32000: 100_000}
-    print(f"\n[3] exact rule, rounds/s (median of {repeats} after a warm-up; p = Zipf(V, 1.1), "
-          f"q = Dirichlet(V, 0.5, seed 1); rounds per run: {', '.join(f'V={v}: {r:,}' for v, r in vs.items())})")
+    print(
+        f"\n[3] exact rule, rounds/s (median of {repeats} after a warm-up; p = Zipf(V, 1.1), "
+        f"q = Dirichlet(V, 0.5, seed 1); rounds per run: {', '.join(f'V={v}: {r:,}' for v, r in vs.items())})"
+    )
     print("    " + f"{'K':>4}" + "".join(f"{'V=' + str(v):>14}" for v in vs))
     pairs = {v: (S.zipf(v, 1.1), S.dirichlet(v, 0.5, 1)) for v in vs}
     for k in ks:
@@ -192,7 +205,7 @@ def bench_table(repeats: int) -> None:
         for v, rounds in vs.items():
             p, q = pairs[v]
             gen = torch.Generator().manual_seed(SEED)
-            med, _ = median_time(lambda: S.simulate_rounds(p, q, k, rounds, gen), repeats)
+            med, _ = median_time(lambda p=p, q=q, k=k, n=rounds, g=gen: S.simulate_rounds(p, q, k, n, g), repeats)
             cells.append(f"{rounds / med:>14,.0f}")
         print("    " + f"{k:>4}" + "".join(cells))
 
@@ -205,7 +218,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     t_start = time.perf_counter()
-    print(machine_line(f"torch threads: {torch.get_num_threads()} | torch {torch.__version__} | numpy {np.__version__}"))
+    print(
+        machine_line(f"torch threads: {torch.get_num_threads()} | torch {torch.__version__} | numpy {np.__version__}")
+    )
     print(f"specviz sampling benchmark: seed={SEED}")
     k = 4
     p, q = S.zipf(100, 1.1), S.dirichlet(100, 0.5, 1)

@@ -25,11 +25,10 @@ import sys
 import time
 from pathlib import Path
 
-from _report import ROOT, fmt_s, machine_line, median_time, record, summary, time_reference  # noqa: I001
+import numpy as np
+from _report import ROOT, fmt_s, machine_line, median_time, record, summary, time_reference
 
-import numpy as np  # noqa: E402
-
-from specviz.theory import break_even_alpha, optimal_k  # noqa: E402
+from specviz.theory import break_even_alpha, optimal_k
 
 # The home page links to the others, which only resolves inside the router: time it as app.py.
 PAGES = ["app.py", "pages/design_space.py", "pages/break_even.py", "pages/sampling_lab.py", "pages/converter.py"]
@@ -94,26 +93,30 @@ def bench_optimal_k(repeats: int, subset: int, rng: np.random.Generator) -> None
     n_pts = k_star.size
     vec_pp = med / n_pts
     print(f"    times: {', '.join(fmt_s(t) for t in times)}")
-    print(f"    median {fmt_s(med)} for {n_pts:,} points = {fmt_s(vec_pp)}/point "
-          f"(K* range {k_star.min()}..{k_star.max()}, {int((k_star == 0).sum()):,} points with K*=0)")
+    print(
+        f"    median {fmt_s(med)} for {n_pts:,} points = {fmt_s(vec_pp)}/point "
+        f"(K* range {k_star.min()}..{k_star.max()}, {int((k_star == 0).sum()):,} points with K*=0)"
+    )
     v1 = record("1 optimal_k 1001x1001 grid", fmt_s(med), "<= 0.5 s", med <= 0.5)
     print(f"    -> {v1}")
 
     print(f"\n[2] pure-Python reference loop on {subset:,} random grid points (seeded)")
     ii = rng.integers(0, N_GRID, subset)
     jj = rng.integers(0, N_GRID, subset)
-    pts = [(float(alpha[i]), float(c[j])) for i, j in zip(ii, jj)]
+    pts = [(float(alpha[i]), float(c[j])) for i, j in zip(ii, jj, strict=False)]
     ref, ref_t, ref_pp = time_reference(ref_optimal_k, pts)
     ratio = ref_pp / vec_pp
-    print(f"    reference (median of 3): {fmt_s(ref_t)} for {subset:,} points = {fmt_s(ref_pp)}/point; "
-          f"extrapolated to the full grid: {fmt_s(ref_pp * n_pts)}")
+    print(
+        f"    reference (median of 3): {fmt_s(ref_t)} for {subset:,} points = {fmt_s(ref_pp)}/point; "
+        f"extrapolated to the full grid: {fmt_s(ref_pp * n_pts)}"
+    )
     print(f"    ratio reference/vectorised per point: {ratio:,.0f}x")
     v2 = record("2 speedup vs Python loop", f"{ratio:,.0f}x", ">= 100x", ratio >= 100)
     print(f"    -> {v2}")
 
     agree = tie = unexplained = 0
     examples = []
-    for (a, cc), (k_ref, best, second), i, j in zip(pts, ref, ii, jj):
+    for (a, cc), (k_ref, best, second), i, j in zip(pts, ref, ii, jj, strict=False):
         k_vec = int(k_star[i, j])
         if k_vec == k_ref:
             agree += 1
@@ -125,14 +128,16 @@ def bench_optimal_k(repeats: int, subset: int, rng: np.random.Generator) -> None
         else:
             unexplained += 1
             if len(examples) < 3:
-                examples.append(f"alpha={a!r} c={cc!r}: vec K*={k_vec} ref K*={k_ref} "
-                                f"(S best {best!r}, second {second!r})")
-    print(f"    K* agreement: {agree}/{subset} equal, {tie} differ at near-ties "
-          f"(top two S within 1e-12 rel., or best S within 1e-12 of 1), {unexplained} unexplained")
+                examples.append(
+                    f"alpha={a!r} c={cc!r}: vec K*={k_vec} ref K*={k_ref} (S best {best!r}, second {second!r})"
+                )
+    print(
+        f"    K* agreement: {agree}/{subset} equal, {tie} differ at near-ties "
+        f"(top two S within 1e-12 rel., or best S within 1e-12 of 1), {unexplained} unexplained"
+    )
     for ex in examples:
         print(f"      mismatch: {ex}")
-    v2b = record("2 K* agrees with reference", f"{agree}/{subset} (+{tie} ties)",
-                 "0 unexplained", unexplained == 0)
+    v2b = record("2 K* agrees with reference", f"{agree}/{subset} (+{tie} ties)", "0 unexplained", unexplained == 0)
     print(f"    -> {v2b}")
 
 
@@ -150,22 +155,26 @@ def bench_break_even(repeats: int, subset: int, rng: np.random.Generator) -> Non
     n_pts = a_star.size
     vec_pp = med / n_pts
     print(f"    times: {', '.join(fmt_s(t) for t in times)}")
-    print(f"    median {fmt_s(med)} for {n_pts:,} points = {fmt_s(vec_pp)}/point "
-          f"({int(np.isnan(a_star).sum()):,} NaN = never pays off)")
+    print(
+        f"    median {fmt_s(med)} for {n_pts:,} points = {fmt_s(vec_pp)}/point "
+        f"({int(np.isnan(a_star).sum()):,} NaN = never pays off)"
+    )
     v3 = record("3 break_even_alpha 64x1001", fmt_s(med), "<= 50 ms", med <= 0.050)
     print(f"    -> {v3}")
 
     ii = rng.integers(0, K_MAX, subset)
     jj = rng.integers(0, N_GRID, subset)
-    pts = [(int(k[i, 0]), float(c[0, j])) for i, j in zip(ii, jj)]
+    pts = [(int(k[i, 0]), float(c[0, j])) for i, j in zip(ii, jj, strict=False)]
     ref, ref_t, ref_pp = time_reference(ref_break_even, pts)
     ref_arr = np.array(ref)
     vec_arr = a_star[ii, jj]
     nan_same = bool(np.array_equal(np.isnan(ref_arr), np.isnan(vec_arr)))
     fin = ~np.isnan(ref_arr)
     max_diff = float(np.max(np.abs(ref_arr[fin] - vec_arr[fin]))) if fin.any() else 0.0
-    print(f"    context: scalar Python bisection on {subset:,} random points (median of 3): {fmt_s(ref_t)} "
-          f"= {fmt_s(ref_pp)}/point; ratio bisection/vectorised per point: {ref_pp / vec_pp:,.0f}x")
+    print(
+        f"    context: scalar Python bisection on {subset:,} random points (median of 3): {fmt_s(ref_t)} "
+        f"= {fmt_s(ref_pp)}/point; ratio bisection/vectorised per point: {ref_pp / vec_pp:,.0f}x"
+    )
     print(f"    context: NaN pattern identical: {nan_same}; max |alpha*_vec - alpha*_bisect| = {max_diff:.1e}")
 
 
@@ -213,12 +222,12 @@ def bench_pages(repeats: int, pages: list[str]) -> None:
             record(name, "error", "<= 0.5 s", False)
             continue
         ok = med <= 0.5 and n_exc == 0
-        exc_txt = "none" if n_exc == 0 else f"{n_exc}: " + "; ".join(
-            str(e.message)[:120] for e in at.exception)
-        print(f"    {page}: cold {fmt_s(cold)}, warm median {fmt_s(med)} "
-              f"({', '.join(fmt_s(t) for t in times)}); exceptions: {exc_txt}")
-        v = record(name, f"{fmt_s(med)} (cold {fmt_s(cold)}, exc {n_exc})",
-                   "<= 0.5 s, no exc", ok)
+        exc_txt = "none" if n_exc == 0 else f"{n_exc}: " + "; ".join(str(e.message)[:120] for e in at.exception)
+        print(
+            f"    {page}: cold {fmt_s(cold)}, warm median {fmt_s(med)} "
+            f"({', '.join(fmt_s(t) for t in times)}); exceptions: {exc_txt}"
+        )
+        v = record(name, f"{fmt_s(med)} (cold {fmt_s(cold)}, exc {n_exc})", "<= 0.5 s, no exc", ok)
         print(f"    -> {v}")
 
 
@@ -227,15 +236,18 @@ def main(argv=None) -> int:
     ap.add_argument("--strict", action="store_true", help="exit 1 if any target fails")
     ap.add_argument("--repeats", type=int, default=5, help="timed repeats per measurement (>= 5)")
     ap.add_argument("--subset", type=int, default=2000, help="points for the Python references")
-    ap.add_argument("--page", action="append", default=None,
-                    help="page file to time instead of the default theory pages (repeatable)")
+    ap.add_argument(
+        "--page",
+        action="append",
+        default=None,
+        help="page file to time instead of the default theory pages (repeatable)",
+    )
     args = ap.parse_args(argv)
     repeats = max(5, args.repeats)
 
     t_start = time.perf_counter()
     print(machine_line(f"numpy {np.__version__}"))
-    print(f"specviz theory benchmark: repeats={repeats} (median, after 1 warm-up), "
-          f"subset={args.subset}, seed={SEED}")
+    print(f"specviz theory benchmark: repeats={repeats} (median, after 1 warm-up), subset={args.subset}, seed={SEED}")
     rng = np.random.default_rng(SEED)
     bench_optimal_k(repeats, args.subset, rng)
     bench_break_even(repeats, args.subset, rng)

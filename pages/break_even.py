@@ -51,17 +51,23 @@ def optimum_maps(c_lo, c_hi, conv, k_max, v, o):
 
 
 st.title("Break-even & optimal K")
-st.caption("Speculation pays only when E[N] > 1 + vK + o + K/c. These views show where that line runs and "
-           "which draft length K gets the most out of a given (α, c).")  # fmt: skip
+st.caption(
+    "Speculation pays only when E[N] > 1 + vK + o + K/c. These views show where that line runs and "
+    "which draft length K gets the most out of a given (α, c)."
+)
 ui.restore(PAGE, SPEC)
 
 with st.sidebar:
     st.header("Controls")
-    st.radio("Speed-ratio convention", SPEC[0].choices, key=key("conv"), on_change=flip_convention,
-             format_func=grids.C_CONVENTIONS.get)
+    st.radio(
+        "Speed-ratio convention",
+        SPEC[0].choices,
+        key=key("conv"),
+        on_change=flip_convention,
+        format_func=grids.C_CONVENTIONS.get,
+    )
     conv = st.session_state[key("conv")]
-    st.multiselect(f"{conv} values for the frontier curves", CURVE_CHOICES, key=key("curves"),
-                   accept_new_options=True)
+    st.multiselect(f"{conv} values for the frontier curves", CURVE_CHOICES, key=key("curves"), accept_new_options=True)
     st.slider("K max", 2, 64, key=key("k_max"))
     c_min_col, c_max_col = st.columns(2)
     c_min_col.number_input(f"{conv} min", 1e-3, 1e4, key=key("c_min"), format="%.4g")
@@ -86,20 +92,27 @@ st.header("Break-even frontier α*(K, c)")
 left, right = st.columns(2)
 with left:
     st.plotly_chart(figures.break_even_curves(ks, alpha_star), key="fig_curves")
-    st.caption("Above a curve speculation is faster than the target alone. A curve that stops or is missing "
-               "never pays off at those K (in the basic model: whenever c ≤ 1).")  # fmt: skip
+    st.caption(
+        "Above a curve speculation is faster than the target alone. A curve that stops or is missing "
+        "never pays off at those K (in the basic model: whenever c ≤ 1)."
+    )
 with right:
     st.plotly_chart(figures.break_even_map(be_map), key="fig_be_map")
-    st.download_button("Download α*(K, c) (CSV)", be_map.tidy().to_csv(index=False), "break_even.csv",
-                       "text/csv", key="dl_be")
+    st.download_button(
+        "Download α*(K, c) (CSV)", be_map.tidy().to_csv(index=False), "break_even.csv", "text/csv", key="dl_be"
+    )
 
 st.header("Optimal draft length K*(α, c)")
 left, right = st.columns(2)
 with left:
     st.plotly_chart(figures.optimal_k_map(k_map), key="fig_kstar")
-    st.download_button("Download K* and S(K*) (CSV)",
-                       k_map.tidy().assign(speedup_at_optimal_k=s_map.z.ravel()).to_csv(index=False),
-                       "optimal_k.csv", "text/csv", key="dl_kstar")  # fmt: skip
+    st.download_button(
+        "Download K* and S(K*) (CSV)",
+        k_map.tidy().assign(speedup_at_optimal_k=s_map.z.ravel()).to_csv(index=False),
+        "optimal_k.csv",
+        "text/csv",
+        key="dl_kstar",
+    )
 with right:
     st.plotly_chart(figures.grid_figure(s_map, break_even=True, title="Speedup at K*"), key="fig_sstar")
 
@@ -117,8 +130,12 @@ except ValueError as exc:
 else:
     k_star = int(best.k)
     if k_star == 0:
-        st.metric("Optimal K", "don't speculate", delta=f"best S over K = 1..{view['k_max']} is "
-                  f"{float(s_of_k.max()):.3f}× ≤ 1", delta_color="off")  # fmt: skip
+        st.metric(
+            "Optimal K",
+            "don't speculate",
+            delta=f"best S over K = 1..{view['k_max']} is {float(s_of_k.max()):.3f}× ≤ 1",
+            delta_color="off",
+        )
     else:
         st.metric("Optimal K", str(k_star), delta=f"S = {float(best.speedup):.3f}×", delta_color="off")
     st.plotly_chart(figures.speedup_vs_k(ks, s_of_k, k_star, float(best.speedup)), key="fig_fk")
@@ -132,7 +149,11 @@ t44.dataframe(chapter.table_4_4(), hide_index=True, key="tab44", column_config={
 ex2.markdown("**Exercise 2 — c = 8, α = 0.7**")
 ex2.dataframe(chapter.exercise_2(), hide_index=True, key="ex2", column_config={"computed": NUMBER})
 st.markdown("**Table 5.3 — speedup**")
-st.dataframe(chapter.table_5_3(), hide_index=True, key="tab53",
-             column_config={"E[N] computed": NUMBER, "speedup computed": NUMBER})
+st.dataframe(
+    chapter.table_5_3(),
+    hide_index=True,
+    key="tab53",
+    column_config={"E[N] computed": NUMBER, "speedup computed": NUMBER},
+)
 
 ui.publish(PAGE, SPEC, URL)

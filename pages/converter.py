@@ -21,16 +21,29 @@ def key(name: str) -> str:
 
 
 st.title("Metric converter & glossary")
-st.caption("Engines report the same acceptance behaviour under different names and definitions. Enter any one "
-           "of them with K and read off the rest (i.i.d. model with per-token acceptance α).")  # fmt: skip
+st.caption(
+    "Engines report the same acceptance behaviour under different names and definitions. Enter any one "
+    "of them with K and read off the rest (i.i.d. model with per-token acceptance α)."
+)
 ui.restore(PAGE, SPEC)
 
 col_metric, col_value, col_k = st.columns([2, 1, 1])
-col_metric.selectbox("I have this metric", SPEC[0].choices, key=key("metric"),
-                     format_func=lambda m: f"{theory.METRICS[m].label} — {theory.METRICS[m].description}")
-col_value.number_input("value", 0.0, 65.0, key=key("value"), step=0.01, format="%.4f",
-                       help="Allowed range depends on the metric and K: "
-                            + "; ".join(f"{m.label}: {m.allowed}" for m in theory.METRICS.values()))
+col_metric.selectbox(
+    "I have this metric",
+    SPEC[0].choices,
+    key=key("metric"),
+    format_func=lambda m: f"{theory.METRICS[m].label} — {theory.METRICS[m].description}",
+)
+col_value.number_input(
+    "value",
+    0.0,
+    65.0,
+    key=key("value"),
+    step=0.01,
+    format="%.4f",
+    help="Allowed range depends on the metric and K: "
+    + "; ".join(f"{m.label}: {m.allowed}" for m in theory.METRICS.values()),
+)
 col_k.number_input("K (draft length)", 1, 64, key=key("k"))
 
 view = ui.values(PAGE, SPEC)
@@ -44,9 +57,13 @@ else:
     for col, (name, value) in zip(cols, converted.items(), strict=True):
         m = theory.METRICS[name]
         col.metric(m.label, f"{float(value):.4f}", help=f"{m.description}; range {m.allowed}")
-    st.caption(f"E[N] = {float(converted['mean_tokens']):.4f} tokens per round at K = {k} ⇔ α = {alpha:.4f}. "
-               "Per-position view: a vLLM per-position acceptance rate at position i (0-based) is α^(i+1) = "
-               + ", ".join(f"{alpha ** (i + 1):.3f}" for i in range(min(k, 8))) + ("…" if k > 8 else "") + ".")
+    st.caption(
+        f"E[N] = {float(converted['mean_tokens']):.4f} tokens per round at K = {k} ⇔ α = {alpha:.4f}. "
+        "Per-position view: a vLLM per-position acceptance rate at position i (0-based) is α^(i+1) = "
+        + ", ".join(f"{alpha ** (i + 1):.3f}" for i in range(min(k, 8)))
+        + ("…" if k > 8 else "")
+        + "."
+    )
     grid = np.linspace(0.0, 1.0, 201)
     series = {theory.METRICS[m].label: y for m, y in theory.convert_metric(grid, k, "alpha").items()}
     point = {theory.METRICS[m].label: float(y) for m, y in converted.items()}

@@ -60,8 +60,13 @@ ui.restore(PAGE, SPEC)
 with st.sidebar:
     st.header("Maps")
     st.radio("Chart type", SPEC[0].choices, key=key("view"), horizontal=True)
-    st.radio("Speed-ratio convention", SPEC[1].choices, key=key("conv"), on_change=flip_convention,
-             format_func=grids.C_CONVENTIONS.get)
+    st.radio(
+        "Speed-ratio convention",
+        SPEC[1].choices,
+        key=key("conv"),
+        on_change=flip_convention,
+        format_func=grids.C_CONVENTIONS.get,
+    )
     conv = st.session_state[key("conv")]
     st.slider("α range", 0.0, 1.0, key=key("alpha"), step=0.01)
     c_min_col, c_max_col = st.columns(2)
@@ -90,19 +95,25 @@ except ValueError as exc:
 
 tab_c, tab_k, tab_en = st.tabs(["Speedup over (α, c)", "Speedup over (α, K)", "E[N] over (α, K)"])
 with tab_c:
-    st.plotly_chart(figures.grid_figure(s_c, mode=mode, break_even=True,
-                                        title=f"Speedup at K = {view['k']}"), key="fig_s_c")
-    st.download_button("Download this grid (CSV)", s_c.tidy().to_csv(index=False), "speedup_alpha_c.csv",
-                       "text/csv", key="dl_s_c")
+    st.plotly_chart(
+        figures.grid_figure(s_c, mode=mode, break_even=True, title=f"Speedup at K = {view['k']}"), key="fig_s_c"
+    )
+    st.download_button(
+        "Download this grid (CSV)", s_c.tidy().to_csv(index=False), "speedup_alpha_c.csv", "text/csv", key="dl_s_c"
+    )
 with tab_k:
-    st.plotly_chart(figures.grid_figure(s_k, mode=mode, break_even=True,
-                                        title=f"Speedup at {conv} = {view['c_fix']:.4g}"), key="fig_s_k")
-    st.download_button("Download this grid (CSV)", s_k.tidy().to_csv(index=False), "speedup_alpha_k.csv",
-                       "text/csv", key="dl_s_k")
+    st.plotly_chart(
+        figures.grid_figure(s_k, mode=mode, break_even=True, title=f"Speedup at {conv} = {view['c_fix']:.4g}"),
+        key="fig_s_k",
+    )
+    st.download_button(
+        "Download this grid (CSV)", s_k.tidy().to_csv(index=False), "speedup_alpha_k.csv", "text/csv", key="dl_s_k"
+    )
 with tab_en:
     st.plotly_chart(figures.grid_figure(en, mode=mode, title="Expected tokens per round"), key="fig_en")
-    st.download_button("Download this grid (CSV)", en.tidy().to_csv(index=False), "expected_tokens.csv",
-                       "text/csv", key="dl_en")
+    st.download_button(
+        "Download this grid (CSV)", en.tidy().to_csv(index=False), "expected_tokens.csv", "text/csv", key="dl_en"
+    )
 
 st.header("Point inspector")
 col_a, col_c, col_k = st.columns(3)
@@ -123,10 +134,17 @@ else:
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("E[N] tokens per round", f"{e_n:.4f}")
     m2.metric("Speedup S", f"{s:.4f}×", delta=f"{s - 1:+.1%} vs target alone")
-    m3.metric("Break-even α*", "never pays off" if a_star != a_star else f"{a_star:.4f}",
-              help="The α at which S = 1 for this K and c.")
-    m4.metric("Optimal K (1..64)", "don't speculate" if best.k == 0 else f"{int(best.k)}",
-              delta=f"S = {float(best.speedup):.3f}×", delta_color="off")
+    m3.metric(
+        "Break-even α*",
+        "never pays off" if a_star != a_star else f"{a_star:.4f}",
+        help="The α at which S = 1 for this K and c.",
+    )
+    m4.metric(
+        "Optimal K (1..64)",
+        "don't speculate" if best.k == 0 else f"{int(best.k)}",
+        delta=f"S = {float(best.speedup):.3f}×",
+        delta_color="off",
+    )
     st.plotly_chart(figures.pmf_figure(theory.accepted_length_pmf(alpha, k), e_n), key="fig_pmf")
 
 ui.publish(PAGE, SPEC, URL)

@@ -36,11 +36,29 @@ st.caption(
 )
 
 st.subheader("Pages")
-st.page_link("pages/design_space.py", label="Design space — E[N] and speedup maps, point inspector", icon=":material/map:")
-st.page_link("pages/break_even.py", label="Break-even & optimal K — where speculation stops paying", icon=":material/balance:")
-st.page_link("pages/sampling_lab.py", label="Rejection-sampling lab — why the method is lossless", icon=":material/casino:")
-st.page_link("pages/live.py", label="Live benchmark — run a draft/target pair here, see it on the curves", icon=":material/play_circle:")
-st.page_link("pages/measured_data.py", label="Measured data — your engine's numbers on the theory, in a shared run library", icon=":material/table_chart:")
-st.page_link("pages/converter.py", label="Metric converter & glossary — what each engine reports", icon=":material/sync_alt:")
-st.caption("Source of the math: Leviathan, Kalman & Matias, *Fast Inference from Transformers via Speculative "
-           "Decoding*, ICML 2023 (arXiv 2211.17192), as worked through in the chapter bundled with this project.")
+st.page_link(
+    "pages/design_space.py", label="Design space — E[N] and speedup maps, point inspector", icon=":material/map:"
+)
+st.page_link(
+    "pages/break_even.py", label="Break-even & optimal K — where speculation stops paying", icon=":material/balance:"
+)
+st.page_link(
+    "pages/sampling_lab.py", label="Rejection-sampling lab — why the method is lossless", icon=":material/casino:"
+)
+st.page_link(
+    "pages/live.py",
+    label="Live benchmark — run a draft/target pair here, see it on the curves",
+    icon=":material/play_circle:",
+)
+st.page_link(
+    "pages/measured_data.py",
+    label="Measured data — your engine's numbers on the theory, in a shared run library",
+    icon=":material/table_chart:",
+)
+st.page_link(
+    "pages/converter.py", label="Metric converter & glossary — what each engine reports", icon=":material/sync_alt:"
+)
+st.caption(
+    "Source of the math: Leviathan, Kalman & Matias, *Fast Inference from Transformers via Speculative "
+    "Decoding*, ICML 2023 (arXiv 2211.17192), as worked through in the chapter bundled with this project."
+)

@@ -25,8 +25,7 @@ def key(name: str) -> str:
 @ui.cached
 def parse(data: bytes, name: str, fmt: str, k: int, no_bonus: bool):
     """load_measurements, cached by content and options (k = 0: not given)."""
-    return measurements.load_measurements(data, name=name, format=fmt, k=k or None,
-                                          mean_tokens_without_bonus=no_bonus)  # fmt: skip
+    return measurements.load_measurements(data, name=name, format=fmt, k=k or None, mean_tokens_without_bonus=no_bonus)
 
 
 heatmap_grid = ui.cached(overlays.heatmap_grid)
@@ -54,17 +53,33 @@ def show_report(report: measurements.LoadReport) -> None:
     first, *rest = report.summary(max_errors=0).splitlines()
     st.caption(first)
     if report.mapped:
-        st.info("Mapped columns: " + ", ".join(f"`{a}` → `{b}`" for a, b in report.mapped.items()),
-                icon=":material/swap_horiz:")  # fmt: skip
+        st.info(
+            "Mapped columns: " + ", ".join(f"`{a}` → `{b}`" for a, b in report.mapped.items()),
+            icon=":material/swap_horiz:",
+        )
     for line in rest:
         if line.startswith(("Conversions", "Ignored", "Warning")):
             st.caption(line)
     if report.row_errors:
-        st.warning(f"{len(report.row_errors)} bad cell(s) in {report.rows_skipped} row(s); those rows are skipped, "
-                   "the others load.", icon=":material/rule:")  # fmt: skip
-        st.dataframe([{"row": e.row, "column": e.column, "file header": e.header or e.column, "value": e.value,
-                       "allowed": e.allowed} for e in report.row_errors[:500]],
-                     hide_index=True, width="stretch")  # fmt: skip
+        st.warning(
+            f"{len(report.row_errors)} bad cell(s) in {report.rows_skipped} row(s); those rows are skipped, "
+            "the others load.",
+            icon=":material/rule:",
+        )
+        st.dataframe(
+            [
+                {
+                    "row": e.row,
+                    "column": e.column,
+                    "file header": e.header or e.column,
+                    "value": e.value,
+                    "allowed": e.allowed,
+                }
+                for e in report.row_errors[:500]
+            ],
+            hide_index=True,
+            width="stretch",
+        )
 
 
 def select_next(run_ids: list[int]) -> None:
@@ -77,23 +92,42 @@ def add_section(engine, runs) -> None:
     """Upload / paste / sample → preview with the mapping and row errors → save as a run (``runs``: the library)."""
     st.subheader("Add measurements")
     left, right = st.columns([3, 2])
-    left.file_uploader("Benchmark files (CSV, Spec-Bench .jsonl, vLLM logs)", accept_multiple_files=True,
-                       type=["csv", "tsv", "txt", "jsonl", "json", "log"], key=key("files"))  # fmt: skip
-    left.text_area("…or paste text (a CSV, JSON lines, or vLLM 'SpecDecoding metrics' log lines)", key=key("paste"),
-                   height=100)  # fmt: skip
+    left.file_uploader(
+        "Benchmark files (CSV, Spec-Bench .jsonl, vLLM logs)",
+        accept_multiple_files=True,
+        type=["csv", "tsv", "txt", "jsonl", "json", "log"],
+        key=key("files"),
+    )
+    left.text_area(
+        "…or paste text (a CSV, JSON lines, or vLLM 'SpecDecoding metrics' log lines)", key=key("paste"), height=100
+    )
     right.selectbox("Format", tuple(FORMATS), format_func=FORMATS.get, key=key("format"))
-    right.number_input("K for files that do not state it (0 = not given)", 0, 4096, key=key("k_given"),
-                       help="vLLM log lines and Spec-Bench output do not record the draft length.")  # fmt: skip
-    right.checkbox("Mean acceptance length excludes the bonus token", key=key("no_bonus"),
-                   help="Some engines report accepted draft tokens per round (E[N] − 1); 1 is then added.")
+    right.number_input(
+        "K for files that do not state it (0 = not given)",
+        0,
+        4096,
+        key=key("k_given"),
+        help="vLLM log lines and Spec-Bench output do not record the draft length.",
+    )
+    right.checkbox(
+        "Mean acceptance length excludes the bonus token",
+        key=key("no_bonus"),
+        help="Some engines report accepted draft tokens per round (E[N] − 1); 1 is then added.",
+    )
     samples = measurements.available_samples()
     if samples:
-        sample = right.selectbox("Sample files", tuple(samples), format_func=lambda s: f"{s} — {samples[s]}",
-                                 key=key("sample"))  # fmt: skip
+        sample = right.selectbox(
+            "Sample files", tuple(samples), format_func=lambda s: f"{s} — {samples[s]}", key=key("sample")
+        )
         if right.button("Load this sample", icon=":material/dataset:"):
             st.session_state[key("sample_loaded")] = sample
-    right.download_button("Download the CSV template", measurements.template_csv(), "specviz_template.csv",
-                          "text/csv", icon=":material/download:")  # fmt: skip
+    right.download_button(
+        "Download the CSV template",
+        measurements.template_csv(),
+        "specviz_template.csv",
+        "text/csv",
+        icon=":material/download:",
+    )
 
     options = (st.session_state[key("format")], st.session_state[key("k_given")], st.session_state[key("no_bonus")])
     existing = set(runs["id"]) if runs is not None else set()
@@ -102,8 +136,13 @@ def add_section(engine, runs) -> None:
         with st.container(border=True):
             st.markdown(f"**{ui.plain(name)}**")
             try:
-                frame, report = parse(data, name, st.session_state[key("format")], st.session_state[key("k_given")],
-                                      st.session_state[key("no_bonus")])  # fmt: skip
+                frame, report = parse(
+                    data,
+                    name,
+                    st.session_state[key("format")],
+                    st.session_state[key("k_given")],
+                    st.session_state[key("no_bonus")],
+                )
             except ValueError as exc:
                 ui.show_error(exc)
                 continue
@@ -119,13 +158,18 @@ def add_section(engine, runs) -> None:
                 continue
             labels = frame["label"].dropna().unique()
             c1, c2, c3 = st.columns([2, 3, 1], vertical_alignment="bottom")
-            run_name = c1.text_input("Run name", value=labels[0] if len(labels) == 1 else Path(name).stem,
-                                     key=key(f"name.{digest}"), max_chars=200)  # fmt: skip
+            run_name = c1.text_input(
+                "Run name",
+                value=labels[0] if len(labels) == 1 else Path(name).stem,
+                key=key(f"name.{digest}"),
+                max_chars=200,
+            )
             note = c2.text_input("Note (optional)", key=key(f"note.{digest}"))
             if c3.button("Save to library", key=key(f"save.{digest}"), type="primary", icon=":material/save:"):
                 try:
-                    run_id = store.save_run(engine, frame, label=run_name, source=name, note=note,
-                                            report=report.summary())  # fmt: skip
+                    run_id = store.save_run(
+                        engine, frame, label=run_name, source=name, note=note, report=report.summary()
+                    )
                 except ValueError as exc:
                     ui.show_error(exc)
                 else:
@@ -138,8 +182,11 @@ def library_section(engine, runs) -> None:
     st.subheader("Run library")
     gone = [i for i in st.session_state[key("runs")] if i not in set(runs["id"])]
     if gone:
-        st.warning(f"Run(s) {', '.join(f'#{i}' for i in gone)} are not in the library (deleted, or a link from "
-                   "another library); they are left out.", icon=":material/warning:")  # fmt: skip
+        st.warning(
+            f"Run(s) {', '.join(f'#{i}' for i in gone)} are not in the library (deleted, or a link from "
+            "another library); they are left out.",
+            icon=":material/warning:",
+        )
         st.session_state[key("runs")] = [i for i in st.session_state[key("runs")] if i not in gone]
     if runs.empty:
         st.info("The library is empty: add a file above, or load a sample.", icon=":material/inventory_2:")
@@ -158,24 +205,40 @@ def library_section(engine, runs) -> None:
     for facet, chosen in facets.items():
         if chosen:
             shown = shown[shown[facet].map(lambda cell, c=chosen: any(v in cell.split(", ") for v in c))]
-    st.dataframe(shown, hide_index=True, width="stretch",
-                 column_config={"uploaded_at": st.column_config.DatetimeColumn("uploaded (UTC)")})  # fmt: skip
+    st.dataframe(
+        shown,
+        hide_index=True,
+        width="stretch",
+        column_config={"uploaded_at": st.column_config.DatetimeColumn("uploaded (UTC)")},
+    )
     label_of = dict(zip(runs["id"], runs["label"], strict=True))
     options = list(dict.fromkeys([*st.session_state[key("runs")], *shown["id"]]))
-    st.multiselect("Runs to plot", options, key=key("runs"), format_func=lambda i: f"#{i} {label_of[i]}",
-                   placeholder="Choose runs to overlay on the theory")  # fmt: skip
+    st.multiselect(
+        "Runs to plot",
+        options,
+        key=key("runs"),
+        format_func=lambda i: f"#{i} {label_of[i]}",
+        placeholder="Choose runs to overlay on the theory",
+    )
     selected = st.session_state[key("runs")]
     if selected:
         c1, c2, _ = st.columns([1, 1, 2])
-        c1.download_button("Export the selected runs (CSV)", store.export_csv(store.load_runs(engine, selected)),
-                           "specviz_runs.csv", "text/csv", icon=":material/download:")  # fmt: skip
+        c1.download_button(
+            "Export the selected runs (CSV)",
+            store.export_csv(store.load_runs(engine, selected)),
+            "specviz_runs.csv",
+            "text/csv",
+            icon=":material/download:",
+        )
         if c2.button("Delete the selected runs…", icon=":material/delete:"):
             st.session_state[key("confirm_delete")] = list(selected)
     pending = st.session_state.get(key("confirm_delete"))
     if pending:
         names = ", ".join(f"#{i} {ui.plain(label_of.get(i, '?'))}" for i in pending)
-        st.warning(f"Delete {len(pending)} run(s) ({names}) for everyone using this library? This cannot be undone.",
-                   icon=":material/warning:")  # fmt: skip
+        st.warning(
+            f"Delete {len(pending)} run(s) ({names}) for everyone using this library? This cannot be undone.",
+            icon=":material/warning:",
+        )
         yes, no, _ = st.columns([1, 1, 4])
         if yes.button("Yes, delete", type="primary", key=key("delete_yes")):
             deleted = store.delete_runs(engine, pending)
@@ -197,11 +260,14 @@ def overlay_section(engine) -> None:
     points = overlays.with_series(store.load_runs(engine, selected))
     params = overlays.series_params(points)
     curves = overlays.curves(params)
-    st.caption("One series per run, label and temperature. Its curves use the series' α (mean of the α used per "
-               "row) and c (median); the dashed curve adds the measured verify cost v and overhead o.")  # fmt: skip
+    st.caption(
+        "One series per run, label and temperature. Its curves use the series' α (mean of the α used per "
+        "row) and c (median); the dashed curve adds the measured verify cost v and overhead o."
+    )
     st.dataframe(params, hide_index=True, width="stretch")
     tab_s, tab_map, tab_n, tab_parity, tab_pos = st.tabs(
-        ["Speedup vs K", "(α, c) map", "E[N] vs K", "Measured vs predicted", "Per position"])
+        ["Speedup vs K", "(α, c) map", "E[N] vs K", "Measured vs predicted", "Per position"]
+    )
     with tab_s:
         if points["speedup"].notna().any():
             st.plotly_chart(figures.overlay_speedup_vs_k(points, curves, params), width="stretch")
@@ -222,9 +288,11 @@ def overlay_section(engine) -> None:
         if points["speedup"].notna().any() and points["predicted_speedup"].notna().any():
             st.plotly_chart(figures.parity(points), width="stretch")
             ratio = points["speedup_ratio"].dropna()
-            st.caption(f"Measured ÷ basic-model prediction: median {np.median(ratio):.2f} over {len(ratio)} row(s). "
-                       "Below 1 usually means verifying K + 1 tokens costs more than one step (v), acceptance "
-                       "falls with position, or a fixed per-round overhead (o).")  # fmt: skip
+            st.caption(
+                f"Measured ÷ basic-model prediction: median {np.median(ratio):.2f} over {len(ratio)} row(s). "
+                "Below 1 usually means verifying K + 1 tokens costs more than one step (v), acceptance "
+                "falls with position, or a fixed per-round overhead (o)."
+            )
         else:
             st.info("A parity plot needs rows with both a measured speedup and a c (for the prediction).")
     with tab_pos:
@@ -236,9 +304,11 @@ def overlay_section(engine) -> None:
 
 
 st.title("Measured data")
-st.caption("Upload benchmark results from any engine, keep them in the team's run library, and see where they "
-           "fall on the theory. Files are validated row by row; column names of vLLM, SGLang, llama.cpp, "
-           "TensorRT-LLM, HF transformers and Spec-Bench are understood.")  # fmt: skip
+st.caption(
+    "Upload benchmark results from any engine, keep them in the team's run library, and see where they "
+    "fall on the theory. Files are validated row by row; column names of vLLM, SGLang, llama.cpp, "
+    "TensorRT-LLM, HF transformers and Spec-Bench are understood."
+)
 ui.restore(PAGE, SPEC)
 if key("runs_next") in st.session_state:
     st.session_state[key("runs")] = st.session_state.pop(key("runs_next"))

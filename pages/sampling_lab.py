@@ -52,8 +52,12 @@ def builder_controls(who: str, options) -> None:
     elif kind == "tempered":
         st.number_input("τ (draft = target at temperature τ)", 0.05, 20.0, key=key("q_tau"), step=0.1)
     elif kind == "custom":
-        st.text_area(f"{who}: V comma-separated weights", key=key(f"{who}_vec"), height=80,
-                     help="Non-negative numbers, normalised for you. Or upload a one-column CSV below.")  # fmt: skip
+        st.text_area(
+            f"{who}: V comma-separated weights",
+            key=key(f"{who}_vec"),
+            height=80,
+            help="Non-negative numbers, normalised for you. Or upload a one-column CSV below.",
+        )
         upload = st.file_uploader(f"{who}: one-column CSV", type=["csv", "txt"], key=f"{PAGE}.{who}_file")
         if upload is not None:
             st.session_state[f"{PAGE}.{who}_bytes"] = upload.getvalue()
@@ -63,23 +67,44 @@ def builder_controls(who: str, options) -> None:
 
 def build(who: str, view: dict, base=None) -> torch.Tensor:
     text = st.session_state.get(f"{PAGE}.{who}_bytes") or view[f"{who}_vec"]
-    return sampling.build(view[who], view["v"], s=view[f"{who}_s"], beta=view[f"{who}_beta"],
-                          seed=view[f"{who}_seed"], tau=view.get(f"{who}_tau", 1.0), text=text, base=base,
-                          name=who)  # fmt: skip
+    return sampling.build(
+        view[who],
+        view["v"],
+        s=view[f"{who}_s"],
+        beta=view[f"{who}_beta"],
+        seed=view[f"{who}_seed"],
+        tau=view.get(f"{who}_tau", 1.0),
+        text=text,
+        base=base,
+        name=who,
+    )
 
 
 def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
     """Run (or reuse) the simulation for these inputs; shows progress for long runs."""
-    run_key = (p.numpy().tobytes(), q.numpy().tobytes(), view["k"], view["rounds"], view["seed"],
-               view["variant"], view["t_draft"])  # fmt: skip
+    run_key = (
+        p.numpy().tobytes(),
+        q.numpy().tobytes(),
+        view["k"],
+        view["rounds"],
+        view["seed"],
+        view["variant"],
+        view["t_draft"],
+    )
     last = st.session_state.get(f"{PAGE}.last_run")
     if last is not None and last[0] == run_key:
         return last[1]
     bar = st.progress(0.0, text="Simulating rounds…") if view["rounds"] >= PROGRESS_FROM else None
     n, emitted = sampling.simulate_rounds(
-        p, q, view["k"], view["rounds"], torch.Generator().manual_seed(view["seed"]), view["variant"],
+        p,
+        q,
+        view["k"],
+        view["rounds"],
+        torch.Generator().manual_seed(view["seed"]),
+        view["variant"],
         draft_temperature=view["t_draft"],
-        progress=(lambda f: bar.progress(f, text=f"Simulating rounds… {f:.0%}")) if bar else None)  # fmt: skip
+        progress=(lambda f: bar.progress(f, text=f"Simulating rounds… {f:.0%}")) if bar else None,
+    )
     if bar:
         bar.empty()
     result = (n.numpy(), emitted.numpy())
@@ -88,9 +113,11 @@ def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
 
 
 st.title("Rejection-sampling lab")
-st.caption("Draft K tokens from q, accept each with min(1, p/q), correct from the residual (p − q)⁺ at the first "
-           "rejection, add a bonus token from p when all K pass. Simulate many rounds and check the two claims: "
-           "E[N] = (1 − α^(K+1)) / (1 − α), and the emitted tokens follow p exactly.")  # fmt: skip
+st.caption(
+    "Draft K tokens from q, accept each with min(1, p/q), correct from the residual (p − q)⁺ at the first "
+    "rejection, add a bonus token from p when all K pass. Simulate many rounds and check the two claims: "
+    "E[N] = (1 − α^(K+1)) / (1 − α), and the emitted tokens follow p exactly."
+)
 ui.restore(PAGE, SPEC)
 
 with st.sidebar:
@@ -137,8 +164,12 @@ c1, c2, c3 = st.columns(3)
 c1.metric("simulated mean N", f"{mean_n:.4f} ± {half:.4f}", help="95 % confidence interval, 1.96 · s / √rounds")
 c2.metric("formula E[N]", f"{e_formula:.4f}")
 inside = abs(mean_n - e_formula) <= half
-c3.metric("formula inside the 95 % CI", "yes" if inside else "no",
-          delta=f"{(mean_n - e_formula) / max(half / 1.96, 1e-300):+.1f} σ", delta_color="off")  # fmt: skip
+c3.metric(
+    "formula inside the 95 % CI",
+    "yes" if inside else "no",
+    delta=f"{(mean_n - e_formula) / max(half / 1.96, 1e-300):+.1f} σ",
+    delta_color="off",
+)
 counts = np.bincount(n, minlength=k + 2)[1:]
 st.plotly_chart(figures.n_histogram(counts, theory.accepted_length_pmf(alpha, k), rounds), key="fig_hist")
 

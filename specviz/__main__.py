@@ -32,13 +32,21 @@ def cmd_train(args: argparse.Namespace) -> int:
     target_tc = train.TrainConfig(steps=args.target_steps, lr=args.target_lr, **common)
     draft_tc = train.TrainConfig(steps=args.draft_steps, lr=args.draft_lr, **common)
     command = "python -m specviz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    card = train.train_pair(Path(args.out), Path(args.work_dir), target_tc, draft_tc,
-                            corpus_root=Path(args.corpus) if args.corpus else None, command=command,
-                            progress_factory=_progress_factory)  # fmt: skip
-    print(f"saved {args.out}: target {card['target']['validation_bits_per_byte']} bits/byte, "
-          f"draft {card['draft']['validation_bits_per_byte']} bits/byte, "
-          f"alpha greedy {card['acceptance_on_validation']['alpha_greedy']}, "
-          f"alpha T=1 {card['acceptance_on_validation']['alpha_t1']}, c {card['speed']['c']}")
+    card = train.train_pair(
+        Path(args.out),
+        Path(args.work_dir),
+        target_tc,
+        draft_tc,
+        corpus_root=Path(args.corpus) if args.corpus else None,
+        command=command,
+        progress_factory=_progress_factory,
+    )
+    print(
+        f"saved {args.out}: target {card['target']['validation_bits_per_byte']} bits/byte, "
+        f"draft {card['draft']['validation_bits_per_byte']} bits/byte, "
+        f"alpha greedy {card['acceptance_on_validation']['alpha_greedy']}, "
+        f"alpha T=1 {card['acceptance_on_validation']['alpha_t1']}, c {card['speed']['c']}"
+    )
     return 0
 
 
@@ -51,9 +59,11 @@ def cmd_card(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     speed, acc = card["speed"], card["acceptance_on_validation"]
-    print(f"rewrote {args.out}/README.md and card.json: T_target {speed['t_target_ms']} ms, "
-          f"T_draft {speed['t_draft_ms']} ms, c {speed['c']}; alpha greedy {acc['alpha_greedy']}, "
-          f"alpha T=1 {acc['alpha_t1']}")
+    print(
+        f"rewrote {args.out}/README.md and card.json: T_target {speed['t_target_ms']} ms, "
+        f"T_draft {speed['t_draft_ms']} ms, c {speed['c']}; alpha greedy {acc['alpha_greedy']}, "
+        f"alpha T=1 {acc['alpha_t1']}"
+    )
     return 0
 
 
@@ -71,8 +81,18 @@ def _ints(text: str) -> list[int]:
     return [int(v) for v in values]
 
 
-BENCH_TABLE = ["k", "temperature", "alpha", "mean_accepted_tokens", "c", "v", "speedup",
-               "predicted_speedup_basic", "predicted_speedup_measured_cost", "greedy_exact"]  # fmt: skip
+BENCH_TABLE = [
+    "k",
+    "temperature",
+    "alpha",
+    "mean_accepted_tokens",
+    "c",
+    "v",
+    "speedup",
+    "predicted_speedup_basic",
+    "predicted_speedup_measured_cost",
+    "greedy_exact",
+]
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -89,15 +109,28 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     label = args.label or f"{args.pair} K={','.join(map(str, args.k))}"
-    target_name, draft_name = args.pair.split(",", 1) if "," in args.pair else (f"{args.pair}/target",
-                                                                               f"{args.pair}/draft")  # fmt: skip
+    target_name, draft_name = (
+        args.pair.split(",", 1) if "," in args.pair else (f"{args.pair}/target", f"{args.pair}/draft")
+    )
     meta = {"label": label, "target_model": target_name, "draft_model": draft_name}
     rows: list[dict] = []
     total = len(args.k) * len(args.temperature) * len(prompts) * args.repeats
     bar = tqdm(total=total, desc="bench", unit="run", dynamic_ncols=True)
     try:
-        bench.sweep(target, draft, tokenizer, prompts, args.k, args.temperature, args.new_tokens, args.repeats,
-                    args.seed, meta=meta, on_run=lambda: bar.update(1), on_row=lambda row, _: rows.append(row))  # fmt: skip
+        bench.sweep(
+            target,
+            draft,
+            tokenizer,
+            prompts,
+            args.k,
+            args.temperature,
+            args.new_tokens,
+            args.repeats,
+            args.seed,
+            meta=meta,
+            on_run=lambda: bar.update(1),
+            on_row=lambda row, _: rows.append(row),
+        )
     except KeyboardInterrupt:
         print(f"\ninterrupted: keeping the {len(rows)} finished cell(s)", file=sys.stderr)
     except ValueError as exc:
@@ -137,8 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train the bundled byte-level draft/target pair on the Python stdlib")
     t.add_argument("--out", default=str(DEFAULT_PAIR_DIR), help="where the trained pair is written")
-    t.add_argument("--work-dir", default=str(Path.home() / ".cache" / "specviz" / "train"),
-                   help="resumable checkpoints (rerun the same command to resume)")
+    t.add_argument(
+        "--work-dir",
+        default=str(Path.home() / ".cache" / "specviz" / "train"),
+        help="resumable checkpoints (rerun the same command to resume)",
+    )
     t.add_argument("--corpus", default=None, help="folder of .py files (default: this Python's stdlib)")
     t.add_argument("--target-steps", type=int, default=900)
     t.add_argument("--draft-steps", type=int, default=3000)

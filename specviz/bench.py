@@ -76,9 +76,18 @@ class Run:
         return torch.equal(self.baseline_tokens, self.speculative_tokens)
 
 
-def measure_runs(target, draft, prompts: list[torch.Tensor], k: int, temperature: float, new_tokens: int,
-                 repeats: int, seed: int = 0, on_run: Callable[[int], None] | None = None,
-                 should_stop: Callable[[], bool] | None = None) -> list[Run]:  # fmt: skip
+def measure_runs(
+    target,
+    draft,
+    prompts: list[torch.Tensor],
+    k: int,
+    temperature: float,
+    new_tokens: int,
+    repeats: int,
+    seed: int = 0,
+    on_run: Callable[[int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> list[Run]:
     """Every prompt × repeat of one (K, temperature) cell.
 
     Each run decodes the prompt target-only and speculatively with generators seeded identically
@@ -92,37 +101,59 @@ def measure_runs(target, draft, prompts: list[torch.Tensor], k: int, temperature
             if should_stop is not None and should_stop():
                 raise Stopped(f"stopped after {len(runs)} run(s) of the cell K = {k}, T = {temperature:g}")
             s = seed + 1000 * pi + r
-            base, b_stats = decoding.generate_target_only(target, prompt, new_tokens, temperature,
-                                                          torch.Generator(device).manual_seed(s))  # fmt: skip
-            spec, s_stats = decoding.speculative_generate(target, draft, prompt, k, temperature, new_tokens,
-                                                          torch.Generator(device).manual_seed(s))  # fmt: skip
+            base, b_stats = decoding.generate_target_only(
+                target, prompt, new_tokens, temperature, torch.Generator(device).manual_seed(s)
+            )
+            spec, s_stats = decoding.speculative_generate(
+                target, draft, prompt, k, temperature, new_tokens, torch.Generator(device).manual_seed(s)
+            )
             runs.append(Run(pi, r, b_stats, s_stats, base, spec))
             if on_run is not None:
                 on_run(len(runs))
     return runs
 
 
-def run_cell(target, draft, prompts: list[torch.Tensor], k: int, temperature: float, new_tokens: int,
-             repeats: int, seed: int = 0, on_run: Callable[[int], None] | None = None) -> dict:
+def run_cell(
+    target,
+    draft,
+    prompts: list[torch.Tensor],
+    k: int,
+    temperature: float,
+    new_tokens: int,
+    repeats: int,
+    seed: int = 0,
+    on_run: Callable[[int], None] | None = None,
+) -> dict:
     """Measure one (K, temperature) cell over every prompt × repeat; return its aggregated row."""
-    return aggregate(measure_runs(target, draft, prompts, k, temperature, new_tokens, repeats, seed, on_run),
-                     k, temperature, new_tokens)  # fmt: skip
+    return aggregate(
+        measure_runs(target, draft, prompts, k, temperature, new_tokens, repeats, seed, on_run),
+        k,
+        temperature,
+        new_tokens,
+    )
 
 
 def aggregate(measured: list[Run], k: int, temperature: float, new_tokens: int) -> dict:
     """Pool the rounds of all runs of a cell into one measurement row (see measurements.COLUMNS)."""
     runs = [(m.baseline, m.speculative, m.exact) for m in measured]
     rounds = [r for _, s, _ in runs for r in s.rounds]
-    pooled = decoding.GenerationStats(k=k, temperature=temperature, new_tokens=new_tokens, decode_s=1.0,
-                                      prefill_ms=0.0, rounds=rounds,
-                                      t_target_ms=float(np.median([b.t_target_ms for b, _, _ in runs])),
-                                      t_draft_ms=float(np.median([s.t_draft_ms for _, s, _ in runs])),
-                                      t_verify_ms=float(np.median([s.t_verify_ms for _, s, _ in runs])))  # fmt: skip
+    pooled = decoding.GenerationStats(
+        k=k,
+        temperature=temperature,
+        new_tokens=new_tokens,
+        decode_s=1.0,
+        prefill_ms=0.0,
+        rounds=rounds,
+        t_target_ms=float(np.median([b.t_target_ms for b, _, _ in runs])),
+        t_draft_ms=float(np.median([s.t_draft_ms for _, s, _ in runs])),
+        t_verify_ms=float(np.median([s.t_verify_ms for _, s, _ in runs])),
+    )
     speedups = np.array([s.tokens_per_s / b.tokens_per_s for b, s, _ in runs])
     # each run against the measured-cost prediction from its own α̂, c, v, o (speedup is nonlinear in α,
     # so the median of per-run speedups is not the prediction at the pooled α̂ when prompts differ)
-    per_run = np.array([sp / s.predicted_speedup(measured_cost=True) for sp, (_, s, _) in zip(speedups, runs,
-                                                                                              strict=True)])  # fmt: skip
+    per_run = np.array(
+        [sp / s.predicted_speedup(measured_cost=True) for sp, (_, s, _) in zip(speedups, runs, strict=True)]
+    )
     alpha = pooled.alpha_hat
     return {
         "k": k,
@@ -152,10 +183,21 @@ def aggregate(measured: list[Run], k: int, temperature: float, new_tokens: int) 
     }
 
 
-def sweep(target, draft, tokenizer, prompts: list[str], ks: Iterable[int], temperatures: Iterable[float],
-          new_tokens: int, repeats: int, seed: int = 0, meta: dict | None = None,
-          on_run: Callable[[], None] | None = None, on_row: Callable[[dict, list[Run]], None] | None = None,
-          should_stop: Callable[[], bool] | None = None) -> pd.DataFrame:  # fmt: skip
+def sweep(
+    target,
+    draft,
+    tokenizer,
+    prompts: list[str],
+    ks: Iterable[int],
+    temperatures: Iterable[float],
+    new_tokens: int,
+    repeats: int,
+    seed: int = 0,
+    meta: dict | None = None,
+    on_run: Callable[[], None] | None = None,
+    on_row: Callable[[dict, list[Run]], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> pd.DataFrame:
     """Run every (K, temperature) cell; rows in the measurement schema.
 
     ``meta`` adds constant columns (label, target_model, …). ``on_row(row, runs)`` is called
@@ -177,14 +219,31 @@ def sweep(target, draft, tokenizer, prompts: list[str], ks: Iterable[int], tempe
         except ValueError as exc:
             raise ValueError(f"prompt {i + 1}: {exc}") from None
     warm_up(target, draft, encoded[0])
-    base = {"batch_size": 1, "device": str(device), "dtype": str(target.wte.weight.dtype).removeprefix("torch."),
-            "torch_version": torch.__version__, "hardware": hardware_name(device), "method": "draft model",
-            "source": "specviz bench", **(meta or {})}  # fmt: skip
+    base = {
+        "batch_size": 1,
+        "device": str(device),
+        "dtype": str(target.wte.weight.dtype).removeprefix("torch."),
+        "torch_version": torch.__version__,
+        "hardware": hardware_name(device),
+        "method": "draft model",
+        "source": "specviz bench",
+        **(meta or {}),
+    }
     rows = []
     for t in temperatures:
         for k in ks:
-            runs = measure_runs(target, draft, encoded, k, t, new_tokens, repeats, seed,
-                                (lambda _: on_run()) if on_run else None, should_stop)  # fmt: skip
+            runs = measure_runs(
+                target,
+                draft,
+                encoded,
+                k,
+                t,
+                new_tokens,
+                repeats,
+                seed,
+                (lambda _: on_run()) if on_run else None,
+                should_stop,
+            )
             row = {**base, **aggregate(runs, k, t, new_tokens)}
             rows.append(row)
             if on_row is not None:

@@ -15,12 +15,17 @@ from specviz import theory
 
 #: §4.4 — (α, K, printed E[N]); printed to 2 decimals except 1.996 (α = 0.5, K = 8).
 TABLE_4_4: tuple[tuple[float, int, str], ...] = (
-    (0.5, 4, "1.94"), (0.5, 8, "1.996"),
-    (0.6, 4, "2.31"), (0.6, 8, "2.47"),
-    (0.7, 4, "2.77"), (0.7, 8, "3.20"),
-    (0.8, 4, "3.36"), (0.8, 8, "4.33"),
-    (0.9, 4, "4.10"), (0.9, 8, "6.13"),
-)  # fmt: skip
+    (0.5, 4, "1.94"),
+    (0.5, 8, "1.996"),
+    (0.6, 4, "2.31"),
+    (0.6, 8, "2.47"),
+    (0.7, 4, "2.77"),
+    (0.7, 8, "3.20"),
+    (0.8, 4, "3.36"),
+    (0.8, 8, "4.33"),
+    (0.9, 4, "4.10"),
+    (0.9, 8, "6.13"),
+)
 
 #: §5.3 — (α, c, K, printed E[N], printed speedup).
 TABLE_5_3: tuple[tuple[float, float, int, str, str], ...] = (
@@ -55,8 +60,7 @@ def table_4_4() -> pd.DataFrame:
     rows = []
     for alpha, k, printed in TABLE_4_4:
         e = float(theory.expected_tokens(alpha, k))
-        rows.append({"α": alpha, "K": k, "E[N] chapter": printed, "E[N] computed": e,
-                     "matches": rounds_to(e, printed)})  # fmt: skip
+        rows.append({"α": alpha, "K": k, "E[N] chapter": printed, "E[N] computed": e, "matches": rounds_to(e, printed)})
     return pd.DataFrame(rows)
 
 
@@ -66,9 +70,18 @@ def table_5_3() -> pd.DataFrame:
     for alpha, c, k, e_printed, s_printed in TABLE_5_3:
         e = float(theory.expected_tokens(alpha, k))
         s = float(theory.speedup(alpha, c, k))
-        rows.append({"α": alpha, "c": c, "K": k, "E[N] chapter": e_printed, "E[N] computed": e,
-                     "speedup chapter": s_printed, "speedup computed": s,
-                     "matches": rounds_to(e, e_printed) and rounds_to(s, s_printed)})  # fmt: skip
+        rows.append(
+            {
+                "α": alpha,
+                "c": c,
+                "K": k,
+                "E[N] chapter": e_printed,
+                "E[N] computed": e,
+                "speedup chapter": s_printed,
+                "speedup computed": s,
+                "matches": rounds_to(e, e_printed) and rounds_to(s, s_printed),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -80,6 +93,4 @@ def exercise_2() -> pd.DataFrame:
         ("speedup, K = 8", float(theory.speedup(a, c, 8)), EXERCISE_2["speedup_k8"]),
         ("break-even α, K = 4", float(theory.break_even_alpha(4, c)), EXERCISE_2["break_even_k4"]),
     ]
-    return pd.DataFrame(
-        [{"quantity": q, "chapter": p, "computed": v, "matches": rounds_to(v, p)} for q, v, p in items]
-    )
+    return pd.DataFrame([{"quantity": q, "chapter": p, "computed": v, "matches": rounds_to(v, p)} for q, v, p in items])

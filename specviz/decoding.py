@@ -23,8 +23,16 @@ import torch
 
 from specviz import sampling, theory
 
-__all__ = ["Divergence", "RoundRecord", "GenerationStats", "check_inputs", "first_divergence", "generate_target_only",
-           "probabilities", "speculative_generate"]
+__all__ = [
+    "Divergence",
+    "GenerationStats",
+    "RoundRecord",
+    "check_inputs",
+    "first_divergence",
+    "generate_target_only",
+    "probabilities",
+    "speculative_generate",
+]
 
 
 def probabilities(logits: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -160,8 +168,10 @@ def check_inputs(models, prompt: torch.Tensor, max_new_tokens: int, temperature:
     need = prompt.numel() + max_new_tokens + k + 1
     context = min(m.cfg.block_size for m in models)
     if need > context:
-        raise ValueError(f"prompt ({prompt.numel()} tokens) + max_new_tokens ({max_new_tokens}) + K + 1 = {need} "
-                         f"exceeds the model's context of {context} tokens")  # fmt: skip
+        raise ValueError(
+            f"prompt ({prompt.numel()} tokens) + max_new_tokens ({max_new_tokens}) + K + 1 = {need} "
+            f"exceeds the model's context of {context} tokens"
+        )
 
 
 def _prefill(model, prompt: torch.Tensor) -> None:
@@ -183,8 +193,13 @@ def _decode_step_ms(model, pending: torch.Tensor, start: int, clock: _Clock, ste
 
 
 @torch.inference_mode()
-def generate_target_only(target, prompt: torch.Tensor, max_new_tokens: int, temperature: float = 0.0,
-                         generator: torch.Generator | None = None) -> tuple[torch.Tensor, GenerationStats]:
+def generate_target_only(
+    target,
+    prompt: torch.Tensor,
+    max_new_tokens: int,
+    temperature: float = 0.0,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, GenerationStats]:
     """Plain autoregressive decoding with the target's KV cache (the baseline).
 
     Returns ``(new_tokens, stats)``: exactly ``max_new_tokens`` ids (1-D LongTensor)
@@ -208,15 +223,29 @@ def generate_target_only(target, prompt: torch.Tensor, max_new_tokens: int, temp
         out.append(pending)
         pos += 1
     decode_s = clock.now() - start
-    stats = GenerationStats(k=0, temperature=temperature, new_tokens=max_new_tokens, decode_s=decode_s,
-                            prefill_ms=prefill_ms, t_target_ms=1e3 * float(np.median(steps)))  # fmt: skip
+    stats = GenerationStats(
+        k=0,
+        temperature=temperature,
+        new_tokens=max_new_tokens,
+        decode_s=decode_s,
+        prefill_ms=prefill_ms,
+        t_target_ms=1e3 * float(np.median(steps)),
+    )
     return torch.cat(out).cpu(), stats
 
 
 @torch.inference_mode()
-def speculative_generate(target, draft, prompt: torch.Tensor, k: int, temperature: float = 0.0,
-                         max_new_tokens: int = 128, generator: torch.Generator | None = None, *,
-                         calibration_steps: int = 8) -> tuple[torch.Tensor, GenerationStats]:
+def speculative_generate(
+    target,
+    draft,
+    prompt: torch.Tensor,
+    k: int,
+    temperature: float = 0.0,
+    max_new_tokens: int = 128,
+    generator: torch.Generator | None = None,
+    *,
+    calibration_steps: int = 8,
+) -> tuple[torch.Tensor, GenerationStats]:
     """Speculative decoding: draft K tokens, verify K + 1 positions in one target forward.
 
     Parameters
@@ -296,14 +325,30 @@ def speculative_generate(target, draft, prompt: torch.Tensor, k: int, temperatur
         generated += emitted
         t_d = clock.now()
         verify_times.append(t_c - t_b)
-        rounds.append(RoundRecord(drafted=d[0].tolist(), accepted=a, emitted=emitted,
-                                  accept_mask=result.accept_mask[0, :verified].tolist(), overlap=overlap,
-                                  draft_ms=1e3 * (t_b - t_a), verify_ms=1e3 * (t_c - t_b),
-                                  other_ms=1e3 * (t_d - t_c)))  # fmt: skip
+        rounds.append(
+            RoundRecord(
+                drafted=d[0].tolist(),
+                accepted=a,
+                emitted=emitted,
+                accept_mask=result.accept_mask[0, :verified].tolist(),
+                overlap=overlap,
+                draft_ms=1e3 * (t_b - t_a),
+                verify_ms=1e3 * (t_c - t_b),
+                other_ms=1e3 * (t_d - t_c),
+            )
+        )
     decode_s = clock.now() - start
-    stats = GenerationStats(k=k, temperature=temperature, new_tokens=max_new_tokens, decode_s=decode_s,
-                            prefill_ms=prefill_ms, t_target_ms=t_p, t_draft_ms=t_q,
-                            t_verify_ms=1e3 * float(np.median(verify_times)), rounds=rounds)  # fmt: skip
+    stats = GenerationStats(
+        k=k,
+        temperature=temperature,
+        new_tokens=max_new_tokens,
+        decode_s=decode_s,
+        prefill_ms=prefill_ms,
+        t_target_ms=t_p,
+        t_draft_ms=t_q,
+        t_verify_ms=1e3 * float(np.median(verify_times)),
+        rounds=rounds,
+    )
     return torch.tensor(generated[:max_new_tokens], dtype=torch.long), stats
 
 

@@ -36,8 +36,10 @@ def _is_log(name: str) -> bool:
 
 def _hovertemplate(grid: Grid) -> str:
     x_fmt, y_fmt = _FORMAT.get(grid.x_name, ":.3g"), _FORMAT.get(grid.y_name, ":.3g")
-    return (f"{grid.x_name} = %{{x{x_fmt}}}<br>{grid.y_name} = %{{y{y_fmt}}}<br>"
-            f"{TITLES[grid.z_name]} = %{{z:.4g}}<extra></extra>")  # fmt: skip
+    return (
+        f"{grid.x_name} = %{{x{x_fmt}}}<br>{grid.y_name} = %{{y{y_fmt}}}<br>"
+        f"{TITLES[grid.z_name]} = %{{z:.4g}}<extra></extra>"
+    )
 
 
 def grid_figure(grid: Grid, *, mode: str = "heatmap", break_even: bool = False, title: str = "") -> go.Figure:
@@ -60,23 +62,49 @@ def grid_figure(grid: Grid, *, mode: str = "heatmap", break_even: bool = False, 
     colorbar = dict(title=dict(text=TITLES[grid.z_name]))
     fig = go.Figure()
     if mode == "heatmap":
-        fig.add_trace(go.Heatmap(x=grid.x, y=grid.y, z=grid.z, colorscale=scale, colorbar=colorbar,
-                                 hovertemplate=_hovertemplate(grid), name=TITLES[grid.z_name]))  # fmt: skip
+        fig.add_trace(
+            go.Heatmap(
+                x=grid.x,
+                y=grid.y,
+                z=grid.z,
+                colorscale=scale,
+                colorbar=colorbar,
+                hovertemplate=_hovertemplate(grid),
+                name=TITLES[grid.z_name],
+            )
+        )
         if break_even:
             fig.add_trace(break_even_contour(grid))
         _data_extent_axes(fig, grid)
     else:
         g = grid.downsampled(_SURFACE_MAX)
-        contours = dict(z=dict(show=True, start=1.0, end=1.0, size=1.0, color=BREAK_EVEN_COLOR, width=6)) \
-            if break_even else {}  # fmt: skip
-        fig.add_trace(go.Surface(x=g.x, y=g.y, z=g.z, colorbar=colorbar, contours=contours, colorscale=scale,
-                                 hovertemplate=_hovertemplate(g)))  # fmt: skip
-        fig.update_layout(scene=dict(
-            xaxis=dict(title=TITLES[g.x_name], type="log" if _is_log(g.x_name) else "linear"),
-            yaxis=dict(title=TITLES[g.y_name], type="log" if _is_log(g.y_name) else "linear"),
-            zaxis=dict(title=TITLES[g.z_name])))  # fmt: skip
-    fig.update_layout(title=title, margin=dict(l=10, r=10, t=40, b=10), height=460,
-                      legend=dict(orientation="h", x=1.0, xanchor="right", y=1.02, yanchor="bottom"))  # fmt: skip
+        contours = (
+            dict(z=dict(show=True, start=1.0, end=1.0, size=1.0, color=BREAK_EVEN_COLOR, width=6)) if break_even else {}
+        )
+        fig.add_trace(
+            go.Surface(
+                x=g.x,
+                y=g.y,
+                z=g.z,
+                colorbar=colorbar,
+                contours=contours,
+                colorscale=scale,
+                hovertemplate=_hovertemplate(g),
+            )
+        )
+        fig.update_layout(
+            scene=dict(
+                xaxis=dict(title=TITLES[g.x_name], type="log" if _is_log(g.x_name) else "linear"),
+                yaxis=dict(title=TITLES[g.y_name], type="log" if _is_log(g.y_name) else "linear"),
+                zaxis=dict(title=TITLES[g.z_name]),
+            )
+        )
+    fig.update_layout(
+        title=title,
+        margin=dict(l=10, r=10, t=40, b=10),
+        height=460,
+        legend=dict(orientation="h", x=1.0, xanchor="right", y=1.02, yanchor="bottom"),
+    )
     return fig
 
 
@@ -106,10 +134,19 @@ def _data_extent_axes(fig: go.Figure, grid: Grid) -> None:
 
 def break_even_contour(grid: Grid) -> go.Contour:
     """The S = 1 line of a speedup grid, as a line-only contour trace."""
-    return go.Contour(x=grid.x, y=grid.y, z=grid.z, contours=dict(start=1.0, end=1.0, size=1.0, coloring="none",
-                      showlabels=True, labelfont=dict(color=BREAK_EVEN_COLOR)),
-                      line=dict(color=BREAK_EVEN_COLOR, width=2.5), showscale=False, hoverinfo="skip",
-                      name="S = 1 (break-even)", showlegend=True)  # fmt: skip
+    return go.Contour(
+        x=grid.x,
+        y=grid.y,
+        z=grid.z,
+        contours=dict(
+            start=1.0, end=1.0, size=1.0, coloring="none", showlabels=True, labelfont=dict(color=BREAK_EVEN_COLOR)
+        ),
+        line=dict(color=BREAK_EVEN_COLOR, width=2.5),
+        showscale=False,
+        hoverinfo="skip",
+        name="S = 1 (break-even)",
+        showlegend=True,
+    )
 
 
 def pmf_figure(pmf: np.ndarray, expected: float) -> go.Figure:
@@ -117,8 +154,12 @@ def pmf_figure(pmf: np.ndarray, expected: float) -> go.Figure:
     i = np.arange(1, len(pmf) + 1)
     fig = go.Figure(go.Bar(x=i, y=pmf, name="P(N = i)", hovertemplate="N = %{x}<br>P = %{y:.4f}<extra></extra>"))
     fig.add_vline(x=expected, line_dash="dash", annotation_text=f"E[N] = {expected:.3f}")
-    fig.update_layout(xaxis_title="N (tokens produced in one round)", yaxis_title="probability",
-                      height=320, margin=dict(l=10, r=10, t=30, b=10))  # fmt: skip
+    fig.update_layout(
+        xaxis_title="N (tokens produced in one round)",
+        yaxis_title="probability",
+        height=320,
+        margin=dict(l=10, r=10, t=30, b=10),
+    )
     fig.update_xaxes(dtick=1)
     return fig
 
@@ -132,29 +173,63 @@ def break_even_curves(ks: np.ndarray, curves: dict[str, np.ndarray]) -> go.Figur
     fig = go.Figure()
     for label, alpha_star in curves.items():
         never = bool(np.all(np.isnan(alpha_star)))
-        fig.add_trace(go.Scatter(x=ks, y=alpha_star, mode="lines+markers",
-                                 name=f"{label} (never pays off)" if never else label,
-                                 hovertemplate="K = %{x}<br>α* = %{y:.4f}<extra>" + label + "</extra>"))  # fmt: skip
-    fig.update_layout(xaxis_title=TITLES["k"], yaxis_title="break-even α* (S = 1)", yaxis_range=[0, 1],
-                      height=400, margin=dict(l=10, r=10, t=30, b=10),
-                      legend_title_text="speed ratio")  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=ks,
+                y=alpha_star,
+                mode="lines+markers",
+                name=f"{label} (never pays off)" if never else label,
+                hovertemplate="K = %{x}<br>α* = %{y:.4f}<extra>" + label + "</extra>",
+            )
+        )
+    fig.update_layout(
+        xaxis_title=TITLES["k"],
+        yaxis_title="break-even α* (S = 1)",
+        yaxis_range=[0, 1],
+        height=400,
+        margin=dict(l=10, r=10, t=30, b=10),
+        legend_title_text="speed ratio",
+    )
     return fig
 
 
 def break_even_map(grid: Grid) -> go.Figure:
     """α*(K, c) as filled contours; the region where no α pays off is grey and labelled."""
     never = np.isnan(grid.z)
-    fig = go.Figure(go.Contour(x=grid.x, y=grid.y, z=grid.z, colorscale="Viridis", zmin=0, zmax=1,
-                               contours=dict(start=0.05, end=0.95, size=0.05, showlabels=True),
-                               colorbar=dict(title=dict(text="α*")), hovertemplate=_hovertemplate(grid),
-                               name="α*"))  # fmt: skip
+    fig = go.Figure(
+        go.Contour(
+            x=grid.x,
+            y=grid.y,
+            z=grid.z,
+            colorscale="Viridis",
+            zmin=0,
+            zmax=1,
+            contours=dict(start=0.05, end=0.95, size=0.05, showlabels=True),
+            colorbar=dict(title=dict(text="α*")),
+            hovertemplate=_hovertemplate(grid),
+            name="α*",
+        )
+    )
     if never.any():
-        fig.add_trace(go.Heatmap(x=grid.x, y=grid.y, z=np.where(never, 1.0, np.nan),
-                                 colorscale=[[0, "lightgrey"], [1, "lightgrey"]], showscale=False,
-                                 hovertemplate="never pays off<extra></extra>", name="never pays off"))  # fmt: skip
+        fig.add_trace(
+            go.Heatmap(
+                x=grid.x,
+                y=grid.y,
+                z=np.where(never, 1.0, np.nan),
+                colorscale=[[0, "lightgrey"], [1, "lightgrey"]],
+                showscale=False,
+                hovertemplate="never pays off<extra></extra>",
+                name="never pays off",
+            )
+        )
         iy, ix = np.argwhere(never)[len(np.argwhere(never)) // 2]
-        fig.add_annotation(x=grid.x[ix], y=np.log10(grid.y[iy]) if _is_log(grid.y_name) else grid.y[iy],
-                           text="never pays off", showarrow=False, font=dict(size=14))  # fmt: skip
+        fig.add_annotation(
+            x=grid.x[ix],
+            y=np.log10(grid.y[iy]) if _is_log(grid.y_name) else grid.y[iy],
+            text="never pays off",
+            showarrow=False,
+            font=dict(size=14),
+        )
     _data_extent_axes(fig, grid)
     fig.update_layout(height=440, margin=dict(l=10, r=10, t=30, b=10))
     return fig
@@ -173,14 +248,28 @@ def optimal_k_map(grid: Grid) -> go.Figure:
         scale += [[i / n, colour], [(i + 1) / n, colour]]
     shown = _tick_subset(n, max_ticks=16, keep_first=bool(levels[0] == 0))
     ticktext = ["don't speculate" if levels[i] == 0 else f"K* = {levels[i]}" for i in shown]
-    fig = go.Figure(go.Heatmap(
-        x=grid.x, y=grid.y, z=index, customdata=z, colorscale=scale, zmin=-0.5, zmax=n - 0.5,
-        colorbar=dict(title=dict(text="K*"), tickvals=shown, ticktext=ticktext),
-        hovertemplate="α = %{x:.3f}<br>" + grid.y_name + " = %{y:.3g}<br>K* = %{customdata:d}<extra></extra>"))
+    fig = go.Figure(
+        go.Heatmap(
+            x=grid.x,
+            y=grid.y,
+            z=index,
+            customdata=z,
+            colorscale=scale,
+            zmin=-0.5,
+            zmax=n - 0.5,
+            colorbar=dict(title=dict(text="K*"), tickvals=shown, ticktext=ticktext),
+            hovertemplate="α = %{x:.3f}<br>" + grid.y_name + " = %{y:.3g}<br>K* = %{customdata:d}<extra></extra>",
+        )
+    )
     if levels[0] == 0:
         iy, ix = np.argwhere(grid.z == 0)[np.count_nonzero(grid.z == 0) // 2]
-        fig.add_annotation(x=grid.x[ix], y=np.log10(grid.y[iy]) if _is_log(grid.y_name) else grid.y[iy],
-                           text="don't speculate", showarrow=False, font=dict(size=14, color="white"))  # fmt: skip
+        fig.add_annotation(
+            x=grid.x[ix],
+            y=np.log10(grid.y[iy]) if _is_log(grid.y_name) else grid.y[iy],
+            text="don't speculate",
+            showarrow=False,
+            font=dict(size=14, color="white"),
+        )
     _data_extent_axes(fig, grid)
     fig.update_layout(height=460, margin=dict(l=10, r=10, t=30, b=10))
     return fig
@@ -207,14 +296,23 @@ def _qualitative(n: int, has_zero: bool) -> list[str]:
 
 def speedup_vs_k(ks: np.ndarray, s: np.ndarray, k_star: int, s_star: float) -> go.Figure:
     """f(K) = S(α, c, K) with the optimum marked and the S = 1 line."""
-    fig = go.Figure(go.Scatter(x=ks, y=s, mode="lines+markers", name="f(K)",
-                               hovertemplate="K = %{x}<br>S = %{y:.4f}<extra></extra>"))  # fmt: skip
+    fig = go.Figure(
+        go.Scatter(
+            x=ks, y=s, mode="lines+markers", name="f(K)", hovertemplate="K = %{x}<br>S = %{y:.4f}<extra></extra>"
+        )
+    )
     fig.add_hline(y=1.0, line_dash="dot", line_color=BREAK_EVEN_COLOR, annotation_text="S = 1")
     if k_star > 0:
-        fig.add_trace(go.Scatter(x=[k_star], y=[s_star], mode="markers", name=f"K* = {k_star}",
-                                 marker=dict(size=16, symbol="star", color="gold", line=dict(width=1))))  # fmt: skip
-    fig.update_layout(xaxis_title=TITLES["k"], yaxis_title="speedup S", height=380,
-                      margin=dict(l=10, r=10, t=30, b=10))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[k_star],
+                y=[s_star],
+                mode="markers",
+                name=f"K* = {k_star}",
+                marker=dict(size=16, symbol="star", color="gold", line=dict(width=1)),
+            )
+        )
+    fig.update_layout(xaxis_title=TITLES["k"], yaxis_title="speedup S", height=380, margin=dict(l=10, r=10, t=30, b=10))
     return fig
 
 
@@ -225,11 +323,17 @@ def metrics_vs_alpha(alpha: np.ndarray, series: dict[str, np.ndarray], point: di
         fig.add_trace(go.Scatter(x=alpha, y=y, mode="lines", name=label))
     for label, y in point.items():
         if label in series:
-            fig.add_trace(go.Scatter(x=[point["α"]], y=[y], mode="markers", showlegend=False,
-                                     marker=dict(size=10, color="black"),
-                                     hovertemplate=label + " = %{y:.4f}<extra></extra>"))  # fmt: skip
-    fig.update_layout(xaxis_title=TITLES["alpha"], yaxis_title="value", height=380,
-                      margin=dict(l=10, r=10, t=30, b=10))  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=[point["α"]],
+                    y=[y],
+                    mode="markers",
+                    showlegend=False,
+                    marker=dict(size=10, color="black"),
+                    hovertemplate=label + " = %{y:.4f}<extra></extra>",
+                )
+            )
+    fig.update_layout(xaxis_title=TITLES["alpha"], yaxis_title="value", height=380, margin=dict(l=10, r=10, t=30, b=10))
     return fig
 
 
@@ -244,13 +348,26 @@ def distribution_bars(p: np.ndarray, q: np.ndarray) -> go.Figure:
     x = np.arange(len(p))
     fig = go.Figure()
     fig.add_trace(go.Bar(x=x, y=np.minimum(p, q), name="min(p, q) — accepted directly", marker_color="#2ca02c"))
-    fig.add_trace(go.Bar(x=x, y=np.clip(p - q, 0, None), name="(p − q)⁺ — residual, resampled after a rejection",
-                         marker_color="#ff7f0e"))  # fmt: skip
-    fig.add_trace(go.Scatter(x=x, y=p, mode="lines+markers", name="p (target)", line=dict(color="black"),
-                             marker=dict(size=4)))  # fmt: skip
+    fig.add_trace(
+        go.Bar(
+            x=x,
+            y=np.clip(p - q, 0, None),
+            name="(p − q)⁺ — residual, resampled after a rejection",
+            marker_color="#ff7f0e",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(x=x, y=p, mode="lines+markers", name="p (target)", line=dict(color="black"), marker=dict(size=4))
+    )
     fig.add_trace(go.Scatter(x=x, y=q, mode="lines", name="q (draft)", line=dict(color="#1f77b4", dash="dot")))
-    fig.update_layout(barmode="stack", xaxis_title="token x", yaxis_title="probability", height=380,
-                      legend=dict(orientation="h", y=1.12), margin=dict(l=10, r=10, t=30, b=10))  # fmt: skip
+    fig.update_layout(
+        barmode="stack",
+        xaxis_title="token x",
+        yaxis_title="probability",
+        height=380,
+        legend=dict(orientation="h", y=1.12),
+        margin=dict(l=10, r=10, t=30, b=10),
+    )
     return fig
 
 
@@ -258,10 +375,14 @@ def n_histogram(n_counts: np.ndarray, pmf: np.ndarray, rounds: int, observed: st
     """Observed frequency of N = 1..K+1 (bars named ``observed``) against the pmf P(N = i)."""
     i = np.arange(1, len(pmf) + 1)
     fig = go.Figure(go.Bar(x=i, y=n_counts / rounds, name=observed, marker_color="#1f77b4"))
-    fig.add_trace(go.Scatter(x=i, y=pmf, mode="markers", name="P(N = i), formula",
-                             marker=dict(size=12, symbol="diamond", color="black")))  # fmt: skip
-    fig.update_layout(xaxis_title="N (tokens in a round)", yaxis_title="frequency", height=340,
-                      margin=dict(l=10, r=10, t=30, b=10))  # fmt: skip
+    fig.add_trace(
+        go.Scatter(
+            x=i, y=pmf, mode="markers", name="P(N = i), formula", marker=dict(size=12, symbol="diamond", color="black")
+        )
+    )
+    fig.update_layout(
+        xaxis_title="N (tokens in a round)", yaxis_title="frequency", height=340, margin=dict(l=10, r=10, t=30, b=10)
+    )
     fig.update_xaxes(dtick=1)
     return fig
 
@@ -270,11 +391,17 @@ def emitted_vs_target(freq: np.ndarray, p: np.ndarray, q: np.ndarray) -> go.Figu
     """Empirical frequency of the emitted tokens against the target p (and the draft q for reference)."""
     x = np.arange(len(p))
     fig = go.Figure(go.Bar(x=x, y=freq, name="emitted (simulated)", marker_color="#9467bd"))
-    fig.add_trace(go.Scatter(x=x, y=p, mode="lines+markers", name="p (target)", line=dict(color="black"),
-                             marker=dict(size=4)))  # fmt: skip
+    fig.add_trace(
+        go.Scatter(x=x, y=p, mode="lines+markers", name="p (target)", line=dict(color="black"), marker=dict(size=4))
+    )
     fig.add_trace(go.Scatter(x=x, y=q, mode="lines", name="q (draft)", line=dict(color="#1f77b4", dash="dot")))
-    fig.update_layout(xaxis_title="token x", yaxis_title="probability", height=360,
-                      legend=dict(orientation="h", y=1.12), margin=dict(l=10, r=10, t=30, b=10))  # fmt: skip
+    fig.update_layout(
+        xaxis_title="token x",
+        yaxis_title="probability",
+        height=360,
+        legend=dict(orientation="h", y=1.12),
+        margin=dict(l=10, r=10, t=30, b=10),
+    )
     return fig
 
 
@@ -282,8 +409,18 @@ def emitted_vs_target(freq: np.ndarray, p: np.ndarray, q: np.ndarray) -> go.Figu
 # measured points over the theory (inputs from specviz.overlays)
 # --------------------------------------------------------------------------------------
 
-_SERIES_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2",
-                  "#7f7f7f", "#bcbd22")  # fmt: skip
+_SERIES_COLORS = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#17becf",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+)
 
 
 def _safe(name: str) -> str:
@@ -296,8 +433,14 @@ def _series_color(names: list[str]) -> dict[str, str]:
 
 
 def _layout(fig: go.Figure, x: str, y: str, height: int = 420) -> go.Figure:
-    fig.update_layout(xaxis_title=x, yaxis_title=y, height=height, margin=dict(l=10, r=10, t=30, b=10),
-                      legend=dict(orientation="h", y=-0.2, yanchor="top"), hovermode="closest")  # fmt: skip
+    fig.update_layout(
+        xaxis_title=x,
+        yaxis_title=y,
+        height=height,
+        margin=dict(l=10, r=10, t=30, b=10),
+        legend=dict(orientation="h", y=-0.2, yanchor="top"),
+        hovermode="closest",
+    )
     return fig
 
 
@@ -332,23 +475,46 @@ def overlay_speedup_vs_k(points, curves, params) -> go.Figure:
             if len(cv) == 0 or y.isna().all():
                 continue
             what = "basic model" if model == "basic" else "measured-cost model (v, o)"
-            fig.add_trace(go.Scatter(
-                x=cv["k"], y=y, mode="lines", line=dict(color=color[name], dash=dash), legendgroup=name,
-                name=f"{shown}: {what}",
-                hovertemplate=f"{shown}<br>{what} at α = {p.alpha:.3f}, c = {p.c:.3g}<br>K = %{{x}}<br>"
-                              "S = %{y:.3f}<extra></extra>"))  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=cv["k"],
+                    y=y,
+                    mode="lines",
+                    line=dict(color=color[name], dash=dash),
+                    legendgroup=name,
+                    name=f"{shown}: {what}",
+                    hovertemplate=f"{shown}<br>{what} at α = {p.alpha:.3f}, c = {p.c:.3g}<br>K = %{{x}}<br>"
+                    "S = %{y:.3f}<extra></extra>",
+                )
+            )
             k_star, s_star = p[f"k_star_{model}"], p[f"s_star_{model}"]
             if np.isfinite(k_star) and k_star > 0:
-                fig.add_trace(go.Scatter(
-                    x=[k_star], y=[s_star], mode="markers", legendgroup=name, showlegend=False,
-                    marker=dict(symbol="star", size=14, color=color[name], line=dict(width=1, color="black")),
-                    hovertemplate=f"{shown}: K* = {int(k_star)} ({what}), S = {s_star:.3f}<extra></extra>"))  # fmt: skip
+                fig.add_trace(
+                    go.Scatter(
+                        x=[k_star],
+                        y=[s_star],
+                        mode="markers",
+                        legendgroup=name,
+                        showlegend=False,
+                        marker=dict(symbol="star", size=14, color=color[name], line=dict(width=1, color="black")),
+                        hovertemplate=f"{shown}: K* = {int(k_star)} ({what}), S = {s_star:.3f}<extra></extra>",
+                    )
+                )
         pts = points[(points["series"] == name) & points["speedup"].notna()]
         if len(pts):
-            fig.add_trace(go.Scatter(
-                x=pts["k"], y=pts["speedup"], mode="markers", legendgroup=name, name=f"{shown}: measured",
-                marker=dict(size=10, color=color[name], line=dict(width=1, color="black")),
-                error_y=_error_bars(pts), text=pts["hover"], hovertemplate="%{text}<extra></extra>"))  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=pts["k"],
+                    y=pts["speedup"],
+                    mode="markers",
+                    legendgroup=name,
+                    name=f"{shown}: measured",
+                    marker=dict(size=10, color=color[name], line=dict(width=1, color="black")),
+                    error_y=_error_bars(pts),
+                    text=pts["hover"],
+                    hovertemplate="%{text}<extra></extra>",
+                )
+            )
     return _layout(fig, TITLES["k"], "speedup S")
 
 
@@ -360,10 +526,17 @@ def overlay_alpha_c(grid: Grid, points, k: int) -> go.Figure:
     for same, symbol, label in ((True, "circle", f"measured at K = {k}"), (False, "circle-open", "other K")):
         sel = pts[(pts["k"] == k) == same]
         if len(sel):
-            fig.add_trace(go.Scatter(
-                x=sel["alpha_used"], y=sel["c_used"], mode="markers", name=label, text=sel["hover"],
-                marker=dict(symbol=symbol, size=11, color="black", line=dict(width=2, color="gold")),
-                hovertemplate="%{text}<extra></extra>"))  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=sel["alpha_used"],
+                    y=sel["c_used"],
+                    mode="markers",
+                    name=label,
+                    text=sel["hover"],
+                    marker=dict(symbol=symbol, size=11, color="black", line=dict(width=2, color="gold")),
+                    hovertemplate="%{text}<extra></extra>",
+                )
+            )
     return fig
 
 
@@ -375,17 +548,33 @@ def overlay_expected_tokens(points, curves, params) -> go.Figure:
     for name in names:
         cv = curves[curves["series"] == name]
         if len(cv):
-            fig.add_trace(go.Scatter(x=cv["k"], y=cv["expected_tokens"], mode="lines", legendgroup=name,
-                                     line=dict(color=color[name]), name=f"{_safe(name)}: E[N] at α",
-                                     hovertemplate="K = %{x}<br>E[N] = %{y:.3f}<extra></extra>"))  # fmt: skip
+            fig.add_trace(
+                go.Scatter(
+                    x=cv["k"],
+                    y=cv["expected_tokens"],
+                    mode="lines",
+                    legendgroup=name,
+                    line=dict(color=color[name]),
+                    name=f"{_safe(name)}: E[N] at α",
+                    hovertemplate="K = %{x}<br>E[N] = %{y:.3f}<extra></extra>",
+                )
+            )
         pts = points[(points["series"] == name)]
         if "mean_accepted_tokens" in pts.columns:
             pts = pts[pts["mean_accepted_tokens"].notna()]
             if len(pts):
-                fig.add_trace(go.Scatter(
-                    x=pts["k"], y=pts["mean_accepted_tokens"], mode="markers", legendgroup=name,
-                    name=f"{_safe(name)}: measured", text=pts["hover"], hovertemplate="%{text}<extra></extra>",
-                    marker=dict(size=10, color=color[name], line=dict(width=1, color="black"))))  # fmt: skip
+                fig.add_trace(
+                    go.Scatter(
+                        x=pts["k"],
+                        y=pts["mean_accepted_tokens"],
+                        mode="markers",
+                        legendgroup=name,
+                        name=f"{_safe(name)}: measured",
+                        text=pts["hover"],
+                        hovertemplate="%{text}<extra></extra>",
+                        marker=dict(size=10, color=color[name], line=dict(width=1, color="black")),
+                    )
+                )
     return _layout(fig, TITLES["k"], "tokens per round E[N]")
 
 
@@ -393,8 +582,10 @@ def parity(points) -> go.Figure:
     """Measured speedup against the predicted one (basic: circles; measured-cost: diamonds), with y = x."""
     fig = go.Figure()
     lo, hi = np.inf, -np.inf
-    for column, symbol, what in (("predicted_speedup", "circle", "basic model"),
-                                 ("predicted_speedup_measured_cost", "diamond", "measured-cost model")):
+    for column, symbol, what in (
+        ("predicted_speedup", "circle", "basic model"),
+        ("predicted_speedup_measured_cost", "diamond", "measured-cost model"),
+    ):
         if column not in points.columns:
             continue
         sel = points[points[column].notna() & points["speedup"].notna()]
@@ -402,13 +593,29 @@ def parity(points) -> go.Figure:
             continue
         x, y = sel[column].astype(float), sel["speedup"].astype(float)
         lo, hi = min(lo, x.min(), y.min()), max(hi, x.max(), y.max())
-        fig.add_trace(go.Scatter(x=x, y=y, mode="markers", name=what, text=sel["hover"],
-                                 marker=dict(symbol=symbol, size=10, line=dict(width=1, color="black")),
-                                 hovertemplate=f"{what}<br>%{{text}}<extra></extra>"))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="markers",
+                name=what,
+                text=sel["hover"],
+                marker=dict(symbol=symbol, size=10, line=dict(width=1, color="black")),
+                hovertemplate=f"{what}<br>%{{text}}<extra></extra>",
+            )
+        )
     if np.isfinite(lo):
         pad = 0.05 * (hi - lo or 1.0)
-        fig.add_trace(go.Scatter(x=[lo - pad, hi + pad], y=[lo - pad, hi + pad], mode="lines", name="y = x",
-                                 line=dict(color="grey", dash="dot"), hoverinfo="skip"))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[lo - pad, hi + pad],
+                y=[lo - pad, hi + pad],
+                mode="lines",
+                name="y = x",
+                line=dict(color="grey", dash="dot"),
+                hoverinfo="skip",
+            )
+        )
     return _layout(fig, "predicted speedup", "measured speedup")
 
 
@@ -418,13 +625,29 @@ def per_position_figure(table) -> go.Figure:
     names = list(dict.fromkeys(table["series"]))
     color = _series_color(names)
     for (name, k), g in table.groupby(["series", "k"], sort=False):
-        fig.add_trace(go.Scatter(x=g["position"], y=g["a"], mode="lines+markers", line=dict(color=color[name]),
-                                 name=f"{_safe(name)}, K = {k}", legendgroup=name,
-                                 hovertemplate="position %{x}<br>a = %{y:.3f}<extra></extra>"))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=g["position"],
+                y=g["a"],
+                mode="lines+markers",
+                line=dict(color=color[name]),
+                name=f"{_safe(name)}, K = {k}",
+                legendgroup=name,
+                hovertemplate="position %{x}<br>a = %{y:.3f}<extra></extra>",
+            )
+        )
         alpha = float(g["alpha_used"].iloc[0])
-        fig.add_trace(go.Scatter(x=[g["position"].min(), g["position"].max()], y=[alpha, alpha], mode="lines",
-                                 line=dict(color=color[name], dash="dot"), legendgroup=name, showlegend=False,
-                                 hovertemplate=f"i.i.d. α = {alpha:.3f}<extra></extra>"))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(
+                x=[g["position"].min(), g["position"].max()],
+                y=[alpha, alpha],
+                mode="lines",
+                line=dict(color=color[name], dash="dot"),
+                legendgroup=name,
+                showlegend=False,
+                hovertemplate=f"i.i.d. α = {alpha:.3f}<extra></extra>",
+            )
+        )
     fig.update_yaxes(range=[0, 1.02])
     return _layout(fig, "draft position i", "acceptance a_i (given positions < i accepted)")
 
@@ -433,13 +656,29 @@ def cost_breakdown(cells: list[str], draft_ms, verify_ms, other_ms, basic_model_
     """Mean round time per cell, stacked: K draft steps, the verify forward, everything else; with the
     basic model's round (one target step + K draft steps) as a diamond, so the gap is visible."""
     fig = go.Figure()
-    for name, values, color in (("draft (K steps)", draft_ms, "#9ecae1"), ("verify (K + 1 tokens)", verify_ms,
-                                                                             "#3182bd"),
-                                ("other (rule, bookkeeping)", other_ms, "#fd8d3c")):  # fmt: skip
-        fig.add_trace(go.Bar(x=cells, y=values, name=name, marker_color=color,
-                             hovertemplate="%{x}<br>" + name + ": %{y:.3f} ms<extra></extra>"))  # fmt: skip
-    fig.add_trace(go.Scatter(x=cells, y=basic_model_ms, mode="markers", name="basic model: T_p + K·T_q",
-                             marker=dict(symbol="diamond", size=12, color="black"),
-                             hovertemplate="%{x}<br>basic model round: %{y:.3f} ms<extra></extra>"))  # fmt: skip
+    for name, values, color in (
+        ("draft (K steps)", draft_ms, "#9ecae1"),
+        ("verify (K + 1 tokens)", verify_ms, "#3182bd"),
+        ("other (rule, bookkeeping)", other_ms, "#fd8d3c"),
+    ):
+        fig.add_trace(
+            go.Bar(
+                x=cells,
+                y=values,
+                name=name,
+                marker_color=color,
+                hovertemplate="%{x}<br>" + name + ": %{y:.3f} ms<extra></extra>",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=cells,
+            y=basic_model_ms,
+            mode="markers",
+            name="basic model: T_p + K·T_q",
+            marker=dict(symbol="diamond", size=12, color="black"),
+            hovertemplate="%{x}<br>basic model round: %{y:.3f} ms<extra></extra>",
+        )
+    )
     fig.update_layout(barmode="stack")
     return _layout(fig, "cell", "ms per round")

@@ -107,5 +107,7 @@ def optimal_k_grids(alpha, c_values, convention: str, k_max: int, v: float, o: f
     c = to_c(c_values, convention)
     best = theory.optimal_k(alpha[None, :], c[:, None], k_max, v, o)  # (nc, nα) each
     cv = np.asarray(c_values, float)
-    return (Grid(alpha, cv, best.k, "alpha", convention, "optimal_k"),
-            Grid(alpha, cv, best.speedup, "alpha", convention, "speedup_at_optimal_k"))  # fmt: skip
+    return (
+        Grid(alpha, cv, best.k, "alpha", convention, "optimal_k"),
+        Grid(alpha, cv, best.speedup, "alpha", convention, "speedup_at_optimal_k"),
+    )

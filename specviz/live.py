@@ -32,8 +32,20 @@ import numpy as np
 
 from specviz import theory
 
-__all__ = ["Limits", "RunQueue", "RUN_QUEUE", "Worker", "wait", "check_pair", "check_request", "cost_breakdown", "limits_from_env",
-           "n_counts", "text_segments", "segments_html"]  # fmt: skip
+__all__ = [
+    "RUN_QUEUE",
+    "Limits",
+    "RunQueue",
+    "Worker",
+    "check_pair",
+    "check_request",
+    "cost_breakdown",
+    "limits_from_env",
+    "n_counts",
+    "segments_html",
+    "text_segments",
+    "wait",
+]
 
 _TRUE = ("1", "true", "yes", "on")
 
@@ -51,8 +63,7 @@ class Limits:
     max_wall_s: float = 900.0  #: the run stops (keeping finished cells) after this long
 
 
-HOSTED_DEFAULTS = Limits(hosted=True, max_new_tokens=256, max_repeats=3, max_prompts=12, max_cells=16,
-                         max_wall_s=120.0)  # fmt: skip
+HOSTED_DEFAULTS = Limits(hosted=True, max_new_tokens=256, max_repeats=3, max_prompts=12, max_cells=16, max_wall_s=120.0)
 
 
 def _env_number(environ: Mapping[str, str], name: str, default, kind=int):
@@ -77,12 +88,16 @@ def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
     for pair in allow:
         if pair.count(",") != 1 or not all(pair.split(",")):
             raise ValueError(f"SPECVIZ_HF_ALLOWLIST entries must be 'TARGET,DRAFT' separated by ';'; got {pair!r}")
-    return replace(base, hosted=hosted, hf_allowlist=allow,
-                   max_new_tokens=_env_number(environ, "SPECVIZ_MAX_NEW_TOKENS", base.max_new_tokens),
-                   max_repeats=_env_number(environ, "SPECVIZ_MAX_REPEATS", base.max_repeats),
-                   max_prompts=_env_number(environ, "SPECVIZ_MAX_PROMPTS", base.max_prompts),
-                   max_cells=_env_number(environ, "SPECVIZ_MAX_CELLS", base.max_cells),
-                   max_wall_s=_env_number(environ, "SPECVIZ_MAX_WALL_S", base.max_wall_s, float))  # fmt: skip
+    return replace(
+        base,
+        hosted=hosted,
+        hf_allowlist=allow,
+        max_new_tokens=_env_number(environ, "SPECVIZ_MAX_NEW_TOKENS", base.max_new_tokens),
+        max_repeats=_env_number(environ, "SPECVIZ_MAX_REPEATS", base.max_repeats),
+        max_prompts=_env_number(environ, "SPECVIZ_MAX_PROMPTS", base.max_prompts),
+        max_cells=_env_number(environ, "SPECVIZ_MAX_CELLS", base.max_cells),
+        max_wall_s=_env_number(environ, "SPECVIZ_MAX_WALL_S", base.max_wall_s, float),
+    )
 
 
 def _looks_local(name: str) -> bool:
@@ -106,14 +121,18 @@ def check_pair(spec: str, limits: Limits) -> str:
             raise ValueError(f"pair must be 'bundled' or 'TARGET,DRAFT'; got {spec!r}")
         return spec
     if "," not in spec or spec.count(",") != 1:
-        raise ValueError(f"pair {spec!r} is not allowed on this hosted deployment: local folders are refused; use "
-                         f"'bundled' or one of the allowed Hugging Face pairs: {_allowed(limits)}")  # fmt: skip
+        raise ValueError(
+            f"pair {spec!r} is not allowed on this hosted deployment: local folders are refused; use "
+            f"'bundled' or one of the allowed Hugging Face pairs: {_allowed(limits)}"
+        )
     if any(_looks_local(part) for part in spec.split(",")):
-        raise ValueError(f"pair {spec!r}: local paths are not allowed on this hosted deployment; allowed: "
-                         f"{_allowed(limits)}")  # fmt: skip
+        raise ValueError(
+            f"pair {spec!r}: local paths are not allowed on this hosted deployment; allowed: {_allowed(limits)}"
+        )
     if spec not in limits.hf_allowlist:
-        raise ValueError(f"pair {spec!r} is not on this deployment's allow-list (SPECVIZ_HF_ALLOWLIST); allowed: "
-                         f"{_allowed(limits)}")  # fmt: skip
+        raise ValueError(
+            f"pair {spec!r} is not on this deployment's allow-list (SPECVIZ_HF_ALLOWLIST); allowed: {_allowed(limits)}"
+        )
     return spec
 
 
@@ -121,8 +140,14 @@ def _allowed(limits: Limits) -> str:
     return ", ".join(["bundled", *limits.hf_allowlist])
 
 
-def check_request(ks: Sequence[int], temperatures: Sequence[float], new_tokens: int, repeats: int,
-                  prompts: Sequence[str], limits: Limits) -> None:  # fmt: skip
+def check_request(
+    ks: Sequence[int],
+    temperatures: Sequence[float],
+    new_tokens: int,
+    repeats: int,
+    prompts: Sequence[str],
+    limits: Limits,
+) -> None:
     """ValueError naming the field, the value and the allowed range, for anything over the caps."""
     if not ks:
         raise ValueError("K values: choose at least one draft length")
@@ -178,8 +203,9 @@ class RunQueue:
         t0 = time.monotonic()
         while not self._lock.acquire(timeout=poll_s):
             if on_wait is not None:
-                on_wait(f"Queued behind another run ({self.busy() or 'finishing'}); waited "
-                        f"{time.monotonic() - t0:.0f} s.")  # fmt: skip
+                on_wait(
+                    f"Queued behind another run ({self.busy() or 'finishing'}); waited {time.monotonic() - t0:.0f} s."
+                )
         try:
             self._holder = (who, time.monotonic())
             yield time.monotonic() - t0
@@ -257,10 +283,14 @@ def cost_breakdown(runs, k: int) -> dict[str, float]:
     rounds = [r for run in runs for r in run.speculative.rounds]
     t_p = float(np.median([run.baseline.t_target_ms for run in runs]))
     t_q = float(np.median([run.speculative.t_draft_ms for run in runs]))
-    return {"draft_ms": float(np.mean([r.draft_ms for r in rounds])),
-            "verify_ms": float(np.mean([r.verify_ms for r in rounds])),
-            "other_ms": float(np.mean([r.other_ms for r in rounds])),
-            "basic_model_ms": t_p + k * t_q, "t_target_ms": t_p, "t_draft_ms": t_q}  # fmt: skip
+    return {
+        "draft_ms": float(np.mean([r.draft_ms for r in rounds])),
+        "verify_ms": float(np.mean([r.verify_ms for r in rounds])),
+        "other_ms": float(np.mean([r.other_ms for r in rounds])),
+        "basic_model_ms": t_p + k * t_q,
+        "t_target_ms": t_p,
+        "t_draft_ms": t_q,
+    }
 
 
 def text_segments(tokenizer, rounds) -> list[tuple[str, str]]:
@@ -286,12 +316,15 @@ SEGMENT_COLORS = {"accepted": "#c7e9c0", "correction": "#fdd0a2", "bonus": "#c6d
 
 def segments_html(prompt: str, segments: Sequence[tuple[str, str]]) -> str:
     """HTML (escaped) of the prompt in grey and the generated segments on coloured backgrounds."""
+
     def span(kind: str, text: str) -> str:
         return f'<span title="{kind}" style="background:{SEGMENT_COLORS[kind]}">{html.escape(text)}</span>'
 
     body = "".join(span(kind, text) for kind, text in segments)
-    return (f'<pre style="white-space:pre-wrap;font-size:0.85em;line-height:1.5">'
-            f'<span style="color:#888">{html.escape(prompt)}</span>{body}</pre>')  # fmt: skip
+    return (
+        f'<pre style="white-space:pre-wrap;font-size:0.85em;line-height:1.5">'
+        f'<span style="color:#888">{html.escape(prompt)}</span>{body}</pre>'
+    )
 
 
 def predicted_n_pmf(alpha: float, k: int) -> np.ndarray:

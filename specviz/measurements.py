@@ -39,6 +39,7 @@ Choices where engines are ambiguous (each one is reported when it applies, never
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import io
 import json
@@ -59,16 +60,16 @@ __all__ = [
     "BENCH_COLUMNS",
     "COLUMNS",
     "DERIVED_COLUMNS",
+    "SAMPLES",
     "Alias",
     "LoadReport",
     "MeasurementError",
     "RowError",
-    "SAMPLES",
-    "available_samples",
-    "template_csv",
     "alias_table",
+    "available_samples",
     "load_measurements",
     "normalise_header",
+    "template_csv",
 ]
 
 #: Canonical columns: name -> description (with unit and allowed range).
@@ -117,25 +118,46 @@ BENCH_COLUMNS: dict[str, str] = {
 #: Columns computed on load (an input column of the same name is ignored and recomputed).
 DERIVED_COLUMNS: dict[str, str] = {
     "alpha_used": "α used for predictions: alpha if given, else recovered from mean_accepted_tokens, "
-                  "else from acceptance_rate (specviz.theory); empty for speedup-only rows",
+    "else from acceptance_rate (specviz.theory); empty for speedup-only rows",
     "alpha_source": "which column alpha_used came from",
     "c_used": "c used for predictions: c if given (or 1 / c_L), else t_target_ms / t_draft_ms",
     "c_source": "which column(s) c_used came from",
     "predicted_speedup": "basic model: specviz.theory.speedup(alpha_used, c_used, k)",
     "predicted_speedup_measured_cost": "specviz.theory.speedup(alpha_used, c_used, k, v, o) "
-                                       "where v or o is known (the other taken as 0)",
+    "where v or o is known (the other taken as 0)",
     "speedup_ratio": "measured / predicted: speedup / predicted_speedup",
-}  # fmt: skip
+}
 
 # --------------------------------------------------------------------------------------
 # what each column may hold
 # --------------------------------------------------------------------------------------
 
-_TEXT = ("label", "target_model", "draft_model", "hardware", "method", "notes", "device", "dtype",
-         "torch_version", "source")  # fmt: skip
+_TEXT = (
+    "label",
+    "target_model",
+    "draft_model",
+    "hardware",
+    "method",
+    "notes",
+    "device",
+    "dtype",
+    "torch_version",
+    "source",
+)
 _UNIT = ("alpha", "acceptance_rate", "alpha_overlap")  # in [0, 1]; percent detected
-_POSITIVE = ("c", "t_target_ms", "t_draft_ms", "t_verify_ms", "speedup", "tokens_per_s", "baseline_tokens_per_s",
-             "predicted_speedup_basic", "speedup_min", "speedup_max", "speedup_vs_predicted")  # fmt: skip
+_POSITIVE = (
+    "c",
+    "t_target_ms",
+    "t_draft_ms",
+    "t_verify_ms",
+    "speedup",
+    "tokens_per_s",
+    "baseline_tokens_per_s",
+    "predicted_speedup_basic",
+    "speedup_min",
+    "speedup_max",
+    "speedup_vs_predicted",
+)
 _NONNEG = ("temperature", "v", "o")
 _INTEGER = ("batch_size", "runs", "new_tokens")  # integers >= 1 (k separately)
 TEXT_COLUMNS = _TEXT  #: columns holding free text
@@ -146,10 +168,10 @@ _INT_MAX = 2**53  #: largest integer count accepted (exact in float64 and int64)
 _SPEEDUP_LIKE = ("speedup", "speedup_min", "speedup_max", "predicted_speedup_basic")  # may end in "x" / "×"
 
 _ALLOWED: dict[str, str] = {
-    **{name: "[0, 1]" for name in _UNIT},
-    **{name: "a finite number > 0" for name in _POSITIVE},
-    **{name: "a finite number >= 0" for name in _NONNEG},
-    **{name: f"an integer in [1, {_INT_MAX}]" for name in _INTEGER},
+    **dict.fromkeys(_UNIT, "[0, 1]"),
+    **dict.fromkeys(_POSITIVE, "a finite number > 0"),
+    **dict.fromkeys(_NONNEG, "a finite number >= 0"),
+    **dict.fromkeys(_INTEGER, f"an integer in [1, {_INT_MAX}]"),
     "k": f"an integer in [1, {theory.K_LIMIT}]",
     "mean_accepted_tokens": "[1, K + 1]",
     "c_l": "a finite number > 0 (c_L = T_draft / T_target)",
@@ -207,8 +229,9 @@ ALIASES: tuple[Alias, ...] = (
     Alias("mean_tokens", "mean_accepted_tokens", "specviz"),
     Alias("mean_tokens_no_bonus", "mean_accepted_tokens", "declared by name", "E[N] = value + 1 (bonus token added)"),
     Alias("mean_accepted_drafts", "mean_accepted_tokens", "declared by name", "E[N] = value + 1 (bonus token added)"),
-    Alias("accepted_drafts_per_round", "mean_accepted_tokens", "declared by name",
-          "E[N] = value + 1 (bonus token added)"),
+    Alias(
+        "accepted_drafts_per_round", "mean_accepted_tokens", "declared by name", "E[N] = value + 1 (bonus token added)"
+    ),
     # r = (E[N] − 1) / K
     Alias("draft_acceptance_rate", "acceptance_rate", "vLLM"),
     Alias("Avg Draft acceptance rate", "acceptance_rate", "vLLM V1 log"),
@@ -295,8 +318,9 @@ ALIASES: tuple[Alias, ...] = (
 )
 
 #: Headers whose presence means an ``accept rate`` column is SGLang's E[N] / (K + 1), not llama.cpp's r.
-_SGLANG_MARKERS = frozenset({"speculative_num_draft_tokens", "speculative_num_steps", "speculative_eagle_topk",
-                             "speculative_algorithm"})  # fmt: skip
+_SGLANG_MARKERS = frozenset(
+    {"speculative_num_draft_tokens", "speculative_num_steps", "speculative_eagle_topk", "speculative_algorithm"}
+)
 
 _GREEK = {"α": "alpha", "γ": "gamma", "τ": "tau", "μ": "u"}
 _PERCENT_WORDS = re.compile(r"(?:^|_)(?:in_)?(?:pct|percent|percentage)(?=_|$)")
@@ -342,8 +366,15 @@ def alias_table() -> pd.DataFrame:
     rows = []
     for a in ALIASES:
         target = {"c_l": "c", "system_efficiency": "mean_accepted_tokens"}.get(a.column, a.column)
-        rows.append({"header": a.header, "normalised": normalise_header(a.header)[0], "column": target,
-                     "conversion": a.conversion, "source": a.source})  # fmt: skip
+        rows.append(
+            {
+                "header": a.header,
+                "normalised": normalise_header(a.header)[0],
+                "column": target,
+                "conversion": a.conversion,
+                "source": a.source,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -404,8 +435,12 @@ class LoadReport:
             how.append("delimiter " + {"\t": "tab"}.get(self.delimiter, repr(self.delimiter)))
         if self.decimal_comma:
             how.append("decimal comma")
-        lines = [(f"{self.name}: read {self.rows_read} row(s) ({', '.join(how)}); loaded {self.rows_loaded}, "
-                  f"skipped {self.rows_skipped}.")]  # fmt: skip
+        lines = [
+            (
+                f"{self.name}: read {self.rows_read} row(s) ({', '.join(how)}); loaded {self.rows_loaded}, "
+                f"skipped {self.rows_skipped}."
+            )
+        ]
         if self.mapped:
             lines.append("Mapped columns: " + ", ".join(f"{k!r} → {v}" for k, v in self.mapped.items()) + ".")
         if self.conversions:
@@ -433,8 +468,16 @@ class MeasurementError(ValueError):
 # bytes -> text
 # --------------------------------------------------------------------------------------
 
-_FORMATS = {"auto": "auto", "csv": "csv", "spec_bench": "spec_bench", "spec-bench": "spec_bench",
-            "jsonl": "spec_bench", "vllm_log": "vllm_log", "vllm": "vllm_log", "log": "vllm_log"}  # fmt: skip
+_FORMATS = {
+    "auto": "auto",
+    "csv": "csv",
+    "spec_bench": "spec_bench",
+    "spec-bench": "spec_bench",
+    "jsonl": "spec_bench",
+    "vllm_log": "vllm_log",
+    "vllm": "vllm_log",
+    "log": "vllm_log",
+}
 _HINT = "a CSV (comma, semicolon or tab), Spec-Bench JSON lines, or vLLM 'SpecDecoding metrics' log lines"
 
 
@@ -442,8 +485,10 @@ def _read_input(data, name: str, max_bytes: int) -> bytes | str:
     """The raw content: bytes from bytes / paths / file objects, str as given (a str is content, not a path)."""
     if isinstance(data, str):
         if "\n" not in data and len(data) < 4096 and os.path.isfile(data):
-            raise MeasurementError(f"{name}: a str is read as the file's text, and {data!r} is a file name; pass "
-                                   f"pathlib.Path({data!r}) to read the file")  # fmt: skip
+            raise MeasurementError(
+                f"{name}: a str is read as the file's text, and {data!r} is a file name; pass "
+                f"pathlib.Path({data!r}) to read the file"
+            )
         return data
     if isinstance(data, (bytes, bytearray, memoryview)):
         return bytes(data)
@@ -469,17 +514,25 @@ def _read_input(data, name: str, max_bytes: int) -> bytes | str:
             raise MeasurementError(f"{name}: cannot read the file object: {exc}") from None
         if isinstance(content, (str, bytes, bytearray, memoryview)):
             return content if isinstance(content, str) else bytes(content)
-    raise MeasurementError(f"data must be bytes, a str holding the file's text, or a path (os.PathLike); "
-                           f"got {type(data).__name__}")  # fmt: skip
+    raise MeasurementError(
+        f"data must be bytes, a str holding the file's text, or a path (os.PathLike); got {type(data).__name__}"
+    )
 
 
 def _too_big(name: str, size: int, max_bytes: int) -> str:
-    return (f"{name}: the file is {size:,} bytes; the limit is max_bytes = {max_bytes:,} bytes "
-            f"({max_bytes / 2**20:.1f} MiB)")  # fmt: skip
+    return (
+        f"{name}: the file is {size:,} bytes; the limit is max_bytes = {max_bytes:,} bytes "
+        f"({max_bytes / 2**20:.1f} MiB)"
+    )
 
 
-_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
-         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))  # fmt: skip
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 _C0 = re.compile("[\x00-\x08\x0e-\x1f\x7f]")  # control characters other than \t \n \v \f \r
 _C0_C1 = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
 
@@ -496,17 +549,17 @@ def _decode(raw: bytes, name: str) -> tuple[str, str]:
             try:
                 text, encoding = raw.decode(enc), enc
             except UnicodeDecodeError as exc:
-                raise _binary(name, f"it starts with a {enc} byte-order mark but is not valid {enc}: {exc.reason} "
-                                    f"at byte {exc.start}") from None  # fmt: skip
+                raise _binary(
+                    name,
+                    f"it starts with a {enc} byte-order mark but is not valid {enc}: {exc.reason} at byte {exc.start}",
+                ) from None
             break
     if text is None and b"\x00" in raw:
         even, odd = raw[0::2], raw[1::2]
         for enc, zeros, chars in (("utf-16-le", odd, even), ("utf-16-be", even, odd)):
             if len(raw) % 2 == 0 and zeros.count(0) >= 0.9 * len(zeros) and chars.count(0) <= 0.1 * len(chars):
-                try:
+                with contextlib.suppress(UnicodeDecodeError):
                     text, encoding = raw.decode(enc), f"{enc} (no BOM)"
-                except UnicodeDecodeError:
-                    pass
                 break
         if text is None:
             raise _binary(name, "it holds NUL bytes")
@@ -619,8 +672,9 @@ def _column_kind(name: str) -> str:
     return "number"
 
 
-def _build(table: _Table, report: LoadReport, name: str, mean_tokens_without_bonus: bool,
-           k_given: int | None) -> pd.DataFrame:  # fmt: skip
+def _build(
+    table: _Table, report: LoadReport, name: str, mean_tokens_without_bonus: bool, k_given: int | None
+) -> pd.DataFrame:
     """Validate every cell, skip bad rows, derive the columns; the one path for every format."""
     n = len(table.rows)
     rows = table.rows
@@ -644,7 +698,8 @@ def _build(table: _Table, report: LoadReport, name: str, mean_tokens_without_bon
         if _column_kind(col.name) != "number":
             continue
         suffixes = ("%" if col.name in (*_UNIT, "system_efficiency") else "") + (
-            "x" if col.name in _SPEEDUP_LIKE else "")
+            "x" if col.name in _SPEEDUP_LIKE else ""
+        )
         arr = np.full(n, np.nan)
         cell_pct = np.zeros(n, dtype=bool)
         for i, cell in enumerate(col.cells):
@@ -689,7 +744,8 @@ def _build(table: _Table, report: LoadReport, name: str, mean_tokens_without_bon
             values["mean_accepted_tokens"] = values["mean_accepted_tokens"] + 1.0
             report.conversions.append(
                 f"{col.header if col else 'mean acceptance length'!r}: declared without the bonus token, "
-                f"E[N] = value + 1")  # fmt: skip
+                f"E[N] = value + 1"
+            )
 
     # -- ranges ---------------------------------------------------------------------------------
     tol = 1e-9
@@ -748,8 +804,11 @@ def _build(table: _Table, report: LoadReport, name: str, mean_tokens_without_bon
                     bad(i, col.name, c, f"{n_k} numbers in [0, 1] (or nan) separated by ';'")
                     vals.append(None)
                 else:
-                    vals.append(None if parsed is None else ";".join(
-                        "nan" if math.isnan(x) else format(x, ".6g") for x in parsed))  # fmt: skip
+                    vals.append(
+                        None
+                        if parsed is None
+                        else ";".join("nan" if math.isnan(x) else format(x, ".6g") for x in parsed)
+                    )
             out[col.name] = vals
 
     # -- label ----------------------------------------------------------------------------------
@@ -783,8 +842,9 @@ def _build(table: _Table, report: LoadReport, name: str, mean_tokens_without_bon
         m = values.get("mean_accepted_tokens", np.full(n, np.nan))
         fill = np.isnan(m) & ~np.isnan(se) & k_ok
         values["mean_accepted_tokens"] = np.where(fill, se * (kk + 1), m)
-        values["mean_accepted_tokens"] = np.where(fill, np.clip(values["mean_accepted_tokens"], 1, kk + 1),
-                                                  values["mean_accepted_tokens"])  # fmt: skip
+        values["mean_accepted_tokens"] = np.where(
+            fill, np.clip(values["mean_accepted_tokens"], 1, kk + 1), values["mean_accepted_tokens"]
+        )
     if "speedup" not in values and "tokens_per_s" in values and "baseline_tokens_per_s" in values:
         with np.errstate(all="ignore"):
             ratio = values["tokens_per_s"] / values["baseline_tokens_per_s"]
@@ -800,16 +860,27 @@ def _build(table: _Table, report: LoadReport, name: str, mean_tokens_without_bon
     acc_columns = {"alpha", "mean_accepted_tokens", "acceptance_rate", "speedup"}
     for i in np.flatnonzero(~has_acc):
         if not any(e.column in acc_columns for e in errors[i]):  # not already reported as a bad cell
-            errors[i].append(RowError(rows[i], "alpha", "", "one of alpha, mean_accepted_tokens, acceptance_rate "
-                                                            "or speedup (all empty in this row)"))  # fmt: skip
+            errors[i].append(
+                RowError(
+                    rows[i],
+                    "alpha",
+                    "",
+                    "one of alpha, mean_accepted_tokens, acceptance_rate or speedup (all empty in this row)",
+                )
+            )
     if "speedup" in values:
-        only = has_acc & np.all([np.isnan(values[c]) for c in ("alpha", "mean_accepted_tokens", "acceptance_rate")
-                                 if c in values] or [np.ones(n, dtype=bool)], axis=0)  # fmt: skip
+        only = has_acc & np.all(
+            [np.isnan(values[c]) for c in ("alpha", "mean_accepted_tokens", "acceptance_rate") if c in values]
+            or [np.ones(n, dtype=bool)],
+            axis=0,
+        )
         only &= np.array([not e for e in errors], dtype=bool)
         if only.any():
-            report.warnings.append(f"row(s) {_few([rows[i] for i in np.flatnonzero(only)])} give a speedup but no "
-                                   "acceptance figure (alpha, mean accepted tokens or acceptance rate): loaded as "
-                                   "speedup-only rows, without α or a prediction")  # fmt: skip
+            report.warnings.append(
+                f"row(s) {_few([rows[i] for i in np.flatnonzero(only)])} give a speedup but no "
+                "acceptance figure (alpha, mean accepted tokens or acceptance rate): loaded as "
+                "speedup-only rows, without α or a prediction"
+            )
 
     # -- mean length and rate must agree (E[N] = 1 + rK); a mismatch is shown, not fixed ----------
     if "mean_accepted_tokens" in values and "acceptance_rate" in values:
@@ -819,11 +890,16 @@ def _build(table: _Table, report: LoadReport, name: str, mean_tokens_without_bon
             off = clean & (np.abs(1.0 + rate * kk - mean) > 0.02 * mean)
             sglang_like = off & (np.abs(rate * (kk + 1) - mean) <= 0.02 * mean)
         if off.any():
-            hint = (" — they fit E[N] / (K + 1), SGLang's 'accept rate': name that column 'sglang_accept_rate'"
-                    if sglang_like.sum() == off.sum() else "")  # fmt: skip
-            report.warnings.append(f"mean_accepted_tokens and acceptance_rate disagree (E[N] ≠ 1 + r·K by more "
-                                   f"than 2 %) in row(s) {_few([rows[i] for i in np.flatnonzero(off)])}; "
-                                   f"alpha_used comes from mean_accepted_tokens{hint}")  # fmt: skip
+            hint = (
+                " — they fit E[N] / (K + 1), SGLang's 'accept rate': name that column 'sglang_accept_rate'"
+                if sglang_like.sum() == off.sum()
+                else ""
+            )
+            report.warnings.append(
+                f"mean_accepted_tokens and acceptance_rate disagree (E[N] ≠ 1 + r·K by more "
+                f"than 2 %) in row(s) {_few([rows[i] for i in np.flatnonzero(off)])}; "
+                f"alpha_used comes from mean_accepted_tokens{hint}"
+            )
 
     # -- keep the valid rows --------------------------------------------------------------------
     report.row_errors = sorted([*table.dropped, *(e for errs in errors for e in errs)], key=lambda e: e.row)
@@ -873,7 +949,8 @@ def _percent_column(col: _Column, arr: np.ndarray, cell_pct: np.ndarray, report:
             report.warnings.append(
                 f"{col.header!r} mixes values in (0, 1) (e.g. row {rows[int(np.flatnonzero(fractions)[0])]}) with "
                 f"values > 1, so it is not read as percent and the values > 1 are errors; if the column is in "
-                f"percent, write '%' in its header")  # fmt: skip
+                f"percent, write '%' in its header"
+            )
             return
         why = f"values in [0, 100], up to {vals.max():g}"
     else:
@@ -939,8 +1016,14 @@ def _no_usable_row(name: str, report: LoadReport) -> str:
     return f"{name}: no usable row — all {report.rows_read} row(s) have errors: {first}{more}"
 
 
-def _derive(values: dict[str, np.ndarray], text: dict[str, list], keep: np.ndarray, rows: list[int],
-            report: LoadReport, c_l_rows: np.ndarray) -> pd.DataFrame:  # fmt: skip
+def _derive(
+    values: dict[str, np.ndarray],
+    text: dict[str, list],
+    keep: np.ndarray,
+    rows: list[int],
+    report: LoadReport,
+    c_l_rows: np.ndarray,
+) -> pd.DataFrame:
     """The DataFrame of the valid rows with alpha_used, c_used, v, predictions and the ratio."""
     v = {name: arr[keep] for name, arr in values.items()}
     t = {name: [x for x, ok in zip(col, keep, strict=True) if ok] for name, col in text.items()}
@@ -952,8 +1035,11 @@ def _derive(values: dict[str, np.ndarray], text: dict[str, list], keep: np.ndarr
         return v.get(name, nan)
 
     alpha_used, alpha_source = nan.copy(), np.full(m, None, dtype=object)
-    for name, recover in (("alpha", None), ("mean_accepted_tokens", theory.alpha_from_mean_tokens),
-                          ("acceptance_rate", theory.alpha_from_acceptance_rate)):  # fmt: skip
+    for name, recover in (
+        ("alpha", None),
+        ("mean_accepted_tokens", theory.alpha_from_mean_tokens),
+        ("acceptance_rate", theory.alpha_from_acceptance_rate),
+    ):
         idx = np.flatnonzero(np.isnan(alpha_used) & ~np.isnan(get(name)))
         if idx.size:
             alpha_used[idx] = get(name)[idx] if recover is None else recover(get(name)[idx], k[idx])
@@ -988,8 +1074,13 @@ def _derive(values: dict[str, np.ndarray], text: dict[str, list], keep: np.ndarr
             pred[ok] = theory.speedup(alpha_used[ok], c_used[ok], k[ok])
         has_cost = ok & (~np.isnan(vv) | ~np.isnan(get("o")))
         if has_cost.any():
-            pred_mc[has_cost] = theory.speedup(alpha_used[has_cost], c_used[has_cost], k[has_cost],
-                                               np.nan_to_num(vv[has_cost]), np.nan_to_num(get("o")[has_cost]))  # fmt: skip
+            pred_mc[has_cost] = theory.speedup(
+                alpha_used[has_cost],
+                c_used[has_cost],
+                k[has_cost],
+                np.nan_to_num(vv[has_cost]),
+                np.nan_to_num(get("o")[has_cost]),
+            )
         ratio = get("speedup") / pred
         ratio[~np.isfinite(ratio)] = np.nan
 
@@ -1008,15 +1099,17 @@ def _derive(values: dict[str, np.ndarray], text: dict[str, list], keep: np.ndarr
                 data[name] = v[name]
         elif name in COLUMNS:  # every canonical column is always there (empty when the file lacks it)
             data[name] = pd.array([None] * m, dtype="str") if name in _TEXT else nan.copy()
-    data.update({
-        "alpha_used": alpha_used,
-        "alpha_source": pd.array(list(alpha_source), dtype="str"),
-        "c_used": c_used,
-        "c_source": pd.array(list(c_source), dtype="str"),
-        "predicted_speedup": pred,
-        "predicted_speedup_measured_cost": pred_mc,
-        "speedup_ratio": ratio,
-    })  # fmt: skip
+    data.update(
+        {
+            "alpha_used": alpha_used,
+            "alpha_source": pd.array(list(alpha_source), dtype="str"),
+            "c_used": c_used,
+            "c_source": pd.array(list(c_source), dtype="str"),
+            "predicted_speedup": pred,
+            "predicted_speedup_measured_cost": pred_mc,
+            "speedup_ratio": ratio,
+        }
+    )
     index = pd.Index([r for r, ok_ in zip(rows, keep, strict=True) if ok_], name="row", dtype="int64")
     return pd.DataFrame(data, index=index)
 
@@ -1050,8 +1143,9 @@ def _sniff_delimiter(text: str) -> str:
 
 def _resolve_header(key: str, keys: set[str]) -> Alias | None:
     if key == "accept_rate" and keys & _SGLANG_MARKERS:
-        return Alias("accept rate", "system_efficiency", "SGLang (the file has SGLang columns)",
-                     "E[N] = value × (K + 1)")  # fmt: skip
+        return Alias(
+            "accept rate", "system_efficiency", "SGLang (the file has SGLang columns)", "E[N] = value × (K + 1)"
+        )
     return _ALIAS_INDEX.get(key)
 
 
@@ -1076,8 +1170,10 @@ def _map_header(header: list[str], report: LoadReport) -> dict[str, tuple[int, A
         if key in DERIVED_COLUMNS:
             report.ignored[shown] = "derived column, recomputed on load"
             if key == "speedup_ratio":
-                report.warnings.append(f"{raw!r} is read as specviz's derived speedup_ratio (measured ÷ predicted) "
-                                       f"and recomputed; name a measured speedup column 'speedup'")  # fmt: skip
+                report.warnings.append(
+                    f"{raw!r} is read as specviz's derived speedup_ratio (measured ÷ predicted) "
+                    f"and recomputed; name a measured speedup column 'speedup'"
+                )
             continue
         alias = _resolve_header(key, keyset)
         if alias is None:
@@ -1085,7 +1181,7 @@ def _map_header(header: list[str], report: LoadReport) -> dict[str, tuple[int, A
             continue
         rank = 1 if alias.conversion else 0
         candidates.append((rank, idx, shown, alias, pct))
-    for rank, idx, shown, alias, pct in sorted(candidates, key=lambda c: (c[0], c[1])):
+    for _rank, idx, shown, alias, pct in sorted(candidates, key=lambda c: (c[0], c[1])):
         if alias.column in chosen:
             first = header[chosen[alias.column][0]]
             report.ignored[shown] = f"duplicate of {first!r} (both map to {alias.column}; the first is used)"
@@ -1112,8 +1208,9 @@ def _read_csv(text: str, name: str, report: LoadReport, max_rows: int, k_given: 
                 header = record
                 continue
             if len(records) >= max_rows:
-                raise MeasurementError(f"{name}: more than max_rows = {max_rows:,} data rows; split the file or "
-                                       f"raise the limit", report)  # fmt: skip
+                raise MeasurementError(
+                    f"{name}: more than max_rows = {max_rows:,} data rows; split the file or raise the limit", report
+                )
             records.append(record)
             rows.append(reader.line_num)
     except csv.Error as exc:
@@ -1122,15 +1219,18 @@ def _read_csv(text: str, name: str, report: LoadReport, max_rows: int, k_given: 
         raise MeasurementError(f"{name}: the file is empty", report)
     chosen = _map_header(header, report)
     _check_required(chosen, header, name, report, k_given)
-    columns = {col: _Column(col, header[idx], [r[idx] if idx < len(r) else "" for r in records], alias.conversion,
-                            pct) for col, (idx, alias, pct) in chosen.items()}  # fmt: skip
+    columns = {
+        col: _Column(col, header[idx], [r[idx] if idx < len(r) else "" for r in records], alias.conversion, pct)
+        for col, (idx, alias, pct) in chosen.items()
+    }
     table = _Table(rows, columns)
     width = len(header)
     for i, r in enumerate(records):
         if len(r) > width and any(c.strip() for c in r[width:]):
             shown = delim.join(r)
-            table.row_errors[i] = [RowError(rows[i], "(row)", shown, f"at most {width} fields (the header's count); "
-                                                                     f"this row has {len(r)}")]  # fmt: skip
+            table.row_errors[i] = [
+                RowError(rows[i], "(row)", shown, f"at most {width} fields (the header's count); this row has {len(r)}")
+            ]
     if delim in ";\t":
         report.decimal_comma = _decimal_comma(table, report)
     return table
@@ -1139,18 +1239,25 @@ def _read_csv(text: str, name: str, report: LoadReport, max_rows: int, k_given: 
 def _check_required(chosen: dict, header: list[str], name: str, report: LoadReport, k_given: bool) -> None:
     missing = []
     if "k" not in chosen and not k_given:
-        missing.append("k (draft length K; also read from: num_speculative_tokens, gamma, n_draft, draft_max, "
-                       "num_assistant_tokens, speculative_num_steps, …; or pass k=)")
+        missing.append(
+            "k (draft length K; also read from: num_speculative_tokens, gamma, n_draft, draft_max, "
+            "num_assistant_tokens, speculative_num_steps, …; or pass k=)"
+        )
     speedup_only = "speedup" in chosen or {"tokens_per_s", "baseline_tokens_per_s"} <= set(chosen)
-    if not ({"alpha", "mean_accepted_tokens", "acceptance_rate", "system_efficiency"} & set(chosen)) \
-            and not speedup_only:  # fmt: skip
-        missing.append("one of alpha, mean_accepted_tokens (mean acceptance length, accept_length, tau, …), "
-                       "acceptance_rate (draft_acceptance_rate, accept %, …), or a measured speedup (speedup, "
-                       "or tokens_per_s with baseline_tokens_per_s)")
+    if (
+        not ({"alpha", "mean_accepted_tokens", "acceptance_rate", "system_efficiency"} & set(chosen))
+        and not speedup_only
+    ):
+        missing.append(
+            "one of alpha, mean_accepted_tokens (mean acceptance length, accept_length, tau, …), "
+            "acceptance_rate (draft_acceptance_rate, accept %, …), or a measured speedup (speedup, "
+            "or tokens_per_s with baseline_tokens_per_s)"
+        )
     if missing:
         found = ", ".join(repr(h) for h in header[:40]) + (" …" if len(header) > 40 else "")
-        raise MeasurementError(f"{name}: missing required column(s): {'; '.join(missing)}. Found columns: {found}",
-                               report)
+        raise MeasurementError(
+            f"{name}: missing required column(s): {'; '.join(missing)}. Found columns: {found}", report
+        )
 
 
 def _decimal_comma(table: _Table, report: LoadReport) -> bool:
@@ -1171,8 +1278,10 @@ def _decimal_comma(table: _Table, report: LoadReport) -> bool:
                 elif _DOT_NUM.fullmatch(p):
                     dot += 1
     if comma and dot:
-        report.warnings.append(f"numeric cells use both ',' ({comma}) and '.' ({dot}) as decimal separator; "
-                               f"cells with ',' are not read as numbers")  # fmt: skip
+        report.warnings.append(
+            f"numeric cells use both ',' ({comma}) and '.' ({dot}) as decimal separator; "
+            f"cells with ',' are not read as numbers"
+        )
         return False
     if comma:
         report.conversions.append(f"decimal comma: {comma} numeric cell(s) read with ',' as the decimal point")
@@ -1236,12 +1345,17 @@ def _parse_spec_bench(text: str, name: str, report: LoadReport, max_rows: int) -
             ch = choices[0]
             acc, toks, wall = (_number_list(ch.get(f)) for f in ("accept_lengths", "new_tokens", "wall_time"))
             if acc is None or not acc or any(a < 0 for a in acc):
-                problem = ("choices[0].accept_lengths", _short_json(ch.get("accept_lengths")),
-                           "a non-empty list of finite numbers >= 0 (tokens per decoding step)")
+                problem = (
+                    "choices[0].accept_lengths",
+                    _short_json(ch.get("accept_lengths")),
+                    "a non-empty list of finite numbers >= 0 (tokens per decoding step)",
+                )
             elif toks is None or wall is None or not sum(wall) > 0 or sum(toks) < 0:
-                problem = ("choices[0].new_tokens / wall_time",
-                           _short_json([ch.get("new_tokens"), ch.get("wall_time")]),
-                           "lists of finite numbers >= 0, wall_time summing to > 0 s")
+                problem = (
+                    "choices[0].new_tokens / wall_time",
+                    _short_json([ch.get("new_tokens"), ch.get("wall_time")]),
+                    "lists of finite numbers >= 0, wall_time summing to > 0 s",
+                )
         if problem is not None:
             dropped.append(RowError(lineno, problem[0], _cell_text(problem[1])[:200], problem[2]))
             continue
@@ -1268,18 +1382,24 @@ def _parse_spec_bench(text: str, name: str, report: LoadReport, max_rows: int) -
         temps.append(m.group(1) if m else None)
         if m:
             report.conversions.append(f"temperature {m.group(1)} read from model_id {model_id!r}")
-        notes.append(f"Spec-Bench model_id {model_id!r}: {g['questions']} question(s), {len(g['acc'])} decoding "
-                     f"steps (choices[0])")  # fmt: skip
+        notes.append(
+            f"Spec-Bench model_id {model_id!r}: {g['questions']} question(s), {len(g['acc'])} decoding "
+            f"steps (choices[0])"
+        )
         rows.append(g["row"])
         weights.append(g["questions"])
-    report.conversions.append("Spec-Bench: mean_accepted_tokens = mean of accept_lengths over all steps (bonus "
-                              "counted); tokens_per_s = mean over questions of Σ new_tokens / Σ wall_time")  # fmt: skip
-    cols = {"label": _Column("label", "model_id", labels),
-            "mean_accepted_tokens": _Column("mean_accepted_tokens", "accept_lengths", means),
-            "tokens_per_s": _Column("tokens_per_s", "new_tokens / wall_time", speeds),
-            "temperature": _Column("temperature", "model_id", temps),
-            "method": _Column("method", "", ["Spec-Bench run"] * len(rows)),
-            "notes": _Column("notes", "", notes)}  # fmt: skip
+    report.conversions.append(
+        "Spec-Bench: mean_accepted_tokens = mean of accept_lengths over all steps (bonus "
+        "counted); tokens_per_s = mean over questions of Σ new_tokens / Σ wall_time"
+    )
+    cols = {
+        "label": _Column("label", "model_id", labels),
+        "mean_accepted_tokens": _Column("mean_accepted_tokens", "accept_lengths", means),
+        "tokens_per_s": _Column("tokens_per_s", "new_tokens / wall_time", speeds),
+        "temperature": _Column("temperature", "model_id", temps),
+        "method": _Column("method", "", ["Spec-Bench run"] * len(rows)),
+        "notes": _Column("notes", "", notes),
+    }
     return _Table(rows, cols, weights=weights, dropped=dropped, n_dropped=len(dropped))
 
 
@@ -1300,8 +1420,9 @@ _VLLM_FIELDS = {
     "mean": re.compile(r"Mean acceptance length:\s*(" + _V_NUM + ")", re.IGNORECASE),
     "accepted": re.compile(r"(?<![A-Za-z] )Accepted:\s*([0-9]+)\s*tokens", re.IGNORECASE),
     "drafted": re.compile(r"(?<![A-Za-z] )Drafted:\s*([0-9]+)\s*tokens", re.IGNORECASE),
-    "positions": re.compile(r"Per-position acceptance rate:\s*(" + _V_NUM + r"(?:\s*,\s*" + _V_NUM + r")*)",
-                            re.IGNORECASE),
+    "positions": re.compile(
+        r"Per-position acceptance rate:\s*(" + _V_NUM + r"(?:\s*,\s*" + _V_NUM + r")*)", re.IGNORECASE
+    ),
     "rate": re.compile(r"Draft acceptance rate:\s*(" + _V_NUM + r")\s*%", re.IGNORECASE),
 }
 
@@ -1346,8 +1467,10 @@ def _parse_vllm_log(text: str, name: str, report: LoadReport, max_rows: int, k: 
         if isinstance(mean, float) and isinstance(rate, float) and rate > 0.02 and mean - 1 > 0.05:
             implied = (mean - 1.0) / rate
             if abs(implied - k) >= 0.5 and k_problem is None:
-                k_problem = (f"the K this line was logged with: mean length {mean:g} and accepted/drafted "
-                             f"{rate:.4g} imply K ≈ {implied:.2f} (E[N] = 1 + K·accepted/drafted)")  # fmt: skip
+                k_problem = (
+                    f"the K this line was logged with: mean length {mean:g} and accepted/drafted "
+                    f"{rate:.4g} imply K ≈ {implied:.2f} (E[N] = 1 + K·accepted/drafted)"
+                )
         if k_problem is not None:
             k_errors[len(rows)] = [RowError(lineno, "k", str(k), k_problem, "k (given)")]
         rows.append(lineno)
@@ -1359,11 +1482,13 @@ def _parse_vllm_log(text: str, name: str, report: LoadReport, max_rows: int, k: 
     if not rows:
         raise MeasurementError(f"{name}: no 'SpecDecoding metrics' line found", report)
     report.conversions.append("vLLM per-position acceptance (unconditional p_i) → conditional a_i = p_i / p_(i−1)")
-    cols = {"k": _Column("k", "k (given)", [k] * len(rows)),
-            "mean_accepted_tokens": _Column("mean_accepted_tokens", "Mean acceptance length", means),
-            "acceptance_rate": _Column("acceptance_rate", "Accepted / Drafted", rates),
-            "per_position_acceptance": _Column("per_position_acceptance", "Per-position acceptance rate", positions),
-            "notes": _Column("notes", "", notes)}  # fmt: skip
+    cols = {
+        "k": _Column("k", "k (given)", [k] * len(rows)),
+        "mean_accepted_tokens": _Column("mean_accepted_tokens", "Mean acceptance length", means),
+        "acceptance_rate": _Column("acceptance_rate", "Accepted / Drafted", rates),
+        "per_position_acceptance": _Column("per_position_acceptance", "Per-position acceptance rate", positions),
+        "notes": _Column("notes", "", notes),
+    }
     return _Table(rows, cols, row_errors=k_errors)
 
 
@@ -1378,9 +1503,16 @@ def _check_positive_int(value, what: str) -> int:
     return int(value)
 
 
-def load_measurements(data, name: str = "upload", *, format: str = "auto", k: int | None = None,
-                      max_bytes: int = 20 * 2**20, max_rows: int = 200_000,
-                      mean_tokens_without_bonus: bool = False) -> tuple[pd.DataFrame, LoadReport]:  # fmt: skip
+def load_measurements(
+    data,
+    name: str = "upload",
+    *,
+    format: str = "auto",
+    k: int | None = None,
+    max_bytes: int = 20 * 2**20,
+    max_rows: int = 200_000,
+    mean_tokens_without_bonus: bool = False,
+) -> tuple[pd.DataFrame, LoadReport]:
     """Read measurements from any engine into the canonical schema, with a report of how.
 
     Parameters
@@ -1426,7 +1558,7 @@ def load_measurements(data, name: str = "upload", *, format: str = "auto", k: in
         k = int(theory.check_k(k))
     if not isinstance(mean_tokens_without_bonus, (bool, np.bool_)):  # ValueError, not TypeError: the contract
         bad_flag = mean_tokens_without_bonus
-        raise ValueError(f"mean_tokens_without_bonus must be True or False; got {bad_flag!r}")  # noqa: TRY004
+        raise ValueError(f"mean_tokens_without_bonus must be True or False; got {bad_flag!r}")
 
     report = LoadReport(name=name)
     raw = _read_input(data, name, max_bytes)
@@ -1458,8 +1590,11 @@ def load_measurements(data, name: str = "upload", *, format: str = "auto", k: in
     report.format = fmt
     if fmt in ("vllm_log", "spec_bench") and k is None:
         what = "vLLM log lines" if fmt == "vllm_log" else "Spec-Bench JSON lines"
-        raise MeasurementError(f"{name}: k (the draft length K) is required for {what}, which do not state it; "
-                               f"got k=None. Pass k=<integer >= 1>", report)  # fmt: skip
+        raise MeasurementError(
+            f"{name}: k (the draft length K) is required for {what}, which do not state it; "
+            f"got k=None. Pass k=<integer >= 1>",
+            report,
+        )
     if fmt == "vllm_log":
         table = _parse_vllm_log(text, name, report, max_rows, k)
     elif fmt == "spec_bench":
@@ -1467,8 +1602,10 @@ def load_measurements(data, name: str = "upload", *, format: str = "auto", k: in
     else:
         table = _read_csv(text, name, report, max_rows, k_given=k is not None)
         if k is not None and "k" in table.columns:
-            report.warnings.append(f"k = {k} was given but the file has a K column ({table.columns['k'].header!r}); "
-                                   f"the file's values are used")  # fmt: skip
+            report.warnings.append(
+                f"k = {k} was given but the file has a K column ({table.columns['k'].header!r}); "
+                f"the file's values are used"
+            )
     df = _build(table, report, name, bool(mean_tokens_without_bonus), k)
     return df, report
 
@@ -1484,7 +1621,7 @@ SAMPLES: dict[str, str] = {
     "specviz_bench_bundled_cpu.csv": "our own `python -m specviz bench` output: the bundled pair on a 2-core CPU",
     "published_leviathan2023.csv": "published figures: Leviathan et al. 2023 (T5-XXL), not our measurements",
     "published_chen2023.csv": "published figures: Chen et al. 2023 (Chinchilla 70B; speedups only), "
-                              "not our measurements",
+    "not our measurements",
     "published_spec_bench.csv": "published figures: Spec-Bench leaderboard rows, not our measurements",
 }
 
@@ -1496,11 +1633,27 @@ def available_samples() -> dict[str, str]:
 
 def template_csv() -> str:
     """A CSV template: every canonical column, one illustrative row (label says it is not a measurement)."""
-    example = {"label": "example — replace with your run", "k": "4", "alpha": "", "mean_accepted_tokens": "2.9",
-               "acceptance_rate": "", "c": "", "t_target_ms": "22.0", "t_draft_ms": "1.1", "t_verify_ms": "24.5",
-               "speedup": "2.1", "tokens_per_s": "", "baseline_tokens_per_s": "", "temperature": "0",
-               "batch_size": "1", "target_model": "my-target", "draft_model": "my-draft", "hardware": "my GPU",
-               "method": "draft model", "notes": "illustrative values, not a measurement"}  # fmt: skip
+    example = {
+        "label": "example — replace with your run",
+        "k": "4",
+        "alpha": "",
+        "mean_accepted_tokens": "2.9",
+        "acceptance_rate": "",
+        "c": "",
+        "t_target_ms": "22.0",
+        "t_draft_ms": "1.1",
+        "t_verify_ms": "24.5",
+        "speedup": "2.1",
+        "tokens_per_s": "",
+        "baseline_tokens_per_s": "",
+        "temperature": "0",
+        "batch_size": "1",
+        "target_model": "my-target",
+        "draft_model": "my-draft",
+        "hardware": "my GPU",
+        "method": "draft model",
+        "notes": "illustrative values, not a measurement",
+    }
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(COLUMNS)

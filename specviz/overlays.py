@@ -16,17 +16,39 @@ import pandas as pd
 
 from specviz import grids, theory
 
-__all__ = ["HEATMAP_SIZE", "HOVER_FIELDS", "curves", "heatmap_grid", "hover_text", "k_top", "per_position",
-           "series_params", "with_series"]
+__all__ = [
+    "HEATMAP_SIZE",
+    "HOVER_FIELDS",
+    "curves",
+    "heatmap_grid",
+    "hover_text",
+    "k_top",
+    "per_position",
+    "series_params",
+    "with_series",
+]
 
 #: Metadata shown on hover, in order: column -> label.
 HOVER_FIELDS: dict[str, str] = {
-    "run": "run", "label": "label", "k": "K", "temperature": "T", "target_model": "target",
-    "draft_model": "draft", "hardware": "hardware", "method": "method", "batch_size": "batch",
-    "alpha_used": "α used", "alpha_source": "α from", "c_used": "c used", "speedup": "measured S",
-    "predicted_speedup": "predicted S (basic)", "predicted_speedup_measured_cost": "predicted S (measured cost)",
-    "mean_accepted_tokens": "E[N] measured", "source": "source", "notes": "notes",
-}  # fmt: skip
+    "run": "run",
+    "label": "label",
+    "k": "K",
+    "temperature": "T",
+    "target_model": "target",
+    "draft_model": "draft",
+    "hardware": "hardware",
+    "method": "method",
+    "batch_size": "batch",
+    "alpha_used": "α used",
+    "alpha_source": "α from",
+    "c_used": "c used",
+    "speedup": "measured S",
+    "predicted_speedup": "predicted S (basic)",
+    "predicted_speedup_measured_cost": "predicted S (measured cost)",
+    "mean_accepted_tokens": "E[N] measured",
+    "source": "source",
+    "notes": "notes",
+}
 
 
 def _col(frame: pd.DataFrame, name: str) -> pd.Series:
@@ -53,9 +75,13 @@ def _fmt(value) -> str:
 
 def hover_text(frame: pd.DataFrame) -> pd.Series:
     """One HTML hover string per row: every non-empty field of :data:`HOVER_FIELDS` (escaped, long text cut)."""
+
     def one(row) -> str:
-        parts = [f"{label}: {html.escape(_fmt(row[c]))}" for c, label in HOVER_FIELDS.items()
-                 if c in row.index and not pd.isna(row[c]) and str(row[c]) != ""]  # fmt: skip
+        parts = [
+            f"{label}: {html.escape(_fmt(row[c]))}"
+            for c, label in HOVER_FIELDS.items()
+            if c in row.index and not pd.isna(row[c]) and str(row[c]) != ""
+        ]
         return "<br>".join(parts)
 
     return frame.apply(one, axis=1) if len(frame) else pd.Series([], index=frame.index, dtype=object)
@@ -105,21 +131,29 @@ def series_params(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for name, g in frame.groupby("series", sort=False):
         v, o = _col(g, "v").astype(float), _col(g, "o").astype(float)
-        rows.append({
-            "series": name, "alpha": float(np.nanmean(g["alpha_used"])) if g["alpha_used"].notna().any() else np.nan,
-            "c": float(np.nanmedian(g["c_used"])) if g["c_used"].notna().any() else np.nan,
-            "v": float(np.nanmedian(v)) if v.notna().any() else 0.0,
-            "o": float(np.nanmedian(o)) if o.notna().any() else 0.0,
-            "has_cost": bool(v.notna().any() or o.notna().any()),
-            "k_min": int(g["k"].min()), "k_max": int(g["k"].max()), "n": len(g),
-        })  # fmt: skip
+        rows.append(
+            {
+                "series": name,
+                "alpha": float(np.nanmean(g["alpha_used"])) if g["alpha_used"].notna().any() else np.nan,
+                "c": float(np.nanmedian(g["c_used"])) if g["c_used"].notna().any() else np.nan,
+                "v": float(np.nanmedian(v)) if v.notna().any() else 0.0,
+                "o": float(np.nanmedian(o)) if o.notna().any() else 0.0,
+                "has_cost": bool(v.notna().any() or o.notna().any()),
+                "k_min": int(g["k"].min()),
+                "k_max": int(g["k"].max()),
+                "n": len(g),
+            }
+        )
     out = pd.DataFrame(rows, columns=["series", "alpha", "c", "v", "o", "has_cost", "k_min", "k_max", "n"])
     for model in ("basic", "cost"):
         ks, ss = [], []
         for p in out.itertuples(index=False):
             usable = np.isfinite(p.alpha) and np.isfinite(p.c) and (model == "basic" or p.has_cost)
-            best = theory.optimal_k(p.alpha, p.c, k_top(p.k_max), *((p.v, p.o) if model == "cost" else ())) \
-                if usable else None  # fmt: skip
+            best = (
+                theory.optimal_k(p.alpha, p.c, k_top(p.k_max), *((p.v, p.o) if model == "cost" else ()))
+                if usable
+                else None
+            )
             ks.append(float(best.k) if best else np.nan)
             ss.append(float(best.speedup) if best else np.nan)
         out[f"k_star_{model}"], out[f"s_star_{model}"] = ks, ss
@@ -139,10 +173,20 @@ def curves(params: pd.DataFrame, k_max: int | None = None) -> pd.DataFrame:
             continue
         ks = np.arange(1, (k_max or k_top(p.k_max)) + 1)  # (n_k,)
         basic = theory.speedup(p.alpha, p.c, ks) if np.isfinite(p.c) else np.full(ks.shape, np.nan)
-        cost = theory.speedup(p.alpha, p.c, ks, p.v, p.o) if np.isfinite(p.c) and p.has_cost \
-            else np.full(ks.shape, np.nan)  # fmt: skip
-        out.append(pd.DataFrame({"series": p.series, "k": ks, "expected_tokens": theory.expected_tokens(p.alpha, ks),
-                                 "speedup_basic": basic, "speedup_cost": cost}))  # fmt: skip
+        cost = (
+            theory.speedup(p.alpha, p.c, ks, p.v, p.o) if np.isfinite(p.c) and p.has_cost else np.full(ks.shape, np.nan)
+        )
+        out.append(
+            pd.DataFrame(
+                {
+                    "series": p.series,
+                    "k": ks,
+                    "expected_tokens": theory.expected_tokens(p.alpha, ks),
+                    "speedup_basic": basic,
+                    "speedup_cost": cost,
+                }
+            )
+        )
     cols = ["series", "k", "expected_tokens", "speedup_basic", "speedup_cost"]
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=cols)
 
@@ -160,8 +204,11 @@ def per_position(frame: pd.DataFrame) -> pd.DataFrame:
         if pd.isna(cell) or not str(cell).strip():
             continue
         values = [float(x) for x in str(cell).split(";")]
-        out.extend({"series": row["series"], "k": int(row["k"]), "position": i + 1, "a": a,
-                    "alpha_used": row["alpha_used"]} for i, a in enumerate(values) if not np.isnan(a))  # fmt: skip
+        out.extend(
+            {"series": row["series"], "k": int(row["k"]), "position": i + 1, "a": a, "alpha_used": row["alpha_used"]}
+            for i, a in enumerate(values)
+            if not np.isnan(a)
+        )
     return pd.DataFrame(out, columns=["series", "k", "position", "a", "alpha_used"])
 
 
@@ -172,5 +219,11 @@ def heatmap_grid(k: int, c_used: pd.Series) -> grids.Grid:
     """S(α, c) at draft length ``k`` over α ∈ [0, 1] and a log c axis covering the rows' c (at least 1..100)."""
     c = pd.to_numeric(c_used, errors="coerce").dropna()
     c_lo, c_hi = (min(1.0, c.min() / 2), max(100.0, c.max() * 2)) if len(c) else (1.0, 100.0)
-    return grids.speedup_alpha_c_grid(grids.lin_axis(0.0, 1.0, HEATMAP_SIZE[0], "alpha"),
-                                      grids.log_axis(c_lo, c_hi, HEATMAP_SIZE[1], "c"), "c", k, 0.0, 0.0)  # fmt: skip
+    return grids.speedup_alpha_c_grid(
+        grids.lin_axis(0.0, 1.0, HEATMAP_SIZE[0], "alpha"),
+        grids.log_axis(c_lo, c_hi, HEATMAP_SIZE[1], "c"),
+        "c",
+        k,
+        0.0,
+        0.0,
+    )

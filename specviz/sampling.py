@@ -30,22 +30,22 @@ import numpy as np
 import torch
 
 __all__ = [
+    "BUILDERS",
     "VARIANTS",
     "Verdict",
-    "verify",
-    "simulate_rounds",
-    "overlap",
-    "residual",
-    "zipf",
-    "dirichlet",
-    "uniform",
-    "tempered",
-    "BUILDERS",
     "build",
-    "parse_distribution",
-    "mean_with_ci",
     "chi_square_gof",
+    "dirichlet",
     "emitted_verdict",
+    "mean_with_ci",
+    "overlap",
+    "parse_distribution",
+    "residual",
+    "simulate_rounds",
+    "tempered",
+    "uniform",
+    "verify",
+    "zipf",
 ]
 
 #: Verification variants: the exact rule and three real implementation mistakes
@@ -349,7 +349,9 @@ def parse_distribution(data: str | bytes, v: int, name: str = "distribution") ->
             data = data.decode("utf-8-sig")
         except UnicodeDecodeError:
             raise ValueError(f"{name}: the file is not UTF-8 text") from None
-    rows = [[c.strip() for cell in row for c in cell.split()] for row in csv.reader(io.StringIO(data.replace(";", ",")))]
+    rows = [
+        [c.strip() for cell in row for c in cell.split()] for row in csv.reader(io.StringIO(data.replace(";", ",")))
+    ]
     rows = [[c for c in row if c] for row in rows]
     rows = [row for row in rows if row]
     if len(rows) > 1 and len(rows[0]) == 1 and not _is_number(rows[0][0]):  # a one-column CSV's header, e.g. "p"
@@ -386,8 +388,18 @@ BUILDERS = {
 }
 
 
-def build(kind: str, v: int, *, s: float = 1.0, beta: float = 1.0, seed: int = 0, tau: float = 1.0,
-          text: str | bytes = "", base: torch.Tensor | None = None, name: str = "p") -> torch.Tensor:
+def build(
+    kind: str,
+    v: int,
+    *,
+    s: float = 1.0,
+    beta: float = 1.0,
+    seed: int = 0,
+    tau: float = 1.0,
+    text: str | bytes = "",
+    base: torch.Tensor | None = None,
+    name: str = "p",
+) -> torch.Tensor:
     """Build a distribution over V tokens with one of :data:`BUILDERS`.
 
     ``"tempered"`` needs ``base`` (the target p): it returns softmax(log p / τ),
@@ -459,8 +471,15 @@ def chi_square_gof(tokens: torch.Tensor, p: torch.Tensor, min_expected: float = 
     dof = int(obs.numel()) - 1
     if dof == 0:  # everything pooled into one bin: nothing to test
         return GofResult(0.0, 0, 0.0 if impossible else 1.0, tv, impossible)
-    p_value = 0.0 if impossible else float(torch.special.gammaincc(torch.tensor(dof / 2.0, dtype=torch.float64),
-                                                                     torch.tensor(stat / 2.0, dtype=torch.float64)))
+    p_value = (
+        0.0
+        if impossible
+        else float(
+            torch.special.gammaincc(
+                torch.tensor(dof / 2.0, dtype=torch.float64), torch.tensor(stat / 2.0, dtype=torch.float64)
+            )
+        )
+    )
     return GofResult(stat, dof, p_value, tv, impossible)
 
 
@@ -488,8 +507,11 @@ class Verdict(NamedTuple):
 def emitted_verdict(gof: GofResult, variant: str, level: float = 1e-3) -> Verdict:
     """Plain-language reading of a χ² result for the lab page."""
     if gof.impossible:
-        return Verdict(False, f"biased: {gof.impossible} emitted tokens have p = 0 — the target would never "
-                       f"emit them. {VARIANTS[variant]}")  # fmt: skip
+        return Verdict(
+            False,
+            f"biased: {gof.impossible} emitted tokens have p = 0 — the target would never "
+            f"emit them. {VARIANTS[variant]}",
+        )
     if gof.p_value >= level:
         return Verdict(True, f"consistent with p (χ² p-value {gof.p_value:.3g} ≥ {level:g}; TV = {gof.tv:.4f}).")
     why = VARIANTS[variant] if variant != "exact" else "Unexpected for the exact rule — check the inputs."

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-__all__ = ["Param", "decode", "encode", "share_url"]
+__all__ = ["Param", "by_key", "decode", "encode", "share_url"]
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,22 @@ class Param:
             return "true or false"
         if self.kind == "text":
             return f"text of at most {int(self.hi)} characters"
-        what = {"float": "a number", "int": "an integer", "range": "two numbers lo,hi with lo < hi",
-                "floats": "comma-separated numbers", "ints": "comma-separated integers"}[self.kind]  # fmt: skip
+        what = {
+            "float": "a number",
+            "int": "an integer",
+            "range": "two numbers lo,hi with lo < hi",
+            "floats": "comma-separated numbers",
+            "ints": "comma-separated integers",
+        }[self.kind]
         return f"{what} in [{_fmt(self.lo)}, {_fmt(self.hi)}]"
+
+
+def by_key(spec: Sequence[Param]) -> dict[str, Param]:
+    """The controls of a page by query-string name: ``by_key(SPEC)["k"].hi``."""
+    out = {p.key: p for p in spec}
+    if len(out) != len(spec):
+        raise ValueError(f"duplicate control keys in {[p.key for p in spec]}")
+    return out
 
 
 def _fmt(x: Any) -> str:

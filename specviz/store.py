@@ -102,12 +102,14 @@ def _sql_type(column: str) -> sa.types.TypeEngine:
 
 _meta = sa.MetaData()
 _info = sa.Table(
-    "specviz_info", _meta,
+    "specviz_info",
+    _meta,
     sa.Column("key", sa.String(64), primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
-)  # fmt: skip
+)
 _runs = sa.Table(
-    "runs", _meta,
+    "runs",
+    _meta,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("label", sa.String(_MAX_LABEL), nullable=False),
     sa.Column("source", sa.Text, nullable=False),  # file name, "pasted text", "live page", "sample: …"
@@ -118,16 +120,17 @@ _runs = sa.Table(
     sa.Column("dtypes", sa.Text, nullable=False),  # JSON {column: pandas dtype} of the saved frame
     sa.Column("report", sa.Text, nullable=False, default=""),  # LoadReport.summary() at upload
     sqlite_autoincrement=True,  # ids of deleted runs are never reused: share links name runs by id
-)  # fmt: skip
+)
 _rows = sa.Table(
-    "measurements", _meta,
+    "measurements",
+    _meta,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False, index=True),
     sa.Column("position", sa.Integer, nullable=False),  # order within the run
     sa.Column("file_row", sa.BigInteger),  # the row's number in the uploaded file
     *(sa.Column(name, _sql_type(name)) for name in STORED_COLUMNS),
     sa.CheckConstraint("k >= 1", name="k_at_least_1"),
-)  # fmt: skip
+)
 
 #: version -> function upgrading a database from that version to version + 1 (none yet).
 _MIGRATIONS: dict[int, callable] = {}
@@ -159,8 +162,10 @@ def _migrate(conn: Connection) -> None:
         return
     version = _stored_version(conn) or 1
     if version > SCHEMA_VERSION:
-        raise StoreError(f"the run library at {conn.engine.url!r} has schema version {version}, newer than "
-                         f"this specviz understands ({SCHEMA_VERSION}); upgrade specviz")  # fmt: skip
+        raise StoreError(
+            f"the run library at {conn.engine.url!r} has schema version {version}, newer than "
+            f"this specviz understands ({SCHEMA_VERSION}); upgrade specviz"
+        )
     _meta.create_all(conn)  # tables a later version added
     for v in range(version, SCHEMA_VERSION):
         _MIGRATIONS[v](conn)
@@ -184,7 +189,7 @@ def _retry_locked(statement, timeout_s: float = _BUSY_S) -> None:
             statement()
             return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
                 raise
             time.sleep(delay)
             delay = min(2 * delay, 0.25)
@@ -192,8 +197,10 @@ def _retry_locked(statement, timeout_s: float = _BUSY_S) -> None:
 
 def _sqlite_engine(url: sa.URL) -> Engine:
     if not url.database or url.database == ":memory:" or "mode=memory" in str(url):
-        raise StoreError(f"{ENV_URL}={url!s}: an in-memory SQLite database is private to one connection, so "
-                         "sessions would not share it; give a file, e.g. sqlite:////srv/specviz/runs.sqlite")  # fmt: skip
+        raise StoreError(
+            f"{ENV_URL}={url!s}: an in-memory SQLite database is private to one connection, so "
+            "sessions would not share it; give a file, e.g. sqlite:////srv/specviz/runs.sqlite"
+        )
     Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(url, connect_args={"timeout": _BUSY_S})
 
@@ -226,8 +233,9 @@ def open_library(url: str | None = None) -> Engine:
     try:
         parsed = sa.make_url(url)
     except (sa.exc.ArgumentError, ValueError) as exc:
-        raise StoreError(f"{ENV_URL} must be a SQLAlchemy database URL such as sqlite:///path/runs.sqlite; "
-                         f"got {url!r}") from exc  # fmt: skip
+        raise StoreError(
+            f"{ENV_URL} must be a SQLAlchemy database URL such as sqlite:///path/runs.sqlite; got {url!r}"
+        ) from exc
     try:
         engine = _sqlite_engine(parsed) if parsed.get_backend_name() == "sqlite" else sa.create_engine(parsed)
         with engine.begin() as conn:
@@ -261,16 +269,17 @@ def _check_frame(frame: pd.DataFrame) -> list[str]:
         raise StoreError("a run needs at least one measurement row; got an empty table")
     unknown = [c for c in frame.columns if c not in STORED_COLUMNS]
     if unknown:
-        raise StoreError(f"columns {unknown} are not measurement columns; allowed: the columns of "
-                         f"specviz.measurements (load the file with load_measurements first)")  # fmt: skip
+        raise StoreError(
+            f"columns {unknown} are not measurement columns; allowed: the columns of "
+            f"specviz.measurements (load the file with load_measurements first)"
+        )
     for required in ("label", "k"):
         if required not in frame.columns:
             raise StoreError(f"column {required!r} is required in a saved run")
     return list(frame.columns)
 
 
-def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, note: str = "",
-             report: str = "") -> int:  # fmt: skip
+def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, note: str = "", report: str = "") -> int:
     """Store ``frame`` (canonical columns, as from ``load_measurements``) as one run; return its id.
 
     One transaction: on any failure nothing is stored and :class:`StoreError` says why.
@@ -290,9 +299,16 @@ def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, no
         {"position": i, "file_row": _python(r), **{c: _python(v) for c, v in zip(columns, values, strict=True)}}
         for i, (r, values) in enumerate(zip(file_rows, frame.itertuples(index=False, name=None), strict=True))
     ]
-    run = {"label": label, "source": str(source) or "unknown", "uploaded_at": datetime.now(UTC),
-           "note": str(note), "schema_version": SCHEMA_VERSION, "n_rows": len(frame),
-           "dtypes": json.dumps(dtypes), "report": str(report)}  # fmt: skip
+    run = {
+        "label": label,
+        "source": str(source) or "unknown",
+        "uploaded_at": datetime.now(UTC),
+        "note": str(note),
+        "schema_version": SCHEMA_VERSION,
+        "n_rows": len(frame),
+        "dtypes": json.dumps(dtypes),
+        "report": str(report),
+    }
     try:
         with engine.begin() as conn:
             run_id = conn.execute(_runs.insert().values(**run)).inserted_primary_key[0]
@@ -320,10 +336,14 @@ def list_runs(engine: Engine) -> pd.DataFrame:
     """
     cols = ["id", "label", "source", "uploaded_at", "note", "n_rows"]
     with _reported("listing the run library"), engine.connect() as conn:
-        runs = pd.DataFrame(conn.execute(sa.select(*(_runs.c[c] for c in cols)).order_by(_runs.c.id.desc())).all(),
-                            columns=cols)  # fmt: skip
-        meta = conn.execute(sa.select(_rows.c.run_id, _rows.c.target_model, _rows.c.draft_model, _rows.c.hardware,
-                                      _rows.c.method).distinct()).all()  # fmt: skip
+        runs = pd.DataFrame(
+            conn.execute(sa.select(*(_runs.c[c] for c in cols)).order_by(_runs.c.id.desc())).all(), columns=cols
+        )
+        meta = conn.execute(
+            sa.select(
+                _rows.c.run_id, _rows.c.target_model, _rows.c.draft_model, _rows.c.hardware, _rows.c.method
+            ).distinct()
+        ).all()
     facets = ["target_model", "draft_model", "hardware", "method"]
     found: dict[int, dict[str, set]] = {}
     for run_id, *values in meta:
@@ -346,8 +366,11 @@ def _fetch(engine: Engine, run_ids: Iterable[int]) -> list[pd.DataFrame]:
         missing = [i for i in ids if i not in runs]
         if missing:
             raise StoreError(f"run id(s) {missing} are not in the library (deleted by someone else?)")
-        rows = conn.execute(sa.select(_rows).where(_rows.c.run_id.in_(ids))
-                            .order_by(_rows.c.run_id, _rows.c.position)).mappings().all()  # fmt: skip
+        rows = (
+            conn.execute(sa.select(_rows).where(_rows.c.run_id.in_(ids)).order_by(_rows.c.run_id, _rows.c.position))
+            .mappings()
+            .all()
+        )
     by_run: dict[int, list] = {}
     for r in rows:
         by_run.setdefault(r["run_id"], []).append(r)
@@ -417,7 +440,8 @@ def escape_formulas(frame: pd.DataFrame) -> pd.DataFrame:
     for column in out.columns:
         if out[column].dtype == object or pd.api.types.is_string_dtype(out[column].dtype):
             out[column] = out[column].map(
-                lambda v: "'" + v if isinstance(v, str) and v.startswith(_FORMULA_START) else v)
+                lambda v: "'" + v if isinstance(v, str) and v.startswith(_FORMULA_START) else v
+            )
     return out
 
 

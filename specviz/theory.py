@@ -17,6 +17,7 @@ value and the allowed range.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -26,22 +27,22 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = [
-    "expected_tokens",
-    "accepted_length_pmf",
-    "speedup",
-    "speedup_bound",
-    "break_even_alpha",
-    "optimal_k",
+    "METRICS",
+    "Metric",
     "OptimalK",
     "acceptance_rate",
+    "accepted_length_pmf",
     "alpha_from_acceptance_rate",
     "alpha_from_mean_tokens",
-    "system_efficiency",
-    "c_to_leviathan",
+    "break_even_alpha",
     "c_from_leviathan",
-    "Metric",
-    "METRICS",
+    "c_to_leviathan",
     "convert_metric",
+    "expected_tokens",
+    "optimal_k",
+    "speedup",
+    "speedup_bound",
+    "system_efficiency",
 ]
 
 _EPS = np.finfo(float).eps
@@ -340,7 +341,7 @@ def _row_blocks(shape: tuple[int, ...]) -> list[slice]:
     if size < _PARALLEL_MIN or workers < 2:
         return [slice(None)]
     edges = np.linspace(0, shape[0], workers + 1).round().astype(int)
-    return [slice(lo, hi) for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+    return [slice(lo, hi) for lo, hi in itertools.pairwise(edges)]
 
 
 def _argmax_speedup(a, c, v, o, k_max: int, best: np.ndarray, k_star: np.ndarray) -> None:
@@ -409,8 +410,14 @@ def optimal_k(alpha, c, k_max: int = 32, v=0.0, o=0.0) -> OptimalK:
         _argmax_speedup(*args, k_max, best, k_star)
     else:  # numpy releases the GIL inside ufuncs, so row blocks run in parallel on threads
         with ThreadPoolExecutor(len(blocks)) as pool:
-            list(pool.map(lambda rows: _argmax_speedup(*[x[rows] if x.shape[0] > 1 else x for x in args], k_max,
-                                                       best[rows], k_star[rows]), blocks))  # fmt: skip
+            list(
+                pool.map(
+                    lambda rows: _argmax_speedup(
+                        *[x[rows] if x.shape[0] > 1 else x for x in args], k_max, best[rows], k_star[rows]
+                    ),
+                    blocks,
+                )
+            )
     no_gain = best <= 1.0
     k_star[no_gain] = 0
     best[no_gain] = 1.0
@@ -483,20 +490,32 @@ METRICS: dict[str, Metric] = {
     "acceptance_rate": Metric(
         "draft acceptance rate",
         "accepted / drafted draft tokens (vLLM draft acceptance rate, llama.cpp accept %)",
-        "[0, 1]", lambda x, k: 1.0 + x * k, lambda e, k: (e - 1.0) / k),
+        "[0, 1]",
+        lambda x, k: 1.0 + x * k,
+        lambda e, k: (e - 1.0) / k,
+    ),
     "mean_tokens": Metric(
         "mean acceptance length",
         "tokens per round, bonus token counted = E[N] (vLLM, SGLang accept len, Spec-Bench)",
-        "[1, K + 1]", lambda x, k: x, lambda e, k: e),
+        "[1, K + 1]",
+        lambda x, k: x,
+        lambda e, k: e,
+    ),
     "mean_tokens_no_bonus": Metric(
         "accepted drafts per round",
         "mean acceptance length without the bonus token = E[N] − 1",
-        "[0, K]", lambda x, k: x + 1.0, lambda e, k: e - 1.0),
+        "[0, K]",
+        lambda x, k: x + 1.0,
+        lambda e, k: e - 1.0,
+    ),
     "system_efficiency": Metric(
         "system efficiency",
         "E[N] / (K + 1) (vLLM V0 system efficiency, SGLang chain accept rate)",
-        "[1/(K + 1), 1]", lambda x, k: x * (k + 1), lambda e, k: e / (k + 1)),
-}  # fmt: skip
+        "[1/(K + 1), 1]",
+        lambda x, k: x * (k + 1),
+        lambda e, k: e / (k + 1),
+    ),
+}
 
 
 def _metric_bounds(metric: Metric, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

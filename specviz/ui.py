@@ -46,6 +46,37 @@ def restore(page: str, spec: Sequence[share.Param]) -> None:
         st.warning(message, icon=":material/warning:")
 
 
+def slider(page: str, p: share.Param, label: str, **kwargs) -> Any:
+    """``st.slider`` for control ``p``: bounds and state come from the Param (its single source)."""
+    lo, hi = _bounds(p)
+    return st.slider(label, lo, hi, key=key(page, p.key), **kwargs)
+
+
+def number_input(page: str, p: share.Param, label: str, **kwargs) -> Any:
+    """``st.number_input`` for control ``p``, bounded by the Param's ``lo`` and ``hi``."""
+    lo, hi = _bounds(p)
+    return st.number_input(label, lo, hi, key=key(page, p.key), **kwargs)
+
+
+def radio(page: str, p: share.Param, label: str, **kwargs) -> Any:
+    """``st.radio`` over the Param's ``choices``."""
+    return st.radio(label, p.choices, key=key(page, p.key), **kwargs)
+
+
+def selectbox(page: str, p: share.Param, label: str, **kwargs) -> Any:
+    """``st.selectbox`` over the Param's ``choices``."""
+    return st.selectbox(label, p.choices, key=key(page, p.key), **kwargs)
+
+
+def _bounds(p: share.Param) -> tuple[Any, Any]:
+    """Widget bounds of a numeric Param, typed like its values (int controls take int bounds)."""
+    if p.lo is None or p.hi is None:
+        raise ValueError(f"control {p.key!r} has no bounds (lo={p.lo}, hi={p.hi}) for a numeric widget")
+    if p.kind in ("int", "ints"):
+        return int(p.lo), int(p.hi)
+    return float(p.lo), float(p.hi)
+
+
 def values(page: str, spec: Sequence[share.Param]) -> dict[str, Any]:
     """Current value of every control of ``page``."""
     return {p.key: st.session_state[key(page, p.key)] for p in spec}
@@ -92,7 +123,6 @@ def reported_errors():
 def cached(fn: Callable) -> Callable:
     """``st.cache_data`` with a bounded size, for computed grids and tables."""
     return st.cache_data(max_entries=64, show_spinner=False)(fn)
-
 
 
 @st.cache_resource(show_spinner=False)

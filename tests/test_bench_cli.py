@@ -30,8 +30,28 @@ def tiny_pair(tmp_path_factory):
 def run_bench(tiny_pair, tmp_path, *extra):
     root, prompts = tiny_pair
     out = tmp_path / "results.csv"
-    code = cli.main(["bench", "--pair", str(root), "--k", "1,2", "--temperature", "0,1", "--new-tokens", "8",
-                     "--repeats", "1", "--prompts", str(prompts), "--device", "cpu", "--out", str(out), *extra])
+    code = cli.main(
+        [
+            "bench",
+            "--pair",
+            str(root),
+            "--k",
+            "1,2",
+            "--temperature",
+            "0,1",
+            "--new-tokens",
+            "8",
+            "--repeats",
+            "1",
+            "--prompts",
+            str(prompts),
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+            *extra,
+        ]
+    )
     return code, out
 
 
@@ -39,7 +59,7 @@ def test_bench_writes_schema_csv(tiny_pair, tmp_path, capsys):
     code, out = run_bench(tiny_pair, tmp_path, "--label", "tiny")
     assert code == 0
     df = pd.read_csv(out)
-    assert len(df) == 4 and sorted(zip(df.k, df.temperature)) == [(1, 0.0), (1, 1.0), (2, 0.0), (2, 1.0)]
+    assert len(df) == 4 and sorted(zip(df.k, df.temperature, strict=False)) == [(1, 0.0), (1, 1.0), (2, 0.0), (2, 1.0)]
     assert {"label", "k", "alpha", "mean_accepted_tokens", "acceptance_rate"} <= set(df.columns)
     assert set(df.columns) <= set(measurements.COLUMNS) | set(measurements.BENCH_COLUMNS)
     assert (df.label == "tiny").all() and (df.runs == 2).all()
@@ -75,7 +95,9 @@ def test_interrupt_keeps_finished_cells(tiny_pair, tmp_path, monkeypatch, capsys
 
 def test_missing_or_corrupt_weights_are_clear_errors(tiny_pair, tmp_path, capsys):
     root, prompts = tiny_pair
-    assert cli.main(["bench", "--pair", str(tmp_path), "--prompts", str(prompts), "--out", str(tmp_path / "x.csv")]) == 2
+    assert (
+        cli.main(["bench", "--pair", str(tmp_path), "--prompts", str(prompts), "--out", str(tmp_path / "x.csv")]) == 2
+    )
     assert "no target/model.safetensors" in capsys.readouterr().err
     broken = tmp_path / "broken"
     for part in ("target", "draft"):
@@ -88,7 +110,7 @@ def test_missing_or_corrupt_weights_are_clear_errors(tiny_pair, tmp_path, capsys
 
 
 def test_bad_arguments(tiny_pair, tmp_path, capsys):
-    root, prompts = tiny_pair
+    root, _prompts = tiny_pair
     with pytest.raises(SystemExit):
         cli.main(["bench", "--k", "0,2"])
     assert "integers >= 1" in capsys.readouterr().err

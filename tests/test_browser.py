@@ -14,6 +14,7 @@ Needs Debian's ``chromium`` on PATH (``playwright install`` is never run); skipp
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -100,17 +101,30 @@ def app_url(tmp_path_factory):
     port = _free_port()
     log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
     cmd = [
-        sys.executable, "-m", "streamlit", "run", "app.py",
-        "--server.port", str(port),
-        "--server.headless", "true",
-        "--browser.gatherUsageStats", "false",
-        "--server.fileWatcherType", "none",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        "app.py",
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
     library = tmp_path_factory.mktemp("library") / "runs.sqlite"  # a throw-away run library
     env = {**os.environ, "SPECVIZ_DB_URL": f"sqlite:///{library}"}
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            cmd,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             env=env,
         )
     try:
@@ -118,8 +132,11 @@ def app_url(tmp_path_factory):
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while not _healthy(health):
             if proc.poll() is not None or time.monotonic() > deadline:
-                why = f"exited with code {proc.returncode}" if proc.poll() is not None else (
-                    f"not healthy after {STARTUP_TIMEOUT_S} s")
+                why = (
+                    f"exited with code {proc.returncode}"
+                    if proc.poll() is not None
+                    else (f"not healthy after {STARTUP_TIMEOUT_S} s")
+                )
                 pytest.fail(f"streamlit server {why}; its output:\n{log_path.read_text(errors='replace')}")
             time.sleep(0.25)
         yield f"http://127.0.0.1:{port}"
@@ -140,10 +157,8 @@ def _stop(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             continue
     # the leader is reaped; make sure nothing else of its group survived it
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 @pytest.fixture(scope="module")
@@ -306,7 +321,8 @@ def test_upload_save_and_overlay(app_url, page, browser, screenshot_dir):
     """Upload our bench CSV, save it to the library, see the overlay chart; the link reopens the selection."""
     open_page(page, app_url + "/measured-data")
     page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
-        str(ROOT / "data" / "samples" / "specviz_bench_bundled_cpu.csv"))
+        str(ROOT / "data" / "samples" / "specviz_bench_bundled_cpu.csv")
+    )
     save = page.get_by_role("button", name="Save to library")
     save.wait_for(state="visible", timeout=RUN_TIMEOUT_MS)
     save.click()

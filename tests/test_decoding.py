@@ -206,8 +206,7 @@ def test_rewriting_at_an_earlier_start_equals_fresh_forward(models):
         torch.testing.assert_close(torch.cat(steps), model(seq2[None])[0, 20:], atol=1e-5, rtol=0)
         # a single token written far back sees only the positions before it
         one = model(torch.tensor([[7]]), 5)[0, -1]
-        torch.testing.assert_close(one, model(torch.cat([old[:5], torch.tensor([7])])[None])[0, -1],
-                                   atol=1e-5, rtol=0)  # fmt: skip
+        torch.testing.assert_close(one, model(torch.cat([old[:5], torch.tensor([7])])[None])[0, -1], atol=1e-5, rtol=0)
 
 
 def test_rejected_draft_block_is_overwritten(models):
@@ -402,13 +401,28 @@ def test_stats_agree_with_rounds_and_theory(models, temperature):
 
 def test_stats_from_hand_made_rounds():
     def rnd(a: int, k: int = 3) -> RoundRecord:
-        return RoundRecord(drafted=[1] * k, accepted=a, emitted=[1] * (a + 1),
-                           accept_mask=[True] * a + ([False] if a < k else []),
-                           overlap=[0.5] * min(a + 1, k), draft_ms=2.0, verify_ms=3.0, other_ms=0.5)  # fmt: skip
+        return RoundRecord(
+            drafted=[1] * k,
+            accepted=a,
+            emitted=[1] * (a + 1),
+            accept_mask=[True] * a + ([False] if a < k else []),
+            overlap=[0.5] * min(a + 1, k),
+            draft_ms=2.0,
+            verify_ms=3.0,
+            other_ms=0.5,
+        )
 
-    s = GenerationStats(k=3, temperature=1.0, new_tokens=14, decode_s=0.5, prefill_ms=1.0,
-                        t_target_ms=2.0, t_draft_ms=0.5, t_verify_ms=3.0,
-                        rounds=[rnd(a) for a in (3, 0, 1, 3, 2)])  # fmt: skip
+    s = GenerationStats(
+        k=3,
+        temperature=1.0,
+        new_tokens=14,
+        decode_s=0.5,
+        prefill_ms=1.0,
+        t_target_ms=2.0,
+        t_draft_ms=0.5,
+        t_verify_ms=3.0,
+        rounds=[rnd(a) for a in (3, 0, 1, 3, 2)],
+    )
     assert s.accepted_total == 9 and s.rejected_rounds == 3
     assert s.alpha_hat == pytest.approx(0.75)
     assert s.per_position_acceptance == pytest.approx([4 / 5, 3 / 4, 2 / 3])
@@ -420,8 +434,17 @@ def test_stats_from_hand_made_rounds():
     assert s.tokens_per_s == pytest.approx(28.0)
     assert s.predicted_speedup() == pytest.approx(float(theory.speedup(0.75, 4.0, 3)))
 
-    never = GenerationStats(k=3, temperature=1.0, new_tokens=2, decode_s=1.0, prefill_ms=0.0, t_target_ms=1.0,
-                            t_draft_ms=1.0, t_verify_ms=1.0, rounds=[rnd(0), rnd(0)])  # fmt: skip
+    never = GenerationStats(
+        k=3,
+        temperature=1.0,
+        new_tokens=2,
+        decode_s=1.0,
+        prefill_ms=0.0,
+        t_target_ms=1.0,
+        t_draft_ms=1.0,
+        t_verify_ms=1.0,
+        rounds=[rnd(0), rnd(0)],
+    )
     assert never.alpha_hat == 0.0 and never.mean_tokens == 1.0
     ppa = never.per_position_acceptance
     assert ppa[0] == 0.0 and math.isnan(ppa[1]) and math.isnan(ppa[2])
@@ -447,8 +470,9 @@ def test_same_generator_seed_gives_same_output(models):
     target, draft = _pair(models, "noisy")
 
     def run(seed):
-        out, s = speculative_generate(target, draft, PROMPTS["code"], 3, 1.0, 30,
-                                      generator=torch.Generator().manual_seed(seed))  # fmt: skip
+        out, s = speculative_generate(
+            target, draft, PROMPTS["code"], 3, 1.0, 30, generator=torch.Generator().manual_seed(seed)
+        )
         return out.tolist(), [(r.drafted, r.accepted, r.emitted) for r in s.rounds]
 
     assert run(7) == run(7)

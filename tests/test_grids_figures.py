@@ -94,7 +94,9 @@ def test_break_even_map_and_curves_mark_never_pays_off():
     assert np.isnan(be.z[C <= 1.0]).all() and not np.isnan(be.z[C > 1.0]).any()
     fig = figures.break_even_map(be)
     assert any(a.text == "never pays off" for a in fig.layout.annotations)
-    curves = figures.break_even_curves(KS, {"c = 1": theory.break_even_alpha(KS, 1.0), "c = 8": theory.break_even_alpha(KS, 8.0)})
+    curves = figures.break_even_curves(
+        KS, {"c = 1": theory.break_even_alpha(KS, 1.0), "c = 8": theory.break_even_alpha(KS, 8.0)}
+    )
     assert [t.name for t in curves.data] == ["c = 1 (never pays off)", "c = 8"]
 
 

@@ -19,8 +19,8 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from specviz import decoding
-from specviz.models import GPT, GPTConfig, hf, load_pair
+from specviz import decoding  # noqa: E402  (after the importorskip above)
+from specviz.models import GPT, GPTConfig, hf, load_pair  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NEW = 48  # tokens generated per comparison
@@ -189,8 +189,9 @@ def test_transformers_assisted_generation_matches(theirs, reference):
     assert target.model.generation_config.eos_token_id is None  # no EOS: exactly NEW tokens, no padding needed
     ids = prompt[None]
     with torch.no_grad():
-        out = target.model.generate(ids, attention_mask=torch.ones_like(ids), assistant_model=draft.model,
-                                    do_sample=False, max_new_tokens=NEW)  # fmt: skip
+        out = target.model.generate(
+            ids, attention_mask=torch.ones_like(ids), assistant_model=draft.model, do_sample=False, max_new_tokens=NEW
+        )
         plain = target.model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=NEW)
     assert out[0, ids.shape[1] :].tolist() == tokens.tolist()
     assert plain[0, ids.shape[1] :].tolist() == tokens.tolist()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
 import time
@@ -32,9 +33,11 @@ def test_limits_defaults_hosted_and_overrides():
     assert hosted.hosted and hosted.max_new_tokens == 256 and hosted.max_wall_s == 120
     assert hosted.hf_allowlist == ("gpt2-large,gpt2", "a/t,a/d")
     assert live.limits_from_env({"SPECVIZ_MAX_NEW_TOKENS": "64", "SPECVIZ_MAX_WALL_S": "2.5"}).max_wall_s == 2.5
-    for env, name in (({"SPECVIZ_MAX_REPEATS": "0"}, "SPECVIZ_MAX_REPEATS"),
-                      ({"SPECVIZ_MAX_CELLS": "many"}, "SPECVIZ_MAX_CELLS"),
-                      ({"SPECVIZ_HF_ALLOWLIST": "gpt2"}, "SPECVIZ_HF_ALLOWLIST")):  # fmt: skip
+    for env, name in (
+        ({"SPECVIZ_MAX_REPEATS": "0"}, "SPECVIZ_MAX_REPEATS"),
+        ({"SPECVIZ_MAX_CELLS": "many"}, "SPECVIZ_MAX_CELLS"),
+        ({"SPECVIZ_HF_ALLOWLIST": "gpt2"}, "SPECVIZ_HF_ALLOWLIST"),
+    ):
         with pytest.raises(ValueError, match=name):
             live.limits_from_env(env)
 
@@ -59,11 +62,18 @@ def test_hosted_mode_allows_bundled_and_the_allow_list_only():
         live.check_pair("  ", live.Limits())
 
 
-@pytest.mark.parametrize(("args", "field"), [
-    (dict(ks=[]), "K values"), (dict(ks=[0]), "K values"), (dict(temperatures=[3.0]), "temperatures"),
-    (dict(new_tokens=2000), "new tokens"), (dict(repeats=0), "repeats"), (dict(prompts=["  "]), "prompts"),
-    (dict(ks=list(range(1, 17)), temperatures=[0.0, 0.5, 1.0, 0.7, 0.2]), "cells"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (dict(ks=[]), "K values"),
+        (dict(ks=[0]), "K values"),
+        (dict(temperatures=[3.0]), "temperatures"),
+        (dict(new_tokens=2000), "new tokens"),
+        (dict(repeats=0), "repeats"),
+        (dict(prompts=["  "]), "prompts"),
+        (dict(ks=list(range(1, 17)), temperatures=[0.0, 0.5, 1.0, 0.7, 0.2]), "cells"),
+    ],
+)
 def test_request_over_the_caps_names_the_field(args, field):
     request = dict(ks=[1, 2], temperatures=[0.0], new_tokens=16, repeats=1, prompts=["def f():"]) | args
     with pytest.raises(ValueError, match=field):
@@ -87,7 +97,7 @@ def test_run_queue_serialises_and_reports_waiting():
         t.start()
     for t in threads:
         t.join(10)
-    (a0, a1), (b0, b1) = sorted(spans)
+    (_a0, a1), (b0, _b1) = sorted(spans)
     assert a1 <= b0, "two runs overlapped"
     assert waits and all(w.startswith("Queued behind another run (run ") for w in waits)
     assert queue.busy() is None
@@ -124,7 +134,7 @@ def test_cell_details_from_real_runs(pair):
     generated = tok.decode(runs[0].speculative_tokens.tolist())
     assert "".join(text for _, text in segments)[: len(generated)] == generated
     kinds = [k for k, _ in segments]
-    assert set(kinds) <= {"accepted", "correction", "bonus"} and all(a != b for a, b in zip(kinds, kinds[1:]))
+    assert set(kinds) <= {"accepted", "correction", "bonus"} and all(a != b for a, b in itertools.pairwise(kinds))
     html = live.segments_html("<prompt & more>", [("accepted", "<b>x</b>")])
     assert "&lt;prompt &amp; more&gt;" in html and "&lt;b&gt;x&lt;/b&gt;" in html and "<b>" not in html
 
@@ -171,9 +181,16 @@ def test_tiny_run_end_to_end_and_save(db_url):
     assert table["greedy_exact"].tolist() == [True, True]
     assert np.all((table["α̂ = A/(A+R)"] > 0.3) & (table["α̂ = A/(A+R)"] <= 1))
     assert [s.value for s in at.success if s.value.startswith("Exactness")] == [
-        f"Exactness (K = {k}, greedy): speculative output equals target-only output in every run." for k in (1, 2)]
-    assert [t.label for t in at.tabs] == ["Speedup vs K", "E[N] vs K", "N per round", "Per position",
-                                          "Cost per round", "Text"]  # fmt: skip
+        f"Exactness (K = {k}, greedy): speculative output equals target-only output in every run." for k in (1, 2)
+    ]
+    assert [t.label for t in at.tabs] == [
+        "Speedup vs K",
+        "E[N] vs K",
+        "N per round",
+        "Per position",
+        "Cost per round",
+        "Text",
+    ]
     charts = at.get("plotly_chart")
     assert len(charts) == 5
     assert "measured-cost model" in charts[0].proto.spec and "K*" in charts[0].proto.spec
@@ -207,13 +224,14 @@ def test_stop_keeps_finished_cells(db_url, monkeypatch):
     monkeypatch.setattr(bench, "measure_runs", measure)
     monkeypatch.setattr(live, "wait", wait_then_stop)
     at = page(**TINY)
-    [b for b in at.button if b.label == "Run"][0].click()
+    next(b for b in at.button if b.label == "Run").click()
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     monkeypatch.setattr(live, "wait", lambda *a, **k: pytest.fail("no run should start"))
     at = click(at, "Stop")
-    assert any("stopped by you" in w.value and "1 of 2 cell(s)" in w.value for w in at.warning), \
-        [w.value for w in at.warning]  # fmt: skip
+    assert any("stopped by you" in w.value and "1 of 2 cell(s)" in w.value for w in at.warning), [
+        w.value for w in at.warning
+    ]
     assert at.dataframe[0].value.k.tolist() == [1]
     assert measure.calls == 2  # the worker did not go on to a third cell
     assert live.RUN_QUEUE.busy() is None  # the queue was released
@@ -223,8 +241,9 @@ def test_wall_time_cap_stops_and_keeps_finished_cells(db_url, monkeypatch):
     monkeypatch.setenv("SPECVIZ_MAX_WALL_S", "0.001")
     at = click(page(**TINY), "Run")
     # the cap is checked before every run: at 1 ms not even the first run starts
-    assert any("No cell finished" in i.value and "wall-time cap of 0.001 s" in i.value for i in at.info), \
-        [i.value for i in at.info]  # fmt: skip
+    assert any("No cell finished" in i.value and "wall-time cap of 0.001 s" in i.value for i in at.info), [
+        i.value for i in at.info
+    ]
     assert live.RUN_QUEUE.busy() is None
 
 
@@ -246,11 +265,14 @@ def test_second_run_queues_behind_another_and_completes(db_url):
     assert at.dataframe[0].value.k.tolist() == [1, 2]  # … and then completed
 
 
-@pytest.mark.parametrize(("query", "message"), [
-    ({"prompts": "custom", "text": ""}, "prompts: the prompt is empty"),
-    ({"device": "cuda"}, "no CUDA GPU is available"),
-    ({"pair": "no-such-org/no-such-model,no-such-org/draft"}, "no-such-org/no-such-model"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ({"prompts": "custom", "text": ""}, "prompts: the prompt is empty"),
+        ({"device": "cuda"}, "no CUDA GPU is available"),
+        ({"pair": "no-such-org/no-such-model,no-such-org/draft"}, "no-such-org/no-such-model"),
+    ],
+)
 def test_bad_requests_are_clear_errors(db_url, query, message):
     if query.get("device") == "cuda" and torch.cuda.is_available():
         pytest.skip("a GPU is present")

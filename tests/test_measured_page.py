@@ -16,8 +16,10 @@ PAGE = str(ROOT / "pages" / "measured_data.py")
 SAMPLES = ROOT / "data" / "samples"
 GOOD = (SAMPLES / "specviz_bench_bundled_cpu.csv").read_bytes()
 PARTLY_BAD = b"label,k,alpha,c,speedup\nok,4,0.8,20,2.1\nbad alpha,4,1.7,20,2.0\nbad k,0,0.5,20,1.1\nok2,2,0.6,10,1.3\n"
-VLLM_LINE = ("INFO 05-12 10:00:01 [loggers.py:123] SpecDecoding metrics: Mean acceptance length: 2.95, "
-             "Accepted: 195200 tokens, Drafted: 300000 tokens, Per-position acceptance rate: 0.800, 0.640, 0.512")  # fmt: skip
+VLLM_LINE = (
+    "INFO 05-12 10:00:01 [loggers.py:123] SpecDecoding metrics: Mean acceptance length: 2.95, "
+    "Accepted: 195200 tokens, Drafted: 300000 tokens, Per-position acceptance rate: 0.800, 0.640, 0.512"
+)
 
 
 def run(**query: str) -> AppTest:
@@ -55,8 +57,10 @@ def test_upload_good_file_preview_save_and_overlays(db_url):
     rerun(at)
     assert "read 12 row(s)" in at.caption[1].value or any("read 12 row(s)" in c.value for c in at.caption)
     assert not at.error and not at.warning
-    assert at.text_input(key=[t.key for t in at.text_input if t.label == "Run name"][0]).value == \
-        "specviz bundled pair (CPU)"  # fmt: skip
+    assert (
+        at.text_input(key=next(t.key for t in at.text_input if t.label == "Run name")).value
+        == "specviz bundled pair (CPU)"
+    )
     button(at, "Save to library").click()
     rerun(at)
     runs = saved_runs(db_url)
@@ -65,12 +69,19 @@ def test_upload_good_file_preview_save_and_overlays(db_url):
     assert any(s.value.startswith("Saved as run #") for s in at.success)
     # overlays: speedup vs K, (α, c) map, E[N] vs K, parity, per position
     assert len(charts(at)) == 5
-    assert [t.label for t in at.tabs] == ["Speedup vs K", "(α, c) map", "E[N] vs K", "Measured vs predicted",
-                                          "Per position"]  # fmt: skip
+    assert [t.label for t in at.tabs] == [
+        "Speedup vs K",
+        "(α, c) map",
+        "E[N] vs K",
+        "Measured vs predicted",
+        "Per position",
+    ]
     series_table = at.dataframe[-1].value
     run_id = runs.id.iloc[0]
-    assert list(series_table.series) == [f"#{run_id} specviz bundled pair (CPU) · T=0",
-                                         f"#{run_id} specviz bundled pair (CPU) · T=1"]  # fmt: skip
+    assert list(series_table.series) == [
+        f"#{run_id} specviz bundled pair (CPU) · T=0",
+        f"#{run_id} specviz bundled pair (CPU) · T=1",
+    ]
 
 
 def test_partly_bad_file_lists_errors_and_saves_good_rows(db_url):
@@ -88,11 +99,14 @@ def test_partly_bad_file_lists_errors_and_saves_good_rows(db_url):
     assert saved_runs(db_url).n_rows.tolist() == [2]
 
 
-@pytest.mark.parametrize("name,data,message", [
-    ("binary.csv", bytes(range(256)) * 4, "not a text file"),
-    ("empty.csv", b"", "empty"),
-    ("nok.csv", b"label,alpha\na,0.5\n", "k"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name,data,message",
+    [
+        ("binary.csv", bytes(range(256)) * 4, "not a text file"),
+        ("empty.csv", b"", "empty"),
+        ("nok.csv", b"label,alpha\na,0.5\n", "k"),
+    ],
+)
 def test_unusable_files_are_one_clear_error_and_store_nothing(db_url, name, data, message):
     at = run()
     at.file_uploader(key="measured.files").upload(name, data, "text/csv")
@@ -125,7 +139,7 @@ def test_one_click_sample_then_select_and_restore_from_url(db_url):
     (run_id,) = saved_runs(db_url).id
     # a fresh session opened from the shared link shows the same selection and K of the heatmap
     at2 = run(runs=str(run_id), hk="7")
-    assert at2.multiselect(key="measured.runs").value == [run_id]  # noqa
+    assert at2.multiselect(key="measured.runs").value == [run_id]
     assert at2.number_input(key="measured.hk").value == 7
     assert len(charts(at2)) == 4  # no per-position data in the paper's table
     assert "None of the selected rows has per-position acceptance." in [i.value for i in at2.info]
@@ -149,13 +163,14 @@ def _store_two_runs(url: str) -> tuple[int, int]:
     ids = []
     for label, target in (("alpha run", "llama-70b"), ("beta run", "qwen-32b")):
         df, report = measurements.load_measurements(
-            f"label,k,alpha,c,speedup,target_model\n{label},4,0.8,20,2.2,{target}\n", name=label)
+            f"label,k,alpha,c,speedup,target_model\n{label},4,0.8,20,2.2,{target}\n", name=label
+        )
         ids.append(store.save_run(engine, df, label=label, source="test", report=report.summary()))
     return ids[0], ids[1]
 
 
 def test_filter_narrows_the_library(db_url):
-    a, b = _store_two_runs(db_url)
+    _a, b = _store_two_runs(db_url)
     at = run(filter="qwen")
     assert at.dataframe[0].value.id.tolist() == [b]
     assert at.multiselect(key="measured.runs").options == [f"#{b} beta run"]

@@ -35,27 +35,42 @@ def load(text: str | bytes, **kw):
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("header", "key", "percent"), [
-    ("#Mean accepted tokens", "mean_accepted_tokens", False),
-    ("Draft acceptance rate (%)", "draft_acceptance_rate", True),
-    ("accept %", "accept", True),
-    ("acceptance_rate_pct", "acceptance_rate", True),
-    ("  T_Target (ms) ", "t_target_ms", False),
-    ("α", "alpha", False),
-    ("γ", "gamma", False),
-    ("c_L", "c_l", False),
-    ("--draft-max", "draft_max", False),
-    ("\ufeffLabel", "label", False),
-    ("gen throughput (token/s)", "gen_throughput_token_s", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("header", "key", "percent"),
+    [
+        ("#Mean accepted tokens", "mean_accepted_tokens", False),
+        ("Draft acceptance rate (%)", "draft_acceptance_rate", True),
+        ("accept %", "accept", True),
+        ("acceptance_rate_pct", "acceptance_rate", True),
+        ("  T_Target (ms) ", "t_target_ms", False),
+        ("α", "alpha", False),
+        ("γ", "gamma", False),
+        ("c_L", "c_l", False),
+        ("--draft-max", "draft_max", False),
+        ("\ufeffLabel", "label", False),
+        ("gen throughput (token/s)", "gen_throughput_token_s", False),
+    ],
+)
 def test_normalise_header(header, key, percent):
     assert normalise_header(header) == (key, percent)
 
 
 #: a value in the canonical column's terms for each alias family, and the file's value
-_CANONICAL_VALUE = {"k": 4, "mean_accepted_tokens": 2.5, "acceptance_rate": 0.375, "alpha": 0.7, "c": 8.0,
-                    "t_target_ms": 10.0, "t_draft_ms": 2.0, "t_verify_ms": 12.0, "speedup": 1.8,
-                    "tokens_per_s": 100.0, "baseline_tokens_per_s": 50.0, "temperature": 0.7, "batch_size": 2}  # fmt: skip
+_CANONICAL_VALUE = {
+    "k": 4,
+    "mean_accepted_tokens": 2.5,
+    "acceptance_rate": 0.375,
+    "alpha": 0.7,
+    "c": 8.0,
+    "t_target_ms": 10.0,
+    "t_draft_ms": 2.0,
+    "t_verify_ms": 12.0,
+    "speedup": 1.8,
+    "tokens_per_s": 100.0,
+    "baseline_tokens_per_s": 50.0,
+    "temperature": 0.7,
+    "batch_size": 2,
+}
 
 
 def _file_value(alias) -> tuple[str, str, float | str]:
@@ -129,9 +144,12 @@ def test_vllm_style_csv_recovers_alpha_from_mean_and_from_rate():
         lines.append(f"r{i},{k},{_mean(a, k)!r},")
         lines.append(f"q{i},{k},,{_rate(a, k)!r}")
     df, report = load("\n".join(lines))
-    assert report.mapped == {"run": "label", "num_speculative_tokens": "k",
-                             "mean_acceptance_length": "mean_accepted_tokens",
-                             "draft_acceptance_rate": "acceptance_rate"}  # fmt: skip
+    assert report.mapped == {
+        "run": "label",
+        "num_speculative_tokens": "k",
+        "mean_acceptance_length": "mean_accepted_tokens",
+        "draft_acceptance_rate": "acceptance_rate",
+    }
     truth = np.repeat([a for a, _ in TRUE], 2)
     np.testing.assert_allclose(df.alpha_used, truth, rtol=1e-9, atol=1e-12)
     assert list(df.alpha_source) == ["mean_accepted_tokens", "acceptance_rate"] * len(TRUE)
@@ -181,8 +199,9 @@ def test_tensorrt_hf_specbench_and_leviathan_names():
     assert (df.k.iloc[0], df.mean_accepted_tokens.iloc[0]) == (4, 2.5)
     df, _ = load("num_assistant_tokens,tau,Speedup\n5,3.1,1.9x\n")
     assert (df.k.iloc[0], df.mean_accepted_tokens.iloc[0], df.speedup.iloc[0]) == (5, 3.1, 1.9)
-    df, _ = load("Method,#Mean accepted tokens,Tokens per second,Tokens per second for the baseline,γ\n"
-                 "SpS,2.28,50,33.5,4\n")  # fmt: skip
+    df, _ = load(
+        "Method,#Mean accepted tokens,Tokens per second,Tokens per second for the baseline,γ\nSpS,2.28,50,33.5,4\n"
+    )
     assert df.method.iloc[0] == "SpS" and df.speedup.iloc[0] == pytest.approx(50 / 33.5)
     df, _ = load("γ,α,c_L,label\n7,0.8,0.05,T5-XXL/T5-small\n3,0.8,,x\n")
     assert df.c.iloc[0] == pytest.approx(20.0) and df.c_source.iloc[0] == "1 / c_L" and pd.isna(df.c_source.iloc[1])
@@ -210,18 +229,35 @@ def test_declared_no_bonus_variant_adds_one_and_reports_range():
 
 
 def _specbench_line(qid, model_id, accept_lengths, new_tokens, wall_time):
-    return json.dumps({"question_id": qid, "category": "writing", "answer_id": "x", "model_id": model_id,
-                       "choices": [{"index": 0, "turns": ["..."], "decoding_steps": [len(accept_lengths)],
-                                    "new_tokens": new_tokens, "wall_time": wall_time,
-                                    "accept_lengths": accept_lengths}], "tstamp": 1.0})  # fmt: skip
+    return json.dumps(
+        {
+            "question_id": qid,
+            "category": "writing",
+            "answer_id": "x",
+            "model_id": model_id,
+            "choices": [
+                {
+                    "index": 0,
+                    "turns": ["..."],
+                    "decoding_steps": [len(accept_lengths)],
+                    "new_tokens": new_tokens,
+                    "wall_time": wall_time,
+                    "accept_lengths": accept_lengths,
+                }
+            ],
+            "tstamp": 1.0,
+        }
+    )
 
 
 def test_spec_bench_jsonl():
     mid = "vicuna-7b-v1.3-sps-68m-float16-temp-0.0"
-    lines = [_specbench_line(1, mid, [1, 2, 3, 2], [8], [0.5]),
-             _specbench_line(2, mid, [3, 3], [6], [0.25]),
-             "not json",
-             _specbench_line(3, mid, "oops", [1], [1.0])]  # fmt: skip
+    lines = [
+        _specbench_line(1, mid, [1, 2, 3, 2], [8], [0.5]),
+        _specbench_line(2, mid, [3, 3], [6], [0.25]),
+        "not json",
+        _specbench_line(3, mid, "oops", [1], [1.0]),
+    ]
     df, report = load("\n".join(lines), k=4, name="sps")
     assert report.format == "spec_bench" and len(df) == 1
     row = df.iloc[0]
@@ -233,14 +269,19 @@ def test_spec_bench_jsonl():
     assert (report.rows_read, report.rows_loaded, report.rows_skipped) == (4, 2, 2)
     with pytest.raises(ValueError, match="k .* required"):
         load("\n".join(lines))
-    df2, _ = load("\n".join(lines[:2] + [_specbench_line(4, "other-temperature-1.0", [1, 1], [2], [1.0])]), k=4,
-                  format="spec_bench")  # fmt: skip
+    df2, _ = load(
+        "\n".join(lines[:2] + [_specbench_line(4, "other-temperature-1.0", [1, 1], [2], [1.0])]),
+        k=4,
+        format="spec_bench",
+    )
     assert list(df2.label) == [f"t: {mid}", "t: other-temperature-1.0"] and list(df2.temperature) == [0.0, 1.0]
 
 
-VLLM = ("INFO 05-12 10:00:01 [loggers.py:123] SpecDecoding metrics: Mean acceptance length: {mean:.2f}, "
-        "Accepted throughput: 21.30 tokens/s, Drafted throughput: 40.00 tokens/s, Accepted: {acc} tokens, "
-        "Drafted: {dr} tokens, Per-position acceptance rate: {pos}, Avg Draft acceptance rate: {pct:.1f}%")  # fmt: skip
+VLLM = (
+    "INFO 05-12 10:00:01 [loggers.py:123] SpecDecoding metrics: Mean acceptance length: {mean:.2f}, "
+    "Accepted throughput: 21.30 tokens/s, Drafted throughput: 40.00 tokens/s, Accepted: {acc} tokens, "
+    "Drafted: {dr} tokens, Per-position acceptance rate: {pos}, Avg Draft acceptance rate: {pct:.1f}%"
+)
 
 
 def _vllm_line(a: float, k: int, drafts: int = 100_000) -> str:
@@ -250,8 +291,7 @@ def _vllm_line(a: float, k: int, drafts: int = 100_000) -> str:
 
 
 def test_vllm_log_lines():
-    text = "\n".join(["INFO starting", _vllm_line(0.8, 3), "WARNING x", _vllm_line(0.5, 3),
-                      _vllm_line(0.7, 5)])  # fmt: skip
+    text = "\n".join(["INFO starting", _vllm_line(0.8, 3), "WARNING x", _vllm_line(0.5, 3), _vllm_line(0.7, 5)])
     df, report = load(text, k=3)
     assert report.format == "vllm_log" and list(df.index) == [2, 4]
     np.testing.assert_allclose(df.alpha_used, [0.8, 0.5], atol=5e-3)  # the mean is printed with 2 decimals
@@ -265,8 +305,10 @@ def test_vllm_log_lines():
 
 
 def test_vllm_log_older_format_and_wrong_k_from_counts():
-    old = "SpecDecoding metrics: Draft acceptance rate: 62.5%, Mean acceptance length: 3.50, Accepted: 250 tokens, " \
-          "Drafted: 400 tokens"  # fmt: skip
+    old = (
+        "SpecDecoding metrics: Draft acceptance rate: 62.5%, Mean acceptance length: 3.50, Accepted: 250 tokens, "
+        "Drafted: 400 tokens"
+    )
     df, _ = load(old, k=4)
     assert df.acceptance_rate.iloc[0] == 0.625 and df.mean_accepted_tokens.iloc[0] == 3.5
     with pytest.raises(ValueError, match="imply K"):
@@ -284,15 +326,18 @@ def test_vllm_log_older_format_and_wrong_k_from_counts():
 TEXT = "label,k,alpha\nCafé ñ,4,0.7\n"
 
 
-@pytest.mark.parametrize(("encoded", "encoding"), [
-    (TEXT.encode("utf-8"), "utf-8"),
-    (b"\xef\xbb\xbf" + TEXT.encode("utf-8"), "utf-8-sig"),
-    (TEXT.encode("utf-16"), "utf-16"),
-    (b"\xfe\xff" + TEXT.encode("utf-16-be"), "utf-16"),
-    (TEXT.encode("utf-32"), "utf-32"),
-    (TEXT.encode("utf-16-le"), "utf-16-le (no BOM)"),
-    (TEXT.encode("cp1252").replace(b"\n", b"\r\n"), "cp1252"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("encoded", "encoding"),
+    [
+        (TEXT.encode("utf-8"), "utf-8"),
+        (b"\xef\xbb\xbf" + TEXT.encode("utf-8"), "utf-8-sig"),
+        (TEXT.encode("utf-16"), "utf-16"),
+        (b"\xfe\xff" + TEXT.encode("utf-16-be"), "utf-16"),
+        (TEXT.encode("utf-32"), "utf-32"),
+        (TEXT.encode("utf-16-le"), "utf-16-le (no BOM)"),
+        (TEXT.encode("cp1252").replace(b"\n", b"\r\n"), "cp1252"),
+    ],
+)
 def test_encodings(encoded, encoding):
     df, report = load(encoded)
     assert report.encoding == encoding
@@ -323,18 +368,23 @@ def test_k_argument_with_a_k_column_and_per_position_lengths():
     df, report = load("label,k,alpha,per_position_acceptance\nA,2,0.5,0.5;0.4\nB,3,0.5,0.5;0.4\nC,1,0.5,2\n", k=7)
     assert list(df.k) == [2] and df.per_position_acceptance.iloc[0] == "0.5;0.4"
     assert any("k = 7 was given" in w for w in report.warnings)
-    assert [(e.row, e.column) for e in report.row_errors] == [(3, "per_position_acceptance"),
-                                                              (4, "per_position_acceptance")]  # fmt: skip
+    assert [(e.row, e.column) for e in report.row_errors] == [
+        (3, "per_position_acceptance"),
+        (4, "per_position_acceptance"),
+    ]
 
 
-@pytest.mark.parametrize(("text", "delimiter", "decimal_comma"), [
-    ("label,k,alpha,c\nA,4,0.75,12.5\n", ",", False),
-    ("label;k;alpha;c\nA;4;0,75;12,5\n", ";", True),
-    ("label\tk\talpha\tc\nA\t4\t0,75\t12,5\n", "\t", True),
-    ("label\tk\talpha\tc\nA\t4\t0.75\t12.5\n", "\t", False),
-    ("label;k;alpha;c\nA;4;0.75;12.5\n", ";", False),
-    ('label,k,alpha,c\n"A, b",4,0.75,12.5\n', ",", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "delimiter", "decimal_comma"),
+    [
+        ("label,k,alpha,c\nA,4,0.75,12.5\n", ",", False),
+        ("label;k;alpha;c\nA;4;0,75;12,5\n", ";", True),
+        ("label\tk\talpha\tc\nA\t4\t0,75\t12,5\n", "\t", True),
+        ("label\tk\talpha\tc\nA\t4\t0.75\t12.5\n", "\t", False),
+        ("label;k;alpha;c\nA;4;0.75;12.5\n", ";", False),
+        ('label,k,alpha,c\n"A, b",4,0.75,12.5\n', ",", False),
+    ],
+)
 def test_delimiters_and_decimal_commas(text, delimiter, decimal_comma):
     df, report = load(text)
     assert (report.delimiter, report.decimal_comma) == (delimiter, decimal_comma)
@@ -395,9 +445,21 @@ def test_row_errors_by_row_and_column():
     df, report = load(BAD_ROWS, name="mine")
     assert list(df.index) == [2, 16] and list(df.label) == ["good", "mine"]
     got = {(e.row, e.column) for e in report.row_errors}
-    assert got == {(3, "k"), (4, "k"), (5, "alpha"), (6, "mean_accepted_tokens"), (7, "mean_accepted_tokens"),
-                   (8, "acceptance_rate"), (9, "c"), (10, "t_target_ms"), (11, "speedup"), (12, "temperature"),
-                   (13, "batch_size"), (14, "tokens_per_s"), (15, "alpha")}  # fmt: skip
+    assert got == {
+        (3, "k"),
+        (4, "k"),
+        (5, "alpha"),
+        (6, "mean_accepted_tokens"),
+        (7, "mean_accepted_tokens"),
+        (8, "acceptance_rate"),
+        (9, "c"),
+        (10, "t_target_ms"),
+        (11, "speedup"),
+        (12, "temperature"),
+        (13, "batch_size"),
+        (14, "tokens_per_s"),
+        (15, "alpha"),
+    }
     by_row = {e.row: e for e in report.row_errors}
     assert by_row[6].value == "5.5" and "[1, 5]" in by_row[6].allowed
     assert "integer" in by_row[4].allowed and "[0, 1]" in by_row[5].allowed
@@ -442,11 +504,17 @@ def test_speedup_only_rows_load_without_alpha():
 
 def test_unusable_files_raise_one_clear_value_error(tmp_path):
     png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256))
-    for data, match in [(png, "not a text file"), (bytes(range(256)) * 4, "not a text file"),
-                        (b"", "empty"), (b" \n\t\n", "empty"), ("\n\n", "empty"),
-                        (b"label,k,alpha\n", "no data rows"), (b"k,accept len,accept_rate\n", "no data rows"),
-                        (b"label,k,alpha\nA,0,2\n", "no usable row"),
-                        (b"\xff\xfe\x00\xd8", "not a text file")]:  # fmt: skip
+    for data, match in [
+        (png, "not a text file"),
+        (bytes(range(256)) * 4, "not a text file"),
+        (b"", "empty"),
+        (b" \n\t\n", "empty"),
+        ("\n\n", "empty"),
+        (b"label,k,alpha\n", "no data rows"),
+        (b"k,accept len,accept_rate\n", "no data rows"),
+        (b"label,k,alpha\nA,0,2\n", "no usable row"),
+        (b"\xff\xfe\x00\xd8", "not a text file"),
+    ]:
         with pytest.raises(ValueError, match=match):
             load(data)
     big = "label,k,alpha\n" + "A,4,0.5\n" * 20
@@ -469,9 +537,15 @@ def test_unusable_files_raise_one_clear_value_error(tmp_path):
 
 def test_arguments_are_checked():
     ok = b"label,k,alpha\nA,4,0.5\n"
-    for kw, match in [({"format": "xlsx"}, "format"), ({"k": 0}, "k"), ({"k": 2.5}, "k"), ({"k": True}, "k"),
-                      ({"max_bytes": 0}, "max_bytes"), ({"max_rows": -1}, "max_rows"),
-                      ({"mean_tokens_without_bonus": "yes"}, "mean_tokens_without_bonus")]:  # fmt: skip
+    for kw, match in [
+        ({"format": "xlsx"}, "format"),
+        ({"k": 0}, "k"),
+        ({"k": 2.5}, "k"),
+        ({"k": True}, "k"),
+        ({"max_bytes": 0}, "max_bytes"),
+        ({"max_rows": -1}, "max_rows"),
+        ({"mean_tokens_without_bonus": "yes"}, "mean_tokens_without_bonus"),
+    ]:
         with pytest.raises(ValueError, match=match):
             load_measurements(ok, **kw)
     with pytest.raises(ValueError, match="name"):
@@ -488,17 +562,21 @@ def test_arguments_are_checked():
 
 
 def test_derived_columns():
-    text = ("label,k,alpha,t_target_ms,t_draft_ms,t_verify_ms,o,tokens_per_s,baseline_tokens_per_s\n"
-            "A,4,0.8,10,1,12,0.1,150,60\n"
-            "B,2,0.5,10,1,9,,100,50\n")  # fmt: skip
+    text = (
+        "label,k,alpha,t_target_ms,t_draft_ms,t_verify_ms,o,tokens_per_s,baseline_tokens_per_s\n"
+        "A,4,0.8,10,1,12,0.1,150,60\n"
+        "B,2,0.5,10,1,9,,100,50\n"
+    )
     df, report = load(text)
     assert any("v = max(0" in c for c in report.conversions)
     assert list(df.c_used) == [10.0, 10.0] and list(df.c_source) == ["t_target_ms / t_draft_ms"] * 2
     assert np.isnan(df.c).all()
     np.testing.assert_allclose(df.v, [(12 / 10 - 1) / 4, 0.0])  # floored at 0
     np.testing.assert_allclose(df.predicted_speedup, [theory.speedup(0.8, 10, 4), theory.speedup(0.5, 10, 2)])
-    np.testing.assert_allclose(df.predicted_speedup_measured_cost,
-                               [theory.speedup(0.8, 10, 4, 0.05, 0.1), theory.speedup(0.5, 10, 2, 0.0, 0.0)])
+    np.testing.assert_allclose(
+        df.predicted_speedup_measured_cost,
+        [theory.speedup(0.8, 10, 4, 0.05, 0.1), theory.speedup(0.5, 10, 2, 0.0, 0.0)],
+    )
     np.testing.assert_allclose(df.speedup, [2.5, 2.0])
     np.testing.assert_allclose(df.speedup_ratio, df.speedup / df.predicted_speedup)
     assert set(DERIVED_COLUMNS) <= set(df.columns) and set(COLUMNS) <= set(df.columns)
@@ -511,18 +589,43 @@ def _bench_csv() -> str:
     rows = []
     for t, greedy in ((0.0, True), (1.0, None)):
         a, k, c, v, o = 0.7, 3, 12.0, 0.04, 0.02
-        rows.append({
-            "batch_size": 1, "device": "cpu", "dtype": "float32", "torch_version": "2.4.0", "hardware": "cpu, 2 cores",
-            "method": "draft model", "source": "specviz bench", "label": "tiny", "target_model": "t/target",
-            "draft_model": "t/draft", "k": k, "temperature": t, "alpha": a, "alpha_overlap": 0.75,
-            "mean_accepted_tokens": _mean(a, k), "acceptance_rate": _rate(a, k),
-            "per_position_acceptance": "0.7000;0.7000;0.7000", "c": c, "t_target_ms": 3.6, "t_draft_ms": 0.3,
-            "t_verify_ms": 4.0, "v": v, "o": o, "speedup": 1.9, "speedup_min": 1.7, "speedup_max": 2.1,
-            "tokens_per_s": 500.0, "baseline_tokens_per_s": 263.0,
-            "predicted_speedup_basic": float(theory.speedup(a, c, k)),
-            "predicted_speedup_measured_cost": float(theory.speedup(a, c, k, v, o)), "runs": 2, "new_tokens": 8,
-            "greedy_exact": greedy,
-        })  # fmt: skip
+        rows.append(
+            {
+                "batch_size": 1,
+                "device": "cpu",
+                "dtype": "float32",
+                "torch_version": "2.4.0",
+                "hardware": "cpu, 2 cores",
+                "method": "draft model",
+                "source": "specviz bench",
+                "label": "tiny",
+                "target_model": "t/target",
+                "draft_model": "t/draft",
+                "k": k,
+                "temperature": t,
+                "alpha": a,
+                "alpha_overlap": 0.75,
+                "mean_accepted_tokens": _mean(a, k),
+                "acceptance_rate": _rate(a, k),
+                "per_position_acceptance": "0.7000;0.7000;0.7000",
+                "c": c,
+                "t_target_ms": 3.6,
+                "t_draft_ms": 0.3,
+                "t_verify_ms": 4.0,
+                "v": v,
+                "o": o,
+                "speedup": 1.9,
+                "speedup_min": 1.7,
+                "speedup_max": 2.1,
+                "tokens_per_s": 500.0,
+                "baseline_tokens_per_s": 263.0,
+                "predicted_speedup_basic": float(theory.speedup(a, c, k)),
+                "predicted_speedup_measured_cost": float(theory.speedup(a, c, k, v, o)),
+                "runs": 2,
+                "new_tokens": 8,
+                "greedy_exact": greedy,
+            }
+        )
     return pd.DataFrame(rows).to_csv(index=False)
 
 
@@ -536,7 +639,7 @@ def test_own_bench_csv_loads_with_no_mapping():
     np.testing.assert_allclose(df.predicted_speedup, df_in.predicted_speedup_basic, rtol=1e-12)
     np.testing.assert_allclose(df.predicted_speedup_measured_cost, df_in.predicted_speedup_measured_cost, rtol=1e-12)
     assert list(df.alpha_source) == ["alpha", "alpha"] and list(df.c_source) == ["c", "c"]
-    assert df.greedy_exact.iloc[0] == True and pd.isna(df.greedy_exact.iloc[1])
+    assert df.greedy_exact.iloc[0] and pd.isna(df.greedy_exact.iloc[1])
     assert df.per_position_acceptance.iloc[0] == "0.7;0.7;0.7" and list(df.runs) == [2, 2]
     for col in df_in.columns:
         if col not in ("per_position_acceptance", "greedy_exact", "predicted_speedup_measured_cost"):
@@ -546,8 +649,15 @@ def test_own_bench_csv_loads_with_no_mapping():
 def test_summary_mentions_everything():
     _, report = load("Run;Gamma;accept %;junk\nA;4;50;x\nB;0;50;y\n")
     s = report.summary()
-    for part in ("read 2 row(s)", "delimiter ';'", "'Gamma' → k", "'accept %' → acceptance_rate", "percent",
-                 "'junk' (unknown column)", "row 3, k ('Gamma'): '0'"):  # fmt: skip
+    for part in (
+        "read 2 row(s)",
+        "delimiter ';'",
+        "'Gamma' → k",
+        "'accept %' → acceptance_rate",
+        "percent",
+        "'junk' (unknown column)",
+        "row 3, k ('Gamma'): '0'",
+    ):
         assert part in s, s
     assert isinstance(report, LoadReport)
 
@@ -556,21 +666,63 @@ def test_summary_mentions_everything():
 # fuzzing: whatever the input, a (DataFrame, LoadReport) or a ValueError
 # --------------------------------------------------------------------------------------
 
-_HEADERS = [*COLUMNS, *BENCH_COLUMNS, *DERIVED_COLUMNS, *(a.header for a in ALIASES),
-            "speculative_eagle_topk", "junk", "", "K", "Alpha (%)", "#", "%", "ALPHA", "c_L (%)"]  # fmt: skip
-_plausible = st.one_of(st.floats(0, 1).map(lambda x: f"{x:.4g}"), st.integers(1, 8).map(str),
-                       st.floats(1, 9).map(lambda x: f"{x:.3g}"))  # fmt: skip
+_HEADERS = [
+    *COLUMNS,
+    *BENCH_COLUMNS,
+    *DERIVED_COLUMNS,
+    *(a.header for a in ALIASES),
+    "speculative_eagle_topk",
+    "junk",
+    "",
+    "K",
+    "Alpha (%)",
+    "#",
+    "%",
+    "ALPHA",
+    "c_L (%)",
+]
+_plausible = st.one_of(
+    st.floats(0, 1).map(lambda x: f"{x:.4g}"), st.integers(1, 8).map(str), st.floats(1, 9).map(lambda x: f"{x:.3g}")
+)
 _cells = st.one_of(
-    _plausible, _plausible, _plausible,
+    _plausible,
+    _plausible,
+    _plausible,
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.floats(-5, 200).map(lambda x: f"{x:.3f}"),
     st.floats(0, 1).map(repr),
     st.integers(-3, 12).map(str),
     st.integers(-(10**30), 10**30).map(str),
-    st.sampled_from(["", "nan", "NaN", "inf", "-inf", "1e999", "-0", "N/A", "true", "x", "0,5", "12,5%", "50%",
-                     "1.5x", "0.9;0.8", "[0.5, 0.4]", '"', "'", "\\", ";", ",", "\t", "é", "\u2028"]),
+    st.sampled_from(
+        [
+            "",
+            "nan",
+            "NaN",
+            "inf",
+            "-inf",
+            "1e999",
+            "-0",
+            "N/A",
+            "true",
+            "x",
+            "0,5",
+            "12,5%",
+            "50%",
+            "1.5x",
+            "0.9;0.8",
+            "[0.5, 0.4]",
+            '"',
+            "'",
+            "\\",
+            ";",
+            ",",
+            "\t",
+            "é",
+            "\u2028",
+        ]
+    ),
     st.text(max_size=12),
-)  # fmt: skip
+)
 
 
 @st.composite
@@ -579,8 +731,22 @@ def _tables(draw) -> tuple[bytes | str, dict]:
     header = draw(st.lists(st.sampled_from(_HEADERS), min_size=n_cols, max_size=n_cols))  # duplicates allowed
     if draw(st.integers(0, 3)):  # mostly: a K column and an acceptance column, so rows get validated and loaded
         header[0] = draw(st.sampled_from(["k", "gamma", "num_speculative_tokens", "speculative_num_draft_tokens"]))
-        header.insert(1, draw(st.sampled_from(["alpha", "mean_acceptance_length", "accept %", "accept rate",
-                                               "draft_acceptance_rate", "system_efficiency", "tau"])))  # fmt: skip
+        header.insert(
+            1,
+            draw(
+                st.sampled_from(
+                    [
+                        "alpha",
+                        "mean_acceptance_length",
+                        "accept %",
+                        "accept rate",
+                        "draft_acceptance_rate",
+                        "system_efficiency",
+                        "tau",
+                    ]
+                )
+            ),
+        )
     width = len(header)
     row = st.one_of(st.lists(_cells, min_size=width, max_size=width), st.lists(_cells, max_size=width + 2))
     rows = draw(st.lists(row, min_size=draw(st.sampled_from([0, 1, 1, 1])), max_size=8))
@@ -630,8 +796,18 @@ _json_values = st.recursive(
 _num_lists = st.one_of(
     st.lists(st.integers(1, 5), min_size=1, max_size=6),
     st.lists(st.floats(0.01, 10), min_size=1, max_size=6),
-    st.lists(st.one_of(st.floats(-1, 10), st.integers(-1, 10), st.just(float("nan")), st.text(max_size=2),
-                       st.integers(), st.just(10**400), st.floats()), max_size=6),
+    st.lists(
+        st.one_of(
+            st.floats(-1, 10),
+            st.integers(-1, 10),
+            st.just(float("nan")),
+            st.text(max_size=2),
+            st.integers(),
+            st.just(10**400),
+            st.floats(),
+        ),
+        max_size=6,
+    ),
 )
 
 
@@ -647,8 +823,9 @@ def _jsonl(draw) -> tuple[str, dict]:
         else:
             ch = {"accept_lengths": draw(_num_lists), "new_tokens": draw(_num_lists), "wall_time": draw(_num_lists)}
             choices = draw(st.sampled_from([[ch], [ch], [ch], [], ch, [1]]))
-            lines.append(json.dumps({"model_id": draw(st.sampled_from(["m-temp-0.7", "x", 3, None])),
-                                     "choices": choices}))  # fmt: skip
+            lines.append(
+                json.dumps({"model_id": draw(st.sampled_from(["m-temp-0.7", "x", 3, None])), "choices": choices})
+            )
     return "\n".join(["{}", *lines]), draw(_kwargs())
 
 
@@ -659,9 +836,22 @@ _v_num = st.one_of(st.floats(0, 10).map(lambda x: f"{x:.2f}"), st.integers(0, 10
 def _vllm(draw) -> tuple[str, dict]:
     lines = []
     for _ in range(draw(st.integers(0, 4))):
-        parts = draw(st.lists(st.sampled_from([
-            "Mean acceptance length: {}", "Accepted: {} tokens", "Drafted: {} tokens", "Draft acceptance rate: {}%",
-            "Per-position acceptance rate: {}, {}, {}", "Avg Draft acceptance rate: {}%", "junk: {}"]), max_size=6))
+        parts = draw(
+            st.lists(
+                st.sampled_from(
+                    [
+                        "Mean acceptance length: {}",
+                        "Accepted: {} tokens",
+                        "Drafted: {} tokens",
+                        "Draft acceptance rate: {}%",
+                        "Per-position acceptance rate: {}, {}, {}",
+                        "Avg Draft acceptance rate: {}%",
+                        "junk: {}",
+                    ]
+                ),
+                max_size=6,
+            )
+        )
         lines.append("SpecDecoding metrics: " + ", ".join(p.format(*(draw(_v_num) for _ in range(3))) for p in parts))
     lines.append(draw(st.text(max_size=30)))
     return "\n".join(lines), draw(_kwargs())
@@ -670,7 +860,11 @@ def _vllm(draw) -> tuple[str, dict]:
 _inputs = st.one_of(
     st.tuples(st.binary(max_size=600), _kwargs()),
     st.tuples(st.text(max_size=300), _kwargs()),
-    _tables(), _tables(), _tables(), _jsonl(), _vllm(),
+    _tables(),
+    _tables(),
+    _tables(),
+    _jsonl(),
+    _vllm(),
 )
 
 

@@ -26,12 +26,29 @@ from hypothesis import strategies as st
 from specviz import figures, grids, overlays, store, theory
 from specviz.measurements import SAMPLES_DIR, load_measurements
 
-PARAM_COLUMNS = ["series", "alpha", "c", "v", "o", "has_cost", "k_min", "k_max", "n",
-                 "k_star_basic", "s_star_basic", "k_star_cost", "s_star_cost"]  # fmt: skip
+PARAM_COLUMNS = [
+    "series",
+    "alpha",
+    "c",
+    "v",
+    "o",
+    "has_cost",
+    "k_min",
+    "k_max",
+    "n",
+    "k_star_basic",
+    "s_star_basic",
+    "k_star_cost",
+    "s_star_cost",
+]
 CURVE_COLUMNS = ["series", "k", "expected_tokens", "speedup_basic", "speedup_cost"]
 POSITION_COLUMNS = ["series", "k", "position", "a", "alpha_used"]
-SAMPLES = ("published_leviathan2023.csv", "published_spec_bench.csv", "published_chen2023.csv",
-           "specviz_bench_bundled_cpu.csv")
+SAMPLES = (
+    "published_leviathan2023.csv",
+    "published_spec_bench.csv",
+    "published_chen2023.csv",
+    "specviz_bench_bundled_cpu.csv",
+)
 MAX_JSON = 1_000_000  # bytes of figure JSON for 200 rows
 
 
@@ -62,8 +79,9 @@ def pipeline(frame: pd.DataFrame, k_max: int | None = None):
 
 
 def small_grid(k: int) -> grids.Grid:
-    return grids.speedup_alpha_c_grid(grids.lin_axis(0.0, 1.0, 21, "alpha"), grids.log_axis(0.5, 1000.0, 17, "c"),
-                                      "c", k, 0.0, 0.0)  # fmt: skip
+    return grids.speedup_alpha_c_grid(
+        grids.lin_axis(0.0, 1.0, 21, "alpha"), grids.log_axis(0.5, 1000.0, 17, "c"), "c", k, 0.0, 0.0
+    )
 
 
 def page_grid(k: int, points: pd.DataFrame) -> grids.Grid:
@@ -106,15 +124,29 @@ def library(tmp_path):
 
 # A small upload: two series with c (one with measured v / o and min / max), one without c.
 MIXED = csv_text(
-    ["label", "k", "alpha", "mean_accepted_tokens", "c", "v", "o", "temperature", "speedup", "speedup_min",
-     "speedup_max", "per_position_acceptance"],
-    [["eagle", 1, 0.5, None, 10, 0.1, None, 0, 1.2, 1.0, 1.5, "0.5"],
-     ["eagle", 2, 0.6, None, 40, 0.3, 0.2, 0, 1.6, 1.3, 1.7, "0.6;0.55"],
-     ["eagle", 4, 0.95, None, 20, 0.8, None, 0, 2.1, 2.0, 2.4, "nan;0.9;0.95;0.97"],
-     ["draft", 3, 0.7, None, 30, None, None, 0, 1.9, None, None, None],
-     ["draft", 5, 0.8, None, 50, None, None, 0, 2.2, None, None, None],
-     ["ngram", 5, None, 2.5, None, None, None, None, 1.4, None, None, None]],
-)  # fmt: skip
+    [
+        "label",
+        "k",
+        "alpha",
+        "mean_accepted_tokens",
+        "c",
+        "v",
+        "o",
+        "temperature",
+        "speedup",
+        "speedup_min",
+        "speedup_max",
+        "per_position_acceptance",
+    ],
+    [
+        ["eagle", 1, 0.5, None, 10, 0.1, None, 0, 1.2, 1.0, 1.5, "0.5"],
+        ["eagle", 2, 0.6, None, 40, 0.3, 0.2, 0, 1.6, 1.3, 1.7, "0.6;0.55"],
+        ["eagle", 4, 0.95, None, 20, 0.8, None, 0, 2.1, 2.0, 2.4, "nan;0.9;0.95;0.97"],
+        ["draft", 3, 0.7, None, 30, None, None, 0, 1.9, None, None, None],
+        ["draft", 5, 0.8, None, 50, None, None, 0, 2.2, None, None, None],
+        ["ngram", 5, None, 2.5, None, None, None, None, 1.4, None, None, None],
+    ],
+)
 EAGLE, DRAFT, NGRAM = "eagle · T=0", "draft · T=0", "ngram"
 
 
@@ -124,8 +156,12 @@ EAGLE, DRAFT, NGRAM = "eagle · T=0", "draft · T=0", "ngram"
 
 
 def test_series_key_is_label_plus_temperature_for_an_upload():
-    df = load(csv_text(["label", "k", "alpha", "temperature"],
-                       [["A", 1, 0.7, 0], ["A", 2, 0.7, 0.7], ["A", 3, 0.7, None], ["B", 1, 0.5, 1.25]]))  # fmt: skip
+    df = load(
+        csv_text(
+            ["label", "k", "alpha", "temperature"],
+            [["A", 1, 0.7, 0], ["A", 2, 0.7, 0.7], ["A", 3, 0.7, None], ["B", 1, 0.5, 1.25]],
+        )
+    )
     points = overlays.with_series(df)
     assert list(points["series"]) == ["A · T=0", "A · T=0.7", "A", "B · T=1.25"]
     assert "series" not in df.columns and "hover" not in df.columns, "with_series must not modify its input"
@@ -135,8 +171,10 @@ def test_series_key_is_label_plus_temperature_for_an_upload():
 
 def test_series_key_of_library_runs_names_the_run_when_it_differs_from_the_label(library):
     df = load(MIXED)
-    ids = [store.save_run(library, df, label="eagle", source="t.csv"),
-           store.save_run(library, df, label="bench <A> & co", source="t.csv")]  # fmt: skip
+    ids = [
+        store.save_run(library, df, label="eagle", source="t.csv"),
+        store.save_run(library, df, label="bench <A> & co", source="t.csv"),
+    ]
     frame = store.load_runs(library, ids)
     assert {"run", "run_id"} <= set(frame.columns)
     points = overlays.with_series(frame)
@@ -144,10 +182,13 @@ def test_series_key_of_library_runs_names_the_run_when_it_differs_from_the_label
     # run "eagle" == label "eagle": the label alone; the other labels of that run are prefixed by the run
     a, b = ids
     assert list(first["series"]) == [f"#{a} eagle · T=0"] * 3 + [f"#{a} eagle · draft · T=0"] * 2 + [
-        f"#{a} eagle · ngram"]
-    assert list(second["series"]) == ([f"#{b} bench <A> & co · eagle · T=0"] * 3
-                                      + [f"#{b} bench <A> & co · draft · T=0"] * 2
-                                      + [f"#{b} bench <A> & co · ngram"])  # fmt: skip
+        f"#{a} eagle · ngram"
+    ]
+    assert list(second["series"]) == (
+        [f"#{b} bench <A> & co · eagle · T=0"] * 3
+        + [f"#{b} bench <A> & co · draft · T=0"] * 2
+        + [f"#{b} bench <A> & co · ngram"]
+    )
     # the run's name is in the hover, first and escaped
     assert all(h.startswith("run: bench &lt;A&gt; &amp; co<br>label: ") for h in second["hover"])
     assert all(h.startswith("run: eagle<br>label: ") for h in first["hover"])
@@ -164,16 +205,29 @@ def test_series_key_of_library_runs_names_the_run_when_it_differs_from_the_label
 
 
 def test_hover_holds_the_rows_metadata_html_escaped():
-    df = load(csv_text(
-        ["label", "k", "alpha", "c", "temperature", "speedup", "target_model", "draft_model", "hardware", "notes"],
-        [["A <b>x</b> & y", 2, 0.8, 22, 0.7, 1.6, "t<5>", "", "H&M \"GPU\"", "see <script>alert(1)</script>"]]))
+    df = load(
+        csv_text(
+            ["label", "k", "alpha", "c", "temperature", "speedup", "target_model", "draft_model", "hardware", "notes"],
+            [["A <b>x</b> & y", 2, 0.8, 22, 0.7, 1.6, "t<5>", "", 'H&M "GPU"', "see <script>alert(1)</script>"]],
+        )
+    )
     points = overlays.with_series(df)
     pred = theory.speedup(0.8, 22.0, 2)
-    expected = "<br>".join([
-        "label: A &lt;b&gt;x&lt;/b&gt; &amp; y", "K: 2", "T: 0.7", "target: t&lt;5&gt;",
-        "hardware: H&amp;M &quot;GPU&quot;", "α used: 0.8", "α from: alpha", "c used: 22", "measured S: 1.6",
-        f"predicted S (basic): {pred:.4g}",
-        "notes: see &lt;script&gt;alert(1)&lt;/script&gt;"])  # fmt: skip
+    expected = "<br>".join(
+        [
+            "label: A &lt;b&gt;x&lt;/b&gt; &amp; y",
+            "K: 2",
+            "T: 0.7",
+            "target: t&lt;5&gt;",
+            "hardware: H&amp;M &quot;GPU&quot;",
+            "α used: 0.8",
+            "α from: alpha",
+            "c used: 22",
+            "measured S: 1.6",
+            f"predicted S (basic): {pred:.4g}",
+            "notes: see &lt;script&gt;alert(1)&lt;/script&gt;",
+        ]
+    )
     assert points["hover"].iloc[0] == expected
     assert "draft:" not in points["hover"].iloc[0]  # an empty cell is left out
     # the series key itself keeps the label as written (it is data, not markup)
@@ -217,17 +271,21 @@ def test_series_params_mean_alpha_median_c_v_o_and_k_range():
 
 
 def test_has_cost_when_either_v_or_o_is_known_the_other_taken_as_zero():
-    df = load(csv_text(["label", "k", "alpha", "c", "v", "o"],
-                       [["v only", 3, 0.8, 30, 0.2, None], ["o only", 3, 0.8, 30, None, 0.5],
-                        ["neither", 3, 0.8, 30, None, None]]))  # fmt: skip
+    df = load(
+        csv_text(
+            ["label", "k", "alpha", "c", "v", "o"],
+            [["v only", 3, 0.8, 30, 0.2, None], ["o only", 3, 0.8, 30, None, 0.5], ["neither", 3, 0.8, 30, None, None]],
+        )
+    )
     _, params, curve = pipeline(df)
     assert list(params["has_cost"]) == [True, True, False]
     assert list(zip(params["v"], params["o"], strict=True)) == [(0.2, 0.0), (0.0, 0.5), (0.0, 0.0)]
     for series, v, o in (("v only", 0.2, 0.0), ("o only", 0.0, 0.5)):
         best = theory.optimal_k(0.8, 30.0, 8, v, o)
         assert (one(params, series).k_star_cost, one(params, series).s_star_cost) == (best.k, best.speedup)
-        np.testing.assert_array_equal(curve.loc[curve["series"] == series, "speedup_cost"],
-                                      theory.speedup(0.8, 30.0, np.arange(1, 9), v, o))  # fmt: skip
+        np.testing.assert_array_equal(
+            curve.loc[curve["series"] == series, "speedup_cost"], theory.speedup(0.8, 30.0, np.arange(1, 9), v, o)
+        )
     assert curve.loc[curve["series"] == "neither", "speedup_cost"].isna().all()
 
 
@@ -303,8 +361,9 @@ def test_curves_respect_an_explicit_k_max_and_empty_params():
     ks = curve.groupby("series", sort=False)["k"].apply(list).to_dict()
     assert ks == {s: [1, 2, 3] for s in (EAGLE, DRAFT, NGRAM)}
     e = one(params, EAGLE)
-    np.testing.assert_array_equal(curve.loc[curve["series"] == EAGLE, "speedup_basic"],
-                                  theory.speedup(e.alpha, e.c, [1, 2, 3]))  # fmt: skip
+    np.testing.assert_array_equal(
+        curve.loc[curve["series"] == EAGLE, "speedup_basic"], theory.speedup(e.alpha, e.c, [1, 2, 3])
+    )
     empty = overlays.curves(params.iloc[:0])
     assert empty.columns.tolist() == CURVE_COLUMNS and len(empty) == 0
 
@@ -320,14 +379,22 @@ def test_per_position_parses_cells_one_based_and_drops_nan():
     assert table.columns.tolist() == POSITION_COLUMNS
     eagle = points[points["series"] == EAGLE]
     alpha = dict(zip(eagle["k"], eagle["alpha_used"], strict=True))
-    expected = [(EAGLE, 1, 1, 0.5), (EAGLE, 2, 1, 0.6), (EAGLE, 2, 2, 0.55),
-                (EAGLE, 4, 2, 0.9), (EAGLE, 4, 3, 0.95), (EAGLE, 4, 4, 0.97)]  # position 1 of K = 4 is nan
+    expected = [
+        (EAGLE, 1, 1, 0.5),
+        (EAGLE, 2, 1, 0.6),
+        (EAGLE, 2, 2, 0.55),
+        (EAGLE, 4, 2, 0.9),
+        (EAGLE, 4, 3, 0.95),
+        (EAGLE, 4, 4, 0.97),
+    ]  # position 1 of K = 4 is nan
     assert list(table[["series", "k", "position", "a"]].itertuples(index=False, name=None)) == expected
     assert list(table["alpha_used"]) == [alpha[k] for _, k, _, _ in expected]
     # blank or whitespace cells (as a hand-built or library frame may hold) are skipped
     blank = points.assign(per_position_acceptance=["", "  ", None, pd.NA, "0.3;nan;0.1", None])
-    assert list(overlays.per_position(blank)[["k", "position", "a"]].itertuples(index=False, name=None)) == \
-        [(5, 1, 0.3), (5, 3, 0.1)]  # fmt: skip
+    assert list(overlays.per_position(blank)[["k", "position", "a"]].itertuples(index=False, name=None)) == [
+        (5, 1, 0.3),
+        (5, 3, 0.1),
+    ]
 
 
 def test_per_position_without_the_column_is_an_empty_table():
@@ -355,8 +422,14 @@ def test_overlay_speedup_vs_k_curves_stars_and_measured_points():
     points, params, curve = pipeline(load(MIXED))
     fig = figures.overlay_speedup_vs_k(points, curve, params)
     traces = named(fig)
-    assert set(traces) == {f"{EAGLE}: basic model", f"{EAGLE}: measured-cost model (v, o)", f"{EAGLE}: measured",
-                           f"{DRAFT}: basic model", f"{DRAFT}: measured", f"{NGRAM}: measured"}  # fmt: skip
+    assert set(traces) == {
+        f"{EAGLE}: basic model",
+        f"{EAGLE}: measured-cost model (v, o)",
+        f"{EAGLE}: measured",
+        f"{DRAFT}: basic model",
+        f"{DRAFT}: measured",
+        f"{NGRAM}: measured",
+    }
     # curves: the curves frame, solid for the basic model and dashed for the measured cost
     for series, model, dash in ((EAGLE, "basic", "solid"), (EAGLE, "cost", "dash"), (DRAFT, "basic", "solid")):
         what = "basic model" if model == "basic" else "measured-cost model (v, o)"
@@ -366,9 +439,13 @@ def test_overlay_speedup_vs_k_curves_stars_and_measured_points():
         np.testing.assert_array_equal(t.y, cv[f"speedup_{model}"])
     # one star per curve, at series_params' K* and S*
     star_xy = sorted((t.x[0], t.y[0]) for t in stars(fig))
-    want = sorted([(one(params, EAGLE).k_star_basic, one(params, EAGLE).s_star_basic),
-                   (one(params, EAGLE).k_star_cost, one(params, EAGLE).s_star_cost),
-                   (one(params, DRAFT).k_star_basic, one(params, DRAFT).s_star_basic)])  # fmt: skip
+    want = sorted(
+        [
+            (one(params, EAGLE).k_star_basic, one(params, EAGLE).s_star_basic),
+            (one(params, EAGLE).k_star_cost, one(params, EAGLE).s_star_cost),
+            (one(params, DRAFT).k_star_basic, one(params, DRAFT).s_star_basic),
+        ]
+    )
     assert star_xy == want and all(k > 0 for k, _ in want)
     assert len(fig.data) == 6 + 3
     # measured points with asymmetric error bars from speedup_min / speedup_max
@@ -386,8 +463,12 @@ def test_overlay_speedup_vs_k_curves_stars_and_measured_points():
 
 
 def test_overlay_speedup_vs_k_error_bars_fill_missing_ends_with_zero():
-    df = load(csv_text(["label", "k", "alpha", "c", "speedup", "speedup_min", "speedup_max"],
-                       [["a", 1, 0.7, 20, 1.5, 1.25, None], ["a", 2, 0.7, 20, 1.75, None, 2.0]]))  # fmt: skip
+    df = load(
+        csv_text(
+            ["label", "k", "alpha", "c", "speedup", "speedup_min", "speedup_max"],
+            [["a", 1, 0.7, 20, 1.5, 1.25, None], ["a", 2, 0.7, 20, 1.75, None, 2.0]],
+        )
+    )
     points, params, curve = pipeline(df)
     m = named(figures.overlay_speedup_vs_k(points, curve, params))["a: measured"]
     assert list(m.error_y.array) == [0.0, 0.25] and list(m.error_y.arrayminus) == [0.25, 0.0]
@@ -416,8 +497,12 @@ def test_overlay_alpha_c_filled_at_k_open_elsewhere_on_the_heatmap():
 
 
 def test_overlay_expected_tokens_lines_and_measured_mean_tokens():
-    df = load(csv_text(["label", "k", "alpha", "mean_accepted_tokens", "c"],
-                       [["a", 2, 0.6, 2.0, 10], ["a", 4, 0.7, None, 10], ["b", 3, None, 2.5, None]]))  # fmt: skip
+    df = load(
+        csv_text(
+            ["label", "k", "alpha", "mean_accepted_tokens", "c"],
+            [["a", 2, 0.6, 2.0, 10], ["a", 4, 0.7, None, 10], ["b", 3, None, 2.5, None]],
+        )
+    )
     points, params, curve = pipeline(df)
     traces = named(figures.overlay_expected_tokens(points, curve, params))
     assert set(traces) == {"a: E[N] at α", "a: measured", "b: E[N] at α", "b: measured"}
@@ -436,15 +521,20 @@ def test_parity_basic_and_measured_cost_with_a_y_equals_x_line():
     basic = points[points["predicted_speedup"].notna()]
     cost = points[points["predicted_speedup_measured_cost"].notna()]
     assert len(basic) == 5 and len(cost) == 3
-    assert (list(traces["basic model"].x), list(traces["basic model"].y)) == \
-        (list(basic["predicted_speedup"]), list(basic["speedup"]))  # fmt: skip
-    assert (list(traces["measured-cost model"].x), list(traces["measured-cost model"].y)) == \
-        (list(cost["predicted_speedup_measured_cost"]), list(cost["speedup"]))  # fmt: skip
+    assert (list(traces["basic model"].x), list(traces["basic model"].y)) == (
+        list(basic["predicted_speedup"]),
+        list(basic["speedup"]),
+    )
+    assert (list(traces["measured-cost model"].x), list(traces["measured-cost model"].y)) == (
+        list(cost["predicted_speedup_measured_cost"]),
+        list(cost["speedup"]),
+    )
     assert traces["basic model"].marker.symbol == "circle" and traces["measured-cost model"].marker.symbol == "diamond"
     line = traces["y = x"]
     assert list(line.x) == list(line.y)
-    data = np.concatenate([basic["predicted_speedup"], basic["speedup"], cost["predicted_speedup_measured_cost"],
-                           cost["speedup"]])  # fmt: skip
+    data = np.concatenate(
+        [basic["predicted_speedup"], basic["speedup"], cost["predicted_speedup_measured_cost"], cost["speedup"]]
+    )
     pad = 0.05 * (data.max() - data.min())
     np.testing.assert_allclose(line.x, [data.min() - pad, data.max() + pad], rtol=1e-12)
     # no row with a prediction: nothing to plot, no line either
@@ -476,12 +566,47 @@ def synthetic_rows(n: int) -> str:
     for i in range(n):
         s, k = divmod(i, n // 20)
         k += 1
-        rows.append([f"config {s}", k, rng.uniform(0.3, 0.95), rng.uniform(2, 100), 0.05, 0.1,
-                     (s % 3) * 0.5, 1.5, 1.2, 1.8, ";".join(f"{x:.4f}" for x in rng.uniform(0, 1, k)),
-                     "vicuna-13b-v1.3", "vicuna-68m", "NVIDIA A100 80GB", "draft model",
-                     "greedy decoding, FP16, batch size 1, mean over 3 runs"])  # fmt: skip
-    return csv_text(["label", "k", "alpha", "c", "v", "o", "temperature", "speedup", "speedup_min", "speedup_max",
-                     "per_position_acceptance", "target_model", "draft_model", "hardware", "method", "notes"], rows)
+        rows.append(
+            [
+                f"config {s}",
+                k,
+                rng.uniform(0.3, 0.95),
+                rng.uniform(2, 100),
+                0.05,
+                0.1,
+                (s % 3) * 0.5,
+                1.5,
+                1.2,
+                1.8,
+                ";".join(f"{x:.4f}" for x in rng.uniform(0, 1, k)),
+                "vicuna-13b-v1.3",
+                "vicuna-68m",
+                "NVIDIA A100 80GB",
+                "draft model",
+                "greedy decoding, FP16, batch size 1, mean over 3 runs",
+            ]
+        )
+    return csv_text(
+        [
+            "label",
+            "k",
+            "alpha",
+            "c",
+            "v",
+            "o",
+            "temperature",
+            "speedup",
+            "speedup_min",
+            "speedup_max",
+            "per_position_acceptance",
+            "target_model",
+            "draft_model",
+            "hardware",
+            "method",
+            "notes",
+        ],
+        rows,
+    )
 
 
 def test_every_figure_json_stays_under_1_mb_for_200_rows():
@@ -506,9 +631,11 @@ def test_overlay_alpha_c_at_the_page_grid_stays_under_1_mb_for_200_published_row
     grid = page_grid(7, points)
     empty = len(figures.overlay_alpha_c(grid, points.iloc[:0], 7).to_json())
     size = len(figures.overlay_alpha_c(grid, points, 7).to_json())
-    assert size < MAX_JSON, (f"overlay_alpha_c at the page's 201 × 161 grid: {size} bytes of JSON for 200 published "
-                             f"rows (already {empty} bytes with no point: the heatmap and the S = 1 contour each "
-                             f"carry the full z grid)")  # fmt: skip
+    assert size < MAX_JSON, (
+        f"overlay_alpha_c at the page's 201 × 161 grid: {size} bytes of JSON for 200 published "
+        f"rows (already {empty} bytes with no point: the heatmap and the S = 1 contour each "
+        f"carry the full z grid)"
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -524,16 +651,23 @@ def test_two_library_runs_with_the_same_name_stay_two_series(library):
     merge into one series: α averaged and c medianed across runs, n doubled, and in the per-position
     figure one line zig-zags through both runs' positions.
     """
-    df = load(csv_text(["label", "k", "alpha", "c", "per_position_acceptance"],
-                       [["bench", 1, 0.6, 20, "0.6"], ["bench", 2, 0.7, 20, "0.65;0.75"]]))  # fmt: skip
+    df = load(
+        csv_text(
+            ["label", "k", "alpha", "c", "per_position_acceptance"],
+            [["bench", 1, 0.6, 20, "0.6"], ["bench", 2, 0.7, 20, "0.65;0.75"]],
+        )
+    )
     fast = df.assign(alpha=[0.9, 0.95], alpha_used=[0.9, 0.95], per_position_acceptance=["0.9", "0.9;0.99"])
-    ids = [store.save_run(library, df, label="bench", source="a100.csv"),
-           store.save_run(library, fast, label="bench", source="h100.csv")]  # fmt: skip
+    ids = [
+        store.save_run(library, df, label="bench", source="a100.csv"),
+        store.save_run(library, fast, label="bench", source="h100.csv"),
+    ]
     points = overlays.with_series(store.load_runs(library, ids))
     params = overlays.series_params(points)
     assert len(params) == 2 and list(params["n"]) == [2, 2], (
         f"two runs (run_id {ids}) both named 'bench' were merged into series {list(params['series'])} with n = "
-        f"{list(params['n'])} and α = {list(params['alpha'])} (mean over both runs): the series key ignores run_id")
+        f"{list(params['n'])} and α = {list(params['alpha'])} (mean over both runs): the series key ignores run_id"
+    )
     traces = figures.per_position_figure(overlays.per_position(points)).data
     assert all(list(t.x) == sorted(t.x) for t in traces)
 
@@ -565,8 +699,11 @@ def test_with_series_of_an_upload_raises_no_deprecation_warning():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         overlays.with_series(df)
-    deprecations = [f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})" for w in caught
-                    if issubclass(w.category, (DeprecationWarning, FutureWarning))]  # fmt: skip
+    deprecations = [
+        f"{w.category.__name__}: {w.message} ({w.filename}:{w.lineno})"
+        for w in caught
+        if issubclass(w.category, (DeprecationWarning, FutureWarning))
+    ]
     assert not deprecations, "with_series on an upload (no run column) warns:\n" + "\n".join(deprecations)
 
 
@@ -577,8 +714,12 @@ def test_series_names_are_escaped_where_figures_render_them_as_markup():
     (label and run name) into trace names and into the curve / K* hovertemplates, so a label
     'A <b>x</b> & y' shows bold in the legend and in the curve hover instead of as written.
     """
-    df = load(csv_text(["label", "k", "alpha", "c", "v", "speedup", "mean_accepted_tokens", "per_position_acceptance"],
-                       [["A <b>x</b> & y", 2, 0.8, 20, 0.1, 1.5, 2.4, "0.8;0.8"]]))  # fmt: skip
+    df = load(
+        csv_text(
+            ["label", "k", "alpha", "c", "v", "speedup", "mean_accepted_tokens", "per_position_acceptance"],
+            [["A <b>x</b> & y", 2, 0.8, 20, 0.1, 1.5, 2.4, "0.8;0.8"]],
+        )
+    )
     points, params, curve = pipeline(df)
     raw = []
     for name, fig in all_figures(points, params, curve, 2).items():
@@ -587,8 +728,10 @@ def test_series_names_are_escaped_where_figures_render_them_as_markup():
                 value = getattr(t, field, None) or ""
                 if "<b>x</b>" in value:
                     raw.append(f"{name}: {field} {value!r}")
-    assert not raw, ("label 'A <b>x</b> & y' reaches plotly unescaped (expected "
-                     f"{html.escape('A <b>x</b> & y')!r}) in:\n" + "\n".join(raw))
+    assert not raw, (
+        "label 'A <b>x</b> & y' reaches plotly unescaped (expected "
+        f"{html.escape('A <b>x</b> & y')!r}) in:\n" + "\n".join(raw)
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -601,11 +744,19 @@ def test_shipped_sample_goes_through_every_overlay(sample):
     df, report = load_measurements((SAMPLES_DIR / sample).read_bytes(), sample)
     assert not report.row_errors
     points, params, curve = pipeline(df)
-    assert len(params) == {"published_leviathan2023.csv": 12, "published_spec_bench.csv": 3,
-                           "published_chen2023.csv": 3, "specviz_bench_bundled_cpu.csv": 2}[sample]  # fmt: skip
+    assert (
+        len(params)
+        == {
+            "published_leviathan2023.csv": 12,
+            "published_spec_bench.csv": 3,
+            "published_chen2023.csv": 3,
+            "specviz_bench_bundled_cpu.csv": 2,
+        }[sample]
+    )
     speedup_only = sample == "published_chen2023.csv"  # Table 1 gives no acceptance figure
-    assert params["n"].sum() == len(df) and params["alpha"].isna().all() if speedup_only else \
-        params["alpha"].notna().all()  # fmt: skip
+    assert (
+        params["n"].sum() == len(df) and params["alpha"].isna().all() if speedup_only else params["alpha"].notna().all()
+    )
     assert set(curve["series"]) == (set() if speedup_only else set(params["series"]))
     k = int(points["k"].mode().iloc[0])
     figs = all_figures(points, params, curve, k, page_grid(k, points))
@@ -616,8 +767,9 @@ def test_shipped_sample_goes_through_every_overlay(sample):
     with_c = params[params["c"].notna() & params["alpha"].notna()]
     assert sum(n.endswith(": basic model") for n in speed) == len(with_c)
     assert sum(n.endswith(": measured-cost model (v, o)") for n in speed) == int(with_c["has_cost"].sum())
-    assert len(stars(figs["overlay_speedup_vs_k"])) == int((with_c["k_star_basic"] > 0).sum() +
-                                                           (with_c["k_star_cost"] > 0).sum())  # fmt: skip
+    assert len(stars(figs["overlay_speedup_vs_k"])) == int(
+        (with_c["k_star_basic"] > 0).sum() + (with_c["k_star_cost"] > 0).sum()
+    )
 
 
 def test_bundled_bench_sample_has_cost_curves_and_per_position_lines():
@@ -667,8 +819,16 @@ def frames(draw):
         temp = draw(st.none() | st.sampled_from([0.0, 0.7, 1.0]))
         for k in ks:
             c = draw(st.floats(0.5, 1000.0)) if has_c else None
-            rows.append([f"s{s}", k, repr(draw(_alpha)), None if c is None else repr(c),
-                         *(None if x is None else repr(x) for x in (draw(_cost), draw(_cost))), temp])  # fmt: skip
+            rows.append(
+                [
+                    f"s{s}",
+                    k,
+                    repr(draw(_alpha)),
+                    None if c is None else repr(c),
+                    *(None if x is None else repr(x) for x in (draw(_cost), draw(_cost))),
+                    temp,
+                ]
+            )
     return csv_text(["label", "k", "alpha", "c", "v", "o", "temperature"], rows)
 
 
@@ -682,8 +842,10 @@ def test_random_frames_curves_are_finite_and_the_star_is_the_curves_maximum(text
         rows = points[points["series"] == p.series]
         assert p.alpha == pytest.approx(rows["alpha"].mean(), rel=1e-12, abs=1e-300)
         assert p.has_cost == bool(rows["v"].notna().any() or rows["o"].notna().any())
-        assert (p.v, p.o) == (np.nanmedian(rows["v"]) if rows["v"].notna().any() else 0.0,
-                              np.nanmedian(rows["o"]) if rows["o"].notna().any() else 0.0)  # fmt: skip
+        assert (p.v, p.o) == (
+            np.nanmedian(rows["v"]) if rows["v"].notna().any() else 0.0,
+            np.nanmedian(rows["o"]) if rows["o"].notna().any() else 0.0,
+        )
         cv = curve[curve["series"] == p.series]
         np.testing.assert_array_equal(cv["k"], np.arange(1, overlays.k_top(p.k_max) + 1))
         assert np.isfinite(cv["expected_tokens"]).all()

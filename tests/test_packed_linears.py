@@ -62,7 +62,7 @@ def test_packed_cached_forward_matches_full_recompute(force_packing, count_packe
         model.setup_cache(1, CFG.block_size)
         parts, start = [], 0
         for n in chunks:
-            parts.append(model(idx[:, start:start + n], start))
+            parts.append(model(idx[:, start : start + n], start))
             start += n
     # qkv, proj, up, down per block and the head, per forward; plus the pack's one self-test product
     assert count_packed_calls["n"] == len(chunks) * (4 * CFG.n_layer + 1) + 1

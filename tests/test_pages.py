@@ -34,7 +34,14 @@ def test_router_renders_home_with_links_to_every_page():
     assert any("Tokens per round" in s.value for s in at.subheader)
     assert len(at.latex) == 2  # E[N] and the speedup
     assert "specviz" in at.title[0].value
-    assert [link.page for link in at.page_link] == ["design-space", "break-even", "sampling-lab", "live", "measured-data", "converter"]
+    assert [link.page for link in at.page_link] == [
+        "design-space",
+        "break-even",
+        "sampling-lab",
+        "live",
+        "measured-data",
+        "converter",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,7 @@ CASES = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _simulate(case: str, variant: str = "exact", rounds: int = ROUNDS):
     p, q, k, seed = CASES[case]()
     n, emitted = S.simulate_rounds(p, q, k, rounds, _gen(seed), variant)
@@ -207,7 +207,7 @@ def test_lossless_per_position_in_verify():
 
 def _common_prefix(drafts: torch.Tensor, best: torch.Tensor) -> torch.Tensor:
     out = []
-    for d, b in zip(drafts.tolist(), best.tolist()):
+    for d, b in zip(drafts.tolist(), best.tolist(), strict=False):
         n = 0
         while n < len(d) and d[n] == b[n]:
             n += 1
@@ -390,12 +390,14 @@ def verify_inputs(draw):
     p = torch.tensor(p, dtype=torch.float64)
     q = torch.tensor(q, dtype=torch.float64)
     p, q = (p / p.sum(-1, keepdim=True)).to(dtype), (q / q.sum(-1, keepdim=True)).to(dtype)
-    drafts = torch.tensor(draw(st.lists(st.lists(st.integers(0, v - 1), min_size=k, max_size=k), min_size=b,
-                                        max_size=b)))  # fmt: skip
+    drafts = torch.tensor(
+        draw(st.lists(st.lists(st.integers(0, v - 1), min_size=k, max_size=k), min_size=b, max_size=b))
+    )
     # uniforms in [0, 1) exactly representable in the working dtype (incl. 0 and the largest u < 1)
     uniform01 = st.floats(0.0, 1.0, exclude_max=True, width=64 if dtype == torch.float64 else 32)
-    u = torch.tensor(draw(st.lists(st.lists(uniform01, min_size=k + 1, max_size=k + 1), min_size=b, max_size=b)),
-                     dtype=dtype)  # fmt: skip
+    u = torch.tensor(
+        draw(st.lists(st.lists(uniform01, min_size=k + 1, max_size=k + 1), min_size=b, max_size=b)), dtype=dtype
+    )
     return p, q, drafts, u
 
 
@@ -478,9 +480,17 @@ def test_tempered():
 
 @pytest.mark.parametrize(
     "data",
-    ["1,2,3", "1 2 3", "1\n2\n3", " 1 ; 2 ; 3 ", "p\n1\n2\n3\n", b"p\n1\n2\n3\n", b"\xef\xbb\xbfp\n1\n2\n3\n",
-     "0.5, 1.0, 1.5"],
-)  # fmt: skip
+    [
+        "1,2,3",
+        "1 2 3",
+        "1\n2\n3",
+        " 1 ; 2 ; 3 ",
+        "p\n1\n2\n3\n",
+        b"p\n1\n2\n3\n",
+        b"\xef\xbb\xbfp\n1\n2\n3\n",
+        "0.5, 1.0, 1.5",
+    ],
+)
 def test_parse_distribution_accepts(data):
     got = S.parse_distribution(data, 3)
     torch.testing.assert_close(got, torch.tensor([1 / 6, 2 / 6, 3 / 6], dtype=torch.float64))
@@ -611,8 +621,7 @@ def test_chi_square_gof_tiny_pooled_bin_does_not_reject_a_typical_sample():
     # End to end: the exact rule, judged at the lab's level 1e-3, over 200 seeds
     p = torch.tensor([0.6, 0.4 - 1e-5, 1e-5], dtype=torch.float64)
     false_alarms = sum(
-        not S.emitted_verdict(S.chi_square_gof(S.simulate_rounds(p, S.uniform(3), 2, 2_000, _gen(s))[1], p),
-                              "exact").ok
+        not S.emitted_verdict(S.chi_square_gof(S.simulate_rounds(p, S.uniform(3), 2, 2_000, _gen(s))[1], p), "exact").ok
         for s in range(200)
-    )  # fmt: skip
+    )
     assert false_alarms <= 3  # nominal ~0.2 expected; got 9 (seeds 20, 31, 61, 69, ...)

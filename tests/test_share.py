@@ -17,14 +17,16 @@ SPEC = (
     Param("flag", False, "bool"),
 )
 
-values_strategy = st.fixed_dictionaries({
-    "alpha": st.floats(0.0, 1.0),
-    "k": st.integers(1, 64),
-    "view": st.sampled_from(["Heatmap", "3-D surface"]),
-    "range": st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0)).filter(lambda r: r[0] < r[1]),
-    "cs": st.lists(st.floats(1e-3, 1e4), min_size=1, max_size=6, unique=True).map(sorted),
-    "flag": st.booleans(),
-})  # fmt: skip
+values_strategy = st.fixed_dictionaries(
+    {
+        "alpha": st.floats(0.0, 1.0),
+        "k": st.integers(1, 64),
+        "view": st.sampled_from(["Heatmap", "3-D surface"]),
+        "range": st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0)).filter(lambda r: r[0] < r[1]),
+        "cs": st.lists(st.floats(1e-3, 1e4), min_size=1, max_size=6, unique=True).map(sorted),
+        "flag": st.booleans(),
+    }
+)
 
 
 @settings(max_examples=300, deadline=None)

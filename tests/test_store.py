@@ -64,8 +64,10 @@ def counts(url: str) -> tuple[int, int]:
     """(runs, measurements) counted with plain sqlite3, independent of the code under test."""
     con = sqlite3.connect(db_path(url))
     try:
-        return (con.execute("SELECT count(*) FROM runs").fetchone()[0],
-                con.execute("SELECT count(*) FROM measurements").fetchone()[0])  # fmt: skip
+        return (
+            con.execute("SELECT count(*) FROM runs").fetchone()[0],
+            con.execute("SELECT count(*) FROM measurements").fetchone()[0],
+        )
     finally:
         con.close()
 
@@ -86,24 +88,187 @@ def to_csv_text(header: list[str], rows: list[list[str]]) -> str:
 #: A CSV with text that needs quoting, unicode, missing cells, per-position lists, booleans, counts,
 #: and every column the bench CLI writes (v, o, alpha_overlap, t_verify_ms, speedup_min, ...).
 MIXED_CSV = to_csv_text(
-    ["label", "k", "alpha", "mean_accepted_tokens", "acceptance_rate", "c", "t_target_ms", "t_draft_ms",
-     "t_verify_ms", "speedup", "tokens_per_s", "baseline_tokens_per_s", "temperature", "batch_size",
-     "target_model", "draft_model", "hardware", "method", "notes", "alpha_overlap", "v", "o",
-     "per_position_acceptance", "predicted_speedup_basic", "speedup_vs_predicted", "speedup_min", "speedup_max",
-     "runs", "new_tokens", "greedy_exact", "device", "dtype", "torch_version", "source"],
     [
-        ['run "A", with commas', "4", "0.8125", "3.5", "0.625", "12.5", "20.0", "1.6", "24.5", "2.1", "105.25",
-         "50.1", "0", "1", "llama-3-8b", "llama-3-1b", "H100 80GB", "draft model", "=HYPERLINK(\"x\")", "0.9",
-         "0.05", "0.1", "0.95;0.9;0.8;nan", "2.6", "0.93", "1.9", "2.3", "6", "128", "true", "cuda", "bfloat16",
-         "2.9.0", "specviz bench"],
-        ["ünïcødé ✓ 模型 🚀", "2", "", "2.2", "", "", "10", "2", "", "", "", "", "0.7", "", "qwen2-7b", "",
-         "", "EAGLE", "-leading minus, \"quoted\"", "", "", "", "", "", "", "", "", "", "", "false", "", "",
-         "", ""],
-        ["nan alpha row", "7", "nan", "", "0.5", "3", "", "", "", "1.5", "", "", "1", "4", "llama-3-8b",
-         "tiny", "A100", "n-gram", "", "0.4", "0.2", "", "0.5;0.5;0.5;0.5;0.5;0.5;0.5", "", "", "", "", "3", "",
-         "", "cpu", "float32", "", "@import"],
-        ["k=1", "1", "0", "", "", "1e3", "5", "0.005", "5.5", "", "", "", "", "", "", "", "", "", "", "", "",
-         "", "1", "", "", "", "", "", "1", "", "", "", "", ""],
+        "label",
+        "k",
+        "alpha",
+        "mean_accepted_tokens",
+        "acceptance_rate",
+        "c",
+        "t_target_ms",
+        "t_draft_ms",
+        "t_verify_ms",
+        "speedup",
+        "tokens_per_s",
+        "baseline_tokens_per_s",
+        "temperature",
+        "batch_size",
+        "target_model",
+        "draft_model",
+        "hardware",
+        "method",
+        "notes",
+        "alpha_overlap",
+        "v",
+        "o",
+        "per_position_acceptance",
+        "predicted_speedup_basic",
+        "speedup_vs_predicted",
+        "speedup_min",
+        "speedup_max",
+        "runs",
+        "new_tokens",
+        "greedy_exact",
+        "device",
+        "dtype",
+        "torch_version",
+        "source",
+    ],
+    [
+        [
+            'run "A", with commas',
+            "4",
+            "0.8125",
+            "3.5",
+            "0.625",
+            "12.5",
+            "20.0",
+            "1.6",
+            "24.5",
+            "2.1",
+            "105.25",
+            "50.1",
+            "0",
+            "1",
+            "llama-3-8b",
+            "llama-3-1b",
+            "H100 80GB",
+            "draft model",
+            '=HYPERLINK("x")',
+            "0.9",
+            "0.05",
+            "0.1",
+            "0.95;0.9;0.8;nan",
+            "2.6",
+            "0.93",
+            "1.9",
+            "2.3",
+            "6",
+            "128",
+            "true",
+            "cuda",
+            "bfloat16",
+            "2.9.0",
+            "specviz bench",
+        ],
+        [
+            "ünïcødé ✓ 模型 🚀",
+            "2",
+            "",
+            "2.2",
+            "",
+            "",
+            "10",
+            "2",
+            "",
+            "",
+            "",
+            "",
+            "0.7",
+            "",
+            "qwen2-7b",
+            "",
+            "",
+            "EAGLE",
+            '-leading minus, "quoted"',
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "false",
+            "",
+            "",
+            "",
+            "",
+        ],
+        [
+            "nan alpha row",
+            "7",
+            "nan",
+            "",
+            "0.5",
+            "3",
+            "",
+            "",
+            "",
+            "1.5",
+            "",
+            "",
+            "1",
+            "4",
+            "llama-3-8b",
+            "tiny",
+            "A100",
+            "n-gram",
+            "",
+            "0.4",
+            "0.2",
+            "",
+            "0.5;0.5;0.5;0.5;0.5;0.5;0.5",
+            "",
+            "",
+            "",
+            "",
+            "3",
+            "",
+            "",
+            "cpu",
+            "float32",
+            "",
+            "@import",
+        ],
+        [
+            "k=1",
+            "1",
+            "0",
+            "",
+            "",
+            "1e3",
+            "5",
+            "0.005",
+            "5.5",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "1",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "1",
+            "",
+            "",
+            "",
+            "",
+            "",
+        ],
     ],
 )
 
@@ -157,8 +322,18 @@ def test_mixed_frame_fixture_is_what_the_tests_assume():
     assert df["label"].iloc[1] == "ünïcødé ✓ 模型 🚀"
     assert df["greedy_exact"].dtype == "boolean" and df["runs"].dtype == "Int64"
     assert df["alpha"].isna().sum() == 2
-    for col in ("alpha_overlap", "v", "o", "t_verify_ms", "per_position_acceptance", "speedup_min",
-                "new_tokens", "torch_version", "source", "greedy_exact"):  # fmt: skip
+    for col in (
+        "alpha_overlap",
+        "v",
+        "o",
+        "t_verify_ms",
+        "per_position_acceptance",
+        "speedup_min",
+        "new_tokens",
+        "torch_version",
+        "source",
+        "greedy_exact",
+    ):
         assert col in df.columns, col
 
 
@@ -193,16 +368,15 @@ def test_export_csv_loads_back_to_the_same_columns(engine):
     assert_export_round_trip(stored)
     # the formula-like notes really were escaped on the way out
     back, _ = m.load_measurements(store.export_csv(stored), "e.csv")
-    assert back["notes"].iloc[0] == "'=HYPERLINK(\"x\")"
-    assert back["notes"].iloc[1] == "'-leading minus, \"quoted\""
+    assert back["notes"].iloc[0] == '\'=HYPERLINK("x")'
+    assert back["notes"].iloc[1] == '\'-leading minus, "quoted"'
     assert back["source"].iloc[2] == "'@import"
     assert back["label"].iloc[1] == "ünïcødé ✓ 模型 🚀"
 
 
 # hypothesis: random valid CSVs through load_measurements
 
-_text = st.text(
-    alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=0, max_size=24)  # fmt: skip
+_text = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), min_size=0, max_size=24)
 _unit = st.one_of(st.floats(0, 1, allow_nan=False), st.just(math.nan))
 _pos = st.floats(1e-3, 1e4, allow_nan=False)
 
@@ -220,30 +394,59 @@ def _cell(x) -> str:
 @st.composite
 def csv_rows(draw):
     n = draw(st.integers(1, 6))
-    header = ["label", "k", "alpha", "mean_accepted_tokens", "c", "t_target_ms", "t_draft_ms", "t_verify_ms",
-              "v", "o", "alpha_overlap", "temperature", "runs", "greedy_exact", "per_position_acceptance",
-              "target_model", "hardware", "notes"]  # fmt: skip
+    header = [
+        "label",
+        "k",
+        "alpha",
+        "mean_accepted_tokens",
+        "c",
+        "t_target_ms",
+        "t_draft_ms",
+        "t_verify_ms",
+        "v",
+        "o",
+        "alpha_overlap",
+        "temperature",
+        "runs",
+        "greedy_exact",
+        "per_position_acceptance",
+        "target_model",
+        "hardware",
+        "notes",
+    ]
     rows = []
     for _ in range(n):
         k = draw(st.integers(1, 64))
         alpha = draw(_unit)
         # every row needs an acceptance measure: E[N] in [1, K + 1] where alpha is NaN
-        mean = draw(st.floats(1, k + 1, allow_nan=False)) if math.isnan(alpha) else draw(
-            st.one_of(st.none(), st.floats(1, k + 1, allow_nan=False)))  # fmt: skip
+        mean = (
+            draw(st.floats(1, k + 1, allow_nan=False))
+            if math.isnan(alpha)
+            else draw(st.one_of(st.none(), st.floats(1, k + 1, allow_nan=False)))
+        )
         ppa = draw(st.one_of(st.none(), st.lists(_unit, min_size=k, max_size=k)))
-        rows.append([
-            draw(_text), k, alpha, mean,
-            draw(st.one_of(st.none(), _pos)), draw(st.one_of(st.none(), _pos)), draw(st.one_of(st.none(), _pos)),
-            draw(st.one_of(st.none(), _pos)),
-            draw(st.one_of(st.none(), st.floats(0, 10, allow_nan=False))),
-            draw(st.one_of(st.none(), st.floats(0, 10, allow_nan=False))),
-            draw(_unit),
-            draw(st.one_of(st.none(), st.floats(0, 2, allow_nan=False))),
-            draw(st.one_of(st.none(), st.integers(1, 2**53))),
-            draw(st.one_of(st.none(), st.booleans())),
-            None if ppa is None else ";".join(_cell(a) for a in ppa),
-            draw(st.one_of(st.none(), _text)), draw(st.one_of(st.none(), _text)), draw(st.one_of(st.none(), _text)),
-        ])  # fmt: skip
+        rows.append(
+            [
+                draw(_text),
+                k,
+                alpha,
+                mean,
+                draw(st.one_of(st.none(), _pos)),
+                draw(st.one_of(st.none(), _pos)),
+                draw(st.one_of(st.none(), _pos)),
+                draw(st.one_of(st.none(), _pos)),
+                draw(st.one_of(st.none(), st.floats(0, 10, allow_nan=False))),
+                draw(st.one_of(st.none(), st.floats(0, 10, allow_nan=False))),
+                draw(_unit),
+                draw(st.one_of(st.none(), st.floats(0, 2, allow_nan=False))),
+                draw(st.one_of(st.none(), st.integers(1, 2**53))),
+                draw(st.one_of(st.none(), st.booleans())),
+                None if ppa is None else ";".join(_cell(a) for a in ppa),
+                draw(st.one_of(st.none(), _text)),
+                draw(st.one_of(st.none(), _text)),
+                draw(st.one_of(st.none(), _text)),
+            ]
+        )
     return to_csv_text(header, [[_cell(x) for x in row] for row in rows]), n
 
 
@@ -266,8 +469,7 @@ def test_random_frames_round_trip(hyp_engine, data, run_label):
     pd.testing.assert_frame_equal(back, df, check_exact=True)
     both = store.load_runs(hyp_engine, [run_id])
     assert (both["run_id"] == run_id).all() and (both["run"] == label).all()
-    pd.testing.assert_frame_equal(both.drop(columns=["run_id", "run"]), df.reset_index(drop=True),
-                                  check_exact=True)  # fmt: skip
+    pd.testing.assert_frame_equal(both.drop(columns=["run_id", "run"]), df.reset_index(drop=True), check_exact=True)
     assert_export_round_trip(back)
 
 
@@ -291,12 +493,20 @@ def test_load_runs_follows_the_given_order_and_unions_columns(engine):
     assert out["run"].tolist() == ["other run"] * 2 + ["bench run"] * 4 + ["plain run"] * 3
     assert set(out.columns) == {"run_id", "run", *plain.columns, *bench.columns, *other.columns}
     # each run's block is that run, in its own row order; columns it lacks are empty
-    for run_id, frame, sl in ((id_other, other, slice(0, 2)), (id_bench, bench, slice(2, 6)),
-                              (id_plain, plain, slice(6, 9))):  # fmt: skip
+    for run_id, frame, sl in (
+        (id_other, other, slice(0, 2)),
+        (id_bench, bench, slice(2, 6)),
+        (id_plain, plain, slice(6, 9)),
+    ):
         block = out.iloc[sl]
         for column in frame.columns:
-            pd.testing.assert_series_equal(block[column].reset_index(drop=True), frame[column].reset_index(drop=True),
-                                           check_dtype=False, check_exact=True, obj=f"run {run_id} {column}")  # fmt: skip
+            pd.testing.assert_series_equal(
+                block[column].reset_index(drop=True),
+                frame[column].reset_index(drop=True),
+                check_dtype=False,
+                check_exact=True,
+                obj=f"run {run_id} {column}",
+            )
         for column in set(out.columns) - set(frame.columns) - {"run_id", "run"}:
             assert block[column].isna().all(), (run_id, column)
     assert out.loc[out["run_id"] == id_plain, "notes"].tolist() == ["plain:0", "plain:1", "plain:2"]
@@ -330,19 +540,34 @@ def test_load_of_an_unknown_id_names_it(engine):
 def test_list_runs_newest_first_with_facets(engine):
     assert store.list_runs(engine).empty
     t0 = datetime.now(UTC)
-    f1 = load(to_csv_text(["label", "k", "alpha", "target_model", "draft_model", "hardware", "method"], [
-        ["x", "2", "0.5", "zeta-7b", "tiny", "H100", "EAGLE"],
-        ["x", "3", "0.5", "alpha-1b", "", "H100", "draft model"],
-        ["x", "4", "0.5", "zeta-7b", "small", "", "EAGLE"],
-    ]))  # fmt: skip
+    f1 = load(
+        to_csv_text(
+            ["label", "k", "alpha", "target_model", "draft_model", "hardware", "method"],
+            [
+                ["x", "2", "0.5", "zeta-7b", "tiny", "H100", "EAGLE"],
+                ["x", "3", "0.5", "alpha-1b", "", "H100", "draft model"],
+                ["x", "4", "0.5", "zeta-7b", "small", "", "EAGLE"],
+            ],
+        )
+    )
     id1 = store.save_run(engine, f1, label="  first  ", source="one.csv", note="n1")
     id2 = store.save_run(engine, simple_frame(5), label="second", source="", note="")
     id3 = store.save_run(engine, mixed_frame(), label="third", source="three.csv")
     t1 = datetime.now(UTC)
 
     runs = store.list_runs(engine)
-    assert list(runs.columns) == ["id", "label", "source", "uploaded_at", "note", "n_rows", "target_model",
-                                  "draft_model", "hardware", "method"]  # fmt: skip
+    assert list(runs.columns) == [
+        "id",
+        "label",
+        "source",
+        "uploaded_at",
+        "note",
+        "n_rows",
+        "target_model",
+        "draft_model",
+        "hardware",
+        "method",
+    ]
     assert runs["id"].tolist() == [id3, id2, id1]
     assert runs["id"].dtype == "int64"
     assert runs["label"].tolist() == ["third", "second", "first"]  # the name is stripped
@@ -390,14 +615,17 @@ def test_check_constraint_failure_in_last_row_stores_nothing(engine, url):
     assert store.load_run(engine, ok)["k"].tolist() == [3, 3]
 
 
-@pytest.mark.parametrize(("case", "pattern"), [
-    ("empty frame", "at least one measurement row"),
-    ("unknown column", r"\['bogus'\].*not measurement columns"),
-    ("no k column", "'k' is required"),
-    ("blank label", "run name must be 1 to 200"),
-    ("long label", "run name must be 1 to 200"),
-    ("not a frame", "at least one measurement row"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("case", "pattern"),
+    [
+        ("empty frame", "at least one measurement row"),
+        ("unknown column", r"\['bogus'\].*not measurement columns"),
+        ("no k column", "'k' is required"),
+        ("blank label", "run name must be 1 to 200"),
+        ("long label", "run name must be 1 to 200"),
+        ("not a frame", "at least one measurement row"),
+    ],
+)
 def test_invalid_saves_raise_and_store_nothing(engine, url, case, pattern):
     store.save_run(engine, simple_frame(2), label="existing", source="s")
     before = counts(url)
@@ -457,8 +685,13 @@ def _check_runs_intact(engine, url, expected: dict[int, str], rows: int = ROWS_P
         assert (block["run"] == tag).all()
 
 
-def _save_from_threads(make_engine, n_threads: int, runs_per_thread: int, frames: dict[str, pd.DataFrame],
-                       barrier: threading.Barrier | None = None) -> tuple[dict[int, str], list[BaseException]]:  # fmt: skip
+def _save_from_threads(
+    make_engine,
+    n_threads: int,
+    runs_per_thread: int,
+    frames: dict[str, pd.DataFrame],
+    barrier: threading.Barrier | None = None,
+) -> tuple[dict[int, str], list[BaseException]]:
     saved: dict[int, str] = {}
     errors: list[BaseException] = []
     lock = threading.Lock()
@@ -473,7 +706,7 @@ def _save_from_threads(make_engine, n_threads: int, runs_per_thread: int, frames
                 run_id = store.save_run(eng, frames[tag], label=tag, source=f"thread {t}")
                 with lock:
                     saved[run_id] = tag
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             with lock:
                 errors.append(exc)
 
@@ -532,7 +765,7 @@ def save_runs_worker(url: str, n_runs: int, tag: str, barrier, results) -> None:
             ids[store.save_run(engine, _frame_for(name), label=name, source=f"process {tag}")] = name
         engine.dispose()
         results.put((tag, ids, None))
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
         results.put((tag, {}, f"{type(exc).__name__}: {exc}"))
 
 
@@ -553,8 +786,10 @@ def _run_processes(url: str, n_procs: int, n_runs: int, parent_work=None):
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(n_procs + 1)
     results = ctx.Queue()
-    procs = [ctx.Process(target=save_runs_worker, args=(url, n_runs, f"p{i}", barrier, results), daemon=True)
-             for i in range(n_procs)]  # fmt: skip
+    procs = [
+        ctx.Process(target=save_runs_worker, args=(url, n_runs, f"p{i}", barrier, results), daemon=True)
+        for i in range(n_procs)
+    ]
     with _plain_main():
         for p in procs:
             p.start()
@@ -589,8 +824,9 @@ def test_processes_and_threads_saving_concurrently_lose_nothing(url):
     engine = store.open_library(url)
 
     def parent(barrier):
-        return _save_from_threads(lambda: engine, n_threads, thread_runs, frames,
-                                  barrier=_ProcessBarrierAdapter(barrier, n_threads))  # fmt: skip
+        return _save_from_threads(
+            lambda: engine, n_threads, thread_runs, frames, barrier=_ProcessBarrierAdapter(barrier, n_threads)
+        )
 
     got, (saved, errors) = _run_processes(url, n_procs, proc_runs, parent)
     assert errors == [], errors
@@ -613,9 +849,9 @@ def open_race_worker(directory: str, n_files: int, barrier, results) -> None:
             barrier.wait(timeout=120)
             try:
                 store.open_library(lib_url(Path(directory) / f"fresh{i}")).dispose()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 errors.append(f"file {i}: {type(exc).__name__}: {exc}")
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
         errors.append(f"{type(exc).__name__}: {exc}")
     results.put(errors)
 
@@ -627,8 +863,10 @@ RACES = 40  #: fresh libraries two processes open at the same instant (a lost ra
 def test_two_processes_creating_the_schema_at_once_both_succeed(tmp_path):
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(2), ctx.Queue()
-    procs = [ctx.Process(target=open_race_worker, args=(str(tmp_path), RACES, barrier, results), daemon=True)
-             for _ in range(2)]  # fmt: skip
+    procs = [
+        ctx.Process(target=open_race_worker, args=(str(tmp_path), RACES, barrier, results), daemon=True)
+        for _ in range(2)
+    ]
     with _plain_main():
         for p in procs:
             p.start()
@@ -642,7 +880,8 @@ def test_two_processes_creating_the_schema_at_once_both_succeed(tmp_path):
     assert errors == [], (
         "regression (fixed bug): store.open_library: two processes opening a fresh library at once failed with 'database is "
         "locked' (PRAGMA journal_mode = WAL in _on_connect does not wait for the busy timeout; see "
-        f"test_open_library_waits_for_a_writer_on_a_rollback_journal_library): {errors[:3]}")
+        f"test_open_library_waits_for_a_writer_on_a_rollback_journal_library): {errors[:3]}"
+    )
     for i in range(RACES):
         con = sqlite3.connect(tmp_path / f"fresh{i}" / "lib.sqlite")
         try:
@@ -661,18 +900,22 @@ def test_open_library_waits_for_a_writer_on_a_rollback_journal_library(tmp_path)
     writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
     assert writer.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
     writer.execute("BEGIN IMMEDIATE")
-    writer.execute("INSERT INTO runs (label, source, uploaded_at, note, schema_version, n_rows, dtypes, report) "
-                   "VALUES ('second', 's', '2024-05-02 00:00:00.000000', '', 1, 0, '{}', '')")  # fmt: skip
+    writer.execute(
+        "INSERT INTO runs (label, source, uploaded_at, note, schema_version, n_rows, dtypes, report) "
+        "VALUES ('second', 's', '2024-05-02 00:00:00.000000', '', 1, 0, '{}', '')"
+    )
     done = threading.Timer(0.5, lambda: writer.execute("COMMIT"))
     done.start()
     t0 = time.monotonic()
     try:
         engine = store.open_library(f"sqlite:///{path}")
     except store.StoreError as exc:
-        pytest.fail(f"regression (fixed bug): store.open_library failed after {time.monotonic() - t0:.2f} s instead of waiting for "
-                    f"the other writer: {exc} -- SQLite returns SQLITE_BUSY for 'PRAGMA journal_mode = WAL' "
-                    f"(in _on_connect) without calling the busy handler while another connection holds the "
-                    f"write lock of a rollback-journal database, so the 60 s busy timeout does not apply")  # fmt: skip
+        pytest.fail(
+            f"regression (fixed bug): store.open_library failed after {time.monotonic() - t0:.2f} s instead of waiting for "
+            f"the other writer: {exc} -- SQLite returns SQLITE_BUSY for 'PRAGMA journal_mode = WAL' "
+            f"(in _on_connect) without calling the busy handler while another connection holds the "
+            f"write lock of a rollback-journal database, so the 60 s busy timeout does not apply"
+        )
     finally:
         done.join()
         writer.close()
@@ -704,15 +947,18 @@ def _make_old_library(path: Path, version: str = "1") -> None:
             label TEXT, k BIGINT, alpha FLOAT, c FLOAT, target_model TEXT, notes TEXT,
             CONSTRAINT k_at_least_1 CHECK (k >= 1));
         CREATE INDEX ix_measurements_run_id ON measurements (run_id);
-    """)  # fmt: skip
-    dtypes = {"label": "str", "k": "int64", "alpha": "float64", "c": "float64", "target_model": "str",
-              "notes": "str"}  # fmt: skip
-    con.execute("INSERT INTO runs (label, source, uploaded_at, note, schema_version, n_rows, dtypes, report) "
-                "VALUES ('old run', 'old.csv', '2024-05-01 12:00:00.000000', 'from v1', 1, 2, ?, '')",
-                (json.dumps(dtypes),))  # fmt: skip
-    con.executemany("INSERT INTO measurements (run_id, position, file_row, label, k, alpha, c, target_model, notes) "
-                    "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(0, 2, "a", 4, 0.75, 3.5, "llama", None), (1, 5, "b, \"q\"", 2, None, None, None, "ü")])  # fmt: skip
+    """)
+    dtypes = {"label": "str", "k": "int64", "alpha": "float64", "c": "float64", "target_model": "str", "notes": "str"}
+    con.execute(
+        "INSERT INTO runs (label, source, uploaded_at, note, schema_version, n_rows, dtypes, report) "
+        "VALUES ('old run', 'old.csv', '2024-05-01 12:00:00.000000', 'from v1', 1, 2, ?, '')",
+        (json.dumps(dtypes),),
+    )
+    con.executemany(
+        "INSERT INTO measurements (run_id, position, file_row, label, k, alpha, c, target_model, notes) "
+        "VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [(0, 2, "a", 4, 0.75, 3.5, "llama", None), (1, 5, 'b, "q"', 2, None, None, None, "ü")],
+    )
     con.commit()
     con.close()
 
@@ -729,14 +975,17 @@ def test_open_library_migrates_an_older_database(tmp_path):
     assert set(store.STORED_COLUMNS) - set(_OLD_MEASUREMENT_COLUMNS) <= have  # the added ones
 
     old = store.load_run(engine, 1)
-    expected = pd.DataFrame({
-        "label": pd.array(["a", 'b, "q"'], dtype="str"),
-        "k": np.array([4, 2], dtype=np.int64),
-        "alpha": [0.75, np.nan],
-        "c": [3.5, np.nan],
-        "target_model": pd.array(["llama", None], dtype="str"),
-        "notes": pd.array([None, "ü"], dtype="str"),
-    }, index=pd.Index([2, 5], dtype="int64", name="row"))  # fmt: skip
+    expected = pd.DataFrame(
+        {
+            "label": pd.array(["a", 'b, "q"'], dtype="str"),
+            "k": np.array([4, 2], dtype=np.int64),
+            "alpha": [0.75, np.nan],
+            "c": [3.5, np.nan],
+            "target_model": pd.array(["llama", None], dtype="str"),
+            "notes": pd.array([None, "ü"], dtype="str"),
+        },
+        index=pd.Index([2, 5], dtype="int64", name="row"),
+    )
     pd.testing.assert_frame_equal(old, expected)
     listed = store.list_runs(engine)
     assert listed["label"].tolist() == ["old run"] and listed["target_model"].tolist() == ["llama"]
@@ -762,7 +1011,12 @@ def test_open_library_refuses_a_newer_database(tmp_path):
     try:
         assert con.execute("SELECT value FROM specviz_info").fetchall() == [("99",)]
         assert {row[1] for row in con.execute("PRAGMA table_info(measurements)")} == {
-            "id", "run_id", "position", "file_row", *_OLD_MEASUREMENT_COLUMNS}
+            "id",
+            "run_id",
+            "position",
+            "file_row",
+            *_OLD_MEASUREMENT_COLUMNS,
+        }
     finally:
         con.close()
 
@@ -815,7 +1069,8 @@ def test_ids_of_deleted_runs_are_not_reused(engine):
     assert not reused, (
         f"regression (fixed bug): store: run id(s) {reused} of deleted runs were given to new runs, so a stale id loads another "
         f"run's data (runs.id is 'INTEGER PRIMARY KEY' without SQLite's AUTOINCREMENT, which reuses the "
-        f"largest deleted rowid; sa.Table(..., sqlite_autoincrement=True) would prevent it)")
+        f"largest deleted rowid; sa.Table(..., sqlite_autoincrement=True) would prevent it)"
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -824,13 +1079,16 @@ def test_ids_of_deleted_runs_are_not_reused(engine):
 
 
 def test_escape_formulas_prefixes_only_formula_like_text():
-    frame = pd.DataFrame({
-        "obj": pd.array(["=1+2", "+cmd", "-x", "@SUM(A1)", "\tTAB", "\rCR", "plain", "a=b", -3.5, 7, None],
-                        dtype=object),
-        "text": pd.array(["=x", "-1", "fine", None, "ü=", "@", "+", "'", "", "x-", "-"], dtype="str"),
-        "num": [-1.0, -2.5, 0.0, 1.0, np.nan, -1e300, 3.0, 4.0, 5.0, 6.0, 7.0],
-        "ints": np.arange(-5, 6, dtype=np.int64),
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "obj": pd.array(
+                ["=1+2", "+cmd", "-x", "@SUM(A1)", "\tTAB", "\rCR", "plain", "a=b", -3.5, 7, None], dtype=object
+            ),
+            "text": pd.array(["=x", "-1", "fine", None, "ü=", "@", "+", "'", "", "x-", "-"], dtype="str"),
+            "num": [-1.0, -2.5, 0.0, 1.0, np.nan, -1e300, 3.0, 4.0, 5.0, 6.0, 7.0],
+            "ints": np.arange(-5, 6, dtype=np.int64),
+        }
+    )
     before = frame.copy(deep=True)
     out = store.escape_formulas(frame)
     pd.testing.assert_frame_equal(frame, before)  # the input is not modified
@@ -844,12 +1102,15 @@ def test_escape_formulas_prefixes_only_formula_like_text():
 
 
 def test_export_csv_is_utf8_and_parses_with_pandas():
-    frame = pd.DataFrame({
-        "label": pd.array(["ünïcødé ✓ 模型", "=cmd()", 'comma, "quote"', "line\nbreak"], dtype="str"),
-        "k": np.array([1, 2, 3, 4], dtype=np.int64),
-        "alpha": [0.5, np.nan, -0.25, 1.0],
-        "greedy_exact": pd.array([True, None, False, True], dtype="boolean"),
-    }, index=pd.Index([7, 8, 9, 10], name="row"))  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "label": pd.array(["ünïcødé ✓ 模型", "=cmd()", 'comma, "quote"', "line\nbreak"], dtype="str"),
+            "k": np.array([1, 2, 3, 4], dtype=np.int64),
+            "alpha": [0.5, np.nan, -0.25, 1.0],
+            "greedy_exact": pd.array([True, None, False, True], dtype="boolean"),
+        },
+        index=pd.Index([7, 8, 9, 10], name="row"),
+    )
     data = store.export_csv(frame)
     assert isinstance(data, bytes)
     text = data.decode("utf-8")  # strict: raises if not UTF-8
@@ -873,13 +1134,15 @@ def test_export_of_load_runs_loads_back(engine):
     for column in CANONICAL:
         if column != "label":
             # concat in load_runs may widen a dtype (Int64 next to float64 → Float64): compare values here
-            pd.testing.assert_series_equal(back[column].reset_index(drop=True), expected[column], obj=column,
-                                           check_dtype=False)  # fmt: skip
+            pd.testing.assert_series_equal(
+                back[column].reset_index(drop=True), expected[column], obj=column, check_dtype=False
+            )
     assert back["label"].tolist() == expected["label"].tolist(), (
         "regression (fixed bug): store.export_csv: exporting a load_runs frame writes the 'run' column (the run's name) before "
         "'label'; load_measurements maps the header 'run' to label (an alias; the left-most header wins) and "
         "ignores the real 'label' column, so every row's label becomes the run name on re-upload. "
-        f"Report: {report.summary()}")  # fmt: skip
+        f"Report: {report.summary()}"
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -942,9 +1205,11 @@ def test_open_library_with_a_malformed_port_is_a_store_error():
         store.open_library(bad)
     except store.StoreError as exc:
         assert "notaport" in str(exc)
-    except Exception as exc:  # noqa: BLE001
-        pytest.fail(f"regression (fixed bug): store.open_library({bad!r}) raised {type(exc).__name__}: {exc} instead of StoreError "
-                    f"(sa.make_url raises ValueError here, and only sa.exc.ArgumentError is caught)")  # fmt: skip
+    except Exception as exc:
+        pytest.fail(
+            f"regression (fixed bug): store.open_library({bad!r}) raised {type(exc).__name__}: {exc} instead of StoreError "
+            f"(sa.make_url raises ValueError here, and only sa.exc.ArgumentError is caught)"
+        )
     else:
         pytest.fail("open_library accepted a URL with a non-numeric port")
 

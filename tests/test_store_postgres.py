@@ -20,8 +20,10 @@ from specviz import store
 URL = os.environ.get("SPECVIZ_TEST_POSTGRES_URL", "")
 pytestmark = pytest.mark.skipif(not URL, reason="set SPECVIZ_TEST_POSTGRES_URL to a throw-away PostgreSQL database")
 
-CSV = ("label,k,alpha,c,speedup,per_position_acceptance,greedy_exact,runs,target_model,notes\n"
-       "A,4,0.8,20,2.1,0.9;0.8;0.7;0.6,true,3,=cmd,\"quoted, text é\"\nB,2,0.7,,,,,,,\n")  # fmt: skip
+CSV = (
+    "label,k,alpha,c,speedup,per_position_acceptance,greedy_exact,runs,target_model,notes\n"
+    'A,4,0.8,20,2.1,0.9;0.8;0.7;0.6,true,3,=cmd,"quoted, text é"\nB,2,0.7,,,,,,,\n'
+)
 
 
 @pytest.fixture
@@ -68,7 +70,7 @@ def test_threads_saving_concurrently_lose_nothing(engine):
         for r in range(10):
             try:
                 store.save_run(engine, frame(), label=f"t{t}-{r}", source="thread")
-            except Exception as exc:  # noqa: BLE001 - reported below
+            except Exception as exc:
                 errors.append(repr(exc))
 
     threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]

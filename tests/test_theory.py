@@ -8,9 +8,8 @@ validation (every message names the parameter, the value and the allowed range).
 
 from __future__ import annotations
 
-import os
-
 import math
+import os
 from fractions import Fraction
 
 import mpmath

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -39,7 +40,7 @@ def test_learning_rate_schedule():
     assert train.learning_rate(55, tc) == pytest.approx(0.5 * (1e-3 + 1e-4))  # half way
     assert train.learning_rate(100, tc) == pytest.approx(1e-4)
     lrs = [train.learning_rate(s, tc) for s in range(10, 101)]
-    assert all(a >= b for a, b in zip(lrs, lrs[1:]))
+    assert all(a >= b for a, b in itertools.pairwise(lrs))
 
 
 def test_training_lowers_the_loss(data, tmp_path):
@@ -75,8 +76,16 @@ def test_interrupted_training_resumes_to_the_same_weights(data, tmp_path):
 
 def test_train_pair_writes_weights_and_card(corpus, tmp_path):
     out = tmp_path / "pair"
-    card = train.train_pair(out, tmp_path / "work", TC, TC, corpus_root=corpus, target_cfg=TINY,
-                            draft_cfg=GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64), command="cmd")  # fmt: skip
+    card = train.train_pair(
+        out,
+        tmp_path / "work",
+        TC,
+        TC,
+        corpus_root=corpus,
+        target_cfg=TINY,
+        draft_cfg=GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64),
+        command="cmd",
+    )
     for name in ("target", "draft"):
         model = GPT.load(out / name)
         assert model.num_params() == card[name]["parameters"]
@@ -115,8 +124,9 @@ def test_card_command_errors_are_clear(corpus, tmp_path, capsys):
     assert "card.json is missing or lacks" in capsys.readouterr().err
     out = tmp_path / "pair"
     out.mkdir()
-    (out / "card.json").write_text(json.dumps({"corpus": {"validation_file_list": ["gone.py"]}, "target": {},
-                                               "draft": {}}))
+    (out / "card.json").write_text(
+        json.dumps({"corpus": {"validation_file_list": ["gone.py"]}, "target": {}, "draft": {}})
+    )
     assert cli.main(["card", "--out", str(out), "--corpus", str(corpus)]) == 2
     assert "gone.py" in capsys.readouterr().err
     (out / "card.json").write_text(json.dumps({"corpus": {"validation_file_list": []}}))

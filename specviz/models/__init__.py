@@ -8,7 +8,7 @@ import torch
 
 from specviz.models.gpt import GPT, GPTConfig
 
-__all__ = ["GPT", "GPTConfig", "ByteTokenizer", "BUNDLED_DIR", "load_pair", "resolve_device"]
+__all__ = ["BUNDLED_DIR", "GPT", "ByteTokenizer", "GPTConfig", "load_pair", "resolve_device"]
 
 BUNDLED_DIR = Path(__file__).resolve().parents[2] / "data" / "models" / "bundled"
 

@@ -39,8 +39,13 @@ def onednn_available() -> bool:
     """True when cached CPU decoding may use oneDNN's packed linears: the build has both private ops
     (``torch.ops.mkldnn._reorder_linear_weight``, ``_linear_pointwise``), oneDNN is enabled
     (``torch.backends.mkldnn.flags``) and no pack has failed in this process."""
-    return (_ONEDNN_OFF is None and torch.backends.mkldnn.is_available() and bool(torch.backends.mkldnn.enabled)
-            and hasattr(torch.ops.mkldnn, "_reorder_linear_weight") and hasattr(torch.ops.mkldnn, "_linear_pointwise"))  # fmt: skip
+    return (
+        _ONEDNN_OFF is None
+        and torch.backends.mkldnn.is_available()
+        and bool(torch.backends.mkldnn.enabled)
+        and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
+        and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+    )
 
 
 def _pack_weight(w: torch.Tensor) -> torch.Tensor:
@@ -152,14 +157,16 @@ class CausalSelfAttention(nn.Module):
         self.dropout = cfg.dropout
         self.cache: KVCache | None = None
 
-    def forward(self, x: torch.Tensor, start: int | None, mask: torch.Tensor | None,
-                packed: PackedLinears | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, start: int | None, mask: torch.Tensor | None, packed: PackedLinears | None = None
+    ) -> torch.Tensor:
         b, t, c = x.shape  # (B, T, C)
         q, k, v = _linear(self.qkv, x, packed).split(c, dim=2)
         q, k, v = (z.view(b, t, self.n_head, self.head_dim).transpose(1, 2) for z in (q, k, v))  # (B, nh, T, hs)
         if start is None:  # training / full recompute: plain causal attention
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                               dropout_p=self.dropout if self.training else 0.0)  # fmt: skip
+            y = F.scaled_dot_product_attention(
+                q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0
+            )
         else:  # cached decoding: attend to every cached position ≤ the query's own
             k, v = self.cache.update(start, k, v)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
@@ -171,8 +178,11 @@ class Block(nn.Module):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(cfg.n_embd), nn.LayerNorm(cfg.n_embd)
         self.attn = CausalSelfAttention(cfg)
-        self.mlp = nn.Sequential(nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=False), nn.GELU(),
-                                 nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=False))  # fmt: skip
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=False),
+            nn.GELU(),
+            nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=False),
+        )
 
     def forward(self, x, start, mask, packed: PackedLinears | None = None):
         x = x + self.attn(self.ln1(x), start, mask, packed)
@@ -218,16 +228,23 @@ class GPT(nn.Module):
         length = length or self.cfg.block_size
         p = self.wte.weight
         for blk in self.blocks:
-            blk.attn.cache = KVCache(batch, self.cfg.n_head, length, self.cfg.n_embd // self.cfg.n_head,
-                                     p.dtype, p.device)  # fmt: skip
+            blk.attn.cache = KVCache(
+                batch, self.cfg.n_head, length, self.cfg.n_embd // self.cfg.n_head, p.dtype, p.device
+            )
         self._cache_len = length
         self._causal = torch.ones(length, length, dtype=torch.bool, device=p.device).tril()
 
     def _packed_linears(self) -> PackedLinears | None:
         """The oneDNN packs for cached decoding: CPU, fp32, no autograd; repacked when weights changed."""
         w = self.wte.weight
-        if (self._linear_fp32_bytes < PACK_MIN_BYTES or torch.is_grad_enabled() or w.device.type != "cpu"
-                or w.dtype != torch.float32 or w.is_inference() or not onednn_available()):  # fmt: skip
+        if (
+            self._linear_fp32_bytes < PACK_MIN_BYTES
+            or torch.is_grad_enabled()
+            or w.device.type != "cpu"
+            or w.dtype != torch.float32
+            or w.is_inference()
+            or not onednn_available()
+        ):
             self._packed = None  # (inference-mode weights have no version counter to key a pack on)
             return None
         if self._packed is None or not self._packed.valid():
@@ -254,7 +271,7 @@ class GPT(nn.Module):
 
     def forward(self, idx: torch.Tensor, start: int | None = None) -> torch.Tensor:
         """Logits (B, T, vocab) for tokens ``idx`` (B, T) at positions start.. (or 0.. without a cache)."""
-        b, t = idx.shape
+        _b, t = idx.shape
         if start is None:
             if t > self.cfg.block_size:
                 raise ValueError(f"sequence length must be <= block_size {self.cfg.block_size}; got {t}")
@@ -283,8 +300,11 @@ class GPT(nn.Module):
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         (directory / "config.json").write_text(json.dumps(asdict(self.cfg), indent=2) + "\n")
-        state = {k: v.detach().to("cpu", dtype=dtype or v.dtype).contiguous()
-                 for k, v in self.state_dict().items() if k != "head.weight"}  # fmt: skip
+        state = {
+            k: v.detach().to("cpu", dtype=dtype or v.dtype).contiguous()
+            for k, v in self.state_dict().items()
+            if k != "head.weight"
+        }
         save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
 
     @classmethod

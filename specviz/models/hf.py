@@ -34,8 +34,17 @@ from urllib.parse import urlparse
 import torch
 from torch import nn
 
-__all__ = ["TRANSFORMERS_PIN", "HFCausalLM", "HFTokenizer", "byte_tokenizer", "bytes_to_unicode", "export_gpt2",
-           "export_pair", "load_hf_pair", "require_transformers"]  # fmt: skip
+__all__ = [
+    "TRANSFORMERS_PIN",
+    "HFCausalLM",
+    "HFTokenizer",
+    "byte_tokenizer",
+    "bytes_to_unicode",
+    "export_gpt2",
+    "export_pair",
+    "load_hf_pair",
+    "require_transformers",
+]
 
 TRANSFORMERS_PIN = "5.24.0"  # keep in step with requirements-dev.txt
 
@@ -45,8 +54,10 @@ def require_transformers():
     try:
         import transformers
     except ImportError as exc:  # includes sys.modules["transformers"] = None
-        raise ValueError("loading a Hugging Face model pair: the Hugging Face adapter needs the optional package "
-                         f"transformers: pip install transformers=={TRANSFORMERS_PIN}") from exc  # fmt: skip
+        raise ValueError(
+            "loading a Hugging Face model pair: the Hugging Face adapter needs the optional package "
+            f"transformers: pip install transformers=={TRANSFORMERS_PIN}"
+        ) from exc
     return transformers
 
 
@@ -141,8 +152,7 @@ class HFCausalLM(nn.Module):
             if start < have:
                 self._cache.crop(start - have)  # negative: drop the last have - start positions
             positions = torch.arange(start, end, device=idx.device).unsqueeze(0).expand(b, -1)
-            out = self.model(input_ids=idx, position_ids=positions, use_cache=True,
-                             **{self._cache_kwarg: self._cache})  # fmt: skip
+            out = self.model(input_ids=idx, position_ids=positions, use_cache=True, **{self._cache_kwarg: self._cache})
             new_cache = getattr(out, "cache", None)
             if new_cache is None:
                 new_cache = getattr(out, "past_key_values", None)
@@ -165,8 +175,9 @@ class HFTokenizer:
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
     def decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode([int(i) for i in ids], skip_special_tokens=False,
-                                     clean_up_tokenization_spaces=False)  # fmt: skip
+        return self.tokenizer.decode(
+            [int(i) for i in ids], skip_special_tokens=False, clean_up_tokenization_spaces=False
+        )
 
 
 # --- loading --------------------------------------------------------------------------
@@ -174,8 +185,7 @@ class HFTokenizer:
 
 def _is_path_like(spec: str) -> bool:
     """A local folder, or something that can only be meant as one (hub ids are 'name' or 'org/name')."""
-    return (Path(spec).expanduser().exists() or spec.startswith(("/", ".", "~")) or "\\" in spec
-            or spec.count("/") > 1)  # fmt: skip
+    return Path(spec).expanduser().exists() or spec.startswith(("/", ".", "~")) or "\\" in spec or spec.count("/") > 1
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
@@ -214,18 +224,22 @@ def _from_pretrained(loader, spec: str, what: str, allow_local: bool, **kwargs):
             raise ValueError(f"{what} {spec!r}: cannot load from the local folder: {exc}") from exc
     try:  # the local hub cache first: no network at all when the files are there
         return loader.from_pretrained(spec, local_files_only=True, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - any miss here just means "try the network"
+    except Exception as exc:
         cached_error = exc
     if Path(spec).name != spec:  # "org/name" could also have been meant as a relative folder
         spec_note = " (and there is no local folder of that name)"
     else:
         spec_note = ""
     if _hub_offline():
-        raise ValueError(f"{what} {spec!r}: not in the local Hugging Face cache{spec_note} and HF_HUB_OFFLINE "
-                         f"is set ({cached_error})") from cached_error  # fmt: skip
+        raise ValueError(
+            f"{what} {spec!r}: not in the local Hugging Face cache{spec_note} and HF_HUB_OFFLINE "
+            f"is set ({cached_error})"
+        ) from cached_error
     if not _hub_reachable():
-        raise ValueError(f"{what} {spec!r}: not in the local Hugging Face cache{spec_note} and the Hugging Face "
-                         "Hub cannot be reached (no network?)") from cached_error  # fmt: skip
+        raise ValueError(
+            f"{what} {spec!r}: not in the local Hugging Face cache{spec_note} and the Hugging Face "
+            "Hub cannot be reached (no network?)"
+        ) from cached_error
     try:
         return loader.from_pretrained(spec, **kwargs)
     except Exception as exc:  # RepositoryNotFoundError, gated repo, no safetensors, HTTP errors, ...
@@ -240,11 +254,14 @@ def _load_tokenizer(spec: str, allow_local: bool):
 def _load_model(spec: str, device, dtype, allow_local: bool):
     transformers = require_transformers()
     kwargs = {"dtype": dtype} if dtype is not None else {}
-    model = _from_pretrained(transformers.AutoModelForCausalLM, spec, "model", allow_local,
-                             use_safetensors=True, **kwargs)  # fmt: skip
+    model = _from_pretrained(
+        transformers.AutoModelForCausalLM, spec, "model", allow_local, use_safetensors=True, **kwargs
+    )
     if getattr(model, "_is_stateful", False):
-        raise ValueError(f"model {spec!r}: {type(model).__name__} is stateful (recurrent); its cache cannot be "
-                         "rewound to an earlier position, which speculative decoding needs")  # fmt: skip
+        raise ValueError(
+            f"model {spec!r}: {type(model).__name__} is stateful (recurrent); its cache cannot be "
+            "rewound to an earlier position, which speculative decoding needs"
+        )
     return model.to(device=device).eval()
 
 
@@ -270,16 +287,19 @@ def load_hf_pair(
     if tok.get_vocab() != draft_tok.get_vocab():
         a, b = tok.get_vocab(), draft_tok.get_vocab()
         diff = sorted(set(a.items()) ^ set(b.items()), key=str)[:3]
-        raise ValueError(f"target {target_id!r} and draft {draft_id!r} use different tokenizers "
-                         f"({len(a)} vs {len(b)} tokens; e.g. {diff}); speculative decoding needs a shared "
-                         "vocabulary")  # fmt: skip
+        raise ValueError(
+            f"target {target_id!r} and draft {draft_id!r} use different tokenizers "
+            f"({len(a)} vs {len(b)} tokens; e.g. {diff}); speculative decoding needs a shared "
+            "vocabulary"
+        )
     target = _load_model(target_id, device, dtype, allow_local)
     draft = _load_model(draft_id, device, dtype, allow_local)
     vocab = len(tok)
     for spec, model in ((target_id, target), (draft_id, draft)):
         if _model_vocab(model) < vocab:
-            raise ValueError(f"model {spec!r} has {_model_vocab(model)} output logits but its tokenizer has {vocab} "
-                             "tokens")  # fmt: skip
+            raise ValueError(
+                f"model {spec!r} has {_model_vocab(model)} output logits but its tokenizer has {vocab} tokens"
+            )
     return HFCausalLM(target, vocab), HFCausalLM(draft, vocab), HFTokenizer(tok)
 
 
@@ -321,16 +341,24 @@ def byte_tokenizer(model_max_length: int | None = None):
 def gpt2_state_dict(model) -> dict[str, torch.Tensor]:
     """Our GPT's weights under GPT2LMHeadModel's names (Conv1D weights are (in, out): transposed)."""
     sd = {k: v.detach().to("cpu", torch.float32) for k, v in model.state_dict().items()}
-    out = {"transformer.wte.weight": sd["wte.weight"], "transformer.wpe.weight": sd["wpe.weight"],
-           "transformer.ln_f.weight": sd["ln_f.weight"], "transformer.ln_f.bias": sd["ln_f.bias"],
-           "lm_head.weight": sd["wte.weight"]}  # fmt: skip
+    out = {
+        "transformer.wte.weight": sd["wte.weight"],
+        "transformer.wpe.weight": sd["wpe.weight"],
+        "transformer.ln_f.weight": sd["ln_f.weight"],
+        "transformer.ln_f.bias": sd["ln_f.bias"],
+        "lm_head.weight": sd["wte.weight"],
+    }
     for i in range(model.cfg.n_layer):
         src, dst = f"blocks.{i}.", f"transformer.h.{i}."
         for ours, theirs in (("ln1", "ln_1"), ("ln2", "ln_2")):
             out[f"{dst}{theirs}.weight"] = sd[f"{src}{ours}.weight"]
             out[f"{dst}{theirs}.bias"] = sd[f"{src}{ours}.bias"]
-        for ours, theirs in (("attn.qkv", "attn.c_attn"), ("attn.proj", "attn.c_proj"),
-                             ("mlp.0", "mlp.c_fc"), ("mlp.2", "mlp.c_proj")):  # fmt: skip
+        for ours, theirs in (
+            ("attn.qkv", "attn.c_attn"),
+            ("attn.proj", "attn.c_proj"),
+            ("mlp.0", "mlp.c_fc"),
+            ("mlp.2", "mlp.c_proj"),
+        ):
             w = sd[f"{src}{ours}.weight"]  # nn.Linear: (out, in)
             out[f"{dst}{theirs}.weight"] = w.t().contiguous()
             out[f"{dst}{theirs}.bias"] = torch.zeros(w.shape[0])
@@ -343,13 +371,26 @@ def to_gpt2(model):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     cfg = model.cfg
-    config = GPT2Config(vocab_size=cfg.vocab_size, n_positions=cfg.block_size, n_embd=cfg.n_embd,
-                        n_layer=cfg.n_layer, n_head=cfg.n_head, n_inner=4 * cfg.n_embd,
-                        activation_function="gelu",  # ACT2FN["gelu"] is nn.functional.gelu: exact erf, like nn.GELU()
-                        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, layer_norm_epsilon=1e-5,
-                        scale_attn_weights=True, scale_attn_by_inverse_layer_idx=False,
-                        reorder_and_upcast_attn=False, tie_word_embeddings=True,
-                        bos_token_id=None, eos_token_id=None, pad_token_id=None)  # fmt: skip
+    config = GPT2Config(
+        vocab_size=cfg.vocab_size,
+        n_positions=cfg.block_size,
+        n_embd=cfg.n_embd,
+        n_layer=cfg.n_layer,
+        n_head=cfg.n_head,
+        n_inner=4 * cfg.n_embd,
+        activation_function="gelu",  # ACT2FN["gelu"] is nn.functional.gelu: exact erf, like nn.GELU()
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        layer_norm_epsilon=1e-5,
+        scale_attn_weights=True,
+        scale_attn_by_inverse_layer_idx=False,
+        reorder_and_upcast_attn=False,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+    )
     hf = GPT2LMHeadModel(config)
     missing, unexpected = hf.load_state_dict(gpt2_state_dict(model), strict=False)
     if missing or unexpected:

@@ -91,7 +91,9 @@ def make_prompts(files: list[Path], root: Path, n: int = 12, length: int = 192, 
     return prompts
 
 
-def batch(data: np.ndarray, batch_size: int, seq_len: int, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def batch(
+    data: np.ndarray, batch_size: int, seq_len: int, rng: np.random.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Random windows: inputs (B, T) and next-byte targets (B, T)."""
     starts = rng.integers(0, len(data) - seq_len - 1, size=batch_size)
     windows = np.stack([data[s : s + seq_len + 1] for s in starts]).astype(np.int64)  # (B, T+1)
@@ -131,8 +133,11 @@ def learning_rate(step: int, tc: TrainConfig) -> float:
 def _optimizer(model: GPT, tc: TrainConfig) -> torch.optim.AdamW:
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    return torch.optim.AdamW([{"params": decay, "weight_decay": tc.weight_decay},
-                              {"params": no_decay, "weight_decay": 0.0}], lr=tc.lr, betas=(0.9, 0.95))  # fmt: skip
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": tc.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=tc.lr,
+        betas=(0.9, 0.95),
+    )
 
 
 def _save_checkpoint(directory: Path, model: GPT, opt: torch.optim.Optimizer, step: int, rng_state: dict) -> None:
@@ -164,8 +169,11 @@ def _load_checkpoint(directory: Path, model: GPT, opt: torch.optim.Optimizer) ->
     moments = load_file(str(directory / "optimizer.safetensors"))
     for i, p in enumerate(model.parameters()):
         if f"{i}.exp_avg" in moments:
-            opt.state[p] = {"step": torch.tensor(float(progress["step"])), "exp_avg": moments[f"{i}.exp_avg"],
-                            "exp_avg_sq": moments[f"{i}.exp_avg_sq"]}  # fmt: skip
+            opt.state[p] = {
+                "step": torch.tensor(float(progress["step"])),
+                "exp_avg": moments[f"{i}.exp_avg"],
+                "exp_avg_sq": moments[f"{i}.exp_avg_sq"],
+            }
     return progress["step"], progress["rng"]
 
 
@@ -216,8 +224,12 @@ def train_model(
             progress(step + 1, bits_per_byte(last_loss))
         if (step + 1) % tc.checkpoint_every == 0 or step + 1 == tc.steps:
             _save_checkpoint(work_dir, model, opt, step + 1, rng.bit_generator.state)
-    log = {"steps": tc.steps, "resumed_from": start, "seconds_this_run": round(time.perf_counter() - t0, 1),
-           "final_train_bits_per_byte": round(bits_per_byte(last_loss), 4) if start < tc.steps else None}  # fmt: skip
+    log = {
+        "steps": tc.steps,
+        "resumed_from": start,
+        "seconds_this_run": round(time.perf_counter() - t0, 1),
+        "final_train_bits_per_byte": round(bits_per_byte(last_loss), 4) if start < tc.steps else None,
+    }
     return model.eval(), log
 
 
@@ -270,11 +282,17 @@ def train_pair(
     """Train target then draft, save both under ``out_dir`` with a model card; return the card."""
     train_files, val_files = corpus_files(corpus_root, seed=target_tc.seed)
     train_data, val_data = load_bytes(train_files), load_bytes(val_files)
-    card = {"command": command, "corpus": {
-        "source": f"CPython {platform.python_version()} standard library (.py files; test, tests, idlelib excluded)",
-        "train_files": len(train_files), "validation_files": len(val_files),
-        "train_bytes": int(len(train_data)), "validation_bytes": int(len(val_data)),
-        "validation_file_list": [str(p.relative_to(corpus_root or stdlib_root())) for p in val_files]}}  # fmt: skip
+    card = {
+        "command": command,
+        "corpus": {
+            "source": f"CPython {platform.python_version()} standard library (.py files; test, tests, idlelib excluded)",
+            "train_files": len(train_files),
+            "validation_files": len(val_files),
+            "train_bytes": len(train_data),
+            "validation_bytes": len(val_data),
+            "validation_file_list": [str(p.relative_to(corpus_root or stdlib_root())) for p in val_files],
+        },
+    }
     for name, cfg, tc in (("target", target_cfg, target_tc), ("draft", draft_cfg, draft_tc)):
         prog = progress_factory(name, tc.steps) if progress_factory else None
         model, log = train_model(cfg, tc, train_data, work_dir / name, prog)
@@ -289,13 +307,22 @@ def measure_pair(out_dir: Path, val_data: np.ndarray, card: dict) -> dict:
     """Card entries measured on the pair *as shipped* (reloaded from ``out_dir``): validation bits
     per byte of each model, acceptance on held-out text, single-step times and c."""
     target, draft = GPT.load(out_dir / "target"), GPT.load(out_dir / "draft")
-    out = {name: {**card[name], "storage_dtype": str(STORAGE_DTYPE).removeprefix("torch."),
-                  "validation_bits_per_byte": round(evaluate(model, val_data), 4)}
-           for name, model in (("target", target), ("draft", draft))}  # fmt: skip
+    out = {
+        name: {
+            **card[name],
+            "storage_dtype": str(STORAGE_DTYPE).removeprefix("torch."),
+            "validation_bits_per_byte": round(evaluate(model, val_data), 4),
+        }
+        for name, model in (("target", target), ("draft", draft))
+    }
     out["acceptance_on_validation"] = pair_agreement(target, draft, val_data)
     t_p, t_q = decode_step_ms(target), decode_step_ms(draft)
-    out["speed"] = {"machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads",
-                    "t_target_ms": round(t_p, 3), "t_draft_ms": round(t_q, 3), "c": round(t_p / t_q, 2)}  # fmt: skip
+    out["speed"] = {
+        "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads",
+        "t_target_ms": round(t_p, 3),
+        "t_draft_ms": round(t_q, 3),
+        "c": round(t_p / t_q, 2),
+    }
     return out
 
 
@@ -312,8 +339,10 @@ def remeasure_card(out_dir: Path, corpus_root: Path | None = None) -> dict:
         if not {"target", "draft"} <= card.keys():  # measure_pair extends these entries
             raise KeyError("target/draft")
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"{out_dir}/card.json is missing or lacks corpus.validation_file_list, target or draft: "
-                         f"{type(exc).__name__}: {exc}") from None
+        raise ValueError(
+            f"{out_dir}/card.json is missing or lacks corpus.validation_file_list, target or draft: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
     root = corpus_root or stdlib_root()
     files = [root / name for name in names]
     missing = [str(f) for f in files if not f.is_file()]
@@ -332,8 +361,13 @@ def write_card(out_dir: Path, card: dict) -> None:
 
 def card_markdown(card: dict) -> str:
     """The model card as Markdown, from the card dictionary ``train_pair`` writes as card.json."""
-    t, d, acc, speed, corpus = card["target"], card["draft"], card["acceptance_on_validation"], card["speed"], \
-        card["corpus"]  # fmt: skip
+    t, d, acc, speed, corpus = (
+        card["target"],
+        card["draft"],
+        card["acceptance_on_validation"],
+        card["speed"],
+        card["corpus"],
+    )
 
     def shape(m):
         c = m["config"]
@@ -341,34 +375,36 @@ def card_markdown(card: dict) -> str:
 
     def schedule(m):
         tr = m["train"]
-        return (f"{tr['steps']} steps of {tr['batch_size']} × {tr['seq_len']} bytes, AdamW lr {tr['lr']:g} "
-                f"(warm-up {tr['warmup']}, cosine to {tr['min_lr']:g}), seed {tr['seed']}")
+        return (
+            f"{tr['steps']} steps of {tr['batch_size']} × {tr['seq_len']} bytes, AdamW lr {tr['lr']:g} "
+            f"(warm-up {tr['warmup']}, cosine to {tr['min_lr']:g}), seed {tr['seed']}"
+        )
 
     history = "".join(f"\n{line}\n" for line in card.get("history", []))
     return f"""# Bundled draft/target pair
 
 Byte-level GPTs (vocabulary: the 256 byte values) trained by specviz itself, so the live page and
 `python -m specviz bench` work offline. Weights: `target/model.safetensors`, `draft/model.safetensors`
-(safetensors, stored as {t.get('storage_dtype', 'float32')}, loaded as fp32 on the CPU and bf16/fp16 on CUDA)
+(safetensors, stored as {t.get("storage_dtype", "float32")}, loaded as fp32 on the CPU and bf16/fp16 on CUDA)
 with `config.json` beside each. Every number below was measured on the weights as shipped.
 
 | | target | draft |
 |---|---|---|
 | shape | {shape(t)} | {shape(d)} |
-| parameters | {t['parameters']:,} | {d['parameters']:,} |
+| parameters | {t["parameters"]:,} | {d["parameters"]:,} |
 | training | {schedule(t)} | {schedule(d)} |
-| validation bits per byte | {t['validation_bits_per_byte']} | {d['validation_bits_per_byte']} |
+| validation bits per byte | {t["validation_bits_per_byte"]} | {d["validation_bits_per_byte"]} |
 
-**Corpus.** {corpus['source']}: {corpus['train_files']} files ({corpus['train_bytes']:,} bytes) for
-training and {corpus['validation_files']} other files ({corpus['validation_bytes']:,} bytes) held out,
+**Corpus.** {corpus["source"]}: {corpus["train_files"]} files ({corpus["train_bytes"]:,} bytes) for
+training and {corpus["validation_files"]} other files ({corpus["validation_bytes"]:,} bytes) held out,
 split by file with a fixed seed. Benchmark prompts (`data/prompts/`) come from the held-out files.
 
-**Acceptance on held-out text** ({acc['positions']:,} positions): greedy α (draft argmax = target
-argmax) = **{acc['alpha_greedy']}**; at temperature 1, α = mean Σ min(p, q) = **{acc['alpha_t1']}**.
+**Acceptance on held-out text** ({acc["positions"]:,} positions): greedy α (draft argmax = target
+argmax) = **{acc["alpha_greedy"]}**; at temperature 1, α = mean Σ min(p, q) = **{acc["alpha_t1"]}**.
 
-**Speed** ({speed['machine']}): one cached decode step, as specviz's engine runs it, takes
-{speed['t_target_ms']} ms (target) and {speed['t_draft_ms']} ms (draft), so c = T_target / T_draft ≈ **{speed['c']}**.
+**Speed** ({speed["machine"]}): one cached decode step, as specviz's engine runs it, takes
+{speed["t_target_ms"]} ms (target) and {speed["t_draft_ms"]} ms (draft), so c = T_target / T_draft ≈ **{speed["c"]}**.
 Re-measure on your machine with `python -m specviz card` (weights untouched).
 
-**Reproduce:** `{card['command']}` (resumable: rerun the same command after an interruption).
+**Reproduce:** `{card["command"]}` (resumable: rerun the same command after an interruption).
 {history}"""
