@@ -2,9 +2,10 @@
 
 Input is a frame in the canonical measurement schema (:mod:`specviz.measurements`, as loaded or as
 read back from the run library, optionally with ``run`` / ``run_id``). A *series* is the set of rows
-of one run with one label and one temperature — typically one engine configuration swept over K.
-Each series gets one theoretical curve, drawn at the series' α (mean of ``alpha_used``) and c
-(median of ``c_used``), and where ``v`` / ``o`` are known, the measured-cost curve as well.
+of one run with one label and one configuration (:data:`CONFIG_COLUMNS`) — typically one engine
+configuration swept over K. Each series gets one theoretical curve, drawn at the series' α (mean of
+``alpha_used``) and c (median of ``c_used``), and where ``v`` / ``o`` are known, the measured-cost curve
+as well.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ import pandas as pd
 from specviz import grids, theory
 
 __all__ = [
+    "CONFIG_COLUMNS",
     "HEATMAP_SIZE",
     "HOVER_FIELDS",
+    "MISSING",
     "curves",
     "heatmap_grid",
     "hover_text",
@@ -87,26 +90,88 @@ def hover_text(frame: pd.DataFrame) -> pd.Series:
     return frame.apply(one, axis=1) if len(frame) else pd.Series([], index=frame.index, dtype=object)
 
 
+#: Columns that tell one engine configuration from another, in the order a series name lists them.
+CONFIG_COLUMNS: tuple[str, ...] = ("target_model", "draft_model", "hardware", "method", "batch_size", "temperature")
+_NUMERIC_CONFIG = ("batch_size", "temperature")
+MISSING = "(missing)"  #: how a series name shows an empty cell of a column that tells its rows apart
+
+
+def _cells(frame: pd.DataFrame, name: str) -> list:
+    """Cells of column ``name`` as hashable values: floats for numeric columns, None where missing (or blank)."""
+    if name in _NUMERIC_CONFIG or name in ("k", "alpha_used", "c_used"):
+        return [None if pd.isna(v) else float(v) for v in pd.to_numeric(_col(frame, name), errors="coerce")]
+    return [None if pd.isna(v) or (isinstance(v, str) and not v.strip()) else v for v in _col(frame, name)]
+
+
+def _value_names(values: list, digits: tuple[int, ...]) -> dict:
+    """A distinct printed name per distinct value: numbers to the fewest of ``digits`` significant digits that
+    keep them apart, text as written, None as :data:`MISSING` (quoted text / 17 digits where names would clash).
+    """
+    distinct = list(dict.fromkeys(values))
+    for d in (*digits, None):
+        names = {
+            v: MISSING if v is None else (f"{v:.{d or 17}g}" if isinstance(v, float) else (str(v) if d else repr(v)))
+            for v in distinct
+        }
+        if len(set(names.values())) == len(distinct):
+            return names
+    return names  # unreachable: 17 digits and repr() tell any two distinct values apart
+
+
+def _config_parts(group: pd.DataFrame) -> list[list[str]]:
+    """Per row of ``group`` (the rows of one run and label): the name parts of its configuration.
+
+    ``<column>=<value>`` for each of :data:`CONFIG_COLUMNS` but temperature whose value differs between the
+    rows, then ``T=<t>`` wherever the temperature is known. Where no configuration column has a value in any
+    row, ``α=<a>, c=<c>`` when the rows cannot be one sweep over K: some K holds two distinct (α, c) pairs
+    (one configuration has one α and c per K; the α measured at each K of a sweep differs, so a sweep with
+    one row per K stays one series). A missing cell is a value of its own.
+    """
+    parts: list[list[str]] = [[] for _ in range(len(group))]
+    cells = {name: _cells(group, name) for name in CONFIG_COLUMNS}
+    for name in CONFIG_COLUMNS[:-1]:
+        if len(set(cells[name])) > 1:
+            names = _value_names(cells[name], (6,))
+            for row, v in zip(parts, cells[name], strict=True):
+                row.append(f"{name}={names[v]}")
+    if all(v is None for column in cells.values() for v in column):
+        alpha, c, k = _cells(group, "alpha_used"), _cells(group, "c_used"), _cells(group, "k")
+        if len(set(zip(k, alpha, c, strict=True))) > len(set(k)):  # some K holds two (α, c) pairs
+            a_names, c_names = _value_names(alpha, (4, 6)), _value_names(c, (4, 6))
+            for row, a, cv in zip(parts, alpha, c, strict=True):
+                row.append(f"α={a_names[a]}, c={c_names[cv]}")
+    t_names = _value_names(cells["temperature"], (6,))
+    for row, t in zip(parts, cells["temperature"], strict=True):
+        if t is not None:
+            row.append(f"T={t_names[t]}")
+    return parts
+
+
 def with_series(frame: pd.DataFrame) -> pd.DataFrame:
     """Copy of ``frame`` with ``series`` and ``hover`` columns.
 
-    The series key is readable and unique per (run, label, temperature): ``#<run_id> <run> · <label> · T=<t>``,
-    where the run part appears for library frames (``run_id`` / ``run`` columns), the run's name only when
-    it differs from the label, and ``T=`` only when the temperature is known.
+    A series is one configuration of one run and label. Its key is readable and unique:
+    ``#<run_id> <run> · <label> · <column>=<value> · T=<t>``, where the run part appears for library frames
+    (``run_id`` / ``run`` columns), the run's name only when it differs from the label, a
+    ``<column>=<value>`` part for each configuration column whose value differs within the run and label
+    (:data:`CONFIG_COLUMNS`; ``α=<a>, c=<c>`` instead when none of them has a value there and some K holds
+    two distinct (α, c) pairs), and ``T=`` wherever the temperature is known. The key is data, not
+    markup: the figures escape it.
     """
     out = frame.copy()
     run, label = _text(out, "run"), _text(out, "label")
-    temp = pd.to_numeric(_col(out, "temperature"), errors="coerce")
-    run_id = _col(out, "run_id")
-    keys = []
-    for rid, r, lab, t in zip(run_id, run, label, temp, strict=True):
+    run_id = [None if pd.isna(v) else int(v) for v in _col(out, "run_id")]
+    keys, groups = [], {}
+    for i, (rid, r, lab) in enumerate(zip(run_id, run, label, strict=True)):
         parts = [r] if r and r != lab else []
         parts.append(lab)
-        if not pd.isna(rid):
-            parts[0] = f"#{int(rid)} {parts[0]}"
-        if not np.isnan(t):
-            parts.append(f"T={t:g}")
+        if rid is not None:
+            parts[0] = f"#{rid} {parts[0]}"
         keys.append(" · ".join(parts))
+        groups.setdefault((rid, r, lab), []).append(i)
+    for rows in groups.values():
+        for i, parts in zip(rows, _config_parts(out.iloc[rows]), strict=True):
+            keys[i] = " · ".join([keys[i], *parts])
     out["series"] = pd.Series(keys, index=out.index, dtype=object)
     out["hover"] = hover_text(out)
     return out

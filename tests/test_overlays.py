@@ -735,6 +735,209 @@ def test_series_names_are_escaped_where_figures_render_them_as_markup():
 
 
 # --------------------------------------------------------------------------------------
+# one configuration per series
+# --------------------------------------------------------------------------------------
+
+T5_DRAFTS = ("T5-small (77M)", "T5-base (250M)", "T5-large (800M)")
+
+
+def leviathan_drafts_without_label() -> str:
+    """Leviathan et al. 2023's three T5 drafts of T5-XXL at K = 7 (EnDe, T = 0), one row per draft, no label column.
+
+    The rows are those of the shipped sample (data/samples/published_leviathan2023.csv, which cites the paper's
+    Table 2 and Table 4): each draft has its own α and c.
+    """
+    rows = list(csv.DictReader(io.StringIO((SAMPLES_DIR / "published_leviathan2023.csv").read_text(encoding="utf-8"))))
+    chosen = [r for r in rows if r["label"].endswith("EnDe T=0")]
+    assert [r["draft_model"] for r in chosen] == list(T5_DRAFTS) and {r["k"] for r in chosen} == {"7"}
+    header = [c for c in rows[0] if c != "label"]
+    return csv_text(header, [[r[c] for c in header] for r in chosen])
+
+
+def test_one_row_per_draft_without_a_label_column_is_one_series_per_draft():
+    """A series is one configuration: the three drafts of one file are three series with their own α and c.
+
+    Was a defect: the series key was (run, label, temperature), so a file with one row per draft
+    model and no label column (every row labelled with the file's name) was one series, drawn as one
+    curve at the mean α (0.79) and the median c (25, i.e. c_L = 0.04) of three different drafts.
+    """
+    df = load(leviathan_drafts_without_label(), "t5_drafts.csv")
+    assert (df["label"] == "t5_drafts.csv").all() and (df["k"] == 7).all() and df["temperature"].eq(0).all()
+    points, params, curve = pipeline(df)
+    expected = [f"t5_drafts.csv · draft_model={d} · T=0" for d in T5_DRAFTS]
+    assert list(params["series"]) == expected, (
+        f"three drafts (α {list(df['alpha_used'])}, c {list(df['c_used'])}) drawn as series "
+        f"{list(params['series'])} with α = {list(params['alpha'])} and c = {list(params['c'])}"
+    )
+    assert list(points["series"]) == expected and list(params["n"]) == [1, 1, 1]
+    for row in points.itertuples(index=False):
+        p = one(params, row.series)
+        assert (p.alpha, p.c) == (row.alpha_used, row.c_used)
+        best = theory.optimal_k(row.alpha_used, row.c_used, overlays.k_top(7))
+        assert (p.k_star_basic, p.s_star_basic) == (float(best.k), float(best.speedup))
+        # each curve passes through the paper's expected improvement at K = 7 (Table 4, within 0.1)
+        paper = float(re.search(r"expected improvement \(Theorem 3\.8\) = ([0-9.]+)", row.notes).group(1))
+        at_7 = curve[(curve["series"] == row.series) & (curve["k"] == 7)]["speedup_basic"]
+        assert float(at_7.iloc[0]) == pytest.approx(row.predicted_speedup, rel=1e-12)
+        assert abs(float(at_7.iloc[0]) - paper) <= 0.1, (row.series, float(at_7.iloc[0]), paper)
+    speed = named(figures.overlay_speedup_vs_k(points, curve, params))
+    assert [n for n in speed if n.endswith(": basic model")] == [html.escape(s) + ": basic model" for s in expected]
+    assert [n for n in speed if n.endswith(": measured")] == [html.escape(s) + ": measured" for s in expected]
+
+
+def test_the_drafts_file_saved_twice_is_six_series_keyed_by_run_id(library):
+    df = load(leviathan_drafts_without_label(), "t5_drafts.csv")
+    ids = [store.save_run(library, df, label=name, source="t5_drafts.csv") for name in ("t5_drafts.csv",) * 2]
+    points = overlays.with_series(store.load_runs(library, ids))
+    params = overlays.series_params(points)
+    # the run's name equals the rows' label (the file's name): it is said once
+    assert list(params["series"]) == [f"#{i} t5_drafts.csv · draft_model={d} · T=0" for i in ids for d in T5_DRAFTS]
+    assert list(params["n"]) == [1] * 6 and list(params["alpha"]) == list(df["alpha_used"]) * 2
+
+
+def test_a_file_where_only_temperature_varies_is_one_series_per_temperature():
+    config = ["vicuna-13b", "vicuna-68m", "A100", "draft model", 1]
+    rows = [
+        ["bench", k, a, c, t, *config]
+        for t, a0 in ((0, 0.8), (1, 0.7))
+        for k, a, c in ((1, a0, 20), (2, a0 + 0.02, 21), (4, a0 + 0.05, 22))
+    ]
+    header = [
+        "label",
+        "k",
+        "alpha",
+        "c",
+        "temperature",
+        "target_model",
+        "draft_model",
+        "hardware",
+        "method",
+        "batch_size",
+    ]
+    points, params, _ = pipeline(load(csv_text(header, rows)))
+    # the constant columns are not named, and α / c varying with K does not split a configuration
+    assert list(points["series"]) == ["bench · T=0"] * 3 + ["bench · T=1"] * 3
+    assert list(params["series"]) == ["bench · T=0", "bench · T=1"]
+    assert list(params["n"]) == [3, 3] and list(params["k_max"]) == [4, 4]
+    assert one(params, "bench · T=1").alpha == pytest.approx(np.mean([0.7, 0.72, 0.75]), rel=1e-12)
+    assert one(params, "bench · T=0").c == 21.0
+
+
+def test_rows_with_no_configuration_column_are_split_by_distinct_alpha_and_c():
+    """Without any configuration column, two (α, c) pairs at one K are two configurations.
+
+    A sweep with one row per K stays one series although the α measured at each K differs.
+    """
+    text = csv_text(["k", "alpha", "c", "speedup"], [[3, 0.7, 20, 1.9], [5, 0.7, 20, 2.1], [3, 0.8, 40, 2.4]])
+    df = load(text, "pairs.csv")
+    assert df[["target_model", "draft_model", "hardware", "method", "batch_size", "temperature"]].isna().all().all()
+    points, params, curve = pipeline(df)
+    assert list(points["series"]) == ["pairs.csv · α=0.7, c=20"] * 2 + ["pairs.csv · α=0.8, c=40"]
+    assert list(params["series"]) == ["pairs.csv · α=0.7, c=20", "pairs.csv · α=0.8, c=40"]
+    assert list(params["n"]) == [2, 1] and list(params["alpha"]) == [0.7, 0.8] and list(params["c"]) == [20.0, 40.0]
+    np.testing.assert_array_equal(
+        curve.loc[curve["series"] == "pairs.csv · α=0.8, c=40", "speedup_basic"],
+        theory.speedup(0.8, 40.0, np.arange(1, 9)),
+    )
+    # one (α, c) pair, or one row per K: one series, named as before
+    same = overlays.with_series(load(csv_text(["k", "alpha", "c"], [[3, 0.7, 20], [5, 0.7, 20]]), "one.csv"))
+    assert list(same["series"]) == ["one.csv"] * 2
+    sweep = overlays.with_series(
+        load(csv_text(["k", "alpha", "c"], [[1, 0.7, 20], [2, 0.75, 21], [4, 0.8, 19]]), "s.csv")
+    )
+    assert list(sweep["series"]) == ["s.csv"] * 3
+    # an unknown c is a value of its own; labels are split each on their own rows
+    mixed = overlays.with_series(
+        load(csv_text(["label", "k", "alpha", "c"], [["a", 2, 0.6, None], ["a", 2, 0.6, 10], ["b", 2, 0.5, 9]]))
+    )
+    assert list(mixed["series"]) == ["a · α=0.6, c=(missing)", "a · α=0.6, c=10", "b"]
+
+
+def test_a_constant_configuration_column_leaves_the_names_unchanged(library):
+    df = load(MIXED)
+    constant = df.assign(
+        target_model="vicuna-13b", draft_model="vicuna-68m", hardware="A100", method="eagle", batch_size=1
+    )
+    assert list(overlays.with_series(constant)["series"]) == [EAGLE] * 3 + [DRAFT] * 2 + [NGRAM]
+    rid = store.save_run(library, constant, label="lib", source="t.csv")
+    points = overlays.with_series(store.load_runs(library, [rid]))
+    assert list(points["series"]) == [f"#{rid} lib · {s}" for s in [EAGLE] * 3 + [DRAFT] * 2 + [NGRAM]]
+    # a column constant in one label and varying in another splits only the other
+    varied = constant.assign(draft_model=["vicuna-68m"] * 3 + ["d1", "d2", "vicuna-68m"])
+    assert list(overlays.with_series(varied)["series"]) == [EAGLE] * 3 + [
+        "draft · draft_model=d1 · T=0",
+        "draft · draft_model=d2 · T=0",
+        NGRAM,
+    ]
+
+
+def test_a_missing_configuration_cell_is_a_configuration_of_its_own():
+    header = ["label", "k", "alpha", "c", "temperature", "draft_model", "batch_size"]
+    rows = [
+        ["d", 3, 0.7, 20, 0, "d1", 1],
+        ["d", 3, 0.8, 30, 0, None, 1],
+        ["d", 5, 0.72, 20, 0, "d1", 1],
+        ["b", 2, 0.6, 10, None, "d1", 1],
+        ["b", 2, 0.6, 10, None, "d1", None],
+        ["b", 2, 0.6, 10, None, "d1", 8],
+        ["t", 2, 0.6, 10, 0.5, "d1", 1],
+        ["t", 2, 0.6, 10, None, "d1", 1],
+    ]
+    points, params, _ = pipeline(load(csv_text(header, rows)))
+    assert list(points["series"]) == [
+        "d · draft_model=d1 · T=0",
+        "d · draft_model=(missing) · T=0",
+        "d · draft_model=d1 · T=0",
+        "b · batch_size=1",
+        "b · batch_size=(missing)",
+        "b · batch_size=8",
+        "t · T=0.5",
+        "t",
+    ]
+    assert list(params["n"]) == [2, 1, 1, 1, 1, 1, 1]
+    assert one(params, "d · draft_model=d1 · T=0").alpha == pytest.approx(0.71, rel=1e-12)
+
+
+def test_series_names_stay_unique_when_values_print_alike():
+    header = ["label", "k", "alpha", "c", "draft_model"]
+    alike = overlays.with_series(load(csv_text(header[:4], [["x", 2, 0.7, 20], ["x", 2, 0.7000001, 20]])))
+    assert alike["series"].nunique() == 2, list(alike["series"])
+    literal = overlays.with_series(load(csv_text(header, [["y", 2, 0.7, 20, "(missing)"], ["y", 2, 0.7, 20, None]])))
+    assert literal["series"].nunique() == 2, list(literal["series"])
+
+
+def test_configuration_values_in_series_names_are_escaped_in_figures():
+    header = [
+        "label",
+        "k",
+        "alpha",
+        "c",
+        "v",
+        "speedup",
+        "mean_accepted_tokens",
+        "per_position_acceptance",
+        "draft_model",
+    ]
+    rows = [
+        ["run", 2, 0.8, 20, 0.1, 1.5, 2.4, "0.8;0.8", "A <b>x</b> & %{y}"],
+        ["run", 2, 0.6, 20, 0.1, 1.3, 2.0, "0.6;0.6", "plain"],
+    ]
+    points, params, curve = pipeline(load(csv_text(header, rows)))
+    assert list(params["series"]) == ["run · draft_model=A <b>x</b> & %{y}", "run · draft_model=plain"]
+    raw = [
+        f"{name}: {field} {getattr(t, field)!r}"
+        for name, fig in all_figures(points, params, curve, 2).items()
+        for t in fig.data
+        for field in ("name", "hovertemplate")
+        if "<b>x</b>" in (getattr(t, field, None) or "")
+    ]
+    assert not raw, "\n".join(raw)
+    assert "run · draft_model=A &lt;b&gt;x&lt;/b&gt; &amp; " in " ".join(
+        named(figures.overlay_speedup_vs_k(points, curve, params))
+    )
+
+
+# --------------------------------------------------------------------------------------
 # shipped samples
 # --------------------------------------------------------------------------------------
 
