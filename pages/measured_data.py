@@ -7,15 +7,21 @@ import numpy as np
 import streamlit as st
 
 from specviz import figures, measurements, overlays, store, ui
-from specviz.share import Param
+from specviz.share import Param, by_key
 
 PAGE, URL = "measured", "measured-data"
-FORMATS = {"auto": "detect", "csv": "CSV", "spec_bench": "Spec-Bench JSON lines", "vllm_log": "vLLM log lines"}
-SPEC = (
+FORMATS = {"auto": "detect"} | {name: measurements.READERS[name].title for name in sorted(measurements.READERS)}
+SPEC = (  # shared in the URL
     Param("runs", [], "ints", 1, 2**63 - 1),
     Param("filter", "", "text", hi=200),
     Param("hk", 0, "int", 0, 64),
 )
+OPTIONS = (  # how staged files are read: not in the URL (a link does not carry the files either)
+    Param("format", "auto", "choice", choices=tuple(FORMATS)),
+    Param("k_given", 0, "int", 0, 4096),
+    Param("no_bonus", False, "bool"),
+)
+P = by_key(SPEC + OPTIONS)
 
 
 def key(name: str) -> str:
@@ -50,16 +56,15 @@ def staged_inputs() -> list[tuple[str, bytes]]:
 
 def show_report(report: measurements.LoadReport) -> None:
     """How the file was read: mapping, conversions, warnings, and the rows that were skipped."""
-    first, *rest = report.summary(max_errors=0).splitlines()
-    st.caption(first)
+    st.caption(ui.plain(report.headline))
     if report.mapped:
         st.info(
             "Mapped columns: " + ", ".join(f"`{a}` → `{b}`" for a, b in report.mapped.items()),
             icon=":material/swap_horiz:",
         )
-    for line in rest:
-        if line.startswith(("Conversions", "Ignored", "Warning")):
-            st.caption(line)
+    for line in (report.conversions_text, report.ignored_text, *(f"Warning: {w}" for w in report.warnings)):
+        if line:
+            st.caption(ui.plain(line))
     if report.row_errors:
         st.warning(
             f"{len(report.row_errors)} bad cell(s) in {report.rows_skipped} row(s); those rows are skipped, "
@@ -101,19 +106,19 @@ def add_section(engine, runs) -> None:
     left.text_area(
         "…or paste text (a CSV, JSON lines, or vLLM 'SpecDecoding metrics' log lines)", key=key("paste"), height=100
     )
-    right.selectbox("Format", tuple(FORMATS), format_func=FORMATS.get, key=key("format"))
-    right.number_input(
-        "K for files that do not state it (0 = not given)",
-        0,
-        4096,
-        key=key("k_given"),
-        help="vLLM log lines and Spec-Bench output do not record the draft length.",
-    )
-    right.checkbox(
-        "Mean acceptance length excludes the bonus token",
-        key=key("no_bonus"),
-        help="Some engines report accepted draft tokens per round (E[N] − 1); 1 is then added.",
-    )
+    with right:
+        ui.selectbox(PAGE, P["format"], "Format", format_func=FORMATS.get)
+        ui.number_input(
+            PAGE,
+            P["k_given"],
+            "K for files that do not state it (0 = not given)",
+            help="vLLM log lines and Spec-Bench output do not record the draft length.",
+        )
+        st.checkbox(
+            "Mean acceptance length excludes the bonus token",
+            key=key("no_bonus"),
+            help="Some engines report accepted draft tokens per round (E[N] − 1); 1 is then added.",
+        )
     samples = measurements.available_samples()
     if samples:
         sample = right.selectbox(
@@ -192,7 +197,7 @@ def library_section(engine, runs) -> None:
         st.info("The library is empty: add a file above, or load a sample.", icon=":material/inventory_2:")
         return
     c1, c2, c3, c4 = st.columns(4)
-    c1.text_input("Filter by label, model, hardware or method", key=key("filter"), max_chars=200)
+    c1.text_input("Filter by label, model, hardware or method", key=key("filter"), max_chars=int(P["filter"].hi))
     facets = {}
     for col, facet in zip((c2, c3, c4), ("target_model", "hardware", "method"), strict=True):
         values = sorted({v for cell in runs[facet] for v in cell.split(", ") if v})
@@ -278,7 +283,7 @@ def overlay_section(engine) -> None:
     with tab_map:
         ks = points["k"].astype(int)
         hk = st.session_state[key("hk")] or int(ks.mode().iloc[0])
-        st.number_input("K of the heatmap (0 = the most common K of the selection)", 0, 64, key=key("hk"))
+        ui.number_input(PAGE, P["hk"], "K of the heatmap (0 = the most common K of the selection)")
         st.plotly_chart(figures.overlay_alpha_c(heatmap_grid(hk, points["c_used"]), points, hk), width="stretch")
         if points["c_used"].isna().all():
             st.caption("No selected row has a c, so no point can be placed on this map.")
@@ -310,6 +315,8 @@ st.caption(
     "TensorRT-LLM, HF transformers and Spec-Bench are understood."
 )
 ui.restore(PAGE, SPEC)
+for option in OPTIONS:
+    st.session_state.setdefault(key(option.key), option.default)
 if key("runs_next") in st.session_state:
     st.session_state[key("runs")] = st.session_state.pop(key("runs_next"))
 library, runs = ui.library(), None

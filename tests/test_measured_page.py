@@ -9,7 +9,7 @@ import pytest
 from _apps import open_app, rerun, shown_errors
 from streamlit.testing.v1 import AppTest
 
-from specviz import measurements, store
+from specviz import measurements, store, ui
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "measured_data.py")
@@ -236,3 +236,26 @@ def test_a_deleted_run_can_be_saved_again(db_url):
     button(at, "Save to library").click()
     rerun(at)
     assert saved_runs(db_url).id.tolist() == [first + 1]  # a new id: ids are never reused
+
+
+def test_the_report_is_drawn_from_its_fields(db_url):
+    data = b"label,k,c_L,alpha,junk,speedup_ratio\nA,4,0.125,0.7,x,1.2\n"
+    at = run()
+    at.file_uploader(key="measured.files").upload("fields.csv", data, "text/csv")
+    rerun(at)
+    _, report = measurements.load_measurements(data, name="fields.csv")
+    captions = [c.value for c in at.caption]
+    for line in (report.headline, report.conversions_text, report.ignored_text, *report.warnings):
+        assert any(ui.plain(line) in c for c in captions), line
+    assert report.ignored and report.warnings  # the file exercises every kind of line
+    assert any("`c_L` → `c`" in i.value for i in at.info)
+
+
+def test_option_widgets_take_their_bounds_and_choices_from_their_params(db_url):
+    at = run()
+    k_given = at.number_input(key="measured.k_given")
+    assert (k_given.min, k_given.max, k_given.value) == (0, 4096, 0)
+    fmt = at.selectbox(key="measured.format")
+    assert fmt.value == "auto"
+    assert fmt.options == ["detect", *(measurements.READERS[n].title for n in sorted(measurements.READERS))]
+    assert at.checkbox(key="measured.no_bonus").value is False

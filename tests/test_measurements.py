@@ -1,11 +1,14 @@
-"""specviz.measurements: every engine's names and formats into the canonical schema (DESIGN.md §3, §6),
+"""specviz.measurements: every engine's names and formats into the canonical schema (docs/design.md §3, §6),
 row-level validation, derived columns, and fuzzing (only ValueError ever escapes)."""
 
 from __future__ import annotations
 
+import ast
+import csv
 import io
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -13,16 +16,25 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specviz import theory
+from specviz import measurements, theory
 from specviz.measurements import (
     ALIASES,
     BENCH_COLUMNS,
     COLUMNS,
     DERIVED_COLUMNS,
+    READERS,
+    Conversion,
     LoadReport,
+    RawColumn,
+    RawTable,
+    Reader,
     alias_table,
     load_measurements,
+    load_records,
     normalise_header,
+    readers,
+    reference,
+    validation,
 )
 
 
@@ -910,3 +922,169 @@ def test_fuzz_only_value_errors(case):
     """≥ 1,000 generated inputs: random bytes and text, random tables (canonical names, aliases, junk and
     duplicate headers; NaN/inf/negative/huge/text cells; huge fields; four encodings), JSON lines and log text."""
     _check_one(*case)
+
+
+# --------------------------------------------------------------------------------------
+# the package: conversions as an enum, the reader registry, named steps, the generated doc
+# --------------------------------------------------------------------------------------
+
+
+def test_conversions_are_enum_members_that_carry_their_text_and_rule():
+    converted = [a for a in ALIASES if a.conversion]
+    assert converted and all(isinstance(a.conversion, Conversion) for a in ALIASES)
+    assert {a.conversion for a in converted} == set(Conversion) - {Conversion.NONE}
+    assert not Conversion.NONE and str(Conversion.S_TO_MS) == "ms = s × 1000"
+    x = np.array([0.5, 3.0, np.nan])
+    np.testing.assert_array_equal(Conversion.S_TO_MS.apply(x), [500.0, 3000.0, np.nan])
+    np.testing.assert_array_equal(Conversion.US_TO_MS.apply(x), [0.0005, 0.003, np.nan])
+    np.testing.assert_array_equal(Conversion.K_MINUS_ONE.apply(x), [-0.5, 2.0, np.nan])
+    np.testing.assert_array_equal(Conversion.ADD_BONUS.apply(x), [1.5, 4.0, np.nan])
+    for deferred in (Conversion.INVERSE_C_L, Conversion.TIMES_K_PLUS_ONE):  # applied where the column is empty
+        assert deferred.deferred
+        np.testing.assert_array_equal(deferred.apply(x), x)
+    assert Conversion.S_TO_MS.file_unit == "s" and Conversion.US_TO_MS.file_unit == "µs"
+    assert not Conversion.K_MINUS_ONE.file_unit
+
+
+def test_an_out_of_range_time_in_seconds_is_reported_in_seconds():
+    _, report = load("label,k,alpha,t_target_s\nA,4,0.7,-0.02\nB,4,0.7,0.02\n")
+    (error,) = report.row_errors
+    assert (error.row, error.column, error.header, error.value) == (2, "t_target_ms", "t_target_s", "-0.02")
+    assert error.allowed == "a finite number > 0 (s)"
+
+
+def test_readers_are_an_explicit_registry_tried_in_order_csv_last():
+    assert list(READERS) == ["vllm_log", "spec_bench", "csv"]
+    assert all(isinstance(r, Reader) and r.rule for r in READERS.values())
+    assert readers.detect("x\nINFO SpecDecoding metrics: Mean acceptance length: 2.0").name == "vllm_log"
+    assert readers.detect('\n{"choices": []}\n').name == "spec_bench"
+    assert readers.detect("label,k,alpha\n").name == "csv"
+    formats = readers.formats()
+    assert formats["jsonl"] == "spec_bench" and formats["vllm"] == "vllm_log" and formats["auto"] == "auto"
+    assert {r.name for r in READERS.values() if r.needs_k} == {"vllm_log", "spec_bench"}
+
+
+def _key_value_reader() -> Reader:
+    """A made-up engine format: lines 'k=4 alpha=0.7 label=x' (one reader, no other change)."""
+
+    def read(text: str, ctx) -> RawTable:
+        rows, records = [], []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if line.startswith("kv:"):
+                rows.append(lineno)
+                records.append(dict(part.split("=", 1) for part in line[3:].split()))
+        names = dict.fromkeys(name for r in records for name in r)
+        columns = {n: RawColumn(n, n, [r.get(n, "") for r in records]) for n in names}
+        ctx.report.conversions.append("kv: one row per 'kv:' line")
+        return RawTable(rows, columns)
+
+    return Reader("kv", "key=value lines", lambda text: text.startswith("kv:"), "lines start with 'kv:'", read)
+
+
+def test_a_new_format_is_one_reader(monkeypatch):
+    monkeypatch.setattr(readers, "READERS", {"kv": _key_value_reader(), **readers.READERS})
+    df, report = load("kv: label=a k=4 alpha=0.7\nnoise\nkv: label=b k=4 alpha=1.7\n")
+    assert report.format == "kv" and "kv: one row per 'kv:' line" in report.conversions
+    assert df.label.tolist() == ["a"] and df.index.tolist() == [1]  # validation and derivation as for CSV
+    assert df.predicted_speedup.isna().all() and df.alpha_used.tolist() == [0.7]
+    assert [(e.row, e.column) for e in report.row_errors] == [(3, "alpha")]
+    assert load("kv: label=a k=2 alpha=0.5\n", format="kv")[1].format == "kv"
+    assert load("label,k,alpha\na,2,0.5\n")[1].format == "csv"  # the others are untouched
+
+
+def test_report_fields_as_sentences_are_what_the_summary_says():
+    _, report = load("name;K;accept %;junk\nA;4;70,5;x\n")
+    assert report.how == "csv, utf-8, delimiter ';', decimal comma"
+    assert report.headline == "t: read 1 row(s) (csv, utf-8, delimiter ';', decimal comma); loaded 1, skipped 0."
+    assert report.mapped_text == "Mapped columns: 'name' → label, 'K' → k, 'accept %' → acceptance_rate."
+    assert report.conversions_text.startswith("Conversions: decimal comma: 1 numeric cell(s)")
+    assert report.ignored_text == "Ignored columns: 'junk' (unknown column)."
+    lines = report.summary().splitlines()
+    assert lines[:4] == [report.headline, report.mapped_text, report.conversions_text, report.ignored_text]
+    clean = LoadReport(name="x")
+    assert clean.mapped_text == clean.conversions_text == clean.ignored_text == ""
+    assert clean.summary() == clean.headline
+
+
+def test_validation_steps_return_their_errors_and_leave_their_inputs_alone():
+    table = RawTable(
+        [2, 3, 4],
+        {
+            "k": RawColumn("k", "K", ["4", "4", "4"]),
+            "alpha": RawColumn("alpha", "α", ["0.5", "1.5", "x"]),
+        },
+    )
+    report = LoadReport(name="t")
+    values, errors, not_numbers = validation.parse_numbers(table, report)
+    assert not_numbers == {("alpha", 2)} and [(i, e.row, e.column) for i, e in errors] == [(2, 4, "alpha")]
+    values, k, errors = validation.check_k(table, values, not_numbers, None, report, "t")
+    assert errors == [] and k.ok.all()
+    before = {name: arr.copy() for name, arr in values.items()}
+    checked, errors = validation.check_ranges(table, values, k, no_bonus=False)
+    assert [(i, e.value, e.header) for i, e in errors] == [(1, "1.5", "α")]
+    for name, arr in before.items():  # a step returns new values; it does not write into its input
+        np.testing.assert_array_equal(values[name], arr)
+    assert checked["alpha"][0] == 0.5
+
+
+def test_derived_alpha_and_c_follow_the_documented_formulas():
+    k, alpha, c = 5, 0.6, 12.0
+    mean = (1 - alpha ** (k + 1)) / (1 - alpha)
+    rate = (mean - 1) / k
+    text = (
+        "label,k,mean_accepted_tokens,acceptance_rate,t_target_ms,t_draft_ms,t_verify_ms,c_L\n"
+        f"m,{k},{mean!r},,24,2,30,\n"
+        f"r,{k},,{rate!r},24,2,,\n"
+        f"l,{k},{mean!r},,,,,{1 / c!r}\n"
+    )
+    df, _ = load(text)
+    assert df.alpha_used.tolist() == pytest.approx([alpha] * 3, abs=1e-9)
+    assert df.alpha_source.tolist() == ["mean_accepted_tokens", "acceptance_rate", "mean_accepted_tokens"]
+    assert df.c_used.tolist() == pytest.approx([12.0, 12.0, 12.0])
+    assert df.c_source.tolist() == ["t_target_ms / t_draft_ms", "t_target_ms / t_draft_ms", "1 / c_L"]
+    assert df.v.iloc[0] == pytest.approx((30 / 24 - 1) / k)
+    assert df.predicted_speedup.tolist() == pytest.approx([mean * c / (c + k)] * 3)
+    assert df.predicted_speedup_measured_cost.iloc[0] == pytest.approx(mean / (1 + df.v.iloc[0] * k + k / c))
+
+
+def test_no_function_in_the_package_is_over_40_lines():
+    root = Path(measurements.__file__).parent
+    long = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef):
+                body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+                if body and body[-1].end_lineno - body[0].lineno + 1 > 40:
+                    long.append(f"{path.relative_to(root)}:{node.name}")
+    assert not long, long
+
+
+def test_schema_doc_is_generated_from_the_code_and_lists_every_column_and_alias():
+    doc = reference.DOC.read_text(encoding="utf-8")
+    assert reference.render(doc) == doc, "docs/measurement-schema.md is stale: python -m specviz.measurements.reference"
+    for name in (*COLUMNS, *BENCH_COLUMNS, *DERIVED_COLUMNS, *READERS):
+        assert f"`{name}`" in doc, name
+    for alias in ALIASES:
+        assert f"`{alias.header}`" in doc, alias.header
+    for conversion in set(Conversion) - {Conversion.NONE}:
+        assert str(conversion) in doc
+    stale = doc.replace("| `k` | draft tokens |", "| `k` | tokens |")
+    assert reference.render(stale) == doc  # a hand edit inside a block is overwritten
+    with pytest.raises(ValueError, match="nope"):
+        reference.render("<!-- BEGIN GENERATED: nope -->\n<!-- END GENERATED: nope -->")
+
+
+def test_records_in_memory_load_as_their_csv_does():
+    path = measurements.SAMPLES_DIR / "specviz_bench_bundled_cpu.csv"
+    from_file, _ = load_measurements(path, "bench")
+    with path.open(newline="", encoding="utf-8") as f:
+        records = list(csv.DictReader(f))
+    from_records, report = load_records(records, "bench")
+    assert report.format == "records" and report.rows_loaded == len(records) == len(from_file)
+    pd.testing.assert_frame_equal(from_records.reset_index(drop=True), from_file.reset_index(drop=True))
+    typed = [{"label": "a", "k": 4, "alpha": 0.7, "c": 10.0, "greedy_exact": True}, {"k": 2, "alpha": 1.5, "c": 3.0}]
+    df, report = load_records(typed, "live")
+    assert df.index.tolist() == [1] and bool(df.greedy_exact.iloc[0]) and df.alpha_used.iloc[0] == 0.7
+    assert [(e.row, e.column, e.value) for e in report.row_errors] == [(2, "alpha", "1.5")]
+    with pytest.raises(ValueError, match="unknown column"):
+        load_records([{"k": 4, "alpha": 0.5, "bogus": 1}])

@@ -1,0 +1,96 @@
+"""The entry point: check the arguments, then detect → read → validate → derive."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from specviz import theory
+from specviz.measurements import cells, readers
+from specviz.measurements.derive import derive
+from specviz.measurements.report import LoadReport, MeasurementError
+from specviz.measurements.validation import validate
+
+
+def load_measurements(
+    data,
+    name: str = "upload",
+    *,
+    format: str = "auto",
+    k: int | None = None,
+    max_bytes: int = 20 * 2**20,
+    max_rows: int = 200_000,
+    mean_tokens_without_bonus: bool = False,
+) -> tuple[pd.DataFrame, LoadReport]:
+    """Read measurements from any engine into the canonical schema, with a report of how.
+
+    Parameters
+    ----------
+    data : bytes, str or os.PathLike (or a file object with ``read`` / ``getvalue``)
+        The file's content (bytes), its text (a ``str`` is content, never a path), or a path.
+    name : str
+        Names the upload in messages and is the ``label`` of rows that have none.
+    format : {"auto", "csv", "spec_bench", "vllm_log"}
+        "auto" reads vLLM log text if a line holds ``SpecDecoding metrics``, Spec-Bench JSON
+        lines if the first non-blank line starts with '{', else CSV
+        (:data:`specviz.measurements.readers.READERS`, in that order).
+    k : int, optional
+        Draft length K for formats that do not state it (vLLM logs, Spec-Bench: required there)
+        and for a CSV without a K column (a K column in the file wins).
+    max_bytes, max_rows : int
+        Size caps (default 20 MiB, 200,000 rows); a larger file is refused.
+    mean_tokens_without_bonus : bool
+        Declares that the file's mean acceptance length excludes the bonus token (= E[N] − 1);
+        1 is added. Never guessed.
+
+    Returns
+    -------
+    (DataFrame, LoadReport)
+        One row per valid input row, indexed by the row number in the file (``row``): every
+        column of :data:`COLUMNS` (empty where the file has none), the :data:`BENCH_COLUMNS`
+        present in the file (``v`` also when derived), and :data:`DERIVED_COLUMNS`.
+
+    Raises
+    ------
+    ValueError (:class:`MeasurementError`)
+        Binary, empty, over the caps, missing required columns, no usable row, bad arguments.
+    """
+    fmt, k, max_bytes, max_rows = _check_arguments(name, format, k, max_bytes, max_rows, mean_tokens_without_bonus)
+    report = LoadReport(name=name)
+    text = cells.text_of(cells.read_input(data, name, max_bytes), name, max_bytes, report)
+    reader = readers.detect(text) if fmt == "auto" else readers.READERS[fmt]
+    report.format = reader.name
+    if reader.needs_k and k is None:
+        raise MeasurementError(
+            f"{name}: k (the draft length K) is required for {reader.title}, which do not state it; "
+            f"got k=None. Pass k=<integer >= 1>",
+            report,
+        )
+    table = reader.read(text, readers.ReadContext(name, report, max_rows, k))
+    checked = validate(table, report, name, bool(mean_tokens_without_bonus), k)
+    return derive(checked, report), report
+
+
+def _check_arguments(name, format, k, max_bytes, max_rows, no_bonus) -> tuple[str, int | None, int, int]:
+    """(reader name or "auto", k, max_bytes, max_rows) after checking each argument (ValueError naming it)."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"name must be a non-empty str; got {name!r}")
+    formats = readers.formats()
+    fmt = formats.get(format) if isinstance(format, str) else None
+    if fmt is None:
+        raise ValueError(f"format must be one of {sorted(set(formats))}; got {format!r}")
+    max_bytes = _check_positive_int(max_bytes, "max_bytes")
+    max_rows = _check_positive_int(max_rows, "max_rows")
+    if k is not None:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer, float)) or not float(k).is_integer():
+            raise ValueError(f"k must be an integer in [1, {theory.K_LIMIT}]; got {k!r}")
+        k = int(theory.check_k(k))
+    if not isinstance(no_bonus, (bool, np.bool_)):  # ValueError, not TypeError: the contract
+        raise ValueError(f"mean_tokens_without_bonus must be True or False; got {no_bonus!r}")
+    return fmt, k, max_bytes, max_rows
+
+
+def _check_positive_int(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{what} must be an integer >= 1; got {value!r}")
+    return int(value)

@@ -1,0 +1,32 @@
+"""The registry of input formats: one module per format, each returning a :class:`RawTable`.
+
+A reader is a :class:`Reader`: its name (``LoadReport.format``), the spellings ``format=``
+accepts, its auto-detection rule on the decoded text, whether it needs the caller's K, and
+``read(text, ctx) -> RawTable``. :data:`READERS` lists them in detection order: ``"auto"``
+takes the first whose ``detect`` matches, so the catch-all CSV reader comes last.
+
+To add an engine's format: write ``readers/<format>.py`` with a ``READER = Reader(...)`` whose
+``read`` returns a :class:`RawTable` of canonical (or aliased) columns, add it to
+:data:`READERS` before ``csv``, and add the engine's headers to
+:data:`specviz.measurements.aliases.ALIASES`. Validation and derived columns need no change.
+"""
+
+from __future__ import annotations
+
+from specviz.measurements.readers import csv, spec_bench, vllm_log
+from specviz.measurements.readers.base import ReadContext, Reader
+
+__all__ = ["READERS", "ReadContext", "Reader", "detect", "formats"]
+
+#: Every format, in detection order (the first whose rule matches reads the text; CSV matches anything).
+READERS: dict[str, Reader] = {r.name: r for r in (vllm_log.READER, spec_bench.READER, csv.READER)}
+
+
+def formats() -> dict[str, str]:
+    """``format=`` spellings -> reader name, from :data:`READERS` as it stands ("auto": detect)."""
+    return {"auto": "auto"} | {s: r.name for r in READERS.values() for s in (r.name, *r.spellings)}
+
+
+def detect(text: str) -> Reader:
+    """The first reader of :data:`READERS` whose detection rule matches ``text`` (CSV matches anything)."""
+    return next(r for r in READERS.values() if r.detect(text))

@@ -1,0 +1,46 @@
+"""Rows already in memory (e.g. a live run's) through the same validation and derivation as a file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from specviz.measurements.derive import derive
+from specviz.measurements.report import LoadReport
+from specviz.measurements.schema import BENCH_COLUMNS, COLUMNS, DERIVED_COLUMNS
+from specviz.measurements.table import RawColumn, RawTable
+from specviz.measurements.validation import validate
+
+
+def load_records(records: Sequence[Mapping[str, object]], name: str = "records") -> tuple[pd.DataFrame, LoadReport]:
+    """Validate and complete rows given as mappings of canonical column names; no text round trip.
+
+    Parameters
+    ----------
+    records : sequence of mappings
+        One mapping per row, keyed by :data:`COLUMNS` / :data:`BENCH_COLUMNS` names (a key of
+        :data:`DERIVED_COLUMNS` is recomputed, anything else is a ValueError). Cells may be
+        numbers, str, bool or None (empty).
+    name : str
+        Names the rows in messages and labels rows without a label.
+
+    Returns
+    -------
+    (DataFrame, LoadReport)
+        As :func:`specviz.measurements.load_measurements` returns for a file of these rows,
+        indexed by the record's position from 1 (``row``); ``report.format`` is ``"records"``.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"name must be a non-empty str; got {name!r}")
+    report = LoadReport(name=name, format="records")
+    names = list(dict.fromkeys(key for record in records for key in record))
+    unknown = [key for key in names if key not in COLUMNS and key not in BENCH_COLUMNS]
+    if unknown:
+        raise ValueError(f"{name}: unknown column(s) {unknown}; allowed: the measurement columns {list(COLUMNS)} …")
+    report.ignored.update(dict.fromkeys(filter(DERIVED_COLUMNS.__contains__, names), "derived, recomputed"))
+    columns = {
+        key: RawColumn(key, key, [record.get(key) for record in records]) for key in names if key not in DERIVED_COLUMNS
+    }
+    table = RawTable(list(range(1, len(records) + 1)), columns)
+    return derive(validate(table, report, name, False, None), report), report
