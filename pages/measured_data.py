@@ -266,7 +266,8 @@ def overlay_section(engine) -> None:
     params = overlays.series_params(points)
     curves = overlays.curves(params)
     st.caption(
-        "One series per run, label and temperature. Its curves use the series' α (mean of the α used per "
+        "One series per configuration: run, label, and every model, hardware, method, batch size or "
+        "temperature that differs within them. Its curves use the series' α (mean of the α used per "
         "row) and c (median); the dashed curve adds the measured verify cost v and overhead o."
     )
     st.dataframe(params, hide_index=True, width="stretch")
