@@ -1,43 +1,95 @@
 """The source chapter's printed numbers, and the same numbers recomputed live.
 
-Source: ``shared/reference/chapter-01-acceptance-math.zh.txt`` (study chapter on
-Leviathan et al. 2023, arXiv 2211.17192): table §4.4 (E[N]), table §5.3 (speedup)
-and exercise 2 (§9). The printed values are the chapter's, digit for digit; the
-``computed`` columns come from :mod:`specviz.theory`. Tests and the Break-even page
-both read from here, so the comparison is made in one place.
+The printed values live in ``data/chapter/tables.json`` (see ``data/chapter/README.md`` for
+the citation): a study chapter on Leviathan et al. 2023 (arXiv 2211.17192), its table §4.4
+(E[N]), table §5.3 (speedup) and exercise 2 (§9). They are kept digit for digit as strings;
+the ``computed`` columns come from :mod:`specviz.theory`. Tests and the Break-even page both
+read from here, so the comparison is made in one place.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pandas as pd
 
 from specviz import theory
 
+#: The project's copy of the chapter's tables and exercise 2.
+TABLES_PATH = Path(__file__).resolve().parent.parent / "data" / "chapter" / "tables.json"
+
+
+def _rows(tables: dict, key: str, columns: tuple[str, ...], where: str) -> list[list]:
+    """The rows of table ``key``, or ValueError unless its columns are exactly ``columns``."""
+    table = tables.get(key)
+    if not isinstance(table, dict) or tuple(table.get("columns", ())) != columns:
+        raise ValueError(f"{where}: {key} must have columns {list(columns)}; got {table!r:.120}")
+    rows = table.get("rows")
+    if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == len(columns) for r in rows):
+        raise ValueError(f"{where}: {key}.rows must be lists of {len(columns)} values; got {rows!r:.120}")
+    return rows
+
+
+def _number(value, where: str) -> float:
+    """An input (α, c or K) stored as a JSON number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{where} must be a number; got {value!r}")
+    return float(value)
+
+
+def _printed(value, where: str) -> str:
+    """A printed value: a string holding a decimal number ("2.40"), kept as written."""
+    if not isinstance(value, str) or not value.replace(".", "", 1).isdigit():
+        raise ValueError(f'{where} must be a printed number in a string such as "2.40"; got {value!r}')
+    return value
+
+
+def load_tables(path: Path = TABLES_PATH) -> tuple[tuple, tuple, dict]:
+    """``(TABLE_4_4, TABLE_5_3, EXERCISE_2)`` read from the chapter file at ``path``.
+
+    Raises ValueError naming the file, the table and the field when a value is missing or of
+    the wrong kind (a printed value must be a string, so its digits survive).
+    """
+    name = Path(path).name
+    tables = json.loads(Path(path).read_text(encoding="utf-8"))
+    t44 = tuple(
+        (
+            _number(a, f"{name}: table_4_4 row {i} alpha"),
+            int(_number(k, f"{name}: table_4_4 row {i} k")),
+            _printed(e, f"{name}: table_4_4 row {i} expected_tokens"),
+        )
+        for i, (a, k, e) in enumerate(_rows(tables, "table_4_4", ("alpha", "k", "expected_tokens"), name))
+    )
+    t53 = tuple(
+        (
+            _number(a, f"{name}: table_5_3 row {i} alpha"),
+            _number(c, f"{name}: table_5_3 row {i} c"),
+            int(_number(k, f"{name}: table_5_3 row {i} k")),
+            _printed(e, f"{name}: table_5_3 row {i} expected_tokens"),
+            _printed(s, f"{name}: table_5_3 row {i} speedup"),
+        )
+        for i, (a, c, k, e, s) in enumerate(
+            _rows(tables, "table_5_3", ("alpha", "c", "k", "expected_tokens", "speedup"), name)
+        )
+    )
+    ex = tables.get("exercise_2") or {}
+    ex2: dict[str, float | str] = {key: _number(ex.get(key), f"{name}: exercise_2.{key}") for key in ("alpha", "c")}
+    for key in ("speedup_k4", "speedup_k8", "break_even_k4"):
+        ex2[key] = _printed(ex.get(key), f"{name}: exercise_2.{key}")
+    return t44, t53, ex2
+
+
+_T44, _T53, _EX2 = load_tables()
+
 #: §4.4 — (α, K, printed E[N]); printed to 2 decimals except 1.996 (α = 0.5, K = 8).
-TABLE_4_4: tuple[tuple[float, int, str], ...] = (
-    (0.5, 4, "1.94"),
-    (0.5, 8, "1.996"),
-    (0.6, 4, "2.31"),
-    (0.6, 8, "2.47"),
-    (0.7, 4, "2.77"),
-    (0.7, 8, "3.20"),
-    (0.8, 4, "3.36"),
-    (0.8, 8, "4.33"),
-    (0.9, 4, "4.10"),
-    (0.9, 8, "6.13"),
-)
+TABLE_4_4: tuple[tuple[float, int, str], ...] = _T44
 
 #: §5.3 — (α, c, K, printed E[N], printed speedup).
-TABLE_5_3: tuple[tuple[float, float, int, str, str], ...] = (
-    (0.8, 10.0, 4, "3.36", "2.40"),
-    (0.8, 10.0, 8, "4.33", "2.40"),
-    (0.9, 10.0, 8, "6.13", "3.40"),
-    (0.6, 10.0, 4, "2.31", "1.65"),
-    (0.8, 5.0, 4, "3.36", "1.87"),
-)
+TABLE_5_3: tuple[tuple[float, float, int, str, str], ...] = _T53
 
 #: Exercise 2 — c = 8, α = 0.7: speedups at K = 4 and K = 8; break-even α for K = 4.
-EXERCISE_2 = {"alpha": 0.7, "c": 8.0, "speedup_k4": "1.85", "speedup_k8": "1.60", "break_even_k4": "0.34"}
+EXERCISE_2: dict[str, float | str] = _EX2
 
 
 def decimals(printed: str) -> int:

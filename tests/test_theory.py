@@ -1,4 +1,4 @@
-"""Example-based tests of specviz.theory against DESIGN.md §1 and the source chapter.
+"""Example-based tests of specviz.theory against docs/design.md §1 and the source chapter.
 
 Fixed values (the chapter's tables and exercise 2), the speedup bound, numerical
 stability of E[N] against an exact reference, the distribution of N, the
@@ -8,6 +8,7 @@ validation (every message names the parameter, the value and the allowed range).
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from fractions import Fraction
@@ -66,6 +67,62 @@ def test_chapter_table_lengths():
     assert len(chapter.table_4_4()) == len(chapter.TABLE_4_4) == 10
     assert len(chapter.table_5_3()) == len(chapter.TABLE_5_3) == 5
     assert len(chapter.exercise_2()) == 3
+
+
+# The chapter's printed digits, spelled out once more as the oracle for the project's copy in
+# data/chapter/tables.json (§4.4 table, §5.3 table, §9 exercise 2): a slip in that file fails here.
+PRINTED_4_4 = {
+    (0.5, 4): "1.94",
+    (0.5, 8): "1.996",
+    (0.6, 4): "2.31",
+    (0.6, 8): "2.47",
+    (0.7, 4): "2.77",
+    (0.7, 8): "3.20",
+    (0.8, 4): "3.36",
+    (0.8, 8): "4.33",
+    (0.9, 4): "4.10",
+    (0.9, 8): "6.13",
+}
+PRINTED_5_3 = [
+    (0.8, 10, 4, "3.36", "2.40"),
+    (0.8, 10, 8, "4.33", "2.40"),
+    (0.9, 10, 8, "6.13", "3.40"),
+    (0.6, 10, 4, "2.31", "1.65"),
+    (0.8, 5, 4, "3.36", "1.87"),
+]
+PRINTED_EX_2 = {"alpha": 0.7, "c": 8, "speedup_k4": "1.85", "speedup_k8": "1.60", "break_even_k4": "0.34"}
+
+
+def test_chapter_file_holds_the_printed_digits():
+    assert {(a, k): e for a, k, e in chapter.TABLE_4_4} == PRINTED_4_4
+    assert len(chapter.TABLE_4_4) == len(PRINTED_4_4)
+    assert list(chapter.TABLE_5_3) == PRINTED_5_3
+    assert chapter.EXERCISE_2 == PRINTED_EX_2
+    # printed values stay strings, so "2.40" keeps its two decimals
+    printed = [e for *_, e in chapter.TABLE_4_4] + [x for row in chapter.TABLE_5_3 for x in row[3:]]
+    assert all(isinstance(x, str) for x in printed)
+    assert chapter.TABLES_PATH.parts[-3:] == ("data", "chapter", "tables.json")
+
+
+def test_chapter_file_errors_name_the_field(tmp_path):
+    good = json.loads(chapter.TABLES_PATH.read_text(encoding="utf-8"))
+    assert chapter.load_tables(chapter.TABLES_PATH) == (chapter.TABLE_4_4, chapter.TABLE_5_3, chapter.EXERCISE_2)
+    bad = json.loads(json.dumps(good))
+    bad["table_5_3"]["rows"][1][4] = 2.4  # a number loses the printed decimals
+    path = tmp_path / "tables.json"
+    path.write_text(json.dumps(bad), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"tables.json: table_5_3 row 1 speedup .*got 2.4"):
+        chapter.load_tables(path)
+    bad = json.loads(json.dumps(good))
+    del bad["exercise_2"]["c"]
+    path.write_text(json.dumps(bad), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"exercise_2.c must be a number; got None"):
+        chapter.load_tables(path)
+    bad = json.loads(json.dumps(good))
+    bad["table_4_4"]["columns"] = ["alpha", "k"]
+    path.write_text(json.dumps(bad), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"table_4_4 must have columns"):
+        chapter.load_tables(path)
 
 
 def test_decimals():
