@@ -1,4 +1,4 @@
-"""What engines call the quantities of speculative decoding (DESIGN.md §6).
+"""What engines call the quantities of speculative decoding (docs/design.md §6).
 
 Under the i.i.d. model with per-token acceptance α and draft length K. The
 ``ours`` column names the quantity in specviz's terms; ``metric`` is the key of
@@ -48,11 +48,18 @@ ENGINE_TERMS: tuple[dict[str, str], ...] = (
         "metric": "mean_tokens",
     },
     {
-        "engine": "SGLang",
+        "engine": "SGLang (before April 2026)",
         "name": "accept rate",
         "definition": "accept len / speculative_num_draft_tokens",
         "ours": "E[N] / (K + 1) for chains — not r",
         "metric": "system_efficiency",
+    },
+    {
+        "engine": "SGLang (since PR #23530, April 2026)",
+        "name": "accept rate",
+        "definition": "accepted draft tokens / proposed draft tokens",
+        "ours": "r = (E[N] − 1) / K",
+        "metric": "acceptance_rate",
     },
     {
         "engine": "llama.cpp",

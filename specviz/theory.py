@@ -1,7 +1,7 @@
 """Closed forms of speculative decoding (Leviathan et al. 2023, arXiv 2211.17192).
 
 Everything here is numpy only and broadcasts over every argument. Symbols follow
-DESIGN.md §1:
+docs/design.md §1:
 
 * ``alpha`` -- per-token acceptance probability α ∈ [0, 1];
 * ``k`` -- draft length K, an integer ≥ 1 (Leviathan et al. call it γ);
@@ -425,7 +425,7 @@ def optimal_k(alpha, c, k_max: int = 32, v=0.0, o=0.0) -> OptimalK:
 
 
 # --------------------------------------------------------------------------------------
-# metric conversions between engines (DESIGN.md §6)
+# metric conversions between engines (docs/design.md §6)
 # --------------------------------------------------------------------------------------
 
 
@@ -475,7 +475,7 @@ def c_from_leviathan(c_l):
 
 @dataclass(frozen=True)
 class Metric:
-    """An engine metric that is a function of E[N] and K (see DESIGN.md §6)."""
+    """An engine metric that is a function of E[N] and K (see docs/design.md §6)."""
 
     label: str  #: short UI name
     description: str  #: what it counts, with the engines that report it

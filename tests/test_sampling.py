@@ -1,4 +1,4 @@
-"""Tests of specviz.sampling: the verification rule (DESIGN.md §1), Monte-Carlo rounds,
+"""Tests of specviz.sampling: the verification rule (docs/design.md §1), Monte-Carlo rounds,
 the buggy variants, distribution builders, parsing and the statistics helpers.
 
 Statistical tests use fixed seeds, so every run is deterministic; the thresholds are

@@ -1,5 +1,5 @@
 """Hypothesis property tests of specviz.theory: ranges, monotonicity, identities,
-inverses, broadcasting and argument validation (DESIGN.md §1)."""
+inverses, broadcasting and argument validation (docs/design.md §1)."""
 
 from __future__ import annotations
 
