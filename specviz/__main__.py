@@ -95,6 +95,39 @@ BENCH_TABLE = [
 ]
 
 
+DTYPE_CHOICES = ("auto", "float32", "float16", "bfloat16")
+
+
+def resolve_dtype(name: str, device: str):
+    """The ``--dtype`` choice as a ``torch.dtype`` for ``device``; None for ``"auto"``.
+
+    ``"auto"`` leaves the choice to :func:`specviz.models.default_dtype` (fp32 on CPU, bf16 or fp16 on
+    CUDA). An explicit dtype is tried on the device first (linear, layer norm, GELU, softmax: what a
+    forward pass uses), so a torch build or GPU without it fails here with a ValueError, not mid-sweep.
+    """
+    import torch
+
+    from specviz.models import resolve_device
+
+    if name not in DTYPE_CHOICES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPE_CHOICES)}; got {name!r}")
+    if name == "auto":
+        return None
+    dtype, dev = getattr(torch, name), resolve_device(device)
+    try:
+        x = torch.ones(2, 8, dtype=dtype, device=dev)
+        y = torch.nn.functional.linear(
+            torch.nn.functional.layer_norm(x, (8,)), torch.ones(8, 8, dtype=dtype, device=dev)
+        )
+        torch.softmax(torch.nn.functional.gelu(y), dim=-1).sum().item()
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(
+            f"dtype {name} is not supported on device {str(dev)!r} by torch {torch.__version__} ({exc}); "
+            "use --dtype auto or float32"
+        ) from None
+    return dtype
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     import pandas as pd
     from tqdm import tqdm
@@ -103,7 +136,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from specviz.models import load_pair
 
     try:
-        target, draft, tokenizer = load_pair(args.pair, device=args.device)
+        dtype = resolve_dtype(args.dtype, args.device)
+        target, draft, tokenizer = load_pair(args.pair, device=args.device, dtype=dtype)
         prompts = bench.load_prompts(args.prompts)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -201,6 +235,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeats", type=int, default=3)
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    b.add_argument(
+        "--dtype",
+        default="auto",
+        choices=DTYPE_CHOICES,
+        help="weights and activations; auto: float32 on CPU, bfloat16 (or float16 where unsupported) on CUDA",
+    )
     b.add_argument("--label", default=None)
     b.add_argument("--out", default="results.csv")
     b.set_defaults(func=cmd_bench)

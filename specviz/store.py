@@ -155,6 +155,8 @@ def _add_missing_columns(conn: Connection) -> list[str]:
 
 def _migrate(conn: Connection) -> None:
     """Create the schema, or bring an older one up to :data:`SCHEMA_VERSION` (in the caller's transaction)."""
+    if conn.dialect.name == "postgresql":  # servers opening one database at once migrate it one after another
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtext('specviz schema'))")
     tables = set(sa.inspect(conn).get_table_names())
     if "specviz_info" not in tables:
         _meta.create_all(conn)

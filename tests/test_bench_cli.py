@@ -1,8 +1,12 @@
-"""`python -m specviz bench` and `prompts` on a tiny random pair: the CSV, interruption, errors."""
+"""`python -m specviz bench` and `prompts` on a tiny random pair: the CSV, interruption, errors, --dtype, CUDA."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -13,6 +17,8 @@ from specviz import bench, measurements
 from specviz.models.gpt import GPT, GPTConfig
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +69,7 @@ def test_bench_writes_schema_csv(tiny_pair, tmp_path, capsys):
     assert {"label", "k", "alpha", "mean_accepted_tokens", "acceptance_rate"} <= set(df.columns)
     assert set(df.columns) <= set(measurements.COLUMNS) | set(measurements.BENCH_COLUMNS)
     assert (df.label == "tiny").all() and (df.runs == 2).all()
+    assert (df.dtype == "float32").all() and (df.device == "cpu").all()  # --dtype auto on CPU
     assert df.alpha.between(0, 1).all() and df.acceptance_rate.between(0, 1).all()
     assert (df.mean_accepted_tokens >= 1).all() and (df.mean_accepted_tokens <= df.k + 1).all()
     assert (df.c > 0).all() and (df.speedup > 0).all() and (df.t_verify_ms > 0).all()
@@ -132,3 +139,61 @@ def test_prompts_come_from_validation_files(tmp_path):
     assert len(rows) == 1  # 20 files × 5 % = 1 validation file, one prompt per file
     assert rows[0]["source"] in {p.name for p in val} and len(rows[0]["text"].encode()) == 64
     assert bench.load_prompts(out) == [rows[0]["text"]]
+
+
+def test_dtype_option_sets_the_weights_dtype(tiny_pair, tmp_path):
+    code, out = run_bench(tiny_pair, tmp_path, "--dtype", "bfloat16", "--k", "2", "--temperature", "0")
+    assert code == 0
+    df = pd.read_csv(out)
+    assert len(df) == 1 and df.dtype.tolist() == ["bfloat16"]
+    assert 0 <= df.alpha.iloc[0] <= 1 and df.t_verify_ms.iloc[0] > 0
+
+
+def test_dtype_choices_and_unsupported_dtype(tiny_pair, tmp_path, monkeypatch, capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["bench", "--dtype", "float64"])
+    assert "invalid choice: 'float64'" in capsys.readouterr().err
+
+    def no_half(x, w, b=None):  # what a torch build without half-precision CPU kernels raises
+        if x.dtype == torch.float16:
+            raise RuntimeError("\"addmm_impl_cpu_\" not implemented for 'Half'")
+        return real_linear(x, w, b)
+
+    real_linear = torch.nn.functional.linear
+    monkeypatch.setattr(torch.nn.functional, "linear", no_half)
+    code, out = run_bench(tiny_pair, tmp_path, "--dtype", "float16")
+    assert code == 2 and not out.exists()
+    err = capsys.readouterr().err
+    assert "dtype float16 is not supported on device 'cpu'" in err and "not implemented for 'Half'" in err
+    assert cli.resolve_dtype("float32", "cpu") is torch.float32 and cli.resolve_dtype("auto", "cpu") is None
+
+
+@pytest.mark.gpu
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_bench_cli_on_cuda(tiny_pair, tmp_path, dtype):
+    """`python -m specviz bench --device cuda --dtype …` in its own process: the CSV says CUDA, the GPU and the dtype."""
+    if dtype == "bfloat16" and not torch.cuda.is_bf16_supported(including_emulation=False):
+        pytest.skip(f"{torch.cuda.get_device_name()} has no native bfloat16")
+    root, prompts = tiny_pair
+    out = tmp_path / f"cuda-{dtype}.csv"
+    argv = ["--pair", str(root), "--k", "1,2", "--temperature", "0,1", "--new-tokens", "16", "--repeats", "2"]
+    argv += ["--prompts", str(prompts), "--device", "cuda", "--dtype", dtype, "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run(
+        [sys.executable, "-m", "specviz", "bench", *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    df = pd.read_csv(out)
+    assert sorted(zip(df.k, df.temperature, strict=True)) == [(1, 0.0), (1, 1.0), (2, 0.0), (2, 1.0)]
+    assert (df.dtype == dtype).all() and df.device.str.startswith("cuda").all()
+    assert df.hardware.str.contains(torch.cuda.get_device_name(), regex=False).all()
+    assert df.alpha.between(0, 1).all() and (df.runs == 4).all()
+    assert (df.t_target_ms > 0).all() and (df.t_draft_ms > 0).all() and (df.t_verify_ms > 0).all()
+    assert (df.mean_accepted_tokens >= 1).all() and (df.mean_accepted_tokens <= df.k + 1).all()
+    assert f"wrote 4 rows to {out}" in done.stdout

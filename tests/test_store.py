@@ -17,14 +17,13 @@ import sqlite3
 import sys
 import threading
 import time
-import types
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from _spawn import plain_main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -769,18 +768,6 @@ def save_runs_worker(url: str, n_runs: int, tag: str, barrier, results) -> None:
         results.put((tag, {}, f"{type(exc).__name__}: {exc}"))
 
 
-@contextmanager
-def _plain_main():
-    """Start spawned children with an empty __main__: AppTest (other test files) leaves sys.modules['__main__']
-    pointing at the last page it ran, and a spawned child would import, i.e. run, that page first."""
-    saved = sys.modules["__main__"]
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
-        yield
-    finally:
-        sys.modules["__main__"] = saved
-
-
 def _run_processes(url: str, n_procs: int, n_runs: int, parent_work=None):
     """Start n_procs spawned workers and release them together with parent_work (run in this process)."""
     ctx = multiprocessing.get_context("spawn")
@@ -790,7 +777,7 @@ def _run_processes(url: str, n_procs: int, n_runs: int, parent_work=None):
         ctx.Process(target=save_runs_worker, args=(url, n_runs, f"p{i}", barrier, results), daemon=True)
         for i in range(n_procs)
     ]
-    with _plain_main():
+    with plain_main():
         for p in procs:
             p.start()
     try:
@@ -867,7 +854,7 @@ def test_two_processes_creating_the_schema_at_once_both_succeed(tmp_path):
         ctx.Process(target=open_race_worker, args=(str(tmp_path), RACES, barrier, results), daemon=True)
         for _ in range(2)
     ]
-    with _plain_main():
+    with plain_main():
         for p in procs:
             p.start()
     try:
