@@ -478,11 +478,10 @@ def test_overlay_alpha_c_filled_at_k_open_elsewhere_on_the_heatmap():
     points = overlays.with_series(load(MIXED))
     grid = small_grid(2)
     fig = figures.overlay_alpha_c(grid, points, 2)
-    heat, contour, *scatter = fig.data
+    heat, line, *scatter = fig.data
     assert heat.type == "heatmap"
-    np.testing.assert_array_equal(heat.z, grid.z)
-    assert contour.type == "contour" and (contour.contours.start, contour.contours.end) == (1.0, 1.0)
-    assert contour.contours.coloring == "none"
+    np.testing.assert_allclose(heat.z, grid.z, rtol=1e-6)  # sent as float32
+    assert (line.type, line.name) == ("scatter", "S = 1 (break-even)")
     at_k, other = scatter
     assert (at_k.name, at_k.marker.symbol) == ("measured at K = 2", "circle")
     assert (other.name, other.marker.symbol) == ("other K", "circle-open")
@@ -1035,6 +1034,7 @@ def frames(draw):
     return csv_text(["label", "k", "alpha", "c", "v", "o", "temperature"], rows)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames())
 def test_random_frames_curves_are_finite_and_the_star_is_the_curves_maximum(text):

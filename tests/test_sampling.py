@@ -401,6 +401,7 @@ def verify_inputs(draw):
     return p, q, drafts, u
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(verify_inputs(), st.sampled_from(["exact", "resample_p", "greedy"]))
 def test_verify_properties(inputs, mode):
@@ -613,6 +614,7 @@ def test_chi_square_gof_pools_small_bins_and_detects_bias():
     assert S.chi_square_gof(skewed, p).p_value < 1e-12
 
 
+@pytest.mark.slow
 def test_chi_square_gof_tiny_pooled_bin_does_not_reject_a_typical_sample():
     # A sample a correct sampler produces with probability ~1 % (P(Poisson(0.01) ≥ 1)):
     p = torch.tensor([0.5, 0.5 - 1e-6, 1e-6], dtype=torch.float64)

@@ -456,6 +456,7 @@ def hyp_engine(tmp_path_factory):
     eng.dispose()
 
 
+@pytest.mark.slow
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(csv_rows(), _text)
 def test_random_frames_round_trip(hyp_engine, data, run_label):
@@ -731,6 +732,7 @@ def _thread_frames(n_threads: int, runs_per_thread: int) -> dict[str, pd.DataFra
     return frames
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shared", [True, False], ids=["shared-engine", "engine-per-thread"])
 def test_threads_saving_concurrently_lose_nothing(url, shared):
     frames = _thread_frames(N_THREADS, RUNS_PER_THREAD)
