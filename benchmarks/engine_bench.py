@@ -56,7 +56,7 @@ import torch
 from _report import fmt_s, machine_line, median_time, record, summary
 
 from specviz import bench, decoding
-from specviz.models import gpt, load_pair, resolve_device
+from specviz.models import gpt, load_pair, packed, resolve_device
 
 SEED = 0
 SPEEDUP_T0 = 2.0
@@ -235,7 +235,7 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
         has_sklearn = False
 
     t_sec = time.perf_counter()
-    device, dtype = target.wte.weight.device, target.wte.weight.dtype
+    device, dtype = target.device, target.dtype
     n = args.new_tokens
     with tempfile.TemporaryDirectory(prefix="specviz_engine_bench_") as tmp:
         t0 = time.perf_counter()
@@ -447,10 +447,10 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
 @torch.inference_mode()
 def _forward_ms(model, n_tokens: int, start: int = 200, steps: int = 40) -> float:
     """Median time of one cached forward over ``n_tokens`` tokens at position ``start``."""
-    model.setup_cache(1, model.cfg.block_size)
-    model(torch.zeros(1, start, dtype=torch.long, device=model.wte.weight.device), 0)
-    block = torch.arange(n_tokens, device=model.wte.weight.device).view(1, -1)
-    clock = decoding._Clock(model.wte.weight.device)
+    model.setup_cache(1, model.context_length)
+    model(torch.zeros(1, start, dtype=torch.long, device=model.device), 0)
+    block = torch.arange(n_tokens, device=model.device).view(1, -1)
+    clock = decoding._Clock(model.device)
     times = []
     for i in range(steps + 5):
         t0 = clock.now()
@@ -464,25 +464,23 @@ def backend_section(target, draft, k: int) -> None:
     """Print cached forward times with and without the oneDNN-packed linears (same weights, same run)."""
     print(
         f"\n[0] linear backend: median cached forward (ms), 1 token and K + 1 = {k + 1} tokens; "
-        f"packing applies to models with >= {gpt.PACK_MIN_BYTES >> 20} MiB of fp32 linear weights"
+        f"packing (specviz.models.packed) applies to models with >= {packed.PACK_MIN_BYTES >> 20} MiB of fp32 "
+        "linear weights"
     )
-    saved = gpt.PACK_MIN_BYTES
     for name, model in (("target", target), ("draft", draft)):
         if not isinstance(model, gpt.GPT):
             print(f"    {name}: not a specviz GPT (a transformers model): skipped")
             continue
-        times = {}
-        for label, threshold in (("as used", saved), ("F.linear", float("inf"))):
-            gpt.PACK_MIN_BYTES = threshold
-            try:
-                times[label] = (_forward_ms(model, 1), _forward_ms(model, k + 1))
-            finally:
-                gpt.PACK_MIN_BYTES = saved
-        with torch.inference_mode():
-            packed = model._packed_linears() is not None
+        times = {"as used": (_forward_ms(model, 1), _forward_ms(model, k + 1))}
+        holds = packed.holds_packs(model)
+        packed.remove(model)  # plain nn.Linear, same weights
+        try:
+            times["F.linear"] = (_forward_ms(model, 1), _forward_ms(model, k + 1))
+        finally:
+            packed.apply(model)
         (a1, ak), (b1, bk) = times["as used"], times["F.linear"]
         print(
-            f"    {name} ({'oneDNN packed' if packed else 'F.linear'} as used): 1 token {a1:.3f} vs F.linear "
+            f"    {name} ({'oneDNN packed' if holds else 'F.linear'} as used): 1 token {a1:.3f} vs F.linear "
             f"{b1:.3f} ({b1 / a1:.2f}x); {k + 1} tokens {ak:.3f} vs {bk:.3f} ({bk / ak:.2f}x)"
         )
 
@@ -511,7 +509,7 @@ def main(argv=None) -> int:
 
     t_start = time.perf_counter()
     if args.no_onednn:
-        gpt.PACK_MIN_BYTES = float("inf")
+        packed.PACK_MIN_BYTES = float("inf")  # load_pair then leaves every nn.Linear as it is
     if args.threads:
         torch.set_num_threads(args.threads)
     try:
@@ -552,7 +550,7 @@ def main(argv=None) -> int:
     n_params = [sum(p.numel() for p in m.parameters()) for m in (target, draft)]
     print(
         f"specviz engine benchmark: pair {args.pair!r} ({n_params[0] / 1e6:.2f} M / {n_params[1] / 1e6:.2f} M "
-        f"parameters), {bench.hardware_name(device)}, {str(target.wte.weight.dtype).removeprefix('torch.')}; "
+        f"parameters), {bench.hardware_name(device)}, {str(target.dtype).removeprefix('torch.')}; "
         f"{len(prompts)} prompts of {', '.join(str(p.numel()) for p in prompts)} tokens; "
         f"{args.new_tokens} new tokens; seed {SEED}"
     )

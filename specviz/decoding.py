@@ -1,9 +1,13 @@
 """Target-only and speculative generation with per-round records and timings.
 
-Both loops use the models' static KV caches (written by absolute position) and
-time only the decoding loop, synchronising CUDA around every timed region. The
-speculative loop calls :func:`specviz.sampling.verify` — the same rule the lab
-simulates — so what the lab shows is what the engine does.
+Both loops drive any :class:`specviz.models.Decodable` (the bundled GPT, the Hugging
+Face adapter) through its cache (written by absolute position) and time only the
+decoding loop, synchronising CUDA around every timed region (:class:`_Clock`). A
+speculative round is four named steps: :func:`draft_step` (a :class:`Draft` of K
+tokens), :func:`target_probs` (one target forward over K + 1 positions),
+:func:`verify_step` (:func:`specviz.sampling.verify` — the same rule the lab
+simulates — giving a :class:`Verdict`) and :func:`commit_step` (the next
+:class:`Cursor`); :func:`_round` times them into a :class:`RoundRecord`.
 
 Cache invariant (batch 1): ``seq`` holds every token so far; both caches hold
 valid keys/values for ``seq[:-1]``; the last token is *pending* — fed at the
@@ -22,16 +26,25 @@ import numpy as np
 import torch
 
 from specviz import sampling, theory
+from specviz.models import Decodable
 
 __all__ = [
+    "Cursor",
     "Divergence",
+    "Draft",
     "GenerationStats",
     "RoundRecord",
+    "Sampler",
+    "Verdict",
     "check_inputs",
+    "commit_step",
+    "draft_step",
     "first_divergence",
     "generate_target_only",
     "probabilities",
     "speculative_generate",
+    "target_probs",
+    "verify_step",
 ]
 
 
@@ -166,7 +179,7 @@ def check_inputs(models, prompt: torch.Tensor, max_new_tokens: int, temperature:
     if not (temperature >= 0 and np.isfinite(temperature)):
         raise ValueError(f"temperature must be a finite number >= 0; got {temperature}")
     need = prompt.numel() + max_new_tokens + k + 1
-    context = min(m.cfg.block_size for m in models)
+    context = min(m.context_length for m in models)
     if need > context:
         raise ValueError(
             f"prompt ({prompt.numel()} tokens) + max_new_tokens ({max_new_tokens}) + K + 1 = {need} "
@@ -174,15 +187,15 @@ def check_inputs(models, prompt: torch.Tensor, max_new_tokens: int, temperature:
         )
 
 
-def _prefill(model, prompt: torch.Tensor) -> None:
+def _prefill(model: Decodable, prompt: torch.Tensor) -> None:
     """Fill the cache with every prompt token but the last (which stays pending)."""
-    model.setup_cache(1, model.cfg.block_size)
+    model.setup_cache(1, model.context_length)
     if prompt.numel() > 1:
         model(prompt[None, :-1], 0)
 
 
 @torch.inference_mode()
-def _decode_step_ms(model, pending: torch.Tensor, start: int, clock: _Clock, steps: int = 8) -> float:
+def _decode_step_ms(model: Decodable, pending: torch.Tensor, start: int, clock: _Clock, steps: int = 8) -> float:
     """Median time of single-token cached decode steps at position ``start`` (cache left as it was valid)."""
     times = []
     for _ in range(steps):
@@ -194,7 +207,7 @@ def _decode_step_ms(model, pending: torch.Tensor, start: int, clock: _Clock, ste
 
 @torch.inference_mode()
 def generate_target_only(
-    target,
+    target: Decodable,
     prompt: torch.Tensor,
     max_new_tokens: int,
     temperature: float = 0.0,
@@ -206,9 +219,8 @@ def generate_target_only(
     and a :class:`GenerationStats` with ``t_target_ms`` the median decode step.
     """
     check_inputs([target], prompt, max_new_tokens, temperature, 0)
-    device = target.wte.weight.device
-    clock, greedy = _Clock(device), temperature == 0
-    prompt = prompt.to(device)
+    clock, sampler = _Clock(target.device), Sampler(temperature, generator)
+    prompt = prompt.to(target.device)
     t0 = clock.now()
     _prefill(target, prompt)
     prefill_ms = 1e3 * (clock.now() - t0)
@@ -217,8 +229,7 @@ def generate_target_only(
     start = clock.now()
     for _ in range(max_new_tokens):
         t = clock.now()
-        logits = target(pending.view(1, 1), pos)[0, -1]
-        pending = _sample(probabilities(logits, temperature)[None], generator, greedy)
+        pending = sampler.sample(sampler.probs(target(pending.view(1, 1), pos)[0, -1])[None])  # (1,)
         steps.append(clock.now() - t)
         out.append(pending)
         pos += 1
@@ -234,10 +245,150 @@ def generate_target_only(
     return torch.cat(out).cpu(), stats
 
 
+# --- one speculative round: draft → target forward → verify → commit ------------------------
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """How a distribution becomes a token: argmax at temperature 0, else a draw from ``generator``."""
+
+    temperature: float
+    generator: torch.Generator | None = None  # on the models' device
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    def probs(self, logits: torch.Tensor) -> torch.Tensor:
+        """(..., V) logits → (..., V) distributions at the temperature (see :func:`probabilities`)."""
+        return probabilities(logits, self.temperature)
+
+    def sample(self, probs: torch.Tensor) -> torch.Tensor:
+        """One token per row of ``probs`` (B, V) → (B,)."""
+        return _sample(probs, self.generator, self.greedy)
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where decoding stands (batch 1; the cache invariant of the module docstring).
+
+    ``pending`` (1,) is the last token, at position ``pos``, not yet fed to the target. ``draft_feed``
+    holds the tokens the draft must be fed before it drafts (the pending token, preceded by the
+    last draft after an all-accepted round), the first of them at position ``draft_pos``.
+    """
+
+    pending: torch.Tensor  # (1,)
+    pos: int
+    draft_feed: torch.Tensor  # (1,) or (2,)
+    draft_pos: int
+
+    @classmethod
+    def after_prefill(cls, prompt: torch.Tensor) -> Cursor:
+        return cls(prompt[-1:], prompt.numel() - 1, prompt[-1:], prompt.numel() - 1)
+
+
+@dataclass(frozen=True)
+class Draft:
+    """The draft model's proposal for one round: K tokens and the distributions they came from."""
+
+    tokens: torch.Tensor  # (K,) on the models' device
+    q: torch.Tensor  # (K, V) draft distribution at each drafted position
+
+    @property
+    def k(self) -> int:
+        return int(self.tokens.numel())
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Outcome of verifying a :class:`Draft` against the target's distributions."""
+
+    accepted: int  # a: the first a drafts are kept (0..K)
+    next_token: torch.Tensor  # (1,): the correction at position a, or the bonus token when a = K
+    accept_mask: list[bool]  # per verified position (min(a + 1, K) entries): the test passed
+    overlap: list[float]  # Σ min(p_i, q_i) per verified position
+
+
+def draft_step(draft: Decodable, cursor: Cursor, k: int, sampler: Sampler) -> Draft:
+    """K tokens from the draft: one cached forward each, the first over ``cursor.draft_feed``."""
+    tokens, q_rows = [], []
+    feed, at = cursor.draft_feed, cursor.draft_pos
+    for _ in range(k):
+        q_i = sampler.probs(draft(feed.view(1, -1), at)[0, -1])  # (V,)
+        x = sampler.sample(q_i[None])  # (1,)
+        tokens.append(x)
+        q_rows.append(q_i)
+        at += feed.numel()
+        feed = x
+    return Draft(torch.cat(tokens), torch.stack(q_rows))
+
+
+def target_probs(target: Decodable, cursor: Cursor, draft: Draft, sampler: Sampler) -> torch.Tensor:
+    """The verify forward: target distributions (K + 1, V) at positions pos..pos+K of [pending, drafts]."""
+    block = torch.cat([cursor.pending, draft.tokens])  # (K+1,)
+    return sampler.probs(target(block.view(1, -1), cursor.pos)[0])
+
+
+def verify_step(p: torch.Tensor, draft: Draft, sampler: Sampler) -> Verdict:
+    """The acceptance rule (:func:`specviz.sampling.verify`, ``docs/design.md`` §1) on p (K + 1, V) and a draft."""
+    k = draft.k
+    result = sampling.verify(p[None], draft.q[None], draft.tokens.view(1, k), sampler.generator, greedy=sampler.greedy)
+    a = int(result.accepted)
+    verified = min(a + 1, k)
+    return Verdict(
+        accepted=a,
+        next_token=result.next_token.view(1),
+        accept_mask=result.accept_mask[0, :verified].tolist(),
+        overlap=sampling.overlap(p[:verified], draft.q[:verified]).tolist(),
+    )
+
+
+def commit_step(cursor: Cursor, draft: Draft, verdict: Verdict) -> tuple[Cursor, list[int]]:
+    """Append ``drafts[:a]`` + the next token; return the new cursor and the tokens appended.
+
+    No cache is rolled back: stale entries beyond the accepted prefix are overwritten by the
+    next forwards. When all K were accepted the draft never saw its last token, so it is fed
+    together with the new pending one.
+    """
+    a, k = verdict.accepted, draft.k
+    pending = verdict.next_token.to(cursor.pending.device)
+    if a == k:
+        feed, feed_pos = torch.cat([draft.tokens[-1:], pending]), cursor.pos + k
+    else:
+        feed, feed_pos = pending, cursor.pos + a + 1
+    emitted = draft.tokens[:a].tolist() + [int(pending)]
+    return Cursor(pending, cursor.pos + a + 1, feed, feed_pos), emitted
+
+
+def _round(
+    target: Decodable, draft: Decodable, cursor: Cursor, k: int, sampler: Sampler, clock: _Clock
+) -> tuple[Cursor, RoundRecord]:
+    """One timed round: draft (draft_ms), target forward (verify_ms), verify + commit (other_ms)."""
+    t_a = clock.now()
+    proposal = draft_step(draft, cursor, k, sampler)
+    t_b = clock.now()
+    p = target_probs(target, cursor, proposal, sampler)  # (K+1, V)
+    t_c = clock.now()
+    verdict = verify_step(p, proposal, sampler)
+    cursor, emitted = commit_step(cursor, proposal, verdict)
+    t_d = clock.now()
+    record = RoundRecord(
+        drafted=proposal.tokens.tolist(),
+        accepted=verdict.accepted,
+        emitted=emitted,
+        accept_mask=verdict.accept_mask,
+        overlap=verdict.overlap,
+        draft_ms=1e3 * (t_b - t_a),
+        verify_ms=1e3 * (t_c - t_b),
+        other_ms=1e3 * (t_d - t_c),
+    )
+    return cursor, record
+
+
 @torch.inference_mode()
 def speculative_generate(
-    target,
-    draft,
+    target: Decodable,
+    draft: Decodable,
     prompt: torch.Tensor,
     k: int,
     temperature: float = 0.0,
@@ -248,10 +399,13 @@ def speculative_generate(
 ) -> tuple[torch.Tensor, GenerationStats]:
     """Speculative decoding: draft K tokens, verify K + 1 positions in one target forward.
 
+    Each round is :func:`draft_step` → :func:`target_probs` → :func:`verify_step` →
+    :func:`commit_step` (see :func:`_round`), until ``max_new_tokens`` tokens are out.
+
     Parameters
     ----------
-    target, draft : GPT
-        Models sharing the byte vocabulary, on the same device.
+    target, draft : Decodable
+        Models sharing the vocabulary, on the same device.
     prompt : LongTensor, shape (P,)
         Prompt token ids.
     k : int
@@ -277,66 +431,25 @@ def speculative_generate(
         raise ValueError(f"k must be an integer >= 1; got {k!r}")
     k = int(k)
     check_inputs([target, draft], prompt, max_new_tokens, temperature, k)
-    device = target.wte.weight.device
-    clock, greedy = _Clock(device), temperature == 0
-    prompt = prompt.to(device)
+    clock, sampler = _Clock(target.device), Sampler(temperature, generator)
+    prompt = prompt.to(target.device)
     t0 = clock.now()
     _prefill(target, prompt)
     _prefill(draft, prompt)
     prefill_ms = 1e3 * (clock.now() - t0)
-    pos = prompt.numel() - 1  # position of the pending token
-    pending = prompt[-1:]
+    cursor = Cursor.after_prefill(prompt)
     # single-step costs, measured at the pending position (those cache slots are rewritten by the loop)
-    t_p = _decode_step_ms(target, pending, pos, clock, calibration_steps) if calibration_steps else float("nan")
-    t_q = _decode_step_ms(draft, pending, pos, clock, calibration_steps) if calibration_steps else float("nan")
-    draft_feed, draft_pos = pending, pos  # tokens the draft must see before it drafts
-    generated: list[int] = []
+    t_p, t_q = (
+        _decode_step_ms(m, cursor.pending, cursor.pos, clock, calibration_steps) if calibration_steps else float("nan")
+        for m in (target, draft)
+    )
     rounds: list[RoundRecord] = []
-    verify_times: list[float] = []
+    generated = 0
     start = clock.now()
-    while len(generated) < max_new_tokens:
-        t_a = clock.now()
-        drafts, q_rows = [], []
-        feed, at = draft_feed, draft_pos
-        for _ in range(k):
-            q_i = probabilities(draft(feed.view(1, -1), at)[0, -1], temperature)  # (V,)
-            x = _sample(q_i[None], generator, greedy)
-            drafts.append(x)
-            q_rows.append(q_i)
-            at += feed.numel()
-            feed = x
-        t_b = clock.now()
-        block = torch.cat([pending, *drafts])  # (K+1,) tokens at positions pos..pos+K
-        p = probabilities(target(block.view(1, -1), pos)[0], temperature)  # (K+1, V)
-        t_c = clock.now()
-        q = torch.stack(q_rows)  # (K, V)
-        d = torch.cat(drafts).view(1, k)
-        result = sampling.verify(p[None], q[None], d, generator, greedy=greedy)
-        a = int(result.accepted)
-        emitted = d[0, :a].tolist() + [int(result.next_token)]
-        verified = min(a + 1, k)
-        overlap = sampling.overlap(p[:verified], q[:verified]).tolist()
-        pending = result.next_token.view(1).to(device)
-        if a == k:  # the draft never saw its last token: feed it together with the new pending one
-            draft_feed, draft_pos = torch.cat([d[0, -1:], pending]), pos + k
-        else:
-            draft_feed, draft_pos = pending, pos + a + 1
-        pos += a + 1
-        generated += emitted
-        t_d = clock.now()
-        verify_times.append(t_c - t_b)
-        rounds.append(
-            RoundRecord(
-                drafted=d[0].tolist(),
-                accepted=a,
-                emitted=emitted,
-                accept_mask=result.accept_mask[0, :verified].tolist(),
-                overlap=overlap,
-                draft_ms=1e3 * (t_b - t_a),
-                verify_ms=1e3 * (t_c - t_b),
-                other_ms=1e3 * (t_d - t_c),
-            )
-        )
+    while generated < max_new_tokens:
+        cursor, record = _round(target, draft, cursor, k, sampler, clock)  # K per round: the seam for a K policy
+        rounds.append(record)
+        generated += len(record.emitted)
     decode_s = clock.now() - start
     stats = GenerationStats(
         k=k,
@@ -346,10 +459,11 @@ def speculative_generate(
         prefill_ms=prefill_ms,
         t_target_ms=t_p,
         t_draft_ms=t_q,
-        t_verify_ms=1e3 * float(np.median(verify_times)),
+        t_verify_ms=float(np.median([r.verify_ms for r in rounds])),
         rounds=rounds,
     )
-    return torch.tensor(generated[:max_new_tokens], dtype=torch.long), stats
+    emitted = [t for r in rounds for t in r.emitted]
+    return torch.tensor(emitted[:max_new_tokens], dtype=torch.long), stats
 
 
 @dataclass(frozen=True)
@@ -368,7 +482,9 @@ class Divergence:
 
 
 @torch.inference_mode()
-def first_divergence(target, prompt: torch.Tensor, expected: torch.Tensor, got: torch.Tensor) -> Divergence | None:
+def first_divergence(
+    target: Decodable, prompt: torch.Tensor, expected: torch.Tensor, got: torch.Tensor
+) -> Divergence | None:
     """First position where ``got`` differs from ``expected`` (both 1-D new-token ids), or None.
 
     The margin comes from one full-recompute forward (no cache) over prompt + expected[:position]:
@@ -380,8 +496,7 @@ def first_divergence(target, prompt: torch.Tensor, expected: torch.Tensor, got: 
     if diff.numel() == 0:
         return None
     pos = int(diff[0, 0])
-    device = target.wte.weight.device
-    context = torch.cat([prompt.cpu(), expected[:pos].cpu()]).to(device)  # (T,)
+    context = torch.cat([prompt.cpu(), expected[:pos].cpu()]).to(target.device)  # (T,)
     logits = target(context.view(1, -1))[0, -1].float()  # (V,)
     top = torch.topk(logits, 2).values
     return Divergence(pos, int(expected[pos]), int(got[pos]), float(top[0] - top[1]))

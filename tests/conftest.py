@@ -1,7 +1,17 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures, and the rule of the gpu tier."""
 
 import pytest
 import torch
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` run only where torch sees a CUDA device; elsewhere they are skipped, saying why."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="no CUDA device (torch.cuda.is_available() is False): the gpu tier needs one")
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            item.add_marker(skip)
 
 
 @pytest.fixture(scope="module")

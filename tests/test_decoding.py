@@ -1,11 +1,13 @@
-"""Tests of the byte-level GPT's static KV cache and of specviz.decoding (DESIGN.md §1).
+"""Tests of the byte-level GPT's static KV cache and of specviz.decoding (docs/design.md §1).
 
 The oracle is nanoGPT's full-recompute decoding: ``model(seq[None])[0, -1]`` at every
 step, no cache. Against it we check the cached target-only loop, the cache's
 overwrite-by-position semantics (what makes a rejection free), greedy exactness of
 speculative decoding for several K, the structure of the per-round records, the
 losslessness of sampling at temperature 1 (χ² goodness of fit), the derived
-statistics, determinism, argument errors and model persistence.
+statistics, determinism, argument errors and model persistence; that the engine uses
+nothing of a model beyond :class:`specviz.models.Decodable`; and that every timed
+region reads the CUDA-synchronising clock.
 
 All models are tiny, randomly initialised from fixed seeds and run on one CPU
 thread (the default two threads contend with any other CPU job and run ~10× slower
@@ -19,17 +21,22 @@ import json
 import math
 import os
 from dataclasses import asdict
+from types import SimpleNamespace
 
 import pytest
 import torch
+from _models import ProtocolOnly, check_lossless, noisy_copy
 from _models import build_gpt as _build
 
-from specviz import sampling, theory
-from specviz.decoding import GenerationStats, RoundRecord, generate_target_only, speculative_generate
-from specviz.models import GPT, ByteTokenizer, GPTConfig, load_pair, resolve_device
-
-#: χ² p-value a correct (lossless) engine must exceed; a fresh seed fails with probability 1e-4.
-P_OK = 1e-4
+from specviz import decoding, sampling, theory
+from specviz.decoding import (
+    GenerationStats,
+    RoundRecord,
+    first_divergence,
+    generate_target_only,
+    speculative_generate,
+)
+from specviz.models import GPT, ByteTokenizer, Decodable, GPTConfig, load_pair, resolve_device
 
 PROMPTS = {
     "code": torch.tensor(list(b"def f(x):\n    return")),
@@ -48,16 +55,6 @@ LENGTHS = [1, 7, 50]  # 7 and 50 are not multiples of K + 1 for most K
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-def _noisy_copy(model: GPT, noise: float, seed: int) -> GPT:
-    """A draft that agrees with ``model`` often but not always (same shape, perturbed weights)."""
-    out = copy.deepcopy(model)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in out.parameters():
-            p.add_(torch.randn(p.shape, generator=g) * noise)
-    return out.eval()
-
-
 TARGET_CFG = GPTConfig(n_layer=2, n_head=2, n_embd=64, block_size=256)
 DRAFT_CFG = GPTConfig(n_layer=1, n_head=2, n_embd=32, block_size=256)
 
@@ -70,7 +67,7 @@ def models() -> dict[str, GPT]:
         "target": target,  # default init
         "draft": _build(DRAFT_CFG, 1),  # a weak, unrelated draft
         "sharp": sharp,  # varied outputs
-        "sharp_draft": _noisy_copy(sharp, 0.015, 3),  # accepts some, rejects some
+        "sharp_draft": noisy_copy(sharp, 0.015, 3),  # accepts some, rejects some
     }
 
 
@@ -323,41 +320,9 @@ def test_target_only_at_temperature_one_returns_exact_length(models):
 
 
 @pytest.mark.slow
-def test_speculative_sampling_is_lossless(models):
-    """First token and first pair of tokens are distributed as the target's, not the draft's.
-
-    One round of K = 2 (plus a second round when the first rejects at once) per seed, with
-    a sharp tiny target and a different tiny draft (overlap ≈ 0.3, so all three paths occur:
-    correction at position 1, correction at position 2, bonus).
-    """
-    target = _build(GPTConfig(n_layer=1, n_head=2, n_embd=32, block_size=32), 10, std=0.3)
-    draft = _build(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=32), 11, std=0.3)
-    prompt = torch.tensor(list(b"x = 1"))
-    runs = 2000
-    pairs, paths = [], set()
-    for seed in range(runs):
-        g = torch.Generator().manual_seed(seed)
-        out, stats = speculative_generate(target, draft, prompt, 2, 1.0, 2, generator=g)
-        pairs.append(out.tolist())
-        paths.add(stats.rounds[0].accepted)
-    assert paths == {0, 1, 2}
-    tokens = torch.tensor(pairs)  # (runs, 2)
-
-    with torch.no_grad():
-        p1 = torch.softmax(target(prompt[None])[0, -1].double(), -1)  # (V,)
-        q1 = torch.softmax(draft(prompt[None])[0, -1].double(), -1)
-        ext = torch.cat([prompt.repeat(256, 1), torch.arange(256)[:, None]], 1)  # (V, P+1)
-        p2 = torch.softmax(target(ext)[:, -1].double(), -1)  # (V, V): p(x2 | x1)
-    joint = p1[:, None] * p2  # (V, V)
-    assert float(sampling.overlap(p1, q1)) < 0.6  # the draft is really different
-
-    first = sampling.chi_square_gof(tokens[:, 0], p1 / p1.sum())
-    assert first.p_value > P_OK, first
-    assert sampling.chi_square_gof(tokens[:, 0], q1).p_value < 1e-6  # the test has power
-    second = sampling.chi_square_gof(tokens[:, 1], joint.sum(0) / joint.sum())
-    assert second.p_value > P_OK, second
-    both = sampling.chi_square_gof(tokens[:, 0] * 256 + tokens[:, 1], (joint / joint.sum()).flatten())
-    assert both.p_value > P_OK, both
+def test_speculative_sampling_is_lossless():
+    """χ² goodness of fit of the first token and pair against the target (tests/_models.py)."""
+    check_lossless("cpu")
 
 
 # ------------------------------------------------------------------------------------------
@@ -640,3 +605,86 @@ def test_bundled_pair_greedy_exactness(bundled, k):
         assert spec.tolist() == base.tolist()
         _check_rounds(spec, stats, 48, k, greedy=True)
         assert 0 < stats.alpha_hat < 1  # a real pair: some drafts accepted, some rejected
+
+
+# ------------------------------------------------------------------------------------------
+# 11. the model interface and the timed regions
+# ------------------------------------------------------------------------------------------
+
+
+def test_gpt_satisfies_decodable(models):
+    model = models["target"]
+    assert isinstance(model, Decodable)
+    assert model.context_length == TARGET_CFG.block_size
+    assert model.device == torch.device("cpu") and model.dtype == torch.float32
+    assert model.to(torch.float64).dtype == torch.float64  # read from the weights, not assumed
+    model.to(torch.float32)
+    assert not isinstance(object(), Decodable)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_engine_uses_nothing_outside_the_protocol(models, temperature):
+    """The engine runs on models that expose only Decodable's members, with the same results."""
+    target, draft = _pair(models, "noisy")
+    prompt, k = PROMPTS["code"], 3
+
+    def run(t, d):
+        spec = speculative_generate(t, d, prompt, k, temperature, 25, torch.Generator().manual_seed(1))
+        base = generate_target_only(t, prompt, 25, temperature, torch.Generator().manual_seed(2))
+        return spec, base
+
+    (spec, s_stats), (base, _) = run(target, draft)
+    wrapped_t, wrapped_d = ProtocolOnly(target), ProtocolOnly(draft)
+    assert isinstance(wrapped_t, Decodable)
+    (spec_w, w_stats), (base_w, _) = run(wrapped_t, wrapped_d)
+    assert torch.equal(spec_w, spec) and torch.equal(base_w, base)
+    assert [r.accepted for r in w_stats.rounds] == [r.accepted for r in s_stats.rounds]
+    assert wrapped_t.calls > 0 and wrapped_d.calls > 0
+    with pytest.raises(AttributeError):
+        wrapped_t.cfg  # the wrapper really hides the rest of the model
+    if temperature == 0:
+        assert first_divergence(wrapped_t, prompt, base, spec) is None
+        wrong = spec.clone()
+        wrong[5] = (wrong[5] + 1) % 256
+        assert first_divergence(wrapped_t, prompt, base, wrong).position == 5
+
+
+def test_clock_synchronises_cuda_before_reading_the_time(monkeypatch):
+    """On CUDA every clock reading waits for the GPU first, else GPU work leaks out of the timed region."""
+    events = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **kw: events.append("sync"))
+    monkeypatch.setattr(decoding, "time", SimpleNamespace(perf_counter=lambda: events.append("read") or 1.0))
+    decoding._Clock(torch.device("cuda")).now()
+    assert events == ["sync", "read"]
+    events.clear()
+    decoding._Clock(torch.device("cpu")).now()
+    assert events == ["read"]
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_timed_regions_bracket_the_forwards(models, monkeypatch, k):
+    """Every time the engine reports comes from the (synchronising) clock and brackets the right forwards.
+
+    A fake clock reads "1 ms per target forward + 1 s per draft forward so far" and the time
+    module is taken away from decoding, so a region timed any other way, or a forward outside
+    its region, changes the reported numbers.
+    """
+    target, draft = (ProtocolOnly(m) for m in _pair(models, "noisy"))
+
+    class ForwardClock:
+        def __init__(self, device):
+            assert device == target.device
+
+        def now(self) -> float:
+            return 1e-3 * target.calls + 1.0 * draft.calls
+
+    monkeypatch.setattr(decoding, "_Clock", ForwardClock)
+    monkeypatch.setattr(decoding, "time", SimpleNamespace())  # any direct time reading raises
+    _, s = speculative_generate(target, draft, PROMPTS["code"], k, 0.0, 30, calibration_steps=3)
+    assert s.prefill_ms == pytest.approx(1001.0)  # one target and one draft forward over the prompt
+    assert s.t_target_ms == pytest.approx(1.0) and s.t_draft_ms == pytest.approx(1000.0)
+    for r in s.rounds:
+        assert (r.draft_ms, r.verify_ms, r.other_ms) == pytest.approx((1000.0 * k, 1.0, 0.0))
+    assert s.decode_s == pytest.approx(len(s.rounds) * (k + 1e-3))
+    _, base = generate_target_only(target, PROMPTS["code"], 7)
+    assert base.t_target_ms == pytest.approx(1.0) and base.decode_s == pytest.approx(7e-3)

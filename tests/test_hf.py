@@ -20,7 +20,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from specviz import decoding  # noqa: E402  (after the importorskip above)
-from specviz.models import GPT, GPTConfig, hf, load_pair  # noqa: E402
+from specviz.models import GPT, Decodable, GPTConfig, hf, load_pair  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NEW = 48  # tokens generated per comparison
@@ -135,7 +135,7 @@ def test_wrapper_interface(ours, theirs):
     target, _, tok = theirs
     assert isinstance(target, hf.HFCausalLM) and isinstance(tok, hf.HFTokenizer)
     assert target.cfg.block_size == 256 and target.cfg.vocab_size == 256 and tok.vocab_size == 256
-    assert target.wte.weight.dtype == torch.float32 and target.wte.weight.device.type == "cpu"
+    assert target.dtype == torch.float32 and target.device == torch.device("cpu")
     # ours has no biases; the GPT-2 copy carries zero biases
     assert target.num_params() > ours[0].num_params()
 
@@ -301,3 +301,15 @@ def test_missing_transformers_is_a_clear_error(monkeypatch):
         load_pair("some/target,some/draft")
     pin = re.search(r"^transformers==(\S+)", (ROOT / "requirements-dev.txt").read_text(), re.MULTILINE)
     assert pin and pin.group(1) == hf.TRANSFORMERS_PIN
+
+
+def test_both_model_kinds_are_decodable(ours, theirs, exported):
+    """The engine's interface: our GPT and the wrapper satisfy it; the wrapper fakes nothing else."""
+    for model in (*ours, *theirs[:2]):
+        assert isinstance(model, Decodable)
+        assert model.context_length == 256 and model.device == torch.device("cpu")
+    assert not hasattr(theirs[0], "wte")  # the engine gets the device through the protocol
+    assert not isinstance(theirs[2], Decodable)  # the check has teeth: a tokenizer is not a model
+    auto = transformers.AutoModelForCausalLM
+    half = hf.HFCausalLM(auto.from_pretrained(exported / "draft", local_files_only=True, dtype=torch.float16))
+    assert half.dtype == torch.float16  # read from the model, not assumed

@@ -1,16 +1,57 @@
-"""Draft/target pairs: the bundled byte-level pair and its tokenizer."""
+"""Draft/target pairs: the bundled byte-level pair, its tokenizer, and the interface the engine drives."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import torch
 
+from specviz.models import packed
 from specviz.models.gpt import GPT, GPTConfig
 
-__all__ = ["BUNDLED_DIR", "GPT", "ByteTokenizer", "GPTConfig", "load_pair", "resolve_device"]
+__all__ = [
+    "BUNDLED_DIR",
+    "GPT",
+    "ByteTokenizer",
+    "Decodable",
+    "GPTConfig",
+    "default_dtype",
+    "load_pair",
+    "packed",
+    "resolve_device",
+]
 
 BUNDLED_DIR = Path(__file__).resolve().parents[2] / "data" / "models" / "bundled"
+
+
+@runtime_checkable
+class Decodable(Protocol):
+    """What :mod:`specviz.decoding` uses of a model, and nothing more (see ``docs/design.md`` §6).
+
+    The bundled :class:`~specviz.models.gpt.GPT` and :class:`specviz.models.hf.HFCausalLM` satisfy it.
+
+    * ``context_length``: the longest sequence (prompt + new tokens + K + 1 must fit).
+    * ``device``, ``dtype``: where the weights live (token ids are moved there) and their precision.
+    * ``setup_cache(batch, length)``: start an empty cache for ``batch`` sequences of up to ``length`` tokens.
+    * ``model(idx, start)`` (``forward``): logits (B, T, V) for the tokens ``idx`` (B, T) at absolute
+      positions start..start+T-1, written into the cache over whatever it held from ``start`` on
+      (that overwrite is how a rejected draft is discarded); ``start=None`` recomputes from
+      position 0 without the cache.
+    """
+
+    @property
+    def context_length(self) -> int: ...
+
+    @property
+    def device(self) -> torch.device: ...
+
+    @property
+    def dtype(self) -> torch.dtype: ...
+
+    def setup_cache(self, batch: int = 1, length: int | None = None) -> None: ...
+
+    def __call__(self, idx: torch.Tensor, start: int | None = None) -> torch.Tensor: ...
 
 
 class ByteTokenizer:
@@ -44,7 +85,10 @@ def default_dtype(device: torch.device) -> torch.dtype:
 
 
 def load_pair(spec: str = "bundled", device: str = "cpu", dtype: torch.dtype | None = None):
-    """Load ``(target, draft, tokenizer)``.
+    """Load ``(target, draft, tokenizer)``, both models :class:`Decodable`.
+
+    Pairs of our GPT get :func:`specviz.models.packed.apply`: oneDNN-packed linears on the CPU
+    in fp32 where the model is large enough for them to pay; elsewhere it changes nothing.
 
     Parameters
     ----------
@@ -69,6 +113,6 @@ def load_pair(spec: str = "bundled", device: str = "cpu", dtype: torch.dtype | N
     for part in ("target", "draft"):
         if not (root / part / "model.safetensors").is_file():
             raise ValueError(f"pair {spec!r}: no {part}/model.safetensors under {root}")
-    target = GPT.load(root / "target", dev, dtype)
-    draft = GPT.load(root / "draft", dev, dtype)
+    target = packed.apply(GPT.load(root / "target", dev, dtype))  # oneDNN linears where they pay (CPU fp32)
+    draft = packed.apply(GPT.load(root / "draft", dev, dtype))
     return target, draft, ByteTokenizer()

@@ -4,23 +4,16 @@ The cache is preallocated for ``block_size`` positions and written by absolute
 position, so a speculative round that is partly rejected needs no rollback: the
 next forward simply writes over the stale entries from the new position on.
 
-Cached decoding on the CPU in fp32 runs the large linear layers through oneDNN
-with weights prepacked once (:class:`PackedLinears`). PyTorch's default fp32 path
-calls MKL, whose small-batch sgemm is about 2× slower on the AMD CPU we measured
-when the weights stream from memory (``benchmarks/engine_bench.py`` prints the
-ratio); decoding multiplies 1 to K + 1 rows by every weight matrix, which is
-exactly that case. A model whose linear weights total under
-:data:`PACK_MIN_BYTES` keeps ``F.linear``: its weights stay in cache, and there
-oneDNN's fixed cost of about 16 µs a call outweighs its faster kernel (the
-bundled draft is such a model). Training and the full-recompute forward keep
-``nn.Linear`` (autograd, and an independent oracle).
+The model is plain PyTorch (``nn.Linear``, ``nn.GELU``): whatever speeds up inference
+on a given machine is applied from outside, by swapping modules after loading
+(:func:`specviz.models.load_pair` does this with :mod:`specviz.models.packed`).
+The model satisfies :class:`specviz.models.Decodable`, the interface the engine uses.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -29,86 +22,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 VOCAB_SIZE = 256  # bytes; no special tokens are needed
-PACK_MIN_BYTES = 4 << 20  # models with fewer bytes of linear weights decode with F.linear
-
-
-_ONEDNN_OFF: str | None = None  # why packing was switched off in this process (a failed pack or self-test)
-
-
-def onednn_available() -> bool:
-    """True when cached CPU decoding may use oneDNN's packed linears: the build has both private ops
-    (``torch.ops.mkldnn._reorder_linear_weight``, ``_linear_pointwise``), oneDNN is enabled
-    (``torch.backends.mkldnn.flags``) and no pack has failed in this process."""
-    return (
-        _ONEDNN_OFF is None
-        and torch.backends.mkldnn.is_available()
-        and bool(torch.backends.mkldnn.enabled)
-        and hasattr(torch.ops.mkldnn, "_reorder_linear_weight")
-        and hasattr(torch.ops.mkldnn, "_linear_pointwise")
-    )
-
-
-def _pack_weight(w: torch.Tensor) -> torch.Tensor:
-    """(out, in) fp32 weight → oneDNN's blocked layout; no batch-size hint (fast for 1..~32 rows)."""
-    return torch.ops.mkldnn._reorder_linear_weight(w.detach(), None)
-
-
-def _switch_off_onednn(reason: str) -> None:
-    """Decode with F.linear for the rest of the process, and say why once."""
-    global _ONEDNN_OFF
-    if _ONEDNN_OFF is None:
-        _ONEDNN_OFF = reason
-        warnings.warn(f"specviz: oneDNN packed linears switched off, decoding uses F.linear: {reason}", stacklevel=3)
-
-
-class PackedLinears:
-    """oneDNN-prepacked copies of a model's linear weights, valid while the weights are unchanged.
-
-    A pack is keyed on each weight's storage pointer and version counter: ``load_state_dict``,
-    ``.to()``, in-place updates through the tensor (``w.mul_(...)``, the default AdamW) make it
-    stale and :meth:`GPT._packed_linears` repacks (about 15 ms for the bundled target). Writes
-    that bypass the version counter (``w.data.copy_(...)``, fused optimizers) are not seen: call
-    :meth:`GPT.invalidate_packs` after them. A grad-enabled forward or ``train()`` drops the pack.
-    A layer without a pack (replaced after packing) runs its own ``forward``.
-
-    Raises RuntimeError if oneDNN fails to pack or its product disagrees with ``F.linear`` on a
-    random input (checked on the first layer).
-    """
-
-    def __init__(self, layers: list[nn.Linear]):
-        self.layers = layers
-        self.keys = [self._key(m.weight) for m in layers]
-        self.by_layer = {id(m): (_pack_weight(m.weight), m.bias) for m in layers}  # id → (packed weight, bias)
-        self._self_test(layers[0])
-
-    def _self_test(self, layer: nn.Linear) -> None:
-        x = torch.randn(3, layer.in_features, generator=torch.Generator().manual_seed(0))  # (3, in)
-        got, expected = self(layer, x), F.linear(x, layer.weight, layer.bias)  # (3, out)
-        if not torch.allclose(got, expected, rtol=1e-4, atol=1e-4 * float(expected.abs().max()) + 1e-6):
-            raise RuntimeError(f"packed product differs from F.linear by {float((got - expected).abs().max()):.3g}")
-
-    @staticmethod
-    def _key(w: torch.Tensor) -> tuple[int, int]:
-        return w.data_ptr(), w._version
-
-    def valid(self) -> bool:
-        return all(self._key(m.weight) == key for m, key in zip(self.layers, self.keys, strict=True))
-
-    def __call__(self, layer: nn.Linear, x: torch.Tensor, gelu: bool = False) -> torch.Tensor:
-        """``layer(x)`` (``gelu(layer(x))`` if asked; exact erf GELU) with the packed weight. x: (..., in)."""
-        entry = self.by_layer.get(id(layer))
-        if entry is None:
-            return F.gelu(layer(x)) if gelu else layer(x)
-        w, bias = entry
-        return torch.ops.mkldnn._linear_pointwise(x, w, bias, "gelu" if gelu else "none", [], "none" if gelu else "")
-
-
-def _linear(layer: nn.Linear, x: torch.Tensor, packed: PackedLinears | None, gelu: bool = False) -> torch.Tensor:
-    """``layer(x)``, through the packed oneDNN weight when ``packed`` is given; optionally followed by GELU."""
-    if packed is not None:
-        return packed(layer, x, gelu)
-    y = layer(x)
-    return F.gelu(y) if gelu else y
 
 
 @dataclass(frozen=True)
@@ -157,11 +70,9 @@ class CausalSelfAttention(nn.Module):
         self.dropout = cfg.dropout
         self.cache: KVCache | None = None
 
-    def forward(
-        self, x: torch.Tensor, start: int | None, mask: torch.Tensor | None, packed: PackedLinears | None = None
-    ) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, start: int | None, mask: torch.Tensor | None) -> torch.Tensor:
         b, t, c = x.shape  # (B, T, C)
-        q, k, v = _linear(self.qkv, x, packed).split(c, dim=2)
+        q, k, v = self.qkv(x).split(c, dim=2)
         q, k, v = (z.view(b, t, self.n_head, self.head_dim).transpose(1, 2) for z in (q, k, v))  # (B, nh, T, hs)
         if start is None:  # training / full recompute: plain causal attention
             y = F.scaled_dot_product_attention(
@@ -170,7 +81,7 @@ class CausalSelfAttention(nn.Module):
         else:  # cached decoding: attend to every cached position ≤ the query's own
             k, v = self.cache.update(start, k, v)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        return _linear(self.proj, y.transpose(1, 2).reshape(b, t, c), packed)
+        return self.proj(y.transpose(1, 2).reshape(b, t, c))
 
 
 class Block(nn.Module):
@@ -184,12 +95,9 @@ class Block(nn.Module):
             nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=False),
         )
 
-    def forward(self, x, start, mask, packed: PackedLinears | None = None):
-        x = x + self.attn(self.ln1(x), start, mask, packed)
-        if packed is None:
-            return x + self.mlp(self.ln2(x))
-        up, _, down = self.mlp  # Linear, GELU, Linear: GELU fused into the first packed linear
-        return x + _linear(down, _linear(up, self.ln2(x), packed, gelu=True), packed)
+    def forward(self, x: torch.Tensor, start: int | None, mask: torch.Tensor | None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), start, mask)
+        return x + self.mlp(self.ln2(x))
 
 
 class GPT(nn.Module):
@@ -212,8 +120,6 @@ class GPT(nn.Module):
         self.head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
         self.head.weight = self.wte.weight  # weight tying
         self.apply(self._init)
-        self._linear_fp32_bytes = 4 * sum(m.weight.numel() for m in self.modules() if isinstance(m, nn.Linear))
-        self._packed: PackedLinears | None = None
 
     @staticmethod
     def _init(m: nn.Module) -> None:
@@ -222,6 +128,22 @@ class GPT(nn.Module):
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+    # --- specviz.models.Decodable ---------------------------------------------------------
+
+    @property
+    def context_length(self) -> int:
+        """Longest sequence the model and its cache hold (``cfg.block_size``)."""
+        return self.cfg.block_size
+
+    @property
+    def device(self) -> torch.device:
+        """Where the weights (and so the token ids fed to :meth:`forward`) live."""
+        return self.wte.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.wte.weight.dtype
 
     def setup_cache(self, batch: int = 1, length: int | None = None) -> None:
         """(Re)allocate the static KV cache for ``batch`` sequences of up to ``length`` tokens."""
@@ -233,41 +155,6 @@ class GPT(nn.Module):
             )
         self._cache_len = length
         self._causal = torch.ones(length, length, dtype=torch.bool, device=p.device).tril()
-
-    def _packed_linears(self) -> PackedLinears | None:
-        """The oneDNN packs for cached decoding: CPU, fp32, no autograd; repacked when weights changed."""
-        w = self.wte.weight
-        if (
-            self._linear_fp32_bytes < PACK_MIN_BYTES
-            or torch.is_grad_enabled()
-            or w.device.type != "cpu"
-            or w.dtype != torch.float32
-            or w.is_inference()
-            or not onednn_available()
-        ):
-            self._packed = None  # (inference-mode weights have no version counter to key a pack on)
-            return None
-        if self._packed is None or not self._packed.valid():
-            self._packed = None
-            try:
-                self._packed = PackedLinears([m for m in self.modules() if isinstance(m, nn.Linear)])
-            except RuntimeError as exc:
-                _switch_off_onednn(str(exc))
-        return self._packed
-
-    def invalidate_packs(self) -> None:
-        """Drop the oneDNN packs (after weight writes that bypass the version counter, e.g. ``w.data``)."""
-        self._packed = None
-
-    def train(self, mode: bool = True) -> GPT:
-        self._packed = None
-        return super().train(mode)
-
-    def __getstate__(self) -> dict:
-        """Copies and pickles leave the oneDNN packs behind (opaque tensors; the copy repacks)."""
-        state = self.__dict__.copy()
-        state["_packed"] = None
-        return state
 
     def forward(self, idx: torch.Tensor, start: int | None = None) -> torch.Tensor:
         """Logits (B, T, vocab) for tokens ``idx`` (B, T) at positions start.. (or 0.. without a cache)."""
@@ -284,12 +171,9 @@ class GPT(nn.Module):
             x = self.wte(idx) + self.wpe.weight[start:end]  # (B, T, C): positions start..end-1
             # (T, end): the query at position start+i attends to keys 0..start+i; one query sees everything
             mask = None if t == 1 else self._causal[start:end, :end]
-        if torch.is_grad_enabled():
-            self._packed = None  # training may be changing the weights in ways a version counter misses
-        packed = None if start is None else self._packed_linears()
         for blk in self.blocks:
-            x = blk(x, start, mask, packed)
-        return _linear(self.head, self.ln_f(x), packed)
+            x = blk(x, start, mask)
+        return self.head(self.ln_f(x))
 
     # --- persistence: config.json + model.safetensors (never pickle) -------------------
 

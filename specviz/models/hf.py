@@ -3,9 +3,10 @@
 Two directions, both optional (the app works without ``transformers``):
 
 * :class:`HFCausalLM` wraps an ``AutoModelForCausalLM`` so that
-  :mod:`specviz.decoding` can drive it exactly like our :class:`~specviz.models.gpt.GPT`:
-  ``setup_cache``, ``forward(idx, start)`` writing at absolute positions, ``cfg.block_size``
-  and ``wte``. :func:`load_hf_pair` loads a target/draft pair from hub ids or local folders.
+  :mod:`specviz.decoding` can drive it exactly like our :class:`~specviz.models.gpt.GPT`: it
+  satisfies :class:`specviz.models.Decodable` (``context_length``, ``device``, ``dtype``,
+  ``setup_cache``, ``forward(idx, start)`` writing at absolute positions).
+  :func:`load_hf_pair` loads a target/draft pair from hub ids or local folders.
 * :func:`export_gpt2` / :func:`export_pair` write our byte-level GPT as a ``GPT2LMHeadModel``
   checkpoint with a byte-level tokenizer, so the same weights can be run through
   transformers' own assisted generation for a side-by-side comparison.
@@ -90,7 +91,7 @@ def _model_vocab(model) -> int:
 
 
 class HFCausalLM(nn.Module):
-    """A transformers causal LM with the interface :mod:`specviz.decoding` expects of our GPT.
+    """A transformers causal LM as a :class:`specviz.models.Decodable`, the interface of our GPT.
 
     ``forward(idx)`` recomputes from scratch (no cache); ``forward(idx, start)`` treats
     ``idx`` (B, T) as the tokens at absolute positions start..start+T-1: the cache is cut
@@ -116,10 +117,21 @@ class HFCausalLM(nn.Module):
     def name(self) -> str:
         return str(getattr(self.model.config, "_name_or_path", "") or type(self.model).__name__)
 
+    # --- specviz.models.Decodable ---------------------------------------------------------
+
     @property
-    def wte(self) -> nn.Module:
-        """The input embedding module (``wte.weight.device`` / ``.dtype`` are the model's)."""
-        return self.model.get_input_embeddings()
+    def context_length(self) -> int:
+        """Longest sequence (``cfg.block_size``: the config's context length unless given)."""
+        return self.cfg.block_size
+
+    @property
+    def device(self) -> torch.device:
+        """The input embedding's device: where token ids must be."""
+        return self.model.get_input_embeddings().weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.model.get_input_embeddings().weight.dtype
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.model.parameters())

@@ -1,0 +1,286 @@
+"""oneDNN-prepacked linear layers for cached fp32 decoding on the CPU, applied from outside the model.
+
+PyTorch's default fp32 CPU path calls MKL, whose small-batch sgemm is about 2× slower on the
+CPUs we measured when the weights stream from memory (``benchmarks/engine_bench.py`` prints
+the ratio); decoding multiplies 1 to K + 1 rows by every weight matrix, which is exactly that
+case. oneDNN with the weights reordered once into its blocked layout is faster there.
+
+Usage (as gpt-fast applies its quantised linears, after loading)::
+
+    packed.apply(model)    # every nn.Linear → PackedLinear (same Parameters); Linear → GELU fused
+    packed.remove(model)   # back to plain nn.Linear and nn.GELU
+
+:func:`apply` changes nothing when the model's linear weights are not on the CPU in fp32, or
+total under :data:`PACK_MIN_BYTES` (such weights stay in cache, where oneDNN's fixed cost of
+about 16 µs a call outweighs its faster kernel: the bundled draft is such a model). Module
+names and Parameters are unchanged, so ``state_dict``, saving and weight tying are too.
+
+A :class:`PackedLinear` uses its pack only in a no-grad, CPU, fp32 forward, and falls back to
+``F.linear`` otherwise; the pack is keyed on the weight's storage pointer and version counter,
+so ``load_state_dict``, ``.to()`` and in-place updates through the tensor make it repack. Writes
+that bypass the version counter (``w.data.copy_(...)``, fused optimizers) are not seen: call
+:func:`invalidate` after them. ``train()``, a grad-enabled forward, ``copy.deepcopy`` and pickling
+drop the pack.
+
+The private ops are fenced in :func:`_pack_weight` and :func:`_packed_linear`. They are used only
+on the torch releases in :data:`TESTED_TORCH`; elsewhere (or when a pack or the one-time
+self-test of both calls fails) packing switches off for the process with one warning and every
+layer runs ``F.linear``.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = [
+    "PACK_MIN_BYTES",
+    "TESTED_TORCH",
+    "PackedLinear",
+    "apply",
+    "available",
+    "holds_packs",
+    "invalidate",
+    "linear_fp32_bytes",
+    "remove",
+]
+
+PACK_MIN_BYTES = 4 << 20  # models with fewer bytes of fp32 linear weights keep F.linear
+TESTED_TORCH = ((2, 13),)  # (major, minor) releases whose private oneDNN ops were checked (torch 2.13.x)
+
+
+# --- the private ops: the only place that calls them -------------------------------------
+
+
+def _pack_weight(w: torch.Tensor) -> torch.Tensor:
+    """``torch.ops.mkldnn._reorder_linear_weight(weight, batch_size)``.
+
+    weight: the (out, in) fp32 matrix; batch_size: a hint of the row count the pack will be
+    multiplied with, ``None`` for no hint (fast for 1 to ~32 rows, our decoding case).
+    Returns the weight in oneDNN's blocked layout (opaque: use it only with :func:`_packed_linear`).
+    """
+    return torch.ops.mkldnn._reorder_linear_weight(w.detach(), None)
+
+
+def _packed_linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, gelu: bool) -> torch.Tensor:
+    """``x @ W.T + b`` (then exact GELU if ``gelu``) with ``w`` from :func:`_pack_weight`; x: (..., in).
+
+    ``torch.ops.mkldnn._linear_pointwise(input, weight, bias, attr, scalars, algorithm)``:
+    attr is the post-op fused after the product (``"none"`` or ``"gelu"``); scalars are the
+    post-op's scalar arguments (GELU has none); algorithm is the post-op's variant: for
+    ``"gelu"``, ``"none"`` is the exact erf GELU (``"tanh"`` would be the approximation);
+    without a post-op it is unused (``""``).
+    """
+    attr, algorithm = ("gelu", "none") if gelu else ("none", "")
+    return torch.ops.mkldnn._linear_pointwise(x, w, bias, attr, [], algorithm)
+
+
+def _torch_release(version: str) -> tuple[int, int]:
+    """``"2.13.0+cpu"`` → (2, 13); (0, 0) if unreadable."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def _why_unsupported() -> str | None:
+    """Why this torch build may not use the private ops, or None."""
+    release = _torch_release(torch.__version__)
+    if release not in TESTED_TORCH:
+        tested = ", ".join(f"{a}.{b}.x" for a, b in TESTED_TORCH)
+        return f"torch {torch.__version__} is outside the releases its private oneDNN ops were tested on ({tested})"
+    if not torch.backends.mkldnn.is_available():
+        return "this PyTorch build has no oneDNN"
+    if not all(hasattr(torch.ops.mkldnn, op) for op in ("_reorder_linear_weight", "_linear_pointwise")):
+        return "this PyTorch build lacks torch.ops.mkldnn._reorder_linear_weight or _linear_pointwise"
+    return None
+
+
+# --- process state: switched off (and why), self-tested ----------------------------------
+
+
+@dataclass
+class _State:
+    off: str | None = None  # why packing was switched off in this process
+    tested: bool = False  # the self-test passed
+
+
+_state = _State()
+
+
+def _switch_off(reason: str) -> None:
+    """Run F.linear for the rest of the process, and say why once."""
+    if _state.off is None:
+        _state.off = reason
+        warnings.warn(f"specviz: oneDNN packed linears switched off, decoding uses F.linear: {reason}", stacklevel=3)
+
+
+def available() -> bool:
+    """True when packs may be used now: a tested torch with both ops, oneDNN enabled
+    (``torch.backends.mkldnn.flags``), and no failure switched packing off in this process."""
+    return _state.off is None and bool(torch.backends.mkldnn.enabled) and _why_unsupported() is None
+
+
+def _self_test() -> None:
+    """RuntimeError unless the plain and the fused-GELU call, with and without bias, match F.linear."""
+    g = torch.Generator().manual_seed(0)
+    w, b, x = torch.randn(24, 40, generator=g), torch.randn(24, generator=g), torch.randn(1, 3, 40, generator=g)
+    pw = _pack_weight(w)
+    for bias in (None, b):
+        for gelu in (False, True):
+            expected = F.linear(x, w, bias)  # (1, 3, 24)
+            expected = F.gelu(expected) if gelu else expected
+            got = _packed_linear(x, pw, bias, gelu)
+            if got.shape != expected.shape or not torch.allclose(got, expected, rtol=1e-4, atol=1e-4):
+                call = "fused-GELU" if gelu else "plain"
+                err = float((got - expected).abs().max()) if got.shape == expected.shape else float("nan")
+                raise RuntimeError(f"the {call} product (bias={bias is not None}) differs from F.linear by {err:.3g}")
+
+
+def _make_pack(w: torch.Tensor) -> torch.Tensor | None:
+    """The packed weight, or None after switching packing off (a failing pack or self-test)."""
+    try:
+        if not _state.tested:
+            _self_test()
+            _state.tested = True
+        return _pack_weight(w)
+    except Exception as exc:  # any failure of a private op must leave decoding working
+        _switch_off(f"{type(exc).__name__}: {exc}")
+        return None
+
+
+# --- the layer ----------------------------------------------------------------------------
+
+
+class PackedLinear(nn.Linear):
+    """An ``nn.Linear`` sharing another's Parameters whose no-grad CPU fp32 forward runs oneDNN.
+
+    ``gelu=True``: the layer also applies the exact GELU that followed it in an ``nn.Sequential``
+    (fused into the oneDNN call; :func:`apply` replaces that GELU by ``nn.Identity``), so
+    ``forward(x) = gelu(x @ W.T + b)`` on every path.
+    """
+
+    def __init__(self, layer: nn.Linear, gelu: bool = False):
+        super().__init__(layer.in_features, layer.out_features, bias=layer.bias is not None, device="meta")
+        self.weight, self.bias = layer.weight, layer.bias
+        self.gelu = gelu
+        self._pack: torch.Tensor | None = None
+        self._key: tuple[int, int] | None = None  # (data pointer, version) of the weight packed
+        self.train(layer.training)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pack = self._current_pack(x)
+        if pack is None:
+            y = F.linear(x, self.weight, self.bias)
+            return F.gelu(y) if self.gelu else y
+        return _packed_linear(x, pack, self.bias, self.gelu)
+
+    def _current_pack(self, x: torch.Tensor) -> torch.Tensor | None:
+        """The pack for this call, remade if the weight changed; None where F.linear must run."""
+        if torch.is_grad_enabled():
+            self._pack = None  # training may change the weights in ways the version counter misses
+            return None
+        w = self.weight
+        if (
+            x.dtype != torch.float32
+            or w.dtype != torch.float32
+            or not w.is_cpu
+            or w.is_inference()  # no version counter to key a pack on
+            or _state.off is not None
+            or not torch.backends.mkldnn.enabled
+        ):
+            return None
+        key = (w.data_ptr(), w._version)
+        if self._pack is None or key != self._key:
+            self._pack, self._key = _make_pack(w), key
+        return self._pack
+
+    def unpacked(self) -> nn.Linear:
+        """A plain ``nn.Linear`` with the same Parameters (the GELU, if fused, is not included)."""
+        layer = nn.Linear(self.in_features, self.out_features, bias=self.bias is not None, device="meta")
+        layer.weight, layer.bias = self.weight, self.bias
+        return layer.train(self.training)
+
+    def train(self, mode: bool = True) -> PackedLinear:
+        self._pack = None
+        return super().train(mode)
+
+    def __getstate__(self) -> dict:
+        """Copies and pickles leave the pack behind (an opaque tensor; the copy repacks)."""
+        return {**self.__dict__, "_pack": None, "_key": None}
+
+    def extra_repr(self) -> str:
+        return super().extra_repr() + (", gelu=True" if self.gelu else "")
+
+
+# --- applying it to a model ----------------------------------------------------------------
+
+
+def linear_fp32_bytes(model: nn.Module) -> int:
+    """Bytes of the model's ``nn.Linear`` weights in fp32 (a tied weight counts once per layer)."""
+    return 4 * sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
+
+
+def _worth_packing(model: nn.Module) -> bool:
+    weights = [m.weight for m in model.modules() if isinstance(m, nn.Linear)]
+    on_cpu_fp32 = all(w.device.type == "cpu" and w.dtype == torch.float32 for w in weights)
+    return bool(weights) and on_cpu_fp32 and linear_fp32_bytes(model) >= PACK_MIN_BYTES
+
+
+def _children(model: nn.Module):
+    """(parent, [child names]) for every module of ``model`` (a snapshot: safe to swap children)."""
+    return [(parent, list(parent._modules)) for parent in model.modules()]
+
+
+def apply(model: nn.Module) -> nn.Module:
+    """Swap every plain ``nn.Linear`` of ``model`` for a :class:`PackedLinear`, in place; return ``model``.
+
+    A Linear directly followed by an exact ``nn.GELU`` inside an ``nn.Sequential`` gets the GELU
+    fused (the GELU becomes ``nn.Identity``). Nothing changes when the weights are not CPU fp32,
+    total under :data:`PACK_MIN_BYTES`, or this torch build is not supported (then with one
+    warning). Calling it again wraps layers added since (already packed layers stay).
+    """
+    if not _worth_packing(model):
+        return model
+    reason = _why_unsupported()
+    if reason is not None:
+        _switch_off(reason)
+        return model
+    for parent, names in _children(model):
+        for i, name in enumerate(names):
+            child = parent._modules[name]
+            if type(child) is not nn.Linear:
+                continue
+            after = parent._modules[names[i + 1]] if isinstance(parent, nn.Sequential) and i + 1 < len(names) else None
+            fuse = isinstance(after, nn.GELU) and after.approximate == "none"
+            parent._modules[name] = PackedLinear(child, gelu=fuse)
+            if fuse:
+                parent._modules[names[i + 1]] = nn.Identity()
+    return model
+
+
+def remove(model: nn.Module) -> nn.Module:
+    """Undo :func:`apply`: plain ``nn.Linear`` layers (same Parameters) and the fused GELUs back; return ``model``."""
+    for parent, names in _children(model):
+        for i, name in enumerate(names):
+            child = parent._modules[name]
+            if isinstance(child, PackedLinear):
+                parent._modules[name] = child.unpacked()
+                if child.gelu:
+                    parent._modules[names[i + 1]] = nn.GELU()
+    return model
+
+
+def invalidate(model: nn.Module) -> None:
+    """Drop every pack of ``model`` (after weight writes that bypass the version counter, e.g. ``w.data``)."""
+    for m in model.modules():
+        if isinstance(m, PackedLinear):
+            m._pack = None
+
+
+def holds_packs(model: nn.Module) -> bool:
+    """True when some layer of ``model`` holds a oneDNN pack (it ran a packed forward since the last drop)."""
+    return any(isinstance(m, PackedLinear) and m._pack is not None for m in model.modules())
