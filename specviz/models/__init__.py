@@ -27,7 +27,7 @@ BUNDLED_DIR = Path(__file__).resolve().parents[2] / "data" / "models" / "bundled
 
 @runtime_checkable
 class Decodable(Protocol):
-    """What :mod:`specviz.decoding` uses of a model, and nothing more (see ``docs/design.md`` §6).
+    """What :mod:`specviz.decoding` uses of a model, and nothing more (see ``docs/design.md`` §2).
 
     The bundled :class:`~specviz.models.gpt.GPT` and :class:`specviz.models.hf.HFCausalLM` satisfy it.
 
