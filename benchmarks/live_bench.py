@@ -36,7 +36,7 @@ from streamlit.testing.v1 import AppTest
 from specviz import bench
 from specviz.models import resolve_device
 
-PAGE = str(ROOT / "pages" / "live.py")
+PAGE = str(ROOT / "app_pages" / "live.py")
 DEFAULT = {"ks": [1, 2, 4, 6], "temps": [0.0, 1.0], "n_prompts": 4, "new_tokens": 96, "repeats": 1, "seed": 0}
 WALL_TARGET_S = 60.0
 NOISE_FLOOR = 0.10
@@ -55,7 +55,7 @@ def page_run(device: str) -> tuple[float, dict[tuple[int, float], float]]:
     wall = time.perf_counter() - t0
     if at.exception or at.error:
         raise SystemExit(f"the page failed: {[e.value for e in at.exception] + [e.value for e in at.error]}")
-    rows = at.session_state["live.result"]["rows"]
+    rows = at.session_state["live.result"].rows  # the page's live.LiveRun
     return wall, {(r["k"], r["temperature"]): r["speedup"] for r in rows}
 
 

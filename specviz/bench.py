@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +60,33 @@ class Stopped(Exception):
 
 
 @dataclass(frozen=True)
+class Progress:
+    """Where a sweep stands: cell ``cell`` of ``cells``, run ``run`` of ``runs`` in that cell (1-based).
+
+    :func:`sweep` reports one before each run starts (``done`` = runs finished before it) and one
+    after its last run (``done == total``), so a caller needs no knowledge of the loop order.
+    """
+
+    cell: int  #: the cell running, 1..cells
+    cells: int  #: (K, temperature) cells in the sweep
+    run: int  #: the run within the cell, 1..runs
+    runs: int  #: runs per cell = prompts × repeats
+    k: int  #: the cell's draft length K
+    temperature: float  #: the cell's temperature
+    done: int  #: runs finished in the whole sweep, 0..total
+
+    @property
+    def total(self) -> int:
+        """Runs in the whole sweep: cells × runs."""
+        return self.cells * self.runs
+
+    @property
+    def fraction(self) -> float:
+        """Share of the sweep's runs finished: done / total, in [0, 1]."""
+        return self.done / self.total
+
+
+@dataclass(frozen=True)
 class Run:
     """One prompt × repeat of a cell: the target-only baseline and the speculative run, seeded alike."""
 
@@ -87,19 +114,23 @@ def measure_runs(
     seed: int = 0,
     on_run: Callable[[int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> list[Run]:
     """Every prompt × repeat of one (K, temperature) cell.
 
     Each run decodes the prompt target-only and speculatively with generators seeded identically
-    (``seed + 1000·prompt + repeat``). ``on_run(i)`` is called after run i (progress; outside the
-    timed regions); ``should_stop()`` is asked before each run and raises :class:`Stopped`.
+    (``seed + 1000·prompt + repeat``). ``should_stop()`` is asked before each run and raises
+    :class:`Stopped`; then ``on_start(i)`` is called as run i (1-based) starts and ``on_run(i)``
+    after it ends (progress; both outside the timed regions).
     """
-    device = target.wte.weight.device
+    device = target.device
     runs: list[Run] = []
     for pi, prompt in enumerate(prompts):
         for r in range(repeats):
             if should_stop is not None and should_stop():
                 raise Stopped(f"stopped after {len(runs)} run(s) of the cell K = {k}, T = {temperature:g}")
+            if on_start is not None:
+                on_start(len(runs) + 1)
             s = seed + 1000 * pi + r
             base, b_stats = decoding.generate_target_only(
                 target, prompt, new_tokens, temperature, torch.Generator(device).manual_seed(s)
@@ -197,12 +228,14 @@ def sweep(
     on_run: Callable[[], None] | None = None,
     on_row: Callable[[dict, list[Run]], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
 ) -> pd.DataFrame:
     """Run every (K, temperature) cell; rows in the measurement schema.
 
     ``meta`` adds constant columns (label, target_model, …). ``on_row(row, runs)`` is called
     with each finished row and its runs, so a caller that is interrupted (KeyboardInterrupt,
-    :class:`Stopped` from ``should_stop``) keeps what finished.
+    :class:`Stopped` from ``should_stop``) keeps what finished. ``on_run()`` is called after
+    each run; ``on_progress(p)`` with a :class:`Progress` before each run and after the last.
     """
     ks, temperatures = [int(k) for k in ks], [float(t) for t in temperatures]
     for k in ks:
@@ -211,7 +244,7 @@ def sweep(
         raise ValueError(f"temperature must be >= 0; got {temperatures}")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1; got {repeats}")
-    device = target.wte.weight.device
+    device = target.device
     encoded = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in prompts]
     for i, p in enumerate(encoded):  # every cell must fit before the first one runs
         try:
@@ -222,30 +255,45 @@ def sweep(
     base = {
         "batch_size": 1,
         "device": str(device),
-        "dtype": str(target.wte.weight.dtype).removeprefix("torch."),
+        "dtype": str(target.dtype).removeprefix("torch."),
         "torch_version": torch.__version__,
         "hardware": hardware_name(device),
         "method": "draft model",
         "source": "specviz bench",
         **(meta or {}),
     }
+    cells = [(k, t) for t in temperatures for k in ks]
+    per_cell = len(encoded) * repeats
     rows = []
-    for t in temperatures:
-        for k in ks:
-            runs = measure_runs(
-                target,
-                draft,
-                encoded,
-                k,
-                t,
-                new_tokens,
-                repeats,
-                seed,
-                (lambda _: on_run()) if on_run else None,
-                should_stop,
-            )
-            row = {**base, **aggregate(runs, k, t, new_tokens)}
-            rows.append(row)
-            if on_row is not None:
-                on_row(row, runs)
+    for i, (k, t) in enumerate(cells, start=1):
+        on_start, on_end = _progress_callbacks(on_progress, on_run, Progress(i, len(cells), 0, per_cell, k, t, 0))
+        runs = measure_runs(
+            target, draft, encoded, k, t, new_tokens, repeats, seed, on_end, should_stop, on_start=on_start
+        )
+        row = {**base, **aggregate(runs, k, t, new_tokens)}
+        rows.append(row)
+        if on_row is not None:
+            on_row(row, runs)
     return pd.DataFrame(rows)
+
+
+def _progress_callbacks(
+    on_progress: Callable[[Progress], None] | None, on_run: Callable[[], None] | None, cell: Progress
+) -> tuple[Callable[[int], None], Callable[[int], None]]:
+    """``measure_runs``' ``(on_start, on_run)`` for one cell: :class:`Progress` before run j and after the last run.
+
+    ``cell`` gives the cell's place in the sweep (its ``run`` and ``done`` are ignored).
+    """
+    before = (cell.cell - 1) * cell.runs  # runs of the earlier cells
+
+    def on_start(j: int) -> None:
+        if on_progress is not None:
+            on_progress(replace(cell, run=j, done=before + j - 1))
+
+    def on_end(j: int) -> None:
+        if on_run is not None:
+            on_run()
+        if on_progress is not None and cell.cell == cell.cells and j == cell.runs:
+            on_progress(replace(cell, run=j, done=cell.total))
+
+    return on_start, on_end

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from _apps import click, open_app
 from streamlit.testing.v1 import AppTest
 
-from specviz import bench, decoding, live, store
+from specviz import bench, decoding, live, measurements, store
 from specviz.models import load_pair
+from specviz.share import by_key
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "pages" / "live.py")
 TINY = {"ks": "1,2", "temps": "0", "new_tokens": "16", "n_prompts": "2"}  # the issue's tiny configuration
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -155,11 +159,254 @@ def test_first_divergence_margin(pair):
     assert int(logits.argmax()) == int(out[7]) and div.near_tie is (div.margin < 1e-3)
 
 
+# ----------------------------------------------------------------------------- controls and requests
+
+
+def test_controls_take_their_defaults_and_bounds_from_the_limits():
+    capped = by_key(live.controls(live.Limits(max_new_tokens=50, max_prompts=2, max_repeats=3)))
+    assert (capped["new_tokens"].default, capped["new_tokens"].hi) == (50, 50)
+    assert (capped["n_prompts"].default, capped["n_prompts"].hi) == (2, 2)
+    assert capped["repeats"].hi == 3 and capped["dtype"].choices == live.DTYPES
+    default = by_key(live.controls(live.Limits()))
+    assert (default["new_tokens"].default, default["new_tokens"].hi, default["n_prompts"].hi) == (96, 1024, 12)
+
+
+def test_make_request_checks_and_resolves_the_controls():
+    values = {p.key: p.default for p in live.controls(live.Limits())}
+    req = live.make_request(values | {"temps": [1.0, 0.0]}, live.Limits())
+    assert req.prompts == tuple(bench.load_prompts()[:4]) and req.temperatures == (0.0, 1.0)
+    assert (req.ks, req.cells, req.max_wall_s) == ((1, 2, 4, 6), 8, 900.0)
+    assert req.device == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert req.meta() == {
+        "label": "live: bundled",
+        "source": "specviz live page",
+        "target_model": "bundled/target",
+        "draft_model": "bundled/draft",
+    }
+    custom = live.make_request(values | {"prompts": "custom", "text": "def f():", "pair": "a/t, a/d"}, live.Limits())
+    assert custom.prompts == ("def f():",) and custom.pair == "a/t,a/d"
+    assert (custom.meta()["target_model"], custom.meta()["draft_model"]) == ("a/t", "a/d")
+    with pytest.raises(ValueError, match="dtype: 'int8'"):
+        live.make_request(values | {"dtype": "int8"}, live.Limits())
+    with pytest.raises(ValueError, match="new tokens: 2000"):
+        live.make_request(values | {"new_tokens": 2000}, live.Limits())
+
+
+def test_dtype_names_and_device_summary():
+    assert live.torch_dtype("auto") is None and live.torch_dtype("bfloat16") is torch.bfloat16
+    with pytest.raises(ValueError, match="dtype: 'half'"):
+        live.torch_dtype("half")
+    assert live.gpu_summary("cpu") is None
+    if not torch.cuda.is_available():
+        assert live.gpu_summary("auto") is None
+
+
+# ----------------------------------------------------------------------------- the run controller
+
+
+def tiny_request(**changes) -> live.Request:
+    """Two prompts, so every cell has two runs and a Stop can land between them."""
+    request = live.Request(
+        pair="bundled",
+        device="cpu",
+        dtype="auto",
+        prompts=("def parse(text):\n    ", "import os\n"),
+        ks=(1, 2),
+        temperatures=(0.0,),
+        new_tokens=6,
+        repeats=1,
+        seed=0,
+        max_wall_s=120.0,
+    )
+    return replace(request, **changes)
+
+
+@pytest.fixture(scope="module")
+def worker():
+    """A worker thread of its own (not the page's), loading the bundled pair once for the module."""
+    return live.Worker()
+
+
+@pytest.mark.slow
+def test_sweep_reports_progress_as_cell_and_run(pair):
+    target, draft, tok = pair
+    seen = []
+    rows = bench.sweep(
+        target, draft, tok, ["def f(x):", "import os\n"], [1, 3], [0.0, 1.0], 4, 1, on_progress=seen.append
+    )
+    # (cell, run, runs done): before each of the 4 cells × 2 runs, then once after the last run
+    before = [(1, 1, 0), (1, 2, 1), (2, 1, 2), (2, 2, 3), (3, 1, 4), (3, 2, 5), (4, 1, 6), (4, 2, 7)]
+    assert [(p.cell, p.run, p.done) for p in seen] == [*before, (4, 2, 8)]
+    assert all((p.cells, p.runs, p.total) == (4, 2, 8) for p in seen)
+    for p in seen:  # each report names the cell that is running, whatever the loop order
+        assert (p.k, p.temperature) == (rows.k.iloc[p.cell - 1], rows.temperature.iloc[p.cell - 1])
+    assert (seen[0].fraction, seen[3].fraction, seen[-1].fraction) == (0.0, 3 / 8, 1.0)
+
+
+@pytest.mark.slow
+def test_two_runs_serialise_through_the_process_wide_queue(worker):
+    first, second = live.LiveRun(tiny_request(ks=(1,))), live.LiveRun(tiny_request(ks=(1,)))
+    waits: list[str] = []
+
+    def first_tick() -> None:  # keep the first run going until the second has said it is queued
+        deadline = time.monotonic() + 30
+        while not waits and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    with ThreadPoolExecutor(2) as pool:
+        a = pool.submit(live.execute, first, first_tick, worker=worker)
+        assert _eventually(lambda: first.submitted is not None)
+        b = pool.submit(live.execute, second, on_wait=waits.append, worker=worker)
+        a.result(60), b.result(60)
+    assert waits and all(w.startswith("Queued behind another run (a run of 1 cell(s)") for w in waits)
+    assert second.submitted >= first.started + first.seconds  # the second left the queue after the first ended
+    assert [len(r.rows) for r in (first, second)] == [1, 1] and first.done and second.done
+    assert first.stopped is None and second.stopped is None
+    assert live.RUN_QUEUE.busy() is None
+
+
+def _eventually(condition, timeout_s: float = 30) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_stop_keeps_the_finished_cells(worker, monkeypatch):
+    run = live.LiveRun(tiny_request(ks=(1, 2, 3)))
+    real_measure, cells = bench.measure_runs, []
+
+    def measure_runs(*args, **kwargs):
+        cells.append(args[3])  # K
+        if len(cells) == 2:  # the second cell waits for the Stop, then asks before its first run
+            assert _eventually(lambda: run.stop_requested)
+        return real_measure(*args, **kwargs)
+
+    def tick() -> None:
+        if len(cells) == 2:
+            raise KeyboardInterrupt  # what the Stop button does to the page's script, in its progress tick
+
+    monkeypatch.setattr(bench, "measure_runs", measure_runs)
+    with pytest.raises(KeyboardInterrupt):
+        live.execute(run, tick, worker=worker, poll_s=0.01)
+    assert [row["k"] for row in run.rows] == [1] and [d["k"] for d in run.details] == [1]
+    assert cells == [1, 2] and run.stopped == "stopped"  # the third cell never started
+    assert live.RUN_QUEUE.busy() is None
+    run.interrupted(by_stop_button=True)  # what the page's next script run records
+    assert run.done and run.stopped == "stopped by you"
+    assert run.frame().k.tolist() == [1]
+
+
+def test_wall_time_cap_stops_between_runs_and_keeps_finished_cells(worker, monkeypatch):
+    now = [100.0]
+    run = live.LiveRun(tiny_request(ks=(1, 2), max_wall_s=5.0), clock=lambda: now[0])
+    real_measure = bench.measure_runs
+
+    def slow_cell(*args, **kwargs):  # every cell "takes" 6 s of the fake clock
+        runs = real_measure(*args, **kwargs)
+        now[0] += 6.0
+        return runs
+
+    monkeypatch.setattr(bench, "measure_runs", slow_cell)
+    live.execute(run, worker=worker)
+    assert run.stopped == "the wall-time cap of 5 s was reached"
+    assert [row["k"] for row in run.rows] == [1] and run.done and run.seconds == 6.0
+    assert live.RUN_QUEUE.busy() is None
+
+
+def test_progress_bar_reads_the_sweeps_report():
+    now = [10.0]
+    run = live.LiveRun(tiny_request(), clock=lambda: now[0])
+    run.submitted = 7.0
+    assert live.progress_bar(run) == (0.0, "Loading the pair and warming up… 3 s")
+    run.started = 8.0  # loaded; warming up until the sweep's first report
+    assert live.progress_bar(run)[0] == 0.0
+    run.progress = bench.Progress(cell=2, cells=4, run=1, runs=2, k=3, temperature=0.7, done=2)
+    assert live.progress_bar(run) == (0.25, "Cell 2/4 (K = 3, T = 0.7): run 1/2 · 2 s elapsed")
+    run.progress = replace(run.progress, cell=4, run=2, done=8)
+    assert live.progress_bar(run) == (1.0, "Finishing the last cell…")
+
+
+def test_an_error_keeps_finished_cells_or_else_the_previous_results():
+    previous = live.LiveRun(tiny_request())
+    previous.rows.append({"k": 1})
+    assert live.kept_after_error(live.LiveRun(tiny_request()), previous, RuntimeError("no such model")) is previous
+    assert live.kept_after_error(previous, previous, ValueError("bad request")) is previous  # no new run began
+    assert live.kept_after_error(None, None, ValueError("bad request")) is None
+    partial = live.LiveRun(tiny_request())
+    partial.rows.append({"k": 1})
+    assert live.kept_after_error(partial, previous, RuntimeError("out of memory")) is partial
+    assert partial.done and partial.stopped == "an error in a later cell: out of memory"
+
+
+# ----------------------------------------------------------------------------- the rows in the schema
+
+
+@pytest.fixture(scope="module")
+def live_rows(pair) -> list[dict]:
+    """Rows as a live run produces them: one greedy and one sampled cell."""
+    target, draft, tok = pair
+    meta = tiny_request().meta()
+    frame = bench.sweep(target, draft, tok, ["def f(x):"], [2], [0.0, 1.0], 6, 1, meta=meta)
+    return frame.to_dict("records")
+
+
+def test_canonical_equals_loading_the_runs_csv_export(live_rows):
+    direct = live.canonical(live_rows)
+    loaded, report = measurements.load_measurements(store.export_csv(pd.DataFrame(live_rows)), name="live run")
+    assert not report.row_errors
+    assert list(direct.columns) == list(loaded.columns)
+    assert direct.dtypes.astype(str).tolist() == loaded.dtypes.astype(str).tolist()
+    pd.testing.assert_frame_equal(direct.reset_index(drop=True), loaded.reset_index(drop=True), rtol=1e-12)
+    assert direct.index.tolist() == [1, 2] and direct.index.name == "row"
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "allowed"),
+    [
+        ("alpha", -0.5, "[0, 1]"),
+        ("k", 0, "an integer in [1, "),
+        ("mean_accepted_tokens", 9.0, "[1, 3]"),  # K = 2
+        ("c", -1.0, "a finite number > 0"),
+        ("v", float("inf"), "a finite number >= 0"),
+        ("runs", 1.5, "an integer in [1, "),
+        ("per_position_acceptance", "0.5;2", "2 numbers in [0, 1]"),
+        ("greedy_exact", "maybe", "true / false"),
+    ],
+)
+def test_a_row_outside_the_schema_names_the_row_the_column_the_value_and_the_range(live_rows, column, value, allowed):
+    assert live.canonical(live_rows).k.tolist() == [2, 2]  # the rows as measured pass
+    rows = [dict(r) for r in live_rows]
+    rows[1][column] = value
+    message = rf"live run: .*row 2, {column}: '{re.escape(str(value))}' — allowed: {re.escape(allowed)}"
+    with pytest.raises(ValueError, match=message):
+        live.canonical(rows)
+    run = live.LiveRun(tiny_request())
+    run.rows.extend(rows)
+    with pytest.raises(ValueError, match=message):  # what the page shows (ui.reported_errors), not a traceback
+        run.frame()
+
+
+def test_canonical_refuses_rows_that_would_need_a_conversion(live_rows):
+    rows = [r | {"alpha": a} for r, a in zip(live_rows, (1.0, 1.5), strict=True)]  # would be read as percent
+    with pytest.raises(ValueError, match=r"live run: the rows are not canonical; .*'alpha': percent"):
+        live.canonical(rows)
+
+
+def test_canonical_refuses_unknown_columns_and_no_rows(live_rows):
+    with pytest.raises(ValueError, match=r"unknown column\(s\) \['speed'\]"):
+        live.canonical([r | {"speed": 1.0} for r in live_rows])
+    with pytest.raises(ValueError, match="live run: no data rows"):
+        live.canonical([])
+
+
 # ----------------------------------------------------------------------------- the page
 
 
 def page(**query: str) -> AppTest:
-    return open_app("pages/live.py", timeout=120, **query)
+    return open_app("app_pages/live.py", timeout=120, **query)
 
 
 def test_opening_a_link_restores_controls_but_does_not_run(db_url):
@@ -171,6 +418,7 @@ def test_opening_a_link_restores_controls_but_does_not_run(db_url):
     assert any("CPU" in i.value for i in at.info)  # no GPU here: the CPU note
 
 
+@pytest.mark.slow
 def test_tiny_run_end_to_end_and_save(db_url):
     t0 = time.monotonic()
     at = click(page(**TINY), "Run")
@@ -201,6 +449,7 @@ def test_tiny_run_end_to_end_and_save(db_url):
     assert any(f"measured-data?runs={run.id}" in s.value for s in at.success)
 
 
+@pytest.mark.slow
 def test_stop_keeps_finished_cells(db_url, monkeypatch):
     """A Stop click while the second cell runs: Streamlit raises StopException in the script thread at its
     next progress tick; the worker stops before its next run; the finished cell stays."""
@@ -222,12 +471,12 @@ def test_stop_keeps_finished_cells(db_url, monkeypatch):
         raise StopException()  # what the Stop click does to the running script
 
     monkeypatch.setattr(bench, "measure_runs", measure)
-    monkeypatch.setattr(live, "wait", wait_then_stop)
+    monkeypatch.setattr(live.worker, "wait", wait_then_stop)
     at = page(**TINY)
     next(b for b in at.button if b.label == "Run").click()
     at.run()
     assert not at.exception, [e.value for e in at.exception]
-    monkeypatch.setattr(live, "wait", lambda *a, **k: pytest.fail("no run should start"))
+    monkeypatch.setattr(live.worker, "wait", lambda *a, **k: pytest.fail("no run should start"))
     at = click(at, "Stop")
     assert any("stopped by you" in w.value and "1 of 2 cell(s)" in w.value for w in at.warning), [
         w.value for w in at.warning
@@ -247,6 +496,7 @@ def test_wall_time_cap_stops_and_keeps_finished_cells(db_url, monkeypatch):
     assert live.RUN_QUEUE.busy() is None
 
 
+@pytest.mark.slow
 def test_second_run_queues_behind_another_and_completes(db_url):
     release = threading.Event()
 
@@ -299,6 +549,7 @@ def test_hosted_mode_refuses_a_linked_local_path(db_url, monkeypatch):
     assert at.number_input(key="live.new_tokens").max == 256  # the hosted cap
 
 
+@pytest.mark.slow
 def test_a_local_hugging_face_pair_runs_on_the_page(db_url, tmp_path):
     """Outside hosted mode a 'TARGET,DRAFT' pair of local transformers folders runs like the bundled one."""
     from specviz.models import hf
@@ -311,6 +562,7 @@ def test_a_local_hugging_face_pair_runs_on_the_page(db_url, tmp_path):
     assert at.dataframe[0].value["α̂ = A/(A+R)"].between(0, 1).all()
 
 
+@pytest.mark.slow
 def test_a_cell_that_cannot_fit_fails_before_any_run_and_keeps_earlier_results(db_url):
     at = click(page(**TINY), "Run")
     assert at.dataframe[0].value.k.tolist() == [1, 2]

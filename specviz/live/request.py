@@ -1,0 +1,238 @@
+"""What one live run may ask for: the deployment's limits, the page's controls, and the checked request.
+
+No torch and no streamlit here: the page builds its widgets from :func:`controls` and turns their
+values into a :class:`Request` with :func:`make_request`, which raises ValueError naming the field.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from specviz.share import Param
+
+__all__ = [
+    "DTYPES",
+    "HOSTED_DEFAULTS",
+    "Limits",
+    "Request",
+    "check_pair",
+    "check_request",
+    "controls",
+    "limits_from_env",
+    "make_request",
+    "pair_choices",
+]
+
+_TRUE = ("1", "true", "yes", "on")
+
+#: Model dtypes a run may ask for; "auto" is fp32 on the CPU, bf16 (else fp16) on CUDA.
+DTYPES: tuple[str, ...] = ("auto", "float32", "float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one live run may ask for, from the deployment's configuration."""
+
+    hosted: bool = False  #: hosted mode: bundled pair + allow-listed HF ids only
+    hf_allowlist: tuple[str, ...] = ()  #: "TARGET,DRAFT" pairs allowed in hosted mode
+    max_new_tokens: int = 1024
+    max_repeats: int = 10
+    max_prompts: int = 32
+    max_cells: int = 64  #: (K, temperature) cells per run
+    max_wall_s: float = 900.0  #: the run stops (keeping finished cells) after this long
+
+
+HOSTED_DEFAULTS = Limits(hosted=True, max_new_tokens=256, max_repeats=3, max_prompts=12, max_cells=16, max_wall_s=120.0)
+
+
+def _env_number(environ: Mapping[str, str], name: str, default, kind=int):
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return default
+    what = "integer" if kind is int else "number"
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a positive {what}; got {raw!r}") from None
+    if not value > 0:
+        raise ValueError(f"{name} must be a positive {what}; got {raw!r}")
+    return value
+
+
+def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
+    """:class:`Limits` from ``SPECVIZ_*`` variables (package docstring); ValueError naming a bad one."""
+    environ = os.environ if environ is None else environ
+    hosted = environ.get("SPECVIZ_HOSTED", "").strip().lower() in _TRUE
+    base = HOSTED_DEFAULTS if hosted else Limits()
+    allow = tuple(p.strip().replace(" ", "") for p in environ.get("SPECVIZ_HF_ALLOWLIST", "").split(";") if p.strip())
+    for pair in allow:
+        if pair.count(",") != 1 or not all(pair.split(",")):
+            raise ValueError(f"SPECVIZ_HF_ALLOWLIST entries must be 'TARGET,DRAFT' separated by ';'; got {pair!r}")
+    return replace(
+        base,
+        hosted=hosted,
+        hf_allowlist=allow,
+        max_new_tokens=_env_number(environ, "SPECVIZ_MAX_NEW_TOKENS", base.max_new_tokens),
+        max_repeats=_env_number(environ, "SPECVIZ_MAX_REPEATS", base.max_repeats),
+        max_prompts=_env_number(environ, "SPECVIZ_MAX_PROMPTS", base.max_prompts),
+        max_cells=_env_number(environ, "SPECVIZ_MAX_CELLS", base.max_cells),
+        max_wall_s=_env_number(environ, "SPECVIZ_MAX_WALL_S", base.max_wall_s, float),
+    )
+
+
+def controls(limits: Limits) -> tuple[Param, ...]:
+    """The live page's controls: each one's default and bounds, within this deployment's caps.
+
+    The page builds every widget from these (``ui.number_input`` and friends), so a cap set by
+    ``SPECVIZ_MAX_*`` is the widget's bound and the default never exceeds it.
+    """
+    return (
+        Param("pair", "bundled", "text", hi=400),
+        Param("device", "auto", "choice", choices=("auto", "cpu", "cuda")),
+        Param("dtype", "auto", "choice", choices=DTYPES),
+        Param("prompts", "bundled", "choice", choices=("bundled", "custom")),
+        Param("n_prompts", min(4, limits.max_prompts), "int", 1, min(12, limits.max_prompts)),
+        Param("text", "", "text", hi=4000),
+        Param("ks", [1, 2, 4, 6], "ints", 1, 16),
+        Param("temps", [0.0, 1.0], "floats", 0.0, 1.0),
+        Param("new_tokens", min(96, limits.max_new_tokens), "int", 1, limits.max_new_tokens),
+        Param("repeats", 1, "int", 1, limits.max_repeats),
+        Param("seed", 0, "int", 0, 2**31 - 1),
+    )
+
+
+def pair_choices(limits: Limits) -> tuple[str, ...]:
+    """The pairs a hosted deployment offers: the bundled one, then its allow-list."""
+    return ("bundled", *limits.hf_allowlist)
+
+
+def _looks_local(name: str) -> bool:
+    return name.startswith((".", "/", "~", "\\")) or ":" in name or Path(name).expanduser().exists()
+
+
+def check_pair(spec: str, limits: Limits) -> str:
+    """The normalised pair spec, or ValueError saying why this deployment refuses it.
+
+    "bundled" is always allowed. "TARGET,DRAFT" (Hugging Face ids or local folders) only when not
+    hosted, or, hosted, when the pair is on the allow-list and neither part is a local path.
+    A bare folder (our own format) is refused in hosted mode.
+    """
+    spec = (spec or "").strip().replace(" ", "")
+    if not spec:
+        raise ValueError("pair must be 'bundled' or 'TARGET,DRAFT' (Hugging Face ids); got an empty value")
+    if spec == "bundled":
+        return spec
+    if not limits.hosted:
+        if "," in spec and not all(spec.split(",")):
+            raise ValueError(f"pair must be 'bundled' or 'TARGET,DRAFT'; got {spec!r}")
+        return spec
+    allowed = ", ".join(pair_choices(limits))
+    if "," not in spec or spec.count(",") != 1:
+        raise ValueError(
+            f"pair {spec!r} is not allowed on this hosted deployment: local folders are refused; use "
+            f"'bundled' or one of the allowed Hugging Face pairs: {allowed}"
+        )
+    if any(_looks_local(part) for part in spec.split(",")):
+        raise ValueError(f"pair {spec!r}: local paths are not allowed on this hosted deployment; allowed: {allowed}")
+    if spec not in limits.hf_allowlist:
+        raise ValueError(
+            f"pair {spec!r} is not on this deployment's allow-list (SPECVIZ_HF_ALLOWLIST); allowed: {allowed}"
+        )
+    return spec
+
+
+def check_request(
+    ks: Sequence[int],
+    temperatures: Sequence[float],
+    new_tokens: int,
+    repeats: int,
+    prompts: Sequence[str],
+    limits: Limits,
+) -> None:
+    """ValueError naming the field, the value and the allowed range, for anything over the caps."""
+    if not ks:
+        raise ValueError("K values: choose at least one draft length")
+    for k in ks:
+        if not 1 <= int(k) <= 64:
+            raise ValueError(f"K values: {k} is outside [1, 64]")
+    if not temperatures:
+        raise ValueError("temperatures: choose at least one (0 = greedy)")
+    for t in temperatures:
+        if not 0 <= float(t) <= 2:
+            raise ValueError(f"temperatures: {t} is outside [0, 2]")
+    cells = len(ks) * len(temperatures)
+    if cells > limits.max_cells:
+        raise ValueError(f"K values × temperatures: {cells} cells; this deployment allows at most {limits.max_cells}")
+    if not 1 <= new_tokens <= limits.max_new_tokens:
+        raise ValueError(f"new tokens: {new_tokens}; allowed 1 to {limits.max_new_tokens}")
+    if not 1 <= repeats <= limits.max_repeats:
+        raise ValueError(f"repeats: {repeats}; allowed 1 to {limits.max_repeats}")
+    if not prompts or not any(p.strip() for p in prompts):
+        raise ValueError("prompts: the prompt is empty; type some text or use the bundled prompts")
+    if len(prompts) > limits.max_prompts:
+        raise ValueError(f"prompts: {len(prompts)}; this deployment allows at most {limits.max_prompts}")
+
+
+@dataclass(frozen=True)
+class Request:
+    """One checked live run: what to load, what to measure, and how long it may take."""
+
+    pair: str  #: "bundled", "TARGET,DRAFT" or a folder (normalised by check_pair)
+    device: str  #: the resolved torch device, "cpu" or "cuda[:N]"
+    dtype: str  #: one of DTYPES
+    prompts: tuple[str, ...]
+    ks: tuple[int, ...]
+    temperatures: tuple[float, ...]  #: ascending
+    new_tokens: int
+    repeats: int
+    seed: int
+    max_wall_s: float  #: the wall-time cap, counted from the end of loading
+
+    @property
+    def cells(self) -> int:
+        """(K, temperature) cells: len(ks) × len(temperatures)."""
+        return len(self.ks) * len(self.temperatures)
+
+    def meta(self) -> dict[str, str]:
+        """The constant columns of the run's rows: label, source, target and draft model names."""
+        names = ("bundled/target", "bundled/draft") if self.pair == "bundled" else tuple(self.pair.split(",")[:2])
+        return {
+            "label": f"live: {self.pair}",
+            "source": "specviz live page",
+            "target_model": names[0],
+            "draft_model": names[-1],
+        }
+
+
+def make_request(values: Mapping, limits: Limits) -> Request:
+    """The :class:`Request` for the page's control values (keys as in :func:`controls`).
+
+    Raises ValueError naming the field for a pair the deployment refuses, a request over the
+    caps, an empty prompt, or a device that is not there.
+    """
+    from specviz import bench
+    from specviz.models import resolve_device
+
+    pair = check_pair(values["pair"], limits)
+    if values["prompts"] == "custom":
+        prompts = [values["text"]]
+    else:
+        prompts = bench.load_prompts()[: values["n_prompts"]]
+    check_request(values["ks"], values["temps"], values["new_tokens"], values["repeats"], prompts, limits)
+    if values["dtype"] not in DTYPES:
+        raise ValueError(f"dtype: {values['dtype']!r}; allowed: {', '.join(DTYPES)}")
+    return Request(
+        pair=pair,
+        device=str(resolve_device(values["device"])),
+        dtype=values["dtype"],
+        prompts=tuple(prompts),
+        ks=tuple(int(k) for k in values["ks"]),
+        temperatures=tuple(sorted(float(t) for t in values["temps"])),
+        new_tokens=int(values["new_tokens"]),
+        repeats=int(values["repeats"]),
+        seed=int(values["seed"]),
+        max_wall_s=limits.max_wall_s,
+    )

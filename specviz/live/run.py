@@ -1,0 +1,206 @@
+"""The run controller: one live run from the queue to its last cell, with Stop, progress and the wall-time cap.
+
+The page creates a :class:`LiveRun` for a checked :class:`~specviz.live.request.Request`, keeps it in
+its session state and calls :func:`execute` on the script thread. ``execute`` waits for the
+process-wide queue, hands :func:`measure` to the worker thread (where every torch call happens) and
+calls the page's ``tick`` while it runs. The worker fills the run in as cells finish, so whatever
+stops the run — the Stop button (which interrupts the script inside ``tick``), the wall-time cap or
+an error in a later cell — leaves the finished cells in place.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from specviz import bench, measurements
+from specviz.live import worker as workers
+from specviz.live.cells import cell_details
+from specviz.live.request import Request
+
+__all__ = ["LiveRun", "canonical", "execute", "kept_after_error", "measure", "progress_bar"]
+
+STOP_GRACE_S = 60.0  #: how long a stopped run waits for the worker to finish the run in flight
+
+
+@dataclass(eq=False)
+class LiveRun:
+    """One live run's state: the page keeps it in session state; the worker thread fills it in.
+
+    ``rows[i]`` (the measurement row) and ``details[i]`` (what the page shows about that cell,
+    :func:`specviz.live.cells.cell_details`) are appended together as each cell finishes.
+    """
+
+    request: Request
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)  #: seconds, monotonic
+    rows: list[dict] = field(default_factory=list)
+    details: list[dict] = field(default_factory=list)
+    progress: bench.Progress | None = None  #: the sweep's latest report; None while loading and warming up
+    submitted: float | None = None  #: clock() when the run left the queue for the worker
+    started: float | None = None  #: clock() when the pair was loaded and measuring began
+    seconds: float = 0.0  #: measuring time, once done
+    stopped: str | None = None  #: why the run ended early ("stopped by you", the cap, …); None if it ran through
+    done: bool = False
+    saved: int | None = None  #: the run library's id, once saved
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def cells(self) -> int:
+        """Cells the run was asked for."""
+        return self.request.cells
+
+    def stop(self) -> None:
+        """Ask the worker to stop before its next run (the run in flight finishes)."""
+        self._stop.set()
+
+    @property
+    def stop_requested(self) -> bool:
+        """:meth:`stop` was called."""
+        return self._stop.is_set()
+
+    def over_time(self) -> bool:
+        """The wall-time cap, counted from the end of loading, has passed."""
+        return self.started is not None and self.clock() - self.started > self.request.max_wall_s
+
+    def interrupted(self, by_stop_button: bool) -> None:
+        """Record that the script running this run was interrupted (the next script run calls this)."""
+        self.done = True
+        self.stopped = "stopped by you" if by_stop_button else "interrupted: a control changed while it ran"
+
+    def frame(self) -> pd.DataFrame:
+        """The finished cells in the canonical schema with derived columns (:func:`canonical`)."""
+        return canonical(self.rows)
+
+    def table(self) -> pd.DataFrame:
+        """The finished cells' rows as measured (the measurement CSV a person downloads)."""
+        return pd.DataFrame(self.rows)
+
+    def library_label(self) -> str:
+        """The run library's name for this run: "live: PAIR (HARDWARE)", at most 200 characters."""
+        label = f"live: {self.request.pair}"
+        label = label if len(label) <= 120 else label[:119] + "…"
+        hardware = self.rows[0].get("hardware", "") if self.rows else ""
+        return (label + (f" ({hardware})" if hardware else ""))[:200]
+
+
+def canonical(rows: list[dict], name: str = "live run") -> pd.DataFrame:
+    """The run's rows in the canonical schema with the derived columns: what the run library stores.
+
+    ``measurements.load_records`` applies the checks and derivations of a loaded file to the rows
+    as they are (no CSV round trip). Raises ValueError naming the first bad cell (row = cell
+    number, column, value, what is allowed), or the conversion a row needed (e.g. a column read
+    as percent because a rate exceeded 1): the engine's rows are canonical and always pass, so one
+    that does not is a bug to surface, not a row to skip or rescale.
+    """
+    frame, report = measurements.load_records(rows, name=name)
+    if report.row_errors:
+        more = len(report.row_errors) - 1
+        raise ValueError(
+            f"{name}: a row does not pass the measurement schema: {report.row_errors[0]}"
+            + (f" (and {more} more bad cell(s))" if more else "")
+        )
+    if report.conversions:
+        raise ValueError(f"{name}: the rows are not canonical; loading them needed: {'; '.join(report.conversions)}")
+    return frame
+
+
+def measure(run: LiveRun, load: Callable[[str, str, str], tuple]) -> None:
+    """Load the pair and sweep the request's cells into ``run``; runs on the worker thread.
+
+    ``load(pair, device, dtype)`` returns ``(target, draft, tokenizer)``. Before each run the
+    sweep asks whether to stop: after :meth:`LiveRun.stop` or past the wall-time cap it raises
+    ``bench.Stopped`` and ``run.stopped`` says which.
+    """
+    if run.stop_requested:  # stopped while queued behind another job
+        return
+    req = run.request
+    target, draft, tokenizer = load(req.pair, req.device, req.dtype)
+    run.started = run.clock()
+
+    def on_row(row: dict, runs: list) -> None:
+        details = cell_details(row, runs, target, tokenizer, req.prompts)
+        run.rows.append(row)
+        run.details.append(details)
+
+    def on_progress(progress: bench.Progress) -> None:
+        run.progress = progress
+
+    try:
+        bench.sweep(
+            target,
+            draft,
+            tokenizer,
+            list(req.prompts),
+            req.ks,
+            req.temperatures,
+            req.new_tokens,
+            req.repeats,
+            req.seed,
+            meta=req.meta(),
+            on_row=on_row,
+            should_stop=lambda: run.stop_requested or run.over_time(),
+            on_progress=on_progress,
+        )
+    except bench.Stopped:
+        run.stopped = "stopped" if run.stop_requested else f"the wall-time cap of {req.max_wall_s:g} s was reached"
+
+
+def execute(
+    run: LiveRun,
+    tick: Callable[[], None] = lambda: None,
+    on_wait: Callable[[str], None] | None = None,
+    *,
+    queue: workers.RunQueue | None = None,
+    worker: workers.Worker | None = None,
+    poll_s: float = 0.2,
+) -> None:
+    """Run ``run`` to its end: wait for the queue, measure on the worker thread, call ``tick()`` meanwhile.
+
+    ``on_wait(message)`` is called while queued behind another run. A load or run error is
+    raised here. If ``tick`` raises (Streamlit's Stop), the worker is told to stop before its next
+    run and given up to STOP_GRACE_S to finish the one in flight; the queue is released either way.
+    ``queue`` and ``worker`` default to the process-wide ones.
+    """
+    queue = workers.RUN_QUEUE if queue is None else queue
+    worker = workers.shared_worker() if worker is None else worker
+    who = f"a run of {run.cells} cell(s)"
+    with queue.hold(who, on_wait=on_wait):
+        run.submitted = run.clock()
+        future = worker.submit(measure, run, worker.pair)
+        try:
+            workers.wait(future, tick, poll_s)
+        finally:  # also when a Stop interrupts the script: let the worker finish its current run
+            run.stop()
+            concurrent.futures.wait([future], timeout=STOP_GRACE_S)
+        run.done = True
+        run.seconds = run.clock() - run.started if run.started is not None else 0.0
+
+
+def progress_bar(run: LiveRun) -> tuple[float, str]:
+    """(fraction done, text) for the page's progress bar, from the sweep's latest :class:`bench.Progress`."""
+    now, p = run.clock(), run.progress
+    if p is None or run.started is None:
+        waited = now - run.submitted if run.submitted is not None else 0.0
+        return 0.0, f"Loading the pair and warming up… {waited:.0f} s"
+    if p.done >= p.total:
+        return 1.0, "Finishing the last cell…"
+    return p.fraction, (
+        f"Cell {p.cell}/{p.cells} (K = {p.k}, T = {p.temperature:g}): run {p.run}/{p.runs} · "
+        f"{now - run.started:.0f} s elapsed"
+    )
+
+
+def kept_after_error(failed: LiveRun | None, previous: LiveRun | None, exc: Exception) -> LiveRun | None:
+    """What the page shows after ``failed`` (the run that raised ``exc``, or None if none started).
+
+    The failed run if any cell finished (marked stopped by the error), else the previous results.
+    """
+    if failed is None or failed is previous or not failed.rows:
+        return previous
+    failed.done, failed.stopped = True, f"an error in a later cell: {exc}"
+    return failed
