@@ -1086,5 +1086,9 @@ def test_records_in_memory_load_as_their_csv_does():
     df, report = load_records(typed, "live")
     assert df.index.tolist() == [1] and bool(df.greedy_exact.iloc[0]) and df.alpha_used.iloc[0] == 0.7
     assert [(e.row, e.column, e.value) for e in report.row_errors] == [(2, "alpha", "1.5")]
+    # in-memory rows are never guessed to be in percent: 1.0 and 1.5 are α values, and 1.5 is an error
+    df, report = load_records([{"k": 2, "alpha": 1.0, "c": 3.0}, {"k": 2, "alpha": 1.5, "c": 3.0}], "live")
+    assert df.alpha.tolist() == [1.0] and not any("percent" in c for c in report.conversions)
+    assert [(e.row, e.column) for e in report.row_errors] == [(2, "alpha")]
     with pytest.raises(ValueError, match="unknown column"):
         load_records([{"k": 4, "alpha": 0.5, "bogus": 1}])

@@ -40,7 +40,9 @@ def load_records(records: Sequence[Mapping[str, object]], name: str = "records")
         raise ValueError(f"{name}: unknown column(s) {unknown}; allowed: the measurement columns {list(COLUMNS)} …")
     report.ignored.update(dict.fromkeys(filter(DERIVED_COLUMNS.__contains__, names), "derived, recomputed"))
     columns = {
-        key: RawColumn(key, key, [record.get(key) for record in records]) for key in names if key not in DERIVED_COLUMNS
+        key: RawColumn(key, key, [record.get(key) for record in records], guess_percent=False)
+        for key in names
+        if key not in DERIVED_COLUMNS
     }
     table = RawTable(list(range(1, len(records) + 1)), columns)
     return derive(validate(table, report, name, False, None), report), report

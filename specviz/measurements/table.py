@@ -17,6 +17,7 @@ class RawColumn:
     cells: list  #: raw cells (str from CSV, numbers/str from the other readers)
     conversion: Conversion = Conversion.NONE  #: how the file's value becomes the canonical one
     percent: bool = False  #: the header says percent
+    guess_percent: bool = True  #: a file's column may be found to be in percent by its values; in-memory rows never
 
 
 @dataclass

@@ -156,8 +156,8 @@ def _parse_column(col: RawColumn, decimal_comma: bool) -> tuple[np.ndarray, np.n
 def percent_column(col: RawColumn, arr: np.ndarray, percent_cells: np.ndarray, report: LoadReport, rows: list[int]):
     """A rate column divided by 100 if its header says percent, or if its values can only be percentages.
 
-    Percent when the header says so, or when the plain values lie in [0, 100] with some > 1
-    and none in (0, 1); a column mixing 0.8 and 80 is not guessed (a warning; values > 1 are errors).
+    Percent when the header says so, or (for a file's column, never for in-memory rows) when the plain
+    values lie in [0, 100] with some > 1 and none in (0, 1); a column mixing 0.8 and 80 is not guessed (a warning; values > 1 are errors).
     """
     plain = ~percent_cells & np.isfinite(arr)
     if not plain.any():
@@ -165,7 +165,7 @@ def percent_column(col: RawColumn, arr: np.ndarray, percent_cells: np.ndarray, r
     vals = arr[plain]
     if col.percent:
         why = "the header says percent"
-    elif (vals > 1).any() and (vals <= 100).all() and (vals >= 0).all():
+    elif col.guess_percent and (vals > 1).any() and (vals <= 100).all() and (vals >= 0).all():
         fractions = plain & (arr > 0) & (arr < 1)
         if fractions.any():  # 0.8 next to 60: a fraction or 0.8 %? Not guessed.
             report.warnings.append(
