@@ -1,4 +1,10 @@
-"""specviz — router: page config, navigation over pages/, shared sidebar."""
+"""specviz — router: page config, navigation over pages/, shared sidebar.
+
+Each page file is named by its URL path (``pages/design-space.py`` for ``/design-space``) and starts
+with ``ui.hand_over_to_router()``: on the first request after a server start Streamlit still runs the
+``pages/`` folder as a legacy multipage app, and a shared link must land on its page through this
+router without a "Page not found" dialog (see :func:`specviz.ui.hand_over_to_router`).
+"""
 
 import streamlit as st
 
@@ -8,11 +14,11 @@ st.set_page_config(
 
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", default=True),
-    st.Page("pages/design_space.py", title="Design space", icon=":material/map:", url_path="design-space"),
-    st.Page("pages/break_even.py", title="Break-even & optimal K", icon=":material/balance:", url_path="break-even"),
-    st.Page("pages/sampling_lab.py", title="Rejection-sampling lab", icon=":material/casino:", url_path="sampling-lab"),
+    st.Page("pages/design-space.py", title="Design space", icon=":material/map:", url_path="design-space"),
+    st.Page("pages/break-even.py", title="Break-even & optimal K", icon=":material/balance:", url_path="break-even"),
+    st.Page("pages/sampling-lab.py", title="Rejection-sampling lab", icon=":material/casino:", url_path="sampling-lab"),
     st.Page("pages/live.py", title="Live benchmark", icon=":material/play_circle:", url_path="live"),
-    st.Page("pages/measured_data.py", title="Measured data", icon=":material/table_chart:", url_path="measured-data"),
+    st.Page("pages/measured-data.py", title="Measured data", icon=":material/table_chart:", url_path="measured-data"),
     st.Page(
         "pages/converter.py", title="Metric converter & glossary", icon=":material/sync_alt:", url_path="converter"
     ),

@@ -36,7 +36,7 @@ from streamlit.testing.v1 import AppTest
 from specviz import bench
 from specviz.models import resolve_device
 
-PAGE = str(ROOT / "app_pages" / "live.py")
+PAGE = str(ROOT / "pages" / "live.py")
 DEFAULT = {"ks": [1, 2, 4, 6], "temps": [0.0, 1.0], "n_prompts": 4, "new_tokens": 96, "repeats": 1, "seed": 0}
 WALL_TARGET_S = 60.0
 NOISE_FLOOR = 0.10

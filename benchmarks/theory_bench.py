@@ -31,7 +31,13 @@ from _report import ROOT, fmt_s, machine_line, median_time, record, summary, tim
 from specviz.theory import break_even_alpha, optimal_k
 
 # The home page links to the others, which only resolves inside the router: time it as app.py.
-PAGES = ["app.py", "pages/design_space.py", "pages/break_even.py", "pages/sampling_lab.py", "pages/converter.py"]
+PAGES = [
+    "app.py",
+    "pages/design-space.py",
+    "pages/break-even.py",
+    "pages/sampling-lab.py",
+    "pages/converter.py",
+]
 K_MAX = 64
 N_GRID = 1001
 SEED = 20240601

@@ -4,7 +4,9 @@ import numpy as np
 import streamlit as st
 
 from specviz import figures, glossary, grids, theory, ui
-from specviz.share import Param
+from specviz.share import Param, by_key
+
+ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 
 PAGE, URL = "converter", "converter"
 SPEC = (
@@ -14,10 +16,7 @@ SPEC = (
     Param("conv", "c", "choice", choices=tuple(grids.C_CONVENTIONS)),
     Param("ratio", 8.0, "float", 1e-3, 1e4),
 )
-
-
-def key(name: str) -> str:
-    return ui.key(PAGE, name)
+P = by_key(SPEC)
 
 
 st.title("Metric converter & glossary")
@@ -28,23 +27,25 @@ st.caption(
 ui.restore(PAGE, SPEC)
 
 col_metric, col_value, col_k = st.columns([2, 1, 1])
-col_metric.selectbox(
-    "I have this metric",
-    SPEC[0].choices,
-    key=key("metric"),
-    format_func=lambda m: f"{theory.METRICS[m].label} — {theory.METRICS[m].description}",
-)
-col_value.number_input(
-    "value",
-    0.0,
-    65.0,
-    key=key("value"),
-    step=0.01,
-    format="%.4f",
-    help="Allowed range depends on the metric and K: "
-    + "; ".join(f"{m.label}: {m.allowed}" for m in theory.METRICS.values()),
-)
-col_k.number_input("K (draft length)", 1, 64, key=key("k"))
+with col_metric:
+    ui.selectbox(
+        PAGE,
+        P["metric"],
+        "I have this metric",
+        format_func=lambda m: f"{theory.METRICS[m].label} — {theory.METRICS[m].description}",
+    )
+with col_value:
+    ui.number_input(
+        PAGE,
+        P["value"],
+        "value",
+        step=0.01,
+        format="%.4f",
+        help="Allowed range depends on the metric and K: "
+        + "; ".join(f"{m.label}: {m.allowed}" for m in theory.METRICS.values()),
+    )
+with col_k:
+    ui.number_input(PAGE, P["k"], "K (draft length)")
 
 view = ui.values(PAGE, SPEC)
 try:
@@ -71,8 +72,10 @@ else:
 
 st.subheader("Speed ratio conventions")
 col_conv, col_ratio = st.columns(2)
-col_conv.radio("I have", SPEC[3].choices, key=key("conv"), format_func=grids.C_CONVENTIONS.get, horizontal=True)
-col_ratio.number_input("value", 1e-3, 1e4, key=key("ratio"), format="%.4g")
+with col_conv:
+    ui.radio(PAGE, P["conv"], "I have", format_func=grids.C_CONVENTIONS.get, horizontal=True)
+with col_ratio:
+    ui.number_input(PAGE, P["ratio"], "value", format="%.4g")
 view = ui.values(PAGE, SPEC)
 try:
     c = float(grids.to_c(view["ratio"], view["conv"]))
@@ -84,6 +87,6 @@ else:
     c2.metric("c_L = T_draft / T_target (Leviathan et al.)", f"{float(theory.c_to_leviathan(c)):.4g}")
 
 st.subheader("Glossary: what each engine calls it")
-st.dataframe(glossary.engine_terms(), hide_index=True, key="glossary")
+ui.static_table(glossary.engine_terms())
 
 ui.publish(PAGE, SPEC, URL)

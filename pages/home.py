@@ -2,6 +2,10 @@
 
 import streamlit as st
 
+from specviz import ui
+
+ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
+
 st.title("specviz")
 st.markdown(
     "**Speculative decoding** lets a small *draft* model propose **K** tokens that the large "
@@ -37,13 +41,15 @@ st.caption(
 
 st.subheader("Pages")
 st.page_link(
-    "pages/design_space.py", label="Design space — E[N] and speedup maps, point inspector", icon=":material/map:"
+    "pages/design-space.py", label="Design space — E[N] and speedup maps, point inspector", icon=":material/map:"
 )
 st.page_link(
-    "pages/break_even.py", label="Break-even & optimal K — where speculation stops paying", icon=":material/balance:"
+    "pages/break-even.py",
+    label="Break-even & optimal K — where speculation stops paying",
+    icon=":material/balance:",
 )
 st.page_link(
-    "pages/sampling_lab.py", label="Rejection-sampling lab — why the method is lossless", icon=":material/casino:"
+    "pages/sampling-lab.py", label="Rejection-sampling lab — why the method is lossless", icon=":material/casino:"
 )
 st.page_link(
     "pages/live.py",
@@ -51,7 +57,7 @@ st.page_link(
     icon=":material/play_circle:",
 )
 st.page_link(
-    "pages/measured_data.py",
+    "pages/measured-data.py",
     label="Measured data — your engine's numbers on the theory, in a shared run library",
     icon=":material/table_chart:",
 )

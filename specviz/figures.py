@@ -1,6 +1,11 @@
 """Plotly figure builders: data in, ``go.Figure`` out (no streamlit, no computation
 beyond layout). Every chart of the app is built here so it is testable without a
 browser.
+
+Grid arrays go out compact (:func:`compact`): plotly serialises numpy arrays as typed
+binary, so float32 and small integers halve to an eighth of the bytes the browser must
+receive and decode, and no grid is sent twice (the S = 1 line is a line, not a second
+copy of z).
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from specviz.grids import C_CONVENTIONS, Grid
+from specviz.grids import C_CONVENTIONS, Grid, level_crossing
 
 #: Axis titles of the grid variables.
 TITLES = {
@@ -28,6 +33,24 @@ _FORMAT = {"alpha": ":.3f", "k": ":d", "c": ":.3g", "c_L": ":.3g"}  # d3 format 
 _SURFACE_MAX = 81  # points per axis of a 3-D surface: keeps payloads small (≈ 81² floats)
 _SLOWER, _EVEN, _FASTER = "#b2182b", "#f7f7f7", "#2166ac"  # S < 1 red, S = 1 white, S > 1 blue
 BREAK_EVEN_COLOR = "black"
+
+
+def compact(values) -> np.ndarray:
+    """``values`` as sent to the browser: floats as float32, integers in the smallest integer type.
+
+    float32 keeps 7 significant digits, more than any hover format here (at most 4); plotly
+    sends numpy arrays as typed binary, so this is 4 bytes a float instead of 8 (and 1 for a
+    small integer such as K).
+    """
+    a = np.asarray(values)
+    if a.dtype.kind == "f":
+        return a.astype(np.float32)
+    if a.dtype.kind in "iub" and a.size:
+        lo, hi = int(a.min()), int(a.max())
+        for t in (np.int8, np.int16, np.int32):
+            if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
+                return a.astype(t)
+    return a
 
 
 def _is_log(name: str) -> bool:
@@ -52,7 +75,7 @@ def grid_figure(grid: Grid, *, mode: str = "heatmap", break_even: bool = False, 
     mode : {"heatmap", "surface"}
         Surfaces are downsampled to at most 81 points per axis.
     break_even : bool
-        Draw the S = 1 contour (black line) and centre the colour scale at 1.
+        Draw the S = 1 line (black, :func:`break_even_line`) and make the colour scale white at 1.
     title : str
         Figure title.
     """
@@ -64,9 +87,9 @@ def grid_figure(grid: Grid, *, mode: str = "heatmap", break_even: bool = False, 
     if mode == "heatmap":
         fig.add_trace(
             go.Heatmap(
-                x=grid.x,
-                y=grid.y,
-                z=grid.z,
+                x=compact(grid.x),
+                y=compact(grid.y),
+                z=compact(grid.z),
                 colorscale=scale,
                 colorbar=colorbar,
                 hovertemplate=_hovertemplate(grid),
@@ -74,7 +97,7 @@ def grid_figure(grid: Grid, *, mode: str = "heatmap", break_even: bool = False, 
             )
         )
         if break_even:
-            fig.add_trace(break_even_contour(grid))
+            fig.add_trace(break_even_line(grid))
         _data_extent_axes(fig, grid)
     else:
         g = grid.downsampled(_SURFACE_MAX)
@@ -83,9 +106,9 @@ def grid_figure(grid: Grid, *, mode: str = "heatmap", break_even: bool = False, 
         )
         fig.add_trace(
             go.Surface(
-                x=g.x,
-                y=g.y,
-                z=g.z,
+                x=compact(g.x),
+                y=compact(g.y),
+                z=compact(g.z),
                 colorbar=colorbar,
                 contours=contours,
                 colorscale=scale,
@@ -132,19 +155,18 @@ def _data_extent_axes(fig: go.Figure, grid: Grid) -> None:
             axis(title=TITLES[name], type="linear", range=[lo, hi])
 
 
-def break_even_contour(grid: Grid) -> go.Contour:
-    """The S = 1 line of a speedup grid, as a line-only contour trace."""
-    return go.Contour(
-        x=grid.x,
-        y=grid.y,
-        z=grid.z,
-        contours=dict(
-            start=1.0, end=1.0, size=1.0, coloring="none", showlabels=True, labelfont=dict(color=BREAK_EVEN_COLOR)
-        ),
+def break_even_line(grid: Grid) -> go.Scatter:
+    """The S = 1 line of a speedup grid increasing in x along each row: per row y, the x where S
+    rises through 1 (:func:`specviz.grids.level_crossing`); gaps where a row never crosses."""
+    x_name, y_name = grid.x_name, grid.y_name
+    return go.Scatter(
+        x=compact(level_crossing(grid, 1.0)),
+        y=compact(grid.y),
+        mode="lines",
         line=dict(color=BREAK_EVEN_COLOR, width=2.5),
-        showscale=False,
-        hoverinfo="skip",
         name="S = 1 (break-even)",
+        hovertemplate=f"S = 1 at {x_name} = %{{x{_FORMAT.get(x_name, ':.3g')}}}, "
+        f"{y_name} = %{{y{_FORMAT.get(y_name, ':.3g')}}}<extra></extra>",
         showlegend=True,
     )
 
@@ -198,9 +220,9 @@ def break_even_map(grid: Grid) -> go.Figure:
     never = np.isnan(grid.z)
     fig = go.Figure(
         go.Contour(
-            x=grid.x,
-            y=grid.y,
-            z=grid.z,
+            x=compact(grid.x),
+            y=compact(grid.y),
+            z=compact(grid.z),
             colorscale="Viridis",
             zmin=0,
             zmax=1,
@@ -213,9 +235,9 @@ def break_even_map(grid: Grid) -> go.Figure:
     if never.any():
         fig.add_trace(
             go.Heatmap(
-                x=grid.x,
-                y=grid.y,
-                z=np.where(never, 1.0, np.nan),
+                x=compact(grid.x),
+                y=compact(grid.y),
+                z=compact(np.where(never, 1.0, np.nan)),
                 colorscale=[[0, "lightgrey"], [1, "lightgrey"]],
                 showscale=False,
                 hovertemplate="never pays off<extra></extra>",
@@ -237,11 +259,10 @@ def break_even_map(grid: Grid) -> go.Figure:
 
 def optimal_k_map(grid: Grid) -> go.Figure:
     """K*(α, c) with one discrete colour per K and a labelled "don't speculate" (K* = 0) region."""
-    z = grid.z.astype(float)
     levels = np.unique(grid.z)
     n = len(levels)
     # Map each distinct K* to an index 0..n-1 so the colours are discrete steps.
-    index = np.searchsorted(levels, grid.z).astype(float)
+    index = np.searchsorted(levels, grid.z)
     palette = _qualitative(n, has_zero=bool(levels[0] == 0))
     scale = []
     for i, colour in enumerate(palette):
@@ -250,10 +271,10 @@ def optimal_k_map(grid: Grid) -> go.Figure:
     ticktext = ["don't speculate" if levels[i] == 0 else f"K* = {levels[i]}" for i in shown]
     fig = go.Figure(
         go.Heatmap(
-            x=grid.x,
-            y=grid.y,
-            z=index,
-            customdata=z,
+            x=compact(grid.x),
+            y=compact(grid.y),
+            z=compact(index),
+            customdata=compact(grid.z),
             colorscale=scale,
             zmin=-0.5,
             zmax=n - 0.5,

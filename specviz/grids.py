@@ -70,6 +70,30 @@ class Grid:
         return Grid(self.x[ix], self.y[iy], self.z[np.ix_(iy, ix)], self.x_name, self.y_name, self.z_name)
 
 
+def level_crossing(grid: Grid, level: float = 1.0) -> np.ndarray:
+    """For each row y_j, the x where z[j, :] first rises through ``level``; NaN where it never does.
+
+    Between neighbours with z_i ≤ level < z_(i+1) the crossing is interpolated linearly:
+    x = x_i + (level − z_i) (x_(i+1) − x_i) / (z_(i+1) − z_i). For a grid increasing in x along
+    each row (the speedup over α at any fixed c and K, and its maximum over K) this is the
+    whole ``z = level`` line, e.g. the break-even α* of each row for ``level = 1``.
+
+    Returns
+    -------
+    np.ndarray
+        Shape ``(len(y),)``, float64.
+    """
+    d = np.asarray(grid.z, float) - level  # (ny, nx)
+    up = (d[:, :-1] <= 0.0) & (d[:, 1:] > 0.0)  # (ny, nx - 1), NaN compares False
+    i = up.argmax(axis=1)  # (ny,) first rise, 0 where none
+    rows = np.arange(d.shape[0])
+    d0, d1 = d[rows, i], d[rows, i + 1]
+    x = np.asarray(grid.x, float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cross = x[i] + (x[i + 1] - x[i]) * (-d0) / (d1 - d0)
+    return np.where(up.any(axis=1), cross, np.nan)
+
+
 def _thin(n: int, max_points: int) -> np.ndarray:
     if n <= max_points:
         return np.arange(n)

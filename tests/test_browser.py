@@ -16,34 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from _browser import CHROMIUM, ROOT, VIEWPORT, ServerError, launch_chromium, streamlit_server
 from playwright.sync_api import expect
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = shutil.which("chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-VIEWPORT = {"width": 1400, "height": 1000}
-STARTUP_TIMEOUT_S = 60
 RUN_TIMEOUT_MS = 30_000  # one script run of a page, including plotly drawing its charts
 
 # (url path, screenshot name, has charts)
@@ -79,86 +59,26 @@ APP_DRAWN_JS = """() => {
         && shown('[data-testid="stDataFrame"]').every(d => d.querySelector('canvas'));
 }"""
 CHART_SHOWN = '[data-testid="stPlotlyChart"] .js-plotly-plot svg.main-svg'
+PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'  # one per chart (a chart has several svg.main-svg)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _healthy(url: str) -> bool:
+@contextlib.contextmanager
+def app_server(tmp_path_factory):
+    """``streamlit run app.py`` with a throw-away run library; yields its base URL."""
+    library = tmp_path_factory.mktemp("library") / "runs.sqlite"
+    log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
     try:
-        with urllib.request.urlopen(url, timeout=2) as r:
-            return r.status == 200 and r.read().decode().strip() == "ok"
-    except (urllib.error.URLError, OSError):
-        return False
+        with streamlit_server("app.py", log_path, env={"SPECVIZ_DB_URL": f"sqlite:///{library}"}) as url:
+            yield url
+    except ServerError as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
     """Base URL of ``streamlit run app.py`` on a free localhost port; stopped (whole group) at the end."""
-    port = _free_port()
-    log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        "app.py",
-        "--server.port",
-        str(port),
-        "--server.headless",
-        "true",
-        "--browser.gatherUsageStats",
-        "false",
-        "--server.fileWatcherType",
-        "none",
-    ]
-    library = tmp_path_factory.mktemp("library") / "runs.sqlite"  # a throw-away run library
-    env = {**os.environ, "SPECVIZ_DB_URL": f"sqlite:///{library}"}
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=env,
-        )
-    try:
-        health = f"http://127.0.0.1:{port}/_stcore/health"
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while not _healthy(health):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                why = (
-                    f"exited with code {proc.returncode}"
-                    if proc.poll() is not None
-                    else (f"not healthy after {STARTUP_TIMEOUT_S} s")
-                )
-                pytest.fail(f"streamlit server {why}; its output:\n{log_path.read_text(errors='replace')}")
-            time.sleep(0.25)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        _stop(proc)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """Terminate the server's whole process group, then kill it if it lingers."""
-    for sig, grace in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=grace)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    # the leader is reaped; make sure nothing else of its group survived it
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    with app_server(tmp_path_factory) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +86,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        b = launch_chromium(p)
         try:
             yield b
         finally:
@@ -260,6 +180,36 @@ def test_page_renders(app_url, page, screenshot_dir, path, shot, charts):
     full_page_screenshot(page, screenshot_dir / shot)
 
 
+def test_deep_link_first_on_a_freshly_started_server(tmp_path_factory, browser):
+    """A shared link is the first request a just-started server gets (as after a redeploy): the linked
+    page opens with the linked settings and no "Page not found" dialog shows, even briefly."""
+    with app_server(tmp_path_factory) as url:
+        context = browser.new_context(viewport=VIEWPORT)
+        context.set_default_timeout(RUN_TIMEOUT_MS)
+        try:
+            pg = context.new_page()
+            # Record any dialog the moment it appears: it may be gone (or covered) by the time the run ends.
+            pg.add_init_script(
+                """new MutationObserver(() => {
+                    if (document.body && document.body.textContent.includes('Page not found')) window.__notFound = true;
+                }).observe(document, {childList: true, subtree: true, characterData: true});"""
+            )
+            open_page(pg, url + "/design-space?k=6&conv=c_L", charts=True)
+            assert_no_exception(pg, "a deep link on a fresh server")
+            assert not pg.evaluate("() => window.__notFound === true"), "a 'Page not found' dialog was shown"
+            assert pg.get_by_text("Page not found").count() == 0
+            assert pg.locator('[role="dialog"]').count() == 0, pg.locator('[role="dialog"]').all_inner_texts()
+            expect(pg.locator('[data-testid="stMain"] h1').first).to_have_text("Design space")
+            # the router ran (not only the page): its sidebar caption and its page titles in the navigation
+            expect(pg.locator('[data-testid="stSidebar"]').get_by_text("specviz: where speculative")).to_be_visible()
+            expect(pg.locator('[data-testid="stSidebarNav"]').get_by_text("Break-even & optimal K")).to_be_visible()
+            assert slider_value(find_slider(pg, K_SLIDER)) == "6"
+            expect(pg.get_by_text("c_L min", exact=True)).to_be_visible()
+            assert urlsplit(pg.url).path == "/design-space" and query(pg.url).get("k") == ["6"], pg.url
+        finally:
+            context.close()
+
+
 def test_every_page_in_the_navigation_renders(app_url, page):
     """Pages added to app.py after this file was written are opened too (no screenshot)."""
     open_page(page, app_url + "/")
@@ -306,6 +256,30 @@ def test_slider_change_is_mirrored_in_url_and_restored(app_url, page, browser):
         assert query(other.url).get("k") == [expected], other.url
     finally:
         context.close()
+
+
+def test_the_chosen_map_is_drawn_and_mirrored_in_the_url(app_url, page):
+    open_page(page, app_url + "/design-space", charts=True)
+    assert page.locator(PLOT).count() == 2  # the chosen map and the N distribution
+    page.locator('[data-testid="stRadio"]').get_by_text("E[N] over (α, K)", exact=True).click()
+    deadline = time.monotonic() + 15
+    while query(page.url).get("map") != ["E[N] over (α, K)"]:
+        if time.monotonic() > deadline:
+            pytest.fail(f"URL not updated to the E[N] map: {page.url}")
+        page.wait_for_timeout(200)
+    wait_drawn(page)
+    expect(page.locator(PLOT)).to_have_count(2)
+    expect(page.locator(PLOT).first.locator(".gtitle")).to_have_text("Expected tokens per round")
+    assert_no_exception(page, "/design-space after choosing the E[N] map")
+
+
+def test_share_link_is_drawn_when_the_box_is_opened(app_url, page):
+    open_page(page, app_url + "/converter?k=6", charts=True)
+    assert page.locator('[data-testid="stCode"]').count() == 0
+    page.get_by_text("Share this view").click()
+    expect(page.locator('[data-testid="stCode"]').first).to_contain_text("/converter?k=6", timeout=RUN_TIMEOUT_MS)
+    wait_drawn(page)
+    assert_no_exception(page, "/converter after opening the share box")
 
 
 def test_invalid_url_value_warns(app_url, page):

@@ -59,14 +59,42 @@ def test_speedup_figure_has_break_even_line_log_c_axis_and_small_payload(mode):
     assert len(payload) < MAX_PAYLOAD
     spec = json.loads(payload)
     if mode == "heatmap":
-        contour = [t for t in spec["data"] if t["type"] == "contour"]
-        assert len(contour) == 1 and contour[0]["contours"]["start"] == 1.0 == contour[0]["contours"]["end"]
+        assert [t["type"] for t in spec["data"]] == ["heatmap", "scatter"]  # z is sent once
+        assert spec["data"][0]["z"]["dtype"] == "f4"  # typed float32, not JSON float64
+        line = fig.data[1]
+        assert line.name == "S = 1 (break-even)" and line.mode == "lines"
+        np.testing.assert_allclose(line.x, theory.break_even_alpha(64, g.y), atol=1e-3)  # rtol of float32
         assert spec["layout"]["yaxis"]["type"] == "log"
         assert spec["layout"]["yaxis"]["title"]["text"] == grids.C_CONVENTIONS["c"]
     else:
         surface = spec["data"][0]
         assert surface["contours"]["z"]["start"] == 1.0 and surface["contours"]["z"]["show"]
         assert spec["layout"]["scene"]["yaxis"]["type"] == "log"
+
+
+def test_level_crossing_is_the_break_even_alpha_of_each_row():
+    for v, o in ((0.0, 0.0), (0.1, 0.2)):
+        g = grids.speedup_alpha_c_grid(ALPHA, C, "c", 4, v, o)
+        cross, exact = grids.level_crossing(g), theory.break_even_alpha(4, C, v, o)
+        np.testing.assert_array_equal(np.isnan(cross), np.isnan(exact))  # rows that never pay off: a gap
+        assert np.isnan(cross).any() and not np.isnan(cross).all()
+        np.testing.assert_allclose(cross, exact, atol=1e-4)  # linear interpolation between α steps of 0.005
+    flat = grids.Grid(
+        np.arange(4.0), np.arange(2.0), np.array([[1.0, 1.0, 2.0, 3.0], [0.5, 0.6, 0.7, 0.9]]), "x", "y", "z"
+    )
+    np.testing.assert_array_equal(grids.level_crossing(flat), [1.0, np.nan])  # plateau at the level: its end
+
+
+def test_compact_arrays_keep_every_shown_digit_in_fewer_bytes():
+    assert figures.compact(np.array([0, 5, 64])).dtype == np.int8
+    assert figures.compact(np.array([-1, 40_000])).dtype == np.int32
+    z = grids.speedup_alpha_c_grid(ALPHA, C, "c", 4, 0.0, 0.0).z
+    small = figures.compact(z)
+    assert small.dtype == np.float32 and small.nbytes == z.nbytes // 2
+    np.testing.assert_allclose(small, z, rtol=1e-6)  # hover shows 4 significant digits
+    k_map, _ = grids.optimal_k_grids(ALPHA, C, "c", 32, 0.0, 0.0)
+    spec = json.loads(figures.optimal_k_map(k_map).to_json())
+    assert spec["data"][0]["z"]["dtype"] == spec["data"][0]["customdata"]["dtype"] == "i1"
 
 
 def test_axis_title_follows_convention():

@@ -406,7 +406,7 @@ def test_canonical_refuses_unknown_columns_and_no_rows(live_rows):
 
 
 def page(**query: str) -> AppTest:
-    return open_app("app_pages/live.py", timeout=120, **query)
+    return open_app("pages/live.py", timeout=120, **query)
 
 
 def test_opening_a_link_restores_controls_but_does_not_run(db_url):

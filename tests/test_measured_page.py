@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from specviz import measurements, store, ui
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = str(ROOT / "pages" / "measured_data.py")
+PAGE = str(ROOT / "pages" / "measured-data.py")
 SAMPLES = ROOT / "data" / "samples"
 GOOD = (SAMPLES / "specviz_bench_bundled_cpu.csv").read_bytes()
 PARTLY_BAD = b"label,k,alpha,c,speedup\nok,4,0.8,20,2.1\nbad alpha,4,1.7,20,2.0\nbad k,0,0.5,20,1.1\nok2,2,0.6,10,1.3\n"
@@ -23,7 +23,7 @@ VLLM_LINE = (
 
 
 def run(**query: str) -> AppTest:
-    return open_app("pages/measured_data.py", **query)
+    return open_app("pages/measured-data.py", **query)
 
 
 def button(at: AppTest, label: str):

@@ -85,7 +85,7 @@ def small_grid(k: int) -> grids.Grid:
 
 
 def page_grid(k: int, points: pd.DataFrame) -> grids.Grid:
-    """The grid pages/measured_data.py draws the (α, c) map on (overlays.heatmap_grid)."""
+    """The grid pages/measured-data.py draws the (α, c) map on (overlays.heatmap_grid)."""
     return overlays.heatmap_grid(k, points["c_used"])
 
 

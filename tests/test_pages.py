@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from _apps import shown_errors
 from streamlit.testing.v1 import AppTest
+
+from specviz import chapter, ui
 
 TIMEOUT = 60
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +33,20 @@ def metrics(at: AppTest) -> dict[str, str]:
 # ----------------------------------------------------------------------------- router + home
 
 
+def test_every_page_is_named_by_its_url_path_and_hands_over_to_the_router():
+    """A freshly started server runs pages/ as a legacy folder app for its first request: a shared link
+    finds its page file only if the file is named by the URL path, and the page must hand the run to
+    the router (tests/test_browser.py opens a deep link first on a fresh server)."""
+    router = (ROOT / "app.py").read_text(encoding="utf-8")
+    routed = dict(re.findall(r'"pages/([\w-]+)\.py",\s*title="[^"]+",\s*icon="[^"]+",\s*url_path="([\w-]+)"', router))
+    assert len(routed) == 7 and all(name == url for name, url in routed.items()), routed
+    assert {p.stem for p in (ROOT / "pages").glob("*.py")} == set(routed)
+    for name in routed:
+        lines = (ROOT / "pages" / f"{name}.py").read_text(encoding="utf-8").splitlines()
+        first_call = next(line for line in lines if line and not line.startswith(("import", "from", '"""', " ", "#")))
+        assert first_call.startswith("ui.hand_over_to_router()"), (name, first_call)
+
+
 def test_router_renders_home_with_links_to_every_page():
     at = run("app.py")
     assert any("Tokens per round" in s.value for s in at.subheader)
@@ -45,7 +63,8 @@ def test_router_renders_home_with_links_to_every_page():
 
 
 @pytest.mark.parametrize(
-    "page", ["pages/design_space.py", "pages/break_even.py", "pages/sampling_lab.py", "pages/converter.py"]
+    "page",
+    ["pages/design-space.py", "pages/break-even.py", "pages/sampling-lab.py", "pages/converter.py"],
 )
 def test_router_switches_to_each_page(page):
     at = run("app.py")
@@ -58,17 +77,31 @@ def test_router_switches_to_each_page(page):
 
 
 def test_design_space_defaults_show_chapter_point():
-    at = run("pages/design_space.py")
+    at = run("pages/design-space.py")
     m = metrics(at)
     # inspector defaults: α = 0.8, c = 10, K = 4 -> chapter table 5.3 first row
     assert m["E[N] tokens per round"] == "3.3616"
     assert m["Speedup S"] == "2.4011×"
     assert m["Optimal K (1..64)"] == "6"
-    assert len(at.get("plotly_chart")) == 4  # three maps + the N distribution
+    # the chosen map + the N distribution; the other maps are drawn when chosen
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_s_c", "fig_pmf"]
+
+
+def test_design_space_draws_the_chosen_map_and_mirrors_it_in_the_url():
+    at = run("pages/design-space.py", map="E[N] over (α, K)")
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_en", "fig_pmf"]
+    assert at.query_params["map"] == "E[N] over (α, K)"
+    at.session_state["design.map"] = "Speedup over (α, K)"  # as choosing it does
+    at.run()
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_s_k", "fig_pmf"]
+    assert at.query_params["map"] == "Speedup over (α, K)"
+    at.session_state["design.map"] = "Speedup over (α, c)"  # the default map: not in the URL
+    at.run()
+    assert "map" not in at.query_params
 
 
 def test_design_space_reacts_to_widgets_and_mirrors_url():
-    at = run("pages/design_space.py")
+    at = run("pages/design-space.py")
     before = metrics(at)
     at.number_input(key="design.i_alpha").set_value(0.5).run()
     after = metrics(at)
@@ -80,7 +113,7 @@ def test_design_space_reacts_to_widgets_and_mirrors_url():
 
 
 def test_design_space_restores_from_query_params():
-    at = run("pages/design_space.py", i_alpha="0.9", i_c="10", i_k="8", view="3-D surface", alpha="0.2,0.9", k="7")
+    at = run("pages/design-space.py", i_alpha="0.9", i_c="10", i_k="8", view="3-D surface", alpha="0.2,0.9", k="7")
     assert not at.warning
     assert at.number_input(key="design.i_alpha").value == 0.9
     assert at.number_input(key="design.i_k").value == 8
@@ -95,20 +128,20 @@ def test_design_space_restores_from_query_params():
     [("i_alpha", "7"), ("k", "2.5"), ("view", "pie"), ("alpha", "0.9,0.1"), ("c_min", "abc"), ("v", "-1")],
 )
 def test_design_space_bad_query_param_warns_and_falls_back(name, value):
-    at = run("pages/design_space.py", **{name: value})
+    at = run("pages/design-space.py", **{name: value})
     assert any(name in w.value and value in w.value for w in at.warning), [w.value for w in at.warning]
     assert metrics(at)["E[N] tokens per round"]  # page still rendered
 
 
 def test_design_space_bad_input_shows_error_not_traceback():
-    at = run("pages/design_space.py")
+    at = run("pages/design-space.py")
     at.number_input(key="design.c_min").set_value(500.0).run()
     assert not at.exception
     assert any("c min must be below c max" in e.value for e in at.error), [e.value for e in at.error]
 
 
 def test_design_space_convention_flip_keeps_the_ratio():
-    at = run("pages/design_space.py")
+    at = run("pages/design-space.py")
     s_before = metrics(at)["Speedup S"]
     at.radio(key="design.conv").set_value("c_L").run()
     assert at.number_input(key="design.i_c").value == pytest.approx(0.1)
@@ -118,12 +151,15 @@ def test_design_space_convention_flip_keeps_the_ratio():
 
 
 def test_design_space_share_link_reproduces_view():
-    at = run("pages/design_space.py")
+    at = run("pages/design-space.py")
+    assert not at.code  # the link is drawn once "Share this view" is opened
     at.number_input(key="design.i_k").set_value(8).run()
+    at.session_state[ui.share_key("design")] = True  # as opening the expander does
+    at.run()
     link = at.code[-1].value
     assert link.startswith("/design-space?") and "i_k=8" in link
     query = dict(part.split("=") for part in link.split("?", 1)[1].split("&"))
-    again = run("pages/design_space.py", **query)
+    again = run("pages/design-space.py", **query)
     assert metrics(again) == metrics(at)
 
 
@@ -131,33 +167,45 @@ def test_design_space_share_link_reproduces_view():
 
 
 def test_break_even_renders_chapter_tables_all_matching():
-    at = run("pages/break_even.py")
-    tables = at.dataframe
-    assert len(tables) == 3
-    for table in tables:
-        assert table.value["matches"].all()
+    at = run("pages/break-even.py")
+    tables = [m.value for m in at.markdown if m.value.startswith("| ")]
+    assert [t.splitlines()[0] for t in tables] == [
+        ui.markdown_table(table).splitlines()[0]
+        for table in (chapter.table_4_4(), chapter.exercise_2(), chapter.table_5_3())
+    ]
+    rows = [line for t in tables for line in t.splitlines()[2:]]
+    assert len(rows) == 10 + 3 + 5 and all(line.endswith("| yes |") for line in rows)  # every printed value matches
+    assert "| 0.8 | 10 | 4 | 3.36 | 3.3616 | 2.40 | 2.4011 | yes |" in tables[2]
     assert metrics(at)["Optimal K"] == "6"  # α = 0.8, c = 10
 
 
+def test_break_even_draws_the_chosen_optimum_map_and_mirrors_it_in_the_url():
+    at = run("pages/break-even.py")
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_curves", "fig_be_map", "fig_kstar", "fig_fk"]
+    again = run("pages/break-even.py", opt_map="Speedup at K*")
+    assert [c.key for c in again.get("plotly_chart")] == ["fig_curves", "fig_be_map", "fig_sstar", "fig_fk"]
+    assert again.query_params["opt_map"] == "Speedup at K*"
+
+
 def test_break_even_reacts_and_restores():
-    at = run("pages/break_even.py")
+    at = run("pages/break-even.py")
     at.number_input(key="breakeven.f_alpha").set_value(0.1).run()
     assert metrics(at)["Optimal K"] == "don't speculate"
     assert at.query_params["f_alpha"] == "0.1"
-    again = run("pages/break_even.py", f_alpha="0.95", f_c="30", k_max="40")
+    again = run("pages/break-even.py", f_alpha="0.95", f_c="30", k_max="40")
     assert again.slider(key="breakeven.k_max").value == 40
     assert int(metrics(again)["Optimal K"]) > 6
 
 
 def test_break_even_frontier_values_from_url():
-    at = run("pages/break_even.py", curves="1,8")
+    at = run("pages/break-even.py", curves="1,8")
     assert at.multiselect(key="breakeven.curves").value == [1.0, 8.0]
     fig = at.get("plotly_chart")[0].proto.spec
     assert "c = 1 (never pays off)" in fig and "c = 8" in fig
 
 
 def test_break_even_bad_query_param_and_bad_input():
-    at = run("pages/break_even.py", k_max="1000", curves="x,y")
+    at = run("pages/break-even.py", k_max="1000", curves="x,y")
     assert any("k_max" in w.value for w in at.warning)
     assert any("curves" in w.value for w in at.warning)
     at.number_input(key="breakeven.c_max").set_value(0.5).run()
@@ -189,7 +237,7 @@ def test_converter_restores_from_query_params():
 def test_converter_out_of_range_value_is_an_error_naming_the_range():
     at = run("pages/converter.py", metric="mean_tokens", value="6", k="4")
     assert any("mean_tokens must be in [1, K + 1]; got 6" in e for e in shown_errors(at)), shown_errors(at)
-    assert len(at.dataframe) == 1  # the glossary still renders
+    assert any(m.value.startswith("| engine | name |") for m in at.markdown)  # the glossary still renders
 
 
 def test_converter_bad_query_param_warns():
@@ -203,7 +251,7 @@ def test_converter_bad_query_param_warns():
 
 
 def test_lab_defaults_match_formula_and_are_lossless():
-    at = run("pages/sampling_lab.py")
+    at = run("pages/sampling-lab.py")
     m = metrics(at)
     assert m["α = Σ min(p, q)"] == m["1 − TV"]
     assert m["formula inside the 95 % CI"] == "yes"
@@ -213,7 +261,7 @@ def test_lab_defaults_match_formula_and_are_lossless():
 
 @pytest.mark.parametrize("variant", ["accept_first", "resample_p", "temperature_mismatch"])
 def test_lab_buggy_variants_are_flagged_and_explained(variant):
-    at = run("pages/sampling_lab.py")
+    at = run("pages/sampling-lab.py")
     at.selectbox(key="lab.variant").set_value(variant).run()
     assert not at.success
     assert any(w.value.startswith("biased") for w in at.warning), [w.value for w in at.warning]
@@ -222,12 +270,12 @@ def test_lab_buggy_variants_are_flagged_and_explained(variant):
 
 
 def test_lab_reacts_to_k_and_restores_from_url():
-    at = run("pages/sampling_lab.py")
+    at = run("pages/sampling-lab.py")
     before = metrics(at)["formula E[N]"]
     at.slider(key="lab.k").set_value(8).run()
     assert metrics(at)["formula E[N]"] != before
     assert at.query_params["k"] == "8"
-    again = run("pages/sampling_lab.py", k="8", p="uniform", q="tempered", q_tau="2", rounds="20000", seed="7")
+    again = run("pages/sampling-lab.py", k="8", p="uniform", q="tempered", q_tau="2", rounds="20000", seed="7")
     assert again.slider(key="lab.k").value == 8
     assert again.selectbox(key="lab.q").value == "tempered"
     assert again.number_input(key="lab.rounds").value == 20000
@@ -246,29 +294,39 @@ def test_lab_reacts_to_k_and_restores_from_url():
     ],
 )
 def test_lab_invalid_user_vector_is_a_clear_error(vector, message):
-    at = run("pages/sampling_lab.py", v="3", p="custom", p_vec=vector)
+    at = run("pages/sampling-lab.py", v="3", p="custom", p_vec=vector)
     assert any(message in e for e in shown_errors(at)), shown_errors(at)
     assert not at.get("plotly_chart")
 
 
 def test_lab_user_vector_runs():
-    at = run("pages/sampling_lab.py", v="3", p="custom", p_vec="1,1,2", q="uniform", rounds="20000")
+    at = run("pages/sampling-lab.py", v="3", p="custom", p_vec="1,1,2", q="uniform", rounds="20000")
     assert metrics(at)["α = Σ min(p, q)"] == "0.8333"
     assert at.success
 
 
 def test_lab_bad_query_param_warns():
-    at = run("pages/sampling_lab.py", variant="typo", k="99")
+    at = run("pages/sampling-lab.py", variant="typo", k="99")
     assert any("variant" in w.value for w in at.warning) and any("k=" in w.value for w in at.warning)
     assert at.success  # fell back to the exact rule
 
 
 def test_lab_uploaded_csv_is_used_and_bad_file_is_an_error():
     sample = (ROOT / "data" / "samples" / "distribution_example.csv").read_bytes()
-    at = run("pages/sampling_lab.py", v="20", p="custom", q="uniform", rounds="20000")
+    at = run("pages/sampling-lab.py", v="20", p="custom", q="uniform", rounds="20000")
     assert any("p: no numbers found" in e.value for e in at.error)  # nothing entered yet
     at.file_uploader(key="lab.p_file").upload("p.csv", sample, "text/csv").run()
     assert not at.error and not at.exception
     assert metrics(at)["α = Σ min(p, q)"] == "0.5374"  # Σ min(Zipf(1.2) weights, 1/20)
     at.file_uploader(key="lab.p_file").upload("p.csv", b"p\n1\n-2\n", "text/csv").run()
     assert any("p: entry 2 is -2.0" in e.value for e in at.error), [e.value for e in at.error]
+
+
+def test_markdown_table_shows_every_cell_as_written():
+    frame = pd.DataFrame({"a|b": ["x|y", "*z*_"], "n": [1.23456, float("nan")], "ok": [True, False]})
+    assert ui.markdown_table(frame, {"n": ".2f"}).splitlines() == [
+        r"| a\|b | n | ok |",
+        "|---|---|---|",
+        r"| x\|y | 1.23 | yes |",
+        r"| \*z\*\_ |  | no |",
+    ]

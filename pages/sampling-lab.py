@@ -5,10 +5,13 @@ import streamlit as st
 import torch
 
 from specviz import figures, sampling, theory, ui
-from specviz.share import Param
+from specviz.share import Param, by_key
+
+ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 
 PAGE, URL = "lab", "sampling-lab"
 PROGRESS_FROM = 500_000  # show a progress bar for runs at least this long
+SHARED_BYTES = 256 * 2**20  # simulations kept for every visitor (a link opened twice is not simulated twice)
 P_BUILDERS = tuple(b for b in sampling.BUILDERS if b != "tempered")
 SPEC = (
     Param("v", 100, "int", 1, 5000),
@@ -29,6 +32,7 @@ SPEC = (
     Param("variant", "exact", "choice", choices=tuple(sampling.VARIANTS)),
     Param("t_draft", 0.5, "float", 0.05, 20.0),
 )
+P = by_key(SPEC)
 VARIANT_LABELS = {
     "exact": "exact rule",
     "accept_first": "bug: accept the first draft unconditionally",
@@ -41,16 +45,16 @@ def key(name: str) -> str:
     return ui.key(PAGE, name)
 
 
-def builder_controls(who: str, options) -> None:
+def builder_controls(who: str) -> None:
     """Controls of one distribution builder (p or q), shown for the chosen kind only."""
-    kind = st.selectbox(f"{who} builder", options, key=key(who), format_func=sampling.BUILDERS.get)
+    kind = ui.selectbox(PAGE, P[who], f"{who} builder", format_func=sampling.BUILDERS.get)
     if kind == "zipf":
-        st.number_input(f"{who}: Zipf exponent s", 0.0, 5.0, key=key(f"{who}_s"), step=0.1)
+        ui.number_input(PAGE, P[f"{who}_s"], f"{who}: Zipf exponent s", step=0.1)
     elif kind == "dirichlet":
-        st.number_input(f"{who}: Dirichlet β", 1e-3, 100.0, key=key(f"{who}_beta"), step=0.1, format="%.3g")
-        st.number_input(f"{who}: seed", 0, 2**31 - 1, key=key(f"{who}_seed"))
+        ui.number_input(PAGE, P[f"{who}_beta"], f"{who}: Dirichlet β", step=0.1, format="%.3g")
+        ui.number_input(PAGE, P[f"{who}_seed"], f"{who}: seed")
     elif kind == "tempered":
-        st.number_input("τ (draft = target at temperature τ)", 0.05, 20.0, key=key("q_tau"), step=0.1)
+        ui.number_input(PAGE, P["q_tau"], "τ (draft = target at temperature τ)", step=0.1)
     elif kind == "custom":
         st.text_area(
             f"{who}: V comma-separated weights",
@@ -81,7 +85,7 @@ def build(who: str, view: dict, base=None) -> torch.Tensor:
 
 
 def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
-    """Run (or reuse) the simulation for these inputs; shows progress for long runs."""
+    """Run the simulation for these inputs, or reuse it from any visitor's run; shows progress for long runs."""
     run_key = (
         p.numpy().tobytes(),
         q.numpy().tobytes(),
@@ -91,9 +95,10 @@ def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
         view["variant"],
         view["t_draft"],
     )
-    last = st.session_state.get(f"{PAGE}.last_run")
-    if last is not None and last[0] == run_key:
-        return last[1]
+    done = ui.shared_results(f"{PAGE}.simulations", SHARED_BYTES)
+    result = done.get(run_key)
+    if result is not None:
+        return result
     bar = st.progress(0.0, text="Simulating rounds…") if view["rounds"] >= PROGRESS_FROM else None
     n, emitted = sampling.simulate_rounds(
         p,
@@ -108,7 +113,7 @@ def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
     if bar:
         bar.empty()
     result = (n.numpy(), emitted.numpy())
-    st.session_state[f"{PAGE}.last_run"] = (run_key, result)
+    done.put(run_key, result)
     return result
 
 
@@ -122,16 +127,16 @@ ui.restore(PAGE, SPEC)
 
 with st.sidebar:
     st.header("Distributions")
-    st.number_input("V (vocabulary size)", 1, 5000, key=key("v"))
-    builder_controls("p", P_BUILDERS)
-    builder_controls("q", tuple(sampling.BUILDERS))
+    ui.number_input(PAGE, P["v"], "V (vocabulary size)")
+    builder_controls("p")
+    builder_controls("q")
     st.header("Simulation")
-    st.slider("K (draft length)", 1, 32, key=key("k"))
-    st.number_input("rounds", 1_000, 5_000_000, key=key("rounds"), step=50_000)
-    st.number_input("seed", 0, 2**31 - 1, key=key("seed"))
-    st.selectbox("verification rule", tuple(sampling.VARIANTS), key=key("variant"), format_func=VARIANT_LABELS.get)
+    ui.slider(PAGE, P["k"], "K (draft length)")
+    ui.number_input(PAGE, P["rounds"], "rounds", step=50_000)
+    ui.number_input(PAGE, P["seed"], "seed")
+    ui.selectbox(PAGE, P["variant"], "verification rule", format_func=VARIANT_LABELS.get)
     if st.session_state[key("variant")] == "temperature_mismatch":
-        st.number_input("draft sampling temperature (ratio uses q at 1)", 0.05, 20.0, key=key("t_draft"), step=0.1)
+        ui.number_input(PAGE, P["t_draft"], "draft sampling temperature (ratio uses q at 1)", step=0.1)
 
 view = ui.values(PAGE, SPEC)
 try:

@@ -3,13 +3,17 @@
 import streamlit as st
 
 from specviz import figures, grids, theory, ui
-from specviz.share import Param
+from specviz.share import Param, by_key
+
+ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 
 PAGE, URL = "design", "design-space"
 N_ALPHA, N_C = 201, 121  # grid resolution (α axis, c axis)
 C_KEYS = ("c_min", "c_max", "c_fix", "i_c")  # controls holding a speed ratio in the chosen convention
+MAPS = ("Speedup over (α, c)", "Speedup over (α, K)", "E[N] over (α, K)")
 SPEC = (
     Param("view", "Heatmap", "choice", choices=("Heatmap", "3-D surface")),
+    Param("map", MAPS[0], "choice", choices=MAPS),
     Param("conv", "c", "choice", choices=tuple(grids.C_CONVENTIONS)),
     Param("alpha", (0.0, 1.0), "range", 0.0, 1.0),
     Param("c_min", 1.0, "float", 1e-3, 1e4, log=True),
@@ -23,6 +27,8 @@ SPEC = (
     Param("i_c", 10.0, "float", 1e-3, 1e4, log=True),
     Param("i_k", 4, "int", 1, 64),
 )
+P = by_key(SPEC)
+K_MAX = int(P["i_k"].hi)  # the inspector's optimal K searches 1..K_MAX
 
 
 def key(name: str) -> str:
@@ -59,26 +65,22 @@ ui.restore(PAGE, SPEC)
 
 with st.sidebar:
     st.header("Maps")
-    st.radio("Chart type", SPEC[0].choices, key=key("view"), horizontal=True)
-    st.radio(
-        "Speed-ratio convention",
-        SPEC[1].choices,
-        key=key("conv"),
-        on_change=flip_convention,
-        format_func=grids.C_CONVENTIONS.get,
-    )
+    ui.radio(PAGE, P["view"], "Chart type", horizontal=True)
+    ui.radio(PAGE, P["conv"], "Speed-ratio convention", on_change=flip_convention, format_func=grids.C_CONVENTIONS.get)
     conv = st.session_state[key("conv")]
-    st.slider("α range", 0.0, 1.0, key=key("alpha"), step=0.01)
+    ui.slider(PAGE, P["alpha"], "α range", step=0.01)
     c_min_col, c_max_col = st.columns(2)
-    c_min_col.number_input(f"{conv} min", 1e-3, 1e4, key=key("c_min"), format="%.4g")
-    c_max_col.number_input(f"{conv} max", 1e-3, 1e4, key=key("c_max"), format="%.4g")
-    st.slider("K for the (α, c) map", 1, 64, key=key("k"))
-    st.slider("K max for the (α, K) maps", 2, 64, key=key("k_max"))
-    st.number_input(f"{conv} for the (α, K) map", 1e-3, 1e4, key=key("c_fix"), format="%.4g")
+    with c_min_col:
+        ui.number_input(PAGE, P["c_min"], f"{conv} min", format="%.4g")
+    with c_max_col:
+        ui.number_input(PAGE, P["c_max"], f"{conv} max", format="%.4g")
+    ui.slider(PAGE, P["k"], "K for the (α, c) map")
+    ui.slider(PAGE, P["k_max"], "K max for the (α, K) maps")
+    ui.number_input(PAGE, P["c_fix"], f"{conv} for the (α, K) map", format="%.4g")
     st.subheader("Measured-cost model")
     st.caption("S = E[N] / (1 + vK + o + K/c). Leave both at 0 for the basic model.")
-    st.number_input("v — extra verify cost per drafted token", 0.0, 2.0, key=key("v"), step=0.01, format="%.3f")
-    st.number_input("o — fixed overhead per round (target steps)", 0.0, 5.0, key=key("o"), step=0.05, format="%.3f")
+    ui.number_input(PAGE, P["v"], "v — extra verify cost per drafted token", step=0.01, format="%.3f")
+    ui.number_input(PAGE, P["o"], "o — fixed overhead per round (target steps)", step=0.05, format="%.3f")
 
 view = ui.values(PAGE, SPEC)
 mode = "heatmap" if view["view"] == "Heatmap" else "surface"
@@ -93,33 +95,26 @@ except ValueError as exc:
     ui.publish(PAGE, SPEC, URL)
     st.stop()
 
-tab_c, tab_k, tab_en = st.tabs(["Speedup over (α, c)", "Speedup over (α, K)", "E[N] over (α, K)"])
-with tab_c:
-    st.plotly_chart(
-        figures.grid_figure(s_c, mode=mode, break_even=True, title=f"Speedup at K = {view['k']}"), key="fig_s_c"
-    )
-    st.download_button(
-        "Download this grid (CSV)", s_c.tidy().to_csv(index=False), "speedup_alpha_c.csv", "text/csv", key="dl_s_c"
-    )
-with tab_k:
-    st.plotly_chart(
-        figures.grid_figure(s_k, mode=mode, break_even=True, title=f"Speedup at {conv} = {view['c_fix']:.4g}"),
-        key="fig_s_k",
-    )
-    st.download_button(
-        "Download this grid (CSV)", s_k.tidy().to_csv(index=False), "speedup_alpha_k.csv", "text/csv", key="dl_s_k"
-    )
-with tab_en:
-    st.plotly_chart(figures.grid_figure(en, mode=mode, title="Expected tokens per round"), key="fig_en")
-    st.download_button(
-        "Download this grid (CSV)", en.tidy().to_csv(index=False), "expected_tokens.csv", "text/csv", key="dl_en"
-    )
+
+# One map at a time, chosen here (and mirrored in the URL): a link opens with one grid to send and draw.
+shown = ui.radio(PAGE, P["map"], "Map", horizontal=True, label_visibility="collapsed")
+maps = {
+    MAPS[0]: (s_c, True, f"Speedup at K = {view['k']}", "speedup_alpha_c.csv", "s_c"),
+    MAPS[1]: (s_k, True, f"Speedup at {conv} = {view['c_fix']:.4g}", "speedup_alpha_k.csv", "s_k"),
+    MAPS[2]: (en, False, "Expected tokens per round", "expected_tokens.csv", "en"),
+}
+grid, break_even, title, file_name, name = maps[shown]
+st.plotly_chart(figures.grid_figure(grid, mode=mode, break_even=break_even, title=title), key=f"fig_{name}")
+ui.csv_download("Download this grid (CSV)", grid.tidy, file_name, key=f"dl_{name}")
 
 st.header("Point inspector")
 col_a, col_c, col_k = st.columns(3)
-col_a.number_input("α", 0.0, 1.0, key=key("i_alpha"), step=0.01, format="%.4f")
-col_c.number_input(conv, 1e-3, 1e4, key=key("i_c"), format="%.4g")
-col_k.number_input("K", 1, 64, key=key("i_k"))
+with col_a:
+    ui.number_input(PAGE, P["i_alpha"], "α", step=0.01, format="%.4f")
+with col_c:
+    ui.number_input(PAGE, P["i_c"], conv, format="%.4g")
+with col_k:
+    ui.number_input(PAGE, P["i_k"], "K")
 view = ui.values(PAGE, SPEC)
 alpha, k = view["i_alpha"], view["i_k"]
 try:
@@ -127,7 +122,7 @@ try:
     e_n = float(theory.expected_tokens(alpha, k))
     s = float(theory.speedup(alpha, c, k, view["v"], view["o"]))
     a_star = float(theory.break_even_alpha(k, c, view["v"], view["o"]))
-    best = theory.optimal_k(alpha, c, 64, view["v"], view["o"])
+    best = theory.optimal_k(alpha, c, K_MAX, view["v"], view["o"])
 except ValueError as exc:
     ui.show_error(exc)
 else:
@@ -140,7 +135,7 @@ else:
         help="The α at which S = 1 for this K and c.",
     )
     m4.metric(
-        "Optimal K (1..64)",
+        f"Optimal K (1..{K_MAX})",
         "don't speculate" if best.k == 0 else f"{int(best.k)}",
         delta=f"S = {float(best.speedup):.3f}×",
         delta_color="off",

@@ -9,6 +9,8 @@ import streamlit as st
 from specviz import figures, measurements, overlays, store, ui
 from specviz.share import Param, by_key
 
+ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
+
 PAGE, URL = "measured", "measured-data"
 FORMATS = {"auto": "detect"} | {name: measurements.READERS[name].title for name in sorted(measurements.READERS)}
 SPEC = (  # shared in the URL

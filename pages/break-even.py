@@ -4,7 +4,9 @@ import numpy as np
 import streamlit as st
 
 from specviz import chapter, figures, grids, theory, ui
-from specviz.share import Param
+from specviz.share import Param, by_key
+
+ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 
 PAGE, URL = "breakeven", "break-even"
 N_ALPHA, N_C = 201, 121  # grid resolution (α axis, c axis)
@@ -18,7 +20,9 @@ SPEC = (
     Param("o", 0.0, "float", 0.0, 5.0),
     Param("f_alpha", 0.8, "float", 0.0, 1.0),
     Param("f_c", 10.0, "float", 1e-3, 1e4, log=True),
+    Param("opt_map", "K*(α, c)", "choice", choices=("K*(α, c)", "Speedup at K*")),
 )
+P = by_key(SPEC)
 CURVE_CHOICES = [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 16.0, 32.0, 64.0, 100.0]
 
 
@@ -59,22 +63,18 @@ ui.restore(PAGE, SPEC)
 
 with st.sidebar:
     st.header("Controls")
-    st.radio(
-        "Speed-ratio convention",
-        SPEC[0].choices,
-        key=key("conv"),
-        on_change=flip_convention,
-        format_func=grids.C_CONVENTIONS.get,
-    )
+    ui.radio(PAGE, P["conv"], "Speed-ratio convention", on_change=flip_convention, format_func=grids.C_CONVENTIONS.get)
     conv = st.session_state[key("conv")]
     st.multiselect(f"{conv} values for the frontier curves", CURVE_CHOICES, key=key("curves"), accept_new_options=True)
-    st.slider("K max", 2, 64, key=key("k_max"))
+    ui.slider(PAGE, P["k_max"], "K max")
     c_min_col, c_max_col = st.columns(2)
-    c_min_col.number_input(f"{conv} min", 1e-3, 1e4, key=key("c_min"), format="%.4g")
-    c_max_col.number_input(f"{conv} max", 1e-3, 1e4, key=key("c_max"), format="%.4g")
+    with c_min_col:
+        ui.number_input(PAGE, P["c_min"], f"{conv} min", format="%.4g")
+    with c_max_col:
+        ui.number_input(PAGE, P["c_max"], f"{conv} max", format="%.4g")
     st.subheader("Measured-cost model")
-    st.number_input("v — extra verify cost per drafted token", 0.0, 2.0, key=key("v"), step=0.01, format="%.3f")
-    st.number_input("o — fixed overhead per round (target steps)", 0.0, 5.0, key=key("o"), step=0.05, format="%.3f")
+    ui.number_input(PAGE, P["v"], "v — extra verify cost per drafted token", step=0.01, format="%.3f")
+    ui.number_input(PAGE, P["o"], "o — fixed overhead per round (target steps)", step=0.05, format="%.3f")
 
 view = ui.values(PAGE, SPEC)
 v, o = view["v"], view["o"]
@@ -98,28 +98,27 @@ with left:
     )
 with right:
     st.plotly_chart(figures.break_even_map(be_map), key="fig_be_map")
-    st.download_button(
-        "Download α*(K, c) (CSV)", be_map.tidy().to_csv(index=False), "break_even.csv", "text/csv", key="dl_be"
-    )
+    ui.csv_download("Download α*(K, c) (CSV)", be_map.tidy, "break_even.csv", key="dl_be")
 
 st.header("Optimal draft length K*(α, c)")
-left, right = st.columns(2)
-with left:
+# One map at a time, chosen here (and mirrored in the URL): a link opens with one 201 × 121 grid to draw.
+if ui.radio(PAGE, P["opt_map"], "Map", horizontal=True, label_visibility="collapsed") == "K*(α, c)":
     st.plotly_chart(figures.optimal_k_map(k_map), key="fig_kstar")
-    st.download_button(
-        "Download K* and S(K*) (CSV)",
-        k_map.tidy().assign(speedup_at_optimal_k=s_map.z.ravel()).to_csv(index=False),
-        "optimal_k.csv",
-        "text/csv",
-        key="dl_kstar",
-    )
-with right:
+else:
     st.plotly_chart(figures.grid_figure(s_map, break_even=True, title="Speedup at K*"), key="fig_sstar")
+ui.csv_download(
+    "Download K* and S(K*) (CSV)",
+    lambda: k_map.tidy().assign(speedup_at_optimal_k=s_map.z.ravel()),
+    "optimal_k.csv",
+    key="dl_kstar",
+)
 
 st.subheader("f(K) for one (α, c)")
 col_a, col_c = st.columns(2)
-col_a.number_input("α", 0.0, 1.0, key=key("f_alpha"), step=0.01, format="%.4f")
-col_c.number_input(conv, 1e-3, 1e4, key=key("f_c"), format="%.4g")
+with col_a:
+    ui.number_input(PAGE, P["f_alpha"], "α", step=0.01, format="%.4f")
+with col_c:
+    ui.number_input(PAGE, P["f_c"], conv, format="%.4g")
 view = ui.values(PAGE, SPEC)
 try:
     c = float(grids.to_c(view["f_c"], conv))
@@ -142,18 +141,15 @@ else:
 
 st.header("The chapter's numbers, recomputed")
 st.caption("Printed values from the source chapter beside the same quantities from specviz.theory.")
-NUMBER = st.column_config.NumberColumn(format="%.4f")
+NUMBERS = {"α": "g", "c": "g", "computed": ".4f", "E[N] computed": ".4f", "speedup computed": ".4f"}
 t44, ex2 = st.columns(2)
-t44.markdown("**Table 4.4 — E[N]**")
-t44.dataframe(chapter.table_4_4(), hide_index=True, key="tab44", column_config={"E[N] computed": NUMBER})
-ex2.markdown("**Exercise 2 — c = 8, α = 0.7**")
-ex2.dataframe(chapter.exercise_2(), hide_index=True, key="ex2", column_config={"computed": NUMBER})
+with t44:
+    st.markdown("**Table 4.4 — E[N]**")
+    ui.static_table(chapter.table_4_4(), NUMBERS)
+with ex2:
+    st.markdown("**Exercise 2 — c = 8, α = 0.7**")
+    ui.static_table(chapter.exercise_2(), NUMBERS)
 st.markdown("**Table 5.3 — speedup**")
-st.dataframe(
-    chapter.table_5_3(),
-    hide_index=True,
-    key="tab53",
-    column_config={"E[N] computed": NUMBER, "speedup computed": NUMBER},
-)
+ui.static_table(chapter.table_5_3(), NUMBERS)
 
 ui.publish(PAGE, SPEC, URL)

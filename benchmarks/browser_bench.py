@@ -1,0 +1,165 @@
+"""Time to the first drawn chart when a shared link opens in a fresh browser.
+
+Run from the repository root::
+
+    python benchmarks/browser_bench.py            # exit 0 even if a target fails
+    python benchmarks/browser_bench.py --strict   # exit 1 if any target fails
+
+Starts ``streamlit run app.py`` and a minimal Streamlit app (one 10 x 10 plotly heatmap,
+written to a temporary folder) side by side on free localhost ports, opens every page once to warm
+both servers, then opens each chart page and the minimal app in ``--sessions`` fresh browser
+contexts (interleaved, so both see the same machine load) in headless Debian Chromium.
+
+Per page it prints the median time from navigation start to the first drawn plotly chart
+(a ``.js-plotly-plot`` whose ``svg.main-svg`` holds a drawn trace: an image or a path in a
+trace layer), read in the page as ``performance.now()``; its ratio to the minimal app's median in the same run [target
+<= 1.3x]; and the websocket bytes the browser received (Playwright frame sizes) up to
+that chart and in the whole first script run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from _report import machine_line, record, summary
+from playwright.sync_api import sync_playwright
+
+from tests._browser import VIEWPORT, launch_chromium, streamlit_server
+
+#: (label, URL path) of every page that draws a chart when it opens
+CHART_PAGES = [
+    ("design space", "/design-space"),
+    ("break-even & optimal K", "/break-even"),
+    ("sampling lab", "/sampling-lab"),
+    ("converter", "/converter"),
+]
+MINIMAL = "minimal app (1 heatmap)"
+MINIMAL_APP = """import numpy as np
+import plotly.graph_objects as go
+import streamlit as st
+
+st.plotly_chart(go.Figure(go.Heatmap(z=np.random.default_rng(0).random((10, 10)))))
+"""
+TARGET_RATIO = 1.3
+TIMEOUT_MS = 120_000
+
+# performance.now() (ms since navigation start) once a plotly chart has drawn a trace, else false.
+FIRST_CHART_JS = """() => {
+    for (const svg of document.querySelectorAll('.js-plotly-plot svg.main-svg')) {
+        if (svg.querySelector('.mlayer image, .mlayer path')) return performance.now();
+    }
+    return false;
+}"""
+# True once the first script run has finished and nothing is pending.
+RUN_DONE_JS = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    return !!app && app.getAttribute('data-test-script-state') === 'notRunning'
+        && !document.querySelector('[data-testid="stStatusWidgetRunningIcon"]');
+}"""
+
+
+@dataclass
+class Visit:
+    """One fresh browser context: seconds to the first chart, websocket bytes received then and by the run's end."""
+
+    seconds: float
+    bytes_to_chart: int
+    bytes_total: int
+
+
+def visit(browser, url: str) -> Visit:
+    """Open ``url`` in a new browser context and measure it."""
+    received: list[int] = []
+
+    def on_websocket(ws) -> None:
+        ws.on("framereceived", lambda payload: received.append(len(payload)))
+
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        page = context.new_page()
+        page.on("websocket", on_websocket)
+        page.goto(url, wait_until="commit", timeout=TIMEOUT_MS)
+        ms = page.wait_for_function(FIRST_CHART_JS, polling="raf", timeout=TIMEOUT_MS).json_value()
+        to_chart = sum(received)
+        page.wait_for_function(RUN_DONE_JS, timeout=TIMEOUT_MS)
+        page.wait_for_timeout(300)  # late frames of the same run (e.g. the forward-message cache)
+        return Visit(ms / 1000.0, to_chart, sum(received))
+    finally:
+        context.close()
+
+
+def run(sessions: int, pages: list[tuple[str, str]]) -> dict[str, list[Visit]]:
+    """Start both servers, warm them, then visit every target ``sessions`` times (interleaved)."""
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="browser_bench_")))
+        (tmp / "minimal_app.py").write_text(MINIMAL_APP)
+        env = {"SPECVIZ_DB_URL": f"sqlite:///{tmp / 'runs.sqlite'}"}
+        app = stack.enter_context(streamlit_server("app.py", tmp / "app.log", env=env))
+        minimal = stack.enter_context(streamlit_server(tmp / "minimal_app.py", tmp / "minimal.log", cwd=tmp))
+        targets = [(MINIMAL, minimal + "/")] + [(label, app + path) for label, path in pages]
+        browser = launch_chromium(stack.enter_context(sync_playwright()))
+        for _, url in targets:  # warm-up: imports, caches and the first script run on each server
+            visit(browser, url)
+        visits: dict[str, list[Visit]] = {label: [] for label, _ in targets}
+        for _ in range(sessions):
+            for label, url in targets:
+                visits[label].append(visit(browser, url))
+        browser.close()
+    return visits
+
+
+def report(visits: dict[str, list[Visit]]) -> None:
+    """Print the table and record one PASS/FAIL per chart page (ratio to the minimal app)."""
+    base = statistics.median(v.seconds for v in visits[MINIMAL])
+    width = max(len(label) for label in visits)
+    print(
+        f"\n  {'page':<{width}}  {'median s':>8}  {'min..max s':>11}  {'x minimal':>9}  "
+        f"{'ws KB to chart':>14}  {'ws KB run':>9}"
+    )
+    for label, vs in visits.items():
+        med = statistics.median(v.seconds for v in vs)
+        lo, hi = min(v.seconds for v in vs), max(v.seconds for v in vs)
+        kb_chart = statistics.median(v.bytes_to_chart for v in vs) / 1024
+        kb_total = statistics.median(v.bytes_total for v in vs) / 1024
+        print(
+            f"  {label:<{width}}  {med:>8.3f}  {f'{lo:.2f}..{hi:.2f}':>11}  {med / base:>8.2f}x  "
+            f"{kb_chart:>14.1f}  {kb_total:>9.1f}"
+        )
+        if label != MINIMAL:
+            record(
+                f"{label}: time to first chart",
+                f"{med:.2f} s = {med / base:.2f}x minimal",
+                "<= 1.3x",
+                med / base <= TARGET_RATIO,
+            )
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--strict", action="store_true", help="exit 1 if any target fails")
+    ap.add_argument("--sessions", type=int, default=5, help="fresh browser contexts per page (>= 1)")
+    ap.add_argument("--page", action="append", default=None, help="only this URL path, e.g. /converter (repeatable)")
+    args = ap.parse_args(argv)
+    pages = [p for p in CHART_PAGES if args.page is None or p[1] in args.page]
+
+    t_start = time.perf_counter()
+    print(machine_line())
+    print(
+        f"browser benchmark, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: navigation -> first drawn plotly chart, "
+        f"median of {args.sessions} fresh browser contexts per page on a warm server (headless Chromium)"
+    )
+    report(run(max(1, args.sessions), pages))
+    n_fail = summary(t_start)
+    return 1 if (args.strict and n_fail) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
