@@ -54,6 +54,27 @@ def optimum_maps(c_lo, c_hi, conv, k_max, v, o):
     return grids.optimal_k_grids(alpha, grids.log_axis(c_lo, c_hi, N_C, conv), conv, k_max, v, o)
 
 
+def sidebar_controls(conv: str) -> None:
+    """The controls, drawn after the first chart (their values are read from session_state before)."""
+    with st.sidebar:
+        st.header("Controls")
+        ui.radio(
+            PAGE, P["conv"], "Speed-ratio convention", on_change=flip_convention, format_func=grids.C_CONVENTIONS.get
+        )
+        st.multiselect(
+            f"{conv} values for the frontier curves", CURVE_CHOICES, key=key("curves"), accept_new_options=True
+        )
+        ui.slider(PAGE, P["k_max"], "K max")
+        c_min_col, c_max_col = st.columns(2)
+        with c_min_col:
+            ui.number_input(PAGE, P["c_min"], f"{conv} min", format="%.4g")
+        with c_max_col:
+            ui.number_input(PAGE, P["c_max"], f"{conv} max", format="%.4g")
+        st.subheader("Measured-cost model")
+        ui.number_input(PAGE, P["v"], "v — extra verify cost per drafted token", step=0.01, format="%.3f")
+        ui.number_input(PAGE, P["o"], "o — fixed overhead per round (target steps)", step=0.05, format="%.3f")
+
+
 st.title("Break-even & optimal K")
 st.caption(
     "Speculation pays only when E[N] > 1 + vK + o + K/c. These views show where that line runs and "
@@ -61,21 +82,7 @@ st.caption(
 )
 ui.restore(PAGE, SPEC)
 
-with st.sidebar:
-    st.header("Controls")
-    ui.radio(PAGE, P["conv"], "Speed-ratio convention", on_change=flip_convention, format_func=grids.C_CONVENTIONS.get)
-    conv = st.session_state[key("conv")]
-    st.multiselect(f"{conv} values for the frontier curves", CURVE_CHOICES, key=key("curves"), accept_new_options=True)
-    ui.slider(PAGE, P["k_max"], "K max")
-    c_min_col, c_max_col = st.columns(2)
-    with c_min_col:
-        ui.number_input(PAGE, P["c_min"], f"{conv} min", format="%.4g")
-    with c_max_col:
-        ui.number_input(PAGE, P["c_max"], f"{conv} max", format="%.4g")
-    st.subheader("Measured-cost model")
-    ui.number_input(PAGE, P["v"], "v — extra verify cost per drafted token", step=0.01, format="%.3f")
-    ui.number_input(PAGE, P["o"], "o — fixed overhead per round (target steps)", step=0.05, format="%.3f")
-
+conv = st.session_state[key("conv")]
 view = ui.values(PAGE, SPEC)
 v, o = view["v"], view["o"]
 try:
@@ -85,6 +92,7 @@ try:
     k_map, s_map = optimum_maps(view["c_min"], view["c_max"], conv, view["k_max"], v, o)
 except (ValueError, TypeError) as exc:
     ui.show_error(exc if isinstance(exc, ValueError) else ValueError(f"frontier values must be numbers: {exc}"))
+    sidebar_controls(conv)
     ui.publish(PAGE, SPEC, URL)
     st.stop()
 
@@ -99,13 +107,18 @@ with left:
 with right:
     st.plotly_chart(figures.break_even_map(be_map), key="fig_be_map")
     ui.csv_download("Download α*(K, c) (CSV)", be_map.tidy, "break_even.csv", key="dl_be")
+# The controls are sent after the first chart (see sidebar_controls): a fresh browser loads plotly first.
+sidebar_controls(conv)
 
 st.header("Optimal draft length K*(α, c)")
 # One map at a time, chosen here (and mirrored in the URL): a link opens with one 201 × 121 grid to draw.
-if ui.radio(PAGE, P["opt_map"], "Map", horizontal=True, label_visibility="collapsed") == "K*(α, c)":
+opt_radio = st.empty()  # filled after the map, as the sidebar
+if view["opt_map"] == "K*(α, c)":
     st.plotly_chart(figures.optimal_k_map(k_map), key="fig_kstar")
 else:
     st.plotly_chart(figures.grid_figure(s_map, break_even=True, title="Speedup at K*"), key="fig_sstar")
+with opt_radio:
+    ui.radio(PAGE, P["opt_map"], "Map", horizontal=True, label_visibility="collapsed")
 ui.csv_download(
     "Download K* and S(K*) (CSV)",
     lambda: k_map.tidy().assign(speedup_at_optimal_k=s_map.z.ravel()),

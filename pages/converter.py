@@ -26,7 +26,35 @@ st.caption(
 )
 ui.restore(PAGE, SPEC)
 
-col_metric, col_value, col_k = st.columns([2, 1, 1])
+# Laid out top to bottom: inputs, numbers, chart; sent chart first (the widgets' values are in session_state
+# already), so a fresh browser starts loading plotly before any other element (docs/performance.md).
+inputs, numbers = st.container(), st.container()
+view = ui.values(PAGE, SPEC)
+try:
+    converted = theory.convert_metric(view["value"], view["k"], view["metric"])
+except ValueError as exc:
+    with numbers:
+        ui.show_error(exc)
+else:
+    alpha, k = float(converted["alpha"]), view["k"]
+    grid = np.linspace(0.0, 1.0, 201)
+    series = {theory.METRICS[m].label: y for m, y in theory.convert_metric(grid, k, "alpha").items()}
+    point = {theory.METRICS[m].label: float(y) for m, y in converted.items()}
+    st.plotly_chart(figures.metrics_vs_alpha(grid, series, point), key="fig_metrics")
+    with numbers:
+        cols = st.columns(len(converted))
+        for col, (name, value) in zip(cols, converted.items(), strict=True):
+            m = theory.METRICS[name]
+            col.metric(m.label, f"{float(value):.4f}", help=f"{m.description}; range {m.allowed}")
+        st.caption(
+            f"E[N] = {float(converted['mean_tokens']):.4f} tokens per round at K = {k} ⇔ α = {alpha:.4f}. "
+            "Per-position view: a vLLM per-position acceptance rate at position i (0-based) is α^(i+1) = "
+            + ", ".join(f"{alpha ** (i + 1):.3f}" for i in range(min(k, 8)))
+            + ("…" if k > 8 else "")
+            + "."
+        )
+
+col_metric, col_value, col_k = inputs.columns([2, 1, 1])
 with col_metric:
     ui.selectbox(
         PAGE,
@@ -46,29 +74,6 @@ with col_value:
     )
 with col_k:
     ui.number_input(PAGE, P["k"], "K (draft length)")
-
-view = ui.values(PAGE, SPEC)
-try:
-    converted = theory.convert_metric(view["value"], view["k"], view["metric"])
-except ValueError as exc:
-    ui.show_error(exc)
-else:
-    alpha, k = float(converted["alpha"]), view["k"]
-    cols = st.columns(len(converted))
-    for col, (name, value) in zip(cols, converted.items(), strict=True):
-        m = theory.METRICS[name]
-        col.metric(m.label, f"{float(value):.4f}", help=f"{m.description}; range {m.allowed}")
-    st.caption(
-        f"E[N] = {float(converted['mean_tokens']):.4f} tokens per round at K = {k} ⇔ α = {alpha:.4f}. "
-        "Per-position view: a vLLM per-position acceptance rate at position i (0-based) is α^(i+1) = "
-        + ", ".join(f"{alpha ** (i + 1):.3f}" for i in range(min(k, 8)))
-        + ("…" if k > 8 else "")
-        + "."
-    )
-    grid = np.linspace(0.0, 1.0, 201)
-    series = {theory.METRICS[m].label: y for m, y in theory.convert_metric(grid, k, "alpha").items()}
-    point = {theory.METRICS[m].label: float(y) for m, y in converted.items()}
-    st.plotly_chart(figures.metrics_vs_alpha(grid, series, point), key="fig_metrics")
 
 st.subheader("Speed ratio conventions")
 col_conv, col_ratio = st.columns(2)

@@ -59,29 +59,34 @@ def speedup_k_map(a_lo, a_hi, k_max, c, v, o):
     return grids.speedup_alpha_k_grid(grids.lin_axis(a_lo, a_hi, N_ALPHA, "α"), grids.np.arange(1, k_max + 1), c, v, o)
 
 
+def sidebar_controls(conv: str) -> None:
+    """The map controls, drawn after the first chart (their values are read from session_state before)."""
+    with st.sidebar:
+        st.header("Maps")
+        ui.radio(PAGE, P["view"], "Chart type", horizontal=True)
+        ui.radio(
+            PAGE, P["conv"], "Speed-ratio convention", on_change=flip_convention, format_func=grids.C_CONVENTIONS.get
+        )
+        ui.slider(PAGE, P["alpha"], "α range", step=0.01)
+        c_min_col, c_max_col = st.columns(2)
+        with c_min_col:
+            ui.number_input(PAGE, P["c_min"], f"{conv} min", format="%.4g")
+        with c_max_col:
+            ui.number_input(PAGE, P["c_max"], f"{conv} max", format="%.4g")
+        ui.slider(PAGE, P["k"], "K for the (α, c) map")
+        ui.slider(PAGE, P["k_max"], "K max for the (α, K) maps")
+        ui.number_input(PAGE, P["c_fix"], f"{conv} for the (α, K) map", format="%.4g")
+        st.subheader("Measured-cost model")
+        st.caption("S = E[N] / (1 + vK + o + K/c). Leave both at 0 for the basic model.")
+        ui.number_input(PAGE, P["v"], "v — extra verify cost per drafted token", step=0.01, format="%.3f")
+        ui.number_input(PAGE, P["o"], "o — fixed overhead per round (target steps)", step=0.05, format="%.3f")
+
+
 st.title("Design space")
 st.caption("How E[N] and the speedup depend on α, K and c. Black line: S = 1 — left of it speculation is slower.")
 ui.restore(PAGE, SPEC)
 
-with st.sidebar:
-    st.header("Maps")
-    ui.radio(PAGE, P["view"], "Chart type", horizontal=True)
-    ui.radio(PAGE, P["conv"], "Speed-ratio convention", on_change=flip_convention, format_func=grids.C_CONVENTIONS.get)
-    conv = st.session_state[key("conv")]
-    ui.slider(PAGE, P["alpha"], "α range", step=0.01)
-    c_min_col, c_max_col = st.columns(2)
-    with c_min_col:
-        ui.number_input(PAGE, P["c_min"], f"{conv} min", format="%.4g")
-    with c_max_col:
-        ui.number_input(PAGE, P["c_max"], f"{conv} max", format="%.4g")
-    ui.slider(PAGE, P["k"], "K for the (α, c) map")
-    ui.slider(PAGE, P["k_max"], "K max for the (α, K) maps")
-    ui.number_input(PAGE, P["c_fix"], f"{conv} for the (α, K) map", format="%.4g")
-    st.subheader("Measured-cost model")
-    st.caption("S = E[N] / (1 + vK + o + K/c). Leave both at 0 for the basic model.")
-    ui.number_input(PAGE, P["v"], "v — extra verify cost per drafted token", step=0.01, format="%.3f")
-    ui.number_input(PAGE, P["o"], "o — fixed overhead per round (target steps)", step=0.05, format="%.3f")
-
+conv = st.session_state[key("conv")]
 view = ui.values(PAGE, SPEC)
 mode = "heatmap" if view["view"] == "Heatmap" else "surface"
 a_lo, a_hi = view["alpha"]
@@ -92,12 +97,16 @@ try:
     s_k = speedup_k_map(a_lo, a_hi, view["k_max"], c_fix, view["v"], view["o"])
 except ValueError as exc:
     ui.show_error(exc)
+    sidebar_controls(conv)
     ui.publish(PAGE, SPEC, URL)
     st.stop()
 
 
 # One map at a time, chosen here (and mirrored in the URL): a link opens with one grid to send and draw.
-shown = ui.radio(PAGE, P["map"], "Map", horizontal=True, label_visibility="collapsed")
+# The chart is sent before every widget (their values are in session_state already), so a fresh browser
+# starts loading plotly first (docs/performance.md); the radio still sits above it.
+shown_radio = st.empty()
+shown = view["map"]
 maps = {
     MAPS[0]: (s_c, True, f"Speedup at K = {view['k']}", "speedup_alpha_c.csv", "s_c"),
     MAPS[1]: (s_k, True, f"Speedup at {conv} = {view['c_fix']:.4g}", "speedup_alpha_k.csv", "s_k"),
@@ -105,7 +114,10 @@ maps = {
 }
 grid, break_even, title, file_name, name = maps[shown]
 st.plotly_chart(figures.grid_figure(grid, mode=mode, break_even=break_even, title=title), key=f"fig_{name}")
+with shown_radio:
+    ui.radio(PAGE, P["map"], "Map", horizontal=True, label_visibility="collapsed")
 ui.csv_download("Download this grid (CSV)", grid.tidy, file_name, key=f"dl_{name}")
+sidebar_controls(conv)
 
 st.header("Point inspector")
 col_a, col_c, col_k = st.columns(3)

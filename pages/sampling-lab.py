@@ -62,15 +62,13 @@ def builder_controls(who: str) -> None:
             height=80,
             help="Non-negative numbers, normalised for you. Or upload a one-column CSV below.",
         )
-        upload = st.file_uploader(f"{who}: one-column CSV", type=["csv", "txt"], key=f"{PAGE}.{who}_file")
-        if upload is not None:
-            st.session_state[f"{PAGE}.{who}_bytes"] = upload.getvalue()
-        else:
-            st.session_state.pop(f"{PAGE}.{who}_bytes", None)
+        st.file_uploader(f"{who}: one-column CSV", type=["csv", "txt"], key=f"{PAGE}.{who}_file")
 
 
 def build(who: str, view: dict, base=None) -> torch.Tensor:
-    text = st.session_state.get(f"{PAGE}.{who}_bytes") or view[f"{who}_vec"]
+    # The uploader is drawn after this runs (sidebar_controls), so its file comes from session_state.
+    upload = st.session_state.get(f"{PAGE}.{who}_file") if view[who] == "custom" else None
+    text = upload.getvalue() if upload is not None else view[f"{who}_vec"]
     return sampling.build(
         view[who],
         view["v"],
@@ -117,6 +115,22 @@ def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
     return result
 
 
+def sidebar_controls() -> None:
+    """The controls, drawn after the first chart (their values are read from session_state before)."""
+    with st.sidebar:
+        st.header("Distributions")
+        ui.number_input(PAGE, P["v"], "V (vocabulary size)")
+        builder_controls("p")
+        builder_controls("q")
+        st.header("Simulation")
+        ui.slider(PAGE, P["k"], "K (draft length)")
+        ui.number_input(PAGE, P["rounds"], "rounds", step=50_000)
+        ui.number_input(PAGE, P["seed"], "seed")
+        ui.selectbox(PAGE, P["variant"], "verification rule", format_func=VARIANT_LABELS.get)
+        if st.session_state[key("variant")] == "temperature_mismatch":
+            ui.number_input(PAGE, P["t_draft"], "draft sampling temperature (ratio uses q at 1)", step=0.1)
+
+
 st.title("Rejection-sampling lab")
 st.caption(
     "Draft K tokens from q, accept each with min(1, p/q), correct from the residual (p − q)⁺ at the first "
@@ -125,25 +139,13 @@ st.caption(
 )
 ui.restore(PAGE, SPEC)
 
-with st.sidebar:
-    st.header("Distributions")
-    ui.number_input(PAGE, P["v"], "V (vocabulary size)")
-    builder_controls("p")
-    builder_controls("q")
-    st.header("Simulation")
-    ui.slider(PAGE, P["k"], "K (draft length)")
-    ui.number_input(PAGE, P["rounds"], "rounds", step=50_000)
-    ui.number_input(PAGE, P["seed"], "seed")
-    ui.selectbox(PAGE, P["variant"], "verification rule", format_func=VARIANT_LABELS.get)
-    if st.session_state[key("variant")] == "temperature_mismatch":
-        ui.number_input(PAGE, P["t_draft"], "draft sampling temperature (ratio uses q at 1)", step=0.1)
-
 view = ui.values(PAGE, SPEC)
 try:
     p = build("p", view)
     q = build("q", view, base=p)
 except ValueError as exc:
     ui.show_error(exc)
+    sidebar_controls()
     ui.publish(PAGE, SPEC, URL)
     st.stop()
 
@@ -154,12 +156,14 @@ k = view["k"]
 e_formula = float(theory.expected_tokens(min(max(alpha, 0.0), 1.0), k))
 
 st.header("Acceptance is overlap")
+# The chart comes first (then its numbers, then the controls): a fresh browser loads plotly before the rest.
+st.plotly_chart(figures.distribution_bars(p_np, q_np), key="fig_bars")
+st.caption("Green is accepted directly, orange is what the residual puts back: together they rebuild p exactly.")
 c1, c2, c3 = st.columns(3)
 c1.metric("α = Σ min(p, q)", f"{alpha:.4f}")
 c2.metric("TV(p, q) = ½ Σ |p − q|", f"{tv:.4f}")
 c3.metric("1 − TV", f"{1 - tv:.4f}", help="Equals α: the chapter's §4.2 identity.")
-st.plotly_chart(figures.distribution_bars(p_np, q_np), key="fig_bars")
-st.caption("Green is accepted directly, orange is what the residual puts back: together they rebuild p exactly.")
+sidebar_controls()
 
 n, emitted = simulate(p, q, view)
 rounds = len(n)

@@ -216,7 +216,8 @@ def break_even_curves(ks: np.ndarray, curves: dict[str, np.ndarray]) -> go.Figur
 
 
 def break_even_map(grid: Grid) -> go.Figure:
-    """α*(K, c) as filled contours; the region where no α pays off is grey and labelled."""
+    """α*(K, c) as filled contours every 0.05, a few levels labelled (:func:`contour_labels`);
+    the region where no α pays off is grey and labelled."""
     never = np.isnan(grid.z)
     fig = go.Figure(
         go.Contour(
@@ -226,7 +227,7 @@ def break_even_map(grid: Grid) -> go.Figure:
             colorscale="Viridis",
             zmin=0,
             zmax=1,
-            contours=dict(start=0.05, end=0.95, size=0.05, showlabels=True),
+            contours=dict(start=0.05, end=0.95, size=0.05),
             colorbar=dict(title=dict(text="α*")),
             hovertemplate=_hovertemplate(grid),
             name="α*",
@@ -252,9 +253,42 @@ def break_even_map(grid: Grid) -> go.Figure:
             showarrow=False,
             font=dict(size=14),
         )
+    for label in contour_labels(grid, LABEL_LEVELS):
+        fig.add_annotation(**label)
     _data_extent_axes(fig, grid)
     fig.update_layout(height=440, margin=dict(l=10, r=10, t=30, b=10))
     return fig
+
+
+#: α* levels labelled on the break-even map (its contour lines run every 0.05)
+LABEL_LEVELS = (0.2, 0.4, 0.6, 0.8)
+
+
+def contour_labels(grid: Grid, levels) -> list[dict]:
+    """One label annotation per level, placed on its ``z = level`` line in the middle row that crosses it.
+
+    The crossings come from :func:`specviz.grids.level_crossing` (z increasing in x along each row,
+    as α*(K, c) is in K); a level that no row reaches gets no label. A few annotations cost the
+    browser far less than plotly's ``contours.showlabels``, which measures and places text along
+    every contour line.
+    """
+    labels = []
+    for level in levels:
+        cross = level_crossing(grid, level)  # (ny,)
+        rows = np.flatnonzero(np.isfinite(cross))
+        if rows.size:
+            j = rows[rows.size // 2]
+            labels.append(
+                dict(
+                    x=float(cross[j]),
+                    y=float(np.log10(grid.y[j])) if _is_log(grid.y_name) else float(grid.y[j]),
+                    text=f"α* = {level:g}",
+                    showarrow=False,
+                    font=dict(size=11, color="black"),
+                    bgcolor="rgba(255, 255, 255, 0.75)",
+                )
+            )
+    return labels
 
 
 def optimal_k_map(grid: Grid) -> go.Figure:

@@ -147,3 +147,14 @@ def test_speedup_colour_scale_is_white_exactly_at_one():
     assert figures.speedup_colorscale(0.5, 2.5) == [[0.0, "#b2182b"], [0.25, "#f7f7f7"], [1.0, "#2166ac"]]
     assert figures.speedup_colorscale(1.2, 3.0)[0] == [0.0, "#f7f7f7"]  # no red when nothing is slower
     assert figures.speedup_colorscale(0.1, 0.9)[-1] == [1.0, "#f7f7f7"]  # no blue when nothing is faster
+
+
+def test_break_even_map_labels_sit_on_their_contour_lines():
+    be = grids.break_even_grid(KS[:32], C, "c", 0.0, 0.0)
+    fig = figures.break_even_map(be)
+    assert not fig.data[0].contours.showlabels  # plotly's own labels cost the browser ~0.2 s
+    labels = [a for a in fig.layout.annotations if a.text.startswith("α* = ")]
+    assert [a.text for a in labels] == [f"α* = {level:g}" for level in figures.LABEL_LEVELS]
+    for a, level in zip(labels, figures.LABEL_LEVELS, strict=True):
+        row = int(np.argmin(np.abs(np.log10(be.y) - a.y)))  # c axis is log: annotation y is log10(c)
+        assert np.interp(a.x, be.x, be.z[row]) == pytest.approx(level, abs=1e-9)

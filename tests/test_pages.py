@@ -185,6 +185,9 @@ def test_break_even_draws_the_chosen_optimum_map_and_mirrors_it_in_the_url():
     again = run("pages/break-even.py", opt_map="Speedup at K*")
     assert [c.key for c in again.get("plotly_chart")] == ["fig_curves", "fig_be_map", "fig_sstar", "fig_fk"]
     assert again.query_params["opt_map"] == "Speedup at K*"
+    at.radio(key="breakeven.opt_map").set_value("Speedup at K*").run()
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_curves", "fig_be_map", "fig_sstar", "fig_fk"]
+    assert at.query_params["opt_map"] == "Speedup at K*"
 
 
 def test_break_even_reacts_and_restores():
