@@ -180,6 +180,7 @@ class SharedResults:
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._items: OrderedDict[Hashable, tuple[np.ndarray, ...]] = OrderedDict()
+        self._bytes = 0  # sum of _nbytes over _items
         self._lock = threading.Lock()
 
     def get(self, k: Hashable) -> tuple[np.ndarray, ...] | None:
@@ -195,10 +196,11 @@ class SharedResults:
         if _nbytes(value) > self.max_bytes:
             return
         with self._lock:
+            old = self._items.pop(k, None)
+            self._bytes += _nbytes(value) - (_nbytes(old) if old is not None else 0)
             self._items[k] = value
-            self._items.move_to_end(k)
-            while sum(_nbytes(v) for v in self._items.values()) > self.max_bytes:
-                self._items.popitem(last=False)
+            while self._bytes > self.max_bytes:
+                self._bytes -= _nbytes(self._items.popitem(last=False)[1])
 
 
 def _nbytes(value: tuple[np.ndarray, ...]) -> int:
