@@ -93,9 +93,9 @@ def canonical(rows: list[dict], name: str = "live run") -> pd.DataFrame:
 
     ``measurements.load_records`` applies the checks and derivations of a loaded file to the rows
     as they are (no CSV round trip). Raises ValueError naming the first bad cell (row = cell
-    number, column, value, what is allowed), or the conversion a row needed (e.g. a column read
-    as percent because a rate exceeded 1): the engine's rows are canonical and always pass, so one
-    that does not is a bug to surface, not a row to skip or rescale.
+    number, column, value, what is allowed; in-memory rows are never guessed to be in percent, so
+    an α of 1.5 is such a cell), or any conversion a row needed: the engine's rows are canonical
+    and always pass, so one that does not is a bug to surface, not a row to skip or rescale.
     """
     frame, report = measurements.load_records(rows, name=name)
     if report.row_errors:
