@@ -21,6 +21,7 @@ SPEC = (
     Param("f_alpha", 0.8, "float", 0.0, 1.0),
     Param("f_c", 10.0, "float", 1e-3, 1e4, log=True),
     Param("opt_map", "K*(α, c)", "choice", choices=("K*(α, c)", "Speedup at K*")),
+    Param("view", "Break-even frontier", "choice", choices=("Break-even frontier", "Optimal K", "Chapter numbers")),
 )
 P = by_key(SPEC)
 CURVE_CHOICES = [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 16.0, 32.0, 64.0, 100.0]
@@ -55,7 +56,7 @@ def optimum_maps(c_lo, c_hi, conv, k_max, v, o):
 
 
 def sidebar_controls(conv: str) -> None:
-    """The controls, drawn after the first chart (their values are read from session_state before)."""
+    """The controls, drawn after the open tab (their values are read from session_state before)."""
     with st.sidebar:
         st.header("Controls")
         ui.radio(
@@ -75,6 +76,81 @@ def sidebar_controls(conv: str) -> None:
         ui.number_input(PAGE, P["o"], "o — fixed overhead per round (target steps)", step=0.05, format="%.3f")
 
 
+def frontier_tab(view: dict, conv: str) -> None:
+    """α*(K, c): curves for chosen c and the map over (K, c), side by side."""
+    curves = sorted({float(x) for x in view["curves"]})
+    ks, alpha_star = frontier(view["k_max"], curves, conv, view["v"], view["o"])
+    be_map = frontier_map(view["k_max"], view["c_min"], view["c_max"], conv, view["v"], view["o"])
+    left, right = st.columns(2)
+    with left:
+        st.plotly_chart(figures.break_even_curves(ks, alpha_star), key="fig_curves")
+        st.caption(
+            "Above a curve speculation is faster than the target alone. A curve that stops or is missing "
+            "never pays off at those K (in the basic model: whenever c ≤ 1)."
+        )
+    with right:
+        st.plotly_chart(figures.break_even_map(be_map), key="fig_be_map")
+        ui.csv_download("Download α*(K, c) (CSV)", be_map.tidy, "break_even.csv", key="dl_be")
+
+
+def optimum_tab(view: dict, conv: str) -> None:
+    """K*(α, c) or the speedup at K* (one map at a time, chosen by a radio), then f(K) for one (α, c)."""
+    v, o, k_max = view["v"], view["o"], view["k_max"]
+    k_map, s_map = optimum_maps(view["c_min"], view["c_max"], conv, k_max, v, o)
+    opt_radio = st.empty()  # filled after the map: a fresh browser loads plotly before the radio's code
+    if view["opt_map"] == "K*(α, c)":
+        st.plotly_chart(figures.optimal_k_map(k_map), key="fig_kstar")
+    else:
+        st.plotly_chart(figures.grid_figure(s_map, break_even=True, title="Speedup at K*"), key="fig_sstar")
+    with opt_radio:
+        ui.radio(PAGE, P["opt_map"], "Map", horizontal=True, label_visibility="collapsed")
+    ui.csv_download(
+        "Download K* and S(K*) (CSV)",
+        lambda: k_map.tidy().assign(speedup_at_optimal_k=s_map.z.ravel()),
+        "optimal_k.csv",
+        key="dl_kstar",
+    )
+
+    st.subheader("f(K) for one (α, c)")
+    col_a, col_c = st.columns(2)
+    with col_a:
+        ui.number_input(PAGE, P["f_alpha"], "α", step=0.01, format="%.4f")
+    with col_c:
+        ui.number_input(PAGE, P["f_c"], conv, format="%.4g")
+    alpha, c = ui.values(PAGE, SPEC)["f_alpha"], float(grids.to_c(ui.values(PAGE, SPEC)["f_c"], conv))
+    ks = np.arange(1, k_max + 1)
+    s_of_k = theory.speedup(alpha, c, ks, v, o)
+    best = theory.optimal_k(alpha, c, k_max, v, o)
+    k_star = int(best.k)
+    if k_star == 0:
+        st.metric(
+            "Optimal K",
+            "don't speculate",
+            delta=f"best S over K = 1..{k_max} is {float(s_of_k.max()):.3f}× ≤ 1",
+            delta_color="off",
+        )
+    else:
+        st.metric("Optimal K", str(k_star), delta=f"S = {float(best.speedup):.3f}×", delta_color="off")
+    st.plotly_chart(figures.speedup_vs_k(ks, s_of_k, k_star, float(best.speedup)), key="fig_fk")
+
+
+def chapter_tab(view: dict, conv: str) -> None:
+    """The source chapter's printed values beside the same quantities from specviz.theory (no control applies)."""
+    st.caption("Printed values from the source chapter beside the same quantities from specviz.theory.")
+    numbers = {"α": "g", "c": "g", "computed": ".4f", "E[N] computed": ".4f", "speedup computed": ".4f"}
+    t44, ex2 = st.columns(2)
+    with t44:
+        st.markdown("**Table 4.4 — E[N]**")
+        ui.static_table(chapter.table_4_4(), numbers)
+    with ex2:
+        st.markdown("**Exercise 2 — c = 8, α = 0.7**")
+        ui.static_table(chapter.exercise_2(), numbers)
+    st.markdown("**Table 5.3 — speedup**")
+    ui.static_table(chapter.table_5_3(), numbers)
+
+
+TABS = {"Break-even frontier": frontier_tab, "Optimal K": optimum_tab, "Chapter numbers": chapter_tab}
+
 st.title("Break-even & optimal K")
 st.caption(
     "Speculation pays only when E[N] > 1 + vK + o + K/c. These views show where that line runs and "
@@ -83,86 +159,16 @@ st.caption(
 ui.restore(PAGE, SPEC)
 
 conv = st.session_state[key("conv")]
-view = ui.values(PAGE, SPEC)
-v, o = view["v"], view["o"]
-try:
-    curves = sorted({float(x) for x in view["curves"]})
-    ks, alpha_star = frontier(view["k_max"], curves, conv, v, o)
-    be_map = frontier_map(view["k_max"], view["c_min"], view["c_max"], conv, v, o)
-    k_map, s_map = optimum_maps(view["c_min"], view["c_max"], conv, view["k_max"], v, o)
-except (ValueError, TypeError) as exc:
-    ui.show_error(exc if isinstance(exc, ValueError) else ValueError(f"frontier values must be numbers: {exc}"))
-    sidebar_controls(conv)
-    ui.publish(PAGE, SPEC, URL)
-    st.stop()
-
-st.header("Break-even frontier α*(K, c)")
-left, right = st.columns(2)
-with left:
-    st.plotly_chart(figures.break_even_curves(ks, alpha_star), key="fig_curves")
-    st.caption(
-        "Above a curve speculation is faster than the target alone. A curve that stops or is missing "
-        "never pays off at those K (in the basic model: whenever c ≤ 1)."
-    )
-with right:
-    st.plotly_chart(figures.break_even_map(be_map), key="fig_be_map")
-    ui.csv_download("Download α*(K, c) (CSV)", be_map.tidy, "break_even.csv", key="dl_be")
-# The controls are sent after the first chart (see sidebar_controls): a fresh browser loads plotly first.
+# One tab's content per script run (lazy tabs): a link opens with the frontier's two charts to draw.
+for label, tab in ui.tabs(PAGE, P["view"]).items():
+    if tab.open:
+        with tab:
+            try:
+                TABS[label](ui.values(PAGE, SPEC), conv)
+            except (ValueError, TypeError) as exc:
+                ui.show_error(
+                    exc if isinstance(exc, ValueError) else ValueError(f"frontier values must be numbers: {exc}")
+                )
+# The controls are sent after the open tab's charts: a fresh browser loads plotly's code first.
 sidebar_controls(conv)
-
-st.header("Optimal draft length K*(α, c)")
-# One map at a time, chosen here (and mirrored in the URL): a link opens with one 201 × 121 grid to draw.
-opt_radio = st.empty()  # filled after the map, as the sidebar
-if view["opt_map"] == "K*(α, c)":
-    st.plotly_chart(figures.optimal_k_map(k_map), key="fig_kstar")
-else:
-    st.plotly_chart(figures.grid_figure(s_map, break_even=True, title="Speedup at K*"), key="fig_sstar")
-with opt_radio:
-    ui.radio(PAGE, P["opt_map"], "Map", horizontal=True, label_visibility="collapsed")
-ui.csv_download(
-    "Download K* and S(K*) (CSV)",
-    lambda: k_map.tidy().assign(speedup_at_optimal_k=s_map.z.ravel()),
-    "optimal_k.csv",
-    key="dl_kstar",
-)
-
-st.subheader("f(K) for one (α, c)")
-col_a, col_c = st.columns(2)
-with col_a:
-    ui.number_input(PAGE, P["f_alpha"], "α", step=0.01, format="%.4f")
-with col_c:
-    ui.number_input(PAGE, P["f_c"], conv, format="%.4g")
-view = ui.values(PAGE, SPEC)
-try:
-    c = float(grids.to_c(view["f_c"], conv))
-    s_of_k = theory.speedup(view["f_alpha"], c, ks, v, o)
-    best = theory.optimal_k(view["f_alpha"], c, view["k_max"], v, o)
-except ValueError as exc:
-    ui.show_error(exc)
-else:
-    k_star = int(best.k)
-    if k_star == 0:
-        st.metric(
-            "Optimal K",
-            "don't speculate",
-            delta=f"best S over K = 1..{view['k_max']} is {float(s_of_k.max()):.3f}× ≤ 1",
-            delta_color="off",
-        )
-    else:
-        st.metric("Optimal K", str(k_star), delta=f"S = {float(best.speedup):.3f}×", delta_color="off")
-    st.plotly_chart(figures.speedup_vs_k(ks, s_of_k, k_star, float(best.speedup)), key="fig_fk")
-
-st.header("The chapter's numbers, recomputed")
-st.caption("Printed values from the source chapter beside the same quantities from specviz.theory.")
-NUMBERS = {"α": "g", "c": "g", "computed": ".4f", "E[N] computed": ".4f", "speedup computed": ".4f"}
-t44, ex2 = st.columns(2)
-with t44:
-    st.markdown("**Table 4.4 — E[N]**")
-    ui.static_table(chapter.table_4_4(), NUMBERS)
-with ex2:
-    st.markdown("**Exercise 2 — c = 8, α = 0.7**")
-    ui.static_table(chapter.exercise_2(), NUMBERS)
-st.markdown("**Table 5.3 — speedup**")
-ui.static_table(chapter.table_5_3(), NUMBERS)
-
 ui.publish(PAGE, SPEC, URL)

@@ -31,6 +31,12 @@ SPEC = (
     Param("seed", 0, "int", 0, 2**31 - 1),
     Param("variant", "exact", "choice", choices=tuple(sampling.VARIANTS)),
     Param("t_draft", 0.5, "float", 0.05, 20.0),
+    Param(
+        "view",
+        "Acceptance is overlap",
+        "choice",
+        choices=("Acceptance is overlap", "Tokens per round", "Emitted tokens"),
+    ),
 )
 P = by_key(SPEC)
 VARIANT_LABELS = {
@@ -131,6 +137,62 @@ def sidebar_controls() -> None:
             ui.number_input(PAGE, P["t_draft"], "draft sampling temperature (ratio uses q at 1)", step=0.1)
 
 
+def overlap_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
+    """The two distributions, what is accepted and what the residual puts back; α = 1 − TV(p, q)."""
+    p_np, q_np = p.numpy(), q.numpy()
+    alpha = float(sampling.overlap(p, q))
+    tv = 0.5 * float(np.abs(p_np - q_np).sum())
+    st.plotly_chart(figures.distribution_bars(p_np, q_np), key="fig_bars")
+    st.caption("Green is accepted directly, orange is what the residual puts back: together they rebuild p exactly.")
+    c1, c2, c3 = st.columns(3)
+    c1.metric("α = Σ min(p, q)", f"{alpha:.4f}")
+    c2.metric("TV(p, q) = ½ Σ |p − q|", f"{tv:.4f}")
+    c3.metric("1 − TV", f"{1 - tv:.4f}", help="Equals α: the chapter's §4.2 identity.")
+    st.caption("The simulated rounds (K, rounds, seed, verification rule) are in the next two tabs.")
+
+
+def tokens_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
+    """Simulated tokens per round against E[N] = (1 − α^(K+1)) / (1 − α), with its 95 % interval."""
+    n, _ = simulate(p, q, view)
+    k, alpha = view["k"], float(sampling.overlap(p, q))
+    e_formula = float(theory.expected_tokens(min(max(alpha, 0.0), 1.0), k))
+    mean_n, half = sampling.mean_with_ci(torch.from_numpy(n))
+    counts = np.bincount(n, minlength=k + 2)[1:]
+    st.plotly_chart(figures.n_histogram(counts, theory.accepted_length_pmf(alpha, k), len(n)), key="fig_hist")
+    c1, c2, c3 = st.columns(3)
+    c1.metric("simulated mean N", f"{mean_n:.4f} ± {half:.4f}", help="95 % confidence interval, 1.96 · s / √rounds")
+    c2.metric("formula E[N]", f"{e_formula:.4f}")
+    c3.metric(
+        "formula inside the 95 % CI",
+        "yes" if abs(mean_n - e_formula) <= half else "no",
+        delta=f"{(mean_n - e_formula) / max(half / 1.96, 1e-300):+.1f} σ",
+        delta_color="off",
+    )
+    variant_note(view)
+
+
+def emitted_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
+    """The emitted tokens' frequencies against p, with a χ² goodness-of-fit verdict."""
+    _, emitted = simulate(p, q, view)
+    p_np = p.numpy()
+    gof = sampling.chi_square_gof(torch.from_numpy(emitted), p)
+    verdict = sampling.emitted_verdict(gof, view["variant"])
+    freq = np.bincount(emitted, minlength=len(p_np)) / len(emitted)
+    st.plotly_chart(figures.emitted_vs_target(freq, p_np, q.numpy()), key="fig_emitted")
+    c1, c2, c3 = st.columns(3)
+    c1.metric("emitted tokens", f"{len(emitted):,}")
+    c2.metric("TV(emitted, p)", f"{gof.tv:.4f}")
+    c3.metric("χ² p-value", f"{gof.p_value:.3g}", help=f"Pearson χ², {gof.dof} degrees of freedom (sparse bins pooled)")
+    (st.success if verdict.ok else st.warning)(verdict.text)
+    variant_note(view)
+
+
+def variant_note(view: dict) -> None:
+    if view["variant"] != "exact":
+        st.info(f"**What this variant does:** {sampling.VARIANTS[view['variant']]}")
+
+
+TABS = {"Acceptance is overlap": overlap_tab, "Tokens per round": tokens_tab, "Emitted tokens": emitted_tab}
 st.title("Rejection-sampling lab")
 st.caption(
     "Draft K tokens from q, accept each with min(1, p/q), correct from the residual (p − q)⁺ at the first "
@@ -149,50 +211,12 @@ except ValueError as exc:
     ui.publish(PAGE, SPEC, URL)
     st.stop()
 
-p_np, q_np = p.numpy(), q.numpy()
-alpha = float(sampling.overlap(p, q))
-tv = 0.5 * float(np.abs(p_np - q_np).sum())
-k = view["k"]
-e_formula = float(theory.expected_tokens(min(max(alpha, 0.0), 1.0), k))
 
-st.header("Acceptance is overlap")
-# The chart comes first (then its numbers, then the controls): a fresh browser loads plotly before the rest.
-st.plotly_chart(figures.distribution_bars(p_np, q_np), key="fig_bars")
-st.caption("Green is accepted directly, orange is what the residual puts back: together they rebuild p exactly.")
-c1, c2, c3 = st.columns(3)
-c1.metric("α = Σ min(p, q)", f"{alpha:.4f}")
-c2.metric("TV(p, q) = ½ Σ |p − q|", f"{tv:.4f}")
-c3.metric("1 − TV", f"{1 - tv:.4f}", help="Equals α: the chapter's §4.2 identity.")
+# One tab's content per script run (lazy tabs): a link opens with one chart to draw, and a simulation
+# runs only when its results are shown. The open tab's chart is sent before the controls.
+for label, tab in ui.tabs(PAGE, P["view"]).items():
+    if tab.open:
+        with tab:
+            TABS[label](p, q, view)
 sidebar_controls()
-
-n, emitted = simulate(p, q, view)
-rounds = len(n)
-mean_n, half = sampling.mean_with_ci(torch.from_numpy(n))
-st.header("Tokens per round")
-c1, c2, c3 = st.columns(3)
-c1.metric("simulated mean N", f"{mean_n:.4f} ± {half:.4f}", help="95 % confidence interval, 1.96 · s / √rounds")
-c2.metric("formula E[N]", f"{e_formula:.4f}")
-inside = abs(mean_n - e_formula) <= half
-c3.metric(
-    "formula inside the 95 % CI",
-    "yes" if inside else "no",
-    delta=f"{(mean_n - e_formula) / max(half / 1.96, 1e-300):+.1f} σ",
-    delta_color="off",
-)
-counts = np.bincount(n, minlength=k + 2)[1:]
-st.plotly_chart(figures.n_histogram(counts, theory.accepted_length_pmf(alpha, k), rounds), key="fig_hist")
-
-st.header("Emitted tokens against p")
-gof = sampling.chi_square_gof(torch.from_numpy(emitted), p)
-verdict = sampling.emitted_verdict(gof, view["variant"])
-c1, c2, c3 = st.columns(3)
-c1.metric("emitted tokens", f"{len(emitted):,}")
-c2.metric("TV(emitted, p)", f"{gof.tv:.4f}")
-c3.metric("χ² p-value", f"{gof.p_value:.3g}", help=f"Pearson χ², {gof.dof} degrees of freedom (sparse bins pooled)")
-(st.success if verdict.ok else st.warning)(verdict.text)
-freq = np.bincount(emitted, minlength=len(p_np)) / len(emitted)
-st.plotly_chart(figures.emitted_vs_target(freq, p_np, q_np), key="fig_emitted")
-if view["variant"] != "exact":
-    st.info(f"**What this variant does:** {sampling.VARIANTS[view['variant']]}")
-
 ui.publish(PAGE, SPEC, URL)

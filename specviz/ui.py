@@ -71,6 +71,15 @@ def selectbox(page: str, p: share.Param, label: str, **kwargs) -> Any:
     return st.selectbox(label, p.choices, key=key(page, p.key), **kwargs)
 
 
+def tabs(page: str, p: share.Param) -> dict[str, Any]:
+    """Lazy ``st.tabs`` over the Param's ``choices``: ``{label: tab}``; only the open tab's ``.open`` is True.
+
+    Switching tabs reruns the script, so a page draws (and sends) only the open tab's content;
+    the open tab is the Param's value, mirrored in the URL like any other control.
+    """
+    return dict(zip(p.choices, st.tabs(p.choices, key=key(page, p.key), on_change="rerun"), strict=True))
+
+
 def _bounds(p: share.Param) -> tuple[Any, Any]:
     """Widget bounds of a numeric Param, typed like its values (int controls take int bounds)."""
     if p.lo is None or p.hi is None:

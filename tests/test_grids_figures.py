@@ -64,7 +64,12 @@ def test_speedup_figure_has_break_even_line_log_c_axis_and_small_payload(mode):
         line = fig.data[1]
         assert line.name == "S = 1 (break-even)" and line.mode == "lines"
         np.testing.assert_allclose(line.x, theory.break_even_alpha(64, g.y), atol=1e-3)  # rtol of float32
-        assert spec["layout"]["yaxis"]["type"] == "log"
+        # c is drawn as log10(c) on a linear axis (one image, not bricks), ticks labelled in c
+        assert spec["layout"]["yaxis"]["type"] == "linear"
+        np.testing.assert_allclose(fig.data[0].y, np.log10(g.y), rtol=1e-6)
+        np.testing.assert_allclose(line.y, np.log10(g.y), rtol=1e-6)
+        assert list(fig.layout.yaxis.ticktext) == ["0.001", "0.01", "0.1", "1", "10", "100", "1000", "10000"]
+        np.testing.assert_allclose(fig.layout.yaxis.tickvals, np.arange(-3, 5))
         assert spec["layout"]["yaxis"]["title"]["text"] == grids.C_CONVENTIONS["c"]
     else:
         surface = spec["data"][0]
@@ -94,7 +99,40 @@ def test_compact_arrays_keep_every_shown_digit_in_fewer_bytes():
     np.testing.assert_allclose(small, z, rtol=1e-6)  # hover shows 4 significant digits
     k_map, _ = grids.optimal_k_grids(ALPHA, C, "c", 32, 0.0, 0.0)
     spec = json.loads(figures.optimal_k_map(k_map).to_json())
-    assert spec["data"][0]["z"]["dtype"] == spec["data"][0]["customdata"]["dtype"] == "i1"
+    assert spec["data"][0]["z"]["dtype"] == "i1" and spec["data"][0]["customdata"]["dtype"] == "f4"
+
+
+def test_log_ticks_label_one_two_five_per_decade_or_decades_over_wide_ranges():
+    vals, text = figures.log_ticks(0.5, 100.0)
+    assert text == ["0.5", "1", "2", "5", "10", "20", "50", "100"]
+    np.testing.assert_allclose(10.0**vals, [0.5, 1, 2, 5, 10, 20, 50, 100])
+    assert figures.log_ticks(1e-3, 1e4)[1] == ["0.001", "0.01", "0.1", "1", "10", "100", "1000", "10000"]
+
+
+@pytest.mark.parametrize("builder", ["grid", "optimal_k", "break_even"])
+def test_log_c_heatmaps_hover_the_real_c_from_customdata(builder):
+    if builder == "break_even":
+        g = grids.break_even_grid(KS[:8], C, "c", 0.0, 0.0)
+        fig = figures.break_even_map(g)
+    elif builder == "optimal_k":
+        g, _ = grids.optimal_k_grids(ALPHA, C, "c", 16, 0.0, 0.0)
+        fig = figures.optimal_k_map(g)
+    else:
+        g = grids.speedup_alpha_c_grid(ALPHA, C, "c", 4, 0.0, 0.0)
+        fig = figures.grid_figure(g)
+    heat = fig.data[0]
+    assert "c = %{customdata:.3g}" in heat.hovertemplate and "%{y" not in heat.hovertemplate
+    np.testing.assert_allclose(heat.customdata, np.broadcast_to(C[:, None], g.z.shape), rtol=1e-6)
+    np.testing.assert_allclose(heat.y, np.log10(C), rtol=1e-6)
+
+
+def test_optimal_k_map_colours_one_band_per_integer_k():
+    g, _ = grids.optimal_k_grids(ALPHA, C, "c", 16, 0.0, 0.0)
+    heat = figures.optimal_k_map(g).data[0]
+    lo, hi = int(g.z.min()), int(g.z.max())
+    assert (heat.zmin, heat.zmax) == (lo - 0.5, hi + 0.5) and len(heat.colorscale) == 2 * (hi - lo + 1)
+    assert list(heat.colorbar.tickvals) == [k for k in np.unique(g.z) if k in heat.colorbar.tickvals]
+    assert heat.colorbar.ticktext[0] == ("don't speculate" if lo == 0 else f"K* = {lo}")
 
 
 def test_axis_title_follows_convention():
@@ -143,6 +181,22 @@ def test_pmf_figure_bars_sum_to_one():
     assert sum(fig.data[0].y) == pytest.approx(1.0)
 
 
+def test_stepped_scale_has_equal_flat_bands():
+    scale = figures.stepped(["#000000", "#111111", "#222222", "#333333"])
+    assert scale == [
+        [0.0, "#000000"],
+        [0.25, "#000000"],
+        [0.25, "#111111"],
+        [0.5, "#111111"],
+        [0.5, "#222222"],
+        [0.75, "#222222"],
+        [0.75, "#333333"],
+        [1.0, "#333333"],
+    ]
+    be_scale = figures.break_even_map(grids.break_even_grid(KS[:8], C, "c", 0.0, 0.0)).data[0].colorscale
+    assert len(be_scale) == 2 * figures.ALPHA_BANDS and be_scale[2][0] == pytest.approx(0.05)
+
+
 def test_speedup_colour_scale_is_white_exactly_at_one():
     assert figures.speedup_colorscale(0.5, 2.5) == [[0.0, "#b2182b"], [0.25, "#f7f7f7"], [1.0, "#2166ac"]]
     assert figures.speedup_colorscale(1.2, 3.0)[0] == [0.0, "#f7f7f7"]  # no red when nothing is slower
@@ -152,7 +206,7 @@ def test_speedup_colour_scale_is_white_exactly_at_one():
 def test_break_even_map_labels_sit_on_their_contour_lines():
     be = grids.break_even_grid(KS[:32], C, "c", 0.0, 0.0)
     fig = figures.break_even_map(be)
-    assert not fig.data[0].contours.showlabels  # plotly's own labels cost the browser ~0.2 s
+    assert fig.data[0].type == "heatmap"  # one column per integer K: nothing to interpolate between them
     labels = [a for a in fig.layout.annotations if a.text.startswith("α* = ")]
     assert [a.text for a in labels] == [f"α* = {level:g}" for level in figures.LABEL_LEVELS]
     for a, level in zip(labels, figures.LABEL_LEVELS, strict=True):

@@ -487,8 +487,9 @@ def test_overlay_alpha_c_filled_at_k_open_elsewhere_on_the_heatmap():
     assert (other.name, other.marker.symbol) == ("other K", "circle-open")
     with_c = points[points["c_used"].notna()]  # the ngram row has no c: not on the map
     same, rest = with_c[with_c["k"] == 2], with_c[with_c["k"] != 2]
-    assert (list(at_k.x), list(at_k.y)) == (list(same["alpha_used"]), list(same["c_used"]))
-    assert (list(other.x), list(other.y)) == (list(rest["alpha_used"]), list(rest["c_used"]))
+    for trace, rows in ((at_k, same), (other, rest)):  # c drawn as log10(c), like the heatmap's rows
+        assert list(trace.x) == list(rows["alpha_used"])
+        np.testing.assert_allclose(trace.y, np.log10(rows["c_used"]), rtol=1e-6)
     assert list(at_k.text) == list(same["hover"]) and len(rest) == 4
     # no row at this K: only the open markers
     names = [t.name for t in figures.overlay_alpha_c(small_grid(7), points, 7).data[2:]]

@@ -167,7 +167,7 @@ def test_design_space_share_link_reproduces_view():
 
 
 def test_break_even_renders_chapter_tables_all_matching():
-    at = run("pages/break-even.py")
+    at = run("pages/break-even.py", view="Chapter numbers")
     tables = [m.value for m in at.markdown if m.value.startswith("| ")]
     assert [t.splitlines()[0] for t in tables] == [
         ui.markdown_table(table).splitlines()[0]
@@ -176,26 +176,37 @@ def test_break_even_renders_chapter_tables_all_matching():
     rows = [line for t in tables for line in t.splitlines()[2:]]
     assert len(rows) == 10 + 3 + 5 and all(line.endswith("| yes |") for line in rows)  # every printed value matches
     assert "| 0.8 | 10 | 4 | 3.36 | 3.3616 | 2.40 | 2.4011 | yes |" in tables[2]
+    assert not at.get("plotly_chart")  # lazy tabs: only the open tab's content is sent
+
+
+def test_break_even_draws_only_the_open_tab_and_mirrors_it_in_the_url():
+    at = run("pages/break-even.py")
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_curves", "fig_be_map"]
+    assert "view" not in at.query_params  # the default tab
+    at.session_state["breakeven.view"] = "Optimal K"  # what clicking the tab does
+    at.run()
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_kstar", "fig_fk"]
+    assert at.query_params["view"] == "Optimal K"
     assert metrics(at)["Optimal K"] == "6"  # α = 0.8, c = 10
 
 
 def test_break_even_draws_the_chosen_optimum_map_and_mirrors_it_in_the_url():
-    at = run("pages/break-even.py")
-    assert [c.key for c in at.get("plotly_chart")] == ["fig_curves", "fig_be_map", "fig_kstar", "fig_fk"]
-    again = run("pages/break-even.py", opt_map="Speedup at K*")
-    assert [c.key for c in again.get("plotly_chart")] == ["fig_curves", "fig_be_map", "fig_sstar", "fig_fk"]
+    at = run("pages/break-even.py", view="Optimal K")
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_kstar", "fig_fk"]
+    again = run("pages/break-even.py", view="Optimal K", opt_map="Speedup at K*")
+    assert [c.key for c in again.get("plotly_chart")] == ["fig_sstar", "fig_fk"]
     assert again.query_params["opt_map"] == "Speedup at K*"
     at.radio(key="breakeven.opt_map").set_value("Speedup at K*").run()
-    assert [c.key for c in at.get("plotly_chart")] == ["fig_curves", "fig_be_map", "fig_sstar", "fig_fk"]
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_sstar", "fig_fk"]
     assert at.query_params["opt_map"] == "Speedup at K*"
 
 
 def test_break_even_reacts_and_restores():
-    at = run("pages/break-even.py")
+    at = run("pages/break-even.py", view="Optimal K")
     at.number_input(key="breakeven.f_alpha").set_value(0.1).run()
     assert metrics(at)["Optimal K"] == "don't speculate"
     assert at.query_params["f_alpha"] == "0.1"
-    again = run("pages/break-even.py", f_alpha="0.95", f_c="30", k_max="40")
+    again = run("pages/break-even.py", view="Optimal K", f_alpha="0.95", f_c="30", k_max="40")
     assert again.slider(key="breakeven.k_max").value == 40
     assert int(metrics(again)["Optimal K"]) > 6
 
@@ -257,14 +268,29 @@ def test_lab_defaults_match_formula_and_are_lossless():
     at = run("pages/sampling-lab.py")
     m = metrics(at)
     assert m["α = Σ min(p, q)"] == m["1 − TV"]
-    assert m["formula inside the 95 % CI"] == "yes"
-    assert at.success and at.success[0].value.startswith("consistent with p")
-    assert len(at.get("plotly_chart")) == 3
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_bars"]  # lazy tabs: one chart, no simulation
+    tokens = run("pages/sampling-lab.py", view="Tokens per round")
+    assert metrics(tokens)["formula inside the 95 % CI"] == "yes"
+    assert [c.key for c in tokens.get("plotly_chart")] == ["fig_hist"]
+    emitted = run("pages/sampling-lab.py", view="Emitted tokens")
+    assert emitted.success and emitted.success[0].value.startswith("consistent with p")
+    assert [c.key for c in emitted.get("plotly_chart")] == ["fig_emitted"]
+
+
+def test_lab_switching_tabs_shows_each_claim_and_mirrors_it_in_the_url():
+    at = run("pages/sampling-lab.py")
+    assert "view" not in at.query_params and "simulated mean N" not in metrics(at)
+    at.session_state["lab.view"] = "Tokens per round"  # what clicking the tab does
+    at.run()
+    assert metrics(at)["formula inside the 95 % CI"] == "yes" and at.query_params["view"] == "Tokens per round"
+    at.session_state["lab.view"] = "Emitted tokens"
+    at.run()
+    assert at.success and at.query_params["view"] == "Emitted tokens"
 
 
 @pytest.mark.parametrize("variant", ["accept_first", "resample_p", "temperature_mismatch"])
 def test_lab_buggy_variants_are_flagged_and_explained(variant):
-    at = run("pages/sampling-lab.py")
+    at = run("pages/sampling-lab.py", view="Emitted tokens")
     at.selectbox(key="lab.variant").set_value(variant).run()
     assert not at.success
     assert any(w.value.startswith("biased") for w in at.warning), [w.value for w in at.warning]
@@ -273,17 +299,18 @@ def test_lab_buggy_variants_are_flagged_and_explained(variant):
 
 
 def test_lab_reacts_to_k_and_restores_from_url():
-    at = run("pages/sampling-lab.py")
+    at = run("pages/sampling-lab.py", view="Tokens per round")
     before = metrics(at)["formula E[N]"]
     at.slider(key="lab.k").set_value(8).run()
     assert metrics(at)["formula E[N]"] != before
     assert at.query_params["k"] == "8"
-    again = run("pages/sampling-lab.py", k="8", p="uniform", q="tempered", q_tau="2", rounds="20000", seed="7")
+    query = dict(k="8", p="uniform", q="tempered", q_tau="2", rounds="20000", seed="7")
+    again = run("pages/sampling-lab.py", **query, view="Tokens per round")
     assert again.slider(key="lab.k").value == 8
     assert again.selectbox(key="lab.q").value == "tempered"
     assert again.number_input(key="lab.rounds").value == 20000
-    assert metrics(again)["α = Σ min(p, q)"] == "1.0000"  # uniform at any temperature is uniform
     assert metrics(again)["simulated mean N"].startswith("9.0000")
+    assert metrics(run("pages/sampling-lab.py", **query))["α = Σ min(p, q)"] == "1.0000"  # uniform at any τ
 
 
 @pytest.mark.parametrize(
@@ -303,13 +330,13 @@ def test_lab_invalid_user_vector_is_a_clear_error(vector, message):
 
 
 def test_lab_user_vector_runs():
-    at = run("pages/sampling-lab.py", v="3", p="custom", p_vec="1,1,2", q="uniform", rounds="20000")
-    assert metrics(at)["α = Σ min(p, q)"] == "0.8333"
-    assert at.success
+    query = dict(v="3", p="custom", p_vec="1,1,2", q="uniform", rounds="20000")
+    assert metrics(run("pages/sampling-lab.py", **query))["α = Σ min(p, q)"] == "0.8333"
+    assert run("pages/sampling-lab.py", **query, view="Emitted tokens").success
 
 
 def test_lab_bad_query_param_warns():
-    at = run("pages/sampling-lab.py", variant="typo", k="99")
+    at = run("pages/sampling-lab.py", variant="typo", k="99", view="Emitted tokens")
     assert any("variant" in w.value for w in at.warning) and any("k=" in w.value for w in at.warning)
     assert at.success  # fell back to the exact rule
 
