@@ -13,7 +13,7 @@ st.set_page_config(
 )
 
 PAGES = [
-    st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", default=True),
+    st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="main", default=True),
     st.Page("pages/design-space.py", title="Design space", icon=":material/map:", url_path="design-space"),
     st.Page("pages/break-even.py", title="Break-even & optimal K", icon=":material/balance:", url_path="break-even"),
     st.Page("pages/sampling-lab.py", title="Rejection-sampling lab", icon=":material/casino:", url_path="sampling-lab"),
@@ -22,6 +22,9 @@ PAGES = [
     st.Page(
         "pages/converter.py", title="Metric converter & glossary", icon=":material/sync_alt:", url_path="converter"
     ),
+    # Home is served at "/" (the default page's url_path is never shown); "/home", its file's name and the
+    # path a legacy multipage app gave it, opens it too, without a "Page not found" dialog.
+    st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", visibility="hidden"),
 ]
 
 page = st.navigation(PAGES)

@@ -180,6 +180,33 @@ def test_page_renders(app_url, page, screenshot_dir, path, shot, charts):
     full_page_screenshot(page, screenshot_dir / shot)
 
 
+def watch_for_not_found(pg) -> None:
+    """Record a "Page not found" dialog the moment it appears (it may be gone by the time the run ends)."""
+    pg.add_init_script(
+        """new MutationObserver(() => {
+            if (document.body && document.body.textContent.includes('Page not found')) window.__notFound = true;
+        }).observe(document, {childList: true, subtree: true, characterData: true});"""
+    )
+
+
+def test_home_links_open_home_without_a_dialog(tmp_path_factory, browser):
+    """Home is served at "/"; "/home" (its file's name) opens it too, first on a fresh server and again later."""
+    with app_server(tmp_path_factory) as url:
+        context = browser.new_context(viewport=VIEWPORT)
+        context.set_default_timeout(RUN_TIMEOUT_MS)
+        try:
+            for link in ("/home?from=link", "/home", "/"):
+                pg = context.new_page()
+                watch_for_not_found(pg)
+                open_page(pg, url + link)
+                assert_no_exception(pg, link)
+                assert not pg.evaluate("() => window.__notFound === true"), f"'Page not found' shown for {link}"
+                expect(pg.locator('[data-testid="stMain"] h1').first).to_contain_text("specviz")
+                pg.close()
+        finally:
+            context.close()
+
+
 def test_deep_link_first_on_a_freshly_started_server(tmp_path_factory, browser):
     """A shared link is the first request a just-started server gets (as after a redeploy): the linked
     page opens with the linked settings and no "Page not found" dialog shows, even briefly."""
@@ -188,12 +215,7 @@ def test_deep_link_first_on_a_freshly_started_server(tmp_path_factory, browser):
         context.set_default_timeout(RUN_TIMEOUT_MS)
         try:
             pg = context.new_page()
-            # Record any dialog the moment it appears: it may be gone (or covered) by the time the run ends.
-            pg.add_init_script(
-                """new MutationObserver(() => {
-                    if (document.body && document.body.textContent.includes('Page not found')) window.__notFound = true;
-                }).observe(document, {childList: true, subtree: true, characterData: true});"""
-            )
+            watch_for_not_found(pg)
             open_page(pg, url + "/design-space?k=6&conv=c_L", charts=True)
             assert_no_exception(pg, "a deep link on a fresh server")
             assert not pg.evaluate("() => window.__notFound === true"), "a 'Page not found' dialog was shown"

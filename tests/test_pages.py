@@ -38,8 +38,11 @@ def test_every_page_is_named_by_its_url_path_and_hands_over_to_the_router():
     finds its page file only if the file is named by the URL path, and the page must hand the run to
     the router (tests/test_browser.py opens a deep link first on a fresh server)."""
     router = (ROOT / "app.py").read_text(encoding="utf-8")
-    routed = dict(re.findall(r'"pages/([\w-]+)\.py",\s*title="[^"]+",\s*icon="[^"]+",\s*url_path="([\w-]+)"', router))
-    assert len(routed) == 7 and all(name == url for name, url in routed.items()), routed
+    routes = re.findall(r'"pages/([\w-]+)\.py",\s*title="[^"]+",\s*icon="[^"]+",\s*url_path="([\w-]+)"', router)
+    # Home, the default page, is served at "/" and, through a hidden page, at "/home" (its file's name)
+    routed = dict(routes)
+    assert len(routed) == 7 and all(name == url for name, url in routed.items()), routes
+    assert ("home", "main") in routes and 'url_path="home", visibility="hidden"' in router
     assert {p.stem for p in (ROOT / "pages").glob("*.py")} == set(routed)
     for name in routed:
         lines = (ROOT / "pages" / f"{name}.py").read_text(encoding="utf-8").splitlines()
