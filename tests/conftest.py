@@ -1,7 +1,13 @@
-"""Shared pytest fixtures, and the rule of the gpu tier."""
+"""Shared pytest fixtures, the rule of the gpu tier, and the quick tier's smaller property tests."""
 
+import _tiers
 import pytest
 import torch
+
+
+def pytest_configure(config):
+    """A run that deselects slow tests is the quick developer tier: property tests explore less (:mod:`_tiers`)."""
+    _tiers.QUICK = "not slow" in (config.getoption("markexpr") or "")
 
 
 def pytest_collection_modifyitems(config, items):

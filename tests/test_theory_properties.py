@@ -7,13 +7,14 @@ import math
 
 import numpy as np
 import pytest
+from _tiers import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from specviz import theory as t
 
-SETTINGS = settings(max_examples=200, deadline=None)
+SETTINGS = settings(max_examples=examples(200), deadline=None)
 
 alphas = st.floats(0.0, 1.0)
 ks = st.integers(1, 64)
@@ -288,3 +289,8 @@ def test_c_nonpositive_rejected(alpha, k, c):
         t.speedup(alpha, c, k)
     with pytest.raises(ValueError, match=r"^c must be a finite number > 0; got "):
         t.break_even_alpha(k, c)
+
+
+def test_the_quick_tier_explores_less_only_when_slow_tests_are_deselected(request):
+    quick = "not slow" in (request.config.getoption("markexpr") or "")
+    assert examples(200) == (50 if quick else 200)

@@ -1,0 +1,9 @@
+"""How much the property-based tests explore: everything in the full run (CI, the README command),
+a quarter in the quick developer tier (``-m "not slow ..."``), which ``conftest.pytest_configure`` detects."""
+
+QUICK = False  # True when the run deselects slow tests
+
+
+def examples(n: int) -> int:
+    """Hypothesis ``max_examples`` for a test that explores ``n`` examples in the full run."""
+    return max(10, n // 4) if QUICK else n
