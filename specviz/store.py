@@ -12,6 +12,10 @@ Every save is one transaction: it stores the whole run or nothing. On SQLite the
 WAL journaling, a 60 s busy timeout and ``BEGIN IMMEDIATE`` transactions, so concurrent writers
 (threads of one server, or several processes) queue instead of failing. The schema is created
 and migrated when the library is opened (:func:`open_library`).
+
+A SQLite library whose file is deleted or replaced while the server runs is refused from then on,
+reads and saves alike, with a :class:`StoreError` naming the file (:func:`_check_library_file`):
+the open connections would otherwise go on writing to a file no other process can see.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ import os
 import sqlite3
 import sys
 import time
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -197,6 +203,103 @@ def _retry_locked(statement, timeout_s: float = _BUSY_S) -> None:
             delay = min(2 * delay, 0.25)
 
 
+@dataclass
+class _LibraryFile:
+    """The SQLite file an engine works on: the absolute path it connects to, and (st_dev, st_ino) once opened."""
+
+    path: str
+    opened: tuple[int, int] | None = None
+
+
+#: every engine made by _sqlite_engine -> its file (engines of other backends are not in it)
+_LIBRARY_FILES: weakref.WeakKeyDictionary[Engine, _LibraryFile] = weakref.WeakKeyDictionary()
+
+
+def _file_id(path: str) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the file at ``path`` (symlinks followed, as SQLite does), or None when there is none."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _library_file_problem(path: str, opened: tuple[int, int]) -> str | None:
+    """Why ``path`` no longer names the file opened as ``opened`` = (st_dev, st_ino); None while it still does.
+
+    Three cases, each refused (the caller raises :class:`StoreError`) rather than followed:
+
+    - the folder is gone (deleted, or a volume unmounted): making it again would put an empty library
+      where the operator expects theirs, e.g. on the bare mount point;
+    - the file is gone: a new, empty library would hand out run ids 1, 2, ... again, which links to the
+      deleted runs name, and would hide a deletion that may be a mistake;
+    - another file is there (a backup moved over it, another library): this server's pages hold run ids,
+      selections and "Saved as run #N" of the old library, which would then name other runs.
+
+    Moving the same file back makes the library usable again; otherwise a restart of the server opens
+    whatever is at ``path`` then (a new, empty library where nothing is).
+    """
+    try:
+        now = _file_id(path)
+    except OSError as exc:
+        return f"cannot check the run library file {path}: {exc}"
+    if now == opened:
+        return None
+    folder = os.path.dirname(path)
+    if now is None and not os.path.isdir(folder):
+        return (
+            f"the folder {folder} of the run library {path} was deleted or unmounted while the server was "
+            "running, so this server stopped using the library. Restore or remount the folder, then restart "
+            "the server (with the folder still missing, a restart starts a new, empty library there)"
+        )
+    if now is None:
+        return (
+            f"the run library file {path} was deleted while the server was running, so this server stopped "
+            "using it. Move the file back (this server then carries on), or restore it from a backup and "
+            "restart the server (with no file there, a restart starts a new, empty library)"
+        )
+    return (
+        f"the run library file {path} was replaced by another file while the server was running (e.g. a "
+        "backup moved over it), so this server stopped using it rather than mix two libraries' runs. "
+        "Restart the server to open the file now at that path"
+    )
+
+
+def _check_library_file(engine: Engine) -> None:
+    """Raise :class:`StoreError` if ``engine``'s SQLite file is no longer the file at its path.
+
+    Compares (st_dev, st_ino) of the path with those recorded when the engine first connected
+    (:func:`_library_file_problem` says what changed). On a change the pooled connections, which
+    hold the old file open, are closed first. Called before a connection is made (so none creates
+    an empty file in the old one's place), whenever one is handed out, and after each write commits
+    (a commit can land in a file deleted a moment before). No effect on PostgreSQL.
+    """
+    library = _LIBRARY_FILES.get(engine)
+    if library is None or library.opened is None:
+        return
+    problem = _library_file_problem(library.path, library.opened)
+    if problem:
+        engine.dispose()
+        raise StoreError(problem)
+
+
+def _empty_moved_wal(dbapi_conn: sqlite3.Connection) -> None:
+    """Checkpoint and empty the WAL of a connection whose database file was deleted, moved or replaced.
+
+    On closing such a connection SQLite leaves its ``-wal`` file as it is (it deletes WAL files by name,
+    and that name may by now be another database's). Left next to a file moved in, e.g. a backup
+    restored with ``mv``, that WAL would be replayed onto it by the next process to open the path.
+    ``wal_checkpoint(TRUNCATE)`` writes the WAL into the old file and empties the WAL through this
+    connection's own handle, so only the file it has open changes. Best effort: busy (another thread
+    mid-transaction) or failing, it is skipped; the last connection to close then does it.
+    """
+    try:
+        dbapi_conn.execute("PRAGMA busy_timeout = 0")
+        dbapi_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except sqlite3.Error:
+        pass
+
+
 def _sqlite_engine(url: sa.URL) -> Engine:
     if not url.database or url.database == ":memory:" or "mode=memory" in str(url):
         raise StoreError(
@@ -205,6 +308,11 @@ def _sqlite_engine(url: sa.URL) -> Engine:
         )
     Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(url, connect_args={"timeout": _BUSY_S})
+    library = _LIBRARY_FILES[engine] = _LibraryFile(os.path.abspath(url.database))  # the path pysqlite opens
+
+    @sa.event.listens_for(engine, "do_connect")
+    def _before_connect(*_):  # a connection to a deleted library would create an empty file in its place
+        _check_library_file(engine)
 
     @sa.event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn, _record):  # pysqlite: let SQLAlchemy's BEGIN below start transactions
@@ -214,6 +322,17 @@ def _sqlite_engine(url: sa.URL) -> Engine:
         _retry_locked(lambda: cur.execute("PRAGMA journal_mode = WAL"))
         cur.execute("PRAGMA foreign_keys = ON")
         cur.close()
+        if library.opened is None:  # the first connection: the file now exists
+            library.opened = _file_id(library.path)
+
+    @sa.event.listens_for(engine, "checkout")
+    def _on_checkout(*_):  # every read and write starts here
+        _check_library_file(engine)
+
+    @sa.event.listens_for(engine, "close")
+    def _on_close(dbapi_conn, _record):
+        if library.opened is not None and _library_file_problem(library.path, library.opened):
+            _empty_moved_wal(dbapi_conn)
 
     @sa.event.listens_for(engine, "begin")
     def _on_begin(conn):  # take the write lock up front: writers queue instead of deadlocking
@@ -284,7 +403,10 @@ def _check_frame(frame: pd.DataFrame) -> list[str]:
 def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, note: str = "", report: str = "") -> int:
     """Store ``frame`` (canonical columns, as from ``load_measurements``) as one run; return its id.
 
-    One transaction: on any failure nothing is stored and :class:`StoreError` says why.
+    One transaction: on any failure nothing is stored and :class:`StoreError` says why. An id is
+    returned only once the commit is in the file the library's path names, so a fresh process reads
+    the run back; a SQLite file deleted or replaced since it was opened fails the save instead
+    (:func:`_check_library_file`).
     """
     label = label.strip() if isinstance(label, str) else ""
     if not label or len(label) > _MAX_LABEL:
@@ -315,7 +437,8 @@ def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, no
         with engine.begin() as conn:
             run_id = conn.execute(_runs.insert().values(**run)).inserted_primary_key[0]
             conn.execute(_rows.insert(), [{**r, "run_id": run_id} for r in records])
-    except sa.exc.SQLAlchemyError as exc:
+        _check_library_file(engine)  # the commit went to the file at the path, not to a deleted one
+    except (sa.exc.SQLAlchemyError, StoreError) as exc:
         reason = getattr(exc, "orig", None) or exc
         raise StoreError(f"saving run {label!r} failed, nothing was stored: {reason}") from exc
     return int(run_id)
@@ -423,7 +546,9 @@ def delete_runs(engine: Engine, run_ids: Iterable[int]) -> int:
         return 0
     with _reported("deleting runs"), engine.begin() as conn:
         conn.execute(_rows.delete().where(_rows.c.run_id.in_(ids)))
-        return conn.execute(_runs.delete().where(_runs.c.id.in_(ids))).rowcount
+        deleted = conn.execute(_runs.delete().where(_runs.c.id.in_(ids))).rowcount
+    _check_library_file(engine)  # as in save_run: the deletion is in the file at the path
+    return deleted
 
 
 # --------------------------------------------------------------------------------------

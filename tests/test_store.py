@@ -3,7 +3,8 @@
 Every test uses a throw-away SQLite file under pytest's tmp directory. Covered: exact round trips
 (save_run → load_run, and export_csv → load_measurements), load_runs / list_runs, all-or-nothing
 saves, concurrent writers (threads and spawned processes), schema creation races, migration of an
-older database, delete_runs, CSV-injection escaping and the library URL.
+older database, delete_runs, CSV-injection escaping, the library URL, and a library file deleted or
+replaced while the server runs.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import io
 import json
 import math
 import multiprocessing
+import os
+import shutil
 import sqlite3
 import sys
 import threading
@@ -23,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _apps import open_app, rerun, shown_errors
 from _spawn import plain_main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -1228,3 +1232,159 @@ def test_open_library_on_a_directory(tmp_path):
 def test_in_memory_sqlite_is_refused(url):
     with pytest.raises(store.StoreError, match="in-memory"):
         store.open_library(url)
+
+
+# --------------------------------------------------------------------------------------
+# 10. the library file deleted or replaced while the server runs
+# --------------------------------------------------------------------------------------
+
+
+def library_files(path: Path) -> list[Path]:
+    """The database file and the WAL-mode files next to it."""
+    return [path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")]
+
+
+def labels_on_disk(path: Path) -> list[str] | None:
+    """The run labels a fresh connection (plain sqlite3) reads at ``path``; None when no file is there."""
+    if not path.exists():
+        return None
+    con = sqlite3.connect(path)
+    try:
+        return [row[0] for row in con.execute("SELECT label FROM runs ORDER BY id")]
+    finally:
+        con.close()
+
+
+def open_descriptors(path: Path) -> list[str]:
+    """What this process's open file descriptors under ``path``'s folder point at (Linux /proc)."""
+    found = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith(str(path)):
+            found.append(target)
+    return found
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A library at <tmp>/lib/runs.sqlite opened as a server opens it, holding one run, "first"."""
+    path = tmp_path / "lib" / "runs.sqlite"
+    engine = store.open_library(f"sqlite:///{path}")
+    store.save_run(engine, simple_frame(2, "first"), label="first", source="s")
+    assert labels_on_disk(path) == ["first"]
+    yield path, engine
+    engine.dispose()
+
+
+def assert_refused(engine, path: Path, what: str) -> None:
+    """Two more saves, reads and a delete are refused with a StoreError naming ``path`` and saying ``what``."""
+    for label in ("second", "third"):  # the reported bug: "Saved as run #2", then "#3", and nothing on disk
+        with pytest.raises(store.StoreError) as info:
+            store.save_run(engine, simple_frame(1, label), label=label, source="s")
+        message = str(info.value)
+        assert f"saving run {label!r} failed, nothing was stored" in message, message
+        assert str(path) in message and what in message, message
+        assert "restart the server" in message.lower(), message
+    for use in (
+        lambda: store.list_runs(engine),
+        lambda: store.load_runs(engine, [1]),
+        lambda: store.delete_runs(engine, [1]),
+    ):
+        with pytest.raises(store.StoreError, match=what):
+            use()
+
+
+def test_saves_after_the_library_file_was_deleted_are_refused(served):
+    path, engine = served
+    with engine.connect(), engine.connect():  # two pooled connections hold the file open
+        pass
+    for f in library_files(path):
+        f.unlink(missing_ok=True)
+    with pytest.raises(store.StoreError):
+        store.list_runs(engine)
+    if Path("/proc/self/fd").is_dir():  # the first refusal let go of the deleted file: no more writes to it
+        assert open_descriptors(path) == [], "the engine still holds the deleted file open"
+    assert_refused(engine, path, "was deleted while the server was running")
+    assert labels_on_disk(path) is None, "an empty library was made in the deleted one's place"
+    # a restart starts a new, empty library there, as the message says
+    fresh = store.open_library(f"sqlite:///{path}")
+    assert store.list_runs(fresh).empty
+    fresh.dispose()
+
+
+def test_saves_after_the_library_folder_was_deleted_are_refused(served):
+    path, engine = served
+    shutil.rmtree(path.parent)
+    assert_refused(engine, path, f"the folder {path.parent} of the run library")
+    assert not path.parent.exists(), "the deleted folder was made again"
+
+
+def test_saves_after_the_library_file_was_replaced_are_refused(served, tmp_path):
+    path, engine = served
+    other = tmp_path / "other" / "runs.sqlite"
+    built = store.open_library(f"sqlite:///{other}")
+    store.save_run(built, simple_frame(3, "restored"), label="restored", source="backup")
+    built.dispose()
+    os.replace(other, path)  # e.g. a backup restored with mv; this library's -wal and -shm are left as they were
+    assert_refused(engine, path, "was replaced by another file while the server was running")
+    assert labels_on_disk(path) == ["restored"], "the refused saves went into, or damaged, the file now there"
+    # a restart opens the file now at that path
+    fresh = store.open_library(f"sqlite:///{path}")
+    assert store.list_runs(fresh)["label"].tolist() == ["restored"]
+    pd.testing.assert_frame_equal(store.load_run(fresh, 1), simple_frame(3, "restored"))
+    fresh.dispose()
+
+
+def test_a_library_file_moved_away_and_back_is_used_again(served, tmp_path):
+    path, engine = served
+    aside = tmp_path / "aside"
+    aside.mkdir()
+    moved = [f for f in library_files(path) if f.exists()]
+    for f in moved:
+        os.replace(f, aside / f.name)
+    with pytest.raises(store.StoreError, match="was deleted while the server was running"):
+        store.save_run(engine, simple_frame(1, "lost"), label="lost", source="s")
+    for f in moved:
+        os.replace(aside / f.name, f)
+    second = store.save_run(engine, simple_frame(1, "second"), label="second", source="s")
+    assert store.list_runs(engine)["label"].tolist() == ["second", "first"]
+    assert labels_on_disk(path) == ["first", "second"]
+    pd.testing.assert_frame_equal(store.load_run(engine, second), simple_frame(1, "second"))
+
+
+def test_a_save_whose_file_is_deleted_before_it_commits_is_not_confirmed(served):
+    """The file vanishes after the save's connection was checked, while its rows go in: the commit lands in the
+    deleted file, so save_run must still raise rather than return an id."""
+    path, engine = served
+
+    def delete_files(_conn):
+        for f in library_files(path):
+            f.unlink(missing_ok=True)
+
+    sa = pytest.importorskip("sqlalchemy")
+    sa.event.listen(engine, "commit", delete_files)
+    try:
+        with pytest.raises(store.StoreError, match="nothing was stored.*was deleted while the server was running"):
+            store.save_run(engine, simple_frame(1, "second"), label="second", source="s")
+    finally:
+        sa.event.remove(engine, "commit", delete_files)
+    assert labels_on_disk(path) is None
+
+
+def test_the_measured_data_page_shows_a_deleted_library_as_an_error(db_url):
+    """The page lists the library on every run: once the file is deleted it shows the StoreError and offers no save
+    (so it cannot say "Saved as run #2") instead of a traceback or a confirmation."""
+    at = open_app("pages/measured-data.py")  # the page's engine opens the library
+    path = Path(db_path(db_url))
+    assert path.exists() and not at.error
+    for f in library_files(path):
+        f.unlink(missing_ok=True)
+    at.file_uploader(key="measured.files").upload("b.csv", b"label,k,alpha\nb,3,0.7\n", "text/csv")
+    rerun(at)
+    errors = shown_errors(at)
+    assert any(str(path) in e and "was deleted while the server was running" in e for e in errors), errors
+    assert not [b for b in at.button if b.label == "Save to library"]
+    assert labels_on_disk(path) is None

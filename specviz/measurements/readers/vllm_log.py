@@ -33,6 +33,12 @@ _FIELDS = {
 }
 
 
+def is_metrics_line(line: str) -> bool:
+    """A vLLM metrics line: it holds ``SpecDecoding metrics`` (any case) and at least one metric field
+    (so a CSV cell or a label that merely names the phrase is not one)."""
+    return MARKER in line.lower() and any(rx.search(line) for rx in _FIELDS.values())
+
+
 class _Line(NamedTuple):
     """What one metrics line says."""
 
@@ -46,7 +52,7 @@ def read(text: str, ctx: ReadContext) -> RawTable:
     """Every metrics line as a row, with the caller's K."""
     rows, parsed = [], []
     for lineno, line in enumerate(text.splitlines(), start=1):
-        if MARKER not in line.lower():
+        if not is_metrics_line(line):
             continue
         if len(rows) >= ctx.max_rows:
             raise MeasurementError(f"{ctx.name}: more than max_rows = {ctx.max_rows:,} SpecDecoding lines", ctx.report)
@@ -111,8 +117,8 @@ def conditional(unconditional: list[float]) -> str:
 READER = Reader(
     name="vllm_log",
     title="vLLM log lines",
-    detect=lambda text: MARKER in text.lower(),
-    rule="a line holds 'SpecDecoding metrics' (any case)",
+    detect=lambda text: MARKER in text.lower() and any(map(is_metrics_line, text.splitlines())),
+    rule="a line holds 'SpecDecoding metrics' (any case) and one of its metric fields",
     read=read,
     spellings=("vllm", "log"),
     needs_k=True,
