@@ -10,8 +10,6 @@ copy of z).
 
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
@@ -531,9 +529,18 @@ _SERIES_COLORS = (
 )
 
 
-def _safe(name: str) -> str:
-    """A series name as plotly shows it literally in names and hover templates (HTML and %{…} escaped)."""
-    return html.escape(str(name)).replace("%", "&#37;")
+_PLOTLY_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "%": "&#37;"})
+
+
+def plotly_text(text) -> str:
+    """``text`` for a plotly trace name, hover template or hover text, shown exactly as written.
+
+    Plotly renders these as a small HTML subset (``<b>``, ``<a href>``, ``<br>``, …) and decodes numeric
+    entities and only the names amp, lt, gt, nbsp, times, plusmn, deg, mu (not ``&quot;``, which it
+    would show as typed). So ``&``, ``<`` and ``>`` become ``&amp;`` ``&lt;`` ``&gt;`` (no tag can be
+    injected) and ``%`` becomes ``&#37;`` (no ``%{…}`` template field); quotes stay as they are.
+    """
+    return str(text).translate(_PLOTLY_ESCAPES)
 
 
 def _series_color(names: list[str]) -> dict[str, str]:
@@ -577,7 +584,7 @@ def overlay_speedup_vs_k(points, curves, params) -> go.Figure:
     for name in names:
         cv = curves[curves["series"] == name]
         p = params[params["series"] == name].iloc[0]
-        shown = _safe(name)
+        shown = plotly_text(name)
         for model, dash in (("basic", "solid"), ("cost", "dash")):
             y = cv[f"speedup_{model}"]
             if len(cv) == 0 or y.isna().all():
@@ -663,7 +670,7 @@ def overlay_expected_tokens(points, curves, params) -> go.Figure:
                     mode="lines",
                     legendgroup=name,
                     line=dict(color=color[name]),
-                    name=f"{_safe(name)}: E[N] at α",
+                    name=f"{plotly_text(name)}: E[N] at α",
                     hovertemplate="K = %{x}<br>E[N] = %{y:.3f}<extra></extra>",
                 )
             )
@@ -677,7 +684,7 @@ def overlay_expected_tokens(points, curves, params) -> go.Figure:
                         y=pts["mean_accepted_tokens"],
                         mode="markers",
                         legendgroup=name,
-                        name=f"{_safe(name)}: measured",
+                        name=f"{plotly_text(name)}: measured",
                         text=pts["hover"],
                         hovertemplate="%{text}<extra></extra>",
                         marker=dict(size=10, color=color[name], line=dict(width=1, color="black")),
@@ -739,7 +746,7 @@ def per_position_figure(table) -> go.Figure:
                 y=g["a"],
                 mode="lines+markers",
                 line=dict(color=color[name]),
-                name=f"{_safe(name)}, K = {k}",
+                name=f"{plotly_text(name)}, K = {k}",
                 legendgroup=name,
                 hovertemplate="position %{x}<br>a = %{y:.3f}<extra></extra>",
             )

@@ -10,17 +10,18 @@ as well.
 
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import pandas as pd
 
-from specviz import grids, theory
+from specviz import grids, share, theory
+from specviz.figures import plotly_text
 
 __all__ = [
     "CONFIG_COLUMNS",
     "HEATMAP_SIZE",
     "HOVER_FIELDS",
+    "MAX_ROWS",
+    "MAX_SERIES",
     "MISSING",
     "curves",
     "heatmap_grid",
@@ -77,11 +78,12 @@ def _fmt(value) -> str:
 
 
 def hover_text(frame: pd.DataFrame) -> pd.Series:
-    """One HTML hover string per row: every non-empty field of :data:`HOVER_FIELDS` (escaped, long text cut)."""
+    """One plotly hover string per row: every non-empty field of :data:`HOVER_FIELDS` (long text cut), each
+    shown as written (:func:`specviz.figures.plotly_text`), one per line (``<br>``)."""
 
     def one(row) -> str:
         parts = [
-            f"{label}: {html.escape(_fmt(row[c]))}"
+            f"{label}: {plotly_text(_fmt(row[c]))}"
             for c, label in HOVER_FIELDS.items()
             if c in row.index and not pd.isna(row[c]) and str(row[c]) != ""
         ]
@@ -147,6 +149,13 @@ def _config_parts(group: pd.DataFrame) -> list[list[str]]:
     return parts
 
 
+#: Most rows (runs × K values × configurations) and series one overlay view reads and draws: every
+#: series is a few traces in each chart (~50 ms apiece), every row a point with its hover text. At the
+#: caps a view takes a few seconds on a 2-core CPU; a larger selection is refused, naming the counts.
+MAX_ROWS = 5_000
+MAX_SERIES = 64
+
+
 def with_series(frame: pd.DataFrame) -> pd.DataFrame:
     """Copy of ``frame`` with ``series`` and ``hover`` columns.
 
@@ -157,7 +166,11 @@ def with_series(frame: pd.DataFrame) -> pd.DataFrame:
     (:data:`CONFIG_COLUMNS`; ``α=<a>, c=<c>`` instead when none of them has a value there and some K holds
     two distinct (α, c) pairs), and ``T=`` wherever the temperature is known. The key is data, not
     markup: the figures escape it.
+
+    Raises ValueError naming the counts when ``frame`` has more than :data:`MAX_ROWS` rows or
+    more than :data:`MAX_SERIES` series.
     """
+    share.check_work("measurements to overlay", {"rows": len(frame)}, MAX_ROWS, "select fewer runs")
     out = frame.copy()
     run, label = _text(out, "run"), _text(out, "label")
     run_id = [None if pd.isna(v) else int(v) for v in _col(out, "run_id")]
@@ -172,6 +185,7 @@ def with_series(frame: pd.DataFrame) -> pd.DataFrame:
     for rows in groups.values():
         for i, parts in zip(rows, _config_parts(out.iloc[rows]), strict=True):
             keys[i] = " · ".join([keys[i], *parts])
+    share.check_work("measurements to overlay", {"series": len(set(keys))}, MAX_SERIES, "select fewer runs")
     out["series"] = pd.Series(keys, index=out.index, dtype=object)
     out["hover"] = hover_text(out)
     return out

@@ -35,4 +35,4 @@ def click(at: AppTest, label: str) -> AppTest:
 
 def shown_errors(at: AppTest) -> list[str]:
     """The st.error texts as a person reads them (ui.show_error escapes Markdown: ``\\[`` shows as ``[``)."""
-    return [re.sub(r"\\([\\`*_\[\]<>])", r"\1", e.value) for e in at.error]
+    return [re.sub(r"\\([\\`*_\[\]<>&])", r"\1", e.value) for e in at.error]

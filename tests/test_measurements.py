@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ast
 import csv
+import inspect
 import io
 import json
 import math
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -547,6 +549,26 @@ def test_unusable_files_raise_one_clear_value_error(tmp_path):
         load("label,k,alpha,notes\nA,4,0.5," + "x" * 200_000 + "\n")
 
 
+def test_the_upload_cap_is_one_number_for_streamlit_and_the_loader():
+    """server.maxUploadSize (.streamlit/config.toml) is MAX_UPLOAD_MB, and the loader's default cap is that
+    many megabytes of 10**6 bytes, as Streamlit 1.67's uploader counts them (its frontend refuses a file
+    over maxUploadSize * 1000**2 bytes outside Windows), so no file it lets through is refused for size.
+
+    Was a defect: the uploader refused files over 20,000,000 bytes while the loader's cap was 20 MiB.
+    """
+    from specviz.measurements import load as loader
+
+    config = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] == loader.MAX_UPLOAD_MB
+    assert loader.MAX_BYTES == loader.MAX_UPLOAD_MB * 10**6
+    assert inspect.signature(load_measurements).parameters["max_bytes"].default == loader.MAX_BYTES
+    over = b"label,k,alpha\n" + b" " * (loader.MAX_BYTES + 1 - len(b"label,k,alpha\n"))
+    with pytest.raises(
+        ValueError, match=f"{loader.MAX_BYTES + 1:,} bytes; the limit is max_bytes = 20,000,000 bytes .20 MB."
+    ):
+        load_measurements(over, "big.csv")
+
+
 def test_arguments_are_checked():
     ok = b"label,k,alpha\nA,4,0.5\n"
     for kw, match in [
@@ -959,6 +981,9 @@ def test_readers_are_an_explicit_registry_tried_in_order_csv_last():
     assert readers.detect("x\nINFO SpecDecoding metrics: Mean acceptance length: 2.0").name == "vllm_log"
     assert readers.detect('\n{"choices": []}\n').name == "spec_bench"
     assert readers.detect("label,k,alpha\n").name == "csv"
+    # a cell that merely names the phrase is not a vLLM metrics line (found by the store's fuzz test)
+    df, _ = load("label,k,alpha\nSpecDecoding metrics,4,0.7\n")
+    assert list(df["label"]) == ["SpecDecoding metrics"] and readers.detect("a\nspecdecoding metrics\n").name == "csv"
     formats = readers.formats()
     assert formats["jsonl"] == "spec_bench" and formats["vllm"] == "vllm_log" and formats["auto"] == "auto"
     assert {r.name for r in READERS.values() if r.needs_k} == {"vllm_log", "spec_bench"}

@@ -1,8 +1,8 @@
 """specviz.overlays and the "measured points over the theory" figures of specviz.figures.
 
 Frames are built the way the app gets them: load_measurements on CSV text (an upload) and
-store.load_runs (the run library, with ``run`` / ``run_id``). Covered: series keys and HTML-escaped
-hover text (with_series), per-series α / c / v / o / K* (series_params), the theoretical curves
+store.load_runs (the run library, with ``run`` / ``run_id``). Covered: series keys and hover text
+escaped for plotly (with_series; labels shown as typed in legends and hovers), per-series α / c / v / o / K* (series_params), the theoretical curves
 against specviz.theory (curves), per-position tables, the traces of every overlay figure, payload
 size, the shipped samples end to end (Leviathan et al. 2023 Table 4 reproduced within 0.1), and a
 property test over random valid frames (the starred K* lies on its curve and is its maximum).
@@ -11,7 +11,6 @@ property test over random valid frames (the starred K* lies on its curve and is 
 from __future__ import annotations
 
 import csv
-import html
 import io
 import re
 import warnings
@@ -204,7 +203,7 @@ def test_series_key_of_library_runs_names_the_run_when_it_differs_from_the_label
     assert len(curve) == 2 * len(overlays.curves(upload))
 
 
-def test_hover_holds_the_rows_metadata_html_escaped():
+def test_hover_holds_the_rows_metadata_escaped_for_plotly():
     df = load(
         csv_text(
             ["label", "k", "alpha", "c", "temperature", "speedup", "target_model", "draft_model", "hardware", "notes"],
@@ -219,7 +218,7 @@ def test_hover_holds_the_rows_metadata_html_escaped():
             "K: 2",
             "T: 0.7",
             "target: t&lt;5&gt;",
-            "hardware: H&amp;M &quot;GPU&quot;",
+            'hardware: H&amp;M "GPU"',  # plotly decodes &amp; but shows &quot; as typed
             "α used: 0.8",
             "α from: alpha",
             "c used: 22",
@@ -730,8 +729,81 @@ def test_series_names_are_escaped_where_figures_render_them_as_markup():
                     raw.append(f"{name}: {field} {value!r}")
     assert not raw, (
         "label 'A <b>x</b> & y' reaches plotly unescaped (expected "
-        f"{html.escape('A <b>x</b> & y')!r}) in:\n" + "\n".join(raw)
+        f"{figures.plotly_text('A <b>x</b> & y')!r}) in:\n" + "\n".join(raw)
     )
+
+
+#: The named entities plotly.js decodes in names and hover text (svg_text_utils ENTITY_TO_UNICODE, as
+#: bundled in Streamlit 1.67's PlotlyChart); numeric ones (&#37;) are decoded too, any other name is shown.
+_PLOTLY_ENTITIES = {
+    "mu": "μ",
+    "amp": "&",
+    "lt": "<",
+    "gt": ">",
+    "nbsp": "\xa0",
+    "times": "×",
+    "plusmn": "±",
+    "deg": "°",
+}
+
+
+def plotly_shows(markup: str) -> tuple[str, list[str]]:
+    """(the text plotly.js shows for ``markup``, the tags it reads): its convertToTspans, split on
+    ``<…>`` tags, ``<br>`` a line break, other text with entities decoded once."""
+    shown, tags = [], []
+    for part in re.split(r"(<[^<>]*>)", markup):
+        if re.fullmatch(r"<[^<>]*>", part):
+            tags.append(part)
+            shown.append("\n" if part.lower().startswith("<br") else "")
+            continue
+
+        def entity(m: re.Match) -> str:
+            name = m.group(1)
+            if name.startswith("#"):
+                return chr(int(name[2:], 16) if name[1] in "xX" else int(name[1:]))
+            return _PLOTLY_ENTITIES.get(name, m.group(0))
+
+        shown.append(re.sub(r"&(#\d+|#x[\da-fA-F]+|[a-z]+);", entity, part))
+    return "".join(shown), tags
+
+
+LABEL = 'say "hi" <b>x</b> & <a href="https://example.com">y</a> &quot; 5% %{x}'
+
+
+def test_a_label_shows_as_typed_in_legends_hovers_and_the_series_table():
+    """Trace names, hovertemplates and hover text show a label with " < > & % exactly as typed, and no tag of it.
+
+    Was a defect: labels were escaped with html.escape, which writes " as &quot;, an entity plotly does not
+    decode, so a label 'say "hi"' read 'say &quot;hi&quot;' in every legend and hover.
+    """
+    df = load(
+        csv_text(
+            ["label", "k", "alpha", "c", "v", "speedup", "mean_accepted_tokens", "per_position_acceptance"],
+            [[LABEL, 2, 0.8, 20, 0.1, 1.5, 2.4, "0.8;0.8"], [LABEL, 3, 0.8, 20, 0.1, 1.7, 2.9, "0.8;0.8;0.8"]],
+        )
+    )
+    points, params, curve = pipeline(df)
+    assert list(params["series"]) == [LABEL]  # the table (st.dataframe) shows the key as data
+    legends, hovers = [], []
+    for name, fig in all_figures(points, params, curve, 2).items():
+        for t in fig.data:
+            fields = [("name", t.name), ("hovertemplate", t.hovertemplate)]
+            fields += [("text", v) for v in (t.text if isinstance(t.text, tuple) else [t.text])]
+            for field, value in fields:
+                if not isinstance(value, str) or not value:
+                    continue
+                shown, tags = plotly_shows(value)
+                assert set(tags) <= {"<br>", "<extra>", "</extra>"}, (name, field, value)
+                if field == "name" and t.legendgroup == LABEL:
+                    legends.append(shown)
+                elif field == "hovertemplate" and "%{text}" not in value and LABEL in shown:
+                    hovers.append(shown)
+                elif field == "text":
+                    assert f"label: {LABEL}\n" in shown, (name, shown)
+                    hovers.append(shown)
+    assert legends and all(s.startswith(LABEL) for s in legends), legends
+    assert len(hovers) >= 4, hovers  # curve, K* and measured-point hovers
+    assert "&quot;" in plotly_shows(figures.plotly_text("&quot;"))[0]  # typed entities stay as typed
 
 
 # --------------------------------------------------------------------------------------
@@ -781,8 +853,9 @@ def test_one_row_per_draft_without_a_label_column_is_one_series_per_draft():
         assert float(at_7.iloc[0]) == pytest.approx(row.predicted_speedup, rel=1e-12)
         assert abs(float(at_7.iloc[0]) - paper) <= 0.1, (row.series, float(at_7.iloc[0]), paper)
     speed = named(figures.overlay_speedup_vs_k(points, curve, params))
-    assert [n for n in speed if n.endswith(": basic model")] == [html.escape(s) + ": basic model" for s in expected]
-    assert [n for n in speed if n.endswith(": measured")] == [html.escape(s) + ": measured" for s in expected]
+    shown = [figures.plotly_text(s) for s in expected]
+    assert [n for n in speed if n.endswith(": basic model")] == [s + ": basic model" for s in shown]
+    assert [n for n in speed if n.endswith(": measured")] == [s + ": measured" for s in shown]
 
 
 def test_the_drafts_file_saved_twice_is_six_series_keyed_by_run_id(library):

@@ -71,8 +71,7 @@ def _read_path(data: os.PathLike, name: str, max_bytes: int) -> bytes:
 def too_big(name: str, size: int, max_bytes: int) -> str:
     """The message of an input over ``max_bytes``."""
     return (
-        f"{name}: the file is {size:,} bytes; the limit is max_bytes = {max_bytes:,} bytes "
-        f"({max_bytes / 2**20:.1f} MiB)"
+        f"{name}: the file is {size:,} bytes; the limit is max_bytes = {max_bytes:,} bytes ({max_bytes / 10**6:g} MB)"
     )
 
 

@@ -11,6 +11,13 @@ from specviz.measurements.derive import derive
 from specviz.measurements.report import LoadReport, MeasurementError
 from specviz.measurements.validation import validate
 
+#: The upload cap in megabytes: ``server.maxUploadSize`` in .streamlit/config.toml is this number
+#: (tests/test_measurements.py fails when they differ). Streamlit 1.67's uploader counts a megabyte
+#: as 10**6 bytes (as 2**20 only in browsers on Windows, and on its server), so 10**6 bytes per
+#: megabyte keeps :data:`MAX_BYTES` at or under what every uploader lets through.
+MAX_UPLOAD_MB = 20
+MAX_BYTES = MAX_UPLOAD_MB * 10**6  #: default ``max_bytes`` of :func:`load_measurements`: 20,000,000 bytes
+
 
 def load_measurements(
     data,
@@ -18,7 +25,7 @@ def load_measurements(
     *,
     format: str = "auto",
     k: int | None = None,
-    max_bytes: int = 20 * 2**20,
+    max_bytes: int = MAX_BYTES,
     max_rows: int = 200_000,
     mean_tokens_without_bonus: bool = False,
 ) -> tuple[pd.DataFrame, LoadReport]:
@@ -38,7 +45,8 @@ def load_measurements(
         Draft length K for formats that do not state it (vLLM logs, Spec-Bench: required there)
         and for a CSV without a K column (a K column in the file wins).
     max_bytes, max_rows : int
-        Size caps (default 20 MiB, 200,000 rows); a larger file is refused.
+        Size caps (default :data:`MAX_BYTES` = 20,000,000 bytes, the uploader's 20 MB; 200,000 rows);
+        a larger file is refused.
     mean_tokens_without_bonus : bool
         Declares that the file's mean acceptance length excludes the bonus token (= E[N] − 1);
         1 is added. Never guessed.
