@@ -12,7 +12,7 @@ PAGE, URL = "breakeven", "break-even"
 N_ALPHA, N_C = 201, 121  # grid resolution (α axis, c axis)
 SPEC = (
     Param("conv", "c", "choice", choices=tuple(grids.C_CONVENTIONS)),
-    Param("curves", [2.0, 4.0, 8.0, 16.0, 32.0], "floats", 1e-3, 1e4),
+    Param("curves", [2.0, 4.0, 8.0, 16.0, 32.0], "floats", 1e-3, 1e4, max_items=16),
     Param("k_max", 32, "int", 2, 64),
     Param("c_min", 0.5, "float", 1e-3, 1e4, log=True),
     Param("c_max", 100.0, "float", 1e-3, 1e4, log=True),
@@ -62,8 +62,8 @@ def sidebar_controls(conv: str) -> None:
         ui.radio(
             PAGE, P["conv"], "Speed-ratio convention", on_change=flip_convention, format_func=grids.C_CONVENTIONS.get
         )
-        st.multiselect(
-            f"{conv} values for the frontier curves", CURVE_CHOICES, key=key("curves"), accept_new_options=True
+        ui.multiselect(
+            PAGE, P["curves"], f"{conv} values for the frontier curves", CURVE_CHOICES, accept_new_options=True
         )
         ui.slider(PAGE, P["k_max"], "K max")
         c_min_col, c_max_col = st.columns(2)

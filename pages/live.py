@@ -83,9 +83,11 @@ def controls(limits: live.Limits, p: dict) -> None:
             st.text_area("Prompt", key=key("text"), height=100, max_chars=int(p["text"].hi))
     c1, c2, c3, c4, c5 = st.columns([2, 2, 1, 1, 1])
     ks, temps = p["ks"], p["temps"]
-    c1.multiselect("K values", range(int(ks.lo), int(ks.hi) + 1), key=key("ks"))
+    with c1:
+        ui.multiselect(PAGE, ks, "K values", range(int(ks.lo), int(ks.hi) + 1))
     offered = sorted({*(t for t in T_CHOICES if temps.lo <= t <= temps.hi), *st.session_state[key("temps")]})
-    c2.multiselect("Temperatures (0 = greedy)", offered, key=key("temps"))  # a linked temperature stays offered
+    with c2:
+        ui.multiselect(PAGE, temps, "Temperatures (0 = greedy)", offered)  # a linked temperature stays offered
     with c3:
         ui.number_input(PAGE, p["new_tokens"], "New tokens")
     with c4:
@@ -191,13 +193,18 @@ def show_keep(run: live.LiveRun, frame) -> None:
         )
 
 
+def stopped_reason(run: live.LiveRun) -> str:
+    """Why the run stopped, as shown: it may quote an error (plain text; paths hidden in hosted mode)."""
+    return ui.plain(ui.public_message(run.stopped))
+
+
 def show_results(run: live.LiveRun) -> None:
     if not run.rows:
-        st.info("No cell finished." + (f" The run stopped: {run.stopped}." if run.stopped else ""))
+        st.info("No cell finished." + (f" The run stopped: {stopped_reason(run)}." if run.stopped else ""))
         return
     if run.stopped:
         st.warning(
-            f"The run stopped ({run.stopped}); showing the {len(run.rows)} of {run.cells} cell(s) that finished.",
+            f"The run stopped ({stopped_reason(run)}); showing the {len(run.rows)} of {run.cells} cell(s) that finished.",
             icon=":material/stop_circle:",
         )
     elif run.seconds:

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from specviz import figures, measurements, overlays, store, ui
+from specviz import figures, measurements, overlays, share, store, ui
 from specviz.share import Param, by_key
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
@@ -30,7 +30,7 @@ def key(name: str) -> str:
     return ui.key(PAGE, name)
 
 
-@ui.cached
+@ui.cached(max_entries=8, ttl=15 * 60)  # an upload's frame (up to 200,000 rows) kept while it is previewed
 def parse(data: bytes, name: str, fmt: str, k: int, no_bonus: bool):
     """load_measurements, cached by content and options (k = 0: not given)."""
     return measurements.load_measurements(data, name=name, format=fmt, k=k or None, mean_tokens_without_bonus=no_bonus)
@@ -220,22 +220,24 @@ def library_section(engine, runs) -> None:
     )
     label_of = dict(zip(runs["id"], runs["label"], strict=True))
     options = list(dict.fromkeys([*st.session_state[key("runs")], *shown["id"]]))
-    st.multiselect(
+    ui.multiselect(
+        PAGE,
+        P["runs"],
         "Runs to plot",
         options,
-        key=key("runs"),
         format_func=lambda i: f"#{i} {label_of[i]}",
         placeholder="Choose runs to overlay on the theory",
     )
     selected = st.session_state[key("runs")]
     if selected:
         c1, c2, _ = st.columns([1, 1, 2])
-        c1.download_button(
+        c1.download_button(  # the CSV is built when clicked, not on every run (a large run takes seconds)
             "Export the selected runs (CSV)",
-            store.export_csv(store.load_runs(engine, selected)),
+            lambda ids=tuple(selected): store.export_csv(ui.load_runs(engine, runs, ids)),
             "specviz_runs.csv",
             "text/csv",
             icon=":material/download:",
+            on_click="ignore",
         )
         if c2.button("Delete the selected runs…", icon=":material/delete:"):
             st.session_state[key("confirm_delete")] = list(selected)
@@ -248,7 +250,7 @@ def library_section(engine, runs) -> None:
         )
         yes, no, _ = st.columns([1, 1, 4])
         if yes.button("Yes, delete", type="primary", key=key("delete_yes")):
-            deleted = store.delete_runs(engine, pending)
+            deleted = ui.delete_runs(engine, pending)
             st.session_state[key("confirm_delete")] = None
             st.toast(f"Deleted {deleted} run(s).")
             select_next([i for i in selected if i not in pending])
@@ -257,14 +259,22 @@ def library_section(engine, runs) -> None:
             st.rerun()
 
 
-def overlay_section(engine) -> None:
-    """The selected runs over the theory."""
+def overlay_points(frame):
+    """The runs' points (``overlays.with_series``) and their per-position table: the slow steps of a view."""
+    points = overlays.with_series(frame)
+    return points, overlays.per_position(points)
+
+
+def overlay_section(engine, runs) -> None:
+    """The selected runs over the theory (``runs``: the library listing, which gives each run's row count)."""
     selected = st.session_state[key("runs")]
     st.subheader("Measurements over the theory")
     if not selected:
         st.info("Select runs in the library to see them on the curves.", icon=":material/touch_app:")
         return
-    points = overlays.with_series(store.load_runs(engine, selected))
+    n_rows = int(runs.set_index("id").loc[selected, "n_rows"].sum())  # refuse before reading them
+    share.check_work("measurements to overlay", {"rows": n_rows}, overlays.MAX_ROWS, "select fewer runs")
+    points, per_position = ui.derived_runs(engine, runs, selected, overlay_points)
     params = overlays.series_params(points)
     curves = overlays.curves(params)
     st.caption(
@@ -304,9 +314,8 @@ def overlay_section(engine) -> None:
         else:
             st.info("A parity plot needs rows with both a measured speedup and a c (for the prediction).")
     with tab_pos:
-        table = overlays.per_position(points)
-        if len(table):
-            st.plotly_chart(figures.per_position_figure(table), width="stretch")
+        if len(per_position):
+            st.plotly_chart(figures.per_position_figure(per_position), width="stretch")
         else:
             st.info("None of the selected rows has per-position acceptance.")
 
@@ -325,7 +334,7 @@ if key("runs_next") in st.session_state:
 library, runs = ui.library(), None
 if library is not None:
     try:
-        runs = store.list_runs(library)
+        runs = ui.library_runs(library)
     except ValueError as exc:  # the library went away: files can still be checked, not saved
         ui.show_error(exc)
         library = None
@@ -333,5 +342,5 @@ add_section(library, runs)
 if library is not None:
     with ui.reported_errors():  # e.g. a run deleted by someone else meanwhile
         library_section(library, runs)
-        overlay_section(library)
+        overlay_section(library, runs)
 ui.publish(PAGE, SPEC, URL)

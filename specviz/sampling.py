@@ -38,6 +38,7 @@ __all__ = [
     "dirichlet",
     "emitted_verdict",
     "mean_with_ci",
+    "normalised",
     "overlap",
     "parse_distribution",
     "residual",
@@ -74,8 +75,12 @@ def residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 
 
 def overlap(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    r"""Acceptance probability α = Σ_x min(p(x), q(x)) = 1 − TV(p, q), over the last axis."""
-    return torch.minimum(p, q).sum(-1)
+    r"""Acceptance probability α = Σ_x min(p(x), q(x)) = 1 − TV(p, q), over the last axis.
+
+    Clamped to at most 1: for p = q the rounded sum of V terms can exceed 1 by a few ulps
+    (1.0000000000000004 for V = 1000), which is not a probability.
+    """
+    return torch.minimum(p, q).sum(-1).clamp_max(1.0)
 
 
 def _sample_rows(weights: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
@@ -201,15 +206,26 @@ def verify(
 # --------------------------------------------------------------------------------------
 
 
+def normalised(weights: torch.Tensor) -> torch.Tensor:
+    r"""Finite, non-negative ``weights`` (not all zero) scaled to sum to 1, in float64.
+
+    Computed as w' = w / max(w), then w' / Σ w': every w' is in [0, 1] and Σ w' in [1, V], so the
+    sum cannot overflow (weights near 1e308) nor underflow to zero (subnormal weights such as 5e-324),
+    where w / Σ w would give 0 or NaN.
+    """
+    w = weights.to(torch.float64)
+    w = w / w.max()
+    return w / w.sum()
+
+
 def _as_distribution(x: torch.Tensor, name: str) -> torch.Tensor:
     if x.ndim != 1 or x.numel() == 0:
         raise ValueError(f"{name} must be a 1-D tensor of probabilities; got shape {tuple(x.shape)}")
     if not torch.isfinite(x).all() or (x < 0).any():
         raise ValueError(f"{name} must hold finite, non-negative probabilities")
-    total = x.sum()
-    if not total > 0:
+    if not x.max() > 0:
         raise ValueError(f"{name} must not be all zero")
-    return (x / total).to(torch.float64)
+    return normalised(x)
 
 
 def simulate_rounds(
@@ -373,9 +389,9 @@ def parse_distribution(data: str | bytes, v: int, name: str = "distribution") ->
         raise ValueError(f"{name}: entry {i} is {values[i - 1]!r}; every entry must be >= 0")
     if x.size != v:
         raise ValueError(f"{name}: has {x.size} entries but V = {v}; enter exactly {v} numbers")
-    if x.sum() <= 0:
+    if not x.max() > 0:
         raise ValueError(f"{name}: all entries are zero; at least one must be > 0")
-    return torch.as_tensor(x / x.sum(), dtype=torch.float64)
+    return normalised(torch.as_tensor(x, dtype=torch.float64))
 
 
 #: Distribution builders offered by the lab: key -> label.

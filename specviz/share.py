@@ -10,12 +10,18 @@ links stay short. ``decode(encode(v)) == v`` for every valid ``v``.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-__all__ = ["Param", "by_key", "decode", "encode", "share_url"]
+__all__ = ["MAX_ITEMS", "Param", "by_key", "check_items", "check_work", "clean_list", "decode", "encode", "share_url"]
+
+#: Default cap on the values of a list parameter (``"floats"`` / ``"ints"``): a link asking for
+#: more is refused, so no URL can make one view compute and draw without bound.
+MAX_ITEMS = 64
+#: Characters of an ignored value quoted in a warning (a longer one is cut, with its length).
+_SHOWN_CHARS = 60
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,9 @@ class Param:
         Allowed values for ``"choice"``.
     log : bool
         Hint for the UI (log-scaled control); the codec ignores it.
+    max_items : int
+        Most distinct values a ``"floats"`` / ``"ints"`` list may hold (default :data:`MAX_ITEMS`);
+        a URL with more is refused with a warning, and a list widget takes it as ``max_selections``.
     """
 
     key: str
@@ -48,6 +57,7 @@ class Param:
     hi: float | None = None
     choices: tuple = ()
     log: bool = False
+    max_items: int = MAX_ITEMS
 
     def allowed(self) -> str:
         """Human description of the allowed values, for messages."""
@@ -61,10 +71,14 @@ class Param:
             "float": "a number",
             "int": "an integer",
             "range": "two numbers lo,hi with lo < hi",
-            "floats": "comma-separated numbers",
-            "ints": "comma-separated integers",
+            "floats": f"at most {self.max_items} comma-separated numbers",
+            "ints": f"at most {self.max_items} comma-separated integers",
         }[self.kind]
-        return f"{what} in [{_fmt(self.lo)}, {_fmt(self.hi)}]"
+        return f"{what} in {self.interval()}"
+
+    def interval(self) -> str:
+        """The bounds as written in messages: ``"[lo, hi]"``."""
+        return f"[{_fmt(self.lo)}, {_fmt(self.hi)}]"
 
 
 def by_key(spec: Sequence[Param]) -> dict[str, Param]:
@@ -98,6 +112,63 @@ def _number(text: str, p: Param, integer: bool) -> float | int:
     return value
 
 
+def check_work(what: str, factors: Mapping[str, int], cap: int, hint: str = "") -> int:
+    """The work ``what`` asks for, W = Π factors, or ValueError when W > ``cap``.
+
+    The message names ``what``, each factor with its count, W and the cap, then ``hint``, e.g.
+    ``"frontier: 1,500 curves × 64 K values = 96,000; at most 1,024 per view"``.
+    """
+    work = math.prod(int(n) for n in factors.values())
+    if work > cap:
+        terms = " × ".join(f"{int(n):,} {name}" for name, n in factors.items())
+        total = f" = {work:,}" if len(factors) > 1 else ""
+        raise ValueError(f"{what}: {terms}{total}; at most {cap:,} per view" + (f": {hint}" if hint else ""))
+    return work
+
+
+def check_items(p: Param, values: Sequence[Any]) -> None:
+    """ValueError naming the parameter, its count and its cap when ``values`` holds more than ``p.max_items``.
+
+    The one rule for list lengths: :func:`decode` applies it to links; code computing from a list
+    that reached it another way (a widget's state) calls it before the work.
+    """
+    check_work(p.key, {"values": len(values)}, p.max_items)
+
+
+def clean_list(p: Param, values: Iterable[Any]) -> tuple[list, str | None]:
+    """A list control's value from a widget, by the rule a link obeys, and a note of what was dropped.
+
+    Each value (a number or typed text) must pass the number rule of ``p`` (finite, within
+    ``[lo, hi]``, an integer for ``"ints"``); the others are dropped. The rest are made distinct and
+    sorted; beyond ``p.max_items`` the largest are dropped. The note names the parameter, the dropped
+    values and what is allowed; it is None when nothing was dropped.
+    """
+    if p.kind not in ("floats", "ints"):
+        raise ValueError(f"control {p.key!r} is not a list (kind {p.kind!r})")
+    kept, bad = set(), []
+    for value in values:
+        try:
+            kept.add(_number(str(value).strip(), p, p.kind == "ints"))
+        except ValueError:
+            bad.append(str(value))
+    kept, notes = sorted(kept), []
+    if bad:
+        shown = ", ".join(_shown(b) for b in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        what = "an integer" if p.kind == "ints" else "a number"
+        notes.append(f"Ignored {p.key} value(s) {shown}: each must be {what} in {p.interval()}.")
+    if len(kept) > p.max_items:
+        notes.append(f"Kept the first {p.max_items} of {len(kept)} {p.key} values: at most {p.max_items} are allowed.")
+        kept = kept[: p.max_items]
+    return kept, " ".join(notes) or None
+
+
+def _shown(raw: str) -> str:
+    """``raw`` quoted for a message: cut after :data:`_SHOWN_CHARS` characters, saying how long it was."""
+    if len(raw) <= _SHOWN_CHARS:
+        return repr(raw)
+    return f"{raw[:_SHOWN_CHARS]!r}… ({len(raw):,} characters)"
+
+
 def _parse(text: str, p: Param) -> Any:
     """Parse one query value or raise ValueError."""
     if p.kind == "text":
@@ -125,13 +196,13 @@ def _parse(text: str, p: Param) -> Any:
         if len(values) != 2 or not values[0] < values[1]:
             raise ValueError(text)
         return (values[0], values[1])
-    if p.kind == "floats":
-        if not values:
-            raise ValueError(text)
-        return sorted(set(values))
-    if p.kind == "ints":
-        return sorted(set(values))
-    raise ValueError(f"unknown kind {p.kind!r}")
+    if p.kind not in ("floats", "ints"):
+        raise ValueError(f"unknown kind {p.kind!r}")
+    values = sorted(set(values))
+    if p.kind == "floats" and not values:
+        raise ValueError(text)
+    check_items(p, values)
+    return values
 
 
 def decode(spec: Sequence[Param], query: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
@@ -167,7 +238,7 @@ def decode(spec: Sequence[Param], query: Mapping[str, Any]) -> tuple[dict[str, A
         except ValueError:
             values[p.key] = p.default
             warnings[p.key] = (
-                f"Ignored URL parameter {p.key}={str(raw)!r}: it must be {p.allowed()}. "
+                f"Ignored URL parameter {p.key}={_shown(str(raw))}: it must be {p.allowed()}. "
                 f"Using the default {_fmt(p.default) or '(empty)'}."
             )
     return values, warnings

@@ -16,9 +16,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
-from specviz import share, store
+from specviz import hosting, share, store
 
 _VIEWS = "_specviz_views"  # session_state: {page: {name: value}} survives page switches
 
@@ -69,6 +70,34 @@ def radio(page: str, p: share.Param, label: str, **kwargs) -> Any:
 def selectbox(page: str, p: share.Param, label: str, **kwargs) -> Any:
     """``st.selectbox`` over the Param's ``choices``."""
     return st.selectbox(label, p.choices, key=key(page, p.key), **kwargs)
+
+
+def multiselect(page: str, p: share.Param, label: str, options, **kwargs) -> list:
+    """``st.multiselect`` for list control ``p``: at most ``p.max_items`` selections, every value checked.
+
+    A change (typed options included) is cleaned by :func:`share.clean_list`, the rule a link obeys,
+    before the script reads it; what was dropped is shown with ``st.warning`` below the widget.
+    """
+    k = key(page, p.key)
+    value = st.multiselect(
+        label, options, key=k, max_selections=p.max_items, on_change=_clean_list, args=(k, p), **kwargs
+    )
+    note = st.session_state.pop(_note_key(k), None)
+    if note:
+        st.warning(note, icon=":material/warning:")
+    return value
+
+
+def _note_key(widget_key: str) -> str:
+    return f"{widget_key}._dropped"
+
+
+def _clean_list(widget_key: str, p: share.Param) -> None:
+    """on_change of :func:`multiselect`: the widget's value by the Param's rule, and a note of what was dropped."""
+    cleaned, note = share.clean_list(p, st.session_state[widget_key])
+    st.session_state[widget_key] = cleaned
+    if note:
+        st.session_state[_note_key(widget_key)] = note
 
 
 def tabs(page: str, p: share.Param) -> dict[str, Any]:
@@ -124,11 +153,12 @@ def share_key(page: str) -> str:
     return key(page, "_share")
 
 
-_MARKDOWN = re.compile(r"([\\`*_\[\]<>])")  # emphasis, code, links / images / directives, HTML
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>&])")  # emphasis, code, links / images / directives, HTML, entities
 
 
 def plain(text: str) -> str:
-    """``text`` with Markdown's special characters escaped, so user-supplied names show as written."""
+    """``text`` with Markdown's special characters escaped, so user-supplied names show as written
+    (``&quot;`` typed in a name stays ``&quot;``: ``\\&`` is a literal ampersand)."""
     return _MARKDOWN.sub(r"\\\1", str(text))
 
 
@@ -160,9 +190,22 @@ def static_table(frame, formats: dict[str, str] | None = None) -> None:
     st.markdown(markdown_table(frame, formats))
 
 
+def public_message(text: str, hosted: bool | None = None) -> str:
+    """``text`` as this deployment may show it: unchanged, or in hosted mode (``hosted``; default
+    ``$SPECVIZ_HOSTED``, :func:`specviz.hosting.is_hosted`) with the run library's database URL and file,
+    every other URL and every absolute path replaced by ``[hidden]`` (:func:`specviz.hosting.redact`).
+    """
+    if not (hosting.is_hosted() if hosted is None else hosted):
+        return str(text)
+    return hosting.redact(text, hosting.database_forms(store.default_url()))
+
+
 def show_error(exc: Exception) -> None:
-    """Show a library ValueError to the person (as plain text: it may quote their input), never a traceback."""
-    st.error(plain(str(exc)), icon=":material/error:")
+    """Show a library ValueError to the person (as plain text: it may quote their input), never a traceback.
+
+    In hosted mode without paths or URLs (:func:`public_message`).
+    """
+    st.error(plain(public_message(str(exc))), icon=":material/error:")
 
 
 @contextmanager
@@ -174,55 +217,86 @@ def reported_errors():
         show_error(exc)
 
 
-def cached(fn: Callable) -> Callable:
-    """``st.cache_data`` with a bounded size, for computed grids and tables."""
-    return st.cache_data(max_entries=64, show_spinner=False)(fn)
+#: Entries kept per ``@ui.cached`` function by default (least recently used go first). The theory
+#: pages' cached functions are pure (a result depends on the arguments only), so no entry goes stale
+#: and none needs a ttl; the largest of their results, the K*(α, c) maps at 201 × 121, pickle to ≈ 0.4 MB.
+CACHED_ENTRIES = 16
+
+
+def cached(fn: Callable | None = None, *, max_entries: int = CACHED_ENTRIES, ttl: float | None = None):
+    """``st.cache_data`` with a bounded size, for computed grids and tables.
+
+    ``@ui.cached`` keeps :data:`CACHED_ENTRIES` results; ``@ui.cached(max_entries=…, ttl=…)`` sets
+    the bound and a lifetime in seconds (for results as large as an uploaded file, kept only while
+    the person works on it).
+    """
+    decorate = st.cache_data(max_entries=max_entries, ttl=ttl, show_spinner=False)
+    return decorate if fn is None else decorate(fn)
 
 
 class SharedResults:
     """Results shared by every visitor of this server process, keyed by their inputs.
 
-    Least recently used entries are evicted once the arrays held exceed ``max_bytes``; a single
-    result larger than that is not kept. Thread-safe (each visitor's script runs in its own thread).
+    Least recently used entries are evicted once the bytes held (``size(value)``, by default the
+    ``nbytes`` of a tuple of arrays) exceed ``max_bytes``; a single result larger than that is not
+    kept. Thread-safe (each visitor's script runs in its own thread). Values are shared, not copied:
+    callers must not modify them.
     """
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, size: Callable[[Any], int] | None = None) -> None:
         self.max_bytes = max_bytes
-        self._items: OrderedDict[Hashable, tuple[np.ndarray, ...]] = OrderedDict()
-        self._bytes = 0  # sum of _nbytes over _items
+        self._size = size or _nbytes
+        self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()  # key -> (value, its size)
+        self._bytes = 0  # sum of the sizes in _items
         self._lock = threading.Lock()
 
-    def get(self, k: Hashable) -> tuple[np.ndarray, ...] | None:
+    def get(self, k: Hashable) -> Any | None:
         """The result stored under ``k`` (now the most recently used), or None."""
         with self._lock:
-            value = self._items.get(k)
-            if value is not None:
-                self._items.move_to_end(k)
-            return value
+            item = self._items.get(k)
+            if item is None:
+                return None
+            self._items.move_to_end(k)
+            return item[0]
 
-    def put(self, k: Hashable, value: tuple[np.ndarray, ...]) -> None:
+    def put(self, k: Hashable, value: Any) -> None:
         """Store ``value`` under ``k`` and evict the least recently used past ``max_bytes``."""
-        if _nbytes(value) > self.max_bytes:
-            return
+        nbytes = self._size(value)
         with self._lock:
             old = self._items.pop(k, None)
-            self._bytes += _nbytes(value) - (_nbytes(old) if old is not None else 0)
-            self._items[k] = value
+            self._bytes -= old[1] if old is not None else 0
+            if nbytes > self.max_bytes:
+                return
+            self._items[k] = (value, nbytes)
+            self._bytes += nbytes
             while self._bytes > self.max_bytes:
-                self._bytes -= _nbytes(self._items.popitem(last=False)[1])
+                self._bytes -= self._items.popitem(last=False)[1][1]
+
+    def drop(self, which: Callable[[Hashable], bool]) -> int:
+        """Remove every entry whose key satisfies ``which(key)``; return how many were removed."""
+        with self._lock:
+            gone = [k for k in self._items if which(k)]
+            for k in gone:
+                self._bytes -= self._items.pop(k)[1]
+            return len(gone)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held (the sum of the entries' sizes)."""
+        return self._bytes
 
 
 def _nbytes(value: tuple[np.ndarray, ...]) -> int:
     return sum(a.nbytes for a in value)
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def shared_results(name: str, max_bytes: int) -> SharedResults:
     """The process-wide :class:`SharedResults` called ``name`` (created on first use)."""
     return SharedResults(max_bytes)
 
 
-@st.cache_resource(show_spinner=False)
+@st.cache_resource(show_spinner=False, max_entries=4)
 def _open_library(url: str):
     return store.open_library(url)
 
@@ -234,6 +308,96 @@ def library():
     except ValueError as exc:
         show_error(exc)
         return None
+
+
+# ----------------------------------------------------------------------------------------------------
+# runs read from the library, kept per process (a link to a large run reads it from the database once)
+# ----------------------------------------------------------------------------------------------------
+
+#: Bytes of run frames (and frames derived from them) kept per server process. A run of 5,000 rows
+#: (the most one overlay view draws) holds ≈ 2.4 MiB; one of 200,000 rows ≈ 95 MiB, read only for an
+#: export (the page refuses a view that large before reading anything).
+RUN_CACHE_BYTES = 128 * 2**20
+
+
+def _pandas_bytes(value) -> int:
+    """Bytes held by a DataFrame / Series, or a tuple of them (``memory_usage(deep=True)``)."""
+    if isinstance(value, tuple):
+        return sum(_pandas_bytes(v) for v in value)
+    usage = value.memory_usage(deep=True)
+    return int(usage.sum() if isinstance(value, pd.DataFrame) else usage)
+
+
+#: Every visitor's run frames and what was derived from them, keyed by :func:`_runs_key`. A module
+#: global rather than ``st.cache_resource``: a deferred download reads it outside a script run.
+_RUNS = SharedResults(RUN_CACHE_BYTES, size=_pandas_bytes)
+
+
+def _runs_key(what: str, engine, runs, run_ids: Sequence[int]) -> tuple[str, str, tuple[tuple[int, str], ...]]:
+    """``(what, library URL, ((run id, saved-at stamp), ...))``: the stamp is the run's ``uploaded_at`` in
+    ``runs`` (:func:`library_runs`), so a run saved again under an id that was deleted (a library
+    created anew at the same URL) never finds the old run's entry."""
+    saved_at = dict(zip(runs["id"], runs["uploaded_at"], strict=True))
+    return what, str(engine.url), tuple((int(i), str(saved_at[i])) for i in run_ids)
+
+
+def library_runs(engine):
+    """``store.list_runs(engine)``; cached runs of this library that it no longer lists (deleted, by any
+    server) are dropped from the run cache, with everything derived from them."""
+    runs = store.list_runs(engine)
+    url, listed = str(engine.url), set(_runs_key("", engine, runs, runs["id"])[2])
+    _RUNS.drop(lambda k: k[1] == url and not listed.issuperset(k[2]))
+    return runs
+
+
+def load_runs(engine, runs, run_ids: Sequence[int]):
+    """``store.load_runs(engine, run_ids)``, each run read from the database once per server process.
+
+    ``runs`` is this render's :func:`library_runs`; it gives each run's saved-at stamp for the cache key.
+    A run it does not list is read from the database (which refuses it if it is gone). The frame
+    returned is a new one; the cached run frames are shared and never modified.
+    """
+    ids = [int(i) for i in run_ids]
+    if not ids:
+        return store.load_runs(engine, ids)
+    listed, frames = set(runs["id"]), []
+    for i in ids:
+        if i not in listed:
+            frames.append(store.load_runs(engine, [i]))
+            continue
+        k = _runs_key("run", engine, runs, [i])
+        frame = _RUNS.get(k)
+        if frame is None:
+            frame = store.load_runs(engine, [i])
+            _RUNS.put(k, frame)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def derived_runs(engine, runs, run_ids: Sequence[int], derive: Callable[[pd.DataFrame], Any]) -> Any:
+    """``derive(load_runs(engine, runs, run_ids))`` (DataFrames, or a tuple of them), computed once per
+    server process for these runs as saved, and dropped with any of them.
+
+    ``derive`` is named by its module and qualified name in the key: it must be a pure function of the
+    frame. Its result is shared: callers must not modify it. A ValueError it raises is not kept.
+    """
+    ids = [int(i) for i in run_ids]
+    if not set(ids) <= set(runs["id"]):  # not listed: load_runs reads it (and says it is gone)
+        return derive(load_runs(engine, runs, ids))
+    k = _runs_key(f"{derive.__module__}.{derive.__qualname__}", engine, runs, ids)
+    value = _RUNS.get(k)
+    if value is None:
+        value = derive(load_runs(engine, runs, ids))
+        _RUNS.put(k, value)
+    return value
+
+
+def delete_runs(engine, run_ids: Sequence[int]) -> int:
+    """``store.delete_runs(engine, run_ids)``; the deleted runs, and what was derived from them, leave the cache."""
+    deleted = store.delete_runs(engine, run_ids)
+    url, ids = str(engine.url), {int(i) for i in run_ids}
+    _RUNS.drop(lambda k: k[1] == url and any(i in ids for i, _ in k[2]))
+    return deleted
 
 
 # ----------------------------------------------------------------------------------------------------

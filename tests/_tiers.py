@@ -7,3 +7,16 @@ QUICK = False  # True when the run deselects slow tests
 def examples(n: int) -> int:
     """Hypothesis ``max_examples`` for a test that explores ``n`` examples in the full run."""
     return max(10, n // 4) if QUICK else n
+
+
+def first_quick(values: list) -> list:
+    """``parametrize`` values: the first runs in every tier, the others are marked slow (full run and CI).
+
+    For statistical checks repeated over several cases: the quick tier keeps one case of each check.
+    """
+    import pytest
+
+    return [
+        v if i == 0 else pytest.param(*(v if isinstance(v, tuple) else (v,)), marks=pytest.mark.slow)
+        for i, v in enumerate(values)
+    ]

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from _apps import click, open_app
+from _apps import click, open_app, shown_errors
 from streamlit.testing.v1 import AppTest
 
 from specviz import bench, decoding, live, measurements, store
@@ -51,14 +51,43 @@ HOSTED = live.Limits(hosted=True, hf_allowlist=("gpt2-large,gpt2",))
 
 @pytest.mark.parametrize("spec", ["/etc,/tmp", "./models", "~/x,~/y", "C:/m,C:/d", str(ROOT) + ",gpt2"])
 def test_hosted_mode_refuses_local_paths(spec):
-    with pytest.raises(ValueError, match="not allowed|local"):
+    with pytest.raises(ValueError, match="not allowed on this hosted deployment"):
         live.check_pair(spec, HOSTED)
+
+
+def refusal(spec: str, limits: live.Limits) -> str:
+    """check_pair's message for ``spec``, with the value it quotes replaced by VALUE."""
+    with pytest.raises(ValueError) as info:
+        live.check_pair(spec, limits)
+    return str(info.value).replace(repr(spec.replace(" ", "")), "VALUE")
+
+
+def test_hosted_mode_gives_one_message_whatever_exists_on_disk(monkeypatch):
+    """Hosted, a refused pair's message is the same whether its parts exist on the server or not.
+
+    Was a defect: 'data,pages' (folders of the working directory) was refused as "local paths are not
+    allowed" and 'nonexist1,nonexist2' as "not on this deployment's allow-list": an existence oracle.
+    """
+    monkeypatch.chdir(ROOT)
+    assert Path("data").is_dir() and Path("pages").is_dir() and not Path("nonexist1").exists()
+    specs = ["data,pages", "nonexist1,nonexist2", "data", "nonexist1", "/etc,/tmp", "/nonexist,/nope", "gpt2,data"]
+    messages = {spec: refusal(spec, HOSTED) for spec in specs}
+    assert len(set(messages.values())) == 1, messages
+    assert (
+        messages["data,pages"]
+        == "pair VALUE is not allowed on this hosted deployment; allowed: 'bundled', 'gpt2-large,gpt2'"
+    )
+    # an allow-listed id that is also a folder here would load the folder: refused with that same message
+    shadowed = replace(HOSTED, hf_allowlist=("gpt2-large,gpt2", "data,pages"))
+    with pytest.raises(ValueError, match="^pair 'data,pages' is not allowed on this hosted deployment; allowed: "):
+        live.check_pair("data,pages", shadowed)
+    assert live.check_pair("gpt2-large,gpt2", shadowed) == "gpt2-large,gpt2"
 
 
 def test_hosted_mode_allows_bundled_and_the_allow_list_only():
     assert live.check_pair("bundled", HOSTED) == "bundled"
     assert live.check_pair(" gpt2-large, gpt2 ", HOSTED) == "gpt2-large,gpt2"
-    with pytest.raises(ValueError, match="allow-list.*allowed: bundled, gpt2-large,gpt2"):
+    with pytest.raises(ValueError, match="not allowed.*allowed: 'bundled', 'gpt2-large,gpt2'"):
         live.check_pair("meta-llama/Llama-3-70B,meta-llama/Llama-3-8B", HOSTED)
     # not hosted: any pair is passed on to the loader
     assert live.check_pair("/some/folder", live.Limits()) == "/some/folder"
@@ -541,12 +570,28 @@ def test_hosted_mode_refuses_a_linked_local_path(db_url, monkeypatch):
     monkeypatch.setenv("SPECVIZ_HOSTED", "1")
     monkeypatch.setenv("SPECVIZ_HF_ALLOWLIST", "gpt2-large,gpt2")
     at = page(pair="/etc,/tmp")
-    assert any("local" in e.value and "not allowed" in e.value for e in at.error)
+    assert any("not allowed on this hosted deployment" in e for e in shown_errors(at))
     assert at.selectbox(key="live.pair").value == "bundled"
     assert at.selectbox(key="live.pair").options == ["bundled", "gpt2-large,gpt2"]
     at = page(pair="meta-llama/Llama-3-70B,meta-llama/Llama-3-8B")
-    assert any("allow-list" in e.value for e in at.error)
+    assert any("not allowed on this hosted deployment" in e for e in shown_errors(at))
     assert at.number_input(key="live.new_tokens").max == 256  # the hosted cap
+
+
+def test_hosted_page_answers_existing_and_missing_paths_alike(db_url, monkeypatch):
+    """/live?pair=data,pages and /live?pair=nonexist1,nonexist2 show the same error in hosted mode."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("SPECVIZ_HOSTED", "1")
+    monkeypatch.setenv("SPECVIZ_HF_ALLOWLIST", "gpt2-large,gpt2")
+    assert Path("data").is_dir() and Path("pages").is_dir() and not Path("nonexist1").exists()
+    shown = {}
+    for spec in ("data,pages", "nonexist1,nonexist2"):
+        at = page(pair=spec)
+        (error,) = shown_errors(at)
+        shown[spec] = error.replace(repr(spec), "VALUE")
+        assert at.selectbox(key="live.pair").value == "bundled"
+    assert shown["data,pages"] == shown["nonexist1,nonexist2"], shown
+    assert "allowed: 'bundled', 'gpt2-large,gpt2'" in shown["data,pages"]
 
 
 @pytest.mark.slow

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -9,7 +12,7 @@ import pytest
 from _apps import open_app, rerun, shown_errors
 from streamlit.testing.v1 import AppTest
 
-from specviz import measurements, store, ui
+from specviz import figures, measurements, store, ui
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "measured-data.py")
@@ -259,3 +262,43 @@ def test_option_widgets_take_their_bounds_and_choices_from_their_params(db_url):
     assert fmt.value == "auto"
     assert fmt.options == ["detect", *(measurements.READERS[n].title for n in sorted(measurements.READERS))]
     assert at.checkbox(key="measured.no_bonus").value is False
+
+
+QUOTED = 'say "hi" <b>x</b> & y'
+
+
+def test_a_quoted_label_shows_as_typed_in_tables_and_charts(db_url):
+    """A run named with " < > & is data in the tables and escaped only for plotly in the charts.
+
+    Was a defect: the legends and hovers showed " as &quot; (an entity plotly does not decode).
+    """
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\n").writerows([["label", "k", "alpha", "c", "speedup"], [QUOTED, 4, 0.8, 20, 2.2]])
+    df, _ = measurements.load_measurements(buf.getvalue(), name="q.csv")
+    run_id = store.save_run(store.open_library(db_url), df, label=QUOTED, source="q.csv")
+    at = run(runs=str(run_id))
+    assert at.dataframe[0].value.label.tolist() == [QUOTED]  # the library table
+    assert at.dataframe[-1].value.series.tolist() == [f"#{run_id} {QUOTED}"]  # the series table
+    traces = json.loads(charts(at)[0].proto.spec)["data"]
+    names = [t["name"] for t in traces if t.get("name")]
+    assert f"#{run_id} {figures.plotly_text(QUOTED)}: measured" in names, names
+    hover = next(t["text"][0] for t in traces if t.get("name", "").endswith(": measured"))
+    assert f"label: {figures.plotly_text(QUOTED)}<br>" in hover
+    assert not [t for t in traces if "&quot;" in json.dumps(t)]
+
+
+def test_hosted_mode_shows_no_database_path(tmp_path, monkeypatch):
+    """A run-library error names the database for the operator, and hides it on a hosted deployment."""
+    url = f"sqlite:///{tmp_path / 'library.sqlite'}"
+    engine = store.open_library(url)
+    with engine.begin() as conn:  # a library from a newer specviz: open_library refuses it, quoting its URL
+        conn.exec_driver_sql("UPDATE specviz_info SET value = '99' WHERE key = 'schema_version'")
+    engine.dispose()
+    monkeypatch.setenv(store.ENV_URL, url)
+    monkeypatch.delenv("SPECVIZ_HOSTED", raising=False)
+    (error,) = shown_errors(run())
+    assert str(tmp_path) in error  # the operator's own server says which file
+    monkeypatch.setenv("SPECVIZ_HOSTED", "1")
+    (error,) = shown_errors(run())
+    assert "[hidden]" in error and "99" in error, error
+    assert str(tmp_path) not in error and "sqlite" not in error, error

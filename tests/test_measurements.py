@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from _tiers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -931,14 +932,14 @@ def _check_one(data, kw) -> None:
 _FUZZ_SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large]}
 
 
-@settings(max_examples=60, **_FUZZ_SETTINGS)
+@settings(max_examples=examples(60), **_FUZZ_SETTINGS)
 @given(_inputs)
 def test_fuzz_quick(case):
     _check_one(*case)
 
 
 @pytest.mark.slow
-@settings(max_examples=1000, **_FUZZ_SETTINGS)
+@settings(max_examples=examples(1000), **_FUZZ_SETTINGS)
 @given(_inputs)
 def test_fuzz_only_value_errors(case):
     """≥ 1,000 generated inputs: random bytes and text, random tables (canonical names, aliases, junk and

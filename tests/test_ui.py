@@ -46,3 +46,47 @@ def test_shared_results_evict_the_least_recently_used_past_the_byte_cap():
     assert cache.get(0) is not None and cache.get(3)[0][0] == 30
     cache.put("big", (np.zeros(400),))  # larger than the cap: not kept, nothing evicted
     assert cache.get("big") is None and all(cache.get(i) is not None for i in (0, 2, 3))
+
+
+def test_shared_results_measure_with_their_size_function_and_drop_by_key():
+    cache = ui.SharedResults(max_bytes=10, size=len)
+    cache.put("a", "xxxx")
+    cache.put("b", "xxxx")
+    cache.put("c", "xxxx")  # 12 > 10: "a" goes
+    assert cache.get("a") is None and cache.nbytes == 8
+    assert cache.drop(lambda k: k == "b") == 1 and cache.get("b") is None and cache.nbytes == 4
+    cache.put("c", "x" * 11)  # a new value too large for the cache: the old one under that key goes too
+    assert cache.get("c") is None and cache.nbytes == 0
+
+
+def _streamlit_caches(tree):
+    """(line, keyword names) of every use of st.cache_data / st.cache_resource in a module's AST.
+
+    A use that is not called (a bare ``@st.cache_data``) has no keywords.
+    """
+    import ast
+
+    called = {id(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ("cache_data", "cache_resource"):
+            call = called.get(id(node))
+            yield node.lineno, {k.arg for k in call.keywords} if call is not None else set()
+
+
+def test_every_streamlit_cache_in_the_code_is_bounded():
+    """Each st.cache_data / st.cache_resource call names max_entries (a bare decorator has no bound).
+
+    Was a defect: a server grew from 736 MB to 1.25 GB over a series of page views.
+    """
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    files = [root / "app.py", *sorted((root / "specviz").rglob("*.py")), *sorted((root / "pages").glob("*.py"))]
+    found = [
+        (f"{path.relative_to(root)}:{line}", keywords)
+        for path in files
+        for line, keywords in _streamlit_caches(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert len(found) >= 3, f"the scan found too few caches to be looking at the code: {found}"
+    assert not [where for where, keywords in found if "max_entries" not in keywords]

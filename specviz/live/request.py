@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from specviz.hosting import is_hosted
 from specviz.share import Param
 
 __all__ = [
@@ -25,8 +26,6 @@ __all__ = [
     "make_request",
     "pair_choices",
 ]
-
-_TRUE = ("1", "true", "yes", "on")
 
 #: Model dtypes a run may ask for; "auto" is fp32 on the CPU, bf16 (else fp16) on CUDA.
 DTYPES: tuple[str, ...] = ("auto", "float32", "float16", "bfloat16")
@@ -65,7 +64,7 @@ def _env_number(environ: Mapping[str, str], name: str, default, kind=int):
 def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
     """:class:`Limits` from ``SPECVIZ_*`` variables (package docstring); ValueError naming a bad one."""
     environ = os.environ if environ is None else environ
-    hosted = environ.get("SPECVIZ_HOSTED", "").strip().lower() in _TRUE
+    hosted = is_hosted(environ)
     base = HOSTED_DEFAULTS if hosted else Limits()
     allow = tuple(p.strip().replace(" ", "") for p in environ.get("SPECVIZ_HF_ALLOWLIST", "").split(";") if p.strip())
     for pair in allow:
@@ -96,8 +95,8 @@ def controls(limits: Limits) -> tuple[Param, ...]:
         Param("prompts", "bundled", "choice", choices=("bundled", "custom")),
         Param("n_prompts", min(4, limits.max_prompts), "int", 1, min(12, limits.max_prompts)),
         Param("text", "", "text", hi=4000),
-        Param("ks", [1, 2, 4, 6], "ints", 1, 16),
-        Param("temps", [0.0, 1.0], "floats", 0.0, 1.0),
+        Param("ks", [1, 2, 4, 6], "ints", 1, 16, max_items=16),
+        Param("temps", [0.0, 1.0], "floats", 0.0, 1.0, max_items=16),
         Param("new_tokens", min(96, limits.max_new_tokens), "int", 1, limits.max_new_tokens),
         Param("repeats", 1, "int", 1, limits.max_repeats),
         Param("seed", 0, "int", 0, 2**31 - 1),
@@ -117,8 +116,10 @@ def check_pair(spec: str, limits: Limits) -> str:
     """The normalised pair spec, or ValueError saying why this deployment refuses it.
 
     "bundled" is always allowed. "TARGET,DRAFT" (Hugging Face ids or local folders) only when not
-    hosted, or, hosted, when the pair is on the allow-list and neither part is a local path.
-    A bare folder (our own format) is refused in hosted mode.
+    hosted, or, hosted, when the pair is on the allow-list and neither part is a local path (an
+    allow-listed id that is also a folder in the working directory would load that folder).
+    Hosted, every other value gets one and the same message, naming it and the allowed pairs:
+    whether it exists on the server's disk is never looked up, so the message cannot tell.
     """
     spec = (spec or "").strip().replace(" ", "")
     if not spec:
@@ -129,19 +130,10 @@ def check_pair(spec: str, limits: Limits) -> str:
         if "," in spec and not all(spec.split(",")):
             raise ValueError(f"pair must be 'bundled' or 'TARGET,DRAFT'; got {spec!r}")
         return spec
-    allowed = ", ".join(pair_choices(limits))
-    if "," not in spec or spec.count(",") != 1:
-        raise ValueError(
-            f"pair {spec!r} is not allowed on this hosted deployment: local folders are refused; use "
-            f"'bundled' or one of the allowed Hugging Face pairs: {allowed}"
-        )
-    if any(_looks_local(part) for part in spec.split(",")):
-        raise ValueError(f"pair {spec!r}: local paths are not allowed on this hosted deployment; allowed: {allowed}")
-    if spec not in limits.hf_allowlist:
-        raise ValueError(
-            f"pair {spec!r} is not on this deployment's allow-list (SPECVIZ_HF_ALLOWLIST); allowed: {allowed}"
-        )
-    return spec
+    if spec in limits.hf_allowlist and not any(_looks_local(part) for part in spec.split(",")):
+        return spec
+    allowed = ", ".join(repr(p) for p in pair_choices(limits))
+    raise ValueError(f"pair {spec!r} is not allowed on this hosted deployment; allowed: {allowed}")
 
 
 def check_request(
