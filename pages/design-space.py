@@ -26,6 +26,7 @@ SPEC = (
     Param("i_alpha", 0.8, "float", 0.0, 1.0),
     Param("i_c", 10.0, "float", 1e-3, 1e4, log=True),
     Param("i_k", 4, "int", 1, 64),
+    Param("tab", "Maps", "choice", choices=("Maps", "Point inspector")),
 )
 P = by_key(SPEC)
 K_MAX = int(P["i_k"].hi)  # the inspector's optimal K searches 1..K_MAX
@@ -82,62 +83,44 @@ def sidebar_controls(conv: str) -> None:
         ui.number_input(PAGE, P["o"], "o — fixed overhead per round (target steps)", step=0.05, format="%.3f")
 
 
-st.title("Design space")
-st.caption("How E[N] and the speedup depend on α, K and c. Black line: S = 1 — left of it speculation is slower.")
-ui.restore(PAGE, SPEC)
+def maps_tab(view: dict, conv: str) -> None:
+    """One map at a time, chosen by a radio above it (mirrored in the URL), with its CSV."""
+    mode = "heatmap" if view["view"] == "Heatmap" else "surface"
+    a_lo, a_hi = view["alpha"]
+    v, o = view["v"], view["o"]
+    shown_radio = st.empty()  # filled after the chart: a fresh browser loads plotly before the radio's code
+    if view["map"] == MAPS[0]:
+        grid = speedup_c_map(a_lo, a_hi, view["c_min"], view["c_max"], conv, view["k"], v, o)
+        break_even, title, file_name, name = True, f"Speedup at K = {view['k']}", "speedup_alpha_c.csv", "s_c"
+    elif view["map"] == MAPS[1]:
+        grid = speedup_k_map(a_lo, a_hi, view["k_max"], float(grids.to_c(view["c_fix"], conv)), v, o)
+        break_even, title = True, f"Speedup at {conv} = {view['c_fix']:.4g}"
+        file_name, name = "speedup_alpha_k.csv", "s_k"
+    else:
+        grid = expected_tokens_map(a_lo, a_hi, view["k_max"])
+        break_even, title, file_name, name = False, "Expected tokens per round", "expected_tokens.csv", "en"
+    st.plotly_chart(figures.grid_figure(grid, mode=mode, break_even=break_even, title=title), key=f"fig_{name}")
+    with shown_radio:
+        ui.radio(PAGE, P["map"], "Map", horizontal=True, label_visibility="collapsed")
+    ui.csv_download("Download this grid (CSV)", grid.tidy, file_name, key=f"dl_{name}")
 
-conv = st.session_state[key("conv")]
-view = ui.values(PAGE, SPEC)
-mode = "heatmap" if view["view"] == "Heatmap" else "surface"
-a_lo, a_hi = view["alpha"]
-try:
-    c_fix = float(grids.to_c(view["c_fix"], conv))
-    en = expected_tokens_map(a_lo, a_hi, view["k_max"])
-    s_c = speedup_c_map(a_lo, a_hi, view["c_min"], view["c_max"], conv, view["k"], view["v"], view["o"])
-    s_k = speedup_k_map(a_lo, a_hi, view["k_max"], c_fix, view["v"], view["o"])
-except ValueError as exc:
-    ui.show_error(exc)
-    sidebar_controls(conv)
-    ui.publish(PAGE, SPEC, URL)
-    st.stop()
 
-
-# One map at a time, chosen here (and mirrored in the URL): a link opens with one grid to send and draw.
-# The chart is sent before every widget (their values are in session_state already), so a fresh browser
-# starts loading plotly first (docs/performance.md); the radio still sits above it.
-shown_radio = st.empty()
-shown = view["map"]
-maps = {
-    MAPS[0]: (s_c, True, f"Speedup at K = {view['k']}", "speedup_alpha_c.csv", "s_c"),
-    MAPS[1]: (s_k, True, f"Speedup at {conv} = {view['c_fix']:.4g}", "speedup_alpha_k.csv", "s_k"),
-    MAPS[2]: (en, False, "Expected tokens per round", "expected_tokens.csv", "en"),
-}
-grid, break_even, title, file_name, name = maps[shown]
-st.plotly_chart(figures.grid_figure(grid, mode=mode, break_even=break_even, title=title), key=f"fig_{name}")
-with shown_radio:
-    ui.radio(PAGE, P["map"], "Map", horizontal=True, label_visibility="collapsed")
-ui.csv_download("Download this grid (CSV)", grid.tidy, file_name, key=f"dl_{name}")
-sidebar_controls(conv)
-
-st.header("Point inspector")
-col_a, col_c, col_k = st.columns(3)
-with col_a:
-    ui.number_input(PAGE, P["i_alpha"], "α", step=0.01, format="%.4f")
-with col_c:
-    ui.number_input(PAGE, P["i_c"], conv, format="%.4g")
-with col_k:
-    ui.number_input(PAGE, P["i_k"], "K")
-view = ui.values(PAGE, SPEC)
-alpha, k = view["i_alpha"], view["i_k"]
-try:
+def inspector_tab(view: dict, conv: str) -> None:
+    """E[N], the speedup, the break-even α and the optimal K at one (α, c, K), and the pmf of N."""
+    col_a, col_c, col_k = st.columns(3)
+    with col_a:
+        ui.number_input(PAGE, P["i_alpha"], "α", step=0.01, format="%.4f")
+    with col_c:
+        ui.number_input(PAGE, P["i_c"], conv, format="%.4g")
+    with col_k:
+        ui.number_input(PAGE, P["i_k"], "K")
+    view = ui.values(PAGE, SPEC)
+    alpha, k, v, o = view["i_alpha"], view["i_k"], view["v"], view["o"]
     c = float(grids.to_c(view["i_c"], conv))
     e_n = float(theory.expected_tokens(alpha, k))
-    s = float(theory.speedup(alpha, c, k, view["v"], view["o"]))
-    a_star = float(theory.break_even_alpha(k, c, view["v"], view["o"]))
-    best = theory.optimal_k(alpha, c, K_MAX, view["v"], view["o"])
-except ValueError as exc:
-    ui.show_error(exc)
-else:
+    s = float(theory.speedup(alpha, c, k, v, o))
+    a_star = float(theory.break_even_alpha(k, c, v, o))
+    best = theory.optimal_k(alpha, c, K_MAX, v, o)
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("E[N] tokens per round", f"{e_n:.4f}")
     m2.metric("Speedup S", f"{s:.4f}×", delta=f"{s - 1:+.1%} vs target alone")
@@ -154,4 +137,22 @@ else:
     )
     st.plotly_chart(figures.pmf_figure(theory.accepted_length_pmf(alpha, k), e_n), key="fig_pmf")
 
+
+TABS = {"Maps": maps_tab, "Point inspector": inspector_tab}
+
+st.title("Design space")
+st.caption("How E[N] and the speedup depend on α, K and c. Black line: S = 1 — left of it speculation is slower.")
+ui.restore(PAGE, SPEC)
+
+conv = st.session_state[key("conv")]
+# One tab's content per script run (lazy tabs): a link opens with one map to send and draw.
+for label, tab in ui.tabs(PAGE, P["tab"]).items():
+    if tab.open:
+        with tab:
+            try:
+                TABS[label](ui.values(PAGE, SPEC), conv)
+            except ValueError as exc:
+                ui.show_error(exc)
+# The controls are sent after the open tab's chart: a fresh browser loads plotly's code first.
+sidebar_controls(conv)
 ui.publish(PAGE, SPEC, URL)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import pandas as pd
 import pytest
@@ -79,24 +80,29 @@ def test_router_switches_to_each_page(page):
 # ----------------------------------------------------------------------------- design space
 
 
+INSPECT = {"tab": "Point inspector"}
+
+
 def test_design_space_defaults_show_chapter_point():
-    at = run("pages/design-space.py")
+    at = run("pages/design-space.py", **INSPECT)
     m = metrics(at)
     # inspector defaults: α = 0.8, c = 10, K = 4 -> chapter table 5.3 first row
     assert m["E[N] tokens per round"] == "3.3616"
     assert m["Speedup S"] == "2.4011×"
     assert m["Optimal K (1..64)"] == "6"
-    # the chosen map + the N distribution; the other maps are drawn when chosen
-    assert [c.key for c in at.get("plotly_chart")] == ["fig_s_c", "fig_pmf"]
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_pmf"]  # lazy tabs: only the open tab is sent
+    assert at.query_params["tab"] == "Point inspector"
+    # the maps tab (the default): the chosen map only; the other maps are drawn when chosen
+    assert [c.key for c in run("pages/design-space.py").get("plotly_chart")] == ["fig_s_c"]
 
 
 def test_design_space_draws_the_chosen_map_and_mirrors_it_in_the_url():
     at = run("pages/design-space.py", map="E[N] over (α, K)")
-    assert [c.key for c in at.get("plotly_chart")] == ["fig_en", "fig_pmf"]
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_en"]
     assert at.query_params["map"] == "E[N] over (α, K)"
     at.session_state["design.map"] = "Speedup over (α, K)"  # as choosing it does
     at.run()
-    assert [c.key for c in at.get("plotly_chart")] == ["fig_s_k", "fig_pmf"]
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_s_k"]
     assert at.query_params["map"] == "Speedup over (α, K)"
     at.session_state["design.map"] = "Speedup over (α, c)"  # the default map: not in the URL
     at.run()
@@ -104,7 +110,7 @@ def test_design_space_draws_the_chosen_map_and_mirrors_it_in_the_url():
 
 
 def test_design_space_reacts_to_widgets_and_mirrors_url():
-    at = run("pages/design-space.py")
+    at = run("pages/design-space.py", **INSPECT)
     before = metrics(at)
     at.number_input(key="design.i_alpha").set_value(0.5).run()
     after = metrics(at)
@@ -116,7 +122,8 @@ def test_design_space_reacts_to_widgets_and_mirrors_url():
 
 
 def test_design_space_restores_from_query_params():
-    at = run("pages/design-space.py", i_alpha="0.9", i_c="10", i_k="8", view="3-D surface", alpha="0.2,0.9", k="7")
+    query = dict(i_alpha="0.9", i_c="10", i_k="8", view="3-D surface", alpha="0.2,0.9", k="7")
+    at = run("pages/design-space.py", **query, **INSPECT)
     assert not at.warning
     assert at.number_input(key="design.i_alpha").value == 0.9
     assert at.number_input(key="design.i_k").value == 8
@@ -131,7 +138,7 @@ def test_design_space_restores_from_query_params():
     [("i_alpha", "7"), ("k", "2.5"), ("view", "pie"), ("alpha", "0.9,0.1"), ("c_min", "abc"), ("v", "-1")],
 )
 def test_design_space_bad_query_param_warns_and_falls_back(name, value):
-    at = run("pages/design-space.py", **{name: value})
+    at = run("pages/design-space.py", **{name: value}, **INSPECT)
     assert any(name in w.value and value in w.value for w in at.warning), [w.value for w in at.warning]
     assert metrics(at)["E[N] tokens per round"]  # page still rendered
 
@@ -144,7 +151,7 @@ def test_design_space_bad_input_shows_error_not_traceback():
 
 
 def test_design_space_convention_flip_keeps_the_ratio():
-    at = run("pages/design-space.py")
+    at = run("pages/design-space.py", **INSPECT)
     s_before = metrics(at)["Speedup S"]
     at.radio(key="design.conv").set_value("c_L").run()
     assert at.number_input(key="design.i_c").value == pytest.approx(0.1)
@@ -154,16 +161,28 @@ def test_design_space_convention_flip_keeps_the_ratio():
 
 
 def test_design_space_share_link_reproduces_view():
-    at = run("pages/design-space.py")
+    at = run("pages/design-space.py", **INSPECT)
     assert not at.code  # the link is drawn once "Share this view" is opened
     at.number_input(key="design.i_k").set_value(8).run()
     at.session_state[ui.share_key("design")] = True  # as opening the expander does
     at.run()
     link = at.code[-1].value
     assert link.startswith("/design-space?") and "i_k=8" in link
-    query = dict(part.split("=") for part in link.split("?", 1)[1].split("&"))
+    query = dict(parse_qsl(link.split("?", 1)[1]))
     again = run("pages/design-space.py", **query)
     assert metrics(again) == metrics(at)
+
+
+def test_design_space_inspector_values_survive_a_visit_to_the_maps_tab():
+    at = run("pages/design-space.py", **INSPECT)
+    at.number_input(key="design.i_alpha").set_value(0.5).run()
+    at.session_state["design.tab"] = "Maps"  # what clicking the tab does: the inspector's widgets are not drawn
+    at.run()
+    assert at.query_params["i_alpha"] == "0.5" and [c.key for c in at.get("plotly_chart")] == ["fig_s_c"]
+    at.session_state["design.tab"] = "Point inspector"
+    at.run()
+    assert at.number_input(key="design.i_alpha").value == 0.5
+    assert metrics(at)["E[N] tokens per round"] == "1.9375"
 
 
 # ----------------------------------------------------------------------------- break-even
