@@ -282,7 +282,7 @@ def test_slider_change_is_mirrored_in_url_and_restored(app_url, page, browser):
 
 def test_the_chosen_map_is_drawn_and_mirrored_in_the_url(app_url, page):
     open_page(page, app_url + "/design-space", charts=True)
-    assert page.locator(PLOT).count() == 2  # the chosen map and the N distribution
+    assert page.locator(PLOT).count() == 1  # the chosen map only (the inspector is a lazy tab)
     page.locator('[data-testid="stRadio"]').get_by_text("E[N] over (α, K)", exact=True).click()
     deadline = time.monotonic() + 15
     while query(page.url).get("map") != ["E[N] over (α, K)"]:
@@ -290,9 +290,27 @@ def test_the_chosen_map_is_drawn_and_mirrored_in_the_url(app_url, page):
             pytest.fail(f"URL not updated to the E[N] map: {page.url}")
         page.wait_for_timeout(200)
     wait_drawn(page)
-    expect(page.locator(PLOT)).to_have_count(2)
+    expect(page.locator(PLOT)).to_have_count(1)
     expect(page.locator(PLOT).first.locator(".gtitle")).to_have_text("Expected tokens per round")
     assert_no_exception(page, "/design-space after choosing the E[N] map")
+
+
+def test_a_lazy_tab_runs_when_clicked_and_is_mirrored_in_the_url(app_url, page):
+    open_page(page, app_url + "/design-space?map=E%5BN%5D+over+%28%CE%B1%2C+K%29", charts=True)
+    page.get_by_role("tab", name="Point inspector").click()
+    deadline = time.monotonic() + 15
+    while query(page.url).get("tab") != ["Point inspector"]:
+        if time.monotonic() > deadline:
+            pytest.fail(f"URL not updated to the inspector tab: {page.url}")
+        page.wait_for_timeout(200)
+    wait_drawn(page)
+    expect(page.get_by_text("E[N] tokens per round")).to_be_visible()
+    assert query(page.url).get("map") == ["E[N] over (α, K)"]  # the other tab's choice is kept in the link
+    page.get_by_role("tab", name="Maps").click()
+    expect(page.locator(PLOT).first.locator(".gtitle")).to_have_text(
+        "Expected tokens per round", timeout=RUN_TIMEOUT_MS
+    )
+    assert_no_exception(page, "/design-space after switching tabs")
 
 
 def test_share_link_is_drawn_when_the_box_is_opened(app_url, page):
