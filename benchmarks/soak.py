@@ -185,7 +185,7 @@ def cache_line() -> str:
 
     stats = [s for family in get_data_cache_stats_provider().get_stats().values() for s in family]
     functions = {s.cache_name for s in stats}
-    lab = ui.shared_results("lab.simulations", 256 * 2**20)  # the sampling lab's (same name and cap)
+    lab = ui.shared_results("lab.simulations")  # the sampling lab's store
     return (
         f"st.cache_data {sum(s.byte_length for s in stats) / 1e6:,.1f} MB over {len(functions)} functions; "
         f"run cache {ui._RUNS.nbytes / 1e6:,.1f} MB; "

@@ -11,7 +11,6 @@ ui.hand_over_to_router()  # first thing: see the function (a shared link on a fr
 
 PAGE, URL = "lab", "sampling-lab"
 PROGRESS_FROM = 500_000  # show a progress bar for runs at least this long
-SHARED_BYTES = 64 * 2**20  # simulations kept for every visitor (a link opened twice is not simulated twice)
 P_BUILDERS = tuple(b for b in sampling.BUILDERS if b != "tempered")
 SPEC = (
     Param("v", 100, "int", 1, 5000),
@@ -99,7 +98,7 @@ def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
         view["variant"],
         view["t_draft"],
     )
-    done = ui.shared_results(f"{PAGE}.simulations", SHARED_BYTES)
+    done = ui.shared_results(f"{PAGE}.simulations")  # shared by every visitor, capped (ui.SHARED_STORES)
     result = done.get(run_key)
     if result is not None:
         return result

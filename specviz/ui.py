@@ -290,10 +290,15 @@ def _nbytes(value: tuple[np.ndarray, ...]) -> int:
     return sum(a.nbytes for a in value)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def shared_results(name: str, max_bytes: int) -> SharedResults:
-    """The process-wide :class:`SharedResults` called ``name`` (created on first use)."""
-    return SharedResults(max_bytes)
+#: Every store of results shared by all visitors: name -> byte cap (the sampling lab's simulations, kept
+#: so that a link opened twice is not simulated twice). One definition for the pages and benchmarks/soak.py.
+SHARED_STORES = {"lab.simulations": 64 * 2**20}
+
+
+@st.cache_resource(show_spinner=False, max_entries=len(SHARED_STORES))
+def shared_results(name: str) -> SharedResults:
+    """The process-wide :class:`SharedResults` called ``name``, capped at ``SHARED_STORES[name]`` bytes."""
+    return SharedResults(SHARED_STORES[name])
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
