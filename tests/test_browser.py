@@ -313,6 +313,29 @@ def test_a_lazy_tab_runs_when_clicked_and_is_mirrored_in_the_url(app_url, page):
     assert_no_exception(page, "/design-space after switching tabs")
 
 
+_MANY = ",".join(str(i) for i in range(1, 1501))
+HOSTILE_LINKS = [
+    "/home?x=%00&embed=true&__proto__=1",
+    "/design-space?alpha=5e-324,1e308&c_min=5e-324&c_max=1e308&k=1e309&tab=Point+inspector&i_alpha=nan",
+    f"/break-even?curves={_MANY}&k_max=-1&view=Optimal+K&f_c=inf",
+    "/sampling-lab?p=custom&p_vec=1e308,1e308,1e308&v=3&view=Tokens+per+round",
+    "/sampling-lab?view=Emitted+tokens&v=1000&p=uniform&q=uniform&k=1&variant=resample_p",
+    f"/live?pair=data,pages&ks={_MANY}&temps=nan,inf",
+    f"/measured-data?runs={_MANY}&hk=1e308&filter=%3Cscript%3Ealert(1)%3C/script%3E",
+    "/converter?metric=__proto__&value=1e308&k=0&ratio=-inf",
+]
+
+
+@pytest.mark.parametrize("link", HOSTILE_LINKS, ids=lambda link: link.split("?")[0].strip("/") or "home")
+def test_hostile_links_show_no_exception(app_url, page, link):
+    """Crafted links (float limits, NaN, long lists, junk keys, markup) open a page, never a traceback."""
+    open_page(page, app_url + link)
+    assert page.locator('[data-testid="stException"]').count() == 0, page.locator(
+        '[data-testid="stException"]'
+    ).all_inner_texts()
+    expect(page.locator('[data-testid="stMain"] h1').first).to_be_visible()
+
+
 def test_share_link_is_drawn_when_the_box_is_opened(app_url, page):
     open_page(page, app_url + "/converter?k=6", charts=True)
     assert page.locator('[data-testid="stCode"]').count() == 0
