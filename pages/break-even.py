@@ -78,7 +78,10 @@ def sidebar_controls(conv: str) -> None:
 
 def frontier_tab(view: dict, conv: str) -> None:
     """α*(K, c): curves for chosen c and the map over (K, c), side by side."""
-    curves = sorted({float(x) for x in view["curves"]})
+    try:
+        curves = sorted({float(x) for x in view["curves"]})
+    except TypeError as exc:
+        raise ValueError(f"frontier values must be numbers: {exc}") from exc
     ks, alpha_star = frontier(view["k_max"], curves, conv, view["v"], view["o"])
     be_map = frontier_map(view["k_max"], view["c_min"], view["c_max"], conv, view["v"], view["o"])
     left, right = st.columns(2)
@@ -160,15 +163,7 @@ ui.restore(PAGE, SPEC)
 
 conv = st.session_state[key("conv")]
 # One tab's content per script run (lazy tabs): a link opens with the frontier's two charts to draw.
-for label, tab in ui.tabs(PAGE, P["view"]).items():
-    if tab.open:
-        with tab:
-            try:
-                TABS[label](ui.values(PAGE, SPEC), conv)
-            except (ValueError, TypeError) as exc:
-                ui.show_error(
-                    exc if isinstance(exc, ValueError) else ValueError(f"frontier values must be numbers: {exc}")
-                )
+ui.show_open_tab(PAGE, P["view"], TABS, ui.values(PAGE, SPEC), conv)
 # The controls are sent after the open tab's charts: a fresh browser loads plotly's code first.
 sidebar_controls(conv)
 ui.publish(PAGE, SPEC, URL)

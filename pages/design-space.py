@@ -146,13 +146,7 @@ ui.restore(PAGE, SPEC)
 
 conv = st.session_state[key("conv")]
 # One tab's content per script run (lazy tabs): a link opens with one map to send and draw.
-for label, tab in ui.tabs(PAGE, P["tab"]).items():
-    if tab.open:
-        with tab:
-            try:
-                TABS[label](ui.values(PAGE, SPEC), conv)
-            except ValueError as exc:
-                ui.show_error(exc)
+ui.show_open_tab(PAGE, P["tab"], TABS, ui.values(PAGE, SPEC), conv)
 # The controls are sent after the open tab's chart: a fresh browser loads plotly's code first.
 sidebar_controls(conv)
 ui.publish(PAGE, SPEC, URL)

@@ -214,9 +214,6 @@ except ValueError as exc:
 
 # One tab's content per script run (lazy tabs): a link opens with one chart to draw, and a simulation
 # runs only when its results are shown. The open tab's chart is sent before the controls.
-for label, tab in ui.tabs(PAGE, P["view"]).items():
-    if tab.open:
-        with tab:
-            TABS[label](p, q, view)
+ui.show_open_tab(PAGE, P["view"], TABS, p, q, view)
 sidebar_controls()
 ui.publish(PAGE, SPEC, URL)

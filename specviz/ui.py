@@ -109,6 +109,18 @@ def tabs(page: str, p: share.Param) -> dict[str, Any]:
     return dict(zip(p.choices, st.tabs(p.choices, key=key(page, p.key), on_change="rerun"), strict=True))
 
 
+def show_open_tab(page: str, p: share.Param, sections: dict[str, Callable[..., None]], *args: Any) -> None:
+    """Draw the lazy tabs of :func:`tabs` and run the open one's ``sections[label](*args)`` inside it;
+    a ``ValueError`` it raises is shown with :func:`show_error`."""
+    for label, tab in tabs(page, p).items():
+        if tab.open:
+            with tab:
+                try:
+                    sections[label](*args)
+                except ValueError as exc:
+                    show_error(exc)
+
+
 def _bounds(p: share.Param) -> tuple[Any, Any]:
     """Widget bounds of a numeric Param, typed like its values (int controls take int bounds)."""
     if p.lo is None or p.hi is None:

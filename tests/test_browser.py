@@ -246,6 +246,16 @@ def test_every_page_in_the_navigation_renders(app_url, page):
         assert_no_exception(page, path)
 
 
+def wait_for_query(page, name: str, value: str, failure: str, timeout_s: float = 15) -> None:
+    """Wait until the page's URL holds ``name=value`` (a rerun mirrors a control); else fail with ``failure``
+    and the URL as it is then."""
+    deadline = time.monotonic() + timeout_s
+    while query(page.url).get(name) != [value]:
+        if time.monotonic() > deadline:
+            pytest.fail(f"{failure}: {page.url}")
+        page.wait_for_timeout(200)
+
+
 def test_slider_change_is_mirrored_in_url_and_restored(app_url, page, browser):
     open_page(page, app_url + "/design-space", charts=True)
     slider = find_slider(page, K_SLIDER)
@@ -257,11 +267,7 @@ def test_slider_change_is_mirrored_in_url_and_restored(app_url, page, browser):
     page.keyboard.press("ArrowRight")
     expected = str(before + 2)
 
-    deadline = time.monotonic() + 15
-    while query(page.url).get("k") != [expected]:
-        if time.monotonic() > deadline:
-            pytest.fail(f"URL not updated to k={expected} after moving the slider: {page.url}")
-        page.wait_for_timeout(200)
+    wait_for_query(page, "k", expected, f"URL not updated to k={expected} after moving the slider")
     wait_drawn(page)
     assert slider_value(slider) == expected
     assert_no_exception(page, "/design-space after moving the K slider")
@@ -284,11 +290,7 @@ def test_the_chosen_map_is_drawn_and_mirrored_in_the_url(app_url, page):
     open_page(page, app_url + "/design-space", charts=True)
     assert page.locator(PLOT).count() == 1  # the chosen map only (the inspector is a lazy tab)
     page.locator('[data-testid="stRadio"]').get_by_text("E[N] over (α, K)", exact=True).click()
-    deadline = time.monotonic() + 15
-    while query(page.url).get("map") != ["E[N] over (α, K)"]:
-        if time.monotonic() > deadline:
-            pytest.fail(f"URL not updated to the E[N] map: {page.url}")
-        page.wait_for_timeout(200)
+    wait_for_query(page, "map", "E[N] over (α, K)", "URL not updated to the E[N] map")
     wait_drawn(page)
     expect(page.locator(PLOT)).to_have_count(1)
     expect(page.locator(PLOT).first.locator(".gtitle")).to_have_text("Expected tokens per round")
@@ -298,11 +300,7 @@ def test_the_chosen_map_is_drawn_and_mirrored_in_the_url(app_url, page):
 def test_a_lazy_tab_runs_when_clicked_and_is_mirrored_in_the_url(app_url, page):
     open_page(page, app_url + "/design-space?map=E%5BN%5D+over+%28%CE%B1%2C+K%29", charts=True)
     page.get_by_role("tab", name="Point inspector").click()
-    deadline = time.monotonic() + 15
-    while query(page.url).get("tab") != ["Point inspector"]:
-        if time.monotonic() > deadline:
-            pytest.fail(f"URL not updated to the inspector tab: {page.url}")
-        page.wait_for_timeout(200)
+    wait_for_query(page, "tab", "Point inspector", "URL not updated to the inspector tab")
     wait_drawn(page)
     expect(page.get_by_text("E[N] tokens per round")).to_be_visible()
     assert query(page.url).get("map") == ["E[N] over (α, K)"]  # the other tab's choice is kept in the link
