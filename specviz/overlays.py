@@ -79,17 +79,18 @@ def _fmt(value) -> str:
 
 def hover_text(frame: pd.DataFrame) -> pd.Series:
     """One plotly hover string per row: every non-empty field of :data:`HOVER_FIELDS` (long text cut), each
-    shown as written (:func:`specviz.figures.plotly_text`), one per line (``<br>``)."""
+    shown as written (:func:`specviz.figures.plotly_text`), one per line (``<br>``).
 
-    def one(row) -> str:
-        parts = [
-            f"{label}: {plotly_text(_fmt(row[c]))}"
-            for c, label in HOVER_FIELDS.items()
-            if c in row.index and not pd.isna(row[c]) and str(row[c]) != ""
-        ]
-        return "<br>".join(parts)
-
-    return frame.apply(one, axis=1) if len(frame) else pd.Series([], index=frame.index, dtype=object)
+    Built a column at a time (a row-wise ``apply`` took 0.6 s for the 5,000 rows a view may hold).
+    """
+    lines = [[] for _ in range(len(frame))]  # per row: its "label: value" parts in HOVER_FIELDS order
+    for c, label in HOVER_FIELDS.items():
+        if c not in frame.columns:
+            continue
+        for parts, value in zip(lines, frame[c].tolist(), strict=True):
+            if not pd.isna(value) and str(value) != "":
+                parts.append(f"{label}: {plotly_text(_fmt(value))}")
+    return pd.Series(["<br>".join(parts) for parts in lines], index=frame.index, dtype=object)
 
 
 #: Columns that tell one engine configuration from another, in the order a series name lists them.

@@ -14,9 +14,18 @@ def first_quick(values: list) -> list:
 
     For statistical checks repeated over several cases: the quick tier keeps one case of each check.
     """
+    return _slow_unless(values, [i == 0 for i in range(len(values))])
+
+
+def quick_where(values: list, keep) -> list:
+    """``parametrize`` values: those with ``keep(value)`` true run in every tier, the rest are marked slow."""
+    return _slow_unless(values, [bool(keep(v)) for v in values])
+
+
+def _slow_unless(values: list, quick: list[bool]) -> list:
     import pytest
 
     return [
-        v if i == 0 else pytest.param(*(v if isinstance(v, tuple) else (v,)), marks=pytest.mark.slow)
-        for i, v in enumerate(values)
+        v if q else pytest.param(*(v if isinstance(v, tuple) else (v,)), marks=pytest.mark.slow)
+        for v, q in zip(values, quick, strict=True)
     ]

@@ -1,13 +1,27 @@
 """Shared pytest fixtures, the rule of the gpu tier, and the quick tier's smaller property tests."""
 
+import functools
+
 import _tiers
 import pytest
 import torch
 
+#: Packages pytest marks for assertion rewriting only because they ship a pytest plugin. Their own asserts
+#: are no test's concern, and without a bytecode cache (PYTHONDONTWRITEBYTECODE) rewriting hypothesis's
+#: 78 modules costs about 2 s of every run.
+NOT_REWRITTEN = frozenset({"hypothesis"})
+
 
 def pytest_configure(config):
-    """A run that deselects slow tests is the quick developer tier: property tests explore less (:mod:`_tiers`)."""
+    """A run that deselects slow tests is the quick developer tier: property tests explore less (:mod:`_tiers`).
+
+    Also keeps :data:`NOT_REWRITTEN` out of assertion rewriting. The set of marked names is private pytest
+    API: where it is missing nothing changes, and ``test_ui`` checks that hypothesis is imported unrewritten.
+    """
     _tiers.QUICK = "not slow" in (config.getoption("markexpr") or "")
+    marked = getattr(getattr(config.pluginmanager, "rewrite_hook", None), "_must_rewrite", None)
+    if isinstance(marked, set):
+        marked.difference_update(NOT_REWRITTEN)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -18,6 +32,26 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("gpu") is not None:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_component_scan():
+    """Scan the installed packages for Streamlit components once per test process, not once per AppTest.
+
+    Every new ``AppTest`` reads the metadata of every installed distribution (0.2–0.3 s; most of a
+    page test's time) to find custom components, of which specviz has none. A test process never
+    installs packages, so the first scan's answer holds for all. The scanner is private Streamlit
+    API: the patch applies only where it exists, and ``test_ui`` checks it answers as a fresh scan.
+    """
+    try:
+        from streamlit.components.v2 import manifest_scanner
+    except ImportError:  # another Streamlit: AppTest then works as it ships
+        yield
+        return
+    scan = manifest_scanner.scan_component_manifests
+    manifest_scanner.scan_component_manifests = functools.cache(scan)
+    yield
+    manifest_scanner.scan_component_manifests = scan
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,7 @@ import pytest
 import torch
 from _models import ProtocolOnly, check_lossless, noisy_copy
 from _models import build_gpt as _build
+from _tiers import quick_where
 
 from specviz import decoding, sampling, theory
 from specviz.decoding import (
@@ -229,8 +230,11 @@ def test_rejected_draft_block_is_overwritten(models):
 # ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("pair", list(PAIRS))
-@pytest.mark.parametrize("k", KS)
+@pytest.mark.parametrize(
+    ("pair", "k"),
+    # the quick tier: every K on the pair that rejects at every depth, K = 4 on the others
+    quick_where([(p, k) for k in KS for p in PAIRS], lambda case: case[0] == "noisy" or case[1] == 4),
+)
 def test_greedy_speculative_equals_target_greedy(models, reference, pair, k):
     target, draft = _pair(models, pair)
     model_name = PAIRS[pair][0]

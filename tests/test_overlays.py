@@ -155,6 +155,23 @@ EAGLE, DRAFT, NGRAM = "eagle · T=0", "draft · T=0", "ngram"
 # --------------------------------------------------------------------------------------
 
 
+def test_hover_lists_each_rows_non_empty_fields_in_order_as_written():
+    frame = pd.DataFrame(
+        {
+            "notes": ["n" * 200, ""],
+            "k": pd.array([123456, 4], dtype="Int64"),  # an integer column stays integer (no row-wise upcast)
+            "label": ["a <b>", None],
+            "temperature": [np.nan, 0.5],
+        },
+        index=[7, 9],
+    )
+    hover = overlays.hover_text(frame)
+    assert hover.index.tolist() == [7, 9]
+    assert hover[7] == "label: a &lt;b&gt;<br>K: 123456<br>notes: " + "n" * 159 + "…"
+    assert hover[9] == "K: 4<br>T: 0.5"
+    assert overlays.hover_text(frame.iloc[:0]).tolist() == []
+
+
 def test_series_key_is_label_plus_temperature_for_an_upload():
     df = load(
         csv_text(

@@ -90,3 +90,20 @@ def test_every_streamlit_cache_in_the_code_is_bounded():
     ]
     assert len(found) >= 3, f"the scan found too few caches to be looking at the code: {found}"
     assert not [where for where, keywords in found if "max_entries" not in keywords]
+
+
+def test_the_test_harness_scans_for_components_once_and_gets_a_fresh_scans_answer():
+    """conftest.one_component_scan: AppTest's per-instance package scan is memoised, not changed."""
+    from streamlit.components.v2 import manifest_scanner
+
+    scan = manifest_scanner.scan_component_manifests
+    assert hasattr(scan, "cache_info"), "the scan is not memoised: every AppTest rescans every installed package"
+    assert scan() == scan.__wrapped__()
+
+
+def test_the_test_harness_imports_hypothesis_without_rewriting_its_asserts():
+    """conftest.NOT_REWRITTEN: hypothesis is loaded by the plain importer, as outside pytest."""
+    import hypothesis.core
+    from _pytest.assertion.rewrite import AssertionRewritingHook
+
+    assert not isinstance(hypothesis.core.__spec__.loader, AssertionRewritingHook)
