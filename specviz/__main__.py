@@ -28,18 +28,45 @@ def _progress_factory(name: str, total: int):
 def cmd_train(args: argparse.Namespace) -> int:
     from specviz.models import train
 
-    common = dict(batch_size=args.batch_size, seq_len=args.seq_len, seed=args.seed)
+    common = dict(
+        batch_size=args.batch_size,
+        seq_len=args.seq_len,
+        seed=args.seed,
+        precision=args.precision,
+        micro_batches=args.micro_batches,
+        eval_every=args.eval_every,
+        warmup=args.warmup,
+    )
+    command = "python -m specviz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    corpus = Path(args.corpus) if args.corpus else None
+    if args.only:
+        steps, lr = (args.target_steps, args.target_lr) if args.only == "target" else (args.draft_steps, args.draft_lr)
+        cfg = train.TARGET if args.only == "target" else train.DRAFT
+        tc = train.TrainConfig(steps=steps, lr=lr, **common)
+        out, work, distil = Path(args.out), Path(args.work_dir), None
+        if args.only == "draft" and args.teacher_windows:
+            distil = train.DistilConfig(windows=args.teacher_windows, top_k=args.teacher_top_k)
+            if not (out / "target" / "model.safetensors").is_file():
+                print(f"error: --teacher-windows needs the trained target in {out / 'target'}", file=sys.stderr)
+                return 2
+        progress = _progress_factory(args.only, steps)
+        record = train.train_one(args.only, cfg, tc, out, work, corpus, command, progress, distil)
+        curve = record["log"]["curve"]
+        held_out = f", held-out {curve[-1][2]} bits/byte at step {curve[-1][0]}" if curve else ""
+        print(f"saved {out / args.only}{held_out}")
+        return 0
     target_tc = train.TrainConfig(steps=args.target_steps, lr=args.target_lr, **common)
     draft_tc = train.TrainConfig(steps=args.draft_steps, lr=args.draft_lr, **common)
-    command = "python -m specviz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     card = train.train_pair(
         Path(args.out),
         Path(args.work_dir),
         target_tc,
         draft_tc,
-        corpus_root=Path(args.corpus) if args.corpus else None,
+        corpus_root=corpus,
         command=command,
         progress_factory=_progress_factory,
+        distil=train.DistilConfig(args.teacher_windows, args.teacher_top_k) if args.teacher_windows else None,
+        extra=_text_quality,
     )
     print(
         f"saved {args.out}: target {card['target']['validation_bits_per_byte']} bits/byte, "
@@ -50,11 +77,22 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _text_quality(target, draft) -> dict:
+    """The card's ``text_quality``: greedy continuations of the benchmark prompts (specviz.bench)."""
+    import torch
+
+    from specviz import bench
+    from specviz.models import ByteTokenizer
+
+    prompts = [torch.tensor(ByteTokenizer().encode(p)) for p in bench.load_prompts()]
+    return {"text_quality": bench.text_quality(target, prompts)}
+
+
 def cmd_card(args: argparse.Namespace) -> int:
     from specviz.models import train
 
     try:
-        card = train.remeasure_card(Path(args.out), Path(args.corpus) if args.corpus else None)
+        card = train.remeasure_card(Path(args.out), Path(args.corpus) if args.corpus else None, _text_quality)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -62,7 +100,9 @@ def cmd_card(args: argparse.Namespace) -> int:
     print(
         f"rewrote {args.out}/README.md and card.json: T_target {speed['t_target_ms']} ms, "
         f"T_draft {speed['t_draft_ms']} ms, c {speed['c']}; alpha greedy {acc['alpha_greedy']}, "
-        f"alpha T=1 {acc['alpha_t1']}"
+        f"alpha T=1 {acc['alpha_t1']}; held-out bits/byte: target {card['target']['validation_bits_per_byte']}, "
+        f"draft {card['draft']['validation_bits_per_byte']}; "
+        f"distinct 4-grams {card['text_quality']['distinct_4gram_ratio']}"
     )
     return 0
 
@@ -217,6 +257,18 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--seq-len", type=int, default=512)
     t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--only", choices=("target", "draft"), help="train one model of the pair (no card)")
+    t.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="bf16: autocast matmuls")
+    t.add_argument("--micro-batches", type=int, default=1, help="gradient accumulation: passes per step")
+    t.add_argument("--eval-every", type=int, default=0, help="steps between held-out evaluations (loss curve)")
+    t.add_argument("--warmup", type=int, default=100, help="linear learning-rate warm-up steps")
+    t.add_argument(
+        "--teacher-windows",
+        type=int,
+        default=0,
+        help="with --only draft: distil from the target in --out over this many windows (0: plain training)",
+    )
+    t.add_argument("--teacher-top-k", type=int, default=8, help="next bytes of the teacher kept per position")
     t.set_defaults(func=cmd_train)
 
     c = sub.add_parser("card", help="re-measure a trained pair's model card (bits/byte, acceptance, speed) here")

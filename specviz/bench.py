@@ -55,6 +55,38 @@ def warm_up(target, draft, prompt: torch.Tensor, k: int = 2) -> None:
     decoding.speculative_generate(target, draft, prompt, k, 0.0, 8)
 
 
+def distinct_ngram_ratio(tokens: list[int], n: int = 4) -> float:
+    """Share of a sequence's n-grams that are distinct: |{t[i:i+n]}| / (len(t) − n + 1).
+
+    1 when no n-gram repeats; a model stuck in a loop (128 spaces, "and and and") scores near 0.
+    Raises ValueError for a sequence shorter than ``n``.
+    """
+    count = len(tokens) - n + 1
+    if n < 1 or count < 1:
+        raise ValueError(f"distinct n-grams need n >= 1 and at least n tokens; got n={n}, {len(tokens)} tokens")
+    return len({tuple(tokens[i : i + n]) for i in range(count)}) / count
+
+
+def text_quality(target, prompts: list[torch.Tensor], new_tokens: int = 128, n: int = 4) -> dict:
+    """Greedy continuations of ``prompts`` by ``target`` (KV-cached target-only decoding) and their
+    mean :func:`distinct_ngram_ratio`: does the model write text, or loop?
+
+    A model with a short context continues by at most half of it, from the end of each prompt.
+    """
+    new_tokens = min(new_tokens, target.context_length // 2)
+    keep = target.context_length - new_tokens - 1  # prompt tokens that fit (the engine keeps one position spare)
+    ratios = [
+        distinct_ngram_ratio(decoding.generate_target_only(target, p[-keep:], new_tokens, 0.0)[0].tolist(), n)
+        for p in prompts
+    ]
+    return {
+        f"distinct_{n}gram_ratio": round(float(np.mean(ratios)), 4),
+        f"min_distinct_{n}gram_ratio": round(min(ratios), 4),
+        "prompts": len(prompts),
+        "new_tokens": new_tokens,
+    }
+
+
 class Stopped(Exception):
     """Raised between runs when ``should_stop()`` says so (wall-time cap, Stop button)."""
 

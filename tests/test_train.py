@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -132,3 +133,193 @@ def test_card_command_errors_are_clear(corpus, tmp_path, capsys):
     (out / "card.json").write_text(json.dumps({"corpus": {"validation_file_list": []}}))
     assert cli.main(["card", "--out", str(out), "--corpus", str(corpus)]) == 2
     assert "lacks corpus.validation_file_list, target or draft" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------
+# the recipe: initialisation, micro-batches, precision, distillation, the loss curve
+# ------------------------------------------------------------------------------------------
+
+
+def test_residual_projections_start_smaller_by_sqrt_2_layers():
+    """GPT-2's init: std 0.02 everywhere, 0.02 / √(2 · n_layer) on the two projections into the residual."""
+    torch.manual_seed(0)
+    cfg = GPTConfig(n_layer=8, n_head=4, n_embd=128, block_size=64)
+    model = GPT(cfg)
+    for blk in model.blocks:
+        for w, want in ((blk.attn.qkv.weight, 0.02), (blk.attn.proj.weight, 0.005), (blk.mlp[2].weight, 0.005)):
+            w, n = w.detach(), w.numel()
+            # the sample std of n normal draws has relative standard error 1 / √(2n); allow 5 of them
+            assert abs(float(w.std()) / want - 1) < 5 / (2 * n) ** 0.5, (w.shape, float(w.std()), want)
+    assert torch.equal(model.blocks[0].ln1.weight, torch.ones(cfg.n_embd))
+
+
+def test_micro_batches_give_the_whole_batchs_gradient(data):
+    """Splitting a step's batch into micro-batches changes nothing but memory: same loss, same weights."""
+    models, losses = [], []
+    for micro in (1, 4):
+        torch.manual_seed(0)
+        model = GPT(TINY)
+        tc = train.TrainConfig(steps=1, batch_size=8, seq_len=64, micro_batches=micro)
+        losses.append(train.train_step(model, train.optimizer(model, tc), data, tc, np.random.default_rng(3)))
+        models.append(model)
+    assert losses[0] == pytest.approx(losses[1], rel=1e-5)
+    for p, q in zip(models[0].parameters(), models[1].parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-6)
+
+
+def test_bf16_step_tracks_the_fp32_step(data):
+    losses = []
+    for precision in ("fp32", "bf16"):
+        torch.manual_seed(0)
+        model = GPT(TINY)
+        tc = train.TrainConfig(steps=1, batch_size=4, seq_len=64, precision=precision)
+        opt = train.optimizer(model, tc)
+        rng = np.random.default_rng(0)
+        losses.append([train.train_step(model, opt, data, tc, rng) for _ in range(5)])
+    # bf16 keeps 8 bits of mantissa: the losses agree to well under 1 %
+    np.testing.assert_allclose(losses[1], losses[0], rtol=0.01)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        (dict(batch_size=6, micro_batches=4), "micro_batches must be >= 1 and divide batch_size 6; got 4"),
+        (dict(micro_batches=0), "micro_batches must be >= 1"),
+        (dict(precision="fp8"), "precision must be one of \\['bf16', 'fp32'\\]; got 'fp8'"),
+    ],
+)
+def test_train_config_names_the_bad_field(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        train.TrainConfig(steps=1, **kwargs)
+
+
+def test_distillation_loss_is_the_cross_entropy_to_the_teachers_mixture():
+    torch.manual_seed(0)
+    logits = torch.randn(2, 3, 256)  # (B, T, V)
+    y = torch.randint(0, 256, (2, 3))
+    logq = torch.log_softmax(logits, -1)
+    # a one-hot teacher on the byte that came is plain cross-entropy
+    one_hot = train.lm_loss(logits, y, torch.ones(2, 3, 1), y.unsqueeze(-1))
+    assert float(one_hot) == pytest.approx(float(train.lm_loss(logits, y)), rel=1e-6)
+    # top-2 with mass 0.7: the other 0.3 goes to the byte that came
+    top_i = torch.stack([(y + 1) % 256, (y + 2) % 256], -1)
+    top_p = torch.tensor([0.5, 0.2]).expand(2, 3, 2)
+    want = -(0.5 * logq.gather(-1, top_i[..., :1]) + 0.2 * logq.gather(-1, top_i[..., 1:])).squeeze(-1)
+    want = (want - 0.3 * logq.gather(-1, y.unsqueeze(-1)).squeeze(-1)).mean()
+    assert float(train.lm_loss(logits, y, top_p, top_i)) == pytest.approx(float(want), rel=1e-6)
+    # and its minimum over q is the mixture itself (Gibbs' inequality)
+    mix = torch.full((256,), 1e-9)
+    mix[[5, 6]] = torch.tensor([0.5, 0.2])
+    mix[7] += 0.3
+    one = dict(y=torch.tensor([[7]]), top_p=torch.tensor([[[0.5, 0.2]]]), top_i=torch.tensor([[[5, 6]]]))
+    at_mix = float(train.lm_loss(mix.log().view(1, 1, 256), **one))
+    for _ in range(5):
+        other = (mix.log() + 0.3 * torch.randn(256)).view(1, 1, 256)
+        assert float(train.lm_loss(other, **one)) > at_mix
+
+
+def test_teacher_keeps_the_targets_top_k_and_round_trips(data, tmp_path):
+    torch.manual_seed(0)
+    target = GPT(TINY).eval()
+    teacher = train.teacher_outputs(target, data, windows=5, seq_len=64, top_k=4, seed=1, chunk=2)
+    assert teacher.tokens.shape == (5, 65) and teacher.top_p.shape == teacher.top_i.shape == (5, 64, 4)
+    p = np.asarray(teacher.top_p, dtype=np.float32)
+    assert (np.diff(p, axis=-1) <= 1e-3).all() and (p.sum(-1) <= 1 + 1e-2).all()
+    with torch.no_grad():
+        argmax = target(torch.from_numpy(teacher.tokens[:, :-1].astype(np.int64))).argmax(-1).numpy()
+    assert (teacher.top_i[..., 0] == argmax).mean() > 0.95  # bf16 may swap near-ties
+    teacher.save(tmp_path / "t.npz")
+    again = train.Teacher.load(tmp_path / "t.npz")
+    assert all(np.array_equal(a, b) for a, b in zip(vars(teacher).values(), vars(again).values(), strict=True))
+
+
+def test_teacher_is_computed_once_per_target(data, tmp_path, monkeypatch):
+    torch.manual_seed(0)
+    GPT(TINY).save(tmp_path / "pair" / "target")
+    dc = train.DistilConfig(windows=3, top_k=2)
+    first = train.cached_teacher(tmp_path / "pair" / "target", data, dc, 64, tmp_path / "work")
+    monkeypatch.setattr(train, "teacher_outputs", lambda *a, **k: pytest.fail("recomputed a cached teacher"))
+    second = train.cached_teacher(tmp_path / "pair" / "target", data, dc, 64, tmp_path / "work")
+    assert np.array_equal(first.top_p, second.top_p)
+    assert len(list((tmp_path / "work").glob("teacher-*-3x64-top2-seed0.npz"))) == 1
+
+
+def test_distilled_draft_gets_closer_to_the_target(data, tmp_path):
+    """Σ min(p, q) on held-out text rises when the draft learns the target's distribution."""
+    torch.manual_seed(0)
+    target = GPT(TINY)
+    tc = train.TrainConfig(steps=30, batch_size=4, seq_len=64, lr=3e-3, warmup=3, checkpoint_every=30)
+    target, _ = train.train_model(TINY, tc, data, tmp_path / "t")
+    teacher = train.teacher_outputs(target, data, windows=64, seq_len=64, top_k=8)
+    small = GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64)
+    torch.manual_seed(0)
+    before = train.pair_agreement(target, GPT(small), data, windows=8)["alpha_t1"]
+    draft, _ = train.train_model(small, tc, teacher, tmp_path / "d")
+    after = train.pair_agreement(target, draft, data, windows=8)["alpha_t1"]
+    assert after > before + 0.1, (before, after)
+
+
+def test_loss_curve_is_logged_and_continues_after_a_resume(data, tmp_path):
+    tc = train.TrainConfig(steps=6, batch_size=2, seq_len=64, warmup=2, checkpoint_every=2, eval_every=2)
+
+    def stop_at_4(step: int, bits: float) -> None:
+        if step == 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train.train_model(TINY, tc, data, tmp_path / "w", stop_at_4, val_data=data)
+    _, log = train.train_model(TINY, tc, data, tmp_path / "w", val_data=data)
+    assert [row[0] for row in log["curve"]] == [2, 4, 6]
+    assert all(0 < bits < 9 for row in log["curve"] for bits in row[1:])
+    assert log["seconds_all_runs"] >= log["seconds_this_run"] >= 0  # the first run's time is carried over
+
+
+def test_evaluate_all_scores_every_whole_window_once():
+    torch.manual_seed(0)
+    model = GPT(TINY).eval()
+    data = np.random.default_rng(0).integers(0, 256, size=64 * 3 + 10).astype(np.uint8)
+    with torch.no_grad():
+        w = torch.from_numpy(data[: 64 * 3 + 1].astype(np.int64))
+        logits = model(torch.stack([w[i * 64 : i * 64 + 64] for i in range(3)]))
+        targets = torch.stack([w[i * 64 + 1 : i * 64 + 65] for i in range(3)])
+        want = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten()).item()
+    assert train.evaluate_all(model, data, batch_size=2) == pytest.approx(want / np.log(2), rel=1e-5)
+
+
+def test_train_one_writes_its_record_and_the_card_is_made_from_two(corpus, tmp_path, capsys):
+    out = tmp_path / "pair"
+    small = GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64)
+    tc = train.TrainConfig(steps=4, batch_size=2, seq_len=64, warmup=1, checkpoint_every=2, eval_every=2)
+    train.train_one("target", TINY, tc, out, tmp_path / "w", corpus, command="train target")
+    assert not (out / "card.json").exists()
+    record = train.train_one(
+        "draft", small, tc, out, tmp_path / "w", corpus, "train draft", distil=train.DistilConfig(8, 4)
+    )
+    assert record["distil"] == {"windows": 8, "top_k": 4}
+    assert json.loads((out / "draft" / "train.json").read_text())["command"] == "train draft"
+    assert cli.main(["card", "--out", str(out), "--corpus", str(corpus)]) == 0
+    assert "distinct 4-grams" in capsys.readouterr().out
+    card = json.loads((out / "card.json").read_text())
+    assert card["command"] == "train target && train draft"
+    assert card["draft"]["distil"]["top_k"] == 4 and len(card["target"]["log"]["curve"]) == 2
+    assert 0 <= card["text_quality"]["distinct_4gram_ratio"] <= 1 and card["text_quality"]["prompts"] == 12
+    text = (out / "README.md").read_text()
+    assert "![loss curve](loss_curve.svg)" in text and "distilled from the target's top-4" in text
+    svg = (out / "loss_curve.svg").read_text()
+    assert svg.startswith("<svg") and svg.count("<polyline") == 2
+
+
+def test_draft_distillation_needs_the_target(tmp_path, capsys):
+    argv = ["train", "--only", "draft", "--teacher-windows", "4", "--out", str(tmp_path), "--draft-steps", "1"]
+    assert cli.main(argv) == 2
+    assert f"--teacher-windows needs the trained target in {tmp_path / 'target'}" in capsys.readouterr().err
+
+
+def test_distinct_ngram_ratio():
+    from specviz.bench import distinct_ngram_ratio
+
+    assert distinct_ngram_ratio(list(range(10)), 4) == 1.0
+    assert distinct_ngram_ratio([32] * 128, 4) == 1 / 125  # 128 spaces: one 4-gram, 125 times
+    assert distinct_ngram_ratio([1, 2, 1, 2, 1, 2], 2) == 2 / 5
+    with pytest.raises(ValueError, match="at least n tokens; got n=4, 3 tokens"):
+        distinct_ngram_ratio([1, 2, 3], 4)

@@ -120,9 +120,13 @@ class GPT(nn.Module):
         self.head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
         self.head.weight = self.wte.weight  # weight tying
         self.apply(self._init)
+        for blk in self.blocks:  # GPT-2: the residual stream sums 2 · n_layer projections; keep its variance flat
+            for w in (blk.attn.proj.weight, blk.mlp[2].weight):
+                nn.init.normal_(w, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
 
     @staticmethod
     def _init(m: nn.Module) -> None:
+        """Every matrix and embedding ~ N(0, 0.02²) (GPT-2); LayerNorms start at weight 1, bias 0."""
         if isinstance(m, (nn.Linear, nn.Embedding)):
             nn.init.normal_(m.weight, mean=0.0, std=0.02)
 
