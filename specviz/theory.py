@@ -39,9 +39,11 @@ __all__ = [
     "c_to_leviathan",
     "convert_metric",
     "expected_tokens",
+    "expected_tokens_by_position",
     "optimal_k",
     "speedup",
     "speedup_bound",
+    "speedup_from_tokens",
     "system_efficiency",
 ]
 
@@ -158,6 +160,31 @@ def expected_tokens(alpha, k):
     return _expected_tokens(a, kk)[()]
 
 
+def expected_tokens_by_position(acceptance):
+    r"""E[N] for K = 1..K_max from per-position acceptance a_1..a_{K_max}.
+
+    .. math::  E[N](K) = 1 + \sum_{i=1}^{K} \prod_{j \le i} a_j
+
+    a_i is the probability that draft position i is accepted given that positions 1..i−1 were
+    (an engine's per-position acceptance, conditional form). With a_i = α for every i this is
+    :func:`expected_tokens`.
+
+    Parameters
+    ----------
+    acceptance : array_like, shape (..., K_max)
+        Conditional acceptance of positions 1..K_max, each in [0, 1].
+
+    Returns
+    -------
+    ndarray, shape (..., K_max)
+        ``out[..., K - 1]`` = E[N] with draft length K.
+    """
+    a = check_alpha(acceptance, "acceptance")
+    if a.ndim == 0 or a.shape[-1] == 0:
+        raise ValueError(f"acceptance must list at least one position (shape (..., K_max)); got shape {a.shape}")
+    return 1.0 + np.cumsum(np.cumprod(a, axis=-1), axis=-1)
+
+
 def accepted_length_pmf(alpha, k):
     r"""Distribution of the tokens N produced per round.
 
@@ -230,6 +257,28 @@ def speedup(alpha, c, k, v=0.0, o=0.0):
     vv = check_nonnegative(v, "v")
     oo = check_nonnegative(o, "o")
     return (_expected_tokens(a, kk) * _cost_factor(cc, kk, vv, oo))[()]
+
+
+def speedup_from_tokens(mean_tokens, c, k, v=0.0, o=0.0):
+    r"""The speedup :func:`speedup` gives, for a known E[N] instead of an i.i.d. α.
+
+    .. math::  S = \frac{E[N]}{1 + vK + o + K/c}
+
+    For E[N] from per-position acceptance (:func:`expected_tokens_by_position`) or measured.
+
+    Parameters
+    ----------
+    mean_tokens : array_like
+        E[N], tokens per round, in [1, K + 1].
+    c, k, v, o : array_like
+        As in :func:`speedup`.
+    """
+    kk = check_k(k)
+    m = _check_in(mean_tokens, 1.0, kk + 1.0, "mean_tokens", "[1, K + 1]")
+    cc = check_positive(c, "c")
+    vv = check_nonnegative(v, "v")
+    oo = check_nonnegative(o, "o")
+    return (m * _cost_factor(cc, kk, vv, oo))[()]
 
 
 def speedup_bound(c, k, v=0.0, o=0.0):

@@ -584,6 +584,8 @@ FUNCS = {
     "c_to_leviathan": (t.c_to_leviathan, dict(c=8.0)),
     "c_from_leviathan": (t.c_from_leviathan, dict(c_l=0.125)),
     "convert_metric": (t.convert_metric, dict(value=2.5, k=4, metric="mean_tokens")),
+    "speedup_from_tokens": (t.speedup_from_tokens, dict(mean_tokens=2.5, c=8.0, k=4, v=0.0, o=0.0)),
+    "expected_tokens_by_position": (t.expected_tokens_by_position, dict(acceptance=[0.8, 0.6])),
 }
 
 ALPHA_RANGE = r"alpha must be in \[0, 1\]; got "
@@ -610,6 +612,8 @@ BAD = [
     ("rate", 1.5, r"rate must be in \[0, 1\]; got 1\.5$"),
     ("rate", -0.1, r"rate must be in \[0, 1\]; got -0\.1$"),
     ("metric", "foo", r"metric must be one of \[.*'mean_tokens'.*\]; got 'foo'$"),
+    ("acceptance", [0.9, 1.2], r"acceptance must be in \[0, 1\]; got 1\.2 at index \(1,\)$"),
+    ("acceptance", 0.5, r"acceptance must list at least one position \(shape \(\.\.\., K_max\)\); got shape \(\)$"),
 ]
 
 #: how the parameter is called in the message

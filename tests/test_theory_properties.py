@@ -294,3 +294,19 @@ def test_c_nonpositive_rejected(alpha, k, c):
 def test_the_quick_tier_explores_less_only_when_slow_tests_are_deselected(request):
     quick = "not slow" in (request.config.getoption("markexpr") or "")
     assert examples(200) == (50 if quick else 200)
+
+
+@SETTINGS
+@given(alpha=st.floats(0, 1), k_max=st.integers(1, 24))
+def test_positional_acceptance_equal_to_alpha_is_the_iid_model(alpha, k_max):
+    """a_i = α for every position gives E[N] = (1 − α^(K+1)) / (1 − α) for each K."""
+    by_position = t.expected_tokens_by_position(np.full(k_max, alpha))
+    ks = np.arange(1, k_max + 1)
+    np.testing.assert_allclose(by_position, t.expected_tokens(alpha, ks), rtol=1e-12, atol=1e-12)
+
+
+@SETTINGS
+@given(alpha=st.floats(0, 1), c=st.floats(0.01, 1e4), k=st.integers(1, 64), v=st.floats(0, 2), o=st.floats(0, 2))
+def test_speedup_from_tokens_is_speedup_at_the_models_mean(alpha, c, k, v, o):
+    mean = t.expected_tokens(alpha, k)
+    assert t.speedup_from_tokens(mean, c, k, v, o) == pytest.approx(t.speedup(alpha, c, k, v, o), rel=1e-12)

@@ -1,0 +1,84 @@
+"""Speed of the roofline cost model (specviz.hardware) over the Hardware page's whole sweep, with PASS/FAIL.
+
+Run from the repository root::
+
+    python benchmarks/hardware_bench.py
+    python benchmarks/hardware_bench.py --pair "Llama-3.1 70B + 3.2 1B" --gpu H100-SXM5-80GB
+
+The sweep: batch B on a log grid 1..512 (10 points) × context L on a log grid 128..128k (11 points)
+× K = 1..16, for one preset pair: ``hardware.speedup_by_batch`` (numpy, one call), against the same
+numbers from a per-point Python loop (``hardware.pair_costs`` and ``theory.speedup_from_tokens`` on
+scalars, one (B, L) point and one K at a time). Targets: the whole sweep in <= 0.2 s and >= 50×
+the loop, with the same K* everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+from _report import machine_line, median_time, record, summary
+
+from specviz import hardware as hw
+from specviz import theory
+
+T0 = time.perf_counter()
+
+
+def loop_sweep(target, draft, gpu, alpha, batches, contexts, k_max, tp_target) -> np.ndarray:
+    """K* per (B, L) from scalar calls, one point and one K at a time (the naive reference)."""
+    k_star = np.zeros((len(batches), len(contexts)), dtype=int)
+    for i, b in enumerate(batches):
+        for j, ctx in enumerate(contexts):
+            best, best_k = 1.0, 0
+            for k in range(1, k_max + 1):
+                costs = hw.pair_costs(target, draft, gpu, b, ctx, k, tp_target=tp_target)
+                s = theory.speedup_from_tokens(
+                    theory.expected_tokens(alpha, k), float(costs["c"]), k, float(costs["v"])
+                )
+                if s > best:
+                    best, best_k = s, k
+            k_star[i, j] = best_k
+    return k_star
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--pair", default="Llama-3.1 70B + 3.2 1B", help="a preset pair's name (data/catalog/pairs.csv)")
+    p.add_argument("--gpu", default="H100-SXM5-80GB")
+    p.add_argument("--tp-target", type=int, default=4)
+    p.add_argument("--alpha", type=float, default=0.8)
+    args = p.parse_args()
+    pairs = hw.preset_pairs().set_index("name")
+    if args.pair not in pairs.index:
+        p.error(f"--pair: {args.pair!r} is not a preset pair; choose from {list(pairs.index)}")
+    target, draft = pairs.loc[args.pair, "target"], pairs.loc[args.pair, "draft"]
+    batches = np.unique(np.round(np.logspace(0, np.log2(512), 10, base=2))).astype(int)
+    contexts = np.unique(np.round(np.logspace(np.log2(128), np.log2(131072), 11, base=2))).astype(int)
+    k_max = 16
+    print(machine_line())
+    print(f"pair {args.pair} ({target} + {draft}) on {args.gpu}, target TP {args.tp_target}, α = {args.alpha}")
+    print(f"sweep: {len(batches)} batches × {len(contexts)} contexts × K = 1..{k_max}")
+
+    def vectorised():
+        return hw.speedup_by_batch(
+            target, draft, args.gpu, args.alpha, batches, contexts, k_max, tp_target=args.tp_target
+        )
+
+    t_vec, _ = median_time(vectorised, repeats=7, warmup=1)
+    t0 = time.perf_counter()
+    k_loop = loop_sweep(target, draft, args.gpu, args.alpha, batches, contexts, k_max, args.tp_target)
+    t_loop = time.perf_counter() - t0
+    k_vec = vectorised()["k_star"].to_numpy().reshape(len(batches), len(contexts))
+    print(f"  vectorised sweep: {t_vec * 1e3:.1f} ms (median of 7)")
+    print(f"  per-point loop:   {t_loop * 1e3:.0f} ms ({len(batches) * len(contexts) * k_max} calls)")
+    record("whole sweep time", f"{t_vec * 1e3:.1f} ms", "<= 200 ms", t_vec <= 0.2)
+    record("sweep vs per-point loop", f"{t_loop / t_vec:.0f}×", ">= 50×", t_loop / t_vec >= 50)
+    record("same K* as the loop", f"{int((k_vec == k_loop).sum())}/{k_vec.size}", "all", bool((k_vec == k_loop).all()))
+    return summary(T0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

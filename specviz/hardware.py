@@ -1,0 +1,569 @@
+"""What c and v are on real hardware: a roofline over the operators of one decoder forward.
+
+A forward of ``tokens`` new tokens for each of ``batch`` sequences over ``context`` cached tokens
+is a list of operators (the linear layers, attention, the norms, the LM head). Each takes
+
+.. math::  t = \\max\\Big(\\frac{\\text{FLOPs}}{\\text{peak}\\cdot e_c},\\;
+                         \\frac{\\text{bytes}}{\\text{bandwidth}\\cdot e_m}\\Big)
+
+and a step is their sum, plus the tensor-parallel all-reduces and a fixed per-step overhead
+(docs/design.md §8, after LLM-Viewer and MagicDec). Then, for a draft length K,
+
+* T_target = step(target, B, L, 1), T_draft = step(draft, B, L_draft, 1),
+  T_verify = step(target, B, L, K + 1);
+* c = T_target / T_draft and v = (T_verify / T_target − 1) / K, the measured-cost model's inputs;
+* S(K) = E[N](K) / (1 + vK + K/c) (:func:`specviz.theory.speedup_from_tokens`).
+
+Every numeric argument broadcasts. Models and GPUs are catalogue names (``data/catalog``) or
+dicts with the catalogue's columns. Invalid input raises ValueError naming the field, the value
+and what is allowed. numpy and pandas only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from specviz import theory
+
+CATALOG_DIR = Path(__file__).resolve().parent.parent / "data" / "catalog"
+
+#: bytes per element of weights, activations and the KV cache for each dtype
+DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+#: the GPU column holding the dense tensor-core peak used for each dtype (fp32 runs at the bf16 rate / 2
+#: on tensor cores with TF32 at best; modelled as bf16 / 2)
+_PEAK_COLUMN = {"fp32": "bf16_tflops", "bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops"}
+
+MODEL_FIELDS = (
+    "n_layers",
+    "hidden_size",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "tied_embeddings",
+    "mlp",
+)
+GPU_FIELDS = ("memory_gb", "bandwidth_tbs", "bf16_tflops", "fp16_tflops", "interconnect_gbs")
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achievable fractions of the datasheet figures, and the fixed costs of a step.
+
+    The defaults are typical of a tuned serving engine on a data-centre GPU (decode kernels reach
+    70–85 % of HBM bandwidth; large GEMMs 60–75 % of dense peak; a CUDA-graph decode step costs
+    a few hundred µs of launch and host work). Change them to fit a measured machine.
+    """
+
+    compute: float = 0.7  #: e_c: fraction of dense peak FLOP/s reached
+    memory: float = 0.8  #: e_m: fraction of HBM bandwidth reached
+    network: float = 0.7  #: fraction of interconnect bandwidth an all-reduce reaches
+    overhead_s: float = 3e-4  #: fixed per-step cost (launches, sampling, scheduling), seconds
+    allreduce_latency_s: float = 1e-5  #: fixed latency of one all-reduce, seconds
+
+    def __post_init__(self):
+        for name in ("compute", "memory", "network"):
+            value = getattr(self, name)
+            if not (0 < value <= 1):
+                raise ValueError(f"efficiency.{name} must be in (0, 1]; got {value}")
+        for name in ("overhead_s", "allreduce_latency_s"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0):
+                raise ValueError(f"efficiency.{name} must be a finite number >= 0; got {value}")
+
+
+DEFAULT_EFFICIENCY = Efficiency()
+
+
+# --------------------------------------------------------------------------------------
+# catalogues
+# --------------------------------------------------------------------------------------
+
+
+@cache
+def _read_catalog(directory: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    root = Path(directory)
+    models = pd.read_csv(root / "models.csv").set_index("name", drop=False)
+    gpus = pd.read_csv(root / "gpus.csv").set_index("name", drop=False)
+    pairs = pd.read_csv(root / "pairs.csv")
+    return models, gpus, pairs
+
+
+def load_catalog(directory: Path = CATALOG_DIR) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(models, gpus) from ``data/catalog``: one row per model / accelerator, indexed by name."""
+    models, gpus, _ = _read_catalog(str(directory))
+    return models.copy(), gpus.copy()
+
+
+def preset_pairs(directory: Path = CATALOG_DIR) -> pd.DataFrame:
+    """(target, draft) pairs as papers and engines use them: name, target, draft, source, notes."""
+    return _read_catalog(str(directory))[2].copy()
+
+
+def model_spec(model: str | dict) -> dict:
+    """A model's architecture as a dict of :data:`MODEL_FIELDS` (plus ``name``), checked.
+
+    ``model`` is a catalogue name or a dict with those fields (e.g. from :func:`from_hf_config`).
+    """
+    if isinstance(model, str):
+        models, _ = _read_catalog(str(CATALOG_DIR))[:2]
+        if model not in models.index:
+            raise ValueError(f"model {model!r} is not in the catalogue; choose one of {sorted(models.index)[:5]}…")
+        spec = models.loc[model].to_dict()
+    else:
+        spec = dict(model)
+    missing = [f for f in MODEL_FIELDS if f not in spec or spec[f] is None or spec[f] != spec[f]]
+    if missing:
+        raise ValueError(f"model {spec.get('name', '(unnamed)')!r} lacks {missing}")
+    for f in MODEL_FIELDS[:7]:
+        if not (float(spec[f]) >= 1 and float(spec[f]) == int(spec[f])):
+            raise ValueError(f"model field {f} must be an integer >= 1; got {spec[f]!r}")
+        spec[f] = int(spec[f])
+    if spec["mlp"] not in ("gated", "plain"):
+        raise ValueError(f"model field mlp must be 'gated' (SwiGLU) or 'plain' (GELU); got {spec['mlp']!r}")
+    if spec["n_heads"] % spec["n_kv_heads"]:
+        raise ValueError(f"n_heads {spec['n_heads']} must be a multiple of n_kv_heads {spec['n_kv_heads']}")
+    spec["tied_embeddings"] = bool(int(spec["tied_embeddings"]))
+    return spec
+
+
+def gpu_spec(gpu: str | dict) -> dict:
+    """An accelerator's figures (:data:`GPU_FIELDS`, fp8 optional) from the catalogue or a dict, checked."""
+    if isinstance(gpu, str):
+        _, gpus, _ = _read_catalog(str(CATALOG_DIR))
+        if gpu not in gpus.index:
+            raise ValueError(f"GPU {gpu!r} is not in the catalogue; choose one of {sorted(gpus.index)}")
+        spec = gpus.loc[gpu].to_dict()
+    else:
+        spec = dict(gpu)
+    for f in GPU_FIELDS:
+        value = spec.get(f)
+        if value is None or not (np.isfinite(float(value)) and float(value) > 0):
+            raise ValueError(f"GPU field {f} must be a finite number > 0; got {value!r}")
+        spec[f] = float(value)
+    return spec
+
+
+#: config.json keys → our fields, for the architectures we can model (decoder-only, dense MLP)
+_HF_KEYS = {
+    "n_layers": ("num_hidden_layers", "n_layer"),
+    "hidden_size": ("hidden_size", "n_embd"),
+    "n_heads": ("num_attention_heads", "n_head"),
+    "vocab_size": ("vocab_size",),
+}
+_GATED = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Gemma2ForCausalLM"}
+_PLAIN = {"GPT2LMHeadModel", "GPTBigCodeForCausalLM"}
+
+
+def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
+    """A model spec from a Hugging Face ``config.json`` (dict or JSON text).
+
+    Dense decoder-only architectures are modelled (Llama, Mistral, Qwen2/3, Gemma-2: gated MLP;
+    GPT-2: plain MLP). Anything else, or a config that lacks a needed key, raises ValueError
+    listing what is missing or unsupported.
+    """
+    if isinstance(config, str | bytes):
+        try:
+            config = json.loads(config)
+        except ValueError as exc:
+            raise ValueError(f"config.json is not valid JSON: {exc}") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"config.json must hold a JSON object; got {type(config).__name__}")
+    archs = config.get("architectures") or []
+    arch = archs[0] if archs else None
+    if arch not in _GATED | _PLAIN:
+        raise ValueError(
+            f"architecture {arch!r} is not modelled: supported are {sorted(_GATED | _PLAIN)} "
+            "(mixture-of-experts, state-space and encoder-decoder models need operators this model lacks)"
+        )
+    if config.get("num_local_experts") or config.get("num_experts"):
+        raise ValueError("mixture-of-experts configs are not modelled (num_local_experts / num_experts is set)")
+    spec, missing = {"name": name}, []
+    for field, keys in _HF_KEYS.items():
+        value = next((config[k] for k in keys if config.get(k) is not None), None)
+        if value is None:
+            missing.append(" or ".join(keys))
+        spec[field] = value
+    if missing:
+        raise ValueError(f"config.json lacks {missing}, needed to model {arch}")
+    spec["n_kv_heads"] = config.get("num_key_value_heads") or spec["n_heads"]
+    spec["head_dim"] = config.get("head_dim") or spec["hidden_size"] // spec["n_heads"]
+    if arch in _PLAIN:
+        spec["intermediate_size"] = config.get("n_inner") or 4 * spec["hidden_size"]
+        spec["mlp"], spec["tied_embeddings"] = "plain", config.get("tie_word_embeddings", True)
+    else:
+        if config.get("intermediate_size") is None:
+            raise ValueError(f"config.json lacks ['intermediate_size'], needed to model {arch}")
+        spec["intermediate_size"] = config["intermediate_size"]
+        spec["mlp"], spec["tied_embeddings"] = "gated", config.get("tie_word_embeddings", False)
+    spec["max_context"] = config.get("max_position_embeddings") or config.get("n_positions")
+    spec["params"] = parameter_count(spec)
+    return model_spec(spec)
+
+
+def parameter_count(model: str | dict) -> int:
+    """Parameters implied by the architecture: embeddings, per-layer attention and MLP matrices and
+    norms, the final norm and (when untied) the LM head. GPT-2-style models (``mlp`` "plain") also
+    have learned positions (max_context × d) and LayerNorm biases. Linear-layer biases are not
+    counted (Qwen2's q/k/v biases and GPT-2's are under 0.1 % of any catalogue model)."""
+    m = model_spec(model)
+    d, hd, ffn = m["hidden_size"], m["head_dim"], m["intermediate_size"]
+    attn = d * hd * (2 * m["n_heads"] + 2 * m["n_kv_heads"])  # q, o and k, v
+    gpt2 = m["mlp"] == "plain"
+    mlp = (2 if gpt2 else 3) * d * ffn
+    norms = (4 if gpt2 else 2) * d  # two norms per layer; LayerNorm has a bias, RMSNorm none
+    embed = m["vocab_size"] * d * (1 if m["tied_embeddings"] else 2)
+    positions = int(m.get("max_context") or 0) * d if gpt2 else 0
+    return int(m["n_layers"] * (attn + mlp + norms) + norms // 2 + embed + positions)
+
+
+# --------------------------------------------------------------------------------------
+# one forward as operators
+# --------------------------------------------------------------------------------------
+
+OPERATORS = ("q/k/v/o projections", "MLP", "attention", "norms & residual", "LM head", "all-reduce")
+
+
+def _check_grid(batch, context, tokens, tp) -> tuple[np.ndarray, ...]:
+    out = []
+    for value, name, low in ((batch, "batch", 1), (context, "context", 0), (tokens, "tokens", 1), (tp, "tp", 1)):
+        a = np.asarray(value, dtype=float)
+        bad = ~np.isfinite(a) | (a < low) | (a != np.floor(a))
+        if bad.any():
+            first = a[bad].flat[0] if a.ndim else a
+            raise ValueError(f"{name} must be an integer >= {low}; got {first:g}")
+        out.append(a)
+    return tuple(out)
+
+
+def _dtype_bytes(dtype: str) -> float:
+    if dtype not in DTYPE_BYTES:
+        raise ValueError(f"dtype must be one of {list(DTYPE_BYTES)}; got {dtype!r}")
+    return DTYPE_BYTES[dtype]
+
+
+def _peak_flops(g: dict, dtype: str) -> float:
+    _dtype_bytes(dtype)  # names the allowed dtypes
+    value = g.get(_PEAK_COLUMN[dtype])
+    if value is None or not np.isfinite(float(value)) or float(value) <= 0:
+        raise ValueError(f"GPU {g.get('name', '(custom)')!r} has no {dtype} tensor-core peak ({_PEAK_COLUMN[dtype]})")
+    return float(value) * 1e12 / (2.0 if dtype == "fp32" else 1.0)
+
+
+def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) -> dict[str, tuple]:
+    """Per operator: (FLOPs, bytes) of one forward on one of ``tp`` GPUs, summed over layers.
+
+    batch B sequences, each with ``tokens`` n new tokens after ``context`` L cached ones:
+
+    * linear layers: FLOPs = 2·in·out·B·n / tp; bytes = in·out·w / tp (weights, read once per step
+      whatever B·n) + (in + out)·B·n·a (activations);
+    * attention over L + n positions: FLOPs = 4·B·n·(L + n)·H·hd / tp; bytes = the KV cache read,
+      B·(L + n)·2·H_kv·hd·w / tp (KV heads are replicated when H_kv < tp), plus q and output;
+    * norms and residual adds: memory only, 4 reads/writes of B·n·d per layer;
+    * tensor-parallel all-reduces: 2 per layer of B·n·d·a bytes (time in :func:`step_time`).
+    """
+    m, g = model_spec(model), gpu_spec(gpu)
+    b, ctx, n, tp = _check_grid(batch, context, tokens, tp)
+    w = a = _dtype_bytes(dtype)
+    _peak_flops(g, dtype)  # the GPU must support the dtype
+    d, hd, layers = m["hidden_size"], m["head_dim"], m["n_layers"]
+    h, h_kv, ffn = m["n_heads"], m["n_kv_heads"], m["intermediate_size"]
+    rows = b * n  # (…) tokens processed this step
+    kv_heads = np.maximum(h_kv / tp, 1.0)  # per GPU
+
+    def linear(inp: float, out: float) -> tuple:
+        return 2.0 * inp * out * rows / tp, (inp * out * w + (inp + out) * rows * a) / tp
+
+    q = linear(d, h * hd)
+    kv = linear(d, 2 * h_kv * hd)
+    o = linear(h * hd, d)
+    proj = tuple(layers * (x + y + z) for x, y, z in zip(q, kv, o, strict=True))
+    up = linear(d, (2 if m["mlp"] == "gated" else 1) * ffn)
+    down = linear(ffn, d)
+    mlp = (layers * (up[0] + down[0]), layers * (up[1] + down[1]))
+    span = ctx + n  # positions attended to
+    attn_flops = layers * 4.0 * rows * span * h * hd / tp
+    attn_bytes = layers * (b * span * 2 * kv_heads * hd * w + 2 * rows * h * hd * a / tp)
+    norms = (layers * 8.0 * rows * d / tp, layers * 4.0 * rows * d * a)
+    head = linear(d, m["vocab_size"])
+    comm = (0.0 * rows, np.where(tp > 1, 2.0 * layers * rows * d * a, 0.0))
+    return {
+        "q/k/v/o projections": proj,
+        "MLP": mlp,
+        "attention": (attn_flops, attn_bytes),
+        "norms & residual": norms,
+        "LM head": head,
+        "all-reduce": comm,
+    }
+
+
+def _op_time(flops, nbytes, peak: float, bandwidth: float, eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
+    compute, memory = flops / (peak * eff.compute), nbytes / (bandwidth * eff.memory)
+    return np.maximum(compute, memory), compute >= memory
+
+
+def _allreduce_time(nbytes, tp, g: dict, eff: Efficiency, layers: int) -> np.ndarray:
+    """Ring all-reduce: 2 (tp − 1) / tp of the bytes over the link, plus a latency per call."""
+    link = g["interconnect_gbs"] * 1e9 * eff.network
+    return np.where(tp > 1, 2 * (tp - 1) / tp * nbytes / link + 2 * layers * eff.allreduce_latency_s, 0.0)
+
+
+def step_time(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, efficiency: Efficiency | None = None):
+    """Seconds of one forward: ``tokens`` new tokens for each of ``batch`` sequences over ``context``
+    cached tokens, on ``tp`` GPUs (tensor parallel): the roofline time of every operator, summed,
+    plus the all-reduces and ``efficiency.overhead_s``. Broadcasts over batch, context, tokens, tp."""
+    eff = efficiency or DEFAULT_EFFICIENCY
+    g, m = gpu_spec(gpu), model_spec(model)
+    peak, bandwidth = _peak_flops(g, dtype), g["bandwidth_tbs"] * 1e12
+    costs = operator_costs(m, g, batch, context, tokens, dtype=dtype, tp=tp)
+    _, _, _, tp_arr = _check_grid(batch, context, tokens, tp)
+    total = eff.overhead_s
+    for name, (flops, nbytes) in costs.items():
+        if name == "all-reduce":
+            total = total + _allreduce_time(nbytes, tp_arr, g, eff, m["n_layers"])
+        else:
+            total = total + _op_time(flops, nbytes, peak, bandwidth, eff)[0]
+    return np.asarray(total)[()]
+
+
+def step_breakdown(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, efficiency=None) -> pd.DataFrame:
+    """One row per operator of one forward (scalar arguments): FLOPs, bytes, arithmetic intensity
+    (FLOPs per byte), time in seconds, and whether it is bound by compute or by memory."""
+    eff = efficiency or DEFAULT_EFFICIENCY
+    g, m = gpu_spec(gpu), model_spec(model)
+    for value, name in ((batch, "batch"), (context, "context"), (tokens, "tokens"), (tp, "tp")):
+        if np.ndim(value):
+            raise ValueError(f"step_breakdown takes one {name}; got an array of shape {np.shape(value)}")
+    peak, bandwidth = _peak_flops(g, dtype), g["bandwidth_tbs"] * 1e12
+    rows = []
+    for name, (flops, nbytes) in operator_costs(m, g, batch, context, tokens, dtype=dtype, tp=tp).items():
+        flops, nbytes = float(flops), float(nbytes)
+        if name == "all-reduce":
+            seconds, bound = float(_allreduce_time(nbytes, np.asarray(float(tp)), g, eff, m["n_layers"])), "network"
+        else:
+            t, compute_bound = _op_time(flops, nbytes, peak, bandwidth, eff)
+            seconds, bound = float(t), "compute" if bool(compute_bound) else "memory"
+        rows.append(
+            {
+                "operator": name,
+                "flops": flops,
+                "bytes": nbytes,
+                "intensity": flops / nbytes if nbytes else np.nan,
+                "seconds": seconds,
+                "bound": bound,
+            }
+        )
+    overhead = {"operator": "fixed overhead", "flops": 0.0, "bytes": 0.0, "intensity": np.nan}
+    rows.append(overhead | {"seconds": eff.overhead_s, "bound": "overhead"})
+    return pd.DataFrame(rows)
+
+
+def ridge_point(gpu, dtype="bf16", efficiency=None) -> float:
+    """FLOPs per byte above which an operator is compute-bound on ``gpu`` (attainable figures)."""
+    eff, g = efficiency or DEFAULT_EFFICIENCY, gpu_spec(gpu)
+    return _peak_flops(g, dtype) * eff.compute / (g["bandwidth_tbs"] * 1e12 * eff.memory)
+
+
+# --------------------------------------------------------------------------------------
+# the pair: c, v, the speedup and K*
+# --------------------------------------------------------------------------------------
+
+
+def pair_costs(
+    target,
+    draft,
+    gpu,
+    batch,
+    context,
+    k,
+    *,
+    dtype="bf16",
+    tp_target=1,
+    tp_draft=1,
+    draft_context=None,
+    efficiency=None,
+) -> dict[str, np.ndarray]:
+    """t_target, t_draft, t_verify (seconds), c = t_target / t_draft and v = (t_verify / t_target − 1) / k.
+
+    The draft attends over ``draft_context`` (default: the target's ``context``); it runs on
+    ``tp_draft`` GPUs. Broadcasts over batch, context and k.
+    """
+    kk = theory.check_k(k)
+    kw = dict(dtype=dtype, efficiency=efficiency)
+    t_target = step_time(target, gpu, batch, context, 1, tp=tp_target, **kw)
+    t_draft = step_time(draft, gpu, batch, context if draft_context is None else draft_context, 1, tp=tp_draft, **kw)
+    t_verify = step_time(target, gpu, batch, context, kk + 1, tp=tp_target, **kw)
+    return {
+        "t_target": np.asarray(t_target),
+        "t_draft": np.asarray(t_draft),
+        "t_verify": np.asarray(t_verify),
+        "c": np.asarray(t_target / t_draft),
+        "v": np.asarray((t_verify / t_target - 1.0) / kk),
+    }
+
+
+def _mean_tokens(alpha, k_max: int) -> np.ndarray:
+    """E[N] for K = 1..k_max from a scalar α or per-position a_1..a_m (m ≥ k_max; a_i = α beyond)."""
+    a = np.atleast_1d(theory.check_alpha(alpha))
+    if a.ndim != 1:
+        raise ValueError(f"alpha must be one number or a vector of per-position acceptance; got shape {a.shape}")
+    if a.size < k_max:
+        a = np.concatenate([a, np.full(k_max - a.size, a[-1])])  # positions beyond the vector: the last one
+    return theory.expected_tokens_by_position(a[:k_max])  # (k_max,)
+
+
+def speedup_by_batch(
+    target,
+    draft,
+    gpu,
+    alpha,
+    batch,
+    context,
+    k_max=8,
+    *,
+    dtype="bf16",
+    tp_target=1,
+    tp_draft=1,
+    draft_context=None,
+    efficiency=None,
+) -> pd.DataFrame:
+    """Per (batch, context): c, the speedup for every K = 1..k_max, K* and the speedup at K*.
+
+    ``alpha`` is one number or per-position acceptance a_1, a_2, … (E[N] = 1 + Σ_i Π_{j≤i} a_j;
+    a vector shorter than k_max repeats its last entry). K* is 0 (do not speculate, speedup 1)
+    where no K pays. Columns: batch, context, c, t_target, s_1..s_{k_max}, k_star, speedup_at_k_star.
+    """
+    if not (isinstance(k_max, int | np.integer) and 1 <= k_max <= 64):
+        raise ValueError(f"k_max must be an integer in [1, 64]; got {k_max!r}")
+    b = np.atleast_1d(np.asarray(batch, dtype=float))[:, None, None]  # (nB, 1, 1)
+    ctx = np.atleast_1d(np.asarray(context, dtype=float))[None, :, None]  # (1, nL, 1)
+    ks = np.arange(1, k_max + 1)[None, None, :]  # (1, 1, K)
+    costs = pair_costs(
+        target,
+        draft,
+        gpu,
+        b,
+        ctx,
+        ks,
+        dtype=dtype,
+        tp_target=tp_target,
+        tp_draft=tp_draft,
+        draft_context=None if draft_context is None else np.asarray(draft_context, dtype=float)[None, :, None],
+        efficiency=efficiency,
+    )
+    mean = _mean_tokens(alpha, k_max)  # (K,)
+    s = theory.speedup_from_tokens(mean, costs["c"], ks, costs["v"])  # (nB, nL, K)
+    s = np.broadcast_to(s, np.broadcast_shapes(b.shape, ctx.shape, ks.shape))
+    best = s.argmax(-1)  # first maximum: ties go to the smaller K
+    s_best = np.take_along_axis(s, best[..., None], -1)[..., 0]
+    k_star = np.where(s_best > 1.0, best + 1, 0)
+    nb, nl = s.shape[:2]
+    frame = pd.DataFrame(
+        {
+            "batch": np.repeat(np.atleast_1d(batch), nl).astype(int),
+            "context": np.tile(np.atleast_1d(context), nb).astype(int),
+            "c": np.broadcast_to(costs["c"][..., 0], (nb, nl)).ravel(),
+            "t_target": np.broadcast_to(costs["t_target"][..., 0], (nb, nl)).ravel(),
+        }
+    )
+    for i in range(k_max):
+        frame[f"s_{i + 1}"] = s[..., i].ravel()
+    frame["k_star"] = k_star.ravel()
+    frame["speedup_at_k_star"] = np.where(k_star > 0, s_best, 1.0).ravel()
+    return frame
+
+
+# --------------------------------------------------------------------------------------
+# memory
+# --------------------------------------------------------------------------------------
+
+USABLE_MEMORY = 0.9  #: fraction of HBM for weights and KV cache (the rest: activations, CUDA context)
+
+
+def kv_bytes_per_token(model, dtype="bf16") -> float:
+    """KV cache bytes per token of context: 2 · n_layers · n_kv_heads · head_dim · bytes."""
+    m = model_spec(model)
+    return 2.0 * m["n_layers"] * m["n_kv_heads"] * m["head_dim"] * _dtype_bytes(dtype)
+
+
+def weight_bytes(model, dtype="bf16") -> float:
+    """Bytes of the weights: :func:`parameter_count` (or the catalogue's ``params``) times the dtype's size."""
+    m = model_spec(model)
+    params = m.get("params")
+    count = float(params) if params is not None and params == params else parameter_count(m)
+    return count * _dtype_bytes(dtype)
+
+
+def fits(model, gpu, batch, context, dtype="bf16", tp=1):
+    """Whether weights / tp + batch · context · KV bytes per token / tp fit in ``USABLE_MEMORY`` of HBM."""
+    g = gpu_spec(gpu)
+    b, ctx, _, tp_ = _check_grid(batch, context, 1, tp)
+    need = (weight_bytes(model, dtype) + b * ctx * kv_bytes_per_token(model, dtype)) / tp_
+    return np.asarray(need <= g["memory_gb"] * 1e9 * USABLE_MEMORY)[()]
+
+
+def max_batch(model, gpu, context, dtype="bf16", tp=1) -> np.ndarray:
+    """The largest batch whose KV cache at ``context`` fits beside the weights (0 if the weights don't fit)."""
+    g = gpu_spec(gpu)
+    _, ctx, _, tp_ = _check_grid(1, context, 1, tp)
+    free = g["memory_gb"] * 1e9 * USABLE_MEMORY * tp_ - weight_bytes(model, dtype)
+    per_seq = np.maximum(ctx, 1.0) * kv_bytes_per_token(model, dtype)
+    return np.asarray(np.maximum(np.floor(free / per_seq), 0).astype(int))[()]
+
+
+# --------------------------------------------------------------------------------------
+# engine configuration
+# --------------------------------------------------------------------------------------
+
+
+def batch_schedule(batches, k_star) -> list[list[int]]:
+    """[[start_bs, end_bs, K], …] covering 1..max(batches) without overlap: each batch size takes the
+    K* of the largest evaluated batch not above it; neighbouring ranges with the same K merge."""
+    bs = np.asarray(batches, dtype=int)
+    ks = np.asarray(k_star, dtype=int)
+    if bs.ndim != 1 or bs.size == 0 or bs.shape != ks.shape:
+        raise ValueError(f"batches and k_star must be 1-D and the same length; got {bs.shape} and {ks.shape}")
+    order = np.argsort(bs)
+    bs, ks = bs[order], ks[order]
+    if bs[0] != 1 or (np.diff(bs) <= 0).any():
+        raise ValueError(f"batches must be distinct and start at 1; got {bs.tolist()}")
+    ranges: list[list[int]] = []
+    for i, (start, k) in enumerate(zip(bs.tolist(), ks.tolist(), strict=True)):
+        end = bs[i + 1] - 1 if i + 1 < bs.size else int(bs[-1])
+        if ranges and ranges[-1][2] == k:
+            ranges[-1][1] = int(end)
+        else:
+            ranges.append([int(start), int(end), int(k)])
+    return ranges
+
+
+def vllm_speculative_config(target, draft, gpu, alpha, context, batches, k_max=8, *, draft_name=None, **kw) -> dict:
+    """vLLM's ``--speculative-config``: a draft model whose K depends on the batch size.
+
+    ``num_speculative_tokens_per_batch_size`` is ``[[start_bs, end_bs, K], …]`` from K*(B) at
+    ``context`` (K = 0: no speculation in that range); ``num_speculative_tokens`` is the largest K.
+    """
+    frame = speedup_by_batch(target, draft, gpu, alpha, batches, [context], k_max, **kw)
+    schedule = batch_schedule(frame["batch"], frame["k_star"])
+    name = draft_name or (draft if isinstance(draft, str) else model_spec(draft).get("name", "draft"))
+    return {
+        "method": "draft_model",
+        "model": name,
+        "num_speculative_tokens": max(1, max(k for _, _, k in schedule)),
+        "num_speculative_tokens_per_batch_size": schedule,
+    }
+
+
+def llama_cpp_flags(target, draft, gpu, alpha, context, k_max=16, **kw) -> str:
+    """llama-server's draft flags for one sequence: ``--draft-max`` K*(B = 1), ``--draft-min`` 0."""
+    k = int(speedup_by_batch(target, draft, gpu, alpha, [1], [context], k_max, **kw)["k_star"].iloc[0])
+    if k == 0:
+        return "# speculation does not pay here: run without --model-draft"
+    return f"--draft-max {k} --draft-min 0"
