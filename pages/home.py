@@ -52,6 +52,11 @@ st.page_link(
     "pages/sampling-lab.py", label="Rejection-sampling lab — why the method is lossless", icon=":material/casino:"
 )
 st.page_link(
+    "pages/hardware.py",
+    label="Hardware & batch — c, v, the speedup and K* of a real pair on a real GPU, by batch and context",
+    icon=":material/memory:",
+)
+st.page_link(
     "pages/live.py",
     label="Live benchmark — run a draft/target pair here, see it on the curves",
     icon=":material/play_circle:",

@@ -365,10 +365,16 @@ def step_breakdown(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, ef
     return pd.DataFrame(rows)
 
 
+def attainable(gpu, dtype="bf16", efficiency=None) -> tuple[float, float]:
+    """(FLOP/s, bytes/s) an operator can reach on ``gpu``: the datasheet peak and bandwidth times the efficiencies."""
+    eff, g = efficiency or DEFAULT_EFFICIENCY, gpu_spec(gpu)
+    return _peak_flops(g, dtype) * eff.compute, g["bandwidth_tbs"] * 1e12 * eff.memory
+
+
 def ridge_point(gpu, dtype="bf16", efficiency=None) -> float:
     """FLOPs per byte above which an operator is compute-bound on ``gpu`` (attainable figures)."""
-    eff, g = efficiency or DEFAULT_EFFICIENCY, gpu_spec(gpu)
-    return _peak_flops(g, dtype) * eff.compute / (g["bandwidth_tbs"] * 1e12 * eff.memory)
+    flops, bandwidth = attainable(gpu, dtype, efficiency)
+    return flops / bandwidth
 
 
 # --------------------------------------------------------------------------------------
@@ -478,6 +484,18 @@ def speedup_by_batch(
     frame["k_star"] = k_star.ravel()
     frame["speedup_at_k_star"] = np.where(k_star > 0, s_best, 1.0).ravel()
     return frame
+
+
+def check_pair(target, draft) -> None:
+    """Raise ValueError unless draft and target can share a tokenizer: vocabulary sizes within 128
+    (models pad their embeddings: Qwen2.5 has 151,936 rows below 7B and 152,064 from 7B up)."""
+    t, d = model_spec(target), model_spec(draft)
+    if abs(t["vocab_size"] - d["vocab_size"]) > 128:
+        raise ValueError(
+            f"target {t.get('name', 'target')!r} (vocab_size {t['vocab_size']:,}) and draft "
+            f"{d.get('name', 'draft')!r} (vocab_size {d['vocab_size']:,}) cannot share a tokenizer: "
+            "a draft must use its target's vocabulary"
+        )
 
 
 # --------------------------------------------------------------------------------------

@@ -23,13 +23,14 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from specviz import grids, live, measurements, overlays, sampling, share, store, theory
+from specviz import grids, hardware, live, measurements, overlays, sampling, share, store, theory
 
 PAGES = (
     "pages/home.py",
     "pages/design-space.py",
     "pages/break-even.py",
     "pages/sampling-lab.py",
+    "pages/hardware.py",
     "pages/live.py",
     "pages/measured-data.py",
     "pages/converter.py",
@@ -41,7 +42,17 @@ SCRIPT = {"pages/home.py": "app.py"}
 #: Valid values that pages take from specviz tables (not literals in a page), offered to every control.
 TOKENS = tuple(
     dict.fromkeys(
-        [*sampling.BUILDERS, *sampling.VARIANTS, *grids.C_CONVENTIONS, *theory.METRICS, *live.DTYPES, "bundled"]
+        [
+            *sampling.BUILDERS,
+            *sampling.VARIANTS,
+            *grids.C_CONVENTIONS,
+            *theory.METRICS,
+            *live.DTYPES,
+            "bundled",
+            *hardware.load_catalog()[1].index,
+            *hardware.preset_pairs()["name"],
+            *hardware.load_catalog()[0].index[-4:],
+        ]
     )
 )
 #: Valid values kept small where a valid maximum is slow by design (5,000,000 lab rounds take ~10 s).
@@ -121,6 +132,7 @@ def test_controls_are_read_from_every_page():
     assert set(controls("pages/live.py")) >= {"ks", "temps", "pair", "repeats"}
     assert controls("pages/sampling-lab.py")["p_vec"]["kind"] == "text"
     assert set(controls("pages/measured-data.py")) >= {"runs", "filter", "hk"}
+    assert set(controls("pages/hardware.py")) >= {"gpu", "pair", "ctx", "batch", "alpha", "k_max", "view"}
 
 
 # ----------------------------------------------------------------------------- strategies
@@ -276,6 +288,15 @@ def test_live_survives_any_link(query, library_url):
 @example(query={"runs": _number_list(3000), "filter": "\x00" * 200})
 def test_measured_data_survives_any_link(query, library_url):
     no_exception("pages/measured-data.py", query)
+
+
+@pytest.mark.slow
+@HOSTILE
+@given(query=queries("pages/hardware.py"))
+@example(query={"ctx": "131072", "batch": "512", "tp_t": "8", "k_max": "16", "view": "Batch × context"})
+@example(query={"pair": "custom (choose target and draft)", "target": "specviz/bundled-target", "draft": "gpt2"})
+def test_hardware_survives_any_link(query):
+    no_exception("pages/hardware.py", query)
 
 
 @pytest.mark.slow

@@ -42,7 +42,7 @@ def test_every_page_is_named_by_its_url_path_and_hands_over_to_the_router():
     routes = re.findall(r'"pages/([\w-]+)\.py",\s*title="[^"]+",\s*icon="[^"]+",\s*url_path="([\w-]+)"', router)
     # Home, the default page, is served at "/" and, through a hidden page, at "/home" (its file's name)
     routed = dict(routes)
-    assert len(routed) == 7 and all(name == url for name, url in routed.items()), routes
+    assert len(routed) == 8 and all(name == url for name, url in routed.items()), routes
     assert ("home", "main") in routes and 'url_path="home", visibility="hidden"' in router
     assert {p.stem for p in (ROOT / "pages").glob("*.py")} == set(routed)
     for name in routed:
@@ -60,6 +60,7 @@ def test_router_renders_home_with_links_to_every_page():
         "design-space",
         "break-even",
         "sampling-lab",
+        "hardware",
         "live",
         "measured-data",
         "converter",
@@ -68,7 +69,13 @@ def test_router_renders_home_with_links_to_every_page():
 
 @pytest.mark.parametrize(
     "page",
-    ["pages/design-space.py", "pages/break-even.py", "pages/sampling-lab.py", "pages/converter.py"],
+    [
+        "pages/design-space.py",
+        "pages/break-even.py",
+        "pages/sampling-lab.py",
+        "pages/converter.py",
+        "pages/hardware.py",
+    ],
 )
 def test_router_switches_to_each_page(page):
     at = run("app.py")

@@ -1,0 +1,102 @@
+"""The Hardware & batch page in AppTest: every view renders, reacts, restores from a link, and says what is wrong."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from _apps import open_app, rerun, shown_errors
+
+from specviz import hardware as hw
+
+PAGE = "pages/hardware.py"
+VIEWS = {
+    "Step time": ["fig_split", "fig_roofline"],
+    "c and v": ["fig_costs"],
+    "Speedup by batch": ["fig_speedup_b"],
+    "Batch × context": ["fig_map_k", "fig_map_s"],
+    "Memory": [],
+    "Engine configs": [],
+}
+
+
+def metric(at, label_start: str) -> str:
+    return next(m.value for m in at.metric if m.label.startswith(label_start))
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_every_view_renders_only_its_own_charts(view):
+    at = open_app(PAGE, view=view)
+    assert [c.key for c in at.get("plotly_chart")] == VIEWS[view]
+    assert not at.error and not at.warning
+
+
+def test_defaults_give_the_models_k_star_at_batch_1():
+    at = open_app(PAGE)
+    frame = hw.speedup_by_batch(
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "meta-llama/Llama-3.2-1B-Instruct",
+        "H100-SXM5-80GB",
+        0.8,
+        [1],
+        [2048],
+        8,
+        tp_target=4,
+    )
+    assert metric(at, "At B = 1") == f"K* = {int(frame.k_star.iloc[0])}"
+    assert dict(at.query_params) == {}  # defaults are not written into the link
+
+
+def test_changing_gpu_and_alpha_changes_the_answer_and_the_link():
+    at = open_app(PAGE, view="Step time")
+    h100 = metric(at, "Target decode step")
+    at.selectbox(key="hardware.gpu").select("L4-24GB")
+    rerun(at)
+    assert metric(at, "Target decode step") != h100
+    assert at.query_params["gpu"] == "L4-24GB"
+    at.session_state["hardware.view"] = "Speedup by batch"
+    at.slider(key="hardware.alpha").set_value(0.3)
+    rerun(at)
+    assert at.query_params["alpha"] == "0.3"
+
+
+def test_a_link_restores_the_view_and_the_engine_configs_follow_it():
+    at = open_app(PAGE, view="Engine configs", pair="Qwen2.5 72B + 0.5B", gpu="H200-SXM-141GB", tp_t="2", ctx="8192")
+    assert at.selectbox(key="hardware.pair").value == "Qwen2.5 72B + 0.5B"
+    assert at.number_input(key="hardware.ctx").value == 8192
+    config = json.loads(at.code[0].value)
+    assert config["model"] == "Qwen/Qwen2.5-0.5B-Instruct"
+    want = hw.vllm_speculative_config(
+        "Qwen/Qwen2.5-72B-Instruct",
+        "Qwen/Qwen2.5-0.5B-Instruct",
+        "H200-SXM-141GB",
+        0.8,
+        8192,
+        [1, 2, 4, 8, 16, 32, 64, 128, 256, 512],
+        8,
+        tp_target=2,
+    )
+    assert config == want
+    assert at.code[1].value.startswith("--draft-max") or at.code[1].value.startswith("# speculation")
+
+
+def test_a_custom_pair_with_different_vocabularies_is_an_error_naming_both():
+    at = open_app(
+        PAGE, pair="custom (choose target and draft)", target="openai-community/gpt2-xl", draft="JackFram/llama-68m"
+    )
+    errors = shown_errors(at)
+    assert any("vocab_size 50,257" in e and "vocab_size 32,000" in e and "share a tokenizer" in e for e in errors)
+
+
+def test_a_target_that_does_not_fit_is_flagged_and_memory_says_so():
+    at = open_app(PAGE, pair="Llama-3.1 405B + 8B", tp_t="1", view="Memory")
+    assert any("target's weights" in w.value and "raise its TP" in w.value for w in at.warning)
+    assert metric(at, "Largest batch of the target") == "the weights alone do not fit"
+
+
+def test_bad_link_values_warn_and_fall_back():
+    at = open_app(PAGE, ctx="-5", gpu="H900", k_max="99")
+    texts = " ".join(w.value for w in at.warning)
+    assert "ctx" in texts and "gpu" in texts and "k_max" in texts
+    assert at.number_input(key="hardware.ctx").value == 2048
+    assert at.selectbox(key="hardware.gpu").value == "H100-SXM5-80GB"
