@@ -32,6 +32,7 @@ PAGES = [
     ("/design-space", "design-space.png", True),
     ("/break-even", "break-even.png", True),
     ("/sampling-lab", "sampling-lab.png", True),
+    ("/hardware", "hardware.png", True),
     ("/live", "live.png", False),
     ("/measured-data", "measured-data.png", False),
     ("/converter", "converter.png", True),
