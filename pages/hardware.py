@@ -12,13 +12,15 @@ ui.hand_over_to_router()  # first thing: see the function (a shared link on a fr
 
 PAGE, URL = "hardware", "hardware"
 MODELS, GPUS = hardware.load_catalog()
+MACHINE = hardware.calibrated_machine()  # this machine, where `python -m specviz calibrate` measured it
+GPU_CHOICES = (*GPUS.index, *([MACHINE["name"]] if MACHINE else []))
 PAIRS = hardware.preset_pairs().set_index("name")
 CUSTOM = "custom (choose target and draft)"
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 CONTEXTS = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 VIEWS = ("Step time", "c and v", "Speedup by batch", "Batch × context", "Memory", "Engine configs")
 SPEC = (
-    Param("gpu", "H100-SXM5-80GB", "choice", choices=tuple(GPUS.index)),
+    Param("gpu", "H100-SXM5-80GB", "choice", choices=GPU_CHOICES),
     Param("pair", "Llama-3.1 70B + 3.2 1B", "choice", choices=(CUSTOM, *PAIRS.index)),
     Param("target", "meta-llama/Llama-3.1-70B-Instruct", "choice", choices=tuple(MODELS.index)),
     Param("draft", "meta-llama/Llama-3.2-1B-Instruct", "choice", choices=tuple(MODELS.index)),
@@ -208,6 +210,13 @@ except ValueError as exc:
     ui.show_error(exc)
     target, draft = PAIRS.loc[P["pair"].default, "target"], PAIRS.loc[P["pair"].default, "draft"]
 for name, model, tp in (("target", target, view["tp_t"]), ("draft", draft, view["tp_d"])):
+    window = hardware.model_spec(model).get("max_context")
+    if window and window == window and view["ctx"] + view["k_max"] + 1 > window:
+        st.warning(
+            f"A context {view['ctx']:,} + K + 1 is beyond the {name}'s window of {int(window):,} tokens: "
+            "the figures extrapolate.",
+            icon=":material/warning:",
+        )
     if not hardware.fits(model, view["gpu"], 1, view["ctx"], view["dtype"], tp):
         st.warning(
             f"The {name}'s weights and one sequence's KV cache at L = {view['ctx']:,} do not fit on "

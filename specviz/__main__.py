@@ -107,6 +107,47 @@ def cmd_card(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    import torch
+
+    from specviz import calibrate
+    from specviz.models import BUNDLED_DIR
+    from specviz.models.gpt import GPT
+
+    pair = Path(args.pair) if args.pair else BUNDLED_DIR
+    try:
+        models = {name: GPT.load(pair / name) for name in ("target", "draft")}
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    torch.manual_seed(0)
+    gpu, frame = calibrate.calibrate(
+        models, args.batches, args.tokens, args.contexts, args.repeats, progress=lambda m: print(m, flush=True)
+    )
+    calibrate.write(gpu, frame, Path(args.out))
+    err = calibrate.summary(frame)
+    print(
+        f"{gpu['name']}: bandwidth {gpu['bandwidth_tbs'] * 1e3:.1f} GB/s, fp32 matmul {gpu['fp32_tflops'] * 1e3:.0f} "
+        f"GFLOP/s, overhead {gpu['overhead_s'] * 1e6:.0f} µs + {gpu['layer_overhead_s'] * 1e6:.0f} µs per layer"
+    )
+    print(
+        "median |predicted / measured - 1|: "
+        + ", ".join(f"{k} {v:.1%}" for k, v in err.items())
+        + f"; wrote {args.out}/machine.json and steps.csv"
+    )
+    return 0
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers; got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected integers >= 1; got {text!r}")
+    return values
+
+
 def _floats(text: str) -> list[float]:
     try:
         return [float(x) for x in text.split(",") if x.strip()]
@@ -296,6 +337,15 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--label", default=None)
     b.add_argument("--out", default="results.csv")
     b.set_defaults(func=cmd_bench)
+
+    cal = sub.add_parser("calibrate", help="check the hardware cost model against this machine's forward times")
+    cal.add_argument("--pair", default=None, help="pair folder with target/ and draft/ (default: the bundled pair)")
+    cal.add_argument("--out", default="data/calibration", help="where machine.json and steps.csv are written")
+    cal.add_argument("--batches", type=_ints, default=[1, 2, 4, 8, 16, 32, 64])
+    cal.add_argument("--tokens", type=_ints, default=[1, 2, 3, 5, 9])
+    cal.add_argument("--contexts", type=_ints, default=[64, 256, 448])
+    cal.add_argument("--repeats", type=int, default=5)
+    cal.set_defaults(func=cmd_calibrate)
 
     pr = sub.add_parser("prompts", help="write benchmark prompts drawn from the validation files")
     pr.add_argument("--out", default=str(PROMPTS_FILE))

@@ -32,6 +32,7 @@ import pandas as pd
 from specviz import theory
 
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "data" / "catalog"
+CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "data" / "calibration"  #: python -m specviz calibrate
 
 #: bytes per element of weights, activations and the KV cache for each dtype
 DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
@@ -67,19 +68,31 @@ class Efficiency:
     network: float = 0.7  #: fraction of interconnect bandwidth an all-reduce reaches
     overhead_s: float = 3e-4  #: fixed per-step cost (launches, sampling, scheduling), seconds
     allreduce_latency_s: float = 1e-5  #: fixed latency of one all-reduce, seconds
+    layer_overhead_s: float = 0.0  #: fixed cost per layer and step (eager dispatch; 0 with CUDA graphs), seconds
 
     def __post_init__(self):
         for name in ("compute", "memory", "network"):
             value = getattr(self, name)
             if not (0 < value <= 1):
                 raise ValueError(f"efficiency.{name} must be in (0, 1]; got {value}")
-        for name in ("overhead_s", "allreduce_latency_s"):
+        for name in ("overhead_s", "allreduce_latency_s", "layer_overhead_s"):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0):
                 raise ValueError(f"efficiency.{name} must be a finite number >= 0; got {value}")
 
 
 DEFAULT_EFFICIENCY = Efficiency()
+
+
+def efficiency_for(gpu) -> Efficiency:
+    """The efficiencies to use on ``gpu``: its own measured ones where it carries them (a calibrated
+    machine: figures already attainable, e = 1, with its measured fixed costs), else the defaults."""
+    g = gpu_spec(gpu)
+    if "overhead_s" not in g:
+        return DEFAULT_EFFICIENCY
+    return Efficiency(
+        compute=1.0, memory=1.0, overhead_s=float(g["overhead_s"]), layer_overhead_s=float(g.get("layer_overhead_s", 0))
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -135,9 +148,14 @@ def model_spec(model: str | dict) -> dict:
 
 
 def gpu_spec(gpu: str | dict) -> dict:
-    """An accelerator's figures (:data:`GPU_FIELDS`, fp8 optional) from the catalogue or a dict, checked."""
+    """An accelerator's figures (:data:`GPU_FIELDS`, fp8 optional) from the catalogue or a dict, checked.
+
+    A name not in the catalogue may be the calibrated machine's (:func:`calibrated_machine`)."""
     if isinstance(gpu, str):
         _, gpus, _ = _read_catalog(str(CATALOG_DIR))
+        local = calibrated_machine() if gpu not in gpus.index else None
+        if local is not None and local["name"] == gpu:
+            return local
         if gpu not in gpus.index:
             raise ValueError(f"GPU {gpu!r} is not in the catalogue; choose one of {sorted(gpus.index)}")
         spec = gpus.loc[gpu].to_dict()
@@ -149,6 +167,15 @@ def gpu_spec(gpu: str | dict) -> dict:
             raise ValueError(f"GPU field {f} must be a finite number > 0; got {value!r}")
         spec[f] = float(value)
     return spec
+
+
+def calibrated_machine(directory: Path | None = None) -> dict | None:
+    """The machine ``python -m specviz calibrate`` measured (``machine.json``: its bandwidth, fp32
+    peak and fixed costs, as a :func:`gpu_spec` dict), or None where none was written."""
+    try:
+        return gpu_spec(json.loads((Path(directory or CALIBRATION_DIR) / "machine.json").read_text()))
+    except (OSError, ValueError):
+        return None
 
 
 #: config.json keys → our fields, for the architectures we can model (decoder-only, dense MLP)
@@ -251,6 +278,9 @@ def _dtype_bytes(dtype: str) -> float:
 
 def _peak_flops(g: dict, dtype: str) -> float:
     _dtype_bytes(dtype)  # names the allowed dtypes
+    fp32 = g.get("fp32_tflops")
+    if dtype == "fp32" and fp32 is not None and np.isfinite(float(fp32)) and float(fp32) > 0:
+        return float(fp32) * 1e12  # a measured fp32 peak (a CPU), not the tensor-core rule below
     value = g.get(_PEAK_COLUMN[dtype])
     if value is None or not np.isfinite(float(value)) or float(value) <= 0:
         raise ValueError(f"GPU {g.get('name', '(custom)')!r} has no {dtype} tensor-core peak ({_PEAK_COLUMN[dtype]})")
@@ -319,12 +349,12 @@ def step_time(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, efficie
     """Seconds of one forward: ``tokens`` new tokens for each of ``batch`` sequences over ``context``
     cached tokens, on ``tp`` GPUs (tensor parallel): the roofline time of every operator, summed,
     plus the all-reduces and ``efficiency.overhead_s``. Broadcasts over batch, context, tokens, tp."""
-    eff = efficiency or DEFAULT_EFFICIENCY
     g, m = gpu_spec(gpu), model_spec(model)
+    eff = efficiency or efficiency_for(g)
     peak, bandwidth = _peak_flops(g, dtype), g["bandwidth_tbs"] * 1e12
     costs = operator_costs(m, g, batch, context, tokens, dtype=dtype, tp=tp)
     _, _, _, tp_arr = _check_grid(batch, context, tokens, tp)
-    total = eff.overhead_s
+    total = eff.overhead_s + eff.layer_overhead_s * m["n_layers"]
     for name, (flops, nbytes) in costs.items():
         if name == "all-reduce":
             total = total + _allreduce_time(nbytes, tp_arr, g, eff, m["n_layers"])
@@ -336,8 +366,8 @@ def step_time(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, efficie
 def step_breakdown(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, efficiency=None) -> pd.DataFrame:
     """One row per operator of one forward (scalar arguments): FLOPs, bytes, arithmetic intensity
     (FLOPs per byte), time in seconds, and whether it is bound by compute or by memory."""
-    eff = efficiency or DEFAULT_EFFICIENCY
     g, m = gpu_spec(gpu), model_spec(model)
+    eff = efficiency or efficiency_for(g)
     for value, name in ((batch, "batch"), (context, "context"), (tokens, "tokens"), (tp, "tp")):
         if np.ndim(value):
             raise ValueError(f"step_breakdown takes one {name}; got an array of shape {np.shape(value)}")
@@ -361,13 +391,14 @@ def step_breakdown(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, ef
             }
         )
     overhead = {"operator": "fixed overhead", "flops": 0.0, "bytes": 0.0, "intensity": np.nan}
-    rows.append(overhead | {"seconds": eff.overhead_s, "bound": "overhead"})
+    rows.append(overhead | {"seconds": eff.overhead_s + eff.layer_overhead_s * m["n_layers"], "bound": "overhead"})
     return pd.DataFrame(rows)
 
 
 def attainable(gpu, dtype="bf16", efficiency=None) -> tuple[float, float]:
     """(FLOP/s, bytes/s) an operator can reach on ``gpu``: the datasheet peak and bandwidth times the efficiencies."""
-    eff, g = efficiency or DEFAULT_EFFICIENCY, gpu_spec(gpu)
+    g = gpu_spec(gpu)
+    eff = efficiency or efficiency_for(g)
     return _peak_flops(g, dtype) * eff.compute, g["bandwidth_tbs"] * 1e12 * eff.memory
 
 

@@ -100,3 +100,31 @@ def test_bad_link_values_warn_and_fall_back():
     assert "ctx" in texts and "gpu" in texts and "k_max" in texts
     assert at.number_input(key="hardware.ctx").value == 2048
     assert at.selectbox(key="hardware.gpu").value == "H100-SXM5-80GB"
+
+
+def test_a_calibrated_machine_is_offered_as_hardware(tmp_path, monkeypatch):
+    machine = {
+        "name": "this machine (test CPU, 2 threads)",
+        "memory_gb": 24.0,
+        "bandwidth_tbs": 0.02,
+        "fp32_tflops": 0.1,
+        "bf16_tflops": 0.2,
+        "fp16_tflops": 0.2,
+        "interconnect_gbs": 1.0,
+        "overhead_s": 1e-4,
+        "layer_overhead_s": 5e-5,
+    }
+    (tmp_path / "machine.json").write_text(json.dumps(machine))
+    monkeypatch.setattr(hw, "CALIBRATION_DIR", tmp_path)
+    query = dict(gpu=machine["name"], pair="specviz bundled", dtype="fp32", tp_t="1", ctx="256", view="Step time")
+    at = open_app(PAGE, **query)
+    assert at.selectbox(key="hardware.gpu").value == machine["name"]
+    want = hw.step_time("specviz/bundled-target", machine, 1, 256, 1, dtype="fp32")
+    assert want > 1e-4 + 6 * 5e-5  # the measured fixed costs are part of the step
+    assert metric(at, "Target decode step") == f"{want * 1e3:.3f} ms"
+    assert not at.error and not at.warning
+
+
+def test_a_context_beyond_the_models_window_is_flagged():
+    at = open_app(PAGE, pair="specviz bundled", ctx="2048", tp_t="1")
+    assert any("context 2,048" in w.value and "512" in w.value for w in at.warning)

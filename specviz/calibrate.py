@@ -1,0 +1,193 @@
+"""Check the roofline cost model (specviz.hardware) against this machine.
+
+``python -m specviz calibrate`` runs :func:`calibrate`:
+
+1. microbenchmarks give this machine's figures — streaming bandwidth (a large tensor copy), dense
+   matmul peak in fp32 (square ``torch.mm``), and the engine's fixed costs: a forward of tiny GPTs of
+   1 and 2 layers gives the per-step overhead (intercept) and the per-layer overhead (slope);
+2. the bundled target's and draft's cached forward is timed over a grid of batch B × new tokens n
+   × context L, with the engine's own forward;
+3. :func:`specviz.hardware.step_time`, fed only the figures of step 1 (never the times of step 2),
+   predicts every cell; the CSV holds both, and ``machine.json`` the figures, so the Hardware page
+   offers "this machine" as an accelerator.
+
+torch and numpy only; no streamlit.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from specviz import hardware, machine
+from specviz.models.gpt import GPT, GPTConfig
+
+BATCHES = (1, 2, 4, 8, 16, 32, 64)
+TOKENS = (1, 2, 3, 5, 9)
+CONTEXTS = (64, 256, 448)
+OUT_DIR = hardware.CALIBRATION_DIR
+
+
+def _median_seconds(fn: Callable[[], object], repeats: int, warmup: int = 1) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def stream_bandwidth(megabytes: int = 256, repeats: int = 5) -> float:
+    """Bytes per second of a large fp32 tensor copy (each byte read once and written once)."""
+    n = megabytes * 2**20 // 4
+    src, dst = torch.rand(n), torch.empty(n)
+    seconds = _median_seconds(lambda: dst.copy_(src), repeats)
+    return 2 * n * 4 / seconds
+
+
+def matmul_peak(n: int = 1024, repeats: int = 5, dtype: torch.dtype = torch.float32) -> float:
+    """FLOP/s of an n × n × n ``torch.mm`` (2 n³ FLOPs)."""
+    a, b = torch.rand(n, n, dtype=dtype), torch.rand(n, n, dtype=dtype)
+    return 2 * n**3 / _median_seconds(lambda: torch.mm(a, b), repeats)
+
+
+@torch.no_grad()
+def forward_seconds(model: GPT, batch: int, tokens: int, context: int, repeats: int = 5) -> float:
+    """Median wall time of the engine's cached forward of ``tokens`` new tokens for ``batch`` rows after
+    ``context`` cached positions (the cache is filled once, untimed; each timed call rewrites the same
+    positions, as a rejected draft's are rewritten)."""
+    model.setup_cache(batch, context + tokens)
+    idx = torch.randint(0, model.cfg.vocab_size, (batch, context + tokens))
+    if context:
+        model(idx[:, :context], 0)
+    return _median_seconds(lambda: model(idx[:, context:], context), repeats)
+
+
+def engine_overheads(repeats: int = 20) -> tuple[float, float]:
+    """(per-step, per-layer) fixed costs of the engine's forward, seconds: a one-token forward of tiny
+    GPTs (1 and 2 layers, width 16), whose arithmetic and bytes are negligible; the 1-layer time minus
+    the slope is the per-step part."""
+    torch.manual_seed(0)
+    one, two = (GPT(GPTConfig(n_layer=n, n_head=1, n_embd=16, block_size=64)).eval() for n in (1, 2))
+    t1, t2 = (forward_seconds(m, 1, 1, 8, repeats) for m in (one, two))
+    per_layer = max(t2 - t1, 0.0)
+    return max(t1 - per_layer, 0.0), per_layer
+
+
+def machine_spec(bandwidth: float, flops: float, per_step: float, per_layer: float) -> dict:
+    """This machine as a :func:`specviz.hardware.gpu_spec` dict, plus the efficiencies that make the
+    microbenchmark figures the attainable ones (e = 1) and its measured fixed costs."""
+    memory_gb = _memory_gb()
+    return {
+        "name": f"this machine ({machine.cpu_name()}, {torch.get_num_threads()} threads)",
+        "vendor": platform.machine(),
+        "memory_gb": memory_gb,
+        "bandwidth_tbs": bandwidth / 1e12,
+        "fp32_tflops": flops / 1e12,
+        "bf16_tflops": 2 * flops / 1e12,  # unused for fp32; the catalogue's column must be present
+        "fp16_tflops": 2 * flops / 1e12,
+        "interconnect_gbs": 1.0,
+        "overhead_s": per_step,
+        "layer_overhead_s": per_layer,
+        "source": "python -m specviz calibrate (microbenchmarks on this machine)",
+    }
+
+
+def _memory_gb() -> float:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            kib = next(int(line.split()[1]) for line in f if line.startswith("MemTotal:"))
+        return kib / 1e6 * 1.024
+    except (OSError, StopIteration, ValueError):
+        return 16.0
+
+
+def model_spec_of(model: GPT, name: str) -> dict:
+    """Our GPT as a :mod:`specviz.hardware` model spec (GPT-2 layout: plain MLP, tied embeddings)."""
+    c = model.cfg
+    return hardware.model_spec(
+        {
+            "name": name,
+            "n_layers": c.n_layer,
+            "hidden_size": c.n_embd,
+            "n_heads": c.n_head,
+            "n_kv_heads": c.n_head,
+            "head_dim": c.n_embd // c.n_head,
+            "intermediate_size": 4 * c.n_embd,
+            "vocab_size": c.vocab_size,
+            "tied_embeddings": 1,
+            "mlp": "plain",
+            "params": model.num_params(),
+            "max_context": c.block_size,
+        }
+    )
+
+
+def predicted(spec: dict, gpu: dict, batch, tokens, context) -> np.ndarray:
+    """hardware.step_time in fp32 with this machine's figures as attainable (e = 1) and its fixed costs."""
+    return hardware.step_time(spec, gpu, batch, context, tokens, dtype="fp32")  # its own efficiencies
+
+
+def calibrate(
+    models: dict[str, GPT],
+    batches: Iterable[int] = BATCHES,
+    tokens: Iterable[int] = TOKENS,
+    contexts: Iterable[int] = CONTEXTS,
+    repeats: int = 5,
+    progress: Callable[[str], None] | None = None,
+    stream_mb: int = 256,
+) -> tuple[dict, pd.DataFrame]:
+    """(this machine's spec, one row per model × B × n × L with measured and predicted seconds).
+
+    The prediction of a cell uses the microbenchmark figures only, never a measured step time.
+    """
+    say = progress or (lambda _: None)
+    say("microbenchmarks: bandwidth, matmul peak, engine overheads")
+    bandwidth, flops = stream_bandwidth(stream_mb), matmul_peak()
+    gpu = machine_spec(bandwidth, flops, *engine_overheads())
+    rows = []
+    for name, model in models.items():
+        spec = model_spec_of(model, name)
+        for b in batches:
+            say(f"{name}: batch {b}")
+            for n in tokens:
+                for ctx in contexts:
+                    if ctx + n > model.cfg.block_size:
+                        continue
+                    measured = forward_seconds(model, b, n, ctx, repeats)
+                    rows.append(
+                        {
+                            "model": name,
+                            "batch": b,
+                            "tokens": n,
+                            "context": ctx,
+                            "measured_s": measured,
+                            "predicted_s": float(predicted(spec, gpu, b, n, ctx)),
+                        }
+                    )
+    frame = pd.DataFrame(rows)
+    frame["ratio"] = frame["predicted_s"] / frame["measured_s"]
+    return gpu, frame
+
+
+def write(gpu: dict, frame: pd.DataFrame, out_dir: Path = OUT_DIR) -> None:
+    """``machine.json`` (the figures) and ``steps.csv`` (measured vs predicted) in ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "machine.json").write_text(json.dumps(gpu, indent=2) + "\n")
+    frame.to_csv(out_dir / "steps.csv", index=False)
+
+
+def summary(frame: pd.DataFrame) -> dict:
+    """Median |predicted / measured − 1| overall and per model."""
+    err = (frame["ratio"] - 1).abs()
+    return {"all": float(err.median()), **{m: float(e.median()) for m, e in err.groupby(frame["model"])}}
