@@ -13,11 +13,13 @@ ui.hand_over_to_router()  # first thing: see the function (a shared link on a fr
 PAGE, URL = "hardware", "hardware"
 MODELS, GPUS = hardware.load_catalog()
 MACHINE = hardware.calibrated_machine()  # this machine, where `python -m specviz calibrate` measured it
-GPU_CHOICES = (*GPUS.index, *([MACHINE["name"]] if MACHINE else []))
+CUSTOM_GPU = "custom figures"
+GPU_CHOICES = (*GPUS.index, *([MACHINE["name"]] if MACHINE else []), CUSTOM_GPU)
 PAIRS = hardware.preset_pairs().set_index("name")
 CUSTOM = "custom (choose target and draft)"
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 CONTEXTS = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
+ALPHA_SOURCES = ("typed", "a run in the library", "the live page's last run")
 VIEWS = ("Step time", "c and v", "Speedup by batch", "Batch × context", "Memory", "Engine configs")
 SPEC = (
     Param("gpu", "H100-SXM5-80GB", "choice", choices=GPU_CHOICES),
@@ -25,11 +27,18 @@ SPEC = (
     Param("target", "meta-llama/Llama-3.1-70B-Instruct", "choice", choices=tuple(MODELS.index)),
     Param("draft", "meta-llama/Llama-3.2-1B-Instruct", "choice", choices=tuple(MODELS.index)),
     Param("dtype", "bf16", "choice", choices=tuple(hardware.DTYPE_BYTES)),
+    Param("g_mem", 80.0, "float", 1.0, 4096.0),
+    Param("g_bw", 3.35, "float", 0.01, 100.0),
+    Param("g_tflops", 989.0, "float", 0.1, 100000.0),
+    Param("g_link", 450.0, "float", 1.0, 10000.0),
     Param("tp_t", 4, "int", 1, 8),
     Param("tp_d", 1, "int", 1, 8),
     Param("ctx", 2048, "int", 1, 131072, log=True),
     Param("batch", 1, "int", 1, 512),
     Param("alpha", 0.8, "float", 0.0, 1.0),
+    Param("a_src", "typed", "choice", choices=ALPHA_SOURCES),
+    Param("run", 1, "int", 1, 2**31 - 1),
+    Param("a_pos", False, "bool"),
     Param("k_max", 8, "int", 1, 16),
     Param("view", "Speedup by batch", "choice", choices=VIEWS),
 )
@@ -59,6 +68,41 @@ def chosen_pair(view: dict) -> tuple:
     return target, draft
 
 
+def chosen_gpu(view: dict):
+    """The catalogue (or calibrated) accelerator's name, or a dict of the typed custom figures."""
+    if view["gpu"] != CUSTOM_GPU:
+        return view["gpu"]
+    tflops = view["g_tflops"]
+    return {
+        "name": "custom",
+        "memory_gb": view["g_mem"],
+        "bandwidth_tbs": view["g_bw"],
+        "bf16_tflops": tflops,
+        "fp16_tflops": tflops,
+        "fp8_tflops": 2 * tflops,
+        "interconnect_gbs": view["g_link"],
+    }
+
+
+def chosen_alpha(view: dict):
+    """α for the model: typed, or from a library run / the live page's last run (its mean α, or its
+    per-position acceptance). A source that cannot give one raises ValueError saying why."""
+    if view["a_src"] == "typed":
+        return view["alpha"]
+    if view["a_src"] == "a run in the library":
+        engine = ui.library()
+        if engine is None:
+            raise ValueError("the run library cannot be opened, so α cannot come from a run")
+        frame = ui.load_runs(engine, ui.library_runs(engine), [view["run"]])
+        what = f"run {view['run']}"
+    else:
+        result = st.session_state.get("live.result")
+        if result is None:
+            raise ValueError("the live page has no run in this session yet: run one there, or type α")
+        frame, what = result.frame(), "the live page's last run"
+    return hardware.alpha_from_measurements(frame, view["a_pos"], what)
+
+
 def _hashable(model) -> str:
     return model if isinstance(model, str) else json.dumps(model, sort_keys=True)
 
@@ -67,9 +111,13 @@ def _model(text: str):
     return text if text in MODELS.index else json.loads(text)
 
 
+def _gpu(text: str):
+    return json.loads(text) if text.startswith("{") else text
+
+
 @ui.cached
-def by_batch(target: str, draft: str, gpu: str, alpha: float, ctx: int, k_max: int, dtype: str, tp_t: int, tp_d: int):
-    t, d = _model(target), _model(draft)
+def by_batch(target: str, draft: str, gpu: str, alpha, ctx: int, k_max: int, dtype: str, tp_t: int, tp_d: int):
+    t, d, gpu = _model(target), _model(draft), _gpu(gpu)
     frame = hardware.speedup_by_batch(
         t, d, gpu, alpha, BATCHES, [ctx], k_max, dtype=dtype, tp_target=tp_t, tp_draft=tp_d
     )
@@ -78,8 +126,8 @@ def by_batch(target: str, draft: str, gpu: str, alpha: float, ctx: int, k_max: i
 
 
 @ui.cached
-def by_batch_and_context(target: str, draft: str, gpu: str, alpha: float, k_max: int, dtype: str, tp_t: int, tp_d: int):
-    t, d = _model(target), _model(draft)
+def by_batch_and_context(target: str, draft: str, gpu: str, alpha, k_max: int, dtype: str, tp_t: int, tp_d: int):
+    t, d, gpu = _model(target), _model(draft), _gpu(gpu)
     return hardware.speedup_by_batch(
         t, d, gpu, alpha, BATCHES, CONTEXTS, k_max, dtype=dtype, tp_target=tp_t, tp_draft=tp_d
     )
@@ -159,7 +207,8 @@ def engine_section(view: dict, target, draft) -> None:
 
 def _pair_args(view: dict, target, draft) -> tuple:
     """The cached functions' first arguments: the pair (as hashable text), the GPU and α."""
-    return _hashable(target), _hashable(draft), view["gpu"], view["alpha"]
+    alpha = view["alpha"] if isinstance(view["alpha"], float) else tuple(view["alpha"])
+    return _hashable(target), _hashable(draft), _hashable(view["gpu"]), alpha
 
 
 def _engine_args(view: dict) -> tuple:
@@ -175,6 +224,11 @@ def sidebar_controls() -> None:
     with st.sidebar:
         st.header("Hardware")
         ui.selectbox(PAGE, P["gpu"], "GPU")
+        if st.session_state[key("gpu")] == CUSTOM_GPU:
+            ui.number_input(PAGE, P["g_mem"], "Memory (GB)")
+            ui.number_input(PAGE, P["g_bw"], "Bandwidth (TB/s)", format="%.3f")
+            ui.number_input(PAGE, P["g_tflops"], "Dense bf16/fp16 (TFLOP/s); fp8 taken as twice")
+            ui.number_input(PAGE, P["g_link"], "Interconnect per direction (GB/s)")
         ui.selectbox(PAGE, P["dtype"], "dtype")
         st.header("Pair")
         ui.selectbox(PAGE, P["pair"], "Preset pair")
@@ -193,7 +247,14 @@ def sidebar_controls() -> None:
         st.header("Workload")
         ui.number_input(PAGE, P["ctx"], "Context length L (tokens)", step=1024)
         ui.number_input(PAGE, P["batch"], "Batch size B (step-time view)")
-        ui.slider(PAGE, P["alpha"], "Acceptance α", step=0.01)
+        ui.radio(PAGE, P["a_src"], "α from")
+        source = st.session_state[key("a_src")]
+        if source == "typed":
+            ui.slider(PAGE, P["alpha"], "Acceptance α", step=0.01)
+        else:
+            if source == "a run in the library":
+                ui.number_input(PAGE, P["run"], "Run id (Measured data lists them)")
+            st.checkbox("Per-position acceptance (else the mean α)", key=key("a_pos"))
         ui.slider(PAGE, P["k_max"], "K max")
 
 
@@ -204,11 +265,18 @@ st.caption(
 )
 ui.restore(PAGE, SPEC)
 view = ui.values(PAGE, SPEC)
+view["gpu"] = chosen_gpu(view)
 try:
     target, draft = chosen_pair(view)
 except ValueError as exc:
     ui.show_error(exc)
     target, draft = PAIRS.loc[P["pair"].default, "target"], PAIRS.loc[P["pair"].default, "draft"]
+try:
+    view["alpha"] = chosen_alpha(view)
+except ValueError as exc:
+    ui.show_error(exc)
+if not isinstance(view["alpha"], float):
+    st.caption("α per position: " + ", ".join(f"{a:.3f}" for a in view["alpha"]))
 for name, model, tp in (("target", target, view["tp_t"]), ("draft", draft, view["tp_d"])):
     window = hardware.model_spec(model).get("max_context")
     if window and window == window and view["ctx"] + view["k_max"] + 1 > window:
@@ -220,7 +288,8 @@ for name, model, tp in (("target", target, view["tp_t"]), ("draft", draft, view[
     if not hardware.fits(model, view["gpu"], 1, view["ctx"], view["dtype"], tp):
         st.warning(
             f"The {name}'s weights and one sequence's KV cache at L = {view['ctx']:,} do not fit on "
-            f"{tp} × {view['gpu']} ({view['dtype']}): raise its TP. The figures below assume they fit.",
+            f"{tp} × {hardware.gpu_spec(view['gpu']).get('name', 'custom')} ({view['dtype']}): raise its TP. "
+            "The figures below assume they fit.",
             icon=":material/warning:",
         )
 ui.show_open_tab(PAGE, P["view"], SECTIONS, view, target, draft)

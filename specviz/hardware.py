@@ -529,6 +529,36 @@ def check_pair(target, draft) -> None:
         )
 
 
+def alpha_from_measurements(frame: pd.DataFrame, per_position: bool = False, what: str = "the run"):
+    """α for the model from measured rows (a library run, the live page's run; canonical columns).
+
+    ``per_position=False``: the mean of ``alpha_used`` over the rows (one number). ``True``: the
+    conditional per-position acceptance a_1;a_2;… of the row with the largest K that has it (a list;
+    a position never reached takes the last one that was). ValueError names what is missing.
+    """
+    if frame is None or not len(frame):
+        raise ValueError(f"{what} has no measured rows to take α from")
+    if not per_position:
+        alpha = pd.to_numeric(frame.get("alpha_used"), errors="coerce").dropna() if "alpha_used" in frame else []
+        if not len(alpha):
+            raise ValueError(f"{what} has no α (alpha_used) in any row")
+        return float(alpha.mean())
+    cells = frame.get("per_position_acceptance")
+    rows = frame[cells.notna() & (cells.astype(str).str.strip() != "")] if cells is not None else frame.iloc[:0]
+    if not len(rows):
+        raise ValueError(f"{what} has no per-position acceptance (per_position_acceptance); use its mean α")
+    row = rows.loc[pd.to_numeric(rows["k"], errors="coerce").idxmax()]
+    values = [float(x) for x in str(row["per_position_acceptance"]).split(";") if x.strip()]
+    finite = [v for v in values if np.isfinite(v)]
+    if not finite:
+        raise ValueError(f"{what}: per-position acceptance at K = {row['k']} was never measured (all nan)")
+    out, last = [], finite[0]
+    for v in values:
+        last = v if np.isfinite(v) else last
+        out.append(float(np.clip(last, 0.0, 1.0)))
+    return out
+
+
 # --------------------------------------------------------------------------------------
 # memory
 # --------------------------------------------------------------------------------------

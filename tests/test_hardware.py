@@ -298,3 +298,21 @@ def test_configs_we_cannot_model_say_what_is_missing(config, message):
 def test_bad_input_names_the_field_the_value_and_what_is_allowed(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_alpha_from_measured_rows_mean_or_per_position():
+    import pandas as pd
+
+    frame = pd.DataFrame(
+        {
+            "k": [2, 4, 3],
+            "alpha_used": [0.6, 0.8, np.nan],
+            "per_position_acceptance": ["0.9;0.8", "0.9;nan;0.7;nan", ""],
+        }
+    )
+    assert hw.alpha_from_measurements(frame) == pytest.approx(0.7)
+    assert hw.alpha_from_measurements(frame, per_position=True) == [0.9, 0.9, 0.7, 0.7]
+    with pytest.raises(ValueError, match="run 7 has no per-position acceptance"):
+        hw.alpha_from_measurements(frame.assign(per_position_acceptance=""), True, "run 7")
+    with pytest.raises(ValueError, match="run 7 has no measured rows"):
+        hw.alpha_from_measurements(frame.iloc[:0], False, "run 7")

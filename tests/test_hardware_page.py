@@ -128,3 +128,63 @@ def test_a_calibrated_machine_is_offered_as_hardware(tmp_path, monkeypatch):
 def test_a_context_beyond_the_models_window_is_flagged():
     at = open_app(PAGE, pair="specviz bundled", ctx="2048", tp_t="1")
     assert any("context 2,048" in w.value and "512" in w.value for w in at.warning)
+
+
+@pytest.fixture
+def library_with_a_run(db_url):
+    """A run library holding the bundled pair's shipped bench run (run 1)."""
+    from specviz import measurements, store
+    from specviz.measurements import SAMPLES_DIR
+
+    engine = store.open_library(db_url)
+    frame, report = measurements.load_measurements((SAMPLES_DIR / "specviz_bench_bundled_cpu.csv").read_bytes())
+    run_id = store.save_run(engine, frame, label="bench", source="test", report=report.summary())
+    engine.dispose()
+    return run_id, frame
+
+
+def test_alpha_from_a_library_run_mean_and_per_position(library_with_a_run):
+    run_id, frame = library_with_a_run
+    at = open_app(PAGE, a_src="a run in the library", run=str(run_id))
+    assert not at.error
+    mean = hw.alpha_from_measurements(frame)
+    want = hw.speedup_by_batch(
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "meta-llama/Llama-3.2-1B-Instruct",
+        "H100-SXM5-80GB",
+        mean,
+        [1],
+        [2048],
+        8,
+        tp_target=4,
+    )
+    assert metric(at, "At B = 1") == f"K* = {int(want.k_star.iloc[0])}"
+    at = open_app(PAGE, a_src="a run in the library", run=str(run_id), a_pos="true")
+    per_position = hw.alpha_from_measurements(frame, per_position=True)
+    assert any(c.value == "α per position: " + ", ".join(f"{a:.3f}" for a in per_position) for c in at.caption)
+
+
+def test_alpha_sources_that_cannot_give_one_say_why(library_with_a_run):
+    at = open_app(PAGE, a_src="the live page's last run")
+    assert any("the live page has no run in this session yet" in e for e in shown_errors(at))
+    at = open_app(PAGE, a_src="a run in the library", run="999")
+    assert at.error  # the library names the missing run
+    assert at.get("plotly_chart")  # the page still draws with the typed α
+
+
+def test_custom_gpu_figures_drive_the_model_and_live_in_the_link():
+    query = dict(gpu="custom figures", g_mem="48", g_bw="1.5", g_tflops="400", g_link="64", view="Step time")
+    at = open_app(PAGE, **query)
+    gpu = {
+        "name": "custom",
+        "memory_gb": 48.0,
+        "bandwidth_tbs": 1.5,
+        "bf16_tflops": 400.0,
+        "fp16_tflops": 400.0,
+        "fp8_tflops": 800.0,
+        "interconnect_gbs": 64.0,
+    }
+    want = hw.step_time("meta-llama/Llama-3.1-70B-Instruct", gpu, 1, 2048, 1, tp=4)
+    assert metric(at, "Target decode step") == f"{want * 1e3:.3f} ms"
+    assert at.number_input(key="hardware.g_bw").value == 1.5
+    assert at.query_params["g_bw"] == "1.5"
