@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -12,6 +11,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # scripts run as `python benchmarks/x.py` import specviz from the repo
     sys.path.insert(0, str(ROOT))
+
+from specviz.machine import median_time  # noqa: E402  (after the path set-up; re-exported to the scripts)
 
 #: (name, measured text, target text, "PASS" | "FAIL" | "SKIP"), in the order checked
 RESULTS: list[tuple[str, str, str, str]] = []
@@ -22,18 +23,6 @@ def record(name: str, measured: str, target: str, ok: bool | None) -> str:
     verdict = "SKIP" if ok is None else ("PASS" if ok else "FAIL")
     RESULTS.append((name, measured, target, verdict))
     return verdict
-
-
-def median_time(fn, repeats: int = 5, warmup: int = 1) -> tuple[float, list[float]]:
-    """Median wall time of ``fn()`` over ``repeats`` calls, after ``warmup`` untimed calls."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), times
 
 
 def time_reference(fn, points: list, repeats: int = 3) -> tuple[list, float, float]:
@@ -96,3 +85,13 @@ def summary(t_start: float) -> int:
         f"total run time {time.perf_counter() - t_start:.1f} s"
     )
     return counts["FAIL"]
+
+
+def chosen(text: str, allowed, parser) -> list[str]:
+    """The comma-separated names of ``--variants``-style option ``text``; a name not in ``allowed``
+    ends the script through ``parser.error`` naming it and the choices."""
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    unknown = [n for n in names if n not in allowed]
+    if unknown:
+        parser.error(f"--variants: unknown {unknown}; choose from {list(allowed)}")
+    return names

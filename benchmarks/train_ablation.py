@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 import torch
-from _report import machine_line, record, summary
+from _report import chosen, machine_line, record, summary
 
 from specviz.models import train
 from specviz.models.gpt import GPT, bits_per_byte
@@ -76,10 +76,7 @@ def main() -> int:
     p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, from: " + ", ".join(VARIANTS))
     p.add_argument("--plateau", type=float, default=3.0, help="bits/byte that marks leaving the bigram plateau")
     args = p.parse_args()
-    names = [v.strip() for v in args.variants.split(",") if v.strip()]
-    unknown = [n for n in names if n not in VARIANTS]
-    if unknown:
-        p.error(f"--variants: unknown {unknown}; choose from {list(VARIANTS)}")
+    names = chosen(args.variants, VARIANTS, p)
     print(machine_line(f"torch {torch.__version__}, {torch.get_num_threads()} threads"))
     train_files, val_files = train.corpus_files()
     data, val = train.load_bytes(train_files), train.load_bytes(val_files)

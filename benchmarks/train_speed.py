@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 import torch
-from _report import machine_line, record, summary
+from _report import chosen, machine_line, record, summary
 
 from specviz.models import train
 from specviz.models.gpt import GPT, bits_per_byte
@@ -108,10 +108,7 @@ def main() -> int:
     p.add_argument("--loss-steps", type=int, default=40, help="steps of the fp32-vs-bf16 loss check (0: skip)")
     p.add_argument("--loss-tol", type=float, default=0.05, help="allowed mean |Δ loss| in bits/byte")
     args = p.parse_args()
-    names = [v.strip() for v in args.variants.split(",") if v.strip()]
-    unknown = [n for n in names if n not in VARIANTS]
-    if unknown:
-        p.error(f"--variants: unknown {unknown}; choose from {list(VARIANTS)}")
+    names = chosen(args.variants, VARIANTS, p)
     if "fp32" not in names:
         names.insert(0, "fp32")  # every ratio is against fp32 of the same run
 

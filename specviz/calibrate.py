@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import json
 import platform
-import statistics
-import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -28,6 +26,7 @@ import pandas as pd
 import torch
 
 from specviz import hardware, machine
+from specviz.machine import median_time
 from specviz.models.gpt import GPT, GPTConfig
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
@@ -36,29 +35,18 @@ CONTEXTS = (64, 256, 448)
 OUT_DIR = hardware.CALIBRATION_DIR
 
 
-def _median_seconds(fn: Callable[[], object], repeats: int, warmup: int = 1) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def stream_bandwidth(megabytes: int = 256, repeats: int = 5) -> float:
     """Bytes per second of a large fp32 tensor copy (each byte read once and written once)."""
     n = megabytes * 2**20 // 4
     src, dst = torch.rand(n), torch.empty(n)
-    seconds = _median_seconds(lambda: dst.copy_(src), repeats)
+    seconds = median_time(lambda: dst.copy_(src), repeats)[0]
     return 2 * n * 4 / seconds
 
 
 def matmul_peak(n: int = 1024, repeats: int = 5, dtype: torch.dtype = torch.float32) -> float:
     """FLOP/s of an n × n × n ``torch.mm`` (2 n³ FLOPs)."""
     a, b = torch.rand(n, n, dtype=dtype), torch.rand(n, n, dtype=dtype)
-    return 2 * n**3 / _median_seconds(lambda: torch.mm(a, b), repeats)
+    return 2 * n**3 / median_time(lambda: torch.mm(a, b), repeats)[0]
 
 
 @torch.no_grad()
@@ -70,7 +58,7 @@ def forward_seconds(model: GPT, batch: int, tokens: int, context: int, repeats: 
     idx = torch.randint(0, model.cfg.vocab_size, (batch, context + tokens))
     if context:
         model(idx[:, :context], 0)
-    return _median_seconds(lambda: model(idx[:, context:], context), repeats)
+    return median_time(lambda: model(idx[:, context:], context), repeats)[0]
 
 
 def engine_overheads(repeats: int = 20) -> tuple[float, float]:

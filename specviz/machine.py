@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 import platform
+import statistics
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -21,3 +24,15 @@ def cpu_model() -> str:
 def cpu_name() -> str:
     """CPU model and core count, e.g. ``"AMD EPYC, 2 cores"``."""
     return f"{cpu_model()}, {os.cpu_count()} cores"
+
+
+def median_time(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> tuple[float, list[float]]:
+    """Median wall time of ``fn()`` over ``repeats`` calls, after ``warmup`` untimed calls; and every time."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), times

@@ -23,7 +23,15 @@ from specviz.models.gpt import GPT, GPTConfig
 ROOT = Path(__file__).resolve().parents[1]
 BLOCKED = ("streamlit", "plotly", "sqlalchemy", "hypothesis")
 #: what `python -m specviz bench|train|card` and the gpu tier import (every module of specviz.models is added)
-CLI_MODULES = ("specviz.__main__", "specviz.bench", "specviz.decoding", "specviz.sampling", "specviz.models")
+CLI_MODULES = (
+    "specviz.__main__",
+    "specviz.bench",
+    "specviz.decoding",
+    "specviz.sampling",
+    "specviz.models",
+    "specviz.calibrate",
+    "specviz.hardware",
+)
 
 #: prepended to every child's code: a meta-path finder that makes importing a BLOCKED package fail
 BLOCKER = f"""
