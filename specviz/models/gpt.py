@@ -53,11 +53,22 @@ class KVCache(nn.Module):
         self.register_buffer("k", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
         self.register_buffer("v", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
 
-    def update(self, start: int, k: torch.Tensor, v: torch.Tensor):
-        """Write k, v (B, nh, T, hs) at positions start..start+T-1; return the cache up to there."""
-        end = start + k.shape[2]
-        self.k[:, :, start:end] = k
-        self.v[:, :, start:end] = v
+    def update(self, start: int | torch.Tensor, k: torch.Tensor, v: torch.Tensor):
+        """Write k, v (B, nh, T, hs) at positions start..start+T-1; return the cache up to the last one written.
+
+        ``start`` is one position for every row, or a LongTensor (B,) of each row's own first position.
+        """
+        t = k.shape[2]
+        if isinstance(start, int):
+            end = start + t
+            self.k[:, :, start:end] = k
+            self.v[:, :, start:end] = v
+            return self.k[:, :, :end], self.v[:, :, :end]
+        rows = torch.arange(k.shape[0], device=k.device)[:, None]  # (B, 1)
+        pos = start[:, None] + torch.arange(t, device=k.device)  # (B, T)
+        self.k[rows, :, pos] = k.transpose(1, 2)  # advanced indices first: (B, T, nh, hs)
+        self.v[rows, :, pos] = v.transpose(1, 2)
+        end = int(pos.max()) + 1
         return self.k[:, :, :end], self.v[:, :, :end]
 
 
@@ -160,9 +171,24 @@ class GPT(nn.Module):
         self._cache_len = length
         self._causal = torch.ones(length, length, dtype=torch.bool, device=p.device).tril()
 
-    def forward(self, idx: torch.Tensor, start: int | None = None) -> torch.Tensor:
-        """Logits (B, T, vocab) for tokens ``idx`` (B, T) at positions start.. (or 0.. without a cache)."""
+    def forward(self, idx: torch.Tensor, start: int | torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (B, T, vocab) for tokens ``idx`` (B, T) at positions start.. (or 0.. without a cache).
+
+        ``start`` may be a LongTensor (B,): row b's tokens are then at positions start[b].., each row
+        attending to its own cached positions ≤ its query's (batched decoding with per-row progress).
+        """
         _b, t = idx.shape
+        if isinstance(start, torch.Tensor):
+            pos = start.view(-1, 1).to(idx.device) + torch.arange(t, device=idx.device)  # (B, T)
+            end = int(pos.max()) + 1
+            if end > self._cache_len or int(pos.min()) < 0:
+                raise ValueError(f"positions {int(pos.min())}..{end - 1} are outside the cache of {self._cache_len}")
+            x = self.wte(idx) + self.wpe(pos)  # (B, T, C)
+            keys = torch.arange(end, device=idx.device)
+            mask = (keys[None, None, :] <= pos[:, :, None])[:, None]  # (B, 1, T, end): own past only
+            for blk in self.blocks:
+                x = blk(x, pos[:, 0], mask)
+            return self.head(self.ln_f(x))
         if start is None:
             if t > self.cfg.block_size:
                 raise ValueError(f"sequence length must be <= block_size {self.cfg.block_size}; got {t}")

@@ -148,6 +148,8 @@ class HFCausalLM(nn.Module):
     def forward(self, idx: torch.Tensor, start: int | None = None) -> torch.Tensor:
         """Logits (B, T, vocab_size) for ``idx`` (B, T) at positions start.. (or 0.. without a cache)."""
         b, t = idx.shape
+        if isinstance(start, torch.Tensor):
+            raise ValueError("per-row positions (batched decoding) need specviz's own GPT; this pair is Hugging Face's")
         if start is None:
             if t > self.cfg.block_size:
                 raise ValueError(f"sequence length must be <= block_size {self.cfg.block_size}; got {t}")
