@@ -229,6 +229,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     )
     meta = {"label": label, "target_model": target_name, "draft_model": draft_name}
     rows: list[dict] = []
+    if args.batch_size != [1]:
+        return _bench_batches(args, target, draft, tokenizer, prompts, meta)
     total = len(args.k) * len(args.temperature) * len(prompts) * args.repeats
     bar = tqdm(total=total, desc="bench", unit="run", dynamic_ncols=True)
     try:
@@ -261,6 +263,47 @@ def cmd_bench(args: argparse.Namespace) -> int:
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(table[BENCH_TABLE].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print(f"wrote {len(table)} rows to {args.out} ({table['hardware'].iloc[0]})")
+    return 0
+
+
+def _bench_batches(args, target, draft, tokenizer, prompts: list[str], meta: dict) -> int:
+    """``bench --batch-size B1,B2,…``: one row per (B, K, temperature), decoded B sequences at a time."""
+    import pandas as pd
+    import torch
+
+    from specviz import bench
+
+    encoded = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in prompts]
+    base = {
+        "device": str(target.device),
+        "dtype": str(target.dtype).removeprefix("torch."),
+        "torch_version": torch.__version__,
+        "hardware": bench.hardware_name(target.device),
+        "method": "draft model",
+        "source": "specviz bench --batch-size",
+        **meta,
+    }
+    rows = []
+    try:
+        bench.warm_up(target, draft, encoded[0])
+        for b in args.batch_size:
+            for t in args.temperature:
+                for k in args.k:
+                    row = bench.batch_cell(target, draft, encoded, k, t, args.new_tokens, b, args.repeats, args.seed)
+                    rows.append({**base, **row})
+                    print(
+                        f"B = {b}, T = {t:g}, K = {k}: speedup {row['speedup']:.3f}, α̂ {row['alpha']:.3f}", flush=True
+                    )
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: keeping the {len(rows)} finished cell(s)", file=sys.stderr)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not rows:
+        print("no cell finished; nothing written", file=sys.stderr)
+        return 1
+    pd.DataFrame(rows).to_csv(args.out, index=False)
+    print(f"wrote {len(rows)} rows to {args.out} ({base['hardware']})")
     return 0
 
 
@@ -333,6 +376,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         choices=DTYPE_CHOICES,
         help="weights and activations; auto: float32 on CPU, bfloat16 (or float16 where unsupported) on CUDA",
+    )
+    b.add_argument(
+        "--batch-size",
+        type=_ints,
+        default=[1],
+        help="sequences decoded at once, e.g. 1,4,16 (any B > 1: batched rows, speedup of the whole batch)",
     )
     b.add_argument("--label", default=None)
     b.add_argument("--out", default="results.csv")

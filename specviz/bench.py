@@ -246,6 +246,69 @@ def aggregate(measured: list[Run], k: int, temperature: float, new_tokens: int) 
     }
 
 
+def batch_cell(
+    target,
+    draft,
+    prompts: list[torch.Tensor],
+    k: int,
+    temperature: float,
+    new_tokens: int,
+    batch: int,
+    repeats: int = 1,
+    seed: int = 0,
+) -> dict:
+    """One (K, temperature) cell decoded ``batch`` sequences at a time: a measurement row.
+
+    The batch cycles through ``prompts`` (row i decodes prompt i mod n). Each repeat decodes the batch
+    target-only (:func:`decoding.generate_target_only_batch`) and speculatively
+    (:func:`decoding.speculative_generate_batch`) with generators seeded alike; the speedup is the
+    ratio of their tokens/s over the whole batch (median over repeats). α̂, E[N] and per-position
+    acceptance pool every row's rounds. c, v and o are not measured here (a batched draft step is not
+    timed apart), so the row has no model prediction.
+    """
+    rows = [prompts[i % len(prompts)] for i in range(batch)]
+    device, speedups, spec_rates, base_rates, exact, rounds = target.device, [], [], [], True, []
+    for r in range(repeats):
+        base, base_s = decoding.generate_target_only_batch(
+            target, rows, new_tokens, temperature, torch.Generator(device).manual_seed(seed + r)
+        )
+        spec, stats = decoding.speculative_generate_batch(
+            target, draft, rows, k, temperature, new_tokens, torch.Generator(device).manual_seed(seed + r)
+        )
+        base_rates.append(batch * new_tokens / base_s)
+        spec_rates.append(batch * new_tokens / stats[0].decode_s)
+        speedups.append(spec_rates[-1] / base_rates[-1])
+        exact = exact and torch.equal(base, spec)
+        rounds += [rd for st in stats for rd in st.rounds]
+    pooled = decoding.GenerationStats(
+        k=k,
+        temperature=temperature,
+        new_tokens=new_tokens,
+        decode_s=1.0,
+        prefill_ms=0.0,
+        t_target_ms=float("nan"),
+        rounds=rounds,
+    )
+    return {
+        "batch_size": batch,
+        "k": k,
+        "temperature": temperature,
+        "alpha": pooled.alpha_hat,
+        "alpha_overlap": min(1.0, pooled.alpha_overlap),
+        "mean_accepted_tokens": pooled.mean_tokens,
+        "acceptance_rate": pooled.accepted_total / (len(rounds) * k),
+        "per_position_acceptance": ";".join(f"{a:.4f}" for a in pooled.per_position_acceptance),
+        "speedup": float(np.median(speedups)),
+        "speedup_min": float(min(speedups)),
+        "speedup_max": float(max(speedups)),
+        "tokens_per_s": float(np.median(spec_rates)),
+        "baseline_tokens_per_s": float(np.median(base_rates)),
+        "runs": repeats,
+        "new_tokens": new_tokens,
+        "greedy_exact": exact if temperature == 0 else None,
+    }
+
+
 def sweep(
     target,
     draft,

@@ -112,3 +112,24 @@ def test_bad_batches_name_the_prompt(pair):
         decoding.speculative_generate_batch(target, draft, [torch.tensor([1, 2]), torch.tensor([3])], 2)
     with pytest.raises(ValueError, match=r"prompt 0: prompt \(250 tokens\) \+ max_new_tokens"):
         decoding.generate_target_only_batch(target, [torch.zeros(250, dtype=torch.long)], 10)
+
+
+def test_bench_writes_one_row_per_batch_size_in_the_measurement_schema(tmp_path):
+    from specviz import __main__ as cli
+    from specviz.measurements import load_measurements
+
+    torch.manual_seed(0)
+    target = build_gpt(CFG, 2, std=0.1)
+    target.save(tmp_path / "pair" / "target")
+    noisy_copy(target, 0.015, 3).save(tmp_path / "pair" / "draft")
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("def f(x):\n    return x\n---\nclass A:\n    pass\n")
+    out = tmp_path / "batched.csv"
+    argv = ["bench", "--pair", str(tmp_path / "pair"), "--k", "2,4", "--temperature", "0", "--new-tokens", "12"]
+    argv += ["--repeats", "1", "--batch-size", "2,4", "--prompts", str(prompts), "--device", "cpu", "--out", str(out)]
+    assert cli.main(argv) == 0
+    frame, report = load_measurements(out.read_bytes(), name="batched.csv")
+    assert not report.row_errors
+    assert sorted(zip(frame.batch_size, frame.k, strict=True)) == [(2, 2), (2, 4), (4, 2), (4, 4)]
+    assert frame.greedy_exact.astype(bool).all() and (frame.speedup > 0).all()
+    assert ((frame.alpha >= 0) & (frame.alpha <= 1)).all()
