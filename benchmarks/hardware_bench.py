@@ -10,6 +10,14 @@ The sweep: batch B on a log grid 1..512 (10 points) × context L on a log grid 1
 numbers from a per-point Python loop (``hardware.pair_costs`` and ``theory.speedup_from_tokens`` on
 scalars, one (B, L) point and one K at a time). Targets: the whole sweep in <= 0.2 s and >= 50×
 the loop, with the same K* everywhere.
+
+Then the model against this machine, from the files ``python -m specviz calibrate`` and
+``python -m specviz bench --batch-size 1,2,4,8,16,32,64 --temperature 0 --out data/calibration/batched.csv``
+wrote (SKIP where they are missing):
+
+- median |predicted / measured − 1| of the bundled pair's forward over the B × n × L grid  [<= 25 %]
+- v predicted within ±0.05 of v measured for K = 1..8 at B = 1 (the target)               [all K]
+- K*(B) predicted within ±1 of the K of the best measured speedup at each B              [all B]
 """
 
 from __future__ import annotations
@@ -17,12 +25,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from _report import machine_line, median_time, record, summary
 
+from specviz import calibrate, theory
 from specviz import hardware as hw
-from specviz import theory
 
 T0 = time.perf_counter()
 
@@ -50,6 +59,9 @@ def main() -> int:
     p.add_argument("--gpu", default="H100-SXM5-80GB")
     p.add_argument("--tp-target", type=int, default=4)
     p.add_argument("--alpha", type=float, default=0.8)
+    p.add_argument(
+        "--calibration", default=str(hw.CALIBRATION_DIR), help="folder of machine.json, steps.csv, batched.csv"
+    )
     args = p.parse_args()
     pairs = hw.preset_pairs().set_index("name")
     if args.pair not in pairs.index:
@@ -77,7 +89,41 @@ def main() -> int:
     record("whole sweep time", f"{t_vec * 1e3:.1f} ms", "<= 200 ms", t_vec <= 0.2)
     record("sweep vs per-point loop", f"{t_loop / t_vec:.0f}×", ">= 50×", t_loop / t_vec >= 50)
     record("same K* as the loop", f"{int((k_vec == k_loop).sum())}/{k_vec.size}", "all", bool((k_vec == k_loop).all()))
+    check_this_machine(Path(args.calibration))
     return summary(T0)
+
+
+def check_this_machine(directory: Path) -> None:
+    """The three calibration targets, from the files in ``directory``; SKIP naming what is missing."""
+    import pandas as pd
+
+    machine = hw.calibrated_machine(directory)
+    steps_file, batched_file = directory / "steps.csv", directory / "batched.csv"
+    if machine is None or not steps_file.is_file():
+        for name in ("step time over the grid", "v at B = 1", "K*(B)"):
+            record(name, f"no {directory}/machine.json + steps.csv", "run python -m specviz calibrate", None)
+        return
+    steps = pd.read_csv(steps_file)
+    print(f"\n{machine['name']}: {len(steps)} measured forwards")
+    err = calibrate.summary(steps)
+    print("  median |predicted / measured - 1|: " + ", ".join(f"{k} {v:.1%}" for k, v in err.items()))
+    record("step time over the grid", f"median error {err['all']:.1%}", "<= 25 %", err["all"] <= 0.25)
+    v = calibrate.verify_cost(steps, "target")
+    print(v.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    worst = float((v.v_predicted - v.v_measured).abs().max())
+    record("v at B = 1", f"worst |Δv| {worst:.3f}", "<= 0.05", worst <= 0.05)
+    if not batched_file.is_file():
+        record("K*(B)", f"no {batched_file}", "run bench --batch-size …", None)
+        return
+    from specviz.models import BUNDLED_DIR
+    from specviz.models.gpt import GPT
+
+    specs = {n: calibrate.model_spec_of(GPT.load(BUNDLED_DIR / n), n) for n in ("target", "draft")}
+    prompts_ctx = 256  # the bundled prompts (192 bytes) plus half the new tokens
+    table = calibrate.k_star_by_batch(pd.read_csv(batched_file), specs["target"], specs["draft"], machine, prompts_ctx)
+    print(table.to_string(index=False))
+    off = int((table.k_star_predicted - table.k_star_measured).abs().max())
+    record("K*(B)", f"worst |ΔK*| {off}", "<= 1", off <= 1)
 
 
 if __name__ == "__main__":

@@ -179,3 +179,52 @@ def summary(frame: pd.DataFrame) -> dict:
     """Median |predicted / measured − 1| overall and per model."""
     err = (frame["ratio"] - 1).abs()
     return {"all": float(err.median()), **{m: float(e.median()) for m, e in err.groupby(frame["model"])}}
+
+
+def verify_cost(frame: pd.DataFrame, model: str, context: int | None = None) -> pd.DataFrame:
+    """v measured and predicted at B = 1 for every K the grid allows: v = (T(K + 1 tokens) / T(1) − 1) / K.
+
+    ``frame`` is :func:`calibrate`'s table; ``context`` defaults to its middle context. Columns: k,
+    v_measured, v_predicted.
+    """
+    rows = frame[(frame["model"] == model) & (frame["batch"] == 1)]
+    if context is None:
+        contexts = sorted(rows["context"].unique())
+        context = contexts[len(contexts) // 2]
+    at = rows[rows["context"] == context].set_index("tokens")
+    if 1 not in at.index:
+        raise ValueError(f"the grid has no one-token step of {model} at B = 1, L = {context}")
+    out = []
+    for n in sorted(t for t in at.index if t > 1):
+        k = n - 1
+        out.append(
+            {
+                "k": k,
+                "v_measured": (at.loc[n, "measured_s"] / at.loc[1, "measured_s"] - 1) / k,
+                "v_predicted": (at.loc[n, "predicted_s"] / at.loc[1, "predicted_s"] - 1) / k,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def k_star_by_batch(batched: pd.DataFrame, target: dict, draft: dict, gpu: dict, context: int) -> pd.DataFrame:
+    """Measured K*(B) (the K of the best measured speedup at each B, 0 where none is above 1) against
+    the roofline's K*(B) at the α̂ measured at that B (mean over its K). ``batched`` is the CSV of
+    ``python -m specviz bench --batch-size``; greedy rows only (T = 0)."""
+    rows = batched[batched["temperature"] == 0]
+    out = []
+    for b, cell in rows.groupby("batch_size"):
+        best = cell.loc[cell["speedup"].idxmax()]
+        measured = int(best["k"]) if best["speedup"] > 1 else 0
+        k_max = int(cell["k"].max())
+        alpha = float(cell["alpha"].mean())
+        frame = hardware.speedup_by_batch(target, draft, gpu, alpha, [int(b)], [context], k_max, dtype="fp32")
+        out.append(
+            {
+                "batch": int(b),
+                "alpha": alpha,
+                "k_star_measured": measured,
+                "k_star_predicted": int(frame["k_star"].iloc[0]),
+            }
+        )
+    return pd.DataFrame(out)

@@ -74,3 +74,48 @@ def test_cli_names_a_missing_pair(tmp_path, capsys):
     assert cli.main(["calibrate", "--pair", str(tmp_path / "none"), "--out", str(tmp_path)]) == 2
     assert "config.json is missing" in capsys.readouterr().err
     assert hardware.calibrated_machine(tmp_path / "nowhere") is None
+
+
+def test_verify_cost_and_k_star_by_batch_from_the_tables(tiny):
+    frame = pd.DataFrame(
+        {
+            "model": "target",
+            "batch": 1,
+            "context": 8,
+            "tokens": [1, 2, 3, 5],
+            "measured_s": [1.0, 1.1, 1.3, 1.8],
+            "predicted_s": [1.0, 1.0, 1.2, 1.6],
+        }
+    )
+    v = calibrate.verify_cost(frame, "target")
+    assert v.k.tolist() == [1, 2, 4]
+    np.testing.assert_allclose(v.v_measured, [0.1, 0.15, 0.2])
+    np.testing.assert_allclose(v.v_predicted, [0.0, 0.1, 0.15])
+    with pytest.raises(ValueError, match="no one-token step of draft"):
+        calibrate.verify_cost(frame.assign(model="draft", tokens=[2, 3, 5, 9]), "draft")
+
+    spec = calibrate.model_spec_of(tiny, "tiny")
+    gpu = {
+        "name": "cpu",
+        "memory_gb": 8,
+        "bandwidth_tbs": 0.02,
+        "fp32_tflops": 0.05,
+        "bf16_tflops": 0.1,
+        "fp16_tflops": 0.1,
+        "interconnect_gbs": 1,
+        "overhead_s": 1e-4,
+        "layer_overhead_s": 1e-5,
+    }
+    batched = pd.DataFrame(
+        {
+            "batch_size": [1, 1, 8, 8],
+            "temperature": 0.0,
+            "k": [2, 4, 2, 4],
+            "alpha": 0.8,
+            "speedup": [1.5, 1.8, 0.9, 0.7],
+        }
+    )
+    table = calibrate.k_star_by_batch(batched, spec, spec, gpu, 8)
+    assert table.k_star_measured.tolist() == [4, 0]
+    want = hardware.speedup_by_batch(spec, spec, gpu, 0.8, [1], [8], 4, dtype="fp32").k_star.iloc[0]
+    assert table.k_star_predicted.iloc[0] == want
