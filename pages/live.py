@@ -23,6 +23,17 @@ TABLE = {  # shown column → its heading
     "predicted_speedup_measured_cost": "predicted (measured cost)",
     "greedy_exact": "greedy_exact",
 }
+BATCH_TABLE = {  # the batched cells' columns
+    "batch_size": "B",
+    "k": "k",
+    "temperature": "temperature",
+    "alpha": "α̂ = A/(A+R)",
+    "mean_accepted_tokens": "E[N] measured",
+    "speedup": "speedup (whole batch)",
+    "tokens_per_s": "tokens/s (speculative)",
+    "baseline_tokens_per_s": "tokens/s (target only)",
+    "greedy_exact": "greedy_exact",
+}
 CPU_NOTE = (
     "Running on the CPU: the measured speedups reflect CPU costs, not a GPU's. The column c is the "
     "measured target step ÷ draft step; the bundled target's linear layers run through oneDNN with "
@@ -94,6 +105,14 @@ def controls(limits: live.Limits, p: dict) -> None:
         ui.number_input(PAGE, p["repeats"], "Repeats")
     with c5:
         ui.number_input(PAGE, p["seed"], "Seed")
+    batches = p["batches"]
+    offered_b = sorted({*(b for b in (1, 2, 4, 8, 16, 32, 64) if b <= batches.hi), *st.session_state[key("batches")]})
+    ui.multiselect(
+        PAGE,
+        batches,
+        "Batch sizes (sequences decoded at once; anything but 1 measures the speedup of a whole batch)",
+        offered_b,
+    )
 
 
 def run_benchmark(run: live.LiveRun) -> None:
@@ -210,6 +229,16 @@ def show_results(run: live.LiveRun) -> None:
     elif run.seconds:
         st.success(f"{len(run.rows)} cell(s) measured in {run.seconds:.1f} s.", icon=":material/check:")
     frame = run.frame()
+    if run.request.batched:
+        st.dataframe(frame[list(BATCH_TABLE)].rename(columns=BATCH_TABLE), hide_index=True, width="stretch")
+        show_exactness(run)
+        st.plotly_chart(figures.speedup_by_batch_measured(frame), key="fig_batches")
+        st.caption(
+            "Each point decodes B sequences at once, target-only and speculatively; the speedup is the ratio of "
+            "the whole batch's tokens/s. The Hardware & batch page predicts the same curve for real GPUs."
+        )
+        show_keep(run, frame)
+        return
     points = overlays.with_series(frame)
     params = overlays.series_params(points)
     st.dataframe(frame[list(TABLE)].rename(columns=TABLE), hide_index=True, width="stretch")

@@ -797,3 +797,21 @@ def cost_breakdown(cells: list[str], draft_ms, verify_ms, other_ms, basic_model_
     )
     fig.update_layout(barmode="stack")
     return _layout(fig, "cell", "ms per round")
+
+
+def speedup_by_batch_measured(frame) -> go.Figure:
+    """Measured speedup against the batch size B, one line per (K, temperature), S = 1 dashed."""
+    fig = go.Figure()
+    for (k, t), cell in frame.sort_values("batch_size").groupby(["k", "temperature"]):
+        fig.add_trace(
+            go.Scatter(
+                x=cell["batch_size"],
+                y=compact(cell["speedup"]),
+                mode="lines+markers",
+                name=f"K = {int(k)}, T = {t:g}",
+                hovertemplate=f"K = {int(k)}, T = {t:g}<br>B = %{{x}}<br>S = %{{y:.3f}}×<extra></extra>",
+            )
+        )
+    fig.add_hline(y=1.0, line_dash="dash", line_color="black")
+    fig.update_xaxes(type="log")
+    return _layout(fig, "batch size B", "measured speedup S")

@@ -630,3 +630,32 @@ def test_defaults_respect_lower_deployment_caps(db_url, monkeypatch):
 def test_a_linked_temperature_outside_the_usual_choices_is_kept(db_url):
     at = page(temps="0.25")
     assert at.multiselect(key="live.temps").value == [0.25]
+
+
+@pytest.mark.slow
+def test_batched_run_measures_each_batch_size_and_saves(db_url):
+    at = click(page(ks="2", temps="0", new_tokens="12", n_prompts="2", batches="1,4"), "Run")
+    assert not at.error
+    table = at.dataframe[0].value
+    assert table["B"].tolist() == [1, 4] and table["greedy_exact"].tolist() == [True, True]
+    assert (table["speedup (whole batch)"] > 0).all()
+    assert [s.value for s in at.success if s.value.startswith("Exactness")] == [
+        f"Exactness (K = 2, B = {b}, greedy): speculative output equals target-only output in every run."
+        for b in (1, 4)
+    ]
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_batches"]
+    at = click(at, "Save to the run library")
+    assert any("Saved as run #" in s.value for s in at.success)
+
+
+def test_batch_sizes_are_checked_and_named(db_url):
+    limits = live.Limits(max_batch=8, max_cells=4)
+    with pytest.raises(ValueError, match=r"batch sizes: 16 is outside \[1, 8\]"):
+        live.check_request([2], [0.0], 8, 1, ["x"], limits, (1, 16))
+    with pytest.raises(ValueError, match="K values × temperatures × batch sizes: 6 cells"):
+        live.check_request([1, 2, 3], [0.0], 8, 1, ["x"], limits, (1, 2))
+    values = dict(pair="a/b,c/d", prompts="custom", text="hi there", ks=[2], temps=[0.0], new_tokens=8, repeats=1)
+    with pytest.raises(ValueError, match="batch sizes: decoding several sequences at once needs specviz's own GPT"):
+        live.make_request({**values, "device": "cpu", "dtype": "auto", "seed": 0, "batches": [1, 4]}, live.Limits())
+    at = page(batches="1,128")
+    assert any("batches" in w.value for w in at.warning)  # a link over the cap falls back, saying why

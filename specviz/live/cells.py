@@ -136,10 +136,12 @@ def exactness_message(detail: dict) -> tuple[bool, str] | None:
     """(passed, sentence) on greedy exactness for a T = 0 cell's details; None for a sampled cell."""
     if detail["exact"] is None:
         return None
-    where = f"K = {detail['k']}, greedy"
+    where = f"K = {detail['k']}" + (f", B = {detail['batch_size']}" if "batch_size" in detail else "") + ", greedy"
     if detail["exact"]:
         return True, f"Exactness ({where}): speculative output equals target-only output in every run."
-    div = detail["divergence"]
+    div = detail.get("divergence")
+    if div is None:  # a batched cell: which row and token is not recorded
+        return False, f"Exactness ({where}): some sequence's speculative output differs from its target-only output."
     verdict = (
         "a numerical near-tie (the top-2 logits are within 1e-3), not a bug in the rule"
         if div.near_tie

@@ -40,11 +40,14 @@ class Limits:
     max_new_tokens: int = 1024
     max_repeats: int = 10
     max_prompts: int = 32
-    max_cells: int = 64  #: (K, temperature) cells per run
+    max_cells: int = 64  #: (batch size, K, temperature) cells per run
     max_wall_s: float = 900.0  #: the run stops (keeping finished cells) after this long
+    max_batch: int = 64  #: sequences decoded at once
 
 
-HOSTED_DEFAULTS = Limits(hosted=True, max_new_tokens=256, max_repeats=3, max_prompts=12, max_cells=16, max_wall_s=120.0)
+HOSTED_DEFAULTS = Limits(
+    hosted=True, max_new_tokens=256, max_repeats=3, max_prompts=12, max_cells=16, max_wall_s=120.0, max_batch=8
+)
 
 
 def _env_number(environ: Mapping[str, str], name: str, default, kind=int):
@@ -79,6 +82,7 @@ def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
         max_prompts=_env_number(environ, "SPECVIZ_MAX_PROMPTS", base.max_prompts),
         max_cells=_env_number(environ, "SPECVIZ_MAX_CELLS", base.max_cells),
         max_wall_s=_env_number(environ, "SPECVIZ_MAX_WALL_S", base.max_wall_s, float),
+        max_batch=_env_number(environ, "SPECVIZ_MAX_BATCH", base.max_batch),
     )
 
 
@@ -100,6 +104,7 @@ def controls(limits: Limits) -> tuple[Param, ...]:
         Param("new_tokens", min(96, limits.max_new_tokens), "int", 1, limits.max_new_tokens),
         Param("repeats", 1, "int", 1, limits.max_repeats),
         Param("seed", 0, "int", 0, 2**31 - 1),
+        Param("batches", [1], "ints", 1, limits.max_batch, max_items=8),
     )
 
 
@@ -143,6 +148,7 @@ def check_request(
     repeats: int,
     prompts: Sequence[str],
     limits: Limits,
+    batches: Sequence[int] = (1,),
 ) -> None:
     """ValueError naming the field, the value and the allowed range, for anything over the caps."""
     if not ks:
@@ -155,9 +161,16 @@ def check_request(
     for t in temperatures:
         if not 0 <= float(t) <= 2:
             raise ValueError(f"temperatures: {t} is outside [0, 2]")
-    cells = len(ks) * len(temperatures)
+    if not batches:
+        raise ValueError("batch sizes: choose at least one (1 = one sequence at a time)")
+    for b in batches:
+        if not 1 <= int(b) <= limits.max_batch:
+            raise ValueError(f"batch sizes: {b} is outside [1, {limits.max_batch}]")
+    cells = len(ks) * len(temperatures) * len(batches)
     if cells > limits.max_cells:
-        raise ValueError(f"K values × temperatures: {cells} cells; this deployment allows at most {limits.max_cells}")
+        raise ValueError(
+            f"K values × temperatures × batch sizes: {cells} cells; this deployment allows at most {limits.max_cells}"
+        )
     if not 1 <= new_tokens <= limits.max_new_tokens:
         raise ValueError(f"new tokens: {new_tokens}; allowed 1 to {limits.max_new_tokens}")
     if not 1 <= repeats <= limits.max_repeats:
@@ -182,11 +195,17 @@ class Request:
     repeats: int
     seed: int
     max_wall_s: float  #: the wall-time cap, counted from the end of loading
+    batches: tuple[int, ...] = (1,)  #: batch sizes; anything but (1,) decodes B sequences at a time
+
+    @property
+    def batched(self) -> bool:
+        """Cells decoded B sequences at a time (:func:`specviz.bench.batch_cell`), not one by one."""
+        return self.batches != (1,)
 
     @property
     def cells(self) -> int:
-        """(K, temperature) cells: len(ks) × len(temperatures)."""
-        return len(self.ks) * len(self.temperatures)
+        """Cells: len(ks) × len(temperatures) (× len(batches) when batched)."""
+        return len(self.ks) * len(self.temperatures) * len(self.batches)
 
     def meta(self) -> dict[str, str]:
         """The constant columns of the run's rows: label, source, target and draft model names."""
@@ -213,7 +232,12 @@ def make_request(values: Mapping, limits: Limits) -> Request:
         prompts = [values["text"]]
     else:
         prompts = bench.load_prompts()[: values["n_prompts"]]
-    check_request(values["ks"], values["temps"], values["new_tokens"], values["repeats"], prompts, limits)
+    batches = tuple(sorted(int(b) for b in values.get("batches", [1])))
+    check_request(values["ks"], values["temps"], values["new_tokens"], values["repeats"], prompts, limits, batches)
+    if batches != (1,) and "," in pair:
+        raise ValueError(
+            "batch sizes: decoding several sequences at once needs specviz's own GPT pair, not Hugging Face's"
+        )
     if values["dtype"] not in DTYPES:
         raise ValueError(f"dtype: {values['dtype']!r}; allowed: {', '.join(DTYPES)}")
     return Request(
@@ -227,4 +251,5 @@ def make_request(values: Mapping, limits: Limits) -> Request:
         repeats=int(values["repeats"]),
         seed=int(values["seed"]),
         max_wall_s=limits.max_wall_s,
+        batches=batches,
     )

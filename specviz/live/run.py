@@ -130,6 +130,9 @@ def measure(run: LiveRun, load: Callable[[str, str, str], tuple]) -> None:
     def on_progress(progress: bench.Progress) -> None:
         run.progress = progress
 
+    if req.batched:
+        _measure_batches(run, target, draft, tokenizer)
+        return
     try:
         bench.sweep(
             target,
@@ -148,6 +151,34 @@ def measure(run: LiveRun, load: Callable[[str, str, str], tuple]) -> None:
         )
     except bench.Stopped:
         run.stopped = "stopped" if run.stop_requested else f"the wall-time cap of {req.max_wall_s:g} s was reached"
+
+
+def _measure_batches(run: LiveRun, target, draft, tokenizer) -> None:
+    """The batched cells (B, K, temperature) of ``run``, each :func:`specviz.bench.batch_cell`, with the
+    same stop, cap and progress rules as the sweep (asked before each cell; one "run" per cell)."""
+    import torch
+
+    req = run.request
+    prompts = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in req.prompts]
+    cells = [(b, k, t) for b in req.batches for t in req.temperatures for k in req.ks]
+    base = {
+        "device": str(target.device),
+        "dtype": str(target.dtype).removeprefix("torch."),
+        "torch_version": torch.__version__,
+        "hardware": bench.hardware_name(target.device),
+        "method": "draft model",
+        **req.meta(),
+    }
+    bench.warm_up(target, draft, prompts[0])
+    for i, (b, k, t) in enumerate(cells):
+        if run.stop_requested or run.over_time():
+            run.stopped = "stopped" if run.stop_requested else f"the wall-time cap of {req.max_wall_s:g} s was reached"
+            return
+        run.progress = bench.Progress(cell=i + 1, cells=len(cells), run=1, runs=1, k=k, temperature=t, done=i)
+        row = {**base, **bench.batch_cell(target, draft, prompts, k, t, req.new_tokens, b, req.repeats, req.seed)}
+        run.rows.append(row)
+        run.details.append({"k": k, "temperature": t, "batch_size": b, "exact": row["greedy_exact"]})
+    run.progress = bench.Progress(cell=len(cells), cells=len(cells), run=1, runs=1, k=k, temperature=t, done=len(cells))
 
 
 def execute(
