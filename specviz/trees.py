@@ -1,0 +1,319 @@
+"""Token trees: how many tokens a draft tree buys per round, and the best tree for a budget (Sequoia).
+
+The positional acceptance model (Sequoia, arXiv 2402.12374): at any node, the target accepts the
+child the draft ranked r-th with probability p_r, the events disjoint (Σ_r p_r ≤ 1), whatever the
+depth. A tree's expected tokens per round is then
+
+.. math::  F(T) = \\sum_{\\text{nodes } u} \\prod_{v \\text{ on the path root} \\to u} p_{\\text{rank}(v)}
+
+with the root (the token every round emits: the correction or bonus) counting 1. A chain of K
+drafts with p = (α,) gives F = (1 − α^{K+1}) / (1 − α) = E[N] (:func:`specviz.theory.expected_tokens`).
+
+Budgets count draft tokens (the non-root nodes): a tree of budget n verifies n + 1 positions in one
+target forward, as a chain of K = n does. numpy and pandas only.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from specviz import theory
+
+__all__ = [
+    "Tree",
+    "best_tree_for_hardware",
+    "chain",
+    "check_p",
+    "expected_tokens",
+    "from_topk",
+    "independent_chains",
+    "optimal_tree",
+    "optimal_tree_table",
+]
+
+
+@dataclass(frozen=True)
+class Tree:
+    """A draft tree: ``parents[i]`` is node i's parent (−1 for the root, node 0) and ``ranks[i]`` its
+    rank among its siblings (1 = the draft's likeliest; 0 for the root). Parents come before children."""
+
+    parents: tuple[int, ...]
+    ranks: tuple[int, ...]
+
+    def __post_init__(self):
+        if not self.parents or self.parents[0] != -1 or self.ranks[0] != 0 or len(self.parents) != len(self.ranks):
+            raise ValueError("a tree needs a root (node 0: parent −1, rank 0) and one rank per node")
+        seen: dict[int, set[int]] = {}
+        for i, (parent, rank) in enumerate(zip(self.parents[1:], self.ranks[1:], strict=True), start=1):
+            if not 0 <= parent < i:
+                raise ValueError(f"node {i}: parent {parent} must be an earlier node (0..{i - 1})")
+            if rank < 1 or rank in seen.setdefault(parent, set()):
+                raise ValueError(f"node {i}: rank {rank} must be >= 1 and distinct among node {parent}'s children")
+            seen[parent].add(rank)
+
+    def __len__(self) -> int:
+        return len(self.parents)
+
+    @property
+    def drafts(self) -> int:
+        """Draft tokens: the nodes but the root (the tree's budget)."""
+        return len(self.parents) - 1
+
+    @cached_property
+    def depths(self) -> tuple[int, ...]:
+        """Each node's depth (the root 0)."""
+        out = [0] * len(self.parents)
+        for i in range(1, len(self.parents)):
+            out[i] = out[self.parents[i]] + 1
+        return tuple(out)
+
+    @property
+    def depth(self) -> int:
+        """The longest root-to-leaf path, in draft tokens (a chain of K drafts has depth K)."""
+        return max(self.depths)
+
+    def children(self, node: int) -> list[int]:
+        """Node's children, by rank."""
+        kids = [i for i, p in enumerate(self.parents) if p == node]
+        return sorted(kids, key=lambda i: self.ranks[i])
+
+    def paths(self) -> list[list[int]]:
+        """Every root-to-leaf path as node indices."""
+        leaves = [i for i in range(len(self)) if not self.children(i)]
+        out = []
+        for leaf in leaves:
+            path = [leaf]
+            while self.parents[path[-1]] != -1:
+                path.append(self.parents[path[-1]])
+            out.append(path[::-1])
+        return out
+
+    def layout(self) -> tuple[np.ndarray, np.ndarray]:
+        """(x, y) per node for drawing: y = −depth, x = the mean of its leaves' positions (leaves 0, 1, …)."""
+        x = np.zeros(len(self))
+        leaf = itertools.count()
+
+        def place(node: int) -> float:
+            kids = self.children(node)
+            x[node] = next(leaf) if not kids else float(np.mean([place(k) for k in kids]))
+            return x[node]
+
+        place(0)
+        return x, -np.asarray(self.depths, dtype=float)
+
+    def describe(self) -> str:
+        """Short text: size and depth, e.g. "16 drafts, depth 5"."""
+        return f"{self.drafts} drafts, depth {self.depth}"
+
+
+def check_p(p) -> np.ndarray:
+    """Positional acceptance as a float array: each p_r in [0, 1], Σ p_r ≤ 1 (ValueError naming what is wrong)."""
+    a = theory.check_alpha(np.atleast_1d(np.asarray(p, dtype=float)), "p")
+    if a.ndim != 1 or a.size == 0:
+        raise ValueError(f"p must be a non-empty vector p_1, p_2, …; got shape {a.shape}")
+    if a.sum() > 1 + 1e-9:
+        raise ValueError(f"p must sum to at most 1 (the ranks' acceptances are disjoint); got sum {a.sum():.6g}")
+    return a
+
+
+def path_probabilities(tree: Tree, p) -> np.ndarray:
+    """Π p_rank along the path from the root to each node (the root 1; a rank beyond p gives 0)."""
+    pp = check_p(p)
+    out = np.ones(len(tree))
+    for i in range(1, len(tree)):
+        r = tree.ranks[i]
+        out[i] = out[tree.parents[i]] * (pp[r - 1] if r <= pp.size else 0.0)
+    return out
+
+
+def expected_tokens(tree: Tree, p) -> float:
+    """F(T): expected tokens per round of ``tree`` under positional acceptance ``p`` (module docstring)."""
+    return float(path_probabilities(tree, p).sum())
+
+
+# --------------------------------------------------------------------------------------
+# shapes engines use
+# --------------------------------------------------------------------------------------
+
+
+def chain(k: int) -> Tree:
+    """K drafts in a line (rank 1 each): the classic speculative round."""
+    k = int(theory.check_k(k))
+    return Tree(tuple(range(-1, k)), (0, *([1] * k)))
+
+
+def independent_chains(n: int, depth: int) -> Tree:
+    """``n`` chains of ``depth`` drafts from the root (SpecInfer): the root's children have ranks 1..n,
+    each continues with rank-1 children."""
+    n, depth = int(theory.check_k(n, "n")), int(theory.check_k(depth, "depth"))
+    parents, ranks = [-1], [0]
+    for c in range(1, n + 1):
+        prev = 0
+        for d in range(depth):
+            parents.append(prev)
+            ranks.append(c if d == 0 else 1)
+            prev = len(parents) - 1
+    return Tree(tuple(parents), tuple(ranks))
+
+
+def from_topk(depth: int, topk: int, budget: int, p) -> Tree:
+    """The EAGLE-2 / SGLang shape: expand every kept node's top-``topk`` children for ``depth`` levels,
+    then keep the ``budget`` drafts with the largest path probability (ties: earlier level, lower rank).
+
+    SGLang's ``--speculative-num-steps`` is depth, ``--speculative-eagle-topk`` topk and
+    ``--speculative-num-draft-tokens`` budget + 1 (it counts the root).
+    """
+    depth, topk, budget = (int(theory.check_k(v, n)) for v, n in ((depth, "depth"), (topk, "topk"), (budget, "budget")))
+    pp = check_p(p)
+    # candidates: (path prob, level, rank path) grown level by level from the top-k frontier
+    frontier, candidates = [((), 1.0)], []
+    for level in range(1, depth + 1):
+        grown = [
+            (path + (r,), prob * (pp[r - 1] if r <= pp.size else 0.0))
+            for path, prob in frontier
+            for r in range(1, topk + 1)
+        ]
+        grown.sort(key=lambda c: (-c[1], c[0]))
+        frontier = grown[:topk]  # EAGLE-2 expands the top-k of each level
+        candidates += [(prob, level, path) for path, prob in grown]
+    candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
+    kept: set[tuple[int, ...]] = set()
+    for _, _, path in candidates:
+        if len(kept) == budget:
+            break
+        if path[:-1] in kept or len(path) == 1:  # keep the tree connected
+            kept.add(path)
+    return _tree_of_paths(kept)
+
+
+def _tree_of_paths(paths) -> Tree:
+    """The tree whose non-root nodes are the rank paths ``paths`` (each prefix present), in level order."""
+    order = sorted(paths, key=lambda q: (len(q), q))
+    index = {(): 0}
+    parents, ranks = [-1], [0]
+    for q in order:
+        index[q] = len(parents)
+        parents.append(index[q[:-1]])
+        ranks.append(q[-1])
+    return Tree(tuple(parents), tuple(ranks))
+
+
+# --------------------------------------------------------------------------------------
+# Sequoia's dynamic program
+# --------------------------------------------------------------------------------------
+
+
+def _dp(p: np.ndarray, max_nodes: int, max_depth: int):
+    """T[m, d, b]: the best F of a tree of at most m nodes (root included), depth ≤ d, the root with b
+    children; best[m, d] = max over b. Children beyond len(p) are worthless (p = 0), so b ≤ len(p).
+
+    T[m, d, 0] = 1;  T[m, d, b] = max_{1 ≤ y ≤ m−1} T[y, d, b−1] + p_b · best[m − y, d − 1]
+    (the b-th child's subtree takes at most m − y nodes). Returns T, best and the argmax y.
+    """
+    bmax = p.size
+    T = np.full((max_nodes + 1, max_depth + 1, bmax + 1), -np.inf)
+    arg = np.zeros((max_nodes + 1, max_depth + 1, bmax + 1), dtype=np.int64)
+    T[1:, :, 0] = 1.0
+    best = np.full((max_nodes + 1, max_depth + 1), -np.inf)
+    best[1:, :] = 1.0
+    for d in range(1, max_depth + 1):
+        for m in range(2, max_nodes + 1):
+            y = np.arange(1, m)  # at most y nodes for the root and its first b − 1 children
+            for b in range(1, bmax + 1):
+                value = T[y, d, b - 1] + p[b - 1] * best[m - y, d - 1]  # (m − 1,)
+                i = int(np.argmax(value))  # first maximum: the smallest y on ties
+                T[m, d, b], arg[m, d, b] = value[i], y[i]
+            best[m, d] = T[m, d, :].max()
+    return T, best, arg
+
+
+def _rebuild(T: np.ndarray, best: np.ndarray, arg: np.ndarray, m: int, d: int) -> list[tuple[int, ...]]:
+    """The rank paths of an optimal tree of at most m nodes and depth ≤ d (from the DP's argmaxes)."""
+    if m == 1 or d == 0:
+        return []
+    b = int(np.argmax(T[m, d, :] >= best[m, d] - 1e-15))  # fewest root children among the optima
+    paths: list[tuple[int, ...]] = []
+    while b > 0:
+        y = int(arg[m, d, b])
+        paths += [(b,)] + [(b, *q) for q in _rebuild(T, best, arg, m - y, d - 1)]
+        m, b = y, b - 1
+    return paths
+
+
+def _padded(paths: list[tuple[int, ...]], budget: int) -> list[tuple[int, ...]]:
+    """``paths`` with root children of the next unused ranks added up to ``budget`` drafts (they add
+    nothing to F: the optimum leaves budget unused only where every further node has p = 0)."""
+    used = max((q[0] for q in paths), default=0)
+    return paths + [(used + i,) for i in range(1, budget - len(paths) + 1)]
+
+
+def optimal_tree(p, budget: int, max_depth: int) -> Tree:
+    """The tree of ``budget`` drafts and depth ≤ ``max_depth`` with the largest F under ``p`` (Sequoia's DP;
+    ties go to fewer root children, then to the smaller first subtree). Drafts no rank of ``p`` can
+    pay for (p = 0 beyond its length) are placed as further root children."""
+    pp = check_p(p)
+    budget, max_depth = int(theory.check_k(budget, "budget")), int(theory.check_k(max_depth, "max_depth"))
+    T, best, arg = _dp(pp, budget + 1, max_depth)
+    return _tree_of_paths(_padded(_rebuild(T, best, arg, budget + 1, max_depth), budget))
+
+
+def optimal_tree_table(p, budgets: Sequence[int], max_depth: int) -> pd.DataFrame:
+    """F of the optimal tree for every budget in ``budgets`` and every depth 1..max_depth, from one DP pass.
+
+    Columns: budget, depth, expected_tokens, and chain (F of the chain of min(budget, depth) drafts).
+    """
+    pp = check_p(p)
+    budgets = sorted({int(theory.check_k(b, "budget")) for b in budgets})
+    max_depth = int(theory.check_k(max_depth, "max_depth"))
+    _, best, _ = _dp(pp, budgets[-1] + 1, max_depth)
+    rows = [
+        {
+            "budget": b,
+            "depth": d,
+            "expected_tokens": float(best[b + 1, d]),
+            "chain": float(theory.expected_tokens(pp[0], min(b, d))),
+        }
+        for b in budgets
+        for d in range(1, max_depth + 1)
+    ]
+    return pd.DataFrame(rows)
+
+
+def best_tree_for_hardware(
+    p, t_draft: float, t_verify_of_size: Callable[[int], float], max_budget: int, max_depth: int
+) -> tuple[Tree, float]:
+    """The tree with the largest speedup over target-only decoding, Sequoia's hardware-aware choice.
+
+    A round of a tree of budget n and depth d costs d · t_draft (one draft forward per level) plus
+    ``t_verify_of_size(n + 1)`` (one target forward over n + 1 positions) and yields F tokens;
+    target-only decoding yields one token per ``t_verify_of_size(1)``. So
+
+    .. math::  S(n, d) = \\frac{F_{n,d} \\cdot t_{verify}(1)}{d \\cdot t_{draft} + t_{verify}(n + 1)}
+
+    maximised over n ≤ ``max_budget`` and d ≤ ``max_depth`` (d ≤ n). ``t_verify_of_size`` may come from
+    :mod:`specviz.hardware`, a measured table, or the measured-cost model (1 + v (n)) T_p.
+    Returns (tree, speedup).
+    """
+    pp = check_p(p)
+    if not (np.isfinite(t_draft) and t_draft >= 0):
+        raise ValueError(f"t_draft must be a finite number >= 0; got {t_draft}")
+    max_budget, max_depth = int(theory.check_k(max_budget, "max_budget")), int(theory.check_k(max_depth, "max_depth"))
+    T, best, arg = _dp(pp, max_budget + 1, max_depth)
+    t1 = float(t_verify_of_size(1))
+    if not (np.isfinite(t1) and t1 > 0):
+        raise ValueError(f"t_verify_of_size(1) must be a finite time > 0; got {t1}")
+    choice, top = (1, 1), -np.inf
+    for n in range(1, max_budget + 1):
+        tv = float(t_verify_of_size(n + 1))
+        for d in range(1, min(n, max_depth) + 1):
+            s = best[n + 1, d] * t1 / (d * t_draft + tv)
+            if s > top + 1e-15:
+                choice, top = (n, d), s
+    n, d = choice
+    return _tree_of_paths(_padded(_rebuild(T, best, arg, n + 1, d), n)), float(top)

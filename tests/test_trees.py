@@ -1,0 +1,138 @@
+"""Token trees (specviz.trees): F(T), the shapes engines use, Sequoia's DP against brute force."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+import pytest
+from _tiers import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specviz import theory, trees
+
+SETTINGS = settings(max_examples=examples(100), deadline=None)
+
+
+@st.composite
+def positional(draw, max_ranks: int = 4):
+    """A positional acceptance vector: descending, each in [0, 1], summing to at most 1."""
+    raw = draw(st.lists(st.floats(0, 1), min_size=1, max_size=max_ranks))
+    total = draw(st.floats(0.05, 1.0))
+    p = np.sort(np.asarray(raw))[::-1]
+    return (p / p.sum() * total).tolist() if p.sum() > 0 else [total]
+
+
+@SETTINGS
+@given(alpha=st.floats(0, 1), k=st.integers(1, 40))
+def test_a_chain_is_the_iid_model(alpha, k):
+    assert trees.expected_tokens(trees.chain(k), [alpha]) == pytest.approx(theory.expected_tokens(alpha, k), abs=1e-12)
+
+
+def test_expected_tokens_by_hand():
+    # root with children of rank 1 and 2; the rank-1 child has a rank-1 child
+    tree = trees.Tree((-1, 0, 0, 1), (0, 1, 2, 1))
+    assert trees.expected_tokens(tree, [0.6, 0.3]) == pytest.approx(1 + 0.6 + 0.3 + 0.36)
+    assert tree.depth == 2 and tree.drafts == 3 and sorted(tree.paths()) == [[0, 1, 3], [0, 2]]
+    assert trees.expected_tokens(tree, [0.6]) == pytest.approx(1 + 0.6 + 0.36)  # rank 2 beyond p: 0
+    x, y = tree.layout()
+    assert y.tolist() == [0, -1, -1, -2] and x[0] == pytest.approx((x[1] + x[2]) / 2)
+
+
+def test_independent_chains_and_topk_shapes():
+    spec = trees.independent_chains(3, 2)
+    assert spec.drafts == 6 and spec.depth == 2
+    assert sorted(spec.ranks[i] for i in spec.children(0)) == [1, 2, 3]
+    p = [0.5, 0.2, 0.1]
+    assert trees.expected_tokens(spec, p) == pytest.approx(1 + (0.5 + 0.2 + 0.1) * 1.5)
+    top = trees.from_topk(depth=3, topk=2, budget=6, p=p)
+    assert top.drafts == 6 and top.depth <= 3
+    # no tree of that size and depth does better than the optimum
+    assert trees.expected_tokens(top, p) <= trees.expected_tokens(trees.optimal_tree(p, 6, 3), p) + 1e-12
+
+
+@cache
+def _all_trees(budget: int) -> list[frozenset]:
+    """Every tree of ``budget`` drafts as a set of rank paths, ranks 1..budget (prefix-closed, ranks 1..k gap-free)."""
+    if budget == 0:
+        return [frozenset()]
+    out = set()
+    for smaller in _all_trees(budget - 1):
+        nodes = [(), *smaller]
+        for parent in nodes:
+            kids = [q for q in smaller if q[:-1] == parent]
+            out.add(frozenset({*smaller, (*parent, len(kids) + 1)}))
+    return list(out)
+
+
+def _f(paths, p) -> float:
+    return 1 + sum(np.prod([p[r - 1] if r <= len(p) else 0 for r in q]) for q in paths)
+
+
+@pytest.mark.parametrize("budget", range(1, 8))
+def test_the_dp_is_the_brute_force_optimum(budget):
+    rng = np.random.default_rng(budget)
+    for _ in range(3):
+        p = np.sort(rng.dirichlet(np.ones(4)) * rng.uniform(0.5, 1))[::-1]
+        for depth in (1, 2, budget):
+            brute = max(_f(t, p) for t in _all_trees(budget) if max(map(len, t)) <= depth)
+            tree = trees.optimal_tree(p, budget, depth)
+            assert tree.drafts == budget and tree.depth <= depth
+            assert trees.expected_tokens(tree, p) == pytest.approx(brute, rel=1e-12)
+
+
+@SETTINGS
+@given(p=positional(), budget=st.integers(1, 24), depth=st.integers(1, 8))
+def test_optimal_f_grows_with_budget_and_depth_and_beats_chains(p, budget, depth):
+    table = trees.optimal_tree_table(p, range(1, budget + 2), depth + 1).set_index(["budget", "depth"])
+    f = table["expected_tokens"]
+    assert f[(budget + 1, depth)] >= f[(budget, depth)] - 1e-12
+    assert f[(budget, depth + 1)] >= f[(budget, depth)] - 1e-12
+    chain_k = min(budget, depth)
+    assert f[(budget, depth)] >= trees.expected_tokens(trees.chain(chain_k), p) - 1e-12
+    tree = trees.optimal_tree(p, budget, depth)
+    assert trees.expected_tokens(tree, p) == pytest.approx(f[(budget, depth)], rel=1e-12)
+    # the chain-only restriction (one rank) is the i.i.d. chain
+    only_first = trees.optimal_tree_table(p[:1], [budget], depth)
+    assert only_first["expected_tokens"].iloc[-1] == pytest.approx(theory.expected_tokens(p[0], chain_k), rel=1e-12)
+
+
+def test_optimal_beats_independent_chains_of_the_same_size():
+    p = [0.55, 0.2, 0.1, 0.05]
+    for n, d in ((2, 4), (4, 4), (8, 2)):
+        spec = trees.independent_chains(n, d)
+        assert trees.expected_tokens(trees.optimal_tree(p, spec.drafts, d), p) >= trees.expected_tokens(spec, p)
+
+
+def test_hardware_choice_trades_tokens_for_verify_cost():
+    p = [0.6, 0.2, 0.1]
+    free = trees.best_tree_for_hardware(p, 0.0, lambda n: 1.0, 32, 8)  # verifying is free: the biggest tree wins
+    assert free[0].drafts == 32
+    costly = trees.best_tree_for_hardware(p, 0.05, lambda n: 1.0 + 0.1 * (n - 1), 32, 8)
+    assert costly[0].drafts < 32 and costly[1] > 1
+    tree, s = costly
+    assert s == pytest.approx(trees.expected_tokens(tree, p) / (tree.depth * 0.05 + 1.0 + 0.1 * tree.drafts), rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: trees.expected_tokens(trees.chain(2), [0.7, 0.5]), "p must sum to at most 1"),
+        (lambda: trees.expected_tokens(trees.chain(2), [1.5]), r"p must be in \[0, 1\]"),
+        (lambda: trees.Tree((-1, 2, 0), (0, 1, 1)), "node 1: parent 2 must be an earlier node"),
+        (lambda: trees.Tree((-1, 0, 0), (0, 1, 1)), "node 2: rank 1 must be >= 1 and distinct"),
+        (lambda: trees.optimal_tree([0.5], 0, 3), "budget must be an integer"),
+    ],
+)
+def test_bad_input_is_named(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_a_table_of_budget_128_depth_10_comes_from_one_pass():
+    p = [0.5, 0.15, 0.08, 0.05, 0.03, 0.02, 0.01, 0.01]
+    table = trees.optimal_tree_table(p, [1, 2, 4, 8, 16, 32, 64, 128], 10)
+    assert len(table) == 8 * 10
+    f = table.set_index(["budget", "depth"])["expected_tokens"]
+    assert f[(128, 10)] > f[(8, 8)] > trees.expected_tokens(trees.chain(8), p)
