@@ -220,16 +220,25 @@ def _dp(p: np.ndarray, max_nodes: int, max_depth: int):
     T = np.full((max_nodes + 1, max_depth + 1, bmax + 1), -np.inf)
     arg = np.zeros((max_nodes + 1, max_depth + 1, bmax + 1), dtype=np.int64)
     T[1:, :, 0] = 1.0
-    best = np.full((max_nodes + 1, max_depth + 1), -np.inf)
-    best[1:, :] = 1.0
+    best = np.full((max_nodes + 1, max_depth + 1), 1.0)  # row 0 is never a real subtree (penalised below)
+    # every (m, y) split at once: a max-plus convolution per (depth, b) over an (m, y) grid
+    y = np.arange(1, max_nodes + 1)[None, :]  # (1, M): nodes kept for the root and its first b − 1 children
+    rest = np.arange(max_nodes + 1)[:, None] - y  # (M + 1, M): nodes left for the b-th child's subtree
+    penalty = np.where(rest < 1, -np.inf, 0.0)  # splits that leave the subtree no node
+    rest = np.maximum(rest, 1)
+    rows = np.arange(max_nodes + 1)
+    value = np.empty(penalty.shape)  # (M + 1, M), reused
     for d in range(1, max_depth + 1):
-        for m in range(2, max_nodes + 1):
-            y = np.arange(1, m)  # at most y nodes for the root and its first b − 1 children
-            for b in range(1, bmax + 1):
-                value = T[y, d, b - 1] + p[b - 1] * best[m - y, d - 1]  # (m − 1,)
-                i = int(np.argmax(value))  # first maximum: the smallest y on ties
-                T[m, d, b], arg[m, d, b] = value[i], y[i]
-            best[m, d] = T[m, d, :].max()
+        subtree = best[:, d - 1][rest]  # (M + 1, M): best F of the b-th child's subtree (finite)
+        for b in range(1, bmax + 1):
+            np.multiply(subtree, p[b - 1], out=value)
+            value += penalty
+            value += T[1:, d, b - 1][None, :]
+            i = value.argmax(1)  # first maximum: the smallest y on ties
+            T[:, d, b] = value[rows, i]
+            arg[:, d, b] = i + 1
+        T[:2, d, 1:] = -np.inf  # 0 or 1 node: no child
+        best[1:, d] = T[1:, d, :].max(1)
     return T, best, arg
 
 
@@ -272,17 +281,15 @@ def optimal_tree_table(p, budgets: Sequence[int], max_depth: int) -> pd.DataFram
     budgets = sorted({int(theory.check_k(b, "budget")) for b in budgets})
     max_depth = int(theory.check_k(max_depth, "max_depth"))
     _, best, _ = _dp(pp, budgets[-1] + 1, max_depth)
-    rows = [
+    b, d = np.meshgrid(np.asarray(budgets), np.arange(1, max_depth + 1), indexing="ij")  # (nB, D)
+    return pd.DataFrame(
         {
-            "budget": b,
-            "depth": d,
-            "expected_tokens": float(best[b + 1, d]),
-            "chain": float(theory.expected_tokens(pp[0], min(b, d))),
+            "budget": b.ravel(),
+            "depth": d.ravel(),
+            "expected_tokens": best[b + 1, d].ravel(),
+            "chain": theory.expected_tokens(pp[0], np.minimum(b, d)).ravel(),
         }
-        for b in budgets
-        for d in range(1, max_depth + 1)
-    ]
-    return pd.DataFrame(rows)
+    )
 
 
 def best_tree_for_hardware(
