@@ -209,12 +209,13 @@ def _tree_of_paths(paths) -> Tree:
 # --------------------------------------------------------------------------------------
 
 
-def _dp(p: np.ndarray, max_nodes: int, max_depth: int):
+def _dp(p: np.ndarray, max_nodes: int, max_depth: int, with_arg: bool = True):
     """T[m, d, b]: the best F of a tree of at most m nodes (root included), depth ≤ d, the root with b
     children; best[m, d] = max over b. Children beyond len(p) are worthless (p = 0), so b ≤ len(p).
 
     T[m, d, 0] = 1;  T[m, d, b] = max_{1 ≤ y ≤ m−1} T[y, d, b−1] + p_b · best[m − y, d − 1]
-    (the b-th child's subtree takes at most m − y nodes). Returns T, best and the argmax y.
+    (the b-th child's subtree takes at most m − y nodes). Returns T, best and the argmax y (only
+    ``with_arg``: a table of F needs no tree rebuilt, and a max is cheaper than an argmax).
     """
     bmax = p.size
     T = np.full((max_nodes + 1, max_depth + 1, bmax + 1), -np.inf)
@@ -234,9 +235,12 @@ def _dp(p: np.ndarray, max_nodes: int, max_depth: int):
             np.multiply(subtree, p[b - 1], out=value)
             value += penalty
             value += T[1:, d, b - 1][None, :]
-            i = value.argmax(1)  # first maximum: the smallest y on ties
-            T[:, d, b] = value[rows, i]
-            arg[:, d, b] = i + 1
+            if with_arg:
+                i = value.argmax(1)  # first maximum: the smallest y on ties
+                T[:, d, b] = value[rows, i]
+                arg[:, d, b] = i + 1
+            else:
+                T[:, d, b] = value.max(1)
         T[:2, d, 1:] = -np.inf  # 0 or 1 node: no child
         best[1:, d] = T[1:, d, :].max(1)
     return T, best, arg
@@ -278,10 +282,10 @@ def optimal_tree_table(p, budgets: Sequence[int], max_depth: int) -> pd.DataFram
     Columns: budget, depth, expected_tokens, and chain (F of the chain of min(budget, depth) drafts).
     """
     pp = check_p(p)
-    budgets = sorted({int(theory.check_k(b, "budget")) for b in budgets})
+    budgets = np.unique(theory.check_k(np.asarray(list(budgets)), "budget")).astype(int)  # sorted, distinct
     max_depth = int(theory.check_k(max_depth, "max_depth"))
-    _, best, _ = _dp(pp, budgets[-1] + 1, max_depth)
-    b, d = np.meshgrid(np.asarray(budgets), np.arange(1, max_depth + 1), indexing="ij")  # (nB, D)
+    _, best, _ = _dp(pp, int(budgets[-1]) + 1, max_depth, with_arg=False)
+    b, d = np.meshgrid(budgets, np.arange(1, max_depth + 1), indexing="ij")  # (nB, D)
     return pd.DataFrame(
         {
             "budget": b.ravel(),
