@@ -18,6 +18,7 @@ PAGES = [
     st.Page("pages/break-even.py", title="Break-even & optimal K", icon=":material/balance:", url_path="break-even"),
     st.Page("pages/sampling-lab.py", title="Rejection-sampling lab", icon=":material/casino:", url_path="sampling-lab"),
     st.Page("pages/hardware.py", title="Hardware & batch", icon=":material/memory:", url_path="hardware"),
+    st.Page("pages/strategies.py", title="Drafting strategies", icon=":material/account_tree:", url_path="strategies"),
     st.Page("pages/live.py", title="Live benchmark", icon=":material/play_circle:", url_path="live"),
     st.Page("pages/measured-data.py", title="Measured data", icon=":material/table_chart:", url_path="measured-data"),
     st.Page(

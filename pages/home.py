@@ -57,6 +57,11 @@ st.page_link(
     icon=":material/memory:",
 )
 st.page_link(
+    "pages/strategies.py",
+    label="Drafting strategies — token trees: tokens per round of chains, top-k and Sequoia-optimal trees",
+    icon=":material/account_tree:",
+)
+st.page_link(
     "pages/live.py",
     label="Live benchmark — run a draft/target pair here, see it on the curves",
     icon=":material/play_circle:",

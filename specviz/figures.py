@@ -815,3 +815,57 @@ def speedup_by_batch_measured(frame) -> go.Figure:
     fig.add_hline(y=1.0, line_dash="dash", line_color="black")
     fig.update_xaxes(type="log")
     return _layout(fig, "batch size B", "measured speedup S")
+
+
+def tree_figure(x, y, parents, path_prob, labels) -> go.Figure:
+    """A draft tree: node i at (x[i], y[i]) (y = −depth), edges to ``parents``, coloured by path probability."""
+    ex, ey = [], []
+    for i, parent in enumerate(parents):
+        if parent >= 0:
+            ex += [x[parent], x[i], None]
+            ey += [y[parent], y[i], None]
+    fig = go.Figure(
+        [
+            go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#999", width=1), hoverinfo="skip", showlegend=False),
+            go.Scatter(
+                x=compact(x),
+                y=compact(y),
+                mode="markers+text",
+                text=labels,
+                textposition="middle center",
+                textfont=dict(size=9, color="white"),
+                marker=dict(
+                    size=18,
+                    color=compact(path_prob),
+                    colorscale="Viridis",
+                    cmin=0,
+                    cmax=1,
+                    colorbar=dict(title=dict(text="P(path)")),
+                ),
+                customdata=compact(path_prob),
+                hovertemplate="rank %{text}<br>P(reached) = %{customdata:.3f}<extra></extra>",
+                showlegend=False,
+            ),
+        ]
+    )
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(title="depth", tickvals=sorted(set(np.asarray(y).tolist())), ticktext=None)
+    fig.update_layout(height=420, margin=dict(l=10, r=10, t=30, b=10))
+    return fig
+
+
+def tokens_by_budget(frame) -> go.Figure:
+    """Expected tokens per round against the draft budget, one line per tree shape."""
+    fig = go.Figure()
+    for shape, part in frame.groupby("shape", sort=False):
+        fig.add_trace(
+            go.Scatter(
+                x=part["budget"],
+                y=compact(part["expected_tokens"]),
+                mode="lines+markers",
+                name=plotly_text(shape),
+                hovertemplate=f"{plotly_text(shape)}<br>budget %{{x}}<br>F = %{{y:.3f}}<extra></extra>",
+            )
+        )
+    fig.update_xaxes(type="log")
+    return _layout(fig, "draft tokens per round (budget)", "expected tokens per round F")

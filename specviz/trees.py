@@ -27,14 +27,19 @@ from specviz import theory
 
 __all__ = [
     "Tree",
+    "best_topk",
     "best_tree_for_hardware",
     "chain",
     "check_p",
     "expected_tokens",
     "from_topk",
+    "geometric_p",
     "independent_chains",
     "optimal_tree",
     "optimal_tree_table",
+    "parse_p",
+    "sglang_flags",
+    "shapes_by_budget",
 ]
 
 
@@ -328,3 +333,74 @@ def best_tree_for_hardware(
                 choice, top = (n, d), s
     n, d = choice
     return _tree_of_paths(_padded(_rebuild(T, best, arg, n + 1, d), n)), float(top)
+
+
+# --------------------------------------------------------------------------------------
+# inputs and engine settings
+# --------------------------------------------------------------------------------------
+
+
+def geometric_p(alpha: float, ranks: int) -> np.ndarray:
+    """A geometric positional profile: p_r = α (1 − α)^(r−1), r = 1..ranks (sums to 1 − (1 − α)^ranks)."""
+    a = float(theory.check_alpha(alpha))
+    r = np.arange(int(theory.check_k(ranks, "ranks")))
+    return a * (1 - a) ** r
+
+
+def parse_p(text: str) -> np.ndarray:
+    """Comma-separated p_1, p_2, … as typed; ValueError naming the field and what is allowed."""
+    try:
+        values = [float(x) for x in str(text).replace(";", ",").split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"p: {text!r} is not a comma-separated list of numbers (e.g. 0.6, 0.2, 0.1)") from None
+    if not values:
+        raise ValueError("p: type at least one number p_1 (e.g. 0.6, 0.2, 0.1)")
+    return check_p(values)
+
+
+def best_topk(p, budget: int, max_depth: int, max_topk: int = 8) -> tuple[Tree, int, int]:
+    """The EAGLE-2 / SGLang top-k tree of ``budget`` drafts with the largest F over depth ≤ max_depth
+    and top-k ≤ max_topk: (tree, depth, topk)."""
+    best, choice = None, (1, 1)
+    for depth in range(1, max_depth + 1):
+        for topk in range(1, max_topk + 1):
+            tree = from_topk(depth, topk, budget, p)
+            if tree.drafts < budget:
+                continue
+            f = expected_tokens(tree, p)
+            if best is None or f > expected_tokens(best, p) + 1e-12:
+                best, choice = tree, (depth, topk)
+    return best, *choice
+
+
+def sglang_flags(depth: int, topk: int, budget: int) -> str:
+    """SGLang's EAGLE flags for a top-k tree: steps = depth, top-k, draft tokens = budget + 1 (the root)."""
+    return (
+        f"--speculative-num-steps {depth} --speculative-eagle-topk {topk} --speculative-num-draft-tokens {budget + 1}"
+    )
+
+
+def shapes_by_budget(p, budgets, max_depth: int) -> pd.DataFrame:
+    """Expected tokens per round by budget for the chain (K = min(budget, depth)), the best independent
+    chains (n chains of depth budget // n ≤ max_depth), the best top-k tree and the optimal tree."""
+    pp = check_p(p)
+    table = optimal_tree_table(pp, budgets, max_depth)
+    optimal = table[table.depth == max_depth].set_index("budget")["expected_tokens"]
+    rows = []
+    for b in optimal.index:
+        spec = max(
+            (independent_chains(n, b // n) for n in range(1, b + 1) if 1 <= b // n <= max_depth),
+            key=lambda t: expected_tokens(t, pp),
+        )
+        top = best_topk(pp, int(b), max_depth)[0]
+        rows += [
+            {
+                "budget": int(b),
+                "shape": "chain",
+                "expected_tokens": float(theory.expected_tokens(pp[0], min(b, max_depth))),
+            },
+            {"budget": int(b), "shape": "independent chains", "expected_tokens": expected_tokens(spec, pp)},
+            {"budget": int(b), "shape": "top-k tree", "expected_tokens": expected_tokens(top, pp)},
+            {"budget": int(b), "shape": "optimal tree", "expected_tokens": float(optimal[b])},
+        ]
+    return pd.DataFrame(rows)

@@ -33,6 +33,7 @@ PAGES = [
     ("/break-even", "break-even.png", True),
     ("/sampling-lab", "sampling-lab.png", True),
     ("/hardware", "hardware.png", True),
+    ("/strategies", "strategies.png", True),
     ("/live", "live.png", False),
     ("/measured-data", "measured-data.png", False),
     ("/converter", "converter.png", True),
@@ -174,7 +175,16 @@ def test_page_renders(app_url, page, screenshot_dir, path, shot, charts):
     assert page.locator('[data-testid="stMain"] h1').count() >= 1, f"no title on {path}"
     if path == "/":
         # Page links and formulas are lazy-loaded components: drawn shortly after the run ends.
-        for target in ("design-space", "break-even", "sampling-lab", "hardware", "live", "measured-data", "converter"):
+        for target in (
+            "design-space",
+            "break-even",
+            "sampling-lab",
+            "hardware",
+            "strategies",
+            "live",
+            "measured-data",
+            "converter",
+        ):
             link = page.locator(f'[data-testid="stMain"] [data-testid="stPageLink"] a[href$="{target}"]').first
             expect(link, f"home has no link to {target}").to_be_visible(timeout=RUN_TIMEOUT_MS)
         expect(page.locator('[data-testid="stMain"] .katex').first).to_be_visible(timeout=RUN_TIMEOUT_MS)

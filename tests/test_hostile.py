@@ -31,6 +31,7 @@ PAGES = (
     "pages/break-even.py",
     "pages/sampling-lab.py",
     "pages/hardware.py",
+    "pages/strategies.py",
     "pages/live.py",
     "pages/measured-data.py",
     "pages/converter.py",
@@ -297,6 +298,15 @@ def test_measured_data_survives_any_link(query, library_url):
 @example(query={"pair": "custom (choose target and draft)", "target": "specviz/bundled-target", "draft": "gpt2"})
 def test_hardware_survives_any_link(query):
     no_exception("pages/hardware.py", query)
+
+
+@pytest.mark.slow
+@HOSTILE
+@given(query=queries("pages/strategies.py"))
+@example(query={"p_src": "typed", "p": "0.9,0.9", "budget": "128", "depth": "16", "view": "Shapes by budget"})
+@example(query={"p_src": "typed", "p": "nan,inf,-1", "view": "Hardware-aware"})
+def test_strategies_survive_any_link(query):
+    no_exception("pages/strategies.py", query)
 
 
 @pytest.mark.slow

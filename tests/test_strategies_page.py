@@ -1,0 +1,69 @@
+"""The Drafting strategies page in AppTest: each view, links, p typed or geometric, bad p named."""
+
+from __future__ import annotations
+
+import pytest
+from _apps import open_app, rerun, shown_errors
+
+from specviz import trees
+
+PAGE = "pages/strategies.py"
+VIEWS = {
+    "Optimal tree": ["fig_tree"],
+    "Shapes by budget": ["fig_shapes"],
+    "Budget × depth": [],
+    "Hardware-aware": [],
+    "Engine flags": [],
+}
+
+
+def metric(at, start: str):
+    return next(m for m in at.metric if m.label.startswith(start))
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_every_view_renders_only_its_charts(view):
+    at = open_app(PAGE, view=view)
+    assert [c.key for c in at.get("plotly_chart")] == VIEWS[view]
+    assert not at.error
+
+
+def test_defaults_show_the_optimal_tree_and_what_it_buys():
+    at = open_app(PAGE)
+    p = trees.geometric_p(0.6, 4)
+    tree = trees.optimal_tree(p, 16, 6)
+    m = metric(at, "Optimal tree")
+    assert m.value == f"{trees.expected_tokens(tree, p):.3f}" and tree.describe() in m.delta
+    at.slider(key="strategies.budget").set_value(4)
+    rerun(at)
+    assert metric(at, "Optimal tree").value == f"{trees.expected_tokens(trees.optimal_tree(p, 4, 6), p):.3f}"
+    assert at.query_params["budget"] == "4"
+
+
+def test_a_typed_p_from_a_link_drives_the_engine_flags():
+    at = open_app(PAGE, p_src="typed", p="0.5, 0.2, 0.1", budget="8", depth="4", view="Engine flags")
+    _, depth, topk = trees.best_topk([0.5, 0.2, 0.1], 8, 4)
+    assert at.code[0].value == trees.sglang_flags(depth, topk, 8)
+    assert at.text_input(key="strategies.p").value == "0.5, 0.2, 0.1"
+
+
+def test_hardware_view_follows_the_cost_model():
+    at = open_app(PAGE, view="Hardware-aware", c="5", v="0.3")
+    p = trees.geometric_p(0.6, 4)
+    tree, s = trees.best_tree_for_hardware(p, 1 / 5, lambda n: 1 + 0.3 * (n - 1), 16, 6)
+    m = metric(at, "Best tree")
+    assert m.value == tree.describe() and f"{s:.2f}×" in m.delta
+
+
+@pytest.mark.parametrize(
+    ("p", "message"),
+    [
+        ("0.7, 0.5", "p must sum to at most 1"),
+        ("abc", "p: 'abc' is not a comma-separated list"),
+        ("", "p: type at least"),
+    ],
+)
+def test_a_bad_typed_p_is_an_error_naming_it_and_the_page_still_draws(p, message):
+    at = open_app(PAGE, p_src="typed", p=p)
+    assert any(message in e for e in shown_errors(at)), shown_errors(at)
+    assert at.get("plotly_chart")  # drawn with the default profile
