@@ -274,15 +274,7 @@ def _bench_batches(args, target, draft, tokenizer, prompts: list[str], meta: dic
     from specviz import bench
 
     encoded = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in prompts]
-    base = {
-        "device": str(target.device),
-        "dtype": str(target.dtype).removeprefix("torch."),
-        "torch_version": torch.__version__,
-        "hardware": bench.hardware_name(target.device),
-        "method": "draft model",
-        "source": "specviz bench --batch-size",
-        **meta,
-    }
+    base = bench.run_columns(target, "specviz bench --batch-size", meta)
     rows = []
     try:
         bench.warm_up(target, draft, encoded[0])

@@ -246,6 +246,20 @@ def aggregate(measured: list[Run], k: int, temperature: float, new_tokens: int) 
     }
 
 
+def run_columns(target, source: str, meta: dict | None = None) -> dict:
+    """The constant columns of a run's measurement rows: device, dtype, torch version, hardware,
+    method and source, then ``meta`` (label, model names, …)."""
+    return {
+        "device": str(target.device),
+        "dtype": str(target.dtype).removeprefix("torch."),
+        "torch_version": torch.__version__,
+        "hardware": hardware_name(target.device),
+        "method": "draft model",
+        "source": source,
+        **(meta or {}),
+    }
+
+
 def batch_cell(
     target,
     draft,
@@ -339,7 +353,6 @@ def sweep(
         raise ValueError(f"temperature must be >= 0; got {temperatures}")
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1; got {repeats}")
-    device = target.device
     encoded = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in prompts]
     for i, p in enumerate(encoded):  # every cell must fit before the first one runs
         try:
@@ -347,16 +360,7 @@ def sweep(
         except ValueError as exc:
             raise ValueError(f"prompt {i + 1}: {exc}") from None
     warm_up(target, draft, encoded[0])
-    base = {
-        "batch_size": 1,
-        "device": str(device),
-        "dtype": str(target.dtype).removeprefix("torch."),
-        "torch_version": torch.__version__,
-        "hardware": hardware_name(device),
-        "method": "draft model",
-        "source": "specviz bench",
-        **(meta or {}),
-    }
+    base = {"batch_size": 1, **run_columns(target, "specviz bench", meta)}
     cells = [(k, t) for t in temperatures for k in ks]
     per_cell = len(encoded) * repeats
     rows = []

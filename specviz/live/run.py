@@ -161,14 +161,8 @@ def _measure_batches(run: LiveRun, target, draft, tokenizer) -> None:
     req = run.request
     prompts = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in req.prompts]
     cells = [(b, k, t) for b in req.batches for t in req.temperatures for k in req.ks]
-    base = {
-        "device": str(target.device),
-        "dtype": str(target.dtype).removeprefix("torch."),
-        "torch_version": torch.__version__,
-        "hardware": bench.hardware_name(target.device),
-        "method": "draft model",
-        **req.meta(),
-    }
+    meta = req.meta()
+    base = bench.run_columns(target, meta["source"], meta)
     bench.warm_up(target, draft, prompts[0])
     for i, (b, k, t) in enumerate(cells):
         if run.stop_requested or run.over_time():
