@@ -538,7 +538,8 @@ def speculative_generate_batch(
     tokens, so a row whose K drafts were all accepted catches the draft up), verifies K + 1 positions
     per row in one target forward at the rows' own positions, applies the acceptance rule row by row
     (:func:`specviz.sampling.verify` is batched) and advances each row by its own a + 1. A row that
-    has its ``max_new_tokens`` stops advancing (it is recomputed, not extended) until all have.
+    has its ``max_new_tokens`` stops advancing: until all have, it idles at the end of its prompt (its
+    work is discarded), so no row ever reaches past the context that :func:`check_inputs` allows.
 
     Returns (new tokens (B, max_new_tokens), one :class:`GenerationStats` per row: its own rounds;
     the timings are the batch's).
@@ -562,8 +563,11 @@ def speculative_generate_batch(
         if bool(done.all()):
             break
         t_a = clock.now()
-        feed = torch.stack([seq[rows, pos - 1], seq[rows, pos]], 1)  # (B, 2) at positions pos − 1, pos
-        at, tokens, q_rows = pos - 1, [], []
+        # a finished row idles at the end of its prompt, where its K + 1 positions always fit the cache
+        # (its position may have passed the last new token by up to K); nothing it computes is kept
+        work = torch.where(done, lengths - 1, pos)  # (B,)
+        feed = torch.stack([seq[rows, work - 1], seq[rows, work]], 1)  # (B, 2) at positions work − 1, work
+        at, tokens, q_rows = work - 1, [], []
         for _ in range(k):
             q_i = sampler.probs(draft(feed, at)[:, -1])  # (B, V)
             x = sampler.sample(q_i)  # (B,)
@@ -572,7 +576,7 @@ def speculative_generate_batch(
             at, feed = at + feed.shape[1], x[:, None]
         drafts, q = torch.stack(tokens, 1), torch.stack(q_rows, 1)  # (B, K), (B, K, V)
         t_b = clock.now()
-        p = sampler.probs(target(torch.cat([seq[rows, pos][:, None], drafts], 1), pos))  # (B, K + 1, V)
+        p = sampler.probs(target(torch.cat([seq[rows, work][:, None], drafts], 1), work))  # (B, K + 1, V)
         t_c = clock.now()
         result = sampling.verify(p, q, drafts, sampler.generator, greedy=sampler.greedy)
         accepted = torch.where(done, torch.zeros_like(result.accepted), result.accepted)  # (B,)

@@ -58,6 +58,19 @@ def test_greedy_rows_equal_their_own_target_only_output(pair, prompts, k):
         assert all(r.accept_mask == [True] * r.accepted + ([False] if r.accepted < k else []) for r in stats[i].rounds)
 
 
+@pytest.mark.parametrize("k", [2, 6])
+def test_rows_that_finish_early_stay_inside_the_context(pair, k):
+    """The longest prompt fills the context exactly (prompt + max_new + K + 1); the short one finishes
+    many rounds earlier, overshooting its last token by up to K, and must not run past the cache."""
+    target, draft = pair
+    g = torch.Generator().manual_seed(4)
+    new = 24
+    prompts = [torch.randint(0, 256, (n,), generator=g) for n in (CFG.block_size - new - k - 1, 3)]
+    out, _ = decoding.speculative_generate_batch(target, draft, prompts, k, 0.0, new)
+    for i, prompt in enumerate(prompts):
+        assert out[i].tolist() == decoding.generate_target_only(target, prompt, new)[0].tolist(), i
+
+
 def test_some_rows_reject_while_others_accept(pair, prompts):
     target, draft = pair
     _, stats = decoding.speculative_generate_batch(target, draft, prompts, 4, 0.0, 40)
