@@ -93,7 +93,11 @@ def hardware_section(view: dict, p: np.ndarray) -> None:
 
 
 def engine_section(view: dict, p: np.ndarray) -> None:
-    tree, depth, topk = trees.best_topk(p, view["budget"], view["depth"])
+    try:
+        tree, depth, topk = trees.best_topk(p, view["budget"], view["depth"])
+    except ValueError as exc:
+        st.warning(f"Budget / Maximum depth: {exc}. Raise the maximum depth or lower the budget.")
+        return
     f = trees.expected_tokens(tree, p)
     st.markdown(f"**SGLang (EAGLE)**: the best top-k tree of {view['budget']} drafts, F = {f:.3f}")
     st.code(trees.sglang_flags(depth, topk, view["budget"]), language="bash")

@@ -360,7 +360,11 @@ def parse_p(text: str) -> np.ndarray:
 
 def best_topk(p, budget: int, max_depth: int, max_topk: int = 8) -> tuple[Tree, int, int]:
     """The EAGLE-2 / SGLang top-k tree of ``budget`` drafts with the largest F over depth ≤ max_depth
-    and top-k ≤ max_topk: (tree, depth, topk)."""
+    and top-k ≤ max_topk: (tree, depth, topk).
+
+    Such a tree has at most topk + (depth − 1) · topk² drafts (the top-k of each level expand topk
+    children each); ValueError when no (depth, topk) in range holds ``budget``.
+    """
     best, choice = None, (1, 1)
     for depth in range(1, max_depth + 1):
         for topk in range(1, max_topk + 1):
@@ -370,6 +374,12 @@ def best_topk(p, budget: int, max_depth: int, max_topk: int = 8) -> tuple[Tree, 
             f = expected_tokens(tree, p)
             if best is None or f > expected_tokens(best, p) + 1e-12:
                 best, choice = tree, (depth, topk)
+    if best is None:
+        most = max_topk + (max_depth - 1) * max_topk**2
+        raise ValueError(
+            f"budget must be at most {most} for a top-k tree of depth ≤ {max_depth} and top-k ≤ {max_topk} "
+            f"(top-k + (depth − 1) · top-k² drafts); got {budget}"
+        )
     return best, *choice
 
 
@@ -382,7 +392,8 @@ def sglang_flags(depth: int, topk: int, budget: int) -> str:
 
 def shapes_by_budget(p, budgets, max_depth: int) -> pd.DataFrame:
     """Expected tokens per round by budget for the chain (K = min(budget, depth)), the best independent
-    chains (n chains of depth budget // n ≤ max_depth), the best top-k tree and the optimal tree."""
+    chains (n chains of depth budget // n ≤ max_depth), the best top-k tree (NaN where none of depth ≤
+    max_depth holds the budget) and the optimal tree."""
     pp = check_p(p)
     table = optimal_tree_table(pp, budgets, max_depth)
     optimal = table[table.depth == max_depth].set_index("budget")["expected_tokens"]
@@ -392,7 +403,10 @@ def shapes_by_budget(p, budgets, max_depth: int) -> pd.DataFrame:
             (independent_chains(n, b // n) for n in range(1, b + 1) if 1 <= b // n <= max_depth),
             key=lambda t: expected_tokens(t, pp),
         )
-        top = best_topk(pp, int(b), max_depth)[0]
+        try:
+            top_f = expected_tokens(best_topk(pp, int(b), max_depth)[0], pp)
+        except ValueError:  # no top-k tree of this depth holds the budget
+            top_f = float("nan")
         rows += [
             {
                 "budget": int(b),
@@ -400,7 +414,7 @@ def shapes_by_budget(p, budgets, max_depth: int) -> pd.DataFrame:
                 "expected_tokens": float(theory.expected_tokens(pp[0], min(b, max_depth))),
             },
             {"budget": int(b), "shape": "independent chains", "expected_tokens": expected_tokens(spec, pp)},
-            {"budget": int(b), "shape": "top-k tree", "expected_tokens": expected_tokens(top, pp)},
+            {"budget": int(b), "shape": "top-k tree", "expected_tokens": top_f},
             {"budget": int(b), "shape": "optimal tree", "expected_tokens": float(optimal[b])},
         ]
     return pd.DataFrame(rows)

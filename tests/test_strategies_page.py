@@ -47,6 +47,14 @@ def test_a_typed_p_from_a_link_drives_the_engine_flags():
     assert at.text_input(key="strategies.p").value == "0.5, 0.2, 0.1"
 
 
+def test_engine_flags_for_a_budget_no_top_k_tree_holds_is_a_warning_not_a_crash():
+    at = open_app(PAGE, budget="16", depth="1", view="Engine flags")
+    assert not at.exception and not at.error and not at.code
+    assert "budget must be at most 8" in at.warning[0].value and "Maximum depth" in at.warning[0].value
+    at = open_app(PAGE, budget="16", depth="1", view="Shapes by budget")
+    assert not at.exception and [c.key for c in at.get("plotly_chart")] == ["fig_shapes"]
+
+
 def test_hardware_view_follows_the_cost_model():
     at = open_app(PAGE, view="Hardware-aware", c="5", v="0.3")
     p = trees.geometric_p(0.6, 4)

@@ -123,6 +123,8 @@ def test_hardware_choice_trades_tokens_for_verify_cost():
         (lambda: trees.Tree((-1, 2, 0), (0, 1, 1)), "node 1: parent 2 must be an earlier node"),
         (lambda: trees.Tree((-1, 0, 0), (0, 1, 1)), "node 2: rank 1 must be >= 1 and distinct"),
         (lambda: trees.optimal_tree([0.5], 0, 3), "budget must be an integer"),
+        (lambda: trees.best_topk([0.5], 9, 1), r"budget must be at most 8 for a top-k tree of depth ≤ 1 .*got 9"),
+        (lambda: trees.best_topk([0.5], 73, 2), "budget must be at most 72 .*got 73"),
     ],
 )
 def test_bad_input_is_named(call, message):
@@ -136,3 +138,9 @@ def test_a_table_of_budget_128_depth_10_comes_from_one_pass():
     assert len(table) == 8 * 10
     f = table.set_index(["budget", "depth"])["expected_tokens"]
     assert f[(128, 10)] > f[(8, 8)] > trees.expected_tokens(trees.chain(8), p)
+
+
+def test_shapes_by_budget_leaves_the_top_k_tree_out_where_none_holds_the_budget():
+    frame = trees.shapes_by_budget([0.6, 0.2], [4, 8, 16], 1).set_index(["budget", "shape"])["expected_tokens"]
+    assert np.isnan(frame[(16, "top-k tree")]) and frame[(8, "top-k tree")] == pytest.approx(1 + 0.6 + 0.2)
+    assert frame[(16, "optimal tree")] == pytest.approx(1 + 0.6 + 0.2)  # depth 1: the two useful ranks
