@@ -42,6 +42,8 @@ T0 = time.perf_counter()
 
 VARIANTS = {
     "fp32": dict(precision="fp32"),
+    "fp32+fused": dict(precision="fp32", fused=True),
+    "fp32+fused+compile": dict(precision="fp32", fused=True, compile=True),
     "bf16": dict(precision="bf16"),
     "bf16+fused": dict(precision="bf16", fused=True),
     "bf16+accum4": dict(precision="bf16", micro_batches=4),

@@ -187,7 +187,7 @@ def memory_section(view: dict, target, draft) -> None:
     for name, model, tp in (("target", target, view["tp_t"]), ("draft", draft, view["tp_d"])):
         b = int(hardware.max_batch(model, view["gpu"], view["ctx"], view["dtype"], tp))
         weights = hardware.weight_bytes(model, view["dtype"]) / tp / 1e9
-        kv = hardware.kv_bytes_per_token(model, view["dtype"]) / tp / 2**10
+        kv = hardware.kv_bytes_per_token(model, view["dtype"], tp) / 2**10
         text = f"{b:,} sequences" if b else "the weights alone do not fit"
         st.metric(f"Largest batch of the {name} at L = {view['ctx']:,} (TP {tp})", text)
         st.caption(f"weights {weights:.2f} GB per GPU; KV cache {kv:.1f} KiB per token per GPU")

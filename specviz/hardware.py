@@ -22,6 +22,7 @@ and what is allowed. numpy and pandas only.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -189,12 +190,42 @@ _GATED = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3Fo
 _PLAIN = {"GPT2LMHeadModel", "GPTBigCodeForCausalLM"}
 
 
+def _hf_int(config: dict, keys: tuple[str, ...], required: bool = True) -> int | None:
+    """The first of ``keys`` that ``config`` sets, as an integer >= 1 (None when absent and optional).
+
+    JSON booleans, strings, fractions and non-finite numbers raise ValueError naming the key."""
+    key = next((k for k in keys if config.get(k) is not None), None)
+    if key is None:
+        if required:
+            raise ValueError(f"config.json lacks {' or '.join(keys)}")
+        return None
+    value = config[key]
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not (ok and value >= 1 and value == int(value)):
+        raise ValueError(f"config.json {key} must be an integer >= 1; got {value!r}")
+    return int(value)
+
+
+def _hf_bool(config: dict, key: str, default: bool) -> bool:
+    value = config.get(key, default)
+    if not isinstance(value, bool):
+        raise ValueError(f"config.json {key} must be true or false; got {value!r}")
+    return value
+
+
+# tie_word_embeddings when config.json leaves it out: each architecture's transformers default
+_TIED_DEFAULT = {"GPT2LMHeadModel": True, "GPTBigCodeForCausalLM": True, "Gemma2ForCausalLM": True}
+
+
 def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
     """A model spec from a Hugging Face ``config.json`` (dict or JSON text).
 
     Dense decoder-only architectures are modelled (Llama, Mistral, Qwen2/3, Gemma-2: gated MLP;
-    GPT-2: plain MLP). Anything else, or a config that lacks a needed key, raises ValueError
-    listing what is missing or unsupported.
+    GPT-2, GPTBigCode: plain MLP). Sizes must be integers >= 1. Keys left out take the
+    architecture's transformers default: K/V heads = query heads (GPTBigCode: 1 when ``multi_query``,
+    its default), head_dim = hidden_size / heads, GPT-2's MLP = 4 · hidden_size, tied embeddings for
+    GPT-2, GPTBigCode and Gemma-2 only. Anything else, or a config that lacks a needed key or holds a
+    bad value, raises ValueError naming the key.
     """
     if isinstance(config, str | bytes):
         try:
@@ -204,6 +235,8 @@ def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
     if not isinstance(config, dict):
         raise ValueError(f"config.json must hold a JSON object; got {type(config).__name__}")
     archs = config.get("architectures") or []
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise ValueError(f"config.json architectures must be a list of names; got {archs!r}")
     arch = archs[0] if archs else None
     if arch not in _GATED | _PLAIN:
         raise ValueError(
@@ -212,25 +245,23 @@ def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
         )
     if config.get("num_local_experts") or config.get("num_experts"):
         raise ValueError("mixture-of-experts configs are not modelled (num_local_experts / num_experts is set)")
-    spec, missing = {"name": name}, []
-    for field, keys in _HF_KEYS.items():
-        value = next((config[k] for k in keys if config.get(k) is not None), None)
-        if value is None:
-            missing.append(" or ".join(keys))
-        spec[field] = value
+    missing = [" or ".join(keys) for keys in _HF_KEYS.values() if all(config.get(k) is None for k in keys)]
+    if arch in _GATED and config.get("intermediate_size") is None:
+        missing.append("intermediate_size")
     if missing:
         raise ValueError(f"config.json lacks {missing}, needed to model {arch}")
-    spec["n_kv_heads"] = config.get("num_key_value_heads") or spec["n_heads"]
-    spec["head_dim"] = config.get("head_dim") or spec["hidden_size"] // spec["n_heads"]
+    spec = {"name": name} | {field: _hf_int(config, keys) for field, keys in _HF_KEYS.items()}
+    multi_query = arch == "GPTBigCodeForCausalLM" and _hf_bool(config, "multi_query", True)
+    spec["n_kv_heads"] = 1 if multi_query else _hf_int(config, ("num_key_value_heads",), False) or spec["n_heads"]
+    spec["head_dim"] = _hf_int(config, ("head_dim",), False) or spec["hidden_size"] // spec["n_heads"]
     if arch in _PLAIN:
-        spec["intermediate_size"] = config.get("n_inner") or 4 * spec["hidden_size"]
-        spec["mlp"], spec["tied_embeddings"] = "plain", config.get("tie_word_embeddings", True)
+        spec["intermediate_size"] = _hf_int(config, ("n_inner",), False) or 4 * spec["hidden_size"]
+        spec["mlp"] = "plain"
     else:
-        if config.get("intermediate_size") is None:
-            raise ValueError(f"config.json lacks ['intermediate_size'], needed to model {arch}")
-        spec["intermediate_size"] = config["intermediate_size"]
-        spec["mlp"], spec["tied_embeddings"] = "gated", config.get("tie_word_embeddings", False)
-    spec["max_context"] = config.get("max_position_embeddings") or config.get("n_positions")
+        spec["intermediate_size"] = _hf_int(config, ("intermediate_size",))
+        spec["mlp"] = "gated"
+    spec["tied_embeddings"] = _hf_bool(config, "tie_word_embeddings", _TIED_DEFAULT.get(arch, False))
+    spec["max_context"] = _hf_int(config, ("max_position_embeddings", "n_positions"), False)
     spec["params"] = parameter_count(spec)
     return model_spec(spec)
 
@@ -295,7 +326,8 @@ def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) ->
     * linear layers: FLOPs = 2·in·out·B·n / tp; bytes = in·out·w / tp (weights, read once per step
       whatever B·n) + (in + out)·B·n·a (activations);
     * attention over L + n positions: FLOPs = 4·B·n·(L + n)·H·hd / tp; bytes = the KV cache read,
-      B·(L + n)·2·H_kv·hd·w / tp (KV heads are replicated when H_kv < tp), plus q and output;
+      B·(L + n)·2·h·hd·w with h = :func:`kv_heads_per_gpu` (KV heads are replicated when
+      H_kv < tp, and so are their K/V projections), plus q and output;
     * norms and residual adds: memory only, 4 reads/writes of B·n·d per layer;
     * tensor-parallel all-reduces: 2 per layer of B·n·d·a bytes (time in :func:`step_time`).
     """
@@ -306,13 +338,14 @@ def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) ->
     d, hd, layers = m["hidden_size"], m["head_dim"], m["n_layers"]
     h, h_kv, ffn = m["n_heads"], m["n_kv_heads"], m["intermediate_size"]
     rows = b * n  # (…) tokens processed this step
-    kv_heads = np.maximum(h_kv / tp, 1.0)  # per GPU
+    kv_heads = kv_heads_per_gpu(h_kv, tp)
 
     def linear(inp: float, out: float) -> tuple:
         return 2.0 * inp * out * rows / tp, (inp * out * w + (inp + out) * rows * a) / tp
 
     q = linear(d, h * hd)
-    kv = linear(d, 2 * h_kv * hd)
+    replicated = kv_heads * tp / h_kv  # 1 when the KV heads split evenly; tp / H_kv when each GPU holds one
+    kv = tuple(replicated * x for x in linear(d, 2 * h_kv * hd))  # each GPU projects its own K/V heads
     o = linear(h * hd, d)
     proj = tuple(layers * (x + y + z) for x, y, z in zip(q, kv, o, strict=True))
     up = linear(d, (2 if m["mlp"] == "gated" else 1) * ffn)
@@ -566,10 +599,18 @@ def alpha_from_measurements(frame: pd.DataFrame, per_position: bool = False, wha
 USABLE_MEMORY = 0.9  #: fraction of HBM for weights and KV cache (the rest: activations, CUDA context)
 
 
-def kv_bytes_per_token(model, dtype="bf16") -> float:
-    """KV cache bytes per token of context: 2 · n_layers · n_kv_heads · head_dim · bytes."""
+def kv_heads_per_gpu(n_kv_heads, tp):
+    """K/V heads each of ``tp`` GPUs holds: max(⌈H_kv / tp⌉, 1) (a head is replicated when H_kv < tp)."""
+    return np.maximum(np.ceil(n_kv_heads / np.asarray(tp, dtype=float)), 1.0)
+
+
+def kv_bytes_per_token(model, dtype="bf16", tp=1):
+    """KV cache bytes per token of context on one of ``tp`` GPUs: 2 · n_layers · h · head_dim · bytes,
+    h = :func:`kv_heads_per_gpu` (the whole cache when tp = 1)."""
     m = model_spec(model)
-    return 2.0 * m["n_layers"] * m["n_kv_heads"] * m["head_dim"] * _dtype_bytes(dtype)
+    _, _, _, tp_ = _check_grid(1, 0, 1, tp)
+    heads = kv_heads_per_gpu(m["n_kv_heads"], tp_)
+    return np.asarray(2.0 * m["n_layers"] * heads * m["head_dim"] * _dtype_bytes(dtype))[()]
 
 
 def weight_bytes(model, dtype="bf16") -> float:
@@ -581,10 +622,11 @@ def weight_bytes(model, dtype="bf16") -> float:
 
 
 def fits(model, gpu, batch, context, dtype="bf16", tp=1):
-    """Whether weights / tp + batch · context · KV bytes per token / tp fit in ``USABLE_MEMORY`` of HBM."""
+    """Whether weights / tp + batch · context · (per-GPU KV bytes per token, :func:`kv_bytes_per_token`)
+    fit in ``USABLE_MEMORY`` of one GPU's HBM."""
     g = gpu_spec(gpu)
     b, ctx, _, tp_ = _check_grid(batch, context, 1, tp)
-    need = (weight_bytes(model, dtype) + b * ctx * kv_bytes_per_token(model, dtype)) / tp_
+    need = weight_bytes(model, dtype) / tp_ + b * ctx * kv_bytes_per_token(model, dtype, tp_)
     return np.asarray(need <= g["memory_gb"] * 1e9 * USABLE_MEMORY)[()]
 
 
@@ -592,8 +634,8 @@ def max_batch(model, gpu, context, dtype="bf16", tp=1) -> np.ndarray:
     """The largest batch whose KV cache at ``context`` fits beside the weights (0 if the weights don't fit)."""
     g = gpu_spec(gpu)
     _, ctx, _, tp_ = _check_grid(1, context, 1, tp)
-    free = g["memory_gb"] * 1e9 * USABLE_MEMORY * tp_ - weight_bytes(model, dtype)
-    per_seq = np.maximum(ctx, 1.0) * kv_bytes_per_token(model, dtype)
+    free = g["memory_gb"] * 1e9 * USABLE_MEMORY - weight_bytes(model, dtype) / tp_  # per GPU
+    per_seq = np.maximum(ctx, 1.0) * kv_bytes_per_token(model, dtype, tp_)
     return np.asarray(np.maximum(np.floor(free / per_seq), 0).astype(int))[()]
 
 

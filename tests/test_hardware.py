@@ -187,6 +187,20 @@ def test_memory_fit_and_the_largest_batch_agree():
     assert hw.max_batch("meta-llama/Llama-3.1-405B-Instruct", "H100-SXM5-80GB", 4096) == 0
 
 
+def test_kv_heads_fewer_than_gpus_are_replicated_in_memory_and_traffic():
+    """Qwen2.5-7B has 4 KV heads: at TP 8 every GPU still holds one, not half of one."""
+    model, gpu, ctx = "Qwen/Qwen2.5-7B-Instruct", "H100-SXM5-80GB", 32768
+    full = hw.kv_bytes_per_token(model)
+    assert hw.kv_bytes_per_token(model, tp=4) == full / 4 and hw.kv_bytes_per_token(model, tp=8) == full / 4
+    for tp in (4, 8):
+        b = int(hw.max_batch(model, gpu, ctx, tp=tp))
+        assert hw.fits(model, gpu, b, ctx, tp=tp) and not hw.fits(model, gpu, b + 1, ctx, tp=tp)
+    free = 80e9 * hw.USABLE_MEMORY - hw.weight_bytes(model) / 8
+    assert hw.max_batch(model, gpu, ctx, tp=8) == int(free // (ctx * full / 4))
+    kv = lambda tp: hw.operator_costs(model, gpu, 1, ctx, 1, tp=tp)["attention"][1]  # noqa: E731
+    assert kv(8) == pytest.approx(kv(4), rel=0.01)  # the cache read per GPU stops shrinking at TP 4
+
+
 def test_vllm_config_has_vllms_keys_and_ranges_that_cover_every_batch():
     batches = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
     config = hw.vllm_speculative_config(
@@ -259,6 +273,47 @@ def test_a_llama_config_json_gives_the_catalogues_architecture():
 def test_configs_we_cannot_model_say_what_is_missing(config, message):
     with pytest.raises(ValueError, match=message):
         hw.from_hf_config(config if isinstance(config, str) else json.dumps(config))
+
+
+LLAMA_MINI = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 256,
+    "intermediate_size": 512,
+    "num_attention_heads": 4,
+    "num_hidden_layers": 2,
+    "vocab_size": 1000,
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"hidden_size": "4096"}, "config.json hidden_size must be an integer >= 1; got '4096'"),
+        ({"num_hidden_layers": 0}, "num_hidden_layers must be an integer >= 1; got 0"),
+        ({"num_attention_heads": True}, "num_attention_heads must be an integer >= 1; got True"),
+        ({"intermediate_size": 1e400}, "intermediate_size must be an integer >= 1; got inf"),
+        ({"vocab_size": 12.5}, "vocab_size must be an integer >= 1; got 12.5"),
+        ({"num_key_value_heads": [8]}, r"num_key_value_heads must be an integer >= 1; got \[8\]"),
+        ({"max_position_embeddings": "4k"}, "max_position_embeddings must be an integer >= 1; got '4k'"),
+        ({"tie_word_embeddings": "no"}, "tie_word_embeddings must be true or false; got 'no'"),
+        ({"architectures": "LlamaForCausalLM"}, "architectures must be a list of names"),
+        ({"architectures": [{"name": 1}]}, "architectures must be a list of names"),
+    ],
+)
+def test_config_values_of_the_wrong_type_are_named(change, message):
+    with pytest.raises(ValueError, match=message):
+        hw.from_hf_config(json.dumps(LLAMA_MINI | change))
+
+
+def test_config_defaults_follow_each_architecture():
+    llama = hw.from_hf_config(LLAMA_MINI)
+    assert (llama["n_kv_heads"], llama["head_dim"], llama["tied_embeddings"]) == (4, 64, False)
+    gemma = hw.from_hf_config(LLAMA_MINI | {"architectures": ["Gemma2ForCausalLM"]})
+    assert gemma["tied_embeddings"] and gemma["params"] == llama["params"] - 1000 * 256
+    bigcode = {"architectures": ["GPTBigCodeForCausalLM"], "n_embd": 256, "n_head": 4, "n_layer": 2, "vocab_size": 1000}
+    assert hw.from_hf_config(bigcode)["n_kv_heads"] == 1  # multi_query defaults to true
+    assert hw.from_hf_config(bigcode | {"multi_query": False})["n_kv_heads"] == 4
+    assert hw.from_hf_config(bigcode)["intermediate_size"] == 1024
 
 
 @pytest.mark.parametrize(

@@ -309,6 +309,22 @@ def test_train_one_writes_its_record_and_the_card_is_made_from_two(corpus, tmp_p
     assert svg.startswith("<svg") and svg.count("<polyline") == 2
 
 
+def test_retraining_one_model_replaces_its_entry_in_an_existing_card(corpus, tmp_path, capsys):
+    out = tmp_path / "pair"
+    tc = train.TrainConfig(steps=2, batch_size=2, seq_len=64, warmup=1, eval_every=1)
+    for name in ("target", "draft"):
+        train.train_one(name, TINY, tc, out, tmp_path / "w", corpus, command=f"first {name}")
+    assert cli.main(["card", "--out", str(out), "--corpus", str(corpus)]) == 0
+    (out / "draft" / "train.json").unlink()  # a shipped pair keeps only the retrained model's record
+    longer = train.TrainConfig(steps=3, batch_size=2, seq_len=64, warmup=1, eval_every=1)
+    train.train_one("target", TINY, longer, out, tmp_path / "w2", corpus, command="second target")
+    assert cli.main(["card", "--out", str(out), "--corpus", str(corpus)]) == 0
+    card = json.loads((out / "card.json").read_text())
+    assert card["target"]["train"]["steps"] == 3 and len(card["target"]["log"]["curve"]) == 3
+    assert card["target"]["command"] == "second target" and card["draft"]["train"]["steps"] == 2
+    capsys.readouterr()
+
+
 def test_draft_distillation_needs_the_target(tmp_path, capsys):
     argv = ["train", "--only", "draft", "--teacher-windows", "4", "--out", str(tmp_path), "--draft-steps", "1"]
     assert cli.main(argv) == 2

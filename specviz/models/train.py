@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from specviz.models.gpt import GPT, GPTConfig, bits_per_byte
 
-TARGET = GPTConfig(n_layer=6, n_head=6, n_embd=384, block_size=512)
+TARGET = GPTConfig(n_layer=6, n_head=4, n_embd=256, block_size=512)
 DRAFT = GPTConfig(n_layer=1, n_head=2, n_embd=128, block_size=512)
 SEPARATOR = b"\n\n"  # between concatenated files
 STORAGE_DTYPE = torch.float16  # shipped weights: half the bytes, well within fp16 range (std ≈ 0.02)
@@ -553,6 +553,22 @@ def card_from_training(out_dir: Path, corpus_root: Path | None = None) -> dict:
     return card | records
 
 
+def card_with_training(out_dir: Path, corpus_root: Path | None = None) -> dict:
+    """The card's training part, newest first: :func:`card_from_training` when both models have a
+    ``train.json``; otherwise the existing ``card.json`` with the one retrained model's entry replaced
+    by its ``train.json`` (its command kept in that entry)."""
+    fresh = [name for name in ("target", "draft") if (out_dir / name / "train.json").exists()]
+    if len(fresh) == 2 or not (out_dir / "card.json").exists():
+        return card_from_training(out_dir, corpus_root)
+    try:
+        card = json.loads((out_dir / "card.json").read_text())
+        record = json.loads((out_dir / fresh[0] / "train.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{out_dir}: card.json or {fresh[0]}/train.json is unreadable: {exc}") from None
+    card[fresh[0]] = record
+    return card
+
+
 def corpus_summary(root: Path, train_files: list[Path], val_files: list[Path]) -> dict:
     """The card's corpus entry: source, file and byte counts, and the held-out files by name."""
     return {
@@ -573,12 +589,14 @@ def remeasure_card(
     The held-out files are the ones ``card.json`` lists, read from ``corpus_root`` (default:
     this Python's stdlib). Useful after an engine change or on another machine: the speed
     entries (T_target, T_draft, c) depend on both. A pair trained one model at a time
-    (:func:`train_one`) has no card yet: it is made from the models' ``train.json``.
+    (:func:`train_one`) has its card made, or its retrained model's entry replaced, from the models'
+    ``train.json`` (:func:`card_with_training`), so no stale training record survives a retrain.
     """
-    if not (out_dir / "card.json").exists() and (out_dir / "target" / "train.json").exists():
-        write_card(out_dir, card_from_training(out_dir, corpus_root))
+    retrained = any((out_dir / name / "train.json").exists() for name in ("target", "draft"))
     try:
-        card = json.loads((out_dir / "card.json").read_text())
+        card = (
+            card_with_training(out_dir, corpus_root) if retrained else json.loads((out_dir / "card.json").read_text())
+        )
         names = card["corpus"]["validation_file_list"]
         if not {"target", "draft"} <= card.keys():  # measure_pair extends these entries
             raise KeyError("target/draft")
