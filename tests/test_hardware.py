@@ -197,7 +197,7 @@ def test_kv_heads_fewer_than_gpus_are_replicated_in_memory_and_traffic():
         assert hw.fits(model, gpu, b, ctx, tp=tp) and not hw.fits(model, gpu, b + 1, ctx, tp=tp)
     free = 80e9 * hw.USABLE_MEMORY - hw.weight_bytes(model) / 8
     assert hw.max_batch(model, gpu, ctx, tp=8) == int(free // (ctx * full / 4))
-    kv = lambda tp: hw.operator_costs(model, gpu, 1, ctx, 1, tp=tp)["attention"][1]  # noqa: E731
+    kv = lambda tp: hw.operator_costs(model, gpu, 1, ctx, 1, tp=tp)["attention"][1]
     assert kv(8) == pytest.approx(kv(4), rel=0.01)  # the cache read per GPU stops shrinking at TP 4
 
 
