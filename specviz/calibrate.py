@@ -208,23 +208,34 @@ def verify_cost(frame: pd.DataFrame, model: str, context: int | None = None) -> 
 
 
 def k_star_by_batch(batched: pd.DataFrame, target: dict, draft: dict, gpu: dict, context: int) -> pd.DataFrame:
-    """Measured K*(B) (the K of the best measured speedup at each B, 0 where none is above 1) against
-    the roofline's K*(B) at the α̂ measured at that B (mean over its K). ``batched`` is the CSV of
-    ``python -m specviz bench --batch-size``; greedy rows only (T = 0)."""
+    """Measured K*(B) against the roofline's, both chosen among the K that were benchmarked at that B.
+
+    Measured: the K of the best median speedup at each B (ties: the smaller K; 0 where none is above
+    1). Predicted: the same argmax over the roofline's speedups at those K, at the α̂ measured at that
+    B (mean over its K). ``batched`` is the CSV of ``python -m specviz bench --batch-size``; greedy
+    rows only (T = 0).
+    """
     rows = batched[batched["temperature"] == 0]
     out = []
     for b, cell in rows.groupby("batch_size"):
-        best = cell.loc[cell["speedup"].idxmax()]
-        measured = int(best["k"]) if best["speedup"] > 1 else 0
-        k_max = int(cell["k"].max())
+        by_k = cell.groupby("k")["speedup"].median()  # index sorted by K
         alpha = float(cell["alpha"].mean())
-        frame = hardware.speedup_by_batch(target, draft, gpu, alpha, [int(b)], [context], k_max, dtype="fp32")
+        frame = hardware.speedup_by_batch(
+            target, draft, gpu, alpha, [int(b)], [context], int(by_k.index.max()), dtype="fp32"
+        )
+        predicted = pd.Series([float(frame[f"s_{int(k)}"].iloc[0]) for k in by_k.index], index=by_k.index)
         out.append(
             {
                 "batch": int(b),
                 "alpha": alpha,
-                "k_star_measured": measured,
-                "k_star_predicted": int(frame["k_star"].iloc[0]),
+                "k_star_measured": _best_k(by_k),
+                "k_star_predicted": _best_k(predicted),
             }
         )
     return pd.DataFrame(out)
+
+
+def _best_k(speedup_by_k: pd.Series) -> int:
+    """The K (index, ascending) of the largest speedup, the smaller on ties; 0 when none is above 1."""
+    k = speedup_by_k.idxmax()
+    return int(k) if speedup_by_k[k] > 1 else 0

@@ -525,7 +525,9 @@ def speedup_by_batch(
         dtype=dtype,
         tp_target=tp_target,
         tp_draft=tp_draft,
-        draft_context=None if draft_context is None else np.asarray(draft_context, dtype=float)[None, :, None],
+        draft_context=None
+        if draft_context is None
+        else np.atleast_1d(np.asarray(draft_context, dtype=float))[None, :, None],
         efficiency=efficiency,
     )
     mean = _mean_tokens(alpha, k_max)  # (K,)

@@ -6,6 +6,7 @@ import itertools
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from _tiers import examples
 from hypothesis import given, settings
@@ -371,3 +372,10 @@ def test_alpha_from_measured_rows_mean_or_per_position():
         hw.alpha_from_measurements(frame.assign(per_position_acceptance=""), True, "run 7")
     with pytest.raises(ValueError, match="run 7 has no measured rows"):
         hw.alpha_from_measurements(frame.iloc[:0], False, "run 7")
+
+
+def test_a_scalar_draft_context_is_one_context_for_every_column():
+    args = ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.2-1B-Instruct", "H100-SXM5-80GB", 0.7)
+    scalar = hw.speedup_by_batch(*args, [1, 8], [4096], 4, draft_context=4096)
+    listed = hw.speedup_by_batch(*args, [1, 8], [4096], 4, draft_context=[4096])
+    pd.testing.assert_frame_equal(scalar, listed)
