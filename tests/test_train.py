@@ -241,7 +241,11 @@ def test_teacher_is_computed_once_per_target(data, tmp_path, monkeypatch):
     monkeypatch.setattr(train, "teacher_outputs", lambda *a, **k: pytest.fail("recomputed a cached teacher"))
     second = train.cached_teacher(tmp_path / "pair" / "target", data, dc, 64, tmp_path / "work")
     assert np.array_equal(first.top_p, second.top_p)
-    assert len(list((tmp_path / "work").glob("teacher-*-3x64-top2-seed0.npz"))) == 1
+    assert len(list((tmp_path / "work").glob("teacher-*-3x64-top2-seed0-fp32.npz"))) == 1
+    monkeypatch.undo()
+    other = train.cached_teacher(tmp_path / "pair" / "target", data[::-1].copy(), dc, 64, tmp_path / "work")
+    assert not np.array_equal(other.tokens, first.tokens)  # another corpus is another teacher
+    assert len(list((tmp_path / "work").glob("teacher-*-3x64-top2-seed0-fp32.npz"))) == 2
 
 
 def test_distilled_draft_gets_closer_to_the_target(data, tmp_path):
@@ -339,3 +343,19 @@ def test_distinct_ngram_ratio():
     assert distinct_ngram_ratio([1, 2, 1, 2, 1, 2], 2) == 2 / 5
     with pytest.raises(ValueError, match="at least n tokens; got n=4, 3 tokens"):
         distinct_ngram_ratio([1, 2, 3], 4)
+
+
+def test_a_resume_between_curve_points_keeps_the_training_losses_of_the_interrupted_run(data, tmp_path):
+    tc = train.TrainConfig(steps=6, batch_size=2, seq_len=64, warmup=2, checkpoint_every=1, eval_every=3)
+
+    def stop_at_2(step: int, bits: float) -> None:
+        if step == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train.train_model(TINY, tc, data, tmp_path / "a", stop_at_2, val_data=data)
+    _, resumed = train.train_model(TINY, tc, data, tmp_path / "a", val_data=data)
+    _, straight = train.train_model(TINY, tc, data, tmp_path / "b", val_data=data)
+    assert resumed["resumed_from"] == 1 and straight["resumed_from"] == 0
+    flat = [np.ravel(log["curve"]) for log in (resumed, straight)]
+    np.testing.assert_allclose(flat[0], flat[1], atol=2e-4)  # the first point averages steps 1–3, not 2–3

@@ -46,7 +46,9 @@ def corpus_files(root: Path | None = None, seed: int = 0, val_fraction: float = 
     """Standard-library ``.py`` files split into (train, validation) by file.
 
     Test suites, idlelib and site-packages are left out. Paths are sorted before a
-    seeded shuffle, so the split is the same on every machine with the same stdlib.
+    seeded shuffle, so the split is the same on every machine with the same stdlib. Training uses
+    the default seed for both models (their ``--seed`` sets initialisation and data order only), so a
+    draft never trains on the target's held-out files.
     """
     root = Path(root) if root else stdlib_root()
     skip = {"test", "tests", "idlelib", "site-packages", "__pycache__"}
@@ -142,28 +144,46 @@ class DistilConfig:
 
 
 def cached_teacher(
-    target_dir: Path, data: np.ndarray, dc: DistilConfig, seq_len: int, work_dir: Path, seed: int = 0
+    target_dir: Path,
+    data: np.ndarray,
+    dc: DistilConfig,
+    seq_len: int,
+    work_dir: Path,
+    seed: int = 0,
+    precision: str = "fp32",
 ) -> Teacher:
-    """:func:`teacher_outputs` of the model in ``target_dir``, cached in ``work_dir`` by its weights' hash."""
+    """:func:`teacher_outputs` of the model in ``target_dir``, cached in ``work_dir`` under a hash of
+    its weights and of the training bytes (a new target or a new corpus computes it afresh)."""
     import hashlib
 
-    digest = hashlib.sha256((target_dir / "model.safetensors").read_bytes()).hexdigest()[:12]
-    path = work_dir / f"teacher-{digest}-{dc.windows}x{seq_len}-top{dc.top_k}-seed{seed}.npz"
+    digest = hashlib.sha256((target_dir / "model.safetensors").read_bytes())
+    digest.update(np.ascontiguousarray(data).tobytes())
+    name = f"teacher-{digest.hexdigest()[:12]}-{dc.windows}x{seq_len}-top{dc.top_k}-seed{seed}-{precision}.npz"
+    path = work_dir / name
     if path.is_file():
         return Teacher.load(path)
-    teacher = teacher_outputs(GPT.load(target_dir), data, dc.windows, seq_len, dc.top_k, seed)
+    teacher = teacher_outputs(GPT.load(target_dir), data, dc.windows, seq_len, dc.top_k, seed, precision=precision)
     teacher.save(path)
     return teacher
 
 
 @torch.no_grad()
 def teacher_outputs(
-    target: GPT, data: np.ndarray, windows: int, seq_len: int, top_k: int = 8, seed: int = 0, chunk: int = 16
+    target: GPT,
+    data: np.ndarray,
+    windows: int,
+    seq_len: int,
+    top_k: int = 8,
+    seed: int = 0,
+    chunk: int = 16,
+    precision: str = "fp32",
 ) -> Teacher:
     """Run ``target`` once over ``windows`` random windows of ``data`` (seeded) and keep its top-k.
 
-    Forward passes run under bf16 autocast on the CPU (fp32 softmax); ``chunk`` windows at a time.
+    Forward passes run in ``precision`` (:data:`PRECISIONS`: "bf16" autocasts the matmuls, worth it
+    only on CPUs with native bf16) with an fp32 softmax; ``chunk`` windows at a time.
     """
+    dtype = PRECISIONS[precision]
     rng = np.random.default_rng(seed)
     starts = rng.integers(0, len(data) - seq_len - 1, size=windows)
     tokens = np.stack([data[s : s + seq_len + 1] for s in starts])  # (W, T + 1)
@@ -172,7 +192,7 @@ def teacher_outputs(
     target.eval()
     for a in range(0, windows, chunk):
         x = torch.from_numpy(tokens[a : a + chunk, :-1].astype(np.int64))
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast("cpu", dtype=dtype, enabled=dtype is not None):
             logits = target(x)  # (b, T, V)
         p, i = torch.softmax(logits.float(), -1).topk(top_k, dim=-1)
         top_p[a : a + chunk], top_i[a : a + chunk] = p.numpy(), i.numpy()
@@ -293,9 +313,17 @@ def train_step(
 
 
 def _save_checkpoint(
-    directory: Path, model: GPT, opt: torch.optim.Optimizer, step: int, rng_state: dict, curve: list, seconds: float
+    directory: Path,
+    model: GPT,
+    opt: torch.optim.Optimizer,
+    step: int,
+    rng_state: dict,
+    curve: list,
+    seconds: float,
+    window: list[float],
 ) -> None:
-    """Weights, AdamW moments (safetensors) and the step + data-RNG state (JSON): no pickle."""
+    """Weights, AdamW moments (safetensors) and the step, data-RNG state, loss curve, the training
+    losses since the curve's last point and the seconds so far (JSON): no pickle."""
     from safetensors.torch import save_file
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -308,11 +336,14 @@ def _save_checkpoint(
                 moments[f"{i}.{name}"] = state[name].contiguous()
     save_file(moments, str(directory / "optimizer.safetensors"))
     tmp = directory / "progress.json.tmp"
-    tmp.write_text(json.dumps({"step": step, "rng": rng_state, "curve": curve, "seconds": round(seconds, 1)}))
+    progress = {"step": step, "rng": rng_state, "curve": curve, "seconds": round(seconds, 1), "window": window}
+    tmp.write_text(json.dumps(progress))
     tmp.replace(directory / "progress.json")  # the step is committed last
 
 
-def _load_checkpoint(directory: Path, model: GPT, opt: torch.optim.Optimizer) -> tuple[int, dict, list, float] | None:
+def _load_checkpoint(
+    directory: Path, model: GPT, opt: torch.optim.Optimizer
+) -> tuple[int, dict, list, float, list[float]] | None:
     from safetensors.torch import load_file
 
     if not (directory / "progress.json").exists():
@@ -328,7 +359,13 @@ def _load_checkpoint(directory: Path, model: GPT, opt: torch.optim.Optimizer) ->
                 "exp_avg": moments[f"{i}.exp_avg"],
                 "exp_avg_sq": moments[f"{i}.exp_avg_sq"],
             }
-    return progress["step"], progress["rng"], progress.get("curve", []), progress.get("seconds", 0.0)
+    return (
+        progress["step"],
+        progress["rng"],
+        progress.get("curve", []),
+        progress.get("seconds", 0.0),
+        progress.get("window", []),
+    )
 
 
 @torch.no_grad()
@@ -382,13 +419,13 @@ def train_model(
     model = GPT(cfg)
     opt = optimizer(model, tc)
     rng = np.random.default_rng(tc.seed)
-    start, curve, before = 0, [], 0.0
+    start, curve, before, window = 0, [], 0.0, []  # window: training losses since the curve's last point
     resumed = _load_checkpoint(work_dir, model, opt)
     if resumed is not None:
-        start, rng_state, curve, before = resumed
+        start, rng_state, curve, before, window = resumed
         rng.bit_generator.state = rng_state
     model.train()
-    t0, last_loss, window = time.perf_counter(), float("nan"), []
+    t0, last_loss = time.perf_counter(), float("nan")
     for step in range(start, tc.steps):
         for group in opt.param_groups:
             group["lr"] = learning_rate(step, tc)
@@ -402,7 +439,7 @@ def train_model(
             window = []
         if (step + 1) % tc.checkpoint_every == 0 or step + 1 == tc.steps:
             seconds = before + time.perf_counter() - t0
-            _save_checkpoint(work_dir, model, opt, step + 1, rng.bit_generator.state, curve, seconds)
+            _save_checkpoint(work_dir, model, opt, step + 1, rng.bit_generator.state, curve, seconds, window)
     log = {
         "steps": tc.steps,
         "resumed_from": start,
@@ -469,10 +506,10 @@ def train_one(
     With ``distil``, the model learns from the target already saved in ``out_dir/target`` through
     :func:`teacher_outputs`, computed once and cached in ``work_dir`` under the target's weights hash.
     """
-    train_files, val_files = corpus_files(corpus_root, seed=tc.seed)
+    train_files, val_files = corpus_files(corpus_root)  # one split for both models, whatever their seeds
     data: np.ndarray | Teacher = load_bytes(train_files)
     if distil is not None:
-        data = cached_teacher(out_dir / "target", data, distil, tc.seq_len, work_dir, seed=tc.seed)
+        data = cached_teacher(out_dir / "target", data, distil, tc.seq_len, work_dir, tc.seed, tc.precision)
     model, log = train_model(cfg, tc, data, work_dir / name, progress, val_data=load_bytes(val_files))
     model.save(out_dir / name, dtype=STORAGE_DTYPE)
     record = {"config": asdict(cfg), "parameters": model.num_params(), "train": asdict(tc), "log": log}
@@ -535,7 +572,7 @@ def measure_pair(
 
 def card_from_training(out_dir: Path, corpus_root: Path | None = None) -> dict:
     """A card's unmeasured part from the ``train.json`` that :func:`train_one` wrote beside each model:
-    the corpus split (re-derived with the target's seed), each model's shape and schedule and log,
+    the corpus split (the fixed one both models train on), each model's shape and schedule and log,
     and the commands that trained them."""
     records = {}
     for name in ("target", "draft"):
@@ -544,7 +581,7 @@ def card_from_training(out_dir: Path, corpus_root: Path | None = None) -> dict:
         except (OSError, ValueError) as exc:
             raise ValueError(f"{out_dir}/{name}/train.json is missing or unreadable: {exc}") from None
     root = corpus_root or stdlib_root()
-    train_files, val_files = corpus_files(root, seed=records["target"]["train"]["seed"])
+    train_files, val_files = corpus_files(root)
     commands = dict.fromkeys(records[name].pop("command", "") for name in ("target", "draft"))  # in order, once
     card = {
         "command": " && ".join(c for c in commands if c),
