@@ -139,7 +139,7 @@ def step_section(view: dict, target, draft) -> None:
     table = hardware.step_breakdown(target, view["gpu"], view["batch"], view["ctx"], 1, **args)
     total = table["seconds"].sum()
     st.metric(f"Target decode step at B = {view['batch']}, L = {view['ctx']:,}", f"{total * 1e3:.3f} ms")
-    eff = hardware.DEFAULT_EFFICIENCY
+    eff = hardware.efficiency_for(view["gpu"])
     flops, bandwidth = hardware.attainable(view["gpu"], view["dtype"])
     left, right = st.columns(2)
     with left:
@@ -149,7 +149,8 @@ def step_section(view: dict, target, draft) -> None:
     st.caption(
         "Memory-bound operators stream bytes (the weights for the linear layers, the KV cache for "
         f"attention); compute-bound ones are limited by FLOP/s. Efficiencies assumed: {eff.compute:.0%} of "
-        f"peak FLOP/s, {eff.memory:.0%} of HBM bandwidth, {eff.overhead_s * 1e3:.1f} ms fixed per step."
+        f"peak FLOP/s, {eff.memory:.0%} of HBM bandwidth, {eff.overhead_s * 1e3:.3g} ms fixed per step"
+        + (f" and {eff.layer_overhead_s * 1e6:.3g} µs per layer." if eff.layer_overhead_s else ".")
     )
 
 

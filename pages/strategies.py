@@ -84,7 +84,8 @@ def table_section(view: dict, p: np.ndarray) -> None:
 def hardware_section(view: dict, p: np.ndarray) -> None:
     c, v = view["c"], view["v"]
     tree, s = trees.best_tree_for_hardware(p, 1.0 / c, lambda n: 1.0 + v * (n - 1), view["budget"], view["depth"])
-    st.metric("Best tree for this cost model", tree.describe(), delta=f"speedup {s:.2f}×", delta_color="off")
+    shown = "do not speculate" if tree.drafts == 0 else tree.describe()
+    st.metric("Best tree for this cost model", shown, delta=f"speedup {s:.2f}×", delta_color="off")
     st.caption(
         f"A round costs depth · T_draft (T_draft = T_target / c = {1 / c:.3g} target steps) plus one target "
         f"forward over n + 1 positions, 1 + v·n target steps (v = {v:g}); the best tree maximises tokens per "

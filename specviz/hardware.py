@@ -328,7 +328,8 @@ def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) ->
     * attention over L + n positions: FLOPs = 4·B·n·(L + n)·H·hd / tp; bytes = the KV cache read,
       B·(L + n)·2·h·hd·w with h = :func:`kv_heads_per_gpu` (KV heads are replicated when
       H_kv < tp, and so are their K/V projections), plus q and output;
-    * norms and residual adds: memory only, 4 reads/writes of B·n·d per layer;
+    * norms and residual adds: 8·B·n·d FLOPs and 4 reads/writes of B·n·d per layer, on every GPU
+      (tensor parallelism replicates them);
     * tensor-parallel all-reduces: 2 per layer of B·n·d·a bytes (time in :func:`step_time`).
     """
     m, g = model_spec(model), gpu_spec(gpu)
@@ -354,7 +355,7 @@ def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) ->
     span = ctx + n  # positions attended to
     attn_flops = layers * 4.0 * rows * span * h * hd / tp
     attn_bytes = layers * (b * span * 2 * kv_heads * hd * w + 2 * rows * h * hd * a / tp)
-    norms = (layers * 8.0 * rows * d / tp, layers * 4.0 * rows * d * a)
+    norms = (layers * 8.0 * rows * d, layers * 4.0 * rows * d * a)  # every GPU normalises the whole hidden state
     head = linear(d, m["vocab_size"])
     comm = (0.0 * rows, np.where(tp > 1, 2.0 * layers * rows * d * a, 0.0))
     return {
@@ -602,8 +603,9 @@ USABLE_MEMORY = 0.9  #: fraction of HBM for weights and KV cache (the rest: acti
 
 
 def kv_heads_per_gpu(n_kv_heads, tp):
-    """K/V heads each of ``tp`` GPUs holds: max(⌈H_kv / tp⌉, 1) (a head is replicated when H_kv < tp)."""
-    return np.maximum(np.ceil(n_kv_heads / np.asarray(tp, dtype=float)), 1.0)
+    """K/V heads each of ``tp`` GPUs holds: max(H_kv / tp, 1) (a head is replicated when H_kv < tp;
+    an uneven split counts the mean)."""
+    return np.maximum(n_kv_heads / np.asarray(tp, dtype=float), 1.0)
 
 
 def kv_bytes_per_token(model, dtype="bf16", tp=1):

@@ -26,6 +26,7 @@ import pandas as pd
 from specviz import theory
 
 __all__ = [
+    "NO_TREE",
     "Tree",
     "best_topk",
     "best_tree_for_hardware",
@@ -115,6 +116,9 @@ class Tree:
     def describe(self) -> str:
         """Short text: size and depth, e.g. "16 drafts, depth 5"."""
         return f"{self.drafts} drafts, depth {self.depth}"
+
+
+NO_TREE = Tree((-1,), (0,))  #: the root alone: do not speculate (F = 1)
 
 
 def check_p(p) -> np.ndarray:
@@ -314,7 +318,8 @@ def best_tree_for_hardware(
 
     maximised over n ≤ ``max_budget`` and d ≤ ``max_depth`` (d ≤ n). ``t_verify_of_size`` may come from
     :mod:`specviz.hardware`, a measured table, or the measured-cost model (1 + v (n)) T_p.
-    Returns (tree, speedup).
+    Returns (tree, speedup); when no tree beats target-only decoding (every S ≤ 1), the answer is
+    not to speculate: the root alone (0 drafts, depth 0) and speedup 1.
     """
     pp = check_p(p)
     if not (np.isfinite(t_draft) and t_draft >= 0):
@@ -331,6 +336,8 @@ def best_tree_for_hardware(
             s = best[n + 1, d] * t1 / (d * t_draft + tv)
             if s > top + 1e-15:
                 choice, top = (n, d), s
+    if top <= 1.0:
+        return NO_TREE, 1.0
     n, d = choice
     return _tree_of_paths(_padded(_rebuild(T, best, arg, n + 1, d), n)), float(top)
 

@@ -123,6 +123,8 @@ def test_a_calibrated_machine_is_offered_as_hardware(tmp_path, monkeypatch):
     assert want > 1e-4 + 6 * 5e-5  # the measured fixed costs are part of the step
     assert metric(at, "Target decode step") == f"{want * 1e3:.3f} ms"
     assert not at.error and not at.warning
+    caption = next(c.value for c in at.caption if "Efficiencies assumed" in c.value)
+    assert "100% of peak FLOP/s, 100% of HBM bandwidth, 0.1 ms fixed per step and 50 µs per layer" in caption
 
 
 def test_a_context_beyond_the_models_window_is_flagged():

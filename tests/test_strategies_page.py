@@ -55,6 +55,12 @@ def test_engine_flags_for_a_budget_no_top_k_tree_holds_is_a_warning_not_a_crash(
     assert not at.exception and [c.key for c in at.get("plotly_chart")] == ["fig_shapes"]
 
 
+def test_a_cost_model_where_no_tree_pays_says_do_not_speculate():
+    at = open_app(PAGE, view="Hardware-aware", c="1", v="1", alpha="0.1")
+    m = metric(at, "Best tree")
+    assert m.value == "do not speculate" and "1.00×" in m.delta
+
+
 def test_hardware_view_follows_the_cost_model():
     at = open_app(PAGE, view="Hardware-aware", c="5", v="0.3")
     p = trees.geometric_p(0.6, 4)

@@ -144,3 +144,8 @@ def test_shapes_by_budget_leaves_the_top_k_tree_out_where_none_holds_the_budget(
     frame = trees.shapes_by_budget([0.6, 0.2], [4, 8, 16], 1).set_index(["budget", "shape"])["expected_tokens"]
     assert np.isnan(frame[(16, "top-k tree")]) and frame[(8, "top-k tree")] == pytest.approx(1 + 0.6 + 0.2)
     assert frame[(16, "optimal tree")] == pytest.approx(1 + 0.6 + 0.2)  # depth 1: the two useful ranks
+
+
+def test_when_no_tree_pays_the_hardware_choice_is_not_to_speculate():
+    tree, s = trees.best_tree_for_hardware([0.1], 1.0, lambda n: 1.0 + 0.5 * (n - 1), 16, 4)
+    assert tree is trees.NO_TREE and s == 1.0 and trees.expected_tokens(tree, [0.1]) == 1.0
