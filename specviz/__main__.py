@@ -32,7 +32,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         seq_len=args.seq_len,
         seed=args.seed,
-        precision=args.precision,
+        precision=train.auto_precision(args.precision),
         micro_batches=args.micro_batches,
         eval_every=args.eval_every,
         warmup=args.warmup,
@@ -334,7 +334,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seq-len", type=int, default=512)
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--only", choices=("target", "draft"), help="train one model of the pair (no card)")
-    t.add_argument("--precision", choices=("fp32", "bf16"), default="fp32", help="bf16: autocast matmuls")
+    t.add_argument(
+        "--precision",
+        choices=("auto", "fp32", "bf16"),
+        default="auto",
+        help="bf16: autocast matmuls; auto: bf16 where the CPU has native bf16 (AMX / AVX-512-BF16), else fp32",
+    )
     t.add_argument("--micro-batches", type=int, default=1, help="gradient accumulation: passes per step")
     t.add_argument("--eval-every", type=int, default=0, help="steps between held-out evaluations (loss curve)")
     t.add_argument("--warmup", type=int, default=100, help="linear learning-rate warm-up steps")

@@ -359,3 +359,11 @@ def test_a_resume_between_curve_points_keeps_the_training_losses_of_the_interrup
     assert resumed["resumed_from"] == 1 and straight["resumed_from"] == 0
     flat = [np.ravel(log["curve"]) for log in (resumed, straight)]
     np.testing.assert_allclose(flat[0], flat[1], atol=2e-4)  # the first point averages steps 1–3, not 2–3
+
+
+def test_auto_precision_is_bf16_only_where_the_cpu_multiplies_bf16():
+    amx = "processor\t: 0\nflags\t\t: fpu sse avx2 avx512f amx_bf16 amx_tile\n"
+    epyc = "processor\t: 0\nflags\t\t: fpu sse avx avx2 fma\n"
+    assert train.native_bf16(amx) and train.native_bf16("flags : avx512_bf16") and not train.native_bf16(epyc)
+    assert train.auto_precision("fp32") == "fp32" and train.auto_precision("bf16") == "bf16"
+    assert train.auto_precision("auto") == ("bf16" if train.native_bf16() else "fp32")

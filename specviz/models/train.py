@@ -249,6 +249,28 @@ class TrainConfig:
 
 
 PRECISIONS = {"fp32": None, "bf16": torch.bfloat16}  #: training precision → autocast dtype (None: no autocast)
+BF16_CPU_FLAGS = ("amx_bf16", "avx512_bf16")  #: /proc/cpuinfo flags of CPUs that run bf16 matmuls natively
+
+
+def native_bf16(cpuinfo: str | None = None) -> bool:
+    """Whether this CPU multiplies bf16 natively (AMX or AVX-512-BF16 in ``/proc/cpuinfo``'s flags).
+
+    Without them bf16 matmuls are emulated and an autocast training step is many times slower than
+    fp32 (docs/performance.md, train_speed), so ``auto`` precision picks fp32 there.
+    ``cpuinfo`` is the file's text (default: read it; False where it cannot be read).
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return False
+    flags = {f for line in cpuinfo.splitlines() if line.startswith("flags") for f in line.split(":", 1)[1].split()}
+    return any(flag in flags for flag in BF16_CPU_FLAGS)
+
+
+def auto_precision(precision: str) -> str:
+    """``precision``, with "auto" resolved to "bf16" on a CPU with native bf16 and "fp32" elsewhere."""
+    return ("bf16" if native_bf16() else "fp32") if precision == "auto" else precision
 
 
 def learning_rate(step: int, tc: TrainConfig) -> float:
