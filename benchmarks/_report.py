@@ -95,3 +95,20 @@ def chosen(text: str, allowed, parser) -> list[str]:
     if unknown:
         parser.error(f"--variants: unknown {unknown}; choose from {list(allowed)}")
     return names
+
+
+def shape_config(shape: str):
+    """The trained target's config, or ``"LxD"``'s: L layers of width D in heads of 64, same context."""
+    from dataclasses import replace
+
+    from specviz.models import train
+
+    if not shape:
+        return train.TARGET
+    try:
+        layers, width = (int(v) for v in shape.lower().split("x"))
+    except ValueError:
+        raise SystemExit(f"--shape must be LAYERSxWIDTH, e.g. 6x384; got {shape!r}") from None
+    if layers < 1 or width < 64 or width % 64:
+        raise SystemExit(f"--shape needs layers >= 1 and a width that is a multiple of 64; got {shape!r}")
+    return replace(train.TARGET, n_layer=layers, n_embd=width, n_head=width // 64)

@@ -6,8 +6,9 @@ default 300 steps on a quiet 2-core CPU)::
     python benchmarks/train_ablation.py
     python benchmarks/train_ablation.py --steps 120 --variants first,scaled   # a quick look
 
-Every variant trains ``specviz.models.train.TARGET`` (6 × 384) with the same data order (seed 0),
-bf16 autocast and fused AdamW, and evaluates held-out bits/byte every ``--eval-every`` steps on
+Every variant trains ``specviz.models.train.TARGET`` (the shipped target's shape; ``--shape 6x384``
+for the first one's) with the same data order (seed 0), fused AdamW and the precision
+``train --precision auto`` picks (bf16 autocast where the CPU has native bf16, else fp32), and evaluates held-out bits/byte every ``--eval-every`` steps on
 fixed windows of the held-out files (``train.evaluate``, 4 × 8 windows of 512 bytes):
 
 - ``first``: the first recipe — every matrix at std 0.02, peak lr 1e-3, warm-up 100, 16 × 512 bytes;
@@ -29,7 +30,7 @@ import time
 
 import numpy as np
 import torch
-from _report import chosen, machine_line, record, summary
+from _report import chosen, machine_line, record, shape_config, summary
 
 from specviz.models import train
 from specviz.models.gpt import GPT, bits_per_byte
@@ -44,17 +45,21 @@ VARIANTS = {
 }
 
 
-def run(variant: dict, steps: int, eval_every: int, data: np.ndarray, val: np.ndarray) -> list[tuple[int, float]]:
-    """Held-out bits/byte every ``eval_every`` steps of one variant, from seed 0."""
+def run(variant: dict, cfg, steps: int, eval_every: int, data: np.ndarray, val: np.ndarray) -> list[tuple[int, float]]:
+    """Held-out bits/byte every ``eval_every`` steps of one variant of shape ``cfg``, from seed 0."""
     torch.manual_seed(0)
-    model = GPT(train.TARGET)
+    model = GPT(cfg)
     if not variant["scaled"]:  # the first recipe: the residual projections at the same std as the rest
         with torch.no_grad():
             for blk in model.blocks:
                 blk.attn.proj.weight.normal_(0.0, 0.02)
                 blk.mlp[2].weight.normal_(0.0, 0.02)
     tc = train.TrainConfig(
-        steps=steps, batch_size=variant["batch"], seq_len=variant["seq"], lr=variant["lr"], precision="bf16"
+        steps=steps,
+        batch_size=variant["batch"],
+        seq_len=variant["seq"],
+        lr=variant["lr"],
+        precision=train.auto_precision("auto"),
     )
     opt = train.optimizer(model.train(), tc)
     rng = np.random.default_rng(tc.seed)
@@ -73,17 +78,20 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--eval-every", type=int, default=50)
+    p.add_argument("--shape", default="", help="layers x width, e.g. 6x384 (default: the shipped target's)")
     p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, from: " + ", ".join(VARIANTS))
     p.add_argument("--plateau", type=float, default=3.0, help="bits/byte that marks leaving the bigram plateau")
     args = p.parse_args()
     names = chosen(args.variants, VARIANTS, p)
     print(machine_line(f"torch {torch.__version__}, {torch.get_num_threads()} threads"))
+    cfg = shape_config(args.shape)
+    print(f"model {cfg}, {GPT(cfg).num_params():,} parameters, {train.auto_precision('auto')}", flush=True)
     train_files, val_files = train.corpus_files()
     data, val = train.load_bytes(train_files), train.load_bytes(val_files)
     curves = {}
     for name in names:
         print(f"  {name}: {VARIANTS[name]}", flush=True)
-        curves[name] = run(VARIANTS[name], args.steps, args.eval_every, data, val)
+        curves[name] = run(VARIANTS[name], cfg, args.steps, args.eval_every, data, val)
     print(f"\n  held-out bits/byte at step {'':<10}" + "".join(f"{s:>8}" for s, _ in next(iter(curves.values()))))
     for name, curve in curves.items():
         print(f"  {name:<36}" + "".join(f"{b:8.3f}" for _, b in curve))

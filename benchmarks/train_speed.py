@@ -5,13 +5,16 @@ Run from the repository root::
     python benchmarks/train_speed.py                   # every variant, 4 timed steps each
     python benchmarks/train_speed.py --steps 2 --variants fp32,bf16   # a quick look
 
-Each variant trains ``specviz.models.train.TARGET`` (6 × 384) from the same initialisation on the
+Each variant trains ``specviz.models.train.TARGET`` (the shipped target's shape; ``--shape L×D``
+tries another, e.g. ``6x384``, the first bundled target's) from the same initialisation on the
 same random windows of the standard library (``--batch`` sequences of ``--seq-len`` bytes per
 optimiser step) and reports the median wall time of one optimiser step after ``--warmup`` untimed
 steps, as tokens (bytes) per second and as a ratio to the fp32 baseline of the same run:
 
 - ``fp32``: plain fp32, AdamW ``foreach`` (the recipe the first bundled pair was trained with);
-- ``bf16``: the same under ``torch.autocast("cpu", torch.bfloat16)`` (AMX / AVX-512-BF16 matmuls);
+- ``fp32+fused``: fp32 with AdamW ``fused=True``; ``fp32+fused+compile``: and ``torch.compile``;
+- ``bf16``: the same under ``torch.autocast("cpu", torch.bfloat16)`` (AMX / AVX-512-BF16 matmuls
+  where the CPU has them, emulated and much slower where it has not: ``train.native_bf16``);
 - ``bf16+fused``: bf16 autocast with AdamW ``fused=True``;
 - ``bf16+accum4``: bf16 with the step's batch split into 4 micro-batches (gradient accumulation);
 - ``bf16+fused+accum4``: both;
@@ -33,7 +36,7 @@ import time
 
 import numpy as np
 import torch
-from _report import chosen, machine_line, record, summary
+from _report import chosen, machine_line, record, shape_config, summary
 
 from specviz.models import train
 from specviz.models.gpt import GPT, bits_per_byte
@@ -63,7 +66,7 @@ def step_times(
         torch.set_num_threads(threads)
     try:
         torch.manual_seed(0)
-        model = GPT(train.TARGET).train()
+        model = GPT(args.cfg).train()
         tc = train.TrainConfig(steps=1, batch_size=args.batch, seq_len=args.seq_len, micro_batches=micro_batches)
         opt = train.optimizer(model, tc, fused=fused)
         forward = torch.compile(model) if compile else model
@@ -88,7 +91,7 @@ def step_times(
 def loss_track(data: np.ndarray, args: argparse.Namespace, precision: str) -> list[float]:
     """Training loss (bits/byte) of each of ``args.loss_steps`` steps from seed 0 on fixed windows."""
     torch.manual_seed(0)
-    model = GPT(train.TARGET).train()
+    model = GPT(args.cfg).train()
     tc = train.TrainConfig(steps=args.loss_steps, batch_size=args.batch, seq_len=args.seq_len, lr=1e-3, warmup=5)
     opt = train.optimizer(model, tc)
     rng = np.random.default_rng(0)
@@ -106,6 +109,7 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--batch", type=int, default=16, help="sequences per optimiser step")
     p.add_argument("--seq-len", type=int, default=512)
+    p.add_argument("--shape", default="", help="layers x width, e.g. 6x384 (default: the shipped target's)")
     p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, from: " + ", ".join(VARIANTS))
     p.add_argument("--loss-steps", type=int, default=40, help="steps of the fp32-vs-bf16 loss check (0: skip)")
     p.add_argument("--loss-tol", type=float, default=0.05, help="allowed mean |Δ loss| in bits/byte")
@@ -115,7 +119,8 @@ def main() -> int:
         names.insert(0, "fp32")  # every ratio is against fp32 of the same run
 
     print(machine_line())
-    print(f"model {train.TARGET}, {GPT(train.TARGET).num_params():,} parameters")
+    args.cfg = shape_config(args.shape)
+    print(f"model {args.cfg}, {GPT(args.cfg).num_params():,} parameters")
     train_files, _ = train.corpus_files()
     data = train.load_bytes(train_files)
     tokens = args.batch * args.seq_len
