@@ -615,12 +615,13 @@ def card_from_training(out_dir: Path, corpus_root: Path | None = None) -> dict:
 def card_with_training(out_dir: Path, corpus_root: Path | None = None) -> dict:
     """The card's training part, newest first: :func:`card_from_training` when both models have a
     ``train.json``; otherwise the existing ``card.json`` with the one retrained model's entry replaced
-    by its ``train.json`` (its command kept in that entry)."""
+    by its ``train.json`` (its command kept in that entry). The hand-written ``history`` paragraphs
+    of an existing card are kept either way (edit them when a retrain makes them wrong)."""
     fresh = [name for name in ("target", "draft") if (out_dir / name / "train.json").exists()]
-    if len(fresh) == 2 or not (out_dir / "card.json").exists():
-        return card_from_training(out_dir, corpus_root)
     try:
-        card = json.loads((out_dir / "card.json").read_text())
+        card = json.loads((out_dir / "card.json").read_text()) if (out_dir / "card.json").exists() else {}
+        if len(fresh) == 2 or not card:
+            return card_from_training(out_dir, corpus_root) | {k: card[k] for k in ("history",) if k in card}
         record = json.loads((out_dir / fresh[0] / "train.json").read_text())
     except (OSError, ValueError) as exc:
         raise ValueError(f"{out_dir}: card.json or {fresh[0]}/train.json is unreadable: {exc}") from None
