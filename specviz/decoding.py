@@ -86,11 +86,14 @@ class RoundRecord:
     draft_ms: float  # K draft forwards (plus the catch-up token after an all-accepted round)
     verify_ms: float  # the one target forward over K + 1 positions
     other_ms: float  # verification rule, bookkeeping
+    path: list[int] | None = None  # tree rounds: the accepted nodes, by depth (root excluded)
+    ranks: list[int] | None = None  # tree rounds: the rank of each accepted node among its siblings
+    leaf: bool | None = None  # tree rounds: the accepted path ended at a leaf (the last token is a bonus)
 
     @property
     def bonus(self) -> bool:
-        """True when all K drafts were accepted and the last token is a bonus from p."""
-        return self.accepted == len(self.drafted)
+        """True when the last token is a bonus from p: all K drafts (a tree: a whole path) accepted."""
+        return self.leaf if self.leaf is not None else self.accepted == len(self.drafted)
 
 
 @dataclass
@@ -464,6 +467,154 @@ def speculative_generate(
     )
     emitted = [t for r in rounds for t in r.emitted]
     return torch.tensor(emitted[:max_new_tokens], dtype=torch.long), stats
+
+
+# --- draft trees: the draft expands a tree by rank, the target verifies every node at once ----------
+
+
+def _tree_parts(tree) -> tuple[torch.Tensor, list[list[int]], list[list[int]]]:
+    """(parents (N,), children of each node by rank, the internal nodes (those with children) by depth)."""
+    kids = [tree.children(n) for n in range(len(tree))]
+    levels = [[n for n in range(len(tree)) if tree.depths[n] == d and kids[n]] for d in range(tree.depth)]
+    return torch.tensor(tree.parents), kids, levels
+
+
+def draft_tree(
+    draft, tree, tokens: torch.Tensor, start: int, q_root: torch.Tensor, sampler: Sampler
+) -> dict[int, torch.Tensor]:
+    """Fill ``tokens`` (N,) (node 0, the root, given) by expanding ``tree`` level by level.
+
+    Node n's children take, by rank, the top tokens of the draft's q at n (greedy) or tokens drawn
+    i.i.d. from it (T > 0, as multi-step speculative sampling needs). One draft forward per level
+    over that level's internal nodes (:meth:`GPT.forward_tree`). Returns q (V,) at every internal node.
+    """
+    parents, kids, levels = _tree_parts(tree)
+    q = {0: q_root}
+    for depth, level in enumerate(levels):
+        if depth > 0:  # the root's q came from the catch-up forward
+            nodes = torch.tensor(level, device=tokens.device)
+            probs = sampler.probs(draft.forward_tree(tokens[nodes][None], start, nodes, parents)[0])  # (M, V)
+            q.update(zip(level, probs, strict=True))
+        for node in level:
+            children = kids[node]
+            if sampler.greedy:
+                picked = q[node].topk(len(children)).indices
+            else:
+                picked = torch.multinomial(q[node], len(children), replacement=True, generator=sampler.generator)
+            tokens[children] = picked
+    return q
+
+
+def verify_tree(
+    tree, tokens: torch.Tensor, p: torch.Tensor, q: dict[int, torch.Tensor], sampler: Sampler
+) -> tuple[list[int], int, list[bool], list[float]]:
+    """Walk the tree from the root with :func:`specviz.sampling.verify_siblings` at every node.
+
+    ``p`` (N, V): the target at every node. Returns (accepted path of nodes, the last token — a
+    correction, or a bonus from p at a leaf —, the test outcome at each node tested, Σ min(p, q) there).
+    """
+    _, kids, _ = _tree_parts(tree)
+    node, path, mask, overlaps = 0, [], [], []
+    while kids[node]:
+        children = kids[node]
+        result = sampling.verify_siblings(p[node], q[node], tokens[children], sampler.generator, greedy=sampler.greedy)
+        overlaps.append(float(sampling.overlap(p[node], q[node])))
+        mask.append(result.accepted >= 0)
+        if result.accepted < 0:
+            return path, result.token, mask, overlaps
+        node = children[result.accepted]
+        path.append(node)
+    return path, int(sampler.sample(p[node][None])[0]), mask, overlaps
+
+
+@torch.inference_mode()
+def tree_generate(
+    target: Decodable,
+    draft: Decodable,
+    prompt: torch.Tensor,
+    tree,
+    temperature: float = 0.0,
+    max_new_tokens: int = 128,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, GenerationStats]:
+    """Speculative decoding with a draft tree (:class:`specviz.trees.Tree`), batch 1, lossless.
+
+    A round: the draft catches up on the tokens committed since its last round and gives q at the
+    root (the pending token); :func:`draft_tree` expands the tree; the target scores every node in
+    one forward with a tree attention mask (:meth:`GPT.forward_tree`, node n in cache slot pos + n);
+    :func:`verify_tree` accepts a path (greedy: the tokens equal to the target's argmax; T > 0:
+    SpecInfer's multi-step speculative sampling, so the output follows the target exactly);
+    :meth:`GPT.keep_path` moves the accepted nodes' cache entries to their positions, so the next
+    round continues as the chain engine does. Records carry the path and the accepted ranks
+    (:func:`specviz.trees.positional_acceptance` estimates p from them).
+
+    Returns (new tokens (max_new_tokens,), stats with ``k`` = the tree's drafts).
+    """
+    for name, model in (("target", target), ("draft", draft)):
+        if not hasattr(model, "forward_tree"):
+            raise ValueError(
+                f"the {name} ({type(model).__name__}) has no tree attention: tree drafting needs GPT models"
+            )
+    n = tree.drafts
+    check_inputs([target, draft], prompt, max_new_tokens, temperature, max(n, 1))
+    clock, sampler = _Clock(target.device), Sampler(temperature, generator)
+    prompt = prompt.to(target.device)
+    t0 = clock.now()
+    _prefill(target, prompt)
+    _prefill(draft, prompt)
+    prefill_ms = 1e3 * (clock.now() - t0)
+    seq = torch.zeros(target.context_length, dtype=torch.long, device=target.device)
+    seq[: prompt.numel()] = prompt
+    pos = fed = prompt.numel() - 1  # pending token's position; the draft's cache holds positions < fed
+    every = torch.arange(n + 1, device=target.device)
+    parents = torch.tensor(tree.parents)
+    rounds: list[RoundRecord] = []
+    generated = 0
+    start = clock.now()
+    while generated < max_new_tokens:
+        t_a = clock.now()
+        q_root = sampler.probs(draft(seq[fed : pos + 1][None], fed)[0, -1])  # (V,)
+        tokens = torch.zeros(n + 1, dtype=torch.long, device=target.device)
+        tokens[0] = seq[pos]
+        q = draft_tree(draft, tree, tokens, pos, q_root, sampler)
+        t_b = clock.now()
+        p = sampler.probs(target.forward_tree(tokens[None], pos, every, parents)[0])  # (N + 1, V)
+        t_c = clock.now()
+        path, last, mask, overlaps = verify_tree(tree, tokens, p, q, sampler)
+        target.keep_path(pos, torch.tensor(path, dtype=torch.long))
+        emitted = tokens[path].tolist() + [last]
+        seq[pos + 1 : pos + 1 + len(emitted)] = torch.tensor(emitted, device=seq.device)
+        fed, pos = pos + 1, pos + len(emitted)
+        t_d = clock.now()
+        rounds.append(
+            RoundRecord(
+                drafted=tokens[1:].tolist(),
+                accepted=len(path),
+                emitted=emitted,
+                accept_mask=mask,
+                overlap=overlaps,
+                draft_ms=1e3 * (t_b - t_a),
+                verify_ms=1e3 * (t_c - t_b),
+                other_ms=1e3 * (t_d - t_c),
+                path=path,
+                ranks=[tree.ranks[node] for node in path],
+                leaf=not tree.children(path[-1] if path else 0),
+            )
+        )
+        generated += len(emitted)
+    decode_s = clock.now() - start
+    stats = GenerationStats(
+        k=n,
+        temperature=temperature,
+        new_tokens=max_new_tokens,
+        decode_s=decode_s,
+        prefill_ms=prefill_ms,
+        t_target_ms=float("nan"),
+        t_verify_ms=float(np.median([r.verify_ms for r in rounds])),
+        rounds=rounds,
+    )
+    out = [t for r in rounds for t in r.emitted]
+    return torch.tensor(out[:max_new_tokens], dtype=torch.long), stats
 
 
 # --- batched decoding: B prompts at once, each row at its own position ----------------------------

@@ -32,6 +32,7 @@ import torch
 __all__ = [
     "BUILDERS",
     "VARIANTS",
+    "SiblingResult",
     "Verdict",
     "build",
     "chi_square_gof",
@@ -46,6 +47,7 @@ __all__ = [
     "tempered",
     "uniform",
     "verify",
+    "verify_siblings",
     "zipf",
 ]
 
@@ -199,6 +201,54 @@ def verify(
     corrected = _sample_rows(fix_rows, u_next)
     bonus = _sample_rows(_rows(p_bonus, batch, torch.zeros_like(batch)), u_next)
     return VerifyResult(accepted, torch.where(rejected, corrected, bonus), ok)
+
+
+class SiblingResult(NamedTuple):
+    """Outcome of :func:`verify_siblings` at one tree node."""
+
+    accepted: int  #: index of the accepted candidate, or −1 when every one was rejected
+    token: int  #: the accepted candidate's token, or the correction drawn from the last residual
+
+
+def verify_siblings(
+    p: torch.Tensor,
+    q: torch.Tensor,
+    candidates: torch.Tensor,
+    generator: torch.Generator | None = None,
+    *,
+    greedy: bool = False,
+    uniforms: torch.Tensor | None = None,
+) -> SiblingResult:
+    r"""Multi-step speculative sampling at one node of a draft tree (SpecInfer, Miao et al. 2024).
+
+    The m candidates were drawn i.i.d. from ``q`` (V,). They are tried in order against a target
+    distribution that starts at ``p`` (V,) and becomes the normalised residual after each rejection:
+
+    .. math::  \text{accept } x_i \text{ iff } u_i \, q(x_i) < p_i(x_i), \qquad
+               p_{i+1} = \frac{(p_i - q)^+}{\sum (p_i - q)^+}
+
+    and when all are rejected the token is drawn from :math:`p_{m+1}`. The emitted token is then
+    distributed as ``p`` exactly (for m = 1 this is :func:`verify`'s rule at one position). Where
+    a residual vanishes (:math:`p_i = q`) no rejection can occur and ``p_i`` is kept.
+    ``greedy``: accept the first candidate equal to argmax p, else emit argmax p.
+    ``uniforms`` (m + 1,): explicit u_1..u_m and the correction's draw.
+    """
+    m = len(candidates)
+    if greedy:
+        best = int(p.argmax())
+        hits = (candidates == best).nonzero()
+        return SiblingResult(int(hits[0, 0]), best) if len(hits) else SiblingResult(-1, best)
+    if uniforms is None:
+        uniforms = torch.rand(m + 1, generator=generator, dtype=p.dtype, device=p.device)
+    current = p
+    for i in range(m):
+        x = int(candidates[i])
+        if uniforms[i] * q[x] < current[x]:
+            return SiblingResult(i, x)
+        rest = residual(current, q)
+        if rest.sum() > 0:
+            current = rest / rest.sum()
+    return SiblingResult(-1, int(_sample_rows(current, uniforms[m : m + 1])[0]))
 
 
 # --------------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ __all__ = [
     "optimal_tree",
     "optimal_tree_table",
     "parse_p",
+    "positional_acceptance",
     "sglang_flags",
     "shapes_by_budget",
 ]
@@ -340,6 +341,26 @@ def best_tree_for_hardware(
         return NO_TREE, 1.0
     n, d = choice
     return _tree_of_paths(_padded(_rebuild(T, best, arg, n + 1, d), n)), float(top)
+
+
+def positional_acceptance(tree: Tree, rounds) -> np.ndarray:
+    """Estimate p_1, p_2, … from rounds of a tree run (records with ``path`` and ``accept_mask``).
+
+    A round tests the root and then each accepted node that has children; at a tested node with m
+    children the target takes the rank-r child with probability p_r (r ≤ m) under the positional
+    model. So p_r = (tests that accepted rank r) / (tests at nodes with at least r children), one
+    entry per rank up to the tree's widest node (NaN where no node offered that rank).
+    """
+    width = max((len(tree.children(n)) for n in range(len(tree))), default=0)
+    hits, offered = np.zeros(width), np.zeros(width)
+    for r in rounds:
+        for d, ok in enumerate(r.accept_mask):
+            node = 0 if d == 0 else r.path[d - 1]
+            offered[: len(tree.children(node))] += 1
+            if ok:
+                hits[tree.ranks[r.path[d]] - 1] += 1
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(offered > 0, hits / offered, np.nan)
 
 
 # --------------------------------------------------------------------------------------

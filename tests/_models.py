@@ -77,9 +77,11 @@ class ProtocolOnly:
         return out
 
 
-def check_lossless(device: str | torch.device, runs: int = 2000) -> None:
+def check_lossless(device: str | torch.device, runs: int = 2000, generate=None) -> None:
     """First token and first pair of tokens are distributed as the target's, not the draft's (χ²).
 
+    ``generate(target, draft, prompt, generator)`` → (2 new tokens, stats) is the engine under test
+    (default: the chain engine at K = 2; a depth-2 tree engine covers the same three paths).
     One round of K = 2 (plus a second round when the first rejects at once) per seed, with
     a sharp tiny target and a different tiny draft (overlap ≈ 0.3, so all three paths occur:
     correction at position 1, correction at position 2, bonus). Runs on ``device`` in fp32
@@ -92,7 +94,10 @@ def check_lossless(device: str | torch.device, runs: int = 2000) -> None:
     pairs, paths = [], set()
     for seed in range(runs):
         g = torch.Generator(device).manual_seed(seed)
-        out, stats = speculative_generate(target, draft, prompt, 2, 1.0, 2, generator=g, calibration_steps=0)
+        if generate is None:
+            out, stats = speculative_generate(target, draft, prompt, 2, 1.0, 2, generator=g, calibration_steps=0)
+        else:
+            out, stats = generate(target, draft, prompt, g)
         pairs.append(out.tolist())
         paths.add(stats.rounds[0].accepted)
     assert paths == {0, 1, 2}

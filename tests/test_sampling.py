@@ -665,3 +665,34 @@ def test_overlap_of_identical_distributions_is_exactly_one_not_a_few_ulps_more()
     p = S.uniform(1000)
     assert float(torch.minimum(p, p).sum()) > 1.0  # the rounded sum overshoots ...
     assert float(S.overlap(p, p)) == 1.0  # ... and α is a probability (the lab's link: tests/test_hostile.py)
+
+
+# --------------------------------------------------------------------------------------
+# multi-step speculative sampling at a tree node (SpecInfer)
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("m", [1, 2, 4])
+def test_sibling_verification_emits_the_targets_distribution(m):
+    """m candidates i.i.d. from q, tried in order with the residual updated after each rejection:
+    the emitted token is distributed as p (χ² at P_OK over n rounds) and the chance that some
+    candidate is accepted grows with m."""
+    p = torch.tensor([0.5, 0.05, 0.2, 0.25, 0.0], dtype=torch.float64)
+    q = torch.tensor([0.1, 0.4, 0.1, 0.2, 0.2], dtype=torch.float64)
+    g = torch.Generator().manual_seed(m)
+    n = 20_000
+    cands = torch.multinomial(q.expand(n, -1), m, replacement=True, generator=g)  # (n, m)
+    u = torch.rand(n, m + 1, generator=g, dtype=torch.float64)
+    out = [S.verify_siblings(p, q, cands[i], uniforms=u[i]) for i in range(n)]
+    tokens = torch.tensor([r.token for r in out])
+    assert S.chi_square_gof(tokens, p).p_value > P_OK
+    accepted = sum(r.accepted >= 0 for r in out) / n
+    alpha = float(S.overlap(p, q))  # one candidate: P(accept) = Σ min(p, q)
+    sd = math.sqrt(alpha * (1 - alpha) / n)
+    assert (abs(accepted - alpha) < 5 * sd) if m == 1 else accepted > alpha + 5 * sd
+
+
+def test_sibling_verification_greedy_takes_the_first_candidate_equal_to_the_argmax():
+    p = torch.tensor([0.1, 0.6, 0.3])
+    assert S.verify_siblings(p, p, torch.tensor([2, 1, 1]), greedy=True) == (1, 1)
+    assert S.verify_siblings(p, p, torch.tensor([0, 2]), greedy=True) == (-1, 1)

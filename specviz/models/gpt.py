@@ -16,6 +16,7 @@ import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 import torch.nn as nn
@@ -44,6 +45,12 @@ class GPTConfig:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
+class Slots(NamedTuple):
+    """Cache slots (T,) of T tokens that are not consecutive positions: a draft tree's nodes."""
+
+    index: torch.Tensor
+
+
 class KVCache(nn.Module):
     """Static per-layer cache of keys and values, written at absolute positions."""
 
@@ -53,12 +60,18 @@ class KVCache(nn.Module):
         self.register_buffer("k", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
         self.register_buffer("v", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
 
-    def update(self, start: int | torch.Tensor, k: torch.Tensor, v: torch.Tensor):
+    def update(self, start: int | torch.Tensor | Slots, k: torch.Tensor, v: torch.Tensor):
         """Write k, v (B, nh, T, hs) at positions start..start+T-1; return the cache up to the last one written.
 
-        ``start`` is one position for every row, or a LongTensor (B,) of each row's own first position.
+        ``start`` is one position for every row, a LongTensor (B,) of each row's own first position,
+        or :class:`Slots` (T,) naming the cache slot of each of the T tokens (a draft tree's nodes).
         """
         t = k.shape[2]
+        if isinstance(start, Slots):
+            self.k[:, :, start.index] = k
+            self.v[:, :, start.index] = v
+            end = int(start.index.max()) + 1
+            return self.k[:, :, :end], self.v[:, :, :end]
         if isinstance(start, int):
             end = start + t
             self.k[:, :, start:end] = k
@@ -70,6 +83,11 @@ class KVCache(nn.Module):
         self.v[rows, :, pos] = v.transpose(1, 2)
         end = int(pos.max()) + 1
         return self.k[:, :, :end], self.v[:, :, :end]
+
+    def move(self, src: torch.Tensor, dst: torch.Tensor) -> None:
+        """Copy the entries at slots ``src`` (n,) to slots ``dst`` (n,) (all read before any is written)."""
+        self.k[:, :, dst] = self.k[:, :, src]
+        self.v[:, :, dst] = self.v[:, :, src]
 
 
 class CausalSelfAttention(nn.Module):
@@ -205,6 +223,39 @@ class GPT(nn.Module):
             x = blk(x, start, mask)
         return self.head(self.ln_f(x))
 
+    # --- draft trees ---------------------------------------------------------------------
+
+    def forward_tree(self, idx: torch.Tensor, start: int, nodes: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
+        """Logits (1, M, vocab) for the tokens ``idx`` (1, M) of nodes ``nodes`` (M,) of a draft tree.
+
+        ``parents`` (N,) is the whole tree (node 0, the root, has parent −1; parents come before
+        children). Node n sits in cache slot ``start + n`` at position ``start + depth(n)`` and
+        attends to every cached position before ``start`` and to its own ancestors and itself, whose
+        entries must be in the cache already or among ``nodes``. After verification,
+        :meth:`keep_path` moves the accepted nodes' entries to their positions.
+        """
+        nodes = nodes.to(idx.device)
+        anc = tree_ancestry(parents).to(idx.device)  # (N, N)
+        depth = anc.sum(-1) - 1  # (N,)
+        end = start + int(nodes.max()) + 1
+        if end > self._cache_len or start < 0:
+            raise ValueError(f"tree slots {start}..{end - 1} are outside the cache of {self._cache_len}")
+        x = self.wte(idx) + self.wpe(start + depth[nodes])[None]  # (1, M, C)
+        past = torch.ones(len(nodes), start, dtype=torch.bool, device=idx.device)
+        mask = torch.cat([past, anc[nodes, : end - start]], 1)[None, None]  # (1, 1, M, end)
+        slots = Slots(start + nodes)
+        for blk in self.blocks:
+            x = blk(x, slots, mask)
+        return self.head(self.ln_f(x))
+
+    def keep_path(self, start: int, path: torch.Tensor) -> None:
+        """Move the cache entries of the accepted nodes ``path`` (m,) (root excluded, by depth) from
+        slots ``start + node`` to positions ``start + 1 .. start + m``, as a chain would have them."""
+        src = start + path.to(self.device)
+        dst = start + 1 + torch.arange(len(path), device=self.device)
+        for blk in self.blocks:
+            blk.attn.cache.move(src, dst)
+
     # --- persistence: config.json + model.safetensors (never pickle) -------------------
 
     def save(self, directory: str | Path, dtype: torch.dtype | None = None) -> None:
@@ -242,6 +293,18 @@ class GPT(nn.Module):
         if unexpected or set(missing) - {"head.weight"}:
             raise ValueError(f"{directory}: weights do not match config (missing {missing}, unexpected {unexpected})")
         return model.to(device=device, dtype=dtype).eval()
+
+
+def tree_ancestry(parents: torch.Tensor) -> torch.Tensor:
+    """(N, N) bool: entry [i, j] is True when node j is node i or one of its ancestors.
+
+    ``parents`` (N,) has −1 for the root and every parent before its child.
+    """
+    n = len(parents)
+    anc = torch.eye(n, dtype=torch.bool)
+    for i in range(1, n):
+        anc[i] |= anc[int(parents[i])]
+    return anc
 
 
 def bits_per_byte(loss_nats: float) -> float:
