@@ -12,6 +12,7 @@ The model satisfies :class:`specviz.models.Decodable`, the interface the engine 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import asdict, dataclass
@@ -298,12 +299,17 @@ class GPT(nn.Module):
 def tree_ancestry(parents: torch.Tensor) -> torch.Tensor:
     """(N, N) bool: entry [i, j] is True when node j is node i or one of its ancestors.
 
-    ``parents`` (N,) has −1 for the root and every parent before its child.
+    ``parents`` (N,) has −1 for the root and every parent before its child. Cached per tree shape
+    (a decode calls it once per forward with the same tree).
     """
-    n = len(parents)
-    anc = torch.eye(n, dtype=torch.bool)
-    for i in range(1, n):
-        anc[i] |= anc[int(parents[i])]
+    return _ancestry(tuple(int(p) for p in parents))
+
+
+@functools.lru_cache(maxsize=64)
+def _ancestry(parents: tuple[int, ...]) -> torch.Tensor:
+    anc = torch.eye(len(parents), dtype=torch.bool)
+    for i in range(1, len(parents)):
+        anc[i] |= anc[parents[i]]
     return anc
 
 
