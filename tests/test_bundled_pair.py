@@ -1,0 +1,52 @@
+"""The shipped pair is what its model card and the hardware catalogue say it is.
+
+The card's held-out bits/byte are recomputed here from the weights as shipped over the held-out
+files it lists (this Python's standard library), and the target must beat its draft.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+
+import pytest
+
+from specviz import hardware
+from specviz.models import BUNDLED_DIR, train
+from specviz.models.gpt import GPT
+
+CARD = json.loads((BUNDLED_DIR / "card.json").read_text())
+
+
+def test_the_card_says_the_target_beats_its_draft_by_a_clear_margin():
+    target, draft = (CARD[name]["validation_bits_per_byte"] for name in ("target", "draft"))
+    assert target <= 1.70 and target < draft - 0.1, (target, draft)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
+def test_the_cards_held_out_bits_per_byte_are_the_shipped_weights():
+    source = CARD["corpus"]["source"]
+    if f"CPython {platform.python_version()} " not in source:
+        pytest.skip(f"the held-out files are {source}'s; this is Python {platform.python_version()}")
+    root = train.stdlib_root()
+    val = train.load_bytes([root / name for name in CARD["corpus"]["validation_file_list"]])
+    assert len(val) == CARD["corpus"]["validation_bytes"]
+    for name in ("target", "draft"):
+        bits = train.evaluate_all(GPT.load(BUNDLED_DIR / name), val)
+        assert bits == pytest.approx(CARD[name]["validation_bits_per_byte"], abs=0.01), name
+
+
+@pytest.mark.parametrize("name", ["target", "draft"])
+def test_the_hardware_catalogue_rows_are_the_shipped_architecture(name):
+    config = json.loads((BUNDLED_DIR / name / "config.json").read_text())
+    row = hardware.model_spec(f"specviz/bundled-{name}")
+    assert (row["n_layers"], row["hidden_size"], row["n_heads"]) == (
+        config["n_layer"],
+        config["n_embd"],
+        config["n_head"],
+    )
+    assert row["max_context"] == config["block_size"] and row["vocab_size"] == config["vocab_size"]
+    model = GPT.load(BUNDLED_DIR / name)
+    assert row["params"] == hardware.parameter_count(row) == sum(p.numel() for p in model.parameters())
+    assert CARD[name]["parameters"] == row["params"]
