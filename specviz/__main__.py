@@ -50,7 +50,12 @@ def cmd_train(args: argparse.Namespace) -> int:
                 print(f"error: --teacher-windows needs the trained target in {out / 'target'}", file=sys.stderr)
                 return 2
         progress = _progress_factory(args.only, steps)
-        record = train.train_one(args.only, cfg, tc, out, work, corpus, command, progress, distil)
+        init = Path(args.init_from) if args.init_from else None
+        try:
+            record = train.train_one(args.only, cfg, tc, out, work, corpus, command, progress, distil, init)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         curve = record["log"]["curve"]
         held_out = f", held-out {curve[-1][2]} bits/byte at step {curve[-1][0]}" if curve else ""
         print(f"saved {out / args.only}{held_out}")
@@ -333,6 +338,12 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--seq-len", type=int, default=512)
     t.add_argument("--seed", type=int, default=0)
+    t.add_argument(
+        "--init-from",
+        default=None,
+        help="with --only: start from the weights in this folder (config.json + model.safetensors), "
+        "with a fresh optimiser and schedule",
+    )
     t.add_argument("--only", choices=("target", "draft"), help="train one model of the pair (no card)")
     t.add_argument(
         "--precision",

@@ -367,3 +367,27 @@ def test_auto_precision_is_bf16_only_where_the_cpu_multiplies_bf16():
     assert train.native_bf16(amx) and train.native_bf16("flags : avx512_bf16") and not train.native_bf16(epyc)
     assert train.auto_precision("fp32") == "fp32" and train.auto_precision("bf16") == "bf16"
     assert train.auto_precision("auto") == ("bf16" if train.native_bf16() else "fp32")
+
+
+def test_a_warm_start_begins_from_the_given_weights(data, tmp_path, capsys):
+    torch.manual_seed(5)
+    GPT(TINY).save(tmp_path / "start")
+    zero = train.TrainConfig(steps=0, batch_size=2, seq_len=64, warmup=1)
+    model, _ = train.train_model(TINY, zero, data, tmp_path / "w", init_from=tmp_path / "start")
+    want = GPT.load(tmp_path / "start").state_dict()
+    assert all(torch.equal(v, want[k]) for k, v in model.state_dict().items())
+    small = GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64)
+    with pytest.raises(ValueError, match="holds a GPTConfig.*n_embd=32.*training a GPTConfig.*n_embd=16"):
+        train.train_model(small, zero, data, tmp_path / "w2", init_from=tmp_path / "start")
+    argv = [
+        "train",
+        "--only",
+        "draft",
+        "--draft-steps",
+        "1",
+        "--out",
+        str(tmp_path / "o"),
+        "--init-from",
+        str(tmp_path),
+    ]
+    assert cli.main(argv) == 2 and "config.json is missing" in capsys.readouterr().err

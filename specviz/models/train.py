@@ -430,8 +430,10 @@ def train_model(
     work_dir: Path,
     progress: Callable[[int, float], None] | None = None,
     val_data: np.ndarray | None = None,
+    init_from: Path | None = None,
 ) -> tuple[GPT, dict]:
-    """Train one model from scratch (or resume from ``work_dir``); returns it and a log.
+    """Train one model from scratch, or from the weights in ``init_from`` (a fresh optimiser and
+    schedule: a warm start), or resume from ``work_dir``; returns it and a log.
 
     With ``tc.eval_every`` and ``val_data``, the log's ``curve`` holds one row per ``eval_every``
     steps: [step, mean training bits/byte over those steps, held-out bits/byte (:func:`evaluate`,
@@ -439,6 +441,11 @@ def train_model(
     """
     torch.manual_seed(tc.seed)  # initialisation only; the data order has its own generator
     model = GPT(cfg)
+    if init_from is not None:  # a checkpoint in work_dir, if any, overrides this below
+        start_from = GPT.load(init_from)
+        if start_from.cfg != cfg:
+            raise ValueError(f"{init_from} holds a {start_from.cfg} model; training a {cfg}")
+        model.load_state_dict(start_from.state_dict())
     opt = optimizer(model, tc)
     rng = np.random.default_rng(tc.seed)
     start, curve, before, window = 0, [], 0.0, []  # window: training losses since the curve's last point
@@ -518,8 +525,10 @@ def train_one(
     command: str = "",
     progress: Callable[[int, float], None] | None = None,
     distil: DistilConfig | None = None,
+    init_from: Path | None = None,
 ) -> dict:
-    """Train one model of the pair (``name``: "target" or "draft") on the corpus split and save it.
+    """Train one model of the pair (``name``: "target" or "draft") on the corpus split and save it
+    (from scratch, or warm-started from the weights in ``init_from``).
 
     Writes ``out_dir/name/`` (config.json, model.safetensors in :data:`STORAGE_DTYPE`) and
     ``train.json`` beside them: shape, parameters, schedule, log with the loss curve, and the command.
@@ -532,11 +541,13 @@ def train_one(
     data: np.ndarray | Teacher = load_bytes(train_files)
     if distil is not None:
         data = cached_teacher(out_dir / "target", data, distil, tc.seq_len, work_dir, tc.seed, tc.precision)
-    model, log = train_model(cfg, tc, data, work_dir / name, progress, val_data=load_bytes(val_files))
+    model, log = train_model(cfg, tc, data, work_dir / name, progress, load_bytes(val_files), init_from)
     model.save(out_dir / name, dtype=STORAGE_DTYPE)
     record = {"config": asdict(cfg), "parameters": model.num_params(), "train": asdict(tc), "log": log}
     if distil is not None:
         record["distil"] = asdict(distil)
+    if init_from is not None:
+        record["init_from"] = str(init_from)
     (out_dir / name / "train.json").write_text(json.dumps({**record, "command": command}, indent=2) + "\n")
     return record
 
