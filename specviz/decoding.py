@@ -19,6 +19,7 @@ all K were accepted, so that draft is fed together with the pending token.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -453,27 +454,27 @@ def speculative_generate(
         cursor, record = _round(target, draft, cursor, k, sampler, clock)  # K per round: the seam for a K policy
         rounds.append(record)
         generated += len(record.emitted)
-    decode_s = clock.now() - start
-    stats = GenerationStats(
-        k=k,
-        temperature=temperature,
-        new_tokens=max_new_tokens,
-        decode_s=decode_s,
-        prefill_ms=prefill_ms,
-        t_target_ms=t_p,
-        t_draft_ms=t_q,
-        t_verify_ms=float(np.median([r.verify_ms for r in rounds])),
-        rounds=rounds,
-    )
+    stats = GenerationStats(k, temperature, max_new_tokens, clock.now() - start, prefill_ms, t_p, t_q)
+    return _finish(stats, rounds)
+
+
+def _finish(stats: GenerationStats, rounds: list[RoundRecord]) -> tuple[torch.Tensor, GenerationStats]:
+    """The first ``stats.new_tokens`` emitted tokens (1-D) and ``stats`` with the rounds and the
+    median verify time filled in (a round may overshoot the count; its extra tokens are dropped)."""
+    stats.rounds = rounds
+    stats.t_verify_ms = float(np.median([r.verify_ms for r in rounds]))
     emitted = [t for r in rounds for t in r.emitted]
-    return torch.tensor(emitted[:max_new_tokens], dtype=torch.long), stats
+    return torch.tensor(emitted[: stats.new_tokens], dtype=torch.long), stats
 
 
 # --- draft trees: the draft expands a tree by rank, the target verifies every node at once ----------
 
 
+@functools.lru_cache(maxsize=32)
 def _tree_parts(tree) -> tuple[torch.Tensor, list[list[int]], list[list[int]]]:
-    """(parents (N,), children of each node by rank, the internal nodes (those with children) by depth)."""
+    """(parents (N,), children of each node by rank, the internal nodes (those with children) by depth).
+
+    Cached per tree shape: every round of a decode asks for the same one (callers must not mutate)."""
     kids = [tree.children(n) for n in range(len(tree))]
     levels = [[n for n in range(len(tree)) if tree.depths[n] == d and kids[n]] for d in range(tree.depth)]
     return torch.tensor(tree.parents), kids, levels
@@ -567,7 +568,7 @@ def tree_generate(
     seq[: prompt.numel()] = prompt
     pos = fed = prompt.numel() - 1  # pending token's position; the draft's cache holds positions < fed
     every = torch.arange(n + 1, device=target.device)
-    parents = torch.tensor(tree.parents)
+    parents, kids, _ = _tree_parts(tree)
     rounds: list[RoundRecord] = []
     generated = 0
     start = clock.now()
@@ -598,23 +599,12 @@ def tree_generate(
                 other_ms=1e3 * (t_d - t_c),
                 path=path,
                 ranks=[tree.ranks[node] for node in path],
-                leaf=not tree.children(path[-1] if path else 0),
+                leaf=not kids[path[-1] if path else 0],
             )
         )
         generated += len(emitted)
-    decode_s = clock.now() - start
-    stats = GenerationStats(
-        k=n,
-        temperature=temperature,
-        new_tokens=max_new_tokens,
-        decode_s=decode_s,
-        prefill_ms=prefill_ms,
-        t_target_ms=float("nan"),
-        t_verify_ms=float(np.median([r.verify_ms for r in rounds])),
-        rounds=rounds,
-    )
-    out = [t for r in rounds for t in r.emitted]
-    return torch.tensor(out[:max_new_tokens], dtype=torch.long), stats
+    stats = GenerationStats(n, temperature, max_new_tokens, clock.now() - start, prefill_ms, float("nan"))
+    return _finish(stats, rounds)
 
 
 # --- batched decoding: B prompts at once, each row at its own position ----------------------------
