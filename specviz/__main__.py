@@ -143,16 +143,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers; got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected integers >= 1; got {text!r}")
-    return values
-
-
 def _floats(text: str) -> list[float]:
     try:
         return [float(x) for x in text.split(",") if x.strip()]
@@ -179,6 +169,7 @@ BENCH_TABLE = [
     "predicted_speedup_measured_cost",
     "greedy_exact",
 ]
+TREE_TABLE = ["tree", "temperature", "mean_accepted_tokens", "predicted_tokens_per_round", "speedup"]
 
 
 DTYPE_CHOICES = ("auto", "float32", "float16", "bfloat16")
@@ -218,9 +209,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import pandas as pd
     from tqdm import tqdm
 
-    from specviz import bench
+    from specviz import bench, trees
     from specviz.models import load_pair
 
+    if args.tree and args.batch_size != [1]:
+        print("error: --tree drafts trees at batch size 1; drop --batch-size or --tree", file=sys.stderr)
+        return 2
     try:
         dtype = resolve_dtype(args.dtype, args.device)
         target, draft, tokenizer = load_pair(args.pair, device=args.device, dtype=dtype)
@@ -228,7 +222,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    label = args.label or f"{args.pair} K={','.join(map(str, args.k))}"
+    if args.tree:
+        try:
+            for shape in args.tree:  # syntax and limits checked before any decoding (p: a placeholder)
+                trees.parse_shape(shape, [0.5], max_depth=TREE_MAX_DEPTH)
+            given_p = trees.parse_p(args.tree_p) if args.tree_p else None
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    cells = f"K={','.join(map(str, args.k))}" if not args.tree else f"trees={' '.join(args.tree)}"
+    label = args.label or f"{args.pair} {cells}"
     target_name, draft_name = (
         args.pair.split(",", 1) if "," in args.pair else (f"{args.pair}/target", f"{args.pair}/draft")
     )
@@ -236,23 +239,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows: list[dict] = []
     if args.batch_size != [1]:
         return _bench_batches(args, target, draft, tokenizer, prompts, meta)
-    total = len(args.k) * len(args.temperature) * len(prompts) * args.repeats
+    shapes = len(args.tree) if args.tree else len(args.k)
+    total = shapes * len(args.temperature) * len(prompts) * args.repeats
     bar = tqdm(total=total, desc="bench", unit="run", dynamic_ncols=True)
     try:
-        bench.sweep(
-            target,
-            draft,
-            tokenizer,
-            prompts,
-            args.k,
-            args.temperature,
-            args.new_tokens,
-            args.repeats,
-            args.seed,
-            meta=meta,
-            on_run=lambda: bar.update(1),
-            on_row=lambda row, _: rows.append(row),
+        # a tree sweep builds its shapes per temperature, from the p measured there (or --tree-p)
+        plan = (
+            [(args.k, args.temperature)]
+            if not args.tree
+            else [(_tree_shapes(args, target, draft, tokenizer, prompts, t, given_p), [t]) for t in args.temperature]
         )
+        for ks, temperatures in plan:
+            bench.sweep(
+                target,
+                draft,
+                tokenizer,
+                prompts,
+                ks,
+                temperatures,
+                args.new_tokens,
+                args.repeats,
+                args.seed,
+                meta=meta,
+                on_run=lambda: bar.update(1),
+                on_row=lambda row, _: rows.append(row),
+            )
     except KeyboardInterrupt:
         print(f"\ninterrupted: keeping the {len(rows)} finished cell(s)", file=sys.stderr)
     except ValueError as exc:
@@ -265,10 +276,28 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 1
     table = pd.DataFrame(rows)
     table.to_csv(args.out, index=False)
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(table[BENCH_TABLE].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    with pd.option_context("display.width", 200, "display.max_columns", 20, "display.max_colwidth", 40):
+        shown = (TREE_TABLE if args.tree else []) + [c for c in BENCH_TABLE if c not in TREE_TABLE]
+        print(table[shown].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print(f"wrote {len(table)} rows to {args.out} ({table['hardware'].iloc[0]})")
     return 0
+
+
+TREE_MAX_DEPTH = 16  #: deepest tree ``bench --tree`` drafts
+
+
+def _tree_shapes(args, target, draft, tokenizer, prompts: list[str], temperature: float, p) -> list:
+    """``--tree`` shapes at ``temperature``: built from ``p``, or from p̂ of a pilot run where a shape needs one."""
+    import torch
+
+    from specviz import bench, trees
+
+    if p is None and any(shape.split(":")[0] in ("topk", "optimal") for shape in args.tree):
+        encoded = [torch.tensor(tokenizer.encode(text), dtype=torch.long) for text in prompts]
+        p = bench.pilot_p(target, draft, encoded, temperature, args.new_tokens, args.seed)
+        shown = ", ".join(f"{x:.3f}" for x in p)
+        print(f"T = {temperature:g}: p measured by a pilot run ({bench.PILOT.describe()}): {shown}", flush=True)
+    return [trees.parse_shape(shape, p, max_depth=TREE_MAX_DEPTH) for shape in args.tree]
 
 
 def _bench_batches(args, target, draft, tokenizer, prompts: list[str], meta: dict) -> int:
@@ -391,6 +420,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=[1],
         help="sequences decoded at once, e.g. 1,4,16 (any B > 1: batched rows, speedup of the whole batch)",
     )
+    b.add_argument(
+        "--tree",
+        nargs="+",
+        default=None,
+        metavar="SHAPE",
+        help="draft trees instead of K: chain:K chains:N,D topk:D,k,N optimal:N,D (topk and optimal are built "
+        "from --tree-p, else from p measured by a pilot run)",
+    )
+    b.add_argument("--tree-p", default=None, help="positional acceptance p_1,p_2,… for building topk / optimal trees")
     b.add_argument("--label", default=None)
     b.add_argument("--out", default="results.csv")
     b.set_defaults(func=cmd_bench)

@@ -1,8 +1,11 @@
-"""Sweeps over K and temperature → rows in the measurement schema (``python -m specviz bench``).
+"""Sweeps over K (or draft trees) and temperature → rows in the measurement schema (``python -m specviz bench``).
 
 For every (K, temperature) cell, each prompt and each repeat runs the target-only
 baseline and then speculative decoding on the same prompt; the cell's row pools
-the rounds of all its runs. The same :func:`run_cell` serves the CLI and the live page.
+the rounds of all its runs. A cell may hold a draft tree (:mod:`specviz.trees`) instead of K:
+it then runs :func:`specviz.decoding.tree_generate`, and its row adds the tree, its depth, the
+positional acceptance p̂ measured from its rounds and the tokens per round F(T) predicts at p̂.
+The same :func:`run_cell` serves the CLI and the live page.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from specviz import decoding, machine, theory
+from specviz import decoding, machine, theory, trees
 
 PROMPTS_FILE = Path(__file__).resolve().parent.parent / "data" / "prompts" / "stdlib_validation.jsonl"
 
@@ -139,7 +142,7 @@ def measure_runs(
     target,
     draft,
     prompts: list[torch.Tensor],
-    k: int,
+    k: int | trees.Tree,
     temperature: float,
     new_tokens: int,
     repeats: int,
@@ -148,7 +151,7 @@ def measure_runs(
     should_stop: Callable[[], bool] | None = None,
     on_start: Callable[[int], None] | None = None,
 ) -> list[Run]:
-    """Every prompt × repeat of one (K, temperature) cell.
+    """Every prompt × repeat of one (K, temperature) cell; ``k`` a :class:`~specviz.trees.Tree` drafts that tree.
 
     Each run decodes the prompt target-only and speculatively with generators seeded identically
     (``seed + 1000·prompt + repeat``). ``should_stop()`` is asked before each run and raises
@@ -167,9 +170,11 @@ def measure_runs(
             base, b_stats = decoding.generate_target_only(
                 target, prompt, new_tokens, temperature, torch.Generator(device).manual_seed(s)
             )
-            spec, s_stats = decoding.speculative_generate(
-                target, draft, prompt, k, temperature, new_tokens, torch.Generator(device).manual_seed(s)
-            )
+            g = torch.Generator(device).manual_seed(s)
+            if isinstance(k, trees.Tree):
+                spec, s_stats = decoding.tree_generate(target, draft, prompt, k, temperature, new_tokens, g)
+            else:
+                spec, s_stats = decoding.speculative_generate(target, draft, prompt, k, temperature, new_tokens, g)
             runs.append(Run(pi, r, b_stats, s_stats, base, spec))
             if on_run is not None:
                 on_run(len(runs))
@@ -180,14 +185,14 @@ def run_cell(
     target,
     draft,
     prompts: list[torch.Tensor],
-    k: int,
+    k: int | trees.Tree,
     temperature: float,
     new_tokens: int,
     repeats: int,
     seed: int = 0,
     on_run: Callable[[int], None] | None = None,
 ) -> dict:
-    """Measure one (K, temperature) cell over every prompt × repeat; return its aggregated row."""
+    """Measure one (K or tree, temperature) cell over every prompt × repeat; return its aggregated row."""
     return aggregate(
         measure_runs(target, draft, prompts, k, temperature, new_tokens, repeats, seed, on_run),
         k,
@@ -196,11 +201,17 @@ def run_cell(
     )
 
 
-def aggregate(measured: list[Run], k: int, temperature: float, new_tokens: int) -> dict:
-    """Pool the rounds of all runs of a cell into one measurement row (see measurements.COLUMNS)."""
+def aggregate(measured: list[Run], k: int | trees.Tree, temperature: float, new_tokens: int) -> dict:
+    """Pool the rounds of all runs of a cell into one measurement row (see measurements.COLUMNS).
+
+    A tree cell's row has K = the tree's drafts and adds ``tree`` (its shape), ``tree_depth``,
+    ``tree_p`` (p̂ from the pooled rounds) and ``predicted_tokens_per_round`` (F(T) at p̂)."""
+    tree = k if isinstance(k, trees.Tree) else None
+    k = tree.drafts if tree is not None else k
     runs = [(m.baseline, m.speculative, m.exact) for m in measured]
     rounds = [r for _, s, _ in runs for r in s.rounds]
     pooled = decoding.GenerationStats(
+        tree=tree,
         k=k,
         temperature=temperature,
         new_tokens=new_tokens,
@@ -243,6 +254,35 @@ def aggregate(measured: list[Run], k: int, temperature: float, new_tokens: int) 
         "runs": len(runs),
         "new_tokens": new_tokens,
         "greedy_exact": all(same for _, _, same in runs) if temperature == 0 else None,
+        **(tree_columns(pooled) if tree is not None else {}),
+    }
+
+
+PILOT = trees.independent_chains(8, 4)  #: the probe a pilot run drafts: ranks 1..8 at the root, rank 1 below
+
+
+def pilot_p(
+    target, draft, prompts: list[torch.Tensor], temperature: float, new_tokens: int, seed: int = 0
+) -> np.ndarray:
+    """Positional acceptance p̂ (8,) from one :data:`PILOT` run per prompt (ranks never reached: 0).
+
+    Seeded apart from the measured runs (``seed + 1000·prompt + 999``), so a shape built from p̂ is
+    judged on runs that did not pick it."""
+    rounds = []
+    for i, prompt in enumerate(prompts):
+        g = torch.Generator(target.device).manual_seed(seed + 1000 * i + 999)
+        _, stats = decoding.tree_generate(target, draft, prompt, PILOT, temperature, new_tokens, g, calibration_steps=0)
+        rounds += stats.rounds
+    return np.nan_to_num(trees.positional_acceptance(PILOT, rounds))
+
+
+def tree_columns(stats: decoding.GenerationStats) -> dict:
+    """A tree cell's extra columns: its shape, depth, the measured p̂ and F(T) at p̂ (tokens per round)."""
+    return {
+        "tree": stats.tree.describe(),
+        "tree_depth": stats.tree.depth,
+        "tree_p": ";".join(f"{x:.4f}" for x in stats.tree_p),
+        "predicted_tokens_per_round": stats.predicted_tokens,
     }
 
 
@@ -328,7 +368,7 @@ def sweep(
     draft,
     tokenizer,
     prompts: list[str],
-    ks: Iterable[int],
+    ks: Iterable[int | trees.Tree],
     temperatures: Iterable[float],
     new_tokens: int,
     repeats: int,
@@ -339,16 +379,19 @@ def sweep(
     should_stop: Callable[[], bool] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
 ) -> pd.DataFrame:
-    """Run every (K, temperature) cell; rows in the measurement schema.
+    """Run every (K, temperature) cell; rows in the measurement schema. An entry of ``ks`` may be a
+    :class:`~specviz.trees.Tree`: that cell drafts the tree (:func:`aggregate` names its extra columns).
 
     ``meta`` adds constant columns (label, target_model, …). ``on_row(row, runs)`` is called
     with each finished row and its runs, so a caller that is interrupted (KeyboardInterrupt,
     :class:`Stopped` from ``should_stop``) keeps what finished. ``on_run()`` is called after
     each run; ``on_progress(p)`` with a :class:`Progress` before each run and after the last.
     """
-    ks, temperatures = [int(k) for k in ks], [float(t) for t in temperatures]
-    for k in ks:
-        theory.check_k(k)
+    ks = [k if isinstance(k, trees.Tree) else int(theory.check_k(k)) for k in ks]
+    temperatures = [float(t) for t in temperatures]
+    if not ks:
+        raise ValueError("a sweep needs at least one draft length K or tree")
+    widest = max(k.drafts if isinstance(k, trees.Tree) else k for k in ks)
     if any(t < 0 for t in temperatures):
         raise ValueError(f"temperature must be >= 0; got {temperatures}")
     if repeats < 1:
@@ -356,7 +399,7 @@ def sweep(
     encoded = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in prompts]
     for i, p in enumerate(encoded):  # every cell must fit before the first one runs
         try:
-            decoding.check_inputs([target, draft], p, new_tokens, max(temperatures), max(ks))
+            decoding.check_inputs([target, draft], p, new_tokens, max(temperatures), widest)
         except ValueError as exc:
             raise ValueError(f"prompt {i + 1}: {exc}") from None
     warm_up(target, draft, encoded[0])
@@ -365,7 +408,8 @@ def sweep(
     per_cell = len(encoded) * repeats
     rows = []
     for i, (k, t) in enumerate(cells, start=1):
-        on_start, on_end = _progress_callbacks(on_progress, on_run, Progress(i, len(cells), 0, per_cell, k, t, 0))
+        drafts = k.drafts if isinstance(k, trees.Tree) else k
+        on_start, on_end = _progress_callbacks(on_progress, on_run, Progress(i, len(cells), 0, per_cell, drafts, t, 0))
         runs = measure_runs(
             target, draft, encoded, k, t, new_tokens, repeats, seed, on_end, should_stop, on_start=on_start
         )

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from specviz import sampling, theory
+from specviz import sampling, theory, trees
 from specviz.models import Decodable
 
 __all__ = [
@@ -110,6 +110,12 @@ class GenerationStats:
     t_draft_ms: float = float("nan")  # median single-token draft step
     t_verify_ms: float = float("nan")  # median target forward over K + 1 tokens
     rounds: list[RoundRecord] = field(default_factory=list)
+    tree: trees.Tree | None = None  # tree rounds: the draft tree (k is its node count)
+
+    @property
+    def draft_steps(self) -> int:
+        """Draft forwards per round: K for a chain, the depth for a tree (one forward per level)."""
+        return self.tree.depth if self.tree is not None else self.k
 
     @property
     def tokens_per_s(self) -> float:
@@ -159,19 +165,32 @@ class GenerationStats:
     @property
     def o(self) -> float:
         """Per-round overhead in target steps: mean round time not explained by one verify forward
-        and K draft steps, (T_round − T_verify − K·T_q) / T_p, floored at 0. It holds sampling and
-        bookkeeping on both sides and the draft's catch-up token after an all-accepted round."""
+        and D draft steps (D = :attr:`draft_steps`), (T_round − T_verify − D·T_q) / T_p, floored at 0.
+        It holds sampling and bookkeeping on both sides and the draft's catch-up token after an
+        all-accepted round."""
         if not self.rounds:
             return 0.0
         round_ms = float(np.mean([r.draft_ms + r.verify_ms + r.other_ms for r in self.rounds]))
-        return max(0.0, (round_ms - self.t_verify_ms - self.k * self.t_draft_ms) / self.t_target_ms)
+        return max(0.0, (round_ms - self.t_verify_ms - self.draft_steps * self.t_draft_ms) / self.t_target_ms)
+
+    @property
+    def tree_p(self) -> np.ndarray:
+        """Tree runs: the positional acceptance p̂ measured from the rounds (ranks never reached: 0)."""
+        return np.nan_to_num(trees.positional_acceptance(self.tree, self.rounds))
+
+    @property
+    def predicted_tokens(self) -> float:
+        """Tokens per round the model predicts: E[N] at α̂ (chain), F(T) at the measured p̂ (tree)."""
+        if self.tree is not None:
+            return trees.expected_tokens(self.tree, self.tree_p)
+        return float(theory.expected_tokens(min(max(self.alpha_hat, 0.0), 1.0), self.k))
 
     def predicted_speedup(self, measured_cost: bool = False) -> float:
-        """Speedup predicted by specviz.theory at the measured α̂ and c (with v, o if asked)."""
-        alpha = min(max(self.alpha_hat, 0.0), 1.0)
-        if measured_cost:
-            return float(theory.speedup(alpha, self.c, self.k, self.v, self.o))
-        return float(theory.speedup(alpha, self.c, self.k))
+        """Speedup predicted by specviz.theory from :attr:`predicted_tokens` and the measured c (with
+        v, o if asked): E[N] / (1 + v·K + o + D/c), D = :attr:`draft_steps`."""
+        v, o = (self.v, self.o) if measured_cost else (0.0, 0.0)
+        steps = self.draft_steps if self.tree is not None else None
+        return float(theory.speedup_from_tokens(self.predicted_tokens, self.c, self.k, v, o, steps))
 
 
 def check_inputs(models, prompt: torch.Tensor, max_new_tokens: int, temperature: float, k: int) -> None:
@@ -481,29 +500,31 @@ def _tree_parts(tree) -> tuple[torch.Tensor, list[list[int]], list[list[int]]]:
 
 
 def draft_tree(
-    draft, tree, tokens: torch.Tensor, start: int, q_root: torch.Tensor, sampler: Sampler
+    draft, tree, tokens: torch.Tensor, start: int, root_logits: torch.Tensor, sampler: Sampler
 ) -> dict[int, torch.Tensor]:
     """Fill ``tokens`` (N,) (node 0, the root, given) by expanding ``tree`` level by level.
 
-    Node n's children take, by rank, the top tokens of the draft's q at n (greedy) or tokens drawn
-    i.i.d. from it (T > 0, as multi-step speculative sampling needs). One draft forward per level
-    over that level's internal nodes (:meth:`GPT.forward_tree`). Returns q (V,) at every internal node.
+    Node n's children take, by rank, the draft's likeliest tokens at n (greedy: the top of its logits,
+    since the one-hot q of T = 0 ranks nothing past the first) or tokens drawn i.i.d. from q (T > 0,
+    as multi-step speculative sampling needs). One draft forward per level over that level's
+    internal nodes (:meth:`GPT.forward_tree`); ``root_logits`` (V,) come from the catch-up forward.
+    Returns q (V,) at every internal node.
     """
     parents, kids, levels = _tree_parts(tree)
-    q = {0: q_root}
+    logits = {0: root_logits}
     for depth, level in enumerate(levels):
-        if depth > 0:  # the root's q came from the catch-up forward
+        if depth > 0:  # the root's logits came from the catch-up forward
             nodes = torch.tensor(level, device=tokens.device)
-            probs = sampler.probs(draft.forward_tree(tokens[nodes][None], start, nodes, parents)[0])  # (M, V)
-            q.update(zip(level, probs, strict=True))
+            logits.update(zip(level, draft.forward_tree(tokens[nodes][None], start, nodes, parents)[0], strict=True))
         for node in level:
             children = kids[node]
             if sampler.greedy:
-                picked = q[node].topk(len(children)).indices
+                picked = logits[node].topk(len(children)).indices
             else:
-                picked = torch.multinomial(q[node], len(children), replacement=True, generator=sampler.generator)
+                q = sampler.probs(logits[node])
+                picked = torch.multinomial(q, len(children), replacement=True, generator=sampler.generator)
             tokens[children] = picked
-    return q
+    return {node: sampler.probs(x) for node, x in logits.items()}
 
 
 def verify_tree(
@@ -537,11 +558,13 @@ def tree_generate(
     temperature: float = 0.0,
     max_new_tokens: int = 128,
     generator: torch.Generator | None = None,
+    *,
+    calibration_steps: int = 8,
 ) -> tuple[torch.Tensor, GenerationStats]:
     """Speculative decoding with a draft tree (:class:`specviz.trees.Tree`), batch 1, lossless.
 
-    A round: the draft catches up on the tokens committed since its last round and gives q at the
-    root (the pending token); :func:`draft_tree` expands the tree; the target scores every node in
+    A round: the draft catches up on the tokens committed since its last round and gives its logits at
+    the root (the pending token); :func:`draft_tree` expands the tree; the target scores every node in
     one forward with a tree attention mask (:meth:`GPT.forward_tree`, node n in cache slot pos + n);
     :func:`verify_tree` accepts a path (greedy: the tokens equal to the target's argmax; T > 0:
     SpecInfer's multi-step speculative sampling, so the output follows the target exactly);
@@ -549,7 +572,9 @@ def tree_generate(
     round continues as the chain engine does. Records carry the path and the accepted ranks
     (:func:`specviz.trees.positional_acceptance` estimates p from them).
 
-    Returns (new tokens (max_new_tokens,), stats with ``k`` = the tree's drafts).
+    ``calibration_steps`` times single-token target and draft steps first (T_p, T_q), as
+    :func:`speculative_generate` does. Returns (new tokens (max_new_tokens,), stats with ``k`` = the
+    tree's drafts and ``tree``).
     """
     for name, model in (("target", target), ("draft", draft)):
         if not hasattr(model, "forward_tree"):
@@ -567,6 +592,10 @@ def tree_generate(
     seq = torch.zeros(target.context_length, dtype=torch.long, device=target.device)
     seq[: prompt.numel()] = prompt
     pos = fed = prompt.numel() - 1  # pending token's position; the draft's cache holds positions < fed
+    t_p, t_q = (
+        _decode_step_ms(m, prompt[-1:], pos, clock, calibration_steps) if calibration_steps else float("nan")
+        for m in (target, draft)
+    )
     every = torch.arange(n + 1, device=target.device)
     parents, kids, _ = _tree_parts(tree)
     rounds: list[RoundRecord] = []
@@ -574,10 +603,10 @@ def tree_generate(
     start = clock.now()
     while generated < max_new_tokens:
         t_a = clock.now()
-        q_root = sampler.probs(draft(seq[fed : pos + 1][None], fed)[0, -1])  # (V,)
+        root_logits = draft(seq[fed : pos + 1][None], fed)[0, -1]  # (V,)
         tokens = torch.zeros(n + 1, dtype=torch.long, device=target.device)
         tokens[0] = seq[pos]
-        q = draft_tree(draft, tree, tokens, pos, q_root, sampler)
+        q = draft_tree(draft, tree, tokens, pos, root_logits, sampler)
         t_b = clock.now()
         p = sampler.probs(target.forward_tree(tokens[None], pos, every, parents)[0])  # (N + 1, V)
         t_c = clock.now()
@@ -603,7 +632,7 @@ def tree_generate(
             )
         )
         generated += len(emitted)
-    stats = GenerationStats(n, temperature, max_new_tokens, clock.now() - start, prefill_ms, float("nan"))
+    stats = GenerationStats(n, temperature, max_new_tokens, clock.now() - start, prefill_ms, t_p, t_q, tree=tree)
     return _finish(stats, rounds)
 
 

@@ -259,12 +259,15 @@ def speedup(alpha, c, k, v=0.0, o=0.0):
     return (_expected_tokens(a, kk) * _cost_factor(cc, kk, vv, oo))[()]
 
 
-def speedup_from_tokens(mean_tokens, c, k, v=0.0, o=0.0):
+def speedup_from_tokens(mean_tokens, c, k, v=0.0, o=0.0, draft_steps=None):
     r"""The speedup :func:`speedup` gives, for a known E[N] instead of an i.i.d. α.
 
-    .. math::  S = \frac{E[N]}{1 + vK + o + K/c}
+    .. math::  S = \frac{E[N]}{1 + vK + o + D/c}
 
-    For E[N] from per-position acceptance (:func:`expected_tokens_by_position`) or measured.
+    with D = ``draft_steps`` draft forwards per round: K for a chain; a draft tree of K nodes
+    drafts one level per forward, so D is its depth (:mod:`specviz.trees`), and K = its node count
+    still sets the verify cost v·K. For E[N] from per-position acceptance
+    (:func:`expected_tokens_by_position`), a tree's F (:func:`specviz.trees.expected_tokens`) or measured.
 
     Parameters
     ----------
@@ -272,13 +275,18 @@ def speedup_from_tokens(mean_tokens, c, k, v=0.0, o=0.0):
         E[N], tokens per round, in [1, K + 1].
     c, k, v, o : array_like
         As in :func:`speedup`.
+    draft_steps : array_like of int, optional
+        D in [1, K]; default K.
     """
     kk = check_k(k)
     m = _check_in(mean_tokens, 1.0, kk + 1.0, "mean_tokens", "[1, K + 1]")
     cc = check_positive(c, "c")
     vv = check_nonnegative(v, "v")
     oo = check_nonnegative(o, "o")
-    return (m * _cost_factor(cc, kk, vv, oo))[()]
+    if draft_steps is None:
+        return (m * _cost_factor(cc, kk, vv, oo))[()]
+    dd = _check_in(check_k(draft_steps, "draft_steps"), 1, kk, "draft_steps", "[1, K]")
+    return (m / (1.0 + vv * kk + oo + dd / cc))[()]
 
 
 def speedup_bound(c, k, v=0.0, o=0.0):

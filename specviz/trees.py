@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -32,6 +32,7 @@ __all__ = [
     "best_tree_for_hardware",
     "chain",
     "check_p",
+    "check_p_by_depth",
     "expected_tokens",
     "from_topk",
     "geometric_p",
@@ -39,6 +40,7 @@ __all__ = [
     "optimal_tree",
     "optimal_tree_table",
     "parse_p",
+    "parse_shape",
     "positional_acceptance",
     "sglang_flags",
     "shapes_by_budget",
@@ -52,6 +54,7 @@ class Tree:
 
     parents: tuple[int, ...]
     ranks: tuple[int, ...]
+    name: str = field(default="", compare=False)  #: the shape it was built from, e.g. "optimal:16,6" (optional)
 
     def __post_init__(self):
         if not self.parents or self.parents[0] != -1 or self.ranks[0] != 0 or len(self.parents) != len(self.ranks):
@@ -115,8 +118,9 @@ class Tree:
         return x, -np.asarray(self.depths, dtype=float)
 
     def describe(self) -> str:
-        """Short text: size and depth, e.g. "16 drafts, depth 5"."""
-        return f"{self.drafts} drafts, depth {self.depth}"
+        """Short text: the shape's name (if any), size and depth, e.g. "optimal:16,6 (16 drafts, depth 5)"."""
+        size = f"{self.drafts} drafts, depth {self.depth}"
+        return f"{self.name} ({size})" if self.name else size
 
 
 NO_TREE = Tree((-1,), (0,))  #: the root alone: do not speculate (F = 1)
@@ -132,18 +136,33 @@ def check_p(p) -> np.ndarray:
     return a
 
 
+def check_p_by_depth(p) -> np.ndarray:
+    """A depth-dependent profile (D, R): row d is the positional acceptance at nodes of depth d (the
+    root's children are drawn at depth 0); each row as :func:`check_p` requires."""
+    a = np.asarray(p, dtype=float)
+    if a.ndim != 2 or a.shape[0] == 0:
+        raise ValueError(f"p by depth must be a (depth, ranks) table with at least one row; got shape {a.shape}")
+    return np.stack([check_p(row) for row in a])
+
+
 def path_probabilities(tree: Tree, p) -> np.ndarray:
-    """Π p_rank along the path from the root to each node (the root 1; a rank beyond p gives 0)."""
-    pp = check_p(p)
+    """Π p_rank along the path from the root to each node (the root 1; a rank beyond p gives 0).
+
+    ``p`` is one profile (R,) for every depth, or a table (D, R) whose row d applies to the children of
+    nodes at depth d (the last row to every deeper node): p_r(d) in place of p_r.
+    """
+    table = check_p_by_depth(p) if np.ndim(p) == 2 else check_p(p)[None, :]  # (D, R)
     out = np.ones(len(tree))
     for i in range(1, len(tree)):
+        row = table[min(tree.depths[tree.parents[i]], len(table) - 1)]
         r = tree.ranks[i]
-        out[i] = out[tree.parents[i]] * (pp[r - 1] if r <= pp.size else 0.0)
+        out[i] = out[tree.parents[i]] * (row[r - 1] if r <= row.size else 0.0)
     return out
 
 
 def expected_tokens(tree: Tree, p) -> float:
-    """F(T): expected tokens per round of ``tree`` under positional acceptance ``p`` (module docstring)."""
+    """F(T): expected tokens per round of ``tree`` under positional acceptance ``p`` (module docstring;
+    a (D, R) ``p`` makes the acceptance depend on depth, :func:`path_probabilities`)."""
     return float(path_probabilities(tree, p).sum())
 
 
@@ -343,24 +362,79 @@ def best_tree_for_hardware(
     return _tree_of_paths(_padded(_rebuild(T, best, arg, n + 1, d), n)), float(top)
 
 
-def positional_acceptance(tree: Tree, rounds) -> np.ndarray:
+def positional_acceptance(tree: Tree, rounds, by_depth: bool = False) -> np.ndarray:
     """Estimate p_1, p_2, … from rounds of a tree run (records with ``path`` and ``accept_mask``).
 
-    A round tests the root and then each accepted node that has children; at a tested node with m
-    children the target takes the rank-r child with probability p_r (r ≤ m) under the positional
-    model. So p_r = (tests that accepted rank r) / (tests at nodes with at least r children), one
-    entry per rank up to the tree's widest node (NaN where no node offered that rank).
+    A round tests the root and then each accepted node that has children. At a tested node the
+    target takes the rank-1 child with probability p_1, else the rank-2 one with probability
+    h_2 = p_2 / (1 − p_1), and so on (the positional model as a sequence of conditional tests; a node
+    with m children offers ranks 1..m). The maximum-likelihood estimate is therefore
+
+        h_r = (tests that took rank r) / (tests that reached rank r),   p_r = h_r · Π_{s<r} (1 − h_s)
+
+    where a test reaches rank r when its node has at least r children and took none of ranks < r.
+    Σ p̂_r ≤ 1 by construction. Returns (R,) with R the tree's widest node, NaN (and NaN beyond) where
+    no test reached a rank; with ``by_depth``, a (D, R) table, row d from the tests at depth d, where
+    a rank no test at that depth reached takes the pooled estimate.
     """
     width = max((len(tree.children(n)) for n in range(len(tree))), default=0)
-    hits, offered = np.zeros(width), np.zeros(width)
+    took, reached = np.zeros((max(tree.depth, 1), width)), np.zeros((max(tree.depth, 1), width))
     for r in rounds:
         for d, ok in enumerate(r.accept_mask):
             node = 0 if d == 0 else r.path[d - 1]
-            offered[: len(tree.children(node))] += 1
-            if ok:
-                hits[tree.ranks[r.path[d]] - 1] += 1
+            rank = tree.ranks[r.path[d]] if ok else None
+            offered = len(tree.children(node))
+            reached[d, : offered if rank is None else rank] += 1
+            if rank is not None:
+                took[d, rank - 1] += 1
+    pooled = _p_from_hazards(took.sum(0), reached.sum(0))
+    if not by_depth:
+        return pooled
+    rows = np.stack([_p_from_hazards(t, n) for t, n in zip(took, reached, strict=True)])
+    return np.where(np.isnan(rows), pooled[None, :], rows)
+
+
+def _p_from_hazards(took: np.ndarray, reached: np.ndarray) -> np.ndarray:
+    """p_r = h_r Π_{s<r} (1 − h_s) with h_r = took_r / reached_r (NaN from the first rank never reached)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(offered > 0, hits / offered, np.nan)
+        h = np.where(reached > 0, took / reached, np.nan)
+    survive = np.concatenate([[1.0], np.cumprod(1 - h)[:-1]])
+    return h * survive
+
+
+def parse_shape(text: str, p=None, max_depth: int = 16) -> Tree:
+    """A draft shape as the bench CLI and the live page take it (ValueError naming the field otherwise):
+
+    * ``chain:K`` — K drafts in a line;
+    * ``chains:N,D`` — N independent chains of D drafts (SpecInfer);
+    * ``topk:D,k,N`` — the EAGLE-2 / SGLang tree: depth D, top-k, N drafts (:func:`from_topk`, needs p);
+    * ``optimal:N,D`` — Sequoia's tree of N drafts and depth ≤ D (:func:`optimal_tree`, needs p).
+
+    The depth of any shape is at most ``max_depth``.
+    """
+    forms = "chain:K, chains:N,D, topk:D,k,N or optimal:N,D (e.g. optimal:16,6)"
+    kind, _, args = str(text).strip().partition(":")
+    arity = {"chain": 1, "chains": 2, "topk": 3, "optimal": 2}
+    try:
+        values = [int(a) for a in args.split(",")]
+    except ValueError:
+        values = []
+    if kind not in arity or len(values) != arity[kind] or min(values, default=0) < 1:
+        raise ValueError(f"tree: {text!r} is not a draft shape; use {forms}, every number an integer >= 1")
+    if kind in ("topk", "optimal") and p is None:
+        raise ValueError(f"tree: {text!r} is built from a positional acceptance p; none was given")
+    depth = {"chain": values[0], "chains": values[-1], "topk": values[0], "optimal": values[-1]}[kind]
+    if depth > max_depth:
+        raise ValueError(f"tree: {text!r} has depth {depth}; at most {max_depth} is allowed here")
+    if kind == "chain":
+        tree = chain(values[0])
+    elif kind == "chains":
+        tree = independent_chains(*values)
+    elif kind == "topk":
+        tree = from_topk(*values, p)
+    else:
+        tree = optimal_tree(p, *values)
+    return replace(tree, name=f"{kind}:{','.join(map(str, values))}")
 
 
 # --------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from specviz import __main__ as cli
-from specviz import bench, measurements
+from specviz import bench, measurements, trees
 from specviz.models.gpt import GPT, GPTConfig
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -197,3 +197,47 @@ def test_bench_cli_on_cuda(tiny_pair, tmp_path, dtype):
     assert (df.t_target_ms > 0).all() and (df.t_draft_ms > 0).all() and (df.t_verify_ms > 0).all()
     assert (df.mean_accepted_tokens >= 1).all() and (df.mean_accepted_tokens <= df.k + 1).all()
     assert f"wrote 4 rows to {out}" in done.stdout
+
+
+def test_bench_tree_rows_are_predicted_from_their_tree(tiny_pair, tmp_path, capsys):
+    code, out = run_bench(tiny_pair, tmp_path, "--tree", "chain:2", "optimal:6,3", "--tree-p", "0.5,0.2")
+    assert code == 0
+    df = pd.read_csv(out)
+    assert df.tree.tolist() == [
+        "chain:2 (2 drafts, depth 2)",
+        "optimal:6,3 (6 drafts, depth 3)",
+    ] * 2 and df.temperature.tolist() == [0, 0, 1, 1]
+    assert df.k.tolist() == [2, 6, 2, 6] and df.tree_depth.tolist() == [2, 3, 2, 3]
+    assert df[df.temperature == 0].greedy_exact.astype(bool).all()
+    assert (df.predicted_tokens_per_round >= 1).all() and (df.predicted_tokens_per_round <= df.tree_depth + 1).all()
+    for row in df.itertuples():  # F at the row's own measured p̂, recomputed from its tree_p
+        p = [float(x) for x in row.tree_p.split(";")]
+        tree = trees.parse_shape(row.tree.split()[0], [0.5, 0.2])
+        assert row.predicted_tokens_per_round == pytest.approx(trees.expected_tokens(tree, p), abs=1e-3)
+    assert "tree" in capsys.readouterr().out.splitlines()[0]
+    loaded, report = measurements.load_measurements(out)
+    assert report.rows_loaded == 4 and not report.row_errors
+    f, c, d = df.predicted_tokens_per_round, df.c, df.tree_depth
+    assert loaded.predicted_speedup.to_numpy() == pytest.approx((f * c / (c + d)).to_numpy())  # S = F / (1 + D/c)
+
+
+def test_bench_tree_without_p_measures_it_by_a_pilot_run(tiny_pair, tmp_path, capsys):
+    code, out = run_bench(tiny_pair, tmp_path, "--tree", "topk:2,2,4", "--temperature", "0")
+    assert code == 0 and pd.read_csv(out).tree.tolist() == ["topk:2,2,4 (4 drafts, depth 2)"]
+    assert "T = 0: p measured by a pilot run (32 drafts, depth 4)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--tree", "weird:3"], "tree: 'weird:3' is not a draft shape"),
+        (["--tree", "chain:0"], "every number an integer >= 1"),
+        (["--tree", "chain:17"], "has depth 17; at most 16"),
+        (["--tree", "optimal:8,3", "--tree-p", "0.7,0.5"], "p must sum to at most 1"),
+        (["--tree", "chain:2", "--batch-size", "2"], "--tree drafts trees at batch size 1"),
+    ],
+)
+def test_bench_tree_bad_shapes_are_named(tiny_pair, tmp_path, capsys, extra, message):
+    code, out = run_bench(tiny_pair, tmp_path, *extra)
+    assert code == 2 and not out.exists()
+    assert message in capsys.readouterr().err

@@ -976,6 +976,21 @@ def test_an_out_of_range_time_in_seconds_is_reported_in_seconds():
     assert error.allowed == "a finite number > 0 (s)"
 
 
+def test_tree_rows_are_checked_against_k_and_predicted_from_f():
+    df, report = load(
+        "label,k,c,tree,tree_depth,predicted_tokens_per_round,alpha\n"
+        'ok,8,4,"optimal:8,4 (8 drafts)",4,3.2,0.7\n'
+        "deep,4,4,chain:5,5,2.0,0.7\n"
+        "many,4,4,chain:4,4,5.5,0.7\n"
+    )
+    assert [(e.row, e.column, e.allowed) for e in report.row_errors] == [
+        (3, "tree_depth", "an integer in [1, 4] (a tree of K = 4 drafts)"),
+        (4, "predicted_tokens_per_round", "[1, 5] (tokens per round, K = 4)"),
+    ]
+    assert list(df.label) == ["ok"] and df.tree.iloc[0] == "optimal:8,4 (8 drafts)"
+    assert df.predicted_speedup.iloc[0] == pytest.approx(3.2 / (1 + 4 / 4))  # F / (1 + D/c), not S(α, c, K)
+
+
 def test_readers_are_an_explicit_registry_tried_in_order_csv_last():
     assert list(READERS) == ["vllm_log", "spec_bench", "csv"]
     assert all(isinstance(r, Reader) and r.rule for r in READERS.values())

@@ -310,3 +310,18 @@ def test_positional_acceptance_equal_to_alpha_is_the_iid_model(alpha, k_max):
 def test_speedup_from_tokens_is_speedup_at_the_models_mean(alpha, c, k, v, o):
     mean = t.expected_tokens(alpha, k)
     assert t.speedup_from_tokens(mean, c, k, v, o) == pytest.approx(t.speedup(alpha, c, k, v, o), rel=1e-12)
+    # a chain drafts K times a round: D = K is the default
+    assert t.speedup_from_tokens(mean, c, k, v, o, draft_steps=k) == pytest.approx(t.speedup(alpha, c, k, v, o))
+
+
+@SETTINGS
+@given(c=st.floats(0.01, 1e4), k=st.integers(1, 64), v=st.floats(0, 2), data=st.data())
+def test_a_trees_speedup_pays_one_draft_forward_per_level(c, k, v, data):
+    """S = F / (1 + vK + D/c): fewer draft forwards (a shallower tree of the same size) never cost more."""
+    d = data.draw(st.integers(1, k))
+    f = data.draw(st.floats(1, d + 1))
+    s = t.speedup_from_tokens(f, c, k, v, draft_steps=d)
+    assert s == pytest.approx(f / (1 + v * k + d / c), rel=1e-12)
+    assert s >= t.speedup_from_tokens(f, c, k, v) * (1 - 1e-12)
+    with pytest.raises(ValueError, match=r"draft_steps must be in \[1, K\]"):
+        t.speedup_from_tokens(f, c, k, draft_steps=k + 1)

@@ -81,6 +81,23 @@ def test_greedy_tree_output_is_the_targets_greedy_output(pair, prompt, shape):
     assert any(r.accepted >= 2 for r in stats.rounds) and any(r.accepted == 0 for r in stats.rounds)
 
 
+def test_greedy_children_are_the_drafts_likeliest_tokens_by_rank(pair, prompt):
+    """At T = 0 the rank-r child is the draft's r-th likeliest token (q is one-hot there, so ranking
+    must come from the logits), at the root and one level down."""
+    draft = pair[1]
+    tree = trees.Tree((-1, 0, 0, 0, 1, 1), (0, 1, 2, 3, 1, 2))
+    with torch.inference_mode():
+        draft.setup_cache(1, draft.context_length)
+        root_logits = draft(prompt[None], 0)[0, -1]  # (V,)
+        tokens = torch.zeros(len(tree), dtype=torch.long)
+        tokens[0] = prompt[-1]
+        decoding.draft_tree(draft, tree, tokens, prompt.numel() - 1, root_logits, decoding.Sampler(0.0))
+        draft.setup_cache(1, draft.context_length)
+        below = draft(torch.cat([prompt, tokens[1:2]])[None], 0)[0, -1]  # after the rank-1 child, recomputed
+    assert tokens[[1, 2, 3]].tolist() == root_logits.topk(3).indices.tolist()
+    assert tokens[[4, 5]].tolist() == below.topk(2).indices.tolist()
+
+
 def test_a_wider_tree_accepts_at_least_as_much_as_its_chain(pair, prompt):
     target = pair[0]
     draft = noisy_copy(target, 0.06, 3)  # further off: the target's choice is sometimes the draft's second

@@ -10,7 +10,7 @@ from _tiers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specviz import theory, trees
+from specviz import decoding, theory, trees
 
 SETTINGS = settings(max_examples=examples(100), deadline=None)
 
@@ -125,6 +125,11 @@ def test_hardware_choice_trades_tokens_for_verify_cost():
         (lambda: trees.optimal_tree([0.5], 0, 3), "budget must be an integer"),
         (lambda: trees.best_topk([0.5], 9, 1), r"budget must be at most 8 for a top-k tree of depth ≤ 1 .*got 9"),
         (lambda: trees.best_topk([0.5], 73, 2), "budget must be at most 72 .*got 73"),
+        (lambda: trees.parse_shape("tree:3"), "tree: 'tree:3' is not a draft shape; use chain:K"),
+        (lambda: trees.parse_shape("chains:3"), "tree: 'chains:3' is not a draft shape"),
+        (lambda: trees.parse_shape("optimal:8,4"), "built from a positional acceptance p; none was given"),
+        (lambda: trees.parse_shape("chain:9", max_depth=8), "has depth 9; at most 8"),
+        (lambda: trees.expected_tokens(trees.chain(2), [[0.5, 0.0], [0.7, 0.4]]), "p must sum to at most 1"),
     ],
 )
 def test_bad_input_is_named(call, message):
@@ -149,3 +154,51 @@ def test_shapes_by_budget_leaves_the_top_k_tree_out_where_none_holds_the_budget(
 def test_when_no_tree_pays_the_hardware_choice_is_not_to_speculate():
     tree, s = trees.best_tree_for_hardware([0.1], 1.0, lambda n: 1.0 + 0.5 * (n - 1), 16, 4)
     assert tree is trees.NO_TREE and s == 1.0 and trees.expected_tokens(tree, [0.1]) == 1.0
+
+
+def test_shapes_parse_to_the_trees_they_name():
+    p = [0.6, 0.2, 0.1]
+    cases = {
+        "chain:4": trees.chain(4),
+        "chains:3,2": trees.independent_chains(3, 2),
+        "topk:3,2,6": trees.from_topk(3, 2, 6, p),
+        " optimal:12,5 ": trees.optimal_tree(p, 12, 5),
+    }
+    for text, want in cases.items():
+        got = trees.parse_shape(text, p)
+        assert got == want and got.name == text.strip() and got.describe().startswith(text.strip() + " (")
+
+
+def test_positional_acceptance_is_the_sequential_mle_when_widths_differ():
+    """Root: 3 children; node 1: 1 child. Rank 2 is reached only at roots that refused rank 1, so
+    p_2 = h_2 (1 − h_1) with h_2 = 1/2, not hits / (tests at wide nodes) = 1/4."""
+    tree = trees.Tree((-1, 0, 0, 0, 1), (0, 1, 2, 3, 1))
+
+    def record(mask, path):
+        return decoding.RoundRecord([], len(path), [], mask, [], 0, 0, 0, path=path)
+
+    rounds = [
+        record([True, True], [1, 4]),  # root takes rank 1, node 1 takes rank 1
+        record([True, False], [1]),  # rank 1, then node 1 refuses
+        record([True], [2]),  # rank 2 (a leaf)
+        record([False], []),  # all three refused
+    ]
+    h1, h2, h3 = 3 / 6, 1 / 2, 0 / 1  # rank 1 reached by 4 roots + 2 node-1 tests; rank 2 by 2; rank 3 by 1
+    p = trees.positional_acceptance(tree, rounds)
+    assert p == pytest.approx([h1, h2 * (1 - h1), h3 * (1 - h1) * (1 - h2)])
+    by_depth = trees.positional_acceptance(tree, rounds, by_depth=True)
+    assert by_depth[0] == pytest.approx([2 / 4, (1 / 2) * (1 - 2 / 4), 0.0])  # roots: rank 1 in 2 of 4
+    assert by_depth[1] == pytest.approx([1 / 2, p[1], p[2]])  # node 1: rank 1 in 1 of 2; ranks 2, 3 pooled
+    assert p.sum() <= 1 and (by_depth.sum(1) <= 1 + 1e-12).all()
+
+
+@SETTINGS
+@given(p=positional(), depth=st.integers(1, 4), budget=st.integers(1, 12))
+def test_a_depth_table_of_equal_rows_is_the_positional_model(p, depth, budget):
+    tree = trees.optimal_tree(p, budget, 4)
+    assert trees.expected_tokens(tree, [p] * depth) == pytest.approx(trees.expected_tokens(tree, p), abs=1e-12)
+
+
+def test_a_depth_table_applies_row_d_below_depth_d():
+    tree = trees.chain(3)  # F = 1 + p(0) + p(0) p(1) + p(0) p(1) p(2), the last row reused beyond
+    assert trees.expected_tokens(tree, [[0.9], [0.5]]) == pytest.approx(1 + 0.9 + 0.9 * 0.5 + 0.9 * 0.5 * 0.5)

@@ -7,6 +7,9 @@
 * ``v`` where the file has none but has times: v = max(0, (t_verify_ms / t_target_ms − 1) / K).
 * ``predicted_speedup`` = S(α, c, K) = E[N]·c / (c + K); ``predicted_speedup_measured_cost`` =
   E[N] / (1 + v·K + o + K/c) where v or o is known (the other 0); ``speedup_ratio`` = speedup / prediction.
+* Tree rows (``predicted_tokens_per_round`` F and ``tree_depth`` D both given) are predicted from F,
+  not from α: S = F / (1 + D/c) and F / (1 + v·K + o + D/c) (one draft forward per level, K nodes
+  verified; :func:`specviz.theory.speedup_from_tokens`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ def derive(checked: Validated, report: LoadReport) -> pd.DataFrame:
         v["v"] = vv
         report.conversions.append(f"v = max(0, (t_verify_ms / t_target_ms − 1) / K) for {int(computed.sum())} row(s)")
     pred, pred_mc, ratio = predictions(alpha, c, k, vv, _get(v, "o", m), _get(v, "speedup", m))
+    tree_predictions(pred, pred_mc, ratio, c, k, vv, _get(v, "o", m), v, m)
     derived = {
         "alpha_used": alpha,
         "alpha_source": pd.array(list(alpha_source), dtype="str"),
@@ -118,6 +122,33 @@ def predictions(
         ratio = speedup / pred
     ratio[~np.isfinite(ratio)] = np.nan
     return pred, pred_mc, ratio
+
+
+def tree_predictions(
+    pred: np.ndarray,
+    pred_mc: np.ndarray,
+    ratio: np.ndarray,
+    c: np.ndarray,
+    k: np.ndarray,
+    vv: np.ndarray,
+    o: np.ndarray,
+    v: dict[str, np.ndarray],
+    m: int,
+) -> None:
+    """Overwrite the predictions (m,) of tree rows in place with F / (1 + v·K + o + D/c) (module docstring)."""
+    f, depth = _get(v, "predicted_tokens_per_round", m), _get(v, "tree_depth", m)
+    rows = ~np.isnan(f) & ~np.isnan(depth) & ~np.isnan(c)
+    if not rows.any():
+        return
+    f, depth, c, k = f[rows], depth[rows].astype(np.int64), c[rows], k[rows]
+    pred[rows] = theory.speedup_from_tokens(f, c, k, draft_steps=depth)
+    cost = ~np.isnan(vv[rows]) | ~np.isnan(o[rows])
+    pred_mc[rows] = np.where(
+        cost, theory.speedup_from_tokens(f, c, k, np.nan_to_num(vv[rows]), np.nan_to_num(o[rows]), depth), np.nan
+    )
+    speedup = _get(v, "speedup", m)[rows]
+    with np.errstate(all="ignore"):
+        ratio[rows] = np.where(np.isfinite(speedup / pred[rows]), speedup / pred[rows], np.nan)
 
 
 def output_columns(v: dict[str, np.ndarray], t: dict[str, list], k: np.ndarray, m: int) -> dict[str, object]:

@@ -51,6 +51,10 @@ BENCH_COLUMNS: dict[str, str] = {
     "dtype": "model dtype",
     "torch_version": "torch version",
     "source": "what produced the row",
+    "tree": "draft tree of a tree row, e.g. optimal:16,6 (16 drafts, depth 6); K is then its drafts",
+    "tree_depth": "draft forwards per round of a tree row: its depth D, integer in [1, K]",
+    "tree_p": "p_1;p_2;… positional acceptance by sibling rank, measured from the row's rounds",
+    "predicted_tokens_per_round": "tree rows: F(T) = Σ over nodes of Π p along the path, at tree_p, in [1, K + 1]",
 }
 
 #: Columns computed on load (an input column of the same name is ignored and recomputed).
@@ -76,6 +80,8 @@ UNITS: dict[str, str] = {
     **dict.fromkeys(("c", "c_used", "speedup_ratio", "speedup_vs_predicted"), "ratio"),
     "k": "draft tokens",
     "mean_accepted_tokens": "tokens per round",
+    "predicted_tokens_per_round": "tokens per round",
+    "tree_depth": "draft forwards per round",
     "batch_size": "sequences",
     "v": "target steps per drafted token",
     "o": "target steps per round",
@@ -96,6 +102,8 @@ TEXT_COLUMNS: tuple[str, ...] = (
     "dtype",
     "torch_version",
     "source",
+    "tree",
+    "tree_p",
 )
 #: Rates in [0, 1]; a column in percent is detected and divided by 100.
 UNIT_COLUMNS: tuple[str, ...] = ("alpha", "acceptance_rate", "alpha_overlap")
@@ -112,11 +120,12 @@ POSITIVE_COLUMNS: tuple[str, ...] = (
     "speedup_min",
     "speedup_max",
     "speedup_vs_predicted",
+    "predicted_tokens_per_round",
 )
 #: Finite numbers >= 0.
 NONNEGATIVE_COLUMNS: tuple[str, ...] = ("temperature", "v", "o")
 #: Integer counts >= 1 other than k.
-INTEGER_COLUMNS: tuple[str, ...] = ("batch_size", "runs", "new_tokens")
+INTEGER_COLUMNS: tuple[str, ...] = ("batch_size", "runs", "new_tokens", "tree_depth")
 #: Columns whose cells may end in "x" / "×".
 SPEEDUP_LIKE: tuple[str, ...] = ("speedup", "speedup_min", "speedup_max", "predicted_speedup_basic")
 #: Internal columns of converted aliases (not in the output): Leviathan's c_L and SGLang's accept rate.
@@ -140,6 +149,8 @@ ALLOWED: dict[str, str] = {
     "system_efficiency": "[1 / (K + 1), 1]",
     "per_position_acceptance": "K numbers in [0, 1] (or nan) separated by ';'",
     "greedy_exact": "true / false (or empty)",
+    "tree_depth": "an integer in [1, K]",
+    "predicted_tokens_per_round": "[1, K + 1]",
 }
 
 

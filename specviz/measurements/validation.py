@@ -251,9 +251,10 @@ def check_ranges(
         for i in np.flatnonzero(present & ~ok):
             allowed = allowed_at(name, col, k.k[i] if k.ok[i] else None, no_bonus)
             errors.append(cell_error(table, i, name, source[i], allowed))
-        if name in UNIT_COLUMNS or name in ("mean_accepted_tokens", "system_efficiency"):
-            lo = 1.0 if name == "mean_accepted_tokens" else 0.0
-            hi = k.k + 1.0 if name == "mean_accepted_tokens" else 1.0
+        if name in UNIT_COLUMNS or name in ("mean_accepted_tokens", "predicted_tokens_per_round", "system_efficiency"):
+            tokens = name in ("mean_accepted_tokens", "predicted_tokens_per_round")
+            lo = 1.0 if tokens else 0.0
+            hi = k.k + 1.0 if tokens else 1.0
             arr = np.where(present & ok, np.clip(arr, lo, hi), arr)
         out[name] = arr
     return out, errors
@@ -262,6 +263,10 @@ def check_ranges(
 def _in_range(name: str, arr: np.ndarray, k: _K) -> np.ndarray:
     """(n,) bool: the value of column ``name`` is allowed (NaN cells are False; callers skip them)."""
     finite = np.isfinite(arr)
+    if name == "tree_depth":
+        return finite & (arr >= 1) & (arr == np.floor(arr)) & (arr <= np.where(k.ok, k.k, INT_MAX))
+    if name in ("mean_accepted_tokens", "predicted_tokens_per_round"):
+        return (arr >= 1 - _TOL) & (arr <= np.where(k.ok, k.k + 1, np.inf) * (1 + _TOL))
     if name in UNIT_COLUMNS:
         return (arr >= -_TOL) & (arr <= 1 + _TOL)
     if name in POSITIVE_COLUMNS or name == "c_l":
@@ -270,8 +275,6 @@ def _in_range(name: str, arr: np.ndarray, k: _K) -> np.ndarray:
         return finite & (arr >= 0)
     if name in INTEGER_COLUMNS:
         return finite & (arr >= 1) & (arr <= INT_MAX) & (arr == np.floor(arr))
-    if name == "mean_accepted_tokens":
-        return (arr >= 1 - _TOL) & (arr <= np.where(k.ok, k.k + 1, np.inf) * (1 + _TOL))
     if name == "system_efficiency":
         return (arr >= (1 - _TOL) / (k.k + 1)) & (arr <= 1 + _TOL)
     raise AssertionError(name)  # pragma: no cover - every numeric column has a rule above
@@ -288,6 +291,10 @@ def allowed_at(name: str, col: RawColumn | None, k: float | None, no_bonus: bool
         return f"[1, {kp1}] (E[N], bonus token counted, K = {ks})" if k is not None else "[1, K + 1]"
     if name == "system_efficiency":
         return f"[1/{kp1}, 1] (E[N] / (K + 1))"
+    if name == "predicted_tokens_per_round":
+        return f"[1, {kp1}] (tokens per round, K = {ks})"
+    if name == "tree_depth":
+        return f"an integer in [1, {ks}] (a tree of K = {ks} drafts)" if k is not None else ALLOWED[name]
     if conversion.file_unit:
         return f"a finite number > 0 ({conversion.file_unit})"
     if name in UNIT_COLUMNS and col is not None:
