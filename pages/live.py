@@ -23,6 +23,18 @@ TABLE = {  # shown column → its heading
     "predicted_speedup_measured_cost": "predicted (measured cost)",
     "greedy_exact": "greedy_exact",
 }
+TREE_TABLE = {  # the tree cells' columns
+    "tree": "tree",
+    "temperature": "temperature",
+    "mean_accepted_tokens": "tokens/round measured",
+    "predicted_tokens_per_round": "F(T) at measured p",
+    "tree_p": "p̂ by rank",
+    "c": "c",
+    "v": "v",
+    "speedup": "speedup",
+    "predicted_speedup_measured_cost": "predicted (measured cost)",
+    "greedy_exact": "greedy_exact",
+}
 BATCH_TABLE = {  # the batched cells' columns
     "batch_size": "B",
     "k": "k",
@@ -92,10 +104,35 @@ def controls(limits: live.Limits, p: dict) -> None:
             ui.number_input(PAGE, p["n_prompts"], "How many bundled prompts (held-out standard-library files)")
         else:
             st.text_area("Prompt", key=key("text"), height=100, max_chars=int(p["text"].hi))
+    ui.radio(
+        PAGE,
+        p["shape"],
+        "Draft shape",
+        format_func={"chain": "chains of K drafts", "tree": "draft trees"}.get,
+        horizontal=True,
+    )
+    if st.session_state[key("shape")] == "tree":
+        c1, c2 = st.columns([3, 2])
+        c1.text_input(
+            "Draft trees (space-separated)",
+            key=key("trees"),
+            max_chars=int(p["trees"].hi),
+            help="chain:K · chains:N,D (N independent chains of depth D) · topk:D,k,N (EAGLE-2 / SGLang: depth, "
+            "top-k, N drafts) · optimal:N,D (Sequoia's tree of N drafts, depth ≤ D)",
+        )
+        c2.text_input(
+            "p for top-k / optimal trees",
+            key=key("tree_p"),
+            max_chars=int(p["tree_p"].hi),
+            placeholder="blank: measured by a pilot run",
+            help="Positional acceptance p_1, p_2, … (comma-separated, sum ≤ 1). Blank: a pilot run of 8 chains × 4 "
+            "measures it at each temperature; the Drafting strategies page explains the model.",
+        )
     c1, c2, c3, c4, c5 = st.columns([2, 2, 1, 1, 1])
     ks, temps = p["ks"], p["temps"]
     with c1:
-        ui.multiselect(PAGE, ks, "K values", range(int(ks.lo), int(ks.hi) + 1))
+        if st.session_state[key("shape")] == "chain":
+            ui.multiselect(PAGE, ks, "K values", range(int(ks.lo), int(ks.hi) + 1))
     offered = sorted({*(t for t in T_CHOICES if temps.lo <= t <= temps.hi), *st.session_state[key("temps")]})
     with c2:
         ui.multiselect(PAGE, temps, "Temperatures (0 = greedy)", offered)  # a linked temperature stays offered
@@ -150,7 +187,7 @@ def show_charts(run: live.LiveRun, points, curves, params) -> None:
     with tabs[1]:
         st.plotly_chart(figures.overlay_expected_tokens(points, curves, params), width="stretch")
     details = run.details
-    labels = [f"K = {d['k']}, T = {d['temperature']:g}" for d in details]
+    labels = [live.cell_label(d) for d in details]
     with tabs[2]:
         i = st.selectbox("Cell", range(len(labels)), format_func=labels.__getitem__, key=key("hist_cell"))
         d = details[i]
@@ -165,25 +202,80 @@ def show_charts(run: live.LiveRun, points, curves, params) -> None:
             "assumes a flat line at α."
         )
     with tabs[4]:
+        show_costs(details, labels)
+    with tabs[5]:
+        show_text(details, labels, "text_cell")
+
+
+def show_tree_results(run: live.LiveRun, frame) -> None:
+    for t, p in run.pilots.items():
+        st.caption(f"T = {t:g}: trees built from p = {', '.join(f'{x:.3f}' for x in p)}, measured by a pilot run.")
+    st.dataframe(frame[list(TREE_TABLE)].rename(columns=TREE_TABLE), hide_index=True, width="stretch")
+    show_exactness(run)
+    labels = [live.cell_label(d) for d in run.details]
+    tabs = st.tabs(["Tokens per round", "Speedup", "N per round", "Cost per round", "Text"])
+    with tabs[0]:
         st.plotly_chart(
-            figures.cost_breakdown(
+            figures.measured_vs_predicted(
                 labels,
-                [d["draft_ms"] for d in details],
-                [d["verify_ms"] for d in details],
-                [d["other_ms"] for d in details],
-                [d["basic_model_ms"] for d in details],
+                frame["mean_accepted_tokens"],
+                frame["predicted_tokens_per_round"],
+                "tokens per round",
+                "F(T) at the measured p",
             ),
             width="stretch",
         )
         st.caption(
-            "The basic model prices a round at one target step plus K draft steps. Verifying K + 1 tokens "
-            "costs more than one step (v) and the rule and bookkeeping add a little (o)."
+            "F(T) is what the positional model predicts from the p̂ measured in the same runs: where the bars "
+            "differ, acceptance depends on depth, which the model ignores."
         )
-    with tabs[5]:
-        j = st.selectbox("Cell", range(len(labels)), format_func=labels.__getitem__, key=key("text_cell"))
-        st.markdown(live.legend_html(), unsafe_allow_html=True)
-        st.markdown(live.segments_html(details[j]["prompt"][-400:], details[j]["segments"]), unsafe_allow_html=True)
-        st.caption("The first run of the cell: the prompt's last 400 characters in grey, then the generated text.")
+    with tabs[1]:
+        st.plotly_chart(
+            figures.measured_vs_predicted(
+                labels,
+                frame["speedup"],
+                frame["predicted_speedup_measured_cost"],
+                "speedup over target-only",
+                "F / (1 + v·N + o + D/c)",
+            ),
+            width="stretch",
+        )
+    with tabs[2]:
+        i = st.selectbox("Cell", range(len(labels)), format_func=labels.__getitem__, key=key("tree_hist_cell"))
+        d = run.details[i]
+        st.plotly_chart(
+            figures.n_histogram(d["n_counts"], d["n_pmf"], int(d["n_counts"].sum()), observed="measured"),
+            width="stretch",
+        )
+    with tabs[3]:
+        show_costs(run.details, labels)
+    with tabs[4]:
+        show_text(run.details, labels, "tree_text_cell")
+
+
+def show_costs(details: list[dict], labels: list[str]) -> None:
+    st.plotly_chart(
+        figures.cost_breakdown(
+            labels,
+            [d["draft_ms"] for d in details],
+            [d["verify_ms"] for d in details],
+            [d["other_ms"] for d in details],
+            [d["basic_model_ms"] for d in details],
+        ),
+        width="stretch",
+    )
+    st.caption(
+        "The basic model prices a round at one target step plus one draft step per level (K for a chain, the "
+        "depth for a tree). Verifying more tokens costs more than one step (v) and the rule and bookkeeping add "
+        "a little (o)."
+    )
+
+
+def show_text(details: list[dict], labels: list[str], name: str) -> None:
+    j = st.selectbox("Cell", range(len(labels)), format_func=labels.__getitem__, key=key(name))
+    st.markdown(live.legend_html(), unsafe_allow_html=True)
+    st.markdown(live.segments_html(details[j]["prompt"][-400:], details[j]["segments"]), unsafe_allow_html=True)
+    st.caption("The first run of the cell: the prompt's last 400 characters in grey, then the generated text.")
 
 
 def show_keep(run: live.LiveRun, frame) -> None:
@@ -237,6 +329,10 @@ def show_results(run: live.LiveRun) -> None:
             "Each point decodes B sequences at once, target-only and speculatively; the speedup is the ratio of "
             "the whole batch's tokens/s. The Hardware & batch page predicts the same curve for real GPUs."
         )
+        show_keep(run, frame)
+        return
+    if run.request.trees:
+        show_tree_results(run, frame)
         show_keep(run, frame)
         return
     points = overlays.with_series(frame)

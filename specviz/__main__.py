@@ -225,7 +225,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.tree:
         try:
             for shape in args.tree:  # syntax and limits checked before any decoding (p: a placeholder)
-                trees.parse_shape(shape, [0.5], max_depth=TREE_MAX_DEPTH)
+                trees.parse_shape(shape, [0.5])
             given_p = trees.parse_p(args.tree_p) if args.tree_p else None
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -239,31 +239,30 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows: list[dict] = []
     if args.batch_size != [1]:
         return _bench_batches(args, target, draft, tokenizer, prompts, meta)
-    shapes = len(args.tree) if args.tree else len(args.k)
-    total = shapes * len(args.temperature) * len(prompts) * args.repeats
+    total = len(args.tree or args.k) * len(args.temperature) * len(prompts) * args.repeats
     bar = tqdm(total=total, desc="bench", unit="run", dynamic_ncols=True)
+
+    def on_pilot(temperature: float, p) -> None:
+        shown = ", ".join(f"{x:.3f}" for x in p)
+        bar.write(f"T = {temperature:g}: p measured by a pilot run ({bench.PILOT.describe()}): {shown}")
+
     try:
-        # a tree sweep builds its shapes per temperature, from the p measured there (or --tree-p)
-        plan = (
-            [(args.k, args.temperature)]
-            if not args.tree
-            else [(_tree_shapes(args, target, draft, tokenizer, prompts, t, given_p), [t]) for t in args.temperature]
+        bench.sweep(
+            target,
+            draft,
+            tokenizer,
+            prompts,
+            args.tree or args.k,
+            args.temperature,
+            args.new_tokens,
+            args.repeats,
+            args.seed,
+            meta=meta,
+            on_run=lambda: bar.update(1),
+            on_row=lambda row, _: rows.append(row),
+            tree_p=given_p if args.tree else None,
+            on_pilot=on_pilot,
         )
-        for ks, temperatures in plan:
-            bench.sweep(
-                target,
-                draft,
-                tokenizer,
-                prompts,
-                ks,
-                temperatures,
-                args.new_tokens,
-                args.repeats,
-                args.seed,
-                meta=meta,
-                on_run=lambda: bar.update(1),
-                on_row=lambda row, _: rows.append(row),
-            )
     except KeyboardInterrupt:
         print(f"\ninterrupted: keeping the {len(rows)} finished cell(s)", file=sys.stderr)
     except ValueError as exc:
@@ -281,23 +280,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print(table[shown].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print(f"wrote {len(table)} rows to {args.out} ({table['hardware'].iloc[0]})")
     return 0
-
-
-TREE_MAX_DEPTH = 16  #: deepest tree ``bench --tree`` drafts
-
-
-def _tree_shapes(args, target, draft, tokenizer, prompts: list[str], temperature: float, p) -> list:
-    """``--tree`` shapes at ``temperature``: built from ``p``, or from p̂ of a pilot run where a shape needs one."""
-    import torch
-
-    from specviz import bench, trees
-
-    if p is None and any(shape.split(":")[0] in ("topk", "optimal") for shape in args.tree):
-        encoded = [torch.tensor(tokenizer.encode(text), dtype=torch.long) for text in prompts]
-        p = bench.pilot_p(target, draft, encoded, temperature, args.new_tokens, args.seed)
-        shown = ", ".join(f"{x:.3f}" for x in p)
-        print(f"T = {temperature:g}: p measured by a pilot run ({bench.PILOT.describe()}): {shown}", flush=True)
-    return [trees.parse_shape(shape, p, max_depth=TREE_MAX_DEPTH) for shape in args.tree]
 
 
 def _bench_batches(args, target, draft, tokenizer, prompts: list[str], meta: dict) -> int:

@@ -368,7 +368,7 @@ def sweep(
     draft,
     tokenizer,
     prompts: list[str],
-    ks: Iterable[int | trees.Tree],
+    ks: Iterable[int | str | trees.Tree],
     temperatures: Iterable[float],
     new_tokens: int,
     repeats: int,
@@ -378,20 +378,28 @@ def sweep(
     on_row: Callable[[dict, list[Run]], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    tree_p=None,
+    on_pilot: Callable[[float, np.ndarray], None] | None = None,
 ) -> pd.DataFrame:
-    """Run every (K, temperature) cell; rows in the measurement schema. An entry of ``ks`` may be a
-    :class:`~specviz.trees.Tree`: that cell drafts the tree (:func:`aggregate` names its extra columns).
+    """Run every (K, temperature) cell; rows in the measurement schema.
+
+    An entry of ``ks`` may be a draft tree: a :class:`~specviz.trees.Tree`, or a shape as
+    :func:`specviz.trees.parse_shape` reads it ("optimal:16,6"). A shape built from p (top-k,
+    optimal) is built at each temperature from ``tree_p`` or, without one, from the p̂ of a
+    :func:`pilot_p` run at that temperature (reported to ``on_pilot(temperature, p̂)``).
+    :func:`aggregate` names a tree cell's extra columns.
 
     ``meta`` adds constant columns (label, target_model, …). ``on_row(row, runs)`` is called
     with each finished row and its runs, so a caller that is interrupted (KeyboardInterrupt,
     :class:`Stopped` from ``should_stop``) keeps what finished. ``on_run()`` is called after
     each run; ``on_progress(p)`` with a :class:`Progress` before each run and after the last.
     """
-    ks = [k if isinstance(k, trees.Tree) else int(theory.check_k(k)) for k in ks]
+    ks = [k if isinstance(k, (trees.Tree, str)) else int(theory.check_k(k)) for k in ks]
     temperatures = [float(t) for t in temperatures]
     if not ks:
         raise ValueError("a sweep needs at least one draft length K or tree")
-    widest = max(k.drafts if isinstance(k, trees.Tree) else k for k in ks)
+    given_p = None if tree_p is None else trees.check_p(tree_p)
+    sizes = [trees.parse_shape(k, [0.5]).drafts if isinstance(k, str) else getattr(k, "drafts", k) for k in ks]
     if any(t < 0 for t in temperatures):
         raise ValueError(f"temperature must be >= 0; got {temperatures}")
     if repeats < 1:
@@ -399,15 +407,30 @@ def sweep(
     encoded = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in prompts]
     for i, p in enumerate(encoded):  # every cell must fit before the first one runs
         try:
-            decoding.check_inputs([target, draft], p, new_tokens, max(temperatures), widest)
+            decoding.check_inputs([target, draft], p, new_tokens, max(temperatures), max(sizes))
         except ValueError as exc:
             raise ValueError(f"prompt {i + 1}: {exc}") from None
     warm_up(target, draft, encoded[0])
     base = {"batch_size": 1, **run_columns(target, "specviz bench", meta)}
     cells = [(k, t) for t in temperatures for k in ks]
     per_cell = len(encoded) * repeats
+    pilots: dict[float, np.ndarray] = {}
+
+    def shape(k, t: float):
+        if not isinstance(k, str):
+            return k
+        p = given_p
+        if p is None and trees.shape_needs_p(k):
+            if t not in pilots:
+                pilots[t] = pilot_p(target, draft, encoded, t, new_tokens, seed)
+                if on_pilot is not None:
+                    on_pilot(t, pilots[t])
+            p = pilots[t]
+        return trees.parse_shape(k, p)
+
     rows = []
     for i, (k, t) in enumerate(cells, start=1):
+        k = shape(k, t)
         drafts = k.drafts if isinstance(k, trees.Tree) else k
         on_start, on_end = _progress_callbacks(on_progress, on_run, Progress(i, len(cells), 0, per_cell, drafts, t, 0))
         runs = measure_runs(

@@ -869,3 +869,20 @@ def tokens_by_budget(frame) -> go.Figure:
         )
     fig.update_xaxes(type="log")
     return _layout(fig, "draft tokens per round (budget)", "expected tokens per round F")
+
+
+def measured_vs_predicted(cells: list[str], measured, predicted, y: str, what: str) -> go.Figure:
+    """One pair of bars per cell: the measured value and the model's prediction (``what`` names the model)."""
+    fig = go.Figure()
+    for name, values, color in (("measured", measured, "#3182bd"), (what, predicted, "#bdbdbd")):
+        fig.add_trace(
+            go.Bar(
+                x=[plotly_text(c) for c in cells],
+                y=compact(values),
+                name=name,
+                marker_color=color,
+                hovertemplate="%{x}<br>" + plotly_text(name) + ": %{y:.3f}<extra></extra>",
+            )
+        )
+    fig.update_layout(barmode="group")
+    return _layout(fig, "cell", y)

@@ -26,6 +26,7 @@ import pandas as pd
 from specviz import theory
 
 __all__ = [
+    "MAX_SHAPE_DEPTH",
     "NO_TREE",
     "Tree",
     "best_topk",
@@ -43,7 +44,9 @@ __all__ = [
     "parse_shape",
     "positional_acceptance",
     "sglang_flags",
+    "shape_needs_p",
     "shapes_by_budget",
+    "tokens_pmf",
 ]
 
 
@@ -164,6 +167,21 @@ def expected_tokens(tree: Tree, p) -> float:
     """F(T): expected tokens per round of ``tree`` under positional acceptance ``p`` (module docstring;
     a (D, R) ``p`` makes the acceptance depend on depth, :func:`path_probabilities`)."""
     return float(path_probabilities(tree, p).sum())
+
+
+def tokens_pmf(tree: Tree, p) -> np.ndarray:
+    """P(N = n), n = 1..depth + 1: the distribution of tokens per round under the positional model.
+
+    A round stops at node u (emitting depth(u) + 1 tokens) when it reaches u and the target takes
+    none of u's children: P(stop at u) = P(reach u) · (1 − Σ_children p_rank). Sums to 1; its mean is F(T).
+    """
+    reach = path_probabilities(tree, p)  # (N,)
+    taken = np.zeros(len(tree))
+    for i in range(1, len(tree)):
+        taken[tree.parents[i]] += reach[i] / reach[tree.parents[i]] if reach[tree.parents[i]] > 0 else 0.0
+    pmf = np.zeros(tree.depth + 1)
+    np.add.at(pmf, np.asarray(tree.depths), reach * (1.0 - taken))
+    return pmf
 
 
 # --------------------------------------------------------------------------------------
@@ -402,7 +420,15 @@ def _p_from_hazards(took: np.ndarray, reached: np.ndarray) -> np.ndarray:
     return h * survive
 
 
-def parse_shape(text: str, p=None, max_depth: int = 16) -> Tree:
+MAX_SHAPE_DEPTH = 16  #: the deepest shape :func:`parse_shape` builds by default (the bench and the live page)
+
+
+def shape_needs_p(text: str) -> bool:
+    """The shape named by ``text`` is built from a positional acceptance p (``topk:`` and ``optimal:``)."""
+    return str(text).strip().partition(":")[0] in ("topk", "optimal")
+
+
+def parse_shape(text: str, p=None, max_depth: int = MAX_SHAPE_DEPTH) -> Tree:
     """A draft shape as the bench CLI and the live page take it (ValueError naming the field otherwise):
 
     * ``chain:K`` — K drafts in a line;
@@ -421,7 +447,7 @@ def parse_shape(text: str, p=None, max_depth: int = 16) -> Tree:
         values = []
     if kind not in arity or len(values) != arity[kind] or min(values, default=0) < 1:
         raise ValueError(f"tree: {text!r} is not a draft shape; use {forms}, every number an integer >= 1")
-    if kind in ("topk", "optimal") and p is None:
+    if shape_needs_p(text) and p is None:
         raise ValueError(f"tree: {text!r} is built from a positional acceptance p; none was given")
     depth = {"chain": values[0], "chains": values[-1], "topk": values[0], "optimal": values[-1]}[kind]
     if depth > max_depth:

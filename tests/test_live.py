@@ -18,7 +18,7 @@ import torch
 from _apps import click, open_app, shown_errors
 from streamlit.testing.v1 import AppTest
 
-from specviz import bench, decoding, live, measurements, store
+from specviz import bench, decoding, live, measurements, store, trees
 from specviz.models import load_pair
 from specviz.share import by_key
 
@@ -659,3 +659,54 @@ def test_batch_sizes_are_checked_and_named(db_url):
         live.make_request({**values, "device": "cpu", "dtype": "auto", "seed": 0, "batches": [1, 4]}, live.Limits())
     at = page(batches="1,128")
     assert any("batches" in w.value for w in at.warning)  # a link over the cap falls back, saying why
+
+
+def test_tree_requests_are_checked_and_named():
+    values = {p.key: p.default for p in live.controls(live.Limits())} | {"shape": "tree", "temps": [0.0, 1.0]}
+    req = live.make_request(values | {"trees": "chain:3  optimal:8,4", "tree_p": "0.6, 0.2"}, live.Limits())
+    assert (req.trees, req.tree_p, req.cells) == (("chain:3", "optimal:8,4"), (0.6, 0.2), 4)
+    assert live.make_request(values, live.Limits()).tree_p is None  # blank p: a pilot run measures it
+    for changes, message in [
+        ({"trees": "  "}, "trees: type at least one draft shape"),
+        ({"trees": "optimal:8"}, "tree: 'optimal:8' is not a draft shape"),
+        ({"trees": "chain:40"}, "has depth 40; at most 16"),
+        ({"tree_p": "0.9, 0.3"}, "p must sum to at most 1"),
+        ({"tree_p": "half"}, "p: 'half' is not a comma-separated list"),
+        ({"batches": [1, 4]}, "batch sizes: draft trees decode one sequence at a time"),
+        ({"pair": "a/t,a/d"}, "draft shape: trees need tree attention"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            live.make_request(values | changes, live.Limits())
+    with pytest.raises(ValueError, match="trees × temperatures: 6 cells; this deployment allows at most 4"):
+        live.make_request(values | {"trees": "chain:1 chain:2 chain:3"}, live.Limits(max_cells=4))
+
+
+def test_tree_cell_details_price_one_draft_step_per_level(pair):
+    target, draft, tok = pair
+    tree = trees.optimal_tree([0.7, 0.15], 8, 3)
+    prompts = [torch.tensor(tok.encode("class Parser:\n    def __init__(self"), dtype=torch.long)]
+    runs = bench.measure_runs(target, draft, prompts, tree, 0.0, 24, 1)
+    row = bench.aggregate(runs, tree, 0.0, 24)
+    d = live.cell_details(row, runs, target, tok, ["class Parser:\n    def __init__(self"])
+    assert d["basic_model_ms"] == pytest.approx(d["t_target_ms"] + tree.depth * d["t_draft_ms"])
+    assert len(d["n_counts"]) == len(d["n_pmf"]) == tree.depth + 1 and d["n_pmf"].sum() == pytest.approx(1)
+    assert live.cell_label(d) == f"tree {tree.describe()}, T = 0" and d["exact"]
+
+
+@pytest.mark.slow
+def test_a_tree_run_on_the_page_compares_tokens_per_round_with_f(db_url):
+    at = page(shape="tree", trees="chain:2 optimal:6,3", tree_p="0.7,0.15", temps="0", new_tokens="16", n_prompts="2")
+    assert at.text_input(key="live.trees").value == "chain:2 optimal:6,3"
+    assert "live.ks" not in [m.key for m in at.multiselect]  # chains' K values are hidden while trees are chosen
+    at = click(at, "Run")
+    assert not at.error
+    table = at.dataframe[0].value
+    assert table["tree"].tolist() == ["chain:2 (2 drafts, depth 2)", "optimal:6,3 (6 drafts, depth 3)"]
+    assert table["greedy_exact"].tolist() == [True, True]
+    assert (table["tokens/round measured"] >= 1).all() and (table["F(T) at measured p"] >= 1).all()
+    assert [t.label for t in at.tabs] == ["Tokens per round", "Speedup", "N per round", "Cost per round", "Text"]
+    assert "F(T) at the measured p" in at.get("plotly_chart")[0].proto.spec
+    assert any(s.value.startswith("Exactness (tree optimal:6,3") for s in at.success)
+    click(at, "Save to the run library")
+    (run,) = store.list_runs(store.open_library(db_url)).itertuples()
+    assert run.n_rows == 2

@@ -202,3 +202,17 @@ def test_a_depth_table_of_equal_rows_is_the_positional_model(p, depth, budget):
 def test_a_depth_table_applies_row_d_below_depth_d():
     tree = trees.chain(3)  # F = 1 + p(0) + p(0) p(1) + p(0) p(1) p(2), the last row reused beyond
     assert trees.expected_tokens(tree, [[0.9], [0.5]]) == pytest.approx(1 + 0.9 + 0.9 * 0.5 + 0.9 * 0.5 * 0.5)
+
+
+@SETTINGS
+@given(p=positional(), budget=st.integers(1, 16), depth=st.integers(1, 6))
+def test_the_tokens_pmf_sums_to_one_with_mean_f(p, budget, depth):
+    tree = trees.optimal_tree(p, budget, depth)
+    pmf = trees.tokens_pmf(tree, p)
+    assert len(pmf) == tree.depth + 1 and (pmf >= -1e-12).all()
+    assert pmf.sum() == pytest.approx(1.0, abs=1e-12)
+    assert (np.arange(1, len(pmf) + 1) * pmf).sum() == pytest.approx(trees.expected_tokens(tree, p), abs=1e-12)
+
+
+def test_a_chains_tokens_pmf_is_the_truncated_geometric():
+    np.testing.assert_allclose(trees.tokens_pmf(trees.chain(5), [0.7]), theory.accepted_length_pmf(0.7, 5), atol=1e-12)

@@ -36,11 +36,13 @@ def n_counts(runs, k: int) -> np.ndarray:
 
 
 def cost_breakdown(runs, k: int) -> dict[str, float]:
-    """Mean per-round milliseconds: draft, verify, other; and the basic model's round T_p + K·T_q.
+    """Mean per-round milliseconds: draft, verify, other; and the basic model's round T_p + D·T_q.
 
-    The basic model prices a round at one target step plus K draft steps; the measured round
-    differs by the verify forward's extra cost over one step (v) and the overhead (o).
+    The basic model prices a round at one target step plus D draft steps (D = K for a chain, a
+    tree's depth); the measured round differs by the verify forward's extra cost over one step (v)
+    and the overhead (o).
     """
+    steps = runs[0].speculative.draft_steps
     rounds = [r for run in runs for r in run.speculative.rounds]
     t_p = float(np.median([run.baseline.t_target_ms for run in runs]))
     t_q = float(np.median([run.speculative.t_draft_ms for run in runs]))
@@ -48,7 +50,7 @@ def cost_breakdown(runs, k: int) -> dict[str, float]:
         "draft_ms": float(np.mean([r.draft_ms for r in rounds])),
         "verify_ms": float(np.mean([r.verify_ms for r in rounds])),
         "other_ms": float(np.mean([r.other_ms for r in rounds])),
-        "basic_model_ms": t_p + k * t_q,
+        "basic_model_ms": t_p + steps * t_q,
         "t_target_ms": t_p,
         "t_draft_ms": t_q,
     }
@@ -107,12 +109,13 @@ def cell_details(row: dict, runs: list, target, tokenizer, prompts: Sequence[str
     """
     import torch
 
-    from specviz import decoding
+    from specviz import decoding, trees
 
     k, t = int(row["k"]), float(row["temperature"])
     first = runs[0]
     detail = {
         "k": k,
+        "tree": row.get("tree"),  # tree cells: the shape, e.g. "optimal:16,6 (16 drafts, depth 6)"
         "temperature": t,
         "n_counts": n_counts(runs, k),
         **cost_breakdown(runs, k),
@@ -121,6 +124,10 @@ def cell_details(row: dict, runs: list, target, tokenizer, prompts: Sequence[str
         "exact": None,
         "divergence": None,
     }
+    tree = first.speculative.tree
+    if tree is not None:  # N ≤ depth + 1, and its predicted distribution is the positional model's at p̂
+        detail["n_counts"] = detail["n_counts"][: tree.depth + 1]
+        detail["n_pmf"] = trees.tokens_pmf(tree, [float(x) for x in str(row["tree_p"]).split(";")])
     if t == 0:
         wrong = [r for r in runs if not r.exact]
         detail["exact"] = not wrong
@@ -132,11 +139,18 @@ def cell_details(row: dict, runs: list, target, tokenizer, prompts: Sequence[str
     return detail
 
 
+def cell_label(detail: dict) -> str:
+    """How the page names a cell: "K = 4, T = 0" or "tree optimal:16,6 (16 drafts, depth 6), T = 1"."""
+    shape = f"tree {detail['tree']}" if detail.get("tree") else f"K = {detail['k']}"
+    return f"{shape}, T = {detail['temperature']:g}"
+
+
 def exactness_message(detail: dict) -> tuple[bool, str] | None:
     """(passed, sentence) on greedy exactness for a T = 0 cell's details; None for a sampled cell."""
     if detail["exact"] is None:
         return None
-    where = f"K = {detail['k']}" + (f", B = {detail['batch_size']}" if "batch_size" in detail else "") + ", greedy"
+    shape = f"tree {detail['tree']}" if detail.get("tree") else f"K = {detail['k']}"
+    where = shape + (f", B = {detail['batch_size']}" if "batch_size" in detail else "") + ", greedy"
     if detail["exact"]:
         return True, f"Exactness ({where}): speculative output equals target-only output in every run."
     div = detail.get("divergence")

@@ -99,7 +99,10 @@ def controls(limits: Limits) -> tuple[Param, ...]:
         Param("prompts", "bundled", "choice", choices=("bundled", "custom")),
         Param("n_prompts", min(4, limits.max_prompts), "int", 1, min(12, limits.max_prompts)),
         Param("text", "", "text", hi=4000),
+        Param("shape", "chain", "choice", choices=("chain", "tree")),
         Param("ks", [1, 2, 4, 6], "ints", 1, 16, max_items=16),
+        Param("trees", "chain:4 topk:4,4,16 optimal:16,6", "text", hi=300),
+        Param("tree_p", "", "text", hi=200),
         Param("temps", [0.0, 1.0], "floats", 0.0, 1.0, max_items=16),
         Param("new_tokens", min(96, limits.max_new_tokens), "int", 1, limits.max_new_tokens),
         Param("repeats", 1, "int", 1, limits.max_repeats),
@@ -149,11 +152,20 @@ def check_request(
     prompts: Sequence[str],
     limits: Limits,
     batches: Sequence[int] = (1,),
+    shapes: Sequence[str] = (),
 ) -> None:
-    """ValueError naming the field, the value and the allowed range, for anything over the caps."""
+    """ValueError naming the field, the value and the allowed range, for anything over the caps.
+
+    With ``shapes`` (draft trees, :func:`specviz.trees.parse_shape`) the cells are trees, not ``ks``."""
+    if shapes:
+        from specviz import trees
+
+        for shape in shapes:
+            trees.parse_shape(shape, [0.5])  # syntax and depth; the p comes later
+        ks = [0] * len(shapes)
     if not ks:
         raise ValueError("K values: choose at least one draft length")
-    for k in ks:
+    for k in ks if not shapes else ():
         if not 1 <= int(k) <= 64:
             raise ValueError(f"K values: {k} is outside [1, 64]")
     if not temperatures:
@@ -168,9 +180,8 @@ def check_request(
             raise ValueError(f"batch sizes: {b} is outside [1, {limits.max_batch}]")
     cells = len(ks) * len(temperatures) * len(batches)
     if cells > limits.max_cells:
-        raise ValueError(
-            f"K values × temperatures × batch sizes: {cells} cells; this deployment allows at most {limits.max_cells}"
-        )
+        what = "trees × temperatures" if shapes else "K values × temperatures × batch sizes"
+        raise ValueError(f"{what}: {cells} cells; this deployment allows at most {limits.max_cells}")
     if not 1 <= new_tokens <= limits.max_new_tokens:
         raise ValueError(f"new tokens: {new_tokens}; allowed 1 to {limits.max_new_tokens}")
     if not 1 <= repeats <= limits.max_repeats:
@@ -196,6 +207,8 @@ class Request:
     seed: int
     max_wall_s: float  #: the wall-time cap, counted from the end of loading
     batches: tuple[int, ...] = (1,)  #: batch sizes; anything but (1,) decodes B sequences at a time
+    trees: tuple[str, ...] = ()  #: draft-tree shapes ("optimal:16,6"); when given, the cells are these, not ks
+    tree_p: tuple[float, ...] | None = None  #: p for building top-k / optimal trees; None: a pilot run measures it
 
     @property
     def batched(self) -> bool:
@@ -204,8 +217,8 @@ class Request:
 
     @property
     def cells(self) -> int:
-        """Cells: len(ks) × len(temperatures) (× len(batches) when batched)."""
-        return len(self.ks) * len(self.temperatures) * len(self.batches)
+        """Cells: len(ks) (or of trees) × len(temperatures) (× len(batches) when batched)."""
+        return len(self.trees or self.ks) * len(self.temperatures) * len(self.batches)
 
     def meta(self) -> dict[str, str]:
         """The constant columns of the run's rows: label, source, target and draft model names."""
@@ -233,11 +246,18 @@ def make_request(values: Mapping, limits: Limits) -> Request:
     else:
         prompts = bench.load_prompts()[: values["n_prompts"]]
     batches = tuple(sorted(int(b) for b in values.get("batches", [1])))
-    check_request(values["ks"], values["temps"], values["new_tokens"], values["repeats"], prompts, limits, batches)
+    shapes, tree_p = _tree_request(values)
+    check_request(
+        values["ks"], values["temps"], values["new_tokens"], values["repeats"], prompts, limits, batches, shapes
+    )
     if batches != (1,) and "," in pair:
         raise ValueError(
             "batch sizes: decoding several sequences at once needs specviz's own GPT pair, not Hugging Face's"
         )
+    if shapes and batches != (1,):
+        raise ValueError("batch sizes: draft trees decode one sequence at a time; choose batch size 1 only")
+    if shapes and "," in pair:
+        raise ValueError("draft shape: trees need tree attention, which specviz's own GPT pair has; use 'bundled'")
     if values["dtype"] not in DTYPES:
         raise ValueError(f"dtype: {values['dtype']!r}; allowed: {', '.join(DTYPES)}")
     return Request(
@@ -252,4 +272,19 @@ def make_request(values: Mapping, limits: Limits) -> Request:
         seed=int(values["seed"]),
         max_wall_s=limits.max_wall_s,
         batches=batches,
+        trees=shapes,
+        tree_p=tree_p,
     )
+
+
+def _tree_request(values: Mapping) -> tuple[tuple[str, ...], tuple[float, ...] | None]:
+    """(shapes, p) of a tree run from the controls; ((), None) for chains. ValueError naming the field."""
+    if values.get("shape", "chain") != "tree":
+        return (), None
+    from specviz import trees
+
+    shapes = tuple(str(values.get("trees", "")).split())
+    if not shapes:
+        raise ValueError("trees: type at least one draft shape, e.g. chain:4 optimal:16,6")
+    text = str(values.get("tree_p", "")).strip()
+    return shapes, (tuple(float(x) for x in trees.parse_p(text)) if text else None)

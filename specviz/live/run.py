@@ -47,6 +47,7 @@ class LiveRun:
     stopped: str | None = None  #: why the run ended early ("stopped by you", the cap, …); None if it ran through
     done: bool = False
     saved: int | None = None  #: the run library's id, once saved
+    pilots: dict = field(default_factory=dict)  #: tree runs: temperature → p̂ of the pilot run that built the trees
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @property
@@ -139,7 +140,7 @@ def measure(run: LiveRun, load: Callable[[str, str, str], tuple]) -> None:
             draft,
             tokenizer,
             list(req.prompts),
-            req.ks,
+            req.trees or req.ks,
             req.temperatures,
             req.new_tokens,
             req.repeats,
@@ -148,6 +149,8 @@ def measure(run: LiveRun, load: Callable[[str, str, str], tuple]) -> None:
             on_row=on_row,
             should_stop=lambda: run.stop_requested or run.over_time(),
             on_progress=on_progress,
+            tree_p=req.tree_p,
+            on_pilot=lambda t, p: run.pilots.update({t: p}),
         )
     except bench.Stopped:
         run.stopped = "stopped" if run.stop_requested else f"the wall-time cap of {req.max_wall_s:g} s was reached"
