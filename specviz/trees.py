@@ -393,7 +393,7 @@ def positional_acceptance(tree: Tree, rounds, by_depth: bool = False) -> np.ndar
     where a test reaches rank r when its node has at least r children and took none of ranks < r.
     Σ p̂_r ≤ 1 by construction. Returns (R,) with R the tree's widest node, NaN (and NaN beyond) where
     no test reached a rank; with ``by_depth``, a (D, R) table, row d from the tests at depth d, where
-    a rank no test at that depth reached takes the pooled estimate.
+    a rank no test at that depth reached takes the pooled h_r (so every row still sums to ≤ 1).
     """
     width = max((len(tree.children(n)) for n in range(len(tree))), default=0)
     took, reached = np.zeros((max(tree.depth, 1), width)), np.zeros((max(tree.depth, 1), width))
@@ -405,19 +405,23 @@ def positional_acceptance(tree: Tree, rounds, by_depth: bool = False) -> np.ndar
             reached[d, : offered if rank is None else rank] += 1
             if rank is not None:
                 took[d, rank - 1] += 1
-    pooled = _p_from_hazards(took.sum(0), reached.sum(0))
+    pooled = _hazards(took.sum(0), reached.sum(0))  # (R,)
     if not by_depth:
-        return pooled
-    rows = np.stack([_p_from_hazards(t, n) for t, n in zip(took, reached, strict=True)])
-    return np.where(np.isnan(rows), pooled[None, :], rows)
+        return _p_of(pooled)
+    rows = _hazards(took, reached)  # (D, R)
+    return _p_of(np.where(np.isnan(rows), pooled[None, :], rows))
 
 
-def _p_from_hazards(took: np.ndarray, reached: np.ndarray) -> np.ndarray:
-    """p_r = h_r Π_{s<r} (1 − h_s) with h_r = took_r / reached_r (NaN from the first rank never reached)."""
+def _hazards(took: np.ndarray, reached: np.ndarray) -> np.ndarray:
+    """h_r = took_r / reached_r, NaN where no test reached rank r."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        h = np.where(reached > 0, took / reached, np.nan)
-    survive = np.concatenate([[1.0], np.cumprod(1 - h)[:-1]])
-    return h * survive
+        return np.where(reached > 0, took / reached, np.nan)
+
+
+def _p_of(h: np.ndarray) -> np.ndarray:
+    """p_r = h_r Π_{s<r} (1 − h_s) along the last axis (NaN from the first NaN hazard on)."""
+    survive = np.cumprod(1 - h, axis=-1)
+    return h * np.concatenate([np.ones_like(h[..., :1]), survive[..., :-1]], axis=-1)
 
 
 MAX_SHAPE_DEPTH = 16  #: the deepest shape :func:`parse_shape` builds by default (the bench and the live page)
