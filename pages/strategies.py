@@ -3,24 +3,33 @@
 import numpy as np
 import streamlit as st
 
-from specviz import figures, theory, trees, ui
+from specviz import figures, hardware, theory, trees, ui
 from specviz.share import Param, by_key
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 
 PAGE, URL = "strategies", "strategies"
 BUDGETS = [1, 2, 4, 8, 16, 32, 64]
-P_SOURCES = ("geometric from α", "typed")
+P_SOURCES = ("geometric from α", "typed", "a run in the library", "the live page's last run")
+COSTS = ("c and v", "a pair on a GPU")
+PAIRS = tuple(hardware.preset_pairs()["name"])
+GPUS = tuple(hardware.load_catalog()[1].index)
 VIEWS = ("Optimal tree", "Shapes by budget", "Budget × depth", "Hardware-aware", "Engine flags")
 SPEC = (
     Param("p_src", "geometric from α", "choice", choices=P_SOURCES),
     Param("alpha", 0.6, "float", 0.0, 1.0),
     Param("ranks", 4, "int", 1, 16),
     Param("p", "0.6, 0.2, 0.1", "text", hi=400),
+    Param("run", 1, "int", 1, 2**31 - 1),
     Param("budget", 16, "int", 1, 128),
     Param("depth", 6, "int", 1, 16),
     Param("c", 20.0, "float", 1.0, 1000.0, log=True),
     Param("v", 0.02, "float", 0.0, 2.0),
+    Param("cost", "c and v", "choice", choices=COSTS),
+    Param("pair", PAIRS[0], "choice", choices=PAIRS),
+    Param("gpu", "H100-SXM5-80GB", "choice", choices=GPUS),
+    Param("ctx", 1024, "int", 16, 131072, log=True),
+    Param("batch", 1, "int", 1, 256, log=True),
     Param("view", "Optimal tree", "choice", choices=VIEWS),
 )
 P = by_key(SPEC)
@@ -30,11 +39,25 @@ def key(name: str) -> str:
     return ui.key(PAGE, name)
 
 
-def chosen_p(view: dict) -> np.ndarray:
-    """Positional acceptance p_1, p_2, …: a geometric profile from α, or as typed (ValueError if invalid)."""
+def chosen_p(view: dict) -> tuple[np.ndarray, str]:
+    """(p_1, p_2, …, where it came from): a geometric profile from α, as typed, or measured by a tree run
+    in the library or on the live page (ValueError saying why a source cannot give one)."""
     if view["p_src"] == "typed":
-        return trees.parse_p(view["p"])
-    return trees.geometric_p(view["alpha"], view["ranks"])
+        return trees.parse_p(view["p"]), "typed"
+    if view["p_src"] == "geometric from α":
+        return trees.geometric_p(view["alpha"], view["ranks"]), f"geometric from α = {view['alpha']:g}"
+    if view["p_src"] == "a run in the library":
+        engine = ui.library()
+        if engine is None:
+            raise ValueError("the run library cannot be opened, so p cannot come from a run")
+        frame = ui.load_runs(engine, ui.library_runs(engine), [view["run"]])
+        return trees.p_from_measurements(frame, f"run {view['run']}")
+    result = st.session_state.get("live.result")
+    if result is None or not result.rows:
+        raise ValueError(
+            "the live page has no finished run in this session yet: run one there (draft trees), or type p"
+        )
+    return trees.p_from_measurements(result.frame(), "the live page's last run")
 
 
 @ui.cached
@@ -82,15 +105,44 @@ def table_section(view: dict, p: np.ndarray) -> None:
 
 
 def hardware_section(view: dict, p: np.ndarray) -> None:
-    c, v = view["c"], view["v"]
-    tree, s = trees.best_tree_for_hardware(p, 1.0 / c, lambda n: 1.0 + v * (n - 1), view["budget"], view["depth"])
+    ui.radio(PAGE, P["cost"], "Cost of a round from", horizontal=True)
+    if view["cost"] == "c and v":
+        c, v = view["c"], view["v"]
+        t_draft, t_verify = 1.0 / c, (lambda n: 1.0 + v * (n - 1))
+        how = (
+            f"A round costs depth · T_draft (T_draft = T_target / c = {1 / c:.3g} target steps) plus one target "
+            f"forward over n + 1 positions, 1 + v·n target steps (v = {v:g}, set in the sidebar)"
+        )
+    else:
+        c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
+        with c1:
+            ui.selectbox(PAGE, P["pair"], "Pair")
+        with c2:
+            ui.selectbox(PAGE, P["gpu"], "GPU")
+        with c3:
+            ui.number_input(PAGE, P["ctx"], "Context")
+        with c4:
+            ui.number_input(PAGE, P["batch"], "Batch")
+        pair = hardware.preset_pairs().set_index("name").loc[view["pair"]]
+        b, ctx = view["batch"], view["ctx"]
+        t_draft = float(hardware.step_time(pair["draft"], view["gpu"], b, ctx, 1))
+        t_verify = step_times(pair["target"], view["gpu"], b, ctx, view["budget"] + 1)
+        how = (
+            f"The Hardware & batch page's roofline model for {pair['target']} verified and {pair['draft']} drafting "
+            f"on one {view['gpu']} (bf16, batch {b}, context {ctx}): a draft step takes {t_draft * 1e3:.2f} ms, the "
+            f"target's forward over 1 / {view['budget'] + 1} tokens {t_verify(1) * 1e3:.2f} / "
+            f"{t_verify(view['budget'] + 1) * 1e3:.2f} ms"
+        )
+    tree, s = trees.best_tree_for_hardware(p, t_draft, t_verify, view["budget"], view["depth"])
     shown = "do not speculate" if tree.drafts == 0 else tree.describe()
     st.metric("Best tree for this cost model", shown, delta=f"speedup {s:.2f}×", delta_color="off")
-    st.caption(
-        f"A round costs depth · T_draft (T_draft = T_target / c = {1 / c:.3g} target steps) plus one target "
-        f"forward over n + 1 positions, 1 + v·n target steps (v = {v:g}); the best tree maximises tokens per "
-        "unit of time, up to the budget and depth chosen."
-    )
+    st.caption(how + "; the best tree maximises tokens per unit of time, up to the budget and depth chosen (sidebar).")
+
+
+def step_times(model: str, gpu: str, batch: int, ctx: int, most: int):
+    """t(n): the roofline seconds of one forward over n = 1..most tokens (computed once per view)."""
+    times = np.atleast_1d(hardware.step_time(model, gpu, batch, ctx, np.arange(1, most + 1)))
+    return lambda n: float(times[n - 1])
 
 
 def engine_section(view: dict, p: np.ndarray) -> None:
@@ -116,6 +168,13 @@ def sidebar_controls() -> None:
         ui.radio(PAGE, P["p_src"], "p from")
         if st.session_state[key("p_src")] == "typed":
             st.text_input("p_1, p_2, … (comma-separated, sum ≤ 1)", key=key("p"), max_chars=int(P["p"].hi))
+        elif st.session_state[key("p_src")] == "a run in the library":
+            ui.number_input(PAGE, P["run"], "Run id (the Measured data page lists them)")
+            st.caption(
+                "A tree run's measured p̂ (bench --tree, or the Live page's draft trees); a chain run gives p_1 = α."
+            )
+        elif st.session_state[key("p_src")] == "the live page's last run":
+            st.caption("Run draft trees on the Live benchmark page; its p̂ appears here.")
         else:
             ui.slider(PAGE, P["alpha"], "α (p_r = α (1 − α)^(r−1))", step=0.01)
             ui.slider(PAGE, P["ranks"], "Ranks")
@@ -136,11 +195,11 @@ st.caption(
 ui.restore(PAGE, SPEC)
 view = ui.values(PAGE, SPEC)
 try:
-    p = chosen_p(view)
+    p, source = chosen_p(view)
 except ValueError as exc:
     ui.show_error(exc)
-    p = trees.geometric_p(P["alpha"].default, P["ranks"].default)
-st.caption("p = " + ", ".join(f"{x:.3f}" for x in p))
+    p, source = trees.geometric_p(P["alpha"].default, P["ranks"].default), "the default profile"
+st.caption(f"p ({source}) = " + ", ".join(f"{x:.3f}" for x in p))
 ui.show_open_tab(PAGE, P["view"], SECTIONS, view, p)
 sidebar_controls()
 ui.publish(PAGE, SPEC, URL)

@@ -40,6 +40,7 @@ __all__ = [
     "independent_chains",
     "optimal_tree",
     "optimal_tree_table",
+    "p_from_measurements",
     "parse_p",
     "parse_shape",
     "positional_acceptance",
@@ -477,6 +478,21 @@ def geometric_p(alpha: float, ranks: int) -> np.ndarray:
     a = float(theory.check_alpha(alpha))
     r = np.arange(int(theory.check_k(ranks, "ranks")))
     return a * (1 - a) ** r
+
+
+def p_from_measurements(frame: pd.DataFrame, what: str) -> tuple[np.ndarray, str]:
+    """(p, where it came from) for measured rows (the canonical schema): the ``tree_p`` of the first
+    tree row, else (α,) from the first row with an ``alpha_used`` (a chain run shows only rank 1).
+    Rows are named by their place in ``frame`` (1-based). ValueError naming ``what`` when no row has either."""
+    if "tree_p" in frame:
+        for n, (text, shape) in enumerate(zip(frame["tree_p"], frame.get("tree", frame["tree_p"]), strict=True)):
+            if isinstance(text, str) and text.strip():
+                return check_p([float(x) for x in text.split(";")]), f"{what}, row {n + 1} (tree {shape})"
+    alphas = frame["alpha_used"].reset_index(drop=True).dropna() if "alpha_used" in frame else pd.Series()
+    if alphas.empty:
+        raise ValueError(f"{what} has no tree row with a measured p and no α: nothing to take p from")
+    n = int(alphas.index[0])
+    return check_p([float(alphas.iloc[0])]), f"{what}, row {n + 1} (a chain: only p_1 = α is measured)"
 
 
 def parse_p(text: str) -> np.ndarray:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from _apps import open_app, rerun, shown_errors
 
-from specviz import trees
+from specviz import hardware, measurements, store, trees
 
 PAGE = "pages/strategies.py"
 VIEWS = {
@@ -81,3 +82,53 @@ def test_a_bad_typed_p_is_an_error_naming_it_and_the_page_still_draws(p, message
     at = open_app(PAGE, p_src="typed", p=p)
     assert any(message in e for e in shown_errors(at)), shown_errors(at)
     assert at.get("plotly_chart")  # drawn with the default profile
+
+
+def test_hardware_view_on_a_pair_and_gpu_uses_the_roofline_model():
+    pair = hardware.preset_pairs().iloc[1]
+    at = open_app(PAGE, view="Hardware-aware", cost="a pair on a GPU", pair=pair["name"], gpu="A100-SXM4-80GB")
+    assert not at.error
+    p = trees.geometric_p(0.6, 4)
+    t_draft = float(hardware.step_time(pair["draft"], "A100-SXM4-80GB", 1, 1024, 1))
+    times = hardware.step_time(pair["target"], "A100-SXM4-80GB", 1, 1024, np.arange(1, 18))
+    tree, s = trees.best_tree_for_hardware(p, t_draft, lambda n: float(times[n - 1]), 16, 6)
+    m = metric(at, "Best tree")
+    assert m.value == (tree.describe() if tree.drafts else "do not speculate") and f"{s:.2f}×" in m.delta
+    assert any("roofline model" in c.value and "A100-SXM4-80GB" in c.value for c in at.caption)
+    at.selectbox(key="strategies.gpu").set_value("L4-24GB")
+    at = rerun(at)
+    assert any("L4-24GB" in c.value for c in at.caption) and at.query_params["gpu"] in ("L4-24GB", ["L4-24GB"])
+
+
+def test_p_from_a_tree_run_in_the_library(db_url):
+    rows = [
+        {"label": "chain", "k": 4, "alpha": 0.7},
+        {
+            "label": "tree",
+            "k": 8,
+            "alpha": 0.75,
+            "tree": "optimal:8,4 (8 drafts, depth 4)",
+            "tree_depth": 4,
+            "tree_p": "0.6;0.2;0.05",
+            "predicted_tokens_per_round": 2.9,
+        },
+    ]
+    frame, _ = measurements.load_records(rows)
+    run = store.save_run(store.open_library(db_url), frame, label="trees", source="test")
+    at = open_app(PAGE, p_src="a run in the library", run=str(run))
+    assert not at.error
+    assert any(
+        c.value.startswith(f"p (run {run}, row 2 (tree optimal:8,4") and "0.600, 0.200, 0.050" in c.value
+        for c in at.caption
+    )
+    chain_only = store.save_run(store.open_library(db_url), frame.iloc[:1], label="chain", source="test")
+    at = open_app(PAGE, p_src="a run in the library", run=str(chain_only))
+    assert any("only p_1 = α is measured" in c.value and "0.700" in c.value for c in at.caption)
+    at = open_app(PAGE, p_src="a run in the library", run="999")
+    assert shown_errors(at)
+
+
+def test_p_from_the_live_page_needs_a_run_there():
+    at = open_app(PAGE, p_src="the live page's last run")
+    assert any("the live page has no finished run" in e for e in shown_errors(at))
+    assert at.get("plotly_chart")  # the page still draws, on the default profile
