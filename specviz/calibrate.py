@@ -2,9 +2,12 @@
 
 ``python -m specviz calibrate`` runs :func:`calibrate`:
 
-1. microbenchmarks give this machine's figures — streaming bandwidth (a large tensor copy), dense
-   matmul peak in fp32 (square ``torch.mm``), and the engine's fixed costs: a forward of tiny GPTs of
-   1 and 2 layers gives the per-step overhead (intercept) and the per-layer overhead (slope);
+1. microbenchmarks give this machine's figures — the bandwidth decode matmuls attain (one-row
+   ``F.linear`` over many weight matrices of the target's width, cycled so that each streams from
+   memory: what a decode step does, and on a CPU far below a plain copy's bandwidth), the fp32
+   matmul rate at the decode shape (64 rows × the target's width × 4 × width), and the engine's
+   fixed costs: forwards of tiny GPTs of 1, 2, 4 and 8 layers give the per-step overhead (intercept)
+   and the per-layer overhead (slope of a line through 1, 2, 4 and 8 layers);
 2. the bundled target's and draft's cached forward is timed over a grid of batch B × new tokens n
    × context L, with the engine's own forward;
 3. :func:`specviz.hardware.step_time`, fed only the figures of step 1 (never the times of step 2),
@@ -43,6 +46,31 @@ def stream_bandwidth(megabytes: int = 256, repeats: int = 5) -> float:
     return 2 * n * 4 / seconds
 
 
+@torch.inference_mode()
+def decode_bandwidth(width: int, megabytes: int = 96, repeats: int = 5) -> float:
+    """Bytes per second a one-row ``F.linear`` attains streaming (4·width × width) fp32 weights from memory.
+
+    The matrices (``megabytes`` in all, beyond any cache) are used in turn, as a decode step uses its
+    layers' weights once each; per call the weight bytes dominate (the activations are one row).
+    """
+    w = torch.rand(4 * width, width)
+    count = max(2, megabytes * 2**20 // (w.numel() * 4))
+    weights, x = [torch.rand_like(w) for _ in range(count)], torch.rand(1, width)
+
+    def sweep() -> None:
+        for m in weights:
+            torch.nn.functional.linear(x, m)
+
+    return count * w.numel() * 4 / median_time(sweep, repeats, warmup=1)[0]
+
+
+@torch.inference_mode()
+def decode_matmul_rate(width: int, rows: int = 64, repeats: int = 9) -> float:
+    """FLOP/s of ``F.linear`` of ``rows`` rows through a (4·width × width) weight: 2 · rows · 4 · width² FLOPs."""
+    x, w = torch.rand(rows, width), torch.rand(4 * width, width)
+    return 2 * rows * 4 * width**2 / median_time(lambda: torch.nn.functional.linear(x, w), repeats, warmup=2)[0]
+
+
 def matmul_peak(n: int = 1024, repeats: int = 5, dtype: torch.dtype = torch.float32) -> float:
     """FLOP/s of an n × n × n ``torch.mm`` (2 n³ FLOPs)."""
     a, b = torch.rand(n, n, dtype=dtype), torch.rand(n, n, dtype=dtype)
@@ -61,15 +89,18 @@ def forward_seconds(model: GPT, batch: int, tokens: int, context: int, repeats: 
     return median_time(lambda: model(idx[:, context:], context), repeats)[0]
 
 
-def engine_overheads(repeats: int = 20) -> tuple[float, float]:
-    """(per-step, per-layer) fixed costs of the engine's forward, seconds: a one-token forward of tiny
-    GPTs (1 and 2 layers, width 16), whose arithmetic and bytes are negligible; the 1-layer time minus
-    the slope is the per-step part."""
+def engine_overheads(repeats: int = 50, layers: tuple[int, ...] = (1, 2, 4, 8)) -> tuple[float, float]:
+    """(per-step, per-layer) fixed costs of the engine's forward, seconds: one-token forwards of tiny GPTs
+    (width 16, so arithmetic and bytes are negligible) with ``layers`` layers, and the least-squares
+    line t = per-step + per-layer · layers through their median times (both floored at 0). Several
+    depths and many repeats, because single times at this scale jitter by tens of µs."""
     torch.manual_seed(0)
-    one, two = (GPT(GPTConfig(n_layer=n, n_head=1, n_embd=16, block_size=64)).eval() for n in (1, 2))
-    t1, t2 = (forward_seconds(m, 1, 1, 8, repeats) for m in (one, two))
-    per_layer = max(t2 - t1, 0.0)
-    return max(t1 - per_layer, 0.0), per_layer
+    times = [
+        forward_seconds(GPT(GPTConfig(n_layer=n, n_head=1, n_embd=16, block_size=64)).eval(), 1, 1, 8, repeats)
+        for n in layers
+    ]
+    per_layer, per_step = np.polyfit(np.asarray(layers, dtype=float), np.asarray(times), 1)
+    return max(float(per_step), 0.0), max(float(per_layer), 0.0)
 
 
 def machine_spec(bandwidth: float, flops: float, per_step: float, per_layer: float) -> dict:
@@ -133,15 +164,16 @@ def calibrate(
     contexts: Iterable[int] = CONTEXTS,
     repeats: int = 5,
     progress: Callable[[str], None] | None = None,
-    stream_mb: int = 256,
+    stream_mb: int = 96,
 ) -> tuple[dict, pd.DataFrame]:
     """(this machine's spec, one row per model × B × n × L with measured and predicted seconds).
 
     The prediction of a cell uses the microbenchmark figures only, never a measured step time.
     """
     say = progress or (lambda _: None)
-    say("microbenchmarks: bandwidth, matmul peak, engine overheads")
-    bandwidth, flops = stream_bandwidth(stream_mb), matmul_peak()
+    say("microbenchmarks: decode bandwidth, decode matmul rate, engine overheads")
+    width = max(model.cfg.n_embd for model in models.values())
+    bandwidth, flops = decode_bandwidth(width, stream_mb), decode_matmul_rate(width)
     gpu = machine_spec(bandwidth, flops, *engine_overheads())
     rows = []
     for name, model in models.items():

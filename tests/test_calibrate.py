@@ -36,7 +36,9 @@ def test_a_small_grid_is_measured_and_predicted(tiny):
 
 def test_the_prediction_never_sees_the_measured_step_times(tiny, monkeypatch):
     """Change every measured time: the predictions stay the same (no fitting to what is predicted)."""
-    figures = dict(stream_bandwidth=lambda mb: 2e10, matmul_peak=lambda: 5e10, engine_overheads=lambda: (1e-4, 2e-5))
+    figures = dict(
+        decode_bandwidth=lambda w, mb: 2e10, decode_matmul_rate=lambda w: 5e10, engine_overheads=lambda: (1e-4, 2e-5)
+    )
     for name, fn in figures.items():
         monkeypatch.setattr(calibrate, name, fn)
     monkeypatch.setattr(calibrate, "forward_seconds", lambda *a, **k: 1.0)
