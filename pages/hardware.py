@@ -152,6 +152,24 @@ def step_section(view: dict, target, draft) -> None:
         f"peak FLOP/s, {eff.memory:.0%} of HBM bandwidth, {eff.overhead_s * 1e3:.3g} ms fixed per step"
         + (f" and {eff.layer_overhead_s * 1e6:.3g} µs per layer." if eff.layer_overhead_s else ".")
     )
+    if MACHINE is not None and view["gpu"] == MACHINE["name"]:
+        calibration_check()
+
+
+def calibration_check() -> None:
+    """This machine's calibration: the roofline's predicted forward times against the engine's measured ones."""
+    steps = hardware.calibration_steps()
+    if steps is None:
+        return
+    st.subheader("Checked against this machine")
+    st.plotly_chart(hardware_figures.calibration_parity(steps), key="fig_calibration")
+    err = (steps["predicted_s"] / steps["measured_s"] - 1).abs()
+    per_model = ", ".join(f"{m} {e:.0%}" for m, e in err.groupby(steps["model"]).median().items())
+    st.caption(
+        f"`python -m specviz calibrate` timed the bundled pair's forward over {len(steps)} (B, tokens, context) "
+        f"cells and predicted each from the microbenchmark figures alone: median |predicted / measured − 1| "
+        f"{err.median():.0%} ({per_model})."
+    )
 
 
 def costs_section(view: dict, target, draft) -> None:

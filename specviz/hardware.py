@@ -179,6 +179,17 @@ def calibrated_machine(directory: Path | None = None) -> dict | None:
         return None
 
 
+def calibration_steps(directory: Path | None = None) -> pd.DataFrame | None:
+    """The forward times ``python -m specviz calibrate`` measured and predicted (``steps.csv``: model,
+    batch, tokens, context, measured_s, predicted_s, ratio), or None where none was written."""
+    try:
+        frame = pd.read_csv(Path(directory or CALIBRATION_DIR) / "steps.csv")
+    except (OSError, ValueError):
+        return None
+    needed = {"model", "batch", "tokens", "context", "measured_s", "predicted_s"}
+    return frame if needed <= set(frame.columns) and len(frame) else None
+
+
 #: config.json keys → our fields, for the architectures we can model (decoder-only, dense MLP)
 _HF_KEYS = {
     "n_layers": ("num_hidden_layers", "n_layer"),

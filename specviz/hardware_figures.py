@@ -177,3 +177,39 @@ def batch_context_map(frame: pd.DataFrame, what: str) -> go.Figure:
         ticks, labels = log_ticks(float(values.min()), float(values.max()))
         fig.update_layout({axis: dict(tickvals=ticks / np.log10(2), ticktext=labels)})
     return _layout(fig, "batch size B", "context length L", height=460)
+
+
+def calibration_parity(frame: pd.DataFrame) -> go.Figure:
+    """Predicted against measured forward time (ms, log-log), one colour per model, the line y = x and
+    a ±25 % band: how well the roofline fed this machine's microbenchmarks predicts its engine."""
+    fig = go.Figure()
+    ms = frame[["measured_s", "predicted_s"]].to_numpy() * 1e3
+    lo, hi = float(ms.min()) / 1.3, float(ms.max()) * 1.3
+    for scale, dash, name in ((1.0, "solid", "predicted = measured"), (1.25, "dot", "±25 %"), (0.75, "dot", None)):
+        fig.add_trace(
+            go.Scatter(
+                x=[lo, hi],
+                y=[lo * scale, hi * scale],
+                mode="lines",
+                line=dict(color="black" if scale == 1 else "#999", dash=dash, width=1),
+                name=name or "",
+                showlegend=name is not None,
+                hoverinfo="skip",
+            )
+        )
+    for model, part in frame.groupby("model", sort=False):
+        fig.add_trace(
+            go.Scatter(
+                x=compact(part["measured_s"] * 1e3),
+                y=compact(part["predicted_s"] * 1e3),
+                mode="markers",
+                name=plotly_text(model),
+                customdata=np.stack([part["batch"], part["tokens"], part["context"]], axis=-1),
+                hovertemplate=plotly_text(model)
+                + "<br>B = %{customdata[0]}, n = %{customdata[1]}, L = %{customdata[2]}"
+                + "<br>measured %{x:.3f} ms, predicted %{y:.3f} ms<extra></extra>",
+            )
+        )
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
+    return _layout(fig, "measured forward time (ms)", "predicted (ms)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 from _apps import open_app, rerun, shown_errors
 
@@ -125,6 +126,21 @@ def test_a_calibrated_machine_is_offered_as_hardware(tmp_path, monkeypatch):
     assert not at.error and not at.warning
     caption = next(c.value for c in at.caption if "Efficiencies assumed" in c.value)
     assert "100% of peak FLOP/s, 100% of HBM bandwidth, 0.1 ms fixed per step and 50 µs per layer" in caption
+    assert "fig_calibration" not in [c.key for c in at.get("plotly_chart")]  # no steps.csv: no parity chart
+    steps = pd.DataFrame(
+        {
+            "model": ["target", "target", "draft"],
+            "batch": [1, 4, 1],
+            "tokens": [1, 1, 2],
+            "context": [64] * 3,
+            "measured_s": [0.004, 0.008, 0.001],
+            "predicted_s": [0.005, 0.006, 0.001],
+        }
+    )
+    steps.to_csv(tmp_path / "steps.csv", index=False)
+    at = open_app(PAGE, **query)
+    assert "fig_calibration" in [c.key for c in at.get("plotly_chart")]
+    assert any("median |predicted / measured − 1| 25% (draft 0%, target 25%)" in c.value for c in at.caption)
 
 
 def test_a_context_beyond_the_models_window_is_flagged():
