@@ -1,0 +1,139 @@
+"""Draft-length policies (specviz.policies): each engine's rule on hand-made rows, replay on traces,
+and the self-checks against the theory (E[N], the speedup, the oracle bound, HF's settling K)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _tiers import examples
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from specviz import policies as P
+from specviz import theory
+
+SETTINGS = settings(max_examples=examples(30), deadline=None)
+
+# one round, K_max = 5: q(x) per position; accepted = 3 (positions 1-3 pass, 4 fails)
+Q = np.array([[0.9, 0.6, 0.3, 0.8, 0.2]])
+TOP = np.array([[0.9, 0.7, 0.5, 0.8, 0.6]])
+A = np.array([3])
+
+
+@pytest.mark.parametrize(
+    ("policy", "drafts", "forwards"),
+    [
+        (P.constant(4), 4, 4),
+        (P.hf_confidence(0.4, k=20), 3, 3),  # 0.3 < 0.4 at position 3: stop after it (kept)
+        (P.hf_confidence(0.1, k=2), 2, 2),  # the budget binds first
+        (P.llamacpp_pmin(0.55), 3, 3),  # top-1 0.5 < 0.55 at position 3: kept (2025 builds)
+        (P.llamacpp_pmin(0.55, keep_crossing=False), 2, 3),  # later builds: discarded, its forward spent
+        (P.llamacpp_pmin(0.55, n_min=3, keep_crossing=False), 0, 3),  # 2 < --draft-min 3: not verified
+        (P.specdecpp(0.5), 3, 3),  # P(some rejection): 0.1, 0.46, then 0.838 > 0.5 at position 3
+        (P.oracle(), 3, 3),
+        (P.oracle(include_rejected=True), 4, 4),
+        (P.vllm_by_batch([[1, 4, 5], [5, 64, 2]], 8), 2, 2),
+    ],
+)
+def test_each_rule_on_one_round(policy, drafts, forwards):
+    trace = P.Trace(Q, TOP, A)
+    r = P.replay(policy, trace, c=10.0)
+    assert (int(r.k[0]), int(r.draft_steps[0])) == (drafts, forwards)
+    assert int(r.accepted[0]) == min(drafts, 3) and int(r.tokens[0]) == min(drafts, 3) + 1
+    cost = (1 + 0.0 if drafts else 1.0) + forwards / 10.0
+    assert r.cost[0] == pytest.approx(cost)
+
+
+def test_specdecpp_stops_once_a_rejection_so_far_is_likelier_than_the_threshold():
+    # P(some rejection) after each token: 0.1, 0.46, 0.838, … → threshold 0.4 stops after token 2, 0.8 after 3
+    trace = P.Trace(Q, TOP, A)
+    assert [int(P.replay(P.specdecpp(h), trace, c=5).k[0]) for h in (0.05, 0.4, 0.8)] == [1, 2, 3]
+
+
+@SETTINGS
+@given(alpha=st.floats(0.05, 0.95), k=st.integers(1, 8), c=st.floats(2, 50), v=st.floats(0, 0.1))
+def test_constant_k_reproduces_the_chapters_e_n_and_speedup(alpha, k, c, v):
+    rounds = 20_000
+    trace = P.synthetic_trace(alpha, k, rounds, np.random.default_rng(1), confidence="flat")
+    r = P.replay(P.constant(k), trace, c=c, v=v)
+    se = r.tokens.std() / np.sqrt(rounds)  # the mean of N over i.i.d. rounds
+    assert abs(r.tokens_per_round - theory.expected_tokens(alpha, k)) <= 5 * se + 1e-12
+    cost = 1 + v * k + k / c  # every round costs the same, so S = mean N / cost
+    assert abs(r.speedup - theory.speedup(alpha, c, k, v)) <= 5 * se / cost + 1e-12
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.8, 0.9])
+def test_the_oracle_reaches_its_bound_with_a_long_enough_k_max(alpha):
+    rounds, c = 50_000, 10.0
+    trace = P.synthetic_trace(alpha, 128, rounds, np.random.default_rng(2), confidence="flat")
+    for include in (False, True):
+        r = P.replay(P.oracle(include), trace, c=c)
+        # S = Σ N / Σ cost: the delta method's standard error of a ratio of means
+        ratio_se = np.std(r.tokens - r.speedup * r.cost) / np.sqrt(rounds) / r.cost.mean()
+        assert abs(r.speedup - P.oracle_speedup(alpha, c, include)) <= 5 * ratio_se
+
+
+@SETTINGS
+@given(alpha=st.floats(0.1, 0.9), c=st.floats(3, 100), v=st.floats(0, 0.05), o=st.floats(0, 0.1))
+def test_no_policy_beats_the_oracle_on_the_same_trace(alpha, c, v, o):
+    """Per round, drafting exactly the accepted tokens maximises tokens − S*·cost whenever one accepted
+    draft pays at the oracle's rate, S*·(1/c + v + o) ≤ 1, so no policy's Σ N / Σ cost exceeds S*."""
+    trace = P.synthetic_trace(alpha, 16, 3000, np.random.default_rng(3))
+    best = P.replay(P.oracle(), trace, c=c, v=v, o=o).speedup
+    assume(best * (1 / c + v + o) <= 1)
+    for policy in (
+        P.constant(1),
+        P.constant(4),
+        P.constant(16),
+        P.hf_heuristic(),
+        P.hf_confidence(),
+        P.llamacpp_pmin(),
+        P.llamacpp_pmin(0.3, keep_crossing=False),
+        P.specdecpp(0.6),
+        P.oracle(include_rejected=True),
+    ):
+        assert P.replay(policy, trace, c=c, v=v, o=o).speedup <= best + 1e-12, policy.label
+
+
+def test_hf_heuristic_settles_near_ln3_over_minus_ln_alpha():
+    """Under i.i.d. α the schedule's K hovers where an all-accepted round (prob α^K) is as likely
+    to add 2 as a failed one is to take 1: α^K = 1/3, K = ln 3 / (−ln α)."""
+    for alpha in (0.6, 0.8, 0.9):
+        trace = P.synthetic_trace(alpha, 64, 100_000, np.random.default_rng(4), confidence="flat")
+        k = P.replay(P.hf_heuristic(start=20), trace, c=10).k[1000:]
+        k_eq = np.log(3) / -np.log(alpha)
+        print(f"α = {alpha}: mean K {k.mean():.2f} ± {k.std():.2f} (sd), ln 3 / (−ln α) = {k_eq:.2f}")
+        assert abs(k.mean() - k_eq) < 1.0 and k.std() < k_eq
+
+
+def test_a_positional_trace_is_walked_by_what_each_round_emits():
+    """Rows are output positions: a round from row j that accepts a of its k drafts emits a + 1 tokens,
+    so the next round starts at row j + a + 1; each segment (prompt) starts over at its first row."""
+    accepted = np.array([2, 0, 0, 1, 3, 0, 4, 0])
+    q = np.full((8, 4), 0.9)
+    trace = P.Trace(q, q, accepted, segment=np.array([0, 0, 0, 0, 0, 1, 1, 1]), positional=True)
+    r = P.replay(P.constant(2), trace, c=10)
+    # segment 0: row 0 (a 2 → 3 tokens) → row 3 (a 1 → 2) → row 5 is segment 1: restart there;
+    # segment 1: row 5 (a 0 → 1) → row 6 (k 2 of a 4 → 3 tokens) → past the end
+    assert r.accepted.tolist() == [2, 1, 0, 2] and r.tokens.tolist() == [3, 2, 1, 3]
+    # +2 after an all-accepted round, −1 after one that was not; the transient schedule restarts at 2
+    assert P.replay(P.hf_heuristic(start=2), trace, c=10).k.tolist() == [2, 4, 3, 2]
+    assert P.replay(P.hf_heuristic(start=2, transient=True), trace, c=10).k.tolist() == [2, 4, 2, 1]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: P.Trace(np.ones((2, 3)), np.ones((2, 2)), np.array([0, 1])), "q_token and q_top must both be"),
+        (lambda: P.Trace(np.ones((2, 3)), np.ones((2, 3)), np.array([0, 4])), "accepted must be at most K_max = 3"),
+        (lambda: P.Trace(np.full((1, 2), 1.5), np.ones((1, 2)), np.array([0])), "q_token must hold probabilities"),
+        (lambda: P.llamacpp_pmin(n_min=20), r"n_min must be an integer in \[0, n_max = 16\]"),
+        (lambda: P.vllm_by_batch([[1, 4, 3]], 8), "batch_size 8 is in no range"),
+        (lambda: P.synthetic_trace(0.5, 4, 10, np.random.default_rng(0), "sharp"), "confidence must be"),
+        (lambda: P.hf_confidence(1.5), r"threshold must be in \[0, 1\]"),
+        (lambda: P.replay(P.constant(2), P.Trace(Q, TOP, A), c=0), "c must be"),
+    ],
+)
+def test_bad_input_is_named(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
