@@ -215,6 +215,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.tree and args.batch_size != [1]:
         print("error: --tree drafts trees at batch size 1; drop --batch-size or --tree", file=sys.stderr)
         return 2
+    if args.trace and (args.tree or args.batch_size != [1] or 0.0 not in args.temperature):
+        print(
+            "error: --trace records greedy chain traces: it needs temperature 0 among --temperature, "
+            "no --tree and batch size 1",
+            file=sys.stderr,
+        )
+        return 2
     try:
         dtype = resolve_dtype(args.dtype, args.device)
         target, draft, tokenizer = load_pair(args.pair, device=args.device, dtype=dtype)
@@ -279,6 +286,27 @@ def cmd_bench(args: argparse.Namespace) -> int:
         shown = (TREE_TABLE if args.tree else []) + [c for c in BENCH_TABLE if c not in TREE_TABLE]
         print(table[shown].to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     print(f"wrote {len(table)} rows to {args.out} ({table['hardware'].iloc[0]})")
+    if args.trace:
+        return _write_trace(args, target, draft, tokenizer, prompts)
+    return 0
+
+
+def _write_trace(args, target, draft, tokenizer, prompts: list[str]) -> int:
+    """``bench --trace FILE``: the greedy positional trace of every prompt at K_max = the largest --k."""
+    import torch
+
+    from specviz import decoding, policies
+
+    k_max = max(args.k)
+    traces = [
+        decoding.greedy_trace(
+            target, draft, torch.tensor(tokenizer.encode(p), dtype=torch.long), k_max, args.new_tokens
+        )
+        for p in prompts
+    ]
+    trace = policies.concat(traces)
+    policies.save_trace(trace, args.trace)
+    print(f"wrote the greedy trace ({trace.rounds} positions × K_max = {k_max}, {len(traces)} prompts) to {args.trace}")
     return 0
 
 
@@ -411,6 +439,13 @@ def build_parser() -> argparse.ArgumentParser:
         "from --tree-p, else from p measured by a pilot run)",
     )
     b.add_argument("--tree-p", default=None, help="positional acceptance p_1,p_2,… for building topk / optimal trees")
+    b.add_argument(
+        "--trace",
+        default=None,
+        metavar="FILE",
+        help="also write the greedy positional trace (K_max = the largest --k) as JSON lines, for replaying "
+        "draft-length policies (specviz.policies)",
+    )
     b.add_argument("--label", default=None)
     b.add_argument("--out", default="results.csv")
     b.set_defaults(func=cmd_bench)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from specviz import sampling, theory, trees
+from specviz import policies, sampling, theory, trees
 from specviz.models import Decodable
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "draft_step",
     "first_divergence",
     "generate_target_only",
+    "greedy_trace",
     "probabilities",
     "speculative_generate",
     "target_probs",
@@ -484,6 +485,46 @@ def _finish(stats: GenerationStats, rounds: list[RoundRecord]) -> tuple[torch.Te
     stats.t_verify_ms = float(np.median([r.verify_ms for r in rounds]))
     emitted = [t for r in rounds for t in r.emitted]
     return torch.tensor(emitted[: stats.new_tokens], dtype=torch.long), stats
+
+
+# --- traces for replaying draft-length policies (specviz.policies) ---------------------------------
+
+
+@torch.inference_mode()
+def greedy_trace(target: Decodable, draft: Decodable, prompt: torch.Tensor, k_max: int, max_new_tokens: int):
+    """The positional trace (:class:`specviz.policies.Trace`) of a greedy run: row j is the draft's
+    greedy chain of ``k_max`` tokens from position j of the target's greedy output.
+
+    The output does not depend on how many tokens a policy drafts, so replaying any policy on these
+    rows walks exactly the rounds the engine would run with it. Per row: q(x) = q_top (the draft's
+    top-1 probability), the target's p of each drafted token while the chain still matches the
+    output (NaN after the first mismatch), and the accepted count (the leading matches). Costs
+    ``max_new_tokens`` × ``k_max`` single-token draft forwards and one target forward.
+    """
+    k_max = int(theory.check_k(k_max, "k_max"))
+    check_inputs([target, draft], prompt, max_new_tokens, 0.0, k_max)
+    prompt = prompt.to(target.device)
+    out, _ = generate_target_only(target, prompt, max_new_tokens + k_max, 0.0)
+    seq = torch.cat([prompt, out.to(prompt.device)])  # (P + N + K,)
+    start = prompt.numel() - 1  # position of the pending token of row 0
+    target.setup_cache(1, target.context_length)
+    p_all = torch.softmax(target(seq[None, :-1], 0)[0].float(), -1)  # (P + N + K − 1, V): p at each position
+    _prefill(draft, prompt)
+    q_tok = np.zeros((max_new_tokens, k_max))
+    p_tok = np.full((max_new_tokens, k_max), np.nan)
+    accepted = np.zeros(max_new_tokens, dtype=np.int64)
+    for j in range(max_new_tokens):
+        pos, token, matching = start + j, seq[start + j], True
+        for i in range(k_max):  # the chain's first step re-feeds the true token, repairing the cache
+            probs = torch.softmax(draft(token.view(1, 1), pos + i)[0, -1].float(), -1)  # (V,)
+            q, x = probs.max(-1)
+            q_tok[j, i] = float(q)
+            if matching:
+                p_tok[j, i] = float(p_all[pos + i, x])
+                matching = int(x) == int(seq[pos + i + 1])
+                accepted[j] += matching
+            token = x
+    return policies.Trace(q_tok, q_tok.copy(), accepted, p_token=p_tok, positional=True)
 
 
 # --- draft trees: the draft expands a tree by rank, the target verifies every node at once ----------

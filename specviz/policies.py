@@ -48,13 +48,16 @@ __all__ = [
     "Policy",
     "Replay",
     "Trace",
+    "concat",
     "constant",
     "hf_confidence",
     "hf_heuristic",
     "llamacpp_pmin",
+    "load_trace",
     "oracle",
     "oracle_speedup",
     "replay",
+    "save_trace",
     "specdecpp",
     "synthetic_trace",
     "vllm_by_batch",
@@ -107,6 +110,72 @@ class Trace:
     def segments(self) -> np.ndarray:
         """(R,) segment id of each row (all 0 when the trace has one)."""
         return np.zeros(self.rounds, dtype=np.int64) if self.segment is None else np.asarray(self.segment)
+
+
+def concat(traces: Sequence[Trace]) -> Trace:
+    """One trace of several (one per prompt): rows stacked, each input a segment of its own."""
+    if not traces or len({t.k_max for t in traces}) != 1 or len({t.positional for t in traces}) != 1:
+        raise ValueError("concat needs at least one trace, all of one K_max and one kind (positional or rounds)")
+    stack = lambda name: np.concatenate([np.asarray(getattr(t, name)) for t in traces])
+    p = None if any(t.p_token is None for t in traces) else stack("p_token")
+    segment = np.concatenate([np.full(t.rounds, i, dtype=np.int64) for i, t in enumerate(traces)])
+    return Trace(stack("q_token"), stack("q_top"), stack("accepted"), p, segment, traces[0].positional)
+
+
+TRACE_FORMAT = "specviz trace 1"  #: the first line's ``format`` of a trace file
+
+
+def save_trace(trace: Trace, path) -> None:
+    """JSON lines: a header ``{"format", "k_max", "positional"}``, then one object per row with its
+    segment, accepted count and the per-position q_token, q_top and p_token (null where unknown)."""
+    import json
+
+    p = np.full(np.shape(trace.q_token), np.nan) if trace.p_token is None else np.asarray(trace.p_token)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(json.dumps({"format": TRACE_FORMAT, "k_max": trace.k_max, "positional": trace.positional}) + "\n")
+        for s, a, q, top, pt in zip(trace.segments(), trace.accepted, trace.q_token, trace.q_top, p, strict=True):
+            row = {
+                "segment": int(s),
+                "accepted": int(a),
+                "q_token": [round(float(x), 6) for x in q],
+                "q_top": [round(float(x), 6) for x in top],
+                "p_token": [None if np.isnan(x) else round(float(x), 6) for x in pt],
+            }
+            f.write(json.dumps(row) + "\n")
+
+
+def load_trace(path) -> Trace:
+    """A trace written by :func:`save_trace`; ValueError naming the line and what is wrong."""
+    import json
+
+    with open(path, encoding="utf-8") as f:
+        lines = [line for line in f if line.strip()]
+    try:
+        head = json.loads(lines[0]) if lines else {}
+    except json.JSONDecodeError:
+        head = {}
+    if head.get("format") != TRACE_FORMAT:
+        raise ValueError(
+            f"{path}: line 1 must be a {TRACE_FORMAT!r} header (written by python -m specviz bench --trace)"
+        )
+    k = head.get("k_max")
+    rows = []
+    for n, line in enumerate(lines[1:], start=2):
+        try:
+            row = json.loads(line)
+            q, top = np.asarray(row["q_token"], dtype=float), np.asarray(row["q_top"], dtype=float)
+            pt = np.asarray([np.nan if x is None else x for x in row["p_token"]], dtype=float)
+            if not (q.shape == top.shape == pt.shape == (k,)) or int(row["accepted"]) != row["accepted"]:
+                raise ValueError
+            rows.append((int(row["segment"]), int(row["accepted"]), q, top, pt))
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(
+                f"{path}: line {n} is not a trace row of K_max = {k} (segment, accepted, q_token, q_top, p_token)"
+            ) from None
+    if not rows:
+        raise ValueError(f"{path}: the trace has no rows")
+    seg, acc, q, top, pt = zip(*rows, strict=True)
+    return Trace(np.stack(q), np.stack(top), np.asarray(acc), np.stack(pt), np.asarray(seg), bool(head["positional"]))
 
 
 def synthetic_trace(

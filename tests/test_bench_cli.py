@@ -241,3 +241,19 @@ def test_bench_tree_bad_shapes_are_named(tiny_pair, tmp_path, capsys, extra, mes
     code, out = run_bench(tiny_pair, tmp_path, *extra)
     assert code == 2 and not out.exists()
     assert message in capsys.readouterr().err
+
+
+def test_bench_trace_writes_a_replayable_greedy_trace(tiny_pair, tmp_path, capsys):
+    from specviz import policies
+
+    trace_file = tmp_path / "trace.jsonl"
+    code, out = run_bench(tiny_pair, tmp_path, "--temperature", "0", "--trace", str(trace_file))
+    assert code == 0 and "wrote the greedy trace (16 positions × K_max = 2, 2 prompts)" in capsys.readouterr().out
+    trace = policies.load_trace(trace_file)
+    assert trace.positional and trace.k_max == 2 and trace.segments().tolist() == [0] * 8 + [1] * 8
+    # replaying K = 2 walks each prompt's rounds: the CSV's tokens per round for K = 2, prompt by prompt
+    replayed = policies.replay(policies.constant(2), trace, c=10)
+    row = pd.read_csv(out).query("k == 2").iloc[0]
+    assert replayed.tokens_per_round == pytest.approx(row.mean_accepted_tokens)
+    code, _ = run_bench(tiny_pair, tmp_path, "--temperature", "1", "--trace", str(trace_file))
+    assert code == 2 and "--trace records greedy chain traces" in capsys.readouterr().err

@@ -137,3 +137,77 @@ def test_a_positional_trace_is_walked_by_what_each_round_emits():
 def test_bad_input_is_named(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+# ----------------------------------------------------------------------------- engine traces
+
+
+@pytest.fixture(scope="module")
+def tiny_pair():
+    import torch
+    from _models import build_gpt, noisy_copy
+
+    from specviz.models import GPTConfig
+
+    target = build_gpt(GPTConfig(n_layer=2, n_head=2, n_embd=64, block_size=256), 2, std=0.1)
+    return target, noisy_copy(target, 0.04, 3), torch.randint(0, 256, (10,), generator=torch.Generator().manual_seed(0))
+
+
+@pytest.fixture(scope="module")
+def tiny_trace(tiny_pair):
+    from specviz import decoding
+
+    target, draft, prompt = tiny_pair
+    return decoding.greedy_trace(target, draft, prompt, 6, 60)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize("k", [1, 3, 6])
+def test_replaying_constant_k_on_a_greedy_trace_is_the_engine_round_for_round(tiny_pair, tiny_trace, k):
+    """The positional trace makes replay exact: the walk visits the rounds the engine ran, with the
+    same accepted counts, for every K up to the trace's K_max."""
+    from specviz import decoding
+
+    target, draft, prompt = tiny_pair
+    trace = tiny_trace
+    _, stats = decoding.speculative_generate(target, draft, prompt, k, 0.0, 60)
+    replayed = P.replay(P.constant(k), trace, c=10)
+    assert replayed.accepted.tolist() == [r.accepted for r in stats.rounds]
+    assert trace.positional and trace.k_max == 6 and trace.rounds == 60
+    assert np.isnan(trace.p_token[trace.accepted == 0, 1]).all()  # p is unknown past the first mismatch
+
+
+def test_a_trace_survives_a_file_round_trip_and_concat_makes_segments(tmp_path):
+    g = np.random.default_rng(5)
+    a, b = P.synthetic_trace(0.7, 4, 5, g), P.synthetic_trace(0.7, 4, 3, g)
+    both = P.concat([a, b])
+    assert both.segments().tolist() == [0] * 5 + [1] * 3 and both.rounds == 8
+    P.save_trace(both, tmp_path / "t.jsonl")
+    back = P.load_trace(tmp_path / "t.jsonl")
+    np.testing.assert_allclose(back.q_token, both.q_token, atol=1e-6)
+    assert back.accepted.tolist() == both.accepted.tolist() and back.segments().tolist() == both.segments().tolist()
+    assert np.isnan(back.p_token).all() and not back.positional
+    (tmp_path / "bad.jsonl").write_text('{"format": "specviz trace 1", "k_max": 4, "positional": false}\n{"x": 1}\n')
+    with pytest.raises(ValueError, match="line 2 is not a trace row of K_max = 4"):
+        P.load_trace(tmp_path / "bad.jsonl")
+    (tmp_path / "csv.jsonl").write_text("label,k\n")
+    with pytest.raises(ValueError, match="line 1 must be a 'specviz trace 1' header"):
+        P.load_trace(tmp_path / "csv.jsonl")
+    with pytest.raises(ValueError, match="concat needs at least one trace"):
+        P.concat([a, P.synthetic_trace(0.7, 5, 2, g)])
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
+def test_replay_is_exact_on_the_bundled_pair():
+    import torch
+
+    from specviz import bench, decoding
+    from specviz.models import load_pair
+
+    target, draft, tok = load_pair("bundled")
+    prompt = torch.tensor(tok.encode(bench.load_prompts()[1]), dtype=torch.long)
+    trace = decoding.greedy_trace(target, draft, prompt, 8, 64)
+    for k in (2, 5, 8):
+        _, stats = decoding.speculative_generate(target, draft, prompt, k, 0.0, 64)
+        assert P.replay(P.constant(k), trace, c=10).accepted.tolist() == [r.accepted for r in stats.rounds]
