@@ -91,11 +91,13 @@ class RoundRecord:
     path: list[int] | None = None  # tree rounds: the accepted nodes, by depth (root excluded)
     ranks: list[int] | None = None  # tree rounds: the rank of each accepted node among its siblings
     leaf: bool | None = None  # tree rounds: the accepted path ended at a leaf (the last token is a bonus)
+    draft_steps: int | None = None  # policy rounds: draft forwards spent (a discarded token's included)
+    stop: str | None = None  # policy rounds: why drafting stopped ("budget", "rule", "dropped", "below n_min")
 
     @property
     def bonus(self) -> bool:
         """True when the last token is a bonus from p: all K drafts (a tree: a whole path) accepted."""
-        return self.leaf if self.leaf is not None else self.accepted == len(self.drafted)
+        return self.leaf if self.leaf is not None else bool(self.drafted) and self.accepted == len(self.drafted)
 
 
 @dataclass
@@ -114,9 +116,24 @@ class GenerationStats:
     tree: trees.Tree | None = None  # tree rounds: the draft tree (k is its node count)
 
     @property
-    def draft_steps(self) -> int:
-        """Draft forwards per round: K for a chain, the depth for a tree (one forward per level)."""
-        return self.tree.depth if self.tree is not None else self.k
+    def policy_run(self) -> bool:
+        """Rounds drafted under a draft-length policy (their length varies)."""
+        return any(r.draft_steps is not None for r in self.rounds)
+
+    @property
+    def draft_steps(self) -> float:
+        """Draft forwards per round: K for a chain, the depth for a tree (one forward per level), the
+        mean forwards spent for a policy run."""
+        if self.tree is not None:
+            return self.tree.depth
+        if self.policy_run:
+            return float(np.mean([r.draft_steps for r in self.rounds]))
+        return self.k
+
+    @property
+    def mean_drafts(self) -> float:
+        """Drafts verified per round (K for a chain run)."""
+        return float(np.mean([len(r.drafted) for r in self.rounds])) if self.policy_run else float(self.k)
 
     @property
     def tokens_per_s(self) -> float:
@@ -128,7 +145,7 @@ class GenerationStats:
 
     @property
     def rejected_rounds(self) -> int:
-        return sum(not r.bonus for r in self.rounds)
+        return sum(not r.bonus for r in self.rounds if r.drafted)  # a round that verified nothing tested nothing
 
     @property
     def alpha_hat(self) -> float:
@@ -150,7 +167,7 @@ class GenerationStats:
     @property
     def per_position_acceptance(self) -> list[float]:
         """a_i = P(position i accepted | positions < i accepted), i = 1..K (NaN if never reached)."""
-        reached = [sum(r.accepted >= i - 1 for r in self.rounds) for i in range(1, self.k + 1)]
+        reached = [sum(len(r.drafted) >= i and r.accepted >= i - 1 for r in self.rounds) for i in range(1, self.k + 1)]
         passed = [sum(r.accepted >= i for r in self.rounds) for i in range(1, self.k + 1)]
         return [p / n if n else float("nan") for p, n in zip(passed, reached, strict=True)]
 
@@ -161,7 +178,7 @@ class GenerationStats:
     @property
     def v(self) -> float:
         """Extra verification cost per drafted token: (T_verify / T_p − 1) / K, floored at 0."""
-        return max(0.0, (self.t_verify_ms / self.t_target_ms - 1.0) / self.k) if self.k else 0.0
+        return max(0.0, (self.t_verify_ms / self.t_target_ms - 1.0) / self.mean_drafts) if self.mean_drafts else 0.0
 
     @property
     def o(self) -> float:
@@ -190,6 +207,8 @@ class GenerationStats:
         """Speedup predicted by specviz.theory from :attr:`predicted_tokens` and the measured c (with
         v, o if asked): E[N] / (1 + v·K + o + D/c), D = :attr:`draft_steps`."""
         v, o = (self.v, self.o) if measured_cost else (0.0, 0.0)
+        if self.policy_run:  # the cost model at the measured tokens and mean draft lengths
+            return self.mean_tokens / (1.0 + v * self.mean_drafts + o + self.draft_steps / self.c)
         steps = self.draft_steps if self.tree is not None else None
         return float(theory.speedup_from_tokens(self.predicted_tokens, self.c, self.k, v, o, steps))
 
@@ -409,6 +428,84 @@ def _round(
     return cursor, record
 
 
+def policy_draft(
+    draft: Decodable, cursor: Cursor, schedule: policies.Schedule, sampler: Sampler
+) -> tuple[Draft, int, str]:
+    """Draft up to the schedule's budget, asking the policy after each token whether to go on.
+
+    The rule reads the draft's own (temperature-1) probabilities: q(x) of the token drafted and q_top.
+    Returns (the drafts to verify, draft forwards spent, why drafting stopped).
+    """
+    tokens, q_rows, qs, tops = [], [], [], []
+    feed, at, why = cursor.draft_feed, cursor.draft_pos, "budget"
+    for _ in range(schedule.k):
+        logits = draft(feed.view(1, -1), at)[0, -1]  # (V,)
+        q_i = sampler.probs(logits)
+        x = sampler.sample(q_i[None])  # (1,)
+        conf = torch.softmax(logits.float(), -1)
+        qs.append(float(conf[x]))
+        tops.append(float(conf.max()))
+        decision = schedule.policy.stop_here(qs, tops)
+        if decision == "drop":
+            why = "dropped"
+            break
+        tokens.append(x)
+        q_rows.append(q_i)
+        at += feed.numel()
+        feed = x
+        if decision == "keep":
+            why = "rule"
+            break
+    steps = len(qs)
+    if len(tokens) < schedule.policy.min_drafts():
+        tokens, q_rows, why = [], [], "below n_min"
+    empty = torch.zeros(0, dtype=torch.long, device=cursor.pending.device)
+    rows = torch.stack(q_rows) if q_rows else torch.zeros(0, 1, device=cursor.pending.device)  # unused: no verify
+    return Draft(torch.cat(tokens) if tokens else empty, rows), steps, why
+
+
+def _policy_round(
+    target: Decodable,
+    draft: Decodable,
+    cursor: Cursor,
+    schedule: policies.Schedule,
+    sampler: Sampler,
+    clock: _Clock,
+) -> tuple[Cursor, RoundRecord]:
+    """:func:`_round` with the draft length set by a policy; a round that verifies nothing is one
+    plain target step (its token drawn from p, as target-only decoding would)."""
+    t_a = clock.now()
+    proposal, steps, why = policy_draft(draft, cursor, schedule, sampler)
+    t_b = clock.now()
+    p = target_probs(target, cursor, proposal, sampler)  # (k + 1, V)
+    t_c = clock.now()
+    if proposal.k:
+        verdict = verify_step(p, proposal, sampler)
+        cursor, emitted = commit_step(cursor, proposal, verdict)
+    else:
+        verdict = Verdict(0, sampler.sample(p[-1:]).view(1), [], [])
+        nxt = verdict.next_token.to(cursor.pending.device)
+        seen = steps > 0  # a forward fed the draft its pending tokens; else they wait for the next round
+        feed = nxt if seen else torch.cat([cursor.draft_feed, nxt])
+        cursor = Cursor(nxt, cursor.pos + 1, feed, cursor.pos + 1 if seen else cursor.draft_pos)
+        emitted = [int(nxt)]
+    schedule.update(proposal.k, verdict.accepted)
+    t_d = clock.now()
+    record = RoundRecord(
+        drafted=proposal.tokens.tolist(),
+        accepted=verdict.accepted,
+        emitted=emitted,
+        accept_mask=verdict.accept_mask,
+        overlap=verdict.overlap,
+        draft_ms=1e3 * (t_b - t_a),
+        verify_ms=1e3 * (t_c - t_b),
+        other_ms=1e3 * (t_d - t_c),
+        draft_steps=steps,
+        stop=why,
+    )
+    return cursor, record
+
+
 @torch.inference_mode()
 def speculative_generate(
     target: Decodable,
@@ -420,6 +517,7 @@ def speculative_generate(
     generator: torch.Generator | None = None,
     *,
     calibration_steps: int = 8,
+    policy: policies.Policy | None = None,
 ) -> tuple[torch.Tensor, GenerationStats]:
     """Speculative decoding: draft K tokens, verify K + 1 positions in one target forward.
 
@@ -443,6 +541,10 @@ def speculative_generate(
     calibration_steps : int
         Single-token target and draft steps timed before decoding (outside the
         decode timing) to measure T_p and T_q; 0 skips them (T_p, T_q are then NaN).
+    policy : specviz.policies.Policy, optional
+        A draft-length rule run live (:func:`policy_draft`); K is then its cap. None: K every
+        round, exactly the constant policy. Records say how many tokens each round drafted and
+        verified (``draft_steps``, ``drafted``) and why it stopped (``stop``).
 
     Returns
     -------
@@ -470,8 +572,12 @@ def speculative_generate(
     rounds: list[RoundRecord] = []
     generated = 0
     start = clock.now()
+    schedule = None if policy is None else policies.Schedule(policy, k)
     while generated < max_new_tokens:
-        cursor, record = _round(target, draft, cursor, k, sampler, clock)  # K per round: the seam for a K policy
+        if schedule is None:
+            cursor, record = _round(target, draft, cursor, k, sampler, clock)
+        else:
+            cursor, record = _policy_round(target, draft, cursor, schedule, sampler, clock)
         rounds.append(record)
         generated += len(record.emitted)
     stats = GenerationStats(k, temperature, max_new_tokens, clock.now() - start, prefill_ms, t_p, t_q)

@@ -47,6 +47,7 @@ from specviz import theory
 __all__ = [
     "Policy",
     "Replay",
+    "Schedule",
     "Trace",
     "concat",
     "constant",
@@ -241,6 +242,24 @@ class Policy:
         """Drafts allowed in a round by a stateless rule (capped at the trace's K_max)."""
         return int(min(self.params.get("k", k_max), k_max))
 
+    def stop_here(self, q: Sequence[float], top: Sequence[float]) -> str | None:
+        """The live form of the rule, after drafting ``len(q)`` tokens with these q(x) and q_top:
+        None (draft another, budget permitting), ``"keep"`` (stop; verify them all) or ``"drop"``
+        (stop and discard the last one: llama.cpp's later builds). The same rule as :meth:`lengths`."""
+        if self.kind == "hf_confidence" and q[-1] < self.params["threshold"]:
+            return "keep"
+        if self.kind == "specdecpp" and 1.0 - float(np.prod(q)) > self.params["threshold"]:
+            return "keep"
+        if self.kind == "llamacpp_pmin" and top[-1] < self.params["p_min"]:
+            return "keep" if self.params["keep_crossing"] else "drop"
+        if self.kind == "oracle":
+            raise ValueError("the oracle policy knows the target's answers: it replays on traces, it cannot run live")
+        return None
+
+    def min_drafts(self) -> int:
+        """Fewer drafts than this are not verified (llama.cpp's --draft-min); 0 for other rules."""
+        return int(self.params.get("n_min", 0))
+
     def lengths(self, q: np.ndarray, top: np.ndarray, accepted: np.ndarray, budget) -> tuple[np.ndarray, np.ndarray]:
         """(drafts verified (R,), draft forwards (R,)) for rows ``q``, ``top`` (R, K) under ``budget`` (R,) or scalar."""
         rows, k = q.shape
@@ -267,6 +286,19 @@ class Policy:
         if self.kind == "llamacpp_pmin":
             n = np.where(n < self.params["n_min"], 0, n)  # shorter than --draft-min: not verified
         return n, steps
+
+
+class Schedule:
+    """A policy's per-run state in the engine: the round's budget, updated from each round's outcome
+    (transformers' heuristic: +2 after an all-accepted round, else −1, floor 1; others: fixed)."""
+
+    def __init__(self, policy: Policy, k_max: int):
+        self.policy, self.k_max = policy, int(k_max)
+        self.k = min(policy.params["start"], self.k_max) if policy.stateful else policy.budget(self.k_max)
+
+    def update(self, drafted: int, accepted: int) -> None:
+        if self.policy.stateful:
+            self.k = min(self.k + 2, self.k_max) if accepted == drafted else max(1, self.k - 1)
 
 
 def constant(k: int) -> Policy:

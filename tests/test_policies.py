@@ -149,7 +149,8 @@ def tiny_pair():
 
     from specviz.models import GPTConfig
 
-    target = build_gpt(GPTConfig(n_layer=2, n_head=2, n_embd=64, block_size=256), 2, std=0.1)
+    # std 0.6: peaked enough that confidence rules draft 1..6 tokens (at 0.1 every q(x) is below 0.05)
+    target = build_gpt(GPTConfig(n_layer=2, n_head=2, n_embd=64, block_size=256), 2, std=0.6)
     return target, noisy_copy(target, 0.04, 3), torch.randint(0, 256, (10,), generator=torch.Generator().manual_seed(0))
 
 
@@ -211,3 +212,67 @@ def test_replay_is_exact_on_the_bundled_pair():
     for k in (2, 5, 8):
         _, stats = decoding.speculative_generate(target, draft, prompt, k, 0.0, 64)
         assert P.replay(P.constant(k), trace, c=10).accepted.tolist() == [r.accepted for r in stats.rounds]
+
+
+LIVE = [
+    P.constant(3),
+    P.hf_heuristic(start=2),
+    P.hf_confidence(0.5, k=6),
+    P.llamacpp_pmin(0.6, n_max=6),
+    P.llamacpp_pmin(0.8, n_max=6, n_min=2, keep_crossing=False),
+    P.specdecpp(0.5, k=6),
+    P.vllm_by_batch([[1, 8, 4], [9, 64, 0]], 1),
+]
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+@pytest.mark.parametrize("policy", LIVE, ids=lambda p: p.label)
+def test_a_live_policy_is_greedy_exact_and_its_replay_is_the_engine(tiny_pair, tiny_trace, policy):
+    """The engine runs the rule token by token; replaying the same rule on the greedy trace gives the
+    same rounds: drafts verified, forwards spent and accepted counts, round for round."""
+    from specviz import decoding
+
+    target, draft, prompt = tiny_pair
+    want, _ = decoding.generate_target_only(target, prompt, 60)
+    out, stats = decoding.speculative_generate(target, draft, prompt, 6, 0.0, 60, policy=policy)
+    assert out.tolist() == want.tolist()
+    replayed = P.replay(policy, tiny_trace, c=10)
+    n = len(stats.rounds)
+    assert [len(r.drafted) for r in stats.rounds] == replayed.k.tolist()[:n]
+    assert [r.draft_steps for r in stats.rounds] == replayed.draft_steps.tolist()[:n]
+    assert [r.accepted for r in stats.rounds] == replayed.accepted.tolist()[:n]
+    assert all(r.stop in ("budget", "rule", "dropped", "below n_min") for r in stats.rounds)
+    if policy.kind not in ("constant", "vllm_by_batch"):
+        assert len(set(replayed.k.tolist())) > 1  # the rule really varied the length here
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_the_default_is_the_constant_policy_and_the_oracle_cannot_run_live(tiny_pair):
+    import torch
+
+    from specviz import decoding
+
+    target, draft, prompt = tiny_pair
+    runs = [
+        decoding.speculative_generate(target, draft, prompt, 4, 1.0, 40, torch.Generator().manual_seed(7), policy=p)
+        for p in (None, P.constant(4))
+    ]
+    assert runs[0][0].tolist() == runs[1][0].tolist()  # same draws, same tokens
+    assert [r.accepted for r in runs[0][1].rounds] == [r.accepted for r in runs[1][1].rounds]
+    with pytest.raises(ValueError, match="the oracle policy knows the target's answers"):
+        decoding.speculative_generate(target, draft, prompt, 4, 0.0, 8, policy=P.oracle())
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_policy_runs_stats_count_only_the_positions_it_offered(tiny_pair):
+    from specviz import decoding
+
+    target, draft, prompt = tiny_pair
+    _, stats = decoding.speculative_generate(target, draft, prompt, 6, 0.0, 60, policy=P.hf_confidence(0.5, k=6))
+    lengths = [len(r.drafted) for r in stats.rounds]
+    assert stats.policy_run and stats.mean_drafts == pytest.approx(np.mean(lengths))
+    a = stats.per_position_acceptance
+    reached = [sum(n >= i and r.accepted >= i - 1 for n, r in zip(lengths, stats.rounds, strict=True)) for i in (1, 2)]
+    assert a[0] == pytest.approx(sum(r.accepted >= 1 for r in stats.rounds) / reached[0])
+    assert a[1] == pytest.approx(sum(r.accepted >= 2 for r in stats.rounds) / reached[1])
+    assert stats.predicted_speedup() > 0 and np.isfinite(stats.v)
