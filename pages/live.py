@@ -84,8 +84,9 @@ def controls(limits: live.Limits, p: dict) -> None:
             "Draft/target pair",
             key=key("pair"),
             max_chars=int(p["pair"].hi),
-            help="'bundled' (ships with specviz, works offline) or 'TARGET,DRAFT': Hugging Face ids or "
-            "local folders sharing a tokenizer (needs transformers).",
+            help="'bundled' (ships with specviz, works offline), 'TARGET,DRAFT': Hugging Face ids or "
+            "local folders sharing a tokenizer (needs transformers), or 'TARGET+ngram' (or '+ngram-vllm'): "
+            "the target drafting by prompt lookup, no draft model (e.g. 'bundled-target+ngram').",
         )
     with c2:
         ui.selectbox(PAGE, p["device"], "Device")

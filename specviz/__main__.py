@@ -243,6 +243,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
         args.pair.split(",", 1) if "," in args.pair else (f"{args.pair}/target", f"{args.pair}/draft")
     )
     meta = {"label": label, "target_model": target_name, "draft_model": draft_name}
+    if hasattr(draft, "draft_policy"):  # TARGET+ngram: no draft model
+        base = args.pair.rpartition("+")[0]
+        meta |= {
+            "method": "ngram",
+            "target_model": "bundled/target" if base in ("bundled", "bundled-target") else base,
+            "draft_model": draft.name,
+        }
+        if args.batch_size != [1] or args.tree:
+            print("error: the n-gram drafter runs chains at batch size 1 (no --batch-size, no --tree)", file=sys.stderr)
+            return 2
     rows: list[dict] = []
     if args.batch_size != [1]:
         return _bench_batches(args, target, draft, tokenizer, prompts, meta)

@@ -572,6 +572,8 @@ def speculative_generate(
     rounds: list[RoundRecord] = []
     generated = 0
     start = clock.now()
+    if policy is None and hasattr(draft, "draft_policy"):  # a drafter with its own rule (the n-gram one)
+        policy = draft.draft_policy(k)
     schedule = None if policy is None else policies.Schedule(policy, k)
     while generated < max_new_tokens:
         if schedule is None:

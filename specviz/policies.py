@@ -62,6 +62,7 @@ __all__ = [
     "specdecpp",
     "synthetic_trace",
     "vllm_by_batch",
+    "while_proposing",
 ]
 
 
@@ -356,6 +357,14 @@ def vllm_by_batch(schedule: Sequence[Sequence[int]], batch_size: int) -> Policy:
         if int(start) <= b <= int(end):
             return Policy("vllm_by_batch", {"k": int(k), "batch_size": b}, f"vLLM by batch (B = {b}: K = {k})")
     raise ValueError(f"batch_size {b} is in no range of the schedule {list(map(list, schedule))}")
+
+
+def while_proposing(k: int) -> Policy:
+    """Draft while the drafter proposes a token (q_top ≥ 0.5), at most ``k``: the n-gram drafter's rule
+    (:class:`specviz.models.ngram.NgramDraft` has q_top = 1 on a proposal and 1/V without one). The
+    call that finds no proposal costs its lookup but drafts nothing."""
+    k = int(theory.check_k(k))
+    return Policy("llamacpp_pmin", {"p_min": 0.5, "k": k, "n_min": 0, "keep_crossing": False}, "while proposing")
 
 
 def oracle(include_rejected: bool = False) -> Policy:

@@ -75,7 +75,7 @@ def test_hosted_mode_gives_one_message_whatever_exists_on_disk(monkeypatch):
     assert len(set(messages.values())) == 1, messages
     assert (
         messages["data,pages"]
-        == "pair VALUE is not allowed on this hosted deployment; allowed: 'bundled', 'gpt2-large,gpt2'"
+        == "pair VALUE is not allowed on this hosted deployment; allowed: 'bundled', 'bundled-target+ngram', 'gpt2-large,gpt2'"
     )
     # an allow-listed id that is also a folder here would load the folder: refused with that same message
     shadowed = replace(HOSTED, hf_allowlist=("gpt2-large,gpt2", "data,pages"))
@@ -87,7 +87,9 @@ def test_hosted_mode_gives_one_message_whatever_exists_on_disk(monkeypatch):
 def test_hosted_mode_allows_bundled_and_the_allow_list_only():
     assert live.check_pair("bundled", HOSTED) == "bundled"
     assert live.check_pair(" gpt2-large, gpt2 ", HOSTED) == "gpt2-large,gpt2"
-    with pytest.raises(ValueError, match="not allowed.*allowed: 'bundled', 'gpt2-large,gpt2'"):
+    with pytest.raises(
+        ValueError, match=r"not allowed.*allowed: 'bundled', 'bundled-target\+ngram', 'gpt2-large,gpt2'"
+    ):
         live.check_pair("meta-llama/Llama-3-70B,meta-llama/Llama-3-8B", HOSTED)
     # not hosted: any pair is passed on to the loader
     assert live.check_pair("/some/folder", live.Limits()) == "/some/folder"
@@ -572,7 +574,7 @@ def test_hosted_mode_refuses_a_linked_local_path(db_url, monkeypatch):
     at = page(pair="/etc,/tmp")
     assert any("not allowed on this hosted deployment" in e for e in shown_errors(at))
     assert at.selectbox(key="live.pair").value == "bundled"
-    assert at.selectbox(key="live.pair").options == ["bundled", "gpt2-large,gpt2"]
+    assert at.selectbox(key="live.pair").options == ["bundled", "bundled-target+ngram", "gpt2-large,gpt2"]
     at = page(pair="meta-llama/Llama-3-70B,meta-llama/Llama-3-8B")
     assert any("not allowed on this hosted deployment" in e for e in shown_errors(at))
     assert at.number_input(key="live.new_tokens").max == 256  # the hosted cap
@@ -591,7 +593,7 @@ def test_hosted_page_answers_existing_and_missing_paths_alike(db_url, monkeypatc
         shown[spec] = error.replace(repr(spec), "VALUE")
         assert at.selectbox(key="live.pair").value == "bundled"
     assert shown["data,pages"] == shown["nonexist1,nonexist2"], shown
-    assert "allowed: 'bundled', 'gpt2-large,gpt2'" in shown["data,pages"]
+    assert "allowed: 'bundled', 'bundled-target+ngram', 'gpt2-large,gpt2'" in shown["data,pages"]
 
 
 @pytest.mark.slow

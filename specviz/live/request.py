@@ -111,9 +111,13 @@ def controls(limits: Limits) -> tuple[Param, ...]:
     )
 
 
+NGRAM_PAIR = "bundled-target+ngram"  #: the bundled target with the n-gram drafter (no download, any deployment)
+
+
 def pair_choices(limits: Limits) -> tuple[str, ...]:
-    """The pairs a hosted deployment offers: the bundled one, then its allow-list."""
-    return ("bundled", *limits.hf_allowlist)
+    """The pairs a hosted deployment offers: the bundled one, the bundled target with n-gram drafts,
+    then its allow-list."""
+    return ("bundled", NGRAM_PAIR, *limits.hf_allowlist)
 
 
 def _looks_local(name: str) -> bool:
@@ -132,7 +136,7 @@ def check_pair(spec: str, limits: Limits) -> str:
     spec = (spec or "").strip().replace(" ", "")
     if not spec:
         raise ValueError("pair must be 'bundled' or 'TARGET,DRAFT' (Hugging Face ids); got an empty value")
-    if spec == "bundled":
+    if spec in ("bundled", NGRAM_PAIR, NGRAM_PAIR + "-vllm"):
         return spec
     if not limits.hosted:
         if "," in spec and not all(spec.split(",")):
@@ -223,11 +227,17 @@ class Request:
     def meta(self) -> dict[str, str]:
         """The constant columns of the run's rows: label, source, target and draft model names."""
         names = ("bundled/target", "bundled/draft") if self.pair == "bundled" else tuple(self.pair.split(",")[:2])
+        extra = {}
+        if "+ngram" in self.pair:  # TARGET+ngram[-vllm]: no draft model
+            base, _, kind = self.pair.rpartition("+")
+            names = ("bundled/target" if base in ("bundled", "bundled-target") else base, kind)
+            extra = {"method": "ngram"}
         return {
             "label": f"live: {self.pair}",
             "source": "specviz live page",
             "target_model": names[0],
             "draft_model": names[-1],
+            **extra,
         }
 
 
@@ -256,8 +266,10 @@ def make_request(values: Mapping, limits: Limits) -> Request:
         )
     if shapes and batches != (1,):
         raise ValueError("batch sizes: draft trees decode one sequence at a time; choose batch size 1 only")
-    if shapes and "," in pair:
+    if shapes and ("," in pair or "+ngram" in pair):
         raise ValueError("draft shape: trees need tree attention, which specviz's own GPT pair has; use 'bundled'")
+    if batches != (1,) and "+ngram" in pair:
+        raise ValueError("batch sizes: the n-gram drafter decodes one sequence at a time; choose batch size 1 only")
     if values["dtype"] not in DTYPES:
         raise ValueError(f"dtype: {values['dtype']!r}; allowed: {', '.join(DTYPES)}")
     return Request(

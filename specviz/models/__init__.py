@@ -8,7 +8,7 @@ from typing import Protocol, runtime_checkable
 import torch
 
 from specviz.models import packed
-from specviz.models.gpt import GPT, GPTConfig
+from specviz.models.gpt import GPT, VOCAB_SIZE, GPTConfig
 
 __all__ = [
     "BUNDLED_DIR",
@@ -84,6 +84,27 @@ def default_dtype(device: torch.device) -> torch.dtype:
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
+NGRAM_SUFFIXES = ("+ngram", "+ngram-vllm")  #: "TARGET+ngram": the target with the n-gram drafter
+
+
+def _ngram_pair(spec: str, dev: torch.device, dtype: torch.dtype):
+    """``TARGET+ngram`` (transformers' prompt-lookup settings) or ``TARGET+ngram-vllm``: TARGET is
+    ``bundled-target``, a pair folder (its target/) or a Hugging Face id or folder."""
+    from specviz.models.ngram import NgramDraft
+
+    base, _, kind = spec.rpartition("+")
+    rule = "vllm" if kind == "ngram-vllm" else "hf"
+    if base in ("bundled-target", "bundled") or (Path(base) / "target" / "model.safetensors").is_file():
+        root = BUNDLED_DIR if base in ("bundled-target", "bundled") else Path(base)
+        target, tokenizer, vocab = packed.apply(GPT.load(root / "target", dev, dtype)), ByteTokenizer(), VOCAB_SIZE
+    else:
+        from specviz.models import hf
+
+        target, tokenizer = hf.load_hf_target(base, dev, dtype)
+        vocab = target.cfg.vocab_size
+    return target, NgramDraft(rule, context_length=target.context_length, vocab_size=vocab, device=dev), tokenizer
+
+
 def load_pair(spec: str = "bundled", device: str = "cpu", dtype: torch.dtype | None = None):
     """Load ``(target, draft, tokenizer)``, both models :class:`Decodable`.
 
@@ -96,7 +117,9 @@ def load_pair(spec: str = "bundled", device: str = "cpu", dtype: torch.dtype | N
         ``"bundled"`` for the pair shipped in data/models/bundled, a folder with
         ``target/`` and ``draft/`` subfolders in the same format, or ``"TARGET,DRAFT"``:
         two Hugging Face hub ids or local transformers folders (needs the optional
-        package transformers; see :func:`specviz.models.hf.load_hf_pair`).
+        package transformers; see :func:`specviz.models.hf.load_hf_pair`), or ``"TARGET+ngram"``
+        / ``"TARGET+ngram-vllm"``: a target with the n-gram drafter (:mod:`specviz.models.ngram`),
+        TARGET being ``bundled-target``, a pair folder or a Hugging Face id.
     device : str
         ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
     dtype : torch.dtype, optional
@@ -104,6 +127,8 @@ def load_pair(spec: str = "bundled", device: str = "cpu", dtype: torch.dtype | N
     """
     dev = resolve_device(device)
     dtype = dtype or default_dtype(dev)
+    if spec.endswith(NGRAM_SUFFIXES):
+        return _ngram_pair(spec, dev, dtype)
     if "," in spec:  # Hugging Face pair; imported lazily so the app runs without transformers
         from specviz.models import hf
 

@@ -317,6 +317,27 @@ def load_hf_pair(
     return HFCausalLM(target, vocab), HFCausalLM(draft, vocab), HFTokenizer(tok)
 
 
+def load_hf_target(
+    target_id: str, device="cpu", dtype: torch.dtype | None = None, allow_local: bool = True
+) -> tuple[HFCausalLM, HFTokenizer]:
+    """One Hugging Face model and its tokenizer, as :func:`load_hf_pair` loads each (for a draft that
+    needs no model, such as the n-gram drafter)."""
+    from specviz.models import resolve_device
+
+    require_transformers()
+    device = resolve_device(device) if isinstance(device, str) else torch.device(device)
+    target_id = target_id.strip()
+    if not target_id:
+        raise ValueError("a Hugging Face target id is empty")
+    tok = _load_tokenizer(target_id, allow_local)
+    model = _load_model(target_id, device, dtype, allow_local)
+    if _model_vocab(model) < len(tok):
+        raise ValueError(
+            f"model {target_id!r} has {_model_vocab(model)} output logits but its tokenizer has {len(tok)}"
+        )
+    return HFCausalLM(model, len(tok)), HFTokenizer(tok)
+
+
 # --- exporting our GPT to transformers ----------------------------------------------
 
 
