@@ -437,15 +437,18 @@ def policy_draft(
     Returns (the drafts to verify, draft forwards spent, why drafting stopped).
     """
     tokens, q_rows, qs, tops = [], [], [], []
-    feed, at, why = cursor.draft_feed, cursor.draft_pos, "budget"
+    feed, at, why, steps = cursor.draft_feed, cursor.draft_pos, "budget", 0
+    reads = schedule.policy.reads_confidence
     for _ in range(schedule.k):
         logits = draft(feed.view(1, -1), at)[0, -1]  # (V,)
         q_i = sampler.probs(logits)
         x = sampler.sample(q_i[None])  # (1,)
-        conf = torch.softmax(logits.float(), -1)
-        qs.append(float(conf[x]))
-        tops.append(float(conf.max()))
-        decision = schedule.policy.stop_here(qs, tops)
+        decision, steps = None, steps + 1
+        if reads:
+            conf = torch.softmax(logits.float(), -1)
+            qs.append(float(conf[x]))
+            tops.append(float(conf.max()))
+            decision = schedule.policy.stop_here(qs, tops)
         if decision == "drop":
             why = "dropped"
             break
@@ -456,7 +459,6 @@ def policy_draft(
         if decision == "keep":
             why = "rule"
             break
-    steps = len(qs)
     if len(tokens) < schedule.policy.min_drafts():
         tokens, q_rows, why = [], [], "below n_min"
     empty = torch.zeros(0, dtype=torch.long, device=cursor.pending.device)

@@ -235,6 +235,11 @@ class Policy:
     label: str = ""
 
     @property
+    def reads_confidence(self) -> bool:
+        """Its stop rule looks at q(x) or q_top (so the engine computes them while drafting)."""
+        return self.kind in ("hf_confidence", "specdecpp", "llamacpp_pmin")
+
+    @property
     def stateful(self) -> bool:
         """Its budget depends on earlier rounds (so replay walks round by round)."""
         return self.kind == "hf_heuristic"
@@ -253,8 +258,6 @@ class Policy:
             return "keep"
         if self.kind == "llamacpp_pmin" and top[-1] < self.params["p_min"]:
             return "keep" if self.params["keep_crossing"] else "drop"
-        if self.kind == "oracle":
-            raise ValueError("the oracle policy knows the target's answers: it replays on traces, it cannot run live")
         return None
 
     def min_drafts(self) -> int:
@@ -294,6 +297,8 @@ class Schedule:
     (transformers' heuristic: +2 after an all-accepted round, else −1, floor 1; others: fixed)."""
 
     def __init__(self, policy: Policy, k_max: int):
+        if policy.kind == "oracle":
+            raise ValueError("the oracle policy knows the target's answers: it replays on traces, it cannot run live")
         self.policy, self.k_max = policy, int(k_max)
         self.k = min(policy.params["start"], self.k_max) if policy.stateful else policy.budget(self.k_max)
 
