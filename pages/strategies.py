@@ -3,7 +3,7 @@
 import numpy as np
 import streamlit as st
 
-from specviz import figures, hardware, theory, trees, ui
+from specviz import figures, hardware, policies, theory, trees, ui
 from specviz.share import Param, by_key
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
@@ -14,7 +14,16 @@ P_SOURCES = ("geometric from α", "typed", "a run in the library", "the live pag
 COSTS = ("c and v", "a pair on a GPU")
 PAIRS = tuple(hardware.preset_pairs()["name"])
 GPUS = tuple(hardware.load_catalog()[1].index)
-VIEWS = ("Optimal tree", "Shapes by budget", "Budget × depth", "Hardware-aware", "Engine flags")
+VIEWS = (
+    "Optimal tree",
+    "Shapes by budget",
+    "Budget × depth",
+    "Hardware-aware",
+    "Engine flags",
+    "Draft-length policies",
+)
+TRACE_SOURCES = ("synthetic", "an uploaded trace")
+CONFIDENCE = ("calibrated", "flat")
 SPEC = (
     Param("p_src", "geometric from α", "choice", choices=P_SOURCES),
     Param("alpha", 0.6, "float", 0.0, 1.0),
@@ -30,6 +39,18 @@ SPEC = (
     Param("gpu", "H100-SXM5-80GB", "choice", choices=GPUS),
     Param("ctx", 1024, "int", 16, 131072, log=True),
     Param("batch", 1, "int", 1, 256, log=True),
+    Param("trace_src", "synthetic", "choice", choices=TRACE_SOURCES),
+    Param("t_alpha", 0.8, "float", 0.01, 0.99),
+    Param("k_max", 16, "int", 1, 64),
+    Param("rounds", 20000, "int", 100, 200000, log=True),
+    Param("seed", 0, "int", 0, 2**31 - 1),
+    Param("confidence", "calibrated", "choice", choices=CONFIDENCE),
+    Param("o", 0.0, "float", 0.0, 2.0),
+    Param("hf_start", 20, "int", 1, 64),
+    Param("hf_thr", 0.4, "float", 0.0, 1.0),
+    Param("p_min", 0.75, "float", 0.0, 1.0),
+    Param("sdpp", 0.7, "float", 0.0, 1.0),
+    Param("sweep", "llama.cpp p_min", "choice", choices=tuple(policies.SWEEPS)),
     Param("view", "Optimal tree", "choice", choices=VIEWS),
 )
 P = by_key(SPEC)
@@ -157,8 +178,107 @@ def engine_section(view: dict, p: np.ndarray) -> None:
     st.caption("SGLang counts the root in --speculative-num-draft-tokens: it is the budget plus one.")
 
 
+@ui.cached
+def synthetic(alpha: float, k_max: int, rounds: int, seed: int, confidence: str) -> policies.Trace:
+    return policies.synthetic_trace(alpha, k_max, rounds, np.random.default_rng(seed), confidence)
+
+
+def chosen_trace(view: dict) -> tuple[policies.Trace, str]:
+    """(trace, what it is): synthetic from the controls, or the uploaded file (ValueError naming it)."""
+    if view["trace_src"] == "synthetic":
+        args = (view["t_alpha"], view["k_max"], view["rounds"], view["seed"], view["confidence"])
+        return synthetic(*args), (
+            f"synthetic: {view['rounds']:,} rounds, α = {view['t_alpha']:g}, K_max = {view['k_max']}, "
+            f"{view['confidence']} confidences, seed {view['seed']}"
+        )
+    upload = st.file_uploader(
+        "Trace file (python -m specviz bench --trace FILE)", type=["jsonl"], key=key("trace_file")
+    )
+    if upload is None:
+        raise ValueError("trace: upload a trace file written by python -m specviz bench --trace, or choose synthetic")
+    trace = policies.parse_trace(upload.getvalue().decode("utf-8", errors="replace"), upload.name)
+    return (
+        trace,
+        f"{upload.name}: {trace.rounds:,} {'positions' if trace.positional else 'rounds'}, K_max = {trace.k_max}",
+    )
+
+
+def chosen_rules(view: dict, k_max: int) -> list[policies.Policy]:
+    return [
+        policies.hf_heuristic(view["hf_start"]),
+        policies.hf_confidence(view["hf_thr"], k_max),
+        policies.llamacpp_pmin(view["p_min"], k_max),
+        policies.llamacpp_pmin(view["p_min"], k_max, keep_crossing=False),
+        policies.specdecpp(view["sdpp"], k_max),
+    ]
+
+
+def policies_section(view: dict, p: np.ndarray) -> None:
+    ui.radio(PAGE, P["trace_src"], "Trace", horizontal=True)
+    if view["trace_src"] == "synthetic":
+        c1, c2, c3, c4, c5 = st.columns(5)
+        with c1:
+            ui.number_input(PAGE, P["t_alpha"], "α (mean acceptance)", step=0.01)
+        with c2:
+            ui.number_input(PAGE, P["k_max"], "K_max")
+        with c3:
+            ui.number_input(PAGE, P["rounds"], "Rounds")
+        with c4:
+            ui.number_input(PAGE, P["seed"], "Seed")
+        with c5:
+            ui.selectbox(PAGE, P["confidence"], "Draft confidence", help=CONFIDENCE_HELP)
+    trace, what = chosen_trace(ui.values(PAGE, SPEC))
+    c1, c2, c3, c4, c5 = st.columns(5)
+    with c1:
+        ui.number_input(PAGE, P["hf_start"], "HF heuristic: start K")
+    with c2:
+        ui.number_input(PAGE, P["hf_thr"], "HF confidence threshold", step=0.05)
+    with c3:
+        ui.number_input(PAGE, P["p_min"], "llama.cpp p_min", step=0.05)
+    with c4:
+        ui.number_input(PAGE, P["sdpp"], "SpecDec++ threshold", step=0.05)
+    with c5:
+        ui.number_input(PAGE, P["o"], "o (overhead per round)", step=0.01)
+    view = ui.values(PAGE, SPEC)
+    c, v, o = view["c"], view["v"], view["o"]
+    rules = chosen_rules(view, trace.k_max)
+    frame = compared(trace, tuple(rules), c, v, o)
+    st.caption(f"Trace — {what}. Costs: c = {c:g}, v = {v:g} (sidebar), o = {o:g}.")
+    st.plotly_chart(figures.policy_bars(frame), key="fig_policies")
+    st.dataframe(frame.round(3), hide_index=True, width="stretch")
+    ks = {r.label: policies.replay(r, trace, c, v, o).k for r in rules}
+    left, right = st.columns(2)
+    with left:
+        st.plotly_chart(figures.k_over_rounds(ks), key="fig_k_rounds")
+    with right:
+        st.plotly_chart(figures.draft_length_histogram(ks, trace.k_max), key="fig_k_hist")
+    ui.selectbox(PAGE, P["sweep"], "Sweep one rule's parameter from 0 to 1")
+    view = ui.values(PAGE, SPEC)
+    swept = policies.sweep(view["sweep"], np.linspace(0, 1, 21), trace, c, v, o)
+    best = float(frame.loc[frame.kind == "best static K", "speedup"].iloc[0])
+    oracle = float(frame.loc[frame.kind == "oracle", "speedup"].iloc[0])
+    st.plotly_chart(figures.policy_sweep(swept, view["sweep"], best, oracle), key="fig_policy_sweep")
+    st.caption(
+        "Where the line sits below the best static K the rule loses to a fixed K; near 1 it drafts almost "
+        "nothing (a threshold too high), and a threshold of 0 drafts K_max every round."
+    )
+
+
+def compared(trace: policies.Trace, rules: tuple, c: float, v: float, o: float):
+    return policies.compare(trace, list(rules), c, v, o)
+
+
+CONFIDENCE_HELP = (
+    "calibrated: the draft's confidence q(x) ~ Beta with mean α, and a position is accepted with probability "
+    "q(x), so confidence rules have something to read; flat: q(x) = α always (confidence carries nothing)."
+)
+
 SECTIONS = dict(
-    zip(VIEWS, (tree_section, shapes_section, table_section, hardware_section, engine_section), strict=True)
+    zip(
+        VIEWS,
+        (tree_section, shapes_section, table_section, hardware_section, engine_section, policies_section),
+        strict=True,
+    )
 )
 
 

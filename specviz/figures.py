@@ -886,3 +886,57 @@ def measured_vs_predicted(cells: list[str], measured, predicted, y: str, what: s
         )
     fig.update_layout(barmode="group")
     return _layout(fig, "cell", y)
+
+
+POLICY_COLORS = {"rule": "#3182bd", "best static K": "#969696", "oracle": "#d62728"}
+
+
+def policy_bars(frame) -> go.Figure:
+    """Speedup of each draft-length rule (``policies.compare``), with the best static K and the oracle."""
+    fig = go.Figure(
+        go.Bar(
+            x=[plotly_text(p) for p in frame["policy"]],
+            y=compact(frame["speedup"]),
+            marker_color=[POLICY_COLORS[k] for k in frame["kind"]],
+            customdata=np.stack([frame["tokens_per_round"], frame["drafts_per_round"]], axis=-1),
+            hovertemplate="%{x}<br>S = %{y:.3f}×<br>tokens / round %{customdata[0]:.2f}, "
+            "drafts / round %{customdata[1]:.2f}<extra></extra>",
+        )
+    )
+    fig.add_hline(y=1.0, line_dash="dash", line_color="black")
+    return _layout(fig, "draft-length rule", "speedup over target-only")
+
+
+def k_over_rounds(ks: dict[str, np.ndarray], rounds: int = 200) -> go.Figure:
+    """Drafts verified in each of the first ``rounds`` rounds, one line per rule."""
+    fig = go.Figure()
+    for name, k in ks.items():
+        k = np.asarray(k)[:rounds]
+        fig.add_trace(
+            go.Scatter(x=np.arange(1, len(k) + 1), y=k, mode="lines", name=plotly_text(name), line=dict(shape="hv"))
+        )
+    return _layout(fig, "round", "drafts verified")
+
+
+def draft_length_histogram(ks: dict[str, np.ndarray], k_max: int) -> go.Figure:
+    """Share of rounds verifying 0..K_max drafts, one bar series per rule."""
+    fig = go.Figure()
+    bins = np.arange(k_max + 1)
+    for name, k in ks.items():
+        share = np.bincount(np.asarray(k, dtype=np.int64), minlength=k_max + 1)[: k_max + 1] / max(len(k), 1)
+        fig.add_trace(go.Bar(x=bins, y=share, name=plotly_text(name)))
+    fig.update_layout(barmode="group")
+    return _layout(fig, "drafts verified in a round", "share of rounds")
+
+
+def policy_sweep(frame, name: str, best_static: float, oracle: float) -> go.Figure:
+    """Speedup against one rule's parameter (``policies.sweep``), with the best static K and the oracle as lines."""
+    fig = go.Figure(
+        go.Scatter(x=compact(frame["value"]), y=compact(frame["speedup"]), mode="lines+markers", name=plotly_text(name))
+    )
+    fig.add_hline(
+        y=best_static, line_dash="dot", line_color=POLICY_COLORS["best static K"], annotation_text="best static K"
+    )
+    fig.add_hline(y=oracle, line_dash="dot", line_color=POLICY_COLORS["oracle"], annotation_text="oracle")
+    fig.add_hline(y=1.0, line_dash="dash", line_color="black")
+    return _layout(fig, plotly_text(name), "speedup over target-only")

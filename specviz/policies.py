@@ -41,14 +41,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from specviz import theory
 
 __all__ = [
+    "SWEEPS",
     "Policy",
     "Replay",
     "Schedule",
     "Trace",
+    "compare",
     "concat",
     "constant",
     "hf_confidence",
@@ -57,9 +60,11 @@ __all__ = [
     "load_trace",
     "oracle",
     "oracle_speedup",
+    "parse_trace",
     "replay",
     "save_trace",
     "specdecpp",
+    "sweep",
     "synthetic_trace",
     "vllm_by_batch",
     "while_proposing",
@@ -148,19 +153,27 @@ def save_trace(trace: Trace, path) -> None:
 
 def load_trace(path) -> Trace:
     """A trace written by :func:`save_trace`; ValueError naming the line and what is wrong."""
+    with open(path, encoding="utf-8") as f:
+        return parse_trace(f.read(), str(path))
+
+
+def parse_trace(text: str, name: str = "trace") -> Trace:
+    """A trace from the text of a :func:`save_trace` file (an upload); ValueError naming ``name``, the line
+    and what is wrong."""
     import json
 
-    with open(path, encoding="utf-8") as f:
-        lines = [line for line in f if line.strip()]
+    lines = [line for line in str(text).splitlines() if line.strip()]
     try:
         head = json.loads(lines[0]) if lines else {}
     except json.JSONDecodeError:
         head = {}
-    if head.get("format") != TRACE_FORMAT:
+    if not isinstance(head, dict) or head.get("format") != TRACE_FORMAT:
         raise ValueError(
-            f"{path}: line 1 must be a {TRACE_FORMAT!r} header (written by python -m specviz bench --trace)"
+            f"{name}: line 1 must be a {TRACE_FORMAT!r} header (written by python -m specviz bench --trace)"
         )
     k = head.get("k_max")
+    if not isinstance(k, int) or k < 1:
+        raise ValueError(f"{name}: the header's k_max must be an integer >= 1; got {k!r}")
     rows = []
     for n, line in enumerate(lines[1:], start=2):
         try:
@@ -170,14 +183,19 @@ def load_trace(path) -> Trace:
             if not (q.shape == top.shape == pt.shape == (k,)) or int(row["accepted"]) != row["accepted"]:
                 raise ValueError
             rows.append((int(row["segment"]), int(row["accepted"]), q, top, pt))
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             raise ValueError(
-                f"{path}: line {n} is not a trace row of K_max = {k} (segment, accepted, q_token, q_top, p_token)"
+                f"{name}: line {n} is not a trace row of K_max = {k} (segment, accepted, q_token, q_top, p_token)"
             ) from None
     if not rows:
-        raise ValueError(f"{path}: the trace has no rows")
+        raise ValueError(f"{name}: the trace has no rows")
     seg, acc, q, top, pt = zip(*rows, strict=True)
-    return Trace(np.stack(q), np.stack(top), np.asarray(acc), np.stack(pt), np.asarray(seg), bool(head["positional"]))
+    try:
+        return Trace(
+            np.stack(q), np.stack(top), np.asarray(acc), np.stack(pt), np.asarray(seg), bool(head["positional"])
+        )
+    except (ValueError, KeyError) as exc:
+        raise ValueError(f"{name}: {exc}") from None
 
 
 def synthetic_trace(
@@ -477,6 +495,50 @@ def _walk(policy: Policy, trace: Trace, k_all: list[int] | None) -> tuple[np.nda
         else:  # the segment's output ends here: the next prompt's first position
             row = _next(segments, row)
     return np.asarray(rows, dtype=np.int64), ks
+
+
+def compare(trace: Trace, rules: Sequence[Policy], c: float, v: float = 0.0, o: float = 0.0) -> pd.DataFrame:
+    """Each rule, the best constant K (1..K_max) and the oracle replayed on ``trace``: one row each with
+    policy, speedup, tokens per round, drafts per round, wasted drafts per round, and ``kind``
+    ("rule", "best static K", "oracle")."""
+    static = [replay(constant(k), trace, c, v, o) for k in range(1, trace.k_max + 1)]
+    best = max(static, key=lambda r: r.speedup)
+    rows = [(replay(rule, trace, c, v, o), "rule") for rule in rules]
+    rows += [(best, "best static K"), (replay(oracle(), trace, c, v, o), "oracle")]
+    return pd.DataFrame(
+        {
+            "policy": [r.policy for r, _ in rows],
+            "kind": [kind for _, kind in rows],
+            "speedup": [r.speedup for r, _ in rows],
+            "tokens_per_round": [r.tokens_per_round for r, _ in rows],
+            "drafts_per_round": [r.drafted_per_round for r, _ in rows],
+            "wasted_per_round": [r.wasted / len(r.k) for r, _ in rows],
+        }
+    )
+
+
+#: The rules a :func:`sweep` can vary: name → build(parameter value, K_max).
+SWEEPS = {
+    "llama.cpp p_min": lambda x, k: llamacpp_pmin(x, n_max=k),
+    "HF confidence threshold": lambda x, k: hf_confidence(x, k),
+    "SpecDec++ threshold": lambda x, k: specdecpp(x, k),
+}
+
+
+def sweep(name: str, values: Sequence[float], trace: Trace, c: float, v: float = 0.0, o: float = 0.0) -> pd.DataFrame:
+    """The speedup of one rule (a key of :data:`SWEEPS`) at each value of its parameter on ``trace``:
+    columns value, speedup, drafts_per_round, tokens_per_round."""
+    if name not in SWEEPS:
+        raise ValueError(f"sweep: {name!r} is not one of {list(SWEEPS)}")
+    results = [replay(SWEEPS[name](float(x), trace.k_max), trace, c, v, o) for x in values]
+    return pd.DataFrame(
+        {
+            "value": np.asarray(values, dtype=float),
+            "speedup": [r.speedup for r in results],
+            "drafts_per_round": [r.drafted_per_round for r in results],
+            "tokens_per_round": [r.tokens_per_round for r in results],
+        }
+    )
 
 
 def _next(segments: list[int], row: int) -> int:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from _apps import open_app, rerun, shown_errors
 
-from specviz import hardware, measurements, store, trees
+from specviz import hardware, measurements, policies, store, trees
 
 PAGE = "pages/strategies.py"
 VIEWS = {
@@ -15,6 +15,7 @@ VIEWS = {
     "Budget × depth": [],
     "Hardware-aware": [],
     "Engine flags": [],
+    "Draft-length policies": ["fig_policies", "fig_k_rounds", "fig_k_hist", "fig_policy_sweep"],
 }
 
 
@@ -132,3 +133,39 @@ def test_p_from_the_live_page_needs_a_run_there():
     at = open_app(PAGE, p_src="the live page's last run")
     assert any("the live page has no finished run" in e for e in shown_errors(at))
     assert at.get("plotly_chart")  # the page still draws, on the default profile
+
+
+def test_policies_view_replays_the_rules_on_a_synthetic_trace():
+    at = open_app(PAGE, view="Draft-length policies", t_alpha="0.7", k_max="8", rounds="2000", p_min="0.6")
+    assert not at.error
+    table = at.dataframe[0].value
+    trace = policies.synthetic_trace(0.7, 8, 2000, np.random.default_rng(0), "calibrated")
+    want = policies.compare(
+        trace,
+        [
+            policies.hf_heuristic(20),
+            policies.hf_confidence(0.4, 8),
+            policies.llamacpp_pmin(0.6, 8),
+            policies.llamacpp_pmin(0.6, 8, keep_crossing=False),
+            policies.specdecpp(0.7, 8),
+        ],
+        20.0,
+        0.02,
+        0.0,
+    )
+    assert table["policy"].tolist() == want["policy"].tolist()
+    np.testing.assert_allclose(table["speedup"], want["speedup"].round(3))
+    oracle = table.loc[table.kind == "oracle", "speedup"].iloc[0]
+    assert (table["speedup"] <= oracle + 1e-9).all()  # nothing beats the oracle
+    at.number_input(key="strategies.p_min").set_value(0.9)
+    at = rerun(at)
+    assert at.query_params["p_min"] in ("0.9", ["0.9"])
+    assert at.dataframe[0].value["speedup"].tolist() != table["speedup"].tolist()
+
+
+def test_an_uploaded_trace_that_is_not_one_is_an_error_naming_the_file():
+    at = open_app(PAGE, view="Draft-length policies", trace_src="an uploaded trace")
+    assert any("upload a trace file" in e for e in shown_errors(at))
+    assert not at.get("plotly_chart") or "fig_policies" not in [c.key for c in at.get("plotly_chart")]
+    with pytest.raises(ValueError, match="notes.jsonl: line 1 must be a 'specviz trace 1' header"):
+        policies.parse_trace("hello", "notes.jsonl")
