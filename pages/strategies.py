@@ -3,7 +3,8 @@
 import numpy as np
 import streamlit as st
 
-from specviz import figures, hardware, policies, theory, trees, ui
+from specviz import bench, figures, hardware, policies, theory, trees, ui
+from specviz.models import ngram
 from specviz.share import Param, by_key
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
@@ -21,7 +22,9 @@ VIEWS = (
     "Hardware-aware",
     "Engine flags",
     "Draft-length policies",
+    "N-gram drafts",
 )
+NGRAM_SOURCES = ("bundled prompts", "my text")
 TRACE_SOURCES = ("synthetic", "an uploaded trace")
 CONFIDENCE = ("calibrated", "flat")
 SPEC = (
@@ -51,6 +54,9 @@ SPEC = (
     Param("p_min", 0.75, "float", 0.0, 1.0),
     Param("sdpp", 0.7, "float", 0.0, 1.0),
     Param("sweep", "llama.cpp p_min", "choice", choices=tuple(policies.SWEEPS)),
+    Param("ng_src", "bundled prompts", "choice", choices=NGRAM_SOURCES),
+    Param("ng_text", "", "text", hi=20000),
+    Param("ng_c", 150.0, "float", 1.0, 10000.0, log=True),
     Param("view", "Optimal tree", "choice", choices=VIEWS),
 )
 P = by_key(SPEC)
@@ -268,6 +274,41 @@ def compared(trace: policies.Trace, rules: tuple, c: float, v: float, o: float):
     return policies.compare(trace, list(rules), c, v, o)
 
 
+@ui.cached
+def ngram_table(texts: tuple[str, ...], c: float, v: float):
+    return ngram.lookup_table([list(t.encode("utf-8")) for t in texts], range(1, 17), c, v)
+
+
+def ngram_section(view: dict, p: np.ndarray) -> None:
+    c1, c2 = st.columns([1, 1])
+    with c1:
+        ui.radio(PAGE, P["ng_src"], "Text", horizontal=True)
+    with c2:
+        ui.number_input(PAGE, P["ng_c"], "c = T_target / T_lookup", format="%.4g", help=NGRAM_C_HELP)
+    if st.session_state[key("ng_src")] == "my text":
+        st.text_area(
+            "Text (UTF-8 bytes are the tokens)", key=key("ng_text"), height=150, max_chars=int(P["ng_text"].hi)
+        )
+    view = ui.values(PAGE, SPEC)
+    texts = tuple(bench.load_prompts()) if view["ng_src"] == "bundled prompts" else (view["ng_text"],)
+    if not any(len(t.encode("utf-8")) > 1 for t in texts):
+        raise ValueError("text: type at least two characters for prompt lookup to search")
+    frame = ngram_table(texts, view["ng_c"], view["v"])
+    st.plotly_chart(figures.ngram_by_k(frame), key="fig_ngram")
+    st.dataframe(frame.round(3), hide_index=True, width="stretch")
+    st.caption(
+        "Prompt lookup replayed against the text itself, as if the target wrote exactly this text: each round "
+        "drafts what followed the earliest earlier occurrence of the last n bytes (transformers: n = 2, then 1; "
+        "vLLM: n = 5) and accepts the leading bytes that match. It measures how much the text repeats, not a "
+        "model; run `bundled-target+ngram` on the Live benchmark page for a real target."
+    )
+
+
+NGRAM_C_HELP = (
+    "The lookup costs about 0.04 ms on the bundled prompts and the bundled target's step about 6 ms "
+    "(performance.md, ngram), so c ≈ 150 there."
+)
+
 CONFIDENCE_HELP = (
     "calibrated: the draft's confidence q(x) ~ Beta with mean α, and a position is accepted with probability "
     "q(x), so confidence rules have something to read; flat: q(x) = α always (confidence carries nothing)."
@@ -276,7 +317,15 @@ CONFIDENCE_HELP = (
 SECTIONS = dict(
     zip(
         VIEWS,
-        (tree_section, shapes_section, table_section, hardware_section, engine_section, policies_section),
+        (
+            tree_section,
+            shapes_section,
+            table_section,
+            hardware_section,
+            engine_section,
+            policies_section,
+            ngram_section,
+        ),
         strict=True,
     )
 )

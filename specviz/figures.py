@@ -940,3 +940,25 @@ def policy_sweep(frame, name: str, best_static: float, oracle: float) -> go.Figu
     fig.add_hline(y=oracle, line_dash="dot", line_color=POLICY_COLORS["oracle"], annotation_text="oracle")
     fig.add_hline(y=1.0, line_dash="dash", line_color="black")
     return _layout(fig, plotly_text(name), "speedup over target-only")
+
+
+def ngram_by_k(frame) -> go.Figure:
+    """Prompt lookup's tokens per round and speedup against K, one line per rule (``ngram.lookup_table``)."""
+    fig = go.Figure()
+    for rule, part in frame.groupby("rule", sort=False):
+        fig.add_trace(
+            go.Scatter(
+                x=part["k"], y=compact(part["tokens_per_round"]), mode="lines+markers", name=f"{rule}: tokens / round"
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=part["k"],
+                y=compact(part["speedup"]),
+                mode="lines+markers",
+                name=f"{rule}: speedup",
+                line=dict(dash="dot"),
+            )
+        )
+    fig.add_hline(y=1.0, line_dash="dash", line_color="black")
+    return _layout(fig, "K (most drafted tokens a round)", "tokens per round / speedup")

@@ -10,7 +10,7 @@ from _models import P_OK, build_gpt
 
 from specviz import decoding, live, sampling
 from specviz.models import GPTConfig, load_pair
-from specviz.models.ngram import NgramDraft, find_match
+from specviz.models.ngram import NgramDraft, find_match, lookup_table, replay_on_text
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -135,3 +135,19 @@ def test_load_pair_builds_target_plus_ngram():
     assert isinstance(draft, NgramDraft) and draft.rule == "vllm" and (draft.min_ngram, draft.max_ngram) == (5, 5)
     assert draft.context_length == target.context_length and tok.encode("ab") == [97, 98]
     assert np.isclose(draft.draft_policy(4).params["p_min"], 0.5)
+
+
+def test_lookup_on_a_text_accepts_what_repeats():
+    text = [1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 9]
+    # pos 1: "1" not seen before → nothing; 2, 3, 4 likewise; at pos 4 the text so far is 1 2 3 4:
+    # the unigram 4 has no earlier occurrence; at 5 (after "1") lookup proposes 2 3 4 1 2 …
+    rounds = replay_on_text(text, 4, "hf")
+    assert rounds[:4] == [(0, 0)] * 4
+    assert sum(d + 0 for d, _ in rounds) > 0 and all(a <= d for d, a in rounds)
+    assert sum(a + 1 for _, a in rounds) == len(text) - 1  # every token after the first is emitted once
+    table = lookup_table([text], [1, 4], c=100.0)
+    assert table.columns.tolist() == ["rule", "k", "rounds", "proposal_share", "alpha", "tokens_per_round", "speedup"]
+    row = table[(table.rule == "hf") & (table.k == 4)].iloc[0]
+    assert row.tokens_per_round == pytest.approx((len(text) - 1) / row.rounds)
+    with pytest.raises(ValueError, match="K must be an integer >= 1"):
+        replay_on_text(text, 0)

@@ -16,6 +16,7 @@ VIEWS = {
     "Hardware-aware": [],
     "Engine flags": [],
     "Draft-length policies": ["fig_policies", "fig_k_rounds", "fig_k_hist", "fig_policy_sweep"],
+    "N-gram drafts": ["fig_ngram"],
 }
 
 
@@ -169,3 +170,15 @@ def test_an_uploaded_trace_that_is_not_one_is_an_error_naming_the_file():
     assert not at.get("plotly_chart") or "fig_policies" not in [c.key for c in at.get("plotly_chart")]
     with pytest.raises(ValueError, match="notes.jsonl: line 1 must be a 'specviz trace 1' header"):
         policies.parse_trace("hello", "notes.jsonl")
+
+
+def test_ngram_view_replays_prompt_lookup_on_the_text():
+    text = "def f(x):\n    return x\n" * 6
+    at = open_app(PAGE, view="N-gram drafts", ng_src="my text", ng_text=text, ng_c="100")
+    assert not at.error
+    table = at.dataframe[0].value
+    assert set(table["rule"]) == {"hf", "vllm"} and table["k"].tolist()[:3] == [1, 2, 3]
+    hf8 = table[(table.rule == "hf") & (table.k == 8)].iloc[0]
+    assert hf8.tokens_per_round > 3  # the text repeats itself: lookup accepts long runs
+    at = open_app(PAGE, view="N-gram drafts", ng_src="my text", ng_text="x")
+    assert any("text: type at least two characters" in e for e in shown_errors(at))

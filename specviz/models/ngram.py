@@ -20,6 +20,7 @@ is then a plain target step, as in both engines).
 
 from __future__ import annotations
 
+import pandas as pd
 import torch
 
 from specviz import policies
@@ -116,3 +117,58 @@ class NgramDraft:
         else:
             self._next, self._expect = None, None
         return logits
+
+
+def replay_on_text(tokens: list[int], k: int, rule: str = "hf", prompt_length: int = 1) -> list[tuple[int, int]]:
+    """Prompt lookup against a text, as if the target wrote exactly ``tokens`` after its first
+    ``prompt_length`` tokens: (drafted, accepted) per round.
+
+    Each round drafts up to ``k`` tokens as :class:`NgramDraft` would from the text so far (one match,
+    its continuation capped by the rule's proposal length) and accepts the leading ones equal to the
+    text's next tokens; the round then emits accepted + 1 tokens. No model runs, so this measures how
+    much the text repeats itself — what prompt lookup can accept on it — not a particular target.
+    """
+    if rule not in RULES:
+        raise ValueError(f"n-gram rule must be one of {RULES}; got {rule!r}")
+    if int(k) != k or k < 1:
+        raise ValueError(f"K must be an integer >= 1; got {k!r}")
+    lo, hi, cap = (1, 2, 10) if rule == "hf" else (5, 5, 10**9)
+    out, pos = [], max(1, int(prompt_length))
+    while pos < len(tokens):
+        start = find_match(tokens[:pos], rule, lo, hi)
+        proposal = [] if start is None else tokens[start : min(start + min(k, cap), pos)]
+        accepted = 0
+        while (
+            accepted < len(proposal) and pos + accepted < len(tokens) and proposal[accepted] == tokens[pos + accepted]
+        ):
+            accepted += 1
+        out.append((len(proposal), accepted))
+        pos += accepted + 1
+    return out
+
+
+def lookup_table(texts: list[list[int]], ks, c: float, v: float = 0.0) -> pd.DataFrame:
+    """:func:`replay_on_text` over ``texts`` for each rule and K: rounds, share with a proposal, α̂ =
+    A / (A + R) over rounds that drafted, tokens per round E[N], and the speedup E[N] / (1 + v·K̄ + K̄/c)
+    at the mean drafts K̄ (the lookup's cost 1/c of a target step per drafted token)."""
+    rows = []
+    for rule in RULES:
+        for k in ks:
+            rounds = [r for t in texts for r in replay_on_text(t, k, rule)]
+            drafted = [d for d, _ in rounds]
+            accepted = sum(a for _, a in rounds)
+            rejected = sum(1 for d, a in rounds if d and a < d)
+            mean_k = sum(drafted) / len(rounds)
+            tokens = 1 + accepted / len(rounds)
+            rows.append(
+                {
+                    "rule": rule,
+                    "k": int(k),
+                    "rounds": len(rounds),
+                    "proposal_share": sum(1 for d in drafted if d) / len(rounds),
+                    "alpha": accepted / (accepted + rejected) if accepted + rejected else float("nan"),
+                    "tokens_per_round": tokens,
+                    "speedup": tokens / (1 + v * mean_k + mean_k / c),
+                }
+            )
+    return pd.DataFrame(rows)
