@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from specviz import figures, live, overlays, store, ui
+from specviz import figures, live, overlays, policies, store, ui
 from specviz.share import by_key
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
@@ -143,6 +143,14 @@ def controls(limits: live.Limits, p: dict) -> None:
         ui.number_input(PAGE, p["repeats"], "Repeats")
     with c5:
         ui.number_input(PAGE, p["seed"], "Seed")
+    if st.session_state[key("shape")] == "chain":
+        st.checkbox(
+            "Record the greedy trace for replaying draft-length policies (Drafting strategies page)",
+            key=key("trace"),
+            help="The draft's chain of the largest K from every position of the greedy output: replaying any "
+            "draft-length rule on it gives the rounds the engine would run with that rule. Costs about new tokens "
+            "× K draft steps per prompt after the run.",
+        )
     batches = p["batches"]
     offered_b = sorted({*(b for b in (1, 2, 4, 8, 16, 32, 64) if b <= batches.hi), *st.session_state[key("batches")]})
     ui.multiselect(
@@ -280,6 +288,18 @@ def show_text(details: list[dict], labels: list[str], name: str) -> None:
 
 
 def show_keep(run: live.LiveRun, frame) -> None:
+    if run.trace is not None:
+        st.caption(
+            f"Greedy trace recorded: {run.trace.rounds:,} positions × K_max = {run.trace.k_max}. The Drafting "
+            "strategies page replays draft-length rules on it (Draft-length policies, trace: the live page's last run)."
+        )
+        st.download_button(
+            "Download the trace (JSON lines)",
+            policies.trace_text(run.trace),
+            "specviz_trace.jsonl",
+            "application/jsonl",
+            icon=":material/download:",
+        )
     c1, c2, _ = st.columns([1, 1, 2])
     c1.download_button(
         "Download as measurement CSV",

@@ -25,7 +25,7 @@ VIEWS = (
     "N-gram drafts",
 )
 NGRAM_SOURCES = ("bundled prompts", "my text")
-TRACE_SOURCES = ("synthetic", "an uploaded trace")
+TRACE_SOURCES = ("synthetic", "an uploaded trace", "the live page's last run")
 CONFIDENCE = ("calibrated", "flat")
 SPEC = (
     Param("p_src", "geometric from α", "choice", choices=P_SOURCES),
@@ -197,6 +197,16 @@ def chosen_trace(view: dict) -> tuple[policies.Trace, str]:
             f"synthetic: {view['rounds']:,} rounds, α = {view['t_alpha']:g}, K_max = {view['k_max']}, "
             f"{view['confidence']} confidences, seed {view['seed']}"
         )
+    if view["trace_src"] == "the live page's last run":
+        result = st.session_state.get("live.result")
+        if result is None or result.trace is None:
+            raise ValueError(
+                "trace: the live page has no recorded trace in this session: run it with "
+                "'Record the greedy trace' ticked (greedy, chains), or choose synthetic"
+            )
+        return result.trace, (
+            f"the live page's last run: {result.trace.rounds:,} positions of greedy output, K_max = {result.trace.k_max}"
+        )
     upload = st.file_uploader(
         "Trace file (python -m specviz bench --trace FILE)", type=["jsonl"], key=key("trace_file")
     )
@@ -207,6 +217,12 @@ def chosen_trace(view: dict) -> tuple[policies.Trace, str]:
         trace,
         f"{upload.name}: {trace.rounds:,} {'positions' if trace.positional else 'rounds'}, K_max = {trace.k_max}",
     )
+
+
+def run_costs(frame) -> tuple[float, float, float]:
+    """c, v, o measured by a run: medians over its greedy cells."""
+    greedy = frame[frame["temperature"] == 0]
+    return tuple(float(greedy[name].median()) for name in ("c_used", "v", "o"))
 
 
 def chosen_rules(view: dict, k_max: int) -> list[policies.Policy]:
@@ -247,9 +263,12 @@ def policies_section(view: dict, p: np.ndarray) -> None:
         ui.number_input(PAGE, P["o"], "o (overhead per round)", step=0.01)
     view = ui.values(PAGE, SPEC)
     c, v, o = view["c"], view["v"], view["o"]
+    if view["trace_src"] == "the live page's last run":  # that run's measured costs
+        c, v, o = run_costs(st.session_state["live.result"].frame())
     rules = chosen_rules(view, trace.k_max)
     frame = compared(trace, tuple(rules), c, v, o)
-    st.caption(f"Trace — {what}. Costs: c = {c:g}, v = {v:g} (sidebar), o = {o:g}.")
+    where = "measured by that run" if view["trace_src"] == "the live page's last run" else "v from the sidebar"
+    st.caption(f"Trace — {what}. Costs: c = {c:.4g}, v = {v:.3g}, o = {o:.3g} ({where}).")
     st.plotly_chart(figures.policy_bars(frame), key="fig_policies")
     st.dataframe(frame.round(3), hide_index=True, width="stretch")
     ks = {r.label: policies.replay(r, trace, c, v, o).k for r in rules}

@@ -66,6 +66,7 @@ __all__ = [
     "specdecpp",
     "sweep",
     "synthetic_trace",
+    "trace_text",
     "vllm_by_batch",
     "while_proposing",
 ]
@@ -132,23 +133,30 @@ def concat(traces: Sequence[Trace]) -> Trace:
 TRACE_FORMAT = "specviz trace 1"  #: the first line's ``format`` of a trace file
 
 
-def save_trace(trace: Trace, path) -> None:
-    """JSON lines: a header ``{"format", "k_max", "positional"}``, then one object per row with its
-    segment, accepted count and the per-position q_token, q_top and p_token (null where unknown)."""
+def trace_text(trace: Trace) -> str:
+    """The JSON-lines text of a trace: a header ``{"format", "k_max", "positional"}``, then one object
+    per row with its segment, accepted count and the per-position q_token, q_top and p_token (null
+    where unknown)."""
     import json
 
     p = np.full(np.shape(trace.q_token), np.nan) if trace.p_token is None else np.asarray(trace.p_token)
+    lines = [json.dumps({"format": TRACE_FORMAT, "k_max": trace.k_max, "positional": trace.positional})]
+    for s, a, q, top, pt in zip(trace.segments(), trace.accepted, trace.q_token, trace.q_top, p, strict=True):
+        row = {
+            "segment": int(s),
+            "accepted": int(a),
+            "q_token": [round(float(x), 6) for x in q],
+            "q_top": [round(float(x), 6) for x in top],
+            "p_token": [None if np.isnan(x) else round(float(x), 6) for x in pt],
+        }
+        lines.append(json.dumps(row))
+    return "\n".join(lines) + "\n"
+
+
+def save_trace(trace: Trace, path) -> None:
+    """Write :func:`trace_text` to ``path``."""
     with open(path, "w", encoding="utf-8") as f:
-        f.write(json.dumps({"format": TRACE_FORMAT, "k_max": trace.k_max, "positional": trace.positional}) + "\n")
-        for s, a, q, top, pt in zip(trace.segments(), trace.accepted, trace.q_token, trace.q_top, p, strict=True):
-            row = {
-                "segment": int(s),
-                "accepted": int(a),
-                "q_token": [round(float(x), 6) for x in q],
-                "q_top": [round(float(x), 6) for x in top],
-                "p_token": [None if np.isnan(x) else round(float(x), 6) for x in pt],
-            }
-            f.write(json.dumps(row) + "\n")
+        f.write(trace_text(trace))
 
 
 def load_trace(path) -> Trace:

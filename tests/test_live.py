@@ -18,7 +18,7 @@ import torch
 from _apps import click, open_app, shown_errors
 from streamlit.testing.v1 import AppTest
 
-from specviz import bench, decoding, live, measurements, store, trees
+from specviz import bench, decoding, live, measurements, policies, store, trees
 from specviz.models import load_pair
 from specviz.share import by_key
 
@@ -712,3 +712,22 @@ def test_a_tree_run_on_the_page_compares_tokens_per_round_with_f(db_url):
     click(at, "Save to the run library")
     (run,) = store.list_runs(store.open_library(db_url)).itertuples()
     assert run.n_rows == 2
+
+
+def test_trace_requests_are_checked():
+    values = {p.key: p.default for p in live.controls(live.Limits())} | {"trace": True}
+    assert live.make_request(values, live.Limits()).trace
+    for changes in ({"temps": [1.0]}, {"shape": "tree"}, {"batches": [1, 2]}):
+        with pytest.raises(ValueError, match="record a trace: traces are of greedy chains"):
+            live.make_request(values | changes, live.Limits())
+
+
+@pytest.mark.slow
+def test_a_live_run_records_a_replayable_trace(db_url):
+    at = click(page(**(TINY | {"trace": "true"})), "Run")
+    assert not at.error
+    assert any(c.value.startswith("Greedy trace recorded: 32 positions × K_max = 2") for c in at.caption)
+    result = at.session_state["live.result"]
+    replayed = policies.replay(policies.constant(2), result.trace, c=10)
+    row = result.frame().query("k == 2").iloc[0]
+    assert replayed.tokens_per_round == pytest.approx(row["mean_accepted_tokens"])  # the engine's own rounds

@@ -182,3 +182,8 @@ def test_ngram_view_replays_prompt_lookup_on_the_text():
     assert hf8.tokens_per_round > 3  # the text repeats itself: lookup accepts long runs
     at = open_app(PAGE, view="N-gram drafts", ng_src="my text", ng_text="x")
     assert any("text: type at least two characters" in e for e in shown_errors(at))
+
+
+def test_policies_from_the_live_page_need_a_recorded_trace():
+    at = open_app(PAGE, view="Draft-length policies", trace_src="the live page's last run")
+    assert any("the live page has no recorded trace in this session" in e for e in shown_errors(at))

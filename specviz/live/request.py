@@ -108,6 +108,7 @@ def controls(limits: Limits) -> tuple[Param, ...]:
         Param("repeats", 1, "int", 1, limits.max_repeats),
         Param("seed", 0, "int", 0, 2**31 - 1),
         Param("batches", [1], "ints", 1, limits.max_batch, max_items=8),
+        Param("trace", False, "bool"),
     )
 
 
@@ -213,6 +214,7 @@ class Request:
     batches: tuple[int, ...] = (1,)  #: batch sizes; anything but (1,) decodes B sequences at a time
     trees: tuple[str, ...] = ()  #: draft-tree shapes ("optimal:16,6"); when given, the cells are these, not ks
     tree_p: tuple[float, ...] | None = None  #: p for building top-k / optimal trees; None: a pilot run measures it
+    trace: bool = False  #: also record the greedy trace (K_max = the largest K) for replaying draft-length policies
 
     @property
     def batched(self) -> bool:
@@ -286,7 +288,21 @@ def make_request(values: Mapping, limits: Limits) -> Request:
         batches=batches,
         trees=shapes,
         tree_p=tree_p,
+        trace=_trace_request(values, shapes, batches, pair),
     )
+
+
+def _trace_request(values: Mapping, shapes: tuple, batches: tuple, pair: str) -> bool:
+    """Whether to record a greedy trace; ValueError where the run cannot give one."""
+    if not values.get("trace", False):
+        return False
+    if shapes or batches != (1,) or 0.0 not in [float(t) for t in values["temps"]]:
+        raise ValueError(
+            "record a trace: traces are of greedy chains — include temperature 0, draft chains (not trees), batch size 1"
+        )
+    if "," in pair:
+        raise ValueError("record a trace: specviz's own GPT pair is needed (the Hugging Face adapter is not traced)")
+    return True
 
 
 def _tree_request(values: Mapping) -> tuple[tuple[str, ...], tuple[float, ...] | None]:

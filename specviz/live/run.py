@@ -48,6 +48,7 @@ class LiveRun:
     done: bool = False
     saved: int | None = None  #: the run library's id, once saved
     pilots: dict = field(default_factory=dict)  #: tree runs: temperature → p̂ of the pilot run that built the trees
+    trace: object = None  #: the greedy trace (specviz.policies.Trace) when the request asked for one
     _stop: threading.Event = field(default_factory=threading.Event, repr=False)
 
     @property
@@ -154,6 +155,20 @@ def measure(run: LiveRun, load: Callable[[str, str, str], tuple]) -> None:
         )
     except bench.Stopped:
         run.stopped = "stopped" if run.stop_requested else f"the wall-time cap of {req.max_wall_s:g} s was reached"
+        return
+    if req.trace and not run.stop_requested and not run.over_time():
+        run.trace = record_trace(target, draft, tokenizer, req)
+
+
+def record_trace(target, draft, tokenizer, req: Request):
+    """The greedy positional trace of every prompt at K_max = the largest K (specviz.policies)."""
+    import torch
+
+    from specviz import decoding, policies
+
+    k_max = max(req.ks)
+    encoded = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in req.prompts]
+    return policies.concat([decoding.greedy_trace(target, draft, p, k_max, req.new_tokens) for p in encoded])
 
 
 def _measure_batches(run: LiveRun, target, draft, tokenizer) -> None:
