@@ -54,6 +54,7 @@ SPEC = (
     Param("p_min", 0.75, "float", 0.0, 1.0),
     Param("sdpp", 0.7, "float", 0.0, 1.0),
     Param("sweep", "llama.cpp p_min", "choice", choices=tuple(policies.SWEEPS)),
+    Param("pol_cost", "c and v", "choice", choices=COSTS),
     Param("ng_src", "bundled prompts", "choice", choices=NGRAM_SOURCES),
     Param("ng_text", "", "text", hi=20000),
     Param("ng_c", 150.0, "float", 1.0, 10000.0, log=True),
@@ -261,13 +262,32 @@ def policies_section(view: dict, p: np.ndarray) -> None:
         ui.number_input(PAGE, P["sdpp"], "SpecDec++ threshold", step=0.05)
     with c5:
         ui.number_input(PAGE, P["o"], "o (overhead per round)", step=0.01)
+    live_run = view["trace_src"] == "the live page's last run"
+    if not live_run:
+        ui.radio(PAGE, P["pol_cost"], "Costs from", horizontal=True)
     view = ui.values(PAGE, SPEC)
     c, v, o = view["c"], view["v"], view["o"]
-    if view["trace_src"] == "the live page's last run":  # that run's measured costs
+    where = "c and v from the sidebar"
+    if live_run:  # that run's measured costs
         c, v, o = run_costs(st.session_state["live.result"].frame())
+        where = "measured by that run"
+    elif view["pol_cost"] == "a pair on a GPU":
+        c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
+        with c1:
+            ui.selectbox(PAGE, P["pair"], "Pair")
+        with c2:
+            ui.selectbox(PAGE, P["gpu"], "GPU")
+        with c3:
+            ui.number_input(PAGE, P["ctx"], "Context")
+        with c4:
+            ui.number_input(PAGE, P["batch"], "Batch")
+        view = ui.values(PAGE, SPEC)
+        pair = hardware.preset_pairs().set_index("name").loc[view["pair"]]
+        costs = hardware.pair_costs(pair["target"], pair["draft"], view["gpu"], view["batch"], view["ctx"], trace.k_max)
+        c, v = float(costs["c"]), float(costs["v"])
+        where = f"the roofline model: {view['pair']} on {view['gpu']}, batch {view['batch']}, context {view['ctx']}"
     rules = chosen_rules(view, trace.k_max)
     frame = compared(trace, tuple(rules), c, v, o)
-    where = "measured by that run" if view["trace_src"] == "the live page's last run" else "v from the sidebar"
     st.caption(f"Trace — {what}. Costs: c = {c:.4g}, v = {v:.3g}, o = {o:.3g} ({where}).")
     st.plotly_chart(figures.policy_bars(frame), key="fig_policies")
     st.dataframe(frame.round(3), hide_index=True, width="stretch")

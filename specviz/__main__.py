@@ -215,12 +215,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.tree and args.batch_size != [1]:
         print("error: --tree drafts trees at batch size 1; drop --batch-size or --tree", file=sys.stderr)
         return 2
-    if args.trace and (args.tree or args.batch_size != [1] or 0.0 not in args.temperature):
-        print(
-            "error: --trace records greedy chain traces: it needs temperature 0 among --temperature, "
-            "no --tree and batch size 1",
-            file=sys.stderr,
-        )
+    if args.trace and (args.tree or args.batch_size != [1]):
+        print("error: --trace records traces of chains at batch size 1: drop --tree or --batch-size", file=sys.stderr)
         return 2
     try:
         dtype = resolve_dtype(args.dtype, args.device)
@@ -302,21 +298,28 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _write_trace(args, target, draft, tokenizer, prompts: list[str]) -> int:
-    """``bench --trace FILE``: the greedy positional trace of every prompt at K_max = the largest --k."""
+    """``bench --trace FILE``: at K_max = the largest --k, every prompt's greedy positional trace when
+    0 is among the temperatures, else its sampled round trace at the first temperature."""
     import torch
 
     from specviz import decoding, policies
 
-    k_max = max(args.k)
-    traces = [
-        decoding.greedy_trace(
-            target, draft, torch.tensor(tokenizer.encode(p), dtype=torch.long), k_max, args.new_tokens
-        )
-        for p in prompts
-    ]
+    k_max, temperature = max(args.k), (0.0 if 0.0 in args.temperature else args.temperature[0])
+    encoded = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in prompts]
+    if temperature == 0:
+        traces = [decoding.greedy_trace(target, draft, p, k_max, args.new_tokens) for p in encoded]
+    else:
+        traces = [
+            decoding.sampled_trace(
+                target, draft, p, k_max, temperature, args.new_tokens, torch.Generator(target.device).manual_seed(i)
+            )
+            for i, p in enumerate(encoded)
+        ]
     trace = policies.concat(traces)
     policies.save_trace(trace, args.trace)
-    print(f"wrote the greedy trace ({trace.rounds} positions × K_max = {k_max}, {len(traces)} prompts) to {args.trace}")
+    kind = f"{trace.rounds} positions" if temperature == 0 else f"{trace.rounds} rounds at T = {temperature:g}"
+    what = "greedy" if temperature == 0 else "sampled"
+    print(f"wrote the {what} trace ({kind} × K_max = {k_max}, {len(traces)} prompts) to {args.trace}")
     return 0
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "generate_target_only",
     "greedy_trace",
     "probabilities",
+    "sampled_trace",
     "speculative_generate",
     "target_probs",
     "verify_step",
@@ -635,6 +636,48 @@ def greedy_trace(target: Decodable, draft: Decodable, prompt: torch.Tensor, k_ma
                 accepted[j] += matching
             token = x
     return policies.Trace(q_tok, q_tok.copy(), accepted, p_token=p_tok, positional=True)
+
+
+@torch.inference_mode()
+def sampled_trace(
+    target: Decodable,
+    draft: Decodable,
+    prompt: torch.Tensor,
+    k_max: int,
+    temperature: float,
+    max_new_tokens: int,
+    generator: torch.Generator | None = None,
+):
+    """The round trace (:class:`specviz.policies.Trace`, rows = rounds) of a sampled run at a fixed
+    ``k_max`` with no early stop: per round and draft position q(x) and q_top of the draft's sampling
+    distribution, the target's p(x), and the accepted count.
+
+    A policy replayed on it gets min(k, a) accepted where the run accepted a. At T > 0 that is an
+    approximation (a shorter round would have drawn its next round afresh), unlike
+    :func:`greedy_trace` at T = 0.
+    """
+    k_max = int(theory.check_k(k_max, "k_max"))
+    if not temperature > 0:
+        raise ValueError(f"a sampled trace needs temperature > 0 (greedy runs: greedy_trace); got {temperature}")
+    check_inputs([target, draft], prompt, max_new_tokens, temperature, k_max)
+    sampler = Sampler(temperature, generator)
+    prompt = prompt.to(target.device)
+    _prefill(target, prompt)
+    _prefill(draft, prompt)
+    cursor, generated = Cursor.after_prefill(prompt), 0
+    q_tok, q_top, p_tok, accepted = [], [], [], []
+    while generated < max_new_tokens:
+        proposal = draft_step(draft, cursor, k_max, sampler)
+        p = target_probs(target, cursor, proposal, sampler)  # (K + 1, V)
+        verdict = verify_step(p, proposal, sampler)
+        rows = torch.arange(k_max, device=p.device)
+        q_tok.append(proposal.q[rows, proposal.tokens].tolist())
+        q_top.append(proposal.q.max(-1).values.tolist())
+        p_tok.append(p[rows, proposal.tokens].tolist())
+        accepted.append(verdict.accepted)
+        cursor, emitted = commit_step(cursor, proposal, verdict)
+        generated += len(emitted)
+    return policies.Trace(np.asarray(q_tok), np.asarray(q_top), np.asarray(accepted), np.asarray(p_tok))
 
 
 # --- draft trees: the draft expands a tree by rank, the target verifies every node at once ----------

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -256,4 +257,9 @@ def test_bench_trace_writes_a_replayable_greedy_trace(tiny_pair, tmp_path, capsy
     row = pd.read_csv(out).query("k == 2").iloc[0]
     assert replayed.tokens_per_round == pytest.approx(row.mean_accepted_tokens)
     code, _ = run_bench(tiny_pair, tmp_path, "--temperature", "1", "--trace", str(trace_file))
-    assert code == 2 and "--trace records greedy chain traces" in capsys.readouterr().err
+    assert code == 0 and "wrote the sampled trace (" in capsys.readouterr().out
+    sampled = policies.load_trace(trace_file)
+    assert not sampled.positional and sampled.k_max == 2 and set(sampled.segments().tolist()) == {0, 1}
+    assert np.nanmax(sampled.p_token) <= 1 and (sampled.q_top >= sampled.q_token - 1e-6).all()
+    code, _ = run_bench(tiny_pair, tmp_path, "--tree", "chain:2", "--trace", str(trace_file))
+    assert code == 2 and "--trace records traces of chains at batch size 1" in capsys.readouterr().err

@@ -276,3 +276,20 @@ def test_a_policy_runs_stats_count_only_the_positions_it_offered(tiny_pair):
     assert a[0] == pytest.approx(sum(r.accepted >= 1 for r in stats.rounds) / reached[0])
     assert a[1] == pytest.approx(sum(r.accepted >= 2 for r in stats.rounds) / reached[1])
     assert stats.predicted_speedup() > 0 and np.isfinite(stats.v)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_sampled_trace_is_the_k_max_run_it_records(tiny_pair):
+    """Rows are that run's rounds: the same draws give the same accepted counts, and q_top ≥ q(x)."""
+    import torch
+
+    from specviz import decoding
+
+    target, draft, prompt = tiny_pair
+    trace = decoding.sampled_trace(target, draft, prompt, 4, 1.0, 40, torch.Generator().manual_seed(3))
+    _, stats = decoding.speculative_generate(target, draft, prompt, 4, 1.0, 40, torch.Generator().manual_seed(3))
+    assert trace.accepted.tolist() == [r.accepted for r in stats.rounds] and not trace.positional
+    assert (trace.q_top >= trace.q_token - 1e-7).all() and ((trace.p_token >= 0) & (trace.p_token <= 1)).all()
+    assert P.replay(P.constant(4), trace, c=10).tokens.sum() >= 40
+    with pytest.raises(ValueError, match="a sampled trace needs temperature > 0"):
+        decoding.sampled_trace(target, draft, prompt, 4, 0.0, 8)

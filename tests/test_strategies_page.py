@@ -187,3 +187,20 @@ def test_ngram_view_replays_prompt_lookup_on_the_text():
 def test_policies_from_the_live_page_need_a_recorded_trace():
     at = open_app(PAGE, view="Draft-length policies", trace_src="the live page's last run")
     assert any("the live page has no recorded trace in this session" in e for e in shown_errors(at))
+
+
+def test_policies_can_be_priced_by_the_roofline_model_of_a_pair_on_a_gpu():
+    pair = hardware.preset_pairs().iloc[0]
+    at = open_app(
+        PAGE,
+        view="Draft-length policies",
+        pol_cost="a pair on a GPU",
+        pair=pair["name"],
+        gpu="H100-SXM5-80GB",
+        rounds="1000",
+        k_max="8",
+    )
+    assert not at.error
+    costs = hardware.pair_costs(pair["target"], pair["draft"], "H100-SXM5-80GB", 1, 1024, 8)
+    caption = next(c.value for c in at.caption if c.value.startswith("Trace — synthetic"))
+    assert f"c = {float(costs['c']):.4g}" in caption and "the roofline model" in caption
