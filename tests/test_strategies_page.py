@@ -204,3 +204,17 @@ def test_policies_can_be_priced_by_the_roofline_model_of_a_pair_on_a_gpu():
     costs = hardware.pair_costs(pair["target"], pair["draft"], "H100-SXM5-80GB", 1, 1024, 8)
     caption = next(c.value for c in at.caption if c.value.startswith("Trace — synthetic"))
     assert f"c = {float(costs['c']):.4g}" in caption and "the roofline model" in caption
+
+
+@pytest.mark.slow
+def test_ngram_view_runs_the_target_with_both_drafters(db_url):
+    from _apps import click
+
+    text = "def area(w, h):\n    return w * h\n\n\ndef area(w, h):\n    return"
+    at = open_app(PAGE, view="N-gram drafts", ng_src="my text", ng_text=text, ng_k="4")
+    at = click(at, "Run the bundled target with n-gram drafts and with its draft model")
+    assert not at.error
+    table = at.dataframe[1].value
+    assert table["drafter"].tolist() == ["n-gram (prompt lookup)", "bundled draft model"]
+    assert table["greedy_exact"].tolist() == [True, True] and (table["speedup"] > 0).all()
+    assert table["c"].iloc[0] > table["c"].iloc[1]  # a lookup is far cheaper than a draft forward
