@@ -313,3 +313,13 @@ def test_both_model_kinds_are_decodable(ours, theirs, exported):
     auto = transformers.AutoModelForCausalLM
     half = hf.HFCausalLM(auto.from_pretrained(exported / "draft", local_files_only=True, dtype=torch.float16))
     assert half.dtype == torch.float16  # read from the model, not assumed
+
+
+def test_a_hugging_face_target_with_ngram_drafts_gives_our_greedy_tokens(exported, reference):
+    """`TARGET+ngram` with a transformers target: the n-gram drafter works with any target."""
+    prompt, tokens = reference
+    target, draft, tok = load_pair(f"{exported}/target+ngram", device="cpu", dtype=torch.float32)
+    assert type(draft).__name__ == "NgramDraft" and draft.vocab_size == 256
+    out, stats = decoding.speculative_generate(target, draft, prompt, 4, 0.0, NEW)
+    assert out.tolist() == tokens.tolist() and tok.encode(PROMPT) == prompt.tolist()
+    assert any(r.drafted for r in stats.rounds)  # the prompt repeats itself: lookup proposed something
