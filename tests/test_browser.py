@@ -423,3 +423,13 @@ def test_two_sessions_run_at_once_and_both_complete(app_url, browser):
     finally:
         for context in contexts:
             context.close()
+
+
+@pytest.mark.parametrize("view", ["Draft-length policies", "N-gram drafts"])
+def test_strategies_views_render_in_a_browser(app_url, page, view):
+    """The policies and n-gram views open from a link and draw their charts."""
+    from urllib.parse import quote
+
+    open_page(page, f"{app_url}/strategies?view={quote(view)}&rounds=2000", charts=True)
+    assert_no_exception(page, f"/strategies ({view})")
+    assert page.locator('[data-testid="stPlotlyChart"]').count() >= 1
