@@ -41,7 +41,7 @@ import numpy as np
 import torch
 from _report import machine_line, median_time, record, summary
 
-from specviz import bench, calibrate, decoding, trees
+from specviz import bench, calibrate, trees
 from specviz.models import load_pair
 
 T0 = time.perf_counter()
@@ -112,11 +112,8 @@ BUDGETS, MAX_DEPTH = (4, 8, 16, 32), 16  # the deepest tree drafted (the top-k t
 
 
 def pilot(target, draft, prompts, temperature: float, new_tokens: int) -> tuple[np.ndarray, np.ndarray]:
-    """(pooled p̂ (8,), by-depth p̂ (4, 8)) from one bench.PILOT run per prompt (ranks never reached: 0)."""
-    rounds = []
-    for i, prompt in enumerate(prompts):
-        g = torch.Generator().manual_seed(1000 * i + 999)  # bench.pilot_p's seeds
-        rounds += decoding.tree_generate(target, draft, prompt, bench.PILOT, temperature, new_tokens, g)[1].rounds
+    """(pooled p̂ (8,), by-depth p̂ (4, 8)) from bench's pilot rounds (ranks never reached: 0)."""
+    rounds = bench.pilot_rounds(target, draft, prompts, temperature, new_tokens)
     pooled = np.nan_to_num(trees.positional_acceptance(bench.PILOT, rounds))
     return pooled, np.nan_to_num(trees.positional_acceptance(bench.PILOT, rounds, by_depth=True))
 

@@ -163,12 +163,12 @@ def calibration_check() -> None:
         return
     st.subheader("Checked against this machine")
     st.plotly_chart(hardware_figures.calibration_parity(steps), key="fig_calibration")
-    err = (steps["predicted_s"] / steps["measured_s"] - 1).abs()
-    per_model = ", ".join(f"{m} {e:.0%}" for m, e in err.groupby(steps["model"]).median().items())
+    err = hardware.calibration_errors(steps)
+    per_model = ", ".join(f"{m} {e:.0%}" for m, e in err.items() if m != "all")
     st.caption(
         f"`python -m specviz calibrate` timed the bundled pair's forward over {len(steps)} (B, tokens, context) "
         f"cells and predicted each from the microbenchmark figures alone: median |predicted / measured − 1| "
-        f"{err.median():.0%} ({per_model})."
+        f"{err['all']:.0%} ({per_model})."
     )
 
 

@@ -1,6 +1,7 @@
 """Drafting strategies: token trees — how many tokens a tree buys over a chain, and which tree to draft."""
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from specviz import bench, figures, hardware, policies, theory, trees, ui
@@ -133,6 +134,21 @@ def table_section(view: dict, p: np.ndarray) -> None:
     st.caption("Expected tokens per round of the optimal tree, by budget (rows) and maximum depth (columns).")
 
 
+def pair_on_gpu() -> tuple[dict, pd.Series]:
+    """Draw the pair, GPU, context and batch controls; return (the page's values, the preset pair's row)."""
+    c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
+    with c1:
+        ui.selectbox(PAGE, P["pair"], "Pair")
+    with c2:
+        ui.selectbox(PAGE, P["gpu"], "GPU")
+    with c3:
+        ui.number_input(PAGE, P["ctx"], "Context")
+    with c4:
+        ui.number_input(PAGE, P["batch"], "Batch")
+    view = ui.values(PAGE, SPEC)
+    return view, hardware.preset_pairs().set_index("name").loc[view["pair"]]
+
+
 def hardware_section(view: dict, p: np.ndarray) -> None:
     ui.radio(PAGE, P["cost"], "Cost of a round from", horizontal=True)
     if view["cost"] == "c and v":
@@ -143,16 +159,7 @@ def hardware_section(view: dict, p: np.ndarray) -> None:
             f"forward over n + 1 positions, 1 + v·n target steps (v = {v:g}, set in the sidebar)"
         )
     else:
-        c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
-        with c1:
-            ui.selectbox(PAGE, P["pair"], "Pair")
-        with c2:
-            ui.selectbox(PAGE, P["gpu"], "GPU")
-        with c3:
-            ui.number_input(PAGE, P["ctx"], "Context")
-        with c4:
-            ui.number_input(PAGE, P["batch"], "Batch")
-        pair = hardware.preset_pairs().set_index("name").loc[view["pair"]]
+        view, pair = pair_on_gpu()
         b, ctx = view["batch"], view["ctx"]
         t_draft = float(hardware.step_time(pair["draft"], view["gpu"], b, ctx, 1))
         t_verify = step_times(pair["target"], view["gpu"], b, ctx, view["budget"] + 1)
@@ -273,17 +280,7 @@ def policies_section(view: dict, p: np.ndarray) -> None:
         c, v, o = run_costs(st.session_state["live.result"].frame())
         where = "measured by that run"
     elif view["pol_cost"] == "a pair on a GPU":
-        c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
-        with c1:
-            ui.selectbox(PAGE, P["pair"], "Pair")
-        with c2:
-            ui.selectbox(PAGE, P["gpu"], "GPU")
-        with c3:
-            ui.number_input(PAGE, P["ctx"], "Context")
-        with c4:
-            ui.number_input(PAGE, P["batch"], "Batch")
-        view = ui.values(PAGE, SPEC)
-        pair = hardware.preset_pairs().set_index("name").loc[view["pair"]]
+        view, pair = pair_on_gpu()
         costs = hardware.pair_costs(pair["target"], pair["draft"], view["gpu"], view["batch"], view["ctx"], trace.k_max)
         c, v = float(costs["c"]), float(costs["v"])
         where = f"the roofline model: {view['pair']} on {view['gpu']}, batch {view['batch']}, context {view['ctx']}"
@@ -362,8 +359,6 @@ def ngram_section(view: dict, p: np.ndarray) -> None:
 def run_both(texts: tuple[str, ...] | None, k: int):
     """Measure ``bundled-target+ngram`` and ``bundled`` at K on the bundled prompts (``texts`` None) or the
     given text, through the live page's queue and worker; a table of α̂, E[N], c and the speedup."""
-    import pandas as pd
-
     from specviz import live
 
     limits = live.limits_from_env()

@@ -227,7 +227,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 2
     if args.tree:
         try:
-            for shape in args.tree:  # syntax and limits checked before any decoding (p: a placeholder)
+            for shape in args.tree:  # syntax and depth checked before any decoding (any valid p will do)
                 trees.parse_shape(shape, [0.5])
             given_p = trees.parse_p(args.tree_p) if args.tree_p else None
         except ValueError as exc:

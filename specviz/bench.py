@@ -261,18 +261,24 @@ def aggregate(measured: list[Run], k: int | trees.Tree, temperature: float, new_
 PILOT = trees.independent_chains(8, 4)  #: the probe a pilot run drafts: ranks 1..8 at the root, rank 1 below
 
 
-def pilot_p(
+def pilot_rounds(
     target, draft, prompts: list[torch.Tensor], temperature: float, new_tokens: int, seed: int = 0
-) -> np.ndarray:
-    """Positional acceptance p̂ (8,) from one :data:`PILOT` run per prompt (ranks never reached: 0).
-
-    Seeded apart from the measured runs (``seed + 1000·prompt + 999``), so a shape built from p̂ is
-    judged on runs that did not pick it."""
+) -> list[decoding.RoundRecord]:
+    """The rounds of one :data:`PILOT` run per prompt, seeded apart from the measured runs
+    (``seed + 1000·prompt + 999``), so a shape built from them is judged on runs that did not pick it."""
     rounds = []
     for i, prompt in enumerate(prompts):
         g = torch.Generator(target.device).manual_seed(seed + 1000 * i + 999)
         _, stats = decoding.tree_generate(target, draft, prompt, PILOT, temperature, new_tokens, g, calibration_steps=0)
         rounds += stats.rounds
+    return rounds
+
+
+def pilot_p(
+    target, draft, prompts: list[torch.Tensor], temperature: float, new_tokens: int, seed: int = 0
+) -> np.ndarray:
+    """Positional acceptance p̂ (8,) from the :func:`pilot_rounds` (ranks never reached: 0)."""
+    rounds = pilot_rounds(target, draft, prompts, temperature, new_tokens, seed)
     return np.nan_to_num(trees.positional_acceptance(PILOT, rounds))
 
 

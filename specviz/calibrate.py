@@ -208,9 +208,8 @@ def write(gpu: dict, frame: pd.DataFrame, out_dir: Path = OUT_DIR) -> None:
 
 
 def summary(frame: pd.DataFrame) -> dict:
-    """Median |predicted / measured − 1| overall and per model."""
-    err = (frame["ratio"] - 1).abs()
-    return {"all": float(err.median()), **{m: float(e.median()) for m, e in err.groupby(frame["model"])}}
+    """Median |predicted / measured − 1| overall and per model (:func:`specviz.hardware.calibration_errors`)."""
+    return hardware.calibration_errors(frame)
 
 
 def verify_cost(frame: pd.DataFrame, model: str, context: int | None = None) -> pd.DataFrame:

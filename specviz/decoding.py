@@ -405,16 +405,39 @@ def commit_step(cursor: Cursor, draft: Draft, verdict: Verdict) -> tuple[Cursor,
 
 
 def _round(
-    target: Decodable, draft: Decodable, cursor: Cursor, k: int, sampler: Sampler, clock: _Clock
+    target: Decodable,
+    draft: Decodable,
+    cursor: Cursor,
+    k: int,
+    sampler: Sampler,
+    clock: _Clock,
+    schedule: policies.Schedule | None = None,
 ) -> tuple[Cursor, RoundRecord]:
-    """One timed round: draft (draft_ms), target forward (verify_ms), verify + commit (other_ms)."""
+    """One timed round: draft (draft_ms), target forward (verify_ms), verify + commit (other_ms).
+
+    With a ``schedule`` the draft length is the policy's (:func:`policy_draft`), and a round that
+    verifies nothing is one plain target step (its token drawn from p, as target-only decoding would).
+    """
     t_a = clock.now()
-    proposal = draft_step(draft, cursor, k, sampler)
+    if schedule is None:
+        proposal, steps, why = draft_step(draft, cursor, k, sampler), None, None
+    else:
+        proposal, steps, why = policy_draft(draft, cursor, schedule, sampler)
     t_b = clock.now()
     p = target_probs(target, cursor, proposal, sampler)  # (K+1, V)
     t_c = clock.now()
-    verdict = verify_step(p, proposal, sampler)
-    cursor, emitted = commit_step(cursor, proposal, verdict)
+    if proposal.k:
+        verdict = verify_step(p, proposal, sampler)
+        cursor, emitted = commit_step(cursor, proposal, verdict)
+    else:
+        verdict = Verdict(0, sampler.sample(p[-1:]).view(1), [], [])
+        nxt = verdict.next_token.to(cursor.pending.device)
+        seen = steps > 0  # a forward fed the draft its pending tokens; else they wait for the next round
+        feed = nxt if seen else torch.cat([cursor.draft_feed, nxt])
+        cursor = Cursor(nxt, cursor.pos + 1, feed, cursor.pos + 1 if seen else cursor.draft_pos)
+        emitted = [int(nxt)]
+    if schedule is not None:
+        schedule.update(proposal.k, verdict.accepted)
     t_d = clock.now()
     record = RoundRecord(
         drafted=proposal.tokens.tolist(),
@@ -425,6 +448,8 @@ def _round(
         draft_ms=1e3 * (t_b - t_a),
         verify_ms=1e3 * (t_c - t_b),
         other_ms=1e3 * (t_d - t_c),
+        draft_steps=steps,
+        stop=why,
     )
     return cursor, record
 
@@ -465,48 +490,6 @@ def policy_draft(
     empty = torch.zeros(0, dtype=torch.long, device=cursor.pending.device)
     rows = torch.stack(q_rows) if q_rows else torch.zeros(0, 1, device=cursor.pending.device)  # unused: no verify
     return Draft(torch.cat(tokens) if tokens else empty, rows), steps, why
-
-
-def _policy_round(
-    target: Decodable,
-    draft: Decodable,
-    cursor: Cursor,
-    schedule: policies.Schedule,
-    sampler: Sampler,
-    clock: _Clock,
-) -> tuple[Cursor, RoundRecord]:
-    """:func:`_round` with the draft length set by a policy; a round that verifies nothing is one
-    plain target step (its token drawn from p, as target-only decoding would)."""
-    t_a = clock.now()
-    proposal, steps, why = policy_draft(draft, cursor, schedule, sampler)
-    t_b = clock.now()
-    p = target_probs(target, cursor, proposal, sampler)  # (k + 1, V)
-    t_c = clock.now()
-    if proposal.k:
-        verdict = verify_step(p, proposal, sampler)
-        cursor, emitted = commit_step(cursor, proposal, verdict)
-    else:
-        verdict = Verdict(0, sampler.sample(p[-1:]).view(1), [], [])
-        nxt = verdict.next_token.to(cursor.pending.device)
-        seen = steps > 0  # a forward fed the draft its pending tokens; else they wait for the next round
-        feed = nxt if seen else torch.cat([cursor.draft_feed, nxt])
-        cursor = Cursor(nxt, cursor.pos + 1, feed, cursor.pos + 1 if seen else cursor.draft_pos)
-        emitted = [int(nxt)]
-    schedule.update(proposal.k, verdict.accepted)
-    t_d = clock.now()
-    record = RoundRecord(
-        drafted=proposal.tokens.tolist(),
-        accepted=verdict.accepted,
-        emitted=emitted,
-        accept_mask=verdict.accept_mask,
-        overlap=verdict.overlap,
-        draft_ms=1e3 * (t_b - t_a),
-        verify_ms=1e3 * (t_c - t_b),
-        other_ms=1e3 * (t_d - t_c),
-        draft_steps=steps,
-        stop=why,
-    )
-    return cursor, record
 
 
 @torch.inference_mode()
@@ -579,10 +562,7 @@ def speculative_generate(
         policy = draft.draft_policy(k)
     schedule = None if policy is None else policies.Schedule(policy, k)
     while generated < max_new_tokens:
-        if schedule is None:
-            cursor, record = _round(target, draft, cursor, k, sampler, clock)
-        else:
-            cursor, record = _policy_round(target, draft, cursor, schedule, sampler, clock)
+        cursor, record = _round(target, draft, cursor, k, sampler, clock, schedule)
         rounds.append(record)
         generated += len(record.emitted)
     stats = GenerationStats(k, temperature, max_new_tokens, clock.now() - start, prefill_ms, t_p, t_q)

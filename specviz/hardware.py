@@ -190,6 +190,12 @@ def calibration_steps(directory: Path | None = None) -> pd.DataFrame | None:
     return frame if needed <= set(frame.columns) and len(frame) else None
 
 
+def calibration_errors(frame: pd.DataFrame) -> dict[str, float]:
+    """Median |predicted / measured − 1| of calibration cells, overall (``"all"``) and per model."""
+    err = (frame["predicted_s"] / frame["measured_s"] - 1).abs()
+    return {"all": float(err.median()), **{m: float(e.median()) for m, e in err.groupby(frame["model"])}}
+
+
 #: config.json keys → our fields, for the architectures we can model (decoder-only, dense MLP)
 _HF_KEYS = {
     "n_layers": ("num_hidden_layers", "n_layer"),
