@@ -992,7 +992,7 @@ def test_tree_rows_are_checked_against_k_and_predicted_from_f():
 
 
 def test_readers_are_an_explicit_registry_tried_in_order_csv_last():
-    assert list(READERS) == ["vllm_log", "spec_bench", "csv"]
+    assert list(READERS) == ["vllm_log", "vllm_v0_log", "sglang_log", "llamacpp_log", "spec_bench", "csv"]
     assert all(isinstance(r, Reader) and r.rule for r in READERS.values())
     assert readers.detect("x\nINFO SpecDecoding metrics: Mean acceptance length: 2.0").name == "vllm_log"
     assert readers.detect('\n{"choices": []}\n').name == "spec_bench"
@@ -1002,7 +1002,7 @@ def test_readers_are_an_explicit_registry_tried_in_order_csv_last():
     assert list(df["label"]) == ["SpecDecoding metrics"] and readers.detect("a\nspecdecoding metrics\n").name == "csv"
     formats = readers.formats()
     assert formats["jsonl"] == "spec_bench" and formats["vllm"] == "vllm_log" and formats["auto"] == "auto"
-    assert {r.name for r in READERS.values() if r.needs_k} == {"vllm_log", "spec_bench"}
+    assert {r.name for r in READERS.values() if r.needs_k} == {"vllm_log", "sglang_log", "llamacpp_log", "spec_bench"}
 
 
 def _key_value_reader() -> Reader:

@@ -3,7 +3,9 @@
 A reader is a :class:`Reader`: its name (``LoadReport.format``), the spellings ``format=``
 accepts, its auto-detection rule on the decoded text, whether it needs the caller's K, and
 ``read(text, ctx) -> RawTable``. :data:`READERS` lists them in detection order: ``"auto"``
-takes the first whose ``detect`` matches, so the catch-all CSV reader comes last.
+takes the first whose ``detect`` matches, so the catch-all CSV reader comes last. The engine
+log readers share :mod:`~specviz.measurements.readers.log_lines` (their row record, the
+per-position conversion, the K checks and the table).
 
 To add an engine's format: write ``readers/<format>.py`` with a ``READER = Reader(...)`` whose
 ``read`` returns a :class:`RawTable` of canonical (or aliased) columns, add it to
@@ -13,13 +15,25 @@ To add an engine's format: write ``readers/<format>.py`` with a ``READER = Reade
 
 from __future__ import annotations
 
-from specviz.measurements.readers import csv, spec_bench, vllm_log
+from specviz.measurements.readers import csv, llamacpp_log, sglang_log, spec_bench, vllm_log
 from specviz.measurements.readers.base import ReadContext, Reader
 
 __all__ = ["READERS", "ReadContext", "Reader", "detect", "formats"]
 
 #: Every format, in detection order (the first whose rule matches reads the text; CSV matches anything).
-READERS: dict[str, Reader] = {r.name: r for r in (vllm_log.READER, spec_bench.READER, csv.READER)}
+#: The engine logs come first: each claims only text with its own engine's lines (and a log whose
+#: lines are JSON must not go to Spec-Bench), and vLLM V1 before V0 so a log with both needs k=.
+READERS: dict[str, Reader] = {
+    r.name: r
+    for r in (
+        vllm_log.READER,
+        vllm_log.READER_V0,
+        sglang_log.READER,
+        llamacpp_log.READER,
+        spec_bench.READER,
+        csv.READER,
+    )
+}
 
 
 def formats() -> dict[str, str]:
