@@ -20,6 +20,9 @@ PAGES = [
     st.Page("pages/hardware.py", title="Hardware & batch", icon=":material/memory:", url_path="hardware"),
     st.Page("pages/strategies.py", title="Drafting strategies", icon=":material/account_tree:", url_path="strategies"),
     st.Page("pages/live.py", title="Live benchmark", icon=":material/play_circle:", url_path="live"),
+    st.Page(
+        "pages/engine-monitor.py", title="Engine monitor", icon=":material/monitor_heart:", url_path="engine-monitor"
+    ),
     st.Page("pages/measured-data.py", title="Measured data", icon=":material/table_chart:", url_path="measured-data"),
     st.Page(
         "pages/converter.py", title="Metric converter & glossary", icon=":material/sync_alt:", url_path="converter"

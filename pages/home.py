@@ -67,6 +67,11 @@ st.page_link(
     icon=":material/play_circle:",
 )
 st.page_link(
+    "pages/engine-monitor.py",
+    label="Engine monitor — live acceptance from your vLLM, SGLang, llama.cpp or TensorRT-LLM servers",
+    icon=":material/monitor_heart:",
+)
+st.page_link(
     "pages/measured-data.py",
     label="Measured data — your engine's numbers on the theory, in a shared run library",
     icon=":material/table_chart:",

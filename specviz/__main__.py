@@ -372,6 +372,22 @@ def cmd_prompts(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gguf(args: argparse.Namespace) -> int:
+    from specviz.models.gguf import export_pair_gguf
+
+    try:
+        target, draft = export_pair_gguf(args.pair, args.out)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {target} and {draft}")
+    print(
+        f"serve them with: llama-server -m {target} -md {draft} --spec-type draft-simple "
+        "--spec-draft-n-max 4 --spec-draft-n-min 4 --metrics --port 8080"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m specviz", description="specviz command line")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -479,6 +495,11 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--length", type=int, default=192)
     pr.add_argument("--seed", type=int, default=0)
     pr.set_defaults(func=cmd_prompts)
+
+    g = sub.add_parser("gguf", help="export a pair to GGUF (target.gguf, draft.gguf) for llama.cpp's llama-server")
+    g.add_argument("--pair", default="bundled", help="'bundled' or a folder with target/ and draft/")
+    g.add_argument("--out", required=True, help="folder to write target.gguf and draft.gguf in")
+    g.set_defaults(func=cmd_gguf)
     return parser
 
 

@@ -962,3 +962,54 @@ def ngram_by_k(frame) -> go.Figure:
         )
     fig.add_hline(y=1.0, line_dash="dash", line_color="black")
     return _layout(fig, "K (most drafted tokens a round)", "tokens per round / speedup")
+
+
+def acceptance_by_position(unconditional: np.ndarray, conditional: np.ndarray) -> go.Figure:
+    """An engine's acceptance by draft position i = 1..P: u_i (share of drafts accepting ≥ i tokens)
+    and a_i = u_i / u_(i−1) (given the positions before it accepted), as grouped bars."""
+    positions = np.arange(1, len(unconditional) + 1)
+    fig = go.Figure()
+    for y, name, color in (
+        (conditional, "conditional a_i", _FASTER),
+        (unconditional, "unconditional u_i (engine's per-position rate)", "#92c5de"),
+    ):
+        fig.add_trace(
+            go.Bar(x=positions, y=y, name=name, marker_color=color, hovertemplate="i = %{x}<br>%{y:.3f}<extra></extra>")
+        )
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(range=[0, 1.02])
+    fig.update_xaxes(dtick=1)
+    return _layout(fig, "draft position i", "acceptance", height=320)
+
+
+def engine_rates(frame) -> go.Figure:
+    """Drafted and accepted tokens per second over time (one point per poll interval), with the
+    mean acceptance length on a second axis."""
+    fig = go.Figure()
+    for column, name, color in (
+        ("drafted_per_s", "drafted tokens/s", "#92c5de"),
+        ("accepted_per_s", "accepted tokens/s", _FASTER),
+    ):
+        fig.add_trace(
+            go.Scatter(
+                x=frame["time"],
+                y=frame[column],
+                name=name,
+                mode="lines",
+                line=dict(color=color),
+                hovertemplate="t = %{x:.0f} s<br>%{y:.1f} tokens/s<extra></extra>",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=frame["time"],
+            y=frame["mean_length"],
+            name="mean acceptance length",
+            mode="lines",
+            yaxis="y2",
+            line=dict(color="black", dash="dot"),
+            hovertemplate="t = %{x:.0f} s<br>E[N] = %{y:.2f}<extra></extra>",
+        )
+    )
+    fig.update_layout(yaxis2=dict(title="mean acceptance length", overlaying="y", side="right", rangemode="tozero"))
+    return _layout(fig, "seconds since monitoring started", "tokens/s", height=320)

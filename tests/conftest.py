@@ -73,3 +73,46 @@ def db_url(tmp_path, monkeypatch) -> str:
     for name in ("SPECVIZ_HOSTED", "SPECVIZ_HF_ALLOWLIST", "SPECVIZ_MAX_WALL_S", "SPECVIZ_MAX_NEW_TOKENS"):
         monkeypatch.delenv(name, raising=False)
     return url
+
+
+# --- llama.cpp's server on the bundled pair (tests/test_llamacpp.py, the engine monitor's browser test) ---
+
+LLAMA_K = 4  #: the draft length the shared server runs with (--spec-draft-n-min = --spec-draft-n-max)
+
+
+@pytest.fixture(scope="session")
+def llama_binary():
+    """llama-server built by scripts/build-llama-server; skips, saying why, where there is none.
+
+    With ``SPECVIZ_REQUIRE_LLAMA=1`` (``.ci/run`` sets it once the build succeeded) a missing
+    binary fails instead.
+    """
+    import os
+
+    from specviz.engines import llamacpp
+
+    binary = llamacpp.find_binary()
+    if binary is None:
+        why = "llama-server not built here: run scripts/build-llama-server (about 5 minutes on 2 cores)"
+        if os.environ.get("SPECVIZ_REQUIRE_LLAMA") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    return binary
+
+
+@pytest.fixture(scope="session")
+def gguf_pair(tmp_path_factory):
+    """The bundled pair exported to GGUF (target.gguf, draft.gguf)."""
+    from specviz.models.gguf import export_pair_gguf
+
+    return export_pair_gguf("bundled", tmp_path_factory.mktemp("gguf"))
+
+
+@pytest.fixture(scope="session")
+def llama_server(llama_binary, gguf_pair, tmp_path_factory):
+    """One llama-server on loopback running the bundled pair with K = :data:`LLAMA_K` and --metrics."""
+    from specviz.engines import llamacpp
+
+    target, draft = gguf_pair
+    with llamacpp.serve(llama_binary, target, draft, LLAMA_K, log_dir=tmp_path_factory.mktemp("llama")) as server:
+        yield server

@@ -18,7 +18,7 @@ import contextlib
 import os
 import time
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 from _browser import CHROMIUM, ROOT, VIEWPORT, ServerError, launch_chromium, streamlit_server
@@ -35,6 +35,7 @@ PAGES = [
     ("/hardware", "hardware.png", True),
     ("/strategies", "strategies.png", True),
     ("/live", "live.png", False),
+    ("/engine-monitor", "engine-monitor.png", False),
     ("/measured-data", "measured-data.png", False),
     ("/converter", "converter.png", True),
 ]
@@ -182,6 +183,7 @@ def test_page_renders(app_url, page, screenshot_dir, path, shot, charts):
             "hardware",
             "strategies",
             "live",
+            "engine-monitor",
             "measured-data",
             "converter",
         ):
@@ -433,3 +435,20 @@ def test_strategies_views_render_in_a_browser(app_url, page, view):
     open_page(page, f"{app_url}/strategies?view={quote(view)}&rounds=2000", charts=True)
     assert_no_exception(page, f"/strategies ({view})")
     assert page.locator('[data-testid="stPlotlyChart"]').count() >= 1
+
+
+@pytest.mark.llamacpp
+def test_engine_monitor_reads_a_running_llama_server(app_url, page, llama_server, screenshot_dir):
+    """The Engine monitor polls a real llama.cpp server (the bundled pair, K = 4) and draws its figures."""
+    from specviz.engines import llamacpp
+
+    llamacpp.complete(llama_server.url, list(b"def main(argv):\n    "), 48)
+    open_page(page, f"{app_url}/engine-monitor?endpoints={quote(llama_server.url)}&every=2", charts=True)
+    assert_no_exception(page, "/engine-monitor")
+    main = page.locator('[data-testid="stMain"]')
+    expect(main.get_by_text("Mean acceptance length").first).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(main.get_by_text("α at K = 4").first).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(main.locator(PLOT)).to_have_count(3, timeout=RUN_TIMEOUT_MS)  # per position, tokens/s, the map
+    values = main.locator('[data-testid="stMetricValue"]').all_inner_texts()
+    assert values and values[0] != "—", values
+    full_page_screenshot(page, screenshot_dir / "engine-monitor-llamacpp.png")

@@ -32,6 +32,7 @@ from specviz.engines import (
     to_record,
     vllm_engines,
     window,
+    window_over,
 )
 from specviz.measurements import load_records
 
@@ -280,3 +281,17 @@ def test_a_window_needs_k_and_drafts():
     empty = window(None, scrape(0, 0, 0, (), 1.0))
     with pytest.raises(ValueError, match="no drafts"):
         to_record(empty, k=3)
+
+
+def test_window_over_adds_across_a_restart():
+    readings = [
+        scrape(100, 300, 150, (80, 50, 20), 0.0),
+        scrape(160, 480, 270, (130, 90, 50), 10.0),
+        scrape(30, 90, 60, (25, 20, 15), 20.0),  # restarted: 30 drafts since
+        scrape(50, 150, 100, (40, 35, 25), 30.0),
+    ]
+    w = window_over(readings)
+    assert (w.drafts, w.accepted_tokens) == (60 + 30 + 20, 120 + 60 + 40)
+    assert w.accepted_per_position == (50 + 25 + 15, 40 + 20 + 15, 30 + 15 + 10)
+    assert w.reset and "restarted 1 time" in w.reset and w.seconds == 30.0
+    assert window_over(readings[:2]).drafts == window(readings[0], readings[1]).drafts

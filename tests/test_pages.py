@@ -42,7 +42,7 @@ def test_every_page_is_named_by_its_url_path_and_hands_over_to_the_router():
     routes = re.findall(r'"pages/([\w-]+)\.py",\s*title="[^"]+",\s*icon="[^"]+",\s*url_path="([\w-]+)"', router)
     # Home, the default page, is served at "/" and, through a hidden page, at "/home" (its file's name)
     routed = dict(routes)
-    assert len(routed) == 9 and all(name == url for name, url in routed.items()), routes
+    assert len(routed) == 10 and all(name == url for name, url in routed.items()), routes
     assert ("home", "main") in routes and 'url_path="home", visibility="hidden"' in router
     assert {p.stem for p in (ROOT / "pages").glob("*.py")} == set(routed)
     for name in routed:
@@ -63,6 +63,7 @@ def test_router_renders_home_with_links_to_every_page():
         "hardware",
         "strategies",
         "live",
+        "engine-monitor",
         "measured-data",
         "converter",
     ]

@@ -24,7 +24,7 @@ from specviz.engines.readers import (
     read_vllm,
     vllm_engines,
 )
-from specviz.engines.telemetry import ENGINES, Telemetry, Window, combine, to_record, window
+from specviz.engines.telemetry import ENGINES, Telemetry, Window, combine, to_record, window, window_over
 
 __all__ = [
     "ENGINES",
@@ -44,4 +44,5 @@ __all__ = [
     "to_record",
     "vllm_engines",
     "window",
+    "window_over",
 ]

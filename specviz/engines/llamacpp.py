@@ -82,7 +82,7 @@ def server_args(
     args = ["-m", str(target), "--host", "127.0.0.1", "--port", str(port), "-c", str(ctx), "-np", "1"]
     args += ["-t", str(threads), "-tb", str(threads), "--metrics", "--no-webui", "--seed", "0"]
     if draft is not None:
-        args += ["-md", str(draft), "-cd", str(ctx), "--spec-type", spec_type]
+        args += ["-md", str(draft), "--spec-type", spec_type]
         args += ["--spec-draft-n-max", str(k), "--spec-draft-n-min", str(k), "--spec-draft-p-min", "0"]
     elif spec_type != "draft-simple":
         args += ["--spec-type", spec_type, "--spec-draft-n-max", str(k), "--spec-draft-n-min", str(k)]
@@ -157,6 +157,11 @@ def complete(url: str, tokens: Sequence[int], n_predict: int, *, timeout_s: floa
         "cache_prompt": False,
         "seed": 0,
     }
+    return complete_raw(url, body, timeout_s=timeout_s)
+
+
+def complete_raw(url: str, body: dict, *, timeout_s: float = 120.0) -> dict:
+    """POST ``body`` to the server's native ``/completion``; the response JSON."""
     r = httpx.post(url + "/completion", json=body, timeout=timeout_s)
     r.raise_for_status()
     return r.json()

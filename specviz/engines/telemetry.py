@@ -19,6 +19,7 @@ negative count.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field, replace
 
@@ -198,6 +199,43 @@ def window(before: Telemetry | None, after: Telemetry) -> Window:
     per_pos = tuple(a - b for a, b in zip(a_pos, b_pos, strict=True))
     w = _as_window(after, before.end, None)
     return replace(w, accepted_per_position=per_pos, **deltas)
+
+
+def window_over(readings: list[Telemetry]) -> Window:
+    """The window from the first to the last of several cumulative readings of one engine.
+
+    Consecutive windows are added up, so a restart between two readings loses nothing
+    before it and counts from zero after it (as Prometheus' ``increase()`` does); ``reset``
+    says where counters fell. One reading (or readings that already cover an interval):
+    the last one's window.
+    """
+    if not readings:
+        raise ValueError("window_over: no readings")
+    if len(readings) == 1 or not readings[-1].cumulative:
+        return window(None, readings[-1])
+    parts = [window(a, b) for a, b in itertools.pairwise(readings)]
+    restarts = [w.reset for w in parts if w.reset]
+
+    def total(name):
+        vals = [getattr(w, name) for w in parts]
+        return None if all(v is None for v in vals) else float(sum(v for v in vals if v is not None))
+
+    width = max(len(w.accepted_per_position) for w in parts)
+    per_pos = tuple(
+        float(sum(w.accepted_per_position[i] for w in parts if i < len(w.accepted_per_position))) for i in range(width)
+    )
+    last = readings[-1]
+    why = None
+    if restarts:
+        why = f"the server restarted {len(restarts)} time(s) while monitored; counts before and after are added up"
+    return replace(
+        _as_window(last, readings[0].end, why),
+        drafts=total("drafts"),
+        draft_tokens=total("draft_tokens"),
+        accepted_tokens=total("accepted_tokens"),
+        generated_tokens=total("generated_tokens"),
+        accepted_per_position=per_pos,
+    )
 
 
 def _as_window(t: Telemetry, start: float | None, reset: str | None) -> Window:

@@ -75,6 +75,21 @@ def gguf_tensors(model) -> dict[str, np.ndarray]:
     return out
 
 
+def as_llama_cpp_computes(model):
+    """A copy of ``model`` whose GELUs are the tanh approximation: the function llama.cpp computes from the export.
+
+    Its greedy continuations equal llama.cpp's token for token (tests/test_llamacpp.py); the
+    original's may differ where the top two logits are closer than the approximation moves them.
+    """
+    import copy
+
+    twin = copy.deepcopy(model)
+    for m in twin.modules():
+        if isinstance(m, torch.nn.GELU):
+            m.approximate = "tanh"
+    return twin
+
+
 def byte_vocabulary() -> list[str]:
     """The 256 byte tokens in GPT-2's byte alphabet, byte b at index b."""
     table = bytes_to_unicode()

@@ -1,0 +1,363 @@
+"""Engine monitor: the speculation of running vLLM, SGLang, llama.cpp and TensorRT-LLM servers, live."""
+
+import dataclasses
+import threading
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from specviz import figures, hardware, overlays, store, theory, ui
+from specviz.engines import ENGINES, fetch, loadgen, monitor
+from specviz.share import Param, by_key
+
+ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
+
+PAGE, URL = "engine-monitor", "engine-monitor"
+C_SOURCES = ("typed", "the Hardware page's model", "measured by the load generator")
+PAIRS = hardware.preset_pairs().set_index("name")
+GPUS = tuple(hardware.load_catalog()[1].index)
+SPEC = (
+    Param("endpoints", "", "text", hi=4000),
+    Param("poll", True, "bool"),
+    Param("every", 2.0, "float", 1.0, 60.0),
+    Param("k", 4, "int", 1, 64),
+    Param("c_src", "typed", "choice", choices=C_SOURCES),
+    Param("c", 8.0, "float", 1.0, 1000.0),
+    Param("pair", PAIRS.index[0], "choice", choices=tuple(PAIRS.index)),
+    Param("gpu", "H100-SXM5-80GB", "choice", choices=GPUS),
+    Param("batch", 1, "int", 1, 512),
+    Param("ctx", 2048, "int", 1, 131072),
+    Param("detail", 1, "int", 1, monitor.MAX_ENDPOINTS),
+    Param("lg_spec", "", "text", hi=500),
+    Param("lg_base", "", "text", hi=500),
+    Param("lg_draft", "", "text", hi=500),
+    Param("lg_model", "", "text", hi=200),
+    Param("lg_conc", 1, "int", 1, 64),
+    Param("lg_req", 16, "int", 1, 10000),
+    Param("lg_sec", 60, "int", 1, 3600),
+    Param("lg_tokens", 64, "int", 1, 4096),
+)
+P = by_key(SPEC)
+HISTORY, LOAD = ui.key(PAGE, "_history"), ui.key(PAGE, "_load")
+LOAD_READ_TIMEOUT_S = 120.0  #: a non-streamed completion answers only once it is complete
+
+
+@st.cache_resource
+def http_client(policy: fetch.FetchPolicy):
+    """One pooled HTTP client per fetch policy, shared by every session of this server."""
+    return fetch.make_client(policy, max_connections=2 * monitor.MAX_ENDPOINTS)
+
+
+def load_policy() -> fetch.FetchPolicy:
+    """The fetch rules for completions: a whole completion is one answer, so the read timeout is longer."""
+    return dataclasses.replace(policy(), read_timeout_s=LOAD_READ_TIMEOUT_S)
+
+
+@ui.cached
+def design_grid(k: int, c: float):
+    """S(α, c) at K around this c (the map behind the engine's point)."""
+    return overlays.heatmap_grid(k, pd.Series([c]))
+
+
+def policy() -> fetch.FetchPolicy:
+    """This deployment's fetch rules (the hosted allow-list from the environment)."""
+    return fetch.policy_from_env()
+
+
+def assumed_c(view: dict) -> tuple[float, str]:
+    """The c to place engines with, and where it came from."""
+    if view["c_src"] == "the Hardware page's model":
+        pair = PAIRS.loc[view["pair"]]
+        costs = hardware.pair_costs(pair["target"], pair["draft"], view["gpu"], view["batch"], view["ctx"], view["k"])
+        c = float(costs["c"])
+        return c, f"c = {c:.3g} from the roofline model of {view['pair']} on one {view['gpu']} (batch {view['batch']})"
+    if view["c_src"] == "measured by the load generator":
+        measured = st.session_state.get(LOAD, {}).get("c")
+        if measured:
+            return measured, f"c = {measured:.3g} measured by the load generator (draft-only ÷ target-only tokens/s)"
+        st.warning("No c measured yet: run the load generator with a draft-only endpoint. Using the typed c.")
+    return float(view["c"]), f"c = {view['c']:g} (typed)"
+
+
+def setup() -> None:
+    """Endpoints, polling, and the K and c to assume."""
+    st.text_area(
+        "Endpoints, one per line",
+        key=ui.key(PAGE, "endpoints"),
+        placeholder="http://localhost:8000/metrics\nhttp://gpu-node-2:30000 sglang",
+        help="A server's URL (/metrics is added when the URL has no path), optionally followed by its engine: "
+        + ", ".join(monitor.KINDS)
+        + ". The engine is detected from the answer otherwise.",
+        height=110,
+    )
+    c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
+    with c1:
+        st.toggle("Poll", key=ui.key(PAGE, "poll"))
+    with c2:
+        ui.number_input(PAGE, P["every"], "Every (s)", step=1.0)
+    with c3:
+        ui.number_input(PAGE, P["k"], "K to assume", help="Used where the engine does not state its K")
+    with c4:
+        ui.selectbox(PAGE, P["c_src"], "c (T_target / T_draft) from")
+    view = ui.values(PAGE, SPEC)
+    if view["c_src"] == "typed":
+        ui.number_input(PAGE, P["c"], "c", step=1.0)
+    elif view["c_src"] == "the Hardware page's model":
+        h1, h2, h3, h4 = st.columns([3, 2, 1, 1])
+        with h1:
+            ui.selectbox(PAGE, P["pair"], "Pair")
+        with h2:
+            ui.selectbox(PAGE, P["gpu"], "GPU")
+        with h3:
+            ui.number_input(PAGE, P["batch"], "Batch")
+        with h4:
+            ui.number_input(PAGE, P["ctx"], "Context")
+
+
+def endpoint_card(e: monitor.Endpoint, history: monitor.History, k: int, c: float) -> None:
+    """One endpoint: its figures since monitoring started, or why there are none."""
+    with st.container(border=True):
+        s = monitor.summary(history.of(e.url), k)
+        engine = ENGINES.get(s.overall.engine, "") if s else (ENGINES.get(e.kind, "") if e.kind != "auto" else "")
+        st.markdown(f"**{ui.plain(engine or 'endpoint')}** · `{ui.public_message(e.url)}`")
+        if e.url in history.errors:
+            st.error(ui.plain(ui.public_message(history.errors[e.url])), icon=":material/error:")
+        if s is None:
+            return
+        w = s.overall
+        for note in dict.fromkeys(filter(None, (s.latest.reset, w.reset))):
+            st.warning(note, icon=":material/restart_alt:")
+        alpha = w.alpha(s.k)
+        cols = st.columns(5)
+        cols[0].metric(
+            "Mean acceptance length", _num(w.mean_acceptance_length, ".3f"), help="E[N] = 1 + accepted / drafts"
+        )
+        cols[1].metric(f"α at K = {s.k}", _num(alpha, ".3f"), help="the α whose E[N] at K equals the engine's")
+        cols[2].metric("Acceptance rate", _num(w.acceptance_rate, ".3f"), help="accepted / proposed draft tokens")
+        cols[3].metric("Tokens/s (last interval)", _num(s.latest.tokens_per_s, ".1f"))
+        if alpha is not None:
+            best = theory.optimal_k(alpha, c, k_max=16)
+            cols[4].metric(
+                f"S at K = {s.k}", f"{float(theory.speedup(alpha, c, s.k)):.2f}×", help=f"best K = {int(best.k)}"
+            )
+        st.caption(
+            f"{w.model or 'model not named'} · {w.rounds or 0:,.0f} drafts"
+            + (f" over {w.seconds:.0f} s" if w.seconds else " since the server started")
+        )
+
+
+def _num(x, fmt: str) -> str:
+    return "—" if x is None or not np.isfinite(x) else format(x, fmt)
+
+
+def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_note: str) -> None:
+    """Per-position acceptance, tokens/s over time, and the engine's point on the design space."""
+    s = monitor.summary(history.of(e.url), k)
+    if s is None or s.overall.mean_acceptance_length is None:
+        st.info("No drafts from this endpoint yet: send it traffic (the load generator below can).")
+        return
+    w = s.overall
+    left, right = st.columns(2)
+    with left:
+        if len(w.unconditional):
+            st.plotly_chart(figures.acceptance_by_position(w.unconditional, w.conditional), key="fig_positions")
+        else:
+            st.caption(f"{ENGINES[w.engine]} does not report acceptance per position.")
+    with right:
+        rates = monitor.rates(history.of(e.url))
+        if len(rates):
+            st.plotly_chart(figures.engine_rates(rates), key="fig_rates")
+        else:
+            st.caption("Tokens/s over time appear after two polls of an engine with counters.")
+    try:
+        point = monitor.design_point(w, s.k, c, label=f"{ENGINES[w.engine]} {w.model}".strip())
+    except ValueError as exc:
+        ui.show_error(exc)
+        return
+    frame = point.frame.assign(hover=overlays.hover_text(point.frame))
+    grid = design_grid(s.k, float(c))
+    st.plotly_chart(figures.overlay_alpha_c(grid, frame, s.k), key="fig_point")
+    st.caption(
+        f"{c_note}. At α = {point.alpha:.3f} the engine's K = {s.k} gives S = {point.speedup:.2f}×; the best K is "
+        f"{point.best_k} (S = {point.best_speedup:.2f}×). Below the black S = 1 line speculation costs time."
+    )
+    if st.button("Save this window to the run library", icon=":material/save:", key=ui.key(PAGE, "save")):
+        engine = ui.library()
+        if engine is not None:
+            try:
+                run_id = store.save_run(
+                    engine, point.frame, label=point.frame["label"].iloc[0], source="engine monitor"
+                )
+            except ValueError as exc:
+                ui.show_error(exc)
+            else:
+                st.success(
+                    f"Saved as run #{run_id}: [open it on the Measured data page](measured-data?runs={run_id}).",
+                    icon=":material/check_circle:",
+                )
+
+
+def monitor_section(endpoints: list[monitor.Endpoint], k: int, c: float, c_note: str) -> None:
+    """Poll (when on), then draw every endpoint's card and the chosen one's details."""
+    view = ui.values(PAGE, SPEC)
+    history = st.session_state.setdefault(HISTORY, monitor.History())
+    history.keep([e.url for e in endpoints])
+    if view["poll"]:
+        history.add(monitor.poll_all(endpoints, policy(), k, client=http_client(policy())))
+    for e in endpoints:
+        endpoint_card(e, history, k, c)
+    if len(endpoints) > 1:
+        ui.number_input(PAGE, P["detail"], f"Details of endpoint number (1–{len(endpoints)})")
+    chosen = endpoints[min(view["detail"], len(endpoints)) - 1]
+    st.subheader(f"Details: {ui.public_message(chosen.url)}")
+    details(chosen, history, k, c, c_note)
+
+
+def load_section() -> None:
+    """Send prompts to one to three endpoints and measure tokens/s, the speedup and c."""
+    st.caption(
+        "Sends the bundled prompts (or yours) to OpenAI-compatible /v1/completions endpoints, one after the other: "
+        "the server with speculation, the same target without it, and optionally the draft model alone. "
+        "Speedup = tokens/s with ÷ without; c = draft-only ÷ target-only tokens/s (run at concurrency 1)."
+    )
+    a, b, d = st.columns(3)
+    with a:
+        st.text_input("With speculation", key=ui.key(PAGE, "lg_spec"), placeholder="http://localhost:8080")
+    with b:
+        st.text_input("Target only (optional)", key=ui.key(PAGE, "lg_base"))
+    with d:
+        st.text_input("Draft only (optional)", key=ui.key(PAGE, "lg_draft"))
+    m, n1, n2, n3, n4 = st.columns([2, 1, 1, 1, 1])
+    with m:
+        st.text_input("Model name (vLLM, SGLang, TensorRT-LLM)", key=ui.key(PAGE, "lg_model"))
+    with n1:
+        ui.number_input(PAGE, P["lg_conc"], "Concurrency")
+    with n2:
+        ui.number_input(PAGE, P["lg_req"], "Requests (max)")
+    with n3:
+        ui.number_input(PAGE, P["lg_sec"], "Seconds (max)")
+    with n4:
+        ui.number_input(PAGE, P["lg_tokens"], "Tokens per request")
+    own = st.text_area("Your prompts, one per line (empty: the bundled prompts)", key=ui.key(PAGE, "lg_prompts"))
+    view = ui.values(PAGE, SPEC)
+    go, stop_col = st.columns([1, 5])
+    if stop_col.button("Stop", icon=":material/stop:", key=ui.key(PAGE, "lg_stop")):
+        st.session_state.get(LOAD, {}).get("stop", threading.Event()).set()
+    if go.button("Run load", icon=":material/send:", type="primary", key=ui.key(PAGE, "lg_go")):
+        run_load(view, [p for p in own.splitlines() if p.strip()])
+    results = st.session_state.get(LOAD, {}).get("results")
+    if results:
+        show_load(results)
+
+
+def run_load(view: dict, own_prompts: list[str]) -> None:
+    """Run the load on each endpoint given, with a progress bar; keep the results in the session."""
+    urls = {"with speculation": view["lg_spec"], "target only": view["lg_base"], "draft only": view["lg_draft"]}
+    urls = {name: u.strip() for name, u in urls.items() if u.strip()}
+    if "with speculation" not in urls:
+        st.error("Load generator: 'With speculation' is empty; give the URL of the server to load.")
+        return
+    stop = threading.Event()
+    st.session_state[LOAD] = {"stop": stop}
+    prompts = own_prompts or loadgen.bundled_prompts()
+    results = {}
+    for name, url in urls.items():
+        bar = st.progress(0.0, text=f"{name}: starting")
+        try:
+            spec = loadgen.LoadSpec(
+                url,
+                prompts,
+                model=view["lg_model"],
+                max_tokens=view["lg_tokens"],
+                concurrency=view["lg_conc"],
+                max_requests=view["lg_req"],
+                max_seconds=float(view["lg_sec"]),
+            )
+            results[name] = loadgen.run_load(
+                spec,
+                load_policy(),
+                stop=stop,
+                progress=lambda p, bar=bar, name=name, spec=spec: bar.progress(
+                    min(p.done / spec.max_requests, 1.0),
+                    text=f"{name}: {p.done} requests, {p.tokens_per_s:.1f} tokens/s",
+                ),
+            )
+        except ValueError as exc:
+            ui.show_error(exc)
+            return
+        finally:
+            bar.empty()
+        if stop.is_set():
+            break
+    entry = {"stop": stop, "results": results}
+    try:
+        if "target only" in results:
+            entry["speedup"] = loadgen.measured_speedup(results["with speculation"], results["target only"])
+        if "target only" in results and "draft only" in results:
+            draft_tps, target_tps = results["draft only"].tokens_per_s, results["target only"].tokens_per_s
+            if draft_tps > 0 and target_tps > 0:
+                entry["c"] = draft_tps / target_tps  # c = T_target / T_draft = draft tokens/s ÷ target tokens/s
+    except ValueError as exc:
+        ui.show_error(exc)
+    st.session_state[LOAD] = entry
+
+
+def show_load(results: dict) -> None:
+    entry = st.session_state[LOAD]
+    rows = [
+        {
+            "endpoint": name,
+            "requests": r.done,
+            "failed": r.failed,
+            "tokens": r.tokens,
+            "tokens/s": r.tokens_per_s,
+            "p50 latency (s)": r.latency_p50_s,
+            "draft acceptance": r.draft_acceptance,
+        }
+        for name, r in results.items()
+    ]
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    for name, r in results.items():
+        if r.errors:
+            st.warning(f"{name}: {r.summary()}")
+    parts = []
+    if "speedup" in entry:
+        parts.append(f"measured speedup {entry['speedup']:.2f}×")
+    if "c" in entry:
+        parts.append(f"measured c = {entry['c']:.2f} (choose 'measured by the load generator' above to use it)")
+    if parts:
+        st.success("; ".join(parts), icon=":material/speed:")
+
+
+st.title("Engine monitor")
+st.caption(
+    "Reads the speculative-decoding telemetry that running vLLM, SGLang, llama.cpp and TensorRT-LLM servers "
+    "expose on /metrics, and places each engine on the design space: its mean acceptance length, α, "
+    "acceptance per position, tokens/s, and whether its K pays at your c."
+)
+ui.restore(PAGE, SPEC)
+setup()
+view = ui.values(PAGE, SPEC)
+try:
+    endpoints = monitor.parse_endpoints(view["endpoints"], policy())
+except ValueError as exc:
+    ui.show_error(exc)
+    endpoints = []
+if not endpoints:
+    st.info(
+        "Add an endpoint to start. To try it on this machine: `python -m specviz gguf --out pair` exports the "
+        "bundled pair, then `llama-server -m pair/target.gguf -md pair/draft.gguf --spec-type draft-simple "
+        "--metrics --port 8080` serves it; add http://localhost:8080 here.",
+        icon=":material/info:",
+    )
+else:
+    c, c_note = assumed_c(view)
+    run_every = view["every"] if view["poll"] else None
+    st.fragment(monitor_section, run_every=run_every)(endpoints, view["k"], c, c_note)
+
+box = st.expander("Load generator", icon=":material/send:", key=ui.key(PAGE, "_lg"), on_change="rerun")
+with box:
+    if box.open:
+        load_section()
+ui.publish(PAGE, SPEC, URL)

@@ -1,0 +1,178 @@
+"""Local HTTP servers for tests: a route table served on 127.0.0.1, and a fake OpenAI-compatible engine.
+
+``serve(routes)`` runs a :class:`http.server.ThreadingHTTPServer` on a free port in a background thread
+and yields its base URL (``http://127.0.0.1:PORT``); each route is a function of the request handler
+(``send_json``, ``send_bytes`` write the answer). :class:`FakeEngine` answers ``POST /v1/completions``
+like vLLM (``usage``) or llama.cpp (``timings``) and records the largest number of requests it held at
+once. Reusable for a fake ``/metrics`` server: ``serve({("GET", "/metrics"): lambda h: send_bytes(h, text)})``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+Route = Callable[[BaseHTTPRequestHandler], None]
+
+
+class _Server(ThreadingHTTPServer):
+    """A threading server that queues many connections and keeps quiet about clients that hang up."""
+
+    request_queue_size = 128
+    daemon_threads = True  # a handler still sleeping when the test ends does not hold it up
+
+    def handle_error(self, request, client_address):
+        pass  # a client that stops reading (size cap, timeout) breaks the pipe: expected here
+
+
+def _handler(routes: Mapping[tuple[str, str], Route]) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def _route(self) -> None:
+            route = routes.get((self.command, self.path.split("?")[0]))
+            if route is None:
+                send_json(self, {"error": f"no route {self.command} {self.path}"}, status=404)
+            else:
+                route(self)
+
+        do_GET = do_POST = _route
+
+        def log_message(self, format, *args):
+            pass
+
+    return Handler
+
+
+@contextmanager
+def serve(routes: Mapping[tuple[str, str], Route]) -> Iterator[str]:
+    """Serve ``routes`` ({(method, path): function of the handler}) on 127.0.0.1; yields the base URL."""
+    server = _Server(("127.0.0.1", 0), _handler(routes))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def read_json(handler: BaseHTTPRequestHandler) -> object:
+    """The JSON body of the request ``handler`` serves (None without one)."""
+    size = int(handler.headers.get("Content-Length") or 0)
+    return json.loads(handler.rfile.read(size)) if size else None
+
+
+def send_bytes(
+    handler: BaseHTTPRequestHandler,
+    body: bytes | str,
+    *,
+    status: int = 200,
+    content_type: str = "text/plain; charset=utf-8",
+    headers: Mapping[str, str] | None = None,
+) -> None:
+    """Answer with ``body`` and its Content-Length."""
+    data = body.encode() if isinstance(body, str) else body
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(data)))
+    for name, value in (headers or {}).items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
+def send_json(handler: BaseHTTPRequestHandler, obj: object, *, status: int = 200) -> None:
+    """Answer with ``obj`` as JSON."""
+    send_bytes(handler, json.dumps(obj), status=status, content_type="application/json")
+
+
+def redirect(location: str, status: int = 302) -> Route:
+    """A route answering ``status`` with ``Location: location``."""
+    return lambda h: send_bytes(h, b"", status=status, headers={"Location": location})
+
+
+def stream(total_bytes: int, chunk: int = 65536) -> Route:
+    """A route streaming ``total_bytes`` without a Content-Length (the body ends when the connection closes)."""
+
+    def route(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "text/plain")
+        h.end_headers()
+        sent = 0
+        while sent < total_bytes:
+            h.wfile.write(b"x" * min(chunk, total_bytes - sent))
+            sent += chunk
+
+    return route
+
+
+def sleep_then(seconds: float, route: Route) -> Route:
+    """``route``, answered ``seconds`` after the request arrived."""
+
+    def slow(h: BaseHTTPRequestHandler) -> None:
+        time.sleep(seconds)
+        route(h)
+
+    return slow
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FakeEngine:
+    """An OpenAI-compatible ``POST /v1/completions`` that sleeps ``delay_s`` and answers ``tokens`` tokens.
+
+    ``style``: "vllm" answers ``usage.completion_tokens``; "llama" answers llama.cpp's ``timings``
+    (``predicted_n``, ``draft_n``, ``draft_n_accepted``) and no ``usage``. A prompt containing ``FAIL``
+    gets HTTP 500. ``max_in_flight`` is the most requests the server held at once; ``bodies`` the
+    request bodies received.
+    """
+
+    def __init__(self, *, delay_s: float = 0.0, tokens: int = 5, style: str = "vllm", draft: tuple[int, int] = (8, 6)):
+        self.delay_s, self.tokens, self.style, self.draft = delay_s, tokens, style, draft
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.bodies: list[dict] = []
+
+    def completions(self, h: BaseHTTPRequestHandler) -> None:
+        body = read_json(h)
+        with self.lock:
+            self.bodies.append(body)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            time.sleep(self.delay_s)
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+        if "FAIL" in body.get("prompt", ""):
+            send_json(h, {"error": {"message": "engine exploded", "type": "server_error"}}, status=500)
+            return
+        answer = {
+            "id": "cmpl-1",
+            "object": "text_completion",
+            "model": body.get("model", "fake"),
+            "choices": [{"index": 0, "text": "x" * self.tokens, "finish_reason": "length"}],
+        }
+        if self.style == "llama":
+            n, accepted = self.draft
+            answer["timings"] = {"predicted_n": self.tokens, "draft_n": n, "draft_n_accepted": accepted}
+        else:
+            answer["usage"] = {"prompt_tokens": 3, "completion_tokens": self.tokens, "total_tokens": 3 + self.tokens}
+        send_json(h, answer)
+
+    @contextmanager
+    def running(self) -> Iterator[str]:
+        """Serve this engine; yields its base URL."""
+        with serve({("POST", "/v1/completions"): self.completions}) as url:
+            yield url
