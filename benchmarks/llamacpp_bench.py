@@ -2,23 +2,29 @@
 
 Run from the repository root (builds llama-server first if needed, ~5 min on 2 cores)::
 
-    python benchmarks/llamacpp_bench.py               # K = 1..8, 4 prompts × 2 repeats × 128 tokens
+    python benchmarks/llamacpp_bench.py               # K = 1..8, 4 prompts × 3 repeats × 256 tokens
     python benchmarks/llamacpp_bench.py --ks 2,4 --prompts 2 --repeats 1   # smoke run
 
 The bundled pair is exported to GGUF (:mod:`specviz.models.gguf`) and served by llama.cpp's
 llama-server on loopback, one server per configuration, ``--threads`` threads each, one slot:
 
-1. target only (no draft) and draft only (the draft GGUF as the model): llama.cpp's decode time
-   per token (``timings.predicted_ms / predicted_n``) on each prompt → T_target, T_draft and
-   c = T_target / T_draft;
-2. the verify cost: with the prompt cached, the target forward over K + 1 more prompt tokens
-   (``timings.prompt_ms``) → T_verify(K + 1) and v = (T_verify / T_target − 1) / K;
+1. target only (no draft): the server's decode time per token (``timings.predicted_ms /
+   predicted_n``) on each prompt → T_p, and its tokens/s per prompt (the baseline);
+2. draft only (the draft GGUF served alone): its step T_d, the same way; c = T_p / T_d.
+   The forwards alone, timed by llama.cpp's own llama-bench at a context of ``--depth`` tokens:
+   the target over 1 token (T_t) and over K + 1 tokens (T_verify(K + 1)), the draft over 1 (T_q).
+   The server's baseline step T_p is T_t plus its per-step work (sampling, slot, HTTP), which a
+   speculative round pays once, as a baseline step does: v = (T_verify − T_t) / (K · T_p), so that
+   a round costs T_verify + K · T_d + (T_p − T_t) = T_p (1 + v·K + K / c). (Also printed: the
+   prediction with c = T_p / T_q, the draft's bare forward.)
 3. for each K: the pair with ``--spec-type draft-simple --spec-draft-n-max K --spec-draft-n-min K
    --spec-draft-p-min 0`` (K fixed), greedy; its E[N] from /metrics (1 + Δaccepted / Δdrafts over
    the K's runs) and its decode tokens/s per prompt (``timings.predicted_per_second``).
    measured S = median over prompts of (spec tokens/s ÷ target-only tokens/s);
+   each prompt's baseline and speculative runs interleaved (a target-only server runs beside the
+   K's server), so that drift of the machine hits both;
    predicted S = E[N] / (1 + v·K + K / c) (:func:`specviz.theory.speedup_from_tokens`, o = 0)
-   from llama.cpp's own E[N], c and v                                              [±15 % at every K]
+   from llama.cpp's own E[N], c and v (none of them taken from the speculative runs' timings)                                              [±15 % at every K]
 4. α: llama.cpp's (from its E[N] at K) vs our engine's on the same prompts, greedy
    (:func:`specviz.bench.run_cell`, α from its E[N] the same way)                 [±0.03 at every K]
 5. (figure, no target) tokens/s of our engine and of llama.cpp on the same pair and CPU:
@@ -30,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,34 +66,39 @@ def tokens_per_s(runs: list[list[dict]]) -> list[float]:
     return [statistics.median(t["predicted_per_second"] for t in prompt) for prompt in runs]
 
 
-def verify_ms(url: str, prompt: list[int], k: int, repeats: int) -> float:
-    """Median ms of one target forward over k + 1 tokens after ``prompt`` (cached): the verify step's shape."""
-    body = {"prompt": prompt, "n_predict": 1, "temperature": 0.0, "cache_prompt": True}
-    times = []
-    for r in range(repeats + 1):
-        llamacpp.complete_raw(url, body)  # cache the prompt
-        extra = prompt + [ord(ch) for ch in "    return x\n"][: k + 1]
-        t = llamacpp.complete_raw(url, {**body, "prompt": extra})["timings"]
-        if r and t["prompt_n"] == k + 1:  # first pair warms up
-            times.append(t["prompt_ms"])
-    if not times:
-        raise RuntimeError(f"llama-server did not reuse the cached prompt (prompt_n != {k + 1})")
-    return statistics.median(times)
+def forward_ms(bench_bin: Path, gguf: Path, n_prompt: str, n_gen: int, depth: int, threads: int, reps: int) -> dict:
+    """llama-bench's median forward times (ms) at a context of ``depth``: {"pp", n} for a batch of n prompt
+    tokens (``n_prompt`` a comma list), {"tg": ms} per generated token (``n_gen`` > 0)."""
+    cmd = [str(bench_bin), "-m", str(gguf), "-p", n_prompt, "-n", str(n_gen), "-d", str(depth)]
+    cmd += ["-r", str(reps), "-t", str(threads), "-o", "json"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    out = {}
+    for test in json.loads(done.stdout):
+        ms = statistics.median(test["samples_ns"]) / 1e6
+        if test["n_gen"]:
+            out["tg"] = ms / test["n_gen"]
+        else:
+            out[("pp", test["n_prompt"])] = ms
+    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ks", default="1,2,3,4,5,6,7,8")
     ap.add_argument("--prompts", type=int, default=4)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--new-tokens", type=int, default=128)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--new-tokens", type=int, default=256)
+    ap.add_argument(
+        "--threads", type=int, default=1, help="threads of llama.cpp and of torch (1: no contention with the client)"
+    )
+    ap.add_argument("--depth", type=int, default=256, help="context of llama-bench's timed forwards")
+    ap.add_argument("--bench-repeats", type=int, default=20)
     ap.add_argument("--out", default=None, help="write the per-K table as JSON here")
     args = ap.parse_args()
     t_start = time.perf_counter()
     ks = [int(k) for k in args.ks.split(",")]
     binary = llamacpp.find_binary(build=True)
-    if binary is None:
+    if binary is None or not (binary.parent / "llama-bench").is_file():
         print("llama-server could not be built (scripts/build-llama-server); nothing to compare", file=sys.stderr)
         return 2
     torch.set_num_threads(args.threads)
@@ -98,52 +110,84 @@ def main() -> int:
     target_gguf, draft_gguf = export_pair_gguf("bundled", work)
     serve = dict(log_dir=work, threads=args.threads)
 
-    with llamacpp.serve(binary, target_gguf, None, 1, **serve) as s:
-        base_runs = decode_runs(s.url, ids, args.new_tokens, args.repeats)
-        v_ms = {k: verify_ms(s.url, ids[0], k, args.repeats) for k in ks}
-    with llamacpp.serve(binary, draft_gguf, None, 1, **serve) as s:
-        draft_runs = decode_runs(s.url, ids, args.new_tokens, args.repeats)
-    t_target, t_draft = per_token_ms(base_runs), per_token_ms(draft_runs)
-    c = t_target / t_draft
-    base_tps = tokens_per_s(base_runs)
-    print(f"llama.cpp: T_target {t_target:.3f} ms, T_draft {t_draft:.3f} ms, c = {c:.2f}")
+    bench_bin = binary.parent / "llama-bench"
+    reps = str(args.bench_repeats)
+    tgt = forward_ms(bench_bin, target_gguf, ",".join(str(k + 1) for k in ks), 16, args.depth, args.threads, reps)
+    t_q = forward_ms(bench_bin, draft_gguf, "1", 16, args.depth, args.threads, reps)["tg"]
+    t_t = tgt["tg"]
+    with llamacpp.serve(binary, draft_gguf, None, 1, **serve) as d:
+        decode_runs(d.url, ids[:1], 16, 1)  # warm-up
+        t_q_server = per_token_ms(decode_runs(d.url, ids, args.new_tokens, args.repeats))
+    print(f"llama-bench at depth {args.depth}: target T_t {t_t:.3f} ms, draft T_q {t_q:.3f} ms")
+    print(f"draft-only server: {t_q_server:.3f} ms per token (the forward plus sampling and the server's step)")
+    print("llama-bench: T_verify(K + 1) " + ", ".join(f"K={k}: {tgt[('pp', k + 1)]:.3f} ms" for k in ks))
 
     target, draft, _ = load_pair("bundled")
     prompts_t = [torch.tensor(i, dtype=torch.long) for i in ids]
-    rows = []
+    rows, all_base = [], []
     print(
-        f"\n{'K':>2} {'E[N] llama':>10} {'α llama':>8} {'α ours':>7} {'v':>6} {'S meas':>7} {'S pred':>7} {'pred/meas':>9}"
+        f"\n{'K':>2} {'E[N] llama':>10} {'α llama':>8} {'α ours':>7} {'c':>6} {'v':>6} {'round meas':>10} "
+        f"{'round pred':>10} {'S meas':>7} {'S pred':>7} {'pred/meas':>9} {'(c fwd)':>8}"
     )
-    for k in ks:
-        with llamacpp.serve(binary, target_gguf, draft_gguf, k, **serve) as s:
-            before = read_llamacpp(llamacpp.metrics_text(s.url))
-            runs = decode_runs(s.url, ids, args.new_tokens, args.repeats)
-            w = window(before, read_llamacpp(llamacpp.metrics_text(s.url)))
-        mean = w.mean_acceptance_length
-        v = max((v_ms[k] / t_target - 1.0) / k, 0.0)
-        measured = statistics.median(a / b for a, b in zip(tokens_per_s(runs), base_tps, strict=True))
-        predicted = float(theory.speedup_from_tokens(min(mean, k + 1.0), c, k, v))
-        alpha_llama = float(theory.alpha_from_mean_tokens(min(mean, k + 1.0), k))
-        ours = bench.run_cell(target, draft, prompts_t, k, 0.0, args.new_tokens, 1)
-        alpha_ours = float(theory.alpha_from_mean_tokens(ours["mean_accepted_tokens"], k))
-        row = dict(
-            k=k,
-            mean_llama=mean,
-            alpha_llama=alpha_llama,
-            alpha_ours=alpha_ours,
-            v=v,
-            measured=measured,
-            predicted=predicted,
-            llama_tps=statistics.median(tokens_per_s(runs)),
-            ours_tps=ours["tokens_per_s"],
-            ours_base_tps=ours["baseline_tokens_per_s"],
-            ours_speedup=ours["speedup"],
-        )
-        rows.append(row)
-        print(
-            f"{k:>2} {mean:>10.3f} {alpha_llama:>8.3f} {alpha_ours:>7.3f} {v:>6.3f} {measured:>7.2f} "
-            f"{predicted:>7.2f} {predicted / measured:>9.3f}"
-        )
+    with llamacpp.serve(binary, target_gguf, None, 1, **serve) as base:
+        decode_runs(base.url, ids[:1], 16, 1)  # warm-up
+        for k in ks:
+            with llamacpp.serve(binary, target_gguf, draft_gguf, k, **serve) as s:
+                decode_runs(s.url, ids[:1], 16, 1)  # warm-up, before the window opens
+                before = read_llamacpp(llamacpp.metrics_text(s.url))
+                base_runs, spec_runs = [], []
+                for p in ids:  # baseline and speculative runs of each prompt interleaved, so drift hits both
+                    b, r = [], []
+                    for _ in range(args.repeats):
+                        b.append(llamacpp.complete(base.url, p, args.new_tokens)["timings"])
+                        r.append(llamacpp.complete(s.url, p, args.new_tokens)["timings"])
+                    base_runs.append(b)
+                    spec_runs.append(r)
+                w = window(before, read_llamacpp(llamacpp.metrics_text(s.url)))
+            all_base += base_runs
+            t_p = per_token_ms(base_runs)
+            c, c_fwd = t_p / t_q_server, t_p / t_q
+            mean = min(w.mean_acceptance_length, k + 1.0)
+            v = max((tgt[("pp", k + 1)] - t_t) / (k * t_p), 0.0)
+            measured = statistics.median(
+                a / b for a, b in zip(tokens_per_s(spec_runs), tokens_per_s(base_runs), strict=True)
+            )
+            predicted = float(theory.speedup_from_tokens(mean, c, k, v))
+            predicted_fwd = float(theory.speedup_from_tokens(mean, c_fwd, k, v))
+            alpha_llama = float(theory.alpha_from_mean_tokens(mean, k))
+            ours = bench.run_cell(target, draft, prompts_t, k, 0.0, args.new_tokens, 1)
+            alpha_ours = float(theory.alpha_from_mean_tokens(ours["mean_accepted_tokens"], k))
+            row = dict(
+                k=k,
+                mean_llama=mean,
+                alpha_llama=alpha_llama,
+                alpha_ours=alpha_ours,
+                t_p_ms=t_p,
+                c=c,
+                v=v,
+                measured=measured,
+                predicted=predicted,
+                predicted_forward_c=predicted_fwd,
+                c_forward=c_fwd,
+                llama_tps=statistics.median(tokens_per_s(spec_runs)),
+                llama_base_tps=statistics.median(tokens_per_s(base_runs)),
+                ours_tps=ours["tokens_per_s"],
+                ours_base_tps=ours["baseline_tokens_per_s"],
+                ours_speedup=ours["speedup"],
+            )
+            rows.append(row)
+            print(
+                f"{k:>2} {mean:>10.3f} {alpha_llama:>8.3f} {alpha_ours:>7.3f} {c:>6.1f} {v:>6.3f} "
+                f"{mean / measured:>10.3f} {mean / predicted:>10.3f} {measured:>7.2f} {predicted:>7.2f} "
+                f"{predicted / measured:>9.3f} {predicted_fwd / measured:>8.3f}"
+            )
+    t_p = per_token_ms(all_base)
+    base_tps = [t["predicted_per_second"] for p in all_base for t in p]
+    print(
+        "(round: the cost of one round in baseline steps T_p; measured = E[N] / S, predicted = 1 + v·K + K / c, "
+        "c = T_p / the draft-only server's step; (c fwd): pred/meas with c = T_p / llama-bench's draft forward; "
+        f"T_p over all baseline runs {t_p:.3f} ms)"
+    )
 
     worst = max(rows, key=lambda r: abs(r["predicted"] / r["measured"] - 1.0))
     err = worst["predicted"] / worst["measured"] - 1.0
@@ -166,9 +210,7 @@ def main() -> int:
         None,
     )
     if args.out:
-        Path(args.out).write_text(
-            json.dumps({"c": c, "t_target_ms": t_target, "t_draft_ms": t_draft, "rows": rows}, indent=1)
-        )
+        Path(args.out).write_text(json.dumps({"t_p_ms": t_p, "t_t_ms": t_t, "t_q_ms": t_q, "rows": rows}, indent=1))
     return 1 if summary(t_start) else 0
 
 

@@ -43,7 +43,7 @@ HISTORY, LOAD = ui.key(PAGE, "_history"), ui.key(PAGE, "_load")
 LOAD_READ_TIMEOUT_S = 120.0  #: a non-streamed completion answers only once it is complete
 
 
-@st.cache_resource
+@st.cache_resource(max_entries=4)
 def http_client(policy: fetch.FetchPolicy):
     """One pooled HTTP client per fetch policy, shared by every session of this server."""
     return fetch.make_client(policy, max_connections=2 * monitor.MAX_ENDPOINTS)
@@ -120,7 +120,7 @@ def endpoint_card(e: monitor.Endpoint, history: monitor.History, k: int, c: floa
     with st.container(border=True):
         s = monitor.summary(history.of(e.url), k)
         engine = ENGINES.get(s.overall.engine, "") if s else (ENGINES.get(e.kind, "") if e.kind != "auto" else "")
-        st.markdown(f"**{ui.plain(engine or 'endpoint')}** · `{ui.public_message(e.url)}`")
+        st.markdown(f"**{ui.plain(engine or 'endpoint')}** · `{e.url}`")  # the person's own input, shown back
         if e.url in history.errors:
             st.error(ui.plain(ui.public_message(history.errors[e.url])), icon=":material/error:")
         if s is None:
@@ -210,7 +210,7 @@ def monitor_section(endpoints: list[monitor.Endpoint], k: int, c: float, c_note:
     if len(endpoints) > 1:
         ui.number_input(PAGE, P["detail"], f"Details of endpoint number (1–{len(endpoints)})")
     chosen = endpoints[min(view["detail"], len(endpoints)) - 1]
-    st.subheader(f"Details: {ui.public_message(chosen.url)}")
+    st.subheader(f"Details: `{chosen.url}`")
     details(chosen, history, k, c, c_note)
 
 

@@ -443,7 +443,7 @@ def test_engine_monitor_reads_a_running_llama_server(app_url, page, llama_server
     from specviz.engines import llamacpp
 
     llamacpp.complete(llama_server.url, list(b"def main(argv):\n    "), 48)
-    open_page(page, f"{app_url}/engine-monitor?endpoints={quote(llama_server.url)}&every=2", charts=True)
+    open_page(page, f"{app_url}/engine-monitor?endpoints={quote(llama_server.url)}&every=2")
     assert_no_exception(page, "/engine-monitor")
     main = page.locator('[data-testid="stMain"]')
     expect(main.get_by_text("Mean acceptance length").first).to_be_visible(timeout=RUN_TIMEOUT_MS)

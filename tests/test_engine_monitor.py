@@ -10,7 +10,7 @@ from _apps import click, open_app, rerun, shown_errors
 from _http import FakeEngine, closed_port, send_bytes, serve
 
 from specviz import store, theory
-from specviz.engines import fetch, monitor
+from specviz.engines import Telemetry, fetch, monitor
 
 PAGE = "pages/engine-monitor.py"
 
@@ -222,3 +222,11 @@ def test_load_generator_without_a_url_is_an_error(db_url):
     rerun(at)
     click(at, "Run load")
     assert any("'With speculation' is empty" in e for e in shown_errors(at))
+
+
+def test_an_idle_server_shows_its_counters_since_it_started():
+    a = Telemetry("vllm", "m", 3, None, 0.0, 100.0, 300.0, 180.0, (80.0, 60.0, 40.0))
+    b = Telemetry("vllm", "m", 3, None, 2.0, 100.0, 300.0, 180.0, (80.0, 60.0, 40.0))
+    s = monitor.summary([a, b], 4)
+    assert s.overall.rounds == 100 and s.overall.start is None  # since the server started
+    assert s.latest.rounds == 0

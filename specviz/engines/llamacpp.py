@@ -76,10 +76,12 @@ def server_args(
     threads: int = 1,
     ctx: int = 512,
     spec_type: str = "draft-simple",
+    slots: int = 1,
     extra: Sequence[str] = (),
 ) -> list[str]:
-    """The command line of a one-slot server with a fixed draft length K (no draft: target only)."""
-    args = ["-m", str(target), "--host", "127.0.0.1", "--port", str(port), "-c", str(ctx), "-np", "1"]
+    """The command line of a server with a fixed draft length K (no draft: target only); ``slots``
+    sequences decode together, each with a context of ``ctx``."""
+    args = ["-m", str(target), "--host", "127.0.0.1", "--port", str(port), "-c", str(ctx * slots), "-np", str(slots)]
     args += ["-t", str(threads), "-tb", str(threads), "--metrics", "--no-webui", "--seed", "0"]
     if draft is not None:
         args += ["-md", str(draft), "--spec-type", spec_type]
@@ -99,6 +101,7 @@ def serve(
     log_dir: Path,
     threads: int = 1,
     spec_type: str = "draft-simple",
+    slots: int = 1,
     extra: Sequence[str] = (),
     timeout_s: float = 60.0,
 ) -> Iterator[Server]:
@@ -108,7 +111,7 @@ def serve(
     ``timeout_s``.
     """
     port = free_port()
-    args = server_args(target, draft, k, port=port, threads=threads, spec_type=spec_type, extra=extra)
+    args = server_args(target, draft, k, port=port, threads=threads, spec_type=spec_type, slots=slots, extra=extra)
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"llama-server-{port}.log"
     with open(log, "wb") as out:

@@ -152,7 +152,8 @@ class Summary:
 
 def summary(readings: list[Telemetry], k: int) -> Summary | None:
     """The window from the first to the last reading (restarts added across, :func:`window_over`),
-    and the one between the last two (cumulative engines).
+    or, when it holds no drafts (the server was idle while monitored), everything since the server
+    started; and the window between the last two readings (cumulative engines).
 
     Engines whose readings already cover an interval (SGLang, TensorRT-LLM) give the last
     reading for both. None without readings.
@@ -164,7 +165,10 @@ def summary(readings: list[Telemetry], k: int) -> Summary | None:
         w = window(None, last)
         return Summary(w, w, last.k or k)
     prev = readings[-2] if len(readings) > 1 else None
-    return Summary(window_over(readings), window(prev, last), last.k or k)
+    overall = window_over(readings)
+    if not overall.rounds:  # no drafts while monitored (an idle server): its counters since it started
+        overall = window(None, last)
+    return Summary(overall, window(prev, last), last.k or k)
 
 
 def rates(readings: list[Telemetry]) -> pd.DataFrame:
