@@ -261,8 +261,11 @@ def test_sglang_accept_rate_checks_k():
     # accept len / accept rate = 2.54 / 0.51 ≈ 5 verified tokens per round: a chain of K = 4
     with pytest.raises(ValueError, match="fewer than K \\+ 1 = 6"):
         load(SGLANG, k=5)  # e.g. speculative_num_draft_tokens passed as k
-    df, report = load(SGLANG, k=3)  # more than K + 1 verified: a tree, or k below the depth
+    df, report = load(SGLANG, k=2)  # more than K + 1 verified: a tree, or k below the depth
     assert len(df) == 1 and any("tree" in w for w in report.warnings)
+    # at k = 3 the same line also reads as the newer accept rate, r = (2.54 − 1) / 3 = 0.513: taken as r
+    df, report = load(SGLANG, k=3)
+    assert df.acceptance_rate.iloc[0] == 0.51 and not any("tree" in w for w in report.warnings)
     assert log_lines.drafts_per_round(2.54, 0.51) is not None
     low, high = readers.sglang_log.verified_per_round(2.54, 0.51)
     assert low < 5 < high and high - low < 0.3
@@ -425,3 +428,14 @@ def test_fuzzed_engine_lines_load_or_raise_value_error(case):
     assert len(df) == report.rows_loaded >= 1 and (df.k >= 1).all()
     m = df.mean_accepted_tokens.dropna()
     assert ((m >= 1) & (m <= df.k[m.index] + 1)).all() and df.alpha_used.dropna().between(0, 1).all()
+
+
+def test_sglang_accept_rate_in_its_newer_meaning_is_r():
+    """Since SGLang PR #23530 (April 2026) accept rate is accepted / proposed: r = (E[N] − 1) / K."""
+    from specviz.measurements import load_measurements
+
+    line = "[2026-05-01 10:00:00 TP0] Decode batch, #running-req: 2, #token: 900, token usage: 0.02, accept len: 2.80, accept rate: 0.60, gen throughput (token/s): 95.10, #queue-req: 0\n"
+    frame, _ = load_measurements(line, name="sglang.log", k=3)
+    row = frame.iloc[0]
+    assert row["mean_accepted_tokens"] == 2.8 and row["acceptance_rate"] == 0.6
+    assert "PR #23530" in row["notes"]

@@ -201,8 +201,11 @@ def read_llamacpp_timings(body: dict | str, *, k: int | None = None, now: float 
 def read_sglang(text: str, *, now: float | None = None) -> Telemetry:
     """SGLang /metrics → its speculative gauges (the last logging interval), averaged over label sets.
 
-    ``sglang:spec_accept_length`` is E[N] (bonus counted); ``sglang:spec_accept_rate`` the
-    accepted share; ``sglang:gen_throughput`` tokens/s. Counts are not exposed.
+    ``sglang:spec_accept_length`` is E[N] (bonus counted); ``sglang:gen_throughput`` tokens/s.
+    ``sglang:spec_accept_rate`` changed meaning in April 2026 (SGLang PR #23530): before, accept
+    length / draft tokens per forward (E[N] / (K + 1) for a chain); since, accepted / proposed. A
+    body does not say which, so it is kept as the label ``spec_accept_rate`` and not used as r.
+    Counts are not exposed.
     """
     samples = prometheus_samples(text)
     gauges: dict[str, list[float]] = defaultdict(list)
@@ -219,15 +222,15 @@ def read_sglang(text: str, *, now: float | None = None) -> Telemetry:
         vals = gauges.get(name)
         return sum(vals) / len(vals) if vals else None
 
-    length = avg("sglang:spec_accept_length")
+    length, rate = avg("sglang:spec_accept_length"), avg("sglang:spec_accept_rate")
     return Telemetry(
         engine="sglang",
         model=model,
         end=_now(now),
         mean_acceptance_length=length if length and length >= 1.0 else None,
-        acceptance_rate=avg("sglang:spec_accept_rate"),
         tokens_per_s=avg("sglang:gen_throughput"),
         cumulative=False,
+        labels={"spec_accept_rate": f"{rate:g}"} if rate is not None else {},
     )
 
 

@@ -16,9 +16,11 @@ What SGLang prints (``SchedulerMetricsMixin.log_decode_stats`` in
   counted: E[N] → ``mean_accepted_tokens``;
 * ``gen throughput (token/s)`` = tokens generated in the interval ÷ its length → ``tokens_per_s``;
 * ``#running-req`` → ``batch_size``;
-* ``accept rate`` = accepted tokens / (forward passes × ``speculative_num_draft_tokens``) =
-  E[N] / speculative_num_draft_tokens, which is E[N] / (K + 1) for a chain: not accepted ÷ drafted
-  (that is r = (E[N] − 1) / K). It is not stored; it serves as a check of K.
+* ``accept rate``, until April 2026 = accepted tokens / (forward passes × ``speculative_num_draft_tokens``)
+  = E[N] / speculative_num_draft_tokens, which is E[N] / (K + 1) for a chain: not accepted ÷ drafted
+  (that is r = (E[N] − 1) / K). It is not stored; it serves as a check of K. Since SGLang PR #23530
+  (April 2026) it is accepted / proposed draft tokens, r: a line whose accept rate equals
+  (accept len − 1) / K within rounding is read that way, and the rate is stored as r.
 
 SGLang does not print K, so the caller gives it (``--speculative-num-steps``, the chain depth).
 Where a line has both, accept len / accept rate = speculative_num_draft_tokens, which a chain has
@@ -95,6 +97,10 @@ def parse_line(line: str, k: int | None, lineno: int = 1) -> LogRow:
     row.tokens_per_s = tps if tps != 0.0 else None  # an idle interval, not a bad cell
     row.batch_size = integer(found["running"])
     rate = number(found["rate"])
+    if rate is not None and is_accepted_over_proposed(row.mean, rate, k):
+        row.rate = rate
+        row.note += f"; accept rate {found['rate'].group(1)} (accepted / proposed: SGLang since PR #23530)"
+        return row
     if rate is not None:
         row.note += f"; accept rate {found['rate'].group(1)} (E[N] / speculative_num_draft_tokens)"
     span = verified_per_round(row.mean, rate)
@@ -108,6 +114,14 @@ def parse_line(line: str, k: int | None, lineno: int = 1) -> LogRow:
         elif low > k + 1:
             row.warnings.append(_TREE_WARNING)
     return row
+
+
+def is_accepted_over_proposed(mean: float | None, rate: float, k: int | None) -> bool:
+    """Whether ``accept rate`` reads as SGLang's newer definition (PR #23530, April 2026): accepted / proposed
+    draft tokens r = (E[N] − 1) / K, within the 2-decimal rounding of both printed figures (± 0.005 + 0.005 / K)."""
+    if mean is None or k is None or mean < 1.0:
+        return False
+    return abs(rate - (mean - 1.0) / k) <= 0.005 + 0.005 / k + 1e-9
 
 
 def verified_per_round(mean: float | None, rate: float | None) -> tuple[float, float] | None:
