@@ -8,34 +8,34 @@ router without a "Page not found" dialog (see :func:`specviz.ui.hand_over_to_rou
 
 import streamlit as st
 
-st.set_page_config(
-    page_title="specviz — speculative decoding design space", page_icon=":material/speed:", layout="wide"
-)
+from specviz import ui
+
+st.set_page_config(page_title=ui.t("app.page_title"), page_icon=":material/speed:", layout="wide")
+
+
+def page(path: str, name: str, icon: str, url_path: str | None = None, **kwargs):
+    """A page of the navigation, titled in this session's language; its URL path (``name``) stays English."""
+    return st.Page(path, title=ui.t(f"nav.{name}"), icon=icon, url_path=url_path or name, **kwargs)
+
 
 PAGES = [
-    st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="main", default=True),
-    st.Page("pages/design-space.py", title="Design space", icon=":material/map:", url_path="design-space"),
-    st.Page("pages/break-even.py", title="Break-even & optimal K", icon=":material/balance:", url_path="break-even"),
-    st.Page("pages/sampling-lab.py", title="Rejection-sampling lab", icon=":material/casino:", url_path="sampling-lab"),
-    st.Page("pages/hardware.py", title="Hardware & batch", icon=":material/memory:", url_path="hardware"),
-    st.Page("pages/strategies.py", title="Drafting strategies", icon=":material/account_tree:", url_path="strategies"),
-    st.Page("pages/live.py", title="Live benchmark", icon=":material/play_circle:", url_path="live"),
-    st.Page(
-        "pages/engine-monitor.py", title="Engine monitor", icon=":material/monitor_heart:", url_path="engine-monitor"
-    ),
-    st.Page("pages/measured-data.py", title="Measured data", icon=":material/table_chart:", url_path="measured-data"),
-    st.Page(
-        "pages/converter.py", title="Metric converter & glossary", icon=":material/sync_alt:", url_path="converter"
-    ),
+    page("pages/home.py", "home", ":material/home:", url_path="main", default=True),
+    page("pages/design-space.py", "design-space", ":material/map:"),
+    page("pages/break-even.py", "break-even", ":material/balance:"),
+    page("pages/sampling-lab.py", "sampling-lab", ":material/casino:"),
+    page("pages/hardware.py", "hardware", ":material/memory:"),
+    page("pages/strategies.py", "strategies", ":material/account_tree:"),
+    page("pages/live.py", "live", ":material/play_circle:"),
+    page("pages/engine-monitor.py", "engine-monitor", ":material/monitor_heart:"),
+    page("pages/measured-data.py", "measured-data", ":material/table_chart:"),
+    page("pages/converter.py", "converter", ":material/sync_alt:"),
     # Home is served at "/" (the default page's url_path is never shown); "/home", its file's name and the
     # path a legacy multipage app gave it, opens it too, without a "Page not found" dialog.
-    st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="home", visibility="hidden"),
+    page("pages/home.py", "home", ":material/home:", url_path="home", visibility="hidden"),
 ]
 
-page = st.navigation(PAGES)
+current = st.navigation(PAGES)
 with st.sidebar:
-    st.caption(
-        "specviz: where speculative decoding pays, by how much, and why. "
-        "Every control is mirrored in the URL: copy it to share the exact view."
-    )
-page.run()
+    ui.language_switch()
+    st.caption(ui.t("app.sidebar"))
+current.run()

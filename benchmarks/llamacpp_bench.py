@@ -112,26 +112,25 @@ def main() -> int:
 
     bench_bin = binary.parent / "llama-bench"
     reps = str(args.bench_repeats)
-    tgt = forward_ms(bench_bin, target_gguf, ",".join(str(k + 1) for k in ks), 16, args.depth, args.threads, reps)
-    t_q = forward_ms(bench_bin, draft_gguf, "1", 16, args.depth, args.threads, reps)["tg"]
-    t_t = tgt["tg"]
-    with llamacpp.serve(binary, draft_gguf, None, 1, **serve) as d:
-        decode_runs(d.url, ids[:1], 16, 1)  # warm-up
-        t_q_server = per_token_ms(decode_runs(d.url, ids, args.new_tokens, args.repeats))
-    print(f"llama-bench at depth {args.depth}: target T_t {t_t:.3f} ms, draft T_q {t_q:.3f} ms")
-    print(f"draft-only server: {t_q_server:.3f} ms per token (the forward plus sampling and the server's step)")
-    print("llama-bench: T_verify(K + 1) " + ", ".join(f"K={k}: {tgt[('pp', k + 1)]:.3f} ms" for k in ks))
 
     target, draft, _ = load_pair("bundled")
     prompts_t = [torch.tensor(i, dtype=torch.long) for i in ids]
     rows, all_base = [], []
     print(
-        f"\n{'K':>2} {'E[N] llama':>10} {'α llama':>8} {'α ours':>7} {'c':>6} {'v':>6} {'round meas':>10} "
+        f"\n{'K':>2} {'T_p':>6} {'T_t':>6} {'T_v':>6} {'T_d':>6} {'T_q':>6} {'E[N] llama':>10} {'α llama':>8} "
+        f"{'α ours':>7} {'c':>6} {'v':>6} {'round meas':>10} "
         f"{'round pred':>10} {'S meas':>7} {'S pred':>7} {'pred/meas':>9} {'(c fwd)':>8}"
     )
     with llamacpp.serve(binary, target_gguf, None, 1, **serve) as base:
         decode_runs(base.url, ids[:1], 16, 1)  # warm-up
         for k in ks:
+            # every cost of this K measured next to its runs, so that the machine's drift hits them alike
+            tgt = forward_ms(bench_bin, target_gguf, str(k + 1), 16, args.depth, args.threads, reps)
+            t_q = forward_ms(bench_bin, draft_gguf, "1", 16, args.depth, args.threads, reps)["tg"]
+            t_t = tgt["tg"]
+            with llamacpp.serve(binary, draft_gguf, None, 1, **serve) as d:
+                decode_runs(d.url, ids[:1], 16, 1)  # warm-up
+                t_q_server = per_token_ms(decode_runs(d.url, ids[:2], args.new_tokens // 2, 2))
             with llamacpp.serve(binary, target_gguf, draft_gguf, k, **serve) as s:
                 decode_runs(s.url, ids[:1], 16, 1)  # warm-up, before the window opens
                 before = read_llamacpp(llamacpp.metrics_text(s.url))
@@ -168,6 +167,10 @@ def main() -> int:
                 measured=measured,
                 predicted=predicted,
                 predicted_forward_c=predicted_fwd,
+                t_t_ms=t_t,
+                t_verify_ms=tgt[("pp", k + 1)],
+                t_d_ms=t_q_server,
+                t_q_ms=t_q,
                 c_forward=c_fwd,
                 llama_tps=statistics.median(tokens_per_s(spec_runs)),
                 llama_base_tps=statistics.median(tokens_per_s(base_runs)),
@@ -177,7 +180,8 @@ def main() -> int:
             )
             rows.append(row)
             print(
-                f"{k:>2} {mean:>10.3f} {alpha_llama:>8.3f} {alpha_ours:>7.3f} {c:>6.1f} {v:>6.3f} "
+                f"{k:>2} {t_p:>6.3f} {t_t:>6.3f} {tgt[('pp', k + 1)]:>6.3f} {t_q_server:>6.3f} {t_q:>6.3f} "
+                f"{mean:>10.3f} {alpha_llama:>8.3f} {alpha_ours:>7.3f} {c:>6.1f} {v:>6.3f} "
                 f"{mean / measured:>10.3f} {mean / predicted:>10.3f} {measured:>7.2f} {predicted:>7.2f} "
                 f"{predicted / measured:>9.3f} {predicted_fwd / measured:>8.3f}"
             )
@@ -185,7 +189,8 @@ def main() -> int:
     base_tps = [t["predicted_per_second"] for p in all_base for t in p]
     print(
         "(round: the cost of one round in baseline steps T_p; measured = E[N] / S, predicted = 1 + v·K + K / c, "
-        "c = T_p / the draft-only server's step; (c fwd): pred/meas with c = T_p / llama-bench's draft forward; "
+        "c = T_p / T_d, the draft-only server's step; (c fwd): pred/meas with c = T_p / T_q, llama-bench's draft "
+        "forward; times in ms, each K's measured next to its runs; "
         f"T_p over all baseline runs {t_p:.3f} ms)"
     )
 

@@ -19,9 +19,52 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from specviz import hosting, share, store
+from specviz import hosting, i18n, share, store
 
 _VIEWS = "_specviz_views"  # session_state: {page: {name: value}} survives page switches
+LANG_KEY = "_specviz_lang"  #: session_state: this session's UI language (the sidebar switch's widget key)
+LANG_PARAM = "lang"  #: the query parameter that carries it in a shared link
+
+
+def language() -> str:
+    """This session's UI language: chosen in the sidebar, else the link's ``?lang=``, else the browser's locale.
+
+    Per session (``st.session_state``), never per process: people on one server each have their own.
+    """
+    if LANG_KEY not in st.session_state:
+        asked = st.query_params.get(LANG_PARAM)
+        st.session_state[LANG_KEY] = asked if asked in i18n.LANGUAGES else i18n.from_locale(st.context.locale)
+    return st.session_state[LANG_KEY]
+
+
+def t(key: str, **values) -> str:
+    """The text of catalogue ``key`` in this session's language (:func:`specviz.i18n.text`)."""
+    return i18n.text(language(), key, **values)
+
+
+def language_switch() -> None:
+    """The sidebar's English / 中文 switch; the choice goes into the URL so that a shared link keeps it.
+
+    Other controls keep their values: widgets are identified by their keys, not their labels.
+    """
+    language()
+    st.segmented_control(
+        t("app.language"),
+        list(i18n.LANGUAGES),
+        format_func=i18n.LANGUAGES.get,
+        key=LANG_KEY,
+        required=True,
+        on_change=_mirror_language,
+    )
+    _mirror_language()
+
+
+def _mirror_language() -> None:
+    """Write the session's language into the URL (kept off for English where the browser is English)."""
+    lang = st.session_state.get(LANG_KEY, i18n.DEFAULT)
+    wanted = lang != i18n.from_locale(st.context.locale) or LANG_PARAM in st.query_params
+    if wanted and st.query_params.get(LANG_PARAM) != lang:
+        st.query_params[LANG_PARAM] = lang
 
 
 def key(page: str, name: str) -> str:
@@ -145,6 +188,8 @@ def publish(page: str, spec: Sequence[share.Param], url_path: str) -> dict[str, 
     current = values(page, spec)
     st.session_state.setdefault(_VIEWS, {})[page] = current
     params = share.encode(spec, current)
+    if LANG_PARAM in st.query_params or language() != i18n.from_locale(st.context.locale):
+        params[LANG_PARAM] = language()  # a shared link opens in the sender's language
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
     box = st.expander("Share this view", icon=":material/link:", key=share_key(page), on_change="rerun")

@@ -39,9 +39,12 @@ def test_every_page_is_named_by_its_url_path_and_hands_over_to_the_router():
     finds its page file only if the file is named by the URL path, and the page must hand the run to
     the router (tests/test_browser.py opens a deep link first on a fresh server)."""
     router = (ROOT / "app.py").read_text(encoding="utf-8")
-    routes = re.findall(r'"pages/([\w-]+)\.py",\s*title="[^"]+",\s*icon="[^"]+",\s*url_path="([\w-]+)"', router)
+    # page("pages/NAME.py", "NAME", icon[, url_path=…]): the URL path is NAME unless given
+    calls = re.findall(r'page\("pages/([\w-]+)\.py", "([\w-]+)", "[^"]+"(?:, url_path="([\w-]+)")?', router)
+    routes = [(file, url or name) for file, name, url in calls]
+    assert all(file == name for file, name, _ in calls), calls
     # Home, the default page, is served at "/" and, through a hidden page, at "/home" (its file's name)
-    routed = dict(routes)
+    routed = {file: url for file, url in routes if url != "main"}
     assert len(routed) == 10 and all(name == url for name, url in routed.items()), routes
     assert ("home", "main") in routes and 'url_path="home", visibility="hidden"' in router
     assert {p.stem for p in (ROOT / "pages").glob("*.py")} == set(routed)

@@ -1,0 +1,66 @@
+"""The user interface in English and Chinese: one catalogue per language, text asked for by key.
+
+The catalogues are data (``data/i18n/en.json``, ``data/i18n/zh.json``): flat objects from a key
+such as ``"home.title"`` to the text, with ``{name}`` fields filled by :func:`text`. English is
+the reference: every key exists in it, and a key missing from another catalogue falls back to
+English (tests/test_i18n.py reports every such key, so none ships).
+
+The language is a property of a person's session (``specviz.ui.language``), never of the
+process: many people share one server. Nothing here imports streamlit.
+
+Not translated, because they are interfaces: canonical CSV column names, CLI output, log text,
+download file names. Numbers, units and symbols (α, K, c, E[N]) stay as they are.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import string
+from collections.abc import Mapping
+from pathlib import Path
+
+CATALOGUE_DIR = Path(__file__).resolve().parent.parent / "data" / "i18n"
+LANGUAGES = {"en": "English", "zh": "中文"}  #: code -> the language's own name
+DEFAULT = "en"
+
+
+@functools.cache
+def catalogue(lang: str) -> Mapping[str, str]:
+    """The catalogue of ``lang`` (read once per process; read-only)."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"language {lang!r} is not one of {', '.join(LANGUAGES)}")
+    path = CATALOGUE_DIR / f"{lang}.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise ValueError(f"{path}: a catalogue is one JSON object of string keys to string texts")
+    return data
+
+
+def fields(template: str) -> set[str]:
+    """The ``{name}`` fields of a catalogue text."""
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def text(lang: str, key: str, **values) -> str:
+    """The text of ``key`` in ``lang`` (English where ``lang`` lacks it), its ``{fields}`` filled.
+
+    A key missing from English too is a programming error: KeyError naming it.
+    """
+    template = catalogue(lang).get(key)
+    if template is None:
+        template = catalogue(DEFAULT)[key]
+    return template.format(**values) if values else template
+
+
+def from_locale(locale: str | None) -> str:
+    """The language for a browser locale such as ``zh-CN`` or ``en-US``: Chinese for any ``zh``, else English."""
+    if locale and locale.strip().lower().replace("_", "-").split("-")[0] == "zh":
+        return "zh"
+    return DEFAULT
+
+
+def missing(lang: str) -> list[str]:
+    """Keys of the English catalogue that ``lang`` lacks."""
+    own = catalogue(lang)
+    return [k for k in catalogue(DEFAULT) if k not in own]

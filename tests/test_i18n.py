@@ -1,0 +1,96 @@
+"""The interface in English and Chinese: catalogues, keys used by the code, the language switch."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from _apps import open_app, rerun
+
+from specviz import i18n
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Pages whose every visible string comes from the catalogues (the rest are being translated).
+TRANSLATED = ("pages/home.py",)
+#: Catalogue texts the same in both languages: proper names and symbols.
+SAME_IN_BOTH = {"specviz"}
+
+
+def code_files() -> list[Path]:
+    return [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "specviz").rglob("*.py"))]
+
+
+def test_catalogues_have_the_same_keys_and_fields():
+    en, zh = i18n.catalogue("en"), i18n.catalogue("zh")
+    assert set(en) == set(zh), sorted(set(en) ^ set(zh))
+    assert i18n.missing("zh") == []
+    wrong = {k: (i18n.fields(en[k]), i18n.fields(zh[k])) for k in en if i18n.fields(en[k]) != i18n.fields(zh[k])}
+    assert not wrong, wrong
+
+
+def test_every_chinese_text_is_translated():
+    en, zh = i18n.catalogue("en"), i18n.catalogue("zh")
+    same = [k for k in en if zh[k] == en[k] and en[k] not in SAME_IN_BOTH]
+    assert not same, same
+    assert all(re.search(r"[\u4e00-\u9fff]", zh[k]) for k in zh if zh[k] not in SAME_IN_BOTH)
+
+
+def test_every_key_the_code_asks_for_exists():
+    literal = re.compile(r"""\bt\(\s*["']([\w.-]+)["']""")
+    asked = {m for path in code_files() for m in literal.findall(path.read_text(encoding="utf-8"))}
+    pages = [p.stem for p in (ROOT / "pages").glob("*.py")]
+    asked |= {f"nav.{p}" for p in pages} | {f"home.link.{p}" for p in pages if p != "home"}
+    assert asked, "the scan found no keys"
+    assert not sorted(asked - set(i18n.catalogue("en")))
+
+
+def test_text_fills_fields_and_falls_back_to_english(monkeypatch):
+    monkeypatch.setitem(i18n.catalogue("en"), "test.only_english", "{n} tokens")
+    assert i18n.text("zh", "test.only_english", n=3) == "3 tokens"
+    with pytest.raises(KeyError):
+        i18n.text("en", "no.such.key")
+    with pytest.raises(ValueError, match="not one of en, zh"):
+        i18n.catalogue("fr")
+
+
+@pytest.mark.parametrize(
+    ("locale", "lang"), [("zh-CN", "zh"), ("zh_TW", "zh"), ("ZH", "zh"), ("en-US", "en"), ("de", "en"), (None, "en")]
+)
+def test_language_from_the_browser_locale(locale, lang):
+    assert i18n.from_locale(locale) == lang
+
+
+def visible_texts(at) -> list[str]:
+    """Every string a person reads on the page: titles, headers, markdown, captions, links, sidebar."""
+    out = [e.value for kind in ("title", "header", "subheader", "markdown", "caption") for e in getattr(at, kind)]
+    return out + [link.label for link in at.page_link]
+
+
+@pytest.mark.parametrize("page", TRANSLATED)
+def test_a_translated_page_shows_no_english_catalogue_text_in_chinese(page):
+    script = "app.py" if page == "pages/home.py" else page
+    at = open_app(script, lang="zh")
+    english = {v for v in i18n.catalogue("en").values() if v not in SAME_IN_BOTH}
+    shown = visible_texts(at)
+    assert shown and not [s for s in shown if s in english]
+    assert any(re.search(r"[\u4e00-\u9fff]", s) for s in shown)
+
+
+def test_the_switch_changes_the_language_and_the_url_keeps_it():
+    at = open_app("app.py")
+    assert at.subheader[0].value == i18n.text("en", "home.tokens_per_round")
+    switch = at.sidebar.button_group[0]
+    switch.set_value("zh")
+    rerun(at)
+    assert at.subheader[0].value == i18n.text("zh", "home.tokens_per_round")
+    assert at.query_params["lang"] == "zh"
+    assert at.page_link[0].label == i18n.text("zh", "home.link.design-space")
+
+
+def test_switching_language_keeps_every_other_control():
+    at = open_app("pages/converter.py", k="7", value="3.5")
+    at.session_state["_specviz_lang"] = "zh"
+    rerun(at)
+    assert at.number_input(key="converter.k").value == 7 and at.number_input(key="converter.value").value == 3.5
+    assert at.query_params["lang"] == "zh" and at.query_params["k"] == "7"
