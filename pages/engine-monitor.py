@@ -15,6 +15,8 @@ ui.hand_over_to_router()  # first thing: see the function (a shared link on a fr
 
 PAGE, URL = "engine-monitor", "engine-monitor"
 C_SOURCES = ("typed", "the Hardware page's model", "measured by the load generator")
+RUN_KEYS = {"with speculation": "em.run.spec", "target only": "em.run.base", "draft only": "em.run.draft"}
+C_SOURCE_KEYS = dict(zip(C_SOURCES, ("em.c_src.typed", "em.c_src.hardware", "em.c_src.loadgen"), strict=True))
 PAIRS = hardware.preset_pairs().set_index("name")
 GPUS = tuple(hardware.load_catalog()[1].index)
 SPEC = (
@@ -71,48 +73,46 @@ def assumed_c(view: dict) -> tuple[float, str]:
         pair = PAIRS.loc[view["pair"]]
         costs = hardware.pair_costs(pair["target"], pair["draft"], view["gpu"], view["batch"], view["ctx"], view["k"])
         c = float(costs["c"])
-        return c, f"c = {c:.3g} from the roofline model of {view['pair']} on one {view['gpu']} (batch {view['batch']})"
+        return c, ui.t("em.c_note.hardware", c=f"{c:.3g}", pair=view["pair"], gpu=view["gpu"], batch=view["batch"])
     if view["c_src"] == "measured by the load generator":
         measured = st.session_state.get(LOAD, {}).get("c")
         if measured:
-            return measured, f"c = {measured:.3g} measured by the load generator (draft-only ÷ target-only tokens/s)"
-        st.warning("No c measured yet: run the load generator with a draft-only endpoint. Using the typed c.")
-    return float(view["c"]), f"c = {view['c']:g} (typed)"
+            return measured, ui.t("em.c_note.loadgen", c=f"{measured:.3g}")
+        st.warning(ui.t("em.no_c"))
+    return float(view["c"]), ui.t("em.c_note.typed", c=f"{view['c']:g}")
 
 
 def setup() -> None:
     """Endpoints, polling, and the K and c to assume."""
     st.text_area(
-        "Endpoints, one per line",
+        ui.t("em.endpoints"),
         key=ui.key(PAGE, "endpoints"),
         placeholder="http://localhost:8000/metrics\nhttp://gpu-node-2:30000 sglang",
-        help="A server's URL (/metrics is added when the URL has no path), optionally followed by its engine: "
-        + ", ".join(monitor.KINDS)
-        + ". The engine is detected from the answer otherwise.",
+        help=ui.t("em.endpoints_help", kinds=", ".join(monitor.KINDS)),
         height=110,
     )
     c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
     with c1:
-        st.toggle("Poll", key=ui.key(PAGE, "poll"))
+        st.toggle(ui.t("em.poll"), key=ui.key(PAGE, "poll"))
     with c2:
-        ui.number_input(PAGE, P["every"], "Every (s)", step=1.0)
+        ui.number_input(PAGE, P["every"], ui.t("em.every"), step=1.0)
     with c3:
-        ui.number_input(PAGE, P["k"], "K to assume", help="Used where the engine does not state its K")
+        ui.number_input(PAGE, P["k"], ui.t("em.k"), help=ui.t("em.k_help"))
     with c4:
-        ui.selectbox(PAGE, P["c_src"], "c (T_target / T_draft) from")
+        ui.selectbox(PAGE, P["c_src"], ui.t("em.c_from"), format_func=lambda v: ui.t(C_SOURCE_KEYS[v]))
     view = ui.values(PAGE, SPEC)
     if view["c_src"] == "typed":
         ui.number_input(PAGE, P["c"], "c", step=1.0)
     elif view["c_src"] == "the Hardware page's model":
         h1, h2, h3, h4 = st.columns([3, 2, 1, 1])
         with h1:
-            ui.selectbox(PAGE, P["pair"], "Pair")
+            ui.selectbox(PAGE, P["pair"], ui.t("em.pair"))
         with h2:
             ui.selectbox(PAGE, P["gpu"], "GPU")
         with h3:
-            ui.number_input(PAGE, P["batch"], "Batch")
+            ui.number_input(PAGE, P["batch"], ui.t("em.batch"))
         with h4:
-            ui.number_input(PAGE, P["ctx"], "Context")
+            ui.number_input(PAGE, P["ctx"], ui.t("em.ctx"))
 
 
 def endpoint_card(e: monitor.Endpoint, history: monitor.History, k: int, c: float) -> None:
@@ -120,7 +120,7 @@ def endpoint_card(e: monitor.Endpoint, history: monitor.History, k: int, c: floa
     with st.container(border=True):
         s = monitor.summary(history.of(e.url), k)
         engine = ENGINES.get(s.overall.engine, "") if s else (ENGINES.get(e.kind, "") if e.kind != "auto" else "")
-        st.markdown(f"**{ui.plain(engine or 'endpoint')}** · `{e.url}`")  # the person's own input, shown back
+        st.markdown(f"**{ui.plain(engine or ui.t('em.endpoint'))}** · `{e.url}`")  # the person's own input, shown back
         if e.url in history.errors:
             st.error(ui.plain(ui.public_message(history.errors[e.url])), icon=":material/error:")
         if s is None:
@@ -130,20 +130,21 @@ def endpoint_card(e: monitor.Endpoint, history: monitor.History, k: int, c: floa
             st.warning(note, icon=":material/restart_alt:")
         alpha = w.alpha(s.k)
         cols = st.columns(5)
-        cols[0].metric(
-            "Mean acceptance length", _num(w.mean_acceptance_length, ".3f"), help="E[N] = 1 + accepted / drafts"
-        )
-        cols[1].metric(f"α at K = {s.k}", _num(alpha, ".3f"), help="the α whose E[N] at K equals the engine's")
-        cols[2].metric("Acceptance rate", _num(w.acceptance_rate, ".3f"), help="accepted / proposed draft tokens")
-        cols[3].metric("Tokens/s (last interval)", _num(s.latest.tokens_per_s, ".1f"))
+        cols[0].metric(ui.t("em.mean_length"), _num(w.mean_acceptance_length, ".3f"), help=ui.t("em.mean_length_help"))
+        cols[1].metric(ui.t("em.alpha_at", k=s.k), _num(alpha, ".3f"), help=ui.t("em.alpha_help"))
+        cols[2].metric(ui.t("em.rate"), _num(w.acceptance_rate, ".3f"), help=ui.t("em.rate_help"))
+        cols[3].metric(ui.t("em.tps"), _num(s.latest.tokens_per_s, ".1f"))
         if alpha is not None:
             best = theory.optimal_k(alpha, c, k_max=16)
             cols[4].metric(
-                f"S at K = {s.k}", f"{float(theory.speedup(alpha, c, s.k)):.2f}×", help=f"best K = {int(best.k)}"
+                ui.t("em.s_at", k=s.k),
+                f"{float(theory.speedup(alpha, c, s.k)):.2f}×",
+                help=ui.t("em.best_k", k=int(best.k)),
             )
         st.caption(
-            f"{w.model or 'model not named'} · {w.rounds or 0:,.0f} drafts"
-            + (f" over {w.seconds:.0f} s" if w.seconds else " since the server started")
+            ui.t("em.card_caption", model=w.model or ui.t("em.no_model"), drafts=f"{w.rounds or 0:,.0f}")
+            + " "
+            + (ui.t("em.over", s=f"{w.seconds:.0f}") if w.seconds else ui.t("em.since_start"))
         )
 
 
@@ -155,7 +156,7 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
     """Per-position acceptance, tokens/s over time, and the engine's point on the design space."""
     s = monitor.summary(history.of(e.url), k)
     if s is None or s.overall.mean_acceptance_length is None:
-        st.info("No drafts from this endpoint yet: send it traffic (the load generator below can).")
+        st.info(ui.t("em.no_drafts"))
         return
     w = s.overall
     left, right = st.columns(2)
@@ -163,13 +164,13 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
         if len(w.unconditional):
             st.plotly_chart(figures.acceptance_by_position(w.unconditional, w.conditional), key="fig_positions")
         else:
-            st.caption(f"{ENGINES[w.engine]} does not report acceptance per position.")
+            st.caption(ui.t("em.no_positions", engine=ENGINES[w.engine]))
     with right:
         rates = monitor.rates(history.of(e.url))
         if len(rates):
             st.plotly_chart(figures.engine_rates(rates), key="fig_rates")
         else:
-            st.caption("Tokens/s over time appear after two polls of an engine with counters.")
+            st.caption(ui.t("em.rates_later"))
     try:
         point = monitor.design_point(w, s.k, c, label=f"{ENGINES[w.engine]} {w.model}".strip())
     except ValueError as exc:
@@ -179,10 +180,17 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
     grid = design_grid(s.k, float(c))
     st.plotly_chart(figures.overlay_alpha_c(grid, frame, s.k), key="fig_point")
     st.caption(
-        f"{c_note}. At α = {point.alpha:.3f} the engine's K = {s.k} gives S = {point.speedup:.2f}×; the best K is "
-        f"{point.best_k} (S = {point.best_speedup:.2f}×). Below the black S = 1 line speculation costs time."
+        ui.t(
+            "em.point_caption",
+            c_note=c_note,
+            alpha=f"{point.alpha:.3f}",
+            k=s.k,
+            s=f"{point.speedup:.2f}",
+            best_k=point.best_k,
+            best_s=f"{point.best_speedup:.2f}",
+        )
     )
-    if st.button("Save this window to the run library", icon=":material/save:", key=ui.key(PAGE, "save")):
+    if st.button(ui.t("em.save"), icon=":material/save:", key=ui.key(PAGE, "save")):
         engine = ui.library()
         if engine is not None:
             try:
@@ -193,7 +201,7 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
                 ui.show_error(exc)
             else:
                 st.success(
-                    f"Saved as run #{run_id}: [open it on the Measured data page](measured-data?runs={run_id}).",
+                    ui.t("em.saved", run=run_id),
                     icon=":material/check_circle:",
                 )
 
@@ -208,43 +216,39 @@ def monitor_section(endpoints: list[monitor.Endpoint], k: int, c: float, c_note:
     for e in endpoints:
         endpoint_card(e, history, k, c)
     if len(endpoints) > 1:
-        ui.number_input(PAGE, P["detail"], f"Details of endpoint number (1–{len(endpoints)})")
+        ui.number_input(PAGE, P["detail"], ui.t("em.detail", n=len(endpoints)))
     chosen = endpoints[min(view["detail"], len(endpoints)) - 1]
-    st.subheader(f"Details: `{chosen.url}`")
+    st.subheader(ui.t("em.details", url=chosen.url))
     details(chosen, history, k, c, c_note)
 
 
 def load_section() -> None:
     """Send prompts to one to three endpoints and measure tokens/s, the speedup and c."""
-    st.caption(
-        "Sends the bundled prompts (or yours) to OpenAI-compatible /v1/completions endpoints, one after the other: "
-        "the server with speculation, the same target without it, and optionally the draft model alone. "
-        "Speedup = tokens/s with ÷ without; c = draft-only ÷ target-only tokens/s (run at concurrency 1)."
-    )
+    st.caption(ui.t("em.lg_caption"))
     a, b, d = st.columns(3)
     with a:
-        st.text_input("With speculation", key=ui.key(PAGE, "lg_spec"), placeholder="http://localhost:8080")
+        st.text_input(ui.t("em.lg_spec"), key=ui.key(PAGE, "lg_spec"), placeholder="http://localhost:8080")
     with b:
-        st.text_input("Target only (optional)", key=ui.key(PAGE, "lg_base"))
+        st.text_input(ui.t("em.lg_base"), key=ui.key(PAGE, "lg_base"))
     with d:
-        st.text_input("Draft only (optional)", key=ui.key(PAGE, "lg_draft"))
+        st.text_input(ui.t("em.lg_draft"), key=ui.key(PAGE, "lg_draft"))
     m, n1, n2, n3, n4 = st.columns([2, 1, 1, 1, 1])
     with m:
-        st.text_input("Model name (vLLM, SGLang, TensorRT-LLM)", key=ui.key(PAGE, "lg_model"))
+        st.text_input(ui.t("em.lg_model"), key=ui.key(PAGE, "lg_model"))
     with n1:
-        ui.number_input(PAGE, P["lg_conc"], "Concurrency")
+        ui.number_input(PAGE, P["lg_conc"], ui.t("em.lg_conc"))
     with n2:
-        ui.number_input(PAGE, P["lg_req"], "Requests (max)")
+        ui.number_input(PAGE, P["lg_req"], ui.t("em.lg_req"))
     with n3:
-        ui.number_input(PAGE, P["lg_sec"], "Seconds (max)")
+        ui.number_input(PAGE, P["lg_sec"], ui.t("em.lg_sec"))
     with n4:
-        ui.number_input(PAGE, P["lg_tokens"], "Tokens per request")
-    own = st.text_area("Your prompts, one per line (empty: the bundled prompts)", key=ui.key(PAGE, "lg_prompts"))
+        ui.number_input(PAGE, P["lg_tokens"], ui.t("em.lg_tokens"))
+    own = st.text_area(ui.t("em.lg_prompts"), key=ui.key(PAGE, "lg_prompts"))
     view = ui.values(PAGE, SPEC)
     go, stop_col = st.columns([1, 5])
-    if stop_col.button("Stop", icon=":material/stop:", key=ui.key(PAGE, "lg_stop")):
+    if stop_col.button(ui.t("em.stop"), icon=":material/stop:", key=ui.key(PAGE, "lg_stop")):
         st.session_state.get(LOAD, {}).get("stop", threading.Event()).set()
-    if go.button("Run load", icon=":material/send:", type="primary", key=ui.key(PAGE, "lg_go")):
+    if go.button(ui.t("em.run"), icon=":material/send:", type="primary", key=ui.key(PAGE, "lg_go")):
         run_load(view, [p for p in own.splitlines() if p.strip()])
     results = st.session_state.get(LOAD, {}).get("results")
     if results:
@@ -256,14 +260,15 @@ def run_load(view: dict, own_prompts: list[str]) -> None:
     urls = {"with speculation": view["lg_spec"], "target only": view["lg_base"], "draft only": view["lg_draft"]}
     urls = {name: u.strip() for name, u in urls.items() if u.strip()}
     if "with speculation" not in urls:
-        st.error("Load generator: 'With speculation' is empty; give the URL of the server to load.")
+        st.error(ui.t("em.lg_empty"))
         return
     stop = threading.Event()
     st.session_state[LOAD] = {"stop": stop}
     prompts = own_prompts or loadgen.bundled_prompts()
     results = {}
     for name, url in urls.items():
-        bar = st.progress(0.0, text=f"{name}: starting")
+        shown = ui.t(RUN_KEYS[name])
+        bar = st.progress(0.0, text=ui.t("em.progress.start", run=shown))
         try:
             spec = loadgen.LoadSpec(
                 url,
@@ -278,9 +283,9 @@ def run_load(view: dict, own_prompts: list[str]) -> None:
                 spec,
                 load_policy(),
                 stop=stop,
-                progress=lambda p, bar=bar, name=name, spec=spec: bar.progress(
+                progress=lambda p, bar=bar, shown=shown, spec=spec: bar.progress(
                     min(p.done / spec.max_requests, 1.0),
-                    text=f"{name}: {p.done} requests, {p.tokens_per_s:.1f} tokens/s",
+                    text=ui.t("em.progress", run=shown, done=p.done, tps=f"{p.tokens_per_s:.1f}"),
                 ),
             )
         except ValueError as exc:
@@ -304,38 +309,35 @@ def run_load(view: dict, own_prompts: list[str]) -> None:
 
 
 def show_load(results: dict) -> None:
+    """The load runs' table (headers in the session's language), their errors, the speedup and c."""
     entry = st.session_state[LOAD]
     rows = [
         {
-            "endpoint": name,
-            "requests": r.done,
-            "failed": r.failed,
-            "tokens": r.tokens,
+            ui.t("em.col.endpoint"): ui.t(RUN_KEYS[name]),
+            ui.t("em.col.requests"): r.done,
+            ui.t("em.col.failed"): r.failed,
+            ui.t("em.col.tokens"): r.tokens,
             "tokens/s": r.tokens_per_s,
-            "p50 latency (s)": r.latency_p50_s,
-            "draft acceptance": r.draft_acceptance,
+            ui.t("em.col.p50"): r.latency_p50_s,
+            ui.t("em.col.acceptance"): r.draft_acceptance,
         }
         for name, r in results.items()
     ]
     st.dataframe(pd.DataFrame(rows), hide_index=True)
     for name, r in results.items():
         if r.errors:
-            st.warning(f"{name}: {r.summary()}")
+            st.warning(f"{ui.t(RUN_KEYS[name])}: {r.summary()}")
     parts = []
     if "speedup" in entry:
-        parts.append(f"measured speedup {entry['speedup']:.2f}×")
+        parts.append(ui.t("em.measured_speedup", s=f"{entry['speedup']:.2f}"))
     if "c" in entry:
-        parts.append(f"measured c = {entry['c']:.2f} (choose 'measured by the load generator' above to use it)")
+        parts.append(ui.t("em.measured_c", c=f"{entry['c']:.2f}", source=ui.t("em.c_src.loadgen")))
     if parts:
         st.success("; ".join(parts), icon=":material/speed:")
 
 
-st.title("Engine monitor")
-st.caption(
-    "Reads the speculative-decoding telemetry that running vLLM, SGLang, llama.cpp and TensorRT-LLM servers "
-    "expose on /metrics, and places each engine on the design space: its mean acceptance length, α, "
-    "acceptance per position, tokens/s, and whether its K pays at your c."
-)
+st.title(ui.t("em.title"))
+st.caption(ui.t("em.intro"))
 ui.restore(PAGE, SPEC)
 setup()
 view = ui.values(PAGE, SPEC)
@@ -346,9 +348,7 @@ except ValueError as exc:
     endpoints = []
 if not endpoints:
     st.info(
-        "Add an endpoint to start. To try it on this machine: `python -m specviz gguf --out pair` exports the "
-        "bundled pair, then `llama-server -m pair/target.gguf -md pair/draft.gguf --spec-type draft-simple "
-        "--metrics --port 8080` serves it; add http://localhost:8080 here.",
+        ui.t("em.start"),
         icon=":material/info:",
     )
 else:
@@ -356,7 +356,7 @@ else:
     run_every = view["every"] if view["poll"] else None
     st.fragment(monitor_section, run_every=run_every)(endpoints, view["k"], c, c_note)
 
-box = st.expander("Load generator", icon=":material/send:", key=ui.key(PAGE, "_lg"), on_change="rerun")
+box = st.expander(ui.t("em.lg"), icon=":material/send:", key=ui.key(PAGE, "_lg"), on_change="rerun")
 with box:
     if box.open:
         load_section()

@@ -192,9 +192,9 @@ def publish(page: str, spec: Sequence[share.Param], url_path: str) -> dict[str, 
         params[LANG_PARAM] = language()  # a shared link opens in the sender's language
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
-    box = st.expander("Share this view", icon=":material/link:", key=share_key(page), on_change="rerun")
+    box = st.expander(t("ui.share"), icon=":material/link:", key=share_key(page), on_change="rerun")
     with box:
-        st.caption("This link reopens the page with exactly these settings.")
+        st.caption(t("ui.share_caption"))
         if box.open:
             st.code(share.share_url(st.context.url, url_path, params), language=None)
     return params

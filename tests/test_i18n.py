@@ -12,7 +12,9 @@ from specviz import i18n
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Pages whose every visible string comes from the catalogues (the rest are being translated).
-TRANSLATED = ("pages/home.py",)
+TRANSLATED = ("pages/home.py", "pages/engine-monitor.py")
+#: A link that makes the page show more of itself (in zh, every part must be Chinese).
+PAGE_QUERY = {"pages/engine-monitor.py": {"endpoints": "http://127.0.0.1:1", "c_src": "the Hardware page's model"}}
 #: Catalogue texts the same in both languages: proper names and symbols.
 SAME_IN_BOTH = {"specviz"}
 
@@ -62,15 +64,17 @@ def test_language_from_the_browser_locale(locale, lang):
 
 
 def visible_texts(at) -> list[str]:
-    """Every string a person reads on the page: titles, headers, markdown, captions, links, sidebar."""
-    out = [e.value for kind in ("title", "header", "subheader", "markdown", "caption") for e in getattr(at, kind)]
-    return out + [link.label for link in at.page_link]
+    """Every string a person reads on the page: titles, headers, text, messages, links and widget labels."""
+    kinds = ("title", "header", "subheader", "markdown", "caption", "info", "warning", "error", "success")
+    out = [e.value for kind in kinds for e in getattr(at, kind)]
+    widgets = ("text_area", "text_input", "number_input", "selectbox", "toggle", "button", "expander", "metric")
+    return out + [link.label for link in at.page_link] + [w.label for kind in widgets for w in getattr(at, kind)]
 
 
 @pytest.mark.parametrize("page", TRANSLATED)
 def test_a_translated_page_shows_no_english_catalogue_text_in_chinese(page):
     script = "app.py" if page == "pages/home.py" else page
-    at = open_app(script, lang="zh")
+    at = open_app(script, lang="zh", **PAGE_QUERY.get(page, {}))
     english = {v for v in i18n.catalogue("en").values() if v not in SAME_IN_BOTH}
     shown = visible_texts(at)
     assert shown and not [s for s in shown if s in english]
