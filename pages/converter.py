@@ -8,6 +8,20 @@ from specviz.share import Param, by_key
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 
+
+def label(metric: str) -> str:
+    """A metric's short name in the session's language."""
+    return ui.t(f"metric.{metric}.label")
+
+
+def glossary_table():
+    """The glossary with its definitions and headers in the session's language (engine terms stay as engines spell them)."""
+    table = glossary.engine_terms()
+    for column in ("definition", "ours"):
+        table[column] = [ui.t(f"glossary.{i}.{column}") for i in range(len(table))]
+    return table.rename(columns={col: ui.t(f"glossary.col.{col}") for col in table.columns})
+
+
 PAGE, URL = "converter", "converter"
 SPEC = (
     Param("metric", "mean_tokens", "choice", choices=tuple(theory.METRICS)),
@@ -19,11 +33,8 @@ SPEC = (
 P = by_key(SPEC)
 
 
-st.title("Metric converter & glossary")
-st.caption(
-    "Engines report the same acceptance behaviour under different names and definitions. Enter any one "
-    "of them with K and read off the rest (i.i.d. model with per-token acceptance α)."
-)
+st.title(ui.t("conv.title"))
+st.caption(ui.t("conv.intro"))
 ui.restore(PAGE, SPEC)
 
 # Laid out top to bottom: inputs, numbers, chart; sent chart first (the widgets' values are in session_state
@@ -38,20 +49,29 @@ except ValueError as exc:
 else:
     alpha, k = float(converted["alpha"]), view["k"]
     grid = np.linspace(0.0, 1.0, 201)
-    series = {theory.METRICS[m].label: y for m, y in theory.convert_metric(grid, k, "alpha").items()}
-    point = {theory.METRICS[m].label: float(y) for m, y in converted.items()}
-    st.plotly_chart(figures.metrics_vs_alpha(grid, series, point), key="fig_metrics")
+    series = {label(m): y for m, y in theory.convert_metric(grid, k, "alpha").items()}
+    point = {label(m): float(y) for m, y in converted.items()}
+    fig = figures.metrics_vs_alpha(grid, series, point)
+    fig.update_layout(xaxis_title=ui.t("conv.axis_alpha"), yaxis_title=ui.t("conv.axis_value"))
+    st.plotly_chart(fig, key="fig_metrics")
     with numbers:
         cols = st.columns(len(converted))
         for col, (name, value) in zip(cols, converted.items(), strict=True):
-            m = theory.METRICS[name]
-            col.metric(m.label, f"{float(value):.4f}", help=f"{m.description}; range {m.allowed}")
+            col.metric(
+                label(name),
+                f"{float(value):.4f}",
+                help=ui.t(
+                    "conv.metric_help", what=ui.t(f"metric.{name}.description"), range=theory.METRICS[name].allowed
+                ),
+            )
         st.caption(
-            f"E[N] = {float(converted['mean_tokens']):.4f} tokens per round at K = {k} ⇔ α = {alpha:.4f}. "
-            "Per-position view: a vLLM per-position acceptance rate at position i (0-based) is α^(i+1) = "
-            + ", ".join(f"{alpha ** (i + 1):.3f}" for i in range(min(k, 8)))
-            + ("…" if k > 8 else "")
-            + "."
+            ui.t(
+                "conv.per_position",
+                en=f"{float(converted['mean_tokens']):.4f}",
+                k=k,
+                alpha=f"{alpha:.4f}",
+                rates=", ".join(f"{alpha ** (i + 1):.3f}" for i in range(min(k, 8))) + ("…" if k > 8 else ""),
+            )
         )
 
 col_metric, col_value, col_k = inputs.columns([2, 1, 1])
@@ -59,28 +79,27 @@ with col_metric:
     ui.selectbox(
         PAGE,
         P["metric"],
-        "I have this metric",
-        format_func=lambda m: f"{theory.METRICS[m].label} — {theory.METRICS[m].description}",
+        ui.t("conv.have_metric"),
+        format_func=lambda m: f"{label(m)} — {ui.t(f'metric.{m}.description')}",
     )
 with col_value:
     ui.number_input(
         PAGE,
         P["value"],
-        "value",
+        ui.t("conv.value"),
         step=0.01,
         format="%.4f",
-        help="Allowed range depends on the metric and K: "
-        + "; ".join(f"{m.label}: {m.allowed}" for m in theory.METRICS.values()),
+        help=ui.t("conv.value_help", ranges="; ".join(f"{label(n)}: {m.allowed}" for n, m in theory.METRICS.items())),
     )
 with col_k:
-    ui.number_input(PAGE, P["k"], "K (draft length)")
+    ui.number_input(PAGE, P["k"], ui.t("conv.k"))
 
-st.subheader("Speed ratio conventions")
+st.subheader(ui.t("conv.conventions"))
 col_conv, col_ratio = st.columns(2)
 with col_conv:
-    ui.radio(PAGE, P["conv"], "I have", format_func=grids.C_CONVENTIONS.get, horizontal=True)
+    ui.radio(PAGE, P["conv"], ui.t("conv.have"), format_func=lambda v: ui.t(f"conv.convention.{v}"), horizontal=True)
 with col_ratio:
-    ui.number_input(PAGE, P["ratio"], "value", format="%.4g")
+    ui.number_input(PAGE, P["ratio"], ui.t("conv.value"), format="%.4g")
 view = ui.values(PAGE, SPEC)
 try:
     c = float(grids.to_c(view["ratio"], view["conv"]))
@@ -88,10 +107,10 @@ except ValueError as exc:
     ui.show_error(exc)
 else:
     c1, c2 = st.columns(2)
-    c1.metric("c = T_target / T_draft (specviz)", f"{c:.4g}")
-    c2.metric("c_L = T_draft / T_target (Leviathan et al.)", f"{float(theory.c_to_leviathan(c)):.4g}")
+    c1.metric(ui.t("conv.c_ours"), f"{c:.4g}")
+    c2.metric(ui.t("conv.c_l"), f"{float(theory.c_to_leviathan(c)):.4g}")
 
-st.subheader("Glossary: what each engine calls it")
-ui.static_table(glossary.engine_terms())
+st.subheader(ui.t("conv.glossary"))
+ui.static_table(glossary_table())
 
 ui.publish(PAGE, SPEC, URL)
