@@ -452,3 +452,33 @@ def test_engine_monitor_reads_a_running_llama_server(app_url, page, llama_server
     values = main.locator('[data-testid="stMetricValue"]').all_inner_texts()
     assert values and values[0] != "—", values
     full_page_screenshot(page, screenshot_dir / "engine-monitor-llamacpp.png")
+
+
+ZH_PAGES = [("/", "home"), ("/engine-monitor", "engine-monitor"), ("/converter", "converter")]  # translated so far
+
+
+@pytest.mark.parametrize(("path", "name"), ZH_PAGES, ids=[name for _, name in ZH_PAGES])
+def test_chinese_pages_render_with_a_cjk_font(app_url, page, screenshot_dir, path, name):
+    """?lang=zh opens the page in Chinese; the browser has a CJK font, so no glyph falls back to a tofu box."""
+    open_page(page, f"{app_url}{path}?lang=zh", charts=path == "/converter")
+    assert_no_exception(page, path)
+    title = page.locator('[data-testid="stMain"] h1').first.inner_text()
+    assert any("\u4e00" <= ch <= "\u9fff" for ch in title) or title == "specviz", title
+    sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
+    assert "中文" in sidebar and "设计空间" in sidebar  # the switch and the translated navigation
+    fonts = rendering_fonts(page, "设计空间")  # the navigation's "Design space"
+    assert any("CJK" in f["familyName"] for f in fonts), f"Chinese drawn without a CJK font (tofu): {fonts}"
+    full_page_screenshot(page, screenshot_dir / f"zh-{name}.png")
+
+
+def rendering_fonts(page, text: str) -> list[dict]:
+    """The platform fonts Chromium actually drew ``text`` with (DevTools protocol), glyph counts included.
+
+    The innermost element whose own text is ``text`` is marked, then found by the protocol.
+    """
+    page.get_by_text(text, exact=True).first.evaluate("e => e.setAttribute('data-font-probe', '1')")
+    cdp = page.context.new_cdp_session(page)
+    root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+    cdp.send("CSS.enable")
+    node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": "[data-font-probe]"})["nodeId"]
+    return cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
