@@ -55,25 +55,54 @@ def optimum_maps(c_lo, c_hi, conv, k_max, v, o):
     return grids.optimal_k_grids(alpha, grids.log_axis(c_lo, c_hi, N_C, conv), conv, k_max, v, o)
 
 
+CHAPTER_COLUMNS = {
+    f"be.col.{name}"
+    for name in (
+        "E[N] chapter",
+        "E[N] computed",
+        "speedup chapter",
+        "speedup computed",
+        "matches",
+        "quantity",
+        "chapter",
+        "computed",
+    )
+}
+
+
+def headed(table):
+    """A chapter table with its headers (and row names) in the session's language; α, c, K stay symbols."""
+    table = table.rename(columns={c: ui.t(f"be.col.{c}") for c in table.columns if f"be.col.{c}" in CHAPTER_COLUMNS})
+    matches = ui.t("be.col.matches")
+    table[matches] = [ui.t("be.yes") if m else ui.t("be.no") for m in table[matches]]
+    quantity = ui.t("be.col.quantity")
+    if quantity in table.columns:
+        names = {"speedup, K = 4": "be.q.speedup_k4", "speedup, K = 8": "be.q.speedup_k8"}
+        table[quantity] = [ui.t(names[q]) if q in names else q for q in table[quantity]]
+    return table
+
+
 def sidebar_controls(conv: str) -> None:
     """The controls, drawn after the open tab (their values are read from session_state before)."""
     with st.sidebar:
-        st.header("Controls")
+        st.header(ui.t("be.controls"))
         ui.radio(
-            PAGE, P["conv"], "Speed-ratio convention", on_change=flip_convention, format_func=grids.C_CONVENTIONS.get
+            PAGE,
+            P["conv"],
+            ui.t("be.convention"),
+            on_change=flip_convention,
+            format_func=lambda v: ui.t(f"conv.convention.{v}"),
         )
-        ui.multiselect(
-            PAGE, P["curves"], f"{conv} values for the frontier curves", CURVE_CHOICES, accept_new_options=True
-        )
-        ui.slider(PAGE, P["k_max"], "K max")
+        ui.multiselect(PAGE, P["curves"], ui.t("be.curves", conv=conv), CURVE_CHOICES, accept_new_options=True)
+        ui.slider(PAGE, P["k_max"], ui.t("be.k_max"))
         c_min_col, c_max_col = st.columns(2)
         with c_min_col:
-            ui.number_input(PAGE, P["c_min"], f"{conv} min", format="%.4g")
+            ui.number_input(PAGE, P["c_min"], ui.t("be.min", conv=conv), format="%.4g")
         with c_max_col:
-            ui.number_input(PAGE, P["c_max"], f"{conv} max", format="%.4g")
-        st.subheader("Measured-cost model")
-        ui.number_input(PAGE, P["v"], "v — extra verify cost per drafted token", step=0.01, format="%.3f")
-        ui.number_input(PAGE, P["o"], "o — fixed overhead per round (target steps)", step=0.05, format="%.3f")
+            ui.number_input(PAGE, P["c_max"], ui.t("be.max", conv=conv), format="%.4g")
+        st.subheader(ui.t("be.cost_model"))
+        ui.number_input(PAGE, P["v"], ui.t("be.v"), step=0.01, format="%.3f")
+        ui.number_input(PAGE, P["o"], ui.t("be.o"), step=0.05, format="%.3f")
 
 
 def frontier_tab(view: dict, conv: str) -> None:
@@ -87,13 +116,10 @@ def frontier_tab(view: dict, conv: str) -> None:
     left, right = st.columns(2)
     with left:
         st.plotly_chart(figures.break_even_curves(ks, alpha_star), key="fig_curves")
-        st.caption(
-            "Above a curve speculation is faster than the target alone. A curve that stops or is missing "
-            "never pays off at those K (in the basic model: whenever c ≤ 1)."
-        )
+        st.caption(ui.t("be.curves_caption"))
     with right:
         st.plotly_chart(figures.break_even_map(be_map), key="fig_be_map")
-        ui.csv_download("Download α*(K, c) (CSV)", be_map.tidy, "break_even.csv", key="dl_be")
+        ui.csv_download(ui.t("be.dl_frontier"), be_map.tidy, "break_even.csv", key="dl_be")
 
 
 def optimum_tab(view: dict, conv: str) -> None:
@@ -104,17 +130,24 @@ def optimum_tab(view: dict, conv: str) -> None:
     if view["opt_map"] == "K*(α, c)":
         st.plotly_chart(figures.optimal_k_map(k_map), key="fig_kstar")
     else:
-        st.plotly_chart(figures.grid_figure(s_map, break_even=True, title="Speedup at K*"), key="fig_sstar")
+        st.plotly_chart(figures.grid_figure(s_map, break_even=True, title=ui.t("be.s_at_kstar")), key="fig_sstar")
     with opt_radio:
-        ui.radio(PAGE, P["opt_map"], "Map", horizontal=True, label_visibility="collapsed")
+        ui.radio(
+            PAGE,
+            P["opt_map"],
+            ui.t("be.map"),
+            horizontal=True,
+            label_visibility="collapsed",
+            format_func=lambda v: ui.t("be.s_at_kstar") if v == "Speedup at K*" else v,
+        )
     ui.csv_download(
-        "Download K* and S(K*) (CSV)",
+        ui.t("be.dl_kstar"),
         lambda: k_map.tidy().assign(speedup_at_optimal_k=s_map.z.ravel()),
         "optimal_k.csv",
         key="dl_kstar",
     )
 
-    st.subheader("f(K) for one (α, c)")
+    st.subheader(ui.t("be.f_of_k"))
     col_a, col_c = st.columns(2)
     with col_a:
         ui.number_input(PAGE, P["f_alpha"], "α", step=0.01, format="%.4f")
@@ -127,43 +160,48 @@ def optimum_tab(view: dict, conv: str) -> None:
     k_star = int(best.k)
     if k_star == 0:
         st.metric(
-            "Optimal K",
-            "don't speculate",
-            delta=f"best S over K = 1..{k_max} is {float(s_of_k.max()):.3f}× ≤ 1",
+            ui.t("be.optimal_k"),
+            ui.t("be.dont"),
+            delta=ui.t("be.best_below", k_max=k_max, s=f"{float(s_of_k.max()):.3f}"),
             delta_color="off",
         )
     else:
-        st.metric("Optimal K", str(k_star), delta=f"S = {float(best.speedup):.3f}×", delta_color="off")
+        st.metric(ui.t("be.optimal_k"), str(k_star), delta=f"S = {float(best.speedup):.3f}×", delta_color="off")
     st.plotly_chart(figures.speedup_vs_k(ks, s_of_k, k_star, float(best.speedup)), key="fig_fk")
 
 
 def chapter_tab(view: dict, conv: str) -> None:
     """The source chapter's printed values beside the same quantities from specviz.theory (no control applies)."""
-    st.caption("Printed values from the source chapter beside the same quantities from specviz.theory.")
+    st.caption(ui.t("be.chapter_caption"))
     numbers = {"α": "g", "c": "g", "computed": ".4f", "E[N] computed": ".4f", "speedup computed": ".4f"}
+    numbers = {
+        ui.t(f"be.col.{name}") if f"be.col.{name}" in CHAPTER_COLUMNS else name: f for name, f in numbers.items()
+    }
     t44, ex2 = st.columns(2)
     with t44:
-        st.markdown("**Table 4.4 — E[N]**")
-        ui.static_table(chapter.table_4_4(), numbers)
+        st.markdown(ui.t("be.t44"))
+        ui.static_table(headed(chapter.table_4_4()), numbers)
     with ex2:
-        st.markdown("**Exercise 2 — c = 8, α = 0.7**")
-        ui.static_table(chapter.exercise_2(), numbers)
-    st.markdown("**Table 5.3 — speedup**")
-    ui.static_table(chapter.table_5_3(), numbers)
+        st.markdown(ui.t("be.ex2"))
+        ui.static_table(headed(chapter.exercise_2()), numbers)
+    st.markdown(ui.t("be.t53"))
+    ui.static_table(headed(chapter.table_5_3()), numbers)
 
 
 TABS = {"Break-even frontier": frontier_tab, "Optimal K": optimum_tab, "Chapter numbers": chapter_tab}
 
-st.title("Break-even & optimal K")
-st.caption(
-    "Speculation pays only when E[N] > 1 + vK + o + K/c. These views show where that line runs and "
-    "which draft length K gets the most out of a given (α, c)."
-)
+st.title(ui.t("be.title"))
+st.caption(ui.t("be.intro"))
 ui.restore(PAGE, SPEC)
 
 conv = st.session_state[key("conv")]
 # One tab's content per script run (lazy tabs): a link opens with the frontier's two charts to draw.
-ui.show_open_tab(PAGE, P["view"], TABS, ui.values(PAGE, SPEC), conv)
+TAB_KEYS = {
+    "Break-even frontier": "be.tab.frontier",
+    "Optimal K": "be.tab.optimum",
+    "Chapter numbers": "be.tab.chapter",
+}
+ui.show_open_tab(PAGE, P["view"], TABS, ui.values(PAGE, SPEC), conv, format_func=lambda v: ui.t(TAB_KEYS[v]))
 # The controls are sent after the open tab's charts: a fresh browser loads plotly's code first.
 sidebar_controls(conv)
 ui.publish(PAGE, SPEC, URL)

@@ -143,19 +143,39 @@ def _clean_list(widget_key: str, p: share.Param) -> None:
         st.session_state[_note_key(widget_key)] = note
 
 
-def tabs(page: str, p: share.Param) -> dict[str, Any]:
-    """Lazy ``st.tabs`` over the Param's ``choices``: ``{label: tab}``; only the open tab's ``.open`` is True.
+def tabs(page: str, p: share.Param, format_func: Callable[[Any], str] | None = None) -> dict[str, Any]:
+    """Lazy ``st.tabs`` over the Param's ``choices``: ``{choice: tab}``; only the open tab's ``.open`` is True.
 
     Switching tabs reruns the script, so a page draws (and sends) only the open tab's content;
     the open tab is the Param's value, mirrored in the URL like any other control.
+    ``format_func`` gives each choice's label (e.g. in the session's language): the tabs then run
+    on a widget of their own, keyed ``<control>._label``, and the Param keeps the choice itself.
     """
-    return dict(zip(p.choices, st.tabs(p.choices, key=key(page, p.key), on_change="rerun"), strict=True))
+    k = key(page, p.key)
+    if format_func is None:
+        return dict(zip(p.choices, st.tabs(p.choices, key=k, on_change="rerun"), strict=True))
+    labels = [format_func(c) for c in p.choices]
+    label_key = f"{k}._label"
+    st.session_state[label_key] = labels[p.choices.index(st.session_state[k])]
+    made = st.tabs(labels, key=label_key, on_change=_picked_tab, args=(k, label_key, p.choices, labels))
+    return dict(zip(p.choices, made, strict=True))
 
 
-def show_open_tab(page: str, p: share.Param, sections: dict[str, Callable[..., None]], *args: Any) -> None:
+def _picked_tab(k: str, label_key: str, choices: tuple, labels: list[str]) -> None:
+    """on_change of a labelled :func:`tabs`: the Param takes the choice of the clicked label."""
+    st.session_state[k] = choices[labels.index(st.session_state[label_key])]
+
+
+def show_open_tab(
+    page: str,
+    p: share.Param,
+    sections: dict[str, Callable[..., None]],
+    *args: Any,
+    format_func: Callable[[Any], str] | None = None,
+) -> None:
     """Draw the lazy tabs of :func:`tabs` and run the open one's ``sections[label](*args)`` inside it;
     a ``ValueError`` it raises is shown with :func:`show_error`."""
-    for label, tab in tabs(page, p).items():
+    for label, tab in tabs(page, p, format_func).items():
         if tab.open:
             with tab:
                 try:

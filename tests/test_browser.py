@@ -454,13 +454,18 @@ def test_engine_monitor_reads_a_running_llama_server(app_url, page, llama_server
     full_page_screenshot(page, screenshot_dir / "engine-monitor-llamacpp.png")
 
 
-ZH_PAGES = [("/", "home"), ("/engine-monitor", "engine-monitor"), ("/converter", "converter")]  # translated so far
+ZH_PAGES = [  # translated so far
+    ("/", "home"),
+    ("/engine-monitor", "engine-monitor"),
+    ("/converter", "converter"),
+    ("/break-even", "break-even"),
+]
 
 
 @pytest.mark.parametrize(("path", "name"), ZH_PAGES, ids=[name for _, name in ZH_PAGES])
 def test_chinese_pages_render_with_a_cjk_font(app_url, page, screenshot_dir, path, name):
     """?lang=zh opens the page in Chinese; the browser has a CJK font, so no glyph falls back to a tofu box."""
-    open_page(page, f"{app_url}{path}?lang=zh", charts=path == "/converter")
+    open_page(page, f"{app_url}{path}?lang=zh", charts=path in ("/converter", "/break-even"))
     assert_no_exception(page, path)
     title = page.locator('[data-testid="stMain"] h1').first.inner_text()
     assert any("\u4e00" <= ch <= "\u9fff" for ch in title) or title == "specviz", title
@@ -482,3 +487,11 @@ def rendering_fonts(page, text: str) -> list[dict]:
     cdp.send("CSS.enable")
     node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": "[data-font-probe]"})["nodeId"]
     return cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+
+
+def test_a_chinese_tab_click_opens_it_and_the_link_keeps_its_choice(app_url, page):
+    open_page(page, f"{app_url}/break-even?lang=zh", charts=True)
+    page.get_by_role("tab", name="最优 K").click()
+    expect(page.get_by_text("某一 (α, c) 下的 f(K)")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    wait_drawn(page)
+    assert query(page.url).get("view") == ["Optimal K"] and query(page.url).get("lang") == ["zh"]

@@ -12,9 +12,12 @@ from specviz import i18n
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Pages whose every visible string comes from the catalogues (the rest are being translated).
-TRANSLATED = ("pages/home.py", "pages/engine-monitor.py", "pages/converter.py")
+TRANSLATED = ("pages/home.py", "pages/engine-monitor.py", "pages/converter.py", "pages/break-even.py")
 #: A link that makes the page show more of itself (in zh, every part must be Chinese).
-PAGE_QUERY = {"pages/engine-monitor.py": {"endpoints": "http://127.0.0.1:1", "c_src": "the Hardware page's model"}}
+PAGE_QUERY = {
+    "pages/engine-monitor.py": {"endpoints": "http://127.0.0.1:1", "c_src": "the Hardware page's model"},
+    "pages/break-even.py": {"view": "Chapter numbers"},
+}
 #: Catalogue texts the same in both languages besides symbols and formulas: proper names, engine identifiers.
 SAME_IN_BOTH = {"specviz", "accept len / speculative_num_draft_tokens"}
 WORD = re.compile(r"(?<![\w])[A-Za-z]{3,}(?![\w])")  # an English word (not α, K, E[N], c_L, T_draft)
@@ -106,3 +109,19 @@ def test_switching_language_keeps_every_other_control():
     rerun(at)
     assert at.number_input(key="converter.k").value == 7 and at.number_input(key="converter.value").value == 3.5
     assert at.query_params["lang"] == "zh" and at.query_params["k"] == "7"
+
+
+def test_the_chapter_tables_show_the_chapters_own_headings_in_chinese():
+    at = open_app("pages/break-even.py", lang="zh", view="Chapter numbers")
+    shown = " ".join(m.value for m in at.markdown)
+    assert "4.4 数值算例" in shown and "5.3 数值算例" in shown and "题 2（计算）" in shown
+    assert "（章节）" in shown and "加速比（计算）" in shown and "| 是 |" in shown  # headers and verdicts
+    assert [t.label for t in at.tabs] == ["盈亏平衡边界", "最优 K", "章节数值"]
+
+
+def test_a_translated_tab_opens_by_its_choice_and_keeps_it_in_the_link():
+    at = open_app("pages/break-even.py", lang="zh")
+    at.session_state["breakeven.view"] = "Optimal K"  # the choice, as a link or a click sets it
+    rerun(at)
+    assert at.query_params["view"] == "Optimal K" and any(m.label == "最优 K" for m in at.metric)
+    assert at.session_state["breakeven.view._label"] == "最优 K"  # the tabs show the choice's label
