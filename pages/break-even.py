@@ -89,7 +89,7 @@ def sidebar_controls(conv: str) -> None:
         ui.radio(
             PAGE,
             P["conv"],
-            ui.t("be.convention"),
+            ui.t("common.convention"),
             on_change=flip_convention,
             format_func=lambda v: ui.t(f"conv.convention.{v}"),
         )
@@ -97,12 +97,12 @@ def sidebar_controls(conv: str) -> None:
         ui.slider(PAGE, P["k_max"], ui.t("be.k_max"))
         c_min_col, c_max_col = st.columns(2)
         with c_min_col:
-            ui.number_input(PAGE, P["c_min"], ui.t("be.min", conv=conv), format="%.4g")
+            ui.number_input(PAGE, P["c_min"], ui.t("common.min", conv=conv), format="%.4g")
         with c_max_col:
-            ui.number_input(PAGE, P["c_max"], ui.t("be.max", conv=conv), format="%.4g")
-        st.subheader(ui.t("be.cost_model"))
-        ui.number_input(PAGE, P["v"], ui.t("be.v"), step=0.01, format="%.3f")
-        ui.number_input(PAGE, P["o"], ui.t("be.o"), step=0.05, format="%.3f")
+            ui.number_input(PAGE, P["c_max"], ui.t("common.max", conv=conv), format="%.4g")
+        st.subheader(ui.t("common.cost_model"))
+        ui.number_input(PAGE, P["v"], ui.t("common.v"), step=0.01, format="%.3f")
+        ui.number_input(PAGE, P["o"], ui.t("common.o"), step=0.05, format="%.3f")
 
 
 def frontier_tab(view: dict, conv: str) -> None:

@@ -63,24 +63,28 @@ def speedup_k_map(a_lo, a_hi, k_max, c, v, o):
 def sidebar_controls(conv: str) -> None:
     """The map controls, drawn after the first chart (their values are read from session_state before)."""
     with st.sidebar:
-        st.header("Maps")
-        ui.radio(PAGE, P["view"], "Chart type", horizontal=True)
+        st.header(ui.t("ds.maps"))
+        ui.radio(PAGE, P["view"], ui.t("ds.chart_type"), horizontal=True, format_func=lambda v: ui.t(f"ds.view.{v}"))
         ui.radio(
-            PAGE, P["conv"], "Speed-ratio convention", on_change=flip_convention, format_func=grids.C_CONVENTIONS.get
+            PAGE,
+            P["conv"],
+            ui.t("common.convention"),
+            on_change=flip_convention,
+            format_func=lambda v: ui.t(f"conv.convention.{v}"),
         )
-        ui.slider(PAGE, P["alpha"], "α range", step=0.01)
+        ui.slider(PAGE, P["alpha"], ui.t("ds.alpha_range"), step=0.01)
         c_min_col, c_max_col = st.columns(2)
         with c_min_col:
-            ui.number_input(PAGE, P["c_min"], f"{conv} min", format="%.4g")
+            ui.number_input(PAGE, P["c_min"], ui.t("common.min", conv=conv), format="%.4g")
         with c_max_col:
-            ui.number_input(PAGE, P["c_max"], f"{conv} max", format="%.4g")
-        ui.slider(PAGE, P["k"], "K for the (α, c) map")
-        ui.slider(PAGE, P["k_max"], "K max for the (α, K) maps")
-        ui.number_input(PAGE, P["c_fix"], f"{conv} for the (α, K) map", format="%.4g")
-        st.subheader("Measured-cost model")
-        st.caption("S = E[N] / (1 + vK + o + K/c). Leave both at 0 for the basic model.")
-        ui.number_input(PAGE, P["v"], "v — extra verify cost per drafted token", step=0.01, format="%.3f")
-        ui.number_input(PAGE, P["o"], "o — fixed overhead per round (target steps)", step=0.05, format="%.3f")
+            ui.number_input(PAGE, P["c_max"], ui.t("common.max", conv=conv), format="%.4g")
+        ui.slider(PAGE, P["k"], ui.t("ds.k"))
+        ui.slider(PAGE, P["k_max"], ui.t("ds.k_max"))
+        ui.number_input(PAGE, P["c_fix"], ui.t("ds.c_fix", conv=conv), format="%.4g")
+        st.subheader(ui.t("common.cost_model"))
+        st.caption(ui.t("ds.cost_caption"))
+        ui.number_input(PAGE, P["v"], ui.t("common.v"), step=0.01, format="%.3f")
+        ui.number_input(PAGE, P["o"], ui.t("common.o"), step=0.05, format="%.3f")
 
 
 def maps_tab(view: dict, conv: str) -> None:
@@ -91,18 +95,25 @@ def maps_tab(view: dict, conv: str) -> None:
     shown_radio = st.empty()  # filled after the chart: a fresh browser loads plotly before the radio's code
     if view["map"] == MAPS[0]:
         grid = speedup_c_map(a_lo, a_hi, view["c_min"], view["c_max"], conv, view["k"], v, o)
-        break_even, title, file_name, name = True, f"Speedup at K = {view['k']}", "speedup_alpha_c.csv", "s_c"
+        break_even, title, file_name, name = True, ui.t("ds.title_s_k", k=view["k"]), "speedup_alpha_c.csv", "s_c"
     elif view["map"] == MAPS[1]:
         grid = speedup_k_map(a_lo, a_hi, view["k_max"], float(grids.to_c(view["c_fix"], conv)), v, o)
-        break_even, title = True, f"Speedup at {conv} = {view['c_fix']:.4g}"
+        break_even, title = True, ui.t("ds.title_s_c", conv=conv, c=f"{view['c_fix']:.4g}")
         file_name, name = "speedup_alpha_k.csv", "s_k"
     else:
         grid = expected_tokens_map(a_lo, a_hi, view["k_max"])
-        break_even, title, file_name, name = False, "Expected tokens per round", "expected_tokens.csv", "en"
+        break_even, title, file_name, name = False, ui.t("ds.title_en"), "expected_tokens.csv", "en"
     st.plotly_chart(figures.grid_figure(grid, mode=mode, break_even=break_even, title=title), key=f"fig_{name}")
     with shown_radio:
-        ui.radio(PAGE, P["map"], "Map", horizontal=True, label_visibility="collapsed")
-    ui.csv_download("Download this grid (CSV)", grid.tidy, file_name, key=f"dl_{name}")
+        ui.radio(
+            PAGE,
+            P["map"],
+            ui.t("ds.map"),
+            horizontal=True,
+            label_visibility="collapsed",
+            format_func=lambda v: ui.t(f"ds.map.{MAPS.index(v)}"),
+        )
+    ui.csv_download(ui.t("ds.dl"), grid.tidy, file_name, key=f"dl_{name}")
 
 
 def inspector_tab(view: dict, conv: str) -> None:
@@ -122,16 +133,16 @@ def inspector_tab(view: dict, conv: str) -> None:
     a_star = float(theory.break_even_alpha(k, c, v, o))
     best = theory.optimal_k(alpha, c, K_MAX, v, o)
     m1, m2, m3, m4 = st.columns(4)
-    m1.metric("E[N] tokens per round", f"{e_n:.4f}")
-    m2.metric("Speedup S", f"{s:.4f}×", delta=f"{s - 1:+.1%} vs target alone")
+    m1.metric(ui.t("ds.en"), f"{e_n:.4f}")
+    m2.metric(ui.t("ds.s"), f"{s:.4f}×", delta=ui.t("ds.vs", d=f"{s - 1:+.1%}"))
     m3.metric(
-        "Break-even α*",
-        "never pays off" if a_star != a_star else f"{a_star:.4f}",
-        help="The α at which S = 1 for this K and c.",
+        ui.t("ds.a_star"),
+        ui.t("ds.never") if a_star != a_star else f"{a_star:.4f}",
+        help=ui.t("ds.a_star_help"),
     )
     m4.metric(
-        f"Optimal K (1..{K_MAX})",
-        "don't speculate" if best.k == 0 else f"{int(best.k)}",
+        ui.t("ds.k_opt", k_max=K_MAX),
+        ui.t("be.dont") if best.k == 0 else f"{int(best.k)}",
         delta=f"S = {float(best.speedup):.3f}×",
         delta_color="off",
     )
@@ -140,13 +151,14 @@ def inspector_tab(view: dict, conv: str) -> None:
 
 TABS = {"Maps": maps_tab, "Point inspector": inspector_tab}
 
-st.title("Design space")
-st.caption("How E[N] and the speedup depend on α, K and c. Black line: S = 1 — left of it speculation is slower.")
+st.title(ui.t("ds.title"))
+st.caption(ui.t("ds.intro"))
 ui.restore(PAGE, SPEC)
 
 conv = st.session_state[key("conv")]
 # One tab's content per script run (lazy tabs): a link opens with one map to send and draw.
-ui.show_open_tab(PAGE, P["tab"], TABS, ui.values(PAGE, SPEC), conv)
+TAB_KEYS = {"Maps": "ds.tab.maps", "Point inspector": "ds.tab.inspector"}
+ui.show_open_tab(PAGE, P["tab"], TABS, ui.values(PAGE, SPEC), conv, format_func=lambda v: ui.t(TAB_KEYS[v]))
 # The controls are sent after the open tab's chart: a fresh browser loads plotly's code first.
 sidebar_controls(conv)
 ui.publish(PAGE, SPEC, URL)

@@ -459,13 +459,14 @@ ZH_PAGES = [  # translated so far
     ("/engine-monitor", "engine-monitor"),
     ("/converter", "converter"),
     ("/break-even", "break-even"),
+    ("/design-space", "design-space"),
 ]
 
 
 @pytest.mark.parametrize(("path", "name"), ZH_PAGES, ids=[name for _, name in ZH_PAGES])
 def test_chinese_pages_render_with_a_cjk_font(app_url, page, screenshot_dir, path, name):
     """?lang=zh opens the page in Chinese; the browser has a CJK font, so no glyph falls back to a tofu box."""
-    open_page(page, f"{app_url}{path}?lang=zh", charts=path in ("/converter", "/break-even"))
+    open_page(page, f"{app_url}{path}?lang=zh", charts=path in ("/converter", "/break-even", "/design-space"))
     assert_no_exception(page, path)
     title = page.locator('[data-testid="stMain"] h1').first.inner_text()
     assert any("\u4e00" <= ch <= "\u9fff" for ch in title) or title == "specviz", title

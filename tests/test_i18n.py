@@ -12,11 +12,18 @@ from specviz import i18n
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Pages whose every visible string comes from the catalogues (the rest are being translated).
-TRANSLATED = ("pages/home.py", "pages/engine-monitor.py", "pages/converter.py", "pages/break-even.py")
+TRANSLATED = (
+    "pages/home.py",
+    "pages/engine-monitor.py",
+    "pages/converter.py",
+    "pages/break-even.py",
+    "pages/design-space.py",
+)
 #: A link that makes the page show more of itself (in zh, every part must be Chinese).
 PAGE_QUERY = {
     "pages/engine-monitor.py": {"endpoints": "http://127.0.0.1:1", "c_src": "the Hardware page's model"},
     "pages/break-even.py": {"view": "Chapter numbers"},
+    "pages/design-space.py": {"tab": "Point inspector", "i_c": "0.5"},  # "never pays off", "don't speculate"
 }
 #: Catalogue texts the same in both languages besides symbols and formulas: proper names, engine identifiers.
 SAME_IN_BOTH = {"specviz", "accept len / speculative_num_draft_tokens"}
