@@ -30,7 +30,7 @@ from _report import ROOT, machine_line, record, summary
 
 sys.path.insert(0, str(ROOT / "tests"))  # the loopback test server (tests/_http.py)
 
-from _http import send_bytes, serve
+from _http import send_bytes, serve, vllm_metrics
 from streamlit.runtime.scriptrunner import script_cache
 from streamlit.testing.v1 import AppTest
 
@@ -49,20 +49,10 @@ def metrics_route(delay_s: float):
             state["n"] += 1
             n = state["n"]
         time.sleep(delay_s)
-        lines = []
-        for engine in ("0", "1"):
-            labels = f'engine="{engine}",model_name="bench/model"'
-            lines += [
-                f"vllm:spec_decode_num_drafts_total{{{labels}}} {100 * n}",
-                f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {300 * n}",
-                f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {170 * n}",
-                f"vllm:generation_tokens_total{{{labels}}} {380 * n}",
-            ]
-            lines += [
-                f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {a * n}'
-                for i, a in enumerate((80, 55, 35))
-            ]
-        send_bytes(h, "\n".join(lines) + "\n")
+        body = vllm_metrics(
+            n, engines=("0", "1"), model="bench/model", accepted=170, generated=380, per_position=(80, 55, 35)
+        )
+        send_bytes(h, body)
 
     return route
 

@@ -176,3 +176,35 @@ class FakeEngine:
         """Serve this engine; yields its base URL."""
         with serve({("POST", "/v1/completions"): self.completions}) as url:
             yield url
+
+
+def vllm_metrics(
+    scrape: int,
+    *,
+    engines: tuple[str, ...] = ("0",),
+    model: str = "fake/llama",
+    drafts: int = 100,
+    accepted: int = 180,
+    generated: int = 400,
+    per_position: tuple[int, ...] = (80, 60, 40),
+) -> str:
+    """A vLLM V1 /metrics body whose counters stand at ``scrape`` intervals, for each engine.
+
+    Every interval adds ``drafts`` drafts of K = len(per_position) tokens, ``accepted`` accepted
+    tokens (``per_position[i]`` of the drafts accepting at least i + 1), and ``generated`` tokens.
+    """
+    k = len(per_position)
+    lines = ["# TYPE vllm:spec_decode_num_drafts_total counter"]
+    for engine in engines:
+        labels = f'engine="{engine}",model_name="{model}"'
+        lines += [
+            f"vllm:spec_decode_num_drafts_total{{{labels}}} {drafts * scrape}",
+            f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {drafts * k * scrape}",
+            f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {accepted * scrape}",
+            f"vllm:generation_tokens_total{{{labels}}} {generated * scrape}",
+        ]
+        lines += [
+            f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {a * scrape}'
+            for i, a in enumerate(per_position)
+        ]
+    return "\n".join(lines) + "\n"

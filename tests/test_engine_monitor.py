@@ -7,7 +7,7 @@ from contextlib import ExitStack
 
 import pytest
 from _apps import click, open_app, rerun, shown_errors
-from _http import FakeEngine, closed_port, send_bytes, serve
+from _http import FakeEngine, closed_port, send_bytes, serve, vllm_metrics
 
 from specviz import store, theory
 from specviz.engines import Telemetry, fetch, monitor
@@ -34,18 +34,7 @@ class GrowingVLLM:
         with self.lock:
             self.scrapes += 1
             n = self.scrapes
-        labels = 'engine="0",model_name="fake/llama"'
-        lines = [
-            f"vllm:spec_decode_num_drafts_total{{{labels}}} {100 * n}",
-            f"vllm:spec_decode_num_draft_tokens_total{{{labels}}} {300 * n}",
-            f"vllm:spec_decode_num_accepted_tokens_total{{{labels}}} {180 * n}",
-            f"vllm:generation_tokens_total{{{labels}}} {400 * n}",
-        ]
-        lines += [
-            f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{labels},position="{i}"}} {a * n}'
-            for i, a in enumerate((80, 60, 40))
-        ]
-        return "\n".join(["# TYPE vllm:spec_decode_num_drafts_total counter", *lines]) + "\n"
+        return vllm_metrics(n)
 
     def route(self, h) -> None:
         send_bytes(h, self.text().encode(), content_type="text/plain; version=0.0.4")
