@@ -28,7 +28,7 @@ import pandas as pd
 from specviz import theory
 from specviz.engines.fetch import FetchError, FetchPolicy, check_url, fetch
 from specviz.engines.readers import READERS, TelemetryError, read_metrics
-from specviz.engines.telemetry import ENGINES, Telemetry, Window, to_record, window, window_over
+from specviz.engines.telemetry import Telemetry, Window, to_record, window, window_over
 from specviz.measurements import load_records
 
 KINDS = ("auto", *READERS)  #: what the engine column of an endpoint line may say
@@ -42,10 +42,6 @@ class Endpoint:
 
     url: str
     kind: str = "auto"
-
-    @property
-    def name(self) -> str:
-        return self.url
 
 
 def metrics_url(url: str) -> str:
@@ -232,29 +228,3 @@ def design_point(w: Window, k: int, c: float, *, label: str, k_max: int = 16) ->
         best_k=int(best.k),
         best_speedup=float(best.speedup),
     )
-
-
-def table(endpoints: list[Endpoint], history: History, k: int, c: float) -> pd.DataFrame:
-    """One row per endpoint for the overview: engine, model, E[N], α, r, tokens/s, S at K and the best K."""
-    rows = []
-    for e in endpoints:
-        row = {"endpoint": e.url, "engine": "", "model": "", "status": "waiting for the first poll"}
-        s = summary(history.of(e.url), k)
-        if e.url in history.errors:
-            row["status"] = history.errors[e.url]
-        if s is not None:
-            w = s.overall
-            row.update(engine=ENGINES.get(w.engine, w.engine), model=w.model)
-            if e.url not in history.errors:
-                row["status"] = "ok" if w.mean_acceptance_length else "no drafts yet"
-            row["mean_length"] = w.mean_acceptance_length
-            row["acceptance_rate"] = w.acceptance_rate
-            row["alpha"] = w.alpha(s.k)
-            row["tokens_per_s"] = s.latest.tokens_per_s
-            if row["alpha"] is not None:
-                best = theory.optimal_k(row["alpha"], c, k_max=16)
-                row["speedup"] = float(theory.speedup(row["alpha"], c, s.k))
-                row["best_k"] = int(best.k)
-        rows.append(row)
-    columns = ["endpoint", "engine", "model", "status", "mean_length", "acceptance_rate", "alpha"]
-    return pd.DataFrame(rows, columns=[*columns, "tokens_per_s", "speedup", "best_k"])
