@@ -391,3 +391,27 @@ def test_a_warm_start_begins_from_the_given_weights(data, tmp_path, capsys):
         str(tmp_path),
     ]
     assert cli.main(argv) == 2 and "config.json is missing" in capsys.readouterr().err
+
+
+def test_a_warm_started_model_carries_its_earlier_training_into_the_card(corpus, tmp_path, capsys):
+    first = train.TrainConfig(steps=4, batch_size=2, seq_len=64, warmup=1, eval_every=2)
+    more = train.TrainConfig(steps=2, batch_size=2, seq_len=64, lr=5e-4, warmup=1, eval_every=1)
+    train.train_one("target", TINY, first, tmp_path / "a", tmp_path / "w", corpus, command="train a")
+    out = tmp_path / "b"
+    record = train.train_one(
+        "target", TINY, more, out, tmp_path / "w2", corpus, "train b", init_from=tmp_path / "a" / "target"
+    )
+    assert record["warmed_from"]["command"] == "train a" and record["warmed_from"]["train"]["steps"] == 4
+    assert [s["train"]["steps"] for s in train.stages(record)] == [4, 2]
+    assert [row[0] for row in train.full_curve(record)] == [2, 4, 5, 6]  # the second run's steps follow on
+    train.train_one("draft", TINY, first, out, tmp_path / "w3", corpus, command="train draft")
+    assert cli.main(["card", "--out", str(out), "--corpus", str(corpus)]) == 0
+    card = json.loads((out / "card.json").read_text())
+    assert card["command"] == "train a && train b && train draft"
+    text = (out / "README.md").read_text()
+    assert "4 steps of 2 × 64 bytes, AdamW lr 0.001" in text
+    assert "; then, from those weights, 2 more steps of 2 × 64 bytes, AdamW lr 0.0005" in text
+    hours = (record["log"]["seconds_all_runs"] + record["warmed_from"]["log"]["seconds_all_runs"]) / 3600
+    assert f"{hours:.2f} h of training (wall clock)" in text
+    assert (out / "loss_curve.svg").read_text().count("<polyline") == 2
+    capsys.readouterr()

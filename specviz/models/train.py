@@ -548,6 +548,9 @@ def train_one(
         record["distil"] = asdict(distil)
     if init_from is not None:
         record["init_from"] = str(init_from)
+        earlier = init_from / "train.json"  # the warm start's own training, so the card shows all of it
+        if earlier.is_file():
+            record["warmed_from"] = json.loads(earlier.read_text())
     (out_dir / name / "train.json").write_text(json.dumps({**record, "command": command}, indent=2) + "\n")
     return record
 
@@ -603,6 +606,23 @@ def measure_pair(
     return out
 
 
+def stages(record: dict) -> list[dict]:
+    """A model's training runs, oldest first: the run ``record`` describes and, for a warm start, the
+    runs of the model it started from (``record["warmed_from"]``, that model's ``train.json``)."""
+    earlier = record.get("warmed_from")
+    return ([] if earlier is None else stages(earlier)) + [record]
+
+
+def full_curve(record: dict) -> list[list[float]]:
+    """The loss curve over all of a model's :func:`stages`: rows [step, training bits/byte, held-out
+    bits/byte], each stage's steps offset by the steps of the stages before it."""
+    rows, offset = [], 0
+    for stage in stages(record):
+        rows += [[offset + row[0], *row[1:]] for row in stage["log"].get("curve", [])]
+        offset += stage["train"]["steps"]
+    return rows
+
+
 def card_from_training(out_dir: Path, corpus_root: Path | None = None) -> dict:
     """A card's unmeasured part from the ``train.json`` that :func:`train_one` wrote beside each model:
     the corpus split (the fixed one both models train on), each model's shape and schedule and log,
@@ -615,7 +635,10 @@ def card_from_training(out_dir: Path, corpus_root: Path | None = None) -> dict:
             raise ValueError(f"{out_dir}/{name}/train.json is missing or unreadable: {exc}") from None
     root = corpus_root or stdlib_root()
     train_files, val_files = corpus_files(root)
-    commands = dict.fromkeys(records[name].pop("command", "") for name in ("target", "draft"))  # in order, once
+    runs = [stage.get("command", "") for name in ("target", "draft") for stage in stages(records[name])]
+    commands = dict.fromkeys(runs)  # in order, once
+    for record in records.values():
+        record.pop("command", None)
     card = {
         "command": " && ".join(c for c in commands if c),
         "corpus": corpus_summary(root, train_files, val_files),
@@ -691,7 +714,7 @@ def write_card(out_dir: Path, card: dict) -> None:
     (out_dir / "card.json").write_text(json.dumps(card, indent=2) + "\n")
     if "speed" in card:
         (out_dir / "README.md").write_text(card_markdown(card))
-    curves = {name: card[name]["log"].get("curve", []) for name in ("target", "draft") if name in card}
+    curves = {name: full_curve(card[name]) for name in ("target", "draft") if name in card}
     if any(curves.values()):
         (out_dir / "loss_curve.svg").write_text(curve_svg(curves))
 
@@ -711,14 +734,17 @@ def card_markdown(card: dict) -> str:
         return f"{c['n_layer']} layers × {c['n_embd']} wide, {c['n_head']} heads, context {c['block_size']} bytes"
 
     def schedule(m):
-        tr = m["train"]
-        return (
-            f"{tr['steps']} steps of {tr['batch_size']} × {tr['seq_len']} bytes, AdamW lr {tr['lr']:g} "
-            f"(warm-up {tr['warmup']}, cosine to {tr['min_lr']:g}), seed {tr['seed']}"
-        )
+        def one(tr, more):
+            return (
+                f"{tr['steps']} {'more ' if more else ''}steps of {tr['batch_size']} × {tr['seq_len']} bytes, "
+                f"AdamW lr {tr['lr']:g} (warm-up {tr['warmup']}, cosine to {tr['min_lr']:g}), seed {tr['seed']}"
+            )
+
+        runs = stages(m)
+        return "; then, from those weights, ".join(one(r["train"], i > 0) for i, r in enumerate(runs))
 
     def schedule_extras(m):
-        tr, log = m["train"], m["log"]
+        tr, runs = m["train"], stages(m)
         parts = [f"{tr.get('precision', 'fp32')}"]
         if tr.get("micro_batches", 1) > 1:
             parts.append(f"{tr['micro_batches']} micro-batches")
@@ -726,8 +752,9 @@ def card_markdown(card: dict) -> str:
             parts.append(
                 f"distilled from the target's top-{m['distil']['top_k']} on {m['distil']['windows']:,} windows"
             )
-        if log.get("seconds_all_runs"):
-            parts.append(f"{log['seconds_all_runs'] / 3600:.2f} h of training")
+        seconds = sum(r["log"].get("seconds_all_runs", 0) for r in runs)
+        if seconds:
+            parts.append(f"{seconds / 3600:.2f} h of training (wall clock)")
         return ", ".join(parts)
 
     quality = card.get("text_quality")
@@ -742,7 +769,7 @@ prompts: mean distinct-4-gram ratio **{quality["distinct_4gram_ratio"]}** (lowes
     )
     curve_line = (
         "\n**Loss curve** (held-out bits/byte during training):\n\n![loss curve](loss_curve.svg)\n"
-        if any(m["log"].get("curve") for m in (t, d))
+        if any(full_curve(m) for m in (t, d))
         else ""
     )
     history = "".join(f"\n{line}\n" for line in card.get("history", []))
