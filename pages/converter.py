@@ -51,7 +51,7 @@ else:
     grid = np.linspace(0.0, 1.0, 201)
     series = {label(m): y for m, y in theory.convert_metric(grid, k, "alpha").items()}
     point = {label(m): float(y) for m, y in converted.items()}
-    fig = figures.metrics_vs_alpha(grid, series, point)
+    fig = figures.metrics_vs_alpha(grid, series, point, lang=ui.language())
     fig.update_layout(xaxis_title=ui.t("conv.axis_alpha"), yaxis_title=ui.t("conv.axis_value"))
     st.plotly_chart(fig, key="fig_metrics")
     with numbers:

@@ -21,6 +21,9 @@ BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 CONTEXTS = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 ALPHA_SOURCES = ("typed", "a run in the library", "the live page's last run")
 VIEWS = ("Step time", "c and v", "Speedup by batch", "Batch × context", "Memory", "Engine configs")
+#: The catalogue key of each choice's label (the stored value, and the link's, stays the English choice).
+VIEW_KEYS = dict(zip(VIEWS, ("step", "costs", "speedup", "map", "memory", "engine"), strict=True))
+SOURCE_KEYS = dict(zip(ALPHA_SOURCES, ("typed", "library", "live"), strict=True))
 SPEC = (
     Param("gpu", "H100-SXM5-80GB", "choice", choices=GPU_CHOICES),
     Param("pair", "Llama-3.1 70B + 3.2 1B", "choice", choices=(CUSTOM, *PAIRS.index)),
@@ -92,13 +95,13 @@ def chosen_alpha(view: dict):
     if view["a_src"] == "a run in the library":
         engine = ui.library()
         if engine is None:
-            raise ValueError("the run library cannot be opened, so α cannot come from a run")
+            raise ValueError(ui.t("hw.err.no_library"))
         frame = ui.load_runs(engine, ui.library_runs(engine), [view["run"]])
-        what = f"run {view['run']}"
+        what = f"run {view['run']}"  # goes into the library's (English) message
     else:
         result = st.session_state.get("live.result")
         if result is None:
-            raise ValueError("the live page has no run in this session yet: run one there, or type α")
+            raise ValueError(ui.t("hw.err.no_live"))
         frame, what = result.frame(), "the live page's last run"
     return hardware.alpha_from_measurements(frame, view["a_pos"], what)
 
@@ -138,20 +141,22 @@ def step_section(view: dict, target, draft) -> None:
     args = dict(dtype=view["dtype"], tp=view["tp_t"])
     table = hardware.step_breakdown(target, view["gpu"], view["batch"], view["ctx"], 1, **args)
     total = table["seconds"].sum()
-    st.metric(f"Target decode step at B = {view['batch']}, L = {view['ctx']:,}", f"{total * 1e3:.3f} ms")
+    st.metric(ui.t("hw.step_metric", batch=view["batch"], ctx=f"{view['ctx']:,}"), f"{total * 1e3:.3f} ms")
     eff = hardware.efficiency_for(view["gpu"])
     flops, bandwidth = hardware.attainable(view["gpu"], view["dtype"])
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(hardware_figures.step_split(table, "Where the step's time goes"), key="fig_split")
+        st.plotly_chart(hardware_figures.step_split(table, ui.t("hw.fig_split"), lang=ui.language()), key="fig_split")
     with right:
-        st.plotly_chart(hardware_figures.roofline(table, flops, bandwidth, "Roofline"), key="fig_roofline")
-    st.caption(
-        "Memory-bound operators stream bytes (the weights for the linear layers, the KV cache for "
-        f"attention); compute-bound ones are limited by FLOP/s. Efficiencies assumed: {eff.compute:.0%} of "
-        f"peak FLOP/s, {eff.memory:.0%} of HBM bandwidth, {eff.overhead_s * 1e3:.3g} ms fixed per step"
-        + (f" and {eff.layer_overhead_s * 1e6:.3g} µs per layer." if eff.layer_overhead_s else ".")
-    )
+        st.plotly_chart(
+            hardware_figures.roofline(table, flops, bandwidth, ui.t("hw.fig_roofline"), lang=ui.language()),
+            key="fig_roofline",
+        )
+    assumed = dict(compute=f"{eff.compute:.0%}", memory=f"{eff.memory:.0%}", overhead=f"{eff.overhead_s * 1e3:.3g}")
+    if eff.layer_overhead_s:
+        st.caption(ui.t("hw.step_caption_layers", layer=f"{eff.layer_overhead_s * 1e6:.3g}", **assumed))
+    else:
+        st.caption(ui.t("hw.step_caption", **assumed))
     if MACHINE is not None and view["gpu"] == MACHINE["name"]:
         calibration_check()
 
@@ -161,45 +166,41 @@ def calibration_check() -> None:
     steps = hardware.calibration_steps()
     if steps is None:
         return
-    st.subheader("Checked against this machine")
-    st.plotly_chart(hardware_figures.calibration_parity(steps), key="fig_calibration")
+    st.subheader(ui.t("hw.calibration"))
+    st.plotly_chart(hardware_figures.calibration_parity(steps, lang=ui.language()), key="fig_calibration")
     err = hardware.calibration_errors(steps)
     per_model = ", ".join(f"{m} {e:.0%}" for m, e in err.items() if m != "all")
-    st.caption(
-        f"`python -m specviz calibrate` timed the bundled pair's forward over {len(steps)} (B, tokens, context) "
-        f"cells and predicted each from the microbenchmark figures alone: median |predicted / measured − 1| "
-        f"{err['all']:.0%} ({per_model})."
-    )
+    st.caption(ui.t("hw.calibration_caption", cells=len(steps), error=f"{err['all']:.0%}", per_model=per_model))
 
 
 def costs_section(view: dict, target, draft) -> None:
     frame = by_batch(*_pair_args(view, target, draft), view["ctx"], *_engine_args(view))
-    st.plotly_chart(hardware_figures.costs_by_batch(frame, view["k_max"]), key="fig_costs")
-    st.caption(
-        "c = T_target / T_draft and v = (T_verify / T_target − 1) / K from the roofline, at the chosen context. "
-        "As B grows the target's step turns compute-bound and verifying K + 1 tokens stops being free (v rises)."
-    )
+    st.plotly_chart(hardware_figures.costs_by_batch(frame, view["k_max"], lang=ui.language()), key="fig_costs")
+    st.caption(ui.t("hw.costs_caption"))
 
 
 def speedup_section(view: dict, target, draft) -> None:
     frame = by_batch(*_pair_args(view, target, draft), view["ctx"], *_engine_args(view))
-    st.plotly_chart(hardware_figures.speedup_by_batch(frame, view["k_max"]), key="fig_speedup_b")
+    st.plotly_chart(hardware_figures.speedup_by_batch(frame, view["k_max"], lang=ui.language()), key="fig_speedup_b")
     best = frame.iloc[0]
     if best.k_star:
-        st.metric("At B = 1", f"K* = {int(best.k_star)}", delta=f"S = {best.speedup_at_k_star:.2f}×", delta_color="off")
+        at_b1, k_star, s = ui.t("hw.at_b1"), f"K* = {int(best.k_star)}", f"S = {best.speedup_at_k_star:.2f}×"
+        st.metric(at_b1, k_star, delta=s, delta_color="off")
     else:
-        st.metric("At B = 1", "don't speculate", delta="no K pays", delta_color="off")
-    ui.csv_download("Download speedup by batch (CSV)", lambda: frame, "speedup_by_batch.csv", key="dl_batch")
+        st.metric(ui.t("hw.at_b1"), ui.t("hw.dont"), delta=ui.t("hw.no_k_pays"), delta_color="off")
+    ui.csv_download(ui.t("hw.dl_batch"), lambda: frame, "speedup_by_batch.csv", key="dl_batch")
 
 
 def map_section(view: dict, target, draft) -> None:
     frame = by_batch_and_context(*_pair_args(view, target, draft), *_engine_args(view))
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(hardware_figures.batch_context_map(frame, "k_star"), key="fig_map_k")
+        st.plotly_chart(hardware_figures.batch_context_map(frame, "k_star", lang=ui.language()), key="fig_map_k")
     with right:
-        st.plotly_chart(hardware_figures.batch_context_map(frame, "speedup_at_k_star"), key="fig_map_s")
-    ui.csv_download("Download K*(B, L) (CSV)", lambda: frame, "k_star_by_batch_context.csv", key="dl_map")
+        st.plotly_chart(
+            hardware_figures.batch_context_map(frame, "speedup_at_k_star", lang=ui.language()), key="fig_map_s"
+        )
+    ui.csv_download(ui.t("hw.dl_map"), lambda: frame, "k_star_by_batch_context.csv", key="dl_map")
 
 
 def memory_section(view: dict, target, draft) -> None:
@@ -207,10 +208,10 @@ def memory_section(view: dict, target, draft) -> None:
         b = int(hardware.max_batch(model, view["gpu"], view["ctx"], view["dtype"], tp))
         weights = hardware.weight_bytes(model, view["dtype"]) / tp / 1e9
         kv = hardware.kv_bytes_per_token(model, view["dtype"], tp) / 2**10
-        text = f"{b:,} sequences" if b else "the weights alone do not fit"
-        st.metric(f"Largest batch of the {name} at L = {view['ctx']:,} (TP {tp})", text)
-        st.caption(f"weights {weights:.2f} GB per GPU; KV cache {kv:.1f} KiB per token per GPU")
-    st.caption(f"Counted against {hardware.USABLE_MEMORY:.0%} of HBM; the rest holds activations and the runtime.")
+        text = ui.t("hw.sequences", b=f"{b:,}") if b else ui.t("hw.weights_do_not_fit")
+        st.metric(ui.t("hw.largest_batch", name=ui.t(f"hw.role.{name}"), ctx=f"{view['ctx']:,}", tp=tp), text)
+        st.caption(ui.t("hw.memory_caption", weights=f"{weights:.2f}", kv=f"{kv:.1f}"))
+    st.caption(ui.t("hw.usable_memory", share=f"{hardware.USABLE_MEMORY:.0%}"))
 
 
 def engine_section(view: dict, target, draft) -> None:
@@ -218,9 +219,9 @@ def engine_section(view: dict, target, draft) -> None:
     config = hardware.vllm_speculative_config(
         target, draft, view["gpu"], view["alpha"], view["ctx"], BATCHES, view["k_max"], **kw
     )
-    st.markdown("**vLLM** `--speculative-config` (K by batch size, from K*(B) at this context)")
+    st.markdown(ui.t("hw.vllm"))
     st.code(json.dumps(config), language="json")
-    st.markdown("**llama.cpp** `llama-server` draft flags (one sequence)")
+    st.markdown(ui.t("hw.llama_cpp"))
     st.code(hardware.llama_cpp_flags(target, draft, view["gpu"], view["alpha"], view["ctx"], 16, **kw), language="bash")
 
 
@@ -241,47 +242,48 @@ SECTIONS = dict(
 
 def sidebar_controls() -> None:
     with st.sidebar:
-        st.header("Hardware")
-        ui.selectbox(PAGE, P["gpu"], "GPU")
+        st.header(ui.t("hw.hardware"))
+        ui.selectbox(
+            PAGE, P["gpu"], ui.t("hw.gpu"), format_func=lambda g: ui.t("hw.custom_gpu") if g == CUSTOM_GPU else g
+        )
         if st.session_state[key("gpu")] == CUSTOM_GPU:
-            ui.number_input(PAGE, P["g_mem"], "Memory (GB)")
-            ui.number_input(PAGE, P["g_bw"], "Bandwidth (TB/s)", format="%.3f")
-            ui.number_input(PAGE, P["g_tflops"], "Dense bf16/fp16 (TFLOP/s); fp8 taken as twice")
-            ui.number_input(PAGE, P["g_link"], "Interconnect per direction (GB/s)")
-        ui.selectbox(PAGE, P["dtype"], "dtype")
-        st.header("Pair")
-        ui.selectbox(PAGE, P["pair"], "Preset pair")
+            ui.number_input(PAGE, P["g_mem"], ui.t("hw.g_mem"))
+            ui.number_input(PAGE, P["g_bw"], ui.t("hw.g_bw"), format="%.3f")
+            ui.number_input(PAGE, P["g_tflops"], ui.t("hw.g_tflops"))
+            ui.number_input(PAGE, P["g_link"], ui.t("hw.g_link"))
+        ui.selectbox(PAGE, P["dtype"], ui.t("hw.dtype"))
+        st.header(ui.t("hw.pair"))
+        ui.selectbox(
+            PAGE, P["pair"], ui.t("hw.preset_pair"), format_func=lambda p: ui.t("hw.custom_pair") if p == CUSTOM else p
+        )
         if st.session_state[key("pair")] == CUSTOM:
-            ui.selectbox(PAGE, P["target"], "Target")
-            ui.selectbox(PAGE, P["draft"], "Draft")
-        with st.expander("Upload config.json"):
-            st.caption("A Hugging Face config.json replaces the target or draft (uploads are not kept in links).")
-            st.file_uploader("Target config.json", type=["json"], key=key("upload_target"))
-            st.file_uploader("Draft config.json", type=["json"], key=key("upload_draft"))
+            ui.selectbox(PAGE, P["target"], ui.t("hw.target"))
+            ui.selectbox(PAGE, P["draft"], ui.t("hw.draft"))
+        with st.expander(ui.t("hw.upload")):
+            st.caption(ui.t("hw.upload_caption"))
+            st.file_uploader(ui.t("hw.upload_target"), type=["json"], key=key("upload_target"))
+            st.file_uploader(ui.t("hw.upload_draft"), type=["json"], key=key("upload_draft"))
         left, right = st.columns(2)
         with left:
-            ui.number_input(PAGE, P["tp_t"], "Target TP")
+            ui.number_input(PAGE, P["tp_t"], ui.t("hw.tp_t"))
         with right:
-            ui.number_input(PAGE, P["tp_d"], "Draft TP")
-        st.header("Workload")
-        ui.number_input(PAGE, P["ctx"], "Context length L (tokens)", step=1024)
-        ui.number_input(PAGE, P["batch"], "Batch size B (step-time view)")
-        ui.radio(PAGE, P["a_src"], "α from")
+            ui.number_input(PAGE, P["tp_d"], ui.t("hw.tp_d"))
+        st.header(ui.t("hw.workload"))
+        ui.number_input(PAGE, P["ctx"], ui.t("hw.ctx"), step=1024)
+        ui.number_input(PAGE, P["batch"], ui.t("hw.batch"))
+        ui.radio(PAGE, P["a_src"], ui.t("hw.a_src"), format_func=lambda s: ui.t(f"hw.a_src.{SOURCE_KEYS[s]}"))
         source = st.session_state[key("a_src")]
         if source == "typed":
-            ui.slider(PAGE, P["alpha"], "Acceptance α", step=0.01)
+            ui.slider(PAGE, P["alpha"], ui.t("hw.alpha"), step=0.01)
         else:
             if source == "a run in the library":
-                ui.number_input(PAGE, P["run"], "Run id (Measured data lists them)")
-            st.checkbox("Per-position acceptance (else the mean α)", key=key("a_pos"))
-        ui.slider(PAGE, P["k_max"], "K max")
+                ui.number_input(PAGE, P["run"], ui.t("hw.run"))
+            st.checkbox(ui.t("hw.a_pos"), key=key("a_pos"))
+        ui.slider(PAGE, P["k_max"], ui.t("hw.k_max"))
 
 
-st.title("Hardware & batch")
-st.caption(
-    "c and v are not constants of a pair: they come from the GPU, the batch size, the context and the "
-    "dtype. A roofline over the operators of one forward predicts them, and with them the speedup and K*."
-)
+st.title(ui.t("hw.title"))
+st.caption(ui.t("hw.intro"))
 ui.restore(PAGE, SPEC)
 view = ui.values(PAGE, SPEC)
 view["gpu"] = chosen_gpu(view)
@@ -295,22 +297,18 @@ try:
 except ValueError as exc:
     ui.show_error(exc)
 if not isinstance(view["alpha"], float):
-    st.caption("α per position: " + ", ".join(f"{a:.3f}" for a in view["alpha"]))
+    st.caption(ui.t("hw.alpha_per_position", values=", ".join(f"{a:.3f}" for a in view["alpha"])))
 for name, model, tp in (("target", target, view["tp_t"]), ("draft", draft, view["tp_d"])):
     window = hardware.model_spec(model).get("max_context")
     if window and window == window and view["ctx"] + view["k_max"] + 1 > window:
         st.warning(
-            f"A context {view['ctx']:,} + K + 1 is beyond the {name}'s window of {int(window):,} tokens: "
-            "the figures extrapolate.",
+            ui.t("hw.window", ctx=f"{view['ctx']:,}", name=ui.t(f"hw.role.{name}"), window=f"{int(window):,}"),
             icon=":material/warning:",
         )
     if not hardware.fits(model, view["gpu"], 1, view["ctx"], view["dtype"], tp):
-        st.warning(
-            f"The {name}'s weights and one sequence's KV cache at L = {view['ctx']:,} do not fit on "
-            f"{tp} × {hardware.gpu_spec(view['gpu']).get('name', 'custom')} ({view['dtype']}): raise its TP. "
-            "The figures below assume they fit.",
-            icon=":material/warning:",
-        )
-ui.show_open_tab(PAGE, P["view"], SECTIONS, view, target, draft)
+        gpu_name = hardware.gpu_spec(view["gpu"]).get("name", "custom")
+        fields = dict(name=ui.t(f"hw.role.{name}"), ctx=f"{view['ctx']:,}", tp=tp, gpu=gpu_name, dtype=view["dtype"])
+        st.warning(ui.t("hw.does_not_fit", **fields), icon=":material/warning:")
+ui.show_open_tab(PAGE, P["view"], SECTIONS, view, target, draft, format_func=lambda v: ui.t(f"hw.view.{VIEW_KEYS[v]}"))
 sidebar_controls()
 ui.publish(PAGE, SPEC, URL)

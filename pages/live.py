@@ -9,60 +9,70 @@ ui.hand_over_to_router()  # first thing: see the function (a shared link on a fr
 
 PAGE, URL = "live", "live"
 T_CHOICES = (0.0, 0.5, 0.7, 1.0)  # offered temperatures (a linked one outside them is kept)
-TABLE = {  # shown column → its heading
+TABLE = {  # shown column → its heading: a catalogue key ("live.…") or a symbol shown as it is
     "k": "k",
-    "temperature": "temperature",
+    "temperature": "live.col.temperature",
     "alpha": "α̂ = A/(A+R)",
-    "alpha_overlap": "α̂ = mean Σmin(p,q)",
+    "alpha_overlap": "live.col.alpha_overlap",
     "c": "c",
     "v": "v",
     "o": "o",
-    "mean_accepted_tokens": "E[N] measured",
-    "speedup": "speedup",
-    "predicted_speedup": "predicted (basic)",
-    "predicted_speedup_measured_cost": "predicted (measured cost)",
-    "greedy_exact": "greedy_exact",
+    "mean_accepted_tokens": "live.col.en_measured",
+    "speedup": "live.col.speedup",
+    "predicted_speedup": "live.col.predicted_basic",
+    "predicted_speedup_measured_cost": "live.col.predicted_cost",
+    "greedy_exact": "live.col.greedy_exact",
 }
 TREE_TABLE = {  # the tree cells' columns
-    "tree": "tree",
-    "temperature": "temperature",
-    "mean_accepted_tokens": "tokens/round measured",
-    "predicted_tokens_per_round": "F(T) at measured p",
-    "tree_p": "p̂ by rank",
+    "tree": "live.col.tree",
+    "temperature": "live.col.temperature",
+    "mean_accepted_tokens": "live.col.tokens_round",
+    "predicted_tokens_per_round": "live.col.f_measured_p",
+    "tree_p": "live.col.tree_p",
     "c": "c",
     "v": "v",
-    "speedup": "speedup",
-    "predicted_speedup_measured_cost": "predicted (measured cost)",
-    "greedy_exact": "greedy_exact",
+    "speedup": "live.col.speedup",
+    "predicted_speedup_measured_cost": "live.col.predicted_cost",
+    "greedy_exact": "live.col.greedy_exact",
 }
 BATCH_TABLE = {  # the batched cells' columns
     "batch_size": "B",
     "k": "k",
-    "temperature": "temperature",
+    "temperature": "live.col.temperature",
     "alpha": "α̂ = A/(A+R)",
-    "mean_accepted_tokens": "E[N] measured",
-    "speedup": "speedup (whole batch)",
-    "tokens_per_s": "tokens/s (speculative)",
-    "baseline_tokens_per_s": "tokens/s (target only)",
-    "greedy_exact": "greedy_exact",
+    "mean_accepted_tokens": "live.col.en_measured",
+    "speedup": "live.col.speedup_batch",
+    "tokens_per_s": "live.col.tps_spec",
+    "baseline_tokens_per_s": "live.col.tps_target",
+    "greedy_exact": "live.col.greedy_exact",
 }
-CPU_NOTE = (
-    "Running on the CPU: the measured speedups reflect CPU costs, not a GPU's. The column c is the "
-    "measured target step ÷ draft step; the bundled target's linear layers run through oneDNN with "
-    "prepacked weights."
-)
 
 
 def key(name: str) -> str:
     return ui.key(PAGE, name)
 
 
+def shown_table(frame, table: dict[str, str]):
+    """The columns of ``table`` under their headings in the session's language (display only: the
+    downloaded CSV keeps the canonical names)."""
+    headings = {c: ui.t(h) if h.startswith("live.") else h for c, h in table.items()}
+    return frame[list(table)].rename(columns=headings)
+
+
+def choice_labels(choices, name: str | None = None) -> dict:
+    """Each choice's label in the session's language (``live.NAME.CHOICE``; without ``name``, "auto"
+    translated and the rest as they are), computed now: a widget's format_func looks them up."""
+    if name is None:
+        return {c: ui.t("live.auto") if c == "auto" else c for c in choices}
+    return {c: ui.t(f"live.{name}.{c}") for c in choices}
+
+
 def device_note(device: str) -> None:
     gpu = live.gpu_summary(device)
     if gpu is not None:
-        st.caption(f"Device: **{gpu}**.")
+        st.caption(ui.t("live.device", gpu=gpu))
     else:
-        st.info(CPU_NOTE, icon=":material/memory:")
+        st.info(ui.t("live.cpu_note"), icon=":material/memory:")
 
 
 def controls(limits: live.Limits, p: dict) -> None:
@@ -74,91 +84,74 @@ def controls(limits: live.Limits, p: dict) -> None:
         st.session_state[key("pair")] = p["pair"].default
     if limits.hosted:
         c1.selectbox(
-            "Draft/target pair",
+            ui.t("live.pair"),
             live.pair_choices(limits),
             key=key("pair"),
-            help="This hosted deployment allows the bundled pair and its allow-list.",
+            help=ui.t("live.pair_help_hosted"),
         )
     else:
-        c1.text_input(
-            "Draft/target pair",
-            key=key("pair"),
-            max_chars=int(p["pair"].hi),
-            help="'bundled' (ships with specviz, works offline), 'TARGET,DRAFT': Hugging Face ids or "
-            "local folders sharing a tokenizer (needs transformers), or 'TARGET+ngram' (or '+ngram-vllm'): "
-            "the target drafting by prompt lookup, no draft model (e.g. 'bundled-target+ngram').",
-        )
+        c1.text_input(ui.t("live.pair"), key=key("pair"), max_chars=int(p["pair"].hi), help=ui.t("live.pair_help"))
     with c2:
-        ui.selectbox(PAGE, p["device"], "Device")
+        ui.selectbox(PAGE, p["device"], ui.t("live.device_label"), format_func=choice_labels(p["device"].choices).get)
     with c3:
-        ui.selectbox(PAGE, p["dtype"], "dtype", help="auto: fp32 on CPU, bf16/fp16 on CUDA")
+        ui.selectbox(
+            PAGE,
+            p["dtype"],
+            ui.t("live.dtype"),
+            format_func=choice_labels(p["dtype"].choices).get,
+            help=ui.t("live.dtype_help"),
+        )
     c1, c2 = st.columns([1, 3])
     with c1:
         ui.radio(
-            PAGE,
-            p["prompts"],
-            "Prompts",
-            format_func={"bundled": "bundled validation prompts", "custom": "my own text"}.get,
+            PAGE, p["prompts"], ui.t("live.prompts"), format_func=choice_labels(p["prompts"].choices, "prompts").get
         )
     with c2:
         if st.session_state[key("prompts")] == "bundled":
-            ui.number_input(PAGE, p["n_prompts"], "How many bundled prompts (held-out standard-library files)")
+            ui.number_input(PAGE, p["n_prompts"], ui.t("live.n_prompts"))
         else:
-            st.text_area("Prompt", key=key("text"), height=100, max_chars=int(p["text"].hi))
+            st.text_area(ui.t("live.prompt"), key=key("text"), height=100, max_chars=int(p["text"].hi))
     ui.radio(
         PAGE,
         p["shape"],
-        "Draft shape",
-        format_func={"chain": "chains of K drafts", "tree": "draft trees"}.get,
+        ui.t("live.shape"),
+        format_func=choice_labels(p["shape"].choices, "shape").get,
         horizontal=True,
     )
     if st.session_state[key("shape")] == "tree":
         c1, c2 = st.columns([3, 2])
         c1.text_input(
-            "Draft trees (space-separated)",
+            ui.t("live.trees"),
             key=key("trees"),
             max_chars=int(p["trees"].hi),
-            help="chain:K · chains:N,D (N independent chains of depth D) · topk:D,k,N (EAGLE-2 / SGLang: depth, "
-            "top-k, N drafts) · optimal:N,D (Sequoia's tree of N drafts, depth ≤ D)",
+            help=ui.t("live.trees_help"),
         )
         c2.text_input(
-            "p for top-k / optimal trees",
+            ui.t("live.tree_p"),
             key=key("tree_p"),
             max_chars=int(p["tree_p"].hi),
-            placeholder="blank: measured by a pilot run",
-            help="Positional acceptance p_1, p_2, … (comma-separated, sum ≤ 1). Blank: a pilot run of 8 chains × 4 "
-            "measures it at each temperature; the Drafting strategies page explains the model.",
+            placeholder=ui.t("live.tree_p_placeholder"),
+            help=ui.t("live.tree_p_help"),
         )
     c1, c2, c3, c4, c5 = st.columns([2, 2, 1, 1, 1])
     ks, temps = p["ks"], p["temps"]
     with c1:
         if st.session_state[key("shape")] == "chain":
-            ui.multiselect(PAGE, ks, "K values", range(int(ks.lo), int(ks.hi) + 1))
+            ui.multiselect(PAGE, ks, ui.t("live.ks"), range(int(ks.lo), int(ks.hi) + 1))
     offered = sorted({*(t for t in T_CHOICES if temps.lo <= t <= temps.hi), *st.session_state[key("temps")]})
     with c2:
-        ui.multiselect(PAGE, temps, "Temperatures (0 = greedy)", offered)  # a linked temperature stays offered
+        ui.multiselect(PAGE, temps, ui.t("live.temps"), offered)  # a linked temperature stays offered
     with c3:
-        ui.number_input(PAGE, p["new_tokens"], "New tokens")
+        ui.number_input(PAGE, p["new_tokens"], ui.t("live.new_tokens"))
     with c4:
-        ui.number_input(PAGE, p["repeats"], "Repeats")
+        ui.number_input(PAGE, p["repeats"], ui.t("live.repeats"))
     with c5:
-        ui.number_input(PAGE, p["seed"], "Seed")
+        ui.number_input(PAGE, p["seed"], ui.t("live.seed"))
     if st.session_state[key("shape")] == "chain":
-        st.checkbox(
-            "Record the greedy trace for replaying draft-length policies (Drafting strategies page)",
-            key=key("trace"),
-            help="The draft's chain of the largest K from every position of the greedy output: replaying any "
-            "draft-length rule on it gives the rounds the engine would run with that rule. Costs about new tokens "
-            "× K draft steps per prompt after the run.",
-        )
+        st.checkbox(ui.t("live.trace"), key=key("trace"), help=ui.t("live.trace_help"))
     batches = p["batches"]
     offered_b = sorted({*(b for b in (1, 2, 4, 8, 16, 32, 64) if b <= batches.hi), *st.session_state[key("batches")]})
-    ui.multiselect(
-        PAGE,
-        batches,
-        "Batch sizes (sequences decoded at once; anything but 1 measures the speedup of a whole batch)",
-        offered_b,
-    )
+    ui.multiselect(PAGE, batches, ui.t("live.batches"), offered_b)
 
 
 def run_benchmark(run: live.LiveRun) -> None:
@@ -166,7 +159,7 @@ def run_benchmark(run: live.LiveRun) -> None:
     slot = st.empty()
 
     def tick() -> None:  # the Stop button interrupts the script in here (at slot.progress), also while loading
-        fraction, text = live.progress_bar(run)
+        fraction, text = live.progress_bar(run, ui.language())
         slot.progress(fraction, text=text)
 
     live.execute(run, tick, on_wait=lambda m: slot.warning(m, icon=":material/hourglass_top:"))
@@ -175,7 +168,7 @@ def run_benchmark(run: live.LiveRun) -> None:
 
 def show_exactness(run: live.LiveRun) -> None:
     for d in run.details:
-        verdict = live.exactness_message(d)
+        verdict = live.exactness_message(d, ui.language())
         if verdict is None:
             continue
         ok, text = verdict
@@ -186,30 +179,27 @@ def show_exactness(run: live.LiveRun) -> None:
 
 
 def show_charts(run: live.LiveRun, points, curves, params) -> None:
-    tabs = st.tabs(["Speedup vs K", "E[N] vs K", "N per round", "Per position", "Cost per round", "Text"])
+    names = ("speedup_k", "en_k", "n_round", "per_position", "cost", "text")
+    tabs = st.tabs([ui.t(f"live.tab.{name}") for name in names])
     with tabs[0]:
-        st.plotly_chart(figures.overlay_speedup_vs_k(points, curves, params), width="stretch")
-        st.caption(
-            "Solid: the basic model S(α, c, K) at the measured α and c; dashed: with the measured verify cost "
-            "v and overhead o; stars: each curve's optimal K; bars: min–max over runs."
-        )
+        st.plotly_chart(figures.overlay_speedup_vs_k(points, curves, params, lang=ui.language()), width="stretch")
+        st.caption(ui.t("live.speedup_caption"))
     with tabs[1]:
-        st.plotly_chart(figures.overlay_expected_tokens(points, curves, params), width="stretch")
+        st.plotly_chart(figures.overlay_expected_tokens(points, curves, params, lang=ui.language()), width="stretch")
     details = run.details
-    labels = [live.cell_label(d) for d in details]
+    labels = [live.cell_label(d, ui.language()) for d in details]
     with tabs[2]:
-        i = st.selectbox("Cell", range(len(labels)), format_func=labels.__getitem__, key=key("hist_cell"))
+        i = st.selectbox(ui.t("live.cell"), range(len(labels)), format_func=labels.__getitem__, key=key("hist_cell"))
         d = details[i]
         pmf = live.predicted_n_pmf(float(run.rows[i]["alpha"]), d["k"])
+        observed = ui.t("live.measured")
         st.plotly_chart(
-            figures.n_histogram(d["n_counts"], pmf, int(d["n_counts"].sum()), observed="measured"), width="stretch"
+            figures.n_histogram(d["n_counts"], pmf, int(d["n_counts"].sum()), observed=observed, lang=ui.language()),
+            width="stretch",
         )
     with tabs[3]:
-        st.plotly_chart(figures.per_position_figure(overlays.per_position(points)), width="stretch")
-        st.caption(
-            "a_i: acceptance at draft position i given the earlier ones were accepted. The i.i.d. model "
-            "assumes a flat line at α."
-        )
+        st.plotly_chart(figures.per_position_figure(overlays.per_position(points), lang=ui.language()), width="stretch")
+        st.caption(ui.t("live.per_position_caption"))
     with tabs[4]:
         show_costs(details, labels)
     with tabs[5]:
@@ -218,42 +208,45 @@ def show_charts(run: live.LiveRun, points, curves, params) -> None:
 
 def show_tree_results(run: live.LiveRun, frame) -> None:
     for t, p in run.pilots.items():
-        st.caption(f"T = {t:g}: trees built from p = {', '.join(f'{x:.3f}' for x in p)}, measured by a pilot run.")
-    st.dataframe(frame[list(TREE_TABLE)].rename(columns=TREE_TABLE), hide_index=True, width="stretch")
+        st.caption(ui.t("live.pilot", t=f"{t:g}", p=", ".join(f"{x:.3f}" for x in p)))
+    st.dataframe(shown_table(frame, TREE_TABLE), hide_index=True, width="stretch")
     show_exactness(run)
-    labels = [live.cell_label(d) for d in run.details]
-    tabs = st.tabs(["Tokens per round", "Speedup", "N per round", "Cost per round", "Text"])
+    labels = [live.cell_label(d, ui.language()) for d in run.details]
+    tabs = st.tabs([ui.t(f"live.tab.{name}") for name in ("tokens_round", "speedup", "n_round", "cost", "text")])
     with tabs[0]:
         st.plotly_chart(
             figures.measured_vs_predicted(
                 labels,
                 frame["mean_accepted_tokens"],
                 frame["predicted_tokens_per_round"],
-                "tokens per round",
-                "F(T) at the measured p",
+                ui.t("live.tokens_per_round"),
+                ui.t("live.f_at_measured_p"),
+                lang=ui.language(),
             ),
             width="stretch",
         )
-        st.caption(
-            "F(T) is what the positional model predicts from the p̂ measured in the same runs: where the bars "
-            "differ, acceptance depends on depth, which the model ignores."
-        )
+        st.caption(ui.t("live.f_caption"))
     with tabs[1]:
         st.plotly_chart(
             figures.measured_vs_predicted(
                 labels,
                 frame["speedup"],
                 frame["predicted_speedup_measured_cost"],
-                "speedup over target-only",
+                ui.t("live.speedup_over_target"),
                 "F / (1 + v·N + o + D/c)",
+                lang=ui.language(),
             ),
             width="stretch",
         )
     with tabs[2]:
-        i = st.selectbox("Cell", range(len(labels)), format_func=labels.__getitem__, key=key("tree_hist_cell"))
+        i = st.selectbox(
+            ui.t("live.cell"), range(len(labels)), format_func=labels.__getitem__, key=key("tree_hist_cell")
+        )
         d = run.details[i]
         st.plotly_chart(
-            figures.n_histogram(d["n_counts"], d["n_pmf"], int(d["n_counts"].sum()), observed="measured"),
+            figures.n_histogram(
+                d["n_counts"], d["n_pmf"], int(d["n_counts"].sum()), observed=ui.t("live.measured"), lang=ui.language()
+            ),
             width="stretch",
         )
     with tabs[3]:
@@ -270,31 +263,26 @@ def show_costs(details: list[dict], labels: list[str]) -> None:
             [d["verify_ms"] for d in details],
             [d["other_ms"] for d in details],
             [d["basic_model_ms"] for d in details],
+            lang=ui.language(),
         ),
         width="stretch",
     )
-    st.caption(
-        "The basic model prices a round at one target step plus one draft step per level (K for a chain, the "
-        "depth for a tree). Verifying more tokens costs more than one step (v) and the rule and bookkeeping add "
-        "a little (o)."
-    )
+    st.caption(ui.t("live.cost_caption"))
 
 
 def show_text(details: list[dict], labels: list[str], name: str) -> None:
-    j = st.selectbox("Cell", range(len(labels)), format_func=labels.__getitem__, key=key(name))
-    st.markdown(live.legend_html(), unsafe_allow_html=True)
-    st.markdown(live.segments_html(details[j]["prompt"][-400:], details[j]["segments"]), unsafe_allow_html=True)
-    st.caption("The first run of the cell: the prompt's last 400 characters in grey, then the generated text.")
+    j = st.selectbox(ui.t("live.cell"), range(len(labels)), format_func=labels.__getitem__, key=key(name))
+    lang = ui.language()
+    st.markdown(live.legend_html(lang), unsafe_allow_html=True)
+    st.markdown(live.segments_html(details[j]["prompt"][-400:], details[j]["segments"], lang), unsafe_allow_html=True)
+    st.caption(ui.t("live.text_caption"))
 
 
 def show_keep(run: live.LiveRun, frame) -> None:
     if run.trace is not None:
-        st.caption(
-            f"Greedy trace recorded: {run.trace.rounds:,} positions × K_max = {run.trace.k_max}. The Drafting "
-            "strategies page replays draft-length rules on it (Draft-length policies, trace: the live page's last run)."
-        )
+        st.caption(ui.t("live.trace_recorded", rounds=f"{run.trace.rounds:,}", k_max=run.trace.k_max))
         st.download_button(
-            "Download the trace (JSON lines)",
+            ui.t("live.dl_trace"),
             policies.trace_text(run.trace),
             "specviz_trace.jsonl",
             "application/jsonl",
@@ -302,54 +290,45 @@ def show_keep(run: live.LiveRun, frame) -> None:
         )
     c1, c2, _ = st.columns([1, 1, 2])
     c1.download_button(
-        "Download as measurement CSV",
+        ui.t("live.dl_csv"),
         store.export_csv(run.table()),
         "specviz_live.csv",
         "text/csv",
         icon=":material/download:",
     )
     engine = ui.library()
-    if (
-        engine is not None
-        and not run.saved
-        and c2.button("Save to the run library", icon=":material/save:", type="primary")
-    ):
+    if engine is not None and not run.saved and c2.button(ui.t("live.save"), icon=":material/save:", type="primary"):
         try:
             run.saved = store.save_run(engine, frame, label=run.library_label(), source="live page")
         except ValueError as exc:
             ui.show_error(exc)
     if run.saved:
-        st.success(
-            f"Saved as run #{run.saved}: [open it on the Measured data page](measured-data?runs={run.saved}).",
-            icon=":material/check_circle:",
-        )
+        st.success(ui.t("live.saved", run=run.saved), icon=":material/check_circle:")
 
 
 def stopped_reason(run: live.LiveRun) -> str:
-    """Why the run stopped, as shown: it may quote an error (plain text; paths hidden in hosted mode)."""
-    return ui.plain(ui.public_message(run.stopped))
+    """Why the run stopped, as shown (in the session's language): it may quote an error (plain text; paths
+    hidden in hosted mode)."""
+    return ui.plain(ui.public_message(run.stopped_text(ui.language())))
 
 
 def show_results(run: live.LiveRun) -> None:
     if not run.rows:
-        st.info("No cell finished." + (f" The run stopped: {stopped_reason(run)}." if run.stopped else ""))
+        st.info(ui.t("live.no_cell_stopped", reason=stopped_reason(run)) if run.stopped else ui.t("live.no_cell"))
         return
     if run.stopped:
         st.warning(
-            f"The run stopped ({stopped_reason(run)}); showing the {len(run.rows)} of {run.cells} cell(s) that finished.",
+            ui.t("live.stopped", reason=stopped_reason(run), n=len(run.rows), cells=run.cells),
             icon=":material/stop_circle:",
         )
     elif run.seconds:
-        st.success(f"{len(run.rows)} cell(s) measured in {run.seconds:.1f} s.", icon=":material/check:")
+        st.success(ui.t("live.measured_in", n=len(run.rows), s=f"{run.seconds:.1f}"), icon=":material/check:")
     frame = run.frame()
     if run.request.batched:
-        st.dataframe(frame[list(BATCH_TABLE)].rename(columns=BATCH_TABLE), hide_index=True, width="stretch")
+        st.dataframe(shown_table(frame, BATCH_TABLE), hide_index=True, width="stretch")
         show_exactness(run)
-        st.plotly_chart(figures.speedup_by_batch_measured(frame), key="fig_batches")
-        st.caption(
-            "Each point decodes B sequences at once, target-only and speculatively; the speedup is the ratio of "
-            "the whole batch's tokens/s. The Hardware & batch page predicts the same curve for real GPUs."
-        )
+        st.plotly_chart(figures.speedup_by_batch_measured(frame, lang=ui.language()), key="fig_batches")
+        st.caption(ui.t("live.batch_caption"))
         show_keep(run, frame)
         return
     if run.request.trees:
@@ -358,17 +337,14 @@ def show_results(run: live.LiveRun) -> None:
         return
     points = overlays.with_series(frame)
     params = overlays.series_params(points)
-    st.dataframe(frame[list(TABLE)].rename(columns=TABLE), hide_index=True, width="stretch")
+    st.dataframe(shown_table(frame, TABLE), hide_index=True, width="stretch")
     show_exactness(run)
     show_charts(run, points, overlays.curves(params), params)
     show_keep(run, frame)
 
 
-st.title("Live benchmark")
-st.caption(
-    "Run a draft/target pair on this server, then compare the measured speedups with the theory at the "
-    "measured α and c. The same code path as `python -m specviz bench`."
-)
+st.title(ui.t("live.title"))
+st.caption(ui.t("live.intro"))
 try:
     LIMITS = live.limits_from_env()
 except ValueError as exc:
@@ -381,10 +357,10 @@ view = ui.values(PAGE, SPEC)
 device_note(view["device"])
 busy = live.RUN_QUEUE.busy()
 if busy:
-    st.caption(f"Another run is in progress ({busy}); a new run will queue behind it.")
+    st.caption(ui.t("live.busy", busy=busy))
 c_run, c_stop, _ = st.columns([1, 1, 4])
-run_clicked = c_run.button("Run", type="primary", icon=":material/play_arrow:")
-stop_clicked = c_stop.button("Stop", icon=":material/stop:", help="Stops after the current run; finished cells stay.")
+run_clicked = c_run.button(ui.t("live.run"), type="primary", icon=":material/play_arrow:")
+stop_clicked = c_stop.button(ui.t("live.stop"), icon=":material/stop:", help=ui.t("live.stop_help"))
 result = st.session_state.get(key("result"))
 if result is not None and not result.done and not run_clicked:  # the last run was interrupted
     result.interrupted(by_stop_button=stop_clicked)

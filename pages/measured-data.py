@@ -1,18 +1,20 @@
 """Measured data: add benchmark files to the shared run library and see them over the theory."""
 
 import hashlib
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
-from specviz import figures, measurements, overlays, share, store, ui
+from specviz import figures, i18n, measurements, overlays, share, store, ui
 from specviz.share import Param, by_key
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 
 PAGE, URL = "measured", "measured-data"
 FORMATS = {"auto": "detect"} | {name: measurements.READERS[name].title for name in sorted(measurements.READERS)}
+PASTED = "pasted text"  # the pasted input's name as stored (a run's source); shown as md.pasted_text
 SPEC = (  # shared in the URL
     Param("runs", [], "ints", 1, 2**63 - 1),
     Param("filter", "", "text", hi=200),
@@ -30,6 +32,29 @@ def key(name: str) -> str:
     return ui.key(PAGE, name)
 
 
+def library_text(lang: str, catalogue_key: str, english: str) -> str:
+    """The text in ``lang`` of ``catalogue_key`` (a name or description the library gives in ``english``),
+    or ``english`` itself where the catalogue has no such key yet (e.g. a new reader)."""
+    return i18n.text(lang, catalogue_key) if catalogue_key in i18n.catalogue(i18n.DEFAULT) else english
+
+
+# The labels of the two selectboxes take the language as drawn, not the session's at call time: a
+# format_func is called again outside the script run (by AppTest), where no session can be read.
+def format_label(fmt: str, lang: str) -> str:
+    """A reader's title (or "detect") in ``lang``; the choice itself stays the reader's name."""
+    return library_text(lang, f"md.format.{fmt}", FORMATS[fmt])
+
+
+def sample_label(name: str, lang: str) -> str:
+    """A sample file's name and what it is, in ``lang``."""
+    return f"{name} — {library_text(lang, f'md.sample.{Path(name).stem}', measurements.SAMPLES[name])}"
+
+
+def shown_name(name: str) -> str:
+    """An input's name as shown: the pasted text's in the session's language, a file's as it is."""
+    return ui.t("md.pasted_text") if name == PASTED else name
+
+
 @ui.cached(max_entries=8, ttl=15 * 60)  # an upload's frame (up to 200,000 rows) kept while it is previewed
 def parse(data: bytes, name: str, fmt: str, k: int, no_bonus: bool):
     """load_measurements, cached by content and options (k = 0: not given)."""
@@ -43,17 +68,22 @@ def staged_inputs() -> list[tuple[str, bytes]]:
     """(name, content) of every uploaded file, the pasted text and the loaded sample; identical contents once."""
     items = [(f.name, f.getvalue()) for f in st.session_state.get(key("files")) or []]
     if st.session_state.get(key("paste"), "").strip():
-        items.append(("pasted text", st.session_state[key("paste")].encode("utf-8")))
+        items.append((PASTED, st.session_state[key("paste")].encode("utf-8")))
     sample = st.session_state.get(key("sample_loaded"))
     if sample:
         items.append((sample, (measurements.SAMPLES_DIR / sample).read_bytes()))
     unique: dict[bytes, tuple[str, bytes]] = {}
     for name, data in items:
         if data in unique:
-            st.caption(f"{ui.plain(name)} has the same content as {ui.plain(unique[data][0])}; shown once.")
+            st.caption(
+                ui.t("md.same_content", name=ui.plain(shown_name(name)), other=ui.plain(shown_name(unique[data][0])))
+            )
         else:
             unique[data] = (name, data)
     return list(unique.values())
+
+
+ERROR_COLUMNS = ("row", "column", "file header", "value", "allowed")  #: the row-error table's columns
 
 
 def show_report(report: measurements.LoadReport) -> None:
@@ -61,16 +91,19 @@ def show_report(report: measurements.LoadReport) -> None:
     st.caption(ui.plain(report.headline))
     if report.mapped:
         st.info(
-            "Mapped columns: " + ", ".join(f"`{a}` → `{b}`" for a, b in report.mapped.items()),
+            ui.t("md.mapped", pairs=", ".join(f"`{a}` → `{b}`" for a, b in report.mapped.items())),
             icon=":material/swap_horiz:",
         )
-    for line in (report.conversions_text, report.ignored_text, *(f"Warning: {w}" for w in report.warnings)):
+    for line in (
+        report.conversions_text,
+        report.ignored_text,
+        *(ui.t("md.warning_line", warning=w) for w in report.warnings),
+    ):
         if line:
             st.caption(ui.plain(line))
     if report.row_errors:
         st.warning(
-            f"{len(report.row_errors)} bad cell(s) in {report.rows_skipped} row(s); those rows are skipped, "
-            "the others load.",
+            ui.t("md.bad_cells", cells=len(report.row_errors), rows=report.rows_skipped),
             icon=":material/rule:",
         )
         st.dataframe(
@@ -86,6 +119,7 @@ def show_report(report: measurements.LoadReport) -> None:
             ],
             hide_index=True,
             width="stretch",
+            column_config={c: ui.t(f"md.err.{c.replace(' ', '_')}") for c in ERROR_COLUMNS},
         )
 
 
@@ -97,39 +131,37 @@ def select_next(run_ids: list[int]) -> None:
 
 def add_section(engine, runs) -> None:
     """Upload / paste / sample → preview with the mapping and row errors → save as a run (``runs``: the library)."""
-    st.subheader("Add measurements")
+    st.subheader(ui.t("md.add"))
     left, right = st.columns([3, 2])
     left.file_uploader(
-        "Benchmark files (CSV, Spec-Bench .jsonl, vLLM logs)",
+        ui.t("md.files"),
         accept_multiple_files=True,
         type=["csv", "tsv", "txt", "jsonl", "json", "log"],
         key=key("files"),
     )
-    left.text_area(
-        "…or paste text (a CSV, JSON lines, or vLLM 'SpecDecoding metrics' log lines)", key=key("paste"), height=100
-    )
+    left.text_area(ui.t("md.paste"), key=key("paste"), height=100)
     with right:
-        ui.selectbox(PAGE, P["format"], "Format", format_func=FORMATS.get)
+        ui.selectbox(PAGE, P["format"], ui.t("md.format"), format_func=partial(format_label, lang=ui.language()))
         ui.number_input(
             PAGE,
             P["k_given"],
-            "K for files that do not state it (0 = not given)",
-            help="vLLM log lines and Spec-Bench output do not record the draft length.",
+            ui.t("md.k_given"),
+            help=ui.t("md.k_given_help"),
         )
         st.checkbox(
-            "Mean acceptance length excludes the bonus token",
+            ui.t("md.no_bonus"),
             key=key("no_bonus"),
-            help="Some engines report accepted draft tokens per round (E[N] − 1); 1 is then added.",
+            help=ui.t("md.no_bonus_help"),
         )
     samples = measurements.available_samples()
     if samples:
         sample = right.selectbox(
-            "Sample files", tuple(samples), format_func=lambda s: f"{s} — {samples[s]}", key=key("sample")
+            ui.t("md.samples"), tuple(samples), format_func=partial(sample_label, lang=ui.language()), key=key("sample")
         )
-        if right.button("Load this sample", icon=":material/dataset:"):
+        if right.button(ui.t("md.load_sample"), icon=":material/dataset:"):
             st.session_state[key("sample_loaded")] = sample
     right.download_button(
-        "Download the CSV template",
+        ui.t("md.template"),
         measurements.template_csv(),
         "specviz_template.csv",
         "text/csv",
@@ -141,11 +173,11 @@ def add_section(engine, runs) -> None:
     for name, data in staged_inputs():
         digest = hashlib.sha256(data + repr(options).encode()).hexdigest()[:16]  # content and how it is read
         with st.container(border=True):
-            st.markdown(f"**{ui.plain(name)}**")
+            st.markdown(f"**{ui.plain(shown_name(name))}**")
             try:
                 frame, report = parse(
                     data,
-                    name,
+                    shown_name(name),
                     st.session_state[key("format")],
                     st.session_state[key("k_given")],
                     st.session_state[key("no_bonus")],
@@ -159,20 +191,20 @@ def add_section(engine, runs) -> None:
             if digest in saved and saved[digest] not in existing:
                 del saved[digest]  # deleted since: it may be saved again
             if digest in saved:
-                st.success(f"Saved as run #{saved[digest]}.", icon=":material/check_circle:")
+                st.success(ui.t("md.saved", run=saved[digest]), icon=":material/check_circle:")
                 continue
             if engine is None:
                 continue
             labels = frame["label"].dropna().unique()
             c1, c2, c3 = st.columns([2, 3, 1], vertical_alignment="bottom")
             run_name = c1.text_input(
-                "Run name",
-                value=labels[0] if len(labels) == 1 else Path(name).stem,
+                ui.t("md.run_name"),
+                value=labels[0] if len(labels) == 1 else Path(shown_name(name)).stem,
                 key=key(f"name.{digest}"),
                 max_chars=200,
             )
-            note = c2.text_input("Note (optional)", key=key(f"note.{digest}"))
-            if c3.button("Save to library", key=key(f"save.{digest}"), type="primary", icon=":material/save:"):
+            note = c2.text_input(ui.t("md.note"), key=key(f"note.{digest}"))
+            if c3.button(ui.t("md.save"), key=key(f"save.{digest}"), type="primary", icon=":material/save:"):
                 try:
                     run_id = store.save_run(
                         engine, frame, label=run_name, source=name, note=note, report=report.summary()
@@ -184,26 +216,29 @@ def add_section(engine, runs) -> None:
                     select_next(sorted({*st.session_state[key("runs")], run_id}))
 
 
+#: The library table's columns (store.list_runs) with a header in the catalogue (md.col.*).
+LIBRARY_COLUMNS = ("id", "label", "source", "note", "n_rows", "target_model", "draft_model", "hardware", "method")
+
+
 def library_section(engine, runs) -> None:
     """The stored runs (``runs``, from store.list_runs) with filters, the selection to plot, export and delete."""
-    st.subheader("Run library")
+    st.subheader(ui.t("md.library"))
     gone = [i for i in st.session_state[key("runs")] if i not in set(runs["id"])]
     if gone:
         st.warning(
-            f"Run(s) {', '.join(f'#{i}' for i in gone)} are not in the library (deleted, or a link from "
-            "another library); they are left out.",
+            ui.t("md.gone", ids=", ".join(f"#{i}" for i in gone)),
             icon=":material/warning:",
         )
         st.session_state[key("runs")] = [i for i in st.session_state[key("runs")] if i not in gone]
     if runs.empty:
-        st.info("The library is empty: add a file above, or load a sample.", icon=":material/inventory_2:")
+        st.info(ui.t("md.empty"), icon=":material/inventory_2:")
         return
     c1, c2, c3, c4 = st.columns(4)
-    c1.text_input("Filter by label, model, hardware or method", key=key("filter"), max_chars=int(P["filter"].hi))
+    c1.text_input(ui.t("md.filter"), key=key("filter"), max_chars=int(P["filter"].hi))
     facets = {}
     for col, facet in zip((c2, c3, c4), ("target_model", "hardware", "method"), strict=True):
         values = sorted({v for cell in runs[facet] for v in cell.split(", ") if v})
-        facets[facet] = col.multiselect(facet.replace("_", " "), values, key=key(f"facet.{facet}"))
+        facets[facet] = col.multiselect(ui.t(f"md.facet.{facet}"), values, key=key(f"facet.{facet}"))
     shown = runs
     text = st.session_state[key("filter")].strip().lower()
     if text:
@@ -216,45 +251,46 @@ def library_section(engine, runs) -> None:
         shown,
         hide_index=True,
         width="stretch",
-        column_config={"uploaded_at": st.column_config.DatetimeColumn("uploaded (UTC)")},
+        column_config={c: ui.t(f"md.col.{c}") for c in LIBRARY_COLUMNS}
+        | {"uploaded_at": st.column_config.DatetimeColumn(ui.t("md.col.uploaded_at"))},
     )
     label_of = dict(zip(runs["id"], runs["label"], strict=True))
     options = list(dict.fromkeys([*st.session_state[key("runs")], *shown["id"]]))
     ui.multiselect(
         PAGE,
         P["runs"],
-        "Runs to plot",
+        ui.t("md.runs"),
         options,
         format_func=lambda i: f"#{i} {label_of[i]}",
-        placeholder="Choose runs to overlay on the theory",
+        placeholder=ui.t("md.runs_placeholder"),
     )
     selected = st.session_state[key("runs")]
     if selected:
         c1, c2, _ = st.columns([1, 1, 2])
         c1.download_button(  # the CSV is built when clicked, not on every run (a large run takes seconds)
-            "Export the selected runs (CSV)",
+            ui.t("md.export"),
             lambda ids=tuple(selected): store.export_csv(ui.load_runs(engine, runs, ids)),
             "specviz_runs.csv",
             "text/csv",
             icon=":material/download:",
             on_click="ignore",
         )
-        if c2.button("Delete the selected runs…", icon=":material/delete:"):
+        if c2.button(ui.t("md.delete"), icon=":material/delete:"):
             st.session_state[key("confirm_delete")] = list(selected)
     pending = st.session_state.get(key("confirm_delete"))
     if pending:
         names = ", ".join(f"#{i} {ui.plain(label_of.get(i, '?'))}" for i in pending)
         st.warning(
-            f"Delete {len(pending)} run(s) ({names}) for everyone using this library? This cannot be undone.",
+            ui.t("md.confirm_delete", n=len(pending), names=names),
             icon=":material/warning:",
         )
         yes, no, _ = st.columns([1, 1, 4])
-        if yes.button("Yes, delete", type="primary", key=key("delete_yes")):
+        if yes.button(ui.t("md.delete_yes"), type="primary", key=key("delete_yes")):
             deleted = ui.delete_runs(engine, pending)
             st.session_state[key("confirm_delete")] = None
-            st.toast(f"Deleted {deleted} run(s).")
+            st.toast(ui.t("md.deleted", n=deleted))
             select_next([i for i in selected if i not in pending])
-        if no.button("Cancel", key=key("delete_no")):
+        if no.button(ui.t("md.cancel"), key=key("delete_no")):
             st.session_state[key("confirm_delete")] = None
             st.rerun()
 
@@ -265,67 +301,66 @@ def overlay_points(frame):
     return points, overlays.per_position(points)
 
 
+#: Columns of the series table (overlays.series_params) with a header in the catalogue (md.scol.*); c, v, o are symbols.
+SERIES_COLUMNS = ("series", "alpha", "has_cost", "k_min", "k_max", "n")
+
+
 def overlay_section(engine, runs) -> None:
     """The selected runs over the theory (``runs``: the library listing, which gives each run's row count)."""
     selected = st.session_state[key("runs")]
-    st.subheader("Measurements over the theory")
+    st.subheader(ui.t("md.overlay"))
     if not selected:
-        st.info("Select runs in the library to see them on the curves.", icon=":material/touch_app:")
+        st.info(ui.t("md.select_runs"), icon=":material/touch_app:")
         return
     n_rows = int(runs.set_index("id").loc[selected, "n_rows"].sum())  # refuse before reading them
     share.check_work("measurements to overlay", {"rows": n_rows}, overlays.MAX_ROWS, "select fewer runs")
     points, per_position = ui.derived_runs(engine, runs, selected, overlay_points)
     params = overlays.series_params(points)
     curves = overlays.curves(params)
-    st.caption(
-        "One series per configuration: run, label, and every model, hardware, method, batch size or "
-        "temperature that differs within them. Its curves use the series' α (mean of the α used per "
-        "row) and c (median); the dashed curve adds the measured verify cost v and overhead o."
+    st.caption(ui.t("md.series_caption"))
+    st.dataframe(
+        params,
+        hide_index=True,
+        width="stretch",
+        column_config={c: ui.t(f"md.scol.{c}") for c in SERIES_COLUMNS if c in params.columns},
     )
-    st.dataframe(params, hide_index=True, width="stretch")
     tab_s, tab_map, tab_n, tab_parity, tab_pos = st.tabs(
-        ["Speedup vs K", "(α, c) map", "E[N] vs K", "Measured vs predicted", "Per position"]
+        [ui.t(f"md.tab.{t}") for t in ("speedup", "map", "tokens", "parity", "position")]
     )
     with tab_s:
         if points["speedup"].notna().any():
-            st.plotly_chart(figures.overlay_speedup_vs_k(points, curves, params), width="stretch")
+            st.plotly_chart(figures.overlay_speedup_vs_k(points, curves, params, lang=ui.language()), width="stretch")
         else:
-            st.info("None of the selected rows has a measured speedup.")
+            st.info(ui.t("md.no_speedup"))
         if params["c"].isna().any():
-            st.caption("Series without c (no c, c_L or draft/target times) have no theoretical speedup curve.")
+            st.caption(ui.t("md.no_c_curve"))
     with tab_map:
         ks = points["k"].astype(int)
         hk = st.session_state[key("hk")] or int(ks.mode().iloc[0])
-        ui.number_input(PAGE, P["hk"], "K of the heatmap (0 = the most common K of the selection)")
-        st.plotly_chart(figures.overlay_alpha_c(heatmap_grid(hk, points["c_used"]), points, hk), width="stretch")
+        ui.number_input(PAGE, P["hk"], ui.t("md.hk"))
+        st.plotly_chart(
+            figures.overlay_alpha_c(heatmap_grid(hk, points["c_used"]), points, hk, lang=ui.language()), width="stretch"
+        )
         if points["c_used"].isna().all():
-            st.caption("No selected row has a c, so no point can be placed on this map.")
+            st.caption(ui.t("md.no_c_map"))
     with tab_n:
-        st.plotly_chart(figures.overlay_expected_tokens(points, curves, params), width="stretch")
+        st.plotly_chart(figures.overlay_expected_tokens(points, curves, params, lang=ui.language()), width="stretch")
     with tab_parity:
         if points["speedup"].notna().any() and points["predicted_speedup"].notna().any():
-            st.plotly_chart(figures.parity(points), width="stretch")
+            st.plotly_chart(figures.parity(points, lang=ui.language()), width="stretch")
             ratio = points["speedup_ratio"].dropna()
-            st.caption(
-                f"Measured ÷ basic-model prediction: median {np.median(ratio):.2f} over {len(ratio)} row(s). "
-                "Below 1 usually means verifying K + 1 tokens costs more than one step (v), acceptance "
-                "falls with position, or a fixed per-round overhead (o)."
-            )
+            st.caption(ui.t("md.parity_caption", median=f"{np.median(ratio):.2f}", n=len(ratio)))
         else:
-            st.info("A parity plot needs rows with both a measured speedup and a c (for the prediction).")
+            st.info(ui.t("md.no_parity"))
     with tab_pos:
         if len(per_position):
-            st.plotly_chart(figures.per_position_figure(per_position), width="stretch")
+            st.plotly_chart(figures.per_position_figure(per_position, lang=ui.language()), width="stretch")
         else:
-            st.info("None of the selected rows has per-position acceptance.")
+            st.info(ui.t("md.no_positions"))
 
 
-st.title("Measured data")
-st.caption(
-    "Upload benchmark results from any engine, keep them in the team's run library, and see where they "
-    "fall on the theory. Files are validated row by row; column names of vLLM, SGLang, llama.cpp, "
-    "TensorRT-LLM, HF transformers and Spec-Bench are understood."
-)
+st.title(ui.t("md.title"))
+st.caption(ui.t("md.intro"))
 ui.restore(PAGE, SPEC)
 for option in OPTIONS:
     st.session_state.setdefault(key(option.key), option.default)

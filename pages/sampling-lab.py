@@ -38,11 +38,11 @@ SPEC = (
     ),
 )
 P = by_key(SPEC)
-VARIANT_LABELS = {
-    "exact": "exact rule",
-    "accept_first": "bug: accept the first draft unconditionally",
-    "resample_p": "bug: resample from p instead of the residual",
-    "temperature_mismatch": "bug: draft at one temperature, ratio at another",
+LEVEL = 1e-3  # significance level of the χ² verdict (sampling.emitted_verdict)
+TAB_KEYS = {
+    "Acceptance is overlap": "lab.tab.overlap",
+    "Tokens per round": "lab.tab.tokens",
+    "Emitted tokens": "lab.tab.emitted",
 }
 
 
@@ -52,22 +52,22 @@ def key(name: str) -> str:
 
 def builder_controls(who: str) -> None:
     """Controls of one distribution builder (p or q), shown for the chosen kind only."""
-    kind = ui.selectbox(PAGE, P[who], f"{who} builder", format_func=sampling.BUILDERS.get)
+    kind = ui.selectbox(PAGE, P[who], ui.t("lab.builder", who=who), format_func=lambda b: ui.t(f"lab.builder.{b}"))
     if kind == "zipf":
-        ui.number_input(PAGE, P[f"{who}_s"], f"{who}: Zipf exponent s", step=0.1)
+        ui.number_input(PAGE, P[f"{who}_s"], ui.t("lab.zipf_s", who=who), step=0.1)
     elif kind == "dirichlet":
-        ui.number_input(PAGE, P[f"{who}_beta"], f"{who}: Dirichlet β", step=0.1, format="%.3g")
-        ui.number_input(PAGE, P[f"{who}_seed"], f"{who}: seed")
+        ui.number_input(PAGE, P[f"{who}_beta"], ui.t("lab.dirichlet_beta", who=who), step=0.1, format="%.3g")
+        ui.number_input(PAGE, P[f"{who}_seed"], ui.t("lab.who_seed", who=who))
     elif kind == "tempered":
-        ui.number_input(PAGE, P["q_tau"], "τ (draft = target at temperature τ)", step=0.1)
+        ui.number_input(PAGE, P["q_tau"], ui.t("lab.tau"), step=0.1)
     elif kind == "custom":
         st.text_area(
-            f"{who}: V comma-separated weights",
+            ui.t("lab.weights", who=who),
             key=key(f"{who}_vec"),
             height=80,
-            help="Non-negative numbers, normalised for you. Or upload a one-column CSV below.",
+            help=ui.t("lab.weights_help"),
         )
-        st.file_uploader(f"{who}: one-column CSV", type=["csv", "txt"], key=f"{PAGE}.{who}_file")
+        st.file_uploader(ui.t("lab.csv", who=who), type=["csv", "txt"], key=f"{PAGE}.{who}_file")
 
 
 def build(who: str, view: dict, base=None) -> torch.Tensor:
@@ -102,7 +102,7 @@ def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
     result = done.get(run_key)
     if result is not None:
         return result
-    bar = st.progress(0.0, text="Simulating rounds…") if view["rounds"] >= PROGRESS_FROM else None
+    bar = st.progress(0.0, text=ui.t("lab.simulating")) if view["rounds"] >= PROGRESS_FROM else None
     n, emitted = sampling.simulate_rounds(
         p,
         q,
@@ -111,7 +111,7 @@ def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
         torch.Generator().manual_seed(view["seed"]),
         view["variant"],
         draft_temperature=view["t_draft"],
-        progress=(lambda f: bar.progress(f, text=f"Simulating rounds… {f:.0%}")) if bar else None,
+        progress=(lambda f: bar.progress(f, text=ui.t("lab.simulating_pct", pct=f"{f:.0%}"))) if bar else None,
     )
     if bar:
         bar.empty()
@@ -124,17 +124,17 @@ def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
 def sidebar_controls() -> None:
     """The controls, drawn after the first chart (their values are read from session_state before)."""
     with st.sidebar:
-        st.header("Distributions")
-        ui.number_input(PAGE, P["v"], "V (vocabulary size)")
+        st.header(ui.t("lab.distributions"))
+        ui.number_input(PAGE, P["v"], ui.t("lab.v"))
         builder_controls("p")
         builder_controls("q")
-        st.header("Simulation")
-        ui.slider(PAGE, P["k"], "K (draft length)")
-        ui.number_input(PAGE, P["rounds"], "rounds", step=50_000)
-        ui.number_input(PAGE, P["seed"], "seed")
-        ui.selectbox(PAGE, P["variant"], "verification rule", format_func=VARIANT_LABELS.get)
+        st.header(ui.t("lab.simulation"))
+        ui.slider(PAGE, P["k"], ui.t("lab.k"))
+        ui.number_input(PAGE, P["rounds"], ui.t("lab.rounds"), step=50_000)
+        ui.number_input(PAGE, P["seed"], ui.t("lab.seed"))
+        ui.selectbox(PAGE, P["variant"], ui.t("lab.variant"), format_func=lambda v: ui.t(f"lab.variant.{v}"))
         if st.session_state[key("variant")] == "temperature_mismatch":
-            ui.number_input(PAGE, P["t_draft"], "draft sampling temperature (ratio uses q at 1)", step=0.1)
+            ui.number_input(PAGE, P["t_draft"], ui.t("lab.t_draft"), step=0.1)
 
 
 def overlap_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
@@ -142,13 +142,13 @@ def overlap_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
     p_np, q_np = p.numpy(), q.numpy()
     alpha = float(sampling.overlap(p, q))
     tv = 0.5 * float(np.abs(p_np - q_np).sum())
-    st.plotly_chart(figures.distribution_bars(p_np, q_np), key="fig_bars")
-    st.caption("Green is accepted directly, orange is what the residual puts back: together they rebuild p exactly.")
+    st.plotly_chart(figures.distribution_bars(p_np, q_np, lang=ui.language()), key="fig_bars")
+    st.caption(ui.t("lab.overlap_caption"))
     c1, c2, c3 = st.columns(3)
-    c1.metric("α = Σ min(p, q)", f"{alpha:.4f}")
-    c2.metric("TV(p, q) = ½ Σ |p − q|", f"{tv:.4f}")
-    c3.metric("1 − TV", f"{1 - tv:.4f}", help="Equals α: the chapter's §4.2 identity.")
-    st.caption("The simulated rounds (K, rounds, seed, verification rule) are in the next two tabs.")
+    c1.metric(ui.t("lab.m.alpha"), f"{alpha:.4f}")
+    c2.metric(ui.t("lab.m.tv"), f"{tv:.4f}")
+    c3.metric("1 − TV", f"{1 - tv:.4f}", help=ui.t("lab.m.one_minus_tv_help"))
+    st.caption(ui.t("lab.next_tabs"))
 
 
 def tokens_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
@@ -158,13 +158,15 @@ def tokens_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
     e_formula = float(theory.expected_tokens(alpha, k))
     mean_n, half = sampling.mean_with_ci(torch.from_numpy(n))
     counts = np.bincount(n, minlength=k + 2)[1:]
-    st.plotly_chart(figures.n_histogram(counts, theory.accepted_length_pmf(alpha, k), len(n)), key="fig_hist")
+    st.plotly_chart(
+        figures.n_histogram(counts, theory.accepted_length_pmf(alpha, k), len(n), lang=ui.language()), key="fig_hist"
+    )
     c1, c2, c3 = st.columns(3)
-    c1.metric("simulated mean N", f"{mean_n:.4f} ± {half:.4f}", help="95 % confidence interval, 1.96 · s / √rounds")
-    c2.metric("formula E[N]", f"{e_formula:.4f}")
+    c1.metric(ui.t("lab.m.mean_n"), f"{mean_n:.4f} ± {half:.4f}", help=ui.t("lab.m.mean_n_help"))
+    c2.metric(ui.t("lab.m.formula"), f"{e_formula:.4f}")
     c3.metric(
-        "formula inside the 95 % CI",
-        "yes" if abs(mean_n - e_formula) <= half else "no",
+        ui.t("lab.m.inside"),
+        ui.t("lab.yes") if abs(mean_n - e_formula) <= half else ui.t("lab.no"),
         delta=f"{(mean_n - e_formula) / max(half / 1.96, 1e-300):+.1f} σ",
         delta_color="off",
     )
@@ -176,29 +178,36 @@ def emitted_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
     _, emitted = simulate(p, q, view)
     p_np = p.numpy()
     gof = sampling.chi_square_gof(torch.from_numpy(emitted), p)
-    verdict = sampling.emitted_verdict(gof, view["variant"])
+    verdict = sampling.emitted_verdict(gof, view["variant"], level=LEVEL)
     freq = np.bincount(emitted, minlength=len(p_np)) / len(emitted)
-    st.plotly_chart(figures.emitted_vs_target(freq, p_np, q.numpy()), key="fig_emitted")
+    st.plotly_chart(figures.emitted_vs_target(freq, p_np, q.numpy(), lang=ui.language()), key="fig_emitted")
     c1, c2, c3 = st.columns(3)
-    c1.metric("emitted tokens", f"{len(emitted):,}")
-    c2.metric("TV(emitted, p)", f"{gof.tv:.4f}")
-    c3.metric("χ² p-value", f"{gof.p_value:.3g}", help=f"Pearson χ², {gof.dof} degrees of freedom (sparse bins pooled)")
-    (st.success if verdict.ok else st.warning)(verdict.text)
+    c1.metric(ui.t("lab.m.emitted"), f"{len(emitted):,}")
+    c2.metric(ui.t("lab.m.tv_emitted"), f"{gof.tv:.4f}")
+    c3.metric(ui.t("lab.m.p_value"), f"{gof.p_value:.3g}", help=ui.t("lab.m.p_value_help", dof=gof.dof))
+    (st.success if verdict.ok else st.warning)(verdict_text(gof, verdict, view["variant"]))
     variant_note(view)
+
+
+def verdict_text(gof, verdict: sampling.Verdict, variant: str) -> str:
+    """``verdict.text`` (sampling.emitted_verdict) in the session's language: the same reading, in the same words."""
+    why = ui.t(f"lab.does.{variant}")
+    if gof.impossible:
+        return ui.t("lab.verdict.impossible", n=gof.impossible, why=why)
+    if verdict.ok:
+        return ui.t("lab.verdict.ok", p_value=f"{gof.p_value:.3g}", level=f"{LEVEL:g}", tv=f"{gof.tv:.4f}")
+    why = why if variant != "exact" else ui.t("lab.verdict.unexpected")
+    return ui.t("lab.verdict.biased", p_value=f"{gof.p_value:.2g}", level=f"{LEVEL:g}", tv=f"{gof.tv:.4f}", why=why)
 
 
 def variant_note(view: dict) -> None:
     if view["variant"] != "exact":
-        st.info(f"**What this variant does:** {sampling.VARIANTS[view['variant']]}")
+        st.info(ui.t("lab.variant_note", what=ui.t(f"lab.does.{view['variant']}")))
 
 
 TABS = {"Acceptance is overlap": overlap_tab, "Tokens per round": tokens_tab, "Emitted tokens": emitted_tab}
-st.title("Rejection-sampling lab")
-st.caption(
-    "Draft K tokens from q, accept each with min(1, p/q), correct from the residual (p − q)⁺ at the first "
-    "rejection, add a bonus token from p when all K pass. Simulate many rounds and check the two claims: "
-    "E[N] = (1 − α^(K+1)) / (1 − α), and the emitted tokens follow p exactly."
-)
+st.title(ui.t("lab.title"))
+st.caption(ui.t("lab.intro"))
 ui.restore(PAGE, SPEC)
 
 view = ui.values(PAGE, SPEC)
@@ -214,6 +223,6 @@ except ValueError as exc:
 
 # One tab's content per script run (lazy tabs): a link opens with one chart to draw, and a simulation
 # runs only when its results are shown. The open tab's chart is sent before the controls.
-ui.show_open_tab(PAGE, P["view"], TABS, p, q, view)
+ui.show_open_tab(PAGE, P["view"], TABS, p, q, view, format_func=lambda v: ui.t(TAB_KEYS[v]))
 sidebar_controls()
 ui.publish(PAGE, SPEC, URL)

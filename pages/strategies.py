@@ -28,6 +28,31 @@ VIEWS = (
 NGRAM_SOURCES = ("bundled prompts", "my text")
 TRACE_SOURCES = ("synthetic", "an uploaded trace", "the live page's last run")
 CONFIDENCE = ("calibrated", "flat")
+#: Catalogue keys of the choices' labels (the stored value, and the URL's, stays the English choice).
+LABELS = {
+    "geometric from α": "strat.p_src.geometric",
+    "typed": "strat.p_src.typed",
+    "a run in the library": "strat.p_src.library",
+    "the live page's last run": "strat.live_run",
+    "c and v": "strat.cost.cv",
+    "a pair on a GPU": "strat.cost.gpu",
+    "Optimal tree": "strat.view.tree",
+    "Shapes by budget": "strat.view.shapes",
+    "Budget × depth": "strat.view.table",
+    "Hardware-aware": "strat.view.hardware",
+    "Engine flags": "strat.view.engine",
+    "Draft-length policies": "strat.view.policies",
+    "N-gram drafts": "strat.view.ngram",
+    "bundled prompts": "strat.ng_src.bundled",
+    "my text": "strat.ng_src.mine",
+    "synthetic": "strat.trace_src.synthetic",
+    "an uploaded trace": "strat.trace_src.upload",
+    "calibrated": "strat.confidence.calibrated",
+    "flat": "strat.confidence.flat",
+    "llama.cpp p_min": "strat.p_min",
+    "HF confidence threshold": "strat.hf_thr",
+    "SpecDec++ threshold": "strat.sdpp",
+}
 SPEC = (
     Param("p_src", "geometric from α", "choice", choices=P_SOURCES),
     Param("alpha", 0.6, "float", 0.0, 1.0),
@@ -69,25 +94,36 @@ def key(name: str) -> str:
     return ui.key(PAGE, name)
 
 
+def label(choice: str) -> str:
+    """A choice's label in the session's language (a choice without a catalogue key shows as it is)."""
+    return ui.t(LABELS[choice]) if choice in LABELS else choice
+
+
+def shown(frame: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
+    """``frame`` for display: the columns named in ``columns`` (canonical name -> catalogue key) renamed."""
+    return frame.rename(columns={name: ui.t(k) for name, k in columns.items()})
+
+
 def chosen_p(view: dict) -> tuple[np.ndarray, str]:
     """(p_1, p_2, …, where it came from): a geometric profile from α, as typed, or measured by a tree run
     in the library or on the live page (ValueError saying why a source cannot give one)."""
     if view["p_src"] == "typed":
-        return trees.parse_p(view["p"]), "typed"
+        return trees.parse_p(view["p"]), ui.t("strat.p_src.typed")
     if view["p_src"] == "geometric from α":
-        return trees.geometric_p(view["alpha"], view["ranks"]), f"geometric from α = {view['alpha']:g}"
+        return (
+            trees.geometric_p(view["alpha"], view["ranks"]),
+            ui.t("strat.source.geometric", alpha=f"{view['alpha']:g}"),
+        )
     if view["p_src"] == "a run in the library":
         engine = ui.library()
         if engine is None:
-            raise ValueError("the run library cannot be opened, so p cannot come from a run")
+            raise ValueError(ui.t("strat.err.no_library"))
         frame = ui.load_runs(engine, ui.library_runs(engine), [view["run"]])
-        return trees.p_from_measurements(frame, f"run {view['run']}")
+        return trees.p_from_measurements(frame, ui.t("strat.source.run", run=view["run"]))
     result = st.session_state.get("live.result")
     if result is None or not result.rows:
-        raise ValueError(
-            "the live page has no finished run in this session yet: run one there (draft trees), or type p"
-        )
-    return trees.p_from_measurements(result.frame(), "the live page's last run")
+        raise ValueError(ui.t("strat.err.no_live_run"))
+    return trees.p_from_measurements(result.frame(), ui.t("strat.live_run"))
 
 
 @ui.cached
@@ -104,75 +140,79 @@ def tree_section(view: dict, p: np.ndarray) -> None:
     tree = trees.optimal_tree(p, view["budget"], view["depth"])
     f, chain_f = trees.expected_tokens(tree, p), float(theory.expected_tokens(p[0], min(view["budget"], view["depth"])))
     left, right = st.columns(2)
-    left.metric("Optimal tree: tokens per round", f"{f:.3f}", delta=f"{tree.describe()}", delta_color="off")
+    left.metric(ui.t("strat.tree_metric"), f"{f:.3f}", delta=f"{tree.describe()}", delta_color="off")
     right.metric(
-        "Chain of the same budget (depth-capped)",
+        ui.t("strat.chain_metric"),
         f"{chain_f:.3f}",
-        delta=f"tree buys {f / chain_f:.2f}×",
+        delta=ui.t("strat.tree_buys", ratio=f"{f / chain_f:.2f}"),
         delta_color="off",
     )
     x, y = tree.layout()
     labels = [str(r) if r else "•" for r in tree.ranks]
-    st.plotly_chart(figures.tree_figure(x, y, tree.parents, trees.path_probabilities(tree, p), labels), key="fig_tree")
-    st.caption("Each node is a draft token labelled by its rank among its siblings; colour = the chance it is reached.")
+    st.plotly_chart(
+        figures.tree_figure(x, y, tree.parents, trees.path_probabilities(tree, p), labels, lang=ui.language()),
+        key="fig_tree",
+    )
+    st.caption(ui.t("strat.tree_caption"))
 
 
 def shapes_section(view: dict, p: np.ndarray) -> None:
     frame = shapes(tuple(p), tuple(b for b in BUDGETS if b <= 64), view["depth"])
-    st.plotly_chart(figures.tokens_by_budget(frame), key="fig_shapes")
-    st.caption(
-        f"Depth at most {view['depth']}. The chain stops gaining once the budget exceeds the depth; trees spend "
-        "the budget on siblings instead."
-    )
-    ui.csv_download("Download (CSV)", lambda: frame, "tree_shapes.csv", key="dl_shapes")
+    st.plotly_chart(figures.tokens_by_budget(frame, lang=ui.language()), key="fig_shapes")
+    st.caption(ui.t("strat.shapes_caption", depth=view["depth"]))
+    ui.csv_download(ui.t("strat.dl"), lambda: frame, "tree_shapes.csv", key="dl_shapes")
 
 
 def table_section(view: dict, p: np.ndarray) -> None:
     frame = table(tuple(p), tuple(BUDGETS), view["depth"])
     wide = frame.pivot(index="budget", columns="depth", values="expected_tokens")
+    wide = wide.rename_axis(index=ui.t("strat.col.budget"), columns=ui.t("strat.col.depth"))
     st.dataframe(wide.style.format("{:.3f}"), width="stretch")
-    st.caption("Expected tokens per round of the optimal tree, by budget (rows) and maximum depth (columns).")
+    st.caption(ui.t("strat.table_caption"))
 
 
 def pair_on_gpu() -> tuple[dict, pd.Series]:
     """Draw the pair, GPU, context and batch controls; return (the page's values, the preset pair's row)."""
     c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
     with c1:
-        ui.selectbox(PAGE, P["pair"], "Pair")
+        ui.selectbox(PAGE, P["pair"], ui.t("strat.pair"))
     with c2:
-        ui.selectbox(PAGE, P["gpu"], "GPU")
+        ui.selectbox(PAGE, P["gpu"], ui.t("strat.gpu"))
     with c3:
-        ui.number_input(PAGE, P["ctx"], "Context")
+        ui.number_input(PAGE, P["ctx"], ui.t("strat.ctx"))
     with c4:
-        ui.number_input(PAGE, P["batch"], "Batch")
+        ui.number_input(PAGE, P["batch"], ui.t("strat.batch"))
     view = ui.values(PAGE, SPEC)
     return view, hardware.preset_pairs().set_index("name").loc[view["pair"]]
 
 
 def hardware_section(view: dict, p: np.ndarray) -> None:
-    ui.radio(PAGE, P["cost"], "Cost of a round from", horizontal=True)
+    ui.radio(PAGE, P["cost"], ui.t("strat.cost_from"), horizontal=True, format_func=label)
     if view["cost"] == "c and v":
         c, v = view["c"], view["v"]
         t_draft, t_verify = 1.0 / c, (lambda n: 1.0 + v * (n - 1))
-        how = (
-            f"A round costs depth · T_draft (T_draft = T_target / c = {1 / c:.3g} target steps) plus one target "
-            f"forward over n + 1 positions, 1 + v·n target steps (v = {v:g}, set in the sidebar)"
-        )
+        how = ui.t("strat.how_cv", t_draft=f"{1 / c:.3g}", v=f"{v:g}")
     else:
         view, pair = pair_on_gpu()
         b, ctx = view["batch"], view["ctx"]
         t_draft = float(hardware.step_time(pair["draft"], view["gpu"], b, ctx, 1))
         t_verify = step_times(pair["target"], view["gpu"], b, ctx, view["budget"] + 1)
-        how = (
-            f"The Hardware & batch page's roofline model for {pair['target']} verified and {pair['draft']} drafting "
-            f"on one {view['gpu']} (bf16, batch {b}, context {ctx}): a draft step takes {t_draft * 1e3:.2f} ms, the "
-            f"target's forward over 1 / {view['budget'] + 1} tokens {t_verify(1) * 1e3:.2f} / "
-            f"{t_verify(view['budget'] + 1) * 1e3:.2f} ms"
+        how = ui.t(
+            "strat.how_gpu",
+            target=pair["target"],
+            draft=pair["draft"],
+            gpu=view["gpu"],
+            batch=b,
+            ctx=ctx,
+            t_draft=f"{t_draft * 1e3:.2f}",
+            n=view["budget"] + 1,
+            t_one=f"{t_verify(1) * 1e3:.2f}",
+            t_n=f"{t_verify(view['budget'] + 1) * 1e3:.2f}",
         )
     tree, s = trees.best_tree_for_hardware(p, t_draft, t_verify, view["budget"], view["depth"])
-    shown = "do not speculate" if tree.drafts == 0 else tree.describe()
-    st.metric("Best tree for this cost model", shown, delta=f"speedup {s:.2f}×", delta_color="off")
-    st.caption(how + "; the best tree maximises tokens per unit of time, up to the budget and depth chosen (sidebar).")
+    best = ui.t("strat.no_spec") if tree.drafts == 0 else tree.describe()
+    st.metric(ui.t("strat.best_tree"), best, delta=ui.t("strat.speedup_delta", s=f"{s:.2f}"), delta_color="off")
+    st.caption(ui.t("strat.hw_caption", how=how))
 
 
 def step_times(model: str, gpu: str, batch: int, ctx: int, most: int):
@@ -185,12 +225,12 @@ def engine_section(view: dict, p: np.ndarray) -> None:
     try:
         tree, depth, topk = trees.best_topk(p, view["budget"], view["depth"])
     except ValueError as exc:
-        st.warning(f"Budget / Maximum depth: {exc}. Raise the maximum depth or lower the budget.")
+        st.warning(ui.t("strat.topk_warning", exc=exc))
         return
     f = trees.expected_tokens(tree, p)
-    st.markdown(f"**SGLang (EAGLE)**: the best top-k tree of {view['budget']} drafts, F = {f:.3f}")
+    st.markdown(ui.t("strat.sglang", budget=view["budget"], f=f"{f:.3f}"))
     st.code(trees.sglang_flags(depth, topk, view["budget"]), language="bash")
-    st.caption("SGLang counts the root in --speculative-num-draft-tokens: it is the budget plus one.")
+    st.caption(ui.t("strat.sglang_caption"))
 
 
 @ui.cached
@@ -202,30 +242,25 @@ def chosen_trace(view: dict) -> tuple[policies.Trace, str]:
     """(trace, what it is): synthetic from the controls, or the uploaded file (ValueError naming it)."""
     if view["trace_src"] == "synthetic":
         args = (view["t_alpha"], view["k_max"], view["rounds"], view["seed"], view["confidence"])
-        return synthetic(*args), (
-            f"synthetic: {view['rounds']:,} rounds, α = {view['t_alpha']:g}, K_max = {view['k_max']}, "
-            f"{view['confidence']} confidences, seed {view['seed']}"
+        return synthetic(*args), ui.t(
+            "strat.trace.synthetic",
+            rounds=f"{view['rounds']:,}",
+            alpha=f"{view['t_alpha']:g}",
+            k_max=view["k_max"],
+            confidence=label(view["confidence"]),
+            seed=view["seed"],
         )
     if view["trace_src"] == "the live page's last run":
         result = st.session_state.get("live.result")
         if result is None or result.trace is None:
-            raise ValueError(
-                "trace: the live page has no recorded trace in this session: run it with "
-                "'Record the greedy trace' ticked (greedy, chains), or choose synthetic"
-            )
-        return result.trace, (
-            f"the live page's last run: {result.trace.rounds:,} positions of greedy output, K_max = {result.trace.k_max}"
-        )
-    upload = st.file_uploader(
-        "Trace file (python -m specviz bench --trace FILE)", type=["jsonl"], key=key("trace_file")
-    )
+            raise ValueError(ui.t("strat.err.no_trace"))
+        return result.trace, ui.t("strat.trace.live", rounds=f"{result.trace.rounds:,}", k_max=result.trace.k_max)
+    upload = st.file_uploader(ui.t("strat.trace_file"), type=["jsonl"], key=key("trace_file"))
     if upload is None:
-        raise ValueError("trace: upload a trace file written by python -m specviz bench --trace, or choose synthetic")
+        raise ValueError(ui.t("strat.err.no_upload"))
     trace = policies.parse_trace(upload.getvalue().decode("utf-8", errors="replace"), upload.name)
-    return (
-        trace,
-        f"{upload.name}: {trace.rounds:,} {'positions' if trace.positional else 'rounds'}, K_max = {trace.k_max}",
-    )
+    what = "strat.trace.upload_positions" if trace.positional else "strat.trace.upload_rounds"
+    return trace, ui.t(what, name=upload.name, count=f"{trace.rounds:,}", k_max=trace.k_max)
 
 
 def run_costs(frame) -> tuple[float, float, float]:
@@ -245,66 +280,68 @@ def chosen_rules(view: dict, k_max: int) -> list[policies.Policy]:
 
 
 def policies_section(view: dict, p: np.ndarray) -> None:
-    ui.radio(PAGE, P["trace_src"], "Trace", horizontal=True)
+    ui.radio(PAGE, P["trace_src"], ui.t("strat.trace"), horizontal=True, format_func=label)
     if view["trace_src"] == "synthetic":
         c1, c2, c3, c4, c5 = st.columns(5)
         with c1:
-            ui.number_input(PAGE, P["t_alpha"], "α (mean acceptance)", step=0.01)
+            ui.number_input(PAGE, P["t_alpha"], ui.t("strat.t_alpha"), step=0.01)
         with c2:
-            ui.number_input(PAGE, P["k_max"], "K_max")
+            ui.number_input(PAGE, P["k_max"], ui.t("strat.k_max"))
         with c3:
-            ui.number_input(PAGE, P["rounds"], "Rounds")
+            ui.number_input(PAGE, P["rounds"], ui.t("strat.rounds"))
         with c4:
-            ui.number_input(PAGE, P["seed"], "Seed")
+            ui.number_input(PAGE, P["seed"], ui.t("strat.seed"))
         with c5:
-            ui.selectbox(PAGE, P["confidence"], "Draft confidence", help=CONFIDENCE_HELP)
+            ui.selectbox(
+                PAGE, P["confidence"], ui.t("strat.confidence"), help=ui.t("strat.confidence_help"), format_func=label
+            )
     trace, what = chosen_trace(ui.values(PAGE, SPEC))
     c1, c2, c3, c4, c5 = st.columns(5)
     with c1:
-        ui.number_input(PAGE, P["hf_start"], "HF heuristic: start K")
+        ui.number_input(PAGE, P["hf_start"], ui.t("strat.hf_start"))
     with c2:
-        ui.number_input(PAGE, P["hf_thr"], "HF confidence threshold", step=0.05)
+        ui.number_input(PAGE, P["hf_thr"], ui.t("strat.hf_thr"), step=0.05)
     with c3:
-        ui.number_input(PAGE, P["p_min"], "llama.cpp p_min", step=0.05)
+        ui.number_input(PAGE, P["p_min"], ui.t("strat.p_min"), step=0.05)
     with c4:
-        ui.number_input(PAGE, P["sdpp"], "SpecDec++ threshold", step=0.05)
+        ui.number_input(PAGE, P["sdpp"], ui.t("strat.sdpp"), step=0.05)
     with c5:
-        ui.number_input(PAGE, P["o"], "o (overhead per round)", step=0.01)
+        ui.number_input(PAGE, P["o"], ui.t("strat.o"), step=0.01)
     live_run = view["trace_src"] == "the live page's last run"
     if not live_run:
-        ui.radio(PAGE, P["pol_cost"], "Costs from", horizontal=True)
+        ui.radio(PAGE, P["pol_cost"], ui.t("strat.costs_from"), horizontal=True, format_func=label)
     view = ui.values(PAGE, SPEC)
     c, v, o = view["c"], view["v"], view["o"]
-    where = "c and v from the sidebar"
+    where = ui.t("strat.where.sidebar")
     if live_run:  # that run's measured costs
         c, v, o = run_costs(st.session_state["live.result"].frame())
-        where = "measured by that run"
+        where = ui.t("strat.where.run")
     elif view["pol_cost"] == "a pair on a GPU":
         view, pair = pair_on_gpu()
         costs = hardware.pair_costs(pair["target"], pair["draft"], view["gpu"], view["batch"], view["ctx"], trace.k_max)
         c, v = float(costs["c"]), float(costs["v"])
-        where = f"the roofline model: {view['pair']} on {view['gpu']}, batch {view['batch']}, context {view['ctx']}"
+        where = ui.t("strat.where.roofline", pair=view["pair"], gpu=view["gpu"], batch=view["batch"], ctx=view["ctx"])
     rules = chosen_rules(view, trace.k_max)
     frame = compared(trace, tuple(rules), c, v, o)
-    st.caption(f"Trace — {what}. Costs: c = {c:.4g}, v = {v:.3g}, o = {o:.3g} ({where}).")
-    st.plotly_chart(figures.policy_bars(frame), key="fig_policies")
-    st.dataframe(frame.round(3), hide_index=True, width="stretch")
+    st.caption(ui.t("strat.policies_caption", what=what, c=f"{c:.4g}", v=f"{v:.3g}", o=f"{o:.3g}", where=where))
+    st.plotly_chart(figures.policy_bars(frame, lang=ui.language()), key="fig_policies")
+    table = frame.round(3).assign(kind=frame["kind"].map(lambda k: ui.t(f"strat.kind.{k}") if k in KINDS else k))
+    st.dataframe(shown(table, POLICY_COLUMNS), hide_index=True, width="stretch")
     ks = {r.label: policies.replay(r, trace, c, v, o).k for r in rules}
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(figures.k_over_rounds(ks), key="fig_k_rounds")
+        st.plotly_chart(figures.k_over_rounds(ks, lang=ui.language()), key="fig_k_rounds")
     with right:
-        st.plotly_chart(figures.draft_length_histogram(ks, trace.k_max), key="fig_k_hist")
-    ui.selectbox(PAGE, P["sweep"], "Sweep one rule's parameter from 0 to 1")
+        st.plotly_chart(figures.draft_length_histogram(ks, trace.k_max, lang=ui.language()), key="fig_k_hist")
+    ui.selectbox(PAGE, P["sweep"], ui.t("strat.sweep"), format_func=label)
     view = ui.values(PAGE, SPEC)
     swept = policies.sweep(view["sweep"], np.linspace(0, 1, 21), trace, c, v, o)
     best = float(frame.loc[frame.kind == "best static K", "speedup"].iloc[0])
     oracle = float(frame.loc[frame.kind == "oracle", "speedup"].iloc[0])
-    st.plotly_chart(figures.policy_sweep(swept, view["sweep"], best, oracle), key="fig_policy_sweep")
-    st.caption(
-        "Where the line sits below the best static K the rule loses to a fixed K; near 1 it drafts almost "
-        "nothing (a threshold too high), and a threshold of 0 drafts K_max every round."
+    st.plotly_chart(
+        figures.policy_sweep(swept, view["sweep"], best, oracle, lang=ui.language()), key="fig_policy_sweep"
     )
+    st.caption(ui.t("strat.sweep_caption"))
 
 
 def compared(trace: policies.Trace, rules: tuple, c: float, v: float, o: float):
@@ -319,41 +356,30 @@ def ngram_table(texts: tuple[str, ...], c: float, v: float):
 def ngram_section(view: dict, p: np.ndarray) -> None:
     c1, c2 = st.columns([1, 1])
     with c1:
-        ui.radio(PAGE, P["ng_src"], "Text", horizontal=True)
+        ui.radio(PAGE, P["ng_src"], ui.t("strat.ng_src"), horizontal=True, format_func=label)
     with c2:
-        ui.number_input(PAGE, P["ng_c"], "c = T_target / T_lookup", format="%.4g", help=NGRAM_C_HELP)
+        ui.number_input(PAGE, P["ng_c"], ui.t("strat.ng_c"), format="%.4g", help=ui.t("strat.ng_c_help"))
     if st.session_state[key("ng_src")] == "my text":
-        st.text_area(
-            "Text (UTF-8 bytes are the tokens)", key=key("ng_text"), height=150, max_chars=int(P["ng_text"].hi)
-        )
+        st.text_area(ui.t("strat.ng_text"), key=key("ng_text"), height=150, max_chars=int(P["ng_text"].hi))
     view = ui.values(PAGE, SPEC)
     texts = tuple(bench.load_prompts()) if view["ng_src"] == "bundled prompts" else (view["ng_text"],)
     if not any(len(t.encode("utf-8")) > 1 for t in texts):
-        raise ValueError("text: type at least two characters for prompt lookup to search")
+        raise ValueError(ui.t("strat.err.ng_short"))
     frame = ngram_table(texts, view["ng_c"], view["v"])
-    st.plotly_chart(figures.ngram_by_k(frame), key="fig_ngram")
-    st.dataframe(frame.round(3), hide_index=True, width="stretch")
-    st.caption(
-        "Prompt lookup replayed against the text itself, as if the target wrote exactly this text: each round "
-        "drafts what followed the earliest earlier occurrence of the last n bytes (transformers: n = 2, then 1; "
-        "vLLM: n = 5) and accepts the leading bytes that match. It measures how much the text repeats, not a "
-        "model. The button below runs the real target."
-    )
+    st.plotly_chart(figures.ngram_by_k(frame, lang=ui.language()), key="fig_ngram")
+    st.dataframe(shown(frame.round(3), NGRAM_COLUMNS), hide_index=True, width="stretch")
+    st.caption(ui.t("strat.ng_caption"))
     c1, c2 = st.columns([1, 3])
     with c1:
-        ui.number_input(PAGE, P["ng_k"], "K for the run")
-    run_clicked = c2.button(
-        "Run the bundled target with n-gram drafts and with its draft model", icon=":material/play_arrow:"
-    )
+        ui.number_input(PAGE, P["ng_k"], ui.t("strat.ng_k"))
+    run_clicked = c2.button(ui.t("strat.ng_run"), icon=":material/play_arrow:")
     if run_clicked:
         st.session_state[key("ngram_runs")] = run_both(texts if view["ng_src"] == "my text" else None, view["ng_k"])
     frame = st.session_state.get(key("ngram_runs"))
     if frame is not None:
-        st.dataframe(frame, hide_index=True, width="stretch")
-        st.caption(
-            "Greedy, 64 new tokens per prompt, each against target-only decoding on this server (the Live benchmark "
-            "page's engine and queue). The lookup's cost is measured, not taken as zero."
-        )
+        drafters = frame["drafter"].map(lambda d: ui.t(DRAFTERS[d]) if d in DRAFTERS else d)
+        st.dataframe(shown(frame.assign(drafter=drafters), RUN_COLUMNS), hide_index=True, width="stretch")
+        st.caption(ui.t("strat.ng_run_caption"))
 
 
 def run_both(texts: tuple[str, ...] | None, k: int):
@@ -362,7 +388,7 @@ def run_both(texts: tuple[str, ...] | None, k: int):
     from specviz import live
 
     limits = live.limits_from_env()
-    rows, bar = [], st.progress(0.0, text="Starting…")
+    rows, bar = [], st.progress(0.0, text=ui.t("strat.starting"))
     for i, pair in enumerate(("bundled-target+ngram", "bundled")):
         values = {p.key: p.default for p in live.controls(limits)} | {
             "pair": pair,
@@ -375,11 +401,11 @@ def run_both(texts: tuple[str, ...] | None, k: int):
         run = live.LiveRun(live.make_request(values, limits))
         live.execute(run, lambda i=i, run=run, pair=pair: bar.progress((i + live.progress_bar(run)[0]) / 2, text=pair))
         if not run.rows:
-            raise ValueError(f"{pair}: no cell finished ({run.stopped or 'no result'})")
+            raise ValueError(ui.t("strat.err.no_cell", pair=pair, why=run.stopped or ui.t("strat.no_result")))
         row = run.frame().iloc[0]
         rows.append(
             {
-                "drafter": "n-gram (prompt lookup)" if "+ngram" in pair else "bundled draft model",
+                "drafter": "n-gram (prompt lookup)" if "+ngram" in pair else "bundled draft model",  # see DRAFTERS
                 "α̂": row["alpha"],
                 "E[N] measured": row["mean_accepted_tokens"],
                 "c": row["c_used"],
@@ -391,15 +417,23 @@ def run_both(texts: tuple[str, ...] | None, k: int):
     return pd.DataFrame(rows).round(3)
 
 
-NGRAM_C_HELP = (
-    "The lookup costs about 0.04 ms on the bundled prompts and the bundled target's step about 6 ms "
-    "(performance.md, ngram), so c ≈ 150 there."
-)
-
-CONFIDENCE_HELP = (
-    "calibrated: the draft's confidence q(x) ~ Beta with mean α, and a position is accepted with probability "
-    "q(x), so confidence rules have something to read; flat: q(x) = α always (confidence carries nothing)."
-)
+#: Display names of the tables' columns (canonical name -> catalogue key); a CSV keeps the canonical names.
+POLICY_COLUMNS = {
+    name: f"strat.col.{name}"
+    for name in ("policy", "kind", "speedup", "tokens_per_round", "drafts_per_round", "wasted_per_round")
+}
+KINDS = ("rule", "best static K", "oracle")  #: policies.compare's kinds, shown as strat.kind.<kind>
+NGRAM_COLUMNS = {name: f"strat.col.{name}" for name in ("rule", "rounds", "proposal_share", "alpha")} | {
+    "tokens_per_round": "strat.col.tokens_per_round",
+    "speedup": "strat.col.speedup",
+}
+RUN_COLUMNS = {
+    "drafter": "strat.col.drafter",
+    "E[N] measured": "strat.col.en_measured",
+    "speedup": "strat.col.speedup",
+    "greedy_exact": "strat.col.greedy_exact",
+}
+DRAFTERS = {"n-gram (prompt lookup)": "strat.drafter.ngram", "bundled draft model": "strat.drafter.model"}
 
 SECTIONS = dict(
     zip(
@@ -420,42 +454,36 @@ SECTIONS = dict(
 
 def sidebar_controls() -> None:
     with st.sidebar:
-        st.header("Acceptance by rank")
-        ui.radio(PAGE, P["p_src"], "p from")
+        st.header(ui.t("strat.h.acceptance"))
+        ui.radio(PAGE, P["p_src"], ui.t("strat.p_from"), format_func=label)
         if st.session_state[key("p_src")] == "typed":
-            st.text_input("p_1, p_2, … (comma-separated, sum ≤ 1)", key=key("p"), max_chars=int(P["p"].hi))
+            st.text_input(ui.t("strat.p_typed"), key=key("p"), max_chars=int(P["p"].hi))
         elif st.session_state[key("p_src")] == "a run in the library":
-            ui.number_input(PAGE, P["run"], "Run id (the Measured data page lists them)")
-            st.caption(
-                "A tree run's measured p̂ (bench --tree, or the Live page's draft trees); a chain run gives p_1 = α."
-            )
+            ui.number_input(PAGE, P["run"], ui.t("strat.run"))
+            st.caption(ui.t("strat.run_caption"))
         elif st.session_state[key("p_src")] == "the live page's last run":
-            st.caption("Run draft trees on the Live benchmark page; its p̂ appears here.")
+            st.caption(ui.t("strat.live_caption"))
         else:
-            ui.slider(PAGE, P["alpha"], "α (p_r = α (1 − α)^(r−1))", step=0.01)
-            ui.slider(PAGE, P["ranks"], "Ranks")
-        st.header("Tree")
-        ui.slider(PAGE, P["budget"], "Budget (draft tokens per round)")
-        ui.slider(PAGE, P["depth"], "Maximum depth")
-        st.header("Cost model")
-        ui.number_input(PAGE, P["c"], "c = T_target / T_draft", format="%.4g")
-        ui.number_input(PAGE, P["v"], "v (extra verify cost per token)", step=0.01, format="%.3f")
+            ui.slider(PAGE, P["alpha"], ui.t("strat.alpha"), step=0.01)
+            ui.slider(PAGE, P["ranks"], ui.t("strat.ranks"))
+        st.header(ui.t("strat.h.tree"))
+        ui.slider(PAGE, P["budget"], ui.t("strat.budget"))
+        ui.slider(PAGE, P["depth"], ui.t("strat.depth"))
+        st.header(ui.t("strat.h.cost"))
+        ui.number_input(PAGE, P["c"], ui.t("strat.c"), format="%.4g")
+        ui.number_input(PAGE, P["v"], ui.t("strat.v"), step=0.01, format="%.3f")
 
 
-st.title("Drafting strategies")
-st.caption(
-    "Engines draft trees, not only chains: several candidates per position, verified in one target forward. "
-    "Under positional acceptance (the target takes the draft's r-th choice with probability p_r) a tree's "
-    "expected tokens per round follow from its shape; Sequoia's dynamic program finds the best shape."
-)
+st.title(ui.t("strat.title"))
+st.caption(ui.t("strat.intro"))
 ui.restore(PAGE, SPEC)
 view = ui.values(PAGE, SPEC)
 try:
     p, source = chosen_p(view)
 except ValueError as exc:
     ui.show_error(exc)
-    p, source = trees.geometric_p(P["alpha"].default, P["ranks"].default), "the default profile"
-st.caption(f"p ({source}) = " + ", ".join(f"{x:.3f}" for x in p))
-ui.show_open_tab(PAGE, P["view"], SECTIONS, view, p)
+    p, source = trees.geometric_p(P["alpha"].default, P["ranks"].default), ui.t("strat.source.default")
+st.caption(ui.t("strat.p_caption", source=source, values=", ".join(f"{x:.3f}" for x in p)))
+ui.show_open_tab(PAGE, P["view"], SECTIONS, view, p, format_func=label)
 sidebar_controls()
 ui.publish(PAGE, SPEC, URL)

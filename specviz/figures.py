@@ -6,6 +6,12 @@ Grid arrays go out compact (:func:`compact`): plotly serialises numpy arrays as 
 binary, so float32 and small integers halve to an eighth of the bytes the browser must
 receive and decode, and no grid is sent twice (the S = 1 line is a line, not a second
 copy of z).
+
+The words a figure writes itself (axis, colour-bar and legend titles, trace names, hover templates,
+annotations) come from the catalogues (keys ``fig.*``, :func:`specviz.i18n.text`) in the ``lang`` a
+builder is given, English by default. Symbols and formulas (α, K, c, E[N], S) and the data's own
+labels (series, rules, cells) stay as they are; plotly's ``%{…}`` fields are filled in as values, never
+written in a catalogue text.
 """
 
 from __future__ import annotations
@@ -14,20 +20,22 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
-from specviz.grids import C_CONVENTIONS, Grid, level_crossing
+from specviz.grids import Grid, level_crossing
+from specviz.i18n import text
 
-#: Axis titles of the grid variables.
-TITLES = {
-    "alpha": "α (per-token acceptance)",
-    "k": "K (draft length)",
-    "c": C_CONVENTIONS["c"],
-    "c_L": C_CONVENTIONS["c_L"],
-    "expected_tokens": "E[N]",
-    "speedup": "speedup S",
-    "break_even_alpha": "break-even α*",
-    "optimal_k": "K*",
-    "speedup_at_optimal_k": "S at K*",
-}
+#: The grid variables that have an axis title (catalogue keys ``fig.axis.<name>``).
+AXES = ("alpha", "k", "c", "c_L", "expected_tokens", "speedup", "break_even_alpha", "optimal_k", "speedup_at_optimal_k")
+
+
+def axis_title(name: str, lang: str = "en") -> str:
+    """The axis title of grid variable ``name`` (one of :data:`AXES`) in ``lang``; symbols stay as they are."""
+    if name not in AXES:
+        raise KeyError(f"no axis title for {name!r}; one of {', '.join(AXES)}")
+    return text(lang, f"fig.axis.{name}")
+
+
+#: Axis titles of the grid variables, in English (:func:`axis_title` gives them in any language).
+TITLES = {name: axis_title(name) for name in AXES}
 _FORMAT = {"alpha": ":.3f", "k": ":d", "c": ":.3g", "c_L": ":.3g"}  # d3 format of hover values
 _SURFACE_MAX = 81  # points per axis of a 3-D surface: keeps payloads small (≈ 81² floats)
 _SLOWER, _EVEN, _FASTER = "#b2182b", "#f7f7f7", "#2166ac"  # S < 1 red, S = 1 white, S > 1 blue
@@ -94,14 +102,16 @@ def _hover_value(name: str, coord: str) -> str:
     )
 
 
-def _hovertemplate(grid: Grid) -> str:
+def _hovertemplate(grid: Grid, lang: str = "en") -> str:
     return (
         f"{grid.x_name} = {_hover_value(grid.x_name, 'x')}<br>{grid.y_name} = {_hover_value(grid.y_name, 'y')}<br>"
-        f"{TITLES[grid.z_name]} = %{{z:.4g}}<extra></extra>"
+        f"{axis_title(grid.z_name, lang)} = %{{z:.4g}}<extra></extra>"
     )
 
 
-def grid_figure(grid: Grid, *, mode: str = "heatmap", break_even: bool = False, title: str = "") -> go.Figure:
+def grid_figure(
+    grid: Grid, *, mode: str = "heatmap", break_even: bool = False, title: str = "", lang: str = "en"
+) -> go.Figure:
     """Heatmap (with hover values) or 3-D surface of ``grid``.
 
     Parameters
@@ -113,12 +123,14 @@ def grid_figure(grid: Grid, *, mode: str = "heatmap", break_even: bool = False, 
     break_even : bool
         Draw the S = 1 line (black, :func:`break_even_line`) and make the colour scale white at 1.
     title : str
-        Figure title.
+        Figure title (the caller's, shown as given).
+    lang : str
+        Language of the axis, colour-bar and legend texts ("en" or "zh").
     """
     if mode not in ("heatmap", "surface"):
         raise ValueError(f"mode must be 'heatmap' or 'surface'; got {mode!r}")
     scale = speedup_colorscale(np.nanmin(grid.z), np.nanmax(grid.z)) if break_even else "Viridis"
-    colorbar = dict(title=dict(text=TITLES[grid.z_name]))
+    colorbar = dict(title=dict(text=axis_title(grid.z_name, lang)))
     fig = go.Figure()
     if mode == "heatmap":
         fig.add_trace(
@@ -127,13 +139,13 @@ def grid_figure(grid: Grid, *, mode: str = "heatmap", break_even: bool = False, 
                 z=compact(grid.z),
                 colorscale=scale,
                 colorbar=colorbar,
-                hovertemplate=_hovertemplate(grid),
-                name=TITLES[grid.z_name],
+                hovertemplate=_hovertemplate(grid, lang),
+                name=axis_title(grid.z_name, lang),
             )
         )
         if break_even:
-            fig.add_trace(break_even_line(grid))
-        _data_extent_axes(fig, grid)
+            fig.add_trace(break_even_line(grid, lang))
+        _data_extent_axes(fig, grid, lang)
     else:
         g = grid.downsampled(_SURFACE_MAX)
         contours = (
@@ -147,14 +159,14 @@ def grid_figure(grid: Grid, *, mode: str = "heatmap", break_even: bool = False, 
                 colorbar=colorbar,
                 contours=contours,
                 colorscale=scale,
-                hovertemplate=_hovertemplate(g),
+                hovertemplate=_hovertemplate(g, lang),
             )
         )
         fig.update_layout(
             scene=dict(
-                xaxis=dict(title=TITLES[g.x_name], type="log" if _is_log(g.x_name) else "linear"),
-                yaxis=dict(title=TITLES[g.y_name], type="log" if _is_log(g.y_name) else "linear"),
-                zaxis=dict(title=TITLES[g.z_name]),
+                xaxis=dict(title=axis_title(g.x_name, lang), type="log" if _is_log(g.x_name) else "linear"),
+                yaxis=dict(title=axis_title(g.y_name, lang), type="log" if _is_log(g.y_name) else "linear"),
+                zaxis=dict(title=axis_title(g.z_name, lang)),
             )
         )
     fig.update_layout(
@@ -180,7 +192,7 @@ def speedup_colorscale(zmin: float, zmax: float) -> list:
     return [[0.0, _SLOWER], [at_one, _EVEN], [1.0, _FASTER]]
 
 
-def _data_extent_axes(fig: go.Figure, grid: Grid) -> None:
+def _data_extent_axes(fig: go.Figure, grid: Grid, lang: str = "en") -> None:
     """Titles and ranges that end exactly at the grid's first and last points; a speed-ratio axis is
     linear in log10(c) with ticks labelled in c (:func:`drawn`)."""
     for axis, values, name in ((fig.update_xaxes, grid.x, grid.x_name), (fig.update_yaxes, grid.y, grid.y_name)):
@@ -188,17 +200,17 @@ def _data_extent_axes(fig: go.Figure, grid: Grid) -> None:
         if _is_log(name):
             tickvals, ticktext = log_ticks(lo, hi)
             axis(
-                title=TITLES[name],
+                title=axis_title(name, lang),
                 type="linear",
                 range=[np.log10(lo), np.log10(hi)],
                 tickvals=tickvals,
                 ticktext=ticktext,
             )
         else:
-            axis(title=TITLES[name], type="linear", range=[lo, hi])
+            axis(title=axis_title(name, lang), type="linear", range=[lo, hi])
 
 
-def break_even_line(grid: Grid) -> go.Scatter:
+def break_even_line(grid: Grid, lang: str = "en") -> go.Scatter:
     """The S = 1 line of a speedup grid increasing in x along each row: per row y, the x where S
     rises through 1 (:func:`specviz.grids.level_crossing`); gaps where a row never crosses."""
     x_name, y_name = grid.x_name, grid.y_name
@@ -208,21 +220,28 @@ def break_even_line(grid: Grid) -> go.Scatter:
         customdata=compact(grid.y),
         mode="lines",
         line=dict(color=BREAK_EVEN_COLOR, width=2.5),
-        name="S = 1 (break-even)",
-        hovertemplate=f"S = 1 at {x_name} = {_hover_value(x_name, 'x')}, {y_name} = {_hover_value(y_name, 'y')}"
-        "<extra></extra>",
+        name=text(lang, "fig.break_even_line"),
+        hovertemplate=text(
+            lang,
+            "fig.break_even_hover",
+            x_name=x_name,
+            x=_hover_value(x_name, "x"),
+            y_name=y_name,
+            y=_hover_value(y_name, "y"),
+        )
+        + "<extra></extra>",
         showlegend=True,
     )
 
 
-def pmf_figure(pmf: np.ndarray, expected: float) -> go.Figure:
+def pmf_figure(pmf: np.ndarray, expected: float, lang: str = "en") -> go.Figure:
     """Bar chart of P(N = i), i = 1..K+1, with the mean E[N] marked."""
     i = np.arange(1, len(pmf) + 1)
     fig = go.Figure(go.Bar(x=i, y=pmf, name="P(N = i)", hovertemplate="N = %{x}<br>P = %{y:.4f}<extra></extra>"))
     fig.add_vline(x=expected, line_dash="dash", annotation_text=f"E[N] = {expected:.3f}")
     fig.update_layout(
-        xaxis_title="N (tokens produced in one round)",
-        yaxis_title="probability",
+        xaxis_title=text(lang, "fig.pmf_x"),
+        yaxis_title=text(lang, "fig.probability"),
         height=320,
         margin=dict(l=10, r=10, t=30, b=10),
     )
@@ -230,7 +249,7 @@ def pmf_figure(pmf: np.ndarray, expected: float) -> go.Figure:
     return fig
 
 
-def break_even_curves(ks: np.ndarray, curves: dict[str, np.ndarray]) -> go.Figure:
+def break_even_curves(ks: np.ndarray, curves: dict[str, np.ndarray], lang: str = "en") -> go.Figure:
     """α*(K) for several c: one line per entry of ``curves`` (label -> α* over ``ks``).
 
     Gaps (NaN) are where speculation never pays off at that K; a curve that is
@@ -244,22 +263,22 @@ def break_even_curves(ks: np.ndarray, curves: dict[str, np.ndarray]) -> go.Figur
                 x=ks,
                 y=alpha_star,
                 mode="lines+markers",
-                name=f"{label} (never pays off)" if never else label,
+                name=text(lang, "fig.label_never_pays_off", label=label) if never else label,
                 hovertemplate="K = %{x}<br>α* = %{y:.4f}<extra>" + label + "</extra>",
             )
         )
     fig.update_layout(
-        xaxis_title=TITLES["k"],
-        yaxis_title="break-even α* (S = 1)",
+        xaxis_title=axis_title("k", lang),
+        yaxis_title=text(lang, "fig.break_even_y"),
         yaxis_range=[0, 1],
         height=400,
         margin=dict(l=10, r=10, t=30, b=10),
-        legend_title_text="speed ratio",
+        legend_title_text=text(lang, "fig.speed_ratio"),
     )
     return fig
 
 
-def break_even_map(grid: Grid) -> go.Figure:
+def break_even_map(grid: Grid, lang: str = "en") -> go.Figure:
     """α*(K, c) as a heatmap in bands of 0.05 (one column per integer K), a few levels labelled
     (:func:`contour_labels`); the region where no α pays off is grey and labelled.
 
@@ -276,7 +295,7 @@ def break_even_map(grid: Grid) -> go.Figure:
             zmin=0,
             zmax=1,
             colorbar=dict(title=dict(text="α*"), tickvals=np.linspace(0.0, 1.0, 11)),
-            hovertemplate=_hovertemplate(grid),
+            hovertemplate=_hovertemplate(grid, lang),
             name="α*",
         )
     )
@@ -288,21 +307,21 @@ def break_even_map(grid: Grid) -> go.Figure:
                 z=compact(np.where(never, 1.0, np.nan)),
                 colorscale=[[0, "lightgrey"], [1, "lightgrey"]],
                 showscale=False,
-                hovertemplate="never pays off<extra></extra>",
-                name="never pays off",
+                hovertemplate=text(lang, "fig.never_pays_off") + "<extra></extra>",
+                name=text(lang, "fig.never_pays_off"),
             )
         )
         iy, ix = np.argwhere(never)[len(np.argwhere(never)) // 2]
         fig.add_annotation(
             x=grid.x[ix],
             y=np.log10(grid.y[iy]) if _is_log(grid.y_name) else grid.y[iy],
-            text="never pays off",
+            text=text(lang, "fig.never_pays_off"),
             showarrow=False,
             font=dict(size=14),
         )
     for label in contour_labels(grid, LABEL_LEVELS):
         fig.add_annotation(**label)
-    _data_extent_axes(fig, grid)
+    _data_extent_axes(fig, grid, lang)
     fig.update_layout(height=440, margin=dict(l=10, r=10, t=30, b=10))
     return fig
 
@@ -346,7 +365,7 @@ def contour_labels(grid: Grid, levels) -> list[dict]:
     return labels
 
 
-def optimal_k_map(grid: Grid) -> go.Figure:
+def optimal_k_map(grid: Grid, lang: str = "en") -> go.Figure:
     """K*(α, c) with one discrete colour per K and a labelled "don't speculate" (K* = 0) region.
 
     z is K* itself: the colour scale has one flat band per integer from the smallest to the largest
@@ -356,7 +375,7 @@ def optimal_k_map(grid: Grid) -> go.Figure:
     lo, hi = int(levels[0]), int(levels[-1])
     scale = stepped(_qualitative(hi - lo + 1, has_zero=lo == 0))
     shown = levels[_tick_subset(len(levels), max_ticks=16, keep_first=lo == 0)]
-    ticktext = ["don't speculate" if k == 0 else f"K* = {k}" for k in shown]
+    ticktext = [text(lang, "fig.dont_speculate") if k == 0 else f"K* = {k}" for k in shown]
     fig = go.Figure(
         go.Heatmap(
             **heatmap_coords(grid),
@@ -374,11 +393,11 @@ def optimal_k_map(grid: Grid) -> go.Figure:
         fig.add_annotation(
             x=grid.x[ix],
             y=np.log10(grid.y[iy]) if _is_log(grid.y_name) else grid.y[iy],
-            text="don't speculate",
+            text=text(lang, "fig.dont_speculate"),
             showarrow=False,
             font=dict(size=14, color="white"),
         )
-    _data_extent_axes(fig, grid)
+    _data_extent_axes(fig, grid, lang)
     fig.update_layout(height=460, margin=dict(l=10, r=10, t=30, b=10))
     return fig
 
@@ -400,7 +419,7 @@ def _qualitative(n: int, has_zero: bool) -> list[str]:
     return (["#404040"] if has_zero else []) + colours
 
 
-def speedup_vs_k(ks: np.ndarray, s: np.ndarray, k_star: int, s_star: float) -> go.Figure:
+def speedup_vs_k(ks: np.ndarray, s: np.ndarray, k_star: int, s_star: float, lang: str = "en") -> go.Figure:
     """f(K) = S(α, c, K) with the optimum marked and the S = 1 line."""
     fig = go.Figure(
         go.Scatter(
@@ -418,11 +437,18 @@ def speedup_vs_k(ks: np.ndarray, s: np.ndarray, k_star: int, s_star: float) -> g
                 marker=dict(size=16, symbol="star", color="gold", line=dict(width=1)),
             )
         )
-    fig.update_layout(xaxis_title=TITLES["k"], yaxis_title="speedup S", height=380, margin=dict(l=10, r=10, t=30, b=10))
+    fig.update_layout(
+        xaxis_title=axis_title("k", lang),
+        yaxis_title=axis_title("speedup", lang),
+        height=380,
+        margin=dict(l=10, r=10, t=30, b=10),
+    )
     return fig
 
 
-def metrics_vs_alpha(alpha: np.ndarray, series: dict[str, np.ndarray], point: dict[str, float]) -> go.Figure:
+def metrics_vs_alpha(
+    alpha: np.ndarray, series: dict[str, np.ndarray], point: dict[str, float], lang: str = "en"
+) -> go.Figure:
     """Engine metrics as functions of α at fixed K, with the converted point marked."""
     fig = go.Figure()
     for label, y in series.items():
@@ -439,37 +465,39 @@ def metrics_vs_alpha(alpha: np.ndarray, series: dict[str, np.ndarray], point: di
                     hovertemplate=label + " = %{y:.4f}<extra></extra>",
                 )
             )
-    fig.update_layout(xaxis_title=TITLES["alpha"], yaxis_title="value", height=380, margin=dict(l=10, r=10, t=30, b=10))
+    fig.update_layout(
+        xaxis_title=axis_title("alpha", lang),
+        yaxis_title=text(lang, "fig.value"),
+        height=380,
+        margin=dict(l=10, r=10, t=30, b=10),
+    )
     return fig
 
 
 # ----------------------------------------------------------------------------- rejection-sampling lab
 
 
-def distribution_bars(p: np.ndarray, q: np.ndarray) -> go.Figure:
+def distribution_bars(p: np.ndarray, q: np.ndarray, lang: str = "en") -> go.Figure:
     """p, q, min(p, q) and the residual (p − q)⁺ over the vocabulary (chapter §6.4).
 
     The accepted mass min(p, q) plus the residual (p − q)⁺ stack up to exactly p.
     """
     x = np.arange(len(p))
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=x, y=np.minimum(p, q), name="min(p, q) — accepted directly", marker_color="#2ca02c"))
+    fig.add_trace(go.Bar(x=x, y=np.minimum(p, q), name=text(lang, "fig.accepted_directly"), marker_color="#2ca02c"))
     fig.add_trace(
         go.Bar(
             x=x,
             y=np.clip(p - q, 0, None),
-            name="(p − q)⁺ — residual, resampled after a rejection",
+            name=text(lang, "fig.residual"),
             marker_color="#ff7f0e",
         )
     )
-    fig.add_trace(
-        go.Scatter(x=x, y=p, mode="lines+markers", name="p (target)", line=dict(color="black"), marker=dict(size=4))
-    )
-    fig.add_trace(go.Scatter(x=x, y=q, mode="lines", name="q (draft)", line=dict(color="#1f77b4", dash="dot")))
+    _target_and_draft(fig, x, p, q, lang)
     fig.update_layout(
         barmode="stack",
-        xaxis_title="token x",
-        yaxis_title="probability",
+        xaxis_title=text(lang, "fig.token_x"),
+        yaxis_title=text(lang, "fig.probability"),
         height=380,
         legend=dict(orientation="h", y=1.12),
         margin=dict(l=10, r=10, t=30, b=10),
@@ -477,33 +505,58 @@ def distribution_bars(p: np.ndarray, q: np.ndarray) -> go.Figure:
     return fig
 
 
-def n_histogram(n_counts: np.ndarray, pmf: np.ndarray, rounds: int, observed: str = "simulated") -> go.Figure:
-    """Observed frequency of N = 1..K+1 (bars named ``observed``) against the pmf P(N = i)."""
-    i = np.arange(1, len(pmf) + 1)
-    fig = go.Figure(go.Bar(x=i, y=n_counts / rounds, name=observed, marker_color="#1f77b4"))
+def _target_and_draft(fig: go.Figure, x: np.ndarray, p: np.ndarray, q: np.ndarray, lang: str) -> None:
+    """The target p (black line and markers) and the draft q (dotted) over the vocabulary."""
     fig.add_trace(
         go.Scatter(
-            x=i, y=pmf, mode="markers", name="P(N = i), formula", marker=dict(size=12, symbol="diamond", color="black")
+            x=x,
+            y=p,
+            mode="lines+markers",
+            name=text(lang, "fig.p_target"),
+            line=dict(color="black"),
+            marker=dict(size=4),
+        )
+    )
+    fig.add_trace(
+        go.Scatter(x=x, y=q, mode="lines", name=text(lang, "fig.q_draft"), line=dict(color="#1f77b4", dash="dot"))
+    )
+
+
+def n_histogram(
+    n_counts: np.ndarray, pmf: np.ndarray, rounds: int, observed: str | None = None, lang: str = "en"
+) -> go.Figure:
+    """Observed frequency of N = 1..K+1 (bars named ``observed``, by default "simulated" in ``lang``)
+    against the pmf P(N = i)."""
+    i = np.arange(1, len(pmf) + 1)
+    name = text(lang, "fig.simulated") if observed is None else observed
+    fig = go.Figure(go.Bar(x=i, y=n_counts / rounds, name=name, marker_color="#1f77b4"))
+    fig.add_trace(
+        go.Scatter(
+            x=i,
+            y=pmf,
+            mode="markers",
+            name=text(lang, "fig.pmf_formula"),
+            marker=dict(size=12, symbol="diamond", color="black"),
         )
     )
     fig.update_layout(
-        xaxis_title="N (tokens in a round)", yaxis_title="frequency", height=340, margin=dict(l=10, r=10, t=30, b=10)
+        xaxis_title=text(lang, "fig.n_in_round"),
+        yaxis_title=text(lang, "fig.frequency"),
+        height=340,
+        margin=dict(l=10, r=10, t=30, b=10),
     )
     fig.update_xaxes(dtick=1)
     return fig
 
 
-def emitted_vs_target(freq: np.ndarray, p: np.ndarray, q: np.ndarray) -> go.Figure:
+def emitted_vs_target(freq: np.ndarray, p: np.ndarray, q: np.ndarray, lang: str = "en") -> go.Figure:
     """Empirical frequency of the emitted tokens against the target p (and the draft q for reference)."""
     x = np.arange(len(p))
-    fig = go.Figure(go.Bar(x=x, y=freq, name="emitted (simulated)", marker_color="#9467bd"))
-    fig.add_trace(
-        go.Scatter(x=x, y=p, mode="lines+markers", name="p (target)", line=dict(color="black"), marker=dict(size=4))
-    )
-    fig.add_trace(go.Scatter(x=x, y=q, mode="lines", name="q (draft)", line=dict(color="#1f77b4", dash="dot")))
+    fig = go.Figure(go.Bar(x=x, y=freq, name=text(lang, "fig.emitted"), marker_color="#9467bd"))
+    _target_and_draft(fig, x, p, q, lang)
     fig.update_layout(
-        xaxis_title="token x",
-        yaxis_title="probability",
+        xaxis_title=text(lang, "fig.token_x"),
+        yaxis_title=text(lang, "fig.probability"),
         height=360,
         legend=dict(orientation="h", y=1.12),
         margin=dict(l=10, r=10, t=30, b=10),
@@ -570,7 +623,7 @@ def _error_bars(points) -> dict | None:
     return dict(type="data", symmetric=False, array=hi.fillna(0).to_numpy(), arrayminus=lo.fillna(0).to_numpy())
 
 
-def overlay_speedup_vs_k(points, curves, params) -> go.Figure:
+def overlay_speedup_vs_k(points, curves, params, lang: str = "en") -> go.Figure:
     """Measured speedup vs K per series over S(α, c, K) at the series' α and c (solid) and the
     measured-cost S(α, c, K, v, o) (dashed), each curve's K* starred; error bars span min..max over runs.
 
@@ -589,7 +642,8 @@ def overlay_speedup_vs_k(points, curves, params) -> go.Figure:
             y = cv[f"speedup_{model}"]
             if len(cv) == 0 or y.isna().all():
                 continue
-            what = "basic model" if model == "basic" else "measured-cost model (v, o)"
+            what = text(lang, "fig.basic_model" if model == "basic" else "fig.cost_model_vo")
+            at = text(lang, "fig.model_at", what=what, alpha=f"{p.alpha:.3f}", c=f"{p.c:.3g}")
             fig.add_trace(
                 go.Scatter(
                     x=cv["k"],
@@ -597,9 +651,8 @@ def overlay_speedup_vs_k(points, curves, params) -> go.Figure:
                     mode="lines",
                     line=dict(color=color[name], dash=dash),
                     legendgroup=name,
-                    name=f"{shown}: {what}",
-                    hovertemplate=f"{shown}<br>{what} at α = {p.alpha:.3f}, c = {p.c:.3g}<br>K = %{{x}}<br>"
-                    "S = %{y:.3f}<extra></extra>",
+                    name=text(lang, "fig.series_basic" if model == "basic" else "fig.series_cost", series=shown),
+                    hovertemplate=f"{shown}<br>{at}<br>K = %{{x}}<br>S = %{{y:.3f}}<extra></extra>",
                 )
             )
             k_star, s_star = p[f"k_star_{model}"], p[f"s_star_{model}"]
@@ -612,7 +665,10 @@ def overlay_speedup_vs_k(points, curves, params) -> go.Figure:
                         legendgroup=name,
                         showlegend=False,
                         marker=dict(symbol="star", size=14, color=color[name], line=dict(width=1, color="black")),
-                        hovertemplate=f"{shown}: K* = {int(k_star)} ({what}), S = {s_star:.3f}<extra></extra>",
+                        hovertemplate=text(
+                            lang, "fig.star_hover", series=shown, k=int(k_star), what=what, s=f"{s_star:.3f}"
+                        )
+                        + "<extra></extra>",
                     )
                 )
         pts = points[(points["series"] == name) & points["speedup"].notna()]
@@ -623,22 +679,25 @@ def overlay_speedup_vs_k(points, curves, params) -> go.Figure:
                     y=pts["speedup"],
                     mode="markers",
                     legendgroup=name,
-                    name=f"{shown}: measured",
+                    name=text(lang, "fig.series_measured", series=shown),
                     marker=dict(size=10, color=color[name], line=dict(width=1, color="black")),
                     error_y=_error_bars(pts),
                     text=pts["hover"],
                     hovertemplate="%{text}<extra></extra>",
                 )
             )
-    return _layout(fig, TITLES["k"], "speedup S")
+    return _layout(fig, axis_title("k", lang), axis_title("speedup", lang))
 
 
-def overlay_alpha_c(grid: Grid, points, k: int) -> go.Figure:
+def overlay_alpha_c(grid: Grid, points, k: int, lang: str = "en") -> go.Figure:
     """Measured (α used, c used) of every row on the S(α, c) heatmap at draft length ``k`` with its
     S = 1 contour. Rows measured at this K are filled circles, rows at other K open ones."""
-    fig = grid_figure(grid, break_even=True, title=f"S(α, c) at K = {k} with the measured points")
+    fig = grid_figure(grid, break_even=True, title=text(lang, "fig.overlay_title", k=k), lang=lang)
     pts = points[points["alpha_used"].notna() & points["c_used"].notna()]
-    for same, symbol, label in ((True, "circle", f"measured at K = {k}"), (False, "circle-open", "other K")):
+    for same, symbol, label in (
+        (True, "circle", text(lang, "fig.measured_at_k", k=k)),
+        (False, "circle-open", text(lang, "fig.other_k")),
+    ):
         sel = pts[(pts["k"] == k) == same]
         if len(sel):
             fig.add_trace(
@@ -655,7 +714,7 @@ def overlay_alpha_c(grid: Grid, points, k: int) -> go.Figure:
     return fig
 
 
-def overlay_expected_tokens(points, curves, params) -> go.Figure:
+def overlay_expected_tokens(points, curves, params, lang: str = "en") -> go.Figure:
     """E[N] vs K at each series' α (lines) with the measured mean accepted tokens (markers)."""
     names = list(params["series"])
     color = _series_color(names)
@@ -670,7 +729,7 @@ def overlay_expected_tokens(points, curves, params) -> go.Figure:
                     mode="lines",
                     legendgroup=name,
                     line=dict(color=color[name]),
-                    name=f"{plotly_text(name)}: E[N] at α",
+                    name=text(lang, "fig.series_expected", series=plotly_text(name)),
                     hovertemplate="K = %{x}<br>E[N] = %{y:.3f}<extra></extra>",
                 )
             )
@@ -684,22 +743,22 @@ def overlay_expected_tokens(points, curves, params) -> go.Figure:
                         y=pts["mean_accepted_tokens"],
                         mode="markers",
                         legendgroup=name,
-                        name=f"{plotly_text(name)}: measured",
+                        name=text(lang, "fig.series_measured", series=plotly_text(name)),
                         text=pts["hover"],
                         hovertemplate="%{text}<extra></extra>",
                         marker=dict(size=10, color=color[name], line=dict(width=1, color="black")),
                     )
                 )
-    return _layout(fig, TITLES["k"], "tokens per round E[N]")
+    return _layout(fig, axis_title("k", lang), text(lang, "fig.tokens_per_round_en"))
 
 
-def parity(points) -> go.Figure:
+def parity(points, lang: str = "en") -> go.Figure:
     """Measured speedup against the predicted one (basic: circles; measured-cost: diamonds), with y = x."""
     fig = go.Figure()
     lo, hi = np.inf, -np.inf
     for column, symbol, what in (
-        ("predicted_speedup", "circle", "basic model"),
-        ("predicted_speedup_measured_cost", "diamond", "measured-cost model"),
+        ("predicted_speedup", "circle", text(lang, "fig.basic_model")),
+        ("predicted_speedup_measured_cost", "diamond", text(lang, "fig.cost_model")),
     ):
         if column not in points.columns:
             continue
@@ -731,10 +790,10 @@ def parity(points) -> go.Figure:
                 hoverinfo="skip",
             )
         )
-    return _layout(fig, "predicted speedup", "measured speedup")
+    return _layout(fig, text(lang, "fig.predicted_speedup"), text(lang, "fig.measured_speedup"))
 
 
-def per_position_figure(table) -> go.Figure:
+def per_position_figure(table, lang: str = "en") -> go.Figure:
     """Conditional acceptance a_i by draft position, one line per (series, K), with the i.i.d. α as a dotted line."""
     fig = go.Figure()
     names = list(dict.fromkeys(table["series"]))
@@ -748,7 +807,7 @@ def per_position_figure(table) -> go.Figure:
                 line=dict(color=color[name]),
                 name=f"{plotly_text(name)}, K = {k}",
                 legendgroup=name,
-                hovertemplate="position %{x}<br>a = %{y:.3f}<extra></extra>",
+                hovertemplate=text(lang, "fig.position_hover", x="%{x}", y="%{y:.3f}") + "<extra></extra>",
             )
         )
         alpha = float(g["alpha_used"].iloc[0])
@@ -764,17 +823,17 @@ def per_position_figure(table) -> go.Figure:
             )
         )
     fig.update_yaxes(range=[0, 1.02])
-    return _layout(fig, "draft position i", "acceptance a_i (given positions < i accepted)")
+    return _layout(fig, text(lang, "fig.draft_position"), text(lang, "fig.acceptance_given"))
 
 
-def cost_breakdown(cells: list[str], draft_ms, verify_ms, other_ms, basic_model_ms) -> go.Figure:
+def cost_breakdown(cells: list[str], draft_ms, verify_ms, other_ms, basic_model_ms, lang: str = "en") -> go.Figure:
     """Mean round time per cell, stacked: K draft steps, the verify forward, everything else; with the
     basic model's round (one target step + K draft steps) as a diamond, so the gap is visible."""
     fig = go.Figure()
     for name, values, color in (
-        ("draft (K steps)", draft_ms, "#9ecae1"),
-        ("verify (K + 1 tokens)", verify_ms, "#3182bd"),
-        ("other (rule, bookkeeping)", other_ms, "#fd8d3c"),
+        (text(lang, "fig.cost.draft"), draft_ms, "#9ecae1"),
+        (text(lang, "fig.cost.verify"), verify_ms, "#3182bd"),
+        (text(lang, "fig.cost.other"), other_ms, "#fd8d3c"),
     ):
         fig.add_trace(
             go.Bar(
@@ -782,7 +841,7 @@ def cost_breakdown(cells: list[str], draft_ms, verify_ms, other_ms, basic_model_
                 y=values,
                 name=name,
                 marker_color=color,
-                hovertemplate="%{x}<br>" + name + ": %{y:.3f} ms<extra></extra>",
+                hovertemplate="%{x}<br>" + text(lang, "fig.hover_ms", name=name, y="%{y:.3f}") + "<extra></extra>",
             )
         )
     fig.add_trace(
@@ -790,16 +849,16 @@ def cost_breakdown(cells: list[str], draft_ms, verify_ms, other_ms, basic_model_
             x=cells,
             y=basic_model_ms,
             mode="markers",
-            name="basic model: T_p + K·T_q",
+            name=text(lang, "fig.basic_model_formula"),
             marker=dict(symbol="diamond", size=12, color="black"),
-            hovertemplate="%{x}<br>basic model round: %{y:.3f} ms<extra></extra>",
+            hovertemplate="%{x}<br>" + text(lang, "fig.basic_round_hover", y="%{y:.3f}") + "<extra></extra>",
         )
     )
     fig.update_layout(barmode="stack")
-    return _layout(fig, "cell", "ms per round")
+    return _layout(fig, text(lang, "fig.cell"), text(lang, "fig.ms_per_round"))
 
 
-def speedup_by_batch_measured(frame) -> go.Figure:
+def speedup_by_batch_measured(frame, lang: str = "en") -> go.Figure:
     """Measured speedup against the batch size B, one line per (K, temperature), S = 1 dashed."""
     fig = go.Figure()
     for (k, t), cell in frame.sort_values("batch_size").groupby(["k", "temperature"]):
@@ -814,10 +873,10 @@ def speedup_by_batch_measured(frame) -> go.Figure:
         )
     fig.add_hline(y=1.0, line_dash="dash", line_color="black")
     fig.update_xaxes(type="log")
-    return _layout(fig, "batch size B", "measured speedup S")
+    return _layout(fig, text(lang, "fig.batch_size"), text(lang, "fig.measured_speedup_s"))
 
 
-def tree_figure(x, y, parents, path_prob, labels) -> go.Figure:
+def tree_figure(x, y, parents, path_prob, labels, lang: str = "en") -> go.Figure:
     """A draft tree: node i at (x[i], y[i]) (y = −depth), edges to ``parents``, coloured by path probability."""
     ex, ey = [], []
     for i, parent in enumerate(parents):
@@ -840,21 +899,21 @@ def tree_figure(x, y, parents, path_prob, labels) -> go.Figure:
                     colorscale="Viridis",
                     cmin=0,
                     cmax=1,
-                    colorbar=dict(title=dict(text="P(path)")),
+                    colorbar=dict(title=dict(text=text(lang, "fig.tree_path"))),
                 ),
                 customdata=compact(path_prob),
-                hovertemplate="rank %{text}<br>P(reached) = %{customdata:.3f}<extra></extra>",
+                hovertemplate=text(lang, "fig.tree_hover", rank="%{text}", p="%{customdata:.3f}") + "<extra></extra>",
                 showlegend=False,
             ),
         ]
     )
     fig.update_xaxes(visible=False)
-    fig.update_yaxes(title="depth", tickvals=sorted(set(np.asarray(y).tolist())), ticktext=None)
+    fig.update_yaxes(title=text(lang, "fig.depth"), tickvals=sorted(set(np.asarray(y).tolist())), ticktext=None)
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=30, b=10))
     return fig
 
 
-def tokens_by_budget(frame) -> go.Figure:
+def tokens_by_budget(frame, lang: str = "en") -> go.Figure:
     """Expected tokens per round against the draft budget, one line per tree shape."""
     fig = go.Figure()
     for shape, part in frame.groupby("shape", sort=False):
@@ -864,17 +923,19 @@ def tokens_by_budget(frame) -> go.Figure:
                 y=compact(part["expected_tokens"]),
                 mode="lines+markers",
                 name=plotly_text(shape),
-                hovertemplate=f"{plotly_text(shape)}<br>budget %{{x}}<br>F = %{{y:.3f}}<extra></extra>",
+                hovertemplate=text(lang, "fig.budget_hover", shape=plotly_text(shape), x="%{x}", y="%{y:.3f}")
+                + "<extra></extra>",
             )
         )
     fig.update_xaxes(type="log")
-    return _layout(fig, "draft tokens per round (budget)", "expected tokens per round F")
+    return _layout(fig, text(lang, "fig.budget_x"), text(lang, "fig.expected_f"))
 
 
-def measured_vs_predicted(cells: list[str], measured, predicted, y: str, what: str) -> go.Figure:
-    """One pair of bars per cell: the measured value and the model's prediction (``what`` names the model)."""
+def measured_vs_predicted(cells: list[str], measured, predicted, y: str, what: str, lang: str = "en") -> go.Figure:
+    """One pair of bars per cell: the measured value and the model's prediction (``what`` names the model;
+    ``what`` and the y-axis title ``y`` are the caller's, shown as given)."""
     fig = go.Figure()
-    for name, values, color in (("measured", measured, "#3182bd"), (what, predicted, "#bdbdbd")):
+    for name, values, color in ((text(lang, "fig.measured"), measured, "#3182bd"), (what, predicted, "#bdbdbd")):
         fig.add_trace(
             go.Bar(
                 x=[plotly_text(c) for c in cells],
@@ -885,13 +946,13 @@ def measured_vs_predicted(cells: list[str], measured, predicted, y: str, what: s
             )
         )
     fig.update_layout(barmode="group")
-    return _layout(fig, "cell", y)
+    return _layout(fig, text(lang, "fig.cell"), y)
 
 
 POLICY_COLORS = {"rule": "#3182bd", "best static K": "#969696", "oracle": "#d62728"}
 
 
-def policy_bars(frame) -> go.Figure:
+def policy_bars(frame, lang: str = "en") -> go.Figure:
     """Speedup of each draft-length rule (``policies.compare``), with the best static K and the oracle."""
     fig = go.Figure(
         go.Bar(
@@ -899,15 +960,16 @@ def policy_bars(frame) -> go.Figure:
             y=compact(frame["speedup"]),
             marker_color=[POLICY_COLORS[k] for k in frame["kind"]],
             customdata=np.stack([frame["tokens_per_round"], frame["drafts_per_round"]], axis=-1),
-            hovertemplate="%{x}<br>S = %{y:.3f}×<br>tokens / round %{customdata[0]:.2f}, "
-            "drafts / round %{customdata[1]:.2f}<extra></extra>",
+            hovertemplate="%{x}<br>S = %{y:.3f}×<br>"
+            + text(lang, "fig.policy_hover", tokens="%{customdata[0]:.2f}", drafts="%{customdata[1]:.2f}")
+            + "<extra></extra>",
         )
     )
     fig.add_hline(y=1.0, line_dash="dash", line_color="black")
-    return _layout(fig, "draft-length rule", "speedup over target-only")
+    return _layout(fig, text(lang, "fig.rule"), text(lang, "fig.over_target"))
 
 
-def k_over_rounds(ks: dict[str, np.ndarray], rounds: int = 200) -> go.Figure:
+def k_over_rounds(ks: dict[str, np.ndarray], rounds: int = 200, lang: str = "en") -> go.Figure:
     """Drafts verified in each of the first ``rounds`` rounds, one line per rule."""
     fig = go.Figure()
     for name, k in ks.items():
@@ -915,10 +977,10 @@ def k_over_rounds(ks: dict[str, np.ndarray], rounds: int = 200) -> go.Figure:
         fig.add_trace(
             go.Scatter(x=np.arange(1, len(k) + 1), y=k, mode="lines", name=plotly_text(name), line=dict(shape="hv"))
         )
-    return _layout(fig, "round", "drafts verified")
+    return _layout(fig, text(lang, "fig.round"), text(lang, "fig.drafts_verified"))
 
 
-def draft_length_histogram(ks: dict[str, np.ndarray], k_max: int) -> go.Figure:
+def draft_length_histogram(ks: dict[str, np.ndarray], k_max: int, lang: str = "en") -> go.Figure:
     """Share of rounds verifying 0..K_max drafts, one bar series per rule."""
     fig = go.Figure()
     bins = np.arange(k_max + 1)
@@ -926,29 +988,37 @@ def draft_length_histogram(ks: dict[str, np.ndarray], k_max: int) -> go.Figure:
         share = np.bincount(np.asarray(k, dtype=np.int64), minlength=k_max + 1)[: k_max + 1] / max(len(k), 1)
         fig.add_trace(go.Bar(x=bins, y=share, name=plotly_text(name)))
     fig.update_layout(barmode="group")
-    return _layout(fig, "drafts verified in a round", "share of rounds")
+    return _layout(fig, text(lang, "fig.drafts_in_round"), text(lang, "fig.share_rounds"))
 
 
-def policy_sweep(frame, name: str, best_static: float, oracle: float) -> go.Figure:
+def policy_sweep(frame, name: str, best_static: float, oracle: float, lang: str = "en") -> go.Figure:
     """Speedup against one rule's parameter (``policies.sweep``), with the best static K and the oracle as lines."""
     fig = go.Figure(
         go.Scatter(x=compact(frame["value"]), y=compact(frame["speedup"]), mode="lines+markers", name=plotly_text(name))
     )
     fig.add_hline(
-        y=best_static, line_dash="dot", line_color=POLICY_COLORS["best static K"], annotation_text="best static K"
+        y=best_static,
+        line_dash="dot",
+        line_color=POLICY_COLORS["best static K"],
+        annotation_text=text(lang, "fig.best_static"),
     )
-    fig.add_hline(y=oracle, line_dash="dot", line_color=POLICY_COLORS["oracle"], annotation_text="oracle")
+    fig.add_hline(
+        y=oracle, line_dash="dot", line_color=POLICY_COLORS["oracle"], annotation_text=text(lang, "fig.oracle")
+    )
     fig.add_hline(y=1.0, line_dash="dash", line_color="black")
-    return _layout(fig, plotly_text(name), "speedup over target-only")
+    return _layout(fig, plotly_text(name), text(lang, "fig.over_target"))
 
 
-def ngram_by_k(frame) -> go.Figure:
+def ngram_by_k(frame, lang: str = "en") -> go.Figure:
     """Prompt lookup's tokens per round and speedup against K, one line per rule (``ngram.lookup_table``)."""
     fig = go.Figure()
     for rule, part in frame.groupby("rule", sort=False):
         fig.add_trace(
             go.Scatter(
-                x=part["k"], y=compact(part["tokens_per_round"]), mode="lines+markers", name=f"{rule}: tokens / round"
+                x=part["k"],
+                y=compact(part["tokens_per_round"]),
+                mode="lines+markers",
+                name=text(lang, "fig.ngram_tokens", rule=rule),
             )
         )
         fig.add_trace(
@@ -956,22 +1026,22 @@ def ngram_by_k(frame) -> go.Figure:
                 x=part["k"],
                 y=compact(part["speedup"]),
                 mode="lines+markers",
-                name=f"{rule}: speedup",
+                name=text(lang, "fig.ngram_speedup", rule=rule),
                 line=dict(dash="dot"),
             )
         )
     fig.add_hline(y=1.0, line_dash="dash", line_color="black")
-    return _layout(fig, "K (most drafted tokens a round)", "tokens per round / speedup")
+    return _layout(fig, text(lang, "fig.ngram_x"), text(lang, "fig.ngram_y"))
 
 
-def acceptance_by_position(unconditional: np.ndarray, conditional: np.ndarray) -> go.Figure:
+def acceptance_by_position(unconditional: np.ndarray, conditional: np.ndarray, lang: str = "en") -> go.Figure:
     """An engine's acceptance by draft position i = 1..P: u_i (share of drafts accepting ≥ i tokens)
     and a_i = u_i / u_(i−1) (given the positions before it accepted), as grouped bars."""
     positions = np.arange(1, len(unconditional) + 1)
     fig = go.Figure()
     for y, name, color in (
-        (conditional, "conditional a_i", _FASTER),
-        (unconditional, "unconditional u_i (engine's per-position rate)", "#92c5de"),
+        (conditional, text(lang, "fig.conditional"), _FASTER),
+        (unconditional, text(lang, "fig.unconditional"), "#92c5de"),
     ):
         fig.add_trace(
             go.Bar(x=positions, y=y, name=name, marker_color=color, hovertemplate="i = %{x}<br>%{y:.3f}<extra></extra>")
@@ -979,16 +1049,16 @@ def acceptance_by_position(unconditional: np.ndarray, conditional: np.ndarray) -
     fig.update_layout(barmode="group")
     fig.update_yaxes(range=[0, 1.02])
     fig.update_xaxes(dtick=1)
-    return _layout(fig, "draft position i", "acceptance", height=320)
+    return _layout(fig, text(lang, "fig.draft_position"), text(lang, "fig.acceptance"), height=320)
 
 
-def engine_rates(frame) -> go.Figure:
+def engine_rates(frame, lang: str = "en") -> go.Figure:
     """Drafted and accepted tokens per second over time (one point per poll interval), with the
     mean acceptance length on a second axis."""
     fig = go.Figure()
     for column, name, color in (
-        ("drafted_per_s", "drafted tokens/s", "#92c5de"),
-        ("accepted_per_s", "accepted tokens/s", _FASTER),
+        ("drafted_per_s", text(lang, "fig.drafted_tps"), "#92c5de"),
+        ("accepted_per_s", text(lang, "fig.accepted_tps"), _FASTER),
     ):
         fig.add_trace(
             go.Scatter(
@@ -1004,12 +1074,14 @@ def engine_rates(frame) -> go.Figure:
         go.Scatter(
             x=frame["time"],
             y=frame["mean_length"],
-            name="mean acceptance length",
+            name=text(lang, "fig.mean_length"),
             mode="lines",
             yaxis="y2",
             line=dict(color="black", dash="dot"),
             hovertemplate="t = %{x:.0f} s<br>E[N] = %{y:.2f}<extra></extra>",
         )
     )
-    fig.update_layout(yaxis2=dict(title="mean acceptance length", overlaying="y", side="right", rangemode="tozero"))
-    return _layout(fig, "seconds since monitoring started", "tokens/s", height=320)
+    fig.update_layout(
+        yaxis2=dict(title=text(lang, "fig.mean_length"), overlaying="y", side="right", rangemode="tozero")
+    )
+    return _layout(fig, text(lang, "fig.since_start"), "tokens/s", height=320)

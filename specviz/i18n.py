@@ -10,6 +10,10 @@ process: many people share one server. Nothing here imports streamlit.
 
 Not translated, because they are interfaces: canonical CSV column names, CLI output, log text,
 download file names. Numbers, units and symbols (α, K, c, E[N]) stay as they are.
+
+Errors a person may see on a page are :class:`Message` exceptions: a catalogue key and its fields.
+``str()`` of one is its English text (what the command line, logs and tests read); a page shows
+``Message.text(lang)``.
 """
 
 from __future__ import annotations
@@ -64,3 +68,33 @@ def missing(lang: str) -> list[str]:
     """Keys of the English catalogue that ``lang`` lacks."""
     own = catalogue(lang)
     return [k for k in catalogue(DEFAULT) if k not in own]
+
+
+class Message(ValueError):
+    """A ValueError whose text is the catalogue entry ``key`` filled with ``fields``.
+
+    ``str(exc)`` is the English text; :meth:`text` gives it in any language. A field that is itself a
+    Message (a cause quoted inside a wider error) is rendered in the same language.
+    """
+
+    def __init__(self, key: str, **fields) -> None:
+        self.key, self.fields = key, fields
+        super().__init__(self.text(DEFAULT))
+
+    def text(self, lang: str) -> str:
+        """This message in ``lang`` (English where the catalogue lacks the key)."""
+        return text(
+            lang, self.key, **{k: v.text(lang) if isinstance(v, Message) else v for k, v in self.fields.items()}
+        )
+
+    def __reduce__(self):  # pickling (st.cache_data, process pools) keeps key and fields
+        return _message, (self.key, self.fields)
+
+
+def _message(key: str, fields: dict) -> Message:
+    return Message(key, **fields)
+
+
+def localized(exc: BaseException, lang: str) -> str:
+    """The text of ``exc`` for a page in ``lang``: a :class:`Message` in that language, any other error as it is."""
+    return exc.text(lang) if isinstance(exc, Message) else str(exc)

@@ -8,6 +8,7 @@ drawing its widgets (each widget uses ``key=ui.key(PAGE, name)`` and no
 
 from __future__ import annotations
 
+import contextvars
 import re
 import threading
 from collections import OrderedDict
@@ -26,11 +27,18 @@ LANG_KEY = "_specviz_lang"  #: session_state: this session's UI language (the si
 LANG_PARAM = "lang"  #: the query parameter that carries it in a shared link
 
 
+#: The language a :func:`session_language` wrapper runs its function in (None: read the session).
+_BOUND_LANGUAGE: contextvars.ContextVar[str | None] = contextvars.ContextVar("specviz_language", default=None)
+
+
 def language() -> str:
     """This session's UI language: chosen in the sidebar, else the link's ``?lang=``, else the browser's locale.
 
     Per session (``st.session_state``), never per process: people on one server each have their own.
     """
+    bound = _BOUND_LANGUAGE.get()
+    if bound is not None:
+        return bound
     if LANG_KEY not in st.session_state:
         asked = st.query_params.get(LANG_PARAM)
         st.session_state[LANG_KEY] = asked if asked in i18n.LANGUAGES else i18n.from_locale(st.context.locale)
@@ -40,6 +48,30 @@ def language() -> str:
 def t(key: str, **values) -> str:
     """The text of catalogue ``key`` in this session's language (:func:`specviz.i18n.text`)."""
     return i18n.text(language(), key, **values)
+
+
+def session_language(fn: Callable[..., str]) -> Callable[..., str]:
+    """``fn`` that runs in this session's language (read now) whenever it is called.
+
+    A widget's ``format_func`` may be called outside the script run (AppTest does, to map a value
+    set from a test to its label), where no session can be read; the wrappers below bind theirs.
+    """
+    lang = language()
+
+    def in_language(*args, **kwargs) -> str:
+        token = _BOUND_LANGUAGE.set(lang)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _BOUND_LANGUAGE.reset(token)
+
+    return in_language
+
+
+def _bound_labels(kwargs: dict) -> dict:
+    if kwargs.get("format_func") is not None:
+        kwargs["format_func"] = session_language(kwargs["format_func"])
+    return kwargs
 
 
 def language_switch() -> None:
@@ -107,12 +139,12 @@ def number_input(page: str, p: share.Param, label: str, **kwargs) -> Any:
 
 def radio(page: str, p: share.Param, label: str, **kwargs) -> Any:
     """``st.radio`` over the Param's ``choices``."""
-    return st.radio(label, p.choices, key=key(page, p.key), **kwargs)
+    return st.radio(label, p.choices, key=key(page, p.key), **_bound_labels(kwargs))
 
 
 def selectbox(page: str, p: share.Param, label: str, **kwargs) -> Any:
     """``st.selectbox`` over the Param's ``choices``."""
-    return st.selectbox(label, p.choices, key=key(page, p.key), **kwargs)
+    return st.selectbox(label, p.choices, key=key(page, p.key), **_bound_labels(kwargs))
 
 
 def multiselect(page: str, p: share.Param, label: str, options, **kwargs) -> list:
@@ -123,7 +155,7 @@ def multiselect(page: str, p: share.Param, label: str, options, **kwargs) -> lis
     """
     k = key(page, p.key)
     value = st.multiselect(
-        label, options, key=k, max_selections=p.max_items, on_change=_clean_list, args=(k, p), **kwargs
+        label, options, key=k, max_selections=p.max_items, on_change=_clean_list, args=(k, p), **_bound_labels(kwargs)
     )
     note = st.session_state.pop(_note_key(k), None)
     if note:
@@ -277,12 +309,17 @@ def public_message(text: str, hosted: bool | None = None) -> str:
     return hosting.redact(text, hosting.database_forms(store.default_url()))
 
 
+def message(exc: BaseException) -> str:
+    """The text of a library error in this session's language (:func:`specviz.i18n.localized`)."""
+    return i18n.localized(exc, language())
+
+
 def show_error(exc: Exception) -> None:
     """Show a library ValueError to the person (as plain text: it may quote their input), never a traceback.
 
-    In hosted mode without paths or URLs (:func:`public_message`).
+    In this session's language (:func:`message`); in hosted mode without paths or URLs (:func:`public_message`).
     """
-    st.error(plain(public_message(str(exc))), icon=":material/error:")
+    st.error(plain(public_message(message(exc))), icon=":material/error:")
 
 
 @contextmanager

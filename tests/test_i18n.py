@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import pickle
 import re
 from pathlib import Path
 
@@ -11,16 +13,18 @@ from _apps import open_app, rerun
 from specviz import i18n
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Pages whose every visible string comes from the catalogues (the rest are being translated).
-TRANSLATED = (
-    "pages/home.py",
-    "pages/engine-monitor.py",
-    "pages/converter.py",
-    "pages/break-even.py",
-    "pages/design-space.py",
-)
+#: Every page: each visible string comes from the catalogues.
+TRANSLATED = tuple(f"pages/{p.stem}.py" for p in sorted((ROOT / "pages").glob("*.py")))
 #: A link that makes the page show more of itself (in zh, every part must be Chinese).
 PAGE_QUERY = {
+    "pages/hardware.py": {
+        "view": "Memory",
+        "pair": "Llama-3.1 405B + 8B",
+        "tp_t": "1",
+        "a_src": "the live page's last run",
+    },
+    "pages/sampling-lab.py": {"view": "Emitted tokens", "variant": "temperature_mismatch"},
+    "pages/strategies.py": {"view": "Draft-length policies", "rounds": "1000"},
     "pages/engine-monitor.py": {"endpoints": "http://127.0.0.1:1", "c_src": "the Hardware page's model"},
     "pages/break-even.py": {"view": "Chapter numbers"},
     "pages/design-space.py": {"tab": "Point inspector", "i_c": "0.5"},  # "never pays off", "don't speculate"
@@ -57,7 +61,7 @@ def test_every_chinese_text_is_translated():
 
 
 def test_every_key_the_code_asks_for_exists():
-    literal = re.compile(r"""\bt\(\s*["']([\w.-]+)["']""")
+    literal = re.compile(r"""\b(?:t|Message)\(\s*["']([\w.-]+)["']""")  # ui.t("k"), i18n.Message("k", ...)
     asked = {m for path in code_files() for m in literal.findall(path.read_text(encoding="utf-8"))}
     pages = [p.stem for p in (ROOT / "pages").glob("*.py")]
     asked |= {f"nav.{p}" for p in pages} | {f"home.link.{p}" for p in pages if p != "home"}
@@ -74,11 +78,45 @@ def test_text_fills_fields_and_falls_back_to_english(monkeypatch):
         i18n.catalogue("fr")
 
 
+def test_a_message_error_reads_english_as_a_string_and_any_language_on_a_page(monkeypatch):
+    for lang, wrap, k in (
+        ("en", "{where}: {cause}", "K must be >= 1; got {k}"),
+        ("zh", "{where}：{cause}", "K 必须 ≥ 1；收到 {k}"),
+    ):
+        monkeypatch.setitem(i18n.catalogue(lang), "test.wrap", wrap)
+        monkeypatch.setitem(i18n.catalogue(lang), "test.k", k)
+    exc = i18n.Message("test.wrap", where="run 3", cause=i18n.Message("test.k", k=0))
+    assert isinstance(exc, ValueError) and str(exc) == "run 3: K must be >= 1; got 0"
+    assert exc.text("zh") == i18n.localized(exc, "zh") == "run 3：K 必须 ≥ 1；收到 0"  # the cause in zh too
+    assert pickle.loads(pickle.dumps(exc)).text("zh") == exc.text("zh")
+    assert i18n.localized(ValueError("plain"), "zh") == "plain"
+
+
 @pytest.mark.parametrize(
     ("locale", "lang"), [("zh-CN", "zh"), ("zh_TW", "zh"), ("ZH", "zh"), ("en-US", "en"), ("de", "en"), (None, "en")]
 )
 def test_language_from_the_browser_locale(locale, lang):
     assert i18n.from_locale(locale) == lang
+
+
+def chart_texts(at) -> list[str]:
+    """Every word a chart shows: titles, axis and colour-bar titles, legend, trace names, annotations."""
+    out = []
+
+    def walk(node, key=""):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k != "template":  # plotly's theme, not our text
+                    walk(v, k)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v, key)
+        elif isinstance(node, str) and key in ("text", "name", "title", "hovertemplate"):
+            out.append(node)
+
+    for chart in at.get("plotly_chart"):
+        walk(json.loads(chart.proto.spec))
+    return out
 
 
 def visible_texts(at) -> list[str]:
@@ -96,6 +134,8 @@ def test_a_translated_page_shows_no_english_catalogue_text_in_chinese(page):
     english = {v for v in i18n.catalogue("en").values() if needs_translation(v)}
     shown = visible_texts(at)
     assert shown and not [s for s in shown if s in english]
+    drawn = chart_texts(at)  # a chart's words are in the catalogue whole, or with a field filled in
+    assert not [s for s in drawn if s in english or any(e in s for e in english if len(e) > 12)]
     assert any(re.search(r"[\u4e00-\u9fff]", s) for s in shown)
 
 
@@ -132,3 +172,12 @@ def test_a_translated_tab_opens_by_its_choice_and_keeps_it_in_the_link():
     rerun(at)
     assert at.query_params["view"] == "Optimal K" and any(m.label == "最优 K" for m in at.metric)
     assert at.session_state["breakeven.view._label"] == "最优 K"  # the tabs show the choice's label
+
+
+def test_a_chinese_choice_set_from_outside_the_script_run_keeps_its_label():
+    """AppTest maps a value to its label by calling format_func outside the script run; ui binds the language."""
+    at = open_app("pages/design-space.py", lang="zh")
+    at.radio(key="design.view").set_value("3-D surface")
+    rerun(at)
+    assert at.radio(key="design.view").value == "3-D surface" and at.query_params["view"] == "3-D surface"
+    assert i18n.text("zh", "ds.view.3-D surface") in at.radio(key="design.view").options

@@ -372,6 +372,25 @@ def test_an_error_keeps_finished_cells_or_else_the_previous_results():
     assert partial.done and partial.stopped == "an error in a later cell: out of memory"
 
 
+def test_what_the_page_shows_about_a_run_comes_in_the_sessions_language():
+    now = [10.0]
+    run = live.LiveRun(tiny_request(), clock=lambda: now[0])
+    run.started, run.progress = 8.0, bench.Progress(cell=2, cells=4, run=1, runs=2, k=3, temperature=0.7, done=2)
+    assert live.progress_bar(run, "zh") == (0.25, "单元 2/4（K = 3，T = 0.7）：第 1/2 次运行 · 已用 2 s")
+    run.interrupted(by_stop_button=True)
+    assert (run.stopped, run.stopped_text(), run.stopped_text("zh")) == ("stopped by you",) * 2 + ("由你手动停止",)
+    detail = {"k": 2, "temperature": 0.0, "tree": None, "exact": True}
+    assert live.cell_label(detail, "zh") == "K = 2, T = 0"
+    assert live.exactness_message(detail, "zh") == (
+        True,
+        "精确性（K = 2，贪心解码）：每次运行中，推测解码的输出都与只用目标模型解码的输出完全相同。",
+    )
+    assert live.cell_label(detail | {"tree": "chain:2 (2 drafts, depth 2)"}, "zh").startswith("树 chain:2")
+    assert "被接受的草稿 token" in live.legend_html("zh")
+    assert 'title="奖励"' in live.segments_html("", [("bonus", "x")], "zh")
+    assert [live.legend_html().count(label) for label in live.SEGMENT_LABELS.values()] == [1, 1, 1]
+
+
 # ----------------------------------------------------------------------------- the rows in the schema
 
 

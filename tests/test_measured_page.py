@@ -12,7 +12,7 @@ import pytest
 from _apps import open_app, rerun, shown_errors
 from streamlit.testing.v1 import AppTest
 
-from specviz import figures, measurements, store, ui
+from specviz import figures, i18n, measurements, store, ui
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "measured-data.py")
@@ -302,3 +302,30 @@ def test_hosted_mode_shows_no_database_path(tmp_path, monkeypatch):
     (error,) = shown_errors(run())
     assert "[hidden]" in error and "99" in error, error
     assert str(tmp_path) not in error and "sqlite" not in error, error
+
+
+def test_reader_and_sample_names_have_catalogue_texts_matching_the_library():
+    """The Format and Sample choices are shown through md.format.<reader> / md.sample.<file stem>: the
+    English text of each is the library's own, so a new reader or sample gets its keys."""
+    en, zh = i18n.catalogue("en"), i18n.catalogue("zh")
+    for name, reader in measurements.READERS.items():
+        assert en[f"md.format.{name}"] == reader.title and f"md.format.{name}" in zh
+    for name, what in measurements.SAMPLES.items():
+        assert en[f"md.sample.{Path(name).stem}"] == what and f"md.sample.{Path(name).stem}" in zh
+
+
+def test_in_chinese_the_page_works_through_reruns_and_keeps_canonical_names(db_url):
+    at = run(lang="zh")
+    assert at.title[0].value == "实测数据"
+    assert at.selectbox(key="measured.format").options[0] == i18n.text("zh", "md.format.auto")
+    at.text_area(key="measured.paste").input("label,k,alpha\nP,4,0.8\n")
+    rerun(at)  # a second run in zh (the selectboxes' labels are formatted again)
+    assert "**粘贴的文本**" in [m.value for m in at.markdown]
+    button(at, i18n.text("zh", "md.save")).click()
+    rerun(at)
+    runs = saved_runs(db_url)
+    assert runs.source.tolist() == ["pasted text"]  # stored under the canonical name
+    assert at.tabs[0].label == i18n.text("zh", "md.tab.speedup")
+    library = at.dataframe[-2].value  # the library table keeps its column names; only the headers are translated
+    assert "target_model" in library.columns
+    assert json.loads(at.dataframe[-2].proto.columns)["target_model"]["label"] == "目标模型"

@@ -23,6 +23,7 @@ Configuration (environment variables; see docs/deploy.md):
 
 from specviz.live.cells import (
     SEGMENT_COLORS,
+    SEGMENT_KEYS,
     SEGMENT_LABELS,
     cell_details,
     cell_label,
@@ -54,6 +55,7 @@ __all__ = [
     "HOSTED_DEFAULTS",
     "RUN_QUEUE",
     "SEGMENT_COLORS",
+    "SEGMENT_KEYS",
     "SEGMENT_LABELS",
     "Limits",
     "LiveRun",

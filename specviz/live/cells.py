@@ -7,12 +7,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from specviz import theory
+from specviz import i18n, theory
 
 __all__ = [
     "SEGMENT_COLORS",
+    "SEGMENT_KEYS",
     "SEGMENT_LABELS",
     "cell_details",
+    "cell_label",
     "cost_breakdown",
     "exactness_message",
     "legend_html",
@@ -23,7 +25,9 @@ __all__ = [
 ]
 
 SEGMENT_COLORS = {"accepted": "#c7e9c0", "correction": "#fdd0a2", "bonus": "#c6dbef"}
-SEGMENT_LABELS = {"accepted": "accepted draft tokens", "correction": "target corrections", "bonus": "bonus tokens"}
+#: Catalogue keys (``specviz.i18n``) of each segment kind's legend label; ``live.kind.KIND`` is its short name.
+SEGMENT_KEYS = {kind: f"live.segment.{kind}" for kind in SEGMENT_COLORS}
+SEGMENT_LABELS = {kind: i18n.text(i18n.DEFAULT, key) for kind, key in SEGMENT_KEYS.items()}  #: in English
 
 
 def n_counts(runs, k: int) -> np.ndarray:
@@ -74,11 +78,13 @@ def text_segments(tokenizer, rounds) -> list[tuple[str, str]]:
     return [(kind, tokenizer.decode(tokens)) for kind, tokens in out]
 
 
-def segments_html(prompt: str, segments: Sequence[tuple[str, str]]) -> str:
-    """HTML (escaped) of the prompt in grey and the generated segments on coloured backgrounds."""
+def segments_html(prompt: str, segments: Sequence[tuple[str, str]], lang: str = i18n.DEFAULT) -> str:
+    """HTML (escaped) of the prompt in grey and the generated segments on coloured backgrounds
+    (each titled with its kind's name in ``lang``)."""
+    titles = {kind: html.escape(i18n.text(lang, f"live.kind.{kind}"), quote=True) for kind in SEGMENT_COLORS}
 
     def span(kind: str, text: str) -> str:
-        return f'<span title="{kind}" style="background:{SEGMENT_COLORS[kind]}">{html.escape(text)}</span>'
+        return f'<span title="{titles[kind]}" style="background:{SEGMENT_COLORS[kind]}">{html.escape(text)}</span>'
 
     body = "".join(span(kind, text) for kind, text in segments)
     return (
@@ -87,11 +93,11 @@ def segments_html(prompt: str, segments: Sequence[tuple[str, str]]) -> str:
     )
 
 
-def legend_html() -> str:
-    """The colour key of :func:`segments_html`: one coloured label per segment kind."""
+def legend_html(lang: str = i18n.DEFAULT) -> str:
+    """The colour key of :func:`segments_html`: one coloured label per segment kind, in ``lang``."""
     return " ".join(
-        f'<span style="background:{SEGMENT_COLORS[kind]};padding:0 4px">{label}</span>'
-        for kind, label in SEGMENT_LABELS.items()
+        f'<span style="background:{SEGMENT_COLORS[kind]};padding:0 4px">{html.escape(i18n.text(lang, key))}</span>'
+        for kind, key in SEGMENT_KEYS.items()
     )
 
 
@@ -139,30 +145,35 @@ def cell_details(row: dict, runs: list, target, tokenizer, prompts: Sequence[str
     return detail
 
 
-def cell_label(detail: dict) -> str:
-    """How the page names a cell: "K = 4, T = 0" or "tree optimal:16,6 (16 drafts, depth 6), T = 1"."""
-    shape = f"tree {detail['tree']}" if detail.get("tree") else f"K = {detail['k']}"
-    return f"{shape}, T = {detail['temperature']:g}"
+def _shape(detail: dict, lang: str) -> str:
+    """A cell's draft shape: "K = 4" or "tree optimal:16,6 (16 drafts, depth 6)" (the tree column's value)."""
+    return i18n.text(lang, "live.cell.tree", tree=detail["tree"]) if detail.get("tree") else f"K = {detail['k']}"
 
 
-def exactness_message(detail: dict) -> tuple[bool, str] | None:
-    """(passed, sentence) on greedy exactness for a T = 0 cell's details; None for a sampled cell."""
+def cell_label(detail: dict, lang: str = i18n.DEFAULT) -> str:
+    """How the page names a cell: "K = 4, T = 0" or "tree optimal:16,6 (16 drafts, depth 6), T = 1" (in ``lang``)."""
+    return f"{_shape(detail, lang)}, T = {detail['temperature']:g}"
+
+
+def exactness_message(detail: dict, lang: str = i18n.DEFAULT) -> tuple[bool, str] | None:
+    """(passed, sentence in ``lang``) on greedy exactness for a T = 0 cell's details; None for a sampled cell."""
     if detail["exact"] is None:
         return None
-    shape = f"tree {detail['tree']}" if detail.get("tree") else f"K = {detail['k']}"
-    where = shape + (f", B = {detail['batch_size']}" if "batch_size" in detail else "") + ", greedy"
+    shape = _shape(detail, lang) + (f", B = {detail['batch_size']}" if "batch_size" in detail else "")
+    where = i18n.text(lang, "live.exact.where", shape=shape)
     if detail["exact"]:
-        return True, f"Exactness ({where}): speculative output equals target-only output in every run."
+        return True, i18n.text(lang, "live.exact.ok", where=where)
     div = detail.get("divergence")
     if div is None:  # a batched cell: which row and token is not recorded
-        return False, f"Exactness ({where}): some sequence's speculative output differs from its target-only output."
-    verdict = (
-        "a numerical near-tie (the top-2 logits are within 1e-3), not a bug in the rule"
-        if div.near_tie
-        else "the target's choice was clear there: a bug"
-    )
-    return False, (
-        f"Exactness ({where}): outputs differ first at new token {div.position} (target-only "
-        f"{div.expected}, speculative {div.got}); the target's top-2 logit margin there is "
-        f"{div.margin:.2e} — {verdict}."
+        return False, i18n.text(lang, "live.exact.batch_differs", where=where)
+    verdict = i18n.text(lang, "live.exact.near_tie" if div.near_tie else "live.exact.bug")
+    return False, i18n.text(
+        lang,
+        "live.exact.differs",
+        where=where,
+        position=div.position,
+        expected=div.expected,
+        got=div.got,
+        margin=f"{div.margin:.2e}",
+        verdict=verdict,
     )

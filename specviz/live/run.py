@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from specviz import bench, measurements
+from specviz import bench, i18n, measurements
 from specviz.live import worker as workers
 from specviz.live.cells import cell_details
 from specviz.live.request import Request
@@ -45,6 +45,7 @@ class LiveRun:
     started: float | None = None  #: clock() when the pair was loaded and measuring began
     seconds: float = 0.0  #: measuring time, once done
     stopped: str | None = None  #: why the run ended early ("stopped by you", the cap, …); None if it ran through
+    stop_reason: tuple[str, dict] | None = None  #: ``stopped`` as (catalogue key, fields), for :meth:`stopped_text`
     done: bool = False
     saved: int | None = None  #: the run library's id, once saved
     pilots: dict = field(default_factory=dict)  #: tree runs: temperature → p̂ of the pilot run that built the trees
@@ -72,7 +73,26 @@ class LiveRun:
     def interrupted(self, by_stop_button: bool) -> None:
         """Record that the script running this run was interrupted (the next script run calls this)."""
         self.done = True
-        self.stopped = "stopped by you" if by_stop_button else "interrupted: a control changed while it ran"
+        self.stop_as("live.stop.by_you" if by_stop_button else "live.stop.interrupted")
+
+    def stop_as(self, key: str, **fields) -> None:
+        """Record why the run stopped: catalogue ``key`` (``specviz.i18n``) with its ``fields``; ``stopped`` in English."""
+        self.stop_reason = (key, fields)
+        self.stopped = i18n.text(i18n.DEFAULT, key, **fields)
+
+    def stopped_text(self, lang: str = i18n.DEFAULT) -> str | None:
+        """``stopped`` in ``lang`` (None if the run was not stopped)."""
+        if self.stop_reason is None:
+            return self.stopped
+        key, fields = self.stop_reason
+        return i18n.text(lang, key, **fields)
+
+    def record_stop(self) -> None:
+        """Record a stop asked for by :meth:`stop` or forced by the wall-time cap."""
+        if self.stop_requested:
+            self.stop_as("live.stop.stopped")
+        else:
+            self.stop_as("live.stop.cap", cap=f"{self.request.max_wall_s:g}")
 
     def frame(self) -> pd.DataFrame:
         """The finished cells in the canonical schema with derived columns (:func:`canonical`)."""
@@ -154,7 +174,7 @@ def measure(run: LiveRun, load: Callable[[str, str, str], tuple]) -> None:
             on_pilot=lambda t, p: run.pilots.update({t: p}),
         )
     except bench.Stopped:
-        run.stopped = "stopped" if run.stop_requested else f"the wall-time cap of {req.max_wall_s:g} s was reached"
+        run.record_stop()
         return
     if req.trace and not run.stop_requested and not run.over_time():
         run.trace = record_trace(target, draft, tokenizer, req)
@@ -184,7 +204,7 @@ def _measure_batches(run: LiveRun, target, draft, tokenizer) -> None:
     bench.warm_up(target, draft, prompts[0])
     for i, (b, k, t) in enumerate(cells):
         if run.stop_requested or run.over_time():
-            run.stopped = "stopped" if run.stop_requested else f"the wall-time cap of {req.max_wall_s:g} s was reached"
+            run.record_stop()
             return
         run.progress = bench.Progress(cell=i + 1, cells=len(cells), run=1, runs=1, k=k, temperature=t, done=i)
         row = {**base, **bench.batch_cell(target, draft, prompts, k, t, req.new_tokens, b, req.repeats, req.seed)}
@@ -224,17 +244,24 @@ def execute(
         run.seconds = run.clock() - run.started if run.started is not None else 0.0
 
 
-def progress_bar(run: LiveRun) -> tuple[float, str]:
-    """(fraction done, text) for the page's progress bar, from the sweep's latest :class:`bench.Progress`."""
+def progress_bar(run: LiveRun, lang: str = i18n.DEFAULT) -> tuple[float, str]:
+    """(fraction done, text in ``lang``) for the page's progress bar, from the sweep's latest :class:`bench.Progress`."""
     now, p = run.clock(), run.progress
     if p is None or run.started is None:
         waited = now - run.submitted if run.submitted is not None else 0.0
-        return 0.0, f"Loading the pair and warming up… {waited:.0f} s"
+        return 0.0, i18n.text(lang, "live.progress.loading", s=f"{waited:.0f}")
     if p.done >= p.total:
-        return 1.0, "Finishing the last cell…"
-    return p.fraction, (
-        f"Cell {p.cell}/{p.cells} (K = {p.k}, T = {p.temperature:g}): run {p.run}/{p.runs} · "
-        f"{now - run.started:.0f} s elapsed"
+        return 1.0, i18n.text(lang, "live.progress.finishing")
+    return p.fraction, i18n.text(
+        lang,
+        "live.progress.cell",
+        cell=p.cell,
+        cells=p.cells,
+        k=p.k,
+        t=f"{p.temperature:g}",
+        run=p.run,
+        runs=p.runs,
+        s=f"{now - run.started:.0f}",
     )
 
 
@@ -245,5 +272,6 @@ def kept_after_error(failed: LiveRun | None, previous: LiveRun | None, exc: Exce
     """
     if failed is None or failed is previous or not failed.rows:
         return previous
-    failed.done, failed.stopped = True, f"an error in a later cell: {exc}"
+    failed.done = True
+    failed.stop_as("live.stop.error", error=str(exc))
     return failed
