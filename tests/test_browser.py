@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
@@ -454,35 +455,35 @@ def test_engine_monitor_reads_a_running_llama_server(app_url, page, llama_server
     full_page_screenshot(page, screenshot_dir / "engine-monitor-llamacpp.png")
 
 
-ZH_PAGES = [  # translated so far
-    ("/", "home"),
-    ("/engine-monitor", "engine-monitor"),
-    ("/converter", "converter"),
-    ("/break-even", "break-even"),
-    ("/design-space", "design-space"),
-]
+ZH_PAGES = [(path, shot.removesuffix(".png"), charts) for path, shot, charts in PAGES]
 
 
-@pytest.mark.parametrize(("path", "name"), ZH_PAGES, ids=[name for _, name in ZH_PAGES])
-def test_chinese_pages_render_with_a_cjk_font(app_url, page, screenshot_dir, path, name):
+@pytest.mark.parametrize(("path", "name", "charts"), ZH_PAGES, ids=[name for _, name, _ in ZH_PAGES])
+def test_chinese_pages_render_with_a_cjk_font(app_url, page, screenshot_dir, path, name, charts):
     """?lang=zh opens the page in Chinese; the browser has a CJK font, so no glyph falls back to a tofu box."""
-    open_page(page, f"{app_url}{path}?lang=zh", charts=path in ("/converter", "/break-even", "/design-space"))
+    open_page(page, f"{app_url}{path}?lang=zh", charts=charts)
     assert_no_exception(page, path)
     title = page.locator('[data-testid="stMain"] h1').first.inner_text()
     assert any("\u4e00" <= ch <= "\u9fff" for ch in title) or title == "specviz", title
     sidebar = page.locator('[data-testid="stSidebar"]').inner_text()
     assert "中文" in sidebar and "设计空间" in sidebar  # the switch and the translated navigation
-    fonts = rendering_fonts(page, "设计空间")  # the navigation's "Design space"
+    fonts = rendering_fonts(page.get_by_text("设计空间", exact=True))  # the navigation's "Design space"
     assert any(f["familyName"] == "Noto Sans CJK SC" for f in fonts), f"not drawn in simplified Chinese: {fonts}"
+    if charts:  # a chart's Chinese words (axis titles, legends) too
+        chinese = page.locator(f"{PLOT} svg text").filter(has_text=re.compile("[\u4e00-\u9fff]"))
+        fonts = rendering_fonts(chinese)
+        assert any(f["familyName"] == "Noto Sans CJK SC" for f in fonts), f"chart text not in Chinese: {fonts}"
     full_page_screenshot(page, screenshot_dir / f"zh-{name}.png")
 
 
-def rendering_fonts(page, text: str) -> list[dict]:
-    """The platform fonts Chromium actually drew ``text`` with (DevTools protocol), glyph counts included.
-
-    The innermost element whose own text is ``text`` is marked, then found by the protocol.
-    """
-    page.get_by_text(text, exact=True).first.evaluate("e => e.setAttribute('data-font-probe', '1')")
+def rendering_fonts(where) -> list[dict]:
+    """The platform fonts Chromium actually drew the first element of locator ``where`` with (DevTools
+    protocol), glyph counts included. The element is marked, then found by the protocol."""
+    page = where.page
+    page.evaluate(
+        "() => document.querySelectorAll('[data-font-probe]').forEach(e => e.removeAttribute('data-font-probe'))"
+    )
+    where.first.evaluate("e => e.setAttribute('data-font-probe', '1')")
     cdp = page.context.new_cdp_session(page)
     root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
     cdp.send("CSS.enable")
