@@ -110,7 +110,7 @@ def frontier_tab(view: dict, conv: str) -> None:
     try:
         curves = sorted({float(x) for x in view["curves"]})
     except TypeError as exc:
-        raise ValueError(f"frontier values must be numbers: {exc}") from exc
+        raise ValueError(ui.t("be.curves_not_numbers", error=exc)) from exc
     ks, alpha_star = frontier(view["k_max"], curves, conv, view["v"], view["o"])
     be_map = frontier_map(view["k_max"], view["c_min"], view["c_max"], conv, view["v"], view["o"])
     left, right = st.columns(2)

@@ -122,12 +122,12 @@ def endpoint_card(e: monitor.Endpoint, history: monitor.History, k: int, c: floa
         engine = ENGINES.get(s.overall.engine, "") if s else (ENGINES.get(e.kind, "") if e.kind != "auto" else "")
         st.markdown(f"**{ui.plain(engine or ui.t('em.endpoint'))}** · `{e.url}`")  # the person's own input, shown back
         if e.url in history.errors:
-            st.error(ui.plain(ui.public_message(history.errors[e.url])), icon=":material/error:")
+            st.error(ui.plain(ui.public_message(ui.message(history.errors[e.url]))), icon=":material/error:")
         if s is None:
             return
         w = s.overall
         for note in dict.fromkeys(filter(None, (s.latest.reset, w.reset))):
-            st.warning(note, icon=":material/restart_alt:")
+            st.warning(ui.message(note), icon=":material/restart_alt:")
         alpha = w.alpha(s.k)
         cols = st.columns(5)
         cols[0].metric(ui.t("em.mean_length"), _num(w.mean_acceptance_length, ".3f"), help=ui.t("em.mean_length_help"))
@@ -178,7 +178,7 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
     except ValueError as exc:
         ui.show_error(exc)
         return
-    frame = point.frame.assign(hover=overlays.hover_text(point.frame))
+    frame = point.frame.assign(hover=overlays.hover_text(point.frame, lang=ui.language()))
     grid = design_grid(s.k, float(c))
     st.plotly_chart(figures.overlay_alpha_c(grid, frame, s.k, lang=ui.language()), key="fig_point")
     st.caption(
@@ -328,7 +328,7 @@ def show_load(results: dict) -> None:
     st.dataframe(pd.DataFrame(rows), hide_index=True)
     for name, r in results.items():
         if r.errors:
-            st.warning(f"{ui.t(RUN_KEYS[name])}: {r.summary()}")
+            st.warning(ui.t("em.run_errors", run=ui.t(RUN_KEYS[name]), summary=ui.message(r.summary())))
     parts = []
     if "speedup" in entry:
         parts.append(ui.t("em.measured_speedup", s=f"{entry['speedup']:.2f}"))

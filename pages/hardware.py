@@ -5,7 +5,7 @@ import json
 import numpy as np
 import streamlit as st
 
-from specviz import hardware, hardware_figures, ui
+from specviz import hardware, hardware_figures, i18n, ui
 from specviz.share import Param, by_key
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
@@ -97,12 +97,12 @@ def chosen_alpha(view: dict):
         if engine is None:
             raise ValueError(ui.t("hw.err.no_library"))
         frame = ui.load_runs(engine, ui.library_runs(engine), [view["run"]])
-        what = f"run {view['run']}"  # goes into the library's (English) message
+        what = i18n.Phrase("hw.what_run", run=view["run"])  # quoted in the library's message, in its language
     else:
         result = st.session_state.get("live.result")
         if result is None:
             raise ValueError(ui.t("hw.err.no_live"))
-        frame, what = result.frame(), "the live page's last run"
+        frame, what = result.frame(), i18n.Phrase("hw.what_live")
     return hardware.alpha_from_measurements(frame, view["a_pos"], what)
 
 
@@ -222,7 +222,8 @@ def engine_section(view: dict, target, draft) -> None:
     st.markdown(ui.t("hw.vllm"))
     st.code(json.dumps(config), language="json")
     st.markdown(ui.t("hw.llama_cpp"))
-    st.code(hardware.llama_cpp_flags(target, draft, view["gpu"], view["alpha"], view["ctx"], 16, **kw), language="bash")
+    flags = hardware.llama_cpp_flags(target, draft, view["gpu"], view["alpha"], view["ctx"], 16, **kw)
+    st.code(ui.message(flags), language="bash")
 
 
 def _pair_args(view: dict, target, draft) -> tuple:

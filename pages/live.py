@@ -162,7 +162,7 @@ def run_benchmark(run: live.LiveRun) -> None:
         fraction, text = live.progress_bar(run, ui.language())
         slot.progress(fraction, text=text)
 
-    live.execute(run, tick, on_wait=lambda m: slot.warning(m, icon=":material/hourglass_top:"))
+    live.execute(run, tick, on_wait=lambda m: slot.warning(ui.message(m), icon=":material/hourglass_top:"))
     slot.empty()
 
 
@@ -335,7 +335,7 @@ def show_results(run: live.LiveRun) -> None:
         show_tree_results(run, frame)
         show_keep(run, frame)
         return
-    points = overlays.with_series(frame)
+    points = overlays.with_series(frame, lang=ui.language())
     params = overlays.series_params(points)
     st.dataframe(shown_table(frame, TABLE), hide_index=True, width="stretch")
     show_exactness(run)
@@ -357,7 +357,7 @@ view = ui.values(PAGE, SPEC)
 device_note(view["device"])
 busy = live.RUN_QUEUE.busy()
 if busy:
-    st.caption(ui.t("live.busy", busy=busy))
+    st.caption(ui.t("live.busy", busy=ui.message(busy)))
 c_run, c_stop, _ = st.columns([1, 1, 4])
 run_clicked = c_run.button(ui.t("live.run"), type="primary", icon=":material/play_arrow:")
 stop_clicked = c_stop.button(ui.t("live.stop"), icon=":material/stop:", help=ui.t("live.stop_help"))

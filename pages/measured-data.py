@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from specviz import figures, i18n, measurements, overlays, share, store, ui
+from specviz import figures, i18n, measurements, overlays, store, ui
 from specviz.share import Param, by_key
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
@@ -88,16 +88,16 @@ ERROR_COLUMNS = ("row", "column", "file header", "value", "allowed")  #: the row
 
 def show_report(report: measurements.LoadReport) -> None:
     """How the file was read: mapping, conversions, warnings, and the rows that were skipped."""
-    st.caption(ui.plain(report.headline))
+    st.caption(ui.plain(ui.message(report.headline)))
     if report.mapped:
         st.info(
             ui.t("md.mapped", pairs=", ".join(f"`{a}` → `{b}`" for a, b in report.mapped.items())),
             icon=":material/swap_horiz:",
         )
     for line in (
-        report.conversions_text,
-        report.ignored_text,
-        *(ui.t("md.warning_line", warning=w) for w in report.warnings),
+        ui.message(report.conversions_text),
+        ui.message(report.ignored_text),
+        *(ui.t("md.warning_line", warning=ui.message(w)) for w in report.warnings),
     ):
         if line:
             st.caption(ui.plain(line))
@@ -113,7 +113,7 @@ def show_report(report: measurements.LoadReport) -> None:
                     "column": e.column,
                     "file header": e.header or e.column,
                     "value": e.value,
-                    "allowed": e.allowed,
+                    "allowed": ui.message(e.allowed),
                 }
                 for e in report.row_errors[:500]
             ],
@@ -313,8 +313,11 @@ def overlay_section(engine, runs) -> None:
         st.info(ui.t("md.select_runs"), icon=":material/touch_app:")
         return
     n_rows = int(runs.set_index("id").loc[selected, "n_rows"].sum())  # refuse before reading them
-    share.check_work("measurements to overlay", {"rows": n_rows}, overlays.MAX_ROWS, "select fewer runs")
+    overlays.check_rows(n_rows)
     points, per_position = ui.derived_runs(engine, runs, selected, overlay_points)
+    points = points.assign(
+        hover=overlays.hover_text(points, lang=ui.language())
+    )  # the cached points' hovers are English
     params = overlays.series_params(points)
     curves = overlays.curves(params)
     st.caption(ui.t("md.series_caption"))

@@ -140,7 +140,7 @@ def tree_section(view: dict, p: np.ndarray) -> None:
     tree = trees.optimal_tree(p, view["budget"], view["depth"])
     f, chain_f = trees.expected_tokens(tree, p), float(theory.expected_tokens(p[0], min(view["budget"], view["depth"])))
     left, right = st.columns(2)
-    left.metric(ui.t("strat.tree_metric"), f"{f:.3f}", delta=f"{tree.describe()}", delta_color="off")
+    left.metric(ui.t("strat.tree_metric"), f"{f:.3f}", delta=ui.message(tree.describe()), delta_color="off")
     right.metric(
         ui.t("strat.chain_metric"),
         f"{chain_f:.3f}",
@@ -210,7 +210,7 @@ def hardware_section(view: dict, p: np.ndarray) -> None:
             t_n=f"{t_verify(view['budget'] + 1) * 1e3:.2f}",
         )
     tree, s = trees.best_tree_for_hardware(p, t_draft, t_verify, view["budget"], view["depth"])
-    best = ui.t("strat.no_spec") if tree.drafts == 0 else tree.describe()
+    best = ui.t("strat.no_spec") if tree.drafts == 0 else ui.message(tree.describe())
     st.metric(ui.t("strat.best_tree"), best, delta=ui.t("strat.speedup_delta", s=f"{s:.2f}"), delta_color="off")
     st.caption(ui.t("strat.hw_caption", how=how))
 
@@ -225,7 +225,7 @@ def engine_section(view: dict, p: np.ndarray) -> None:
     try:
         tree, depth, topk = trees.best_topk(p, view["budget"], view["depth"])
     except ValueError as exc:
-        st.warning(ui.t("strat.topk_warning", exc=exc))
+        st.warning(ui.t("strat.topk_warning", exc=ui.message(exc)))
         return
     f = trees.expected_tokens(tree, p)
     st.markdown(ui.t("strat.sglang", budget=view["budget"], f=f"{f:.3f}"))
@@ -401,7 +401,13 @@ def run_both(texts: tuple[str, ...] | None, k: int):
         run = live.LiveRun(live.make_request(values, limits))
         live.execute(run, lambda i=i, run=run, pair=pair: bar.progress((i + live.progress_bar(run)[0]) / 2, text=pair))
         if not run.rows:
-            raise ValueError(ui.t("strat.err.no_cell", pair=pair, why=run.stopped or ui.t("strat.no_result")))
+            raise ValueError(
+                ui.t(
+                    "strat.err.no_cell",
+                    pair=pair,
+                    why=run.stopped_text(ui.language()) if run.stopped else ui.t("strat.no_result"),
+                )
+            )
         row = run.frame().iloc[0]
         rows.append(
             {
@@ -483,7 +489,7 @@ try:
 except ValueError as exc:
     ui.show_error(exc)
     p, source = trees.geometric_p(P["alpha"].default, P["ranks"].default), ui.t("strat.source.default")
-st.caption(ui.t("strat.p_caption", source=source, values=", ".join(f"{x:.3f}" for x in p)))
+st.caption(ui.t("strat.p_caption", source=ui.message(source), values=", ".join(f"{x:.3f}" for x in p)))
 ui.show_open_tab(PAGE, P["view"], SECTIONS, view, p, format_func=label)
 sidebar_controls()
 ui.publish(PAGE, SPEC, URL)

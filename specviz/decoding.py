@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from specviz import policies, sampling, theory, trees
+from specviz.i18n import Message
 from specviz.models import Decodable
 
 __all__ = [
@@ -217,18 +218,15 @@ class GenerationStats:
 def check_inputs(models, prompt: torch.Tensor, max_new_tokens: int, temperature: float, k: int) -> None:
     """ValueError unless ``prompt`` + ``max_new_tokens`` + K + 1 fits every model's context (and the rest is valid)."""
     if prompt.ndim != 1 or prompt.numel() == 0:
-        raise ValueError(f"prompt must be a non-empty 1-D tensor of token ids; got shape {tuple(prompt.shape)}")
+        raise Message("err.decoding.prompt_shape", shape=tuple(prompt.shape))
     if max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens must be >= 1; got {max_new_tokens}")
+        raise Message("err.decoding.max_new_tokens", n=max_new_tokens)
     if not (temperature >= 0 and np.isfinite(temperature)):
-        raise ValueError(f"temperature must be a finite number >= 0; got {temperature}")
+        raise Message("err.decoding.temperature", temperature=temperature)
     need = prompt.numel() + max_new_tokens + k + 1
     context = min(m.context_length for m in models)
     if need > context:
-        raise ValueError(
-            f"prompt ({prompt.numel()} tokens) + max_new_tokens ({max_new_tokens}) + K + 1 = {need} "
-            f"exceeds the model's context of {context} tokens"
-        )
+        raise Message("err.decoding.context", prompt=prompt.numel(), new=max_new_tokens, need=need, context=context)
 
 
 def _prefill(model: Decodable, prompt: torch.Tensor) -> None:
@@ -540,7 +538,7 @@ def speculative_generate(
         acceptance, T_p, T_q, T_verify, c, v, o, tokens/s and predicted speedups.
     """
     if int(k) != k or k < 1:
-        raise ValueError(f"k must be an integer >= 1; got {k!r}")
+        raise Message("err.decoding.k", k=k)
     k = int(k)
     check_inputs([target, draft], prompt, max_new_tokens, temperature, k)
     clock, sampler = _Clock(target.device), Sampler(temperature, generator)
@@ -815,14 +813,14 @@ def tree_generate(
 
 def _check_batch(models, prompts: list[torch.Tensor], max_new_tokens: int, temperature: float, k: int) -> None:
     if not prompts:
-        raise ValueError("prompts must hold at least one prompt")
+        raise Message("err.decoding.no_prompts")
     for i, prompt in enumerate(prompts):
         try:
             check_inputs(models, prompt, max_new_tokens, temperature, k)
         except ValueError as exc:
-            raise ValueError(f"prompt {i}: {exc}") from None
+            raise Message("err.decoding.in_prompt", i=i, cause=exc) from None
         if prompt.numel() < 2:
-            raise ValueError(f"prompt {i}: batched decoding needs prompts of at least 2 tokens; got 1")
+            raise Message("err.decoding.batch_short", i=i)
 
 
 def _prefill_batch(model: Decodable, prompts: list[torch.Tensor], device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -889,7 +887,7 @@ def speculative_generate_batch(
     the timings are the batch's).
     """
     if int(k) != k or k < 1:
-        raise ValueError(f"k must be an integer >= 1; got {k!r}")
+        raise Message("err.decoding.k", k=k)
     k = int(k)
     _check_batch([target, draft], prompts, max_new_tokens, temperature, k)
     device, sampler, clock = target.device, Sampler(temperature, generator), _Clock(target.device)

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from specviz import theory
+from specviz.i18n import Message, Phrase
 
 #: The two conventions for the speed ratio: key -> axis label.
 C_CONVENTIONS = {
@@ -23,7 +24,7 @@ C_CONVENTIONS = {
 def to_c(x, convention: str) -> np.ndarray:
     """Our c from a value in ``convention`` ("c" is identity, "c_L" is 1/x)."""
     if convention not in C_CONVENTIONS:
-        raise ValueError(f"convention must be one of {list(C_CONVENTIONS)}; got {convention!r}")
+        raise Message("err.grids.convention", allowed=list(C_CONVENTIONS), value=convention)
     return np.asarray(x, float) if convention == "c" else theory.c_from_leviathan(x)
 
 
@@ -34,16 +35,17 @@ def from_c(c, convention: str) -> np.ndarray:
 
 def log_axis(lo: float, hi: float, n: int, name: str) -> np.ndarray:
     """``n`` log-spaced points from lo to hi (both > 0, lo < hi)."""
-    lo, hi = float(theory.check_positive(lo, f"{name} min")), float(theory.check_positive(hi, f"{name} max"))
+    lo = float(theory.check_positive(lo, Phrase("note.grids.min", name=name)))
+    hi = float(theory.check_positive(hi, Phrase("note.grids.max", name=name)))
     if not lo < hi:
-        raise ValueError(f"{name} min must be below {name} max; got {lo:g} and {hi:g}")
+        raise Message("err.grids.min_below_max", name=name, lo=lo, hi=hi)
     return np.geomspace(lo, hi, n)
 
 
 def lin_axis(lo: float, hi: float, n: int, name: str) -> np.ndarray:
     """``n`` evenly spaced points from lo to hi (lo < hi)."""
     if not lo < hi:
-        raise ValueError(f"{name} min must be below {name} max; got {lo:g} and {hi:g}")
+        raise Message("err.grids.min_below_max", name=name, lo=lo, hi=hi)
     return np.linspace(lo, hi, n)
 
 

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from specviz import theory
+from specviz.i18n import Message, Phrase
 
 CATALOG_DIR = Path(__file__).resolve().parent.parent / "data" / "catalog"
 CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "data" / "calibration"  #: python -m specviz calibrate
@@ -75,11 +76,11 @@ class Efficiency:
         for name in ("compute", "memory", "network"):
             value = getattr(self, name)
             if not (0 < value <= 1):
-                raise ValueError(f"efficiency.{name} must be in (0, 1]; got {value}")
+                raise Message("err.hardware.efficiency_fraction", name=name, value=value)
         for name in ("overhead_s", "allreduce_latency_s", "layer_overhead_s"):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0):
-                raise ValueError(f"efficiency.{name} must be a finite number >= 0; got {value}")
+                raise Message("err.hardware.efficiency_cost", name=name, value=value)
 
 
 DEFAULT_EFFICIENCY = Efficiency()
@@ -129,21 +130,23 @@ def model_spec(model: str | dict) -> dict:
     if isinstance(model, str):
         models, _ = _read_catalog(str(CATALOG_DIR))[:2]
         if model not in models.index:
-            raise ValueError(f"model {model!r} is not in the catalogue; choose one of {sorted(models.index)[:5]}…")
+            raise Message("err.hardware.unknown_model", model=model, choices=sorted(models.index)[:5])
         spec = models.loc[model].to_dict()
     else:
         spec = dict(model)
     missing = [f for f in MODEL_FIELDS if f not in spec or spec[f] is None or spec[f] != spec[f]]
     if missing:
-        raise ValueError(f"model {spec.get('name', '(unnamed)')!r} lacks {missing}")
+        raise Message(
+            "err.hardware.model_lacks", model=spec.get("name", Phrase("note.hardware.unnamed")), missing=missing
+        )
     for f in MODEL_FIELDS[:7]:
         if not (float(spec[f]) >= 1 and float(spec[f]) == int(spec[f])):
-            raise ValueError(f"model field {f} must be an integer >= 1; got {spec[f]!r}")
+            raise Message("err.hardware.model_field", field=f, value=spec[f])
         spec[f] = int(spec[f])
     if spec["mlp"] not in ("gated", "plain"):
-        raise ValueError(f"model field mlp must be 'gated' (SwiGLU) or 'plain' (GELU); got {spec['mlp']!r}")
+        raise Message("err.hardware.model_mlp", value=spec["mlp"])
     if spec["n_heads"] % spec["n_kv_heads"]:
-        raise ValueError(f"n_heads {spec['n_heads']} must be a multiple of n_kv_heads {spec['n_kv_heads']}")
+        raise Message("err.hardware.heads", n_heads=spec["n_heads"], n_kv_heads=spec["n_kv_heads"])
     spec["tied_embeddings"] = bool(int(spec["tied_embeddings"]))
     return spec
 
@@ -158,14 +161,14 @@ def gpu_spec(gpu: str | dict) -> dict:
         if local is not None and local["name"] == gpu:
             return local
         if gpu not in gpus.index:
-            raise ValueError(f"GPU {gpu!r} is not in the catalogue; choose one of {sorted(gpus.index)}")
+            raise Message("err.hardware.unknown_gpu", gpu=gpu, choices=sorted(gpus.index))
         spec = gpus.loc[gpu].to_dict()
     else:
         spec = dict(gpu)
     for f in GPU_FIELDS:
         value = spec.get(f)
         if value is None or not (np.isfinite(float(value)) and float(value) > 0):
-            raise ValueError(f"GPU field {f} must be a finite number > 0; got {value!r}")
+            raise Message("err.hardware.gpu_field", field=f, value=value)
         spec[f] = float(value)
     return spec
 
@@ -214,19 +217,21 @@ def _hf_int(config: dict, keys: tuple[str, ...], required: bool = True) -> int |
     key = next((k for k in keys if config.get(k) is not None), None)
     if key is None:
         if required:
-            raise ValueError(f"config.json lacks {' or '.join(keys)}")
+            if len(keys) == 1:
+                raise Message("err.hardware.config_lacks", name=keys[0])
+            raise Message("err.hardware.config_lacks_either", first=" or ".join(keys[:-1]), last=keys[-1])
         return None
     value = config[key]
     ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     if not (ok and value >= 1 and value == int(value)):
-        raise ValueError(f"config.json {key} must be an integer >= 1; got {value!r}")
+        raise Message("err.hardware.config_int", name=key, value=value)
     return int(value)
 
 
 def _hf_bool(config: dict, key: str, default: bool) -> bool:
     value = config.get(key, default)
     if not isinstance(value, bool):
-        raise ValueError(f"config.json {key} must be true or false; got {value!r}")
+        raise Message("err.hardware.config_bool", name=key, value=value)
     return value
 
 
@@ -248,25 +253,22 @@ def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
         try:
             config = json.loads(config)
         except ValueError as exc:
-            raise ValueError(f"config.json is not valid JSON: {exc}") from None
+            raise Message("err.hardware.config_json", cause=exc) from None
     if not isinstance(config, dict):
-        raise ValueError(f"config.json must hold a JSON object; got {type(config).__name__}")
+        raise Message("err.hardware.config_object", type=type(config).__name__)
     archs = config.get("architectures") or []
     if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
-        raise ValueError(f"config.json architectures must be a list of names; got {archs!r}")
+        raise Message("err.hardware.config_architectures", value=archs)
     arch = archs[0] if archs else None
     if arch not in _GATED | _PLAIN:
-        raise ValueError(
-            f"architecture {arch!r} is not modelled: supported are {sorted(_GATED | _PLAIN)} "
-            "(mixture-of-experts, state-space and encoder-decoder models need operators this model lacks)"
-        )
+        raise Message("err.hardware.architecture", arch=arch, supported=sorted(_GATED | _PLAIN))
     if config.get("num_local_experts") or config.get("num_experts"):
-        raise ValueError("mixture-of-experts configs are not modelled (num_local_experts / num_experts is set)")
+        raise Message("err.hardware.moe")
     missing = [" or ".join(keys) for keys in _HF_KEYS.values() if all(config.get(k) is None for k in keys)]
     if arch in _GATED and config.get("intermediate_size") is None:
         missing.append("intermediate_size")
     if missing:
-        raise ValueError(f"config.json lacks {missing}, needed to model {arch}")
+        raise Message("err.hardware.config_lacks_for", missing=missing, arch=arch)
     spec = {"name": name} | {field: _hf_int(config, keys) for field, keys in _HF_KEYS.items()}
     multi_query = arch == "GPTBigCodeForCausalLM" and _hf_bool(config, "multi_query", True)
     spec["n_kv_heads"] = 1 if multi_query else _hf_int(config, ("num_key_value_heads",), False) or spec["n_heads"]
@@ -313,14 +315,14 @@ def _check_grid(batch, context, tokens, tp) -> tuple[np.ndarray, ...]:
         bad = ~np.isfinite(a) | (a < low) | (a != np.floor(a))
         if bad.any():
             first = a[bad].flat[0] if a.ndim else a
-            raise ValueError(f"{name} must be an integer >= {low}; got {first:g}")
+            raise Message("err.hardware.grid_int", name=name, low=low, value=first)
         out.append(a)
     return tuple(out)
 
 
 def _dtype_bytes(dtype: str) -> float:
     if dtype not in DTYPE_BYTES:
-        raise ValueError(f"dtype must be one of {list(DTYPE_BYTES)}; got {dtype!r}")
+        raise Message("err.hardware.dtype", allowed=list(DTYPE_BYTES), value=dtype)
     return DTYPE_BYTES[dtype]
 
 
@@ -331,7 +333,8 @@ def _peak_flops(g: dict, dtype: str) -> float:
         return float(fp32) * 1e12  # a measured fp32 peak (a CPU), not the tensor-core rule below
     value = g.get(_PEAK_COLUMN[dtype])
     if value is None or not np.isfinite(float(value)) or float(value) <= 0:
-        raise ValueError(f"GPU {g.get('name', '(custom)')!r} has no {dtype} tensor-core peak ({_PEAK_COLUMN[dtype]})")
+        gpu = g.get("name", Phrase("note.hardware.custom"))
+        raise Message("err.hardware.no_peak", gpu=gpu, dtype=dtype, column=_PEAK_COLUMN[dtype])
     return float(value) * 1e12 / (2.0 if dtype == "fp32" else 1.0)
 
 
@@ -501,7 +504,7 @@ def _mean_tokens(alpha, k_max: int) -> np.ndarray:
     """E[N] for K = 1..k_max from a scalar α or per-position a_1..a_m (m ≥ k_max; a_i = α beyond)."""
     a = np.atleast_1d(theory.check_alpha(alpha))
     if a.ndim != 1:
-        raise ValueError(f"alpha must be one number or a vector of per-position acceptance; got shape {a.shape}")
+        raise Message("err.hardware.alpha_shape", shape=a.shape)
     if a.size < k_max:
         a = np.concatenate([a, np.full(k_max - a.size, a[-1])])  # positions beyond the vector: the last one
     return theory.expected_tokens_by_position(a[:k_max])  # (k_max,)
@@ -529,7 +532,7 @@ def speedup_by_batch(
     where no K pays. Columns: batch, context, c, t_target, s_1..s_{k_max}, k_star, speedup_at_k_star.
     """
     if not (isinstance(k_max, int | np.integer) and 1 <= k_max <= 64):
-        raise ValueError(f"k_max must be an integer in [1, 64]; got {k_max!r}")
+        raise Message("err.hardware.k_max", value=k_max)
     b = np.atleast_1d(np.asarray(batch, dtype=float))[:, None, None]  # (nB, 1, 1)
     ctx = np.atleast_1d(np.asarray(context, dtype=float))[None, :, None]  # (1, nL, 1)
     ks = np.arange(1, k_max + 1)[None, None, :]  # (1, 1, K)
@@ -575,36 +578,40 @@ def check_pair(target, draft) -> None:
     (models pad their embeddings: Qwen2.5 has 151,936 rows below 7B and 152,064 from 7B up)."""
     t, d = model_spec(target), model_spec(draft)
     if abs(t["vocab_size"] - d["vocab_size"]) > 128:
-        raise ValueError(
-            f"target {t.get('name', 'target')!r} (vocab_size {t['vocab_size']:,}) and draft "
-            f"{d.get('name', 'draft')!r} (vocab_size {d['vocab_size']:,}) cannot share a tokenizer: "
-            "a draft must use its target's vocabulary"
+        raise Message(
+            "err.hardware.vocab",
+            target=t.get("name", Phrase("note.hardware.target")),
+            target_vocab=t["vocab_size"],
+            draft=d.get("name", Phrase("note.hardware.draft")),
+            draft_vocab=d["vocab_size"],
         )
 
 
-def alpha_from_measurements(frame: pd.DataFrame, per_position: bool = False, what: str = "the run"):
+def alpha_from_measurements(frame: pd.DataFrame, per_position: bool = False, what: str | None = None):
     """α for the model from measured rows (a library run, the live page's run; canonical columns).
 
     ``per_position=False``: the mean of ``alpha_used`` over the rows (one number). ``True``: the
     conditional per-position acceptance a_1;a_2;… of the row with the largest K that has it (a list;
-    a position never reached takes the last one that was). ValueError names what is missing.
+    a position never reached takes the last one that was). ValueError names what is missing, and
+    ``what`` the measurements (default "the run"; a :class:`~specviz.i18n.Phrase` is shown translated).
     """
+    what = Phrase("note.hardware.the_run") if what is None else what
     if frame is None or not len(frame):
-        raise ValueError(f"{what} has no measured rows to take α from")
+        raise Message("err.hardware.no_rows", what=what)
     if not per_position:
         alpha = pd.to_numeric(frame.get("alpha_used"), errors="coerce").dropna() if "alpha_used" in frame else []
         if not len(alpha):
-            raise ValueError(f"{what} has no α (alpha_used) in any row")
+            raise Message("err.hardware.no_alpha", what=what)
         return float(alpha.mean())
     cells = frame.get("per_position_acceptance")
     rows = frame[cells.notna() & (cells.astype(str).str.strip() != "")] if cells is not None else frame.iloc[:0]
     if not len(rows):
-        raise ValueError(f"{what} has no per-position acceptance (per_position_acceptance); use its mean α")
+        raise Message("err.hardware.no_per_position", what=what)
     row = rows.loc[pd.to_numeric(rows["k"], errors="coerce").idxmax()]
     values = [float(x) for x in str(row["per_position_acceptance"]).split(";") if x.strip()]
     finite = [v for v in values if np.isfinite(v)]
     if not finite:
-        raise ValueError(f"{what}: per-position acceptance at K = {row['k']} was never measured (all nan)")
+        raise Message("err.hardware.per_position_nan", what=what, k=row["k"])
     out, last = [], finite[0]
     for v in values:
         last = v if np.isfinite(v) else last
@@ -707,5 +714,5 @@ def llama_cpp_flags(target, draft, gpu, alpha, context, k_max=16, **kw) -> str:
     """llama-server's draft flags for one sequence: ``--draft-max`` K*(B = 1), ``--draft-min`` 0."""
     k = int(speedup_by_batch(target, draft, gpu, alpha, [1], [context], k_max, **kw)["k_star"].iloc[0])
     if k == 0:
-        return "# speculation does not pay here: run without --model-draft"
+        return Phrase("note.hardware.llama_cpp_no_gain")
     return f"--draft-max {k} --draft-min 0"

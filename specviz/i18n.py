@@ -46,7 +46,7 @@ def fields(template: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(template) if name}
 
 
-def text(lang: str, key: str, **values) -> str:
+def text(lang: str, key: str, /, **values) -> str:
     """The text of ``key`` in ``lang`` (English where ``lang`` lacks it), its ``{fields}`` filled.
 
     A key missing from English too is a programming error: KeyError naming it.
@@ -70,31 +70,57 @@ def missing(lang: str) -> list[str]:
     return [k for k in catalogue(DEFAULT) if k not in own]
 
 
+def _in(lang: str, fields: dict) -> dict:
+    """``fields`` with every :class:`Message` or :class:`Phrase` among them rendered in ``lang``."""
+    return {k: v.text(lang) if isinstance(v, Message | Phrase) else v for k, v in fields.items()}
+
+
 class Message(ValueError):
     """A ValueError whose text is the catalogue entry ``key`` filled with ``fields``.
 
     ``str(exc)`` is the English text; :meth:`text` gives it in any language. A field that is itself a
-    Message (a cause quoted inside a wider error) is rendered in the same language.
+    Message or a :class:`Phrase` (a cause quoted inside a wider error) is rendered in the same language;
+    any other field (a number, the person's input, a file name) is inserted as it is.
     """
 
-    def __init__(self, key: str, **fields) -> None:
+    def __init__(self, key: str, /, **fields) -> None:
         self.key, self.fields = key, fields
         super().__init__(self.text(DEFAULT))
 
     def text(self, lang: str) -> str:
         """This message in ``lang`` (English where the catalogue lacks the key)."""
-        return text(
-            lang, self.key, **{k: v.text(lang) if isinstance(v, Message) else v for k, v in self.fields.items()}
-        )
+        return text(lang, self.key, **_in(lang, self.fields))
 
     def __reduce__(self):  # pickling (st.cache_data, process pools) keeps key and fields
         return _message, (self.key, self.fields)
+
+
+class Phrase(str):
+    """A catalogue text that is, as a ``str``, its English text (what logs, files and tests read), and
+    that a page can read in any language with :meth:`text`: a warning or note a library returns."""
+
+    def __new__(cls, key: str, /, **fields):
+        self = super().__new__(cls, text(DEFAULT, key, **_in(DEFAULT, fields)))
+        self.key, self.fields = key, fields
+        return self
+
+    def text(self, lang: str) -> str:
+        """This phrase in ``lang`` (English where the catalogue lacks the key)."""
+        return text(lang, self.key, **_in(lang, self.fields))
+
+    def __reduce__(self):
+        return _phrase, (self.key, self.fields)
 
 
 def _message(key: str, fields: dict) -> Message:
     return Message(key, **fields)
 
 
-def localized(exc: BaseException, lang: str) -> str:
-    """The text of ``exc`` for a page in ``lang``: a :class:`Message` in that language, any other error as it is."""
-    return exc.text(lang) if isinstance(exc, Message) else str(exc)
+def _phrase(key: str, fields: dict) -> Phrase:
+    return Phrase(key, **fields)
+
+
+def localized(item: BaseException | str, lang: str) -> str:
+    """What a page shows for a library error or note in ``lang``: a :class:`Message` or :class:`Phrase`
+    in that language, anything else as its ``str``."""
+    return item.text(lang) if isinstance(item, Message | Phrase) else str(item)

@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from specviz import grids, share, theory
+from specviz import grids, i18n, share, theory
 from specviz.figures import plotly_text
+from specviz.i18n import Phrase
 
 __all__ = [
     "CONFIG_COLUMNS",
@@ -23,6 +24,7 @@ __all__ = [
     "MAX_ROWS",
     "MAX_SERIES",
     "MISSING",
+    "check_rows",
     "curves",
     "heatmap_grid",
     "hover_text",
@@ -32,7 +34,7 @@ __all__ = [
     "with_series",
 ]
 
-#: Metadata shown on hover, in order: column -> label.
+#: Metadata shown on hover, in order: column -> label (in English; ``note.overlays.hover.<column>`` in the catalogues).
 HOVER_FIELDS: dict[str, str] = {
     "run": "run",
     "label": "label",
@@ -77,16 +79,22 @@ def _fmt(value) -> str:
     return text if len(text) <= _HOVER_MAX else text[: _HOVER_MAX - 1] + "…"
 
 
-def hover_text(frame: pd.DataFrame) -> pd.Series:
+def hover_label(column: str, lang: str = "en") -> str:
+    """The hover label of ``column`` (a key of :data:`HOVER_FIELDS`) in ``lang``."""
+    return i18n.text(lang, f"note.overlays.hover.{column}")
+
+
+def hover_text(frame: pd.DataFrame, lang: str = "en") -> pd.Series:
     """One plotly hover string per row: every non-empty field of :data:`HOVER_FIELDS` (long text cut), each
-    shown as written (:func:`specviz.figures.plotly_text`), one per line (``<br>``).
+    shown as written (:func:`specviz.figures.plotly_text`), one per line (``<br>``); labels in ``lang``.
 
     Built a column at a time (a row-wise ``apply`` took 0.6 s for the 5,000 rows a view may hold).
     """
     lines = [[] for _ in range(len(frame))]  # per row: its "label: value" parts in HOVER_FIELDS order
-    for c, label in HOVER_FIELDS.items():
+    for c in HOVER_FIELDS:
         if c not in frame.columns:
             continue
+        label = hover_label(c, lang)
         for parts, value in zip(lines, frame[c].tolist(), strict=True):
             if not pd.isna(value) and str(value) != "":
                 parts.append(f"{label}: {plotly_text(_fmt(value))}")
@@ -157,8 +165,19 @@ MAX_ROWS = 5_000
 MAX_SERIES = 64
 
 
-def with_series(frame: pd.DataFrame) -> pd.DataFrame:
-    """Copy of ``frame`` with ``series`` and ``hover`` columns.
+def _check_overlay(counts: dict, cap: int) -> None:
+    """ValueError (a :class:`~specviz.i18n.Message`) when the ``counts`` to overlay exceed ``cap``."""
+    share.check_work(Phrase("note.overlays.what"), counts, cap, Phrase("note.overlays.hint"))
+
+
+def check_rows(n_rows: int) -> None:
+    """ValueError naming the count when ``n_rows`` rows are more than one view overlays (:data:`MAX_ROWS`):
+    a page calls it with the selected runs' row count before reading them; :func:`with_series` applies it too."""
+    _check_overlay({Phrase("note.overlays.rows"): n_rows}, MAX_ROWS)
+
+
+def with_series(frame: pd.DataFrame, lang: str = "en") -> pd.DataFrame:
+    """Copy of ``frame`` with ``series`` and ``hover`` columns (hover labels in ``lang``).
 
     A series is one configuration of one run and label. Its key is readable and unique:
     ``#<run_id> <run> · <label> · <column>=<value> · T=<t>``, where the run part appears for library frames
@@ -171,7 +190,7 @@ def with_series(frame: pd.DataFrame) -> pd.DataFrame:
     Raises ValueError naming the counts when ``frame`` has more than :data:`MAX_ROWS` rows or
     more than :data:`MAX_SERIES` series.
     """
-    share.check_work("measurements to overlay", {"rows": len(frame)}, MAX_ROWS, "select fewer runs")
+    check_rows(len(frame))
     out = frame.copy()
     run, label = _text(out, "run"), _text(out, "label")
     run_id = [None if pd.isna(v) else int(v) for v in _col(out, "run_id")]
@@ -186,9 +205,9 @@ def with_series(frame: pd.DataFrame) -> pd.DataFrame:
     for rows in groups.values():
         for i, parts in zip(rows, _config_parts(out.iloc[rows]), strict=True):
             keys[i] = " · ".join([keys[i], *parts])
-    share.check_work("measurements to overlay", {"series": len(set(keys))}, MAX_SERIES, "select fewer runs")
+    _check_overlay({Phrase("note.overlays.series"): len(set(keys))}, MAX_SERIES)
     out["series"] = pd.Series(keys, index=out.index, dtype=object)
-    out["hover"] = hover_text(out)
+    out["hover"] = hover_text(out, lang)
     return out
 
 

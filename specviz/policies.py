@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from specviz import theory
+from specviz.i18n import Message
 
 __all__ = [
     "SWEEPS",
@@ -98,14 +99,14 @@ class Trace:
     def __post_init__(self):
         q, top, a = (np.asarray(x) for x in (self.q_token, self.q_top, self.accepted))
         if q.ndim != 2 or q.shape[1] < 1 or q.shape != top.shape:
-            raise ValueError(f"q_token and q_top must both be (rounds, K_max); got {q.shape} and {top.shape}")
+            raise Message("err.policies.trace_shapes", q_shape=q.shape, top_shape=top.shape)
         if a.shape != (q.shape[0],) or not np.issubdtype(a.dtype, np.integer) or a.min(initial=0) < 0:
-            raise ValueError(f"accepted must be (rounds,) integers in [0, K_max]; got shape {a.shape}, dtype {a.dtype}")
+            raise Message("err.policies.accepted_type", shape=a.shape, dtype=a.dtype)
         if a.max(initial=0) > q.shape[1]:
-            raise ValueError(f"accepted must be at most K_max = {q.shape[1]}; got {a.max()}")
+            raise Message("err.policies.accepted_max", k_max=q.shape[1], got=a.max())
         for name, x in (("q_token", q), ("q_top", top)):
             if not (np.all(x >= 0) and np.all(x <= 1)):
-                raise ValueError(f"{name} must hold probabilities in [0, 1]")
+                raise Message("err.policies.not_probabilities", name=name)
 
     @property
     def rounds(self) -> int:
@@ -176,12 +177,10 @@ def parse_trace(text: str, name: str = "trace") -> Trace:
     except json.JSONDecodeError:
         head = {}
     if not isinstance(head, dict) or head.get("format") != TRACE_FORMAT:
-        raise ValueError(
-            f"{name}: line 1 must be a {TRACE_FORMAT!r} header (written by python -m specviz bench --trace)"
-        )
+        raise Message("err.policies.header", name=name, fmt=TRACE_FORMAT)
     k = head.get("k_max")
     if not isinstance(k, int) or k < 1:
-        raise ValueError(f"{name}: the header's k_max must be an integer >= 1; got {k!r}")
+        raise Message("err.policies.k_max", name=name, k=k)
     rows = []
     for n, line in enumerate(lines[1:], start=2):
         try:
@@ -192,18 +191,16 @@ def parse_trace(text: str, name: str = "trace") -> Trace:
                 raise ValueError
             rows.append((int(row["segment"]), int(row["accepted"]), q, top, pt))
         except (ValueError, KeyError, TypeError, AttributeError):
-            raise ValueError(
-                f"{name}: line {n} is not a trace row of K_max = {k} (segment, accepted, q_token, q_top, p_token)"
-            ) from None
+            raise Message("err.policies.bad_row", name=name, line=n, k=k) from None
     if not rows:
-        raise ValueError(f"{name}: the trace has no rows")
+        raise Message("err.policies.no_rows", name=name)
     seg, acc, q, top, pt = zip(*rows, strict=True)
     try:
         return Trace(
             np.stack(q), np.stack(top), np.asarray(acc), np.stack(pt), np.asarray(seg), bool(head["positional"])
         )
     except (ValueError, KeyError) as exc:
-        raise ValueError(f"{name}: {exc}") from None
+        raise Message("err.policies.in_file", name=name, cause=exc) from None
 
 
 def synthetic_trace(
@@ -230,13 +227,13 @@ def synthetic_trace(
     a = np.broadcast_to(theory.check_alpha(alpha, "alpha"), (k_max,)).astype(float)  # (K,)
     if confidence == "calibrated":
         if not concentration > 0:
-            raise ValueError(f"concentration must be > 0; got {concentration}")
+            raise Message("err.policies.concentration", concentration=concentration)
         lo, hi = np.clip(concentration * a, 1e-9, None), np.clip(concentration * (1 - a), 1e-9, None)
         q = np.where((a > 0) & (a < 1), generator.beta(lo, hi, size=(rounds, k_max)), a)  # (R, K)
     elif confidence == "flat":
         q = np.broadcast_to(a, (rounds, k_max)).copy()
     else:
-        raise ValueError(f"confidence must be 'calibrated' or 'flat'; got {confidence!r}")
+        raise Message("err.policies.confidence", confidence=confidence)
     passed = generator.random((rounds, k_max)) < q  # (R, K)
     accepted = np.where(passed.all(1), k_max, np.argmin(passed, axis=1))  # leading passes
     return Trace(q_token=q, q_top=q.copy(), accepted=accepted.astype(np.int64))
@@ -365,7 +362,7 @@ def llamacpp_pmin(p_min: float = 0.75, n_max: int = 16, n_min: int = 0, keep_cro
     p_min = float(theory.check_alpha(p_min, "p_min"))
     n_max = int(theory.check_k(n_max, "n_max"))
     if int(n_min) != n_min or not 0 <= n_min <= n_max:
-        raise ValueError(f"n_min must be an integer in [0, n_max = {n_max}]; got {n_min}")
+        raise Message("err.policies.n_min", n_max=n_max, n_min=n_min)
     return Policy(
         "llamacpp_pmin",
         {"p_min": p_min, "k": n_max, "n_min": int(n_min), "keep_crossing": bool(keep_crossing)},
@@ -387,7 +384,7 @@ def vllm_by_batch(schedule: Sequence[Sequence[int]], batch_size: int) -> Policy:
     for start, end, k in schedule:
         if int(start) <= b <= int(end):
             return Policy("vllm_by_batch", {"k": int(k), "batch_size": b}, f"vLLM by batch (B = {b}: K = {k})")
-    raise ValueError(f"batch_size {b} is in no range of the schedule {list(map(list, schedule))}")
+    raise Message("err.policies.batch_schedule", b=b, schedule=list(map(list, schedule)))
 
 
 def while_proposing(k: int) -> Policy:
@@ -537,7 +534,7 @@ def sweep(name: str, values: Sequence[float], trace: Trace, c: float, v: float =
     """The speedup of one rule (a key of :data:`SWEEPS`) at each value of its parameter on ``trace``:
     columns value, speedup, drafts_per_round, tokens_per_round."""
     if name not in SWEEPS:
-        raise ValueError(f"sweep: {name!r} is not one of {list(SWEEPS)}")
+        raise Message("err.policies.sweep", name=name, allowed=list(SWEEPS))
     results = [replay(SWEEPS[name](float(x), trace.k_max), trace, c, v, o) for x in values]
     return pd.DataFrame(
         {

@@ -29,6 +29,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from specviz.i18n import Message
+
 __all__ = [
     "BUILDERS",
     "VARIANTS",
@@ -161,7 +163,7 @@ def verify(
         i.e. N = accepted + 1 tokens.
     """
     if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {list(VARIANTS)}; got {variant!r}")
+        raise Message("err.sampling.variant", allowed=list(VARIANTS), variant=variant)
     if drafts.ndim != 2:
         raise ValueError(f"drafts must have shape (B, K); got {tuple(drafts.shape)}")
     batch_size, k = drafts.shape
@@ -270,11 +272,11 @@ def normalised(weights: torch.Tensor) -> torch.Tensor:
 
 def _as_distribution(x: torch.Tensor, name: str) -> torch.Tensor:
     if x.ndim != 1 or x.numel() == 0:
-        raise ValueError(f"{name} must be a 1-D tensor of probabilities; got shape {tuple(x.shape)}")
+        raise Message("err.sampling.not_1d", name=name, shape=tuple(x.shape))
     if not torch.isfinite(x).all() or (x < 0).any():
-        raise ValueError(f"{name} must hold finite, non-negative probabilities")
+        raise Message("err.sampling.not_probabilities", name=name)
     if not x.max() > 0:
-        raise ValueError(f"{name} must not be all zero")
+        raise Message("err.sampling.all_zero_tensor", name=name)
     return normalised(x)
 
 
@@ -326,13 +328,13 @@ def simulate_rounds(
     """
     p, q = _as_distribution(p, "p"), _as_distribution(q, "q")
     if p.shape != q.shape:
-        raise ValueError(f"p and q must have the same length; got {p.numel()} and {q.numel()}")
+        raise Message("err.sampling.length_mismatch", p_len=p.numel(), q_len=q.numel())
     if int(k) != k or k < 1:
-        raise ValueError(f"k must be an integer >= 1; got {k!r}")
+        raise Message("err.sampling.k", k=k)
     if int(rounds) != rounds or rounds < 1:
-        raise ValueError(f"rounds must be an integer >= 1; got {rounds!r}")
+        raise Message("err.sampling.rounds", rounds=rounds)
     if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {list(VARIANTS)}; got {variant!r}")
+        raise Message("err.sampling.variant", allowed=list(VARIANTS), variant=variant)
     k, rounds = int(k), int(rounds)
     q_draw = tempered_probs(q, draft_temperature) if variant == "temperature_mismatch" else q
     p3, q3 = p.view(1, 1, -1), q.view(1, 1, -1)  # shared by every round: never copied
@@ -360,7 +362,7 @@ def simulate_rounds(
 
 def _check_size(v: int) -> int:
     if int(v) != v or v < 1:
-        raise ValueError(f"V (vocabulary size) must be an integer >= 1; got {v!r}")
+        raise Message("err.sampling.v", v=v)
     return int(v)
 
 
@@ -368,7 +370,7 @@ def zipf(v: int, s: float) -> torch.Tensor:
     r"""Zipf(s) over V tokens: p(i) ∝ 1 / i^s, i = 1..V (s ≥ 0; s = 0 is uniform)."""
     v = _check_size(v)
     if not (math.isfinite(s) and s >= 0):
-        raise ValueError(f"s (Zipf exponent) must be a finite number >= 0; got {s!r}")
+        raise Message("err.sampling.zipf_s", s=s)
     w = torch.arange(1, v + 1, dtype=torch.float64) ** -float(s)
     return w / w.sum()
 
@@ -377,7 +379,7 @@ def dirichlet(v: int, beta: float, seed: int) -> torch.Tensor:
     r"""A draw from Dirichlet(β, ..., β) over V tokens with its own seeded generator (β > 0)."""
     v = _check_size(v)
     if not (math.isfinite(beta) and beta > 0):
-        raise ValueError(f"beta (Dirichlet concentration) must be a finite number > 0; got {beta!r}")
+        raise Message("err.sampling.dirichlet_beta", beta=beta)
     # Normalised Gamma(β) draws; torch's gamma sampler takes no generator, numpy's does.
     x = np.random.default_rng(int(seed)).gamma(float(beta), size=v)
     if x.sum() <= 0:  # all underflowed (tiny β): put the mass on the largest draw
@@ -399,7 +401,7 @@ def tempered_probs(p: torch.Tensor, temperature: float) -> torch.Tensor:
 def tempered(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     r"""softmax(logits / τ): "draft = target at temperature τ" from one set of logits."""
     if not (math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a finite number > 0; got {temperature!r}")
+        raise Message("err.sampling.temperature", temperature=temperature)
     return torch.softmax(logits.to(torch.float64) / float(temperature), -1)
 
 
@@ -414,7 +416,7 @@ def parse_distribution(data: str | bytes, v: int, name: str = "distribution") ->
         try:
             data = data.decode("utf-8-sig")
         except UnicodeDecodeError:
-            raise ValueError(f"{name}: the file is not UTF-8 text") from None
+            raise Message("err.sampling.not_utf8", name=name) from None
     rows = [
         [c.strip() for cell in row for c in cell.split()] for row in csv.reader(io.StringIO(data.replace(";", ",")))
     ]
@@ -424,23 +426,23 @@ def parse_distribution(data: str | bytes, v: int, name: str = "distribution") ->
         rows = rows[1:]
     cells = [c for row in rows for c in row]
     if not cells:
-        raise ValueError(f"{name}: no numbers found; enter V = {v} comma-separated non-negative numbers")
+        raise Message("err.sampling.no_numbers", name=name, v=v)
     values = []
     for i, cell in enumerate(cells, 1):
         if not _is_number(cell):
-            raise ValueError(f"{name}: entry {i} is {cell!r}, not a number")
+            raise Message("err.sampling.not_a_number", name=name, i=i, cell=cell)
         values.append(float(cell))
     x = np.asarray(values)
     if np.isnan(x).any() or np.isinf(x).any():
         i = int(np.flatnonzero(~np.isfinite(x))[0]) + 1
-        raise ValueError(f"{name}: entry {i} is {values[i - 1]!r}; every entry must be a finite number >= 0")
+        raise Message("err.sampling.not_finite", name=name, i=i, value=values[i - 1])
     if (x < 0).any():
         i = int(np.flatnonzero(x < 0)[0]) + 1
-        raise ValueError(f"{name}: entry {i} is {values[i - 1]!r}; every entry must be >= 0")
+        raise Message("err.sampling.negative", name=name, i=i, value=values[i - 1])
     if x.size != v:
-        raise ValueError(f"{name}: has {x.size} entries but V = {v}; enter exactly {v} numbers")
+        raise Message("err.sampling.wrong_length", name=name, n=x.size, v=v)
     if not x.max() > 0:
-        raise ValueError(f"{name}: all entries are zero; at least one must be > 0")
+        raise Message("err.sampling.all_zero", name=name)
     return normalised(torch.as_tensor(x, dtype=torch.float64))
 
 
@@ -479,11 +481,11 @@ def build(
         return uniform(v)
     if kind == "tempered":
         if base is None:
-            raise ValueError(f"{name}: 'target at temperature τ' needs a target distribution")
+            raise Message("err.sampling.tempered_needs_target", name=name)
         return tempered_probs(base, tau)
     if kind == "custom":
         return parse_distribution(text, v, name)
-    raise ValueError(f"{name} builder must be one of {list(BUILDERS)}; got {kind!r}")
+    raise Message("err.sampling.builder", name=name, allowed=list(BUILDERS), kind=kind)
 
 
 def _is_number(s: str) -> bool:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from specviz.i18n import Message, Phrase
+
 __all__ = ["MAX_ITEMS", "Param", "by_key", "check_items", "check_work", "clean_list", "decode", "encode", "share_url"]
 
 #: Default cap on the values of a list parameter (``"floats"`` / ``"ints"``): a link asking for
@@ -60,21 +62,25 @@ class Param:
     max_items: int = MAX_ITEMS
 
     def allowed(self) -> str:
-        """Human description of the allowed values, for messages."""
+        """Human description of the allowed values, for messages (a :class:`~specviz.i18n.Phrase`)."""
         if self.kind == "choice":
-            return "one of " + ", ".join(str(c) for c in self.choices)
+            return Phrase("note.share.allowed.choice", choices=", ".join(str(c) for c in self.choices))
         if self.kind == "bool":
-            return "true or false"
+            return Phrase("note.share.allowed.bool")
         if self.kind == "text":
-            return f"text of at most {int(self.hi)} characters"
-        what = {
-            "float": "a number",
-            "int": "an integer",
-            "range": "two numbers lo,hi with lo < hi",
-            "floats": f"at most {self.max_items} comma-separated numbers",
-            "ints": f"at most {self.max_items} comma-separated integers",
-        }[self.kind]
-        return f"{what} in {self.interval()}"
+            return Phrase("note.share.allowed.text", n=int(self.hi))
+        interval = self.interval()
+        if self.kind == "float":
+            return Phrase("note.share.allowed.float", interval=interval)
+        if self.kind == "int":
+            return Phrase("note.share.allowed.int", interval=interval)
+        if self.kind == "range":
+            return Phrase("note.share.allowed.range", interval=interval)
+        if self.kind == "floats":
+            return Phrase("note.share.allowed.floats", n=self.max_items, interval=interval)
+        if self.kind == "ints":
+            return Phrase("note.share.allowed.ints", n=self.max_items, interval=interval)
+        raise KeyError(self.kind)
 
     def interval(self) -> str:
         """The bounds as written in messages: ``"[lo, hi]"``."""
@@ -116,13 +122,23 @@ def check_work(what: str, factors: Mapping[str, int], cap: int, hint: str = "") 
     """The work ``what`` asks for, W = Π factors, or ValueError when W > ``cap``.
 
     The message names ``what``, each factor with its count, W and the cap, then ``hint``, e.g.
-    ``"frontier: 1,500 curves × 64 K values = 96,000; at most 1,024 per view"``.
+    ``"frontier: 1,500 curves × 64 K values = 96,000; at most 1,024 per view"``. It is a
+    :class:`~specviz.i18n.Message`: ``what``, ``hint`` and the factor names may be
+    :class:`~specviz.i18n.Phrase` objects, which a page then shows in its language too.
     """
     work = math.prod(int(n) for n in factors.values())
     if work > cap:
-        terms = " × ".join(f"{int(n):,} {name}" for name, n in factors.items())
-        total = f" = {work:,}" if len(factors) > 1 else ""
-        raise ValueError(f"{what}: {terms}{total}; at most {cap:,} per view" + (f": {hint}" if hint else ""))
+        terms = None
+        for name, n in factors.items():
+            term = Phrase("note.share.count", n=int(n), u=name)  # "1,500 curves": a count and its unit
+            terms = term if terms is None else Phrase("note.share.times", a=terms, b=term)
+        if len(factors) > 1 and hint:
+            raise Message("err.share.too_much_work_product_hint", what=what, terms=terms, work=work, cap=cap, hint=hint)
+        if len(factors) > 1:
+            raise Message("err.share.too_much_work_product", what=what, terms=terms, work=work, cap=cap)
+        if hint:
+            raise Message("err.share.too_much_work_hint", what=what, terms=terms, cap=cap, hint=hint)
+        raise Message("err.share.too_much_work", what=what, terms=terms, cap=cap)
     return work
 
 
@@ -132,7 +148,7 @@ def check_items(p: Param, values: Sequence[Any]) -> None:
     The one rule for list lengths: :func:`decode` applies it to links; code computing from a list
     that reached it another way (a widget's state) calls it before the work.
     """
-    check_work(p.key, {"values": len(values)}, p.max_items)
+    check_work(p.key, {Phrase("note.share.values"): len(values)}, p.max_items)
 
 
 def clean_list(p: Param, values: Iterable[Any]) -> tuple[list, str | None]:
@@ -151,22 +167,40 @@ def clean_list(p: Param, values: Iterable[Any]) -> tuple[list, str | None]:
             kept.add(_number(str(value).strip(), p, p.kind == "ints"))
         except ValueError:
             bad.append(str(value))
-    kept, notes = sorted(kept), []
+    kept = sorted(kept)
+    ignored = capped = None
     if bad:
-        shown = ", ".join(_shown(b) for b in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-        what = "an integer" if p.kind == "ints" else "a number"
-        notes.append(f"Ignored {p.key} value(s) {shown}: each must be {what} in {p.interval()}.")
+        shown = ", ".join(_shown(b) for b in bad[:5])
+        if len(bad) > 5:
+            shown = Phrase("note.share.and_more", shown=shown, more=len(bad) - 5)
+        ignored = {"param": p.key, "shown": shown, "interval": p.interval()}
     if len(kept) > p.max_items:
-        notes.append(f"Kept the first {p.max_items} of {len(kept)} {p.key} values: at most {p.max_items} are allowed.")
+        capped = {"n": p.max_items, "total": len(kept)}
         kept = kept[: p.max_items]
-    return kept, " ".join(notes) or None
+    return kept, _list_note(p, ignored, capped)
+
+
+def _list_note(p: Param, ignored: dict | None, capped: dict | None) -> str | None:
+    """The note of :func:`clean_list`: values dropped as not allowed (``ignored``), beyond the cap (``capped``)."""
+    ints = p.kind == "ints"
+    if ignored and capped:
+        if ints:
+            return Phrase("note.share.ignored_ints_kept", **ignored, **capped)
+        return Phrase("note.share.ignored_numbers_kept", **ignored, **capped)
+    if ignored:
+        if ints:
+            return Phrase("note.share.ignored_ints", **ignored)
+        return Phrase("note.share.ignored_numbers", **ignored)
+    if capped:
+        return Phrase("note.share.kept", param=p.key, **capped)
+    return None
 
 
 def _shown(raw: str) -> str:
     """``raw`` quoted for a message: cut after :data:`_SHOWN_CHARS` characters, saying how long it was."""
     if len(raw) <= _SHOWN_CHARS:
         return repr(raw)
-    return f"{raw[:_SHOWN_CHARS]!r}… ({len(raw):,} characters)"
+    return Phrase("note.share.cut", value=raw[:_SHOWN_CHARS], chars=len(raw))
 
 
 def _parse(text: str, p: Param) -> Any:
@@ -237,10 +271,14 @@ def decode(spec: Sequence[Param], query: Mapping[str, Any]) -> tuple[dict[str, A
             values[p.key] = _parse(str(raw), p)
         except ValueError:
             values[p.key] = p.default
-            warnings[p.key] = (
-                f"Ignored URL parameter {p.key}={_shown(str(raw))}: it must be {p.allowed()}. "
-                f"Using the default {_fmt(p.default) or '(empty)'}."
-            )
+            default = _fmt(p.default)
+            shown = _shown(str(raw))
+            if default:
+                warnings[p.key] = Phrase(
+                    "note.share.ignored_url", param=p.key, value=shown, allowed=p.allowed(), default=default
+                )
+            else:
+                warnings[p.key] = Phrase("note.share.ignored_url_empty", param=p.key, value=shown, allowed=p.allowed())
     return values, warnings
 
 

@@ -38,6 +38,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from specviz import measurements as m
+from specviz.i18n import Message, Phrase
 
 __all__ = [
     "ENV_URL",
@@ -64,8 +65,26 @@ _INT_LIKE = frozenset({"k", *m.INTEGER_COLUMNS})
 _MAX_LABEL = 200
 
 
-class StoreError(ValueError):
-    """A library operation that failed; nothing was changed. The message says why."""
+class StoreError(Message):
+    """A library operation that failed; nothing was changed. The message says why.
+
+    ``message`` is a :class:`~specviz.i18n.Message` or :class:`~specviz.i18n.Phrase` (its key and fields
+    are taken, so a page shows it in its language), or plain text (shown as it is in every language).
+    """
+
+    def __init__(self, message: str | Message):
+        if isinstance(message, Message | Phrase):
+            super().__init__(message.key, **message.fields)
+        else:
+            self.key, self.fields = None, {}
+            ValueError.__init__(self, str(message))
+
+    def text(self, lang: str) -> str:
+        """This error in ``lang`` (plain text as it is)."""
+        return super().text(lang) if self.key is not None else str(self)
+
+    def __reduce__(self):
+        return StoreError, (str(self) if self.key is None else Phrase(self.key, **self.fields),)
 
 
 # --------------------------------------------------------------------------------------
@@ -170,10 +189,7 @@ def _migrate(conn: Connection) -> None:
         return
     version = _stored_version(conn) or 1
     if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"the run library at {conn.engine.url!r} has schema version {version}, newer than "
-            f"this specviz understands ({SCHEMA_VERSION}); upgrade specviz"
-        )
+        raise StoreError(Message("err.store.newer", url=conn.engine.url, version=version, ours=SCHEMA_VERSION))
     _meta.create_all(conn)  # tables a later version added
     for v in range(version, SCHEMA_VERSION):
         _MIGRATIONS[v](conn)
@@ -242,27 +258,15 @@ def _library_file_problem(path: str, opened: tuple[int, int]) -> str | None:
     try:
         now = _file_id(path)
     except OSError as exc:
-        return f"cannot check the run library file {path}: {exc}"
+        return Phrase("err.store.check_file", path=path, cause=exc)
     if now == opened:
         return None
     folder = os.path.dirname(path)
     if now is None and not os.path.isdir(folder):
-        return (
-            f"the folder {folder} of the run library {path} was deleted or unmounted while the server was "
-            "running, so this server stopped using the library. Restore or remount the folder, then restart "
-            "the server (with the folder still missing, a restart starts a new, empty library there)"
-        )
+        return Phrase("err.store.folder_gone", folder=folder, path=path)
     if now is None:
-        return (
-            f"the run library file {path} was deleted while the server was running, so this server stopped "
-            "using it. Move the file back (this server then carries on), or restore it from a backup and "
-            "restart the server (with no file there, a restart starts a new, empty library)"
-        )
-    return (
-        f"the run library file {path} was replaced by another file while the server was running (e.g. a "
-        "backup moved over it), so this server stopped using it rather than mix two libraries' runs. "
-        "Restart the server to open the file now at that path"
-    )
+        return Phrase("err.store.file_deleted", path=path)
+    return Phrase("err.store.file_replaced", path=path)
 
 
 def _check_library_file(engine: Engine) -> None:
@@ -302,10 +306,7 @@ def _empty_moved_wal(dbapi_conn: sqlite3.Connection) -> None:
 
 def _sqlite_engine(url: sa.URL) -> Engine:
     if not url.database or url.database == ":memory:" or "mode=memory" in str(url):
-        raise StoreError(
-            f"{ENV_URL}={url!s}: an in-memory SQLite database is private to one connection, so "
-            "sessions would not share it; give a file, e.g. sqlite:////srv/specviz/runs.sqlite"
-        )
+        raise StoreError(Message("err.store.in_memory", env=ENV_URL, url=str(url)))
     Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(url, connect_args={"timeout": _BUSY_S})
     library = _LIBRARY_FILES[engine] = _LibraryFile(os.path.abspath(url.database))  # the path pysqlite opens
@@ -354,19 +355,17 @@ def open_library(url: str | None = None) -> Engine:
     try:
         parsed = sa.make_url(url)
     except (sa.exc.ArgumentError, ValueError) as exc:
-        raise StoreError(
-            f"{ENV_URL} must be a SQLAlchemy database URL such as sqlite:///path/runs.sqlite; got {url!r}"
-        ) from exc
+        raise StoreError(Message("err.store.bad_url", env=ENV_URL, url=url)) from exc
     try:
         engine = _sqlite_engine(parsed) if parsed.get_backend_name() == "sqlite" else sa.create_engine(parsed)
         with engine.begin() as conn:
             _migrate(conn)
     except (ModuleNotFoundError, sa.exc.NoSuchModuleError) as exc:
-        raise StoreError(f"the database driver for {parsed.drivername!r} ({ENV_URL}) is not installed: {exc}") from exc
+        raise StoreError(Message("err.store.no_driver", driver=parsed.drivername, env=ENV_URL, cause=exc)) from exc
     except (sa.exc.SQLAlchemyError, OSError, ValueError) as exc:
         if isinstance(exc, StoreError):
             raise
-        raise StoreError(f"cannot open the run library at {parsed!r}: {exc}") from exc
+        raise StoreError(Message("err.store.cannot_open", url=parsed, cause=exc)) from exc
     return engine
 
 
@@ -387,16 +386,13 @@ def _python(value):
 
 def _check_frame(frame: pd.DataFrame) -> list[str]:
     if not isinstance(frame, pd.DataFrame) or frame.empty:
-        raise StoreError("a run needs at least one measurement row; got an empty table")
+        raise StoreError(Message("err.store.empty_run"))
     unknown = [c for c in frame.columns if c not in STORED_COLUMNS]
     if unknown:
-        raise StoreError(
-            f"columns {unknown} are not measurement columns; allowed: the columns of "
-            f"specviz.measurements (load the file with load_measurements first)"
-        )
+        raise StoreError(Message("err.store.unknown_columns", columns=unknown))
     for required in ("label", "k"):
         if required not in frame.columns:
-            raise StoreError(f"column {required!r} is required in a saved run")
+            raise StoreError(Message("err.store.required_column", column=required))
     return list(frame.columns)
 
 
@@ -410,12 +406,12 @@ def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, no
     """
     label = label.strip() if isinstance(label, str) else ""
     if not label or len(label) > _MAX_LABEL:
-        raise StoreError(f"run name must be 1 to {_MAX_LABEL} characters; got {label!r}")
+        raise StoreError(Message("err.store.run_name", most=_MAX_LABEL, label=label))
     for what, text in (("run name", label), ("source", str(source)), ("note", str(note))):
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:
-            raise StoreError(f"{what} {text!r} is not valid Unicode text (it holds a lone surrogate)") from None
+            raise StoreError(_surrogate(what, text)) from None
     columns = _check_frame(frame)
     dtypes = {c: str(frame[c].dtype) for c in columns}
     file_rows = frame.index if frame.index.name == "row" else [None] * len(frame)
@@ -440,17 +436,29 @@ def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, no
         _check_library_file(engine)  # the commit went to the file at the path, not to a deleted one
     except (sa.exc.SQLAlchemyError, StoreError) as exc:
         reason = getattr(exc, "orig", None) or exc
-        raise StoreError(f"saving run {label!r} failed, nothing was stored: {reason}") from exc
+        raise StoreError(Message("err.store.save_failed", label=label, cause=reason)) from exc
     return int(run_id)
+
+
+def _surrogate(what: str, text: str) -> Message:
+    """The error of a run name, source or note (``what``) that holds a lone surrogate."""
+    if what == "run name":
+        return Message("err.store.surrogate_name", text=text)
+    if what == "source":
+        return Message("err.store.surrogate_source", text=text)
+    return Message("err.store.surrogate_note", text=text)
 
 
 @contextmanager
 def _reported(what: str) -> Iterator[None]:
-    """Database failures (file gone, locked past the timeout, server down) as a StoreError saying what failed."""
+    """Database failures (file gone, locked past the timeout, server down) as a StoreError saying what failed.
+
+    ``what`` is a catalogue key: the failed operation in words, with a ``{cause}`` field.
+    """
     try:
         yield
     except sa.exc.SQLAlchemyError as exc:
-        raise StoreError(f"{what} failed: {getattr(exc, 'orig', None) or exc}") from exc
+        raise StoreError(Message(what, cause=getattr(exc, "orig", None) or exc)) from exc
 
 
 def list_runs(engine: Engine) -> pd.DataFrame:
@@ -460,7 +468,7 @@ def list_runs(engine: Engine) -> pd.DataFrame:
     (the last four: distinct values joined by ", ").
     """
     cols = ["id", "label", "source", "uploaded_at", "note", "n_rows"]
-    with _reported("listing the run library"), engine.connect() as conn:
+    with _reported("err.store.list_failed"), engine.connect() as conn:
         runs = pd.DataFrame(
             conn.execute(sa.select(*(_runs.c[c] for c in cols)).order_by(_runs.c.id.desc())).all(), columns=cols
         )
@@ -486,11 +494,11 @@ def _fetch(engine: Engine, run_ids: Iterable[int]) -> list[pd.DataFrame]:
     ids = [int(i) for i in run_ids]
     if not ids:
         return []
-    with _reported("reading runs from the library"), engine.connect() as conn:
+    with _reported("err.store.read_failed"), engine.connect() as conn:
         runs = {r.id: r for r in conn.execute(sa.select(_runs).where(_runs.c.id.in_(ids))).all()}
         missing = [i for i in ids if i not in runs]
         if missing:
-            raise StoreError(f"run id(s) {missing} are not in the library (deleted by someone else?)")
+            raise StoreError(Message("err.store.missing_runs", ids=missing))
         rows = (
             conn.execute(sa.select(_rows).where(_rows.c.run_id.in_(ids)).order_by(_rows.c.run_id, _rows.c.position))
             .mappings()
@@ -544,7 +552,7 @@ def delete_runs(engine: Engine, run_ids: Iterable[int]) -> int:
     ids = [int(i) for i in run_ids]
     if not ids:
         return 0
-    with _reported("deleting runs"), engine.begin() as conn:
+    with _reported("err.store.delete_failed"), engine.begin() as conn:
         conn.execute(_rows.delete().where(_rows.c.run_id.in_(ids)))
         deleted = conn.execute(_runs.delete().where(_runs.c.id.in_(ids))).rowcount
     _check_library_file(engine)  # as in save_run: the deletion is in the file at the path

@@ -26,6 +26,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from specviz.i18n import Message
+
 __all__ = [
     "METRICS",
     "Metric",
@@ -56,19 +58,18 @@ K_LIMIT = 2**31 - 1  #: largest draft length accepted (keeps (K + 1) in exact in
 # --------------------------------------------------------------------------------------
 
 
-def _first_bad(x: np.ndarray, bad: np.ndarray) -> str:
-    """Describe the first offending element of ``x`` (value and index if not scalar)."""
+def _first_bad(x: np.ndarray, bad: np.ndarray) -> dict:
+    """The first offending element of ``x`` as message fields: ``value``, and ``index`` if not scalar."""
     idx = np.argwhere(bad)[0]
     value = (x[tuple(idx)] if x.ndim else x[()]).item()
-    where = "" if x.ndim == 0 else f" at index {tuple(int(i) for i in idx)}"
-    return f"{value!r}{where}"
+    return {"value": value} if x.ndim == 0 else {"value": value, "index": tuple(int(i) for i in idx)}
 
 
 def _as_float(x, name: str) -> np.ndarray:
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number; got {x!r}") from None
+        raise Message("err.theory.not_a_number", name=name, value=x) from None
     return arr
 
 
@@ -77,7 +78,8 @@ def check_alpha(alpha, name: str = "alpha") -> np.ndarray:
     a = _as_float(alpha, name)
     bad = np.isnan(a) | (a < 0) | (a > 1)
     if bad.any():
-        raise ValueError(f"{name} must be in [0, 1]; got {_first_bad(a, bad)}")
+        got = _first_bad(a, bad)
+        raise Message("err.theory.alpha_at" if "index" in got else "err.theory.alpha", name=name, **got)
     return a
 
 
@@ -86,7 +88,8 @@ def check_k(k, name: str = "k") -> np.ndarray:
     kf = _as_float(k, name)
     bad = ~np.isfinite(kf) | (kf < 1) | (kf > K_LIMIT) | (kf != np.floor(kf))
     if bad.any():
-        raise ValueError(f"{name} must be an integer in [1, {K_LIMIT}]; got {_first_bad(kf, bad)}")
+        got = _first_bad(kf, bad)
+        raise Message("err.theory.k_at" if "index" in got else "err.theory.k", name=name, limit=K_LIMIT, **got)
     return kf.astype(np.int64)
 
 
@@ -95,7 +98,8 @@ def check_positive(x, name: str) -> np.ndarray:
     a = _as_float(x, name)
     bad = ~np.isfinite(a) | (a <= 0)
     if bad.any():
-        raise ValueError(f"{name} must be a finite number > 0; got {_first_bad(a, bad)}")
+        got = _first_bad(a, bad)
+        raise Message("err.theory.positive_at" if "index" in got else "err.theory.positive", name=name, **got)
     return a
 
 
@@ -104,7 +108,8 @@ def check_nonnegative(x, name: str) -> np.ndarray:
     a = _as_float(x, name)
     bad = ~np.isfinite(a) | (a < 0)
     if bad.any():
-        raise ValueError(f"{name} must be a finite number >= 0; got {_first_bad(a, bad)}")
+        got = _first_bad(a, bad)
+        raise Message("err.theory.nonnegative_at" if "index" in got else "err.theory.nonnegative", name=name, **got)
     return a
 
 
@@ -115,7 +120,8 @@ def _check_in(x, lo, hi, name: str, what: str) -> np.ndarray:
     if np.any(bad):
         bad = np.broadcast_to(bad, np.broadcast_shapes(a.shape, np.shape(bad)))
         a_b = np.broadcast_to(a, bad.shape)
-        raise ValueError(f"{name} must be in {what}; got {_first_bad(a_b, bad)}")
+        got = _first_bad(a_b, bad)
+        raise Message("err.theory.range_at" if "index" in got else "err.theory.range", name=name, allowed=what, **got)
     return a
 
 
@@ -181,7 +187,7 @@ def expected_tokens_by_position(acceptance):
     """
     a = check_alpha(acceptance, "acceptance")
     if a.ndim == 0 or a.shape[-1] == 0:
-        raise ValueError(f"acceptance must list at least one position (shape (..., K_max)); got shape {a.shape}")
+        raise Message("err.theory.acceptance_empty", shape=a.shape)
     return 1.0 + np.cumsum(np.cumprod(a, axis=-1), axis=-1)
 
 
@@ -456,7 +462,7 @@ def optimal_k(alpha, c, k_max: int = 32, v=0.0, o=0.0) -> OptimalK:
     vv = check_nonnegative(v, "v")
     oo = check_nonnegative(o, "o")
     if np.ndim(k_max) != 0:
-        raise ValueError(f"k_max must be a single integer >= 1; got {k_max!r}")
+        raise Message("err.theory.k_max_scalar", value=k_max)
     k_max = int(check_k(k_max, "k_max"))
     shape = np.broadcast_shapes(a.shape, cc.shape, vv.shape, oo.shape)
     best = np.full(shape, -np.inf)
@@ -599,7 +605,7 @@ def convert_metric(value, k, metric: str) -> dict[str, np.ndarray]:
         ``{metric_name: value}`` for every metric, α included.
     """
     if metric not in METRICS:
-        raise ValueError(f"metric must be one of {sorted(METRICS)}; got {metric!r}")
+        raise Message("err.theory.metric", allowed=sorted(METRICS), value=metric)
     kk = check_k(k)
     m = METRICS[metric]
     lo, hi = _metric_bounds(m, kk)

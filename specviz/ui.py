@@ -45,7 +45,7 @@ def language() -> str:
     return st.session_state[LANG_KEY]
 
 
-def t(key: str, **values) -> str:
+def t(key: str, /, **values) -> str:
     """The text of catalogue ``key`` in this session's language (:func:`specviz.i18n.text`)."""
     return i18n.text(language(), key, **values)
 
@@ -121,8 +121,8 @@ def restore(page: str, spec: Sequence[share.Param]) -> None:
             st.session_state[k] = from_url[p.key]
         else:
             st.session_state[k] = remembered.get(p.key, p.default)
-    for message in warnings.values():
-        st.warning(message, icon=":material/warning:")
+    for note in warnings.values():
+        st.warning(message(note), icon=":material/warning:")
 
 
 def slider(page: str, p: share.Param, label: str, **kwargs) -> Any:
@@ -159,7 +159,7 @@ def multiselect(page: str, p: share.Param, label: str, options, **kwargs) -> lis
     )
     note = st.session_state.pop(_note_key(k), None)
     if note:
-        st.warning(note, icon=":material/warning:")
+        st.warning(message(note), icon=":material/warning:")
     return value
 
 
@@ -309,9 +309,9 @@ def public_message(text: str, hosted: bool | None = None) -> str:
     return hosting.redact(text, hosting.database_forms(store.default_url()))
 
 
-def message(exc: BaseException) -> str:
-    """The text of a library error in this session's language (:func:`specviz.i18n.localized`)."""
-    return i18n.localized(exc, language())
+def message(item: BaseException | str) -> str:
+    """A library error or note in this session's language (:func:`specviz.i18n.localized`)."""
+    return i18n.localized(item, language())
 
 
 def show_error(exc: Exception) -> None:

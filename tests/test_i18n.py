@@ -37,7 +37,7 @@ PROPER_NAMES = {"specviz", "Leviathan", "vLLM", "SGLang", "llama", "cpp", "Tenso
 
 def needs_translation(english: str) -> bool:
     """Whether a catalogue text has words to translate (symbols, formulas and proper names stay as they are)."""
-    words = [w for w in WORD.findall(english) if w not in PROPER_NAMES]
+    words = [w for w in WORD.findall(re.sub(r"\{[^{}]*\}", "", english)) if w not in PROPER_NAMES]  # not {fields}
     return english not in SAME_IN_BOTH and bool(words)
 
 
@@ -61,7 +61,7 @@ def test_every_chinese_text_is_translated():
 
 
 def test_every_key_the_code_asks_for_exists():
-    literal = re.compile(r"""\b(?:t|Message)\(\s*["']([\w.-]+)["']""")  # ui.t("k"), i18n.Message("k", ...)
+    literal = re.compile(r"""\b(?:t|Message|Phrase)\(\s*["']([\w.-]+)["']""")  # ui.t("k"), i18n.Message("k", ...)
     asked = {m for path in code_files() for m in literal.findall(path.read_text(encoding="utf-8"))}
     pages = [p.stem for p in (ROOT / "pages").glob("*.py")]
     asked |= {f"nav.{p}" for p in pages} | {f"home.link.{p}" for p in pages if p != "home"}
@@ -90,6 +90,10 @@ def test_a_message_error_reads_english_as_a_string_and_any_language_on_a_page(mo
     assert exc.text("zh") == i18n.localized(exc, "zh") == "run 3：K 必须 ≥ 1；收到 0"  # the cause in zh too
     assert pickle.loads(pickle.dumps(exc)).text("zh") == exc.text("zh")
     assert i18n.localized(ValueError("plain"), "zh") == "plain"
+    note = i18n.Phrase("test.wrap", where="link", cause=i18n.Phrase("test.k", k=5))
+    assert note == "link: K must be >= 1; got 5" and isinstance(note, str)  # as a string: English
+    assert i18n.localized(note, "zh") == "link：K 必须 ≥ 1；收到 5"
+    assert pickle.loads(pickle.dumps(note)).text("zh") == note.text("zh")
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,7 @@ from typing import Any
 import httpx
 
 from specviz.hosting import is_hosted
+from specviz.i18n import Message, Phrase
 
 __all__ = [
     "DEFAULT_PORTS",
@@ -58,22 +59,30 @@ __all__ = [
 
 ENV_HOSTS = "SPECVIZ_ENGINE_HOSTS"
 DEFAULT_PORTS: Mapping[str, int] = {"http": 80, "https": 443}  #: the schemes fetched, and their default ports
-FIELD = "endpoint URL"  #: how messages name the URL a person typed
+FIELD = Phrase("note.engines.fetch.field")  #: how messages name the URL a person typed ("endpoint URL")
 _HOST_LABELS = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*")
 _NUMERIC_HOST = re.compile(r"[0-9a-fx.]+")  # what inet_aton may read as an IPv4 address (2130706433, 0x7f.1)
 _SNIPPET_CHARS = 300  #: characters of an error response's body quoted in the message
 _EXAMPLE_HOSTS = "localhost:8000,vllm.internal:8000"
 
 
-class FetchError(ValueError):
+class FetchError(Message):
     """A URL refused by the rules, or a fetch that failed; the message says why in one line.
 
-    ``status`` is the HTTP status when the server answered with one ≥ 400, else None.
+    A :class:`~specviz.i18n.Message` (so a ValueError): ``FetchError(key, **fields)``, ``str()`` the English
+    text. ``status`` is the HTTP status when the server answered with one ≥ 400, else None.
     """
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, key: str, *, status: int | None = None, **fields) -> None:
+        super().__init__(key, **fields)
         self.status = status
+
+    def __reduce__(self):  # pickling keeps the class and the status
+        return _fetch_error, (self.key, self.status, self.fields)
+
+
+def _fetch_error(key: str, status: int | None, fields: dict) -> FetchError:
+    return FetchError(key, status=status, **fields)
 
 
 @dataclass(frozen=True)
@@ -145,7 +154,7 @@ class Fetched:
         try:
             return json.loads(self.body)
         except ValueError:
-            raise FetchError(f"the answer from {self.url} is not JSON: {_snippet(self.text)!r}") from None
+            raise FetchError("err.engines.fetch.not_json", url=self.url, snippet=_snippet(self.text)) from None
 
 
 # --- the rules ------------------------------------------------------------------------------------
@@ -185,18 +194,18 @@ def parse_host_entry(entry: str) -> tuple[str, int | None]:
     ``SPECVIZ_ENGINE_HOSTS`` for anything else (a scheme, a path, user info, a bad port).
     """
     text = str(entry).strip()
-    rule = f"{ENV_HOSTS} entries are host or host:port, separated by commas (e.g. {_EXAMPLE_HOSTS})"
+    rule = {"var": ENV_HOSTS, "example": _EXAMPLE_HOSTS, "entry": entry}
     if not text or "://" in text or any(c in text for c in "/?#@ "):
-        raise ValueError(f"{rule}; got {entry!r}")
+        raise Message("err.engines.fetch.host_entry", **rule)
     try:  # a scheme of no default port: httpx keeps an explicit :80 (which an http:// URL would drop)
         url = httpx.URL(f"x-entry://{text}")
     except httpx.InvalidURL as exc:
-        raise ValueError(f"{rule}; got {entry!r} ({exc})") from None
+        raise Message("err.engines.fetch.host_entry_invalid", error=str(exc), **rule) from None
     host = _host_key(url)
     if not host or not _valid_host(host) or url.path not in ("", "/"):
-        raise ValueError(f"{rule}; got {entry!r}")
+        raise Message("err.engines.fetch.host_entry", **rule)
     if url.port is not None and not 1 <= url.port <= 65535:
-        raise ValueError(f"{rule}; got {entry!r} (ports are 1..65535)")
+        raise Message("err.engines.fetch.host_entry_port", **rule)
     return host, url.port
 
 
@@ -236,7 +245,8 @@ def check_url(url: str, policy: FetchPolicy, *, field: str = FIELD) -> str:
     policy
         The rules (module docstring).
     field
-        How the message names the URL ("endpoint URL", "redirect from … to").
+        How the message names the URL ("endpoint URL", "redirect from … to"): a str, or a
+        :class:`~specviz.i18n.Phrase` to have it in the page's language too.
 
     Returns
     -------
@@ -246,49 +256,40 @@ def check_url(url: str, policy: FetchPolicy, *, field: str = FIELD) -> str:
     """
     text = url.strip() if isinstance(url, str) else ""
     if not text:
-        raise FetchError(f"{field} is empty; write the server's URL, e.g. http://localhost:8000/metrics")
+        raise FetchError("err.engines.fetch.url_empty", field=field)
     if "://" not in text:
-        raise FetchError(f"{field} {text!r} has no scheme; write it with http:// or https://, e.g. http://{text}")
+        raise FetchError("err.engines.fetch.no_scheme", field=field, url=text)
     try:
         parsed = httpx.URL(text)
     except httpx.InvalidURL as exc:
-        raise FetchError(f"{field} {text!r} is not a valid URL ({exc})") from None
+        raise FetchError("err.engines.fetch.invalid_url", field=field, url=text, error=str(exc)) from None
 
-    def refused(reason: str) -> FetchError:
-        return FetchError(f"{field} {_shown(parsed)!r} is refused: {reason}")
+    def refused(key: str, **fields) -> FetchError:  # "{field} {url!r} is refused: <why>"
+        return FetchError(key, field=field, url=_shown(parsed), **fields)
 
     if parsed.scheme not in DEFAULT_PORTS:
-        raise refused(f"only http and https URLs are fetched; got scheme {parsed.scheme!r}")
+        raise refused("err.engines.fetch.scheme", scheme=parsed.scheme)
     host = _host_key(parsed)
     if not host:
-        raise refused("it names no host; write e.g. http://localhost:8000/metrics")
+        raise refused("err.engines.fetch.no_host")
     if not _valid_host(host):
-        raise refused(f"{host!r} is not a valid host name")
+        raise refused("err.engines.fetch.bad_host", host=host)
     port = DEFAULT_PORTS[parsed.scheme] if parsed.port is None else parsed.port
     if not 1 <= port <= 65535:
-        raise refused(f"port {port} is outside 1..65535")
+        raise refused("err.engines.fetch.port", port=port)
     if policy.hosted and parsed.userinfo:
-        raise refused("hosted mode fetches no URL with a user name or password (user:pass@host)")
+        raise refused("err.engines.fetch.credentials")
     ip = _as_ip(host)
     if policy.allowed_hosts is not None:
         entries = [parse_host_entry(e) for e in policy.allowed_hosts]
         if not any(h == host and p in (None, port) for h, p in entries):
             if not entries:
-                raise refused(
-                    f"no engine host may be fetched: the allow-list {ENV_HOSTS} is empty. The operator sets it to "
-                    f"the comma-separated host or host:port entries this server may fetch, e.g. {ENV_HOSTS}={_EXAMPLE_HOSTS}"
-                )
-            what = (
-                f"the literal IP address {format_host_entry(host, port)}" if ip is not None else f"host {host}:{port}"
-            )
-            also = (
-                "; hosted mode fetches an IP address only when the list holds it"
-                if ip is not None and policy.hosted
-                else ""
-            )
-            raise refused(
-                f"{what} is not on the allow-list of engine hosts ({ENV_HOSTS}: {', '.join(policy.allowed_hosts)}){also}"
-            )
+                raise refused("err.engines.fetch.allowlist_empty", var=ENV_HOSTS, example=_EXAMPLE_HOSTS)
+            listed = {"var": ENV_HOSTS, "allowed": ", ".join(policy.allowed_hosts)}
+            if ip is None:
+                raise refused("err.engines.fetch.host_not_allowed", where=f"{host}:{port}", **listed)
+            key = "err.engines.fetch.ip_not_allowed_hosted" if policy.hosted else "err.engines.fetch.ip_not_allowed"
+            raise refused(key, where=format_host_entry(host, port), **listed)
     normal = parsed.copy_with(fragment=None)
     if ip is not None:
         normal = normal.copy_with(host=str(ip))
@@ -333,51 +334,52 @@ def _snippet(text: str, limit: int = _SNIPPET_CHARS) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def _connect_reason(exc: BaseException, where: str, host: str) -> str:
+def _connect_error(exc: BaseException, shown: str, where: str, host: str) -> FetchError:
     """Why a connection to ``where`` failed, from the OS error under httpx's ConnectError."""
     chain = list(_causes(exc))
     text = " ".join(str(e) for e in chain).lower()
     if any(isinstance(e, ConnectionRefusedError) for e in chain) or "connection refused" in text:
-        return f"connection refused: nothing is listening at {where}"
+        return FetchError("err.engines.fetch.connection_refused", url=shown, where=where)
     gai = next((e for e in chain if isinstance(e, socket.gaierror)), None)
     dns_words = ("name or service not known", "nodename nor servname", "getaddrinfo", "name resolution")
     if gai is not None or any(w in text for w in dns_words):
         detail = gai.strerror if gai is not None and gai.strerror else _snippet(str(exc), 120)
-        return f"the host name {host!r} does not resolve (DNS lookup failed: {detail})"
+        return FetchError("err.engines.fetch.dns", url=shown, host=host, detail=detail)
     tls = next((e for e in chain if isinstance(e, ssl.SSLError)), None)
     if tls is not None or "ssl" in text or "certificate" in text:
         detail = (getattr(tls, "reason", None) or str(tls)) if tls is not None else _snippet(str(exc), 160)
-        hint = " (does the server speak plain http? then write http://)" if "wrong_version_number" in text else ""
-        return f"TLS error talking to {where}: {detail}{hint}"
+        key = "err.engines.fetch.tls_plain" if "wrong_version_number" in text else "err.engines.fetch.tls"
+        return FetchError(key, url=shown, where=where, detail=detail)
     os_error = next((e for e in chain if isinstance(e, OSError) and e.strerror), None)
     detail = os_error.strerror if os_error is not None else _snippet(str(exc), 160)
-    return f"cannot connect to {where}: {detail}"
+    return FetchError("err.engines.fetch.connect", url=shown, where=where, detail=detail)
 
 
-def _explain(exc: Exception, url: httpx.URL, policy: FetchPolicy) -> str:
-    """A one-line message, without traceback, for an httpx exception raised while fetching ``url``."""
+def _explain(exc: Exception, url: httpx.URL, policy: FetchPolicy) -> FetchError:
+    """A one-line FetchError ("cannot fetch URL: why"), without traceback, for an httpx exception raised
+    while fetching ``url``."""
     host = _host_key(url)
     where = format_host_entry(host, url.port or DEFAULT_PORTS.get(url.scheme, 0))
     c, r = policy.connect_timeout_s, policy.read_timeout_s
+    shown = _shown(url)
     if isinstance(exc, httpx.ConnectTimeout):
-        reason = f"no connection to {where} within {c:g} s (connect timeout): is the host up and its port open?"
-    elif isinstance(exc, httpx.ReadTimeout):
-        reason = f"{where} accepted the connection but sent nothing for {r:g} s (read timeout)"
-    elif isinstance(exc, httpx.WriteTimeout):
-        reason = f"{where} took the request no further for {r:g} s (write timeout)"
-    elif isinstance(exc, httpx.PoolTimeout):
-        reason = f"no free connection to {where} within {c:g} s (too many requests at once for the client's pool)"
-    elif isinstance(exc, httpx.ConnectError):
-        reason = _connect_reason(exc, where, host)
-    elif isinstance(exc, httpx.RemoteProtocolError):
-        reason = f"{where} broke off the HTTP exchange ({_snippet(str(exc), 160)}): is it an HTTP server?"
-    elif isinstance(exc, httpx.NetworkError):
-        reason = f"the connection to {where} failed ({_snippet(str(exc), 160) or type(exc).__name__})"
-    elif isinstance(exc, httpx.DecodingError):
-        reason = f"the answer of {where} could not be decoded ({_snippet(str(exc), 160)})"
-    else:
-        reason = f"{type(exc).__name__}: {_snippet(str(exc), 160)}"
-    return f"cannot fetch {_shown(url)}: {reason}"
+        return FetchError("err.engines.fetch.connect_timeout", url=shown, where=where, s=c)
+    if isinstance(exc, httpx.ReadTimeout):
+        return FetchError("err.engines.fetch.read_timeout", url=shown, where=where, s=r)
+    if isinstance(exc, httpx.WriteTimeout):
+        return FetchError("err.engines.fetch.write_timeout", url=shown, where=where, s=r)
+    if isinstance(exc, httpx.PoolTimeout):
+        return FetchError("err.engines.fetch.pool_timeout", url=shown, where=where, s=c)
+    if isinstance(exc, httpx.ConnectError):
+        return _connect_error(exc, shown, where, host)
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return FetchError("err.engines.fetch.protocol", url=shown, where=where, detail=_snippet(str(exc), 160))
+    if isinstance(exc, httpx.NetworkError):
+        detail = _snippet(str(exc), 160) or type(exc).__name__
+        return FetchError("err.engines.fetch.network", url=shown, where=where, detail=detail)
+    if isinstance(exc, httpx.DecodingError):
+        return FetchError("err.engines.fetch.decoding", url=shown, where=where, detail=_snippet(str(exc), 160))
+    return FetchError("err.engines.fetch.other", url=shown, error=type(exc).__name__, detail=_snippet(str(exc), 160))
 
 
 def _read_body(response: httpx.Response, policy: FetchPolicy) -> bytes:
@@ -389,10 +391,7 @@ def _read_body(response: httpx.Response, policy: FetchPolicy) -> bytes:
     limit = policy.max_bytes
 
     def too_large() -> FetchError:
-        return FetchError(
-            f"cannot fetch {_shown(response.url)}: the response is larger than {limit} bytes (the limit); "
-            "is this the right endpoint?"
-        )
+        return FetchError("err.engines.fetch.too_large", url=_shown(response.url), limit=limit)
 
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit and not response.headers.get("content-encoding"):
@@ -410,10 +409,10 @@ def _redirect_target(response: httpx.Response, request: httpx.Request, policy: F
     """The next request of a redirect ``response``, after checking its target; FetchError naming it when refused."""
     nxt = response.next_request
     if nxt is None:  # pragma: no cover - httpx sets it for every redirect it does not follow
-        raise FetchError(f"cannot fetch {_shown(request.url)}: a redirect ({response.status_code}) without a target")
-    hop = f"redirect from {_shown(request.url)!r} to"
+        raise FetchError("err.engines.fetch.redirect_no_target", url=_shown(request.url), code=response.status_code)
+    hop = Phrase("note.engines.fetch.redirect_field", url=_shown(request.url))  # "redirect from 'URL' to"
     if request.url.scheme == "https" and nxt.url.scheme == "http":
-        raise FetchError(f"{hop} {_shown(nxt.url)!r} is refused: it leaves https for plain http")
+        raise FetchError("err.engines.fetch.https_to_http", field=hop, url=_shown(nxt.url))
     check_url(str(nxt.url), policy, field=hop)  # an IP in another spelling resolves to the address checked
     return nxt
 
@@ -465,7 +464,7 @@ def fetch(
             try:
                 response = client.send(request, stream=True, follow_redirects=False)
             except (httpx.HTTPError, httpx.InvalidURL) as exc:
-                raise FetchError(_explain(exc, request.url, policy)) from exc
+                raise _explain(exc, request.url, policy) from exc
             try:
                 if response.next_request is not None:
                     request = _redirect_target(response, request, policy)
@@ -473,16 +472,19 @@ def fetch(
                 try:
                     body = _read_body(response, policy)
                 except httpx.HTTPError as exc:
-                    raise FetchError(_explain(exc, request.url, policy)) from exc
+                    raise _explain(exc, request.url, policy) from exc
             finally:
                 response.close()
             elapsed = time.perf_counter() - started
             if response.status_code >= 400:
                 said = _snippet(body.decode(response.encoding or "utf-8", errors="replace"))
                 raise FetchError(
-                    f"cannot fetch {_shown(request.url)}: the server answered HTTP {response.status_code} "
-                    f"{response.reason_phrase}" + (f": {said}" if said else ""),
+                    "err.engines.fetch.http_status_said" if said else "err.engines.fetch.http_status",
                     status=response.status_code,
+                    url=_shown(request.url),
+                    code=response.status_code,
+                    reason=response.reason_phrase,
+                    said=said,
                 )
             headers = {k.lower(): v for k, v in response.headers.items()}
             return Fetched(
@@ -495,8 +497,7 @@ def fetch(
                 encoding=response.encoding or "utf-8",
             )
         raise FetchError(
-            f"cannot fetch {_shown(start_url)}: more than {policy.max_redirects} redirects (the limit); "
-            f"the last went to {_shown(request.url)}"
+            "err.engines.fetch.redirects", url=_shown(start_url), limit=policy.max_redirects, last=_shown(request.url)
         )
     finally:
         if own:

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from specviz.engines.fetch import FetchPolicy, check_url, fetch, make_client
+from specviz.i18n import Message, Phrase
 
 __all__ = [
     "COLUMNS",
@@ -119,7 +120,7 @@ class LoadSpec:
 
     def __post_init__(self) -> None:
         if isinstance(self.prompts, str) or not isinstance(self.prompts, Sequence):
-            raise ValueError(f"prompts must be a list of strings; got {self.prompts!r:.80}")
+            raise Message("err.engines.loadgen.prompts_type", prompts=self.prompts)
         object.__setattr__(self, "prompts", tuple(self.prompts))
         if isinstance(self.model, str):
             object.__setattr__(self, "model", self.model.strip() or None)
@@ -128,23 +129,23 @@ class LoadSpec:
     def check(self) -> None:
         """ValueError naming the first field out of its range (:data:`LIMITS`)."""
         if not isinstance(self.base_url, str) or not self.base_url.strip():
-            raise ValueError(f"base_url must be the server's URL, e.g. http://localhost:8000; got {self.base_url!r}")
+            raise Message("err.engines.loadgen.base_url", url=self.base_url)
         if not self.prompts:
-            raise ValueError("prompts must hold at least one prompt; got none")
+            raise Message("err.engines.loadgen.no_prompts")
         for i, p in enumerate(self.prompts):
             if not isinstance(p, str) or not p.strip():
-                raise ValueError(f"prompts[{i}] must be a non-empty string; got {p!r:.80}")
+                raise Message("err.engines.loadgen.prompt", i=i, prompt=p)
         if self.model is not None and not isinstance(self.model, str):
-            raise ValueError(f"model must be a model name or None; got {self.model!r}")
+            raise Message("err.engines.loadgen.model", model=self.model)
         for name, (lo, hi) in LIMITS.items():
             value = getattr(self, name)
             number = _is_int(value) or (name == "max_seconds" and isinstance(value, float) and math.isfinite(value))
             if not number or not lo <= value <= hi:
-                kind = "a number of seconds" if name == "max_seconds" else "an integer"
-                raise ValueError(f"{name} must be {kind} in {lo}..{hi}; got {value!r}")
+                key = "err.engines.loadgen.seconds_range" if name == "max_seconds" else "err.engines.loadgen.int_range"
+                raise Message(key, name=name, lo=lo, hi=hi, value=value)
         t, (lo, hi) = self.temperature, TEMPERATURE_RANGE
         if isinstance(t, bool) or not isinstance(t, int | float) or not lo <= t <= hi:
-            raise ValueError(f"temperature must be a number in {lo:g}..{hi:g}; got {t!r}")
+            raise Message("err.engines.loadgen.temperature", lo=lo, hi=hi, t=t)
 
 
 @dataclass(frozen=True)
@@ -199,18 +200,30 @@ class LoadResult:
         return float(self.records["draft_n_accepted"].sum() / n) if n > 0 else None
 
     def summary(self) -> str:
-        """One line for a person: what was sent, what came back, why it stopped."""
-        why = {"requests": "the request limit", "time": "the time limit", "stop": "Stop"}[self.stopped_by]
+        """One line for a person: what was sent, what came back, why it stopped.
+
+        A :class:`~specviz.i18n.Phrase`: English as a str, any language on a page (``ui.message``).
+        """
+        why = {
+            "requests": Phrase("note.engines.loadgen.by_requests"),
+            "time": Phrase("note.engines.loadgen.by_time"),
+            "stop": Phrase("note.engines.loadgen.by_stop"),
+        }[self.stopped_by]
         if self.done == 0:
-            return f"no request was sent (stopped by {why})"
+            return Phrase("note.engines.loadgen.none_sent", why=why)
         if self.all_failed:
             first = self.errors[0][0] if self.errors else "?"
-            return f"all {self.done} requests failed; first error: {first}"
-        failed = f" ({self.failed} failed)" if self.failed else ""
-        return (
-            f"{self.done} requests{failed} in {self.wall_s:.1f} s: {self.tokens} completion tokens, "
-            f"{self.tokens_per_s:.1f} tokens/s, latency p50 {self.latency_p50_s:.2f} s, "
-            f"p95 {self.latency_p95_s:.2f} s; stopped by {why}"
+            return Phrase("note.engines.loadgen.all_failed", done=self.done, first=first)
+        return Phrase(
+            "note.engines.loadgen.summary_failed" if self.failed else "note.engines.loadgen.summary",
+            done=self.done,
+            failed=self.failed,
+            wall_s=self.wall_s,
+            tokens=self.tokens,
+            tokens_per_s=self.tokens_per_s,
+            p50=self.latency_p50_s,
+            p95=self.latency_p95_s,
+            why=why,
         )
 
 
@@ -255,9 +268,9 @@ def completion_counts(body: Any) -> tuple[int | None, int | None, int | None]:
     ValueError when ``body`` is no JSON object or carries an ``error``.
     """
     if not isinstance(body, dict):
-        raise ValueError(f"the answer is not a completions response: {body!s:.120}")
+        raise Message("err.engines.loadgen.not_completion", body=f"{body!s:.120}")
     if body.get("error") is not None and "choices" not in body:
-        raise ValueError(f"the server answered an error: {body['error']!s:.200}")
+        raise Message("err.engines.loadgen.server_error", error=f"{body['error']!s:.200}")
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
     timings = body.get("timings") if isinstance(body.get("timings"), dict) else {}
     tokens = _count(usage.get("completion_tokens"))
@@ -316,7 +329,7 @@ def _worker(
                 answer = fetch(url, policy, method="POST", json=payload(spec, index), client=client)
                 tokens, draft_n, accepted = completion_counts(answer.json())
             except (ValueError, httpx.HTTPError) as exc:  # FetchError is a ValueError
-                error = str(exc) or type(exc).__name__
+                error = _said(exc)
             end = time.perf_counter()
             finished.put(
                 dict(
@@ -335,6 +348,14 @@ def _worker(
     except BaseException:
         gate.close("stop")  # a bug here: the other workers stop too, and run_load re-raises it
         raise
+
+
+def _said(exc: Exception) -> str:
+    """A failed request's message: a :class:`Message` as the :class:`Phrase` of its key and fields (English
+    as a str, any language on a page), any other error as its str (its type's name when that is empty)."""
+    if isinstance(exc, Message):
+        return Phrase(exc.key, **exc.fields)
+    return str(exc) or type(exc).__name__
 
 
 def _records(rows: list[dict]) -> pd.DataFrame:
@@ -360,7 +381,9 @@ def summarize(spec: LoadSpec, rows: list[dict], wall_s: float, stopped_by: str) 
     latencies = ok["latency_s"].to_numpy(dtype=float)
     tokens = int(ok["completion_tokens"].sum())
     errors: dict[str, int] = {}
-    for message in records.loc[~records["ok"], "error"]:
+    # from the rows, in request order: a message kept as a Phrase (the table's column holds plain str) stays one
+    failed_rows = sorted((r for r in rows if not r["ok"]), key=lambda r: r["request"])
+    for message in (r["error"] for r in failed_rows):
         if message in errors or len(errors) < ERRORS_KEPT:
             errors[message] = errors.get(message, 0) + 1
     stats = (
@@ -464,10 +487,10 @@ def measured_speedup(with_spec: LoadResult, without: LoadResult) -> float:
 
     Raises ValueError naming the run that produced no completion tokens (its :meth:`~LoadResult.summary`).
     """
-    for name, run in (("with speculative decoding", with_spec), ("without speculative decoding", without)):
+    for key, run in (
+        ("err.engines.loadgen.no_tokens_with", with_spec),
+        ("err.engines.loadgen.no_tokens_without", without),
+    ):
         if run.tokens <= 0 or not run.tokens_per_s > 0:
-            raise ValueError(
-                f"the run {name} has no completion tokens ({run.summary()}); the speedup "
-                "(tokens/s with ÷ tokens/s without) needs tokens in both runs"
-            )
+            raise Message(key, summary=run.summary())
     return with_spec.tokens_per_s / without.tokens_per_s

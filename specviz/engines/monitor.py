@@ -29,6 +29,7 @@ from specviz import theory
 from specviz.engines.fetch import FetchError, FetchPolicy, check_url, fetch
 from specviz.engines.readers import READERS, TelemetryError, read_metrics
 from specviz.engines.telemetry import Telemetry, Window, to_record, window, window_over
+from specviz.i18n import Message, Phrase
 from specviz.measurements import load_records
 
 KINDS = ("auto", *READERS)  #: what the engine column of an endpoint line may say
@@ -68,17 +69,18 @@ def parse_endpoints(text: str, policy: FetchPolicy) -> list[Endpoint]:
             continue
         parts = line.split()
         if len(parts) > 2:
-            raise ValueError(f"endpoints, line {n}: {line!r} has {len(parts)} fields; write 'URL' or 'URL engine'")
+            raise Message("err.engines.monitor.fields", n=n, line=line, count=len(parts))
         kind = parts[1].lower() if len(parts) == 2 else "auto"
         if kind not in KINDS:
-            raise ValueError(f"endpoints, line {n}: engine {parts[1]!r} is not one of {', '.join(KINDS)}")
+            raise Message("err.engines.monitor.engine", n=n, engine=parts[1], allowed=", ".join(KINDS))
+        field = Phrase("note.engines.monitor.line_field", n=n)  # "endpoints, line N: URL"
         try:
-            url = check_url(metrics_url(parts[0]), policy, field=f"endpoints, line {n}: URL")
+            url = check_url(metrics_url(parts[0]), policy, field=field)
         except FetchError as exc:
-            raise ValueError(str(exc)) from None
+            raise Message(exc.key, **exc.fields) from None
         endpoints.setdefault(url, Endpoint(url, kind))
         if len(endpoints) > MAX_ENDPOINTS:
-            raise ValueError(f"endpoints: more than {MAX_ENDPOINTS}; monitor at most {MAX_ENDPOINTS} at once")
+            raise Message("err.engines.monitor.too_many", max=MAX_ENDPOINTS)
     return list(endpoints.values())
 
 
@@ -88,7 +90,7 @@ class Poll:
 
     endpoint: Endpoint
     reading: Telemetry | None
-    error: str | None
+    error: str | None  #: a :class:`~specviz.i18n.Phrase` where the error was a Message (a page shows ``ui.message``)
     seconds: float  #: how long the fetch took
 
 
@@ -100,7 +102,13 @@ def poll(endpoint: Endpoint, policy: FetchPolicy, k: int | None, client=None, no
         reading = read_metrics(got.text, endpoint.kind, k=k, now=time.time() if now is None else now)
         return Poll(endpoint, reading, None, time.perf_counter() - t0)
     except (FetchError, TelemetryError) as exc:
-        return Poll(endpoint, None, str(exc), time.perf_counter() - t0)
+        return Poll(endpoint, None, _said(exc), time.perf_counter() - t0)
+
+
+def _said(exc: Exception) -> str:
+    """An error as a note kept for later: a :class:`Message` as the :class:`Phrase` of its key and fields
+    (English as a str, any language on a page), any other error as its str."""
+    return Phrase(exc.key, **exc.fields) if isinstance(exc, Message) else str(exc)
 
 
 def poll_all(endpoints: list[Endpoint], policy: FetchPolicy, k: int | None, client=None) -> list[Poll]:
@@ -122,7 +130,7 @@ class History:
     def add(self, polls: list[Poll]) -> None:
         for p in polls:
             if p.reading is None:
-                self.errors[p.endpoint.url] = p.error or "no reading"
+                self.errors[p.endpoint.url] = p.error or Phrase("note.engines.monitor.no_reading")
                 continue
             self.errors.pop(p.endpoint.url, None)
             self.readings.setdefault(p.endpoint.url, deque(maxlen=self.size)).append(p.reading)
@@ -217,7 +225,7 @@ def design_point(w: Window, k: int, c: float, *, label: str, k_max: int = 16) ->
     frame, _ = load_records([record], name=label)
     alpha = float(frame["alpha_used"].iloc[0])
     if not np.isfinite(alpha):
-        raise ValueError(f"{label}: no α from this window (E[N] {record.get('mean_accepted_tokens')}, K = {k})")
+        raise Message("err.engines.monitor.no_alpha", label=label, mean=record.get("mean_accepted_tokens"), k=k)
     best = theory.optimal_k(alpha, c, k_max=k_max)
     return DesignPoint(
         frame=frame,

@@ -33,10 +33,21 @@ from dataclasses import replace
 from prometheus_client.parser import text_string_to_metric_families
 
 from specviz.engines.telemetry import ENGINES, Telemetry, combine
+from specviz.i18n import Message, Phrase
 
 
-class TelemetryError(ValueError):
-    """A body that is not the telemetry expected (wrong format, engine, or speculation off)."""
+class TelemetryError(Message):
+    """A body that is not the telemetry expected (wrong format, engine, or speculation off).
+
+    A :class:`~specviz.i18n.Message` (so a ValueError): ``TelemetryError(key, **fields)``; ``str()`` is English.
+    """
+
+    def __reduce__(self):  # pickling keeps the class
+        return _telemetry_error, (self.key, self.fields)
+
+
+def _telemetry_error(key: str, fields: dict) -> TelemetryError:
+    return TelemetryError(key, **fields)
 
 
 SPEC_COUNTERS = {  # our field -> the counter's name after the engine's prefix
@@ -60,7 +71,7 @@ def prometheus_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
     head = text.lstrip()[:1]
     if head in ("{", "[", "<"):
         kind = {"{": "JSON", "[": "JSON", "<": "HTML"}[head]
-        raise TelemetryError(f"the body is {kind}, not Prometheus text (# HELP / name{{labels}} value lines)")
+        raise TelemetryError("err.engines.readers.body_kind", kind=kind)
     try:
         return [
             (s.name, dict(s.labels), float(s.value))
@@ -69,7 +80,7 @@ def prometheus_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
         ]
     except (ValueError, TypeError, IndexError) as exc:
         first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")), "")
-        raise TelemetryError(f"not Prometheus text ({exc}); first sample line: {first[:80]!r}") from None
+        raise TelemetryError("err.engines.readers.not_prometheus", error=str(exc), line=first[:80]) from None
 
 
 def _prometheus_counters(
@@ -90,7 +101,7 @@ def _prometheus_counters(
         elif name == prefix + PER_POSITION:
             pos = labels.get("position", labels.get("pos"))
             if pos is None or not pos.isdigit():
-                raise TelemetryError(f"{name}: a sample without a numeric position label ({labels})")
+                raise TelemetryError("err.engines.readers.no_position", name=name, labels=labels)
             per_pos[key][int(pos)] = per_pos[key].get(int(pos), 0.0) + value
     out = {}
     for key, f in fields.items():
@@ -114,21 +125,16 @@ def _prometheus_counters(
 def _no_spec(engine: str, samples) -> TelemetryError:
     names = {n for n, _, _ in samples}
     if not names:
-        return TelemetryError(f"{ENGINES[engine]} /metrics: the body has no samples")
+        return TelemetryError("err.engines.readers.no_samples", engine=ENGINES[engine])
     prefix = {"vllm": "vllm:", "llamacpp": "llamacpp:", "sglang": "sglang:", "trtllm": "trtllm_"}[engine]
     own = sum(n.startswith(prefix) for n in names)
     if own:
-        return TelemetryError(
-            f"{ENGINES[engine]} /metrics: no speculative-decoding series among its {own} {prefix} metrics: "
-            "speculation is off on this server"
-        )
+        return TelemetryError("err.engines.readers.spec_off", engine=ENGINES[engine], own=own, prefix=prefix)
     try:
         other = ENGINES[detect_engine_from_names(names)]
     except TelemetryError:
-        other = "no engine specviz knows"
-    return TelemetryError(
-        f"{ENGINES[engine]} /metrics: these are not {ENGINES[engine]} metrics (they look like {other}'s)"
-    )
+        return TelemetryError("err.engines.readers.unknown_engine", engine=ENGINES[engine])
+    return TelemetryError("err.engines.readers.other_engine", engine=ENGINES[engine], other=other)
 
 
 def vllm_engines(text: str) -> list[str]:
@@ -151,7 +157,7 @@ def read_vllm(text: str, *, engine_index: str | None = None, now: float | None =
         raise _no_spec("vllm", samples)
     if engine_index is not None:
         if engine_index not in groups:
-            raise TelemetryError(f"vLLM /metrics: engine {engine_index!r} not found; engines: {sorted(groups)}")
+            raise TelemetryError("err.engines.readers.engine_index", index=engine_index, engines=sorted(groups))
         return groups[engine_index]
     return combine(list(groups.values())) if len(groups) > 1 else next(iter(groups.values()))
 
@@ -176,12 +182,12 @@ def read_llamacpp_timings(body: dict | str, *, k: int | None = None, now: float 
     number of rounds is not given, so E[N] needs K (rounds = draft_n / K with a fixed K).
     ``predicted_n`` / ``predicted_ms`` give the request's generation throughput.
     """
-    data = _json(body, "llama.cpp completion")
+    data = _json(body, Phrase("note.engines.readers.llamacpp_completion"))
     timings = data.get("timings") if isinstance(data, dict) else None
     if not isinstance(timings, dict):
-        raise TelemetryError("llama.cpp completion: no 'timings' object in the response")
+        raise TelemetryError("err.engines.readers.no_timings")
     if "draft_n" not in timings:
-        raise TelemetryError("llama.cpp completion: 'timings' has no draft_n (the server runs without a draft)")
+        raise TelemetryError("err.engines.readers.no_draft_n")
     n, ms = timings.get("predicted_n"), timings.get("predicted_ms")
     end = _now(now)
     return Telemetry(
@@ -241,7 +247,7 @@ def read_sglang_server_info(body: dict | str, *, now: float | None = None) -> Te
     state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
     length = state.get("avg_spec_accept_length")
     if length is None:
-        raise TelemetryError("SGLang /server_info: no internal_states[0].avg_spec_accept_length (speculation off?)")
+        raise TelemetryError("err.engines.readers.sglang_no_length")
     return Telemetry(
         engine="sglang",
         model=str(data.get("served_model_name", data.get("model_path", ""))),
@@ -291,11 +297,8 @@ def read_trtllm(text: str, *, k: int | None = None, now: float | None = None) ->
         )
     if not readings:
         if not any(isinstance(it, dict) and "iter" in it for it in stats):
-            raise TelemetryError("TensorRT-LLM /metrics: the JSON is not a list of iteration stats")
-        raise TelemetryError(
-            "TensorRT-LLM /metrics: no iteration with specDecodingStats.numDraftTokens > 0 since the last call "
-            "(speculation off, idle, or enable_iter_perf_stats not set)"
-        )
+            raise TelemetryError("err.engines.readers.trtllm_not_stats")
+        raise TelemetryError("err.engines.readers.trtllm_no_spec")
     return combine(readings)
 
 
@@ -304,12 +307,15 @@ def _with(t: Telemetry, **changes) -> Telemetry:
 
 
 def _json(body: dict | list | str, what: str):
+    """``body`` parsed as JSON; TelemetryError naming ``what`` (the endpoint, a str or Phrase) when it is not JSON."""
     if isinstance(body, (dict, list)):
         return body
     try:
         return json.loads(body)
     except (json.JSONDecodeError, TypeError) as exc:
-        raise TelemetryError(f"{what}: the body is not JSON ({exc.__class__.__name__}: {exc})") from None
+        raise TelemetryError(
+            "err.engines.readers.not_json", what=what, error_type=exc.__class__.__name__, error=str(exc)
+        ) from None
 
 
 READERS: dict[str, Callable[..., Telemetry]] = {
@@ -331,7 +337,7 @@ def detect_engine(text: str) -> str:
         items = data if isinstance(data, list) else [data]
         if any(isinstance(it, dict) and ("specDecodingStats" in it or "iterLatencyMS" in it) for it in items):
             return "trtllm"
-        raise TelemetryError("/metrics: JSON, but not TensorRT-LLM iteration stats")
+        raise TelemetryError("err.engines.readers.json_not_trtllm")
     return detect_engine_from_names({n for n, _, _ in prometheus_samples(text)})
 
 
@@ -340,14 +346,16 @@ def detect_engine_from_names(names: set[str]) -> str:
     for engine, prefix in (("vllm", "vllm:"), ("llamacpp", "llamacpp:"), ("sglang", "sglang:"), ("trtllm", "trtllm_")):
         if any(n.startswith(prefix) for n in names):
             return engine
-    sample = ", ".join(sorted(names)[:3]) or "no samples"
-    raise TelemetryError(f"/metrics: not vLLM, llama.cpp, SGLang or TensorRT-LLM metrics (it has {sample})")
+    sample = ", ".join(sorted(names)[:3])
+    if not sample:
+        raise TelemetryError("err.engines.readers.unknown_metrics_empty")
+    raise TelemetryError("err.engines.readers.unknown_metrics", sample=sample)
 
 
 def read_metrics(text: str, engine: str = "auto", *, k: int | None = None, now: float | None = None) -> Telemetry:
     """Any engine's /metrics body → Telemetry (``engine="auto"`` detects it); K fills in where the engine is silent."""
     kind = detect_engine(text) if engine == "auto" else engine
     if kind not in READERS:
-        raise TelemetryError(f"engine {engine!r} is not one of {', '.join(['auto', *READERS])}")
+        raise TelemetryError("err.engines.readers.engine_choice", engine=engine, allowed=", ".join(["auto", *READERS]))
     t = READERS[kind](text, k=k, now=now) if kind == "trtllm" else READERS[kind](text, now=now)
     return t if t.k or not k else _with(t, k=k)

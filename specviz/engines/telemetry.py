@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from specviz import theory
+from specviz.i18n import Message, Phrase
 
 ENGINES = {  # kind -> name shown to people
     "vllm": "vLLM",
@@ -92,7 +93,7 @@ class Window:
     reported_tokens_per_s: float | None
     reported_mean_length: float | None
     reported_acceptance_rate: float | None
-    reset: str | None = None  #: why the counters restarted within the window (None: they did not)
+    reset: str | None = None  #: why the counters restarted within the window (None: they did not); a Phrase
 
     @property
     def seconds(self) -> float | None:
@@ -184,21 +185,28 @@ def window(before: Telemetry | None, after: Telemetry) -> Window:
     deltas, fell = {}, []
     for name in names:
         deltas[name], went_down = _delta(getattr(after, name), getattr(before, name))
-        if went_down:
+        if went_down:  # the counter's name is an identifier: it stays as it is in every language
             fell.append(f"{name} {getattr(before, name):g} → {getattr(after, name):g}")
     b_pos, a_pos = before.accepted_per_position, after.accepted_per_position
     if len(a_pos) >= len(b_pos):
         b_pos = tuple(b_pos) + (0.0,) * (len(a_pos) - len(b_pos))
         if any(a < b for a, b in zip(a_pos, b_pos, strict=True)):
-            fell.append("accepted per position")
+            fell.append(Phrase("note.engines.telemetry.fell_per_position"))
     else:
-        fell.append(f"per-position series {len(b_pos)} → {len(a_pos)}")
+        fell.append(Phrase("note.engines.telemetry.fell_series", before=len(b_pos), after=len(a_pos)))
     if fell:
-        why = "counters went down (" + "; ".join(fell) + "): the server restarted; the window counts from the restart"
-        return _as_window(after, None, why)
+        return _as_window(after, None, Phrase("note.engines.telemetry.restarted", counters=_listed(fell)))
     per_pos = tuple(a - b for a, b in zip(a_pos, b_pos, strict=True))
     w = _as_window(after, before.end, None)
     return replace(w, accepted_per_position=per_pos, **deltas)
+
+
+def _listed(items: list[str]) -> str:
+    """``items`` joined by "; " (a :class:`Phrase` that joins them in the page's language too)."""
+    joined = items[-1]
+    for item in reversed(items[:-1]):
+        joined = Phrase("note.engines.telemetry.list", a=item, b=joined)
+    return joined
 
 
 def window_over(readings: list[Telemetry]) -> Window:
@@ -227,7 +235,7 @@ def window_over(readings: list[Telemetry]) -> Window:
     last = readings[-1]
     why = None
     if restarts:
-        why = f"the server restarted {len(restarts)} time(s) while monitored; counts before and after are added up"
+        why = Phrase("note.engines.telemetry.restarts", n=len(restarts))
     return replace(
         _as_window(last, readings[0].end, why),
         drafts=total("drafts"),
@@ -331,12 +339,10 @@ def to_record(
     """
     k = k or w.k
     if not k:
-        raise ValueError(f"{ENGINES.get(w.engine, w.engine)} window: K is not known; give the K the engine runs with")
+        raise Message("err.engines.telemetry.no_k", engine=ENGINES.get(w.engine, w.engine))
     m, r = w.mean_acceptance_length, w.acceptance_rate
     if m is None and r is None:
-        raise ValueError(
-            f"{ENGINES.get(w.engine, w.engine)} window: no drafts in it (speculation off, or no traffic yet)"
-        )
+        raise Message("err.engines.telemetry.no_drafts", engine=ENGINES.get(w.engine, w.engine))
     record: dict[str, object] = {
         "label": label or f"{ENGINES.get(w.engine, w.engine)} {w.model}".strip(),
         "k": int(k),

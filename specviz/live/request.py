@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from specviz.hosting import is_hosted
+from specviz.i18n import Message
 from specviz.share import Param
 
 __all__ = [
@@ -54,14 +55,19 @@ def _env_number(environ: Mapping[str, str], name: str, default, kind=int):
     raw = environ.get(name, "").strip()
     if not raw:
         return default
-    what = "integer" if kind is int else "number"
     try:
         value = kind(raw)
     except ValueError:
-        raise ValueError(f"{name} must be a positive {what}; got {raw!r}") from None
+        raise _not_positive(name, raw, kind) from None
     if not value > 0:
-        raise ValueError(f"{name} must be a positive {what}; got {raw!r}")
+        raise _not_positive(name, raw, kind)
     return value
+
+
+def _not_positive(name: str, raw: str, kind) -> Message:
+    if kind is int:
+        return Message("err.live.env_positive_int", name=name, raw=raw)
+    return Message("err.live.env_positive_number", name=name, raw=raw)
 
 
 def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
@@ -72,7 +78,7 @@ def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
     allow = tuple(p.strip().replace(" ", "") for p in environ.get("SPECVIZ_HF_ALLOWLIST", "").split(";") if p.strip())
     for pair in allow:
         if pair.count(",") != 1 or not all(pair.split(",")):
-            raise ValueError(f"SPECVIZ_HF_ALLOWLIST entries must be 'TARGET,DRAFT' separated by ';'; got {pair!r}")
+            raise Message("err.live.allowlist", pair=pair)
     return replace(
         base,
         hosted=hosted,
@@ -136,17 +142,17 @@ def check_pair(spec: str, limits: Limits) -> str:
     """
     spec = (spec or "").strip().replace(" ", "")
     if not spec:
-        raise ValueError("pair must be 'bundled' or 'TARGET,DRAFT' (Hugging Face ids); got an empty value")
+        raise Message("err.live.pair_empty")
     if spec in ("bundled", NGRAM_PAIR, NGRAM_PAIR + "-vllm"):
         return spec
     if not limits.hosted:
         if "," in spec and not all(spec.split(",")):
-            raise ValueError(f"pair must be 'bundled' or 'TARGET,DRAFT'; got {spec!r}")
+            raise Message("err.live.pair_bad", spec=spec)
         return spec
     if spec in limits.hf_allowlist and not any(_looks_local(part) for part in spec.split(",")):
         return spec
     allowed = ", ".join(repr(p) for p in pair_choices(limits))
-    raise ValueError(f"pair {spec!r} is not allowed on this hosted deployment; allowed: {allowed}")
+    raise Message("err.live.pair_not_allowed", spec=spec, allowed=allowed)
 
 
 def check_request(
@@ -169,32 +175,33 @@ def check_request(
             trees.parse_shape(shape, [0.5])  # syntax and depth; the p comes later
         ks = [0] * len(shapes)
     if not ks:
-        raise ValueError("K values: choose at least one draft length")
+        raise Message("err.live.ks_empty")
     for k in ks if not shapes else ():
         if not 1 <= int(k) <= 64:
-            raise ValueError(f"K values: {k} is outside [1, 64]")
+            raise Message("err.live.k_range", k=k)
     if not temperatures:
-        raise ValueError("temperatures: choose at least one (0 = greedy)")
+        raise Message("err.live.temps_empty")
     for t in temperatures:
         if not 0 <= float(t) <= 2:
-            raise ValueError(f"temperatures: {t} is outside [0, 2]")
+            raise Message("err.live.temp_range", t=t)
     if not batches:
-        raise ValueError("batch sizes: choose at least one (1 = one sequence at a time)")
+        raise Message("err.live.batches_empty")
     for b in batches:
         if not 1 <= int(b) <= limits.max_batch:
-            raise ValueError(f"batch sizes: {b} is outside [1, {limits.max_batch}]")
+            raise Message("err.live.batch_range", b=b, max=limits.max_batch)
     cells = len(ks) * len(temperatures) * len(batches)
     if cells > limits.max_cells:
-        what = "trees × temperatures" if shapes else "K values × temperatures × batch sizes"
-        raise ValueError(f"{what}: {cells} cells; this deployment allows at most {limits.max_cells}")
+        if shapes:
+            raise Message("err.live.tree_cells", cells=cells, max=limits.max_cells)
+        raise Message("err.live.cells", cells=cells, max=limits.max_cells)
     if not 1 <= new_tokens <= limits.max_new_tokens:
-        raise ValueError(f"new tokens: {new_tokens}; allowed 1 to {limits.max_new_tokens}")
+        raise Message("err.live.new_tokens", n=new_tokens, max=limits.max_new_tokens)
     if not 1 <= repeats <= limits.max_repeats:
-        raise ValueError(f"repeats: {repeats}; allowed 1 to {limits.max_repeats}")
+        raise Message("err.live.repeats", n=repeats, max=limits.max_repeats)
     if not prompts or not any(p.strip() for p in prompts):
-        raise ValueError("prompts: the prompt is empty; type some text or use the bundled prompts")
+        raise Message("err.live.prompt_empty")
     if len(prompts) > limits.max_prompts:
-        raise ValueError(f"prompts: {len(prompts)}; this deployment allows at most {limits.max_prompts}")
+        raise Message("err.live.prompts_many", n=len(prompts), max=limits.max_prompts)
 
 
 @dataclass(frozen=True)
@@ -263,17 +270,15 @@ def make_request(values: Mapping, limits: Limits) -> Request:
         values["ks"], values["temps"], values["new_tokens"], values["repeats"], prompts, limits, batches, shapes
     )
     if batches != (1,) and "," in pair:
-        raise ValueError(
-            "batch sizes: decoding several sequences at once needs specviz's own GPT pair, not Hugging Face's"
-        )
+        raise Message("err.live.batch_hf")
     if shapes and batches != (1,):
-        raise ValueError("batch sizes: draft trees decode one sequence at a time; choose batch size 1 only")
+        raise Message("err.live.batch_trees")
     if shapes and ("," in pair or "+ngram" in pair):
-        raise ValueError("draft shape: trees need tree attention, which specviz's own GPT pair has; use 'bundled'")
+        raise Message("err.live.trees_pair")
     if batches != (1,) and "+ngram" in pair:
-        raise ValueError("batch sizes: the n-gram drafter decodes one sequence at a time; choose batch size 1 only")
+        raise Message("err.live.batch_ngram")
     if values["dtype"] not in DTYPES:
-        raise ValueError(f"dtype: {values['dtype']!r}; allowed: {', '.join(DTYPES)}")
+        raise Message("err.live.dtype", dtype=values["dtype"], allowed=", ".join(DTYPES))
     return Request(
         pair=pair,
         device=str(resolve_device(values["device"])),
@@ -297,11 +302,9 @@ def _trace_request(values: Mapping, shapes: tuple, batches: tuple, pair: str) ->
     if not values.get("trace", False):
         return False
     if shapes or batches != (1,) or 0.0 not in [float(t) for t in values["temps"]]:
-        raise ValueError(
-            "record a trace: traces are of greedy chains — include temperature 0, draft chains (not trees), batch size 1"
-        )
+        raise Message("err.live.trace_greedy")
     if "," in pair:
-        raise ValueError("record a trace: specviz's own GPT pair is needed (the Hugging Face adapter is not traced)")
+        raise Message("err.live.trace_hf")
     return True
 
 
@@ -313,6 +316,6 @@ def _tree_request(values: Mapping) -> tuple[tuple[str, ...], tuple[float, ...] |
 
     shapes = tuple(str(values.get("trees", "")).split())
     if not shapes:
-        raise ValueError("trees: type at least one draft shape, e.g. chain:4 optimal:16,6")
+        raise Message("err.live.trees_empty")
     text = str(values.get("tree_p", "")).strip()
     return shapes, (tuple(float(x) for x in trees.parse_p(text)) if text else None)

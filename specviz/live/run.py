@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from specviz import bench, i18n, measurements
+from specviz.i18n import Message, Phrase
 from specviz.live import worker as workers
 from specviz.live.cells import cell_details
 from specviz.live.request import Request
@@ -81,11 +82,16 @@ class LiveRun:
         self.stopped = i18n.text(i18n.DEFAULT, key, **fields)
 
     def stopped_text(self, lang: str = i18n.DEFAULT) -> str | None:
-        """``stopped`` in ``lang`` (None if the run was not stopped)."""
+        """``stopped`` in ``lang`` (None if the run was not stopped); a quoted error that is a
+        :class:`~specviz.i18n.Phrase` reads in ``lang`` too."""
         if self.stop_reason is None:
             return self.stopped
         key, fields = self.stop_reason
-        return i18n.text(lang, key, **fields)
+        return i18n.text(
+            lang,
+            key,
+            **{k: i18n.localized(v, lang) if isinstance(v, Message | Phrase) else v for k, v in fields.items()},
+        )
 
     def record_stop(self) -> None:
         """Record a stop asked for by :meth:`stop` or forced by the wall-time cap."""
@@ -110,7 +116,7 @@ class LiveRun:
         return (label + (f" ({hardware})" if hardware else ""))[:200]
 
 
-def canonical(rows: list[dict], name: str = "live run") -> pd.DataFrame:
+def canonical(rows: list[dict], name: str | None = None) -> pd.DataFrame:
     """The run's rows in the canonical schema with the derived columns: what the run library stores.
 
     ``measurements.load_records`` applies the checks and derivations of a loaded file to the rows
@@ -118,16 +124,17 @@ def canonical(rows: list[dict], name: str = "live run") -> pd.DataFrame:
     number, column, value, what is allowed; in-memory rows are never guessed to be in percent, so
     an α of 1.5 is such a cell), or any conversion a row needed: the engine's rows are canonical
     and always pass, so one that does not is a bug to surface, not a row to skip or rescale.
+    ``name`` (default "live run") names the rows in those messages.
     """
+    name = Phrase("note.live.live_run") if name is None else name
     frame, report = measurements.load_records(rows, name=name)
     if report.row_errors:
         more = len(report.row_errors) - 1
-        raise ValueError(
-            f"{name}: a row does not pass the measurement schema: {report.row_errors[0]}"
-            + (f" (and {more} more bad cell(s))" if more else "")
-        )
+        if more:
+            raise Message("err.live.row_schema_more", name=name, error=report.row_errors[0], more=more)
+        raise Message("err.live.row_schema", name=name, error=report.row_errors[0])
     if report.conversions:
-        raise ValueError(f"{name}: the rows are not canonical; loading them needed: {'; '.join(report.conversions)}")
+        raise Message("err.live.not_canonical", name=name, conversions="; ".join(report.conversions))
     return frame
 
 
@@ -231,7 +238,7 @@ def execute(
     """
     queue = workers.RUN_QUEUE if queue is None else queue
     worker = workers.shared_worker() if worker is None else worker
-    who = f"a run of {run.cells} cell(s)"
+    who = Phrase("note.live.run_of_cells", cells=run.cells)
     with queue.hold(who, on_wait=on_wait):
         run.submitted = run.clock()
         future = worker.submit(measure, run, worker.pair)
@@ -269,9 +276,12 @@ def kept_after_error(failed: LiveRun | None, previous: LiveRun | None, exc: Exce
     """What the page shows after ``failed`` (the run that raised ``exc``, or None if none started).
 
     The failed run if any cell finished (marked stopped by the error), else the previous results.
+    A :class:`~specviz.i18n.Message` error is kept as a :class:`~specviz.i18n.Phrase` (its text in any
+    language, without the traceback), any other as its ``str``.
     """
     if failed is None or failed is previous or not failed.rows:
         return previous
     failed.done = True
-    failed.stop_as("live.stop.error", error=str(exc))
+    error = Phrase(exc.key, **exc.fields) if isinstance(exc, Message) else str(exc)
+    failed.stop_as("live.stop.error", error=error)
     return failed

@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
+from specviz.i18n import Message, Phrase
+
 __all__ = ["RUN_QUEUE", "RunQueue", "Worker", "gpu_summary", "shared_worker", "torch_dtype", "wait"]
 
 
@@ -16,8 +18,10 @@ class RunQueue:
 
     ``with queue.hold(who, on_wait):`` blocks until no other run holds the queue, calling
     ``on_wait(message)`` about every ``poll_s`` while queued, so the page can say
-    "queued behind another run" instead of failing. Release is guaranteed (finally), also when
-    the waiting or holding script is interrupted by a Stop or a rerun.
+    "queued behind another run" instead of failing (``message`` and :meth:`busy` are
+    :class:`~specviz.i18n.Phrase` s, read in any language; so is ``who`` when it is one).
+    Release is guaranteed (finally), also when the waiting or holding script is interrupted by a
+    Stop or a rerun.
     """
 
     def __init__(self) -> None:
@@ -25,11 +29,11 @@ class RunQueue:
         self._holder: tuple[str, float] | None = None
 
     def busy(self) -> str | None:
-        """A description of the run holding the queue, or None."""
+        """A description of the run holding the queue (a :class:`~specviz.i18n.Phrase`), or None."""
         holder = self._holder
         if holder is None:
             return None
-        return f"{holder[0]}, running for {time.monotonic() - holder[1]:.0f} s"
+        return Phrase("note.live.holder", who=holder[0], s=time.monotonic() - holder[1])
 
     @contextmanager
     def hold(self, who: str, on_wait: Callable[[str], None] | None = None, poll_s: float = 0.5) -> Iterator[float]:
@@ -37,9 +41,8 @@ class RunQueue:
         t0 = time.monotonic()
         while not self._lock.acquire(timeout=poll_s):
             if on_wait is not None:
-                on_wait(
-                    f"Queued behind another run ({self.busy() or 'finishing'}); waited {time.monotonic() - t0:.0f} s."
-                )
+                holder = self.busy() or Phrase("note.live.finishing")
+                on_wait(Phrase("note.live.queued", holder=holder, s=time.monotonic() - t0))
         try:
             self._holder = (who, time.monotonic())
             yield time.monotonic() - t0
@@ -113,7 +116,7 @@ def torch_dtype(name: str):
     from specviz.live.request import DTYPES
 
     if name not in DTYPES:
-        raise ValueError(f"dtype: {name!r}; allowed: {', '.join(DTYPES)}")
+        raise Message("err.live.dtype", dtype=name, allowed=", ".join(DTYPES))
     return None if name == "auto" else getattr(torch, name)
 
 

@@ -17,6 +17,7 @@ from enum import StrEnum
 import numpy as np
 import pandas as pd
 
+from specviz.i18n import Phrase
 from specviz.measurements.schema import BENCH_COLUMNS, COLUMNS, output_column
 
 
@@ -41,11 +42,27 @@ class Conversion(StrEnum):
         """The unit of the file's time column ("s", "µs"), or "" for the other conversions."""
         return {Conversion.S_TO_MS: "s", Conversion.US_TO_MS: "µs"}.get(self, "")
 
+    @property
+    def phrase(self) -> str:
+        """The member's text (its value) as a :class:`~specviz.i18n.Phrase`: a page shows it in its language."""
+        key = _PHRASES.get(self)
+        return Phrase(key) if key else str(self)
+
     def apply(self, values: np.ndarray) -> np.ndarray:
         """The canonical values of a column read in the file's terms (deferred ones unchanged)."""
         with np.errstate(all="ignore"):
             return _APPLY.get(self, lambda a: a)(values)
 
+
+#: The catalogue key of each conversion's text (the English text is the member's value).
+_PHRASES: dict[Conversion, str] = {
+    Conversion.K_MINUS_ONE: "note.measurements.conversion.k_minus_one",
+    Conversion.ADD_BONUS: "note.measurements.conversion.add_bonus",
+    Conversion.TIMES_K_PLUS_ONE: "note.measurements.conversion.times_k_plus_one",
+    Conversion.INVERSE_C_L: "note.measurements.conversion.inverse_c_l",
+    Conversion.S_TO_MS: "note.measurements.conversion.s_to_ms",
+    Conversion.US_TO_MS: "note.measurements.conversion.us_to_ms",
+}
 
 _APPLY: dict[Conversion, Callable[[np.ndarray], np.ndarray]] = {
     Conversion.K_MINUS_ONE: lambda a: a - 1.0,

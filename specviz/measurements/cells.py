@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from specviz.i18n import Message, Phrase
 from specviz.measurements.report import LoadReport, MeasurementError
 
 HINT = "a CSV (comma, semicolon or tab), Spec-Bench JSON lines, or vLLM 'SpecDecoding metrics' log lines"
@@ -29,10 +30,7 @@ def read_input(data, name: str, max_bytes: int) -> bytes | str:
     """The raw content: bytes from bytes / paths / file objects, str as given (a str is content, not a path)."""
     if isinstance(data, str):
         if "\n" not in data and len(data) < 4096 and os.path.isfile(data):
-            raise MeasurementError(
-                f"{name}: a str is read as the file's text, and {data!r} is a file name; pass "
-                f"pathlib.Path({data!r}) to read the file"
-            )
+            raise MeasurementError(Message("err.measurements.str_is_a_path", name=name, data=data))
         return data
     if isinstance(data, (bytes, bytearray, memoryview)):
         return bytes(data)
@@ -43,12 +41,10 @@ def read_input(data, name: str, max_bytes: int) -> bytes | str:
         try:
             content = reader() if reader.__name__ == "getvalue" else reader(max_bytes + 1)
         except (OSError, ValueError, TypeError) as exc:
-            raise MeasurementError(f"{name}: cannot read the file object: {exc}") from None
+            raise MeasurementError(Message("err.measurements.file_object", name=name, cause=exc)) from None
         if isinstance(content, (str, bytes, bytearray, memoryview)):
             return content if isinstance(content, str) else bytes(content)
-    raise MeasurementError(
-        f"data must be bytes, a str holding the file's text, or a path (os.PathLike); got {type(data).__name__}"
-    )
+    raise MeasurementError(Message("err.measurements.data_type", type=type(data).__name__))
 
 
 def _read_path(data: os.PathLike, name: str, max_bytes: int) -> bytes:
@@ -56,23 +52,21 @@ def _read_path(data: os.PathLike, name: str, max_bytes: int) -> bytes:
     try:
         path = Path(data)
     except TypeError as exc:
-        raise MeasurementError(f"{name}: not a usable path: {exc}") from None
+        raise MeasurementError(Message("err.measurements.bad_path", name=name, cause=exc)) from None
     try:
         if not path.is_file():
-            raise MeasurementError(f"{name}: file {str(path)!r} does not exist or is not a file")
+            raise MeasurementError(Message("err.measurements.no_file", name=name, path=str(path)))
         size = path.stat().st_size
         if size > max_bytes:
             raise MeasurementError(too_big(name, size, max_bytes))
         return path.read_bytes()
     except OSError as exc:
-        raise MeasurementError(f"{name}: cannot read {str(path)!r}: {exc}") from None
+        raise MeasurementError(Message("err.measurements.read_path", name=name, path=str(path), cause=exc)) from None
 
 
 def too_big(name: str, size: int, max_bytes: int) -> str:
     """The message of an input over ``max_bytes``."""
-    return (
-        f"{name}: the file is {size:,} bytes; the limit is max_bytes = {max_bytes:,} bytes ({max_bytes / 10**6:g} MB)"
-    )
+    return Phrase("err.measurements.too_big", name=name, size=size, max_bytes=max_bytes, mb=max_bytes / 10**6)
 
 
 # --------------------------------------------------------------------------------------
@@ -104,15 +98,16 @@ def text_of(raw: bytes | str, name: str, max_bytes: int, report: LoadReport) -> 
         if len(raw) > max_bytes:
             raise MeasurementError(too_big(name, len(raw), max_bytes), report)
         if not raw.strip():
-            raise MeasurementError(f"{name}: the file is empty", report)
+            raise MeasurementError(Message("err.measurements.empty", name=name), report)
         text, report.encoding = decode(raw, name)
     if not text.strip():
-        raise MeasurementError(f"{name}: the file is empty", report)
+        raise MeasurementError(Message("err.measurements.empty", name=name), report)
     return text
 
 
-def _binary(name: str, why: str) -> MeasurementError:
-    return MeasurementError(f"{name}: this is not a text file ({why}); upload {HINT}")
+def _binary(name: str, why: Phrase) -> MeasurementError:
+    """The error of input that is not text; ``why`` says how it shows (a Phrase; the text ends with :data:`HINT`)."""
+    return MeasurementError(Message("err.measurements.binary", name=name, why=why))
 
 
 def decode(raw: bytes, name: str) -> tuple[str, str]:
@@ -121,7 +116,7 @@ def decode(raw: bytes, name: str) -> tuple[str, str]:
     if decoded is None and b"\x00" in raw:
         decoded = _decode_utf16_without_bom(raw)
         if decoded is None:
-            raise _binary(name, "it holds NUL bytes")
+            raise _binary(name, Phrase("note.measurements.nul_bytes"))
     if decoded is None:
         for enc in ("utf-8", "cp1252", "latin-1"):
             with contextlib.suppress(UnicodeDecodeError):
@@ -140,10 +135,8 @@ def _decode_bom(raw: bytes, name: str) -> tuple[str, str] | None:
             try:
                 return raw.decode(enc), enc
             except UnicodeDecodeError as exc:
-                raise _binary(
-                    name,
-                    f"it starts with a {enc} byte-order mark but is not valid {enc}: {exc.reason} at byte {exc.start}",
-                ) from None
+                why = Phrase("note.measurements.bad_bom", encoding=enc, reason=exc.reason, byte=exc.start)
+                raise _binary(name, why) from None
     return None
 
 
@@ -161,10 +154,10 @@ def _decode_utf16_without_bom(raw: bytes) -> tuple[str, str] | None:
 def check_text(text: str, name: str, c1: bool = False) -> None:
     """Refuse text with NULs or more than a few control characters (``c1``: count C1 controls too)."""
     if "\x00" in text:
-        raise _binary(name, "it holds NUL characters")
+        raise _binary(name, Phrase("note.measurements.nul_characters"))
     n_bad = len((_C0_C1 if c1 else _C0).findall(text))
     if n_bad > max(2, 0.01 * len(text)):
-        raise _binary(name, f"{n_bad} of its {len(text)} characters are control characters")
+        raise _binary(name, Phrase("note.measurements.control_characters", bad=n_bad, chars=len(text)))
 
 
 # --------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from specviz import theory
+from specviz.i18n import Phrase
 from specviz.measurements.report import LoadReport
 from specviz.measurements.schema import BENCH_COLUMNS, COLUMNS, DERIVED_COLUMNS, INTEGER_COLUMNS, TEXT_COLUMNS
 from specviz.measurements.validation import Validated
@@ -42,7 +43,7 @@ def derive(checked: Validated, report: LoadReport) -> pd.DataFrame:
     vv, computed = verify_cost(v, k, m)
     if computed.any():
         v["v"] = vv
-        report.conversions.append(f"v = max(0, (t_verify_ms / t_target_ms − 1) / K) for {int(computed.sum())} row(s)")
+        report.conversions.append(Phrase("note.measurements.v_computed", rows=int(computed.sum())))
     pred, pred_mc, ratio = predictions(alpha, c, k, vv, _get(v, "o", m), _get(v, "speedup", m))
     tree_predictions(pred, pred_mc, ratio, c, k, vv, _get(v, "o", m), v, m)
     derived = {

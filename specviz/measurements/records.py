@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from specviz.i18n import Message, Phrase
 from specviz.measurements.derive import derive
 from specviz.measurements.report import LoadReport
 from specviz.measurements.schema import BENCH_COLUMNS, COLUMNS, DERIVED_COLUMNS
@@ -32,13 +33,14 @@ def load_records(records: Sequence[Mapping[str, object]], name: str = "records")
         indexed by the record's position from 1 (``row``); ``report.format`` is ``"records"``.
     """
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"name must be a non-empty str; got {name!r}")
+        raise Message("err.measurements.name", name=name)
     report = LoadReport(name=name, format="records")
     names = list(dict.fromkeys(key for record in records for key in record))
     unknown = [key for key in names if key not in COLUMNS and key not in BENCH_COLUMNS]
     if unknown:
-        raise ValueError(f"{name}: unknown column(s) {unknown}; allowed: the measurement columns {list(COLUMNS)} …")
-    report.ignored.update(dict.fromkeys(filter(DERIVED_COLUMNS.__contains__, names), "derived, recomputed"))
+        raise Message("err.measurements.unknown_columns", name=name, unknown=unknown, allowed=list(COLUMNS))
+    derived = Phrase("note.measurements.derived_recomputed")
+    report.ignored.update(dict.fromkeys(filter(DERIVED_COLUMNS.__contains__, names), derived))
     columns = {
         key: RawColumn(key, key, [record.get(key) for record in records], guess_percent=False)
         for key in names

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specviz import theory
+from specviz.i18n import Message, Phrase
 from specviz.measurements import cells
 from specviz.measurements.aliases import Conversion
 from specviz.measurements.report import LoadReport, MeasurementError, RowError, few, no_usable_row
@@ -93,6 +94,33 @@ def _merge(errors: list[list[RowError]], found: Errors) -> list[list[RowError]]:
     return merged
 
 
+def allowed_phrase(name: str) -> str:
+    """:data:`~specviz.measurements.schema.ALLOWED` of column ``name`` as a Phrase (the same English text)."""
+    if name == "k":
+        return Phrase("note.measurements.allowed.integer", hi=theory.K_LIMIT)
+    if name in ("mean_accepted_tokens", "predicted_tokens_per_round"):
+        return Phrase("note.measurements.allowed.tokens")
+    if name == "c_l":
+        return Phrase("note.measurements.allowed.c_l")
+    if name == "system_efficiency":
+        return Phrase("note.measurements.allowed.efficiency")
+    if name == "per_position_acceptance":
+        return Phrase("note.measurements.allowed.positions", n="K")
+    if name == "greedy_exact":
+        return Phrase("note.measurements.allowed.bool")
+    if name == "tree_depth":
+        return Phrase("note.measurements.allowed.integer", hi="K")
+    if name in UNIT_COLUMNS:
+        return Phrase("note.measurements.allowed.unit")
+    if name in POSITIVE_COLUMNS:
+        return Phrase("note.measurements.allowed.positive")
+    if name in NONNEGATIVE_COLUMNS:
+        return Phrase("note.measurements.allowed.nonnegative")
+    if name in INTEGER_COLUMNS:
+        return Phrase("note.measurements.allowed.integer", hi=INT_MAX)
+    return ALLOWED.get(name, "")
+
+
 def cell_error(table: RawTable, i: int, column: str, cell, allowed: str) -> tuple[int, RowError]:
     """The error of cell ``i`` of ``column``, named by its canonical column and the file's header."""
     header = table.columns[column].header if column in table.columns else ""
@@ -123,16 +151,19 @@ def parse_numbers(table: RawTable, report: LoadReport) -> tuple[dict[str, np.nda
         if column_kind(col.name) != "number":
             continue
         arr, percent_cells, bad = _parse_column(col, report.decimal_comma)
-        errors += [cell_error(table, i, col.name, col.cells[i], "a number; " + ALLOWED.get(col.name, "")) for i in bad]
+        allowed = Phrase("note.measurements.allowed.number", allowed=allowed_phrase(col.name))
+        errors += [cell_error(table, i, col.name, col.cells[i], allowed) for i in bad]
         not_numbers |= {(col.name, i) for i in bad}
         if percent_cells.any():
             n_pct = int(percent_cells.sum())
-            report.conversions.append(f"{col.header!r}: {n_pct} cell(s) written with '%' divided by 100")
+            report.conversions.append(Phrase("note.measurements.percent_cells", header=col.header, cells=n_pct))
         if col.name in PERCENT_COLUMNS:
             arr = percent_column(col, arr, percent_cells, report, table.rows)
         if col.conversion:
             arr = col.conversion.apply(arr)
-            report.conversions.append(f"{col.header!r}: {col.conversion}")
+            report.conversions.append(
+                Phrase("note.measurements.converted", header=col.header, how=col.conversion.phrase)
+            )
         values[col.name] = arr
     return values, errors, not_numbers
 
@@ -164,22 +195,19 @@ def percent_column(col: RawColumn, arr: np.ndarray, percent_cells: np.ndarray, r
         return arr
     vals = arr[plain]
     if col.percent:
-        why = "the header says percent"
+        note = Phrase("note.measurements.percent_header", header=col.header)
     elif col.guess_percent and (vals > 1).any() and (vals <= 100).all() and (vals >= 0).all():
         fractions = plain & (arr > 0) & (arr < 1)
         if fractions.any():  # 0.8 next to 60: a fraction or 0.8 %? Not guessed.
-            report.warnings.append(
-                f"{col.header!r} mixes values in (0, 1) (e.g. row {rows[int(np.flatnonzero(fractions)[0])]}) with "
-                f"values > 1, so it is not read as percent and the values > 1 are errors; if the column is in "
-                f"percent, write '%' in its header"
-            )
+            row = rows[int(np.flatnonzero(fractions)[0])]
+            report.warnings.append(Phrase("note.measurements.percent_mixed", header=col.header, row=row))
             return arr
-        why = f"values in [0, 100], up to {vals.max():g}"
+        note = Phrase("note.measurements.percent_values", header=col.header, top=vals.max())
     else:
         return arr
     out = arr.copy()
     out[plain] = arr[plain] / 100.0
-    report.conversions.append(f"{col.header!r}: percent ({why}) divided by 100")
+    report.conversions.append(note)
     return out
 
 
@@ -200,9 +228,9 @@ def check_k(
     n = len(table.rows)
     if "k" not in values:
         if k_given is None:  # the CSV reader checks required columns first; other readers pass k
-            raise MeasurementError(f"{name}: no draft length K (column 'k') and no k given", report)
+            raise MeasurementError(Message("err.measurements.no_k", name=name), report)
         values = {**values, "k": np.full(n, float(k_given))}
-        report.conversions.append(f"k = {k_given} for every row (given by the caller)")
+        report.conversions.append(Phrase("note.measurements.k_given_rows", k=k_given))
     k = values["k"]
     ok = np.isfinite(k) & (k >= 1) & (k <= theory.K_LIMIT) & (k == np.floor(k))
     col = table.columns.get("k")
@@ -211,9 +239,11 @@ def check_k(
         if ("k", i) in not_numbers:
             continue
         if col is not None and col.conversion is Conversion.K_MINUS_ONE:
-            allowed = f"an integer >= 2 (= K + 1; {col.header} counts the root token)"
+            allowed = Phrase("note.measurements.allowed.k_plus_one", header=col.header)
+        elif np.isnan(k[i]):
+            allowed = Phrase("note.measurements.allowed.required", allowed=allowed_phrase("k"))
         else:
-            allowed = "required: " + ALLOWED["k"] if np.isnan(k[i]) else ALLOWED["k"]
+            allowed = allowed_phrase("k")
         errors.append(cell_error(table, i, "k", col.cells[i] if col is not None else k[i], allowed))
     return values, _K(ok, np.where(ok, k, 1.0)), errors
 
@@ -226,7 +256,7 @@ def add_bonus_token(table: RawTable, values: dict[str, np.ndarray], report: Load
     if col is not None and col.conversion is Conversion.ADD_BONUS:  # shifted by its name already
         return values
     header = col.header if col else "mean acceptance length"
-    report.conversions.append(f"{header!r}: declared without the bonus token, E[N] = value + 1")
+    report.conversions.append(Phrase("note.measurements.bonus_declared", header=header))
     return {**values, "mean_accepted_tokens": values["mean_accepted_tokens"] + 1.0}
 
 
@@ -287,19 +317,21 @@ def allowed_at(name: str, col: RawColumn | None, k: float | None, no_bonus: bool
     conversion = col.conversion if col is not None else Conversion.NONE
     if name == "mean_accepted_tokens":
         if no_bonus or conversion is Conversion.ADD_BONUS:
-            return f"[0, {ks}] (mean acceptance length without the bonus token; E[N] = value + 1 in [1, {kp1}])"
-        return f"[1, {kp1}] (E[N], bonus token counted, K = {ks})" if k is not None else "[1, K + 1]"
+            return Phrase("note.measurements.allowed.no_bonus", k=ks, k1=kp1)
+        if k is None:
+            return allowed_phrase(name)
+        return Phrase("note.measurements.allowed.mean", k=ks, k1=kp1)
     if name == "system_efficiency":
-        return f"[1/{kp1}, 1] (E[N] / (K + 1))"
+        return Phrase("note.measurements.allowed.efficiency_at", k1=kp1)
     if name == "predicted_tokens_per_round":
-        return f"[1, {kp1}] (tokens per round, K = {ks})"
+        return Phrase("note.measurements.allowed.per_round", k=ks, k1=kp1)
     if name == "tree_depth":
-        return f"an integer in [1, {ks}] (a tree of K = {ks} drafts)" if k is not None else ALLOWED[name]
+        return Phrase("note.measurements.allowed.depth", k=ks) if k is not None else allowed_phrase(name)
     if conversion.file_unit:
-        return f"a finite number > 0 ({conversion.file_unit})"
+        return Phrase("note.measurements.allowed.positive_in", unit=conversion.file_unit)
     if name in UNIT_COLUMNS and col is not None:
-        return ALLOWED[name] + " (a column wholly in percent is read as percent)"
-    return ALLOWED[name]
+        return Phrase("note.measurements.allowed.percent", allowed=allowed_phrase(name))
+    return allowed_phrase(name)
 
 
 # --------------------------------------------------------------------------------------
@@ -332,7 +364,7 @@ def _parse_bools(table: RawTable, col: RawColumn) -> tuple[list, Errors]:
             out.append(cells.parse_bool(c))
         except cells.Bad:
             out.append(None)
-            errors.append(cell_error(table, i, col.name, c, ALLOWED["greedy_exact"]))
+            errors.append(cell_error(table, i, col.name, c, allowed_phrase("greedy_exact")))
     return out, errors
 
 
@@ -346,7 +378,7 @@ def _parse_position_lists(table: RawTable, col: RawColumn, k: _K, decimal_comma:
             parsed = False
         if parsed is False or (parsed is not None and k.ok[i] and len(parsed) != int(k.k[i])):
             n_k = f"{int(k.k[i])}" if k.ok[i] else "K"
-            errors.append(cell_error(table, i, col.name, c, f"{n_k} numbers in [0, 1] (or nan) separated by ';'"))
+            errors.append(cell_error(table, i, col.name, c, Phrase("note.measurements.allowed.positions", n=n_k)))
             out.append(None)
         elif parsed is None:
             out.append(None)
@@ -358,12 +390,12 @@ def _parse_position_lists(table: RawTable, col: RawColumn, k: _K, decimal_comma:
 def fill_label(text: dict[str, list], n: int, name: str, report: LoadReport) -> dict[str, list]:
     """Rows without a label are labelled ``name`` (the file's name)."""
     if "label" not in text:
-        report.conversions.append(f"no label column: label = {name!r} for every row")
+        report.conversions.append(Phrase("note.measurements.no_label", name=name))
         return {**text, "label": [name] * n}
     labels = [name if v is None else v for v in text["label"]]
     n_empty = sum(v is None for v in text["label"])
     if n_empty:
-        report.conversions.append(f"{n_empty} empty label(s) set to {name!r}")
+        report.conversions.append(Phrase("note.measurements.empty_labels", n=n_empty, name=name))
     return {**text, "label": labels}
 
 
@@ -384,7 +416,7 @@ def fill_c_from_c_l(table: RawTable, values: dict[str, np.ndarray]) -> tuple[dic
         c_from_l[good] = theory.c_from_leviathan(c_l[good])
     overflow = good & ~np.isfinite(c_from_l)  # a subnormal c_L: 1 / c_L overflows
     errors = [
-        cell_error(table, i, "c_l", table.columns["c_l"].cells[i], "a c_L whose inverse c = 1 / c_L is finite")
+        cell_error(table, i, "c_l", table.columns["c_l"].cells[i], Phrase("note.measurements.allowed.c_l_inverse"))
         for i in np.flatnonzero(overflow)
     ]
     c = values.get("c", np.full(n, np.nan))
@@ -412,7 +444,7 @@ def fill_speedup_from_throughput(values: dict[str, np.ndarray], report: LoadRepo
         ratio = values["tokens_per_s"] / values["baseline_tokens_per_s"]
     speedup = np.where(np.isfinite(ratio) & (ratio > 0), ratio, np.nan)
     if np.isfinite(speedup).any():
-        report.conversions.append("speedup = tokens_per_s / baseline_tokens_per_s")
+        report.conversions.append(Phrase("note.measurements.speedup_from_throughput"))
     return {**values, "speedup": speedup}
 
 
@@ -430,7 +462,7 @@ def require_acceptance(
     for name in measures:
         if name in values:
             has |= ~np.isnan(values[name])
-    allowed = "one of alpha, mean_accepted_tokens, acceptance_rate or speedup (all empty in this row)"
+    allowed = Phrase("note.measurements.allowed.measure")
     found = [
         (int(i), RowError(table.rows[i], "alpha", "", allowed))
         for i in np.flatnonzero(~has)
@@ -447,11 +479,7 @@ def speedup_only_warning(values: dict[str, np.ndarray], clean_with_measure: np.n
     only = clean_with_measure & np.all(empty or [np.ones(len(rows), dtype=bool)], axis=0)
     if not only.any():
         return []
-    return [
-        f"row(s) {few([rows[i] for i in np.flatnonzero(only)])} give a speedup but no "
-        "acceptance figure (alpha, mean accepted tokens or acceptance rate): loaded as "
-        "speedup-only rows, without α or a prediction"
-    ]
+    return [Phrase("note.measurements.speedup_only", rows=few([rows[i] for i in np.flatnonzero(only)]))]
 
 
 def disagreement_warning(values: dict[str, np.ndarray], clean: np.ndarray, k: _K, rows: list[int]) -> list[str]:
@@ -465,13 +493,7 @@ def disagreement_warning(values: dict[str, np.ndarray], clean: np.ndarray, k: _K
         sglang_like = off & (np.abs(rate * (k.k + 1) - mean) <= 0.02 * mean)
     if not off.any():
         return []
-    hint = (
-        " — they fit E[N] / (K + 1), SGLang's 'accept rate': name that column 'sglang_accept_rate'"
-        if sglang_like.sum() == off.sum()
-        else ""
-    )
-    return [
-        f"mean_accepted_tokens and acceptance_rate disagree (E[N] ≠ 1 + r·K by more "
-        f"than 2 %) in row(s) {few([rows[i] for i in np.flatnonzero(off)])}; "
-        f"alpha_used comes from mean_accepted_tokens{hint}"
-    ]
+    shown = few([rows[i] for i in np.flatnonzero(off)])
+    if sglang_like.sum() == off.sum():
+        return [Phrase("note.measurements.disagree_sglang", rows=shown)]
+    return [Phrase("note.measurements.disagree", rows=shown)]

@@ -7,6 +7,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
+from specviz.i18n import Message
 from specviz.models import packed
 from specviz.models.gpt import GPT, VOCAB_SIZE, GPTConfig
 
@@ -71,9 +72,9 @@ def resolve_device(device: str = "auto") -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} was requested but no CUDA GPU is available; use 'cpu' or 'auto'")
+        raise Message("err.models.no_cuda", device=device)
     if not (device == "cpu" or device.startswith("cuda")):
-        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:N]'; got {device!r}")
+        raise Message("err.models.device", device=device)
     return torch.device(device)
 
 
@@ -137,7 +138,7 @@ def load_pair(spec: str = "bundled", device: str = "cpu", dtype: torch.dtype | N
     root = BUNDLED_DIR if spec == "bundled" else Path(spec)
     for part in ("target", "draft"):
         if not (root / part / "model.safetensors").is_file():
-            raise ValueError(f"pair {spec!r}: no {part}/model.safetensors under {root}")
+            raise Message("err.models.pair_missing", spec=spec, part=part, root=root)
     target = packed.apply(GPT.load(root / "target", dev, dtype))  # oneDNN linears where they pay (CPU fp32)
     draft = packed.apply(GPT.load(root / "draft", dev, dtype))
     return target, draft, ByteTokenizer()

@@ -23,6 +23,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from specviz.i18n import Message
+
 VOCAB_SIZE = 256  # bytes; no special tokens are needed
 
 
@@ -39,7 +41,7 @@ class GPTConfig:
 
     def __post_init__(self):
         if self.n_embd % self.n_head:
-            raise ValueError(f"n_embd must be divisible by n_head; got {self.n_embd} and {self.n_head}")
+            raise Message("err.models.n_embd", n_embd=self.n_embd, n_head=self.n_head)
 
     @classmethod
     def from_dict(cls, d: dict) -> GPTConfig:
@@ -210,13 +212,13 @@ class GPT(nn.Module):
             return self.head(self.ln_f(x))
         if start is None:
             if t > self.cfg.block_size:
-                raise ValueError(f"sequence length must be <= block_size {self.cfg.block_size}; got {t}")
+                raise Message("err.models.block_size", block_size=self.cfg.block_size, t=t)
             x = self.wte(idx) + self.wpe.weight[:t]  # (B, T, C): positions 0..T-1
             mask = None
         else:
             end = start + t
             if end > self._cache_len:
-                raise ValueError(f"sequence would reach position {end - 1}; the cache holds {self._cache_len}")
+                raise Message("err.models.cache_end", last=end - 1, cache=self._cache_len)
             x = self.wte(idx) + self.wpe.weight[start:end]  # (B, T, C): positions start..end-1
             # (T, end): the query at position start+i attends to keys 0..start+i; one query sees everything
             mask = None if t == 1 else self._causal[start:end, :end]
@@ -281,19 +283,24 @@ class GPT(nn.Module):
         try:
             cfg = GPTConfig.from_dict(json.loads((directory / "config.json").read_text()))
         except (OSError, ValueError, TypeError) as exc:
-            raise ValueError(f"{directory}/config.json is missing or not a valid model config: {exc}") from None
+            raise Message("err.models.config_bad", directory=directory, error=_cause(exc)) from None
         model = cls(cfg)
         try:
             state = load_file(str(directory / "model.safetensors"))
         except Exception as exc:  # safetensors raises its own error types for truncated or garbled files
-            raise ValueError(f"{directory}/model.safetensors is missing or corrupt: {exc}") from None
+            raise Message("err.models.weights_bad", directory=directory, error=_cause(exc)) from None
         try:
             missing, unexpected = model.load_state_dict(state, strict=False)
         except RuntimeError as exc:  # shape mismatch between config.json and the weights
-            raise ValueError(f"{directory}: weights do not match config.json: {exc}") from None
+            raise Message("err.models.weights_shape", directory=directory, error=_cause(exc)) from None
         if unexpected or set(missing) - {"head.weight"}:
-            raise ValueError(f"{directory}: weights do not match config (missing {missing}, unexpected {unexpected})")
+            raise Message("err.models.weights_keys", directory=directory, missing=missing, unexpected=unexpected)
         return model.to(device=device, dtype=dtype).eval()
+
+
+def _cause(exc: Exception) -> Message | str:
+    """A wrapped cause as a message field: a :class:`Message` as it is (shown in the page's language), else its str."""
+    return exc if isinstance(exc, Message) else str(exc)
 
 
 def tree_ancestry(parents: torch.Tensor) -> torch.Tensor:

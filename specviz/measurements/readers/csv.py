@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 
+from specviz.i18n import Message, Phrase
 from specviz.measurements import cells
 from specviz.measurements.aliases import Alias, normalise_header, resolve_header
 from specviz.measurements.readers.base import ReadContext, Reader
@@ -37,8 +38,7 @@ def read(text: str, ctx: ReadContext) -> RawTable:
         report.decimal_comma = decimal_comma(table, report)
     if ctx.k is not None and "k" in table.columns:
         report.warnings.append(
-            f"k = {ctx.k} was given but the file has a K column ({table.columns['k'].header!r}); "
-            f"the file's values are used"
+            Phrase("note.measurements.k_given_and_column", k=ctx.k, header=table.columns["k"].header)
         )
     return table
 
@@ -80,15 +80,16 @@ def _records(text: str, delim: str, ctx: ReadContext) -> tuple[list[str], list[l
                 continue
             if len(records) >= ctx.max_rows:
                 raise MeasurementError(
-                    f"{ctx.name}: more than max_rows = {ctx.max_rows:,} data rows; split the file or raise the limit",
-                    ctx.report,
+                    Message("err.measurements.csv_max_rows", name=ctx.name, max_rows=ctx.max_rows), ctx.report
                 )
             records.append(record)
             rows.append(reader.line_num)
     except csv.Error as exc:
-        raise MeasurementError(f"{ctx.name}: CSV line {reader.line_num}: {exc}", ctx.report) from None
+        raise MeasurementError(
+            Message("err.measurements.csv_line", name=ctx.name, line=reader.line_num, cause=exc), ctx.report
+        ) from None
     if header is None:
-        raise MeasurementError(f"{ctx.name}: the file is empty", ctx.report)
+        raise MeasurementError(Message("err.measurements.empty", name=ctx.name), ctx.report)
     return header, records, rows
 
 
@@ -97,7 +98,7 @@ def _extra_fields(records: list[list[str]], rows: list[int], width: int, delim: 
     return {
         i: [
             RowError(
-                rows[i], "(row)", delim.join(r), f"at most {width} fields (the header's count); this row has {len(r)}"
+                rows[i], "(row)", delim.join(r), Phrase("note.measurements.extra_fields", width=width, fields=len(r))
             )
         ]
         for i, r in enumerate(records)
@@ -115,9 +116,9 @@ def shown_headers(header: list[str]) -> list[str]:
     seen: dict[str, int] = {}
     shown = []
     for idx, raw in enumerate(header):
-        raw = raw if raw.strip() else f"(empty header, column {idx + 1})"
+        raw = raw if raw.strip() else Phrase("note.measurements.empty_header", column=idx + 1)
         seen[raw] = seen.get(raw, 0) + 1
-        shown.append(raw if seen[raw] == 1 else f"{raw} [column {idx + 1}]")
+        shown.append(raw if seen[raw] == 1 else Phrase("note.measurements.repeated_header", header=raw, column=idx + 1))
     return shown
 
 
@@ -130,7 +131,7 @@ def map_header(header: list[str], report: LoadReport) -> dict[str, tuple[int, Al
     for _rank, idx, alias, pct in sorted(candidates, key=lambda c: (c[0], c[1])):
         if alias.column in chosen:
             first = header[chosen[alias.column][0]]
-            report.ignored[shown[idx]] = f"duplicate of {first!r} (both map to {alias.column}; the first is used)"
+            report.ignored[shown[idx]] = Phrase("note.measurements.duplicate", first=first, column=alias.column)
             continue
         chosen[alias.column] = (idx, alias, pct)
         target = output_column(alias.column)
@@ -147,19 +148,16 @@ def _candidates(
     out = []
     for idx, (raw, (key, pct)) in enumerate(zip(header, keys, strict=True)):
         if not key:
-            report.ignored[shown[idx]] = "empty header"
+            report.ignored[shown[idx]] = Phrase("note.measurements.empty_header_why")
             continue
         if key in DERIVED_COLUMNS:
-            report.ignored[shown[idx]] = "derived column, recomputed on load"
+            report.ignored[shown[idx]] = Phrase("note.measurements.derived_column")
             if key == "speedup_ratio":
-                report.warnings.append(
-                    f"{raw!r} is read as specviz's derived speedup_ratio (measured ÷ predicted) "
-                    f"and recomputed; name a measured speedup column 'speedup'"
-                )
+                report.warnings.append(Phrase("note.measurements.speedup_ratio_column", header=raw))
             continue
         alias = resolve_header(key, keyset)
         if alias is None:
-            report.ignored[shown[idx]] = "unknown column"
+            report.ignored[shown[idx]] = Phrase("note.measurements.unknown_column")
             continue
         out.append((1 if alias.conversion else 0, idx, alias, pct))
     return out
@@ -167,25 +165,19 @@ def _candidates(
 
 def check_required(chosen: dict, header: list[str], name: str, report: LoadReport, k_given: bool) -> None:
     """Refuse a file without K (unless given) or without any acceptance figure or speedup, listing what it has."""
-    missing = []
-    if "k" not in chosen and not k_given:
-        missing.append(
-            "k (draft length K; also read from: num_speculative_tokens, gamma, n_draft, draft_max, "
-            "num_assistant_tokens, speculative_num_steps, …; or pass k=)"
-        )
+    no_k = "k" not in chosen and not k_given
     speedup_only = "speedup" in chosen or {"tokens_per_s", "baseline_tokens_per_s"} <= set(chosen)
     acceptance = {"alpha", "mean_accepted_tokens", "acceptance_rate", "system_efficiency"} & set(chosen)
-    if not acceptance and not speedup_only:
-        missing.append(
-            "one of alpha, mean_accepted_tokens (mean acceptance length, accept_length, tau, …), "
-            "acceptance_rate (draft_acceptance_rate, accept %, …), or a measured speedup (speedup, "
-            "or tokens_per_s with baseline_tokens_per_s)"
-        )
-    if missing:
+    no_acceptance = not acceptance and not speedup_only
+    if no_k or no_acceptance:
         found = ", ".join(repr(h) for h in header[:40]) + (" …" if len(header) > 40 else "")
-        raise MeasurementError(
-            f"{name}: missing required column(s): {'; '.join(missing)}. Found columns: {found}", report
-        )
+        if no_k and no_acceptance:
+            message = Message("err.measurements.missing_k_and_acceptance", name=name, found=found)
+        elif no_k:
+            message = Message("err.measurements.missing_k", name=name, found=found)
+        else:
+            message = Message("err.measurements.missing_acceptance", name=name, found=found)
+        raise MeasurementError(message, report)
 
 
 def decimal_comma(table: RawTable, report: LoadReport) -> bool:
@@ -196,13 +188,10 @@ def decimal_comma(table: RawTable, report: LoadReport) -> bool:
             c, d = cells.count_separators(col.cells, positions=col.name == "per_position_acceptance")
             comma, dot = comma + c, dot + d
     if comma and dot:
-        report.warnings.append(
-            f"numeric cells use both ',' ({comma}) and '.' ({dot}) as decimal separator; "
-            f"cells with ',' are not read as numbers"
-        )
+        report.warnings.append(Phrase("note.measurements.mixed_decimal", comma=comma, dot=dot))
         return False
     if comma:
-        report.conversions.append(f"decimal comma: {comma} numeric cell(s) read with ',' as the decimal point")
+        report.conversions.append(Phrase("note.measurements.decimal_comma_cells", cells=comma))
         return True
     return False
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from specviz.i18n import Phrase
 from specviz.measurements.readers import log_lines
 from specviz.measurements.readers.base import ReadContext, Reader
 from specviz.measurements.readers.log_lines import NUM, LogRow, integer, number, ratio
@@ -73,10 +74,6 @@ _HEADERS = {
     "per_position_acceptance": "acceptance rate per position",
     "tokens_per_s": "tokens per second",
 }
-_SHORT_DRAFTS_WARNING = (
-    "llama.cpp drafted fewer than K tokens per round on average (drafts stopped early: --draft-p-min, "
-    "n-gram drafts), so E[N] ≠ 1 + K·r and the chain model's α is approximate"
-)
 
 
 def is_draft_line(line: str) -> bool:
@@ -91,7 +88,7 @@ def is_timings_line(line: str) -> bool:
 
 def read(text: str, ctx: ReadContext) -> RawTable:
     """Every ``draft acceptance`` line (and response timings line) as a row, with the caller's K."""
-    rows = log_lines.collect(_rows(text.splitlines(), ctx.k), ctx, "llama.cpp 'draft acceptance'")
+    rows = log_lines.collect(_rows(text.splitlines(), ctx.k), ctx, Phrase("note.measurements.lines.llamacpp"))
     return log_lines.log_table(rows, ctx, _HEADERS)
 
 
@@ -148,18 +145,16 @@ def parse_line(line: str, lineno: int = 1) -> LogRow:
 
 def check(row: LogRow, k: int | None) -> LogRow:
     """The row with its K checks: per-position list length, mean draft length (E[N] − 1) / r ≤ K + 0.5."""
-    problem = log_lines.positions_length_problem(row.positions, k, "acceptance rate per position")
+    what = Phrase("note.measurements.field.llamacpp_positions")
+    problem = log_lines.positions_length_problem(row.positions, k, what)
     implied = log_lines.drafts_per_round(row.mean, row.rate)
     if problem is None and implied is not None and k is not None and implied - k >= 0.5:
-        problem = (
-            f"the K this line was logged with: mean length {row.mean:g} and accepted/generated {row.rate:.4g} "
-            f"imply {implied:.2f} drafted tokens per round (E[N] − 1) / r, more than K"
-        )
+        problem = Phrase("note.measurements.llamacpp_k", mean=row.mean, rate=row.rate, implied=implied)
     row.problems += [problem] if problem else []
     if problem is None and implied is not None and k is not None and row.rate * (k - implied) > 0.02 * row.mean:
-        row.warnings.append(_SHORT_DRAFTS_WARNING)  # where validation finds E[N] ≠ 1 + K·r (by > 2 %)
+        row.warnings.append(Phrase("note.measurements.short_drafts"))  # where validation finds E[N] ≠ 1 + K·r (> 2 %)
     if log_lines.positions_sum_off(row.positions, row.mean):
-        row.warnings.append("llama.cpp: " + log_lines.POSITIONS_SUM_WARNING)
+        row.warnings.append(log_lines.positions_sum_warning("llama.cpp"))
     return row
 
 

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from specviz.i18n import Message, Phrase
 from specviz.measurements.aliases import Conversion
 from specviz.measurements.readers.base import ReadContext
 from specviz.measurements.report import MeasurementError, RowError, few
@@ -43,8 +44,8 @@ class LogRow:
     tokens_per_s: float | None = None  #: total generation throughput
     batch_size: int | float | None = None  #: sequences decoded together
     efficiency: float | None = None  #: E[N] / (K + 1) (vLLM V0 system efficiency), used where E[N] is empty
-    problems: list[str] = field(default_factory=list)  #: how the line contradicts K (row errors on k)
-    warnings: list[str] = field(default_factory=list)  #: worth a look; the report lists them by line
+    problems: list[str] = field(default_factory=list)  #: how the line contradicts K (row errors on k; Phrases)
+    warnings: list[str] = field(default_factory=list)  #: worth a look; the report lists them by line (Phrases)
 
 
 #: The file's name for each canonical column (a reader passes the header its engine prints).
@@ -93,10 +94,10 @@ def conditional(unconditional: list[float]) -> str:
 
 
 def positions_length_problem(positions: list[float] | None, k: int | None, what: str) -> str | None:
-    """Why a per-position list does not fit K (it must have K entries), or None."""
+    """Why a per-position list does not fit K (it must have K entries), or None (``what``: the engine's name of it)."""
     if positions is None or k is None or len(positions) == k:
         return None
-    return f"the K this line was logged with: its {what} lists {len(positions)} per-position rates"
+    return Phrase("note.measurements.positions_length", what=what, n=len(positions))
 
 
 def positions_sum_off(positions: list[float] | None, mean: float | None) -> bool:
@@ -130,29 +131,27 @@ def k_mismatch(mean: float | None, rate: float | str | None, k: int | None) -> s
     implied = drafts_per_round(mean, rate)
     if implied is None or k is None or abs(implied - k) < 0.5:
         return None
-    return (
-        f"the K this line was logged with: mean length {mean:g} and accepted/drafted {rate:.4g} "
-        f"imply K ≈ {implied:.2f} (E[N] = 1 + K·accepted/drafted)"
-    )
+    return Phrase("note.measurements.k_mismatch", mean=mean, rate=rate, implied=implied)
 
 
 def stated_k_problem(stated: int | None, given: int | None, field_text: str) -> str | None:
     """Why the caller's k contradicts the K a line states, naming both (None: they agree or one is missing)."""
     if stated is None or given is None or stated == given:
         return None
-    return f"the K this line states ({field_text}: {stated}); k={given} was given"
+    return Phrase("note.measurements.stated_k", field=field_text, stated=stated, given=given)
 
 
 def collect(rows: Iterable[LogRow], ctx: ReadContext, what: str) -> list[LogRow]:
-    """The rows as a list; none (``what`` names the lines looked for) or more than max_rows: MeasurementError."""
+    """The rows as a list; none (``what`` names the lines looked for; a Phrase) or more than max_rows: MeasurementError."""
     out: list[LogRow] = []
     for row in rows:
         if len(out) >= ctx.max_rows:
-            raise MeasurementError(f"{ctx.name}: more than max_rows = {ctx.max_rows:,} {what} lines", ctx.report)
+            message = Message("err.measurements.log_max_rows", name=ctx.name, max_rows=ctx.max_rows, what=what)
+            raise MeasurementError(message, ctx.report)
         out.append(row)
     ctx.report.rows_read = len(out)
     if not out:
-        raise MeasurementError(f"{ctx.name}: no {what} line found", ctx.report)
+        raise MeasurementError(Message("err.measurements.no_log_line", name=ctx.name, what=what), ctx.report)
     return out
 
 
@@ -183,11 +182,9 @@ def log_table(rows: list[LogRow], ctx: ReadContext, headers: Headers) -> RawTabl
         if r.problems
     }
     if "per_position_acceptance" in cols:
-        ctx.report.conversions.append(
-            "per-position acceptance (unconditional p_i, as the engine logs it) → conditional a_i = p_i / p_(i−1)"
-        )
+        ctx.report.conversions.append(Phrase("note.measurements.conditional_positions"))
     if any(r.k is None for r in rows) and ctx.k is not None:
-        ctx.report.conversions.append(f"k = {ctx.k} (given by the caller) for the lines that do not state K")
+        ctx.report.conversions.append(Phrase("note.measurements.k_given_lines", k=ctx.k))
     ctx.report.warnings.extend(grouped_warnings(rows))
     return RawTable([r.line for r in rows], cols, row_errors=errors)
 
@@ -198,11 +195,16 @@ def grouped_warnings(rows: list[LogRow]) -> list[str]:
     for row in rows:
         for w in row.warnings:
             lines.setdefault(w, []).append(row.line)
-    return [f"{w} (line(s) {few(n)})" for w, n in lines.items()]
+    return [Phrase("note.measurements.on_lines", warning=w, lines=few(n)) for w, n in lines.items()]
 
 
-#: The warning of a line whose unconditional per-position rates do not sum to E[N] − 1.
+#: The warning of a line whose unconditional per-position rates do not sum to E[N] − 1 (after "<engine>: ").
 POSITIONS_SUM_WARNING = (
     "the per-position rates do not sum to mean length − 1, as unconditional rates p_i must "
     "(Σ p_i = E[N] − 1); they are read as unconditional all the same"
 )
+
+
+def positions_sum_warning(engine: str) -> str:
+    """``"<engine>: "`` + :data:`POSITIONS_SUM_WARNING`, in any language."""
+    return Phrase("note.measurements.positions_sum", engine=engine)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 
+from specviz.i18n import Message, Phrase
 from specviz.measurements.readers import log_lines
 from specviz.measurements.readers.base import ReadContext, Reader
 from specviz.measurements.readers.log_lines import NUM, LogRow, integer, number
@@ -55,11 +56,6 @@ _HEADERS = {
     "tokens_per_s": "gen throughput (token/s)",
     "batch_size": "#running-req",
 }
-_TREE_WARNING = (
-    "SGLang: accept len / accept rate (= speculative_num_draft_tokens) is more than K + 1: a tree "
-    "(--speculative-eagle-topk > 1) verifies more tokens than its depth + 1, or k is less than "
-    "--speculative-num-steps; accept len is read as E[N] of depth K"
-)
 
 
 def is_batch_line(line: str) -> bool:
@@ -76,13 +72,10 @@ def read(text: str, ctx: ReadContext) -> RawTable:
     """Every ``Decode batch`` line with ``accept len`` as a row, with the caller's K."""
     lines = text.splitlines()
     if any(map(is_batch_line, lines)) and not any(map(is_metrics_line, lines)):
-        raise MeasurementError(
-            f"{ctx.name}: no SGLang 'Decode batch' line has 'accept len' (speculative decoding was off); "
-            "a metrics line looks like 'Decode batch, #running-req: 3, …, accept len: 2.54, …'",
-            ctx.report,
-        )
+        raise MeasurementError(Message("err.measurements.sglang_no_accept_len", name=ctx.name), ctx.report)
     rows = (parse_line(line, ctx.k, n) for n, line in enumerate(lines, start=1) if is_metrics_line(line))
-    return log_lines.log_table(log_lines.collect(rows, ctx, "SGLang 'Decode batch' (with 'accept len')"), ctx, _HEADERS)
+    what = Phrase("note.measurements.lines.sglang")
+    return log_lines.log_table(log_lines.collect(rows, ctx, what), ctx, _HEADERS)
 
 
 def parse_line(line: str, k: int | None, lineno: int = 1) -> LogRow:
@@ -108,11 +101,10 @@ def parse_line(line: str, k: int | None, lineno: int = 1) -> LogRow:
         low, high = span
         if high < k + 1:
             row.problems.append(
-                f"the K this line was logged with: accept len {row.mean:g} / accept rate {rate:g} = "
-                f"{low:.2f}–{high:.2f} verified tokens per round, fewer than K + 1 = {k + 1}"
+                Phrase("note.measurements.sglang_k", mean=row.mean, rate=rate, low=low, high=high, k1=k + 1)
             )
         elif low > k + 1:
-            row.warnings.append(_TREE_WARNING)
+            row.warnings.append(Phrase("note.measurements.sglang_tree"))
     return row
 
 

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from specviz.i18n import Message, Phrase
 from specviz.measurements import cells
 from specviz.measurements.readers.base import ReadContext, Reader
 from specviz.measurements.report import MeasurementError, RowError, no_usable_row
@@ -60,12 +61,12 @@ def read(text: str, ctx: ReadContext) -> RawTable:
     """One row per model_id, pooling its answer lines (each weighs one input row)."""
     groups, dropped, n_lines = _pool(text, ctx)
     if n_lines == 0:
-        raise MeasurementError(f"{ctx.name}: the file is empty", ctx.report)
+        raise MeasurementError(Message("err.measurements.empty", name=ctx.name), ctx.report)
     if not groups:
         ctx.report.rows_read, ctx.report.row_errors = n_lines, dropped
         raise MeasurementError(no_usable_row(ctx.name, ctx.report), ctx.report)
     if dropped:
-        ctx.report.warnings.append(f"{len(dropped)} JSON line(s) skipped (see row errors); the rows pool the others")
+        ctx.report.warnings.append(Phrase("note.measurements.json_skipped", n=len(dropped)))
     return _table(groups, dropped, ctx)
 
 
@@ -79,7 +80,8 @@ def _pool(text: str, ctx: ReadContext) -> tuple[dict[str, _Group], list[RowError
             continue
         n_lines += 1
         if n_lines > ctx.max_rows:
-            raise MeasurementError(f"{ctx.name}: more than max_rows = {ctx.max_rows:,} JSON lines", ctx.report)
+            message = Message("err.measurements.json_max_rows", name=ctx.name, max_rows=ctx.max_rows)
+            raise MeasurementError(message, ctx.report)
         answer = parse_answer(line)
         if isinstance(answer, _Problem):
             dropped.append(RowError(lineno, answer.column, cells.cell_text(answer.value)[:200], answer.allowed))
@@ -95,25 +97,25 @@ def parse_answer(line: str) -> _Answer | _Problem:
     try:
         obj = json.loads(line)
     except (ValueError, RecursionError):
-        return _Problem("json", line, "one JSON object per line")
+        return _Problem("json", line, Phrase("note.measurements.json_line"))
     if not isinstance(obj, dict):
-        return _Problem("json", line, "a JSON object ({...}) per line")
+        return _Problem("json", line, Phrase("note.measurements.json_object", example="{...}"))
     choices = obj.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return _Problem("choices", _short_json(choices), "a non-empty list of objects (Spec-Bench answer file)")
+        return _Problem("choices", _short_json(choices), Phrase("note.measurements.json_choices"))
     ch = choices[0]
     acc, toks, wall = (_number_list(ch.get(f)) for f in ("accept_lengths", "new_tokens", "wall_time"))
     if acc is None or not acc or any(a < 0 for a in acc):
         return _Problem(
             "choices[0].accept_lengths",
             _short_json(ch.get("accept_lengths")),
-            "a non-empty list of finite numbers >= 0 (tokens per decoding step)",
+            Phrase("note.measurements.json_accept_lengths"),
         )
     if toks is None or wall is None or not sum(wall) > 0 or sum(toks) < 0:
         return _Problem(
             "choices[0].new_tokens / wall_time",
             _short_json([ch.get("new_tokens"), ch.get("wall_time")]),
-            "lists of finite numbers >= 0, wall_time summing to > 0 s",
+            Phrase("note.measurements.json_tokens_time"),
         )
     model_id = obj.get("model_id")
     model_id = str(model_id) if isinstance(model_id, (str, int, float)) else ""
@@ -131,15 +133,12 @@ def _table(groups: dict[str, _Group], dropped: list[RowError], ctx: ReadContext)
         m = _TEMP_IN_ID.search(model_id)
         temps.append(m.group(1) if m else None)
         if m:
-            ctx.report.conversions.append(f"temperature {m.group(1)} read from model_id {model_id!r}")
+            ctx.report.conversions.append(Phrase("note.measurements.json_temperature", t=m.group(1), model_id=model_id))
         notes.append(
             f"Spec-Bench model_id {model_id!r}: {len(g.speeds)} question(s), {len(g.accept_lengths)} decoding "
             f"steps (choices[0])"
         )
-    ctx.report.conversions.append(
-        "Spec-Bench: mean_accepted_tokens = mean of accept_lengths over all steps (bonus "
-        "counted); tokens_per_s = mean over questions of Σ new_tokens / Σ wall_time"
-    )
+    ctx.report.conversions.append(Phrase("note.measurements.json_pooled"))
     cols = {
         "label": RawColumn("label", "model_id", labels),
         "mean_accepted_tokens": RawColumn("mean_accepted_tokens", "accept_lengths", means),

@@ -48,6 +48,7 @@ from __future__ import annotations
 import math
 import re
 
+from specviz.i18n import Phrase
 from specviz.measurements.readers import log_lines
 from specviz.measurements.readers.base import ReadContext, Reader
 from specviz.measurements.readers.log_lines import NUM, LogRow, integer, number, ratio
@@ -79,10 +80,6 @@ _HEADERS = {
     "per_position_acceptance": "Per-position acceptance rate",
     "system_efficiency": "System efficiency",
 }
-_V0_COUNTS_WARNING = (
-    "vLLM V0 line whose counts contradict its printed ratios (system efficiency ≠ E / (R·(K + 1)), draft "
-    "acceptance rate ≠ A / D, or accepted prefixes E − R > accepted positions A); E[N] and r come from the counts"
-)
 
 
 def is_metrics_line(line: str) -> bool:
@@ -98,9 +95,7 @@ def is_v0_line(line: str) -> bool:
 
 def read(text: str, ctx: ReadContext) -> RawTable:
     """Every V1 and V0 metrics line as a row (V1 rows with the caller's K, V0 rows with the K they state)."""
-    rows = log_lines.collect(
-        _rows(text, ctx.k), ctx, "'SpecDecoding metrics' (vLLM V1) or 'Speculative metrics' (vLLM V0)"
-    )
+    rows = log_lines.collect(_rows(text, ctx.k), ctx, Phrase("note.measurements.lines.vllm"))
     stated = [r.k is not None for r in rows]
     k_header = "Number of speculative tokens" if all(stated) else "k (logged or given)" if any(stated) else "k (given)"
     return log_lines.log_table(rows, ctx, {**_HEADERS, "k": k_header})
@@ -125,11 +120,11 @@ def parse_line(line: str, k: int | None, lineno: int = 1) -> LogRow:
         row.rate = f"{found['rate'].group(1)}%"
     if found["positions"]:
         row.positions = log_lines.number_list(found["positions"].group(1))
-    problem = log_lines.positions_length_problem(row.positions, k, "per-position acceptance rate")
+    problem = log_lines.positions_length_problem(row.positions, k, Phrase("note.measurements.field.vllm_positions"))
     problem = problem or log_lines.k_mismatch(row.mean, row.rate, k)
     row.problems += [problem] if problem else []
     if log_lines.positions_sum_off(row.positions, row.mean):
-        row.warnings.append("vLLM: " + log_lines.POSITIONS_SUM_WARNING)
+        row.warnings.append(log_lines.positions_sum_warning("vLLM"))
     if found["accepted_tps"] or found["drafted_tps"]:
         tps = ", ".join(
             f"{what} throughput {m.group(1)} tokens/s"
@@ -167,7 +162,7 @@ def parse_v0_line(line: str, k_given: int | None, lineno: int = 1) -> LogRow:
     problem = log_lines.stated_k_problem(stated, k_given, "Number of speculative tokens")
     row.problems += [problem] if problem else []
     if _v0_counts_off(k, acc, drafted, emitted, printed_rate, printed_eff):
-        row.warnings.append(_V0_COUNTS_WARNING)
+        row.warnings.append(Phrase("note.measurements.v0_counts"))
     return row
 
 
