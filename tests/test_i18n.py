@@ -60,6 +60,22 @@ def test_every_chinese_text_is_translated():
     assert all(re.search(r"[\u4e00-\u9fff]", zh[k]) for k in zh if needs_translation(en[k]))
 
 
+def test_every_page_uses_the_one_glossary_of_terms():
+    """A catalogue text that uses a glossary term in English uses its Chinese term (data/i18n/terms.json)."""
+    glossary = json.loads((ROOT / "data" / "i18n" / "terms.json").read_text(encoding="utf-8"))
+    en, zh = i18n.catalogue("en"), i18n.catalogue("zh")
+    assert set(glossary["exceptions"]) <= set(en)
+    wrong = [
+        (key, term, zh[key])
+        for term, chinese in glossary["terms"].items()
+        for key in en
+        if key not in glossary["exceptions"]
+        and re.search(rf"(?<![\w`_-]){re.escape(term)}(?![\w`_])", en[key], re.IGNORECASE)
+        and chinese not in zh[key]
+    ]
+    assert not wrong, wrong
+
+
 def test_every_key_the_code_asks_for_exists():
     literal = re.compile(r"""\b(?:t|Message|Phrase)\(\s*["']([\w.-]+)["']""")  # ui.t("k"), i18n.Message("k", ...)
     asked = {m for path in code_files() for m in literal.findall(path.read_text(encoding="utf-8"))}
