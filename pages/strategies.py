@@ -325,7 +325,10 @@ def policies_section(view: dict, p: np.ndarray) -> None:
     frame = compared(trace, tuple(rules), c, v, o)
     st.caption(ui.t("strat.policies_caption", what=what, c=f"{c:.4g}", v=f"{v:.3g}", o=f"{o:.3g}", where=where))
     st.plotly_chart(figures.policy_bars(frame, lang=ui.language()), key="fig_policies")
-    table = frame.round(3).assign(kind=frame["kind"].map(lambda k: ui.t(f"strat.kind.{k}") if k in KINDS else k))
+    table = frame.round(3).assign(
+        policy=frame["policy"].map(ui.message),  # the rules' labels are i18n.Phrase
+        kind=frame["kind"].map(lambda k: ui.t(f"strat.kind.{k}") if k in KINDS else k),
+    )
     st.dataframe(shown(table, POLICY_COLUMNS), hide_index=True, width="stretch")
     ks = {r.label: policies.replay(r, trace, c, v, o).k for r in rules}
     left, right = st.columns(2)

@@ -20,6 +20,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
+from specviz import i18n
 from specviz.grids import Grid, level_crossing
 from specviz.i18n import text
 
@@ -917,6 +918,7 @@ def tokens_by_budget(frame, lang: str = "en") -> go.Figure:
     """Expected tokens per round against the draft budget, one line per tree shape."""
     fig = go.Figure()
     for shape, part in frame.groupby("shape", sort=False):
+        shape = i18n.name(lang, "note.trees.shape", shape)
         fig.add_trace(
             go.Scatter(
                 x=part["budget"],
@@ -956,7 +958,7 @@ def policy_bars(frame, lang: str = "en") -> go.Figure:
     """Speedup of each draft-length rule (``policies.compare``), with the best static K and the oracle."""
     fig = go.Figure(
         go.Bar(
-            x=[plotly_text(p) for p in frame["policy"]],
+            x=[plotly_text(i18n.localized(p, lang)) for p in frame["policy"]],
             y=compact(frame["speedup"]),
             marker_color=[POLICY_COLORS[k] for k in frame["kind"]],
             customdata=np.stack([frame["tokens_per_round"], frame["drafts_per_round"]], axis=-1),
@@ -972,11 +974,10 @@ def policy_bars(frame, lang: str = "en") -> go.Figure:
 def k_over_rounds(ks: dict[str, np.ndarray], rounds: int = 200, lang: str = "en") -> go.Figure:
     """Drafts verified in each of the first ``rounds`` rounds, one line per rule."""
     fig = go.Figure()
-    for name, k in ks.items():
+    for rule, k in ks.items():
         k = np.asarray(k)[:rounds]
-        fig.add_trace(
-            go.Scatter(x=np.arange(1, len(k) + 1), y=k, mode="lines", name=plotly_text(name), line=dict(shape="hv"))
-        )
+        shown = plotly_text(i18n.localized(rule, lang))
+        fig.add_trace(go.Scatter(x=np.arange(1, len(k) + 1), y=k, mode="lines", name=shown, line=dict(shape="hv")))
     return _layout(fig, text(lang, "fig.round"), text(lang, "fig.drafts_verified"))
 
 
@@ -984,9 +985,9 @@ def draft_length_histogram(ks: dict[str, np.ndarray], k_max: int, lang: str = "e
     """Share of rounds verifying 0..K_max drafts, one bar series per rule."""
     fig = go.Figure()
     bins = np.arange(k_max + 1)
-    for name, k in ks.items():
+    for rule, k in ks.items():
         share = np.bincount(np.asarray(k, dtype=np.int64), minlength=k_max + 1)[: k_max + 1] / max(len(k), 1)
-        fig.add_trace(go.Bar(x=bins, y=share, name=plotly_text(name)))
+        fig.add_trace(go.Bar(x=bins, y=share, name=plotly_text(i18n.localized(rule, lang))))
     fig.update_layout(barmode="group")
     return _layout(fig, text(lang, "fig.drafts_in_round"), text(lang, "fig.share_rounds"))
 

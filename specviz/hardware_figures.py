@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from specviz import i18n
 from specviz.figures import _layout, _qualitative, axis_title, compact, log_ticks, plotly_text, stepped
 from specviz.i18n import text
 
@@ -49,7 +50,7 @@ def roofline(table: pd.DataFrame, peak_flops: float, bandwidth: float, title: st
                 x=part["intensity"],
                 y=part["flops"] / part["seconds"],
                 mode="markers+text",
-                text=[plotly_text(o) for o in part["operator"]],
+                text=[plotly_text(i18n.name(lang, "hwfig.op", o)) for o in part["operator"]],
                 textposition="top center",
                 marker=dict(size=11, color=BOUND_COLORS.get(bound, "#555")),
                 name=bound_name(bound, lang),
@@ -74,7 +75,7 @@ def step_split(table: pd.DataFrame, title: str = "", lang: str = "en") -> go.Fig
     for bound, part in table.groupby("bound", sort=False):
         fig.add_trace(
             go.Bar(
-                y=[plotly_text(o) for o in part["operator"]],
+                y=[plotly_text(i18n.name(lang, "hwfig.op", o)) for o in part["operator"]],
                 x=compact(part["seconds"] * 1e3),
                 orientation="h",
                 name=bound_name(bound, lang),

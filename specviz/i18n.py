@@ -57,6 +57,13 @@ def text(lang: str, key: str, /, **values) -> str:
     return template.format(**values) if values else template
 
 
+def name(lang: str, group: str, value: str) -> str:
+    """The catalogue text of ``group.value`` in ``lang``: a fixed name the library uses as an identifier
+    (a tree shape, an operator) shown in the reader's language; ``value`` itself where the catalogue
+    has no such key (a name from the person's data)."""
+    return text(lang, f"{group}.{value}") if f"{group}.{value}" in catalogue(DEFAULT) else str(value)
+
+
 def from_locale(locale: str | None) -> str:
     """The language for a browser locale such as ``zh-CN`` or ``en-US``: Chinese for any ``zh``, else English."""
     if locale and locale.strip().lower().replace("_", "-").split("-")[0] == "zh":

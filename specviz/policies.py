@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from specviz import theory
-from specviz.i18n import Message
+from specviz.i18n import Message, Phrase
 
 __all__ = [
     "SWEEPS",
@@ -333,7 +333,7 @@ class Schedule:
 def constant(k: int) -> Policy:
     """K drafts every round (the chapter's model)."""
     k = int(theory.check_k(k))
-    return Policy("constant", {"k": k}, f"constant K = {k}")
+    return Policy("constant", {"k": k}, Phrase("note.policies.label.constant", k=k))
 
 
 def hf_heuristic(start: int = 20, transient: bool = False) -> Policy:
@@ -342,7 +342,8 @@ def hf_heuristic(start: int = 20, transient: bool = False) -> Policy:
     ``start`` at each trace segment (``heuristic_transient``: every ``generate`` call)."""
     start = int(theory.check_k(start, "start"))
     name = "heuristic_transient" if transient else "heuristic"
-    return Policy("hf_heuristic", {"start": start, "transient": bool(transient)}, f"HF {name} (start {start})")
+    label = Phrase("note.policies.label.hf_heuristic", name=name, start=start)
+    return Policy("hf_heuristic", {"start": start, "transient": bool(transient)}, label)
 
 
 def hf_confidence(threshold: float = 0.4, k: int = 20) -> Policy:
@@ -350,7 +351,8 @@ def hf_confidence(threshold: float = 0.4, k: int = 20) -> Policy:
     stop (that token is kept); at most ``k`` (``num_assistant_tokens``) drafts."""
     threshold = float(theory.check_alpha(threshold, "threshold"))
     k = int(theory.check_k(k))
-    return Policy("hf_confidence", {"threshold": threshold, "k": k}, f"HF confidence ≥ {threshold:g}")
+    label = Phrase("note.policies.label.hf_confidence", threshold=threshold)
+    return Policy("hf_confidence", {"threshold": threshold, "k": k}, label)
 
 
 def llamacpp_pmin(p_min: float = 0.75, n_max: int = 16, n_min: int = 0, keep_crossing: bool = True) -> Policy:
@@ -366,7 +368,7 @@ def llamacpp_pmin(p_min: float = 0.75, n_max: int = 16, n_min: int = 0, keep_cro
     return Policy(
         "llamacpp_pmin",
         {"p_min": p_min, "k": n_max, "n_min": int(n_min), "keep_crossing": bool(keep_crossing)},
-        f"llama.cpp p_min {p_min:g}",
+        Phrase("note.policies.label.llamacpp_pmin", p_min=p_min),
     )
 
 
@@ -374,7 +376,8 @@ def specdecpp(threshold: float = 0.7, k: int = 16) -> Policy:
     """SpecDec++'s stopping rule with the draft's probabilities as the acceptance estimate: after
     drafting token i, stop when 1 − Π_{j ≤ i} q(x_j) > ``threshold``; at most ``k`` drafts."""
     threshold = float(theory.check_alpha(threshold, "threshold"))
-    return Policy("specdecpp", {"threshold": threshold, "k": int(theory.check_k(k))}, f"SpecDec++ {threshold:g}")
+    label = Phrase("note.policies.label.specdecpp", threshold=threshold)
+    return Policy("specdecpp", {"threshold": threshold, "k": int(theory.check_k(k))}, label)
 
 
 def vllm_by_batch(schedule: Sequence[Sequence[int]], batch_size: int) -> Policy:
@@ -383,7 +386,8 @@ def vllm_by_batch(schedule: Sequence[Sequence[int]], batch_size: int) -> Policy:
     b = int(theory.check_k(batch_size, "batch_size"))
     for start, end, k in schedule:
         if int(start) <= b <= int(end):
-            return Policy("vllm_by_batch", {"k": int(k), "batch_size": b}, f"vLLM by batch (B = {b}: K = {k})")
+            label = Phrase("note.policies.label.vllm_by_batch", b=b, k=k)
+            return Policy("vllm_by_batch", {"k": int(k), "batch_size": b}, label)
     raise Message("err.policies.batch_schedule", b=b, schedule=list(map(list, schedule)))
 
 
@@ -392,14 +396,15 @@ def while_proposing(k: int) -> Policy:
     (:class:`specviz.models.ngram.NgramDraft` has q_top = 1 on a proposal and 1/V without one). The
     call that finds no proposal costs its lookup but drafts nothing."""
     k = int(theory.check_k(k))
-    return Policy("llamacpp_pmin", {"p_min": 0.5, "k": k, "n_min": 0, "keep_crossing": False}, "while proposing")
+    label = Phrase("note.policies.label.while_proposing")
+    return Policy("llamacpp_pmin", {"p_min": 0.5, "k": k, "n_min": 0, "keep_crossing": False}, label)
 
 
 def oracle(include_rejected: bool = False) -> Policy:
     """Drafts exactly the tokens the target accepts (non-causal, a bound): k = a; with
     ``include_rejected``, k = a + 1 (it also drafts the first rejected token, as a causal rule must
     to see the rejection), the bound 1 / ((1 − α) + 1/c) of :func:`oracle_speedup`."""
-    name = "oracle (+ the rejected draft)" if include_rejected else "oracle"
+    name = Phrase("note.policies.label.oracle_rejected" if include_rejected else "note.policies.label.oracle")
     return Policy("oracle", {"include_rejected": bool(include_rejected)}, name)
 
 
@@ -512,7 +517,7 @@ def compare(trace: Trace, rules: Sequence[Policy], c: float, v: float = 0.0, o: 
     rows += [(best, "best static K"), (replay(oracle(), trace, c, v, o), "oracle")]
     return pd.DataFrame(
         {
-            "policy": [r.policy for r, _ in rows],
+            "policy": pd.Series([r.policy for r, _ in rows], dtype=object),  # labels keep their i18n.Phrase
             "kind": [kind for _, kind in rows],
             "speedup": [r.speedup for r, _ in rows],
             "tokens_per_round": [r.tokens_per_round for r, _ in rows],

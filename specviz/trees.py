@@ -383,6 +383,15 @@ def best_tree_for_hardware(
     return _tree_of_paths(_padded(_rebuild(T, best, arg, n + 1, d), n)), float(top)
 
 
+def _contiguous_ranks(tree: Tree, node: int) -> int:
+    """m such that ``node`` offers ranks 1..m (it may offer more after a gap)."""
+    offered = {tree.ranks[child] for child in tree.children(node)}
+    m = 0
+    while m + 1 in offered:
+        m += 1
+    return m
+
+
 def positional_acceptance(tree: Tree, rounds, by_depth: bool = False) -> np.ndarray:
     """Estimate p_1, p_2, … from rounds of a tree run (records with ``path`` and ``accept_mask``).
 
@@ -393,19 +402,21 @@ def positional_acceptance(tree: Tree, rounds, by_depth: bool = False) -> np.ndar
 
         h_r = (tests that took rank r) / (tests that reached rank r),   p_r = h_r · Π_{s<r} (1 − h_s)
 
-    where a test reaches rank r when its node has at least r children and took none of ranks < r.
+    where a test reaches rank r when it took none of ranks < r and its node offers ranks 1..r, or it
+    took rank r itself. A node may skip a rank (an optimal tree built from a p that is not decreasing
+    can offer ranks 1, 2, 3, 5): a refusal there is censored at the gap (the target's token may have
+    been the rank not offered), a take of rank 5 still shows that ranks 1..4 were not it.
     Σ p̂_r ≤ 1 by construction. Returns (R,) with R the tree's widest node, NaN (and NaN beyond) where
     no test reached a rank; with ``by_depth``, a (D, R) table, row d from the tests at depth d, where
     a rank no test at that depth reached takes the pooled h_r (so every row still sums to ≤ 1).
     """
-    width = max((len(tree.children(n)) for n in range(len(tree))), default=0)
+    width = max(tree.ranks, default=0)  # the highest rank offered anywhere
     took, reached = np.zeros((max(tree.depth, 1), width)), np.zeros((max(tree.depth, 1), width))
     for r in rounds:
         for d, ok in enumerate(r.accept_mask):
             node = 0 if d == 0 else r.path[d - 1]
             rank = tree.ranks[r.path[d]] if ok else None
-            offered = len(tree.children(node))
-            reached[d, : offered if rank is None else rank] += 1
+            reached[d, : _contiguous_ranks(tree, node) if rank is None else rank] += 1
             if rank is not None:
                 took[d, rank - 1] += 1
     pooled = _hazards(took.sum(0), reached.sum(0))  # (R,)

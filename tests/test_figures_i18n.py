@@ -202,6 +202,8 @@ def keys_asked_for(prefix: str) -> set[str]:
         keys |= {f"fig.axis.{name}" for name in figures.AXES}
     else:
         keys |= {f"hwfig.bound.{bound}" for bound in hardware_figures.BOUND_COLORS}
+        keys.discard("hwfig.op")  # a group: i18n.name(lang, "hwfig.op", operator)
+        keys |= {f"hwfig.op.{op}" for op in (*hardware.OPERATORS, "fixed overhead")}  # step_breakdown's rows
     return keys
 
 
@@ -328,3 +330,18 @@ def test_hardware_figures_in_chinese():
     calibration = BUILDERS["calibration_parity"](lang="zh")
     assert calibration.data[0].name == "预测 = 实测" and calibration.data[1].name == "±25 %"
     assert calibration.data[3].hovertemplate.endswith("<br>实测 %{x:.3f} ms，预测 %{y:.3f} ms<extra></extra>")
+
+
+def test_names_the_library_uses_as_identifiers_are_shown_in_chinese():
+    from specviz import policies
+
+    trace = policies.synthetic_trace(0.8, 4, 200, np.random.default_rng(0), "calibrated")
+    frame = policies.compare(trace, [policies.constant(3), policies.hf_heuristic(20)], c=10.0)
+    assert list(frame["policy"][:2]) == ["constant K = 3", "HF heuristic (start 20)"]  # English as strings
+    bars = list(figures.policy_bars(frame, lang="zh").data[0].x)
+    assert bars[:2] == ["固定 K = 3", "HF heuristic（起始 20）"] and "理想上限（oracle）" in bars
+    shapes = pd.DataFrame({"budget": [1, 1], "shape": ["optimal tree", "my shape"], "expected_tokens": [1.5, 1.4]})
+    assert [t.name for t in figures.tokens_by_budget(shapes, lang="zh").data] == ["最优树", "my shape"]
+    assert (
+        i18n.name("zh", "hwfig.op", "attention") == "注意力" and i18n.name("zh", "hwfig.op", "custom op") == "custom op"
+    )

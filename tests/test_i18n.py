@@ -32,7 +32,20 @@ PAGE_QUERY = {
 #: Catalogue texts the same in both languages besides symbols and formulas: proper names, engine identifiers.
 SAME_IN_BOTH = {"specviz", "accept len / speculative_num_draft_tokens"}
 WORD = re.compile(r"(?<![\w])[A-Za-z]{3,}(?![\w])")  # an English word (not α, K, E[N], c_L, T_draft)
-PROPER_NAMES = {"specviz", "Leviathan", "vLLM", "SGLang", "llama", "cpp", "TensorRT", "LLM", "GPU", "URL"}
+PROPER_NAMES = {
+    "specviz",
+    "SpecDec",
+    "MLP",
+    "Leviathan",
+    "vLLM",
+    "SGLang",
+    "llama",
+    "cpp",
+    "TensorRT",
+    "LLM",
+    "GPU",
+    "URL",
+}
 
 
 def needs_translation(english: str) -> bool:

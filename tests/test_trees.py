@@ -193,6 +193,26 @@ def test_positional_acceptance_is_the_sequential_mle_when_widths_differ():
     assert p.sum() <= 1 and (by_depth.sum(1) <= 1 + 1e-12).all()
 
 
+def test_positional_acceptance_with_a_gap_in_the_offered_ranks():
+    """An optimal tree built from a p that is not decreasing (p_5 > p_4) offers ranks 1, 2, 3, 5 at its root.
+
+    A take of rank 5 shows ranks 1..4 were not the target's token; a refusal is censored at the gap
+    (rank 4 was not offered, the token may have been it). This shape crashed the estimate (IndexError).
+    """
+    tree = trees.Tree((-1, 0, 0, 0, 0), (0, 1, 2, 3, 5))
+
+    def record(mask, path):
+        return decoding.RoundRecord([], len(path), [], mask, [], 0, 0, 0, path=path)
+
+    rounds = [record([True], [1]), record([True], [4]), record([False], []), record([False], [])]
+    h = [1 / 4, 0 / 3, 0 / 3, 0 / 1, 1 / 1]  # rank 4: reached only by the rank-5 take; rank 5: 1 of 1
+    want = [h[0], *(h[r] * np.prod([1 - x for x in h[:r]]) for r in range(1, 5))]
+    assert trees.positional_acceptance(tree, rounds) == pytest.approx(want)
+    p = np.array([0.738, 0.077, 0.043, 0.009, 0.022, 0.009, 0.009, 0.003])  # T = 1 pilot, bundled pair
+    for shape in (trees.optimal_tree(p, 32, 16), trees.optimal_tree(p, 64, 16)):
+        assert trees.positional_acceptance(shape, []).shape == (max(shape.ranks),)  # no IndexError on any rank
+
+
 @SETTINGS
 @given(p=positional(), depth=st.integers(1, 4), budget=st.integers(1, 12))
 def test_a_depth_table_of_equal_rows_is_the_positional_model(p, depth, budget):
