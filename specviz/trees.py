@@ -403,8 +403,8 @@ def positional_acceptance(tree: Tree, rounds, by_depth: bool = False) -> np.ndar
         h_r = (tests that took rank r) / (tests that reached rank r),   p_r = h_r · Π_{s<r} (1 − h_s)
 
     where a test reaches rank r when it took none of ranks < r and its node offers ranks 1..r, or it
-    took rank r itself. A node may skip a rank (an optimal tree built from a p that is not decreasing
-    can offer ranks 1, 2, 3, 5): a refusal there is censored at the gap (the target's token may have
+    took rank r itself. A node may skip a rank (a top-k tree built from a p that is not decreasing
+    offers its k likeliest ranks, e.g. 1, 2, 3, 5): a refusal there is censored at the gap (the target's token may have
     been the rank not offered), a take of rank 5 still shows that ranks 1..4 were not it.
     Σ p̂_r ≤ 1 by construction. Returns (R,) with R the tree's widest node, NaN (and NaN beyond) where
     no test reached a rank; with ``by_depth``, a (D, R) table, row d from the tests at depth d, where

@@ -161,6 +161,15 @@ def visible_texts(at) -> list[str]:
 
 
 @pytest.mark.parametrize("page", TRANSLATED)
+def test_a_page_in_english_shows_no_chinese_text(page):
+    """The other half of "both languages": in English no Chinese catalogue text leaks (the switch's 中文 aside)."""
+    script = "app.py" if page == "pages/home.py" else page
+    at = open_app(script, lang="en", **PAGE_QUERY.get(page, {}))
+    shown = [s.replace(i18n.LANGUAGES["zh"], "") for s in visible_texts(at) + chart_texts(at)]
+    assert shown and not [s for s in shown if re.search(r"[\u4e00-\u9fff]", s)]
+
+
+@pytest.mark.parametrize("page", TRANSLATED)
 def test_a_translated_page_shows_no_english_catalogue_text_in_chinese(page):
     script = "app.py" if page == "pages/home.py" else page
     at = open_app(script, lang="zh", **PAGE_QUERY.get(page, {}))
