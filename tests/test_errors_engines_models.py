@@ -16,16 +16,16 @@ import httpx
 import pandas as pd
 import pytest
 import torch
+from _messages import caught, check
 
 from specviz import i18n, models
 from specviz.engines import fetch, loadgen, monitor, readers, telemetry
 from specviz.engines.fetch import FetchError, FetchPolicy
 from specviz.engines.readers import TelemetryError
 from specviz.engines.telemetry import Telemetry
-from specviz.i18n import Message, Phrase
+from specviz.i18n import Phrase
 from specviz.models import gpt, hf
 
-CJK = re.compile(r"[\u4e00-\u9fff]")
 ROOT = Path(__file__).resolve().parents[1]
 MY_FILES = [
     *sorted((ROOT / "specviz" / "engines").glob("*.py")),
@@ -33,23 +33,6 @@ MY_FILES = [
     ROOT / "specviz" / "models" / "gpt.py",
     ROOT / "specviz" / "models" / "hf.py",
 ]
-
-
-def caught(fn, *args, **kwargs) -> Message:
-    with pytest.raises(ValueError) as info:
-        fn(*args, **kwargs)
-    return info.value
-
-
-def check(item: Message | Phrase, english: str, *same: str) -> None:
-    """``item`` reads ``english``; its Chinese has CJK and every string in ``same``; its key is in both catalogues."""
-    assert isinstance(item, Message | Phrase), type(item)
-    assert str(item) == english
-    zh = item.text("zh")
-    assert CJK.search(zh), zh
-    for s in same:
-        assert s in zh, (s, zh)
-    assert item.key in i18n.catalogue("en") and item.key in i18n.catalogue("zh")
 
 
 def test_every_key_named_in_these_files_is_in_both_catalogues():

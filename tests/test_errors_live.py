@@ -14,29 +14,10 @@ from dataclasses import replace
 
 import pytest
 import torch
+from _messages import caught, check
 
 from specviz import bench, decoding, i18n, live
 from specviz.i18n import Message, Phrase
-
-CJK = re.compile(r"[\u4e00-\u9fff]")
-
-
-def caught(fn, *args, **kwargs) -> Message:
-    with pytest.raises(ValueError) as info:
-        fn(*args, **kwargs)
-    return info.value
-
-
-def check(item: Message | Phrase, english: str, *same: str) -> None:
-    """``item`` reads ``english``; its Chinese has CJK and every string in ``same``; its key is in both catalogues."""
-    assert isinstance(item, Message | Phrase), type(item)
-    assert str(item) == english
-    zh = item.text("zh")
-    assert CJK.search(zh), zh
-    for s in same:
-        assert s in zh, (s, zh)
-    assert item.key in i18n.catalogue("en") and item.key in i18n.catalogue("zh")
-
 
 # ----------------------------------------------------------------------------- specviz.live.request
 

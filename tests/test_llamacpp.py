@@ -72,7 +72,9 @@ def test_greedy_continuations_against_our_engine(llama_server, prompts, target, 
         assert d.margin < 2 * moved, f"prompt {i}: {d} is not a near-tie (the GELU moves logits by {moved:.2e})"
         near_ties.append((i, d.position, d.margin, moved))
     assert equal >= len(prompts) - 2, f"only {equal} of {len(prompts)} continuations equal; near-ties {near_ties}"
-    print(f"llama.cpp against ours: {equal} of {len(prompts)} equal; near-ties (prompt, position, margin, moved) {near_ties}")
+    print(
+        f"llama.cpp against ours: {equal} of {len(prompts)} equal; near-ties (prompt, position, margin, moved) {near_ties}"
+    )
 
 
 def test_metrics_and_timings_readers_agree_on_one_request(llama_server, prompts):
