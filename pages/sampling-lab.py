@@ -52,7 +52,9 @@ def key(name: str) -> str:
 
 def builder_controls(who: str) -> None:
     """Controls of one distribution builder (p or q), shown for the chosen kind only."""
-    kind = ui.selectbox(PAGE, P[who], ui.t("lab.builder", who=who), format_func=lambda b: ui.t(f"lab.builder.{b}"))
+    kind = ui.selectbox(
+        PAGE, P[who], ui.t("lab.builder", who=who), format_func=lambda b: ui.message(sampling.BUILDERS[b])
+    )
     if kind == "zipf":
         ui.number_input(PAGE, P[f"{who}_s"], ui.t("lab.zipf_s", who=who), step=0.1)
     elif kind == "dirichlet":
@@ -185,24 +187,13 @@ def emitted_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
     c1.metric(ui.t("lab.m.emitted"), f"{len(emitted):,}")
     c2.metric(ui.t("lab.m.tv_emitted"), f"{gof.tv:.4f}")
     c3.metric(ui.t("lab.m.p_value"), f"{gof.p_value:.3g}", help=ui.t("lab.m.p_value_help", dof=gof.dof))
-    (st.success if verdict.ok else st.warning)(verdict_text(gof, verdict, view["variant"]))
+    (st.success if verdict.ok else st.warning)(ui.message(verdict.text))
     variant_note(view)
-
-
-def verdict_text(gof, verdict: sampling.Verdict, variant: str) -> str:
-    """``verdict.text`` (sampling.emitted_verdict) in the session's language: the same reading, in the same words."""
-    why = ui.t(f"lab.does.{variant}")
-    if gof.impossible:
-        return ui.t("lab.verdict.impossible", n=gof.impossible, why=why)
-    if verdict.ok:
-        return ui.t("lab.verdict.ok", p_value=f"{gof.p_value:.3g}", level=f"{LEVEL:g}", tv=f"{gof.tv:.4f}")
-    why = why if variant != "exact" else ui.t("lab.verdict.unexpected")
-    return ui.t("lab.verdict.biased", p_value=f"{gof.p_value:.2g}", level=f"{LEVEL:g}", tv=f"{gof.tv:.4f}", why=why)
 
 
 def variant_note(view: dict) -> None:
     if view["variant"] != "exact":
-        st.info(ui.t("lab.variant_note", what=ui.t(f"lab.does.{view['variant']}")))
+        st.info(ui.t("lab.variant_note", what=ui.message(sampling.VARIANTS[view["variant"]])))
 
 
 TABS = {"Acceptance is overlap": overlap_tab, "Tokens per round": tokens_tab, "Emitted tokens": emitted_tab}

@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from specviz.i18n import Message
+from specviz.i18n import Message, Phrase
 
 __all__ = [
     "BUILDERS",
@@ -55,14 +55,9 @@ __all__ = [
 
 #: Verification variants: the exact rule and three real implementation mistakes
 #: (chapter exercise 5), each with what it breaks.
-VARIANTS: dict[str, str] = {
-    "exact": "The exact rule: accept with min(1, p/q), correct from the residual (p − q)⁺, bonus from p.",
-    "accept_first": "Accepts the first draft token unconditionally (a common 'speed trick'): the first emitted "
-    "token of every round is a draw from q, not p, so the output leans towards q.",
-    "resample_p": "After a rejection, resamples from p instead of the residual (p − q)⁺: tokens the draft "
-    "already covers get emitted twice over, so the output over-weights the overlap min(p, q).",
-    "temperature_mismatch": "Samples drafts from q at one temperature but computes the ratio p/q with q at "
-    "another: the acceptance test no longer matches the proposal, so the output is biased.",
+VARIANTS: dict[str, str] = {  # name -> what it does (an i18n.Phrase: English as a str, any language on a page)
+    name: Phrase(f"note.sampling.does.{name}")
+    for name in ("exact", "accept_first", "resample_p", "temperature_mismatch")
 }
 
 _CHUNK = 1 << 16  # rounds per chunk in simulate_rounds: bounds memory at ~(chunk × V) floats
@@ -447,12 +442,8 @@ def parse_distribution(data: str | bytes, v: int, name: str = "distribution") ->
 
 
 #: Distribution builders offered by the lab: key -> label.
-BUILDERS = {
-    "zipf": "Zipf(s)",
-    "dirichlet": "Dirichlet(β), seeded",
-    "uniform": "uniform",
-    "tempered": "target at temperature τ (same logits)",
-    "custom": "my own vector",
+BUILDERS = {  # name -> what it builds (an i18n.Phrase)
+    name: Phrase(f"note.sampling.builder.{name}") for name in ("zipf", "dirichlet", "uniform", "tempered", "custom")
 }
 
 
@@ -573,14 +564,11 @@ class Verdict(NamedTuple):
 
 
 def emitted_verdict(gof: GofResult, variant: str, level: float = 1e-3) -> Verdict:
-    """Plain-language reading of a χ² result for the lab page."""
+    """Plain-language reading of a χ² result for the lab page (its text an i18n.Phrase)."""
     if gof.impossible:
-        return Verdict(
-            False,
-            f"biased: {gof.impossible} emitted tokens have p = 0 — the target would never "
-            f"emit them. {VARIANTS[variant]}",
-        )
+        return Verdict(False, Phrase("note.sampling.verdict.impossible", n=gof.impossible, why=VARIANTS[variant]))
+    stats = {"level": f"{level:g}", "tv": f"{gof.tv:.4f}"}
     if gof.p_value >= level:
-        return Verdict(True, f"consistent with p (χ² p-value {gof.p_value:.3g} ≥ {level:g}; TV = {gof.tv:.4f}).")
-    why = VARIANTS[variant] if variant != "exact" else "Unexpected for the exact rule — check the inputs."
-    return Verdict(False, f"biased: χ² p-value {gof.p_value:.2g} < {level:g}, TV = {gof.tv:.4f}. {why}")
+        return Verdict(True, Phrase("note.sampling.verdict.ok", p_value=f"{gof.p_value:.3g}", **stats))
+    why = VARIANTS[variant] if variant != "exact" else Phrase("note.sampling.verdict.unexpected")
+    return Verdict(False, Phrase("note.sampling.verdict.biased", p_value=f"{gof.p_value:.2g}", why=why, **stats))
