@@ -1,13 +1,12 @@
 """Measured data: add benchmark files to the shared run library and see them over the theory."""
 
 import hashlib
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
-from specviz import figures, i18n, measurements, overlays, store, ui
+from specviz import figures, measurements, overlays, store, ui
 from specviz.share import Param, by_key
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
@@ -32,22 +31,14 @@ def key(name: str) -> str:
     return ui.key(PAGE, name)
 
 
-def library_text(lang: str, catalogue_key: str, english: str) -> str:
-    """The text in ``lang`` of ``catalogue_key`` (a name or description the library gives in ``english``),
-    or ``english`` itself where the catalogue has no such key yet (e.g. a new reader)."""
-    return i18n.text(lang, catalogue_key) if catalogue_key in i18n.catalogue(i18n.DEFAULT) else english
+def format_label(fmt: str) -> str:
+    """A reader's title (or "detect") in the session's language; the choice itself stays the reader's name."""
+    return ui.t("md.format.auto") if fmt == "auto" else ui.message(measurements.READERS[fmt].title)
 
 
-# The labels of the two selectboxes take the language as drawn, not the session's at call time: a
-# format_func is called again outside the script run (by AppTest), where no session can be read.
-def format_label(fmt: str, lang: str) -> str:
-    """A reader's title (or "detect") in ``lang``; the choice itself stays the reader's name."""
-    return library_text(lang, f"md.format.{fmt}", FORMATS[fmt])
-
-
-def sample_label(name: str, lang: str) -> str:
-    """A sample file's name and what it is, in ``lang``."""
-    return f"{name} — {library_text(lang, f'md.sample.{Path(name).stem}', measurements.SAMPLES[name])}"
+def sample_label(name: str) -> str:
+    """A sample file's name and what it is, in the session's language."""
+    return f"{name} — {ui.message(measurements.SAMPLES[name])}"
 
 
 def shown_name(name: str) -> str:
@@ -141,7 +132,7 @@ def add_section(engine, runs) -> None:
     )
     left.text_area(ui.t("md.paste"), key=key("paste"), height=100)
     with right:
-        ui.selectbox(PAGE, P["format"], ui.t("md.format"), format_func=partial(format_label, lang=ui.language()))
+        ui.selectbox(PAGE, P["format"], ui.t("md.format"), format_func=format_label)
         ui.number_input(
             PAGE,
             P["k_given"],
@@ -156,7 +147,7 @@ def add_section(engine, runs) -> None:
     samples = measurements.available_samples()
     if samples:
         sample = right.selectbox(
-            ui.t("md.samples"), tuple(samples), format_func=partial(sample_label, lang=ui.language()), key=key("sample")
+            ui.t("md.samples"), tuple(samples), format_func=ui.session_language(sample_label), key=key("sample")
         )
         if right.button(ui.t("md.load_sample"), icon=":material/dataset:"):
             st.session_state[key("sample_loaded")] = sample

@@ -198,7 +198,7 @@ def decimal_comma(table: RawTable, report: LoadReport) -> bool:
 
 READER = Reader(
     name="csv",
-    title="CSV",
+    title=Phrase("note.measurements.reader.csv"),
     detect=lambda text: True,
     rule="anything the readers before it do not claim",
     read=read,

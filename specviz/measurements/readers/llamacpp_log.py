@@ -160,7 +160,7 @@ def check(row: LogRow, k: int | None) -> LogRow:
 
 READER = Reader(
     name="llamacpp_log",
-    title="llama.cpp log lines",
+    title=Phrase("note.measurements.reader.llamacpp_log"),
     detect=lambda text: (
         _MAYBE.search(text) is not None and any(is_draft_line(x) or is_timings_line(x) for x in text.splitlines())
     ),

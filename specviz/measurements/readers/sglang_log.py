@@ -129,7 +129,7 @@ def verified_per_round(mean: float | None, rate: float | None) -> tuple[float, f
 
 READER = Reader(
     name="sglang_log",
-    title="SGLang log lines",
+    title=Phrase("note.measurements.reader.sglang_log"),
     detect=lambda text: "decode batch" in text.lower() and any(map(is_batch_line, text.splitlines())),
     rule="a line holds 'Decode batch' followed by '#running-req:' (its 'accept len' lines are read)",
     read=read,

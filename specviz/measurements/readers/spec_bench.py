@@ -179,7 +179,7 @@ def _starts_with_json_object(text: str) -> bool:
 
 READER = Reader(
     name="spec_bench",
-    title="Spec-Bench JSON lines",
+    title=Phrase("note.measurements.reader.spec_bench"),
     detect=_starts_with_json_object,
     rule="the first non-blank line starts with '{'",
     read=read,

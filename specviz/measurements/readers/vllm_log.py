@@ -181,7 +181,7 @@ def _v0_counts_off(k, acc, drafted, emitted, printed_rate, printed_eff) -> bool:
 
 READER = Reader(
     name="vllm_log",
-    title="vLLM log lines",
+    title=Phrase("note.measurements.reader.vllm_log"),
     detect=lambda text: MARKER in text.lower() and any(map(is_metrics_line, text.splitlines())),
     rule="a line holds 'SpecDecoding metrics' (any case) and one of its metric fields (V1; V0 lines in it are read too)",
     read=read,
@@ -191,7 +191,7 @@ READER = Reader(
 
 READER_V0 = Reader(
     name="vllm_v0_log",
-    title="vLLM V0 log lines",
+    title=Phrase("note.measurements.reader.vllm_v0_log"),
     detect=lambda text: V0_MARKER in text.lower() and any(map(is_v0_line, text.splitlines())),
     rule="a line holds 'Speculative metrics:' (any case) and one of vLLM V0's fields (they state K)",
     read=read,
