@@ -36,6 +36,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         micro_batches=args.micro_batches,
         eval_every=args.eval_every,
         warmup=args.warmup,
+        min_lr=args.min_lr,
     )
     command = "python -m specviz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     corpus = Path(args.corpus) if args.corpus else None
@@ -52,7 +53,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         progress = _progress_factory(args.only, steps)
         init = Path(args.init_from) if args.init_from else None
         try:
-            record = train.train_one(args.only, cfg, tc, out, work, corpus, command, progress, distil, init)
+            ul = (
+                train.UnlikelihoodConfig(every=args.unlikelihood_every, n=args.unlikelihood_n)
+                if args.unlikelihood_every
+                else None
+            )
+            record = train.train_one(args.only, cfg, tc, out, work, corpus, command, progress, distil, init, ul)
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -429,6 +435,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --only draft: distil from the target in --out over this many windows (0: plain training)",
     )
     t.add_argument("--teacher-top-k", type=int, default=8, help="next bytes of the teacher kept per position")
+    t.add_argument(
+        "--unlikelihood-every",
+        type=int,
+        default=0,
+        help="with --only target: make every N-th step a sequence-level unlikelihood step against greedy "
+        "repeats (Welleck et al. 2019; 0: none)",
+    )
+    t.add_argument("--unlikelihood-n", type=int, default=16, help="length in bytes of the repeats it penalises")
+    t.add_argument("--min-lr", type=float, default=1e-4, help="floor of the cosine learning-rate decay")
     t.set_defaults(func=cmd_train)
 
     c = sub.add_parser("card", help="re-measure a trained pair's model card (bits/byte, acceptance, speed) here")

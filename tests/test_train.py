@@ -8,6 +8,8 @@ import json
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from specviz import __main__ as cli
 from specviz.models import train
@@ -416,3 +418,79 @@ def test_a_warm_started_model_carries_its_earlier_training_into_the_card(corpus,
     assert "2.00 h of training (wall clock)" in text  # both runs
     assert (out / "loss_curve.svg").read_text().count("<polyline") == 2
     capsys.readouterr()
+
+
+def test_repeated_ngram_mask_marks_every_byte_of_a_repeated_ngram():
+    mask = train.repeated_ngram_mask(np.array([[1, 2, 3, 4, 5, 1, 2, 3, 4], [7, 7, 7, 7, 7, 7, 0, 1, 2]]), 4)
+    assert mask[0].tolist() == [False] * 5 + [True] * 4  # 1 2 3 4 came again at 5..8
+    assert mask[1].tolist() == [False] + [True] * 5 + [False] * 3  # 7 7 7 7 at 0, again at 1 and 2
+    assert not train.repeated_ngram_mask(np.arange(12)[None], 4).any()
+
+
+@given(st.lists(st.integers(0, 3), min_size=4, max_size=40), st.integers(1, 5))
+def test_a_sequence_has_a_repeat_marked_exactly_when_an_ngram_repeats(tokens, n):
+    from specviz.bench import distinct_ngram_ratio
+
+    if len(tokens) < n:
+        return
+    mask = train.repeated_ngram_mask(np.array([tokens]), n)[0]
+    assert mask.any() == (distinct_ngram_ratio(tokens, n) < 1)
+    assert not mask[0]  # a repeat starts after the first n-gram's start
+
+
+def test_unlikelihood_loss_is_minus_log_one_minus_p_over_the_marked_tokens():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(2, 5, 8, generator=g, requires_grad=True)  # (B, N, V)
+    tokens = torch.randint(0, 8, (2, 5), generator=g)
+    mask = torch.tensor([[1, 0, 0, 1, 0], [0, 0, 0, 0, 1]], dtype=torch.bool)
+    p = torch.softmax(logits, -1).gather(-1, tokens[..., None])[..., 0]
+    expected = -(torch.log(1 - p[0, 0]) + torch.log(1 - p[0, 3]) + torch.log(1 - p[1, 4])) / 10
+    loss = train.unlikelihood_loss(logits, tokens, mask)
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    assert train.unlikelihood_loss(logits, tokens, torch.zeros_like(mask)).item() == 0
+    loss.backward()
+    after = torch.softmax(logits - 0.5 * logits.grad, -1).gather(-1, tokens[..., None])[..., 0]
+    assert (after[mask] < p[mask]).all()  # a descent step lowers exactly the marked tokens' probability
+    assert (logits.grad[~mask] == 0).all()
+
+
+def test_unlikelihood_steps_log_the_repeat_share_and_resume_exactly(data, tmp_path):
+    tc = train.TrainConfig(steps=6, batch_size=2, seq_len=64, warmup=2, checkpoint_every=1, eval_every=3)
+    ul = train.UnlikelihoodConfig(every=2, prefix=16, new_tokens=24)
+
+    def stop_at_2(step: int, bits: float) -> None:
+        if step == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train.train_model(TINY, tc, data, tmp_path / "a", stop_at_2, data, unlikelihood=ul)
+    _, resumed = train.train_model(TINY, tc, data, tmp_path / "a", val_data=data, unlikelihood=ul)
+    _, straight = train.train_model(TINY, tc, data, tmp_path / "b", val_data=data, unlikelihood=ul)
+    assert [len(row) for row in straight["curve"]] == [4, 4]  # step, plain-step bits, held-out, repeat share
+    assert all(0 <= row[3] <= 1 for row in straight["curve"])
+    np.testing.assert_allclose(np.ravel(resumed["curve"]), np.ravel(straight["curve"]), atol=2e-4)
+
+
+def test_unlikelihood_config_and_its_combination_with_distillation_are_checked(corpus, tmp_path):
+    with pytest.raises(ValueError, match="unlikelihood prefix must be >= 1; got 0"):
+        train.UnlikelihoodConfig(prefix=0)
+    with pytest.raises(ValueError, match="cannot be combined with distillation"):
+        train.train_one(
+            "draft",
+            TINY,
+            TC,
+            tmp_path,
+            tmp_path / "w",
+            corpus,
+            distil=train.DistilConfig(),
+            unlikelihood=train.UnlikelihoodConfig(),
+        )
+
+
+def test_train_one_records_its_unlikelihood_steps(corpus, tmp_path):
+    tc = train.TrainConfig(steps=2, batch_size=2, seq_len=64, warmup=1, eval_every=2)
+    ul = train.UnlikelihoodConfig(every=2, prefix=16, new_tokens=24)
+    train.train_one("target", TINY, tc, tmp_path, tmp_path / "w", corpus, "train target", unlikelihood=ul)
+    record = json.loads((tmp_path / "target" / "train.json").read_text())
+    assert record["unlikelihood"] == {"every": 2, "prefix": 16, "new_tokens": 24, "n": 16}
+    assert len(record["log"]["curve"][0]) == 4
