@@ -23,8 +23,13 @@ llama-server on loopback, one server per configuration, ``--threads`` threads ea
    measured S = median over prompts of (spec tokens/s ÷ target-only tokens/s);
    each prompt's baseline and speculative runs interleaved (a target-only server runs beside the
    K's server), so that drift of the machine hits both;
-   predicted S = E[N] / (1 + v·K + K / c) (:func:`specviz.theory.speedup_from_tokens`, o = 0)
-   from llama.cpp's own E[N], c and v (none of them taken from the speculative runs' timings)                                              [±15 % at every K]
+   predicted S = E[N] / (1 + v·K + o + K / c) (:func:`specviz.theory.speedup_from_tokens`)
+   from llama.cpp's own E[N], c and v (none of them taken from these speculative runs' timings)
+   and its per-round overhead o, in T_p, calibrated once before the K loop: the same measurement
+   at K = ``--calibrate-k`` on ``--calibration-prompts`` other prompts gives o = E[N] / S − (1 + v·K
+   + K / c) there (the work a round does beyond one verify, K draft steps and one baseline step's
+   server work: the draft catching up on the accepted tokens, sampling K + 1 positions, switching
+   between the two models). The prediction with o = 0 is printed beside it.      [±15 % at every K]
 4. α: llama.cpp's (from its E[N] at K) vs our engine's on the same prompts, greedy
    (:func:`specviz.bench.run_cell`, α from its E[N] the same way)                 [±0.03 at every K]
 5. (figure, no target) tokens/s of our engine and of llama.cpp on the same pair and CPU:
@@ -94,6 +99,13 @@ def main() -> int:
     ap.add_argument("--depth", type=int, default=256, help="context of llama-bench's timed forwards")
     ap.add_argument("--bench-repeats", type=int, default=20)
     ap.add_argument("--out", default=None, help="write the per-K table as JSON here")
+    ap.add_argument(
+        "--calibrate-k",
+        type=int,
+        default=4,
+        help="measure llama.cpp's per-round overhead o at this K on other prompts first (0: o = 0)",
+    )
+    ap.add_argument("--calibration-prompts", type=int, default=2, help="prompts for the calibration (after the others)")
     args = ap.parse_args()
     t_start = time.perf_counter()
     ks = [int(k) for k in args.ks.split(",")]
@@ -104,7 +116,8 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     print(machine_line(f"torch {torch.__version__}, {args.threads} threads for both engines | {binary}"))
     tok = ByteTokenizer()
-    texts = bench.load_prompts()[: args.prompts]
+    texts_all = bench.load_prompts()
+    texts = texts_all[: args.prompts]
     ids = [tok.encode(t) for t in texts]
     work = Path(tempfile.mkdtemp(prefix="specviz-llamacpp-"))
     target_gguf, draft_gguf = export_pair_gguf("bundled", work)
@@ -116,80 +129,99 @@ def main() -> int:
     target, draft, _ = load_pair("bundled")
     prompts_t = [torch.tensor(i, dtype=torch.long) for i in ids]
     rows, all_base = [], []
-    print(
-        f"\n{'K':>2} {'T_p':>6} {'T_t':>6} {'T_v':>6} {'T_d':>6} {'T_q':>6} {'E[N] llama':>10} {'α llama':>8} "
-        f"{'α ours':>7} {'c':>6} {'v':>6} {'round meas':>10} "
-        f"{'round pred':>10} {'S meas':>7} {'S pred':>7} {'pred/meas':>9} {'(c fwd)':>8}"
-    )
+
+    def measure_k(k: int, prompts: list[list[int]], base_url: str, o: float = 0.0) -> tuple[dict, list]:
+        """llama.cpp at K on ``prompts``: its costs measured next to its runs, E[N], the measured S and
+        the predicted S (with per-round overhead ``o``, in T_p; and with o = 0); and the baseline runs."""
+        tgt = forward_ms(bench_bin, target_gguf, str(k + 1), 16, args.depth, args.threads, reps)
+        t_q = forward_ms(bench_bin, draft_gguf, "1", 16, args.depth, args.threads, reps)["tg"]
+        with llamacpp.serve(binary, draft_gguf, None, 1, **serve) as d:
+            decode_runs(d.url, prompts[:1], 16, 1)  # warm-up
+            t_d = per_token_ms(decode_runs(d.url, prompts[:2], args.new_tokens // 2, 2))
+        with llamacpp.serve(binary, target_gguf, draft_gguf, k, **serve) as s:
+            decode_runs(s.url, prompts[:1], 16, 1)  # warm-up, before the window opens
+            before = read_llamacpp(llamacpp.metrics_text(s.url))
+            base_runs, spec_runs = [], []
+            for p in prompts:  # baseline and speculative runs of each prompt interleaved, so drift hits both
+                b, r = [], []
+                for _ in range(args.repeats):
+                    b.append(llamacpp.complete(base_url, p, args.new_tokens)["timings"])
+                    r.append(llamacpp.complete(s.url, p, args.new_tokens)["timings"])
+                base_runs.append(b)
+                spec_runs.append(r)
+            w = window(before, read_llamacpp(llamacpp.metrics_text(s.url)))
+        t_p, t_t = per_token_ms(base_runs), tgt["tg"]
+        c, c_fwd = t_p / t_d, t_p / t_q
+        mean = min(w.mean_acceptance_length, k + 1.0)
+        v = max((tgt[("pp", k + 1)] - t_t) / (k * t_p), 0.0)
+        measured = statistics.median(
+            a / b for a, b in zip(tokens_per_s(spec_runs), tokens_per_s(base_runs), strict=True)
+        )
+        row = dict(
+            k=k,
+            mean_llama=mean,
+            alpha_llama=float(theory.alpha_from_mean_tokens(mean, k)),
+            t_p_ms=t_p,
+            c=c,
+            v=v,
+            o=o,
+            measured=measured,
+            predicted=float(theory.speedup_from_tokens(mean, c, k, v, o)),
+            predicted_o0=float(theory.speedup_from_tokens(mean, c, k, v)),
+            predicted_forward_c=float(theory.speedup_from_tokens(mean, c_fwd, k, v, o)),
+            round_predicted_o0=1 + v * k + k / c,
+            t_t_ms=t_t,
+            t_verify_ms=tgt[("pp", k + 1)],
+            t_d_ms=t_d,
+            t_q_ms=t_q,
+            c_forward=c_fwd,
+            llama_tps=statistics.median(tokens_per_s(spec_runs)),
+            llama_base_tps=statistics.median(tokens_per_s(base_runs)),
+        )
+        return row, base_runs
+
     with llamacpp.serve(binary, target_gguf, None, 1, **serve) as base:
         decode_runs(base.url, ids[:1], 16, 1)  # warm-up
-        for k in ks:
-            # every cost of this K measured next to its runs, so that the machine's drift hits them alike
-            tgt = forward_ms(bench_bin, target_gguf, str(k + 1), 16, args.depth, args.threads, reps)
-            t_q = forward_ms(bench_bin, draft_gguf, "1", 16, args.depth, args.threads, reps)["tg"]
-            t_t = tgt["tg"]
-            with llamacpp.serve(binary, draft_gguf, None, 1, **serve) as d:
-                decode_runs(d.url, ids[:1], 16, 1)  # warm-up
-                t_q_server = per_token_ms(decode_runs(d.url, ids[:2], args.new_tokens // 2, 2))
-            with llamacpp.serve(binary, target_gguf, draft_gguf, k, **serve) as s:
-                decode_runs(s.url, ids[:1], 16, 1)  # warm-up, before the window opens
-                before = read_llamacpp(llamacpp.metrics_text(s.url))
-                base_runs, spec_runs = [], []
-                for p in ids:  # baseline and speculative runs of each prompt interleaved, so drift hits both
-                    b, r = [], []
-                    for _ in range(args.repeats):
-                        b.append(llamacpp.complete(base.url, p, args.new_tokens)["timings"])
-                        r.append(llamacpp.complete(s.url, p, args.new_tokens)["timings"])
-                    base_runs.append(b)
-                    spec_runs.append(r)
-                w = window(before, read_llamacpp(llamacpp.metrics_text(s.url)))
-            all_base += base_runs
-            t_p = per_token_ms(base_runs)
-            c, c_fwd = t_p / t_q_server, t_p / t_q
-            mean = min(w.mean_acceptance_length, k + 1.0)
-            v = max((tgt[("pp", k + 1)] - t_t) / (k * t_p), 0.0)
-            measured = statistics.median(
-                a / b for a, b in zip(tokens_per_s(spec_runs), tokens_per_s(base_runs), strict=True)
+        o = 0.0
+        if args.calibrate_k:
+            cal_ids = [tok.encode(t) for t in texts_all[args.prompts : args.prompts + args.calibration_prompts]]
+            cal = measure_k(args.calibrate_k, cal_ids, base.url)[0]
+            o = max(cal["mean_llama"] / cal["measured"] - cal["round_predicted_o0"], 0.0)
+            print(
+                f"calibration: K = {args.calibrate_k} on {len(cal_ids)} other prompts: round measured "
+                f"{cal['mean_llama'] / cal['measured']:.3f} T_p, predicted with o = 0 {cal['round_predicted_o0']:.3f} "
+                f"T_p, so o = {o:.3f} T_p ({o * cal['t_p_ms']:.3f} ms) per round"
             )
-            predicted = float(theory.speedup_from_tokens(mean, c, k, v))
-            predicted_fwd = float(theory.speedup_from_tokens(mean, c_fwd, k, v))
-            alpha_llama = float(theory.alpha_from_mean_tokens(mean, k))
+        print(
+            f"\n{'K':>2} {'T_p':>6} {'T_t':>6} {'T_v':>6} {'T_d':>6} {'T_q':>6} {'E[N] llama':>10} {'α llama':>8} "
+            f"{'α ours':>7} {'c':>6} {'v':>6} {'round meas':>10} "
+            f"{'round pred':>10} {'S meas':>7} {'S pred':>7} {'pred/meas':>9} {'(o = 0)':>8} {'(c fwd)':>8}"
+        )
+        for k in ks:
+            row, base_runs = measure_k(k, ids, base.url, o)
             ours = bench.run_cell(target, draft, prompts_t, k, 0.0, args.new_tokens, 1)
-            alpha_ours = float(theory.alpha_from_mean_tokens(ours["mean_accepted_tokens"], k))
-            row = dict(
-                k=k,
-                mean_llama=mean,
-                alpha_llama=alpha_llama,
-                alpha_ours=alpha_ours,
-                t_p_ms=t_p,
-                c=c,
-                v=v,
-                measured=measured,
-                predicted=predicted,
-                predicted_forward_c=predicted_fwd,
-                t_t_ms=t_t,
-                t_verify_ms=tgt[("pp", k + 1)],
-                t_d_ms=t_q_server,
-                t_q_ms=t_q,
-                c_forward=c_fwd,
-                llama_tps=statistics.median(tokens_per_s(spec_runs)),
-                llama_base_tps=statistics.median(tokens_per_s(base_runs)),
+            row.update(
+                alpha_ours=float(theory.alpha_from_mean_tokens(ours["mean_accepted_tokens"], k)),
                 ours_tps=ours["tokens_per_s"],
                 ours_base_tps=ours["baseline_tokens_per_s"],
                 ours_speedup=ours["speedup"],
             )
             rows.append(row)
+            all_base += base_runs
+            mean, measured, predicted = row["mean_llama"], row["measured"], row["predicted"]
             print(
-                f"{k:>2} {t_p:>6.3f} {t_t:>6.3f} {tgt[('pp', k + 1)]:>6.3f} {t_q_server:>6.3f} {t_q:>6.3f} "
-                f"{mean:>10.3f} {alpha_llama:>8.3f} {alpha_ours:>7.3f} {c:>6.1f} {v:>6.3f} "
-                f"{mean / measured:>10.3f} {mean / predicted:>10.3f} {measured:>7.2f} {predicted:>7.2f} "
-                f"{predicted / measured:>9.3f} {predicted_fwd / measured:>8.3f}"
+                f"{k:>2} {row['t_p_ms']:>6.3f} {row['t_t_ms']:>6.3f} {row['t_verify_ms']:>6.3f} {row['t_d_ms']:>6.3f} "
+                f"{row['t_q_ms']:>6.3f} {mean:>10.3f} {row['alpha_llama']:>8.3f} {row['alpha_ours']:>7.3f} "
+                f"{row['c']:>6.1f} {row['v']:>6.3f} {mean / measured:>10.3f} {mean / predicted:>10.3f} "
+                f"{measured:>7.2f} {predicted:>7.2f} {predicted / measured:>9.3f} "
+                f"{row['predicted_o0'] / measured:>8.3f} {row['predicted_forward_c'] / measured:>8.3f}"
             )
     t_p = per_token_ms(all_base)
     base_tps = [t["predicted_per_second"] for p in all_base for t in p]
     print(
-        "(round: the cost of one round in baseline steps T_p; measured = E[N] / S, predicted = 1 + v·K + K / c, "
-        "c = T_p / T_d, the draft-only server's step; (c fwd): pred/meas with c = T_p / T_q, llama-bench's draft "
+        "(round: the cost of one round in baseline steps T_p; measured = E[N] / S, predicted = 1 + v·K + o + K / c, "
+        "c = T_p / T_d, the draft-only server's step; (o = 0): pred/meas without the overhead; (c fwd): pred/meas "
+        "with c = T_p / T_q, llama-bench's draft "
         "forward; times in ms, each K's measured next to its runs; "
         f"T_p over all baseline runs {t_p:.3f} ms)"
     )
@@ -215,7 +247,7 @@ def main() -> int:
         None,
     )
     if args.out:
-        Path(args.out).write_text(json.dumps({"t_p_ms": t_p, "t_t_ms": t_t, "t_q_ms": t_q, "rows": rows}, indent=1))
+        Path(args.out).write_text(json.dumps({"t_p_ms": t_p, "o": o, "rows": rows}, indent=1))
     return 1 if summary(t_start) else 0
 
 
