@@ -185,6 +185,13 @@ def main() -> int:
         o = 0.0
         if args.calibrate_k:
             cal_ids = [tok.encode(t) for t in texts_all[args.prompts : args.prompts + args.calibration_prompts]]
+            if len(cal_ids) < max(args.calibration_prompts, 1):
+                print(
+                    f"--prompts {args.prompts} + --calibration-prompts {args.calibration_prompts} needs that many "
+                    f"prompts; there are {len(texts_all)}",
+                    file=sys.stderr,
+                )
+                return 2
             cal = measure_k(args.calibrate_k, cal_ids, base.url)[0]
             o = max(cal["mean_llama"] / cal["measured"] - cal["round_predicted_o0"], 0.0)
             print(
@@ -215,6 +222,7 @@ def main() -> int:
                 f"{row['c']:>6.1f} {row['v']:>6.3f} {mean / measured:>10.3f} {mean / predicted:>10.3f} "
                 f"{measured:>7.2f} {predicted:>7.2f} {predicted / measured:>9.3f} "
                 f"{row['predicted_o0'] / measured:>8.3f} {row['predicted_forward_c'] / measured:>8.3f}"
+                + ("  (o calibrated at this K, on other prompts)" if k == args.calibrate_k else "")
             )
     t_p = per_token_ms(all_base)
     base_tps = [t["predicted_per_second"] for p in all_base for t in p]

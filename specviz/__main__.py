@@ -38,6 +38,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         warmup=args.warmup,
         min_lr=args.min_lr,
     )
+    if args.unlikelihood_every and args.only != "target":
+        print(f"error: --unlikelihood-every {args.unlikelihood_every} needs --only target", file=sys.stderr)
+        return 2
     command = "python -m specviz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     corpus = Path(args.corpus) if args.corpus else None
     if args.only:

@@ -1,7 +1,8 @@
 """The shipped pair is what its model card and the hardware catalogue say it is.
 
 The card's held-out bits/byte are recomputed here from the weights as shipped over the held-out
-files it lists (this Python's standard library), and the target must beat its draft.
+files it lists (this Python's standard library), and the target must beat its draft; the distinct
+4-grams of its greedy text are recomputed too.
 """
 
 from __future__ import annotations
@@ -35,6 +36,19 @@ def test_the_cards_held_out_bits_per_byte_are_the_shipped_weights():
     for name in ("target", "draft"):
         bits = train.evaluate_all(GPT.load(BUNDLED_DIR / name), val)
         assert bits == pytest.approx(CARD[name]["validation_bits_per_byte"], abs=0.01), name
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_torch_thread")
+def test_the_shipped_target_writes_text_that_does_not_loop():
+    """The card's distinct-4-gram ratio of greedy continuations is the shipped weights' and >= 0.6."""
+    from specviz import __main__ as cli
+
+    card = CARD["text_quality"]
+    assert card["distinct_4gram_ratio"] >= 0.6, card
+    again = cli._text_quality(GPT.load(BUNDLED_DIR / "target"), None)["text_quality"]
+    assert again["distinct_4gram_ratio"] == pytest.approx(card["distinct_4gram_ratio"], abs=0.01)
+    assert again["prompts"] == card["prompts"] == 12 and again["new_tokens"] == card["new_tokens"] == 128
 
 
 @pytest.mark.parametrize("name", ["target", "draft"])

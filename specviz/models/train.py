@@ -451,8 +451,8 @@ def repeated_ngram_mask(tokens: np.ndarray, n: int = 4) -> np.ndarray:
     """Which tokens belong to an ``n``-gram that already occurred earlier in the same row.
 
     Position j is marked when some window tokens[i : i + n] containing j (i ≤ j < i + n) equals an
-    earlier window tokens[h : h + n], h < i: the candidate set C_t of sequence-level unlikelihood
-    (Welleck et al. 2019, eq. 7). tokens (B, N) → mask (B, N), bool.
+    earlier window tokens[h : h + n], h < i: the candidates of sequence-level unlikelihood as the
+    authors' code marks them (Welleck et al. 2019, §5.2). tokens (B, N) → mask (B, N), bool.
     """
     mask = np.zeros(tokens.shape, dtype=bool)  # (B, N)
     for row, seq in enumerate(np.asarray(tokens).tolist()):
@@ -574,7 +574,7 @@ def train_model(
         "resumed_from": start,
         "seconds_this_run": round(time.perf_counter() - t0, 1),
         "seconds_all_runs": round(before + time.perf_counter() - t0, 1),  # up to the last checkpoint, plus this run
-        "final_train_bits_per_byte": round(bits_per_byte(last_loss), 4) if start < tc.steps else None,
+        "final_train_bits_per_byte": round(bits_per_byte(last_loss), 4) if math.isfinite(last_loss) else None,
         "curve": curve,
     }
     return model.eval(), log
