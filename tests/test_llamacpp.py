@@ -42,17 +42,39 @@ def llama_greedy(url: str, prompt: torch.Tensor) -> torch.Tensor:
     return torch.tensor(answer["tokens"], dtype=torch.long)
 
 
+def with_ggml_gelu_table(model):
+    """A copy of ``model`` whose GELUs see and return fp16 values, as ggml's CPU GELU does (it looks
+    the result up in a table indexed by the fp16 input, holding fp16 outputs)."""
+    import copy
+
+    twin = copy.deepcopy(model)
+    for m in twin.modules():
+        if isinstance(m, torch.nn.GELU):
+            m.register_forward_pre_hook(lambda mod, args: (args[0].half().float(),))
+            m.register_forward_hook(lambda mod, args, out: out.half().float())
+    return twin
+
+
 def test_llama_cpp_computes_the_exported_function_token_for_token(llama_server, prompts, target, one_torch_thread):
     """Weights, layout and tokenizer: llama.cpp's greedy continuation equals our model's with llama.cpp's GELU
-    (the tanh approximation), on every bundled prompt; a difference names the position, tokens and margin."""
+    (the tanh approximation) on every bundled prompt, except at a near-tie: a top-2 margin smaller than
+    ggml's fp16 GELU table moves the logits there (measured there, at most two); anything else names the
+    position, tokens and margin."""
     twin = as_llama_cpp_computes(target)
-    problems = []
+    table = with_ggml_gelu_table(twin)
+    problems, near_ties = [], []
     for i, prompt in enumerate(prompts):
         ours, _ = decoding.generate_target_only(twin, prompt, NEW, 0.0)
         d = decoding.first_divergence(twin, prompt, ours, llama_greedy(llama_server.url, prompt))
-        if d is not None:
-            problems.append(f"prompt {i}: {d}")
+        if d is None:
+            continue
+        context = torch.cat([prompt, ours[: d.position]]).view(1, -1)
+        with torch.no_grad():
+            moved = float((twin(context)[0, -1] - table(context)[0, -1]).abs().max())
+        (near_ties if d.margin < 2 * moved else problems).append(f"prompt {i}: {d}, fp16 GELU moves {moved:.2e}")
     assert not problems, "\n".join(problems)
+    assert len(near_ties) <= 2, near_ties
+    print(f"llama.cpp against its tanh-GELU twin: {len(prompts) - len(near_ties)} of {len(prompts)} equal; {near_ties}")
 
 
 def test_greedy_continuations_against_our_engine(llama_server, prompts, target, one_torch_thread):

@@ -78,8 +78,9 @@ def gguf_tensors(model) -> dict[str, np.ndarray]:
 def as_llama_cpp_computes(model):
     """A copy of ``model`` whose GELUs are the tanh approximation: the function llama.cpp computes from the export.
 
-    Its greedy continuations equal llama.cpp's token for token (tests/test_llamacpp.py); the
-    original's may differ where the top two logits are closer than the approximation moves them.
+    Its greedy continuations equal llama.cpp's token for token except at near-ties smaller than
+    ggml's fp16 GELU table moves the logits (tests/test_llamacpp.py); the original's may also differ
+    where the top two logits are closer than the approximation moves them.
     """
     import copy
 
