@@ -18,7 +18,8 @@ is a statistic over many samples taken between the runs, in one shuffled loop.
    E[N] at K = 1 + Δaccepted / Δdrafts of K's server's /metrics over the runs, pooled the same
    way, so that E[N] / S is the mean round time in target-only steps.
 2. Costs, measured between the runs, never from the speculative runs' timings:
-   - T_p, the target-only server's decode step (Σ ``predicted_ms`` / Σ ``predicted_n``, all runs);
+   - T_p, the target-only server's decode step (Σ ``predicted_ms`` / Σ ``predicted_n``) over the
+     target-only runs beside K's, for K's prediction (and the calibration's beside its own);
    - ΔT_v(n), what the target's forward over n tokens costs beyond one: before each run,
      ``--probes`` sets in which the target-only server evaluates n = 1 … K_max + 1 new tokens in
      one batch after a cached prefix (:func:`specviz.engines.llamacpp.forward_ms`, at the runs' mean
@@ -96,12 +97,12 @@ def measure(
     ``draft_costs()`` (one llama-bench call on the draft: {n: [ms]}, {0: [ms per generated
     token]}) runs once per repeat.
 
-    Returns the costs in ms: T_p (pooled over the target-only runs: Σ ms / Σ tokens), the target-only
-    tokens/s, ΔT_v(n) = mean forward(n) − mean forward(1) over every probe set (means: a run's tokens/s
-    is a mean over its rounds, rare slow forwards included), T_q and T_qv(n) (means).
+    Returns the forward costs in ms: ΔT_v(n) = mean forward(n) − mean forward(1) over every probe set
+    (means: a run's tokens/s is a mean over its rounds, rare slow forwards included), T_q and T_qv(n)
+    (means). T_p comes from each entry's own target-only runs (:func:`speedup_and_step`).
     """
     rng = random.Random(seed)
-    base, fwd, draft = [], {n: [] for n in range(1, n_max + 1)}, {}
+    fwd, draft = {n: [] for n in range(1, n_max + 1)}, {}
     for _ in range(repeats):
         for n, ms in draft_costs().items():
             draft.setdefault(n, []).extend(ms)
@@ -112,11 +113,8 @@ def measure(
             b = llamacpp.complete(base_url, prompt, new_tokens)["timings"]
             s = llamacpp.complete(url, prompt, new_tokens)["timings"]
             sink.append((s, b))
-            base.append(b)
     mean = statistics.fmean
     return dict(
-        t_p_ms=1000.0 / decode_tps(base),
-        base_tps=decode_tps(base),
         forward_1_ms=mean(fwd[1]),
         delta_v_ms={n: mean(fwd[n]) - mean(fwd[1]) for n in fwd if n > 1},
         t_q_ms=mean(draft[0]),
@@ -136,18 +134,20 @@ def decode_tps(runs: list[dict]) -> float:
     return 1000.0 * sum(t["predicted_n"] for t in runs) / sum(t["predicted_ms"] for t in runs)
 
 
-def measured_speedup(pairs: list[tuple[dict, dict]]) -> float:
-    """S = pooled speculative tokens/s ÷ pooled target-only tokens/s over (spec, target-only) run pairs.
+def speedup_and_step(pairs: list[tuple[dict, dict]]) -> tuple[float, float]:
+    """(S, T_p in ms) over (spec, target-only) run pairs: S = pooled speculative tokens/s ÷ pooled
+    target-only tokens/s, T_p = the target-only runs' pooled step, Σ ms / Σ tokens.
 
     Pooled, as E[N] from /metrics is (Σ accepted / Σ drafts): E[N] / S is then the mean round time
-    over the runs in target-only steps, the quantity the cost model predicts.
+    over the runs in steps T_p of the target-only runs beside them, which the prediction then uses.
     """
-    return decode_tps([s for s, _ in pairs]) / decode_tps([b for _, b in pairs])
+    base = decode_tps([b for _, b in pairs])
+    return decode_tps([s for s, _ in pairs]) / base, 1000.0 / base
 
 
-def predict(k: int, mean: float, costs: dict, o_0: float) -> dict:
-    """The round llama.cpp does at K in T_p and the speedup it predicts, from the measured costs."""
-    t_p = costs["t_p_ms"]
+def predict(k: int, mean: float, costs: dict, o_0: float, t_p: float) -> dict:
+    """The round llama.cpp does at K in steps ``t_p`` (ms) and the speedup it predicts, from the
+    measured forward costs."""
     v = max(costs["delta_v_ms"][k + 1], 0.0) / (k * t_p)
     c = t_p / costs["t_q_ms"]
     o_re = costs["t_qv_ms"][k + 1] / t_p  # the draft evaluating the verified K + 1 tokens again
@@ -229,35 +229,39 @@ def main() -> int:
             cal_pairs = []
             plan += [(p, cal_url, cal_pairs) for p in cal_ids]
         costs = measure(plan, base, prefix, n_max, draft_costs, args.repeats, args.new_tokens, args.probes)
-        per_k = {k: {**acceptance(k, before[k], urls[k]), "measured": measured_speedup(pairs[k])} for k in ks}
+        per_k = {}
+        for k in ks:
+            measured, t_p_k = speedup_and_step(pairs[k])
+            per_k[k] = dict(acceptance(k, before[k], urls[k]), measured=measured, t_p_ms=t_p_k)
         o_0 = 0.0
         if cal_k:
             cal = acceptance(cal_k, before_cal, cal_url)
-            round_measured = cal["mean_llama"] / measured_speedup(cal_pairs)
-            round_o0 = predict(cal_k, cal["mean_llama"], costs, 0.0)["round_predicted"]
+            s_cal, t_p_cal = speedup_and_step(cal_pairs)
+            round_measured = cal["mean_llama"] / s_cal
+            round_o0 = predict(cal_k, cal["mean_llama"], costs, 0.0, t_p_cal)["round_predicted"]
             o_0 = max(round_measured - round_o0, 0.0)
             print(
                 f"calibration: K = {cal_k} on {len(cal_ids)} other prompts: round measured {round_measured:.3f} T_p, "
                 f"predicted with o_0 = 0 {round_o0:.3f} T_p, so o_0 = {o_0:.3f} T_p "
-                f"({o_0 * costs['t_p_ms']:.3f} ms) per round"
-                + ("" if round_measured >= round_o0 else " (clipped at 0)")
+                f"({o_0 * t_p_cal:.3f} ms) per round" + ("" if round_measured >= round_o0 else " (clipped at 0)")
             )
 
     target, draft, _ = load_pair("bundled")
     prompts_t = [torch.tensor(i, dtype=torch.long) for i in ids]
-    t_p = costs["t_p_ms"]
+    base_tps = decode_tps([b for k in ks for _, b in pairs[k]])
+    t_p = 1000.0 / base_tps
     print(
-        f"\ncosts (ms): T_p {t_p:.3f} (target-only server step), T_q {costs['t_q_ms']:.3f} (draft forward), "
+        f"\ncosts (ms): T_p {t_p:.3f} (target-only server step, all benchmark runs), T_q {costs['t_q_ms']:.3f} (draft forward), "
         f"c = T_p / T_q = {t_p / costs['t_q_ms']:.1f}; the target server's forward over 1 token "
         f"{costs['forward_1_ms']:.3f} (with the fixed work of a prompt), probed at a context of {depth} tokens"
     )
     print(
-        f"\n{'K':>2} {'E[N] llama':>10} {'α llama':>8} {'α ours':>7} {'ΔT_v':>6} {'T_qv':>6} {'v':>6} {'o_K':>6} "
+        f"\n{'K':>2} {'T_p':>6} {'E[N] llama':>10} {'α llama':>8} {'α ours':>7} {'ΔT_v':>6} {'T_qv':>6} {'v':>6} {'o_K':>6} "
         f"{'round meas':>10} {'round pred':>10} {'S meas':>7} {'S pred':>7} {'pred/meas':>9} {'(o_0 = 0)':>9}"
     )
     rows = []
     for k in ks:
-        row = dict(k=k, **per_k[k], **predict(k, per_k[k]["mean_llama"], costs, o_0))
+        row = dict(k=k, **per_k[k], **predict(k, per_k[k]["mean_llama"], costs, o_0, per_k[k]["t_p_ms"]))
         ours = bench.run_cell(target, draft, prompts_t, k, 0.0, args.new_tokens, 1)
         row.update(
             delta_v_ms=costs["delta_v_ms"][k + 1],
@@ -266,19 +270,19 @@ def main() -> int:
             ours_tps=ours["tokens_per_s"],
             ours_base_tps=ours["baseline_tokens_per_s"],
             ours_speedup=ours["speedup"],
-            llama_tps=per_k[k]["measured"] * costs["base_tps"],
+            llama_tps=decode_tps([s for s, _ in pairs[k]]),
         )
         rows.append(row)
         mean, measured, predicted = row["mean_llama"], row["measured"], row["predicted"]
         print(
-            f"{k:>2} {mean:>10.3f} {row['alpha_llama']:>8.3f} {row['alpha_ours']:>7.3f} {row['delta_v_ms']:>6.3f} "
+            f"{k:>2} {row['t_p_ms']:>6.3f} {mean:>10.3f} {row['alpha_llama']:>8.3f} {row['alpha_ours']:>7.3f} {row['delta_v_ms']:>6.3f} "
             f"{row['t_qv_ms']:>6.3f} {row['v']:>6.3f} {row['o']:>6.3f} {mean / measured:>10.3f} "
             f"{row['round_predicted']:>10.3f} {measured:>7.2f} {predicted:>7.2f} {predicted / measured:>9.3f} "
             f"{row['predicted_o0'] / measured:>9.3f}"
             + ("  (o_0 calibrated at this K, on other prompts)" if k == args.calibrate_k else "")
         )
     print(
-        "(round: one round's cost in target-only steps T_p; measured = E[N] / S, predicted = 1 + v·K + K / c + o_K, "
+        "(round: one round's cost in steps T_p of the target-only runs beside K's; measured = E[N] / S, predicted = 1 + v·K + K / c + o_K, "
         "o_K = T_qv / T_p + o_0; ΔT_v: the target server's forward over K + 1 tokens minus over 1; T_qv: the draft's "
         "forward over K + 1 tokens; (o_0 = 0): pred/meas without the calibrated rest; times in ms)"
     )
@@ -293,13 +297,13 @@ def main() -> int:
     best_o = max(rows, key=lambda r: r["ours_speedup"])
     base_ours = statistics.median(r["ours_base_tps"] for r in rows)
     print(
-        f"\ntokens/s on this CPU, same pair: target only — llama.cpp {costs['base_tps']:.0f}, "
+        f"\ntokens/s on this CPU, same pair: target only — llama.cpp {base_tps:.0f}, "
         f"ours {base_ours:.0f}; speculative at the best K — llama.cpp {best_l['llama_tps']:.0f} "
         f"(K = {best_l['k']}), ours {best_o['ours_tps']:.0f} (K = {best_o['k']})"
     )
     record(
         "tokens/s ours ÷ llama.cpp (target only / best spec)",
-        f"{base_ours / costs['base_tps']:.2f} / {best_o['ours_tps'] / best_l['llama_tps']:.2f}",
+        f"{base_ours / base_tps:.2f} / {best_o['ours_tps'] / best_l['llama_tps']:.2f}",
         "(figure)",
         None,
     )

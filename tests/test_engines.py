@@ -22,6 +22,7 @@ from specviz.engines import (
     TelemetryError,
     combine,
     detect_engine,
+    llamacpp,
     read_llamacpp,
     read_llamacpp_timings,
     read_metrics,
@@ -297,3 +298,34 @@ def test_window_over_adds_across_a_restart():
     assert w.accepted_per_position == (50 + 25 + 15, 40 + 20 + 15, 30 + 15 + 10)
     assert w.reset and "restarted 1 time" in w.reset and w.seconds == 30.0
     assert window_over(readings[:2]).drafts == window(readings[0], readings[1]).drafts
+
+
+# --- llama.cpp's forward probe, with the server's replies faked (the real server: tests/test_llamacpp.py) ---
+
+
+def fake_llama_server(monkeypatch, evaluated: int | None = None) -> list[dict]:
+    """Replace the HTTP call of :func:`llamacpp.forward_ms` by a server that reuses its prompt cache
+    (or, with ``evaluated``, claims that many prompt tokens); the request bodies it saw."""
+    seen: list[dict] = []
+
+    def reply(url, body, timeout_s=0.0):
+        new = len(body["prompt"]) - (len(seen[-1]["prompt"]) if seen else 0)
+        seen.append(body)
+        n = evaluated if evaluated is not None else max(new, 1)
+        return {"timings": {"prompt_n": n, "prompt_ms": 100.0 + len(seen)}}
+
+    monkeypatch.setattr(llamacpp, "complete_raw", reply)
+    return seen
+
+
+def test_forward_probe_primes_the_prefix_then_times_the_extension(monkeypatch):
+    seen = fake_llama_server(monkeypatch)
+    assert llamacpp.forward_ms("http://127.0.0.1:1", [1, 2, 3, 4, 5], [6, 7]) == 102.0  # the second reply's
+    assert [b["prompt"] for b in seen] == [[1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 6, 7]]
+    assert all(b["cache_prompt"] and b["n_predict"] == 1 for b in seen)
+
+
+def test_forward_probe_refuses_a_cache_miss(monkeypatch):
+    fake_llama_server(monkeypatch, evaluated=7)
+    with pytest.raises(RuntimeError, match="evaluated 7 prompt tokens, not the 2 of the extension"):
+        llamacpp.forward_ms("http://127.0.0.1:1", [1, 2, 3, 4, 5], [6, 7])

@@ -9,6 +9,7 @@ The export is checked the strict way: llama.cpp's greedy continuation equals our
 from __future__ import annotations
 
 import itertools
+import statistics
 
 import pytest
 import torch
@@ -117,18 +118,10 @@ def test_metrics_and_timings_readers_agree_on_one_request(llama_server, prompts)
 
 def test_forward_probe_evaluates_exactly_the_extension(llama_server, prompts):
     prefix = prompts[3].tolist()
-    for n in (1, 5):
-        ms = llamacpp.forward_ms(llama_server.url, prefix, prefix[:n])  # raises unless n tokens were evaluated
-        assert 0.0 < ms < 5_000.0
-
-
-def test_forward_probe_refuses_a_cache_miss(monkeypatch):
-    def reply(url, body, timeout_s=0.0):
-        return {"timings": {"prompt_n": len(body["prompt"]), "prompt_ms": 1.0}}
-
-    monkeypatch.setattr(llamacpp, "complete_raw", reply)
-    with pytest.raises(RuntimeError, match="evaluated 7 prompt tokens, not the 2 of the extension"):
-        llamacpp.forward_ms("http://127.0.0.1:1", [1, 2, 3, 4, 5], [6, 7])
+    ms = {n: [llamacpp.forward_ms(llama_server.url, prefix, prefix[:n]) for _ in range(5)] for n in (1, 8)}
+    # each call raised unless the server evaluated exactly n tokens; eight tokens in one forward take
+    # longer than one (about 1.6× on a 2-core CPU; single forwards vary by ±30 %, so medians of five)
+    assert 0.0 < statistics.median(ms[1]) < statistics.median(ms[8]) < 5_000.0
 
 
 def test_log_readers_on_the_servers_own_log(llama_server, prompts):
