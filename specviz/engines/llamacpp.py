@@ -157,21 +157,17 @@ def _wait_healthy(server: Server, timeout_s: float) -> None:
     raise RuntimeError(f"llama-server not healthy after {timeout_s:.0f} s:\n{tail}")
 
 
+#: the sampling fields of a greedy request: every request here decodes greedily and reproducibly
+GREEDY = {"temperature": 0.0, "top_k": 1, "seed": 0}
+
+
 def complete(url: str, tokens: Sequence[int], n_predict: int, *, timeout_s: float = 120.0) -> dict:
     """Greedy completion of a prompt given as token ids (our bytes); the response JSON.
 
     ``return_tokens`` makes the server list the generated ids, so they compare with ours
     without going through text.
     """
-    body = {
-        "prompt": list(tokens),
-        "n_predict": n_predict,
-        "temperature": 0.0,
-        "top_k": 1,
-        "return_tokens": True,
-        "cache_prompt": False,
-        "seed": 0,
-    }
+    body = {**GREEDY, "prompt": list(tokens), "n_predict": n_predict, "return_tokens": True, "cache_prompt": False}
     return complete_raw(url, body, timeout_s=timeout_s)
 
 
@@ -186,7 +182,7 @@ def forward_ms(url: str, prefix: Sequence[int], extension: Sequence[int], *, tim
 
     Raises RuntimeError if the server evaluated other than n tokens (its cache was not reused).
     """
-    body = {"n_predict": 1, "temperature": 0.0, "top_k": 1, "cache_prompt": True, "seed": 0}
+    body = {**GREEDY, "n_predict": 1, "cache_prompt": True}
     complete_raw(url, {**body, "prompt": list(prefix)}, timeout_s=timeout_s)
     timings = complete_raw(url, {**body, "prompt": [*prefix, *extension]}, timeout_s=timeout_s)["timings"]
     if timings["prompt_n"] != len(extension):
