@@ -55,6 +55,26 @@ MODEL_FIELDS = (
 )
 GPU_FIELDS = ("memory_gb", "bandwidth_tbs", "bf16_tflops", "fp16_tflops", "interconnect_gbs")
 
+#: The integers each size of a model may be, checked before any arithmetic (an uploaded config.json
+#: holds what its author typed). The bounds are a few times the largest published decoder (Llama-3.1
+#: 405B: 126 layers, 16,384 wide, MLP 53,248; Gemma's 256k vocabulary; Llama-4 Scout's 10M context;
+#: DeepSeek-V3's 256 experts), so every real model passes and a typo or a hostile file cannot overflow
+#: the parameter and byte counts (:data:`MAX_PARAMETERS`).
+SIZE_LIMITS = {
+    "n_layers": (1, 1024),
+    "hidden_size": (1, 131_072),
+    "n_heads": (1, 1024),
+    "n_kv_heads": (1, 1024),
+    "head_dim": (1, 4096),
+    "intermediate_size": (1, 1_048_576),
+    "vocab_size": (1, 16_777_216),
+    "max_context": (1, 134_217_728),
+    "experts": (0, 4096),
+}
+#: Most parameters a model may imply (100 trillion: 50 times the largest published model), so that
+#: its bytes (parameters × 4 at most) stay exact integers in a float.
+MAX_PARAMETERS = 10**14
+
 
 @dataclass(frozen=True)
 class Efficiency:
@@ -140,15 +160,33 @@ def model_spec(model: str | dict) -> dict:
             "err.hardware.model_lacks", model=spec.get("name", Phrase("note.hardware.unnamed")), missing=missing
         )
     for f in MODEL_FIELDS[:7]:
-        if not (float(spec[f]) >= 1 and float(spec[f]) == int(spec[f])):
-            raise Message("err.hardware.model_field", field=f, value=spec[f])
-        spec[f] = int(spec[f])
+        spec[f] = _size(spec[f], f, f, "err.hardware.model_field")
     if spec["mlp"] not in ("gated", "plain"):
         raise Message("err.hardware.model_mlp", value=spec["mlp"])
     if spec["n_heads"] % spec["n_kv_heads"]:
         raise Message("err.hardware.heads", n_heads=spec["n_heads"], n_kv_heads=spec["n_kv_heads"])
     spec["tied_embeddings"] = bool(int(spec["tied_embeddings"]))
+    if spec.get("max_context") is not None and spec["max_context"] == spec["max_context"]:
+        spec["max_context"] = _size(spec["max_context"], "max_context", "max_context", "err.hardware.model_field")
     return spec
+
+
+def _shown(value, most: int = 60) -> str:
+    """``repr(value)`` cut to ``most`` characters: a message quotes the input, never a megabyte of it."""
+    big = isinstance(value, int) and abs(value) >= 10**30  # no float holds 10**400, and its digits help nobody
+    text = f"{'-' if value < 0 else ''}~10^{int(abs(value).bit_length() * math.log10(2))}" if big else repr(value)
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _size(value, field: str, name: str, key: str) -> int:
+    """``value`` as an int within ``SIZE_LIMITS[field]``, else ValueError (catalogue ``key``) naming
+    ``name``, the value and the allowed range. JSON booleans, strings, lists, objects, fractions and
+    non-finite numbers are refused before any arithmetic touches them."""
+    lo, hi = SIZE_LIMITS[field]
+    number = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool | np.bool_)
+    if not (number and lo <= value <= hi and value == int(value)):  # NaN and ±inf fail the range
+        raise Message(key, field=name, name=name, value=_shown(value), lo=lo, hi=f"{hi:,}")
+    return int(value)
 
 
 def gpu_spec(gpu: str | dict) -> dict:
@@ -206,14 +244,27 @@ _HF_KEYS = {
     "n_heads": ("num_attention_heads", "n_head"),
     "vocab_size": ("vocab_size",),
 }
+#: Largest config.json read (bytes): a real one is a few kB (a long id2label table reaches ~100 kB).
+CONFIG_MAX_BYTES = 1_000_000
+#: the config.json keys of the optional sizes, and those that say a model is a mixture of experts
+_FIELD_OF = {keys[0]: field for field, keys in _HF_KEYS.items()} | {
+    "num_key_value_heads": "n_kv_heads",
+    "head_dim": "head_dim",
+    "n_inner": "intermediate_size",
+    "intermediate_size": "intermediate_size",
+    "max_position_embeddings": "max_context",
+}
+_EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 _GATED = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Gemma2ForCausalLM"}
 _PLAIN = {"GPT2LMHeadModel", "GPTBigCodeForCausalLM"}
 
 
-def _hf_int(config: dict, keys: tuple[str, ...], required: bool = True) -> int | None:
-    """The first of ``keys`` that ``config`` sets, as an integer >= 1 (None when absent and optional).
+def _hf_int(config: dict, keys: tuple[str, ...], required: bool = True, field: str | None = None) -> int | None:
+    """The first of ``keys`` that ``config`` sets, as an integer in ``SIZE_LIMITS[field]`` (None when
+    absent and optional; ``field`` defaults to our name of ``keys``).
 
-    JSON booleans, strings, fractions and non-finite numbers raise ValueError naming the key."""
+    JSON booleans, strings, lists, objects, fractions, non-finite numbers and values outside the range
+    raise ValueError naming the key, the value and the range."""
     key = next((k for k in keys if config.get(k) is not None), None)
     if key is None:
         if required:
@@ -221,11 +272,7 @@ def _hf_int(config: dict, keys: tuple[str, ...], required: bool = True) -> int |
                 raise Message("err.hardware.config_lacks", name=keys[0])
             raise Message("err.hardware.config_lacks_either", first=" or ".join(keys[:-1]), last=keys[-1])
         return None
-    value = config[key]
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    if not (ok and value >= 1 and value == int(value)):
-        raise Message("err.hardware.config_int", name=key, value=value)
-    return int(value)
+    return _size(config[key], field or _FIELD_OF[keys[0]], key, "err.hardware.config_int")
 
 
 def _hf_bool(config: dict, key: str, default: bool) -> bool:
@@ -250,10 +297,14 @@ def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
     bad value, raises ValueError naming the key.
     """
     if isinstance(config, str | bytes):
+        if len(config) > CONFIG_MAX_BYTES:
+            raise Message("err.hardware.config_size", size=f"{len(config):,}", most=f"{CONFIG_MAX_BYTES:,}")
         try:
             config = json.loads(config)
         except ValueError as exc:
             raise Message("err.hardware.config_json", cause=exc) from None
+        except RecursionError:  # arrays nested thousands deep
+            raise Message("err.hardware.config_json", cause=Phrase("note.hardware.too_deep")) from None
     if not isinstance(config, dict):
         raise Message("err.hardware.config_object", type=type(config).__name__)
     archs = config.get("architectures") or []
@@ -262,7 +313,7 @@ def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
     arch = archs[0] if archs else None
     if arch not in _GATED | _PLAIN:
         raise Message("err.hardware.architecture", arch=arch, supported=sorted(_GATED | _PLAIN))
-    if config.get("num_local_experts") or config.get("num_experts"):
+    if any(_hf_int(config, (k,), False, "experts") for k in _EXPERT_KEYS):
         raise Message("err.hardware.moe")
     missing = [" or ".join(keys) for keys in _HF_KEYS.values() if all(config.get(k) is None for k in keys)]
     if arch in _GATED and config.get("intermediate_size") is None:
@@ -281,8 +332,9 @@ def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
         spec["mlp"] = "gated"
     spec["tied_embeddings"] = _hf_bool(config, "tie_word_embeddings", _TIED_DEFAULT.get(arch, False))
     spec["max_context"] = _hf_int(config, ("max_position_embeddings", "n_positions"), False)
+    spec = model_spec(spec)
     spec["params"] = parameter_count(spec)
-    return model_spec(spec)
+    return spec
 
 
 def parameter_count(model: str | dict) -> int:
@@ -298,7 +350,10 @@ def parameter_count(model: str | dict) -> int:
     norms = (4 if gpt2 else 2) * d  # two norms per layer; LayerNorm has a bias, RMSNorm none
     embed = m["vocab_size"] * d * (1 if m["tied_embeddings"] else 2)
     positions = int(m.get("max_context") or 0) * d if gpt2 else 0
-    return int(m["n_layers"] * (attn + mlp + norms) + norms // 2 + embed + positions)
+    count = int(m["n_layers"] * (attn + mlp + norms) + norms // 2 + embed + positions)
+    if count > MAX_PARAMETERS:
+        raise Message("err.hardware.too_many_parameters", model=m.get("name", "?"), count=f"{count:.3g}", most="1e+14")
+    return count
 
 
 # --------------------------------------------------------------------------------------

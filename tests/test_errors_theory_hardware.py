@@ -148,7 +148,7 @@ CASES = [
     (
         lambda: hw.model_spec(SPEC | {"n_layers": 0.5}),
         "err.hardware.model_field",
-        "model field n_layers must be an integer >= 1; got 0.5",
+        "model field n_layers must be an integer from 1 to 1,024; got 0.5",
         ["n_layers", "0.5"],
     ),
     (
@@ -207,7 +207,7 @@ CASES = [
     (
         lambda: hw.from_hf_config(LLAMA_CONFIG | {"num_hidden_layers": 2.5, "intermediate_size": 4}),
         "err.hardware.config_int",
-        "config.json num_hidden_layers must be an integer >= 1; got 2.5",
+        "config.json num_hidden_layers must be an integer from 1 to 1,024; got 2.5",
         ["num_hidden_layers", "2.5"],
     ),
     (
