@@ -115,10 +115,10 @@ def frontier_tab(view: dict, conv: str) -> None:
     be_map = frontier_map(view["k_max"], view["c_min"], view["c_max"], conv, view["v"], view["o"])
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(figures.break_even_curves(ks, alpha_star, lang=ui.language()), key="fig_curves")
+        ui.chart(figures.break_even_curves(ks, alpha_star, lang=ui.language()), key="fig_curves")
         st.caption(ui.t("be.curves_caption"))
     with right:
-        st.plotly_chart(figures.break_even_map(be_map, lang=ui.language()), key="fig_be_map")
+        ui.chart(figures.break_even_map(be_map, lang=ui.language()), key="fig_be_map")
         ui.csv_download(ui.t("be.dl_frontier"), be_map.tidy, "break_even.csv", key="dl_be")
 
 
@@ -128,9 +128,9 @@ def optimum_tab(view: dict, conv: str) -> None:
     k_map, s_map = optimum_maps(view["c_min"], view["c_max"], conv, k_max, v, o)
     opt_radio = st.empty()  # filled after the map: a fresh browser loads plotly before the radio's code
     if view["opt_map"] == "K*(α, c)":
-        st.plotly_chart(figures.optimal_k_map(k_map, lang=ui.language()), key="fig_kstar")
+        ui.chart(figures.optimal_k_map(k_map, lang=ui.language()), key="fig_kstar")
     else:
-        st.plotly_chart(
+        ui.chart(
             figures.grid_figure(s_map, break_even=True, title=ui.t("be.s_at_kstar"), lang=ui.language()),
             key="fig_sstar",
         )
@@ -170,7 +170,7 @@ def optimum_tab(view: dict, conv: str) -> None:
         )
     else:
         st.metric(ui.t("be.optimal_k"), str(k_star), delta=f"S = {float(best.speedup):.3f}×", delta_color="off")
-    st.plotly_chart(figures.speedup_vs_k(ks, s_of_k, k_star, float(best.speedup), lang=ui.language()), key="fig_fk")
+    ui.chart(figures.speedup_vs_k(ks, s_of_k, k_star, float(best.speedup), lang=ui.language()), key="fig_fk")
 
 
 def chapter_tab(view: dict, conv: str) -> None:

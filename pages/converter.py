@@ -53,7 +53,7 @@ else:
     point = {label(m): float(y) for m, y in converted.items()}
     fig = figures.metrics_vs_alpha(grid, series, point, lang=ui.language())
     fig.update_layout(xaxis_title=ui.t("conv.axis_alpha"), yaxis_title=ui.t("conv.axis_value"))
-    st.plotly_chart(fig, key="fig_metrics")
+    ui.chart(fig, key="fig_metrics")
     with numbers:
         cols = st.columns(len(converted))
         for col, (name, value) in zip(cols, converted.items(), strict=True):

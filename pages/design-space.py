@@ -103,7 +103,7 @@ def maps_tab(view: dict, conv: str) -> None:
     else:
         grid = expected_tokens_map(a_lo, a_hi, view["k_max"])
         break_even, title, file_name, name = False, ui.t("ds.title_en"), "expected_tokens.csv", "en"
-    st.plotly_chart(
+    ui.chart(
         figures.grid_figure(grid, mode=mode, break_even=break_even, title=title, lang=ui.language()), key=f"fig_{name}"
     )
     with shown_radio:
@@ -148,7 +148,7 @@ def inspector_tab(view: dict, conv: str) -> None:
         delta=f"S = {float(best.speedup):.3f}×",
         delta_color="off",
     )
-    st.plotly_chart(figures.pmf_figure(theory.accepted_length_pmf(alpha, k), e_n, lang=ui.language()), key="fig_pmf")
+    ui.chart(figures.pmf_figure(theory.accepted_length_pmf(alpha, k), e_n, lang=ui.language()), key="fig_pmf")
 
 
 TABS = {"Maps": maps_tab, "Point inspector": inspector_tab}

@@ -162,7 +162,7 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
     left, right = st.columns(2)
     with left:
         if len(w.unconditional):
-            st.plotly_chart(
+            ui.chart(
                 figures.acceptance_by_position(w.unconditional, w.conditional, lang=ui.language()), key="fig_positions"
             )
         else:
@@ -170,7 +170,7 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
     with right:
         rates = monitor.rates(history.of(e.url))
         if len(rates):
-            st.plotly_chart(figures.engine_rates(rates, lang=ui.language()), key="fig_rates")
+            ui.chart(figures.engine_rates(rates, lang=ui.language()), key="fig_rates")
         else:
             st.caption(ui.t("em.rates_later"))
     try:
@@ -180,7 +180,7 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
         return
     frame = point.frame.assign(hover=overlays.hover_text(point.frame, lang=ui.language()))
     grid = design_grid(s.k, float(c))
-    st.plotly_chart(figures.overlay_alpha_c(grid, frame, s.k, lang=ui.language()), key="fig_point")
+    ui.chart(figures.overlay_alpha_c(grid, frame, s.k, lang=ui.language()), key="fig_point")
     st.caption(
         ui.t(
             "em.point_caption",

@@ -146,9 +146,9 @@ def step_section(view: dict, target, draft) -> None:
     flops, bandwidth = hardware.attainable(view["gpu"], view["dtype"])
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(hardware_figures.step_split(table, ui.t("hw.fig_split"), lang=ui.language()), key="fig_split")
+        ui.chart(hardware_figures.step_split(table, ui.t("hw.fig_split"), lang=ui.language()), key="fig_split")
     with right:
-        st.plotly_chart(
+        ui.chart(
             hardware_figures.roofline(table, flops, bandwidth, ui.t("hw.fig_roofline"), lang=ui.language()),
             key="fig_roofline",
         )
@@ -167,7 +167,7 @@ def calibration_check() -> None:
     if steps is None:
         return
     st.subheader(ui.t("hw.calibration"))
-    st.plotly_chart(hardware_figures.calibration_parity(steps, lang=ui.language()), key="fig_calibration")
+    ui.chart(hardware_figures.calibration_parity(steps, lang=ui.language()), key="fig_calibration")
     err = hardware.calibration_errors(steps)
     per_model = ", ".join(f"{m} {e:.0%}" for m, e in err.items() if m != "all")
     st.caption(ui.t("hw.calibration_caption", cells=len(steps), error=f"{err['all']:.0%}", per_model=per_model))
@@ -175,13 +175,13 @@ def calibration_check() -> None:
 
 def costs_section(view: dict, target, draft) -> None:
     frame = by_batch(*_pair_args(view, target, draft), view["ctx"], *_engine_args(view))
-    st.plotly_chart(hardware_figures.costs_by_batch(frame, view["k_max"], lang=ui.language()), key="fig_costs")
+    ui.chart(hardware_figures.costs_by_batch(frame, view["k_max"], lang=ui.language()), key="fig_costs")
     st.caption(ui.t("hw.costs_caption"))
 
 
 def speedup_section(view: dict, target, draft) -> None:
     frame = by_batch(*_pair_args(view, target, draft), view["ctx"], *_engine_args(view))
-    st.plotly_chart(hardware_figures.speedup_by_batch(frame, view["k_max"], lang=ui.language()), key="fig_speedup_b")
+    ui.chart(hardware_figures.speedup_by_batch(frame, view["k_max"], lang=ui.language()), key="fig_speedup_b")
     best = frame.iloc[0]
     if best.k_star:
         at_b1, k_star, s = ui.t("hw.at_b1"), f"K* = {int(best.k_star)}", f"S = {best.speedup_at_k_star:.2f}×"
@@ -195,11 +195,9 @@ def map_section(view: dict, target, draft) -> None:
     frame = by_batch_and_context(*_pair_args(view, target, draft), *_engine_args(view))
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(hardware_figures.batch_context_map(frame, "k_star", lang=ui.language()), key="fig_map_k")
+        ui.chart(hardware_figures.batch_context_map(frame, "k_star", lang=ui.language()), key="fig_map_k")
     with right:
-        st.plotly_chart(
-            hardware_figures.batch_context_map(frame, "speedup_at_k_star", lang=ui.language()), key="fig_map_s"
-        )
+        ui.chart(hardware_figures.batch_context_map(frame, "speedup_at_k_star", lang=ui.language()), key="fig_map_s")
     ui.csv_download(ui.t("hw.dl_map"), lambda: frame, "k_star_by_batch_context.csv", key="dl_map")
 
 

@@ -90,7 +90,7 @@ def controls(limits: live.Limits, p: dict) -> None:
             help=ui.t("live.pair_help_hosted"),
         )
     else:
-        c1.text_input(ui.t("live.pair"), key=key("pair"), max_chars=int(p["pair"].hi), help=ui.t("live.pair_help"))
+        ui.text_box(PAGE, p["pair"], ui.t("live.pair"), container=c1, help=ui.t("live.pair_help"))
     with c2:
         ui.selectbox(PAGE, p["device"], ui.t("live.device_label"), format_func=choice_labels(p["device"].choices).get)
     with c3:
@@ -110,7 +110,7 @@ def controls(limits: live.Limits, p: dict) -> None:
         if st.session_state[key("prompts")] == "bundled":
             ui.number_input(PAGE, p["n_prompts"], ui.t("live.n_prompts"))
         else:
-            st.text_area(ui.t("live.prompt"), key=key("text"), height=100, max_chars=int(p["text"].hi))
+            ui.text_box(PAGE, p["text"], ui.t("live.prompt"), area=True, height=100)
     ui.radio(
         PAGE,
         p["shape"],
@@ -120,16 +120,12 @@ def controls(limits: live.Limits, p: dict) -> None:
     )
     if st.session_state[key("shape")] == "tree":
         c1, c2 = st.columns([3, 2])
-        c1.text_input(
-            ui.t("live.trees"),
-            key=key("trees"),
-            max_chars=int(p["trees"].hi),
-            help=ui.t("live.trees_help"),
-        )
-        c2.text_input(
+        ui.text_box(PAGE, p["trees"], ui.t("live.trees"), container=c1, help=ui.t("live.trees_help"))
+        ui.text_box(
+            PAGE,
+            p["tree_p"],
             ui.t("live.tree_p"),
-            key=key("tree_p"),
-            max_chars=int(p["tree_p"].hi),
+            container=c2,
             placeholder=ui.t("live.tree_p_placeholder"),
             help=ui.t("live.tree_p_help"),
         )
@@ -182,10 +178,10 @@ def show_charts(run: live.LiveRun, points, curves, params) -> None:
     names = ("speedup_k", "en_k", "n_round", "per_position", "cost", "text")
     tabs = st.tabs([ui.t(f"live.tab.{name}") for name in names])
     with tabs[0]:
-        st.plotly_chart(figures.overlay_speedup_vs_k(points, curves, params, lang=ui.language()), width="stretch")
+        ui.chart(figures.overlay_speedup_vs_k(points, curves, params, lang=ui.language()), width="stretch")
         st.caption(ui.t("live.speedup_caption"))
     with tabs[1]:
-        st.plotly_chart(figures.overlay_expected_tokens(points, curves, params, lang=ui.language()), width="stretch")
+        ui.chart(figures.overlay_expected_tokens(points, curves, params, lang=ui.language()), width="stretch")
     details = run.details
     labels = [live.cell_label(d, ui.language()) for d in details]
     with tabs[2]:
@@ -193,12 +189,12 @@ def show_charts(run: live.LiveRun, points, curves, params) -> None:
         d = details[i]
         pmf = live.predicted_n_pmf(float(run.rows[i]["alpha"]), d["k"])
         observed = ui.t("live.measured")
-        st.plotly_chart(
+        ui.chart(
             figures.n_histogram(d["n_counts"], pmf, int(d["n_counts"].sum()), observed=observed, lang=ui.language()),
             width="stretch",
         )
     with tabs[3]:
-        st.plotly_chart(figures.per_position_figure(overlays.per_position(points), lang=ui.language()), width="stretch")
+        ui.chart(figures.per_position_figure(overlays.per_position(points), lang=ui.language()), width="stretch")
         st.caption(ui.t("live.per_position_caption"))
     with tabs[4]:
         show_costs(details, labels)
@@ -214,7 +210,7 @@ def show_tree_results(run: live.LiveRun, frame) -> None:
     labels = [live.cell_label(d, ui.language()) for d in run.details]
     tabs = st.tabs([ui.t(f"live.tab.{name}") for name in ("tokens_round", "speedup", "n_round", "cost", "text")])
     with tabs[0]:
-        st.plotly_chart(
+        ui.chart(
             figures.measured_vs_predicted(
                 labels,
                 frame["mean_accepted_tokens"],
@@ -227,7 +223,7 @@ def show_tree_results(run: live.LiveRun, frame) -> None:
         )
         st.caption(ui.t("live.f_caption"))
     with tabs[1]:
-        st.plotly_chart(
+        ui.chart(
             figures.measured_vs_predicted(
                 labels,
                 frame["speedup"],
@@ -243,7 +239,7 @@ def show_tree_results(run: live.LiveRun, frame) -> None:
             ui.t("live.cell"), range(len(labels)), format_func=labels.__getitem__, key=key("tree_hist_cell")
         )
         d = run.details[i]
-        st.plotly_chart(
+        ui.chart(
             figures.n_histogram(
                 d["n_counts"], d["n_pmf"], int(d["n_counts"].sum()), observed=ui.t("live.measured"), lang=ui.language()
             ),
@@ -256,7 +252,7 @@ def show_tree_results(run: live.LiveRun, frame) -> None:
 
 
 def show_costs(details: list[dict], labels: list[str]) -> None:
-    st.plotly_chart(
+    ui.chart(
         figures.cost_breakdown(
             labels,
             [d["draft_ms"] for d in details],
@@ -327,7 +323,7 @@ def show_results(run: live.LiveRun) -> None:
     if run.request.batched:
         st.dataframe(shown_table(frame, BATCH_TABLE), hide_index=True, width="stretch")
         show_exactness(run)
-        st.plotly_chart(figures.speedup_by_batch_measured(frame, lang=ui.language()), key="fig_batches")
+        ui.chart(figures.speedup_by_batch_measured(frame, lang=ui.language()), key="fig_batches")
         st.caption(ui.t("live.batch_caption"))
         show_keep(run, frame)
         return

@@ -191,8 +191,7 @@ def add_section(engine, runs) -> None:
             run_name = c1.text_input(
                 ui.t("md.run_name"),
                 value=labels[0] if len(labels) == 1 else Path(shown_name(name)).stem,
-                key=key(f"name.{digest}"),
-                max_chars=200,
+                key=key(f"name.{digest}"),  # no max_chars: the store names its limit (a longer paste is not dropped)
             )
             note = c2.text_input(ui.t("md.note"), key=key(f"note.{digest}"))
             if c3.button(ui.t("md.save"), key=key(f"save.{digest}"), type="primary", icon=":material/save:"):
@@ -225,7 +224,7 @@ def library_section(engine, runs) -> None:
         st.info(ui.t("md.empty"), icon=":material/inventory_2:")
         return
     c1, c2, c3, c4 = st.columns(4)
-    c1.text_input(ui.t("md.filter"), key=key("filter"), max_chars=int(P["filter"].hi))
+    ui.text_box(PAGE, P["filter"], ui.t("md.filter"), container=c1)
     facets = {}
     for col, facet in zip((c2, c3, c4), ("target_model", "hardware", "method"), strict=True):
         values = sorted({v for cell in runs[facet] for v in cell.split(", ") if v})
@@ -323,7 +322,7 @@ def overlay_section(engine, runs) -> None:
     )
     with tab_s:
         if points["speedup"].notna().any():
-            st.plotly_chart(figures.overlay_speedup_vs_k(points, curves, params, lang=ui.language()), width="stretch")
+            ui.chart(figures.overlay_speedup_vs_k(points, curves, params, lang=ui.language()), width="stretch")
         else:
             st.info(ui.t("md.no_speedup"))
         if params["c"].isna().any():
@@ -332,23 +331,23 @@ def overlay_section(engine, runs) -> None:
         ks = points["k"].astype(int)
         hk = st.session_state[key("hk")] or int(ks.mode().iloc[0])
         ui.number_input(PAGE, P["hk"], ui.t("md.hk"))
-        st.plotly_chart(
+        ui.chart(
             figures.overlay_alpha_c(heatmap_grid(hk, points["c_used"]), points, hk, lang=ui.language()), width="stretch"
         )
         if points["c_used"].isna().all():
             st.caption(ui.t("md.no_c_map"))
     with tab_n:
-        st.plotly_chart(figures.overlay_expected_tokens(points, curves, params, lang=ui.language()), width="stretch")
+        ui.chart(figures.overlay_expected_tokens(points, curves, params, lang=ui.language()), width="stretch")
     with tab_parity:
         if points["speedup"].notna().any() and points["predicted_speedup"].notna().any():
-            st.plotly_chart(figures.parity(points, lang=ui.language()), width="stretch")
+            ui.chart(figures.parity(points, lang=ui.language()), width="stretch")
             ratio = points["speedup_ratio"].dropna()
             st.caption(ui.t("md.parity_caption", median=f"{np.median(ratio):.2f}", n=len(ratio)))
         else:
             st.info(ui.t("md.no_parity"))
     with tab_pos:
         if len(per_position):
-            st.plotly_chart(figures.per_position_figure(per_position, lang=ui.language()), width="stretch")
+            ui.chart(figures.per_position_figure(per_position, lang=ui.language()), width="stretch")
         else:
             st.info(ui.t("md.no_positions"))
 

@@ -63,11 +63,8 @@ def builder_controls(who: str) -> None:
     elif kind == "tempered":
         ui.number_input(PAGE, P["q_tau"], ui.t("lab.tau"), step=0.1)
     elif kind == "custom":
-        st.text_area(
-            ui.t("lab.weights", who=who),
-            key=key(f"{who}_vec"),
-            height=80,
-            help=ui.t("lab.weights_help"),
+        ui.text_box(
+            PAGE, P[f"{who}_vec"], ui.t("lab.weights", who=who), area=True, height=80, help=ui.t("lab.weights_help")
         )
         st.file_uploader(ui.t("lab.csv", who=who), type=["csv", "txt"], key=f"{PAGE}.{who}_file")
 
@@ -144,7 +141,7 @@ def overlap_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
     p_np, q_np = p.numpy(), q.numpy()
     alpha = float(sampling.overlap(p, q))
     tv = 0.5 * float(np.abs(p_np - q_np).sum())
-    st.plotly_chart(figures.distribution_bars(p_np, q_np, lang=ui.language()), key="fig_bars")
+    ui.chart(figures.distribution_bars(p_np, q_np, lang=ui.language()), key="fig_bars")
     st.caption(ui.t("lab.overlap_caption"))
     c1, c2, c3 = st.columns(3)
     c1.metric(ui.t("lab.m.alpha"), f"{alpha:.4f}")
@@ -160,7 +157,7 @@ def tokens_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
     e_formula = float(theory.expected_tokens(alpha, k))
     mean_n, half = sampling.mean_with_ci(torch.from_numpy(n))
     counts = np.bincount(n, minlength=k + 2)[1:]
-    st.plotly_chart(
+    ui.chart(
         figures.n_histogram(counts, theory.accepted_length_pmf(alpha, k), len(n), lang=ui.language()), key="fig_hist"
     )
     c1, c2, c3 = st.columns(3)
@@ -182,7 +179,7 @@ def emitted_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
     gof = sampling.chi_square_gof(torch.from_numpy(emitted), p)
     verdict = sampling.emitted_verdict(gof, view["variant"], level=LEVEL)
     freq = np.bincount(emitted, minlength=len(p_np)) / len(emitted)
-    st.plotly_chart(figures.emitted_vs_target(freq, p_np, q.numpy(), lang=ui.language()), key="fig_emitted")
+    ui.chart(figures.emitted_vs_target(freq, p_np, q.numpy(), lang=ui.language()), key="fig_emitted")
     c1, c2, c3 = st.columns(3)
     c1.metric(ui.t("lab.m.emitted"), f"{len(emitted):,}")
     c2.metric(ui.t("lab.m.tv_emitted"), f"{gof.tv:.4f}")

@@ -70,8 +70,8 @@ SPEC = (
     Param("batch", 1, "int", 1, 256, log=True),
     Param("trace_src", "synthetic", "choice", choices=TRACE_SOURCES),
     Param("t_alpha", 0.8, "float", 0.01, 0.99),
-    Param("k_max", 16, "int", 1, 64),
-    Param("rounds", 20000, "int", 100, 200000, log=True),
+    Param("k_max", 16, "int", 1, policies.MAX_TRACE_K),
+    Param("rounds", 20000, "int", 100, policies.MAX_TRACE_ROUNDS, log=True),
     Param("seed", 0, "int", 0, 2**31 - 1),
     Param("confidence", "calibrated", "choice", choices=CONFIDENCE),
     Param("o", 0.0, "float", 0.0, 2.0),
@@ -149,7 +149,7 @@ def tree_section(view: dict, p: np.ndarray) -> None:
     )
     x, y = tree.layout()
     labels = [str(r) if r else "•" for r in tree.ranks]
-    st.plotly_chart(
+    ui.chart(
         figures.tree_figure(x, y, tree.parents, trees.path_probabilities(tree, p), labels, lang=ui.language()),
         key="fig_tree",
     )
@@ -158,7 +158,7 @@ def tree_section(view: dict, p: np.ndarray) -> None:
 
 def shapes_section(view: dict, p: np.ndarray) -> None:
     frame = shapes(tuple(p), tuple(b for b in BUDGETS if b <= 64), view["depth"])
-    st.plotly_chart(figures.tokens_by_budget(frame, lang=ui.language()), key="fig_shapes")
+    ui.chart(figures.tokens_by_budget(frame, lang=ui.language()), key="fig_shapes")
     st.caption(ui.t("strat.shapes_caption", depth=view["depth"]))
     ui.csv_download(ui.t("strat.dl"), lambda: frame, "tree_shapes.csv", key="dl_shapes")
 
@@ -258,7 +258,7 @@ def chosen_trace(view: dict) -> tuple[policies.Trace, str]:
     upload = st.file_uploader(ui.t("strat.trace_file"), type=["jsonl"], key=key("trace_file"))
     if upload is None:
         raise ValueError(ui.t("strat.err.no_upload"))
-    trace = policies.parse_trace(upload.getvalue().decode("utf-8", errors="replace"), upload.name)
+    trace = policies.parse_trace(upload.getvalue(), upload.name)
     what = "strat.trace.upload_positions" if trace.positional else "strat.trace.upload_rounds"
     return trace, ui.t(what, name=upload.name, count=f"{trace.rounds:,}", k_max=trace.k_max)
 
@@ -324,7 +324,7 @@ def policies_section(view: dict, p: np.ndarray) -> None:
     rules = chosen_rules(view, trace.k_max)
     frame = compared(trace, tuple(rules), c, v, o)
     st.caption(ui.t("strat.policies_caption", what=what, c=f"{c:.4g}", v=f"{v:.3g}", o=f"{o:.3g}", where=where))
-    st.plotly_chart(figures.policy_bars(frame, lang=ui.language()), key="fig_policies")
+    ui.chart(figures.policy_bars(frame, lang=ui.language()), key="fig_policies")
     table = frame.round(3).assign(
         policy=frame["policy"].map(ui.message),  # the rules' labels are i18n.Phrase
         kind=frame["kind"].map(lambda k: ui.t(f"strat.kind.{k}") if k in KINDS else k),
@@ -333,17 +333,15 @@ def policies_section(view: dict, p: np.ndarray) -> None:
     ks = {r.label: policies.replay(r, trace, c, v, o).k for r in rules}
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(figures.k_over_rounds(ks, lang=ui.language()), key="fig_k_rounds")
+        ui.chart(figures.k_over_rounds(ks, lang=ui.language()), key="fig_k_rounds")
     with right:
-        st.plotly_chart(figures.draft_length_histogram(ks, trace.k_max, lang=ui.language()), key="fig_k_hist")
+        ui.chart(figures.draft_length_histogram(ks, trace.k_max, lang=ui.language()), key="fig_k_hist")
     ui.selectbox(PAGE, P["sweep"], ui.t("strat.sweep"), format_func=label)
     view = ui.values(PAGE, SPEC)
     swept = policies.sweep(view["sweep"], np.linspace(0, 1, 21), trace, c, v, o)
     best = float(frame.loc[frame.kind == "best static K", "speedup"].iloc[0])
     oracle = float(frame.loc[frame.kind == "oracle", "speedup"].iloc[0])
-    st.plotly_chart(
-        figures.policy_sweep(swept, view["sweep"], best, oracle, lang=ui.language()), key="fig_policy_sweep"
-    )
+    ui.chart(figures.policy_sweep(swept, view["sweep"], best, oracle, lang=ui.language()), key="fig_policy_sweep")
     st.caption(ui.t("strat.sweep_caption"))
 
 
@@ -363,13 +361,13 @@ def ngram_section(view: dict, p: np.ndarray) -> None:
     with c2:
         ui.number_input(PAGE, P["ng_c"], ui.t("strat.ng_c"), format="%.4g", help=ui.t("strat.ng_c_help"))
     if st.session_state[key("ng_src")] == "my text":
-        st.text_area(ui.t("strat.ng_text"), key=key("ng_text"), height=150, max_chars=int(P["ng_text"].hi))
+        ui.text_box(PAGE, P["ng_text"], ui.t("strat.ng_text"), area=True, height=150)
     view = ui.values(PAGE, SPEC)
     texts = tuple(bench.load_prompts()) if view["ng_src"] == "bundled prompts" else (view["ng_text"],)
     if not any(len(t.encode("utf-8")) > 1 for t in texts):
         raise ValueError(ui.t("strat.err.ng_short"))
     frame = ngram_table(texts, view["ng_c"], view["v"])
-    st.plotly_chart(figures.ngram_by_k(frame, lang=ui.language()), key="fig_ngram")
+    ui.chart(figures.ngram_by_k(frame, lang=ui.language()), key="fig_ngram")
     st.dataframe(shown(frame.round(3), NGRAM_COLUMNS), hide_index=True, width="stretch")
     st.caption(ui.t("strat.ng_caption"))
     c1, c2 = st.columns([1, 3])
@@ -466,7 +464,7 @@ def sidebar_controls() -> None:
         st.header(ui.t("strat.h.acceptance"))
         ui.radio(PAGE, P["p_src"], ui.t("strat.p_from"), format_func=label)
         if st.session_state[key("p_src")] == "typed":
-            st.text_input(ui.t("strat.p_typed"), key=key("p"), max_chars=int(P["p"].hi))
+            ui.text_box(PAGE, P["p"], ui.t("strat.p_typed"))
         elif st.session_state[key("p_src")] == "a run in the library":
             ui.number_input(PAGE, P["run"], ui.t("strat.run"))
             st.caption(ui.t("strat.run_caption"))

@@ -218,7 +218,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import pandas as pd
     from tqdm import tqdm
 
-    from specviz import bench, trees
+    from specviz import bench, policies, trees
     from specviz.models import load_pair
 
     if args.tree and args.batch_size != [1]:
@@ -226,6 +226,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 2
     if args.trace and (args.tree or args.batch_size != [1]):
         print("error: --trace records traces of chains at batch size 1: drop --tree or --batch-size", file=sys.stderr)
+        return 2
+    if args.trace and max(args.k) > policies.MAX_TRACE_K:
+        print(f"error: --trace records at most K_max = {policies.MAX_TRACE_K} (the most a trace may hold)", file=sys.stderr)
         return 2
     try:
         dtype = resolve_dtype(args.dtype, args.device)

@@ -67,8 +67,8 @@ class Grid:
 
     def downsampled(self, max_points: int) -> Grid:
         """Every n-th point per axis so that each axis has at most ``max_points`` (keeps the ends)."""
-        ix = _thin(len(self.x), max_points)
-        iy = _thin(len(self.y), max_points)
+        ix = thin(len(self.x), max_points)
+        iy = thin(len(self.y), max_points)
         return Grid(self.x[ix], self.y[iy], self.z[np.ix_(iy, ix)], self.x_name, self.y_name, self.z_name)
 
 
@@ -96,7 +96,8 @@ def level_crossing(grid: Grid, level: float = 1.0) -> np.ndarray:
     return np.where(up.any(axis=1), cross, np.nan)
 
 
-def _thin(n: int, max_points: int) -> np.ndarray:
+def thin(n: int, max_points: int) -> np.ndarray:
+    """(≤ max_points,) indices into ``n`` points, evenly spaced, keeping the first and the last."""
     if n <= max_points:
         return np.arange(n)
     return np.unique(np.linspace(0, n - 1, max_points).round().astype(int))

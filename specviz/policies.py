@@ -160,46 +160,75 @@ def save_trace(trace: Trace, path) -> None:
         f.write(trace_text(trace))
 
 
+MAX_TRACE_K = 64  #: largest K_max a trace may have (the page's synthetic traces go as far)
+MAX_TRACE_ROUNDS = 200_000  #: most rows a trace may hold
+MAX_TRACE_BYTES = 20_000_000  #: largest trace file read: the uploader's 20 MB (.streamlit/config.toml)
+
+
 def load_trace(path) -> Trace:
     """A trace written by :func:`save_trace`; ValueError naming the line and what is wrong."""
-    with open(path, encoding="utf-8") as f:
-        return parse_trace(f.read(), str(path))
+    with open(path, "rb") as f:
+        return parse_trace(f.read(MAX_TRACE_BYTES + 1), str(path))
 
 
-def parse_trace(text: str, name: str = "trace") -> Trace:
-    """A trace from the text of a :func:`save_trace` file (an upload); ValueError naming ``name``, the line
-    and what is wrong."""
+def _lines(data: str | bytes):
+    """(line number, text) of each non-blank line of ``data``, one at a time (no list of them all)."""
+    newline = b"\n" if isinstance(data, bytes) else "\n"
+    start, number = 0, 0
+    while start < len(data):
+        end = data.find(newline, start)
+        end = len(data) if end < 0 else end
+        number += 1
+        line = data[start:end]
+        if isinstance(line, bytes):
+            line = line.decode("utf-8", errors="replace")
+        if line.strip():
+            yield number, line
+        start = end + 1
+
+
+def parse_trace(data: str | bytes, name: str = "trace") -> Trace:
+    """A trace from the text (or bytes) of a :func:`save_trace` file (an upload); ValueError naming
+    ``name``, the line and what is wrong.
+
+    The caps are checked while reading, before the rows are parsed in full: at most
+    :data:`MAX_TRACE_BYTES` bytes, a header K_max of at most :data:`MAX_TRACE_K` and at most
+    :data:`MAX_TRACE_ROUNDS` rows (the row after the last one allowed stops the read)."""
     import json
 
-    lines = [line for line in str(text).splitlines() if line.strip()]
+    size = len(data) if isinstance(data, bytes) else len(str(data).encode("utf-8", "surrogatepass"))
+    if size > MAX_TRACE_BYTES:
+        raise Message("err.policies.too_big", name=name, size=f"{size:,}", most=f"{MAX_TRACE_BYTES:,}")
+    lines = _lines(data if isinstance(data, bytes) else str(data))
+    first = next(lines, (1, ""))[1]
     try:
-        head = json.loads(lines[0]) if lines else {}
-    except json.JSONDecodeError:
+        head = json.loads(first) if first.lstrip().startswith("{") and len(first) < 10_000 else {}
+    except (ValueError, RecursionError):
         head = {}
     if not isinstance(head, dict) or head.get("format") != TRACE_FORMAT:
         raise Message("err.policies.header", name=name, fmt=TRACE_FORMAT)
     k = head.get("k_max")
-    if not isinstance(k, int) or k < 1:
-        raise Message("err.policies.k_max", name=name, k=k)
-    rows = []
-    for n, line in enumerate(lines[1:], start=2):
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_TRACE_K:
+        raise Message("err.policies.k_max", name=name, k=k, most=MAX_TRACE_K)
+    seg, acc, q, top, pt = [], [], [], [], []
+    for n, line in lines:
+        if len(acc) == MAX_TRACE_ROUNDS:
+            raise Message("err.policies.too_many_rows", name=name, line=n, most=f"{MAX_TRACE_ROUNDS:,}")
         try:
             row = json.loads(line)
-            q, top = np.asarray(row["q_token"], dtype=float), np.asarray(row["q_top"], dtype=float)
-            pt = np.asarray([np.nan if x is None else x for x in row["p_token"]], dtype=float)
-            if not (q.shape == top.shape == pt.shape == (k,)) or int(row["accepted"]) != row["accepted"]:
+            values = [row["q_token"], row["q_top"], [np.nan if x is None else x for x in row["p_token"]]]
+            if not all(isinstance(v, list) and len(v) == k for v in values) or int(row["accepted"]) != row["accepted"]:
                 raise ValueError
-            rows.append((int(row["segment"]), int(row["accepted"]), q, top, pt))
-        except (ValueError, KeyError, TypeError, AttributeError):
+            q.append(values[0]), top.append(values[1]), pt.append(values[2])
+            seg.append(int(row["segment"])), acc.append(int(row["accepted"]))
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
             raise Message("err.policies.bad_row", name=name, line=n, k=k) from None
-    if not rows:
+    if not acc:
         raise Message("err.policies.no_rows", name=name)
-    seg, acc, q, top, pt = zip(*rows, strict=True)
     try:
-        return Trace(
-            np.stack(q), np.stack(top), np.asarray(acc), np.stack(pt), np.asarray(seg), bool(head["positional"])
-        )
-    except (ValueError, KeyError) as exc:
+        arrays = [np.asarray(x, dtype=float) for x in (q, top, pt)]  # (R, K) each
+        return Trace(*arrays[:2], np.asarray(acc), arrays[2], np.asarray(seg), bool(head.get("positional")))
+    except (ValueError, TypeError, OverflowError) as exc:
         raise Message("err.policies.in_file", name=name, cause=exc) from None
 
 

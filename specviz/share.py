@@ -17,7 +17,18 @@ from urllib.parse import urlencode
 
 from specviz.i18n import Message, Phrase
 
-__all__ = ["MAX_ITEMS", "Param", "by_key", "check_items", "check_work", "clean_list", "decode", "encode", "share_url"]
+__all__ = [
+    "MAX_ITEMS",
+    "Param",
+    "by_key",
+    "check_items",
+    "check_work",
+    "clean_list",
+    "clean_text",
+    "decode",
+    "encode",
+    "share_url",
+]
 
 #: Default cap on the values of a list parameter (``"floats"`` / ``"ints"``): a link asking for
 #: more is refused, so no URL can make one view compute and draw without bound.
@@ -149,6 +160,17 @@ def check_items(p: Param, values: Sequence[Any]) -> None:
     that reached it another way (a widget's state) calls it before the work.
     """
     check_work(p.key, {Phrase("note.share.values"): len(values)}, p.max_items)
+
+
+def clean_text(p: Param, value: str) -> tuple[str, str | None]:
+    """A text control's value from a widget, cut to ``p.hi`` characters (the rule a link obeys), and a
+    note naming the parameter, how much was typed and the limit; the note is None when nothing was cut."""
+    if p.kind != "text":
+        raise ValueError(f"control {p.key!r} is not text (kind {p.kind!r})")
+    text, most = str(value), int(p.hi)
+    if len(text) <= most:
+        return text, None
+    return text[:most], Phrase("note.share.text_cut", param=p.key, typed=f"{len(text):,}", n=f"{most:,}")
 
 
 def clean_list(p: Param, values: Iterable[Any]) -> tuple[list, str | None]:

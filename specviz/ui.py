@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from specviz import hosting, i18n, share, store
+from specviz import figures, hosting, i18n, share, store
 
 _VIEWS = "_specviz_views"  # session_state: {page: {name: value}} survives page switches
 LANG_KEY = "_specviz_lang"  #: session_state: this session's UI language (the sidebar switch's widget key)
@@ -163,6 +163,30 @@ def multiselect(page: str, p: share.Param, label: str, options, **kwargs) -> lis
     return value
 
 
+def text_box(page: str, p: share.Param, label: str, *, area: bool = False, container=st, **kwargs) -> str:
+    """``st.text_input`` (``st.text_area`` when ``area``) for text control ``p``, at most ``p.hi`` characters.
+
+    The widget gets no ``max_chars``: Streamlit's box drops a longer paste whole, without a word. A
+    longer text is cut to its first ``p.hi`` characters by :func:`share.clean_text` (the rule a link
+    obeys) before the script reads it, and a warning below the box names the limit.
+    """
+    k = key(page, p.key)
+    widget = container.text_area if area else container.text_input
+    value = widget(label, key=k, on_change=_clean_text, args=(k, p), **kwargs)
+    note = st.session_state.pop(_note_key(k), None)
+    if note:
+        container.warning(message(note), icon=":material/content_cut:")
+    return value
+
+
+def _clean_text(widget_key: str, p: share.Param) -> None:
+    """on_change of :func:`text_box`: the text cut to the Param's limit, and a note when it was."""
+    cut, note = share.clean_text(p, st.session_state[widget_key])
+    st.session_state[widget_key] = cut
+    if note:
+        st.session_state[_note_key(widget_key)] = note
+
+
 def _note_key(widget_key: str) -> str:
     return f"{widget_key}._dropped"
 
@@ -250,6 +274,16 @@ def publish(page: str, spec: Sequence[share.Param], url_path: str) -> dict[str, 
         if box.open:
             st.code(share.share_url(st.context.url, url_path, params), language=None)
     return params
+
+
+def chart(fig, **kwargs) -> None:
+    """``st.plotly_chart(fig, **kwargs)`` within the point budget: a figure over
+    :data:`specviz.figures.MAX_POINTS` values is thinned evenly (:func:`specviz.figures.within_budget`)
+    and says so under the chart. Every chart of the app goes through here."""
+    fig, total, sent = figures.within_budget(fig)
+    st.plotly_chart(fig, **kwargs)
+    if sent < total:
+        st.caption(t("ui.thinned", sent=f"{sent:,}", total=f"{total:,}"))
 
 
 def csv_download(label: str, table: Callable[[], Any], file_name: str, key: str) -> None:

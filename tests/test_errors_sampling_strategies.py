@@ -118,7 +118,7 @@ CASES = [
     ),
     (
         lambda: policies.parse_trace('{"format": "specviz trace 1", "k_max": 0}', "up.jsonl"),
-        "up.jsonl: the header's k_max must be an integer >= 1; got 0",
+        "up.jsonl: the header's k_max must be an integer from 1 to 64; got 0",
         ["up.jsonl", "k_max", "0"],
     ),
     (

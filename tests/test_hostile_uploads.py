@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from specviz import hardware
+from specviz import hardware, policies
 
 LLAMA = {  # Llama-2-7B's config.json, the sizes that matter
     "architectures": ["LlamaForCausalLM"],
@@ -172,3 +172,156 @@ def test_the_hardware_page_names_the_field_of_a_bad_upload_in_chinese():
     assert not at.exception
     errors = shown_errors(at)
     assert any("hidden_size" in e and "1e+308" in e and "131,072" in e and "整数" in e for e in errors), errors
+
+
+# --------------------------------------------------------------------------------------
+# what one figure sends to the browser
+# --------------------------------------------------------------------------------------
+
+
+def test_a_scatter_over_the_point_budget_is_thinned_evenly_keeping_its_ends_and_its_hover_data():
+    import plotly.graph_objects as go
+
+    from specviz import figures
+
+    n = 200_000
+    x = np.arange(n)
+    fig = go.Figure(go.Scatter(x=x, y=x * 2.0, customdata=x * 3, marker=dict(color=x % 7)))
+    thinned, total, sent = figures.within_budget(fig)
+    assert total == n and figures.MAX_POINTS // 2 <= sent <= figures.MAX_POINTS
+    trace = thinned.data[0]
+    xs, ys, cd = np.asarray(trace.x), np.asarray(trace.y), np.asarray(trace.customdata).ravel()
+    assert xs[0] == 0 and xs[-1] == n - 1 and np.array_equal(ys, xs * 2.0) and np.array_equal(cd, xs * 3)
+    assert np.array_equal(np.asarray(trace.marker.color), xs % 7)
+    steps = np.diff(xs)
+    assert steps.max() - steps.min() <= 1  # evenly spaced
+    small = go.Figure(go.Scatter(x=[1, 2], y=[3, 4]))
+    assert figures.within_budget(small)[0] is small
+
+
+def test_a_heatmap_over_the_budget_keeps_a_thinned_grid_with_its_axes():
+    import plotly.graph_objects as go
+
+    from specviz import figures
+
+    z = np.arange(600 * 500, dtype=float).reshape(600, 500)
+    fig = go.Figure(go.Heatmap(z=z, x=np.arange(500), y=np.arange(600) * 10))
+    thinned, total, sent = figures.within_budget(fig)
+    assert total == 300_000 and sent <= figures.MAX_POINTS
+    t = thinned.data[0]
+    zt, xt, yt = np.asarray(t.z), np.asarray(t.x), np.asarray(t.y)
+    assert zt.shape == (len(yt), len(xt))
+    assert np.array_equal(zt, z[np.ix_(yt // 10, xt)])  # each cell is still at its (x, y)
+
+
+def test_every_chart_of_every_page_goes_through_the_budget():
+    from _apps import ROOT
+
+    direct = [p.name for p in (ROOT / "pages").glob("*.py") if "st.plotly_chart(" in p.read_text()]
+    assert not direct, f"pages calling st.plotly_chart instead of ui.chart: {direct}"
+
+
+def test_a_thinned_chart_says_so_under_it():
+    def script():
+        import numpy as np
+        import plotly.graph_objects as go
+
+        from specviz import ui
+
+        ui.chart(go.Figure(go.Scatter(x=np.arange(120_000), y=np.zeros(120_000))), key="big")
+        ui.chart(go.Figure(go.Scatter(x=[1, 2], y=[1, 2])), key="small")
+
+    at = AppTest.from_function(script).run()
+    assert not at.exception
+    assert [c.value for c in at.caption] == [
+        "Drawn: 50,000 of 120,000 values, evenly thinned so that the browser "
+        "stays responsive; the tables and downloads hold them all."
+    ]
+
+
+# --------------------------------------------------------------------------------------
+# traces (Drafting strategies → Draft-length policies)
+# --------------------------------------------------------------------------------------
+
+HEADER = '{"format": "specviz trace 1", "k_max": %d, "positional": false}'
+
+
+def trace_row(k: int) -> str:
+    return json.dumps({"segment": 0, "accepted": 1, "q_token": [0.5] * k, "q_top": [0.5] * k, "p_token": [None] * k})
+
+
+def test_a_trace_over_the_k_max_cap_is_refused_at_its_header():
+    k = policies.MAX_TRACE_K + 1
+    exc = caught(lambda: policies.parse_trace(HEADER % k + "\n" + trace_row(k), "big.jsonl"), "err.policies.k_max")
+    assert f"{k}" in str(exc) and f"{policies.MAX_TRACE_K}" in str(exc) and "big.jsonl" in str(exc)
+    assert policies.parse_trace(HEADER % policies.MAX_TRACE_K + "\n" + trace_row(policies.MAX_TRACE_K)).k_max == 64
+
+
+def test_a_trace_over_the_row_cap_is_refused_at_the_first_row_past_it():
+    cap = policies.MAX_TRACE_ROUNDS
+    row = trace_row(1)
+    text = "\n".join([HEADER % 1, *[row] * cap])
+    assert policies.parse_trace(text).rounds == cap
+    exc = caught(
+        lambda: policies.parse_trace(text + "\n" + row + "\nnot even json", "long.jsonl"), "err.policies.too_many_rows"
+    )
+    assert f"line {cap + 2}" in str(exc) and f"{cap:,}" in str(exc)  # the row past the cap, not the junk after it
+
+
+def test_a_trace_file_over_the_byte_cap_is_refused_before_it_is_read():
+    data = (HEADER % 1 + "\n").encode() + b" " * policies.MAX_TRACE_BYTES
+    exc = caught(lambda: policies.parse_trace(data, "huge.jsonl"), "err.policies.too_big")
+    assert f"{policies.MAX_TRACE_BYTES:,}" in str(exc)
+
+
+def test_the_trace_byte_cap_is_the_uploaders():
+    from specviz.measurements import load
+
+    assert policies.MAX_TRACE_BYTES == load.MAX_BYTES
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(HOSTILE, st.lists(HOSTILE, max_size=3)), min_size=1, max_size=5))
+def test_a_trace_row_of_any_json_raises_only_a_message_naming_the_file(values):
+    keys = ("segment", "accepted", "q_token", "q_top", "p_token")
+    good = dict(zip(keys, (0, 0, [0.5], [0.5], [None]), strict=True))
+    row = json.dumps(good | dict(zip(keys, values, strict=False)))
+    try:
+        policies.parse_trace(HEADER % 1 + "\n" + row, "t.jsonl")
+    except ValueError as exc:
+        assert type(exc).__name__ == "Message" and "t.jsonl" in str(exc), repr(exc)
+
+
+def test_the_strategies_page_refuses_a_trace_over_a_cap_with_a_message():
+    at = open_app("pages/strategies.py", view="Draft-length policies", trace_src="an uploaded trace")
+    k = policies.MAX_TRACE_K * 40
+    at.file_uploader(key="strategies.trace_file").upload("wide.jsonl", (HEADER % k + "\n" + trace_row(k)).encode())
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("wide.jsonl" in e and "64" in e and f"{k}" in e for e in shown_errors(at)), shown_errors(at)
+
+
+# --------------------------------------------------------------------------------------
+# typed text over its box's limit
+# --------------------------------------------------------------------------------------
+
+
+def test_text_over_a_box_limit_keeps_its_first_characters_and_names_the_limit():
+    from specviz import share
+
+    p = share.Param("ng_text", "", "text", hi=20_000)
+    cut, note = share.clean_text(p, "ab" * 500_000)
+    assert cut == "ab" * 10_000 and "ng_text" in note and "20,000" in note and "1,000,000" in note
+    assert share.clean_text(p, "x" * 20_000) == ("x" * 20_000, None)
+
+
+def test_a_megabyte_pasted_into_the_ngram_box_is_cut_to_its_limit_with_a_note_not_emptied():
+    at = open_app("pages/strategies.py", view="N-gram drafts", ng_src="my text")
+    box = at.text_area(key="strategies.ng_text")
+    pasted = ("def f(x):\n    return x + 1\n" * 40_000)[:1_000_000]
+    box.input(pasted).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.text_area(key="strategies.ng_text").value == pasted[:20_000]
+    assert any("20,000" in w.value and "1,000,000" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert not shown_errors(at)  # not "type at least two characters"
+    assert at.get("plotly_chart")  # the lookup ran on the kept text
