@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from specviz import figures, measurements, overlays, store, ui
+from specviz import figures, hosting, measurements, overlays, store, ui
 from specviz.share import Param, by_key
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
@@ -46,7 +46,7 @@ def shown_name(name: str) -> str:
     return ui.t("md.pasted_text") if name == PASTED else name
 
 
-@ui.cached(max_entries=8, ttl=15 * 60)  # an upload's frame (up to 200,000 rows) kept while it is previewed
+@ui.parsed_upload(max_entries=8, ttl=15 * 60)  # an upload's frame (up to 200,000 rows) kept while it is previewed
 def parse(data: bytes, name: str, fmt: str, k: int, no_bonus: bool):
     """load_measurements, cached by content and options (k = 0: not given)."""
     return measurements.load_measurements(data, name=name, format=fmt, k=k or None, mean_tokens_without_bonus=no_bonus)
@@ -359,6 +359,8 @@ for option in OPTIONS:
     st.session_state.setdefault(key(option.key), option.default)
 if key("runs_next") in st.session_state:
     st.session_state[key("runs")] = st.session_state.pop(key("runs_next"))
+if (misspelt := hosting.hosted_problem()) is not None:  # read as hosted mode: the library's location is hidden
+    st.warning(ui.plain(ui.message(misspelt)), icon=":material/warning:")
 library, runs = ui.library(), None
 if library is not None:
     try:

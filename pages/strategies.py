@@ -238,6 +238,11 @@ def synthetic(alpha: float, k_max: int, rounds: int, seed: int, confidence: str)
     return policies.synthetic_trace(alpha, k_max, rounds, np.random.default_rng(seed), confidence)
 
 
+@ui.parsed_upload(max_entries=4)
+def parsed_trace(data: bytes, name: str) -> policies.Trace:
+    return policies.parse_trace(data, name)
+
+
 def chosen_trace(view: dict) -> tuple[policies.Trace, str]:
     """(trace, what it is): synthetic from the controls, or the uploaded file (ValueError naming it)."""
     if view["trace_src"] == "synthetic":
@@ -258,7 +263,7 @@ def chosen_trace(view: dict) -> tuple[policies.Trace, str]:
     upload = st.file_uploader(ui.t("strat.trace_file"), type=["jsonl"], key=key("trace_file"))
     if upload is None:
         raise ValueError(ui.t("strat.err.no_upload"))
-    trace = policies.parse_trace(upload.getvalue(), upload.name)
+    trace = parsed_trace(upload.getvalue(), upload.name)
     what = "strat.trace.upload_positions" if trace.positional else "strat.trace.upload_rounds"
     return trace, ui.t(what, name=upload.name, count=f"{trace.rounds:,}", k_max=trace.k_max)
 

@@ -35,6 +35,22 @@ VIEWPORT = {"width": 1400, "height": 1000}
 STARTUP_TIMEOUT_S = 60
 
 
+# True once the app has finished a script run and drawn its result: a run has happened
+# (the state is "initial" before the first one), none is in progress or requested, the
+# "Running..." icon is gone, no element is stale (greyed out, awaiting a rerun), no
+# lazily loaded component still shows its loading skeleton, every visible plotly chart
+# (those in inactive tabs are hidden) holds its svg and every dataframe its canvas.
+APP_DRAWN_JS = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+    if (document.querySelector('[data-testid="stStatusWidgetRunningIcon"], [data-stale="true"]')) return false;
+    if (document.querySelector('[data-testid="stAppSkeleton"], [data-testid="stSkeleton"]')) return false;
+    const shown = sel => [...document.querySelectorAll(sel)].filter(e => e.getClientRects().length > 0);
+    return shown('[data-testid="stPlotlyChart"]').every(c => c.querySelector('.js-plotly-plot svg.main-svg'))
+        && shown('[data-testid="stDataFrame"]').every(d => d.querySelector('canvas'));
+}"""
+
+
 class ServerError(RuntimeError):
     """The server exited or did not become healthy; the message holds its output."""
 

@@ -15,6 +15,7 @@ Needs Debian's ``chromium`` on PATH (``playwright install`` is never run); skipp
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import time
@@ -22,7 +23,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
-from _browser import CHROMIUM, ROOT, VIEWPORT, ServerError, launch_chromium, streamlit_server
+from _browser import APP_DRAWN_JS, CHROMIUM, ROOT, VIEWPORT, ServerError, launch_chromium, streamlit_server
+from _uploads import RENDER_BUDGET_S, UPLOADS, give, write_largest
 from playwright.sync_api import expect
 
 RUN_TIMEOUT_MS = 30_000  # one script run of a page, including plotly drawing its charts
@@ -48,20 +50,6 @@ pytestmark = [
     pytest.mark.skipif(CHROMIUM is None, reason="needs a chromium executable on PATH (apt-get install chromium)"),
 ]
 
-# True once the app has finished a script run and drawn its result: a run has happened
-# (the state is "initial" before the first one), none is in progress or requested, the
-# "Running..." icon is gone, no element is stale (greyed out, awaiting a rerun), no
-# lazily loaded component still shows its loading skeleton, every visible plotly chart
-# (those in inactive tabs are hidden) holds its svg and every dataframe its canvas.
-APP_DRAWN_JS = """() => {
-    const app = document.querySelector('[data-testid="stApp"]');
-    if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
-    if (document.querySelector('[data-testid="stStatusWidgetRunningIcon"], [data-stale="true"]')) return false;
-    if (document.querySelector('[data-testid="stAppSkeleton"], [data-testid="stSkeleton"]')) return false;
-    const shown = sel => [...document.querySelectorAll(sel)].filter(e => e.getClientRects().length > 0);
-    return shown('[data-testid="stPlotlyChart"]').every(c => c.querySelector('.js-plotly-plot svg.main-svg'))
-        && shown('[data-testid="stDataFrame"]').every(d => d.querySelector('canvas'));
-}"""
 CHART_SHOWN = '[data-testid="stPlotlyChart"] .js-plotly-plot svg.main-svg'
 PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'  # one per chart (a chart has several svg.main-svg)
 
@@ -497,3 +485,46 @@ def test_a_chinese_tab_click_opens_it_and_the_link_keeps_its_choice(app_url, pag
     expect(page.get_by_text("某一 (α, c) 下的 f(K)")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     wait_drawn(page)
     assert query(page.url).get("view") == ["Optimal K"] and query(page.url).get("lang") == ["zh"]
+
+
+@pytest.fixture(scope="module")
+def largest_inputs(tmp_path_factory):
+    """The folder the largest accepted input of each kind is written to (tests/_uploads.py), once per module."""
+    return tmp_path_factory.mktemp("largest")
+
+
+@pytest.mark.parametrize("kind", [u.name for u in UPLOADS])
+def test_the_largest_accepted_input_of_each_kind_renders_within_the_budget(app_url, page, largest_inputs, kind):
+    """Hostile pass over the uploads and text boxes that feed a chart: the largest input each cap lets
+    through (config.json, traces at the row and K_max caps, the n-gram text, measured-data files) opens
+    without an exception element and the page settles within the render budget."""
+    upload = next(u for u in UPLOADS if u.name == kind)
+    seconds = give(page, app_url, upload, write_largest(largest_inputs, upload))
+    assert_no_exception(page, f"{upload.path} with {kind}")
+    assert seconds <= RENDER_BUDGET_S, f"{kind}: settled after {seconds:.1f} s"
+
+
+def test_an_over_the_cap_trace_is_refused_with_a_message_naming_the_cap(app_url, page, tmp_path):
+    """A trace wider than the K_max cap: a message naming the cap, no exception, the page stays usable."""
+    from specviz import policies
+
+    k = policies.MAX_TRACE_K * 50
+    row = {"segment": 0, "accepted": 1, "q_token": [0.5] * k, "q_top": [0.5] * k, "p_token": [None] * k}
+    path = tmp_path / "wide.jsonl"
+    header = {"format": policies.TRACE_FORMAT, "k_max": k, "positional": True}
+    path.write_text("\n".join(json.dumps(x) for x in (header, *[row] * 50)) + "\n")
+    open_page(page, app_url + "/strategies?view=Draft-length+policies&trace_src=an+uploaded+trace")
+    page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(path))
+    expect(page.get_by_text(f"from 1 to {policies.MAX_TRACE_K}; got {k}")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_a_megabyte_pasted_into_the_ngram_box_is_cut_with_a_note(app_url, page):
+    """1 MB typed into the 20,000-character box keeps its first 20,000 characters and says so."""
+    open_page(page, app_url + "/strategies?view=N-gram+drafts&ng_src=my+text")
+    box = page.get_by_label("Text (UTF-8 bytes are the tokens)")
+    box.fill("abc def " * 131_072)
+    box.press("Control+Enter")
+    expect(page.get_by_text("kept the first 20,000 of the 1,048,576 characters")).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    assert len(box.input_value()) == 20_000
+    assert_no_exception(page, "/strategies after a 1 MB paste")
