@@ -132,7 +132,7 @@ def test_a_config_nested_too_deep_or_too_large_is_refused_before_parsing():
     assert f"{hardware.CONFIG_MAX_BYTES:,}" in str(exc)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.dictionaries(st.sampled_from(SIZE_KEYS), HOSTILE, max_size=4))
 def test_from_hf_config_raises_only_messages_and_what_it_accepts_prices_without_overflow(changes):
     try:
@@ -257,6 +257,7 @@ def test_a_trace_over_the_k_max_cap_is_refused_at_its_header():
     assert policies.parse_trace(HEADER % policies.MAX_TRACE_K + "\n" + trace_row(policies.MAX_TRACE_K)).k_max == 64
 
 
+@pytest.mark.slow  # parses 200,000 rows twice (~4 s)
 def test_a_trace_over_the_row_cap_is_refused_at_the_first_row_past_it():
     cap = policies.MAX_TRACE_ROUNDS
     row = trace_row(1)
