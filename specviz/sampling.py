@@ -400,13 +400,20 @@ def tempered(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     return torch.softmax(logits.to(torch.float64) / float(temperature), -1)
 
 
+_BYTES_PER_WEIGHT = 64  #: most characters one weight of a typed or uploaded vector may take, separator included
+
+
 def parse_distribution(data: str | bytes, v: int, name: str = "distribution") -> torch.Tensor:
     """A user-entered distribution: comma/space/newline separated numbers, or a one-column CSV.
 
-    Weights are normalised to sum to 1. Raises ValueError naming ``name`` for an
-    unparsable entry, a negative or non-finite value, all zeros, or a length other than V.
+    Weights are normalised to sum to 1. Raises ValueError naming ``name`` for an input longer than
+    64 · V + 1024 characters (refused before it is parsed), an unparsable entry, a negative or
+    non-finite value, all zeros, or a length other than V.
     """
     v = _check_size(v)
+    most = _BYTES_PER_WEIGHT * v + 1024  # room for a header and generous spacing, never megabytes
+    if len(data) > most:
+        raise Message("err.sampling.too_long", name=name, size=f"{len(data):,}", most=f"{most:,}", v=v)
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8-sig")

@@ -326,3 +326,12 @@ def test_a_megabyte_pasted_into_the_ngram_box_is_cut_to_its_limit_with_a_note_no
     assert any("20,000" in w.value and "1,000,000" in w.value for w in at.warning), [w.value for w in at.warning]
     assert not shown_errors(at)  # not "type at least two characters"
     assert at.get("plotly_chart")  # the lookup ran on the kept text
+
+
+def test_a_weight_file_far_longer_than_its_vocabulary_needs_is_refused_before_parsing():
+    from specviz import sampling
+
+    data = b"p\n" + b"0.001\n" * 3_000_000  # an 18 MB one-column CSV for V = 100
+    exc = caught(lambda: sampling.parse_distribution(data, 100, "p"), "err.sampling.too_long")
+    assert "18,000,002" in str(exc) and "7,424" in str(exc) and "V = 100" in str(exc)
+    assert float(sampling.parse_distribution(b"p\n" + b"0.01\n" * 100, 100).sum()) == pytest.approx(1.0)
