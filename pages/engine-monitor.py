@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from specviz import figures, hardware, overlays, store, theory, ui
+from specviz import figures, hardware, hosting, overlays, store, theory, ui
 from specviz.engines import ENGINES, fetch, loadgen, monitor
 from specviz.share import Param, by_key
 
@@ -340,6 +340,8 @@ def show_load(results: dict) -> None:
 
 st.title(ui.t("em.title"))
 st.caption(ui.t("em.intro"))
+if (misspelt := hosting.hosted_problem()) is not None:  # read as hosted mode: the allow-list applies
+    st.warning(ui.plain(ui.message(misspelt)), icon=":material/warning:")
 ui.restore(PAGE, SPEC)
 setup()
 view = ui.values(PAGE, SPEC)

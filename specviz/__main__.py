@@ -228,7 +228,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print("error: --trace records traces of chains at batch size 1: drop --tree or --batch-size", file=sys.stderr)
         return 2
     if args.trace and max(args.k) > policies.MAX_TRACE_K:
-        print(f"error: --trace records at most K_max = {policies.MAX_TRACE_K} (the most a trace may hold)", file=sys.stderr)
+        print(
+            f"error: --trace records at most K_max = {policies.MAX_TRACE_K} (the most a trace may hold)",
+            file=sys.stderr,
+        )
         return 2
     try:
         dtype = resolve_dtype(args.dtype, args.device)

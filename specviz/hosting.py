@@ -10,10 +10,13 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-__all__ = ["ENV_HOSTED", "HIDDEN", "TRUE", "database_forms", "is_hosted", "redact"]
+from specviz.i18n import Message
+
+__all__ = ["ENV_HOSTED", "FALSE", "HIDDEN", "TRUE", "database_forms", "hosted_problem", "is_hosted", "redact"]
 
 ENV_HOSTED = "SPECVIZ_HOSTED"
-TRUE = ("1", "true", "yes", "on")  #: values of a yes/no variable that mean yes (any case)
+TRUE = ("1", "true", "yes", "on")  #: values of a yes/no variable that mean yes (any case, spaces around ignored)
+FALSE = ("0", "false", "no", "off")  #: ... and those that mean no (as does an empty or unset variable)
 HIDDEN = "[hidden]"  #: what a hosted deployment shows instead of a path or a URL
 
 _CHAR = r"[^\s'\"`<>()]"  # a character of a path or URL as messages quote them
@@ -27,10 +30,26 @@ _PATH = re.compile(
 )
 
 
-def is_hosted(environ: Mapping[str, str] | None = None) -> bool:
-    """True when ``$SPECVIZ_HOSTED`` is one of :data:`TRUE` (hosted mode, docs/deploy.md §3)."""
+def _hosted_value(environ: Mapping[str, str] | None) -> str:
     environ = os.environ if environ is None else environ
-    return environ.get(ENV_HOSTED, "").strip().lower() in TRUE
+    return environ.get(ENV_HOSTED, "")
+
+
+def is_hosted(environ: Mapping[str, str] | None = None) -> bool:
+    """True when ``$SPECVIZ_HOSTED`` is one of :data:`TRUE` (hosted mode, docs/deploy.md §3), and also when
+    it is set to anything but :data:`FALSE`: a value meant to switch hosted mode on but misspelt
+    (``enabled``, ``ture``) must not leave a public server open. :func:`hosted_problem` says so."""
+    value = _hosted_value(environ).strip().lower()
+    return bool(value) and value not in FALSE
+
+
+def hosted_problem(environ: Mapping[str, str] | None = None) -> Message | None:
+    """A :class:`~specviz.i18n.Message` naming ``$SPECVIZ_HOSTED``, its value and the values allowed when it
+    is neither a yes (:data:`TRUE`) nor a no (:data:`FALSE`, empty); else None. Pages show it as a warning."""
+    raw = _hosted_value(environ)
+    if raw.strip().lower() in ("", *TRUE, *FALSE):
+        return None
+    return Message("err.hosting.value", var=ENV_HOSTED, value=raw, yes=", ".join(TRUE), no=", ".join(FALSE))
 
 
 def database_forms(url: str) -> tuple[str, ...]:

@@ -16,6 +16,12 @@ and migrated when the library is opened (:func:`open_library`).
 A SQLite library whose file is deleted or replaced while the server runs is refused from then on,
 reads and saves alike, with a :class:`StoreError` naming the file (:func:`_check_library_file`):
 the open connections would otherwise go on writing to a file no other process can see.
+
+Other operator faults are a :class:`StoreError` that says what is wrong with the file and leaves it as it
+is (:func:`_cause`; tests/test_hostile_env.py): a file or folder the server may not write, a file that is
+not SQLite, a damaged one. A PostgreSQL server that accepts the connection but never answers fails the
+open after :data:`PG_CONNECT_TIMEOUT_S` (libpq's ``connect_timeout``; a URL may set its own). A process
+killed mid-save leaves no part of that run: SQLite rolls the unfinished transaction back on the next open.
 """
 
 from __future__ import annotations
@@ -198,6 +204,38 @@ def _migrate(conn: Connection) -> None:
 
 
 _BUSY_S = 60.0  #: how long a SQLite connection waits for another writer
+PG_CONNECT_TIMEOUT_S = 10  #: libpq's connect_timeout where the URL sets none: a server that never answers fails
+
+
+def _sqlite_path(url: sa.URL | str | None) -> str | None:
+    """The absolute file path of a SQLite URL, else None."""
+    try:
+        parsed = sa.make_url(url) if isinstance(url, str) else url
+    except (sa.exc.ArgumentError, ValueError):
+        return None
+    if parsed is None or parsed.get_backend_name() != "sqlite" or not parsed.database:
+        return None
+    return os.path.abspath(os.path.expanduser(parsed.database))
+
+
+def _cause(exc: BaseException, url: sa.URL | str | None = None):
+    """What to quote as the cause of a failed library operation: the driver's own error (without SQLAlchemy's
+    statement and parameters), or, for the faults an operator can fix at a SQLite file, a sentence naming it.
+
+    ``url`` is the library's (for the file's path); ``exc`` a SQLAlchemy error or the driver's.
+    """
+    orig = getattr(exc, "orig", None) or exc
+    path = _sqlite_path(url)
+    if path is None or not isinstance(orig, sqlite3.Error):
+        return orig
+    said = str(orig).lower()
+    if "readonly" in said or "read-only" in said:
+        return Phrase("err.store.read_only", path=path, folder=os.path.dirname(path), error=str(orig))
+    if "file is not a database" in said:
+        return Phrase("err.store.not_sqlite", path=path, env=ENV_URL)
+    if "malformed" in said or "corrupt" in said:
+        return Phrase("err.store.damaged", path=path, error=str(orig))
+    return orig
 
 
 def _retry_locked(statement, timeout_s: float = _BUSY_S) -> None:
@@ -304,6 +342,15 @@ def _empty_moved_wal(dbapi_conn: sqlite3.Connection) -> None:
         pass
 
 
+def _writable(path: str) -> bool:
+    """Whether this process (its effective user) may write the SQLite file ``path``, the ``-wal`` and ``-shm``
+    files next to it (where there are any) and their folder; SQLite opens them read-only, without saying so,
+    where it may not (and makes new ``-wal`` and ``-shm`` files as read-only as the database)."""
+    effective = os.access in os.supports_effective_ids
+    files = [path, *(f for f in (path + "-wal", path + "-shm") if os.path.exists(f)), os.path.dirname(path)]
+    return all(os.access(f, os.W_OK, effective_ids=effective) for f in files)
+
+
 def _sqlite_engine(url: sa.URL) -> Engine:
     if not url.database or url.database == ":memory:" or "mode=memory" in str(url):
         raise StoreError(Message("err.store.in_memory", env=ENV_URL, url=str(url)))
@@ -325,10 +372,15 @@ def _sqlite_engine(url: sa.URL) -> Engine:
         cur.close()
         if library.opened is None:  # the first connection: the file now exists
             library.opened = _file_id(library.path)
+        _record.info["read_only"] = not _writable(library.path)  # then SQLite opened it read-only
 
     @sa.event.listens_for(engine, "checkout")
-    def _on_checkout(*_):  # every read and write starts here
+    def _on_checkout(_dbapi_conn, record, _proxy):  # every read and write starts here
         _check_library_file(engine)
+        if record.info.get("read_only") and _writable(library.path):
+            # A connection opened while the file (or folder) was read-only refuses every write for as long as
+            # it lives: now that the operator has fixed the mode, the pool replaces it with a new one.
+            raise sa.exc.DisconnectionError("the run library became writable")
 
     @sa.event.listens_for(engine, "close")
     def _on_close(dbapi_conn, _record):
@@ -357,7 +409,12 @@ def open_library(url: str | None = None) -> Engine:
     except (sa.exc.ArgumentError, ValueError) as exc:
         raise StoreError(Message("err.store.bad_url", env=ENV_URL, url=url)) from exc
     try:
-        engine = _sqlite_engine(parsed) if parsed.get_backend_name() == "sqlite" else sa.create_engine(parsed)
+        if parsed.get_backend_name() == "sqlite":
+            engine = _sqlite_engine(parsed)
+        elif parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
+            engine = sa.create_engine(parsed, connect_args={"connect_timeout": PG_CONNECT_TIMEOUT_S})
+        else:
+            engine = sa.create_engine(parsed)
         with engine.begin() as conn:
             _migrate(conn)
     except (ModuleNotFoundError, sa.exc.NoSuchModuleError) as exc:
@@ -365,7 +422,7 @@ def open_library(url: str | None = None) -> Engine:
     except (sa.exc.SQLAlchemyError, OSError, ValueError) as exc:
         if isinstance(exc, StoreError):
             raise
-        raise StoreError(Message("err.store.cannot_open", url=parsed, cause=exc)) from exc
+        raise StoreError(Message("err.store.cannot_open", url=parsed, cause=_cause(exc, parsed))) from exc
     return engine
 
 
@@ -435,8 +492,7 @@ def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, no
             conn.execute(_rows.insert(), [{**r, "run_id": run_id} for r in records])
         _check_library_file(engine)  # the commit went to the file at the path, not to a deleted one
     except (sa.exc.SQLAlchemyError, StoreError) as exc:
-        reason = getattr(exc, "orig", None) or exc
-        raise StoreError(Message("err.store.save_failed", label=label, cause=reason)) from exc
+        raise StoreError(Message("err.store.save_failed", label=label, cause=_cause(exc, engine.url))) from exc
     return int(run_id)
 
 
@@ -450,15 +506,16 @@ def _surrogate(what: str, text: str) -> Message:
 
 
 @contextmanager
-def _reported(what: str) -> Iterator[None]:
+def _reported(what: str, engine: Engine | None = None) -> Iterator[None]:
     """Database failures (file gone, locked past the timeout, server down) as a StoreError saying what failed.
 
-    ``what`` is a catalogue key: the failed operation in words, with a ``{cause}`` field.
+    ``what`` is a catalogue key: the failed operation in words, with a ``{cause}`` field (:func:`_cause`
+    of the failure, for ``engine``'s file).
     """
     try:
         yield
     except sa.exc.SQLAlchemyError as exc:
-        raise StoreError(Message(what, cause=getattr(exc, "orig", None) or exc)) from exc
+        raise StoreError(Message(what, cause=_cause(exc, None if engine is None else engine.url))) from exc
 
 
 def list_runs(engine: Engine) -> pd.DataFrame:
@@ -468,7 +525,7 @@ def list_runs(engine: Engine) -> pd.DataFrame:
     (the last four: distinct values joined by ", ").
     """
     cols = ["id", "label", "source", "uploaded_at", "note", "n_rows"]
-    with _reported("err.store.list_failed"), engine.connect() as conn:
+    with _reported("err.store.list_failed", engine), engine.connect() as conn:
         runs = pd.DataFrame(
             conn.execute(sa.select(*(_runs.c[c] for c in cols)).order_by(_runs.c.id.desc())).all(), columns=cols
         )
@@ -494,7 +551,7 @@ def _fetch(engine: Engine, run_ids: Iterable[int]) -> list[pd.DataFrame]:
     ids = [int(i) for i in run_ids]
     if not ids:
         return []
-    with _reported("err.store.read_failed"), engine.connect() as conn:
+    with _reported("err.store.read_failed", engine), engine.connect() as conn:
         runs = {r.id: r for r in conn.execute(sa.select(_runs).where(_runs.c.id.in_(ids))).all()}
         missing = [i for i in ids if i not in runs]
         if missing:
@@ -552,7 +609,7 @@ def delete_runs(engine: Engine, run_ids: Iterable[int]) -> int:
     ids = [int(i) for i in run_ids]
     if not ids:
         return 0
-    with _reported("err.store.delete_failed"), engine.begin() as conn:
+    with _reported("err.store.delete_failed", engine), engine.begin() as conn:
         conn.execute(_rows.delete().where(_rows.c.run_id.in_(ids)))
         deleted = conn.execute(_runs.delete().where(_runs.c.id.in_(ids))).rowcount
     _check_library_file(engine)  # as in save_run: the deletion is in the file at the path

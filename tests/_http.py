@@ -13,6 +13,7 @@ import json
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -208,3 +209,83 @@ def vllm_metrics(
             for i, a in enumerate(per_position)
         ]
     return "\n".join(lines) + "\n"
+
+
+# --- hostile servers (tests/test_hostile_servers.py) ------------------------------------------------
+
+
+def trickle(body: bytes, every_s: float, *, headers_too: bool = False) -> Route:
+    """A route sending ``body`` one byte every ``every_s`` seconds, without a Content-Length.
+
+    ``headers_too``: the status line comes at once, then header lines, one every ``every_s`` seconds,
+    without end (the answer's headers never finish). Either way no read waits longer than ``every_s``,
+    so a read timeout above it never fires. Stops when the client hangs up.
+    """
+
+    def route(h: BaseHTTPRequestHandler) -> None:
+        try:
+            if headers_too:
+                h.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                while True:
+                    h.wfile.flush()
+                    time.sleep(every_s)
+                    h.wfile.write(b"X-Trickle: 1\r\n")
+            h.send_response(200)
+            h.send_header("Content-Type", "text/plain")
+            h.end_headers()
+            for i in range(len(body)):
+                h.wfile.write(body[i : i + 1])
+                h.wfile.flush()
+                time.sleep(every_s)
+        except OSError:
+            pass  # the client hung up (its deadline): what the test wants
+
+    return route
+
+
+def endless(chunk: bytes = b"x" * 65536) -> Route:
+    """A route streaming ``chunk`` again and again, as fast as the client reads, until it hangs up."""
+
+    def route(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "text/plain")
+        h.end_headers()
+        try:
+            while True:
+                h.wfile.write(chunk)
+        except OSError:
+            pass
+
+    return route
+
+
+def truncated(body: bytes, declared: int) -> Route:
+    """A route that declares ``Content-Length: declared``, sends ``body`` (shorter) and closes the connection."""
+
+    def route(h: BaseHTTPRequestHandler) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "text/plain")
+        h.send_header("Content-Length", str(declared))
+        h.end_headers()
+        h.wfile.write(body)
+        h.wfile.flush()
+        h.close_connection = True
+        h.connection.shutdown(socket.SHUT_RDWR)
+
+    return route
+
+
+def gzip_bomb(mib: int) -> bytes:
+    """A gzip stream of about ``mib`` KiB that inflates to ``mib`` MiB of zero bytes.
+
+    Built without compressing them all: one full-flushed deflate segment of 1 MiB of zeros, repeated
+    (a full flush makes each segment stand alone). The CRC trailer is that of the first 2 MiB only: a
+    reader that checks it has already inflated everything, which a size cap must not let it do.
+    """
+    if mib < 2:
+        raise ValueError(f"a bomb of at least 2 MiB; got {mib}")
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = bytes(2**20)
+    head = c.compress(block) + c.flush(zlib.Z_FULL_FLUSH)
+    segment = c.compress(block) + c.flush(zlib.Z_FULL_FLUSH)
+    return head + segment * (mib - 1) + c.flush()

@@ -296,7 +296,10 @@ LLAMA_MINI = {
         ({"intermediate_size": 1e400}, "intermediate_size must be an integer from 1 to 1,048,576; got inf"),
         ({"vocab_size": 12.5}, "vocab_size must be an integer from 1 to 16,777,216; got 12.5"),
         ({"num_key_value_heads": [8]}, r"num_key_value_heads must be an integer from 1 to 1,024; got \[8\]"),
-        ({"max_position_embeddings": "4k"}, "max_position_embeddings must be an integer from 1 to 134,217,728; got '4k'"),
+        (
+            {"max_position_embeddings": "4k"},
+            "max_position_embeddings must be an integer from 1 to 134,217,728; got '4k'",
+        ),
         ({"tie_word_embeddings": "no"}, "tie_word_embeddings must be true or false; got 'no'"),
         ({"architectures": "LlamaForCausalLM"}, "architectures must be a list of names"),
         ({"architectures": [{"name": 1}]}, "architectures must be a list of names"),

@@ -95,13 +95,17 @@ class Poll:
 
 
 def poll(endpoint: Endpoint, policy: FetchPolicy, k: int | None, client=None, now: float | None = None) -> Poll:
-    """Fetch and read one endpoint; a failure of any kind becomes the Poll's message."""
+    """Fetch and read one endpoint; a failure of any kind becomes the Poll's message.
+
+    Returns within ``policy.total_s`` (the fetch's deadline) plus the time to read the body, which
+    :func:`~specviz.engines.readers.read_metrics` bounds by its series and line caps.
+    """
     t0 = time.perf_counter()
     try:
         got = fetch(endpoint.url, policy, client=client)
         reading = read_metrics(got.text, endpoint.kind, k=k, now=time.time() if now is None else now)
         return Poll(endpoint, reading, None, time.perf_counter() - t0)
-    except (FetchError, TelemetryError) as exc:
+    except (FetchError, TelemetryError, ValueError) as exc:  # ValueError: any other library error (a Message)
         return Poll(endpoint, None, _said(exc), time.perf_counter() - t0)
 
 

@@ -19,12 +19,19 @@
 
 Prometheus text is parsed by ``prometheus_client``'s parser. Every failure is a
 :class:`TelemetryError` whose message says what the body is and what was expected.
+
+What a hostile or broken server's body cannot do (tests/test_hostile_servers.py): hold the parser for
+long or fill memory (at most :data:`MAX_SERIES` sample lines, each at most :data:`MAX_LINE` characters,
+positions below :data:`MAX_POSITION`), make a reading of NaN, infinite or negative counts, count a
+duplicated series twice, or put a name longer than :data:`MAX_MODEL` characters on the page. Each is a
+TelemetryError naming the series or field, the value and what is allowed.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -57,21 +64,55 @@ SPEC_COUNTERS = {  # our field -> the counter's name after the engine's prefix
 }
 PER_POSITION = "spec_decode_num_accepted_tokens_per_pos_total"
 GENERATED = {"vllm:": "generation_tokens_total", "llamacpp:": "tokens_predicted_total"}
+MAX_SERIES = 20_000  #: sample lines read from a body (vLLM: hundreds to a few thousand; 20,000 parse in 0.5 s)
+MAX_LINE = 64 * 2**10  #: characters of one line of a body (a label value this long is no engine's)
+MAX_POSITION = 1024  #: per-position series read (position labels 0 … MAX_POSITION − 1); K is far below
+MAX_MODEL = 160  #: characters of a model name kept (the run's label is "<engine> <model>", at most 200)
+_SHOWN = 160  #: characters of a series, value or parser error quoted in a message
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def _now(now: float | None) -> float:
     return time.time() if now is None else float(now)
 
 
+def _cut(text: object, limit: int = _SHOWN) -> str:
+    """``text`` as a message quotes it: at most ``limit`` characters (… when cut)."""
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _series(name: str, labels: dict[str, str]) -> str:
+    """``name{a="b",…}`` as a message quotes a series (cut to :data:`_SHOWN` characters)."""
+    inner = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    return _cut(f"{name}{{{inner}}}" if inner else name)
+
+
+def _check_size(text: str) -> None:
+    """TelemetryError when ``text`` holds more than :data:`MAX_SERIES` sample lines or a line over
+    :data:`MAX_LINE` characters: what the parser would otherwise take seconds and memory over."""
+    samples = 0
+    for n, line in enumerate(text.splitlines(), start=1):
+        if len(line) > MAX_LINE:
+            raise TelemetryError("err.engines.readers.line_too_long", n=n, chars=len(line), max=MAX_LINE)
+        stripped = line.lstrip()
+        if stripped and not stripped.startswith("#"):
+            samples += 1
+    if samples > MAX_SERIES:
+        raise TelemetryError("err.engines.readers.too_many_series", n=samples, max=MAX_SERIES)
+
+
 def prometheus_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
     """(sample name, labels, value) for every sample of a Prometheus text exposition.
 
-    Raises TelemetryError when the body is not Prometheus text.
+    Raises TelemetryError when the body is not Prometheus text, or is larger than what is read
+    (:data:`MAX_SERIES` sample lines, :data:`MAX_LINE` characters a line).
     """
     head = text.lstrip()[:1]
     if head in ("{", "[", "<"):
         kind = {"{": "JSON", "[": "JSON", "<": "HTML"}[head]
         raise TelemetryError("err.engines.readers.body_kind", kind=kind)
+    _check_size(text)
     try:
         return [
             (s.name, dict(s.labels), float(s.value))
@@ -80,7 +121,19 @@ def prometheus_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
         ]
     except (ValueError, TypeError, IndexError) as exc:
         first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")), "")
-        raise TelemetryError("err.engines.readers.not_prometheus", error=str(exc), line=first[:80]) from None
+        raise TelemetryError("err.engines.readers.not_prometheus", error=_cut(exc), line=first[:80]) from None
+
+
+def _counter(name: str, labels: dict[str, str], value: float) -> float:
+    """``value`` of the counter ``name{labels}``; TelemetryError naming the series unless a finite number ≥ 0."""
+    if not (math.isfinite(value) and value >= 0):
+        raise TelemetryError("err.engines.readers.bad_counter", series=_series(name, labels), value=f"{value:g}")
+    return value
+
+
+def _model(name: object) -> str:
+    """A served model's name as kept: at most :data:`MAX_MODEL` characters."""
+    return _cut(name, MAX_MODEL) if name else ""
 
 
 def _prometheus_counters(
@@ -93,15 +146,27 @@ def _prometheus_counters(
     wanted = {prefix + name: key for key, name in SPEC_COUNTERS.items()}
     if prefix in GENERATED:
         wanted[prefix + GENERATED[prefix]] = "generated_tokens"
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     for name, labels, value in samples:
+        if name not in wanted and name != prefix + PER_POSITION:
+            continue
+        series = (name, tuple(sorted(labels.items())))
+        if series in seen:  # summed twice it would double the counts
+            raise TelemetryError("err.engines.readers.duplicate", series=_series(name, labels))
+        seen.add(series)
+        value = _counter(name, labels, value)
         key = group(labels)
         if name in wanted:
             fields[key][wanted[name]] = fields[key].get(wanted[name], 0.0) + value
-            models.setdefault(key, labels.get("model_name", ""))
-        elif name == prefix + PER_POSITION:
+            models.setdefault(key, _model(labels.get("model_name", "")))
+        else:
             pos = labels.get("position", labels.get("pos"))
-            if pos is None or not pos.isdigit():
-                raise TelemetryError("err.engines.readers.no_position", name=name, labels=labels)
+            if pos is None or not _DIGITS.fullmatch(pos):
+                raise TelemetryError("err.engines.readers.no_position", name=name, labels=_cut(labels))
+            if len(pos) > 9 or int(pos) >= MAX_POSITION:
+                raise TelemetryError(
+                    "err.engines.readers.position", series=_series(name, labels), pos=_cut(pos, 20), max=MAX_POSITION
+                )
             per_pos[key][int(pos)] = per_pos[key].get(int(pos), 0.0) + value
     out = {}
     for key, f in fields.items():
@@ -188,18 +253,24 @@ def read_llamacpp_timings(body: dict | str, *, k: int | None = None, now: float 
         raise TelemetryError("err.engines.readers.no_timings")
     if "draft_n" not in timings:
         raise TelemetryError("err.engines.readers.no_draft_n")
-    n, ms = timings.get("predicted_n"), timings.get("predicted_ms")
+    what = Phrase("note.engines.readers.llamacpp_completion")
+
+    def count(name: str, default=None) -> float | None:
+        value = timings.get(name, default)
+        return None if value is None else _number(value, what, f"timings.{name}")
+
+    n, ms, tps = count("predicted_n"), count("predicted_ms"), count("predicted_per_second")
     end = _now(now)
     return Telemetry(
         engine="llamacpp",
-        model=str(data.get("model", "")),
+        model=_model(data.get("model", "")),
         k=k,
         start=end - ms / 1000.0 if ms else None,
         end=end,
-        draft_tokens=float(timings["draft_n"]),
-        accepted_tokens=float(timings.get("draft_n_accepted", 0)),
-        generated_tokens=float(n) if n is not None else None,
-        tokens_per_s=float(timings["predicted_per_second"]) if timings.get("predicted_per_second") else None,
+        draft_tokens=count("draft_n"),
+        accepted_tokens=count("draft_n_accepted", 0),
+        generated_tokens=n,
+        tokens_per_s=tps or None,
         cumulative=False,
     )
 
@@ -220,7 +291,7 @@ def read_sglang(text: str, *, now: float | None = None) -> Telemetry:
         if name in ("sglang:spec_accept_length", "sglang:spec_accept_rate", "sglang:gen_throughput"):
             if math.isfinite(value):
                 gauges[name].append(value)
-            model = model or labels.get("model_name", "")
+            model = model or _model(labels.get("model_name", ""))
     if not gauges.get("sglang:spec_accept_length") and not gauges.get("sglang:spec_accept_rate"):
         raise _no_spec("sglang", samples)
 
@@ -250,9 +321,9 @@ def read_sglang_server_info(body: dict | str, *, now: float | None = None) -> Te
         raise TelemetryError("err.engines.readers.sglang_no_length")
     return Telemetry(
         engine="sglang",
-        model=str(data.get("served_model_name", data.get("model_path", ""))),
+        model=_model(data.get("served_model_name", data.get("model_path", ""))),
         end=_now(now),
-        mean_acceptance_length=float(length),
+        mean_acceptance_length=_number(length, "SGLang /server_info", "internal_states[0].avg_spec_accept_length"),
         cumulative=False,
     )
 
@@ -275,23 +346,28 @@ def read_trtllm(text: str, *, k: int | None = None, now: float | None = None) ->
         )
         if not groups:
             raise _no_spec("trtllm", samples)
-        lengths = [v for n, _, v in samples if n == "trtllm_spec_decode_acceptance_length"]
+        lengths = [v for n, _, v in samples if n == "trtllm_spec_decode_acceptance_length" and math.isfinite(v)]
         return _with(groups[""], k=k, mean_acceptance_length=lengths[0] if lengths else None)
-    data = _json(text, "TensorRT-LLM /metrics")
+    what = "TensorRT-LLM /metrics"
+    data = _json(text, what)
     stats = data if isinstance(data, list) else [data]
     readings = []
-    for it in stats:
+    for i, it in enumerate(stats):
         spec = it.get("specDecodingStats") if isinstance(it, dict) else None
         if not isinstance(spec, dict) or not spec.get("numDraftTokens"):
             continue
+
+        def count(name: str, i=i, spec=spec) -> float:
+            return _number(spec.get(name, 0), what, f"[{i}].specDecodingStats.{name}")
+
         readings.append(
             Telemetry(
                 engine="trtllm",
                 k=k,
                 end=_now(now),
-                drafts=float(spec.get("numRequestsWithDraftTokens", 0)) or None,
-                draft_tokens=float(spec["numDraftTokens"]),
-                accepted_tokens=float(spec.get("numAcceptedTokens", 0)),
+                drafts=count("numRequestsWithDraftTokens") or None,
+                draft_tokens=count("numDraftTokens"),
+                accepted_tokens=count("numAcceptedTokens"),
                 cumulative=False,
             )
         )
@@ -307,15 +383,30 @@ def _with(t: Telemetry, **changes) -> Telemetry:
 
 
 def _json(body: dict | list | str, what: str):
-    """``body`` parsed as JSON; TelemetryError naming ``what`` (the endpoint, a str or Phrase) when it is not JSON."""
+    """``body`` parsed as JSON; TelemetryError naming ``what`` (the endpoint, a str or Phrase) when it is not JSON
+    (an integer of more digits than Python converts, or arrays nested deeper than it recurses, included)."""
     if isinstance(body, (dict, list)):
         return body
     try:
         return json.loads(body)
-    except (json.JSONDecodeError, TypeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:
         raise TelemetryError(
-            "err.engines.readers.not_json", what=what, error_type=exc.__class__.__name__, error=str(exc)
+            "err.engines.readers.not_json", what=what, error_type=exc.__class__.__name__, error=_cut(exc)
         ) from None
+
+
+def _number(value: object, what: str, field: str) -> float:
+    """``value`` of a JSON body's ``field`` as a count: a finite number ≥ 0 (a numeric string too);
+    TelemetryError naming ``what`` (the endpoint), the field and the value otherwise."""
+    try:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise TypeError
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = math.nan
+    if not (math.isfinite(number) and number >= 0):
+        raise TelemetryError("err.engines.readers.bad_number", what=what, field=field, value=_cut(repr(value), 60))
+    return number
 
 
 READERS: dict[str, Callable[..., Telemetry]] = {

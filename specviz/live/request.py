@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from specviz.hosting import is_hosted
+from specviz.hosting import hosted_problem, is_hosted
 from specviz.i18n import Message
 from specviz.share import Param
 
@@ -51,7 +51,13 @@ HOSTED_DEFAULTS = Limits(
 )
 
 
+ENV_MOST = 10**9  #: the largest value a SPECVIZ_MAX_* variable may set (a widget's bound must stay below 2**53)
+
+
 def _env_number(environ: Mapping[str, str], name: str, default, kind=int):
+    """``$name`` as a positive ``kind`` (int, or float seconds) at most :data:`ENV_MOST`; ``default`` when unset
+    or blank; ValueError naming the variable, its value and what is allowed otherwise (NaN, 1e400 and
+    20-digit integers included)."""
     raw = environ.get(name, "").strip()
     if not raw:
         return default
@@ -61,6 +67,8 @@ def _env_number(environ: Mapping[str, str], name: str, default, kind=int):
         raise _not_positive(name, raw, kind) from None
     if not value > 0:
         raise _not_positive(name, raw, kind)
+    if not value <= ENV_MOST:  # an int too large for a widget, or a float that is infinite (inf, 1e400)
+        raise Message("err.live.env_too_large", name=name, raw=raw, most=f"{ENV_MOST:,}")
     return value
 
 
@@ -73,6 +81,9 @@ def _not_positive(name: str, raw: str, kind) -> Message:
 def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
     """:class:`Limits` from ``SPECVIZ_*`` variables (package docstring); ValueError naming a bad one."""
     environ = os.environ if environ is None else environ
+    problem = hosted_problem(environ)
+    if problem is not None:  # misspelt: hosted mode (is_hosted), but a live run waits until the operator says
+        raise problem
     hosted = is_hosted(environ)
     base = HOSTED_DEFAULTS if hosted else Limits()
     allow = tuple(p.strip().replace(" ", "") for p in environ.get("SPECVIZ_HF_ALLOWLIST", "").split(";") if p.strip())
