@@ -84,9 +84,11 @@ def assumed_c(view: dict) -> tuple[float, str]:
 
 def setup() -> None:
     """Endpoints, polling, and the K and c to assume."""
-    st.text_area(
+    ui.text_box(
+        PAGE,
+        P["endpoints"],
         ui.t("em.endpoints"),
-        key=ui.key(PAGE, "endpoints"),
+        area=True,
         placeholder="http://localhost:8000/metrics\nhttp://gpu-node-2:30000 sglang",
         help=ui.t("em.endpoints_help", kinds=", ".join(monitor.KINDS)),
         height=110,
@@ -229,14 +231,14 @@ def load_section() -> None:
     st.caption(ui.t("em.lg_caption"))
     a, b, d = st.columns(3)
     with a:
-        st.text_input(ui.t("em.lg_spec"), key=ui.key(PAGE, "lg_spec"), placeholder="http://localhost:8080")
+        ui.text_box(PAGE, P["lg_spec"], ui.t("em.lg_spec"), placeholder="http://localhost:8080")
     with b:
-        st.text_input(ui.t("em.lg_base"), key=ui.key(PAGE, "lg_base"))
+        ui.text_box(PAGE, P["lg_base"], ui.t("em.lg_base"))
     with d:
-        st.text_input(ui.t("em.lg_draft"), key=ui.key(PAGE, "lg_draft"))
+        ui.text_box(PAGE, P["lg_draft"], ui.t("em.lg_draft"))
     m, n1, n2, n3, n4 = st.columns([2, 1, 1, 1, 1])
     with m:
-        st.text_input(ui.t("em.lg_model"), key=ui.key(PAGE, "lg_model"))
+        ui.text_box(PAGE, P["lg_model"], ui.t("em.lg_model"))
     with n1:
         ui.number_input(PAGE, P["lg_conc"], ui.t("em.lg_conc"))
     with n2:
