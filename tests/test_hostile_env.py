@@ -280,6 +280,7 @@ def silent_server():
         listener.close()
 
 
+@pytest.mark.slow  # a subprocess or a timeout: about 1-3 s
 def test_a_database_server_that_never_answers_fails_the_open_after_the_timeout(env, monkeypatch):
     """Before: open_library waited for ever (libpq has no connect timeout by default), and so did every
     page that lists the library."""
@@ -440,6 +441,7 @@ def test_a_file_that_is_no_library_is_named_and_left_as_it_is(env, tmp_path, con
     assert path.read_bytes() == content
 
 
+@pytest.mark.slow  # a subprocess or a timeout: about 1-3 s
 def test_a_damaged_library_is_named_and_its_file_left_as_it_is(env, tmp_path):
     path = tmp_path / "runs.sqlite"
     engine = store.open_library(f"sqlite:///{path}")
@@ -529,6 +531,7 @@ def library_is_whole(path: Path) -> dict[str, int]:
         con.close()
 
 
+@pytest.mark.slow  # a subprocess or a timeout: about 1-3 s
 @pytest.mark.parametrize(("where", "wait_for"), [("before-commit", "committing"), ("mid-insert", "inserting")])
 def test_a_save_killed_before_its_commit_leaves_no_trace(tmp_path, where, wait_for):
     path = tmp_path / "runs.sqlite"
@@ -546,6 +549,7 @@ def test_a_save_killed_before_its_commit_leaves_no_trace(tmp_path, where, wait_f
     engine.dispose()
 
 
+@pytest.mark.slow  # a subprocess or a timeout: about 1-3 s
 def test_a_process_killed_while_saving_run_after_run_keeps_every_confirmed_run_whole(tmp_path):
     path = tmp_path / "runs.sqlite"
     url = f"sqlite:///{path}"
@@ -559,6 +563,7 @@ def test_a_process_killed_while_saving_run_after_run_keeps_every_confirmed_run_w
     engine.dispose()
 
 
+@pytest.mark.slow  # a subprocess or a timeout: about 1-3 s
 def test_the_measured_page_after_a_killed_save_lists_the_earlier_runs(env, tmp_path):
     path = tmp_path / "runs.sqlite"
     url = f"sqlite:///{path}"

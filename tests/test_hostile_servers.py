@@ -79,6 +79,7 @@ def test_headers_later_than_the_read_timeout_are_a_read_timeout():
     assert took < FAST.read_timeout_s + SLACK_S
 
 
+@pytest.mark.slow  # waits out a deadline: about 1 s
 @pytest.mark.parametrize("headers_too", [False, True], ids=["body", "headers"])
 def test_an_answer_trickling_a_byte_at_a_time_is_cut_at_the_total_deadline(headers_too):
     """Every read gets a byte within 0.1 s, so the 0.5 s read timeout never fires: only a total deadline
@@ -91,6 +92,7 @@ def test_an_answer_trickling_a_byte_at_a_time_is_cut_at_the_total_deadline(heade
     assert FAST.total_timeout_s - 0.05 <= took < FAST.total_timeout_s + SLACK_S
 
 
+@pytest.mark.slow  # waits out a deadline: about 1 s
 def test_the_total_deadline_spans_redirects():
     """Three slow hops of 0.4 s each: every hop is within the read timeout, all of them are not."""
     slow = lambda to: sleep_then(0.4, redirect(to))
@@ -425,6 +427,7 @@ HOSTILE = {  # path -> (route, what its card says)
 }
 
 
+@pytest.mark.slow  # waits out a deadline: about 1 s
 def test_the_page_shows_each_hostile_server_as_a_message_on_its_card(db_url, monkeypatch):
     """Thirteen hostile endpoints polled at once: the page run ends within the total deadline plus slack,
     with no exception element, and each card says what went wrong."""

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from _apps import open_app, shown_errors
 from _messages import caught as _caught
+from _tiers import examples
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
@@ -132,7 +133,7 @@ def test_a_config_nested_too_deep_or_too_large_is_refused_before_parsing():
     assert f"{hardware.CONFIG_MAX_BYTES:,}" in str(exc)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.dictionaries(st.sampled_from(SIZE_KEYS), HOSTILE, max_size=4))
 def test_from_hf_config_raises_only_messages_and_what_it_accepts_prices_without_overflow(changes):
     try:
@@ -147,7 +148,7 @@ def test_from_hf_config_raises_only_messages_and_what_it_accepts_prices_without_
 
 
 @pytest.mark.slow
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     view=st.sampled_from(HW_VIEWS),
     which=st.sampled_from(("target", "draft")),
@@ -281,7 +282,7 @@ def test_the_trace_byte_cap_is_the_uploaders():
     assert policies.MAX_TRACE_BYTES == load.MAX_BYTES
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(st.one_of(HOSTILE, st.lists(HOSTILE, max_size=3)), min_size=1, max_size=5))
 def test_a_trace_row_of_any_json_raises_only_a_message_naming_the_file(values):
     keys = ("segment", "accepted", "q_token", "q_top", "p_token")
@@ -316,6 +317,7 @@ def test_text_over_a_box_limit_keeps_its_first_characters_and_names_the_limit():
     assert share.clean_text(p, "x" * 20_000) == ("x" * 20_000, None)
 
 
+@pytest.mark.slow  # the n-gram table of 20,000 characters: about 2 s
 def test_a_megabyte_pasted_into_the_ngram_box_is_cut_to_its_limit_with_a_note_not_emptied():
     at = open_app("pages/strategies.py", view="N-gram drafts", ng_src="my text")
     box = at.text_area(key="strategies.ng_text")
