@@ -27,6 +27,7 @@ def prompts():
     return [torch.randint(0, 256, (n,), generator=g) for n in (5, 12, 2, 30)]  # ragged, one of 2 tokens
 
 
+@pytest.mark.slow
 def test_per_row_positions_in_the_cache_equal_full_recompute(pair):
     """Rows advance by different amounts (or not at all, rewriting their own positions)."""
     model, _ = pair
@@ -46,6 +47,7 @@ def test_per_row_positions_in_the_cache_equal_full_recompute(pair):
 
 
 @pytest.mark.parametrize("k", first_quick([4, 1, 2, 3, 5, 6, 7, 8]))
+@pytest.mark.slow
 def test_greedy_rows_equal_their_own_target_only_output(pair, prompts, k):
     target, draft = pair
     out, stats = decoding.speculative_generate_batch(target, draft, prompts, k, 0.0, 40)
@@ -127,6 +129,7 @@ def test_bad_batches_name_the_prompt(pair):
         decoding.generate_target_only_batch(target, [torch.zeros(250, dtype=torch.long)], 10)
 
 
+@pytest.mark.slow
 def test_bench_writes_one_row_per_batch_size_in_the_measurement_schema(tmp_path):
     from specviz import __main__ as cli
     from specviz.measurements import load_measurements

@@ -62,6 +62,7 @@ def run_bench(tiny_pair, tmp_path, *extra):
     return code, out
 
 
+@pytest.mark.slow
 def test_bench_writes_schema_csv(tiny_pair, tmp_path, capsys):
     code, out = run_bench(tiny_pair, tmp_path, "--label", "tiny")
     assert code == 0
@@ -200,6 +201,7 @@ def test_bench_cli_on_cuda(tiny_pair, tmp_path, dtype):
     assert f"wrote 4 rows to {out}" in done.stdout
 
 
+@pytest.mark.slow
 def test_bench_tree_rows_are_predicted_from_their_tree(tiny_pair, tmp_path, capsys):
     code, out = run_bench(tiny_pair, tmp_path, "--tree", "chain:2", "optimal:6,3", "--tree-p", "0.5,0.2")
     assert code == 0
@@ -244,6 +246,7 @@ def test_bench_tree_bad_shapes_are_named(tiny_pair, tmp_path, capsys, extra, mes
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_bench_trace_writes_a_replayable_greedy_trace(tiny_pair, tmp_path, capsys):
     from specviz import policies
 

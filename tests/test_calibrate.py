@@ -24,6 +24,7 @@ def tiny() -> GPT:
     return GPT(TINY).eval()
 
 
+@pytest.mark.slow
 def test_a_small_grid_is_measured_and_predicted(tiny):
     gpu, frame = calibrate.calibrate({"tiny": tiny}, [1, 2], [1, 3], [8, 62], repeats=1, stream_mb=8)
     assert hardware.gpu_spec(gpu)["bandwidth_tbs"] > 0 and gpu["fp32_tflops"] > 0
@@ -58,6 +59,7 @@ def test_our_gpt_as_a_hardware_model_has_its_parameter_count(tiny):
     assert hardware.parameter_count(spec) == tiny.num_params()
 
 
+@pytest.mark.slow
 def test_cli_writes_the_machine_and_the_grid(tiny, tmp_path, capsys):
     tiny.save(tmp_path / "pair" / "target")
     tiny.save(tmp_path / "pair" / "draft")

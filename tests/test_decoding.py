@@ -233,7 +233,9 @@ def test_rejected_draft_block_is_overwritten(models):
 @pytest.mark.parametrize(
     ("pair", "k"),
     # the quick tier: every K on the pair that rejects at every depth, K = 4 on the others
-    quick_where([(p, k) for k in KS for p in PAIRS], lambda case: case[0] == "noisy" or case[1] == 4),
+    quick_where(
+        [(p, k) for k in KS for p in PAIRS], lambda case: case[1] == 4 or (case[0] == "noisy" and case[1] in (1, 8))
+    ),
 )
 def test_greedy_speculative_equals_target_greedy(models, reference, pair, k):
     target, draft = _pair(models, pair)
@@ -435,6 +437,7 @@ def test_target_only_stats(models):
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_same_generator_seed_gives_same_output(models):
     target, draft = _pair(models, "noisy")
 

@@ -197,6 +197,7 @@ def test_connection_refused_says_nothing_is_listening():
     assert "Traceback" not in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.slow
 def test_read_timeout_names_the_seconds():
     with serve({("GET", "/slow"): sleep_then(0.6, hello)}) as base, pytest.raises(FetchError) as err:
         fetch(f"{base}/slow", FetchPolicy(**FAST))

@@ -418,6 +418,7 @@ def _engine_log(draw) -> tuple[str, dict]:
 
 @settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_engine_log())
+@pytest.mark.slow
 def test_fuzzed_engine_lines_load_or_raise_value_error(case):
     text, kw = case
     try:

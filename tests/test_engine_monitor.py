@@ -98,6 +98,7 @@ def test_design_point_places_the_window_and_finds_the_best_k(engine):
 # --- the page -------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_page_without_endpoints_says_how_to_start(db_url):
     at = open_app(PAGE)
     assert at.title[0].value == "Engine monitor"
@@ -117,6 +118,7 @@ def test_page_polls_an_engine_and_shows_its_figures(engine):
     assert any("best K" in c.value for c in at.caption)
 
 
+@pytest.mark.slow
 def test_page_reacts_to_c(engine):
     _fake, url = engine
     at = open_app(PAGE, endpoints=url, c="2")
@@ -170,6 +172,7 @@ def test_hosted_mode_refuses_hosts_off_the_allow_list(engine, monkeypatch):
     assert fake.scrapes == 0
 
 
+@pytest.mark.slow
 def test_a_counter_reset_is_reported_on_the_card(engine):
     fake, url = engine
     at = open_app(PAGE, endpoints=url)
@@ -179,6 +182,7 @@ def test_a_counter_reset_is_reported_on_the_card(engine):
     assert any("restarted" in w.value for w in at.warning)
 
 
+@pytest.mark.slow
 def test_save_a_window_to_the_run_library(engine, db_url):
     _fake, url = engine
     at = open_app(PAGE, endpoints=url, c="8")
@@ -190,6 +194,7 @@ def test_save_a_window_to_the_run_library(engine, db_url):
     assert frame["k"].iloc[0] == 3 and frame["mean_accepted_tokens"].iloc[0] == pytest.approx(2.8)
 
 
+@pytest.mark.slow
 def test_load_generator_measures_speedup_and_c(db_url):
     fast, slow, draft = FakeEngine(tokens=8), FakeEngine(tokens=8, delay_s=0.05), FakeEngine(tokens=8)
     with ExitStack() as stack:

@@ -237,6 +237,7 @@ def scrapes(draw):
 
 @settings(max_examples=200, deadline=None)
 @given(scrapes())
+@pytest.mark.slow
 def test_windows_add_up_and_stay_in_range(readings):
     a, b, c = readings
     ab, bc, ac = window(a, b), window(b, c), window(a, c)

@@ -48,6 +48,7 @@ def test_defaults_give_the_models_k_star_at_batch_1():
     assert dict(at.query_params) == {}  # defaults are not written into the link
 
 
+@pytest.mark.slow
 def test_changing_gpu_and_alpha_changes_the_answer_and_the_link():
     at = open_app(PAGE, view="Step time")
     h100 = metric(at, "Target decode step")
@@ -143,6 +144,7 @@ def test_a_calibrated_machine_is_offered_as_hardware(tmp_path, monkeypatch):
     assert any("median |predicted / measured − 1| 25% (draft 0%, target 25%)" in c.value for c in at.caption)
 
 
+@pytest.mark.slow
 def test_a_context_beyond_the_models_window_is_flagged():
     at = open_app(PAGE, pair="specviz bundled", ctx="2048", tp_t="1")
     assert any("context 2,048" in w.value and "512" in w.value for w in at.warning)
@@ -161,6 +163,7 @@ def library_with_a_run(db_url):
     return run_id, frame
 
 
+@pytest.mark.slow
 def test_alpha_from_a_library_run_mean_and_per_position(library_with_a_run):
     run_id, frame = library_with_a_run
     at = open_app(PAGE, a_src="a run in the library", run=str(run_id))

@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NEW = 48  # tokens generated per comparison
 
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+# Each test loads or exports a transformers model (the module fixture alone takes 1-2 s): the slow tier.
+pytestmark = [pytest.mark.usefixtures("one_torch_thread"), pytest.mark.slow]
 
 
 def _pair() -> tuple[GPT, GPT]:
@@ -71,6 +72,7 @@ PROMPT = "def speculative(target, draft):\n    "
 # --- export format -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_export_writes_a_gpt2_checkpoint(exported, ours):
     for part, model in zip(("target", "draft"), ours, strict=True):
         folder = exported / part
@@ -88,6 +90,7 @@ def test_export_writes_a_gpt2_checkpoint(exported, ours):
     assert torch.equal(ACT2FN["gelu"](x), torch.nn.GELU()(x))  # exact erf, like our MLP
 
 
+@pytest.mark.slow
 def test_exported_weights_are_ours(exported, ours):
     model = transformers.AutoModelForCausalLM.from_pretrained(exported / "target", local_files_only=True)
     target = ours[0]
@@ -167,6 +170,7 @@ def reference(ours):
     return prompt, tokens
 
 
+@pytest.mark.slow
 def test_engine_on_wrapped_pair_gives_our_greedy_tokens(ours, theirs, reference):
     prompt, tokens = reference
     target, draft, tok = theirs
@@ -182,6 +186,7 @@ def test_engine_on_wrapped_pair_gives_our_greedy_tokens(ours, theirs, reference)
         assert 0 in accepted and k in accepted, f"K={k}: rounds should include rejections and bonuses: {accepted}"
 
 
+@pytest.mark.slow
 def test_transformers_assisted_generation_matches(theirs, reference):
     """transformers' own speculative decoding on the exported pair = our greedy target-only output."""
     prompt, tokens = reference

@@ -344,6 +344,7 @@ def test_break_even_refuses_a_link_with_more_curves_than_the_cap():
     assert "curves" not in at.query_params  # the link now shows the default
 
 
+@pytest.mark.slow
 def test_break_even_widget_keeps_at_most_the_cap_and_drops_typed_junk():
     at = open_app("pages/break-even.py")
     box = at.multiselect(key="breakeven.curves")
@@ -367,6 +368,7 @@ def test_live_lists_are_capped_in_links_and_widgets(library_url):
     assert at.multiselect(key="live.ks").proto.max_selections == 16
 
 
+@pytest.mark.slow
 def test_measured_runs_are_capped_in_links_and_widgets(library_url):
     at = open_app("pages/measured-data.py", runs=_number_list(65))
     assert _warned(at, "Ignored URL parameter runs=", "at most 64 comma-separated integers")
@@ -389,6 +391,7 @@ def _rows(n_series: int, n_k: int) -> pd.DataFrame:
     return frame
 
 
+@pytest.mark.slow
 def test_overlays_refuse_more_rows_than_the_budget_naming_the_counts():
     overlays.with_series(_rows(1, overlays.MAX_ROWS))  # at the cap: fine
     with pytest.raises(ValueError, match=r"^measurements to overlay: 5,001 rows; at most 5,000 per view: select"):

@@ -118,6 +118,7 @@ def test_the_live_page_names_a_malformed_limit_instead_of_a_traceback(env, name,
 
 
 @pytest.mark.parametrize(("name", "raw"), [("SPECVIZ_MAX_NEW_TOKENS", "abc"), ("SPECVIZ_HOSTED", "enabled")])
+@pytest.mark.slow
 def test_the_strategies_pages_live_run_names_a_malformed_setting(env, name, raw):
     """The Strategies page's n-gram run reads the live limits only when clicked: the message, not a traceback."""
     env.setenv(name, raw)
@@ -142,6 +143,7 @@ def test_the_live_page_names_a_malformed_hf_allowlist(env, raw):
     assert "SPECVIZ_HF_ALLOWLIST entries must be 'TARGET,DRAFT' separated by ';'" in error, error
 
 
+@pytest.mark.slow
 def test_an_hf_allowlist_of_separators_only_is_empty(env):
     env.setenv("SPECVIZ_HF_ALLOWLIST", " ; ;; ")
     assert live.limits_from_env().hf_allowlist == () and not open_app(LIVE).error

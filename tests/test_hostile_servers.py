@@ -72,6 +72,7 @@ def gz(data: bytes) -> dict:
 # --- slow servers: a total deadline, not only per-read timeouts -------------------------------------
 
 
+@pytest.mark.slow
 def test_headers_later_than_the_read_timeout_are_a_read_timeout():
     with serve({("GET", "/m"): sleep_then(2.0, lambda h: send_bytes(h, METRICS))}) as base:
         got, took = timed_fetch(base + "/m")
@@ -444,6 +445,7 @@ def test_the_page_shows_each_hostile_server_as_a_message_on_its_card(db_url, mon
     assert took < FAST.total_timeout_s + 6.0  # the polls run at once; the rest is the page itself
 
 
+@pytest.mark.slow
 def test_the_load_generator_on_the_page_survives_a_hostile_completions_server(db_url):
     """Before: the RecursionError of a deeply nested answer stopped the run and showed a traceback."""
     with serve({("POST", "/v1/completions"): deep_json}) as base:

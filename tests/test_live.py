@@ -118,6 +118,7 @@ def test_request_over_the_caps_names_the_field(args, field):
 # ----------------------------------------------------------------------------- the run queue
 
 
+@pytest.mark.slow
 def test_run_queue_serialises_and_reports_waiting():
     queue, spans, waits = live.RunQueue(), [], []
 
@@ -154,6 +155,7 @@ def pair():
     return load_pair("bundled")
 
 
+@pytest.mark.slow
 def test_cell_details_from_real_runs(pair):
     target, draft, tok = pair
     prompts = [torch.tensor(tok.encode("class Parser:\n    def __init__(self"), dtype=torch.long)]
@@ -305,6 +307,7 @@ def _eventually(condition, timeout_s: float = 30) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_stop_keeps_the_finished_cells(worker, monkeypatch):
     run = live.LiveRun(tiny_request(ks=(1, 2, 3)))
     real_measure, cells = bench.measure_runs, []
@@ -330,6 +333,7 @@ def test_stop_keeps_the_finished_cells(worker, monkeypatch):
     assert run.frame().k.tolist() == [1]
 
 
+@pytest.mark.slow
 def test_wall_time_cap_stops_between_runs_and_keeps_finished_cells(worker, monkeypatch):
     now = [100.0]
     run = live.LiveRun(tiny_request(ks=(1, 2), max_wall_s=5.0), clock=lambda: now[0])
@@ -403,6 +407,7 @@ def live_rows(pair) -> list[dict]:
     return frame.to_dict("records")
 
 
+@pytest.mark.slow
 def test_canonical_equals_loading_the_runs_csv_export(live_rows):
     direct = live.canonical(live_rows)
     loaded, report = measurements.load_measurements(store.export_csv(pd.DataFrame(live_rows)), name="live run")
@@ -536,6 +541,7 @@ def test_stop_keeps_finished_cells(db_url, monkeypatch):
     assert live.RUN_QUEUE.busy() is None  # the queue was released
 
 
+@pytest.mark.slow
 def test_wall_time_cap_stops_and_keeps_finished_cells(db_url, monkeypatch):
     monkeypatch.setenv("SPECVIZ_MAX_WALL_S", "0.001")
     at = click(page(**TINY), "Run")
@@ -573,6 +579,7 @@ def test_second_run_queues_behind_another_and_completes(db_url):
         ({"pair": "no-such-org/no-such-model,no-such-org/draft"}, "no-such-org/no-such-model"),
     ],
 )
+@pytest.mark.slow
 def test_bad_requests_are_clear_errors(db_url, query, message):
     if query.get("device") == "cuda" and torch.cuda.is_available():
         pytest.skip("a GPU is present")
@@ -581,6 +588,7 @@ def test_bad_requests_are_clear_errors(db_url, query, message):
     assert not at.dataframe
 
 
+@pytest.mark.slow
 def test_missing_transformers_is_a_clear_error(db_url, monkeypatch):
     monkeypatch.setitem(sys.modules, "transformers", None)
     at = click(page(**(TINY | {"pair": "gpt2-large,gpt2"})), "Run")
@@ -702,6 +710,7 @@ def test_tree_requests_are_checked_and_named():
         live.make_request(values | {"trees": "chain:1 chain:2 chain:3"}, live.Limits(max_cells=4))
 
 
+@pytest.mark.slow
 def test_tree_cell_details_price_one_draft_step_per_level(pair):
     target, draft, tok = pair
     tree = trees.optimal_tree([0.7, 0.15], 8, 3)

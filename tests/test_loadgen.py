@@ -43,6 +43,7 @@ def test_stops_at_max_requests_cycling_prompts_and_sending_the_spec():
     assert (records["end_s"] >= records["start_s"]).all() and result.draft_acceptance is None
 
 
+@pytest.mark.slow
 def test_stops_at_max_seconds_starting_nothing_after_it():
     engine = FakeEngine(delay_s=0.05)
     with engine.running() as url:
@@ -53,6 +54,7 @@ def test_stops_at_max_seconds_starting_nothing_after_it():
     assert 1.0 <= result.wall_s < 2.0  # those in flight finished
 
 
+@pytest.mark.slow
 def test_stop_event_starts_no_new_request():
     stop = threading.Event()
     seen, received_at_stop = [], []
@@ -77,6 +79,7 @@ def test_stop_event_starts_no_new_request():
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])
+@pytest.mark.slow
 def test_concurrency_is_respected_and_reached(concurrency):
     engine = FakeEngine(delay_s=0.08)
     with engine.running() as url:
@@ -126,6 +129,7 @@ def test_llamacpp_timings_give_tokens_and_drafts():
     assert result.draft_acceptance == pytest.approx(0.75)
 
 
+@pytest.mark.slow
 def test_measured_speedup_is_the_ratio_of_tokens_per_second():
     fast, slow = FakeEngine(delay_s=0.01, tokens=8), FakeEngine(delay_s=0.08, tokens=8)
     with fast.running() as a, slow.running() as b:

@@ -87,6 +87,7 @@ def test_upload_good_file_preview_save_and_overlays(db_url):
     ]
 
 
+@pytest.mark.slow
 def test_partly_bad_file_lists_errors_and_saves_good_rows(db_url):
     at = run()
     at.file_uploader(key="measured.files").upload("mixed.csv", PARTLY_BAD, "text/csv")
@@ -132,6 +133,7 @@ def test_pasted_vllm_log_needs_k_then_loads(db_url):
     assert preview.k.tolist() == [3] and abs(preview.alpha_used.iloc[0] - 0.8) < 0.01
 
 
+@pytest.mark.slow
 def test_one_click_sample_then_select_and_restore_from_url(db_url):
     at = run()
     at.selectbox(key="measured.sample").set_value("published_leviathan2023.csv")
@@ -150,6 +152,7 @@ def test_one_click_sample_then_select_and_restore_from_url(db_url):
     assert "K = 7" in heatmap.proto.spec
 
 
+@pytest.mark.slow
 def test_bad_and_stale_url_values_warn(db_url):
     at = run(runs="1,abc", hk="500")
     messages = " ".join(w.value for w in at.warning)
@@ -179,6 +182,7 @@ def test_filter_narrows_the_library(db_url):
     assert at.multiselect(key="measured.runs").options == [f"#{b} beta run"]
 
 
+@pytest.mark.slow
 def test_delete_asks_for_confirmation_and_cancel_keeps(db_url):
     a, b = _store_two_runs(db_url)
     at = run(runs=f"{a}")
@@ -226,6 +230,7 @@ def test_identical_inputs_are_shown_once(db_url):
     assert any("same content as a.csv" in c.value for c in at.caption)
 
 
+@pytest.mark.slow
 def test_a_deleted_run_can_be_saved_again(db_url):
     at = run()
     at.file_uploader(key="measured.files").upload("mixed.csv", PARTLY_BAD, "text/csv")
@@ -312,6 +317,7 @@ def test_reader_and_sample_names_are_catalogue_texts():
         assert isinstance(item, i18n.Phrase) and item.key in en and item.key in zh
 
 
+@pytest.mark.slow
 def test_in_chinese_the_page_works_through_reruns_and_keeps_canonical_names(db_url):
     at = run(lang="zh")
     assert at.title[0].value == "实测数据"

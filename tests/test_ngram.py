@@ -62,6 +62,7 @@ def test_greedy_output_is_the_targets_and_rounds_without_a_proposal_are_plain_st
         assert all(len(r.emitted) == 1 and r.accepted == 0 for r in plain)
 
 
+@pytest.mark.slow
 def test_sampling_with_one_hot_proposals_is_lossless():
     """A one-hot q is accepted with probability p(x); the residual (p − q)⁺ keeps the first token ~ p (χ²),
     and the proposal is accepted about p(proposal) of the time."""

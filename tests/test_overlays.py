@@ -626,6 +626,7 @@ def synthetic_rows(n: int) -> str:
     )
 
 
+@pytest.mark.slow
 def test_every_figure_json_stays_under_1_mb_for_200_rows():
     points, params, curve = pipeline(load(synthetic_rows(200)))
     assert len(points) == 200 and len(params) == 20

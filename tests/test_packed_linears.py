@@ -20,6 +20,7 @@ import pytest
 import torch
 import torch.nn as nn
 from _models import build_gpt, noisy_copy
+from _tiers import quick_where
 
 from specviz import decoding
 from specviz.models import packed
@@ -170,7 +171,7 @@ def test_packed_cached_forward_matches_full_recompute(force_packing, packed_call
 
 
 @needs_onednn
-@pytest.mark.parametrize("k", range(1, 9))
+@pytest.mark.parametrize("k", quick_where(list(range(1, 9)), lambda k: k in (1, 4, 8)))
 def test_packed_greedy_speculative_equals_target_only(force_packing, k):
     target = _sharp(2)
     draft = packed.apply(noisy_copy(target, 0.015, 3))  # agrees often, not always

@@ -235,6 +235,7 @@ def test_break_even_draws_the_chosen_optimum_map_and_mirrors_it_in_the_url():
     assert at.query_params["opt_map"] == "Speedup at K*"
 
 
+@pytest.mark.slow
 def test_break_even_reacts_and_restores():
     at = run("pages/break-even.py", view="Optimal K")
     at.number_input(key="breakeven.f_alpha").set_value(0.1).run()
@@ -332,6 +333,7 @@ def test_lab_buggy_variants_are_flagged_and_explained(variant):
     assert at.query_params["variant"] == variant
 
 
+@pytest.mark.slow
 def test_lab_reacts_to_k_and_restores_from_url():
     at = run("pages/sampling-lab.py", view="Tokens per round")
     before = metrics(at)["formula E[N]"]

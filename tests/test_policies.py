@@ -63,6 +63,7 @@ def test_constant_k_reproduces_the_chapters_e_n_and_speedup(alpha, k, c, v):
 
 
 @pytest.mark.parametrize("alpha", [0.5, 0.8, 0.9])
+@pytest.mark.slow
 def test_the_oracle_reaches_its_bound_with_a_long_enough_k_max(alpha):
     rounds, c = 50_000, 10.0
     trace = P.synthetic_trace(alpha, 128, rounds, np.random.default_rng(2), confidence="flat")
@@ -95,6 +96,7 @@ def test_no_policy_beats_the_oracle_on_the_same_trace(alpha, c, v, o):
         assert P.replay(policy, trace, c=c, v=v, o=o).speedup <= best + 1e-12, policy.label
 
 
+@pytest.mark.slow
 def test_hf_heuristic_settles_near_ln3_over_minus_ln_alpha():
     """Under i.i.d. α the schedule's K hovers where an all-accepted round (prob α^K) is as likely
     to add 2 as a failed one is to take 1: α^K = 1/3, K = ln 3 / (−ln α)."""
@@ -164,6 +166,7 @@ def tiny_trace(tiny_pair):
 
 @pytest.mark.usefixtures("one_torch_thread")
 @pytest.mark.parametrize("k", [1, 3, 6])
+@pytest.mark.slow
 def test_replaying_constant_k_on_a_greedy_trace_is_the_engine_round_for_round(tiny_pair, tiny_trace, k):
     """The positional trace makes replay exact: the walk visits the rounds the engine ran, with the
     same accepted counts, for every K up to the trace's K_max."""

@@ -32,6 +32,7 @@ def fetches(monkeypatch) -> list[list[int]]:
     return calls
 
 
+@pytest.mark.slow
 def test_a_second_open_of_a_run_reads_nothing_from_the_library(db_url, fetches, monkeypatch):
     """Two visitors open the same link: the run is read, and its points derived, once.
 
@@ -58,6 +59,7 @@ def test_a_selection_over_the_row_cap_is_refused_before_any_run_is_read(db_url, 
     assert any("1 rows" in e.value and "select fewer runs" in e.value for e in at.error), [e.value for e in at.error]
 
 
+@pytest.mark.slow
 def test_cached_runs_match_the_library_frame_for_frame(db_url):
     """Runs with different columns, in the order asked, one repeated: exactly store.load_runs' frame."""
     engine = store.open_library(db_url)

@@ -885,6 +885,7 @@ def test_two_processes_creating_the_schema_at_once_both_succeed(tmp_path):
             con.close()
 
 
+@pytest.mark.slow
 def test_open_library_waits_for_a_writer_on_a_rollback_journal_library(tmp_path):
     """An older specviz (rollback journal, not yet WAL) is saving a run while this one opens the library:
     open_library should wait for it (the 60 s busy timeout), as it does for a reader, not fail at once."""
@@ -1374,6 +1375,7 @@ def test_a_save_whose_file_is_deleted_before_it_commits_is_not_confirmed(served)
     assert labels_on_disk(path) is None
 
 
+@pytest.mark.slow
 def test_the_measured_data_page_shows_a_deleted_library_as_an_error(db_url):
     """The page lists the library on every run: once the file is deleted it shows the StoreError and offers no save
     (so it cannot say "Saved as run #2") instead of a traceback or a confirmation."""

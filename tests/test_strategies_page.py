@@ -102,6 +102,7 @@ def test_hardware_view_on_a_pair_and_gpu_uses_the_roofline_model():
     assert any("L4-24GB" in c.value for c in at.caption) and at.query_params["gpu"] in ("L4-24GB", ["L4-24GB"])
 
 
+@pytest.mark.slow
 def test_p_from_a_tree_run_in_the_library(db_url):
     rows = [
         {"label": "chain", "k": 4, "alpha": 0.7},
@@ -136,6 +137,7 @@ def test_p_from_the_live_page_needs_a_run_there():
     assert at.get("plotly_chart")  # the page still draws, on the default profile
 
 
+@pytest.mark.slow
 def test_policies_view_replays_the_rules_on_a_synthetic_trace():
     at = open_app(PAGE, view="Draft-length policies", t_alpha="0.7", k_max="8", rounds="2000", p_min="0.6")
     assert not at.error

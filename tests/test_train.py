@@ -106,6 +106,7 @@ def test_train_pair_writes_weights_and_card(corpus, tmp_path):
     assert f"**{acc['alpha_greedy']}**" in text and f"**{speed['c']}**" in text and "`cmd`" in text
 
 
+@pytest.mark.slow
 def test_card_command_remeasures_without_touching_weights(corpus, tmp_path, capsys):
     out = tmp_path / "pair"
     train.train_pair(out, tmp_path / "work", TC, TC, corpus_root=corpus, target_cfg=TINY, draft_cfg=TINY)
@@ -250,6 +251,7 @@ def test_teacher_is_computed_once_per_target(data, tmp_path, monkeypatch):
     assert len(list((tmp_path / "work").glob("teacher-*-3x64-top2-seed0-fp32.npz"))) == 2
 
 
+@pytest.mark.slow
 def test_distilled_draft_gets_closer_to_the_target(data, tmp_path):
     """Σ min(p, q) on held-out text rises when the draft learns the target's distribution."""
     torch.manual_seed(0)
@@ -292,6 +294,7 @@ def test_evaluate_all_scores_every_whole_window_once():
     assert train.evaluate_all(model, data, batch_size=2) == pytest.approx(want / np.log(2), rel=1e-5)
 
 
+@pytest.mark.slow
 def test_train_one_writes_its_record_and_the_card_is_made_from_two(corpus, tmp_path, capsys):
     out = tmp_path / "pair"
     small = GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64)
@@ -315,6 +318,7 @@ def test_train_one_writes_its_record_and_the_card_is_made_from_two(corpus, tmp_p
     assert svg.startswith("<svg") and svg.count("<polyline") == 2
 
 
+@pytest.mark.slow
 def test_retraining_one_model_replaces_its_entry_in_an_existing_card(corpus, tmp_path, capsys):
     out = tmp_path / "pair"
     tc = train.TrainConfig(steps=2, batch_size=2, seq_len=64, warmup=1, eval_every=1)
@@ -371,6 +375,7 @@ def test_auto_precision_is_bf16_only_where_the_cpu_multiplies_bf16():
     assert train.auto_precision("auto") == ("bf16" if train.native_bf16() else "fp32")
 
 
+@pytest.mark.slow
 def test_a_warm_start_begins_from_the_given_weights(data, tmp_path, capsys):
     torch.manual_seed(5)
     GPT(TINY).save(tmp_path / "start")
@@ -395,6 +400,7 @@ def test_a_warm_start_begins_from_the_given_weights(data, tmp_path, capsys):
     assert cli.main(argv) == 2 and "config.json is missing" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_warm_started_model_carries_its_earlier_training_into_the_card(corpus, tmp_path, capsys):
     first = train.TrainConfig(steps=4, batch_size=2, seq_len=64, warmup=1, eval_every=2)
     more = train.TrainConfig(steps=2, batch_size=2, seq_len=64, lr=5e-4, warmup=1, eval_every=1)
@@ -453,6 +459,7 @@ def test_unlikelihood_loss_is_minus_log_one_minus_p_over_the_marked_tokens():
     assert (logits.grad[~mask] == 0).all()
 
 
+@pytest.mark.slow
 def test_unlikelihood_steps_log_the_repeat_share_and_resume_exactly(data, tmp_path):
     tc = train.TrainConfig(steps=6, batch_size=2, seq_len=64, warmup=2, checkpoint_every=1, eval_every=3)
     ul = train.UnlikelihoodConfig(every=2, prefix=16, new_tokens=24, n=2)

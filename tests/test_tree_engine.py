@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 from _models import build_gpt, check_lossless, noisy_copy
+from _tiers import first_quick
 
 from specviz import decoding, trees
 from specviz.models import GPTConfig, load_pair
@@ -66,7 +67,7 @@ def test_keep_path_leaves_the_cache_as_a_chain_would(pair):
     torch.testing.assert_close(after, want, atol=1e-4, rtol=0)
 
 
-@pytest.mark.parametrize("shape", list(SHAPES))
+@pytest.mark.parametrize("shape", first_quick(list(SHAPES)))
 def test_greedy_tree_output_is_the_targets_greedy_output(pair, prompt, shape):
     target, draft = pair
     want, _ = decoding.generate_target_only(target, prompt, 60)
@@ -98,6 +99,7 @@ def test_greedy_children_are_the_drafts_likeliest_tokens_by_rank(pair, prompt):
     assert tokens[[4, 5]].tolist() == below.topk(2).indices.tolist()
 
 
+@pytest.mark.slow
 def test_a_wider_tree_accepts_at_least_as_much_as_its_chain(pair, prompt):
     target = pair[0]
     draft = noisy_copy(target, 0.06, 3)  # further off: the target's choice is sometimes the draft's second
@@ -127,6 +129,7 @@ def test_models_without_tree_attention_are_refused(pair, prompt):
         decoding.tree_generate(pair[0], Plain(), prompt, trees.chain(2))
 
 
+@pytest.mark.slow
 def test_bundled_pair_tree_greedy_exactness():
     target, draft, _ = load_pair("bundled")
     prompt = torch.tensor(list(b"def main(argv):\n    parser = argparse.ArgumentParser("))
@@ -147,6 +150,7 @@ def test_positional_acceptance_counts_each_rank_against_the_nodes_that_offered_i
     assert p.tolist() == [3 / 6, 1 / 4]  # rank 1 offered at 6 tests (4 roots, 2 node-1s); rank 2 at 4
 
 
+@pytest.mark.slow
 def test_positional_acceptance_from_a_run_predicts_its_tokens_per_round(pair, prompt):
     target, draft = pair
     tree = trees.optimal_tree(P, 8, 4)

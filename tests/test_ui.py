@@ -1,5 +1,11 @@
 """specviz.ui's fenced use of Streamlit internals: the hand-over of a legacy first run to the router."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 import streamlit as st
 
 from specviz import ui
@@ -107,3 +113,20 @@ def test_the_test_harness_imports_hypothesis_without_rewriting_its_asserts():
     from _pytest.assertion.rewrite import AssertionRewritingHook
 
     assert not isinstance(hypothesis.core.__spec__.loader, AssertionRewritingHook)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: the quick tier stays in one process")
+def test_the_quick_tier_is_spread_over_workers_and_n_0_keeps_one_process():
+    """conftest.spread_quick_tier: ``-m "not slow ..."`` without ``-n`` runs on xdist workers; ``-n 0`` does not."""
+    pytest.importorskip("xdist", reason="needs pytest-xdist (requirements-dev.txt)")
+    root = Path(__file__).resolve().parent.parent
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "not slow and not browser"]
+    command += ["tests/test_font.py", "-k", "theme"]
+    spread = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120)
+    assert spread.returncode == 0, spread.stdout + spread.stderr
+    workers = min(len(os.sched_getaffinity(0)), 4)
+    assert f"created: {workers}/{workers} workers" in spread.stdout, spread.stdout
+    alone = subprocess.run([*command, "-n", "0"], cwd=root, capture_output=True, text=True, timeout=120)
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    assert "workers" not in alone.stdout and " passed" in alone.stdout, alone.stdout
