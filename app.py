@@ -3,12 +3,12 @@
 Each page file is named by its URL path (``pages/design-space.py`` for ``/design-space``) and starts
 with ``ui.hand_over_to_router()``: on the first request after a server start Streamlit still runs the
 ``pages/`` folder as a legacy multipage app, and a shared link must land on its page through this
-router without a "Page not found" dialog (see :func:`specviz.ui.hand_over_to_router`).
+router without a "Page not found" dialog (see :func:`specviz.app.ui.hand_over_to_router`).
 """
 
 import streamlit as st
 
-from specviz import ui
+from specviz.app import ui
 
 st.set_page_config(page_title=ui.t("app.page_title"), page_icon=":material/speed:", layout="wide")
 

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # scripts run as `python benchmarks/x.py` import specviz from the repo
     sys.path.insert(0, str(ROOT))
 
-from specviz.machine import median_time  # noqa: E402  (after the path set-up; re-exported to the scripts)
+from specviz.base.machine import median_time  # noqa: E402  (after the path set-up; re-exported to the scripts)
 
 #: (name, measured text, target text, "PASS" | "FAIL" | "SKIP"), in the order checked
 RESULTS: list[tuple[str, str, str, str]] = []
@@ -52,7 +52,7 @@ def fmt_s(t: float) -> str:
 
 def machine_line(extra: str = "") -> str:
     """One line naming the machine: platform, CPU model, cores, Python, load, plus ``extra``."""
-    from specviz.machine import cpu_model
+    from specviz.base.machine import cpu_model
 
     cpu = cpu_model()
     try:
@@ -101,7 +101,7 @@ def shape_config(shape: str):
     """The trained target's config, or ``"LxD"``'s: L layers of width D in heads of 64, same context."""
     from dataclasses import replace
 
-    from specviz.models import train
+    from specviz.engine.models import train
 
     if not shape:
         return train.TARGET

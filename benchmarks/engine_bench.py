@@ -1,4 +1,4 @@
-"""Benchmarks of the decoding engine (specviz.decoding) and a comparison with transformers, with PASS/FAIL.
+"""Benchmarks of the decoding engine (specviz.engine.decoding) and a comparison with transformers, with PASS/FAIL.
 
 Run from the repository root::
 
@@ -12,14 +12,14 @@ Checks (targets in brackets), on the first ``--prompts`` prompts of data/prompts
    tokens with the oneDNN-packed weights our engine uses on the CPU versus plain ``F.linear``
    (MKL), same process, same weights. ``--no-onednn`` runs everything below with ``F.linear``.
 
-1. our engine, greedy, every K of ``--ks`` (``specviz.bench.run_cell``: per prompt × repeat a
+1. our engine, greedy, every K of ``--ks`` (``specviz.engine.bench.run_cell``: per prompt × repeat a
    target-only run and a speculative run; speedup = ratio of their decode-loop tokens/s)
    a. best-K median speedup                                               [>= 2.0x]
    b. at the best K: measured / predicted (measured-cost model: α̂, c, v, o)  [within ±10 %]
       (the ratio is printed for every K; PASS/FAIL is on the best K only)
    c. greedy output identical to target-only in every cell                [all True]
 2. the same at temperature 1 (``--ks-t1``, ``--repeats-t1``): best-K median speedup     [>= 1.5x]
-3. transformers on the same weights (the pair exported with ``specviz.models.hf.export_pair``
+3. transformers on the same weights (the pair exported with ``specviz.engine.models.hf.export_pair``
    and loaded with ``AutoModelForCausalLM``, same device and dtype, eval, local files only,
    ``trust_remote_code=False``), same prompt ids (the prompt's bytes), same number of new tokens.
    Every rate here is *whole-call* tokens/s = new tokens ÷ wall time of the complete call
@@ -55,8 +55,8 @@ import numpy as np
 import torch
 from _report import fmt_s, machine_line, median_time, record, summary
 
-from specviz import bench, decoding
-from specviz.models import gpt, load_pair, packed, resolve_device
+from specviz.engine import bench, decoding
+from specviz.engine.models import gpt, load_pair, packed, resolve_device
 
 SEED = 0
 SPEEDUP_T0 = 2.0
@@ -101,7 +101,7 @@ def _row_line(r: dict) -> str:
 def engine_section(label: str, target, draft, prompts, ks, temperature, new_tokens, repeats) -> list[dict]:
     t0 = time.perf_counter()
     print(
-        f"\n[{label}] our engine, T = {temperature:g}: specviz.bench.run_cell over K = {','.join(map(str, ks))}; "
+        f"\n[{label}] our engine, T = {temperature:g}: specviz.engine.bench.run_cell over K = {','.join(map(str, ks))}; "
         f"{len(prompts)} prompts × {repeats} repeats × {new_tokens} new tokens per cell"
     )
     print(
@@ -224,7 +224,7 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
         print("    skipped: transformers is not installed (pip install -r requirements-dev.txt)")
         record("3 transformers comparisons", "transformers not installed", "-", None)
         return
-    from specviz.models import hf
+    from specviz.engine.models import hf
 
     transformers.utils.logging.disable_progress_bar()  # "Writing model shards", "Loading weights"
     try:
@@ -464,7 +464,7 @@ def backend_section(target, draft, k: int) -> None:
     """Print cached forward times with and without the oneDNN-packed linears (same weights, same run)."""
     print(
         f"\n[0] linear backend: median cached forward (ms), 1 token and K + 1 = {k + 1} tokens; "
-        f"packing (specviz.models.packed) applies to models with >= {packed.PACK_MIN_BYTES >> 20} MiB of fp32 "
+        f"packing (specviz.engine.models.packed) applies to models with >= {packed.PACK_MIN_BYTES >> 20} MiB of fp32 "
         "linear weights"
     )
     for name, model in (("target", target), ("draft", draft)):

@@ -12,7 +12,7 @@ answer time). Checks:
 1. a warm rerun of the Engine monitor page (AppTest, the page polling all endpoints, drawing every
    card and the first endpoint's charts; the script compiled once, as a server keeps it), median
    over ``--reruns``                                                                   [<= 0.3 s]
-2. one poll of every endpoint: :func:`specviz.engines.monitor.poll_all` (concurrent, one thread
+2. one poll of every endpoint: :func:`specviz.servers.monitor.poll_all` (concurrent, one thread
    per endpoint) against the naive reference, the same fetches one after the other
    (ratio sequential ÷ concurrent; no target, context)
 """
@@ -34,7 +34,7 @@ from _http import send_bytes, serve, vllm_metrics
 from streamlit.runtime.scriptrunner import script_cache
 from streamlit.testing.v1 import AppTest
 
-from specviz.engines import fetch, monitor
+from specviz.servers import fetch, monitor
 
 PAGE = ROOT / "pages" / "engine-monitor.py"
 

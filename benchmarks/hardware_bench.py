@@ -1,4 +1,4 @@
-"""Speed of the roofline cost model (specviz.hardware) over the Hardware page's whole sweep, with PASS/FAIL.
+"""Speed of the roofline cost model (specviz.core.hardware) over the Hardware page's whole sweep, with PASS/FAIL.
 
 Run from the repository root::
 
@@ -30,8 +30,9 @@ from pathlib import Path
 import numpy as np
 from _report import machine_line, median_time, record, summary
 
-from specviz import calibrate, theory
-from specviz import hardware as hw
+from specviz.core import hardware as hw
+from specviz.core import theory
+from specviz.engine import calibrate
 
 T0 = time.perf_counter()
 
@@ -115,8 +116,8 @@ def check_this_machine(directory: Path) -> None:
     if not batched_file.is_file():
         record("K*(B)", f"no {batched_file}", "run bench --batch-size …", None)
         return
-    from specviz.models import BUNDLED_DIR
-    from specviz.models.gpt import GPT
+    from specviz.engine.models import BUNDLED_DIR
+    from specviz.engine.models.gpt import GPT
 
     specs = {n: calibrate.model_spec_of(GPT.load(BUNDLED_DIR / n), n) for n in ("target", "draft")}
     prompts_ctx = 256  # the bundled prompts (192 bytes) plus half the new tokens

@@ -33,8 +33,8 @@ import torch
 from _report import ROOT, machine_line, record, summary
 from streamlit.testing.v1 import AppTest
 
-from specviz import bench
-from specviz.models import resolve_device
+from specviz.engine import bench
+from specviz.engine.models import resolve_device
 
 PAGE = str(ROOT / "pages" / "live.py")
 DEFAULT = {"ks": [1, 2, 4, 6], "temps": [0.0, 1.0], "n_prompts": 4, "new_tokens": 96, "repeats": 1, "seed": 0}

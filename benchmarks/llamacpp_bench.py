@@ -5,7 +5,7 @@ Run from the repository root (builds llama-server first if needed, ~5 min on 2 c
     python benchmarks/llamacpp_bench.py               # K = 1..8, 4 prompts × 5 repeats × 256 tokens
     python benchmarks/llamacpp_bench.py --ks 2,4 --prompts 2 --repeats 1   # smoke run
 
-The bundled pair is exported to GGUF (:mod:`specviz.models.gguf`) and served by llama.cpp's
+The bundled pair is exported to GGUF (:mod:`specviz.engine.models.gguf`) and served by llama.cpp's
 llama-server on loopback, ``--threads`` threads each, one slot: one target-only server, one
 speculative server per K (``--spec-type draft-simple --spec-draft-n-max K --spec-draft-n-min K
 --spec-draft-p-min 0``: K fixed) and one more at the calibration K, all started before any run,
@@ -22,7 +22,7 @@ is a statistic over many samples taken between the runs, in one shuffled loop.
      target-only runs beside K's, for K's prediction (and the calibration's beside its own);
    - ΔT_v(n), what the target's forward over n tokens costs beyond one: before each run,
      ``--probes`` sets in which the target-only server evaluates n = 1 … K_max + 1 new tokens in
-     one batch after a cached prefix (:func:`specviz.engines.llamacpp.forward_ms`, at the runs' mean
+     one batch after a cached prefix (:func:`specviz.servers.llamacpp.forward_ms`, at the runs' mean
      context); ΔT_v(n) = mean forward(n) − mean forward(1). Means, because a run's tokens/s is a
      mean over its rounds, slow ones included. v = ΔT_v(K + 1) / (K · T_p);
    - T_q, the draft's forward over one token, and T_qv(n), over n tokens (llama-bench, once per
@@ -32,14 +32,14 @@ is a statistic over many samples taken between the runs, in one shuffled loop.
    then the draft evaluates the verified K + 1 tokens again (the source's
    ``TAG_SPEC_AVOID_DRAFT_REEVAL``: "for now, always re-evaluate"). So, in T_p,
    round = 1 + v·K + K / c + o_K with o_K = T_qv(K + 1) / T_p + o_0, and
-   predicted S = E[N] / round (:func:`specviz.theory.speedup_from_tokens`).
+   predicted S = E[N] / round (:func:`specviz.core.theory.speedup_from_tokens`).
    o_0 is the rest of a round's work (the sampler copied for a rollback, sampling at each accepted
    position, the caches trimmed, the hand-overs between the two models), calibrated on prompts
    outside the benchmark set: at K = ``--calibrate-k`` on ``--calibration-prompts`` prompts, run in
    the same loop, o_0 = E[N] / S − (1 + v·K + K / c + T_qv(K + 1) / T_p) there. The prediction
    with o_0 = 0 is printed beside it.                                             [±15 % at every K]
 4. α: llama.cpp's (from its E[N] at K) vs our engine's on the same prompts, greedy
-   (:func:`specviz.bench.run_cell`, α from its E[N] the same way)                 [±0.03 at every K]
+   (:func:`specviz.engine.bench.run_cell`, α from its E[N] the same way)                 [±0.03 at every K]
 5. (figure, no target) tokens/s of our engine and of llama.cpp on the same pair and CPU:
    target only, and speculative at each one's best K.
 """
@@ -60,10 +60,11 @@ from pathlib import Path
 import torch
 from _report import machine_line, record, summary
 
-from specviz import bench, theory
-from specviz.engines import llamacpp, read_llamacpp, window
-from specviz.models import ByteTokenizer, load_pair
-from specviz.models.gguf import export_pair_gguf
+from specviz.core import theory
+from specviz.engine import bench
+from specviz.engine.models import ByteTokenizer, load_pair
+from specviz.engine.models.gguf import export_pair_gguf
+from specviz.servers import llamacpp, read_llamacpp, window
 
 
 def bench_forward_ms(bench_bin: Path, gguf: Path, n_max: int, depth: int, threads: int, reps: int) -> dict:

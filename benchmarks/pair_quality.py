@@ -30,9 +30,9 @@ from pathlib import Path
 import torch
 from _report import machine_line, record, summary
 
-from specviz import bench
-from specviz.models import BUNDLED_DIR, ByteTokenizer, load_pair, train
-from specviz.models.gpt import GPT
+from specviz.engine import bench
+from specviz.engine.models import BUNDLED_DIR, ByteTokenizer, load_pair, train
+from specviz.engine.models.gpt import GPT
 
 T0 = time.perf_counter()
 

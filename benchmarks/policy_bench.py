@@ -1,4 +1,4 @@
-"""Draft-length policies (specviz.policies): replay speed against a per-round loop, and the live engine's
+"""Draft-length policies (specviz.core.policies): replay speed against a per-round loop, and the live engine's
 overhead of running a policy, with PASS/FAIL.
 
 Run from the repository root::
@@ -29,9 +29,9 @@ import numpy as np
 import torch
 from _report import machine_line, record, summary
 
-from specviz import bench, decoding
-from specviz import policies as P
-from specviz.models import load_pair
+from specviz.core import policies as P
+from specviz.engine import bench, decoding
+from specviz.engine.models import load_pair
 
 T0 = time.perf_counter()
 RULES = {

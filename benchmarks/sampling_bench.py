@@ -1,4 +1,4 @@
-"""Benchmarks of specviz.sampling (the Monte-Carlo lab), with PASS/FAIL against targets.
+"""Benchmarks of specviz.engine.sampling (the Monte-Carlo lab), with PASS/FAIL against targets.
 
 Run from the repository root::
 
@@ -33,8 +33,8 @@ import numpy as np
 import torch
 from _report import machine_line, median_time, record, summary
 
-from specviz import sampling as S
-from specviz import theory as T
+from specviz.core import theory as T
+from specviz.engine import sampling as S
 
 SEED = 20240601
 Z = 4.5  # CLT agreement: a correct pair of samplers disagrees with probability ~7e-6

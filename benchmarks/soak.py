@@ -164,7 +164,7 @@ def view(page: str, query: dict[str, str], upload: tuple[str, bytes] | None = No
 
 def seed_library(url: str) -> tuple[list[int], list[tuple[str, bytes]]]:
     """Save every sample file as a run in the library at ``url``: (run ids, [(file name, content)])."""
-    from specviz import measurements, store
+    from specviz.data import measurements, store
 
     engine = store.open_library(url)
     ids, files = [], []
@@ -181,7 +181,7 @@ def cache_line() -> str:
     """What the bounded caches hold now: st.cache_data (pickled bytes), the run cache, the sampling lab's results."""
     from streamlit.runtime.caching import get_data_cache_stats_provider
 
-    from specviz import ui
+    from specviz.app import ui
 
     stats = [s for family in get_data_cache_stats_provider().get_stats().values() for s in family]
     functions = {s.cache_name for s in stats}

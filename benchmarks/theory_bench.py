@@ -1,4 +1,4 @@
-"""Benchmarks of specviz.theory and the theory pages, with PASS/FAIL against targets.
+"""Benchmarks of specviz.core.theory and the theory pages, with PASS/FAIL against targets.
 
 Run from the repository root::
 
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from _report import ROOT, fmt_s, machine_line, median_time, record, summary, time_reference
 
-from specviz.theory import break_even_alpha, optimal_k
+from specviz.core.theory import break_even_alpha, optimal_k
 
 # The home page links to the others, which only resolves inside the router: time it as app.py.
 PAGES = [

@@ -1,4 +1,4 @@
-"""Draft trees (specviz.trees, decoding.tree_generate): the DP's speed, and measured tokens against F(T), with PASS/FAIL.
+"""Draft trees (specviz.core.trees, decoding.tree_generate): the DP's speed, and measured tokens against F(T), with PASS/FAIL.
 
 Run from the repository root::
 
@@ -41,8 +41,9 @@ import numpy as np
 import torch
 from _report import machine_line, median_time, record, summary
 
-from specviz import bench, calibrate, trees
-from specviz.models import load_pair
+from specviz.core import trees
+from specviz.engine import bench, calibrate
+from specviz.engine.models import load_pair
 
 T0 = time.perf_counter()
 P = [0.5, 0.15, 0.08, 0.05, 0.03, 0.02, 0.01, 0.01]

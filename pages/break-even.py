@@ -3,8 +3,9 @@
 import numpy as np
 import streamlit as st
 
-from specviz import chapter, figures, grids, theory, ui
-from specviz.share import Param, by_key
+from specviz.app import figures, grids, ui
+from specviz.app.share import Param, by_key
+from specviz.core import chapter, theory
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 
@@ -174,7 +175,7 @@ def optimum_tab(view: dict, conv: str) -> None:
 
 
 def chapter_tab(view: dict, conv: str) -> None:
-    """The source chapter's printed values beside the same quantities from specviz.theory (no control applies)."""
+    """The source chapter's printed values beside the same quantities from specviz.core.theory (no control applies)."""
     st.caption(ui.t("be.chapter_caption"))
     numbers = {"α": "g", "c": "g", "computed": ".4f", "E[N] computed": ".4f", "speedup computed": ".4f"}
     numbers = {

@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from specviz import figures, grids, theory, ui
-from specviz.share import Param, by_key
+from specviz.app import figures, grids, ui
+from specviz.app.share import Param, by_key
+from specviz.core import theory
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 

@@ -7,9 +7,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from specviz import figures, hardware, hosting, overlays, store, theory, ui
-from specviz.engines import ENGINES, fetch, loadgen, monitor
-from specviz.share import Param, by_key
+from specviz.app import figures, overlays, ui
+from specviz.app.share import Param, by_key
+from specviz.base import hosting
+from specviz.core import hardware, theory
+from specviz.data import store
+from specviz.servers import ENGINES, fetch, loadgen, monitor
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 

@@ -5,8 +5,10 @@ import json
 import numpy as np
 import streamlit as st
 
-from specviz import hardware, hardware_figures, i18n, ui
-from specviz.share import Param, by_key
+from specviz.app import hardware_figures, ui
+from specviz.app.share import Param, by_key
+from specviz.base import i18n
+from specviz.core import hardware
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from specviz import ui
+from specviz.app import ui
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 

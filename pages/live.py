@@ -2,8 +2,10 @@
 
 import streamlit as st
 
-from specviz import figures, live, overlays, policies, store, ui
-from specviz.share import by_key
+from specviz.app import figures, live, overlays, ui
+from specviz.app.share import by_key
+from specviz.core import policies
+from specviz.data import store
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 

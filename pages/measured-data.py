@@ -6,8 +6,10 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from specviz import figures, hosting, measurements, overlays, store, ui
-from specviz.share import Param, by_key
+from specviz.app import figures, overlays, ui
+from specviz.app.share import Param, by_key
+from specviz.base import hosting
+from specviz.data import measurements, store
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 

@@ -4,8 +4,10 @@ import numpy as np
 import streamlit as st
 import torch
 
-from specviz import figures, sampling, theory, ui
-from specviz.share import Param, by_key
+from specviz.app import figures, ui
+from specviz.app.share import Param, by_key
+from specviz.core import theory
+from specviz.engine import sampling
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 

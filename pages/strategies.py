@@ -4,9 +4,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from specviz import bench, figures, hardware, policies, theory, trees, ui
-from specviz.models import ngram
-from specviz.share import Param, by_key
+from specviz.app import figures, ui
+from specviz.app.share import Param, by_key
+from specviz.core import hardware, policies, theory, trees
+from specviz.engine import bench
+from specviz.engine.models import ngram
 
 ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
 
@@ -391,7 +393,7 @@ def ngram_section(view: dict, p: np.ndarray) -> None:
 def run_both(texts: tuple[str, ...] | None, k: int):
     """Measure ``bundled-target+ngram`` and ``bundled`` at K on the bundled prompts (``texts`` None) or the
     given text, through the live page's queue and worker; a table of α̂, E[N], c and the speedup."""
-    from specviz import live
+    from specviz.app import live
 
     limits = live.limits_from_env()
     rows, bar = [], st.progress(0.0, text=ui.t("strat.starting"))

@@ -7,7 +7,9 @@ import shlex
 import sys
 from pathlib import Path
 
-DEFAULT_PAIR_DIR = Path(__file__).resolve().parent.parent / "data" / "models" / "bundled"
+from specviz.base.paths import DATA
+
+DEFAULT_PAIR_DIR = DATA / "models" / "bundled"
 
 
 def _progress_factory(name: str, total: int):
@@ -26,7 +28,7 @@ def _progress_factory(name: str, total: int):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from specviz.models import train
+    from specviz.engine.models import train
 
     common = dict(
         batch_size=args.batch_size,
@@ -92,18 +94,18 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _text_quality(target, draft) -> dict:
-    """The card's ``text_quality``: greedy continuations of the benchmark prompts (specviz.bench)."""
+    """The card's ``text_quality``: greedy continuations of the benchmark prompts (specviz.engine.bench)."""
     import torch
 
-    from specviz import bench
-    from specviz.models import ByteTokenizer
+    from specviz.engine import bench
+    from specviz.engine.models import ByteTokenizer
 
     prompts = [torch.tensor(ByteTokenizer().encode(p)) for p in bench.load_prompts()]
     return {"text_quality": bench.text_quality(target, prompts)}
 
 
 def cmd_card(args: argparse.Namespace) -> int:
-    from specviz.models import train
+    from specviz.engine.models import train
 
     try:
         card = train.remeasure_card(Path(args.out), Path(args.corpus) if args.corpus else None, _text_quality)
@@ -124,9 +126,9 @@ def cmd_card(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     import torch
 
-    from specviz import calibrate
-    from specviz.models import BUNDLED_DIR
-    from specviz.models.gpt import GPT
+    from specviz.engine import calibrate
+    from specviz.engine.models import BUNDLED_DIR
+    from specviz.engine.models.gpt import GPT
 
     pair = Path(args.pair) if args.pair else BUNDLED_DIR
     try:
@@ -187,13 +189,13 @@ DTYPE_CHOICES = ("auto", "float32", "float16", "bfloat16")
 def resolve_dtype(name: str, device: str):
     """The ``--dtype`` choice as a ``torch.dtype`` for ``device``; None for ``"auto"``.
 
-    ``"auto"`` leaves the choice to :func:`specviz.models.default_dtype` (fp32 on CPU, bf16 or fp16 on
+    ``"auto"`` leaves the choice to :func:`specviz.engine.models.default_dtype` (fp32 on CPU, bf16 or fp16 on
     CUDA). An explicit dtype is tried on the device first (linear, layer norm, GELU, softmax: what a
     forward pass uses), so a torch build or GPU without it fails here with a ValueError, not mid-sweep.
     """
     import torch
 
-    from specviz.models import resolve_device
+    from specviz.engine.models import resolve_device
 
     if name not in DTYPE_CHOICES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPE_CHOICES)}; got {name!r}")
@@ -218,8 +220,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import pandas as pd
     from tqdm import tqdm
 
-    from specviz import bench, policies, trees
-    from specviz.models import load_pair
+    from specviz.core import policies, trees
+    from specviz.engine import bench
+    from specviz.engine.models import load_pair
 
     if args.tree and args.batch_size != [1]:
         print("error: --tree drafts trees at batch size 1; drop --batch-size or --tree", file=sys.stderr)
@@ -317,7 +320,8 @@ def _write_trace(args, target, draft, tokenizer, prompts: list[str]) -> int:
     0 is among the temperatures, else its sampled round trace at the first temperature."""
     import torch
 
-    from specviz import decoding, policies
+    from specviz.core import policies
+    from specviz.engine import decoding
 
     k_max, temperature = max(args.k), (0.0 if 0.0 in args.temperature else args.temperature[0])
     encoded = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in prompts]
@@ -343,7 +347,7 @@ def _bench_batches(args, target, draft, tokenizer, prompts: list[str], meta: dic
     import pandas as pd
     import torch
 
-    from specviz import bench
+    from specviz.engine import bench
 
     encoded = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in prompts]
     base = bench.run_columns(target, "specviz bench --batch-size", meta)
@@ -374,7 +378,7 @@ def _bench_batches(args, target, draft, tokenizer, prompts: list[str], meta: dic
 def cmd_prompts(args: argparse.Namespace) -> int:
     import json
 
-    from specviz.models import train
+    from specviz.engine.models import train
 
     root = Path(args.corpus) if args.corpus else train.stdlib_root()
     _, val = train.corpus_files(root, seed=args.seed)
@@ -388,7 +392,7 @@ def cmd_prompts(args: argparse.Namespace) -> int:
 
 
 def cmd_gguf(args: argparse.Namespace) -> int:
-    from specviz.models.gguf import export_pair_gguf
+    from specviz.engine.models.gguf import export_pair_gguf
 
     try:
         target, draft = export_pair_gguf(args.pair, args.out)
@@ -460,7 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--corpus", default=None, help="folder holding the held-out files (default: this Python's stdlib)")
     c.set_defaults(func=cmd_card)
 
-    from specviz.bench import PROMPTS_FILE
+    from specviz.engine.bench import PROMPTS_FILE
 
     b = sub.add_parser("bench", help="measure target-only vs speculative decoding over K and temperature")
     b.add_argument("--pair", default="bundled", help="'bundled' or a folder with target/ and draft/")
@@ -497,7 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE",
         help="also write the greedy positional trace (K_max = the largest --k) as JSON lines, for replaying "
-        "draft-length policies (specviz.policies)",
+        "draft-length policies (specviz.core.policies)",
     )
     b.add_argument("--label", default=None)
     b.add_argument("--out", default="results.csv")

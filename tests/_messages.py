@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from specviz import i18n
-from specviz.i18n import Message, Phrase
+from specviz.base import i18n
+from specviz.base.i18n import Message, Phrase
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 

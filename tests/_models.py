@@ -8,9 +8,9 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from specviz import sampling
-from specviz.decoding import speculative_generate
-from specviz.models import GPT, GPTConfig
+from specviz.engine import sampling
+from specviz.engine.decoding import speculative_generate
+from specviz.engine.models import GPT, GPTConfig
 
 #: χ² p-value a correct (lossless) engine must exceed; a fresh seed fails with probability 1e-4.
 P_OK = 1e-4
@@ -44,7 +44,7 @@ def noisy_copy(model: GPT, noise: float, seed: int) -> GPT:
 
 
 class ProtocolOnly:
-    """A model seen through :class:`specviz.models.Decodable` alone: any other attribute is an AttributeError.
+    """A model seen through :class:`specviz.engine.models.Decodable` alone: any other attribute is an AttributeError.
 
     Counts forwards in ``calls`` and runs ``after_call()`` (if given) after each one.
     """

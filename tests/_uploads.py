@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 from _browser import APP_DRAWN_JS
 
-from specviz import hardware, policies
-from specviz.measurements import load
+from specviz.core import hardware, policies
+from specviz.data.measurements import load
 
 RENDER_BUDGET_S = 10.0  #: the largest accepted input renders within this many seconds
 MEMORY_BUDGET_MB = 150.0  #: and adds at most this much to the server's resident memory

@@ -103,7 +103,7 @@ def one_torch_thread():
 @pytest.fixture
 def db_url(tmp_path, monkeypatch) -> str:
     """A throw-away run library (SPECVIZ_DB_URL) and no deployment limits from the environment."""
-    from specviz import store
+    from specviz.data import store
 
     url = f"sqlite:///{tmp_path / 'library.sqlite'}"
     monkeypatch.setenv(store.ENV_URL, url)
@@ -126,7 +126,7 @@ def llama_binary():
     """
     import os
 
-    from specviz.engines import llamacpp
+    from specviz.servers import llamacpp
 
     binary = llamacpp.find_binary()
     if binary is None:
@@ -140,7 +140,7 @@ def llama_binary():
 @pytest.fixture(scope="session")
 def gguf_pair(tmp_path_factory):
     """The bundled pair exported to GGUF (target.gguf, draft.gguf)."""
-    from specviz.models.gguf import export_pair_gguf
+    from specviz.engine.models.gguf import export_pair_gguf
 
     return export_pair_gguf("bundled", tmp_path_factory.mktemp("gguf"))
 
@@ -148,7 +148,7 @@ def gguf_pair(tmp_path_factory):
 @pytest.fixture(scope="session")
 def llama_server(llama_binary, gguf_pair, tmp_path_factory):
     """One llama-server on loopback running the bundled pair with K = :data:`LLAMA_K` and --metrics."""
-    from specviz.engines import llamacpp
+    from specviz.servers import llamacpp
 
     target, draft = gguf_pair
     with llamacpp.serve(llama_binary, target, draft, LLAMA_K, log_dir=tmp_path_factory.mktemp("llama")) as server:

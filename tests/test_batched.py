@@ -7,8 +7,8 @@ import torch
 from _models import P_OK, build_gpt, noisy_copy
 from _tiers import first_quick
 
-from specviz import decoding, sampling
-from specviz.models import GPTConfig
+from specviz.engine import decoding, sampling
+from specviz.engine.models import GPTConfig
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -132,7 +132,7 @@ def test_bad_batches_name_the_prompt(pair):
 @pytest.mark.slow
 def test_bench_writes_one_row_per_batch_size_in_the_measurement_schema(tmp_path):
     from specviz import __main__ as cli
-    from specviz.measurements import load_measurements
+    from specviz.data.measurements import load_measurements
 
     torch.manual_seed(0)
     target = build_gpt(CFG, 2, std=0.1)

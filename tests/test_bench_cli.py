@@ -14,8 +14,10 @@ import pytest
 import torch
 
 from specviz import __main__ as cli
-from specviz import bench, measurements, trees
-from specviz.models.gpt import GPT, GPTConfig
+from specviz.core import trees
+from specviz.data import measurements
+from specviz.engine import bench
+from specviz.engine.models.gpt import GPT, GPTConfig
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -135,7 +137,7 @@ def test_prompts_come_from_validation_files(tmp_path):
     out = tmp_path / "p.jsonl"
     assert cli.main(["prompts", "--corpus", str(corpus), "--out", str(out), "--n", "3", "--length", "64"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    from specviz.models.train import corpus_files
+    from specviz.engine.models.train import corpus_files
 
     _, val = corpus_files(corpus)
     assert len(rows) == 1  # 20 files × 5 % = 1 validation file, one prompt per file
@@ -248,7 +250,7 @@ def test_bench_tree_bad_shapes_are_named(tiny_pair, tmp_path, capsys, extra, mes
 
 @pytest.mark.slow
 def test_bench_trace_writes_a_replayable_greedy_trace(tiny_pair, tmp_path, capsys):
-    from specviz import policies
+    from specviz.core import policies
 
     trace_file = tmp_path / "trace.jsonl"
     code, out = run_bench(tiny_pair, tmp_path, "--temperature", "0", "--trace", str(trace_file))
@@ -266,3 +268,19 @@ def test_bench_trace_writes_a_replayable_greedy_trace(tiny_pair, tmp_path, capsy
     assert np.nanmax(sampled.p_token) <= 1 and (sampled.q_top >= sampled.q_token - 1e-6).all()
     code, _ = run_bench(tiny_pair, tmp_path, "--tree", "chain:2", "--trace", str(trace_file))
     assert code == 2 and "--trace records traces of chains at batch size 1" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_specviz_command_is_python_m_specviz(tmp_path):
+    """pyproject.toml's console script (installed by requirements-dev.txt's ``-e .``) runs the same CLI from any folder."""
+    import shutil
+
+    command = shutil.which("specviz")
+    if command is None:
+        pytest.skip("the specviz command is not installed: pip install -r requirements-dev.txt (or pip install -e .)")
+    done = subprocess.run([command, "bench", "--help"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    via_module = subprocess.run(
+        [sys.executable, "-m", "specviz", "bench", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and via_module.returncode == 0, done.stderr + via_module.stderr
+    assert done.stdout == via_module.stdout and "--k K" in done.stdout

@@ -429,7 +429,7 @@ def test_strategies_views_render_in_a_browser(app_url, page, view):
 @pytest.mark.llamacpp
 def test_engine_monitor_reads_a_running_llama_server(app_url, page, llama_server, screenshot_dir):
     """The Engine monitor polls a real llama.cpp server (the bundled pair, K = 4) and draws its figures."""
-    from specviz.engines import llamacpp
+    from specviz.servers import llamacpp
 
     llamacpp.complete(llama_server.url, list(b"def main(argv):\n    "), 48)
     open_page(page, f"{app_url}/engine-monitor?endpoints={quote(llama_server.url)}&every=2")
@@ -512,7 +512,7 @@ def test_the_largest_accepted_input_of_each_kind_renders_within_the_budget(app_u
 
 def test_an_over_the_cap_trace_is_refused_with_a_message_naming_the_cap(app_url, page, tmp_path):
     """A trace wider than the K_max cap: a message naming the cap, no exception, the page stays usable."""
-    from specviz import policies
+    from specviz.core import policies
 
     k = policies.MAX_TRACE_K * 50
     row = {"segment": 0, "accepted": 1, "q_token": [0.5] * k, "q_top": [0.5] * k, "p_token": [None] * k}

@@ -12,9 +12,9 @@ import platform
 
 import pytest
 
-from specviz import hardware
-from specviz.models import BUNDLED_DIR, train
-from specviz.models.gpt import GPT
+from specviz.core import hardware
+from specviz.engine.models import BUNDLED_DIR, train
+from specviz.engine.models.gpt import GPT
 
 CARD = json.loads((BUNDLED_DIR / "card.json").read_text())
 

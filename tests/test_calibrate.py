@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from specviz import __main__ as cli
-from specviz import calibrate, hardware
-from specviz.models.gpt import GPT, GPTConfig
+from specviz.core import hardware
+from specviz.engine import calibrate
+from specviz.engine.models.gpt import GPT, GPTConfig
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

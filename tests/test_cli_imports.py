@@ -18,20 +18,13 @@ import pandas as pd
 import pytest
 import torch
 
-from specviz.models.gpt import GPT, GPTConfig
+from specviz.engine.models.gpt import GPT, GPTConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCKED = ("streamlit", "plotly", "sqlalchemy", "hypothesis")
-#: what `python -m specviz bench|train|card` and the gpu tier import (every module of specviz.models is added)
-CLI_MODULES = (
-    "specviz.__main__",
-    "specviz.bench",
-    "specviz.decoding",
-    "specviz.sampling",
-    "specviz.models",
-    "specviz.calibrate",
-    "specviz.hardware",
-)
+#: what `python -m specviz bench|train|card` and the gpu tier may import: the CLI and every module of the
+#: layers below the data layer (pyproject.toml's import-linter contracts state the same rule statically)
+CLI_PACKAGES = ("specviz.base", "specviz.core", "specviz.engine")
 
 #: prepended to every child's code: a meta-path finder that makes importing a BLOCKED package fail
 BLOCKER = f"""
@@ -48,8 +41,6 @@ sys.meta_path.insert(0, _NotInstalled())
 #: the child runs ``python -m specviz ARGS`` after the blocker
 CLI = BLOCKER + "import runpy; runpy.run_module('specviz', run_name='__main__', alter_sys=True)\n"
 
-pytestmark = pytest.mark.slow  # each test starts a Python that imports torch
-
 
 def python(code: str, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
@@ -64,15 +55,18 @@ def gpu_tier_files() -> list[str]:
     return done.stdout.split()
 
 
+@pytest.mark.slow
 def test_the_blocker_blocks():
-    done = python(BLOCKER + "import specviz.store")
+    done = python(BLOCKER + "import specviz.data.store")
     assert done.returncode == 1 and "No module named 'sqlalchemy' (blocked" in done.stderr
 
 
+@pytest.mark.slow
 def test_cli_modules_and_help_import_no_ui_or_database_stack():
-    code = BLOCKER + f"import importlib, pkgutil\nfor m in {CLI_MODULES!r}: importlib.import_module(m)\n"
-    code += "import specviz.models as sm\n"
-    code += "for i in pkgutil.iter_modules(sm.__path__, 'specviz.models.'): importlib.import_module(i.name)\n"
+    code = BLOCKER + "import importlib, pkgutil\nimportlib.import_module('specviz.__main__')\n"
+    code += f"for name in {CLI_PACKAGES!r}:\n    package = importlib.import_module(name)\n"
+    code += "    for i in pkgutil.walk_packages(package.__path__, name + '.'): importlib.import_module(i.name)\n"
+    code += "assert 'specviz.engine.models.hf' in sys.modules and 'specviz.core.theory' in sys.modules\n"
     code += "print(sorted(m for m in sys.modules if m.partition('.')[0] in BLOCKED))\n"
     done = python(code)
     assert done.returncode == 0, done.stderr
@@ -85,6 +79,23 @@ def test_cli_modules_and_help_import_no_ui_or_database_stack():
         assert done.returncode == 0 and "--out" in done.stdout, done.stderr
 
 
+def test_every_folder_of_specviz_is_a_layer_of_the_import_contracts():
+    """A new folder under specviz/ must join pyproject.toml's layers contract, or lint-imports checks nothing of it."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = next(c["layers"] for c in config["contracts"] if c["type"] == "layers")
+    named = {name.strip() for layer in layers for name in layer.split("|")}
+    folders = {f"specviz.{p.name}" for p in (ROOT / "specviz").iterdir() if (p / "__init__.py").exists()}
+    assert folders == named, (
+        f"folders {sorted(folders - named)} are in no layer; layers {sorted(named - folders)} are no folder"
+    )
+    assert {p.name for p in (ROOT / "specviz").glob("*.py")} == {"__init__.py", "__main__.py"}, (
+        "a module outside the layers"
+    )
+
+
+@pytest.mark.slow
 def test_bench_runs_without_ui_or_database_stack(tmp_path):
     torch.manual_seed(0)
     GPT(GPTConfig(1, 2, 32, block_size=128)).save(tmp_path / "target")
@@ -99,6 +110,7 @@ def test_bench_runs_without_ui_or_database_stack(tmp_path):
     assert df.k.tolist() == [1, 2] and df.greedy_exact.astype(bool).all()
 
 
+@pytest.mark.slow
 def test_gpu_tier_collects_without_ui_or_database_stack():
     files = gpu_tier_files()
     assert "tests/test_bench_cli.py" in files and "tests/test_cli_imports.py" not in files

@@ -1,4 +1,4 @@
-"""Tests of the byte-level GPT's static KV cache and of specviz.decoding (docs/design.md §1).
+"""Tests of the byte-level GPT's static KV cache and of specviz.engine.decoding (docs/design.md §1).
 
 The oracle is nanoGPT's full-recompute decoding: ``model(seq[None])[0, -1]`` at every
 step, no cache. Against it we check the cached target-only loop, the cache's
@@ -6,7 +6,7 @@ overwrite-by-position semantics (what makes a rejection free), greedy exactness 
 speculative decoding for several K, the structure of the per-round records, the
 losslessness of sampling at temperature 1 (χ² goodness of fit), the derived
 statistics, determinism, argument errors and model persistence; that the engine uses
-nothing of a model beyond :class:`specviz.models.Decodable`; and that every timed
+nothing of a model beyond :class:`specviz.engine.models.Decodable`; and that every timed
 region reads the CUDA-synchronising clock.
 
 All models are tiny, randomly initialised from fixed seeds and run on one CPU
@@ -29,15 +29,16 @@ from _models import ProtocolOnly, check_lossless, noisy_copy
 from _models import build_gpt as _build
 from _tiers import quick_where
 
-from specviz import decoding, sampling, theory
-from specviz.decoding import (
+from specviz.core import theory
+from specviz.engine import decoding, sampling
+from specviz.engine.decoding import (
     GenerationStats,
     RoundRecord,
     first_divergence,
     generate_target_only,
     speculative_generate,
 )
-from specviz.models import GPT, ByteTokenizer, Decodable, GPTConfig, load_pair, resolve_device
+from specviz.engine.models import GPT, ByteTokenizer, Decodable, GPTConfig, load_pair, resolve_device
 
 PROMPTS = {
     "code": torch.tensor(list(b"def f(x):\n    return")),
@@ -603,7 +604,7 @@ def bundled():
 @pytest.mark.parametrize("k", [k if k == 4 else pytest.param(k, marks=pytest.mark.slow) for k in range(1, 9)])
 def test_bundled_pair_greedy_exactness(bundled, k):
     target, draft, tok = bundled
-    from specviz.bench import load_prompts
+    from specviz.engine.bench import load_prompts
 
     for text in load_prompts()[:2]:
         prompt = torch.tensor(tok.encode(text))

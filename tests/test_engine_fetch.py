@@ -1,4 +1,4 @@
-"""specviz.engines.fetch: the allow-list and URL rules, and fetching against real local servers."""
+"""specviz.servers.fetch: the allow-list and URL rules, and fetching against real local servers."""
 
 import socket
 import ssl
@@ -8,7 +8,7 @@ import httpx
 import pytest
 from _http import closed_port, redirect, send_bytes, serve, sleep_then, stream
 
-from specviz.engines.fetch import (
+from specviz.servers.fetch import (
     Fetched,
     FetchError,
     FetchPolicy,

@@ -12,9 +12,9 @@ from _tiers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specviz import theory
-from specviz.measurements import READERS, load_measurements, readers
-from specviz.measurements.readers import log_lines
+from specviz.core import theory
+from specviz.data.measurements import READERS, load_measurements, readers
+from specviz.data.measurements.readers import log_lines
 
 # the exact lines of each form
 V1_CURRENT = (
@@ -433,7 +433,7 @@ def test_fuzzed_engine_lines_load_or_raise_value_error(case):
 
 def test_sglang_accept_rate_in_its_newer_meaning_is_r():
     """Since SGLang PR #23530 (April 2026) accept rate is accepted / proposed: r = (E[N] − 1) / K."""
-    from specviz.measurements import load_measurements
+    from specviz.data.measurements import load_measurements
 
     line = "[2026-05-01 10:00:00 TP0] Decode batch, #running-req: 2, #token: 900, token usage: 0.02, accept len: 2.80, accept rate: 0.60, gen throughput (token/s): 95.10, #queue-req: 0\n"
     frame, _ = load_measurements(line, name="sglang.log", k=3)

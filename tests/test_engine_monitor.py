@@ -9,8 +9,9 @@ import pytest
 from _apps import click, open_app, rerun, shown_errors
 from _http import FakeEngine, closed_port, send_bytes, serve, vllm_metrics
 
-from specviz import store, theory
-from specviz.engines import Telemetry, fetch, monitor
+from specviz.core import theory
+from specviz.data import store
+from specviz.servers import Telemetry, fetch, monitor
 
 PAGE = "pages/engine-monitor.py"
 

@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specviz import theory
-from specviz.engines import (
+from specviz.core import theory
+from specviz.data.measurements import load_records
+from specviz.servers import (
     Telemetry,
     TelemetryError,
     combine,
@@ -35,7 +36,6 @@ from specviz.engines import (
     window,
     window_over,
 )
-from specviz.measurements import load_records
 
 FIXTURES = Path(__file__).parent / "fixtures" / "engines"
 

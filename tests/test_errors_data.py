@@ -1,7 +1,7 @@
-"""Errors and notes of specviz.share, specviz.measurements, specviz.store and specviz.overlays in English and Chinese.
+"""Errors and notes of specviz.app.share, specviz.data.measurements, specviz.data.store and specviz.app.overlays in English and Chinese.
 
-Each error a page can show is an :class:`specviz.i18n.Message` (a ValueError; ``str()`` is the English text it
-always had) and each returned note a :class:`specviz.i18n.Phrase` (a str, English); a page shows either with
+Each error a page can show is an :class:`specviz.base.i18n.Message` (a ValueError; ``str()`` is the English text it
+always had) and each returned note a :class:`specviz.base.i18n.Phrase` (a str, English); a page shows either with
 ``ui.message`` in its language. The English texts below are the ones these functions wrote before the catalogue
 (byte for byte); the Chinese must keep every number and quoted input.
 """
@@ -18,8 +18,10 @@ import pytest
 import sqlalchemy as sa
 from streamlit.testing.v1 import AppTest
 
-from specviz import i18n, measurements, overlays, share, store
-from specviz.measurements import (
+from specviz.app import overlays, share
+from specviz.base import i18n
+from specviz.data import measurements, store
+from specviz.data.measurements import (
     READERS,
     Conversion,
     LoadReport,
@@ -30,16 +32,16 @@ from specviz.measurements import (
     load_records,
     validation,
 )
-from specviz.measurements import load as load_module
-from specviz.measurements.readers import log_lines
-from specviz.measurements.schema import ALLOWED
+from specviz.data.measurements import load as load_module
+from specviz.data.measurements.readers import log_lines
+from specviz.data.measurements.schema import ALLOWED
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = [
-    ROOT / "specviz" / "share.py",
-    ROOT / "specviz" / "store.py",
-    ROOT / "specviz" / "overlays.py",
-    *sorted((ROOT / "specviz" / "measurements").rglob("*.py")),
+    ROOT / "specviz" / "app" / "share.py",
+    ROOT / "specviz" / "data" / "store.py",
+    ROOT / "specviz" / "app" / "overlays.py",
+    *sorted((ROOT / "specviz" / "data" / "measurements").rglob("*.py")),
 ]
 CJK = re.compile(r"[\u4e00-\u9fff]")
 WORD = re.compile(r"(?<![\w])[A-Za-z]{3,}(?![\w])")  #: an English word (tests/test_i18n.py's rule)
@@ -293,7 +295,7 @@ ERRORS = {
     "store.unknown_columns": (
         lambda: store.save_run(None, pd.DataFrame({"zz": [1]}), label="x", source="s"),
         "err.store.unknown_columns",
-        "columns ['zz'] are not measurement columns; allowed: the columns of specviz.measurements (load the file with load_measurements first)",
+        "columns ['zz'] are not measurement columns; allowed: the columns of specviz.data.measurements (load the file with load_measurements first)",
     ),
     "store.required_column": (
         lambda: store.save_run(None, pd.DataFrame({"label": ["a"]}), label="x", source="s"),
@@ -708,7 +710,7 @@ def test_overlay_hover_labels_in_the_pages_language():
 
 
 def _url_and_list_notes_app():
-    from specviz import share, ui
+    from specviz.app import share, ui
 
     ui.restore("p", (share.Param("alpha", 0.8, lo=0.0, hi=1.0),))
     ui.multiselect("p", share.Param("ks", [], "ints", lo=1, hi=64, max_items=3), "K", [1, 2, 100])

@@ -18,20 +18,21 @@ import pytest
 import torch
 from _messages import caught, check
 
-from specviz import i18n, models
-from specviz.engines import fetch, loadgen, monitor, readers, telemetry
-from specviz.engines.fetch import FetchError, FetchPolicy
-from specviz.engines.readers import TelemetryError
-from specviz.engines.telemetry import Telemetry
-from specviz.i18n import Phrase
-from specviz.models import gpt, hf
+from specviz.base import i18n
+from specviz.base.i18n import Phrase
+from specviz.engine import models
+from specviz.engine.models import gpt, hf
+from specviz.servers import fetch, loadgen, monitor, readers, telemetry
+from specviz.servers.fetch import FetchError, FetchPolicy
+from specviz.servers.readers import TelemetryError
+from specviz.servers.telemetry import Telemetry
 
 ROOT = Path(__file__).resolve().parents[1]
 MY_FILES = [
-    *sorted((ROOT / "specviz" / "engines").glob("*.py")),
-    ROOT / "specviz" / "models" / "__init__.py",
-    ROOT / "specviz" / "models" / "gpt.py",
-    ROOT / "specviz" / "models" / "hf.py",
+    *sorted((ROOT / "specviz" / "servers").glob("*.py")),
+    ROOT / "specviz" / "engine" / "models" / "__init__.py",
+    ROOT / "specviz" / "engine" / "models" / "gpt.py",
+    ROOT / "specviz" / "engine" / "models" / "hf.py",
 ]
 
 
@@ -47,7 +48,7 @@ def test_every_key_named_in_these_files_is_in_both_catalogues():
     assert not sorted(k for k in keys if k not in en or k not in zh)
 
 
-# ----------------------------------------------------------------------------- specviz.engines.readers
+# ----------------------------------------------------------------------------- specviz.servers.readers
 
 
 @pytest.mark.parametrize(
@@ -171,7 +172,7 @@ def test_reader_errors_with_arguments_and_pickling_keeps_the_class():
     check(exc, "engine 'foo' is not one of auto, vllm, llamacpp, sglang, trtllm", "'foo'", "auto, vllm")
 
 
-# ----------------------------------------------------------------------------- specviz.engines.fetch
+# ----------------------------------------------------------------------------- specviz.servers.fetch
 
 HOSTED = FetchPolicy(allowed_hosts=("localhost:8000", "vllm.internal"), hosted=True)
 EMPTY = FetchPolicy(allowed_hosts=(), hosted=True)
@@ -359,7 +360,7 @@ def test_answers_refused_and_the_status_kept():
     check(caught(got.json), "the answer from http://localhost:8000/m is not JSON: '<html>'", "'<html>'")
 
 
-# ----------------------------------------------------------------------------- specviz.engines.monitor
+# ----------------------------------------------------------------------------- specviz.servers.monitor
 
 
 def test_endpoint_lines():
@@ -421,7 +422,7 @@ def test_design_point_without_alpha(monkeypatch):
     )
 
 
-# ----------------------------------------------------------------------------- specviz.engines.telemetry
+# ----------------------------------------------------------------------------- specviz.servers.telemetry
 
 
 def test_restart_notes():
@@ -464,7 +465,7 @@ def test_to_record_errors():
     )
 
 
-# ----------------------------------------------------------------------------- specviz.engines.loadgen
+# ----------------------------------------------------------------------------- specviz.servers.loadgen
 
 
 @pytest.mark.parametrize(
@@ -554,7 +555,7 @@ def test_completion_errors_and_a_failed_run_reads_in_chinese():
     assert list(result.records["error"]) == [english, english]  # the table keeps plain text
 
 
-# ----------------------------------------------------------------------------- specviz.models
+# ----------------------------------------------------------------------------- specviz.engine.models
 
 
 def test_devices_and_pairs(tmp_path):

@@ -16,10 +16,12 @@ import pytest
 import torch
 from _messages import caught, check
 
-from specviz import bench, decoding, i18n, live
-from specviz.i18n import Message, Phrase
+from specviz.app import live
+from specviz.base import i18n
+from specviz.base.i18n import Message, Phrase
+from specviz.engine import bench, decoding
 
-# ----------------------------------------------------------------------------- specviz.live.request
+# ----------------------------------------------------------------------------- specviz.app.live.request
 
 LIMITS = live.Limits()
 HOSTED = live.Limits(hosted=True, hf_allowlist=("gpt2-large,gpt2",))
@@ -153,7 +155,7 @@ def test_make_request(changes, english, same):
     check(caught(live.make_request, VIEW | changes, LIMITS), english, *same)
 
 
-# ----------------------------------------------------------------------------- specviz.live.worker
+# ----------------------------------------------------------------------------- specviz.app.live.worker
 
 
 def test_torch_dtype():
@@ -200,7 +202,7 @@ def test_the_queue_says_who_holds_it_and_how_long_another_waited_in_any_language
     )
 
 
-# ----------------------------------------------------------------------------- specviz.live.run
+# ----------------------------------------------------------------------------- specviz.app.live.run
 
 
 def tiny_request(**changes) -> live.Request:
@@ -253,7 +255,7 @@ def test_an_error_that_stopped_a_run_reads_in_the_pages_language():
 @pytest.fixture(scope="module")
 def rows(one_torch_thread) -> list[dict]:
     """Two cells as a live run measures them (a greedy and a sampled one)."""
-    from specviz.models import load_pair
+    from specviz.engine.models import load_pair
 
     target, draft, tok = load_pair("bundled")
     frame = bench.sweep(target, draft, tok, ["def f(x):"], [1], [0.0, 1.0], 4, 1, meta=tiny_request().meta())
@@ -273,7 +275,7 @@ def test_canonical(rows):
     assert caught(live.canonical, bad, name="my rows").text("zh").startswith("my rows：")
 
 
-# ----------------------------------------------------------------------------- specviz.decoding
+# ----------------------------------------------------------------------------- specviz.engine.decoding
 
 
 class Model:
@@ -325,7 +327,7 @@ def test_the_engines_check_k_and_the_batch():
     assert exc.__suppress_context__
 
 
-# ----------------------------------------------------------------------------- specviz.bench
+# ----------------------------------------------------------------------------- specviz.engine.bench
 
 
 def test_load_prompts(tmp_path):

@@ -1,6 +1,6 @@
 """Errors and notes of sampling, policies, trees and the n-gram drafter in English and Chinese.
 
-Each case raises a :class:`specviz.i18n.Message` whose English text is what the library always said
+Each case raises a :class:`specviz.base.i18n.Message` whose English text is what the library always said
 (the command line, logs and other tests read it), whose Chinese text keeps the numbers and the person's
 input, and whose key is in both catalogues.
 """
@@ -14,8 +14,10 @@ import pandas as pd
 import pytest
 import torch
 
-from specviz import i18n, policies, sampling, trees
-from specviz.models import ngram
+from specviz.base import i18n
+from specviz.core import policies, trees
+from specviz.engine import sampling
+from specviz.engine.models import ngram
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 PQ = torch.tensor([0.5, 0.5])

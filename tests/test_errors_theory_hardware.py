@@ -1,4 +1,4 @@
-"""Errors and notes of specviz.theory, specviz.hardware and specviz.grids in both languages.
+"""Errors and notes of specviz.core.theory, specviz.core.hardware and specviz.app.grids in both languages.
 
 Each case: the English text is exactly what it was before the catalogue (tests and the command line
 read it), the Chinese text is Chinese and quotes the same numbers and inputs, and the key exists in
@@ -13,8 +13,10 @@ import re
 import pandas as pd
 import pytest
 
-from specviz import grids, i18n, theory
-from specviz import hardware as hw
+from specviz.app import grids
+from specviz.base import i18n
+from specviz.core import hardware as hw
+from specviz.core import theory
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 LLAMA_70B, LLAMA_1B, QWEN = (

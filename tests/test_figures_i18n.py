@@ -1,4 +1,4 @@
-"""Chart texts in English and Chinese: every figure builder of specviz.figures and specviz.hardware_figures
+"""Chart texts in English and Chinese: every figure builder of specviz.app.figures and specviz.app.hardware_figures
 takes ``lang`` and writes its own words (axis titles, legend and trace names, hover templates, annotations,
 colour-bar and legend titles) from the catalogues (keys ``fig.*`` and ``hwfig.*``).
 
@@ -17,11 +17,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specviz import figures, grids, hardware, hardware_figures, i18n, overlays, theory
-from specviz.measurements import SAMPLES_DIR, load_measurements
+from specviz.app import figures, grids, hardware_figures, overlays
+from specviz.base import i18n
+from specviz.core import hardware, theory
+from specviz.data.measurements import SAMPLES_DIR, load_measurements
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = {"fig.": ROOT / "specviz" / "figures.py", "hwfig.": ROOT / "specviz" / "hardware_figures.py"}
+MODULES = {"fig.": ROOT / "specviz" / "app" / "figures.py", "hwfig.": ROOT / "specviz" / "app" / "hardware_figures.py"}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 WORD = re.compile(r"(?<![\w])[A-Za-z]{3,}(?![\w])")  # an English word (not α, K, E[N], c_L, T_draft)
 FIELD = re.compile(r"%\{[^}]*\}")  # a plotly template field
@@ -333,7 +335,7 @@ def test_hardware_figures_in_chinese():
 
 
 def test_names_the_library_uses_as_identifiers_are_shown_in_chinese():
-    from specviz import policies
+    from specviz.core import policies
 
     trace = policies.synthetic_trace(0.8, 4, 200, np.random.default_rng(0), "calibrated")
     frame = policies.compare(trace, [policies.constant(3), policies.hf_heuristic(20)], c=10.0)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from specviz.i18n import LANGUAGES
+from specviz.base.i18n import LANGUAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / ".streamlit" / "config.toml"
@@ -57,7 +57,7 @@ def used_characters() -> dict[str, str]:
             where.setdefault(ch, name)
     for label in LANGUAGES.values():  # the language switch's labels ("中文")
         for ch in label:
-            where.setdefault(ch, "specviz/i18n.py LANGUAGES")
+            where.setdefault(ch, "specviz/base/i18n.py LANGUAGES")
     return {ch: f for ch, f in where.items() if not ch.isspace() and unicodedata.category(ch)[0] not in "CZ"}
 
 

@@ -16,9 +16,9 @@ import pytest
 import torch
 from _models import ProtocolOnly, build_gpt, check_lossless, noisy_copy
 
-from specviz import decoding
-from specviz.decoding import generate_target_only, speculative_generate
-from specviz.models import GPTConfig, load_pair
+from specviz.engine import decoding
+from specviz.engine.decoding import generate_target_only, speculative_generate
+from specviz.engine.models import GPTConfig, load_pair
 
 pytestmark = pytest.mark.gpu
 

@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from specviz import figures, grids, theory
+from specviz.app import figures, grids
+from specviz.core import theory
 
 ALPHA = np.linspace(0.0, 1.0, 201)
 C = np.geomspace(0.5, 100.0, 121)

@@ -1,4 +1,4 @@
-"""The roofline cost model (specviz.hardware): hand-computed cases, properties, catalogues, engine configs."""
+"""The roofline cost model (specviz.core.hardware): hand-computed cases, properties, catalogues, engine configs."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from _tiers import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from specviz import hardware as hw
-from specviz import theory
+from specviz.core import hardware as hw
+from specviz.core import theory
 
 SETTINGS = settings(max_examples=examples(100), deadline=None)
 EXACT = hw.Efficiency(compute=1.0, memory=1.0, network=1.0, overhead_s=0.0, allreduce_latency_s=0.0)

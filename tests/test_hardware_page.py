@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from _apps import open_app, rerun, shown_errors
 
-from specviz import hardware as hw
+from specviz.core import hardware as hw
 
 PAGE = "pages/hardware.py"
 VIEWS = {
@@ -153,8 +153,8 @@ def test_a_context_beyond_the_models_window_is_flagged():
 @pytest.fixture
 def library_with_a_run(db_url):
     """A run library holding the bundled pair's shipped bench run (run 1)."""
-    from specviz import measurements, store
-    from specviz.measurements import SAMPLES_DIR
+    from specviz.data import measurements, store
+    from specviz.data.measurements import SAMPLES_DIR
 
     engine = store.open_library(db_url)
     frame, report = measurements.load_measurements((SAMPLES_DIR / "specviz_bench_bundled_cpu.csv").read_bytes())

@@ -1,4 +1,4 @@
-"""Tests of specviz.models.hf: the Hugging Face adapter and the GPT-2 exporter.
+"""Tests of specviz.engine.models.hf: the Hugging Face adapter and the GPT-2 exporter.
 
 A small random pair of ours is exported to transformers' GPT2LMHeadModel format and
 loaded back through ``load_pair("TARGET,DRAFT")``; the wrapped models must give our
@@ -19,8 +19,8 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from specviz import decoding  # noqa: E402  (after the importorskip above)
-from specviz.models import GPT, Decodable, GPTConfig, hf, load_pair  # noqa: E402
+from specviz.engine import decoding  # noqa: E402  (after the importorskip above)
+from specviz.engine.models import GPT, Decodable, GPTConfig, hf, load_pair  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NEW = 48  # tokens generated per comparison
@@ -271,7 +271,7 @@ def test_local_folders_can_be_disallowed(exported):
 
 
 def test_trust_remote_code_is_never_enabled(exported, monkeypatch):
-    source = (ROOT / "specviz" / "models" / "hf.py").read_text()
+    source = (ROOT / "specviz" / "engine" / "models" / "hf.py").read_text()
     assert not re.search(r"trust_remote_code\s*=\s*True", source)
     calls = []
 

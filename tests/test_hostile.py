@@ -23,7 +23,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from specviz import grids, hardware, live, measurements, overlays, sampling, share, store, theory
+from specviz.app import grids, live, overlays, share
+from specviz.core import hardware, theory
+from specviz.data import measurements, store
+from specviz.engine import sampling
 
 PAGES = (
     "pages/home.py",
@@ -38,7 +41,7 @@ PAGES = (
     "pages/converter.py",
 )
 #: Where a page's controls are declared, besides the page itself (the live page builds them in request.py).
-DECLARED_IN = {"pages/live.py": ("specviz/live/request.py",)}
+DECLARED_IN = {"pages/live.py": ("specviz/app/live/request.py",)}
 #: The script to run for a page, where it is not the page file: Home's links need the router around it.
 SCRIPT = {"pages/home.py": "app.py"}
 #: Valid values that pages take from specviz tables (not literals in a page), offered to every control.

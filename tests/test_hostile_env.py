@@ -10,7 +10,7 @@ imported everything the page needs (the interpreter may live under /root).
 from __future__ import annotations
 
 import contextlib
-import ctypes.util  # noqa: F401 - imported here, as root: the page imports it lazily (specviz.machine)
+import ctypes.util  # noqa: F401 - imported here, as root: the page imports it lazily (specviz.base.machine)
 import os
 import shutil
 import signal
@@ -28,8 +28,10 @@ import pandas as pd
 import pytest
 from _apps import ROOT, open_app, rerun, shown_errors
 
-from specviz import hosting, live, store
-from specviz.engines import fetch
+from specviz.app import live
+from specviz.base import hosting
+from specviz.data import store
+from specviz.servers import fetch
 
 LIVE, MONITOR, MEASURED = "pages/live.py", "pages/engine-monitor.py", "pages/measured-data.py"
 UPLOAD = b"label,k,alpha\nupload,3,0.7\n"
@@ -463,7 +465,7 @@ SAVER = textwrap.dedent(
     """
     import sys, time
     import numpy as np, pandas as pd, sqlalchemy as sa
-    from specviz import store
+    from specviz.data import store
 
     url, where = sys.argv[1], sys.argv[2]
     engine = store.open_library(url)

@@ -32,10 +32,10 @@ from _http import (
     vllm_metrics,
 )
 
-from specviz import store
-from specviz.engines import fetch, loadgen, monitor, readers
-from specviz.engines.fetch import FetchError, FetchPolicy
-from specviz.engines.readers import TelemetryError, read_metrics
+from specviz.data import store
+from specviz.servers import fetch, loadgen, monitor, readers
+from specviz.servers.fetch import FetchError, FetchPolicy
+from specviz.servers.readers import TelemetryError, read_metrics
 
 FAST = FetchPolicy(connect_timeout_s=0.5, read_timeout_s=0.5, total_timeout_s=1.0, max_bytes=1_000_000)
 SLACK_S = 0.75  #: scheduling slack allowed past the total deadline on a busy 2-core machine

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from streamlit.testing.v1 import AppTest
 
-from specviz import hardware, policies
+from specviz.core import hardware, policies
 
 LLAMA = {  # Llama-2-7B's config.json, the sizes that matter
     "architectures": ["LlamaForCausalLM"],
@@ -183,7 +183,7 @@ def test_the_hardware_page_names_the_field_of_a_bad_upload_in_chinese():
 def test_a_scatter_over_the_point_budget_is_thinned_evenly_keeping_its_ends_and_its_hover_data():
     import plotly.graph_objects as go
 
-    from specviz import figures
+    from specviz.app import figures
 
     n = 200_000
     x = np.arange(n)
@@ -203,7 +203,7 @@ def test_a_scatter_over_the_point_budget_is_thinned_evenly_keeping_its_ends_and_
 def test_a_heatmap_over_the_budget_keeps_a_thinned_grid_with_its_axes():
     import plotly.graph_objects as go
 
-    from specviz import figures
+    from specviz.app import figures
 
     z = np.arange(600 * 500, dtype=float).reshape(600, 500)
     fig = go.Figure(go.Heatmap(z=z, x=np.arange(500), y=np.arange(600) * 10))
@@ -227,7 +227,7 @@ def test_a_thinned_chart_says_so_under_it():
         import numpy as np
         import plotly.graph_objects as go
 
-        from specviz import ui
+        from specviz.app import ui
 
         ui.chart(go.Figure(go.Scatter(x=np.arange(120_000), y=np.zeros(120_000))), key="big")
         ui.chart(go.Figure(go.Scatter(x=[1, 2], y=[1, 2])), key="small")
@@ -277,7 +277,7 @@ def test_a_trace_file_over_the_byte_cap_is_refused_before_it_is_read():
 
 
 def test_the_trace_byte_cap_is_the_uploaders():
-    from specviz.measurements import load
+    from specviz.data.measurements import load
 
     assert policies.MAX_TRACE_BYTES == load.MAX_BYTES
 
@@ -309,7 +309,7 @@ def test_the_strategies_page_refuses_a_trace_over_a_cap_with_a_message():
 
 
 def test_text_over_a_box_limit_keeps_its_first_characters_and_names_the_limit():
-    from specviz import share
+    from specviz.app import share
 
     p = share.Param("ng_text", "", "text", hi=20_000)
     cut, note = share.clean_text(p, "ab" * 500_000)
@@ -331,7 +331,7 @@ def test_a_megabyte_pasted_into_the_ngram_box_is_cut_to_its_limit_with_a_note_no
 
 
 def test_a_weight_file_far_longer_than_its_vocabulary_needs_is_refused_before_parsing():
-    from specviz import sampling
+    from specviz.engine import sampling
 
     data = b"p\n" + b"0.001\n" * 3_000_000  # an 18 MB one-column CSV for V = 100
     exc = caught(lambda: sampling.parse_distribution(data, 100, "p"), "err.sampling.too_long")

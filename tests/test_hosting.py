@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from specviz import hosting, live, store, ui
+from specviz.app import live, ui
+from specviz.base import hosting
+from specviz.data import store
 
 PG = "postgresql+psycopg://specviz:s3cret@db.internal:5432/specviz"
 
@@ -51,10 +53,10 @@ def test_redact_keeps_text_that_is_no_absolute_path(text):
 
 
 def test_database_forms_cover_how_messages_spell_the_url():
-    forms = hosting.database_forms(PG)
+    forms = store.database_forms(PG)
     assert PG in forms and "postgresql+psycopg://specviz:***@db.internal:5432/specviz" in forms
-    assert "runs.sqlite" in hosting.database_forms("sqlite:///runs.sqlite")  # a relative SQLite file
-    assert hosting.database_forms("not a database url") == ("not a database url",)
+    assert "runs.sqlite" in store.database_forms("sqlite:///runs.sqlite")  # a relative SQLite file
+    assert store.database_forms("not a database url") == ("not a database url",)
 
 
 def test_a_library_error_in_hosted_mode_shows_no_path_or_url(monkeypatch):

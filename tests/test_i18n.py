@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from _apps import open_app, rerun
 
-from specviz import i18n
+from specviz.base import i18n
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Every page: each visible string comes from the catalogues.

@@ -18,9 +18,12 @@ import torch
 from _apps import click, open_app, shown_errors
 from streamlit.testing.v1 import AppTest
 
-from specviz import bench, decoding, live, measurements, policies, store, trees
-from specviz.models import load_pair
-from specviz.share import by_key
+from specviz.app import live
+from specviz.app.share import by_key
+from specviz.core import policies, trees
+from specviz.data import measurements, store
+from specviz.engine import bench, decoding
+from specviz.engine.models import load_pair
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {"ks": "1,2", "temps": "0", "new_tokens": "16", "n_prompts": "2"}  # the issue's tiny configuration
@@ -626,7 +629,7 @@ def test_hosted_page_answers_existing_and_missing_paths_alike(db_url, monkeypatc
 @pytest.mark.slow
 def test_a_local_hugging_face_pair_runs_on_the_page(db_url, tmp_path):
     """Outside hosted mode a 'TARGET,DRAFT' pair of local transformers folders runs like the bundled one."""
-    from specviz.models import hf
+    from specviz.engine.models import hf
 
     out = hf.export_pair("bundled", tmp_path / "hf")
     at = click(page(**(TINY | {"ks": "2", "n_prompts": "1", "pair": f"{out}/target,{out}/draft"})), "Run")

@@ -16,12 +16,13 @@ import torch
 from _apps import open_app
 from conftest import LLAMA_K
 
-from specviz import bench, decoding, theory
-from specviz.engines import fetch, llamacpp, loadgen, read_llamacpp, read_llamacpp_timings, window
-from specviz.measurements import load_measurements
-from specviz.models import BUNDLED_DIR, ByteTokenizer
-from specviz.models.gguf import as_llama_cpp_computes
-from specviz.models.gpt import GPT
+from specviz.core import theory
+from specviz.data.measurements import load_measurements
+from specviz.engine import bench, decoding
+from specviz.engine.models import BUNDLED_DIR, ByteTokenizer
+from specviz.engine.models.gguf import as_llama_cpp_computes
+from specviz.engine.models.gpt import GPT
+from specviz.servers import fetch, llamacpp, loadgen, read_llamacpp, read_llamacpp_timings, window
 
 pytestmark = [pytest.mark.llamacpp, pytest.mark.slow]
 NEW = 128  # bytes of continuation, as the pair-quality benchmark measures text

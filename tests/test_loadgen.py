@@ -1,4 +1,4 @@
-"""specviz.engines.loadgen against a local fake OpenAI-compatible server (tests/_http.py)."""
+"""specviz.servers.loadgen against a local fake OpenAI-compatible server (tests/_http.py)."""
 
 import threading
 import time
@@ -6,8 +6,8 @@ import time
 import pytest
 from _http import FakeEngine
 
-from specviz.engines.fetch import FetchError, FetchPolicy, policy_from_env
-from specviz.engines.loadgen import (
+from specviz.servers.fetch import FetchError, FetchPolicy, policy_from_env
+from specviz.servers.loadgen import (
     COLUMNS,
     LoadSpec,
     bundled_prompts,
@@ -216,7 +216,7 @@ def test_completions_url_and_counts():
 
 
 def test_bundled_prompts_reuse_the_bench_loader():
-    from specviz import bench
+    from specviz.engine import bench
 
     prompts = bundled_prompts()
     assert prompts == bench.load_prompts() and len(prompts) >= 1 and all(isinstance(p, str) for p in prompts)

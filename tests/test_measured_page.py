@@ -12,7 +12,9 @@ import pytest
 from _apps import open_app, rerun, shown_errors
 from streamlit.testing.v1 import AppTest
 
-from specviz import figures, i18n, measurements, store, ui
+from specviz.app import figures, ui
+from specviz.base import i18n
+from specviz.data import measurements, store
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "measured-data.py")

@@ -1,4 +1,4 @@
-"""specviz.measurements: every engine's names and formats into the canonical schema (docs/design.md §3, §6),
+"""specviz.data.measurements: every engine's names and formats into the canonical schema (docs/design.md §3, §6),
 row-level validation, derived columns, and fuzzing (only ValueError ever escapes)."""
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from _tiers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specviz import measurements, theory
-from specviz.measurements import (
+from specviz.core import theory
+from specviz.data import measurements
+from specviz.data.measurements import (
     ALIASES,
     BENCH_COLUMNS,
     COLUMNS,
@@ -557,7 +558,7 @@ def test_the_upload_cap_is_one_number_for_streamlit_and_the_loader():
 
     Was a defect: the uploader refused files over 20,000,000 bytes while the loader's cap was 20 MiB.
     """
-    from specviz.measurements import load as loader
+    from specviz.data.measurements import load as loader
 
     config = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text())
     assert config["server"]["maxUploadSize"] == loader.MAX_UPLOAD_MB
@@ -1102,7 +1103,9 @@ def test_no_function_in_the_package_is_over_40_lines():
 
 def test_schema_doc_is_generated_from_the_code_and_lists_every_column_and_alias():
     doc = reference.DOC.read_text(encoding="utf-8")
-    assert reference.render(doc) == doc, "docs/measurement-schema.md is stale: python -m specviz.measurements.reference"
+    assert reference.render(doc) == doc, (
+        "docs/measurement-schema.md is stale: python -m specviz.data.measurements.reference"
+    )
     for name in (*COLUMNS, *BENCH_COLUMNS, *DERIVED_COLUMNS, *READERS):
         assert f"`{name}`" in doc, name
     for alias in ALIASES:

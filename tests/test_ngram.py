@@ -8,9 +8,10 @@ import pytest
 import torch
 from _models import P_OK, build_gpt
 
-from specviz import decoding, live, sampling
-from specviz.models import GPTConfig, load_pair
-from specviz.models.ngram import NgramDraft, find_match, lookup_table, replay_on_text
+from specviz.app import live
+from specviz.engine import decoding, sampling
+from specviz.engine.models import GPTConfig, load_pair
+from specviz.engine.models.ngram import NgramDraft, find_match, lookup_table, replay_on_text
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

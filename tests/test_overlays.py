@@ -1,9 +1,9 @@
-"""specviz.overlays and the "measured points over the theory" figures of specviz.figures.
+"""specviz.app.overlays and the "measured points over the theory" figures of specviz.app.figures.
 
 Frames are built the way the app gets them: load_measurements on CSV text (an upload) and
 store.load_runs (the run library, with ``run`` / ``run_id``). Covered: series keys and hover text
 escaped for plotly (with_series; labels shown as typed in legends and hovers), per-series α / c / v / o / K* (series_params), the theoretical curves
-against specviz.theory (curves), per-position tables, the traces of every overlay figure, payload
+against specviz.core.theory (curves), per-position tables, the traces of every overlay figure, payload
 size, the shipped samples end to end (Leviathan et al. 2023 Table 4 reproduced within 0.1), and a
 property test over random valid frames (the starred K* lies on its curve and is its maximum).
 """
@@ -23,8 +23,10 @@ from _tiers import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specviz import figures, grids, overlays, store, theory
-from specviz.measurements import SAMPLES_DIR, load_measurements
+from specviz.app import figures, grids, overlays
+from specviz.core import theory
+from specviz.data import store
+from specviz.data.measurements import SAMPLES_DIR, load_measurements
 
 PARAM_COLUMNS = [
     "series",

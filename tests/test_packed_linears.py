@@ -1,4 +1,4 @@
-"""The oneDNN-packed linears of cached CPU decoding (specviz.models.packed), applied from outside the model.
+"""The oneDNN-packed linears of cached CPU decoding (specviz.engine.models.packed), applied from outside the model.
 
 The small test models sit below ``PACK_MIN_BYTES``, so most tests lower the threshold to
 force packing. The oracle is an unpacked copy of the same model (``packed.remove`` on a
@@ -22,9 +22,9 @@ import torch.nn as nn
 from _models import build_gpt, noisy_copy
 from _tiers import quick_where
 
-from specviz import decoding
-from specviz.models import packed
-from specviz.models.gpt import GPT, GPTConfig
+from specviz.engine import decoding
+from specviz.engine.models import packed
+from specviz.engine.models.gpt import GPT, GPTConfig
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -127,7 +127,7 @@ def test_models_not_on_cpu_fp32_are_left_alone(force_packing):
 
 
 def test_bundled_target_is_packed_and_draft_is_not():
-    from specviz.models import load_pair
+    from specviz.engine.models import load_pair
 
     target, draft, _ = load_pair("bundled", "cpu")
     assert packed.linear_fp32_bytes(target) >= packed.PACK_MIN_BYTES > packed.linear_fp32_bytes(draft)
@@ -142,11 +142,11 @@ def test_bundled_target_is_packed_and_draft_is_not():
 
 def test_gpt_module_knows_nothing_of_onednn():
     """The private ops are fenced in packed.py: no other library file names them."""
-    gpt_source = (ROOT / "specviz" / "models" / "gpt.py").read_text()
+    gpt_source = (ROOT / "specviz" / "engine" / "models" / "gpt.py").read_text()
     assert not re.search(r"mkldnn|onednn|_linear_pointwise|PackedLinear", gpt_source, re.IGNORECASE)
     users = [p.name for p in (ROOT / "specviz").rglob("*.py") if "torch.ops.mkldnn" in p.read_text()]
     assert users == ["packed.py"]
-    fenced = (ROOT / "specviz" / "models" / "packed.py").read_text()
+    fenced = (ROOT / "specviz" / "engine" / "models" / "packed.py").read_text()
     calls = re.findall(r"^\s+return (torch\.ops\.mkldnn\.\w+)\(", fenced, re.MULTILINE)
     assert calls == ["torch.ops.mkldnn._reorder_linear_weight", "torch.ops.mkldnn._linear_pointwise"]  # once each
 
@@ -186,7 +186,7 @@ def test_packed_greedy_speculative_equals_target_only(force_packing, k):
 
 @needs_onednn
 def test_bundled_target_packed_forward_matches_full_recompute():
-    from specviz.models import load_pair
+    from specviz.engine.models import load_pair
 
     target, _, _ = load_pair("bundled", "cpu")
     idx = torch.randint(0, 256, (1, 40), generator=torch.Generator().manual_seed(20))

@@ -12,7 +12,8 @@ import pytest
 from _apps import shown_errors
 from streamlit.testing.v1 import AppTest
 
-from specviz import chapter, ui
+from specviz.app import ui
+from specviz.core import chapter
 
 TIMEOUT = 60
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Draft-length policies (specviz.policies): each engine's rule on hand-made rows, replay on traces,
+"""Draft-length policies (specviz.core.policies): each engine's rule on hand-made rows, replay on traces,
 and the self-checks against the theory (E[N], the speedup, the oracle bound, HF's settling K)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from _tiers import examples
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from specviz import policies as P
-from specviz import theory
+from specviz.core import policies as P
+from specviz.core import theory
 
 SETTINGS = settings(max_examples=examples(30), deadline=None)
 
@@ -149,7 +149,7 @@ def tiny_pair():
     import torch
     from _models import build_gpt, noisy_copy
 
-    from specviz.models import GPTConfig
+    from specviz.engine.models import GPTConfig
 
     # std 0.6: peaked enough that confidence rules draft 1..6 tokens (at 0.1 every q(x) is below 0.05)
     target = build_gpt(GPTConfig(n_layer=2, n_head=2, n_embd=64, block_size=256), 2, std=0.6)
@@ -158,7 +158,7 @@ def tiny_pair():
 
 @pytest.fixture(scope="module")
 def tiny_trace(tiny_pair):
-    from specviz import decoding
+    from specviz.engine import decoding
 
     target, draft, prompt = tiny_pair
     return decoding.greedy_trace(target, draft, prompt, 6, 60)
@@ -170,7 +170,7 @@ def tiny_trace(tiny_pair):
 def test_replaying_constant_k_on_a_greedy_trace_is_the_engine_round_for_round(tiny_pair, tiny_trace, k):
     """The positional trace makes replay exact: the walk visits the rounds the engine ran, with the
     same accepted counts, for every K up to the trace's K_max."""
-    from specviz import decoding
+    from specviz.engine import decoding
 
     target, draft, prompt = tiny_pair
     trace = tiny_trace
@@ -206,8 +206,8 @@ def test_a_trace_survives_a_file_round_trip_and_concat_makes_segments(tmp_path):
 def test_replay_is_exact_on_the_bundled_pair():
     import torch
 
-    from specviz import bench, decoding
-    from specviz.models import load_pair
+    from specviz.engine import bench, decoding
+    from specviz.engine.models import load_pair
 
     target, draft, tok = load_pair("bundled")
     prompt = torch.tensor(tok.encode(bench.load_prompts()[1]), dtype=torch.long)
@@ -233,7 +233,7 @@ LIVE = [
 def test_a_live_policy_is_greedy_exact_and_its_replay_is_the_engine(tiny_pair, tiny_trace, policy):
     """The engine runs the rule token by token; replaying the same rule on the greedy trace gives the
     same rounds: drafts verified, forwards spent and accepted counts, round for round."""
-    from specviz import decoding
+    from specviz.engine import decoding
 
     target, draft, prompt = tiny_pair
     want, _ = decoding.generate_target_only(target, prompt, 60)
@@ -253,7 +253,7 @@ def test_a_live_policy_is_greedy_exact_and_its_replay_is_the_engine(tiny_pair, t
 def test_the_default_is_the_constant_policy_and_the_oracle_cannot_run_live(tiny_pair):
     import torch
 
-    from specviz import decoding
+    from specviz.engine import decoding
 
     target, draft, prompt = tiny_pair
     runs = [
@@ -268,7 +268,7 @@ def test_the_default_is_the_constant_policy_and_the_oracle_cannot_run_live(tiny_
 
 @pytest.mark.usefixtures("one_torch_thread")
 def test_a_policy_runs_stats_count_only_the_positions_it_offered(tiny_pair):
-    from specviz import decoding
+    from specviz.engine import decoding
 
     target, draft, prompt = tiny_pair
     _, stats = decoding.speculative_generate(target, draft, prompt, 6, 0.0, 60, policy=P.hf_confidence(0.5, k=6))
@@ -286,7 +286,7 @@ def test_a_sampled_trace_is_the_k_max_run_it_records(tiny_pair):
     """Rows are that run's rounds: the same draws give the same accepted counts, and q_top ≥ q(x)."""
     import torch
 
-    from specviz import decoding
+    from specviz.engine import decoding
 
     target, draft, prompt = tiny_pair
     trace = decoding.sampled_trace(target, draft, prompt, 4, 1.0, 40, torch.Generator().manual_seed(3))

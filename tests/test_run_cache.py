@@ -1,4 +1,4 @@
-"""The run cache of specviz.ui: a run is read from the library once per server process and saved-at stamp.
+"""The run cache of specviz.app.ui: a run is read from the library once per server process and saved-at stamp.
 
 Keys are (what, library URL, ((run id, saved-at), ...)); the URL of each test's library is its own
 tmp_path, so the process-wide cache carries nothing from one test to another.
@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from _apps import open_app
 
-from specviz import measurements, overlays, store, ui
+from specviz.app import overlays, ui
+from specviz.data import measurements, store
 
 
 def _save(engine, label: str, rows: str = "4,0.8,20,2.2") -> int:
@@ -20,7 +21,7 @@ def _save(engine, label: str, rows: str = "4,0.8,20,2.2") -> int:
 
 @pytest.fixture
 def fetches(monkeypatch) -> list[list[int]]:
-    """Every store.load_runs call (its run ids), the page's and specviz.ui's alike."""
+    """Every store.load_runs call (its run ids), the page's and specviz.app.ui's alike."""
     calls: list[list[int]] = []
     real = store.load_runs
 

@@ -1,4 +1,4 @@
-"""Tests of specviz.sampling: the verification rule (docs/design.md §1), Monte-Carlo rounds,
+"""Tests of specviz.engine.sampling: the verification rule (docs/design.md §1), Monte-Carlo rounds,
 the buggy variants, distribution builders, parsing and the statistics helpers.
 
 Statistical tests use fixed seeds, so every run is deterministic; the thresholds are
@@ -20,8 +20,8 @@ from _tiers import examples, first_quick
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specviz import sampling as S
-from specviz import theory as T
+from specviz.core import theory as T
+from specviz.engine import sampling as S
 
 #: z for the CLT check of mean N: a correct rule misses |mean − E[N]| ≤ z·σ/√rounds with
 #: probability 2·(1 − Φ(4.5)) ≈ 6.8e-6 per case (normal approximation of the mean).

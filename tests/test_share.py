@@ -7,7 +7,7 @@ from _tiers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specviz.share import MAX_ITEMS, Param, check_items, check_work, decode, encode, share_url
+from specviz.app.share import MAX_ITEMS, Param, check_items, check_work, decode, encode, share_url
 
 SPEC = (
     Param("alpha", 0.8, "float", 0.0, 1.0),

@@ -1,4 +1,4 @@
-"""specviz.store: the run library (SQLAlchemy Core over SQLite).
+"""specviz.data.store: the run library (SQLAlchemy Core over SQLite).
 
 Every test uses a throw-away SQLite file under pytest's tmp directory. Covered: exact round trips
 (save_run → load_run, and export_csv → load_measurements), load_runs / list_runs, all-or-nothing
@@ -31,8 +31,8 @@ from _spawn import plain_main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specviz import measurements as m
-from specviz import store
+from specviz.data import measurements as m
+from specviz.data import store
 
 CANONICAL = [*m.COLUMNS, *m.DERIVED_COLUMNS]
 TEXT_COLUMNS = [c for c in CANONICAL if c in (*m.TEXT_COLUMNS, "alpha_source", "c_source")]

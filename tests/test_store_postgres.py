@@ -21,8 +21,8 @@ import pytest
 import sqlalchemy as sa
 from _spawn import spawned
 
-from specviz import measurements as m
-from specviz import store
+from specviz.data import measurements as m
+from specviz.data import store
 
 URL = os.environ.get("SPECVIZ_TEST_POSTGRES_URL", "")
 REQUIRED = bool(os.environ.get("CI") or os.environ.get("SPECVIZ_REQUIRE_POSTGRES"))

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from _apps import open_app, rerun, shown_errors
 
-from specviz import hardware, measurements, policies, store, trees
+from specviz.core import hardware, policies, trees
+from specviz.data import measurements, store
 
 PAGE = "pages/strategies.py"
 VIEWS = {

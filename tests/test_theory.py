@@ -1,4 +1,4 @@
-"""Example-based tests of specviz.theory against docs/design.md §1 and the source chapter.
+"""Example-based tests of specviz.core.theory against docs/design.md §1 and the source chapter.
 
 Fixed values (the chapter's tables and exercise 2), the speedup bound, numerical
 stability of E[N] against an exact reference, the distribution of N, the
@@ -17,8 +17,8 @@ import mpmath
 import numpy as np
 import pytest
 
-from specviz import chapter
-from specviz import theory as t
+from specviz.core import chapter
+from specviz.core import theory as t
 
 # --------------------------------------------------------------------------------------
 # the chapter's printed numbers

@@ -1,4 +1,4 @@
-"""Hypothesis property tests of specviz.theory: ranges, monotonicity, identities,
+"""Hypothesis property tests of specviz.core.theory: ranges, monotonicity, identities,
 inverses, broadcasting and argument validation (docs/design.md §1)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from specviz import theory as t
+from specviz.core import theory as t
 
 SETTINGS = settings(max_examples=examples(200), deadline=None)
 

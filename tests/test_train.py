@@ -1,4 +1,4 @@
-"""Training the pair (specviz.models.train) on a tiny corpus: resume, the model card, `card` CLI."""
+"""Training the pair (specviz.engine.models.train) on a tiny corpus: resume, the model card, `card` CLI."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specviz import __main__ as cli
-from specviz.models import train
-from specviz.models.gpt import GPT, GPTConfig
+from specviz.engine.models import train
+from specviz.engine.models.gpt import GPT, GPTConfig
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -342,7 +342,7 @@ def test_draft_distillation_needs_the_target(tmp_path, capsys):
 
 
 def test_distinct_ngram_ratio():
-    from specviz.bench import distinct_ngram_ratio
+    from specviz.engine.bench import distinct_ngram_ratio
 
     assert distinct_ngram_ratio(list(range(10)), 4) == 1.0
     assert distinct_ngram_ratio([32] * 128, 4) == 1 / 125  # 128 spaces: one 4-gram, 125 times
@@ -435,7 +435,7 @@ def test_repeated_ngram_mask_marks_every_byte_of_a_repeated_ngram():
 
 @given(st.lists(st.integers(0, 3), min_size=4, max_size=40), st.integers(1, 5))
 def test_a_sequence_has_a_repeat_marked_exactly_when_an_ngram_repeats(tokens, n):
-    from specviz.bench import distinct_ngram_ratio
+    from specviz.engine.bench import distinct_ngram_ratio
 
     if len(tokens) < n:
         return

@@ -8,8 +8,9 @@ import torch
 from _models import build_gpt, check_lossless, noisy_copy
 from _tiers import first_quick
 
-from specviz import decoding, trees
-from specviz.models import GPTConfig, load_pair
+from specviz.core import trees
+from specviz.engine import decoding
+from specviz.engine.models import GPTConfig, load_pair
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

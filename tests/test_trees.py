@@ -1,4 +1,4 @@
-"""Token trees (specviz.trees): F(T), the shapes engines use, Sequoia's DP against brute force."""
+"""Token trees (specviz.core.trees): F(T), the shapes engines use, Sequoia's DP against brute force."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from _tiers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specviz import decoding, theory, trees
+from specviz.core import theory, trees
+from specviz.engine import decoding
 
 SETTINGS = settings(max_examples=examples(100), deadline=None)
 

@@ -1,4 +1,4 @@
-"""specviz.ui's fenced use of Streamlit internals: the hand-over of a legacy first run to the router."""
+"""specviz.app.ui's fenced use of Streamlit internals: the hand-over of a legacy first run to the router."""
 
 import os
 import subprocess
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
-from specviz import ui
+from specviz.app import ui
 
 
 def test_the_legacy_pages_switch_is_where_the_hand_over_expects_it():

@@ -1,0 +1,774 @@
+"""What c and v are on real hardware: a roofline over the operators of one decoder forward.
+
+A forward of ``tokens`` new tokens for each of ``batch`` sequences over ``context`` cached tokens
+is a list of operators (the linear layers, attention, the norms, the LM head). Each takes
+
+.. math::  t = \\max\\Big(\\frac{\\text{FLOPs}}{\\text{peak}\\cdot e_c},\\;
+                         \\frac{\\text{bytes}}{\\text{bandwidth}\\cdot e_m}\\Big)
+
+and a step is their sum, plus the tensor-parallel all-reduces and a fixed per-step overhead
+(docs/design.md §8, after LLM-Viewer and MagicDec). Then, for a draft length K,
+
+* T_target = step(target, B, L, 1), T_draft = step(draft, B, L_draft, 1),
+  T_verify = step(target, B, L, K + 1);
+* c = T_target / T_draft and v = (T_verify / T_target − 1) / K, the measured-cost model's inputs;
+* S(K) = E[N](K) / (1 + vK + K/c) (:func:`specviz.core.theory.speedup_from_tokens`).
+
+Every numeric argument broadcasts. Models and GPUs are catalogue names (``data/catalog``) or
+dicts with the catalogue's columns. Invalid input raises ValueError naming the field, the value
+and what is allowed. numpy and pandas only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from specviz.base.i18n import Message, Phrase
+from specviz.base.paths import DATA
+from specviz.core import theory
+
+CATALOG_DIR = DATA / "catalog"
+CALIBRATION_DIR = DATA / "calibration"  #: python -m specviz calibrate
+
+#: bytes per element of weights, activations and the KV cache for each dtype
+DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+#: the GPU column holding the dense tensor-core peak used for each dtype (fp32 runs at the bf16 rate / 2
+#: on tensor cores with TF32 at best; modelled as bf16 / 2)
+_PEAK_COLUMN = {"fp32": "bf16_tflops", "bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops"}
+
+MODEL_FIELDS = (
+    "n_layers",
+    "hidden_size",
+    "n_heads",
+    "n_kv_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "tied_embeddings",
+    "mlp",
+)
+GPU_FIELDS = ("memory_gb", "bandwidth_tbs", "bf16_tflops", "fp16_tflops", "interconnect_gbs")
+
+#: The integers each size of a model may be, checked before any arithmetic (an uploaded config.json
+#: holds what its author typed). The bounds are a few times the largest published decoder (Llama-3.1
+#: 405B: 126 layers, 16,384 wide, MLP 53,248; Gemma's 256k vocabulary; Llama-4 Scout's 10M context;
+#: DeepSeek-V3's 256 experts), so every real model passes and a typo or a hostile file cannot overflow
+#: the parameter and byte counts (:data:`MAX_PARAMETERS`).
+SIZE_LIMITS = {
+    "n_layers": (1, 1024),
+    "hidden_size": (1, 131_072),
+    "n_heads": (1, 1024),
+    "n_kv_heads": (1, 1024),
+    "head_dim": (1, 4096),
+    "intermediate_size": (1, 1_048_576),
+    "vocab_size": (1, 16_777_216),
+    "max_context": (1, 134_217_728),
+    "experts": (0, 4096),
+}
+#: Most parameters a model may imply (100 trillion: 50 times the largest published model), so that
+#: its bytes (parameters × 4 at most) stay exact integers in a float.
+MAX_PARAMETERS = 10**14
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Achievable fractions of the datasheet figures, and the fixed costs of a step.
+
+    The defaults are typical of a tuned serving engine on a data-centre GPU (decode kernels reach
+    70–85 % of HBM bandwidth; large GEMMs 60–75 % of dense peak; a CUDA-graph decode step costs
+    a few hundred µs of launch and host work). Change them to fit a measured machine.
+    """
+
+    compute: float = 0.7  #: e_c: fraction of dense peak FLOP/s reached
+    memory: float = 0.8  #: e_m: fraction of HBM bandwidth reached
+    network: float = 0.7  #: fraction of interconnect bandwidth an all-reduce reaches
+    overhead_s: float = 3e-4  #: fixed per-step cost (launches, sampling, scheduling), seconds
+    allreduce_latency_s: float = 1e-5  #: fixed latency of one all-reduce, seconds
+    layer_overhead_s: float = 0.0  #: fixed cost per layer and step (eager dispatch; 0 with CUDA graphs), seconds
+
+    def __post_init__(self):
+        for name in ("compute", "memory", "network"):
+            value = getattr(self, name)
+            if not (0 < value <= 1):
+                raise Message("err.hardware.efficiency_fraction", name=name, value=value)
+        for name in ("overhead_s", "allreduce_latency_s", "layer_overhead_s"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value >= 0):
+                raise Message("err.hardware.efficiency_cost", name=name, value=value)
+
+
+DEFAULT_EFFICIENCY = Efficiency()
+
+
+def efficiency_for(gpu) -> Efficiency:
+    """The efficiencies to use on ``gpu``: its own measured ones where it carries them (a calibrated
+    machine: figures already attainable, e = 1, with its measured fixed costs), else the defaults."""
+    g = gpu_spec(gpu)
+    if "overhead_s" not in g:
+        return DEFAULT_EFFICIENCY
+    return Efficiency(
+        compute=1.0, memory=1.0, overhead_s=float(g["overhead_s"]), layer_overhead_s=float(g.get("layer_overhead_s", 0))
+    )
+
+
+# --------------------------------------------------------------------------------------
+# catalogues
+# --------------------------------------------------------------------------------------
+
+
+@cache
+def _read_catalog(directory: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    root = Path(directory)
+    models = pd.read_csv(root / "models.csv").set_index("name", drop=False)
+    gpus = pd.read_csv(root / "gpus.csv").set_index("name", drop=False)
+    pairs = pd.read_csv(root / "pairs.csv")
+    return models, gpus, pairs
+
+
+def load_catalog(directory: Path = CATALOG_DIR) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(models, gpus) from ``data/catalog``: one row per model / accelerator, indexed by name."""
+    models, gpus, _ = _read_catalog(str(directory))
+    return models.copy(), gpus.copy()
+
+
+def preset_pairs(directory: Path = CATALOG_DIR) -> pd.DataFrame:
+    """(target, draft) pairs as papers and engines use them: name, target, draft, source, notes."""
+    return _read_catalog(str(directory))[2].copy()
+
+
+def model_spec(model: str | dict) -> dict:
+    """A model's architecture as a dict of :data:`MODEL_FIELDS` (plus ``name``), checked.
+
+    ``model`` is a catalogue name or a dict with those fields (e.g. from :func:`from_hf_config`).
+    """
+    if isinstance(model, str):
+        models, _ = _read_catalog(str(CATALOG_DIR))[:2]
+        if model not in models.index:
+            raise Message("err.hardware.unknown_model", model=model, choices=sorted(models.index)[:5])
+        spec = models.loc[model].to_dict()
+    else:
+        spec = dict(model)
+    missing = [f for f in MODEL_FIELDS if f not in spec or spec[f] is None or spec[f] != spec[f]]
+    if missing:
+        raise Message(
+            "err.hardware.model_lacks", model=spec.get("name", Phrase("note.hardware.unnamed")), missing=missing
+        )
+    for f in MODEL_FIELDS[:7]:
+        spec[f] = _size(spec[f], f, f, "err.hardware.model_field")
+    if spec["mlp"] not in ("gated", "plain"):
+        raise Message("err.hardware.model_mlp", value=spec["mlp"])
+    if spec["n_heads"] % spec["n_kv_heads"]:
+        raise Message("err.hardware.heads", n_heads=spec["n_heads"], n_kv_heads=spec["n_kv_heads"])
+    spec["tied_embeddings"] = bool(int(spec["tied_embeddings"]))
+    if spec.get("max_context") is not None and spec["max_context"] == spec["max_context"]:
+        spec["max_context"] = _size(spec["max_context"], "max_context", "max_context", "err.hardware.model_field")
+    return spec
+
+
+def _shown(value, most: int = 60) -> str:
+    """``repr(value)`` cut to ``most`` characters: a message quotes the input, never a megabyte of it."""
+    big = isinstance(value, int) and abs(value) >= 10**30  # no float holds 10**400, and its digits help nobody
+    text = f"{'-' if value < 0 else ''}~10^{int(abs(value).bit_length() * math.log10(2))}" if big else repr(value)
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _size(value, field: str, name: str, key: str) -> int:
+    """``value`` as an int within ``SIZE_LIMITS[field]``, else ValueError (catalogue ``key``) naming
+    ``name``, the value and the allowed range. JSON booleans, strings, lists, objects, fractions and
+    non-finite numbers are refused before any arithmetic touches them."""
+    lo, hi = SIZE_LIMITS[field]
+    number = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool | np.bool_)
+    if not (number and lo <= value <= hi and value == int(value)):  # NaN and ±inf fail the range
+        raise Message(key, field=name, name=name, value=_shown(value), lo=lo, hi=f"{hi:,}")
+    return int(value)
+
+
+def gpu_spec(gpu: str | dict) -> dict:
+    """An accelerator's figures (:data:`GPU_FIELDS`, fp8 optional) from the catalogue or a dict, checked.
+
+    A name not in the catalogue may be the calibrated machine's (:func:`calibrated_machine`)."""
+    if isinstance(gpu, str):
+        _, gpus, _ = _read_catalog(str(CATALOG_DIR))
+        local = calibrated_machine() if gpu not in gpus.index else None
+        if local is not None and local["name"] == gpu:
+            return local
+        if gpu not in gpus.index:
+            raise Message("err.hardware.unknown_gpu", gpu=gpu, choices=sorted(gpus.index))
+        spec = gpus.loc[gpu].to_dict()
+    else:
+        spec = dict(gpu)
+    for f in GPU_FIELDS:
+        value = spec.get(f)
+        if value is None or not (np.isfinite(float(value)) and float(value) > 0):
+            raise Message("err.hardware.gpu_field", field=f, value=value)
+        spec[f] = float(value)
+    return spec
+
+
+def calibrated_machine(directory: Path | None = None) -> dict | None:
+    """The machine ``python -m specviz calibrate`` measured (``machine.json``: its bandwidth, fp32
+    peak and fixed costs, as a :func:`gpu_spec` dict), or None where none was written."""
+    try:
+        return gpu_spec(json.loads((Path(directory or CALIBRATION_DIR) / "machine.json").read_text()))
+    except (OSError, ValueError):
+        return None
+
+
+def calibration_steps(directory: Path | None = None) -> pd.DataFrame | None:
+    """The forward times ``python -m specviz calibrate`` measured and predicted (``steps.csv``: model,
+    batch, tokens, context, measured_s, predicted_s, ratio), or None where none was written."""
+    try:
+        frame = pd.read_csv(Path(directory or CALIBRATION_DIR) / "steps.csv")
+    except (OSError, ValueError):
+        return None
+    needed = {"model", "batch", "tokens", "context", "measured_s", "predicted_s"}
+    return frame if needed <= set(frame.columns) and len(frame) else None
+
+
+def calibration_errors(frame: pd.DataFrame) -> dict[str, float]:
+    """Median |predicted / measured − 1| of calibration cells, overall (``"all"``) and per model."""
+    err = (frame["predicted_s"] / frame["measured_s"] - 1).abs()
+    return {"all": float(err.median()), **{m: float(e.median()) for m, e in err.groupby(frame["model"])}}
+
+
+#: config.json keys → our fields, for the architectures we can model (decoder-only, dense MLP)
+_HF_KEYS = {
+    "n_layers": ("num_hidden_layers", "n_layer"),
+    "hidden_size": ("hidden_size", "n_embd"),
+    "n_heads": ("num_attention_heads", "n_head"),
+    "vocab_size": ("vocab_size",),
+}
+#: Largest config.json read (bytes): a real one is a few kB (a long id2label table reaches ~100 kB).
+CONFIG_MAX_BYTES = 1_000_000
+#: the config.json keys of the optional sizes, and those that say a model is a mixture of experts
+_FIELD_OF = {keys[0]: field for field, keys in _HF_KEYS.items()} | {
+    "num_key_value_heads": "n_kv_heads",
+    "head_dim": "head_dim",
+    "n_inner": "intermediate_size",
+    "intermediate_size": "intermediate_size",
+    "max_position_embeddings": "max_context",
+}
+_EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
+_GATED = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Gemma2ForCausalLM"}
+_PLAIN = {"GPT2LMHeadModel", "GPTBigCodeForCausalLM"}
+
+
+def _hf_int(config: dict, keys: tuple[str, ...], required: bool = True, field: str | None = None) -> int | None:
+    """The first of ``keys`` that ``config`` sets, as an integer in ``SIZE_LIMITS[field]`` (None when
+    absent and optional; ``field`` defaults to our name of ``keys``).
+
+    JSON booleans, strings, lists, objects, fractions, non-finite numbers and values outside the range
+    raise ValueError naming the key, the value and the range."""
+    key = next((k for k in keys if config.get(k) is not None), None)
+    if key is None:
+        if required:
+            if len(keys) == 1:
+                raise Message("err.hardware.config_lacks", name=keys[0])
+            raise Message("err.hardware.config_lacks_either", first=" or ".join(keys[:-1]), last=keys[-1])
+        return None
+    return _size(config[key], field or _FIELD_OF[keys[0]], key, "err.hardware.config_int")
+
+
+def _hf_bool(config: dict, key: str, default: bool) -> bool:
+    value = config.get(key, default)
+    if not isinstance(value, bool):
+        raise Message("err.hardware.config_bool", name=key, value=value)
+    return value
+
+
+# tie_word_embeddings when config.json leaves it out: each architecture's transformers default
+_TIED_DEFAULT = {"GPT2LMHeadModel": True, "GPTBigCodeForCausalLM": True, "Gemma2ForCausalLM": True}
+
+
+def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
+    """A model spec from a Hugging Face ``config.json`` (dict or JSON text).
+
+    Dense decoder-only architectures are modelled (Llama, Mistral, Qwen2/3, Gemma-2: gated MLP;
+    GPT-2, GPTBigCode: plain MLP). Sizes must be integers >= 1. Keys left out take the
+    architecture's transformers default: K/V heads = query heads (GPTBigCode: 1 when ``multi_query``,
+    its default), head_dim = hidden_size / heads, GPT-2's MLP = 4 · hidden_size, tied embeddings for
+    GPT-2, GPTBigCode and Gemma-2 only. Anything else, or a config that lacks a needed key or holds a
+    bad value, raises ValueError naming the key.
+    """
+    if isinstance(config, str | bytes):
+        if len(config) > CONFIG_MAX_BYTES:
+            raise Message("err.hardware.config_size", size=f"{len(config):,}", most=f"{CONFIG_MAX_BYTES:,}")
+        try:
+            config = json.loads(config)
+        except ValueError as exc:
+            raise Message("err.hardware.config_json", cause=exc) from None
+        except RecursionError:  # arrays nested thousands deep
+            raise Message("err.hardware.config_json", cause=Phrase("note.hardware.too_deep")) from None
+    if not isinstance(config, dict):
+        raise Message("err.hardware.config_object", type=type(config).__name__)
+    archs = config.get("architectures") or []
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise Message("err.hardware.config_architectures", value=archs)
+    arch = archs[0] if archs else None
+    if arch not in _GATED | _PLAIN:
+        raise Message("err.hardware.architecture", arch=arch, supported=sorted(_GATED | _PLAIN))
+    if any(_hf_int(config, (k,), False, "experts") for k in _EXPERT_KEYS):
+        raise Message("err.hardware.moe")
+    missing = [" or ".join(keys) for keys in _HF_KEYS.values() if all(config.get(k) is None for k in keys)]
+    if arch in _GATED and config.get("intermediate_size") is None:
+        missing.append("intermediate_size")
+    if missing:
+        raise Message("err.hardware.config_lacks_for", missing=missing, arch=arch)
+    spec = {"name": name} | {field: _hf_int(config, keys) for field, keys in _HF_KEYS.items()}
+    multi_query = arch == "GPTBigCodeForCausalLM" and _hf_bool(config, "multi_query", True)
+    spec["n_kv_heads"] = 1 if multi_query else _hf_int(config, ("num_key_value_heads",), False) or spec["n_heads"]
+    spec["head_dim"] = _hf_int(config, ("head_dim",), False) or spec["hidden_size"] // spec["n_heads"]
+    if arch in _PLAIN:
+        spec["intermediate_size"] = _hf_int(config, ("n_inner",), False) or 4 * spec["hidden_size"]
+        spec["mlp"] = "plain"
+    else:
+        spec["intermediate_size"] = _hf_int(config, ("intermediate_size",))
+        spec["mlp"] = "gated"
+    spec["tied_embeddings"] = _hf_bool(config, "tie_word_embeddings", _TIED_DEFAULT.get(arch, False))
+    spec["max_context"] = _hf_int(config, ("max_position_embeddings", "n_positions"), False)
+    spec = model_spec(spec)
+    spec["params"] = parameter_count(spec)
+    return spec
+
+
+def parameter_count(model: str | dict) -> int:
+    """Parameters implied by the architecture: embeddings, per-layer attention and MLP matrices and
+    norms, the final norm and (when untied) the LM head. GPT-2-style models (``mlp`` "plain") also
+    have learned positions (max_context × d) and LayerNorm biases. Linear-layer biases are not
+    counted (Qwen2's q/k/v biases and GPT-2's are under 0.1 % of any catalogue model)."""
+    m = model_spec(model)
+    d, hd, ffn = m["hidden_size"], m["head_dim"], m["intermediate_size"]
+    attn = d * hd * (2 * m["n_heads"] + 2 * m["n_kv_heads"])  # q, o and k, v
+    gpt2 = m["mlp"] == "plain"
+    mlp = (2 if gpt2 else 3) * d * ffn
+    norms = (4 if gpt2 else 2) * d  # two norms per layer; LayerNorm has a bias, RMSNorm none
+    embed = m["vocab_size"] * d * (1 if m["tied_embeddings"] else 2)
+    positions = int(m.get("max_context") or 0) * d if gpt2 else 0
+    count = int(m["n_layers"] * (attn + mlp + norms) + norms // 2 + embed + positions)
+    if count > MAX_PARAMETERS:
+        raise Message("err.hardware.too_many_parameters", model=m.get("name", "?"), count=f"{count:.3g}", most="1e+14")
+    return count
+
+
+# --------------------------------------------------------------------------------------
+# one forward as operators
+# --------------------------------------------------------------------------------------
+
+OPERATORS = ("q/k/v/o projections", "MLP", "attention", "norms & residual", "LM head", "all-reduce")
+
+
+def _check_grid(batch, context, tokens, tp) -> tuple[np.ndarray, ...]:
+    out = []
+    for value, name, low in ((batch, "batch", 1), (context, "context", 0), (tokens, "tokens", 1), (tp, "tp", 1)):
+        a = np.asarray(value, dtype=float)
+        bad = ~np.isfinite(a) | (a < low) | (a != np.floor(a))
+        if bad.any():
+            first = a[bad].flat[0] if a.ndim else a
+            raise Message("err.hardware.grid_int", name=name, low=low, value=first)
+        out.append(a)
+    return tuple(out)
+
+
+def _dtype_bytes(dtype: str) -> float:
+    if dtype not in DTYPE_BYTES:
+        raise Message("err.hardware.dtype", allowed=list(DTYPE_BYTES), value=dtype)
+    return DTYPE_BYTES[dtype]
+
+
+def _peak_flops(g: dict, dtype: str) -> float:
+    _dtype_bytes(dtype)  # names the allowed dtypes
+    fp32 = g.get("fp32_tflops")
+    if dtype == "fp32" and fp32 is not None and np.isfinite(float(fp32)) and float(fp32) > 0:
+        return float(fp32) * 1e12  # a measured fp32 peak (a CPU), not the tensor-core rule below
+    value = g.get(_PEAK_COLUMN[dtype])
+    if value is None or not np.isfinite(float(value)) or float(value) <= 0:
+        gpu = g.get("name", Phrase("note.hardware.custom"))
+        raise Message("err.hardware.no_peak", gpu=gpu, dtype=dtype, column=_PEAK_COLUMN[dtype])
+    return float(value) * 1e12 / (2.0 if dtype == "fp32" else 1.0)
+
+
+def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) -> dict[str, tuple]:
+    """Per operator: (FLOPs, bytes) of one forward on one of ``tp`` GPUs, summed over layers.
+
+    batch B sequences, each with ``tokens`` n new tokens after ``context`` L cached ones:
+
+    * linear layers: FLOPs = 2·in·out·B·n / tp; bytes = in·out·w / tp (weights, read once per step
+      whatever B·n) + (in + out)·B·n·a (activations);
+    * attention over L + n positions: FLOPs = 4·B·n·(L + n)·H·hd / tp; bytes = the KV cache read,
+      B·(L + n)·2·h·hd·w with h = :func:`kv_heads_per_gpu` (KV heads are replicated when
+      H_kv < tp, and so are their K/V projections), plus q and output;
+    * norms and residual adds: 8·B·n·d FLOPs and 4 reads/writes of B·n·d per layer, on every GPU
+      (tensor parallelism replicates them);
+    * tensor-parallel all-reduces: 2 per layer of B·n·d·a bytes (time in :func:`step_time`).
+    """
+    m, g = model_spec(model), gpu_spec(gpu)
+    b, ctx, n, tp = _check_grid(batch, context, tokens, tp)
+    w = a = _dtype_bytes(dtype)
+    _peak_flops(g, dtype)  # the GPU must support the dtype
+    d, hd, layers = m["hidden_size"], m["head_dim"], m["n_layers"]
+    h, h_kv, ffn = m["n_heads"], m["n_kv_heads"], m["intermediate_size"]
+    rows = b * n  # (…) tokens processed this step
+    kv_heads = kv_heads_per_gpu(h_kv, tp)
+
+    def linear(inp: float, out: float) -> tuple:
+        return 2.0 * inp * out * rows / tp, (inp * out * w + (inp + out) * rows * a) / tp
+
+    q = linear(d, h * hd)
+    replicated = kv_heads * tp / h_kv  # 1 when the KV heads split evenly; tp / H_kv when each GPU holds one
+    kv = tuple(replicated * x for x in linear(d, 2 * h_kv * hd))  # each GPU projects its own K/V heads
+    o = linear(h * hd, d)
+    proj = tuple(layers * (x + y + z) for x, y, z in zip(q, kv, o, strict=True))
+    up = linear(d, (2 if m["mlp"] == "gated" else 1) * ffn)
+    down = linear(ffn, d)
+    mlp = (layers * (up[0] + down[0]), layers * (up[1] + down[1]))
+    span = ctx + n  # positions attended to
+    attn_flops = layers * 4.0 * rows * span * h * hd / tp
+    attn_bytes = layers * (b * span * 2 * kv_heads * hd * w + 2 * rows * h * hd * a / tp)
+    norms = (layers * 8.0 * rows * d, layers * 4.0 * rows * d * a)  # every GPU normalises the whole hidden state
+    head = linear(d, m["vocab_size"])
+    comm = (0.0 * rows, np.where(tp > 1, 2.0 * layers * rows * d * a, 0.0))
+    return {
+        "q/k/v/o projections": proj,
+        "MLP": mlp,
+        "attention": (attn_flops, attn_bytes),
+        "norms & residual": norms,
+        "LM head": head,
+        "all-reduce": comm,
+    }
+
+
+def _op_time(flops, nbytes, peak: float, bandwidth: float, eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
+    compute, memory = flops / (peak * eff.compute), nbytes / (bandwidth * eff.memory)
+    return np.maximum(compute, memory), compute >= memory
+
+
+def _allreduce_time(nbytes, tp, g: dict, eff: Efficiency, layers: int) -> np.ndarray:
+    """Ring all-reduce: 2 (tp − 1) / tp of the bytes over the link, plus a latency per call."""
+    link = g["interconnect_gbs"] * 1e9 * eff.network
+    return np.where(tp > 1, 2 * (tp - 1) / tp * nbytes / link + 2 * layers * eff.allreduce_latency_s, 0.0)
+
+
+def step_time(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, efficiency: Efficiency | None = None):
+    """Seconds of one forward: ``tokens`` new tokens for each of ``batch`` sequences over ``context``
+    cached tokens, on ``tp`` GPUs (tensor parallel): the roofline time of every operator, summed,
+    plus the all-reduces and ``efficiency.overhead_s``. Broadcasts over batch, context, tokens, tp."""
+    g, m = gpu_spec(gpu), model_spec(model)
+    eff = efficiency or efficiency_for(g)
+    peak, bandwidth = _peak_flops(g, dtype), g["bandwidth_tbs"] * 1e12
+    costs = operator_costs(m, g, batch, context, tokens, dtype=dtype, tp=tp)
+    _, _, _, tp_arr = _check_grid(batch, context, tokens, tp)
+    total = eff.overhead_s + eff.layer_overhead_s * m["n_layers"]
+    for name, (flops, nbytes) in costs.items():
+        if name == "all-reduce":
+            total = total + _allreduce_time(nbytes, tp_arr, g, eff, m["n_layers"])
+        else:
+            total = total + _op_time(flops, nbytes, peak, bandwidth, eff)[0]
+    return np.asarray(total)[()]
+
+
+def step_breakdown(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, efficiency=None) -> pd.DataFrame:
+    """One row per operator of one forward (scalar arguments): FLOPs, bytes, arithmetic intensity
+    (FLOPs per byte), time in seconds, and whether it is bound by compute or by memory."""
+    g, m = gpu_spec(gpu), model_spec(model)
+    eff = efficiency or efficiency_for(g)
+    for value, name in ((batch, "batch"), (context, "context"), (tokens, "tokens"), (tp, "tp")):
+        if np.ndim(value):
+            raise ValueError(f"step_breakdown takes one {name}; got an array of shape {np.shape(value)}")
+    peak, bandwidth = _peak_flops(g, dtype), g["bandwidth_tbs"] * 1e12
+    rows = []
+    for name, (flops, nbytes) in operator_costs(m, g, batch, context, tokens, dtype=dtype, tp=tp).items():
+        flops, nbytes = float(flops), float(nbytes)
+        if name == "all-reduce":
+            seconds, bound = float(_allreduce_time(nbytes, np.asarray(float(tp)), g, eff, m["n_layers"])), "network"
+        else:
+            t, compute_bound = _op_time(flops, nbytes, peak, bandwidth, eff)
+            seconds, bound = float(t), "compute" if bool(compute_bound) else "memory"
+        rows.append(
+            {
+                "operator": name,
+                "flops": flops,
+                "bytes": nbytes,
+                "intensity": flops / nbytes if nbytes else np.nan,
+                "seconds": seconds,
+                "bound": bound,
+            }
+        )
+    overhead = {"operator": "fixed overhead", "flops": 0.0, "bytes": 0.0, "intensity": np.nan}
+    rows.append(overhead | {"seconds": eff.overhead_s + eff.layer_overhead_s * m["n_layers"], "bound": "overhead"})
+    return pd.DataFrame(rows)
+
+
+def attainable(gpu, dtype="bf16", efficiency=None) -> tuple[float, float]:
+    """(FLOP/s, bytes/s) an operator can reach on ``gpu``: the datasheet peak and bandwidth times the efficiencies."""
+    g = gpu_spec(gpu)
+    eff = efficiency or efficiency_for(g)
+    return _peak_flops(g, dtype) * eff.compute, g["bandwidth_tbs"] * 1e12 * eff.memory
+
+
+def ridge_point(gpu, dtype="bf16", efficiency=None) -> float:
+    """FLOPs per byte above which an operator is compute-bound on ``gpu`` (attainable figures)."""
+    flops, bandwidth = attainable(gpu, dtype, efficiency)
+    return flops / bandwidth
+
+
+# --------------------------------------------------------------------------------------
+# the pair: c, v, the speedup and K*
+# --------------------------------------------------------------------------------------
+
+
+def pair_costs(
+    target,
+    draft,
+    gpu,
+    batch,
+    context,
+    k,
+    *,
+    dtype="bf16",
+    tp_target=1,
+    tp_draft=1,
+    draft_context=None,
+    efficiency=None,
+) -> dict[str, np.ndarray]:
+    """t_target, t_draft, t_verify (seconds), c = t_target / t_draft and v = (t_verify / t_target − 1) / k.
+
+    The draft attends over ``draft_context`` (default: the target's ``context``); it runs on
+    ``tp_draft`` GPUs. Broadcasts over batch, context and k.
+    """
+    kk = theory.check_k(k)
+    kw = dict(dtype=dtype, efficiency=efficiency)
+    t_target = step_time(target, gpu, batch, context, 1, tp=tp_target, **kw)
+    t_draft = step_time(draft, gpu, batch, context if draft_context is None else draft_context, 1, tp=tp_draft, **kw)
+    t_verify = step_time(target, gpu, batch, context, kk + 1, tp=tp_target, **kw)
+    return {
+        "t_target": np.asarray(t_target),
+        "t_draft": np.asarray(t_draft),
+        "t_verify": np.asarray(t_verify),
+        "c": np.asarray(t_target / t_draft),
+        "v": np.asarray((t_verify / t_target - 1.0) / kk),
+    }
+
+
+def _mean_tokens(alpha, k_max: int) -> np.ndarray:
+    """E[N] for K = 1..k_max from a scalar α or per-position a_1..a_m (m ≥ k_max; a_i = α beyond)."""
+    a = np.atleast_1d(theory.check_alpha(alpha))
+    if a.ndim != 1:
+        raise Message("err.hardware.alpha_shape", shape=a.shape)
+    if a.size < k_max:
+        a = np.concatenate([a, np.full(k_max - a.size, a[-1])])  # positions beyond the vector: the last one
+    return theory.expected_tokens_by_position(a[:k_max])  # (k_max,)
+
+
+def speedup_by_batch(
+    target,
+    draft,
+    gpu,
+    alpha,
+    batch,
+    context,
+    k_max=8,
+    *,
+    dtype="bf16",
+    tp_target=1,
+    tp_draft=1,
+    draft_context=None,
+    efficiency=None,
+) -> pd.DataFrame:
+    """Per (batch, context): c, the speedup for every K = 1..k_max, K* and the speedup at K*.
+
+    ``alpha`` is one number or per-position acceptance a_1, a_2, … (E[N] = 1 + Σ_i Π_{j≤i} a_j;
+    a vector shorter than k_max repeats its last entry). K* is 0 (do not speculate, speedup 1)
+    where no K pays. Columns: batch, context, c, t_target, s_1..s_{k_max}, k_star, speedup_at_k_star.
+    """
+    if not (isinstance(k_max, int | np.integer) and 1 <= k_max <= 64):
+        raise Message("err.hardware.k_max", value=k_max)
+    b = np.atleast_1d(np.asarray(batch, dtype=float))[:, None, None]  # (nB, 1, 1)
+    ctx = np.atleast_1d(np.asarray(context, dtype=float))[None, :, None]  # (1, nL, 1)
+    ks = np.arange(1, k_max + 1)[None, None, :]  # (1, 1, K)
+    costs = pair_costs(
+        target,
+        draft,
+        gpu,
+        b,
+        ctx,
+        ks,
+        dtype=dtype,
+        tp_target=tp_target,
+        tp_draft=tp_draft,
+        draft_context=None
+        if draft_context is None
+        else np.atleast_1d(np.asarray(draft_context, dtype=float))[None, :, None],
+        efficiency=efficiency,
+    )
+    mean = _mean_tokens(alpha, k_max)  # (K,)
+    s = theory.speedup_from_tokens(mean, costs["c"], ks, costs["v"])  # (nB, nL, K)
+    s = np.broadcast_to(s, np.broadcast_shapes(b.shape, ctx.shape, ks.shape))
+    best = s.argmax(-1)  # first maximum: ties go to the smaller K
+    s_best = np.take_along_axis(s, best[..., None], -1)[..., 0]
+    k_star = np.where(s_best > 1.0, best + 1, 0)
+    nb, nl = s.shape[:2]
+    frame = pd.DataFrame(
+        {
+            "batch": np.repeat(np.atleast_1d(batch), nl).astype(int),
+            "context": np.tile(np.atleast_1d(context), nb).astype(int),
+            "c": np.broadcast_to(costs["c"][..., 0], (nb, nl)).ravel(),
+            "t_target": np.broadcast_to(costs["t_target"][..., 0], (nb, nl)).ravel(),
+        }
+    )
+    for i in range(k_max):
+        frame[f"s_{i + 1}"] = s[..., i].ravel()
+    frame["k_star"] = k_star.ravel()
+    frame["speedup_at_k_star"] = np.where(k_star > 0, s_best, 1.0).ravel()
+    return frame
+
+
+def check_pair(target, draft) -> None:
+    """Raise ValueError unless draft and target can share a tokenizer: vocabulary sizes within 128
+    (models pad their embeddings: Qwen2.5 has 151,936 rows below 7B and 152,064 from 7B up)."""
+    t, d = model_spec(target), model_spec(draft)
+    if abs(t["vocab_size"] - d["vocab_size"]) > 128:
+        raise Message(
+            "err.hardware.vocab",
+            target=t.get("name", Phrase("note.hardware.target")),
+            target_vocab=t["vocab_size"],
+            draft=d.get("name", Phrase("note.hardware.draft")),
+            draft_vocab=d["vocab_size"],
+        )
+
+
+def alpha_from_measurements(frame: pd.DataFrame, per_position: bool = False, what: str | None = None):
+    """α for the model from measured rows (a library run, the live page's run; canonical columns).
+
+    ``per_position=False``: the mean of ``alpha_used`` over the rows (one number). ``True``: the
+    conditional per-position acceptance a_1;a_2;… of the row with the largest K that has it (a list;
+    a position never reached takes the last one that was). ValueError names what is missing, and
+    ``what`` the measurements (default "the run"; a :class:`~specviz.base.i18n.Phrase` is shown translated).
+    """
+    what = Phrase("note.hardware.the_run") if what is None else what
+    if frame is None or not len(frame):
+        raise Message("err.hardware.no_rows", what=what)
+    if not per_position:
+        alpha = pd.to_numeric(frame.get("alpha_used"), errors="coerce").dropna() if "alpha_used" in frame else []
+        if not len(alpha):
+            raise Message("err.hardware.no_alpha", what=what)
+        return float(alpha.mean())
+    cells = frame.get("per_position_acceptance")
+    rows = frame[cells.notna() & (cells.astype(str).str.strip() != "")] if cells is not None else frame.iloc[:0]
+    if not len(rows):
+        raise Message("err.hardware.no_per_position", what=what)
+    row = rows.loc[pd.to_numeric(rows["k"], errors="coerce").idxmax()]
+    values = [float(x) for x in str(row["per_position_acceptance"]).split(";") if x.strip()]
+    finite = [v for v in values if np.isfinite(v)]
+    if not finite:
+        raise Message("err.hardware.per_position_nan", what=what, k=row["k"])
+    out, last = [], finite[0]
+    for v in values:
+        last = v if np.isfinite(v) else last
+        out.append(float(np.clip(last, 0.0, 1.0)))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# memory
+# --------------------------------------------------------------------------------------
+
+USABLE_MEMORY = 0.9  #: fraction of HBM for weights and KV cache (the rest: activations, CUDA context)
+
+
+def kv_heads_per_gpu(n_kv_heads, tp):
+    """K/V heads each of ``tp`` GPUs holds: max(H_kv / tp, 1) (a head is replicated when H_kv < tp;
+    an uneven split counts the mean)."""
+    return np.maximum(n_kv_heads / np.asarray(tp, dtype=float), 1.0)
+
+
+def kv_bytes_per_token(model, dtype="bf16", tp=1):
+    """KV cache bytes per token of context on one of ``tp`` GPUs: 2 · n_layers · h · head_dim · bytes,
+    h = :func:`kv_heads_per_gpu` (the whole cache when tp = 1)."""
+    m = model_spec(model)
+    _, _, _, tp_ = _check_grid(1, 0, 1, tp)
+    heads = kv_heads_per_gpu(m["n_kv_heads"], tp_)
+    return np.asarray(2.0 * m["n_layers"] * heads * m["head_dim"] * _dtype_bytes(dtype))[()]
+
+
+def weight_bytes(model, dtype="bf16") -> float:
+    """Bytes of the weights: :func:`parameter_count` (or the catalogue's ``params``) times the dtype's size."""
+    m = model_spec(model)
+    params = m.get("params")
+    count = float(params) if params is not None and params == params else parameter_count(m)
+    return count * _dtype_bytes(dtype)
+
+
+def fits(model, gpu, batch, context, dtype="bf16", tp=1):
+    """Whether weights / tp + batch · context · (per-GPU KV bytes per token, :func:`kv_bytes_per_token`)
+    fit in ``USABLE_MEMORY`` of one GPU's HBM."""
+    g = gpu_spec(gpu)
+    b, ctx, _, tp_ = _check_grid(batch, context, 1, tp)
+    need = weight_bytes(model, dtype) / tp_ + b * ctx * kv_bytes_per_token(model, dtype, tp_)
+    return np.asarray(need <= g["memory_gb"] * 1e9 * USABLE_MEMORY)[()]
+
+
+def max_batch(model, gpu, context, dtype="bf16", tp=1) -> np.ndarray:
+    """The largest batch whose KV cache at ``context`` fits beside the weights (0 if the weights don't fit)."""
+    g = gpu_spec(gpu)
+    _, ctx, _, tp_ = _check_grid(1, context, 1, tp)
+    free = g["memory_gb"] * 1e9 * USABLE_MEMORY - weight_bytes(model, dtype) / tp_  # per GPU
+    per_seq = np.maximum(ctx, 1.0) * kv_bytes_per_token(model, dtype, tp_)
+    return np.asarray(np.maximum(np.floor(free / per_seq), 0).astype(int))[()]
+
+
+# --------------------------------------------------------------------------------------
+# engine configuration
+# --------------------------------------------------------------------------------------
+
+
+def batch_schedule(batches, k_star) -> list[list[int]]:
+    """[[start_bs, end_bs, K], …] covering 1..max(batches) without overlap: each batch size takes the
+    K* of the largest evaluated batch not above it; neighbouring ranges with the same K merge."""
+    bs = np.asarray(batches, dtype=int)
+    ks = np.asarray(k_star, dtype=int)
+    if bs.ndim != 1 or bs.size == 0 or bs.shape != ks.shape:
+        raise ValueError(f"batches and k_star must be 1-D and the same length; got {bs.shape} and {ks.shape}")
+    order = np.argsort(bs)
+    bs, ks = bs[order], ks[order]
+    if bs[0] != 1 or (np.diff(bs) <= 0).any():
+        raise ValueError(f"batches must be distinct and start at 1; got {bs.tolist()}")
+    ranges: list[list[int]] = []
+    for i, (start, k) in enumerate(zip(bs.tolist(), ks.tolist(), strict=True)):
+        end = bs[i + 1] - 1 if i + 1 < bs.size else int(bs[-1])
+        if ranges and ranges[-1][2] == k:
+            ranges[-1][1] = int(end)
+        else:
+            ranges.append([int(start), int(end), int(k)])
+    return ranges
+
+
+def vllm_speculative_config(target, draft, gpu, alpha, context, batches, k_max=8, *, draft_name=None, **kw) -> dict:
+    """vLLM's ``--speculative-config``: a draft model whose K depends on the batch size.
+
+    ``num_speculative_tokens_per_batch_size`` is ``[[start_bs, end_bs, K], …]`` from K*(B) at
+    ``context`` (K = 0: no speculation in that range); ``num_speculative_tokens`` is the largest K.
+    """
+    frame = speedup_by_batch(target, draft, gpu, alpha, batches, [context], k_max, **kw)
+    schedule = batch_schedule(frame["batch"], frame["k_star"])
+    name = draft_name or (draft if isinstance(draft, str) else model_spec(draft).get("name", "draft"))
+    return {
+        "method": "draft_model",
+        "model": name,
+        "num_speculative_tokens": max(1, max(k for _, _, k in schedule)),
+        "num_speculative_tokens_per_batch_size": schedule,
+    }
+
+
+def llama_cpp_flags(target, draft, gpu, alpha, context, k_max=16, **kw) -> str:
+    """llama-server's draft flags for one sequence: ``--draft-max`` K*(B = 1), ``--draft-min`` 0."""
+    k = int(speedup_by_batch(target, draft, gpu, alpha, [1], [context], k_max, **kw)["k_star"].iloc[0])
+    if k == 0:
+        return Phrase("note.hardware.llama_cpp_no_gain")
+    return f"--draft-max {k} --draft-min 0"

@@ -1,0 +1,622 @@
+"""Closed forms of speculative decoding (Leviathan et al. 2023, arXiv 2211.17192).
+
+Everything here is numpy only and broadcasts over every argument. Symbols follow
+docs/design.md §1:
+
+* ``alpha`` -- per-token acceptance probability α ∈ [0, 1];
+* ``k`` -- draft length K, an integer ≥ 1 (Leviathan et al. call it γ);
+* ``c`` -- speed ratio c = T_target / T_draft > 0 (Leviathan et al. use the
+  inverse, c_L = T_draft / T_target = 1/c; see :func:`c_to_leviathan`);
+* ``v`` -- extra cost of verifying one more token, relative to one target decode
+  step: v = (T_verify(K+1 tokens) / T_p − 1) / K (0 in the basic model);
+* ``o`` -- fixed per-round overhead, in units of one target decode step.
+
+Invalid arguments raise :class:`ValueError` naming the parameter, the offending
+value and the allowed range.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from specviz.base.i18n import Message
+
+__all__ = [
+    "METRICS",
+    "Metric",
+    "OptimalK",
+    "acceptance_rate",
+    "accepted_length_pmf",
+    "alpha_from_acceptance_rate",
+    "alpha_from_mean_tokens",
+    "break_even_alpha",
+    "c_from_leviathan",
+    "c_to_leviathan",
+    "convert_metric",
+    "expected_tokens",
+    "expected_tokens_by_position",
+    "optimal_k",
+    "speedup",
+    "speedup_bound",
+    "speedup_from_tokens",
+    "system_efficiency",
+]
+
+_EPS = np.finfo(float).eps
+K_LIMIT = 2**31 - 1  #: largest draft length accepted (keeps (K + 1) in exact int64/float arithmetic)
+
+
+# --------------------------------------------------------------------------------------
+# argument checks: one place for every rule, so every message has the same shape
+# --------------------------------------------------------------------------------------
+
+
+def _first_bad(x: np.ndarray, bad: np.ndarray) -> dict:
+    """The first offending element of ``x`` as message fields: ``value``, and ``index`` if not scalar."""
+    idx = np.argwhere(bad)[0]
+    value = (x[tuple(idx)] if x.ndim else x[()]).item()
+    return {"value": value} if x.ndim == 0 else {"value": value, "index": tuple(int(i) for i in idx)}
+
+
+def _as_float(x, name: str) -> np.ndarray:
+    try:
+        arr = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise Message("err.theory.not_a_number", name=name, value=x) from None
+    return arr
+
+
+def check_alpha(alpha, name: str = "alpha") -> np.ndarray:
+    """Return ``alpha`` as a float array, or raise ValueError unless every value is in [0, 1]."""
+    a = _as_float(alpha, name)
+    bad = np.isnan(a) | (a < 0) | (a > 1)
+    if bad.any():
+        got = _first_bad(a, bad)
+        raise Message("err.theory.alpha_at" if "index" in got else "err.theory.alpha", name=name, **got)
+    return a
+
+
+def check_k(k, name: str = "k") -> np.ndarray:
+    """Return ``k`` as an int64 array, or raise ValueError unless every value is an integer in [1, K_LIMIT]."""
+    kf = _as_float(k, name)
+    bad = ~np.isfinite(kf) | (kf < 1) | (kf > K_LIMIT) | (kf != np.floor(kf))
+    if bad.any():
+        got = _first_bad(kf, bad)
+        raise Message("err.theory.k_at" if "index" in got else "err.theory.k", name=name, limit=K_LIMIT, **got)
+    return kf.astype(np.int64)
+
+
+def check_positive(x, name: str) -> np.ndarray:
+    """Return ``x`` as a float array, or raise ValueError unless every value is finite and > 0."""
+    a = _as_float(x, name)
+    bad = ~np.isfinite(a) | (a <= 0)
+    if bad.any():
+        got = _first_bad(a, bad)
+        raise Message("err.theory.positive_at" if "index" in got else "err.theory.positive", name=name, **got)
+    return a
+
+
+def check_nonnegative(x, name: str) -> np.ndarray:
+    """Return ``x`` as a float array, or raise ValueError unless every value is finite and ≥ 0."""
+    a = _as_float(x, name)
+    bad = ~np.isfinite(a) | (a < 0)
+    if bad.any():
+        got = _first_bad(a, bad)
+        raise Message("err.theory.nonnegative_at" if "index" in got else "err.theory.nonnegative", name=name, **got)
+    return a
+
+
+def _check_in(x, lo, hi, name: str, what: str) -> np.ndarray:
+    """Raise unless lo ≤ x ≤ hi elementwise (lo, hi broadcast); ``what`` names the range."""
+    a = _as_float(x, name)
+    bad = np.isnan(a) | (a < lo) | (a > hi)
+    if np.any(bad):
+        bad = np.broadcast_to(bad, np.broadcast_shapes(a.shape, np.shape(bad)))
+        a_b = np.broadcast_to(a, bad.shape)
+        got = _first_bad(a_b, bad)
+        raise Message("err.theory.range_at" if "index" in got else "err.theory.range", name=name, allowed=what, **got)
+    return a
+
+
+# --------------------------------------------------------------------------------------
+# E[N] and the distribution of N
+# --------------------------------------------------------------------------------------
+
+
+def _expected_tokens(a: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """E[N] for already-checked arguments (see :func:`expected_tokens`)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_a = np.log1p(a - 1.0)  # 1 - a is exact for a in [0.5, 1] (Sterbenz)
+        ratio = np.expm1((k + 1) * log_a) / np.expm1(log_a)
+    # a == 1: the ratio is 0/0, the limit is K + 1; a == 0: log = -inf and the ratio is 1.
+    return np.where(a == 1.0, (k + 1).astype(float), ratio)
+
+
+def expected_tokens(alpha, k):
+    r"""Expected tokens produced per speculative round, E[N].
+
+    .. math::  E[N] = \sum_{i=0}^{K} \alpha^i = \frac{1 - \alpha^{K+1}}{1 - \alpha}
+
+    with the limits E[N] = K + 1 at α = 1 and E[N] = 1 at α = 0 (Leviathan et al.
+    2023, eq. 1; chapter §4.3). Evaluated as ``expm1((K+1) log α) / expm1(log α)``,
+    which keeps full relative precision for α within 1e-12 of 1 and K up to 1024+
+    (no 0/0, no cancellation).
+
+    Parameters
+    ----------
+    alpha : array_like
+        Per-token acceptance probability, in [0, 1].
+    k : array_like of int
+        Draft length K ≥ 1.
+
+    Returns
+    -------
+    ndarray or float
+        E[N] ∈ [1, K + 1], broadcast over ``alpha`` and ``k``.
+    """
+    a = check_alpha(alpha)
+    kk = check_k(k)
+    return _expected_tokens(a, kk)[()]
+
+
+def expected_tokens_by_position(acceptance):
+    r"""E[N] for K = 1..K_max from per-position acceptance a_1..a_{K_max}.
+
+    .. math::  E[N](K) = 1 + \sum_{i=1}^{K} \prod_{j \le i} a_j
+
+    a_i is the probability that draft position i is accepted given that positions 1..i−1 were
+    (an engine's per-position acceptance, conditional form). With a_i = α for every i this is
+    :func:`expected_tokens`.
+
+    Parameters
+    ----------
+    acceptance : array_like, shape (..., K_max)
+        Conditional acceptance of positions 1..K_max, each in [0, 1].
+
+    Returns
+    -------
+    ndarray, shape (..., K_max)
+        ``out[..., K - 1]`` = E[N] with draft length K.
+    """
+    a = check_alpha(acceptance, "acceptance")
+    if a.ndim == 0 or a.shape[-1] == 0:
+        raise Message("err.theory.acceptance_empty", shape=a.shape)
+    return 1.0 + np.cumsum(np.cumprod(a, axis=-1), axis=-1)
+
+
+def accepted_length_pmf(alpha, k):
+    r"""Distribution of the tokens N produced per round.
+
+    .. math::  P(N = i) = \alpha^{i-1}(1-\alpha),\; i = 1..K;\qquad P(N = K+1) = \alpha^K
+
+    Parameters
+    ----------
+    alpha : array_like
+        Acceptance probability in [0, 1].
+    k : array_like of int
+        Draft length K ≥ 1; may broadcast against ``alpha``.
+
+    Returns
+    -------
+    ndarray, shape ``broadcast(alpha, k).shape + (max(K) + 1,)``
+        ``pmf[..., i - 1] = P(N = i)``; entries with i > K + 1 (where K varies) are 0.
+        Each row sums to 1 and its mean is :func:`expected_tokens`.
+    """
+    a = check_alpha(alpha)
+    kk = check_k(k)
+    a, kk = np.broadcast_arrays(a, kk)
+    i = np.arange(1, int(kk.max()) + 2)  # (L,)
+    a_, k_ = a[..., None], kk[..., None]  # (..., 1)
+    with np.errstate(invalid="ignore"):
+        powers = a_ ** (i - 1)  # α^(i-1); 0**0 = 1
+    return np.where(i <= k_, powers * (1.0 - a_), np.where(i == k_ + 1, powers, 0.0))
+
+
+# --------------------------------------------------------------------------------------
+# wall-clock speedup
+# --------------------------------------------------------------------------------------
+
+
+def _cost_factor(c: np.ndarray, k, v: np.ndarray, o: np.ndarray) -> np.ndarray:
+    r"""c / (c (1 + vK + o) + K): S = E[N] times this (equals c / (c + K) for v = o = 0)."""
+    return c / (c * (1.0 + v * k + o) + k)
+
+
+def speedup(alpha, c, k, v=0.0, o=0.0):
+    r"""Wall-clock speedup of speculative decoding over target-only decoding.
+
+    One round costs T_p (1 + vK + o) + K T_q and yields E[N] tokens, so
+
+    .. math::  S = \frac{E[N]}{1 + vK + o + K/c} = \frac{E[N]\,c}{c(1 + vK + o) + K}
+
+    With v = o = 0 this is the basic model of Leviathan et al. (2023, Thm. 3.8),
+    S = E[N] c / (c + K) (chapter §5.2).
+
+    Parameters
+    ----------
+    alpha : array_like
+        Acceptance probability in [0, 1].
+    c : array_like
+        Speed ratio T_target / T_draft, finite and > 0.
+    k : array_like of int
+        Draft length K ≥ 1.
+    v : array_like, optional
+        Extra verification cost per drafted token, ≥ 0 (default 0).
+    o : array_like, optional
+        Fixed per-round overhead in target steps, ≥ 0 (default 0).
+
+    Returns
+    -------
+    ndarray or float
+        S, broadcast over all arguments. S > 1 means speculation pays off.
+    """
+    a = check_alpha(alpha)
+    cc = check_positive(c, "c")
+    kk = check_k(k)
+    vv = check_nonnegative(v, "v")
+    oo = check_nonnegative(o, "o")
+    return (_expected_tokens(a, kk) * _cost_factor(cc, kk, vv, oo))[()]
+
+
+def speedup_from_tokens(mean_tokens, c, k, v=0.0, o=0.0, draft_steps=None):
+    r"""The speedup :func:`speedup` gives, for a known E[N] instead of an i.i.d. α.
+
+    .. math::  S = \frac{E[N]}{1 + vK + o + D/c}
+
+    with D = ``draft_steps`` draft forwards per round: K for a chain; a draft tree of K nodes
+    drafts one level per forward, so D is its depth (:mod:`specviz.core.trees`), and K = its node count
+    still sets the verify cost v·K. For E[N] from per-position acceptance
+    (:func:`expected_tokens_by_position`), a tree's F (:func:`specviz.core.trees.expected_tokens`) or measured.
+
+    Parameters
+    ----------
+    mean_tokens : array_like
+        E[N], tokens per round, in [1, K + 1].
+    c, k, v, o : array_like
+        As in :func:`speedup`.
+    draft_steps : array_like of int, optional
+        D in [1, K]; default K.
+    """
+    kk = check_k(k)
+    m = _check_in(mean_tokens, 1.0, kk + 1.0, "mean_tokens", "[1, K + 1]")
+    cc = check_positive(c, "c")
+    vv = check_nonnegative(v, "v")
+    oo = check_nonnegative(o, "o")
+    if draft_steps is None:
+        return (m * _cost_factor(cc, kk, vv, oo))[()]
+    dd = _check_in(check_k(draft_steps, "draft_steps"), 1, kk, "draft_steps", "[1, K]")
+    return (m / (1.0 + vv * kk + oo + dd / cc))[()]
+
+
+def speedup_bound(c, k, v=0.0, o=0.0):
+    r"""Upper bound of the speedup over α, reached at α = 1: (K + 1) c / (c(1 + vK + o) + K).
+
+    For v = o = 0 and c > 1 it is below c for every K and tends to c as K → ∞
+    (chapter §5.4), so S < c always.
+    """
+    return speedup(1.0, c, k, v, o)
+
+
+# --------------------------------------------------------------------------------------
+# inverting E[N]: one vectorised root-finder serves break-even and the converters
+# --------------------------------------------------------------------------------------
+
+
+def _dexpected_tokens(a: np.ndarray, k: np.ndarray, e: np.ndarray) -> np.ndarray:
+    r"""dE[N]/dα = (E[N] − (K+1) α^K) / (1 − α), and K(K+1)/2 at α = 1; never below 1."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = (e - (k + 1) * a**k) / (1.0 - a)
+    d = np.where(a == 1.0, k * (k + 1) / 2.0, d)
+    return np.maximum(d, 1.0)  # the true slope is ≥ 1; guards round-off near α = 1
+
+
+def _solve_expected_tokens(m: np.ndarray, k: np.ndarray, max_iter: int = 200) -> np.ndarray:
+    r"""The α ∈ [0, 1] with E[N](α, K) = m, for checked 1 ≤ m ≤ K + 1 (arrays broadcast).
+
+    Safeguarded Newton on f(α) = E[N](α) − m, which is increasing and convex in α,
+    started from α = 1 where f ≥ 0: the Newton iterates then descend monotonically
+    onto the root. A bracket [lo, hi] is kept and a step that leaves it becomes a
+    bisection. Only unconverged elements are iterated (the active set shrinks).
+    """
+    m, k = np.broadcast_arrays(np.asarray(m, float), np.asarray(k))
+    shape = m.shape
+    m, k = m.ravel(), k.ravel()
+    out = np.where(m >= k + 1, 1.0, 0.0)
+    active = np.flatnonzero((m > 1.0) & (m < k + 1))
+    x = np.ones(active.size)
+    lo, hi = np.zeros(active.size), np.ones(active.size)
+    ma, ka = m[active], k[active]
+    for _ in range(max_iter):
+        if active.size == 0:
+            break
+        e = _expected_tokens(x, ka)
+        f = e - ma
+        above = f > 0
+        hi = np.where(above, x, hi)
+        lo = np.where(above, lo, x)
+        step = f / _dexpected_tokens(x, ka, e)
+        x_new = x - step
+        outside = (x_new < lo) | (x_new > hi) | ~np.isfinite(x_new)
+        x_new = np.where(outside, 0.5 * (lo + hi), x_new)
+        x_new = np.where(f == 0, x, x_new)
+        done = (np.abs(x_new - x) <= 2 * _EPS * x_new) | (hi - lo <= 2 * _EPS)
+        x = x_new
+        out[active[done]] = x[done]
+        keep = ~done
+        active, x, lo, hi, ma, ka = active[keep], x[keep], lo[keep], hi[keep], ma[keep], ka[keep]
+    out[active] = x  # not reached in practice; the bracket is already below 1e-15 wide
+    return np.clip(out, 0.0, 1.0).reshape(shape)
+
+
+def break_even_alpha(k, c, v=0.0, o=0.0):
+    r"""Break-even acceptance rate α*: the α at which the speedup equals 1.
+
+    S > 1 ⟺ E[N] > D with D = 1 + vK + o + K/c (chapter §5.4), so α* solves
+    (1 − α^{K+1}) / (1 − α) = D. It is unique in (0, 1) because E[N] rises strictly
+    from 1 to K + 1. If D ≥ K + 1 no α < 1 gives S > 1 and the result is NaN:
+    speculation never pays off (in the basic model exactly when c ≤ 1).
+    Chapter exercise 2: K = 4, c = 8 gives α* ≈ 0.34.
+
+    Parameters
+    ----------
+    k : array_like of int
+        Draft length K ≥ 1.
+    c : array_like
+        Speed ratio T_target / T_draft, > 0.
+    v, o : array_like, optional
+        Measured-cost overheads (≥ 0), see :func:`speedup`.
+
+    Returns
+    -------
+    ndarray or float
+        α* ∈ (0, 1), or NaN where speculation never pays off.
+    """
+    kk = check_k(k)
+    cc = check_positive(c, "c")
+    vv = check_nonnegative(v, "v")
+    oo = check_nonnegative(o, "o")
+    d = 1.0 + vv * kk + oo + kk / cc
+    d, kb = np.broadcast_arrays(d, kk)
+    never = d >= kb + 1
+    root = _solve_expected_tokens(np.where(never, 1.0, d), kb)
+    return np.where(never, np.nan, root)[()]
+
+
+# --------------------------------------------------------------------------------------
+# optimal draft length
+# --------------------------------------------------------------------------------------
+
+
+_PARALLEL_MIN = 1 << 17  # grid points from which optimal_k splits the work over threads
+
+
+def _row_blocks(shape: tuple[int, ...]) -> list[slice]:
+    """Split axis 0 of a large grid into one block per core (a single block when small)."""
+    size = int(np.prod(shape)) if shape else 1
+    workers = min(os.cpu_count() or 1, 8, shape[0] if shape else 1)
+    if size < _PARALLEL_MIN or workers < 2:
+        return [slice(None)]
+    edges = np.linspace(0, shape[0], workers + 1).round().astype(int)
+    return [slice(lo, hi) for lo, hi in itertools.pairwise(edges)]
+
+
+def _argmax_speedup(a, c, v, o, k_max: int, best: np.ndarray, k_star: np.ndarray) -> None:
+    """Running argmax over K = 1..k_max of S = E[N](a, K) · c / (c(1 + vK + o) + K), in place.
+
+    ``best`` and ``k_star`` (the output block) are updated only where S is strictly
+    larger, so ties keep the smaller K. E[N] is evaluated on ``a``'s own shape.
+    """
+    s = np.empty(best.shape)
+    better = np.empty(best.shape, dtype=bool)
+    for kk in range(1, k_max + 1):
+        np.multiply(_expected_tokens(a, np.int64(kk)), _cost_factor(c, kk, v, o), out=s)
+        np.greater(s, best, out=better)
+        np.copyto(k_star, kk, where=better)
+        np.copyto(best, s, where=better)
+
+
+class OptimalK(NamedTuple):
+    """Result of :func:`optimal_k`: the best draft length and the speedup it gives."""
+
+    k: np.ndarray  #: int, K* ∈ {0, 1, ..., k_max}; 0 means "don't speculate"
+    speedup: np.ndarray  #: S at K* (1.0 where K* = 0: plain target decoding)
+
+
+def optimal_k(alpha, c, k_max: int = 32, v=0.0, o=0.0) -> OptimalK:
+    r"""Speedup-maximising draft length K*(α, c).
+
+    .. math::  K^* = \operatorname{argmax}_{1 \le K \le K_{max}} S(\alpha, c, K)
+
+    Ties go to the smaller K. If the best S is ≤ 1 speculation does not pay and
+    K* = 0 (with speedup 1). f(K) is evaluated exactly as :func:`speedup` does,
+    K by K, keeping a running maximum: memory is one grid, not K_max grids, and
+    E[N] is computed on α's own shape only (an α axis broadcast against a c axis
+    costs one 1-D evaluation per K). Grids of 2^17 points or more are split into
+    row blocks computed on one thread per core (numpy releases the GIL in ufuncs).
+
+    Parameters
+    ----------
+    alpha : array_like
+        Acceptance probability in [0, 1].
+    c : array_like
+        Speed ratio T_target / T_draft, > 0.
+    k_max : int, optional
+        Largest K considered (≥ 1), default 32.
+    v, o : array_like, optional
+        Measured-cost overheads (≥ 0), see :func:`speedup`.
+
+    Returns
+    -------
+    OptimalK
+        ``(k, speedup)`` arrays broadcast over all arguments.
+    """
+    a = check_alpha(alpha)
+    cc = check_positive(c, "c")
+    vv = check_nonnegative(v, "v")
+    oo = check_nonnegative(o, "o")
+    if np.ndim(k_max) != 0:
+        raise Message("err.theory.k_max_scalar", value=k_max)
+    k_max = int(check_k(k_max, "k_max"))
+    shape = np.broadcast_shapes(a.shape, cc.shape, vv.shape, oo.shape)
+    best = np.full(shape, -np.inf)
+    k_star = np.zeros(shape, dtype=np.int64)
+    args = [np.reshape(x, (1,) * (len(shape) - x.ndim) + x.shape) for x in (a, cc, vv, oo)]
+    blocks = _row_blocks(shape)
+    if len(blocks) == 1:
+        _argmax_speedup(*args, k_max, best, k_star)
+    else:  # numpy releases the GIL inside ufuncs, so row blocks run in parallel on threads
+        with ThreadPoolExecutor(len(blocks)) as pool:
+            list(
+                pool.map(
+                    lambda rows: _argmax_speedup(
+                        *[x[rows] if x.shape[0] > 1 else x for x in args], k_max, best[rows], k_star[rows]
+                    ),
+                    blocks,
+                )
+            )
+    no_gain = best <= 1.0
+    k_star[no_gain] = 0
+    best[no_gain] = 1.0
+    return OptimalK(k_star[()], best[()])
+
+
+# --------------------------------------------------------------------------------------
+# metric conversions between engines (docs/design.md §6)
+# --------------------------------------------------------------------------------------
+
+
+def acceptance_rate(alpha, k):
+    r"""Draft acceptance rate r = accepted / proposed draft tokens (vLLM, llama.cpp).
+
+    .. math::  r = \frac{E[N] - 1}{K} = \frac{\alpha - \alpha^{K+1}}{K (1 - \alpha)}
+    """
+    kk = check_k(k)
+    return ((expected_tokens(alpha, kk) - 1.0) / kk)[()]
+
+
+def system_efficiency(alpha, k):
+    r"""vLLM V0 "system efficiency" (= SGLang chain "accept rate"): E[N] / (K + 1) ∈ (0, 1]."""
+    kk = check_k(k)
+    return (expected_tokens(alpha, kk) / (kk + 1))[()]
+
+
+def alpha_from_mean_tokens(mean_tokens, k):
+    r"""Invert E[N]: the α whose expected tokens per round equal ``mean_tokens``.
+
+    Solves (1 − α^{K+1}) / (1 − α) = m by safeguarded Newton (vectorised).
+    ``mean_tokens`` counts the bonus token (vLLM "mean acceptance length", SGLang
+    "accept length", Spec-Bench "mean accepted tokens") and must lie in [1, K + 1].
+    """
+    kk = check_k(k)
+    m = _check_in(mean_tokens, 1.0, kk + 1.0, "mean_tokens", "[1, K + 1]")
+    return _solve_expected_tokens(m, kk)[()]
+
+
+def alpha_from_acceptance_rate(rate, k):
+    r"""Invert :func:`acceptance_rate`: α from r ∈ [0, 1] via E[N] = 1 + rK."""
+    kk = check_k(k)
+    r = _check_in(rate, 0.0, 1.0, "rate", "[0, 1]")
+    return _solve_expected_tokens(np.minimum(1.0 + r * kk, kk + 1.0), kk)[()]
+
+
+def c_to_leviathan(c):
+    """Leviathan et al.'s cost coefficient c_L = T_draft / T_target = 1 / c."""
+    return (1.0 / check_positive(c, "c"))[()]
+
+
+def c_from_leviathan(c_l):
+    """Our speed ratio c = T_target / T_draft from Leviathan et al.'s c_L: c = 1 / c_L."""
+    return (1.0 / check_positive(c_l, "c_L"))[()]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """An engine metric that is a function of E[N] and K (see docs/design.md §6)."""
+
+    label: str  #: short UI name
+    description: str  #: what it counts, with the engines that report it
+    allowed: str  #: allowed range, for messages
+    to_mean_tokens: Callable | None = None  #: (value, K) -> E[N]; None for α itself
+    from_mean_tokens: Callable | None = None  #: (E[N], K) -> value
+
+
+#: Every metric the converters know, keyed by name.
+METRICS: dict[str, Metric] = {
+    "alpha": Metric("α", "per-token acceptance probability", "[0, 1]"),
+    "acceptance_rate": Metric(
+        "draft acceptance rate",
+        "accepted / drafted draft tokens (vLLM draft acceptance rate, llama.cpp accept %)",
+        "[0, 1]",
+        lambda x, k: 1.0 + x * k,
+        lambda e, k: (e - 1.0) / k,
+    ),
+    "mean_tokens": Metric(
+        "mean acceptance length",
+        "tokens per round, bonus token counted = E[N] (vLLM, SGLang accept len, Spec-Bench)",
+        "[1, K + 1]",
+        lambda x, k: x,
+        lambda e, k: e,
+    ),
+    "mean_tokens_no_bonus": Metric(
+        "accepted drafts per round",
+        "mean acceptance length without the bonus token = E[N] − 1",
+        "[0, K]",
+        lambda x, k: x + 1.0,
+        lambda e, k: e - 1.0,
+    ),
+    "system_efficiency": Metric(
+        "system efficiency",
+        "E[N] / (K + 1) (vLLM V0 system efficiency, SGLang chain accept rate)",
+        "[1/(K + 1), 1]",
+        lambda x, k: x * (k + 1),
+        lambda e, k: e / (k + 1),
+    ),
+}
+
+
+def _metric_bounds(metric: Metric, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if metric.from_mean_tokens is None:
+        return np.zeros_like(k, float), np.ones_like(k, float)
+    return metric.from_mean_tokens(1.0, k), metric.from_mean_tokens(k + 1.0, k)
+
+
+def convert_metric(value, k, metric: str) -> dict[str, np.ndarray]:
+    """Every metric of :data:`METRICS` (plus ``alpha``) from one of them and K.
+
+    Parameters
+    ----------
+    value : array_like
+        The known metric's value.
+    k : array_like of int
+        Draft length K ≥ 1.
+    metric : str
+        A key of :data:`METRICS`.
+
+    Returns
+    -------
+    dict
+        ``{metric_name: value}`` for every metric, α included.
+    """
+    if metric not in METRICS:
+        raise Message("err.theory.metric", allowed=sorted(METRICS), value=metric)
+    kk = check_k(k)
+    m = METRICS[metric]
+    lo, hi = _metric_bounds(m, kk)
+    x = _check_in(value, lo * (1 - 1e-12), hi * (1 + 1e-12), metric, m.allowed)
+    if m.to_mean_tokens is None:
+        alpha = check_alpha(value, metric)
+    else:
+        alpha = _solve_expected_tokens(np.clip(m.to_mean_tokens(x, kk), 1.0, kk + 1.0), kk)
+    e = _expected_tokens(alpha, kk)
+    out = {"alpha": alpha[()]}
+    for name, other in METRICS.items():
+        if other.from_mean_tokens is not None:
+            out[name] = np.asarray(other.from_mean_tokens(e, kk))[()]
+    return out

@@ -1,0 +1,114 @@
+"""The entry point: check the arguments, then detect → read → validate → derive."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from specviz.base.i18n import Message, Phrase
+from specviz.core import theory
+from specviz.data.measurements import cells, readers
+from specviz.data.measurements.derive import derive
+from specviz.data.measurements.report import LoadReport, MeasurementError
+from specviz.data.measurements.validation import validate
+
+#: The upload cap in megabytes: ``server.maxUploadSize`` in .streamlit/config.toml is this number
+#: (tests/test_measurements.py fails when they differ). Streamlit 1.67's uploader counts a megabyte
+#: as 10**6 bytes (as 2**20 only in browsers on Windows, and on its server), so 10**6 bytes per
+#: megabyte keeps :data:`MAX_BYTES` at or under what every uploader lets through.
+MAX_UPLOAD_MB = 20
+MAX_BYTES = MAX_UPLOAD_MB * 10**6  #: default ``max_bytes`` of :func:`load_measurements`: 20,000,000 bytes
+
+
+def load_measurements(
+    data,
+    name: str = "upload",
+    *,
+    format: str = "auto",
+    k: int | None = None,
+    max_bytes: int = MAX_BYTES,
+    max_rows: int = 200_000,
+    mean_tokens_without_bonus: bool = False,
+) -> tuple[pd.DataFrame, LoadReport]:
+    """Read measurements from any engine into the canonical schema, with a report of how.
+
+    Parameters
+    ----------
+    data : bytes, str or os.PathLike (or a file object with ``read`` / ``getvalue``)
+        The file's content (bytes), its text (a ``str`` is content, never a path), or a path.
+    name : str
+        Names the upload in messages and is the ``label`` of rows that have none.
+    format : {"auto", "csv", "spec_bench", "vllm_log"}
+        "auto" reads vLLM log text if a line holds ``SpecDecoding metrics``, Spec-Bench JSON
+        lines if the first non-blank line starts with '{', else CSV
+        (:data:`specviz.data.measurements.readers.READERS`, in that order).
+    k : int, optional
+        Draft length K for formats that do not state it (vLLM logs, Spec-Bench: required there)
+        and for a CSV without a K column (a K column in the file wins).
+    max_bytes, max_rows : int
+        Size caps (default :data:`MAX_BYTES` = 20,000,000 bytes, the uploader's 20 MB; 200,000 rows);
+        a larger file is refused.
+    mean_tokens_without_bonus : bool
+        Declares that the file's mean acceptance length excludes the bonus token (= E[N] − 1);
+        1 is added. Never guessed.
+
+    Returns
+    -------
+    (DataFrame, LoadReport)
+        One row per valid input row, indexed by the row number in the file (``row``): every
+        column of :data:`COLUMNS` (empty where the file has none), the :data:`BENCH_COLUMNS`
+        present in the file (``v`` also when derived), and :data:`DERIVED_COLUMNS`.
+
+    Raises
+    ------
+    ValueError (:class:`MeasurementError`)
+        Binary, empty, over the caps, missing required columns, no usable row, bad arguments.
+    """
+    fmt, k, max_bytes, max_rows = _check_arguments(name, format, k, max_bytes, max_rows, mean_tokens_without_bonus)
+    report = LoadReport(name=name)
+    text = cells.text_of(cells.read_input(data, name, max_bytes), name, max_bytes, report)
+    reader = readers.detect(text) if fmt == "auto" else readers.READERS[fmt]
+    report.format = reader.name
+    if reader.needs_k and k is None:
+        raise MeasurementError(Message("err.measurements.k_required", name=name, title=_title(reader)), report)
+    table = reader.read(text, readers.ReadContext(name, report, max_rows, k))
+    checked = validate(table, report, name, bool(mean_tokens_without_bonus), k)
+    return derive(checked, report), report
+
+
+def _title(reader: readers.Reader) -> str:
+    """What the reader reads ("vLLM log lines"), in any language (the reader's own title for a format added later)."""
+    key = {
+        "vllm_log": "note.measurements.title.vllm_log",
+        "vllm_v0_log": "note.measurements.title.vllm_v0_log",
+        "sglang_log": "note.measurements.title.sglang_log",
+        "llamacpp_log": "note.measurements.title.llamacpp_log",
+        "spec_bench": "note.measurements.title.spec_bench",
+        "csv": "note.measurements.title.csv",
+    }.get(reader.name)
+    return reader.title if key is None else Phrase(key)
+
+
+def _check_arguments(name, format, k, max_bytes, max_rows, no_bonus) -> tuple[str, int | None, int, int]:
+    """(reader name or "auto", k, max_bytes, max_rows) after checking each argument (ValueError naming it)."""
+    if not isinstance(name, str) or not name.strip():
+        raise Message("err.measurements.name", name=name)
+    formats = readers.formats()
+    fmt = formats.get(format) if isinstance(format, str) else None
+    if fmt is None:
+        raise Message("err.measurements.format", formats=sorted(set(formats)), format=format)
+    max_bytes = _check_positive_int(max_bytes, "max_bytes")
+    max_rows = _check_positive_int(max_rows, "max_rows")
+    if k is not None:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer, float)) or not float(k).is_integer():
+            raise Message("err.measurements.k", limit=theory.K_LIMIT, k=k)
+        k = int(theory.check_k(k))
+    if not isinstance(no_bonus, (bool, np.bool_)):  # ValueError, not TypeError: the contract
+        raise Message("err.measurements.no_bonus", value=no_bonus)
+    return fmt, k, max_bytes, max_rows
+
+
+def _check_positive_int(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise Message("err.measurements.positive_int", what=what, value=value)
+    return int(value)

@@ -1,0 +1,172 @@
+"""llama.cpp speculative-decoding statistics → one row per ``draft acceptance`` line.
+
+Forms, each read wherever it is in a log:
+
+* **old**: ``draft acceptance rate = 0.81944 (  118 accepted /   144 generated)``;
+* **per-position**: ``draft acceptance = 0.64479 (167 accepted / 259 generated), mean acceptance
+  length = 2.92, acceptance rate per position = (0.805, 0.632, 0.483)``;
+* **server slot timings**, as llama.cpp's server prints them at the end of each request
+  (``server_slot::print_timings`` in ``tools/server/server-context.cpp``, lines 714–718 of b11434)::
+
+      SLT_INF(*this, "draft acceptance = %0.5f (%5d accepted / %5d generated), mean len = %5.2f\\n", …);
+      SLT_TRC(*this, "     acc per pos = (%s)\\n", acceptance_rates_per_pos.c_str());
+
+  e.g. ``slot print_timings: id  0 | task 12 | draft acceptance = 0.64479 (  167 accepted /   259
+  generated), mean len =  2.92``. The ``acc per pos`` line (trace verbosity only) gives the
+  per-position rates of the ``draft acceptance`` line before it (same slot and task), and the
+  ``eval time = … tokens per second`` line the same block prints first (lines 684–686) gives
+  ``tokens_per_s``, the request's generation throughput;
+* **response timings**: the server does not log ``draft_n`` / ``draft_n_accepted``; they are fields of
+  the ``timings`` object of its HTTP responses (``server_slot_stats::to_json`` in
+  ``tools/server/server-common.cpp``, lines 99–102). A saved response line holding them is a row:
+  r = draft_n_accepted / draft_n, and ``predicted_per_second`` → ``tokens_per_s``.
+
+What the numbers are (the server, ``tools/server/server-context.cpp``): per verification step
+``n_draft_accepted += n_accepted`` and ``n_draft_verif_steps += 1`` (lines 4330–4331), so with A
+accepted, D generated (drafted) tokens and R steps:
+
+* r = A / D → ``acceptance_rate`` (from the counts; the printed ratio is the same to 5 decimals);
+* mean len = 1 + A / R (line 702) = E[N], bonus token counted → ``mean_accepted_tokens``;
+* per position: ``n_accepted_per_pos[i]++`` for every i < n_accepted (lines 4337–4338), divided by
+  R (line 710): p_i = (steps that accepted at least i drafts) / R is **unconditional**
+  (Σ p_i = E[N] − 1), and is stored as the conditional a_i = p_i / p_(i−1). The list has one entry
+  per position up to the draft maximum (``common_speculative_n_max``, line 4335), i.e. K entries.
+
+llama.cpp does not print K (``--draft-max``), so the caller gives it. A per-position list of another
+length, or a mean draft length D / R = (E[N] − 1) / r above K + 0.5, is a row error. llama.cpp may
+stop a draft early (``--draft-p-min``, n-gram drafts), so a D / R below K is allowed; where it makes
+E[N] ≠ 1 + K·r by more than 2 % (r·(K − D / R) > 0.02·E[N], the loader's disagreement rule) a
+warning says why, and the chain model's α is approximate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from specviz.base.i18n import Phrase
+from specviz.data.measurements.readers import log_lines
+from specviz.data.measurements.readers.base import ReadContext, Reader
+from specviz.data.measurements.readers.log_lines import NUM, LogRow, integer, number, ratio
+from specviz.data.measurements.table import RawTable
+
+_DRAFT = re.compile(
+    r"draft acceptance( rate)?\s*=\s*(" + NUM + r")\s*\(\s*([0-9]+)\s*accepted\s*/\s*([0-9]+)\s*generated\s*\)",
+    re.IGNORECASE,
+)
+_MEAN = re.compile(r"mean (acceptance length|len)\s*=\s*(" + NUM + ")", re.IGNORECASE)
+_POSITIONS = re.compile(
+    r"(?:acceptance rate per position|acc per pos)\s*=\s*\(\s*(" + NUM + r"(?:\s*,\s*" + NUM + r")*)?\s*\)",
+    re.IGNORECASE,
+)
+_EVAL = re.compile(r"(?<!prompt )eval time\s*=.*?(" + NUM + r")\s*tokens per second", re.IGNORECASE)
+_SLOT = re.compile(r"\bid\s+([0-9]+)\s*\|\s*task\s+(-?[0-9]+)\s*\|")
+_JSON = {
+    "drafted": re.compile(r'"draft_n"\s*:\s*([0-9]+)'),
+    "accepted": re.compile(r'"draft_n_accepted"\s*:\s*([0-9]+)'),
+    "tps": re.compile(r'"predicted_per_second"\s*:\s*(' + NUM + ")"),
+}
+_MAYBE = re.compile(r"generated\s*\)|\"draft_n_accepted\"", re.IGNORECASE)  #: a cheap test before the line-by-line one
+_HEADERS = {
+    "k": "k (given)",
+    "mean_accepted_tokens": "mean acceptance length",
+    "acceptance_rate": "accepted / generated",
+    "per_position_acceptance": "acceptance rate per position",
+    "tokens_per_s": "tokens per second",
+}
+
+
+def is_draft_line(line: str) -> bool:
+    """A ``draft acceptance [rate] = x (A accepted / D generated)`` line (any of the log forms)."""
+    return _DRAFT.search(line) is not None
+
+
+def is_timings_line(line: str) -> bool:
+    """A response ``timings`` object (JSON) with ``draft_n`` and ``draft_n_accepted``."""
+    return '"draft_n_accepted"' in line and _JSON["drafted"].search(line) is not None
+
+
+def read(text: str, ctx: ReadContext) -> RawTable:
+    """Every ``draft acceptance`` line (and response timings line) as a row, with the caller's K."""
+    rows = log_lines.collect(_rows(text.splitlines(), ctx.k), ctx, Phrase("note.measurements.lines.llamacpp"))
+    return log_lines.log_table(rows, ctx, _HEADERS)
+
+
+def _rows(lines: list[str], k: int | None) -> Iterator[LogRow]:
+    """The rows in order; ``acc per pos`` and ``eval time`` lines joined to their slot's draft line."""
+    eval_tps: dict[str, float] = {}  # slot/task -> tokens/s of its last "eval time" line
+    last, last_slot = None, None
+    for lineno, line in enumerate(lines, start=1):
+        slot = _slot(line)
+        if (m := _EVAL.search(line)) and slot:
+            eval_tps[slot] = number(m)
+        elif is_draft_line(line) or is_timings_line(line):
+            if last is not None:
+                yield check(last, k)
+            last, last_slot = parse_line(line, lineno), slot
+            if slot and last.tokens_per_s is None:
+                last.tokens_per_s = eval_tps.pop(slot, None)
+        elif last is not None and last.positions is None and slot == last_slot and (m := _POSITIONS.search(line)):
+            last.positions = log_lines.number_list(m.group(1) or "") or None
+            last.note += f"; per-position rates from log line {lineno}"
+    if last is not None:
+        yield check(last, k)
+
+
+def _slot(line: str) -> str | None:
+    """ "id 0 | task 12" of a server slot line, as "slot 0, task 12" (None: not a slot line)."""
+    m = _SLOT.search(line)
+    return f"slot {m.group(1)}, task {m.group(2)}" if m else None
+
+
+def parse_line(line: str, lineno: int = 1) -> LogRow:
+    """r = A / D, E[N] (mean length), unconditional p_i and tokens/s of one line (no K checks yet)."""
+    draft = _DRAFT.search(line)
+    if draft is None:  # a response timings line
+        found = {key: rx.search(line) for key, rx in _JSON.items()}
+        row = LogRow(lineno, f"llama.cpp response timings (draft_n, draft_n_accepted), log line {lineno}")
+        row.rate = ratio(integer(found["accepted"]), integer(found["drafted"]))
+        row.tokens_per_s = number(found["tps"])
+        return row
+    mean, positions = _MEAN.search(line), _POSITIONS.search(line)
+    if draft.group(1):
+        form = "old form"
+    elif mean is not None and mean.group(1).lower() == "len":
+        form = "server slot timings"
+    else:
+        form = "per-position form"
+    slot = _slot(line)
+    row = LogRow(lineno, f"llama.cpp draft acceptance ({form}{', ' + slot if slot else ''}), log line {lineno}")
+    row.rate = ratio(integer(draft, 3), integer(draft, 4))
+    row.mean = number(mean, 2)
+    row.positions = (log_lines.number_list(positions.group(1) or "") or None) if positions else None
+    return row
+
+
+def check(row: LogRow, k: int | None) -> LogRow:
+    """The row with its K checks: per-position list length, mean draft length (E[N] − 1) / r ≤ K + 0.5."""
+    what = Phrase("note.measurements.field.llamacpp_positions")
+    problem = log_lines.positions_length_problem(row.positions, k, what)
+    implied = log_lines.drafts_per_round(row.mean, row.rate)
+    if problem is None and implied is not None and k is not None and implied - k >= 0.5:
+        problem = Phrase("note.measurements.llamacpp_k", mean=row.mean, rate=row.rate, implied=implied)
+    row.problems += [problem] if problem else []
+    if problem is None and implied is not None and k is not None and row.rate * (k - implied) > 0.02 * row.mean:
+        row.warnings.append(Phrase("note.measurements.short_drafts"))  # where validation finds E[N] ≠ 1 + K·r (> 2 %)
+    if log_lines.positions_sum_off(row.positions, row.mean):
+        row.warnings.append(log_lines.positions_sum_warning("llama.cpp"))
+    return row
+
+
+READER = Reader(
+    name="llamacpp_log",
+    title=Phrase("note.measurements.reader.llamacpp_log"),
+    detect=lambda text: (
+        _MAYBE.search(text) is not None and any(is_draft_line(x) or is_timings_line(x) for x in text.splitlines())
+    ),
+    rule="a line holds 'draft acceptance [rate] = x (A accepted / D generated)', or a response's "
+    "'draft_n_accepted' timing",
+    read=read,
+    spellings=("llamacpp", "llama.cpp", "llama_cpp"),
+    needs_k=True,
+)

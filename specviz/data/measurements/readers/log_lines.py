@@ -1,0 +1,210 @@
+"""What the engine log readers (vLLM, SGLang, llama.cpp) share: numbers in log text, per-position
+rates, the checks against K, and the table they return.
+
+Each reader turns the metrics lines of a log into :class:`LogRow` records, one per line, and
+:func:`log_table` turns those into the :class:`RawTable` that validation reads. The formulas every
+engine shares, with N the tokens a round emits (bonus token counted), K the draft length, A the
+accepted and D the drafted draft tokens, R the rounds (drafts verified):
+
+* E[N] = 1 + A / R and r = A / D, so D / R = (E[N] − 1) / r is the mean draft length of a round,
+  which is K when every round drafts K tokens (:func:`drafts_per_round`);
+* the engines log *unconditional* per-position rates p_i = (rounds that accepted at least i
+  drafts) / R, so p_i = P(N − 1 ≥ i), Σ p_i = E[N] − 1 (:func:`positions_sum_off`), and the
+  conditional rate ``per_position_acceptance`` holds is a_i = p_i / p_(i−1) (:func:`conditional`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from specviz.base.i18n import Message, Phrase
+from specviz.data.measurements.aliases import Conversion
+from specviz.data.measurements.readers.base import ReadContext
+from specviz.data.measurements.report import MeasurementError, RowError, few
+from specviz.data.measurements.table import RawColumn, RawTable
+
+#: A number as the engines print it (printf %f / %g, Python format), or nan.
+NUM = r"(?:[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?|-?nan)"
+_SPLIT = re.compile(r"\s*,\s*")
+
+
+@dataclass
+class LogRow:
+    """What one metrics line says, in canonical terms."""
+
+    line: int  #: line number in the text (the first line is 1)
+    note: str  #: engine, form and line number, and the figures kept as text
+    k: int | float | None = None  #: K the line itself states (None: the caller's k)
+    mean: float | None = None  #: E[N], bonus token counted
+    rate: float | str | None = None  #: r = accepted / drafted, or the logged "x%" text
+    positions: list[float] | None = None  #: unconditional p_1, …, p_K as logged
+    tokens_per_s: float | None = None  #: total generation throughput
+    batch_size: int | float | None = None  #: sequences decoded together
+    efficiency: float | None = None  #: E[N] / (K + 1) (vLLM V0 system efficiency), used where E[N] is empty
+    problems: list[str] = field(default_factory=list)  #: how the line contradicts K (row errors on k; Phrases)
+    warnings: list[str] = field(default_factory=list)  #: worth a look; the report lists them by line (Phrases)
+
+
+#: The file's name for each canonical column (a reader passes the header its engine prints).
+Headers = dict[str, str]
+
+
+def number(match: re.Match | None, group: int = 1) -> float | None:
+    """The float of a regex group (None: no match); ``nan`` / ``-nan`` read as NaN."""
+    if match is None:
+        return None
+    text = match.group(group)
+    return math.nan if text.lower().lstrip("-") == "nan" else float(text)
+
+
+def integer(match: re.Match | None, group: int = 1) -> int | float | None:
+    """The int of a regex group of digits (None: no match); over 18 digits a float (inf past 308), so
+    quotients of absurd counts give inf or nan instead of an OverflowError."""
+    if match is None:
+        return None
+    text = match.group(group)
+    return int(text) if len(text) <= 18 else float(text)
+
+
+def number_list(text: str) -> list[float]:
+    """ "0.805, 0.632, nan" → [0.805, 0.632, nan] (an empty text: [])."""
+    return [math.nan if x.lower().lstrip("-") == "nan" else float(x) for x in _SPLIT.split(text.strip()) if x]
+
+
+def ratio(num: int | float | None, den: int | float | None) -> float | None:
+    """num / den, or None where either is missing or den is 0."""
+    return num / den if num is not None and den else None
+
+
+def conditional(unconditional: list[float]) -> str:
+    """Unconditional p_i as the conditional a_i = p_i / p_(i−1) (p_0 = 1), "a_1;…;a_K", each capped at 1.
+
+    p_i = P(N − 1 ≥ i) is the share of rounds that accepted at least i drafts; a_i = P(N − 1 ≥ i |
+    N − 1 ≥ i − 1) is the chance that draft i is accepted given drafts 1, …, i − 1 were. Where
+    p_(i−1) = 0 (or p_i is not a number) a_i is nan.
+    """
+    prev, cond = 1.0, []
+    for x in unconditional:
+        cond.append(x / prev if prev > 0 and math.isfinite(x) else math.nan)
+        prev = x
+    return ";".join("nan" if math.isnan(a) else format(min(a, 1.0), ".6g") for a in cond)
+
+
+def positions_length_problem(positions: list[float] | None, k: int | None, what: str) -> str | None:
+    """Why a per-position list does not fit K (it must have K entries), or None (``what``: the engine's name of it)."""
+    if positions is None or k is None or len(positions) == k:
+        return None
+    return Phrase("note.measurements.positions_length", what=what, n=len(positions))
+
+
+def positions_sum_off(positions: list[float] | None, mean: float | None) -> bool:
+    """Unconditional p_i must sum to E[N] − 1; True where they do not (within the printed rounding).
+
+    The tolerance is 0.01 + 0.0005·K: E[N] printed to 2 decimals, each p_i to 3.
+    """
+    if positions is None or mean is None or not all(map(math.isfinite, [*positions, mean])):
+        return False
+    return abs(sum(positions) - (mean - 1.0)) > 0.01 + 0.0005 * len(positions)
+
+
+def drafts_per_round(mean: float | None, rate: float | str | None) -> float | None:
+    """D / R = (E[N] − 1) / r, the mean draft length of a round; None where r ≤ 0.02 or E[N] ≤ 1.05.
+
+    Those small values are skipped because E[N] is printed to 2 decimals, so the quotient of two
+    small numbers says nothing about K.
+    """
+    if not isinstance(mean, float) or not isinstance(rate, float) or not (math.isfinite(mean) and math.isfinite(rate)):
+        return None
+    if rate <= 0.02 or mean - 1.0 <= 0.05:
+        return None
+    return (mean - 1.0) / rate
+
+
+def k_mismatch(mean: float | None, rate: float | str | None, k: int | None) -> str | None:
+    """Why E[N] and r contradict K for an engine whose every round drafts K tokens (E[N] = 1 + K·r), or None.
+
+    A mismatch is a mean draft length (E[N] − 1) / r off K by 0.5 or more.
+    """
+    implied = drafts_per_round(mean, rate)
+    if implied is None or k is None or abs(implied - k) < 0.5:
+        return None
+    return Phrase("note.measurements.k_mismatch", mean=mean, rate=rate, implied=implied)
+
+
+def stated_k_problem(stated: int | None, given: int | None, field_text: str) -> str | None:
+    """Why the caller's k contradicts the K a line states, naming both (None: they agree or one is missing)."""
+    if stated is None or given is None or stated == given:
+        return None
+    return Phrase("note.measurements.stated_k", field=field_text, stated=stated, given=given)
+
+
+def collect(rows: Iterable[LogRow], ctx: ReadContext, what: str) -> list[LogRow]:
+    """The rows as a list; none (``what`` names the lines looked for; a Phrase) or more than max_rows: MeasurementError."""
+    out: list[LogRow] = []
+    for row in rows:
+        if len(out) >= ctx.max_rows:
+            message = Message("err.measurements.log_max_rows", name=ctx.name, max_rows=ctx.max_rows, what=what)
+            raise MeasurementError(message, ctx.report)
+        out.append(row)
+    ctx.report.rows_read = len(out)
+    if not out:
+        raise MeasurementError(Message("err.measurements.no_log_line", name=ctx.name, what=what), ctx.report)
+    return out
+
+
+def log_table(rows: list[LogRow], ctx: ReadContext, headers: Headers) -> RawTable:
+    """The table of the rows: k (stated, else the caller's), the figures present, notes; K problems as row errors.
+
+    Columns no row fills are left out (except k and notes). Per-position rates become conditional.
+    Each row's warnings go to the report once per message, with the lines they apply to.
+    """
+    ks = [row.k if row.k is not None else ctx.k for row in rows]
+    cells = {
+        "mean_accepted_tokens": [r.mean for r in rows],
+        "acceptance_rate": [r.rate for r in rows],
+        "per_position_acceptance": [None if r.positions is None else conditional(r.positions) for r in rows],
+        "tokens_per_s": [r.tokens_per_s for r in rows],
+        "batch_size": [r.batch_size for r in rows],
+        "system_efficiency": [r.efficiency for r in rows],
+    }
+    cols = {"k": RawColumn("k", headers.get("k", "k (given)"), ks)}
+    for name, values in cells.items():
+        if any(v is not None for v in values):
+            conversion = Conversion.TIMES_K_PLUS_ONE if name == "system_efficiency" else Conversion.NONE
+            cols[name] = RawColumn(name, headers.get(name, ""), values, conversion, guess_percent=False)
+    cols["notes"] = RawColumn("notes", "", [r.note for r in rows])
+    errors = {
+        i: [RowError(r.line, "k", str(ks[i]), p, cols["k"].header) for p in r.problems]
+        for i, r in enumerate(rows)
+        if r.problems
+    }
+    if "per_position_acceptance" in cols:
+        ctx.report.conversions.append(Phrase("note.measurements.conditional_positions"))
+    if any(r.k is None for r in rows) and ctx.k is not None:
+        ctx.report.conversions.append(Phrase("note.measurements.k_given_lines", k=ctx.k))
+    ctx.report.warnings.extend(grouped_warnings(rows))
+    return RawTable([r.line for r in rows], cols, row_errors=errors)
+
+
+def grouped_warnings(rows: list[LogRow]) -> list[str]:
+    """Each distinct row warning once, with the lines it applies to ("… (line(s) 3, 7)")."""
+    lines: dict[str, list[int]] = {}
+    for row in rows:
+        for w in row.warnings:
+            lines.setdefault(w, []).append(row.line)
+    return [Phrase("note.measurements.on_lines", warning=w, lines=few(n)) for w, n in lines.items()]
+
+
+#: The warning of a line whose unconditional per-position rates do not sum to E[N] − 1 (after "<engine>: ").
+POSITIONS_SUM_WARNING = (
+    "the per-position rates do not sum to mean length − 1, as unconditional rates p_i must "
+    "(Σ p_i = E[N] − 1); they are read as unconditional all the same"
+)
+
+
+def positions_sum_warning(engine: str) -> str:
+    """``"<engine>: "`` + :data:`POSITIONS_SUM_WARNING`, in any language."""
+    return Phrase("note.measurements.positions_sum", engine=engine)

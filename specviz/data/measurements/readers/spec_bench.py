@@ -1,0 +1,188 @@
+"""Spec-Bench answer files (``evaluation/eval.py`` output, JSON lines) → one row per ``model_id``.
+
+Each line is a JSON object ``{"question_id", "category", "model_id", "choices": [{"turns",
+"decoding_steps", "new_tokens", "wall_time", "accept_lengths"}], …}``. As Spec-Bench's own
+``evaluation/speed.py`` does, only ``choices[0]`` is used; per model_id:
+
+* mean_accepted_tokens = mean of every ``accept_lengths`` entry (one per decoding step; it
+  counts the bonus token, 1.00 for vanilla decoding) — Spec-Bench's "#Mean accepted tokens";
+* tokens_per_s = mean over questions of Σ new_tokens / Σ wall_time (wall_time in seconds);
+* temperature from a ``temp-0.0`` / ``temperature-0.0`` part of model_id, when present.
+
+A speedup needs the baseline run's file, so it is not set. Lines that are not answers are
+row errors (by line) and are left out of the pooled rows. The files do not state K.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from specviz.base.i18n import Message, Phrase
+from specviz.data.measurements import cells
+from specviz.data.measurements.readers.base import ReadContext, Reader
+from specviz.data.measurements.report import MeasurementError, RowError, no_usable_row
+from specviz.data.measurements.table import RawColumn, RawTable
+
+_TEMP_IN_ID = re.compile(r"temp(?:erature)?[-_=]?([0-9]+(?:\.[0-9]+)?)", re.IGNORECASE)
+
+
+class _Problem(NamedTuple):
+    """Why a line is not an answer: the field, its value, what is allowed."""
+
+    column: str
+    value: object
+    allowed: str
+
+
+class _Answer(NamedTuple):
+    """One answer line: its model, the tokens of each decoding step, and its speed in tokens/s."""
+
+    model_id: str
+    accept_lengths: list[float]
+    speed: float
+
+
+@dataclass
+class _Group:
+    """The answers of one model_id, pooled."""
+
+    row: int  #: line of its first answer
+    accept_lengths: list[float] = field(default_factory=list)
+    speeds: list[float] = field(default_factory=list)
+
+
+def read(text: str, ctx: ReadContext) -> RawTable:
+    """One row per model_id, pooling its answer lines (each weighs one input row)."""
+    groups, dropped, n_lines = _pool(text, ctx)
+    if n_lines == 0:
+        raise MeasurementError(Message("err.measurements.empty", name=ctx.name), ctx.report)
+    if not groups:
+        ctx.report.rows_read, ctx.report.row_errors = n_lines, dropped
+        raise MeasurementError(no_usable_row(ctx.name, ctx.report), ctx.report)
+    if dropped:
+        ctx.report.warnings.append(Phrase("note.measurements.json_skipped", n=len(dropped)))
+    return _table(groups, dropped, ctx)
+
+
+def _pool(text: str, ctx: ReadContext) -> tuple[dict[str, _Group], list[RowError], int]:
+    """(answers by model_id, errors of the lines that are not answers, non-blank lines)."""
+    groups: dict[str, _Group] = {}
+    dropped: list[RowError] = []
+    n_lines = 0
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        n_lines += 1
+        if n_lines > ctx.max_rows:
+            message = Message("err.measurements.json_max_rows", name=ctx.name, max_rows=ctx.max_rows)
+            raise MeasurementError(message, ctx.report)
+        answer = parse_answer(line)
+        if isinstance(answer, _Problem):
+            dropped.append(RowError(lineno, answer.column, cells.cell_text(answer.value)[:200], answer.allowed))
+            continue
+        group = groups.setdefault(answer.model_id, _Group(lineno))
+        group.accept_lengths.extend(answer.accept_lengths)
+        group.speeds.append(answer.speed)
+    return groups, dropped, n_lines
+
+
+def parse_answer(line: str) -> _Answer | _Problem:
+    """One JSON line as an answer, or why it is not one."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError):
+        return _Problem("json", line, Phrase("note.measurements.json_line"))
+    if not isinstance(obj, dict):
+        return _Problem("json", line, Phrase("note.measurements.json_object", example="{...}"))
+    choices = obj.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return _Problem("choices", _short_json(choices), Phrase("note.measurements.json_choices"))
+    ch = choices[0]
+    acc, toks, wall = (_number_list(ch.get(f)) for f in ("accept_lengths", "new_tokens", "wall_time"))
+    if acc is None or not acc or any(a < 0 for a in acc):
+        return _Problem(
+            "choices[0].accept_lengths",
+            _short_json(ch.get("accept_lengths")),
+            Phrase("note.measurements.json_accept_lengths"),
+        )
+    if toks is None or wall is None or not sum(wall) > 0 or sum(toks) < 0:
+        return _Problem(
+            "choices[0].new_tokens / wall_time",
+            _short_json([ch.get("new_tokens"), ch.get("wall_time")]),
+            Phrase("note.measurements.json_tokens_time"),
+        )
+    model_id = obj.get("model_id")
+    model_id = str(model_id) if isinstance(model_id, (str, int, float)) else ""
+    return _Answer(model_id, acc, sum(toks) / sum(wall))
+
+
+def _table(groups: dict[str, _Group], dropped: list[RowError], ctx: ReadContext) -> RawTable:
+    """The pooled rows: label, E[N], tokens/s, temperature (from model_id), method, notes."""
+    labels, means, speeds, temps, notes = [], [], [], [], []
+    for model_id, g in groups.items():
+        labels.append(ctx.name if len(groups) == 1 or not model_id else f"{ctx.name}: {model_id}")
+        with np.errstate(all="ignore"):
+            means.append(float(np.mean(g.accept_lengths)))
+            speeds.append(float(np.mean(g.speeds)))
+        m = _TEMP_IN_ID.search(model_id)
+        temps.append(m.group(1) if m else None)
+        if m:
+            ctx.report.conversions.append(Phrase("note.measurements.json_temperature", t=m.group(1), model_id=model_id))
+        notes.append(
+            f"Spec-Bench model_id {model_id!r}: {len(g.speeds)} question(s), {len(g.accept_lengths)} decoding "
+            f"steps (choices[0])"
+        )
+    ctx.report.conversions.append(Phrase("note.measurements.json_pooled"))
+    cols = {
+        "label": RawColumn("label", "model_id", labels),
+        "mean_accepted_tokens": RawColumn("mean_accepted_tokens", "accept_lengths", means),
+        "tokens_per_s": RawColumn("tokens_per_s", "new_tokens / wall_time", speeds),
+        "temperature": RawColumn("temperature", "model_id", temps),
+        "method": RawColumn("method", "", ["Spec-Bench run"] * len(groups)),
+        "notes": RawColumn("notes", "", notes),
+    }
+    rows, weights = [g.row for g in groups.values()], [len(g.speeds) for g in groups.values()]
+    return RawTable(rows, cols, weights=weights, dropped=dropped, n_dropped=len(dropped))
+
+
+def _number_list(x) -> list[float] | None:
+    """A JSON list of finite numbers as floats; None if it is anything else."""
+    if not isinstance(x, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in x):
+        return None
+    try:
+        out = [float(v) for v in x]
+    except OverflowError:  # an int beyond float range
+        return None
+    return out if all(math.isfinite(v) for v in out) else None
+
+
+def _short_json(x) -> str:
+    """``x`` as JSON, at most 200 characters."""
+    try:
+        s = json.dumps(x)
+    except (TypeError, ValueError, RecursionError):
+        s = repr(type(x))
+    return s if len(s) <= 200 else s[:197] + "…"
+
+
+def _starts_with_json_object(text: str) -> bool:
+    """The first non-blank line starts with '{'."""
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return first.startswith("{")
+
+
+READER = Reader(
+    name="spec_bench",
+    title=Phrase("note.measurements.reader.spec_bench"),
+    detect=_starts_with_json_object,
+    rule="the first non-blank line starts with '{'",
+    read=read,
+    spellings=("spec-bench", "jsonl"),
+    needs_k=True,
+)

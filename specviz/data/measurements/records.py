@@ -1,0 +1,50 @@
+"""Rows already in memory (e.g. a live run's) through the same validation and derivation as a file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from specviz.base.i18n import Message, Phrase
+from specviz.data.measurements.derive import derive
+from specviz.data.measurements.report import LoadReport
+from specviz.data.measurements.schema import BENCH_COLUMNS, COLUMNS, DERIVED_COLUMNS
+from specviz.data.measurements.table import RawColumn, RawTable
+from specviz.data.measurements.validation import validate
+
+
+def load_records(records: Sequence[Mapping[str, object]], name: str = "records") -> tuple[pd.DataFrame, LoadReport]:
+    """Validate and complete rows given as mappings of canonical column names; no text round trip.
+
+    Parameters
+    ----------
+    records : sequence of mappings
+        One mapping per row, keyed by :data:`COLUMNS` / :data:`BENCH_COLUMNS` names (a key of
+        :data:`DERIVED_COLUMNS` is recomputed, anything else is a ValueError). Cells may be
+        numbers, str, bool or None (empty).
+    name : str
+        Names the rows in messages and labels rows without a label.
+
+    Returns
+    -------
+    (DataFrame, LoadReport)
+        As :func:`specviz.data.measurements.load_measurements` returns for a file of these rows,
+        indexed by the record's position from 1 (``row``); ``report.format`` is ``"records"``.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise Message("err.measurements.name", name=name)
+    report = LoadReport(name=name, format="records")
+    names = list(dict.fromkeys(key for record in records for key in record))
+    unknown = [key for key in names if key not in COLUMNS and key not in BENCH_COLUMNS]
+    if unknown:
+        raise Message("err.measurements.unknown_columns", name=name, unknown=unknown, allowed=list(COLUMNS))
+    derived = Phrase("note.measurements.derived_recomputed")
+    report.ignored.update(dict.fromkeys(filter(DERIVED_COLUMNS.__contains__, names), derived))
+    columns = {
+        key: RawColumn(key, key, [record.get(key) for record in records], guess_percent=False)
+        for key in names
+        if key not in DERIVED_COLUMNS
+    }
+    table = RawTable(list(range(1, len(records) + 1)), columns)
+    return derive(validate(table, report, name, False, None), report), report

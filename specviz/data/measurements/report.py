@@ -1,0 +1,200 @@
+"""What :func:`specviz.data.measurements.load_measurements` tells a person: the report, bad cells, fatal errors.
+
+The texts a page shows (the headline, conversions, ignored columns, warnings, what a bad cell allows, and
+the errors) are :class:`~specviz.base.i18n.Phrase` / :class:`~specviz.base.i18n.Message` objects: as strings they are
+the English text (logs, the CLI, the saved report read that), and a page reads them in its language.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from specviz.base import i18n
+from specviz.base.i18n import Message, Phrase
+
+
+class Joined(Phrase):
+    """Items (phrases or plain text) joined by the separator of catalogue key ``sep``, in any language:
+    a list a page shows as one text (conversions, ignored columns, a few bad cells)."""
+
+    def __new__(cls, items: Iterable, sep: str = "note.measurements.sep.semicolon"):
+        items = tuple(items)
+        self = str.__new__(cls, i18n.text(i18n.DEFAULT, sep).join(map(str, items)))
+        self.key, self.fields, self.items = sep, {}, items
+        return self
+
+    def text(self, lang: str) -> str:
+        """The items in ``lang``, joined by the separator of that language."""
+        return i18n.text(lang, self.key).join(i18n.localized(x, lang) for x in self.items)
+
+    def __reduce__(self):
+        return Joined, (self.items, self.key)
+
+
+@dataclass(frozen=True)
+class RowError:
+    """One bad cell: the row as numbered in the file (header = row 1), the column, the value, what is allowed."""
+
+    row: int  #: line number in the file (CSV: header is 1; JSON lines / logs: the line)
+    column: str  #: canonical column name
+    value: str  #: the cell as written in the file
+    allowed: str  #: the allowed range (a :class:`~specviz.base.i18n.Phrase`: a page shows it in its language)
+    header: str = ""  #: the file's own header for the column, when it differs from ``column``
+
+    def __str__(self) -> str:
+        return str(self.phrase())
+
+    def phrase(self) -> Phrase:
+        """This bad cell in words: ``row 3, alpha: '1.5' — allowed: [0, 1]`` (in any language)."""
+        value = self.value if len(self.value) <= 60 else self.value[:57] + "…"
+        if not self.header or self.header == self.column:
+            return Phrase(
+                "note.measurements.row_error", row=self.row, column=self.column, value=value, allowed=self.allowed
+            )
+        return Phrase(
+            "note.measurements.row_error_header",
+            row=self.row,
+            column=self.column,
+            header=self.header,
+            value=value,
+            allowed=self.allowed,
+        )
+
+
+@dataclass
+class LoadReport:
+    """How :func:`specviz.data.measurements.load_measurements` read a file."""
+
+    name: str  #: the name given (used as label where the file has none)
+    format: str = "csv"  #: a reader's name: "csv", "spec_bench" (JSON lines) or "vllm_log"
+    encoding: str = ""  #: e.g. "utf-8", "utf-8-sig", "utf-16", "cp1252", "text" (a str was given)
+    delimiter: str | None = None  #: ",", ";" or "\t" for CSV
+    decimal_comma: bool = False  #: numeric cells used ',' as the decimal separator
+    mapped: dict[str, str] = field(default_factory=dict)  #: file header -> canonical column (non-identity only)
+    ignored: dict[str, str] = field(default_factory=dict)  #: file header -> why it was not used
+    conversions: list[str] = field(default_factory=list)  #: every conversion applied, in words (Phrases)
+    warnings: list[str] = field(default_factory=list)  #: things worth a look that did not stop a row (Phrases)
+    row_errors: list[RowError] = field(default_factory=list)  #: every bad cell (its row is skipped)
+    rows_read: int = 0  #: data rows (CSV records, JSON lines, log lines) found
+    rows_loaded: int = 0  #: rows in the returned DataFrame
+
+    @property
+    def rows_skipped(self) -> int:
+        """Rows read but not loaded (each has at least one entry in :attr:`row_errors`)."""
+        return self.rows_read - self.rows_loaded
+
+    @property
+    def skipped_rows(self) -> list[int]:
+        """File row numbers of the skipped rows."""
+        return sorted({e.row for e in self.row_errors})
+
+    @property
+    def how(self) -> str:
+        """How the text was read: format, encoding, delimiter, decimal comma (e.g. "csv, utf-8, delimiter ','")."""
+        how = [self.format]
+        if self.encoding:
+            how.append(self.encoding)
+        if self.delimiter == "\t":
+            how.append(Phrase("note.measurements.delimiter_tab"))
+        elif self.delimiter is not None:
+            how.append(Phrase("note.measurements.delimiter", delimiter=self.delimiter))
+        if self.decimal_comma:
+            how.append(Phrase("note.measurements.decimal_comma"))
+        return Joined(how, "note.measurements.sep.comma")
+
+    @property
+    def headline(self) -> str:
+        """One line: what was read, how, and how many rows loaded and were skipped."""
+        return Phrase(
+            "note.measurements.headline",
+            name=self.name,
+            read=self.rows_read,
+            how=self.how,
+            loaded=self.rows_loaded,
+            skipped=self.rows_skipped,
+        )
+
+    @property
+    def mapped_text(self) -> str:
+        """``Mapped columns: 'header' → column, ….`` ("" when nothing was mapped)."""
+        if not self.mapped:
+            return ""
+        pairs = Joined((f"{k!r} → {v}" for k, v in self.mapped.items()), "note.measurements.sep.comma")
+        return Phrase("note.measurements.mapped", pairs=pairs)
+
+    @property
+    def conversions_text(self) -> str:
+        """``Conversions: …; ….`` ("" when none applied)."""
+        if not self.conversions:
+            return ""
+        return Phrase("note.measurements.conversions", conversions=Joined(self.conversions))
+
+    @property
+    def ignored_text(self) -> str:
+        """``Ignored columns: 'header' (why), ….`` ("" when every column was used)."""
+        if not self.ignored:
+            return ""
+        columns = Joined(
+            (Phrase("note.measurements.ignored_column", header=k, why=v) for k, v in self.ignored.items()),
+            "note.measurements.sep.comma",
+        )
+        return Phrase("note.measurements.ignored", columns=columns)
+
+    def summary(self, max_errors: int = 20) -> str:
+        """A few lines for a person: what was read, how, what was mapped/converted, and what was wrong."""
+        lines = [self.headline]
+        lines.extend(t for t in (self.mapped_text, self.conversions_text, self.ignored_text) if t)
+        lines.extend(f"Warning: {w}" for w in self.warnings)
+        if self.row_errors:
+            lines.append(f"{len(self.row_errors)} bad cell(s) in {len(self.skipped_rows)} row(s) (rows skipped):")
+            lines.extend(f"  {e}" for e in self.row_errors[:max_errors])
+            if len(self.row_errors) > max_errors:
+                lines.append(f"  … and {len(self.row_errors) - max_errors} more")
+        return "\n".join(lines)
+
+
+class MeasurementError(Message):
+    """A file that cannot be loaded at all; ``report`` holds what was learnt before stopping (or None).
+
+    ``message`` is a :class:`~specviz.base.i18n.Message` or :class:`~specviz.base.i18n.Phrase` (its key and fields
+    are taken, so a page shows it in its language), or plain text (shown as it is in every language).
+    """
+
+    def __init__(self, message: str | Message, report: LoadReport | None = None):
+        if isinstance(message, Message | Phrase):
+            super().__init__(message.key, **message.fields)
+        else:
+            self.key, self.fields = None, {}
+            ValueError.__init__(self, str(message))
+        self.report = report
+
+    def text(self, lang: str) -> str:
+        """This error in ``lang`` (plain text as it is)."""
+        return super().text(lang) if self.key is not None else str(self)
+
+    def __reduce__(self):
+        message = str(self) if self.key is None else Phrase(self.key, **self.fields)
+        return MeasurementError, (message, self.report)
+
+
+def few(items: list, n: int = 8) -> str:
+    """The first ``n`` items, comma-separated, with the total when there are more."""
+    s = ", ".join(str(x) for x in items[:n])
+    return Phrase("note.measurements.few", items=s, total=len(items)) if len(items) > n else s
+
+
+def no_usable_row(name: str, report: LoadReport) -> str:
+    """The message of a file none of whose rows loaded (its first five errors)."""
+    if report.rows_read == 0:
+        return Phrase("err.measurements.no_data_rows", name=name)
+    first = Joined(e.phrase() for e in report.row_errors[:5])
+    if len(report.row_errors) > 5:
+        return Phrase(
+            "err.measurements.no_usable_row_more",
+            name=name,
+            rows=report.rows_read,
+            errors=first,
+            more=len(report.row_errors) - 5,
+        )
+    return Phrase("err.measurements.no_usable_row", name=name, rows=report.rows_read, errors=first)

@@ -1,0 +1,668 @@
+"""The run library: every saved measurement run, in one database the whole team shares.
+
+SQLAlchemy Core over a SQLite file by default (``SPECVIZ_DB_URL`` overrides it, e.g.
+``postgresql+psycopg://user:pw@host/specviz``). Two tables:
+
+``runs``          one row per saved upload / live run: label, source, uploaded_at (UTC), note,
+                  schema version, row count, the load report, and the column dtypes of the frame
+``measurements``  one row per measurement, in the canonical columns of
+                  :mod:`specviz.data.measurements`, keyed by ``run_id``
+
+Every save is one transaction: it stores the whole run or nothing. On SQLite the library uses
+WAL journaling, a 60 s busy timeout and ``BEGIN IMMEDIATE`` transactions, so concurrent writers
+(threads of one server, or several processes) queue instead of failing. The schema is created
+and migrated when the library is opened (:func:`open_library`).
+
+A SQLite library whose file is deleted or replaced while the server runs is refused from then on,
+reads and saves alike, with a :class:`StoreError` naming the file (:func:`_check_library_file`):
+the open connections would otherwise go on writing to a file no other process can see.
+
+Other operator faults are a :class:`StoreError` that says what is wrong with the file and leaves it as it
+is (:func:`_cause`; tests/test_hostile_env.py): a file or folder the server may not write, a file that is
+not SQLite, a damaged one. A PostgreSQL server that accepts the connection but never answers fails the
+open after :data:`PG_CONNECT_TIMEOUT_S` (libpq's ``connect_timeout``; a URL may set its own). A process
+killed mid-save leaves no part of that run: SQLite rolls the unfinished transaction back on the next open.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import time
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from specviz.base.i18n import Message, Phrase
+from specviz.data import measurements as m
+
+__all__ = [
+    "ENV_URL",
+    "SCHEMA_VERSION",
+    "StoreError",
+    "database_forms",
+    "default_url",
+    "delete_runs",
+    "escape_formulas",
+    "export_csv",
+    "list_runs",
+    "load_run",
+    "load_runs",
+    "open_library",
+    "save_run",
+]
+
+ENV_URL = "SPECVIZ_DB_URL"
+SCHEMA_VERSION = 1  #: bump with an entry in _MIGRATIONS when a change needs more than added columns
+
+#: Every measurement column the library stores, in a stable order.
+STORED_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys([*m.COLUMNS, *m.BENCH_COLUMNS, *m.DERIVED_COLUMNS]))
+_TEXT_LIKE = frozenset({*m.TEXT_COLUMNS, "per_position_acceptance", "alpha_source", "c_source"})
+_INT_LIKE = frozenset({"k", *m.INTEGER_COLUMNS})
+_MAX_LABEL = 200
+
+
+class StoreError(Message):
+    """A library operation that failed; nothing was changed. The message says why.
+
+    ``message`` is a :class:`~specviz.base.i18n.Message` or :class:`~specviz.base.i18n.Phrase` (its key and fields
+    are taken, so a page shows it in its language), or plain text (shown as it is in every language).
+    """
+
+    def __init__(self, message: str | Message):
+        if isinstance(message, Message | Phrase):
+            super().__init__(message.key, **message.fields)
+        else:
+            self.key, self.fields = None, {}
+            ValueError.__init__(self, str(message))
+
+    def text(self, lang: str) -> str:
+        """This error in ``lang`` (plain text as it is)."""
+        return super().text(lang) if self.key is not None else str(self)
+
+    def __reduce__(self):
+        return StoreError, (str(self) if self.key is None else Phrase(self.key, **self.fields),)
+
+
+# --------------------------------------------------------------------------------------
+# where the library lives
+# --------------------------------------------------------------------------------------
+
+
+def _data_home(environ: Mapping[str, str]) -> Path:
+    """The user's data directory: %LOCALAPPDATA%, ~/Library/Application Support or $XDG_DATA_HOME."""
+    if sys.platform == "win32" and environ.get("LOCALAPPDATA"):
+        return Path(environ["LOCALAPPDATA"])
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support"
+    return Path(environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+
+
+def default_url(environ: Mapping[str, str] | None = None) -> str:
+    """``$SPECVIZ_DB_URL``, else ``sqlite:///<user data dir>/specviz/runs.sqlite``."""
+    environ = os.environ if environ is None else environ
+    url = environ.get(ENV_URL, "").strip()
+    if url:
+        return url
+    return f"sqlite:///{_data_home(environ) / 'specviz' / 'runs.sqlite'}"
+
+
+# --------------------------------------------------------------------------------------
+# schema
+# --------------------------------------------------------------------------------------
+
+
+def _sql_type(column: str) -> sa.types.TypeEngine:
+    if column in _TEXT_LIKE:
+        return sa.Text()
+    if column in _INT_LIKE:
+        return sa.BigInteger()
+    if column == "greedy_exact":
+        return sa.Boolean()
+    return sa.Float(precision=53)
+
+
+_meta = sa.MetaData()
+_info = sa.Table(
+    "specviz_info",
+    _meta,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+_runs = sa.Table(
+    "runs",
+    _meta,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("label", sa.String(_MAX_LABEL), nullable=False),
+    sa.Column("source", sa.Text, nullable=False),  # file name, "pasted text", "live page", "sample: …"
+    sa.Column("uploaded_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("note", sa.Text, nullable=False, default=""),
+    sa.Column("schema_version", sa.Integer, nullable=False),
+    sa.Column("n_rows", sa.Integer, nullable=False),
+    sa.Column("dtypes", sa.Text, nullable=False),  # JSON {column: pandas dtype} of the saved frame
+    sa.Column("report", sa.Text, nullable=False, default=""),  # LoadReport.summary() at upload
+    sqlite_autoincrement=True,  # ids of deleted runs are never reused: share links name runs by id
+)
+_rows = sa.Table(
+    "measurements",
+    _meta,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False, index=True),
+    sa.Column("position", sa.Integer, nullable=False),  # order within the run
+    sa.Column("file_row", sa.BigInteger),  # the row's number in the uploaded file
+    *(sa.Column(name, _sql_type(name)) for name in STORED_COLUMNS),
+    sa.CheckConstraint("k >= 1", name="k_at_least_1"),
+)
+
+#: version -> function upgrading a database from that version to version + 1 (none yet).
+_MIGRATIONS: dict[int, callable] = {}
+
+
+def _stored_version(conn: Connection) -> int | None:
+    row = conn.execute(sa.select(_info.c.value).where(_info.c.key == "schema_version")).first()
+    return None if row is None else int(row[0])
+
+
+def _add_missing_columns(conn: Connection) -> list[str]:
+    """ALTER TABLE ADD COLUMN for every measurement column this version knows and the database lacks."""
+    have = {c["name"] for c in sa.inspect(conn).get_columns("measurements")}
+    added = []
+    for column in _rows.columns:
+        if column.name not in have:
+            type_sql = column.type.compile(dialect=conn.dialect)
+            conn.exec_driver_sql(f'ALTER TABLE measurements ADD COLUMN "{column.name}" {type_sql}')
+            added.append(column.name)
+    return added
+
+
+def _migrate(conn: Connection) -> None:
+    """Create the schema, or bring an older one up to :data:`SCHEMA_VERSION` (in the caller's transaction)."""
+    if conn.dialect.name == "postgresql":  # servers opening one database at once migrate it one after another
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtext('specviz schema'))")
+    tables = set(sa.inspect(conn).get_table_names())
+    if "specviz_info" not in tables:
+        _meta.create_all(conn)
+        conn.execute(_info.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+        return
+    version = _stored_version(conn) or 1
+    if version > SCHEMA_VERSION:
+        raise StoreError(Message("err.store.newer", url=conn.engine.url, version=version, ours=SCHEMA_VERSION))
+    _meta.create_all(conn)  # tables a later version added
+    for v in range(version, SCHEMA_VERSION):
+        _MIGRATIONS[v](conn)
+    _add_missing_columns(conn)
+    conn.execute(_info.update().where(_info.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
+
+
+_BUSY_S = 60.0  #: how long a SQLite connection waits for another writer
+PG_CONNECT_TIMEOUT_S = 10  #: libpq's connect_timeout where the URL sets none: a server that never answers fails
+
+
+def _sqlite_path(url: sa.URL | str | None) -> str | None:
+    """The absolute file path of a SQLite URL, else None."""
+    try:
+        parsed = sa.make_url(url) if isinstance(url, str) else url
+    except (sa.exc.ArgumentError, ValueError):
+        return None
+    if parsed is None or parsed.get_backend_name() != "sqlite" or not parsed.database:
+        return None
+    return os.path.abspath(os.path.expanduser(parsed.database))
+
+
+def _cause(exc: BaseException, url: sa.URL | str | None = None):
+    """What to quote as the cause of a failed library operation: the driver's own error (without SQLAlchemy's
+    statement and parameters), or, for the faults an operator can fix at a SQLite file, a sentence naming it.
+
+    ``url`` is the library's (for the file's path); ``exc`` a SQLAlchemy error or the driver's.
+    """
+    orig = getattr(exc, "orig", None) or exc
+    path = _sqlite_path(url)
+    if path is None or not isinstance(orig, sqlite3.Error):
+        return orig
+    said = str(orig).lower()
+    if "readonly" in said or "read-only" in said:
+        return Phrase("err.store.read_only", path=path, folder=os.path.dirname(path), error=str(orig))
+    if "file is not a database" in said:
+        return Phrase("err.store.not_sqlite", path=path, env=ENV_URL)
+    if "malformed" in said or "corrupt" in said:
+        return Phrase("err.store.damaged", path=path, error=str(orig))
+    return orig
+
+
+def _retry_locked(statement, timeout_s: float = _BUSY_S) -> None:
+    """Run ``statement()``, retrying while SQLite says the database is locked.
+
+    Switching to WAL needs a moment with no other writer, and SQLite refuses it at once (without
+    the busy timeout) while another connection writes — e.g. two servers opening a new library.
+    """
+    deadline = time.monotonic() + timeout_s
+    delay = 0.005
+    while True:
+        try:
+            statement()
+            return
+        except sqlite3.OperationalError as exc:
+            if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
+                raise
+            time.sleep(delay)
+            delay = min(2 * delay, 0.25)
+
+
+@dataclass
+class _LibraryFile:
+    """The SQLite file an engine works on: the absolute path it connects to, and (st_dev, st_ino) once opened."""
+
+    path: str
+    opened: tuple[int, int] | None = None
+
+
+#: every engine made by _sqlite_engine -> its file (engines of other backends are not in it)
+_LIBRARY_FILES: weakref.WeakKeyDictionary[Engine, _LibraryFile] = weakref.WeakKeyDictionary()
+
+
+def _file_id(path: str) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the file at ``path`` (symlinks followed, as SQLite does), or None when there is none."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _library_file_problem(path: str, opened: tuple[int, int]) -> str | None:
+    """Why ``path`` no longer names the file opened as ``opened`` = (st_dev, st_ino); None while it still does.
+
+    Three cases, each refused (the caller raises :class:`StoreError`) rather than followed:
+
+    - the folder is gone (deleted, or a volume unmounted): making it again would put an empty library
+      where the operator expects theirs, e.g. on the bare mount point;
+    - the file is gone: a new, empty library would hand out run ids 1, 2, ... again, which links to the
+      deleted runs name, and would hide a deletion that may be a mistake;
+    - another file is there (a backup moved over it, another library): this server's pages hold run ids,
+      selections and "Saved as run #N" of the old library, which would then name other runs.
+
+    Moving the same file back makes the library usable again; otherwise a restart of the server opens
+    whatever is at ``path`` then (a new, empty library where nothing is).
+    """
+    try:
+        now = _file_id(path)
+    except OSError as exc:
+        return Phrase("err.store.check_file", path=path, cause=exc)
+    if now == opened:
+        return None
+    folder = os.path.dirname(path)
+    if now is None and not os.path.isdir(folder):
+        return Phrase("err.store.folder_gone", folder=folder, path=path)
+    if now is None:
+        return Phrase("err.store.file_deleted", path=path)
+    return Phrase("err.store.file_replaced", path=path)
+
+
+def _check_library_file(engine: Engine) -> None:
+    """Raise :class:`StoreError` if ``engine``'s SQLite file is no longer the file at its path.
+
+    Compares (st_dev, st_ino) of the path with those recorded when the engine first connected
+    (:func:`_library_file_problem` says what changed). On a change the pooled connections, which
+    hold the old file open, are closed first. Called before a connection is made (so none creates
+    an empty file in the old one's place), whenever one is handed out, and after each write commits
+    (a commit can land in a file deleted a moment before). No effect on PostgreSQL.
+    """
+    library = _LIBRARY_FILES.get(engine)
+    if library is None or library.opened is None:
+        return
+    problem = _library_file_problem(library.path, library.opened)
+    if problem:
+        engine.dispose()
+        raise StoreError(problem)
+
+
+def _empty_moved_wal(dbapi_conn: sqlite3.Connection) -> None:
+    """Checkpoint and empty the WAL of a connection whose database file was deleted, moved or replaced.
+
+    On closing such a connection SQLite leaves its ``-wal`` file as it is (it deletes WAL files by name,
+    and that name may by now be another database's). Left next to a file moved in, e.g. a backup
+    restored with ``mv``, that WAL would be replayed onto it by the next process to open the path.
+    ``wal_checkpoint(TRUNCATE)`` writes the WAL into the old file and empties the WAL through this
+    connection's own handle, so only the file it has open changes. Best effort: busy (another thread
+    mid-transaction) or failing, it is skipped; the last connection to close then does it.
+    """
+    try:
+        dbapi_conn.execute("PRAGMA busy_timeout = 0")
+        dbapi_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except sqlite3.Error:
+        pass
+
+
+def _writable(path: str) -> bool:
+    """Whether this process (its effective user) may write the SQLite file ``path``, the ``-wal`` and ``-shm``
+    files next to it (where there are any) and their folder; SQLite opens them read-only, without saying so,
+    where it may not (and makes new ``-wal`` and ``-shm`` files as read-only as the database)."""
+    effective = os.access in os.supports_effective_ids
+    files = [path, *(f for f in (path + "-wal", path + "-shm") if os.path.exists(f)), os.path.dirname(path)]
+    return all(os.access(f, os.W_OK, effective_ids=effective) for f in files)
+
+
+def _sqlite_engine(url: sa.URL) -> Engine:
+    if not url.database or url.database == ":memory:" or "mode=memory" in str(url):
+        raise StoreError(Message("err.store.in_memory", env=ENV_URL, url=str(url)))
+    Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(url, connect_args={"timeout": _BUSY_S})
+    library = _LIBRARY_FILES[engine] = _LibraryFile(os.path.abspath(url.database))  # the path pysqlite opens
+
+    @sa.event.listens_for(engine, "do_connect")
+    def _before_connect(*_):  # a connection to a deleted library would create an empty file in its place
+        _check_library_file(engine)
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record):  # pysqlite: let SQLAlchemy's BEGIN below start transactions
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout = {int(_BUSY_S * 1000)}")
+        _retry_locked(lambda: cur.execute("PRAGMA journal_mode = WAL"))
+        cur.execute("PRAGMA foreign_keys = ON")
+        cur.close()
+        if library.opened is None:  # the first connection: the file now exists
+            library.opened = _file_id(library.path)
+        _record.info["read_only"] = not _writable(library.path)  # then SQLite opened it read-only
+
+    @sa.event.listens_for(engine, "checkout")
+    def _on_checkout(_dbapi_conn, record, _proxy):  # every read and write starts here
+        _check_library_file(engine)
+        if record.info.get("read_only") and _writable(library.path):
+            # A connection opened while the file (or folder) was read-only refuses every write for as long as
+            # it lives: now that the operator has fixed the mode, the pool replaces it with a new one.
+            raise sa.exc.DisconnectionError("the run library became writable")
+
+    @sa.event.listens_for(engine, "close")
+    def _on_close(dbapi_conn, _record):
+        if library.opened is not None and _library_file_problem(library.path, library.opened):
+            _empty_moved_wal(dbapi_conn)
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(conn):  # take the write lock up front: writers queue instead of deadlocking
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def open_library(url: str | None = None) -> Engine:
+    """Connect to the run library at ``url`` (default :func:`default_url`), creating or migrating it.
+
+    Raises
+    ------
+    StoreError
+        The URL is malformed, its database driver is not installed, or the database cannot be
+        opened or is from a newer specviz.
+    """
+    url = default_url() if url is None else url
+    try:
+        parsed = sa.make_url(url)
+    except (sa.exc.ArgumentError, ValueError) as exc:
+        raise StoreError(Message("err.store.bad_url", env=ENV_URL, url=url)) from exc
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            engine = _sqlite_engine(parsed)
+        elif parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
+            engine = sa.create_engine(parsed, connect_args={"connect_timeout": PG_CONNECT_TIMEOUT_S})
+        else:
+            engine = sa.create_engine(parsed)
+        with engine.begin() as conn:
+            _migrate(conn)
+    except (ModuleNotFoundError, sa.exc.NoSuchModuleError) as exc:
+        raise StoreError(Message("err.store.no_driver", driver=parsed.drivername, env=ENV_URL, cause=exc)) from exc
+    except (sa.exc.SQLAlchemyError, OSError, ValueError) as exc:
+        if isinstance(exc, StoreError):
+            raise
+        raise StoreError(Message("err.store.cannot_open", url=parsed, cause=_cause(exc, parsed))) from exc
+    return engine
+
+
+# --------------------------------------------------------------------------------------
+# save / list / load / delete
+# --------------------------------------------------------------------------------------
+
+
+def _python(value):
+    """A cell as a DB-API value: None for missing, Python scalars for numpy ones."""
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return None
+    if isinstance(value, np.generic):
+        value = value.item()
+        return None if isinstance(value, float) and np.isnan(value) else value
+    return value
+
+
+def _check_frame(frame: pd.DataFrame) -> list[str]:
+    if not isinstance(frame, pd.DataFrame) or frame.empty:
+        raise StoreError(Message("err.store.empty_run"))
+    unknown = [c for c in frame.columns if c not in STORED_COLUMNS]
+    if unknown:
+        raise StoreError(Message("err.store.unknown_columns", columns=unknown))
+    for required in ("label", "k"):
+        if required not in frame.columns:
+            raise StoreError(Message("err.store.required_column", column=required))
+    return list(frame.columns)
+
+
+def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, note: str = "", report: str = "") -> int:
+    """Store ``frame`` (canonical columns, as from ``load_measurements``) as one run; return its id.
+
+    One transaction: on any failure nothing is stored and :class:`StoreError` says why. An id is
+    returned only once the commit is in the file the library's path names, so a fresh process reads
+    the run back; a SQLite file deleted or replaced since it was opened fails the save instead
+    (:func:`_check_library_file`).
+    """
+    label = label.strip() if isinstance(label, str) else ""
+    if not label or len(label) > _MAX_LABEL:
+        raise StoreError(Message("err.store.run_name", most=_MAX_LABEL, label=label))
+    for what, text in (("run name", label), ("source", str(source)), ("note", str(note))):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise StoreError(_surrogate(what, text)) from None
+    columns = _check_frame(frame)
+    dtypes = {c: str(frame[c].dtype) for c in columns}
+    file_rows = frame.index if frame.index.name == "row" else [None] * len(frame)
+    records = [
+        {"position": i, "file_row": _python(r), **{c: _python(v) for c, v in zip(columns, values, strict=True)}}
+        for i, (r, values) in enumerate(zip(file_rows, frame.itertuples(index=False, name=None), strict=True))
+    ]
+    run = {
+        "label": label,
+        "source": str(source) or "unknown",
+        "uploaded_at": datetime.now(UTC),
+        "note": str(note),
+        "schema_version": SCHEMA_VERSION,
+        "n_rows": len(frame),
+        "dtypes": json.dumps(dtypes),
+        "report": str(report),
+    }
+    try:
+        with engine.begin() as conn:
+            run_id = conn.execute(_runs.insert().values(**run)).inserted_primary_key[0]
+            conn.execute(_rows.insert(), [{**r, "run_id": run_id} for r in records])
+        _check_library_file(engine)  # the commit went to the file at the path, not to a deleted one
+    except (sa.exc.SQLAlchemyError, StoreError) as exc:
+        raise StoreError(Message("err.store.save_failed", label=label, cause=_cause(exc, engine.url))) from exc
+    return int(run_id)
+
+
+def _surrogate(what: str, text: str) -> Message:
+    """The error of a run name, source or note (``what``) that holds a lone surrogate."""
+    if what == "run name":
+        return Message("err.store.surrogate_name", text=text)
+    if what == "source":
+        return Message("err.store.surrogate_source", text=text)
+    return Message("err.store.surrogate_note", text=text)
+
+
+@contextmanager
+def _reported(what: str, engine: Engine | None = None) -> Iterator[None]:
+    """Database failures (file gone, locked past the timeout, server down) as a StoreError saying what failed.
+
+    ``what`` is a catalogue key: the failed operation in words, with a ``{cause}`` field (:func:`_cause`
+    of the failure, for ``engine``'s file).
+    """
+    try:
+        yield
+    except sa.exc.SQLAlchemyError as exc:
+        raise StoreError(Message(what, cause=_cause(exc, None if engine is None else engine.url))) from exc
+
+
+def list_runs(engine: Engine) -> pd.DataFrame:
+    """Every stored run, newest first, with the distinct models, hardware and methods of its rows.
+
+    Columns: id, label, source, uploaded_at, note, n_rows, target_model, draft_model, hardware, method
+    (the last four: distinct values joined by ", ").
+    """
+    cols = ["id", "label", "source", "uploaded_at", "note", "n_rows"]
+    with _reported("err.store.list_failed", engine), engine.connect() as conn:
+        runs = pd.DataFrame(
+            conn.execute(sa.select(*(_runs.c[c] for c in cols)).order_by(_runs.c.id.desc())).all(), columns=cols
+        )
+        meta = conn.execute(
+            sa.select(
+                _rows.c.run_id, _rows.c.target_model, _rows.c.draft_model, _rows.c.hardware, _rows.c.method
+            ).distinct()
+        ).all()
+    facets = ["target_model", "draft_model", "hardware", "method"]
+    found: dict[int, dict[str, set]] = {}
+    for run_id, *values in meta:
+        for facet, value in zip(facets, values, strict=True):
+            if value:
+                found.setdefault(run_id, {}).setdefault(facet, set()).add(value)
+    for facet in facets:
+        runs[facet] = [", ".join(sorted(found.get(i, {}).get(facet, ()))) for i in runs["id"]]
+    runs["id"] = runs["id"].astype("int64")
+    runs["uploaded_at"] = pd.to_datetime(runs["uploaded_at"], utc=True)
+    return runs
+
+
+def _fetch(engine: Engine, run_ids: Iterable[int]) -> list[pd.DataFrame]:
+    ids = [int(i) for i in run_ids]
+    if not ids:
+        return []
+    with _reported("err.store.read_failed", engine), engine.connect() as conn:
+        runs = {r.id: r for r in conn.execute(sa.select(_runs).where(_runs.c.id.in_(ids))).all()}
+        missing = [i for i in ids if i not in runs]
+        if missing:
+            raise StoreError(Message("err.store.missing_runs", ids=missing))
+        rows = (
+            conn.execute(sa.select(_rows).where(_rows.c.run_id.in_(ids)).order_by(_rows.c.run_id, _rows.c.position))
+            .mappings()
+            .all()
+        )
+    by_run: dict[int, list] = {}
+    for r in rows:
+        by_run.setdefault(r["run_id"], []).append(r)
+    return [_run_frame(runs[i], by_run.get(i, [])) for i in ids]
+
+
+def _run_frame(run, rows: Sequence[Mapping]) -> pd.DataFrame:
+    """Rows of one run -> its frame with the saved columns and dtypes, indexed by file row, plus run_id, run."""
+    index = pd.Index(pd.array([r["file_row"] for r in rows], dtype="Int64"), name="row")
+    frame = pd.DataFrame(index=index)
+    for column, dtype in json.loads(run.dtypes).items():
+        values = [r[column] for r in rows]
+        if dtype.startswith("float"):
+            values = [np.nan if v is None else v for v in values]
+        frame[column] = pd.array(values, dtype=dtype)
+    frame.insert(0, "run", pd.array([run.label] * len(rows), dtype="str"))
+    frame.insert(0, "run_id", np.full(len(rows), run.id, dtype=np.int64))
+    return frame
+
+
+def load_runs(engine: Engine, run_ids: Iterable[int]) -> pd.DataFrame:
+    """The measurements of ``run_ids`` in the order given, with ``run_id`` and ``run`` (the run's name).
+
+    Each run's columns and dtypes are those it was saved with; a column another selected run lacks
+    is empty there. The index is a fresh RangeIndex.
+    """
+    frames = _fetch(engine, run_ids)
+    if not frames:
+        return pd.DataFrame(columns=["run_id", "run", *m.COLUMNS])
+    return pd.concat(frames, ignore_index=True)
+
+
+def load_run(engine: Engine, run_id: int) -> pd.DataFrame:
+    """One run's frame exactly as saved: its columns and dtypes, indexed by the file's row numbers."""
+    frame = _fetch(engine, [run_id])[0].drop(columns=["run_id", "run"])
+    if not frame.index.isna().any():
+        frame.index = pd.Index(frame.index.astype("int64"), name="row")
+    return frame
+
+
+def delete_runs(engine: Engine, run_ids: Iterable[int]) -> int:
+    """Delete runs and their measurements in one transaction; return how many runs were deleted.
+
+    The page asks the person to confirm before calling this.
+    """
+    ids = [int(i) for i in run_ids]
+    if not ids:
+        return 0
+    with _reported("err.store.delete_failed", engine), engine.begin() as conn:
+        conn.execute(_rows.delete().where(_rows.c.run_id.in_(ids)))
+        deleted = conn.execute(_runs.delete().where(_runs.c.id.in_(ids))).rowcount
+    _check_library_file(engine)  # as in save_run: the deletion is in the file at the path
+    return deleted
+
+
+# --------------------------------------------------------------------------------------
+# export
+# --------------------------------------------------------------------------------------
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def escape_formulas(frame: pd.DataFrame) -> pd.DataFrame:
+    """Prefix ``'`` to text cells that start with = + - @ (or tab / CR), so spreadsheets show, not run, them.
+
+    Numbers are left alone (a negative number is not text). OWASP "CSV injection".
+    """
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column].dtype):
+            out[column] = out[column].map(
+                lambda v: "'" + v if isinstance(v, str) and v.startswith(_FORMULA_START) else v
+            )
+    return out
+
+
+#: load_runs' run columns as exported: last, and named so that no engine alias maps them to ``label``.
+EXPORT_RUN_COLUMNS = {"run_id": "library_run_id", "run": "library_run"}
+
+
+def export_csv(frame: pd.DataFrame) -> bytes:
+    """UTF-8 CSV of ``frame`` (no index) with formula-like text cells escaped; loads back with load_measurements.
+
+    A :func:`load_runs` frame's ``run_id`` / ``run`` go last as ``library_run_id`` / ``library_run``
+    (``run`` alone would read back as the label).
+    """
+    run_cols = [c for c in EXPORT_RUN_COLUMNS if c in frame.columns]
+    out = frame[[c for c in frame.columns if c not in run_cols] + run_cols].rename(columns=EXPORT_RUN_COLUMNS)
+    return escape_formulas(out).to_csv(index=False).encode("utf-8")
+
+
+def database_forms(url: str) -> tuple[str, ...]:
+    """Every way a message can spell the database at ``url``: as given, as SQLAlchemy prints it
+    (``str`` / ``repr``, password masked), and a SQLite file's path; longest first."""
+    forms = {url.strip()}
+    try:
+        parsed = sa.make_url(url)
+    except Exception:  # a malformed URL is quoted as given (store.open_library's message)
+        parsed = None
+    if parsed is not None:
+        forms |= {str(parsed), repr(parsed), parsed.render_as_string(hide_password=False)}
+        if parsed.get_backend_name() == "sqlite" and parsed.database and parsed.database != ":memory:":
+            forms.add(parsed.database)
+    return tuple(sorted((f for f in forms if f), key=len, reverse=True))

@@ -1,0 +1,325 @@
+"""A byte-level GPT with a static KV cache (nanoGPT's model, gpt-fast's cache).
+
+The cache is preallocated for ``block_size`` positions and written by absolute
+position, so a speculative round that is partly rejected needs no rollback: the
+next forward simply writes over the stale entries from the new position on.
+
+The model is plain PyTorch (``nn.Linear``, ``nn.GELU``): whatever speeds up inference
+on a given machine is applied from outside, by swapping modules after loading
+(:func:`specviz.engine.models.load_pair` does this with :mod:`specviz.engine.models.packed`).
+The model satisfies :class:`specviz.engine.models.Decodable`, the interface the engine uses.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from specviz.base.i18n import Message
+
+VOCAB_SIZE = 256  # bytes; no special tokens are needed
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    """Shape of a model. Every field is stored in ``config.json`` beside the weights."""
+
+    n_layer: int = 6  # transformer blocks
+    n_head: int = 6  # attention heads per block
+    n_embd: int = 384  # residual stream width (divisible by n_head)
+    block_size: int = 512  # longest sequence (prompt + generated), also the KV-cache length
+    vocab_size: int = VOCAB_SIZE  # byte-level
+    dropout: float = 0.0  # training only
+
+    def __post_init__(self):
+        if self.n_embd % self.n_head:
+            raise Message("err.models.n_embd", n_embd=self.n_embd, n_head=self.n_head)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> GPTConfig:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+
+
+class Slots(NamedTuple):
+    """Cache slots (T,) of T tokens that are not consecutive positions: a draft tree's nodes."""
+
+    index: torch.Tensor
+
+
+class KVCache(nn.Module):
+    """Static per-layer cache of keys and values, written at absolute positions."""
+
+    def __init__(self, batch: int, n_head: int, length: int, head_dim: int, dtype, device):
+        super().__init__()
+        shape = (batch, n_head, length, head_dim)
+        self.register_buffer("k", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
+        self.register_buffer("v", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
+
+    def update(self, start: int | torch.Tensor | Slots, k: torch.Tensor, v: torch.Tensor):
+        """Write k, v (B, nh, T, hs) at positions start..start+T-1; return the cache up to the last one written.
+
+        ``start`` is one position for every row, a LongTensor (B,) of each row's own first position,
+        or :class:`Slots` (T,) naming the cache slot of each of the T tokens (a draft tree's nodes).
+        """
+        t = k.shape[2]
+        if isinstance(start, Slots):
+            self.k[:, :, start.index] = k
+            self.v[:, :, start.index] = v
+            end = int(start.index.max()) + 1
+            return self.k[:, :, :end], self.v[:, :, :end]
+        if isinstance(start, int):
+            end = start + t
+            self.k[:, :, start:end] = k
+            self.v[:, :, start:end] = v
+            return self.k[:, :, :end], self.v[:, :, :end]
+        rows = torch.arange(k.shape[0], device=k.device)[:, None]  # (B, 1)
+        pos = start[:, None] + torch.arange(t, device=k.device)  # (B, T)
+        self.k[rows, :, pos] = k.transpose(1, 2)  # advanced indices first: (B, T, nh, hs)
+        self.v[rows, :, pos] = v.transpose(1, 2)
+        end = int(pos.max()) + 1
+        return self.k[:, :, :end], self.v[:, :, :end]
+
+    def move(self, src: torch.Tensor, dst: torch.Tensor) -> None:
+        """Copy the entries at slots ``src`` (n,) to slots ``dst`` (n,) (all read before any is written)."""
+        self.k[:, :, dst] = self.k[:, :, src]
+        self.v[:, :, dst] = self.v[:, :, src]
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.n_head, self.head_dim = cfg.n_head, cfg.n_embd // cfg.n_head
+        self.qkv = nn.Linear(cfg.n_embd, 3 * cfg.n_embd, bias=False)
+        self.proj = nn.Linear(cfg.n_embd, cfg.n_embd, bias=False)
+        self.dropout = cfg.dropout
+        self.cache: KVCache | None = None
+
+    def forward(self, x: torch.Tensor, start: int | None, mask: torch.Tensor | None) -> torch.Tensor:
+        b, t, c = x.shape  # (B, T, C)
+        q, k, v = self.qkv(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.n_head, self.head_dim).transpose(1, 2) for z in (q, k, v))  # (B, nh, T, hs)
+        if start is None:  # training / full recompute: plain causal attention
+            y = F.scaled_dot_product_attention(
+                q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0
+            )
+        else:  # cached decoding: attend to every cached position ≤ the query's own
+            k, v = self.cache.update(start, k, v)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return self.proj(y.transpose(1, 2).reshape(b, t, c))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(cfg.n_embd), nn.LayerNorm(cfg.n_embd)
+        self.attn = CausalSelfAttention(cfg)
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=False),
+            nn.GELU(),
+            nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=False),
+        )
+
+    def forward(self, x: torch.Tensor, start: int | None, mask: torch.Tensor | None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), start, mask)
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(nn.Module):
+    """Decoder-only transformer over bytes.
+
+    ``forward(idx)`` computes logits for every position without a cache (training
+    and the reference oracle); ``forward(idx, start)`` treats ``idx`` as the tokens
+    at absolute positions start, start+1, ... and reads and writes the static KV
+    cache set up by :meth:`setup_cache`. Writing at ``start`` overwrites whatever
+    the cache held there, which is how a rejected draft is discarded.
+    """
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
+        self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.n_embd)
+        self.head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+        self.head.weight = self.wte.weight  # weight tying
+        self.apply(self._init)
+        for blk in self.blocks:  # GPT-2: the residual stream sums 2 · n_layer projections; keep its variance flat
+            for w in (blk.attn.proj.weight, blk.mlp[2].weight):
+                nn.init.normal_(w, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+
+    @staticmethod
+    def _init(m: nn.Module) -> None:
+        """Every matrix and embedding ~ N(0, 0.02²) (GPT-2); LayerNorms start at weight 1, bias 0."""
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    # --- specviz.engine.models.Decodable ---------------------------------------------------------
+
+    @property
+    def context_length(self) -> int:
+        """Longest sequence the model and its cache hold (``cfg.block_size``)."""
+        return self.cfg.block_size
+
+    @property
+    def device(self) -> torch.device:
+        """Where the weights (and so the token ids fed to :meth:`forward`) live."""
+        return self.wte.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.wte.weight.dtype
+
+    def setup_cache(self, batch: int = 1, length: int | None = None) -> None:
+        """(Re)allocate the static KV cache for ``batch`` sequences of up to ``length`` tokens."""
+        length = length or self.cfg.block_size
+        p = self.wte.weight
+        for blk in self.blocks:
+            blk.attn.cache = KVCache(
+                batch, self.cfg.n_head, length, self.cfg.n_embd // self.cfg.n_head, p.dtype, p.device
+            )
+        self._cache_len = length
+        self._causal = torch.ones(length, length, dtype=torch.bool, device=p.device).tril()
+
+    def forward(self, idx: torch.Tensor, start: int | torch.Tensor | None = None) -> torch.Tensor:
+        """Logits (B, T, vocab) for tokens ``idx`` (B, T) at positions start.. (or 0.. without a cache).
+
+        ``start`` may be a LongTensor (B,): row b's tokens are then at positions start[b].., each row
+        attending to its own cached positions ≤ its query's (batched decoding with per-row progress).
+        """
+        _b, t = idx.shape
+        if isinstance(start, torch.Tensor):
+            pos = start.view(-1, 1).to(idx.device) + torch.arange(t, device=idx.device)  # (B, T)
+            end = int(pos.max()) + 1
+            if end > self._cache_len or int(pos.min()) < 0:
+                raise ValueError(f"positions {int(pos.min())}..{end - 1} are outside the cache of {self._cache_len}")
+            x = self.wte(idx) + self.wpe(pos)  # (B, T, C)
+            keys = torch.arange(end, device=idx.device)
+            mask = (keys[None, None, :] <= pos[:, :, None])[:, None]  # (B, 1, T, end): own past only
+            for blk in self.blocks:
+                x = blk(x, pos[:, 0], mask)
+            return self.head(self.ln_f(x))
+        if start is None:
+            if t > self.cfg.block_size:
+                raise Message("err.models.block_size", block_size=self.cfg.block_size, t=t)
+            x = self.wte(idx) + self.wpe.weight[:t]  # (B, T, C): positions 0..T-1
+            mask = None
+        else:
+            end = start + t
+            if end > self._cache_len:
+                raise Message("err.models.cache_end", last=end - 1, cache=self._cache_len)
+            x = self.wte(idx) + self.wpe.weight[start:end]  # (B, T, C): positions start..end-1
+            # (T, end): the query at position start+i attends to keys 0..start+i; one query sees everything
+            mask = None if t == 1 else self._causal[start:end, :end]
+        for blk in self.blocks:
+            x = blk(x, start, mask)
+        return self.head(self.ln_f(x))
+
+    # --- draft trees ---------------------------------------------------------------------
+
+    def forward_tree(self, idx: torch.Tensor, start: int, nodes: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
+        """Logits (1, M, vocab) for the tokens ``idx`` (1, M) of nodes ``nodes`` (M,) of a draft tree.
+
+        ``parents`` (N,) is the whole tree (node 0, the root, has parent −1; parents come before
+        children). Node n sits in cache slot ``start + n`` at position ``start + depth(n)`` and
+        attends to every cached position before ``start`` and to its own ancestors and itself, whose
+        entries must be in the cache already or among ``nodes``. After verification,
+        :meth:`keep_path` moves the accepted nodes' entries to their positions.
+        """
+        nodes = nodes.to(idx.device)
+        anc = tree_ancestry(parents).to(idx.device)  # (N, N)
+        depth = anc.sum(-1) - 1  # (N,)
+        end = start + int(nodes.max()) + 1
+        if end > self._cache_len or start < 0:
+            raise ValueError(f"tree slots {start}..{end - 1} are outside the cache of {self._cache_len}")
+        x = self.wte(idx) + self.wpe(start + depth[nodes])[None]  # (1, M, C)
+        past = torch.ones(len(nodes), start, dtype=torch.bool, device=idx.device)
+        mask = torch.cat([past, anc[nodes, : end - start]], 1)[None, None]  # (1, 1, M, end)
+        slots = Slots(start + nodes)
+        for blk in self.blocks:
+            x = blk(x, slots, mask)
+        return self.head(self.ln_f(x))
+
+    def keep_path(self, start: int, path: torch.Tensor) -> None:
+        """Move the cache entries of the accepted nodes ``path`` (m,) (root excluded, by depth) from
+        slots ``start + node`` to positions ``start + 1 .. start + m``, as a chain would have them."""
+        src = start + path.to(self.device)
+        dst = start + 1 + torch.arange(len(path), device=self.device)
+        for blk in self.blocks:
+            blk.attn.cache.move(src, dst)
+
+    # --- persistence: config.json + model.safetensors (never pickle) -------------------
+
+    def save(self, directory: str | Path, dtype: torch.dtype | None = None) -> None:
+        """Write config.json and model.safetensors (weights cast to ``dtype`` if given, e.g. fp16 to ship)."""
+        from safetensors.torch import save_file
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / "config.json").write_text(json.dumps(asdict(self.cfg), indent=2) + "\n")
+        state = {
+            k: v.detach().to("cpu", dtype=dtype or v.dtype).contiguous()
+            for k, v in self.state_dict().items()
+            if k != "head.weight"
+        }
+        save_file(state, str(directory / "model.safetensors"), metadata={"format": "pt"})
+
+    @classmethod
+    def load(cls, directory: str | Path, device: str | torch.device = "cpu", dtype=torch.float32) -> GPT:
+        from safetensors.torch import load_file
+
+        directory = Path(directory)
+        try:
+            cfg = GPTConfig.from_dict(json.loads((directory / "config.json").read_text()))
+        except (OSError, ValueError, TypeError) as exc:
+            raise Message("err.models.config_bad", directory=directory, error=_cause(exc)) from None
+        model = cls(cfg)
+        try:
+            state = load_file(str(directory / "model.safetensors"))
+        except Exception as exc:  # safetensors raises its own error types for truncated or garbled files
+            raise Message("err.models.weights_bad", directory=directory, error=_cause(exc)) from None
+        try:
+            missing, unexpected = model.load_state_dict(state, strict=False)
+        except RuntimeError as exc:  # shape mismatch between config.json and the weights
+            raise Message("err.models.weights_shape", directory=directory, error=_cause(exc)) from None
+        if unexpected or set(missing) - {"head.weight"}:
+            raise Message("err.models.weights_keys", directory=directory, missing=missing, unexpected=unexpected)
+        return model.to(device=device, dtype=dtype).eval()
+
+
+def _cause(exc: Exception) -> Message | str:
+    """A wrapped cause as a message field: a :class:`Message` as it is (shown in the page's language), else its str."""
+    return exc if isinstance(exc, Message) else str(exc)
+
+
+def tree_ancestry(parents: torch.Tensor) -> torch.Tensor:
+    """(N, N) bool: entry [i, j] is True when node j is node i or one of its ancestors.
+
+    ``parents`` (N,) has −1 for the root and every parent before its child. Cached per tree shape
+    (a decode calls it once per forward with the same tree).
+    """
+    return _ancestry(tuple(int(p) for p in parents))
+
+
+@functools.lru_cache(maxsize=64)
+def _ancestry(parents: tuple[int, ...]) -> torch.Tensor:
+    anc = torch.eye(len(parents), dtype=torch.bool)
+    for i in range(1, len(parents)):
+        anc[i] |= anc[parents[i]]
+    return anc
+
+
+def bits_per_byte(loss_nats: float) -> float:
+    """Cross-entropy in nats per byte → bits per byte."""
+    return loss_nats / math.log(2)

@@ -1,0 +1,369 @@
+"""What a running engine says about its speculation, and the numbers a window of it gives.
+
+A :class:`Telemetry` is one reading of one engine: counters since the server started (vLLM,
+llama.cpp), or figures that already cover an interval (SGLang's gauges, TensorRT-LLM's
+iteration stats, one llama.cpp completion). :func:`window` turns two readings into a
+:class:`Window`: the deltas between them, and from those the metrics of the chapter:
+
+- mean acceptance length (tokens per round, bonus counted): E[N] = 1 + ΔA / ΔD, with A the
+  accepted draft tokens and D the drafts (verification rounds);
+- the draft acceptance rate r = ΔA / ΔP, with P the proposed draft tokens;
+- α, from E[N] and K through :func:`specviz.core.theory.alpha_from_mean_tokens`;
+- per position i (from 1): the unconditional rate u_i = Δa_i / ΔD, with a_i the drafts that
+  accepted at least i tokens, and the conditional rate u_i / u_(i−1).
+
+A counter that went down between the readings means the server restarted: the window then
+counts from the restart (the later reading alone) and says so in ``reset``; it never holds a
+negative count.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from specviz.base.i18n import Message, Phrase
+from specviz.core import theory
+
+ENGINES = {  # kind -> name shown to people
+    "vllm": "vLLM",
+    "llamacpp": "llama.cpp",
+    "sglang": "SGLang",
+    "trtllm": "TensorRT-LLM",
+}
+
+
+@dataclass(frozen=True)
+class Telemetry:
+    """One reading of an engine's speculative-decoding figures.
+
+    ``cumulative`` readings hold counters since the server started (``start`` is None);
+    the others cover ``start``..``end`` already. A field the engine does not report is None
+    (``accepted_per_position`` is then empty).
+    """
+
+    engine: str  #: a key of :data:`ENGINES`
+    model: str = ""  #: the served model's name ("" where the engine does not say)
+    k: int | None = None  #: draft length where the engine states it
+    start: float | None = None  #: window start, unix seconds (None: counters since server start)
+    end: float | None = None  #: when the reading was taken (or the window's end), unix seconds
+    drafts: float | None = None  #: verification rounds that carried draft tokens
+    draft_tokens: float | None = None  #: draft tokens proposed
+    accepted_tokens: float | None = None  #: draft tokens accepted
+    accepted_per_position: tuple[float, ...] = ()  #: a_i: drafts that accepted ≥ i tokens, i = 1..
+    generated_tokens: float | None = None  #: output tokens (a counter where cumulative)
+    tokens_per_s: float | None = None  #: generation throughput the engine reports
+    mean_acceptance_length: float | None = None  #: E[N] as the engine reports it (gauges)
+    acceptance_rate: float | None = None  #: accepted / proposed as the engine reports it (gauges)
+    cumulative: bool = True
+    labels: dict[str, str] = field(default_factory=dict)  #: e.g. vLLM's engine index
+
+
+def _delta(after: float | None, before: float | None) -> tuple[float | None, bool]:
+    """after − before, and whether the counter went backwards (a restart)."""
+    if after is None:
+        return None, False
+    if before is None:
+        return after, False
+    if after < before:
+        return after, True
+    return after - before, False
+
+
+@dataclass(frozen=True)
+class Window:
+    """Speculative-decoding figures over one interval, and the metrics they give.
+
+    Properties are None where the inputs are missing or zero (no drafts in the window).
+    """
+
+    engine: str
+    model: str
+    k: int | None
+    start: float | None
+    end: float | None
+    drafts: float | None
+    draft_tokens: float | None
+    accepted_tokens: float | None
+    accepted_per_position: tuple[float, ...]
+    generated_tokens: float | None
+    reported_tokens_per_s: float | None
+    reported_mean_length: float | None
+    reported_acceptance_rate: float | None
+    reset: str | None = None  #: why the counters restarted within the window (None: they did not); a Phrase
+
+    @property
+    def seconds(self) -> float | None:
+        """end − start, where both are known and positive."""
+        if self.start is None or self.end is None or self.end <= self.start:
+            return None
+        return self.end - self.start
+
+    @property
+    def rounds(self) -> float | None:
+        """Drafts (verification rounds); where the engine does not count them, proposed / K."""
+        if self.drafts is not None:
+            return self.drafts
+        if self.draft_tokens is not None and self.k:
+            return self.draft_tokens / self.k
+        return None
+
+    @property
+    def mean_acceptance_length(self) -> float | None:
+        """E[N] = 1 + ΔA / ΔD (bonus counted); else the engine's own figure."""
+        d = self.rounds
+        if d and self.accepted_tokens is not None:
+            return 1.0 + self.accepted_tokens / d
+        return self.reported_mean_length
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """r = ΔA / ΔP; else the engine's own figure."""
+        if self.draft_tokens and self.accepted_tokens is not None:
+            return self.accepted_tokens / self.draft_tokens
+        return self.reported_acceptance_rate
+
+    @property
+    def mean_draft_length(self) -> float | None:
+        """ΔP / ΔD: the K the engine actually drafted, on average."""
+        if self.drafts and self.draft_tokens is not None:
+            return self.draft_tokens / self.drafts
+        return None
+
+    def alpha(self, k: int | None = None) -> float | None:
+        """α whose E[N] at K equals the window's mean acceptance length (K: ``k`` or the engine's)."""
+        k = k or self.k
+        m = self.mean_acceptance_length
+        if not k or m is None or not math.isfinite(m):
+            return None
+        return float(theory.alpha_from_mean_tokens(min(max(m, 1.0), k + 1.0), k))
+
+    @property
+    def unconditional(self) -> np.ndarray:
+        """(P,) u_i = Δa_i / ΔD: the share of drafts that accepted at least i tokens."""
+        d = self.rounds
+        if not d or not self.accepted_per_position:
+            return np.zeros(0)
+        return np.minimum(np.asarray(self.accepted_per_position, dtype=float) / d, 1.0)
+
+    @property
+    def conditional(self) -> np.ndarray:
+        """(P,) u_i / u_(i−1) (u_0 = 1): acceptance at position i given all before it; nan after a 0."""
+        u = self.unconditional
+        prev = np.concatenate([[1.0], u[:-1]])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(prev > 0, np.minimum(u / np.where(prev > 0, prev, 1.0), 1.0), np.nan)
+
+    def per_second(self, count: float | None) -> float | None:
+        """count / window seconds."""
+        s = self.seconds
+        return None if count is None or s is None else count / s
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Generated tokens / window seconds; else the engine's own figure."""
+        mine = self.per_second(self.generated_tokens)
+        return mine if mine is not None else self.reported_tokens_per_s
+
+
+def window(before: Telemetry | None, after: Telemetry) -> Window:
+    """The window from ``before`` to ``after`` (two cumulative readings of one engine).
+
+    A reading that already covers an interval (``cumulative=False``) is a window by itself;
+    so is a cumulative reading with no ``before`` (everything since the server started).
+    A counter lower in ``after`` than in ``before`` means a restart: the window then counts
+    ``after`` alone (since the restart), starts at None, and ``reset`` says which counter fell.
+    """
+    if before is not None and before.engine != after.engine:
+        raise ValueError(f"window: readings of two engines ({before.engine}, {after.engine})")
+    if not after.cumulative or before is None:
+        return _as_window(after, after.start, None)
+    names = ("drafts", "draft_tokens", "accepted_tokens", "generated_tokens")
+    deltas, fell = {}, []
+    for name in names:
+        deltas[name], went_down = _delta(getattr(after, name), getattr(before, name))
+        if went_down:  # the counter's name is an identifier: it stays as it is in every language
+            fell.append(f"{name} {getattr(before, name):g} → {getattr(after, name):g}")
+    b_pos, a_pos = before.accepted_per_position, after.accepted_per_position
+    if len(a_pos) >= len(b_pos):
+        b_pos = tuple(b_pos) + (0.0,) * (len(a_pos) - len(b_pos))
+        if any(a < b for a, b in zip(a_pos, b_pos, strict=True)):
+            fell.append(Phrase("note.engines.telemetry.fell_per_position"))
+    else:
+        fell.append(Phrase("note.engines.telemetry.fell_series", before=len(b_pos), after=len(a_pos)))
+    if fell:
+        return _as_window(after, None, Phrase("note.engines.telemetry.restarted", counters=_listed(fell)))
+    per_pos = tuple(a - b for a, b in zip(a_pos, b_pos, strict=True))
+    w = _as_window(after, before.end, None)
+    return replace(w, accepted_per_position=per_pos, **deltas)
+
+
+def _listed(items: list[str]) -> str:
+    """``items`` joined by "; " (a :class:`Phrase` that joins them in the page's language too)."""
+    joined = items[-1]
+    for item in reversed(items[:-1]):
+        joined = Phrase("note.engines.telemetry.list", a=item, b=joined)
+    return joined
+
+
+def window_over(readings: list[Telemetry]) -> Window:
+    """The window from the first to the last of several cumulative readings of one engine.
+
+    Consecutive windows are added up, so a restart between two readings loses nothing
+    before it and counts from zero after it (as Prometheus' ``increase()`` does); ``reset``
+    says where counters fell. One reading (or readings that already cover an interval):
+    the last one's window.
+    """
+    if not readings:
+        raise ValueError("window_over: no readings")
+    if len(readings) == 1 or not readings[-1].cumulative:
+        return window(None, readings[-1])
+    parts = [window(a, b) for a, b in itertools.pairwise(readings)]
+    restarts = [w.reset for w in parts if w.reset]
+
+    def total(name):
+        vals = [getattr(w, name) for w in parts]
+        return None if all(v is None for v in vals) else float(sum(v for v in vals if v is not None))
+
+    width = max(len(w.accepted_per_position) for w in parts)
+    per_pos = tuple(
+        float(sum(w.accepted_per_position[i] for w in parts if i < len(w.accepted_per_position))) for i in range(width)
+    )
+    last = readings[-1]
+    why = None
+    if restarts:
+        why = Phrase("note.engines.telemetry.restarts", n=len(restarts))
+    return replace(
+        _as_window(last, readings[0].end, why),
+        drafts=total("drafts"),
+        draft_tokens=total("draft_tokens"),
+        accepted_tokens=total("accepted_tokens"),
+        generated_tokens=total("generated_tokens"),
+        accepted_per_position=per_pos,
+    )
+
+
+def _as_window(t: Telemetry, start: float | None, reset: str | None) -> Window:
+    return Window(
+        engine=t.engine,
+        model=t.model,
+        k=t.k,
+        start=start,
+        end=t.end,
+        drafts=t.drafts,
+        draft_tokens=t.draft_tokens,
+        accepted_tokens=t.accepted_tokens,
+        accepted_per_position=tuple(t.accepted_per_position),
+        generated_tokens=t.generated_tokens,
+        reported_tokens_per_s=t.tokens_per_s,
+        reported_mean_length=t.mean_acceptance_length,
+        reported_acceptance_rate=t.acceptance_rate,
+        reset=reset,
+    )
+
+
+def combine(readings: list[Telemetry]) -> Telemetry:
+    """Several readings of one kind (e.g. one per vLLM engine, or per TensorRT-LLM iteration) as one.
+
+    Counts add; per-position series add position by position; gauges (E[N], r, tokens/s)
+    are averaged weighted by drafts where drafts are known, else plainly; ``start`` is the
+    earliest, ``end`` the latest; K is kept when all agree.
+    """
+    if not readings:
+        raise ValueError("combine: no readings")
+    first = readings[0]
+    if any(t.engine != first.engine or t.cumulative != first.cumulative for t in readings):
+        raise ValueError("combine: readings of different engines or kinds")
+
+    def total(name):
+        vals = [getattr(t, name) for t in readings]
+        return None if all(v is None for v in vals) else float(sum(v for v in vals if v is not None))
+
+    def mean(name):
+        pairs = [(getattr(t, name), t.drafts or 0.0) for t in readings if getattr(t, name) is not None]
+        if not pairs:
+            return None
+        weights = [w for _, w in pairs]
+        if sum(weights) > 0:
+            return sum(v * w for v, w in pairs) / sum(weights)
+        return sum(v for v, _ in pairs) / len(pairs)
+
+    width = max(len(t.accepted_per_position) for t in readings)
+    per_pos = tuple(
+        float(sum(t.accepted_per_position[i] for t in readings if i < len(t.accepted_per_position)))
+        for i in range(width)
+    )
+    ks = {t.k for t in readings if t.k}
+    starts = [t.start for t in readings if t.start is not None]
+    ends = [t.end for t in readings if t.end is not None]
+    throughputs = [t.tokens_per_s for t in readings if t.tokens_per_s is not None]
+    return Telemetry(
+        engine=first.engine,
+        model=first.model if all(t.model == first.model for t in readings) else "several",
+        k=ks.pop() if len(ks) == 1 else None,
+        start=min(starts) if starts else None,
+        end=max(ends) if ends else None,
+        drafts=total("drafts"),
+        draft_tokens=total("draft_tokens"),
+        accepted_tokens=total("accepted_tokens"),
+        accepted_per_position=per_pos,
+        generated_tokens=total("generated_tokens"),
+        tokens_per_s=sum(throughputs) if throughputs and first.cumulative else mean("tokens_per_s"),
+        mean_acceptance_length=mean("mean_acceptance_length"),
+        acceptance_rate=mean("acceptance_rate"),
+        cumulative=first.cumulative,
+    )
+
+
+def _fmt(x: float) -> str:
+    return "nan" if not math.isfinite(x) else format(float(x), ".6g")
+
+
+def to_record(
+    w: Window,
+    *,
+    k: int | None = None,
+    label: str = "",
+    c: float | None = None,
+    method: str | None = None,
+    source: str = "",
+) -> dict:
+    """The window as one row of the measurement schema (for :func:`specviz.data.measurements.load_records`).
+
+    K is ``k`` or the engine's; without either there is no row (the schema needs K). The row
+    holds mean_accepted_tokens (E[N]) and acceptance_rate as measured, the conditional
+    per-position rates (first K), tokens_per_s where known, and notes with the window.
+    """
+    k = k or w.k
+    if not k:
+        raise Message("err.engines.telemetry.no_k", engine=ENGINES.get(w.engine, w.engine))
+    m, r = w.mean_acceptance_length, w.acceptance_rate
+    if m is None and r is None:
+        raise Message("err.engines.telemetry.no_drafts", engine=ENGINES.get(w.engine, w.engine))
+    record: dict[str, object] = {
+        "label": label or f"{ENGINES.get(w.engine, w.engine)} {w.model}".strip(),
+        "k": int(k),
+        "method": method,
+        "source": f"engine:{w.engine}" + (f" {source}" if source else ""),
+        "target_model": w.model or None,
+    }
+    if m is not None:
+        record["mean_accepted_tokens"] = round(min(max(m, 1.0), k + 1.0), 9)
+    if r is not None:
+        record["acceptance_rate"] = round(min(max(r, 0.0), 1.0), 9)
+    cond = w.conditional
+    if len(cond) >= k:
+        record["per_position_acceptance"] = ";".join(_fmt(x) for x in cond[:k])
+    if w.tokens_per_s is not None and w.tokens_per_s > 0:
+        record["tokens_per_s"] = round(w.tokens_per_s, 6)
+    if c is not None:
+        record["c"] = c
+    span = f"{w.seconds:.1f} s window" if w.seconds else "since the server started"
+    drafts = f", {w.rounds:.0f} drafts" if w.rounds is not None else ""
+    record["notes"] = f"{ENGINES.get(w.engine, w.engine)} telemetry, {span}{drafts}" + (
+        f"; {w.reset}" if w.reset else ""
+    )
+    return record
