@@ -3,11 +3,11 @@
 import numpy as np
 import streamlit as st
 
-from specviz.app import figures, grids, ui
+from specviz.app import figures, grids, router, ui
 from specviz.app.share import Param, by_key
 from specviz.core import glossary, theory
 
-ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
+router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 
 def label(metric: str) -> str:

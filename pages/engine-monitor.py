@@ -7,14 +7,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from specviz.app import figures, overlays, ui
+from specviz.app import figures, overlays, router, ui
 from specviz.app.share import Param, by_key
 from specviz.base import hosting
 from specviz.core import hardware, theory
 from specviz.data import store
 from specviz.servers import ENGINES, fetch, loadgen, monitor
 
-ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
+router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 PAGE, URL = "engine-monitor", "engine-monitor"
 C_SOURCES = ("typed", "the Hardware page's model", "measured by the load generator")

@@ -5,12 +5,12 @@ import json
 import numpy as np
 import streamlit as st
 
-from specviz.app import hardware_figures, ui
+from specviz.app import hardware_figures, router, ui
 from specviz.app.share import Param, by_key
 from specviz.base import i18n
 from specviz.core import hardware
 
-ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
+router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 PAGE, URL = "hardware", "hardware"
 MODELS, GPUS = hardware.load_catalog()

@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from specviz.app import ui
+from specviz.app import router, ui
 
-ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
+router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 st.title("specviz")
 st.markdown(ui.t("home.intro"))

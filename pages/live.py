@@ -2,12 +2,12 @@
 
 import streamlit as st
 
-from specviz.app import figures, live, overlays, ui
+from specviz.app import figures, live, overlays, router, ui
 from specviz.app.share import by_key
 from specviz.core import policies
 from specviz.data import store
 
-ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
+router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 PAGE, URL = "live", "live"
 T_CHOICES = (0.0, 0.5, 0.7, 1.0)  # offered temperatures (a linked one outside them is kept)

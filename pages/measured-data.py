@@ -6,12 +6,12 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
-from specviz.app import figures, overlays, ui
+from specviz.app import figures, overlays, router, ui
 from specviz.app.share import Param, by_key
 from specviz.base import hosting
 from specviz.data import measurements, store
 
-ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
+router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 PAGE, URL = "measured", "measured-data"
 FORMATS = {"auto": "detect"} | {name: measurements.READERS[name].title for name in sorted(measurements.READERS)}

@@ -4,12 +4,12 @@ import numpy as np
 import streamlit as st
 import torch
 
-from specviz.app import figures, ui
+from specviz.app import figures, router, ui
 from specviz.app.share import Param, by_key
 from specviz.core import theory
 from specviz.engine import sampling
 
-ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
+router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 PAGE, URL = "lab", "sampling-lab"
 PROGRESS_FROM = 500_000  # show a progress bar for runs at least this long

@@ -4,13 +4,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from specviz.app import figures, ui
+from specviz.app import figures, router, ui
 from specviz.app.share import Param, by_key
 from specviz.core import hardware, policies, theory, trees
 from specviz.engine import bench
 from specviz.engine.models import ngram
 
-ui.hand_over_to_router()  # first thing: see the function (a shared link on a fresh server)
+router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 PAGE, URL = "strategies", "strategies"
 BUDGETS = [1, 2, 4, 8, 16, 32, 64]

@@ -41,8 +41,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         min_lr=args.min_lr,
     )
     if args.unlikelihood_every and args.only != "target":
-        print(f"error: --unlikelihood-every {args.unlikelihood_every} needs --only target", file=sys.stderr)
-        return 2
+        raise ValueError(f"--unlikelihood-every {args.unlikelihood_every} needs --only target")
     command = "python -m specviz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     corpus = Path(args.corpus) if args.corpus else None
     if args.only:
@@ -53,20 +52,15 @@ def cmd_train(args: argparse.Namespace) -> int:
         if args.only == "draft" and args.teacher_windows:
             distil = train.DistilConfig(windows=args.teacher_windows, top_k=args.teacher_top_k)
             if not (out / "target" / "model.safetensors").is_file():
-                print(f"error: --teacher-windows needs the trained target in {out / 'target'}", file=sys.stderr)
-                return 2
+                raise ValueError(f"--teacher-windows needs the trained target in {out / 'target'}")
         progress = _progress_factory(args.only, steps)
         init = Path(args.init_from) if args.init_from else None
-        try:
-            ul = (
-                train.UnlikelihoodConfig(every=args.unlikelihood_every, n=args.unlikelihood_n)
-                if args.unlikelihood_every
-                else None
-            )
-            record = train.train_one(args.only, cfg, tc, out, work, corpus, command, progress, distil, init, ul)
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+        ul = (
+            train.UnlikelihoodConfig(every=args.unlikelihood_every, n=args.unlikelihood_n)
+            if args.unlikelihood_every
+            else None
+        )
+        record = train.train_one(args.only, cfg, tc, out, work, corpus, command, progress, distil, init, ul)
         curve = record["log"]["curve"]
         held_out = f", held-out {curve[-1][2]} bits/byte at step {curve[-1][0]}" if curve else ""
         print(f"saved {out / args.only}{held_out}")
@@ -107,11 +101,7 @@ def _text_quality(target, draft) -> dict:
 def cmd_card(args: argparse.Namespace) -> int:
     from specviz.engine.models import train
 
-    try:
-        card = train.remeasure_card(Path(args.out), Path(args.corpus) if args.corpus else None, _text_quality)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    card = train.remeasure_card(Path(args.out), Path(args.corpus) if args.corpus else None, _text_quality)
     speed, acc = card["speed"], card["acceptance_on_validation"]
     print(
         f"rewrote {args.out}/README.md and card.json: T_target {speed['t_target_ms']} ms, "
@@ -131,11 +121,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from specviz.engine.models.gpt import GPT
 
     pair = Path(args.pair) if args.pair else BUNDLED_DIR
-    try:
-        models = {name: GPT.load(pair / name) for name in ("target", "draft")}
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    models = {name: GPT.load(pair / name) for name in ("target", "draft")}
     torch.manual_seed(0)
     gpu, frame = calibrate.calibrate(
         models, args.batches, args.tokens, args.contexts, args.repeats, progress=lambda m: print(m, flush=True)
@@ -225,32 +211,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from specviz.engine.models import load_pair
 
     if args.tree and args.batch_size != [1]:
-        print("error: --tree drafts trees at batch size 1; drop --batch-size or --tree", file=sys.stderr)
-        return 2
+        raise ValueError("--tree drafts trees at batch size 1; drop --batch-size or --tree")
     if args.trace and (args.tree or args.batch_size != [1]):
-        print("error: --trace records traces of chains at batch size 1: drop --tree or --batch-size", file=sys.stderr)
-        return 2
+        raise ValueError("--trace records traces of chains at batch size 1: drop --tree or --batch-size")
     if args.trace and max(args.k) > policies.MAX_TRACE_K:
-        print(
-            f"error: --trace records at most K_max = {policies.MAX_TRACE_K} (the most a trace may hold)",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        dtype = resolve_dtype(args.dtype, args.device)
-        target, draft, tokenizer = load_pair(args.pair, device=args.device, dtype=dtype)
-        prompts = bench.load_prompts(args.prompts)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise ValueError(f"--trace records at most K_max = {policies.MAX_TRACE_K} (the most a trace may hold)")
+    dtype = resolve_dtype(args.dtype, args.device)
+    target, draft, tokenizer = load_pair(args.pair, device=args.device, dtype=dtype)
+    prompts = bench.load_prompts(args.prompts)
     if args.tree:
-        try:
-            for shape in args.tree:  # syntax and depth checked before any decoding (any valid p will do)
-                trees.parse_shape(shape, [0.5])
-            given_p = trees.parse_p(args.tree_p) if args.tree_p else None
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+        for shape in args.tree:  # syntax and depth checked before any decoding (any valid p will do)
+            trees.parse_shape(shape, [0.5])
+        given_p = trees.parse_p(args.tree_p) if args.tree_p else None
     cells = f"K={','.join(map(str, args.k))}" if not args.tree else f"trees={' '.join(args.tree)}"
     label = args.label or f"{args.pair} {cells}"
     target_name, draft_name = (
@@ -265,8 +237,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             "draft_model": draft.name,
         }
         if args.batch_size != [1] or args.tree:
-            print("error: the n-gram drafter runs chains at batch size 1 (no --batch-size, no --tree)", file=sys.stderr)
-            return 2
+            raise ValueError("the n-gram drafter runs chains at batch size 1 (no --batch-size, no --tree)")
     rows: list[dict] = []
     if args.batch_size != [1]:
         return _bench_batches(args, target, draft, tokenizer, prompts, meta)
@@ -296,9 +267,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         )
     except KeyboardInterrupt:
         print(f"\ninterrupted: keeping the {len(rows)} finished cell(s)", file=sys.stderr)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     finally:
         bar.close()
     if not rows:
@@ -352,21 +320,15 @@ def _bench_batches(args, target, draft, tokenizer, prompts: list[str], meta: dic
     encoded = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in prompts]
     base = bench.run_columns(target, "specviz bench --batch-size", meta)
     rows = []
+    cells = bench.batch_cells(args.batch_size, args.temperature, args.k)
     try:
-        bench.warm_up(target, draft, encoded[0])
-        for b in args.batch_size:
-            for t in args.temperature:
-                for k in args.k:
-                    row = bench.batch_cell(target, draft, encoded, k, t, args.new_tokens, b, args.repeats, args.seed)
-                    rows.append({**base, **row})
-                    print(
-                        f"B = {b}, T = {t:g}, K = {k}: speedup {row['speedup']:.3f}, α̂ {row['alpha']:.3f}", flush=True
-                    )
+        for (b, k, t), row in bench.batch_sweep(
+            target, draft, encoded, cells, args.new_tokens, args.repeats, args.seed, base
+        ):
+            rows.append(row)
+            print(f"B = {b}, T = {t:g}, K = {k}: speedup {row['speedup']:.3f}, α̂ {row['alpha']:.3f}", flush=True)
     except KeyboardInterrupt:
         print(f"\ninterrupted: keeping the {len(rows)} finished cell(s)", file=sys.stderr)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     if not rows:
         print("no cell finished; nothing written", file=sys.stderr)
         return 1
@@ -394,11 +356,7 @@ def cmd_prompts(args: argparse.Namespace) -> int:
 def cmd_gguf(args: argparse.Namespace) -> int:
     from specviz.engine.models.gguf import export_pair_gguf
 
-    try:
-        target, draft = export_pair_gguf(args.pair, args.out)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    target, draft = export_pair_gguf(args.pair, args.out)
     print(f"wrote {target} and {draft}")
     print(
         f"serve them with: llama-server -m {target} -md {draft} --spec-type draft-simple "
@@ -532,8 +490,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; a ValueError (bad input: a ``Message`` is one, in English) is one line on stderr, exit 2."""
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from urllib.parse import parse_qsl
 
@@ -39,20 +38,18 @@ def test_every_page_is_named_by_its_url_path_and_hands_over_to_the_router():
     """A freshly started server runs pages/ as a legacy folder app for its first request: a shared link
     finds its page file only if the file is named by the URL path, and the page must hand the run to
     the router (tests/test_browser.py opens a deep link first on a fresh server)."""
-    router = (ROOT / "app.py").read_text(encoding="utf-8")
-    # page("pages/NAME.py", "NAME", icon[, url_path=…]): the URL path is NAME unless given
-    calls = re.findall(r'page\("pages/([\w-]+)\.py", "([\w-]+)", "[^"]+"(?:, url_path="([\w-]+)")?', router)
-    routes = [(file, url or name) for file, name, url in calls]
-    assert all(file == name for file, name, _ in calls), calls
+    from specviz.app.router import PAGES
+
+    routes = [(r.name, r.url_path or r.name) for r in PAGES]
     # Home, the default page, is served at "/" and, through a hidden page, at "/home" (its file's name)
-    routed = {file: url for file, url in routes if url != "main"}
+    routed = {name: url for name, url in routes if url != "main"}
     assert len(routed) == 10 and all(name == url for name, url in routed.items()), routes
-    assert ("home", "main") in routes and 'url_path="home", visibility="hidden"' in router
+    assert ("home", "main") in routes and any(r.url_path == "home" and r.hidden for r in PAGES)
     assert {p.stem for p in (ROOT / "pages").glob("*.py")} == set(routed)
     for name in routed:
         lines = (ROOT / "pages" / f"{name}.py").read_text(encoding="utf-8").splitlines()
         first_call = next(line for line in lines if line and not line.startswith(("import", "from", '"""', " ", "#")))
-        assert first_call.startswith("ui.hand_over_to_router()"), (name, first_call)
+        assert first_call.startswith("router.enter(__file__)"), (name, first_call)
 
 
 def test_router_renders_home_with_links_to_every_page():

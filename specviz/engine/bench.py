@@ -310,6 +310,38 @@ def run_columns(target, source: str, meta: dict | None = None) -> dict:
     }
 
 
+BatchCell = tuple[int, int, float]  #: (batch size B, draft length K, temperature)
+
+
+def batch_cells(batches: Iterable[int], temperatures: Iterable[float], ks: Iterable[int]) -> list[BatchCell]:
+    """The cells of a batched sweep in the order they run: batch size, then temperature, then K."""
+    return [(b, k, t) for b in batches for t in temperatures for k in ks]
+
+
+def batch_sweep(
+    target,
+    draft,
+    prompts: list[torch.Tensor],
+    cells: list[BatchCell],
+    new_tokens: int,
+    repeats: int,
+    seed: int,
+    base: dict,
+    before_cell: Callable[[int, BatchCell], bool] = lambda i, cell: True,
+):
+    """The batched sweep of ``python -m specviz bench --batch-size`` and the live page: one warm-up, then
+    each cell's measurement row (``base`` and :func:`batch_cell`), yielded as ``(cell, row)``.
+
+    ``before_cell(i, cell)`` is asked before cell i is decoded; False ends the sweep there (the live
+    page's Stop and wall-time cap), so no cell is measured after a stop is asked for.
+    """
+    warm_up(target, draft, prompts[0])
+    for i, (b, k, t) in enumerate(cells):
+        if not before_cell(i, (b, k, t)):
+            return
+        yield (b, k, t), {**base, **batch_cell(target, draft, prompts, k, t, new_tokens, b, repeats, seed)}
+
+
 def batch_cell(
     target,
     draft,

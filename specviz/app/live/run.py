@@ -208,18 +208,25 @@ def _measure_batches(run: LiveRun, target, draft, tokenizer) -> None:
 
     req = run.request
     prompts = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in req.prompts]
-    cells = [(b, k, t) for b in req.batches for t in req.temperatures for k in req.ks]
+    cells = bench.batch_cells(req.batches, req.temperatures, req.ks)
     meta = req.meta()
     base = bench.run_columns(target, meta["source"], meta)
-    bench.warm_up(target, draft, prompts[0])
-    for i, (b, k, t) in enumerate(cells):
+
+    def before_cell(i: int, cell: bench.BatchCell) -> bool:
         if run.stop_requested or run.over_time():
             run.record_stop()
-            return
+            return False
+        _, k, t = cell
         run.progress = bench.Progress(cell=i + 1, cells=len(cells), run=1, runs=1, k=k, temperature=t, done=i)
-        row = {**base, **bench.batch_cell(target, draft, prompts, k, t, req.new_tokens, b, req.repeats, req.seed)}
+        return True
+
+    sweep = bench.batch_sweep(target, draft, prompts, cells, req.new_tokens, req.repeats, req.seed, base, before_cell)
+    for (b, k, t), row in sweep:
         run.rows.append(row)
         run.details.append({"k": k, "temperature": t, "batch_size": b, "exact": row["greedy_exact"]})
+    if run.stopped:
+        return
+    _, k, t = cells[-1]
     run.progress = bench.Progress(cell=len(cells), cells=len(cells), run=1, runs=1, k=k, temperature=t, done=len(cells))
 
 

@@ -1,0 +1,119 @@
+"""The app's navigation: page config, the pages, the shared sidebar; for app.py and for a page Streamlit runs
+on its own.
+
+While no ``st.navigation`` call has happened in a server process, Streamlit treats the ``pages/`` folder
+beside app.py as a legacy multipage app: when a shared link is the first request after a start, it finds
+``pages/<url path>.py`` by its file name and runs that file directly, without app.py. Every page therefore
+starts with :func:`enter`. In a run that came through :func:`run` (app.py) it does nothing. Otherwise it
+calls ``st.navigation`` itself; when the page the navigation resolves is this very file (the legacy lookup
+found it by its URL path), it runs it as app.py would — page config, navigation, sidebar, the page inside
+``StreamlitPage.run`` — and stops the outer run there (``st.stop``). Only public Streamlit API is used, and
+from that call on Streamlit no longer takes the legacy path. Page files are named by their URL path
+(``pages/design-space.py`` for ``/design-space``) for the legacy lookup to find them; ``tests/test_pages.py``
+checks both rules and the browser test opens a deep link first on a fresh server.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from specviz.app import ui
+from specviz.base.paths import ROOT
+
+__all__ = ["PAGES", "Route", "enter", "run"]
+
+PAGE_DIR = ROOT / "pages"
+
+
+@dataclass(frozen=True)
+class Route:
+    """A page of the navigation: its file ``pages/<name>.py``, its title key ``nav.<name>``, its icon and URL path."""
+
+    name: str
+    icon: str
+    url_path: str | None = None  #: the URL path; ``name`` unless given
+    default: bool = False
+    hidden: bool = False
+
+    @property
+    def file(self) -> Path:
+        return PAGE_DIR / f"{self.name}.py"
+
+
+PAGES: tuple[Route, ...] = (
+    Route("home", ":material/home:", url_path="main", default=True),
+    Route("design-space", ":material/map:"),
+    Route("break-even", ":material/balance:"),
+    Route("sampling-lab", ":material/casino:"),
+    Route("hardware", ":material/memory:"),
+    Route("strategies", ":material/account_tree:"),
+    Route("live", ":material/play_circle:"),
+    Route("engine-monitor", ":material/monitor_heart:"),
+    Route("measured-data", ":material/table_chart:"),
+    Route("converter", ":material/sync_alt:"),
+    # Home is served at "/" (the default page's url_path is never shown); "/home", its file's name and the
+    # path a legacy multipage app gave it, opens it too, without a "Page not found" dialog.
+    Route("home", ":material/home:", url_path="home", hidden=True),
+)
+
+#: True while :func:`run` runs a page: that page's :func:`enter` then has nothing to do.
+_ROUTED: contextvars.ContextVar[bool] = contextvars.ContextVar("specviz_routed", default=False)
+
+
+def _navigation() -> tuple[st.navigation, dict[str, Path]]:
+    """Page config and ``st.navigation`` over :data:`PAGES`, titled in this session's language.
+
+    Returns the page Streamlit chose and each URL path's file (the default page's is ``""``).
+    """
+    st.set_page_config(page_title=ui.t("app.page_title"), page_icon=":material/speed:", layout="wide")
+    pages = [
+        st.Page(
+            r.file,
+            title=ui.t(f"nav.{r.name}"),
+            icon=r.icon,
+            url_path=r.url_path or r.name,
+            default=r.default,
+            visibility="hidden" if r.hidden else "visible",
+        )
+        for r in PAGES
+    ]
+    files = {("" if r.default else r.url_path or r.name): r.file for r in PAGES}
+    return st.navigation(pages), files
+
+
+def _run(current) -> None:
+    """The shared sidebar, then the chosen page, marked as routed."""
+    with st.sidebar:
+        ui.language_switch()
+        st.caption(ui.t("app.sidebar"))
+    token = _ROUTED.set(True)
+    try:
+        current.run()
+    finally:
+        _ROUTED.reset(token)
+
+
+def run() -> None:
+    """app.py: page config, navigation, sidebar and the page the URL names."""
+    current, _ = _navigation()
+    _run(current)
+
+
+def enter(page_file: str) -> None:
+    """First call of every page (``router.enter(__file__)``): hands a run that bypassed app.py to the router.
+
+    A run of ``page_file`` that did not come through :func:`run` calls ``st.navigation``. Where the page it
+    resolves is ``page_file`` (Streamlit's legacy lookup ran this file for its URL path), the page is run
+    through the router and the outer run stops. Otherwise (the file opened on its own, as ``AppTest`` does)
+    the page goes on alone.
+    """
+    if _ROUTED.get():
+        return
+    current, files = _navigation()
+    if files.get(current.url_path) == Path(page_file).resolve():
+        _run(current)
+        st.stop()
