@@ -6,10 +6,10 @@ error display of every page (:func:`specviz.app.ui.public_message`) read the one
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
 
+from specviz.base import settings
 from specviz.base.i18n import Message
 
 __all__ = ["ENV_HOSTED", "FALSE", "HIDDEN", "TRUE", "hosted_problem", "is_hosted", "redact"]
@@ -31,8 +31,7 @@ _PATH = re.compile(
 
 
 def _hosted_value(environ: Mapping[str, str] | None) -> str:
-    environ = os.environ if environ is None else environ
-    return environ.get(ENV_HOSTED, "")
+    return settings.value(ENV_HOSTED, environ)
 
 
 def is_hosted(environ: Mapping[str, str] | None = None) -> bool:

@@ -43,6 +43,7 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from specviz.base import settings
 from specviz.base.i18n import Message, Phrase
 from specviz.data import measurements as m
 
@@ -111,7 +112,7 @@ def _data_home(environ: Mapping[str, str]) -> Path:
 def default_url(environ: Mapping[str, str] | None = None) -> str:
     """``$SPECVIZ_DB_URL``, else ``sqlite:///<user data dir>/specviz/runs.sqlite``."""
     environ = os.environ if environ is None else environ
-    url = environ.get(ENV_URL, "").strip()
+    url = settings.value(ENV_URL, environ)
     if url:
         return url
     return f"sqlite:///{_data_home(environ) / 'specviz' / 'runs.sqlite'}"

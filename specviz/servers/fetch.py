@@ -57,6 +57,7 @@ from typing import Any
 import httpcore
 import httpx
 
+from specviz.base import settings
 from specviz.base.hosting import is_hosted
 from specviz.base.i18n import Message, Phrase
 
@@ -296,7 +297,7 @@ def policy_from_env(environ: Mapping[str, str] | None = None) -> FetchPolicy:
     environ = os.environ if environ is None else environ
     if not is_hosted(environ):
         return FetchPolicy()
-    entries = tuple(e for e in environ.get(ENV_HOSTS, "").split(",") if e.strip())
+    entries = tuple(e for e in settings.value(ENV_HOSTS, environ).split(",") if e.strip())
     return FetchPolicy(allowed_hosts=entries, hosted=True)
 
 

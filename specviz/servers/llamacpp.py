@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 
+from specviz.base import settings
 from specviz.base.paths import ROOT
 
 REPO = ROOT
@@ -45,10 +46,8 @@ def find_binary(build: bool = False, environ=None) -> Path | None:
     """The llama-server binary: ``$SPECVIZ_LLAMA_SERVER``, the build cache, ``llama-server`` on PATH;
     with ``build=True`` and none found, run ``scripts/build-llama-server`` (minutes) and use its output."""
     environ = os.environ if environ is None else environ
-    candidates = [
-        environ.get(ENV_BINARY),
-        environ.get("SPECVIZ_LLAMA_CACHE") and str(Path(environ["SPECVIZ_LLAMA_CACHE"]) / "llama-server"),
-    ]
+    cache = settings.value("SPECVIZ_LLAMA_CACHE", environ)
+    candidates = [settings.value(ENV_BINARY, environ), cache and str(Path(cache) / "llama-server")]
     candidates += [str(CACHE / "llama-server"), shutil.which("llama-server")]
     for c in candidates:
         if c and Path(c).is_file() and os.access(c, os.X_OK):

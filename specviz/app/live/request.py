@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from specviz.app.share import Param
+from specviz.base import settings
 from specviz.base.hosting import hosted_problem, is_hosted
 from specviz.base.i18n import Message
 
@@ -32,50 +33,37 @@ __all__ = [
 DTYPES: tuple[str, ...] = ("auto", "float32", "float16", "bfloat16")
 
 
+#: Each :class:`Limits` cap and the ``SPECVIZ_*`` setting that sets it (:mod:`specviz.base.settings`).
+CAPS: dict[str, str] = {
+    "max_new_tokens": "SPECVIZ_MAX_NEW_TOKENS",
+    "max_repeats": "SPECVIZ_MAX_REPEATS",
+    "max_prompts": "SPECVIZ_MAX_PROMPTS",
+    "max_cells": "SPECVIZ_MAX_CELLS",
+    "max_wall_s": "SPECVIZ_MAX_WALL_S",
+    "max_batch": "SPECVIZ_MAX_BATCH",
+}
+
+
+def _default(field: str, hosted: bool = False):
+    s = settings.setting(CAPS[field])
+    return s.hosted if hosted else s.default
+
+
 @dataclass(frozen=True)
 class Limits:
-    """What one live run may ask for, from the deployment's configuration."""
+    """What one live run may ask for, from the deployment's configuration (defaults: :mod:`specviz.base.settings`)."""
 
     hosted: bool = False  #: hosted mode: bundled pair + allow-listed HF ids only
     hf_allowlist: tuple[str, ...] = ()  #: "TARGET,DRAFT" pairs allowed in hosted mode
-    max_new_tokens: int = 1024
-    max_repeats: int = 10
-    max_prompts: int = 32
-    max_cells: int = 64  #: (batch size, K, temperature) cells per run
-    max_wall_s: float = 900.0  #: the run stops (keeping finished cells) after this long
-    max_batch: int = 64  #: sequences decoded at once
+    max_new_tokens: int = _default("max_new_tokens")
+    max_repeats: int = _default("max_repeats")
+    max_prompts: int = _default("max_prompts")
+    max_cells: int = _default("max_cells")  #: (batch size, K, temperature) cells per run
+    max_wall_s: float = _default("max_wall_s")  #: the run stops (keeping finished cells) after this long
+    max_batch: int = _default("max_batch")  #: sequences decoded at once
 
 
-HOSTED_DEFAULTS = Limits(
-    hosted=True, max_new_tokens=256, max_repeats=3, max_prompts=12, max_cells=16, max_wall_s=120.0, max_batch=8
-)
-
-
-ENV_MOST = 10**9  #: the largest value a SPECVIZ_MAX_* variable may set (a widget's bound must stay below 2**53)
-
-
-def _env_number(environ: Mapping[str, str], name: str, default, kind=int):
-    """``$name`` as a positive ``kind`` (int, or float seconds) at most :data:`ENV_MOST`; ``default`` when unset
-    or blank; ValueError naming the variable, its value and what is allowed otherwise (NaN, 1e400 and
-    20-digit integers included)."""
-    raw = environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise _not_positive(name, raw, kind) from None
-    if not value > 0:
-        raise _not_positive(name, raw, kind)
-    if not value <= ENV_MOST:  # an int too large for a widget, or a float that is infinite (inf, 1e400)
-        raise Message("err.live.env_too_large", name=name, raw=raw, most=f"{ENV_MOST:,}")
-    return value
-
-
-def _not_positive(name: str, raw: str, kind) -> Message:
-    if kind is int:
-        return Message("err.live.env_positive_int", name=name, raw=raw)
-    return Message("err.live.env_positive_number", name=name, raw=raw)
+HOSTED_DEFAULTS = Limits(hosted=True, **{field: _default(field, hosted=True) for field in CAPS})
 
 
 def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
@@ -85,22 +73,13 @@ def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
     if problem is not None:  # misspelt: hosted mode (is_hosted), but a live run waits until the operator says
         raise problem
     hosted = is_hosted(environ)
-    base = HOSTED_DEFAULTS if hosted else Limits()
-    allow = tuple(p.strip().replace(" ", "") for p in environ.get("SPECVIZ_HF_ALLOWLIST", "").split(";") if p.strip())
+    raw_allow = settings.value("SPECVIZ_HF_ALLOWLIST", environ)
+    allow = tuple(p.strip().replace(" ", "") for p in raw_allow.split(";") if p.strip())
     for pair in allow:
         if pair.count(",") != 1 or not all(pair.split(",")):
             raise Message("err.live.allowlist", pair=pair)
-    return replace(
-        base,
-        hosted=hosted,
-        hf_allowlist=allow,
-        max_new_tokens=_env_number(environ, "SPECVIZ_MAX_NEW_TOKENS", base.max_new_tokens),
-        max_repeats=_env_number(environ, "SPECVIZ_MAX_REPEATS", base.max_repeats),
-        max_prompts=_env_number(environ, "SPECVIZ_MAX_PROMPTS", base.max_prompts),
-        max_cells=_env_number(environ, "SPECVIZ_MAX_CELLS", base.max_cells),
-        max_wall_s=_env_number(environ, "SPECVIZ_MAX_WALL_S", base.max_wall_s, float),
-        max_batch=_env_number(environ, "SPECVIZ_MAX_BATCH", base.max_batch),
-    )
+    caps = {field: settings.number(name, environ, hosted=hosted) for field, name in CAPS.items()}
+    return Limits(hosted=hosted, hf_allowlist=allow, **caps)
 
 
 def controls(limits: Limits) -> tuple[Param, ...]:
