@@ -46,6 +46,7 @@ from sqlalchemy.engine import Connection, Engine
 from specviz.base import settings
 from specviz.base.i18n import Message, Phrase
 from specviz.data import measurements as m
+from specviz.data.measurements import schema
 
 __all__ = [
     "ENV_URL",
@@ -68,8 +69,6 @@ SCHEMA_VERSION = 1  #: bump with an entry in _MIGRATIONS when a change needs mor
 
 #: Every measurement column the library stores, in a stable order.
 STORED_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys([*m.COLUMNS, *m.BENCH_COLUMNS, *m.DERIVED_COLUMNS]))
-_TEXT_LIKE = frozenset({*m.TEXT_COLUMNS, "per_position_acceptance", "alpha_source", "c_source"})
-_INT_LIKE = frozenset({"k", *m.INTEGER_COLUMNS})
 _MAX_LABEL = 200
 
 
@@ -123,14 +122,12 @@ def default_url(environ: Mapping[str, str] | None = None) -> str:
 # --------------------------------------------------------------------------------------
 
 
+_SQL_TYPES = {"text": sa.Text, "int": sa.BigInteger, "bool": sa.Boolean, "float": lambda: sa.Float(precision=53)}
+
+
 def _sql_type(column: str) -> sa.types.TypeEngine:
-    if column in _TEXT_LIKE:
-        return sa.Text()
-    if column in _INT_LIKE:
-        return sa.BigInteger()
-    if column == "greedy_exact":
-        return sa.Boolean()
-    return sa.Float(precision=53)
+    """The library's type of a measurement column, from its rule (``measurements.schema.storage``)."""
+    return _SQL_TYPES[schema.storage(column)]()
 
 
 _meta = sa.MetaData()

@@ -8,161 +8,260 @@ column has one *kind* (:func:`column_kind`), which decides how its cells are par
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from specviz.core import theory
-
-#: Canonical columns: name -> description (with unit and allowed range).
-COLUMNS: dict[str, str] = {
-    "label": "run label (required)",
-    "k": "draft length K, integer >= 1 (required)",
-    "alpha": "per-token acceptance α in [0, 1]; ours: the MLE A / (A + R)",
-    "mean_accepted_tokens": "tokens per round incl. the bonus token = E[N], in [1, K + 1]",
-    "acceptance_rate": "accepted / drafted draft tokens = (E[N] − 1) / K, in [0, 1]",
-    "c": "speed ratio T_target / T_draft > 0",
-    "t_target_ms": "one target decode step, ms > 0",
-    "t_draft_ms": "one draft decode step, ms > 0",
-    "t_verify_ms": "one target forward over K + 1 tokens, ms > 0",
-    "speedup": "measured speculative tokens/s ÷ target-only tokens/s, > 0",
-    "tokens_per_s": "speculative decoding throughput, tokens/s > 0",
-    "baseline_tokens_per_s": "target-only throughput, tokens/s > 0",
-    "temperature": "sampling temperature >= 0 (0 = greedy)",
-    "batch_size": "sequences decoded together, integer >= 1",
-    "target_model": "target model name",
-    "draft_model": "draft model name",
-    "hardware": "device the run used",
-    "method": "speculation method (e.g. draft model, EAGLE, n-gram)",
-    "notes": "free text",
-}
-
-#: Columns the bench CLI adds beyond the canonical ones (all optional on upload).
-BENCH_COLUMNS: dict[str, str] = {
-    "alpha_overlap": "mean Σ min(p, q) over verified positions",
-    "v": "extra verify cost per drafted token: (T_verify / T_target − 1) / K",
-    "o": "per-round time beyond one verify forward and K draft steps, in target steps",
-    "per_position_acceptance": "a_1;a_2;…;a_K conditional acceptance per draft position",
-    "predicted_speedup_basic": "specviz.core.theory.speedup(α, c, K)",
-    "predicted_speedup_measured_cost": "specviz.core.theory.speedup(α, c, K, v, o)",
-    "speedup_vs_predicted": "median over runs of measured speedup ÷ that run's measured-cost prediction",
-    "speedup_min": "smallest per-run speedup",
-    "speedup_max": "largest per-run speedup",
-    "runs": "number of (prompt, repeat) runs aggregated",
-    "new_tokens": "tokens generated per run",
-    "greedy_exact": "temperature 0 only: speculative output equal to target-only output in every run",
-    "device": "torch device",
-    "dtype": "model dtype",
-    "torch_version": "torch version",
-    "source": "what produced the row",
-    "tree": "draft tree of a tree row, e.g. optimal:16,6 (16 drafts, depth 6); K is then its drafts",
-    "tree_depth": "draft forwards per round of a tree row: its depth D, integer in [1, K]",
-    "tree_p": "p_1;p_2;… positional acceptance by sibling rank, measured from the row's rounds",
-    "predicted_tokens_per_round": "tree rows: F(T) = Σ over nodes of Π p along the path, at tree_p, in [1, K + 1]",
-}
-
-#: Columns computed on load (an input column of the same name is ignored and recomputed).
-DERIVED_COLUMNS: dict[str, str] = {
-    "alpha_used": "α used for predictions: alpha if given, else recovered from mean_accepted_tokens, "
-    "else from acceptance_rate (specviz.core.theory); empty for speedup-only rows",
-    "alpha_source": "which column alpha_used came from",
-    "c_used": "c used for predictions: c if given (or 1 / c_L), else t_target_ms / t_draft_ms",
-    "c_source": "which column(s) c_used came from",
-    "predicted_speedup": "basic model: specviz.core.theory.speedup(alpha_used, c_used, k)",
-    "predicted_speedup_measured_cost": "specviz.core.theory.speedup(alpha_used, c_used, k, v, o) "
-    "where v or o is known (the other taken as 0)",
-    "speedup_ratio": "measured / predicted: speedup / predicted_speedup",
-}
-
-#: Unit of each numeric column ("ratio": dimensionless; temperature and text have none).
-UNITS: dict[str, str] = {
-    **dict.fromkeys(("t_target_ms", "t_draft_ms", "t_verify_ms"), "ms"),
-    **dict.fromkeys(("tokens_per_s", "baseline_tokens_per_s"), "tokens/s"),
-    **dict.fromkeys(("alpha", "acceptance_rate", "alpha_overlap", "alpha_used"), "probability"),
-    **dict.fromkeys(("speedup", "speedup_min", "speedup_max", "predicted_speedup_basic"), "×"),
-    **dict.fromkeys(("predicted_speedup", "predicted_speedup_measured_cost"), "×"),
-    **dict.fromkeys(("c", "c_used", "speedup_ratio", "speedup_vs_predicted"), "ratio"),
-    "k": "draft tokens",
-    "mean_accepted_tokens": "tokens per round",
-    "predicted_tokens_per_round": "tokens per round",
-    "tree_depth": "draft forwards per round",
-    "batch_size": "sequences",
-    "v": "target steps per drafted token",
-    "o": "target steps per round",
-    "per_position_acceptance": "probabilities",
-    "runs": "runs",
-    "new_tokens": "tokens",
-}
-
-#: Columns holding free text.
-TEXT_COLUMNS: tuple[str, ...] = (
-    "label",
-    "target_model",
-    "draft_model",
-    "hardware",
-    "method",
-    "notes",
-    "device",
-    "dtype",
-    "torch_version",
-    "source",
-    "tree",
-    "tree_p",
-)
-#: Rates in [0, 1]; a column in percent is detected and divided by 100.
-UNIT_COLUMNS: tuple[str, ...] = ("alpha", "acceptance_rate", "alpha_overlap")
-#: Finite numbers > 0.
-POSITIVE_COLUMNS: tuple[str, ...] = (
-    "c",
-    "t_target_ms",
-    "t_draft_ms",
-    "t_verify_ms",
-    "speedup",
-    "tokens_per_s",
-    "baseline_tokens_per_s",
-    "predicted_speedup_basic",
-    "speedup_min",
-    "speedup_max",
-    "speedup_vs_predicted",
-    "predicted_tokens_per_round",
-)
-#: Finite numbers >= 0.
-NONNEGATIVE_COLUMNS: tuple[str, ...] = ("temperature", "v", "o")
-#: Integer counts >= 1 other than k.
-INTEGER_COLUMNS: tuple[str, ...] = ("batch_size", "runs", "new_tokens", "tree_depth")
-#: Columns whose cells may end in "x" / "×".
-SPEEDUP_LIKE: tuple[str, ...] = ("speedup", "speedup_min", "speedup_max", "predicted_speedup_basic")
-#: Internal columns of converted aliases (not in the output): Leviathan's c_L and SGLang's accept rate.
-INTERNAL_COLUMNS: dict[str, str] = {"c_l": "c", "system_efficiency": "mean_accepted_tokens"}
-#: Columns whose cells may end in '%' (rates; percent cells are divided by 100).
-PERCENT_COLUMNS: tuple[str, ...] = (*UNIT_COLUMNS, "system_efficiency")
-#: The acceptance measures; a row needs one of them (or a speedup).
-ACCEPTANCE_COLUMNS: tuple[str, ...] = ("alpha", "mean_accepted_tokens", "acceptance_rate")
 
 INT_MAX = 2**53  #: largest integer count accepted (exact in float64 and int64)
 
-#: Allowed values of each column, as messages state them.
-ALLOWED: dict[str, str] = {
-    **dict.fromkeys(UNIT_COLUMNS, "[0, 1]"),
-    **dict.fromkeys(POSITIVE_COLUMNS, "a finite number > 0"),
-    **dict.fromkeys(NONNEGATIVE_COLUMNS, "a finite number >= 0"),
-    **dict.fromkeys(INTEGER_COLUMNS, f"an integer in [1, {INT_MAX}]"),
-    "k": f"an integer in [1, {theory.K_LIMIT}]",
-    "mean_accepted_tokens": "[1, K + 1]",
-    "c_l": "a finite number > 0 (c_L = T_draft / T_target)",
-    "system_efficiency": "[1 / (K + 1), 1]",
-    "per_position_acceptance": "K numbers in [0, 1] (or nan) separated by ';'",
-    "greedy_exact": "true / false (or empty)",
-    "tree_depth": "an integer in [1, K]",
-    "predicted_tokens_per_round": "[1, K + 1]",
+
+@dataclass(frozen=True)
+class Rule:
+    """How the cells of a column are read, checked and stored.
+
+    ``kind`` is how a cell is parsed (``"text"``, ``"number"``, ``"positions"``: a ';' list, ``"bool"``);
+    ``allowed`` the allowed values as messages state them ("" where none is checked); ``storage`` the run
+    library's column type (``"text"``, ``"int"``, ``"float"``, ``"bool"``); ``percent``: a cell may end in '%'
+    (and is divided by 100). The range checks themselves are :func:`specviz.data.measurements.validation.in_range`.
+    """
+
+    kind: str
+    allowed: str
+    storage: str
+    percent: bool = False
+
+
+RULES: dict[str, Rule] = {
+    "text": Rule("text", "", "text"),
+    "k": Rule("number", f"an integer in [1, {theory.K_LIMIT}]", "int"),
+    "rate": Rule("number", "[0, 1]", "float", percent=True),
+    "tokens": Rule("number", "[1, K + 1]", "float"),
+    "positive": Rule("number", "a finite number > 0", "float"),
+    "nonnegative": Rule("number", "a finite number >= 0", "float"),
+    "count": Rule("number", f"an integer in [1, {INT_MAX}]", "int"),
+    "depth": Rule("number", "an integer in [1, K]", "int"),
+    "c_l": Rule("number", "a finite number > 0 (c_L = T_draft / T_target)", "float"),
+    "efficiency": Rule("number", "[1 / (K + 1), 1]", "float", percent=True),
+    "positions": Rule("positions", "K numbers in [0, 1] (or nan) separated by ';'", "text"),
+    "bool": Rule("bool", "true / false (or empty)", "bool"),
+    "computed": Rule("number", "", "float"),  # a derived number: recomputed on load, never checked
+    "computed_text": Rule("text", "", "text"),
 }
 
 
+@dataclass(frozen=True)
+class Column:
+    """Everything about one measurement column (docs/measurement-schema.md is generated from these).
+
+    ``role``: ``"input"`` (every loaded frame holds it), ``"bench"`` (what ``specviz bench`` adds; optional
+    on upload), ``"derived"`` (computed on load; a file's column is recomputed) or ``"internal"`` (an alias's
+    converted value that ``feeds`` a canonical column, never output). ``rule`` names its :data:`RULES` entry.
+    ``bench``: a derived column the bench also writes. ``speedup_like``: a cell may end in "x" / "×".
+    """
+
+    name: str
+    role: str
+    rule: str
+    unit: str = ""
+    meaning: str = ""
+    speedup_like: bool = False
+    bench: bool = False
+    feeds: str | None = None
+
+
+#: Every measurement column, one line each, in the order frames hold them.
+TABLE: tuple[Column, ...] = (
+    Column("label", "input", "text", "", "run label (required)"),
+    Column("k", "input", "k", "draft tokens", "draft length K, integer >= 1 (required)"),
+    Column("alpha", "input", "rate", "probability", "per-token acceptance α in [0, 1]; ours: the MLE A / (A + R)"),
+    Column(
+        "mean_accepted_tokens",
+        "input",
+        "tokens",
+        "tokens per round",
+        "tokens per round incl. the bonus token = E[N], in [1, K + 1]",
+    ),
+    Column(
+        "acceptance_rate", "input", "rate", "probability", "accepted / drafted draft tokens = (E[N] − 1) / K, in [0, 1]"
+    ),
+    Column("c", "input", "positive", "ratio", "speed ratio T_target / T_draft > 0"),
+    Column("t_target_ms", "input", "positive", "ms", "one target decode step, ms > 0"),
+    Column("t_draft_ms", "input", "positive", "ms", "one draft decode step, ms > 0"),
+    Column("t_verify_ms", "input", "positive", "ms", "one target forward over K + 1 tokens, ms > 0"),
+    Column(
+        "speedup",
+        "input",
+        "positive",
+        "×",
+        "measured speculative tokens/s ÷ target-only tokens/s, > 0",
+        speedup_like=True,
+    ),
+    Column("tokens_per_s", "input", "positive", "tokens/s", "speculative decoding throughput, tokens/s > 0"),
+    Column("baseline_tokens_per_s", "input", "positive", "tokens/s", "target-only throughput, tokens/s > 0"),
+    Column("temperature", "input", "nonnegative", "", "sampling temperature >= 0 (0 = greedy)"),
+    Column("batch_size", "input", "count", "sequences", "sequences decoded together, integer >= 1"),
+    Column("target_model", "input", "text", "", "target model name"),
+    Column("draft_model", "input", "text", "", "draft model name"),
+    Column("hardware", "input", "text", "", "device the run used"),
+    Column("method", "input", "text", "", "speculation method (e.g. draft model, EAGLE, n-gram)"),
+    Column("notes", "input", "text", "", "free text"),
+    Column("alpha_overlap", "bench", "rate", "probability", "mean Σ min(p, q) over verified positions"),
+    Column(
+        "v",
+        "bench",
+        "nonnegative",
+        "target steps per drafted token",
+        "extra verify cost per drafted token: (T_verify / T_target − 1) / K",
+    ),
+    Column(
+        "o",
+        "bench",
+        "nonnegative",
+        "target steps per round",
+        "per-round time beyond one verify forward and K draft steps, in target steps",
+    ),
+    Column(
+        "per_position_acceptance",
+        "bench",
+        "positions",
+        "probabilities",
+        "a_1;a_2;…;a_K conditional acceptance per draft position",
+    ),
+    Column(
+        "predicted_speedup_basic", "bench", "positive", "×", "specviz.core.theory.speedup(α, c, K)", speedup_like=True
+    ),
+    Column(
+        "speedup_vs_predicted",
+        "bench",
+        "positive",
+        "ratio",
+        "median over runs of measured speedup ÷ that run's measured-cost prediction",
+    ),
+    Column("speedup_min", "bench", "positive", "×", "smallest per-run speedup", speedup_like=True),
+    Column("speedup_max", "bench", "positive", "×", "largest per-run speedup", speedup_like=True),
+    Column("runs", "bench", "count", "runs", "number of (prompt, repeat) runs aggregated"),
+    Column("new_tokens", "bench", "count", "tokens", "tokens generated per run"),
+    Column(
+        "greedy_exact",
+        "bench",
+        "bool",
+        "",
+        "temperature 0 only: speculative output equal to target-only output in every run",
+    ),
+    Column("device", "bench", "text", "", "torch device"),
+    Column("dtype", "bench", "text", "", "model dtype"),
+    Column("torch_version", "bench", "text", "", "torch version"),
+    Column("source", "bench", "text", "", "what produced the row"),
+    Column(
+        "tree",
+        "bench",
+        "text",
+        "",
+        "draft tree of a tree row, e.g. optimal:16,6 (16 drafts, depth 6); K is then its drafts",
+    ),
+    Column(
+        "tree_depth",
+        "bench",
+        "depth",
+        "draft forwards per round",
+        "draft forwards per round of a tree row: its depth D, integer in [1, K]",
+    ),
+    Column(
+        "tree_p", "bench", "text", "", "p_1;p_2;… positional acceptance by sibling rank, measured from the row's rounds"
+    ),
+    Column(
+        "predicted_tokens_per_round",
+        "bench",
+        "tokens",
+        "tokens per round",
+        "tree rows: F(T) = Σ over nodes of Π p along the path, at tree_p, in [1, K + 1]",
+    ),
+    Column(
+        "alpha_used",
+        "derived",
+        "computed",
+        "probability",
+        "α used for predictions: alpha if given, else recovered from mean_accepted_tokens, else from acceptance_rate (specviz.core.theory); empty for speedup-only rows",
+    ),
+    Column("alpha_source", "derived", "computed_text", "", "which column alpha_used came from"),
+    Column(
+        "c_used",
+        "derived",
+        "computed",
+        "ratio",
+        "c used for predictions: c if given (or 1 / c_L), else t_target_ms / t_draft_ms",
+    ),
+    Column("c_source", "derived", "computed_text", "", "which column(s) c_used came from"),
+    Column(
+        "predicted_speedup",
+        "derived",
+        "computed",
+        "×",
+        "basic model: specviz.core.theory.speedup(alpha_used, c_used, k)",
+    ),
+    Column(
+        "predicted_speedup_measured_cost",
+        "derived",
+        "computed",
+        "×",
+        "specviz.core.theory.speedup(alpha_used, c_used, k, v, o) where v or o is known (the other taken as 0)",
+        bench=True,
+    ),
+    Column("speedup_ratio", "derived", "computed", "ratio", "measured / predicted: speedup / predicted_speedup"),
+    Column("c_l", "internal", "c_l", feeds="c", meaning="Leviathan's c_L = T_draft / T_target, converted to c"),
+    Column(
+        "system_efficiency",
+        "internal",
+        "efficiency",
+        feeds="mean_accepted_tokens",
+        meaning="SGLang's accept rate E[N] / (K + 1), converted to E[N]",
+    ),
+)
+BY_NAME: dict[str, Column] = {c.name: c for c in TABLE}
+assert len(BY_NAME) == len(TABLE), "a column is listed twice"
+
+
+def _names(role: str) -> dict[str, str]:
+    return {c.name: c.meaning for c in TABLE if c.role == role or (role == "bench" and c.bench)}
+
+
+def _with(test) -> tuple[str, ...]:
+    return tuple(c.name for c in TABLE if test(c))
+
+
+# Views of TABLE, the names the loader, the store and the reference document use.
+COLUMNS: dict[str, str] = _names("input")  #: every loaded frame holds these: name -> meaning
+BENCH_COLUMNS: dict[str, str] = _names("bench")  #: what ``specviz bench`` adds (optional on upload)
+DERIVED_COLUMNS: dict[str, str] = _names("derived")  #: computed on load (an input column is recomputed)
+UNITS: dict[str, str] = {c.name: c.unit for c in TABLE if c.unit and c.role != "internal"}
+TEXT_COLUMNS: tuple[str, ...] = _with(lambda c: c.rule == "text")
+UNIT_COLUMNS: tuple[str, ...] = _with(lambda c: c.rule == "rate")  #: rates in [0, 1]; percent cells / 100
+INTEGER_COLUMNS: tuple[str, ...] = _with(lambda c: c.rule in ("count", "depth"))  #: integer counts other than k
+SPEEDUP_LIKE: tuple[str, ...] = _with(lambda c: c.speedup_like)  #: cells may end in "x" / "×"
+PERCENT_COLUMNS: tuple[str, ...] = _with(lambda c: RULES[c.rule].percent)  #: cells may end in '%'
+INTERNAL_COLUMNS: dict[str, str] = {c.name: c.feeds for c in TABLE if c.role == "internal"}
+#: The acceptance measures; a row needs one of them (or a speedup).
+ACCEPTANCE_COLUMNS: tuple[str, ...] = ("alpha", "mean_accepted_tokens", "acceptance_rate")
+#: Allowed values of each checked column, as messages state them.
+ALLOWED: dict[str, str] = {c.name: RULES[c.rule].allowed for c in TABLE if RULES[c.rule].allowed}
+
+
+def rule(name: str) -> str:
+    """The :data:`RULES` key of column ``name``."""
+    return BY_NAME[name].rule
+
+
+def storage(name: str) -> str:
+    """The run library's type of column ``name``: ``"text"``, ``"int"``, ``"float"`` or ``"bool"``."""
+    return RULES[BY_NAME[name].rule].storage
+
+
 def column_kind(name: str) -> str:
-    """How a column's cells are read: ``"text"``, ``"positions"`` (a ';' list), ``"bool"`` or ``"number"``."""
-    if name in TEXT_COLUMNS:
-        return "text"
-    if name == "per_position_acceptance":
-        return "positions"
-    if name == "greedy_exact":
-        return "bool"
-    return "number"
+    """How a column's cells are read: ``"text"``, ``"positions"`` (a ';' list), ``"bool"`` or ``"number"``.
+
+    A name that is no column reads as a number (a reader's own temporary columns)."""
+    column = BY_NAME.get(name)
+    return RULES[column.rule].kind if column is not None else "number"
 
 
 def output_column(name: str) -> str:

@@ -20,12 +20,9 @@ from specviz.data.measurements.report import LoadReport, MeasurementError, RowEr
 from specviz.data.measurements.schema import (
     ACCEPTANCE_COLUMNS,
     ALLOWED,
+    BY_NAME,
     INT_MAX,
-    INTEGER_COLUMNS,
-    NONNEGATIVE_COLUMNS,
     PERCENT_COLUMNS,
-    POSITIVE_COLUMNS,
-    UNIT_COLUMNS,
     column_kind,
     output_column,
     suffixes,
@@ -94,31 +91,31 @@ def _merge(errors: list[list[RowError]], found: Errors) -> list[list[RowError]]:
     return merged
 
 
+#: The allowed values of each range rule (schema.RULES) as a Phrase: the English text of schema.ALLOWED.
+_ALLOWED_PHRASES = {
+    "k": lambda: Phrase("note.measurements.allowed.integer", hi=theory.K_LIMIT),
+    "tokens": lambda: Phrase("note.measurements.allowed.tokens"),
+    "c_l": lambda: Phrase("note.measurements.allowed.c_l"),
+    "efficiency": lambda: Phrase("note.measurements.allowed.efficiency"),
+    "positions": lambda: Phrase("note.measurements.allowed.positions", n="K"),
+    "bool": lambda: Phrase("note.measurements.allowed.bool"),
+    "depth": lambda: Phrase("note.measurements.allowed.integer", hi="K"),
+    "rate": lambda: Phrase("note.measurements.allowed.unit"),
+    "positive": lambda: Phrase("note.measurements.allowed.positive"),
+    "nonnegative": lambda: Phrase("note.measurements.allowed.nonnegative"),
+    "count": lambda: Phrase("note.measurements.allowed.integer", hi=INT_MAX),
+}
+
+
+def _rule(name: str) -> str | None:
+    column = BY_NAME.get(name)
+    return column.rule if column is not None else None
+
+
 def allowed_phrase(name: str) -> str:
     """:data:`~specviz.data.measurements.schema.ALLOWED` of column ``name`` as a Phrase (the same English text)."""
-    if name == "k":
-        return Phrase("note.measurements.allowed.integer", hi=theory.K_LIMIT)
-    if name in ("mean_accepted_tokens", "predicted_tokens_per_round"):
-        return Phrase("note.measurements.allowed.tokens")
-    if name == "c_l":
-        return Phrase("note.measurements.allowed.c_l")
-    if name == "system_efficiency":
-        return Phrase("note.measurements.allowed.efficiency")
-    if name == "per_position_acceptance":
-        return Phrase("note.measurements.allowed.positions", n="K")
-    if name == "greedy_exact":
-        return Phrase("note.measurements.allowed.bool")
-    if name == "tree_depth":
-        return Phrase("note.measurements.allowed.integer", hi="K")
-    if name in UNIT_COLUMNS:
-        return Phrase("note.measurements.allowed.unit")
-    if name in POSITIVE_COLUMNS:
-        return Phrase("note.measurements.allowed.positive")
-    if name in NONNEGATIVE_COLUMNS:
-        return Phrase("note.measurements.allowed.nonnegative")
-    if name in INTEGER_COLUMNS:
-        return Phrase("note.measurements.allowed.integer", hi=INT_MAX)
-    return ALLOWED.get(name, "")
+    phrase = _ALLOWED_PHRASES.get(_rule(name))
+    return phrase() if phrase is not None else ALLOWED.get(name, "")
 
 
 def cell_error(table: RawTable, i: int, column: str, cell, allowed: str) -> tuple[int, RowError]:
@@ -281,8 +278,8 @@ def check_ranges(
         for i in np.flatnonzero(present & ~ok):
             allowed = allowed_at(name, col, k.k[i] if k.ok[i] else None, no_bonus)
             errors.append(cell_error(table, i, name, source[i], allowed))
-        if name in UNIT_COLUMNS or name in ("mean_accepted_tokens", "predicted_tokens_per_round", "system_efficiency"):
-            tokens = name in ("mean_accepted_tokens", "predicted_tokens_per_round")
+        if _rule(name) in ("rate", "tokens", "efficiency"):  # clipped into range by at most the tolerance
+            tokens = _rule(name) == "tokens"
             lo = 1.0 if tokens else 0.0
             hi = k.k + 1.0 if tokens else 1.0
             arr = np.where(present & ok, np.clip(arr, lo, hi), arr)
@@ -291,23 +288,23 @@ def check_ranges(
 
 
 def _in_range(name: str, arr: np.ndarray, k: _K) -> np.ndarray:
-    """(n,) bool: the value of column ``name`` is allowed (NaN cells are False; callers skip them)."""
-    finite = np.isfinite(arr)
-    if name == "tree_depth":
+    """(n,) bool: the value of column ``name`` is allowed by its rule (NaN cells are False; callers skip them)."""
+    finite, rule = np.isfinite(arr), _rule(name)
+    if rule == "depth":
         return finite & (arr >= 1) & (arr == np.floor(arr)) & (arr <= np.where(k.ok, k.k, INT_MAX))
-    if name in ("mean_accepted_tokens", "predicted_tokens_per_round"):
+    if rule == "tokens":
         return (arr >= 1 - _TOL) & (arr <= np.where(k.ok, k.k + 1, np.inf) * (1 + _TOL))
-    if name in UNIT_COLUMNS:
+    if rule == "rate":
         return (arr >= -_TOL) & (arr <= 1 + _TOL)
-    if name in POSITIVE_COLUMNS or name == "c_l":
+    if rule in ("positive", "c_l"):
         return finite & (arr > 0)
-    if name in NONNEGATIVE_COLUMNS:
+    if rule == "nonnegative":
         return finite & (arr >= 0)
-    if name in INTEGER_COLUMNS:
+    if rule == "count":
         return finite & (arr >= 1) & (arr <= INT_MAX) & (arr == np.floor(arr))
-    if name == "system_efficiency":
+    if rule == "efficiency":
         return (arr >= (1 - _TOL) / (k.k + 1)) & (arr <= 1 + _TOL)
-    raise AssertionError(name)  # pragma: no cover - every numeric column has a rule above
+    raise AssertionError(f"{name}: rule {rule!r} has no range check")  # pragma: no cover - schema.RULES
 
 
 def allowed_at(name: str, col: RawColumn | None, k: float | None, no_bonus: bool) -> str:
@@ -329,7 +326,7 @@ def allowed_at(name: str, col: RawColumn | None, k: float | None, no_bonus: bool
         return Phrase("note.measurements.allowed.depth", k=ks) if k is not None else allowed_phrase(name)
     if conversion.file_unit:
         return Phrase("note.measurements.allowed.positive_in", unit=conversion.file_unit)
-    if name in UNIT_COLUMNS and col is not None:
+    if _rule(name) == "rate" and col is not None:
         return Phrase("note.measurements.allowed.percent", allowed=allowed_phrase(name))
     return allowed_phrase(name)
 
