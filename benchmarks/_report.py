@@ -101,7 +101,7 @@ def shape_config(shape: str):
     """The trained target's config, or ``"LxD"``'s: L layers of width D in heads of 64, same context."""
     from dataclasses import replace
 
-    from specviz.engine.models import train
+    from specviz.engine import train
 
     if not shape:
         return train.TARGET

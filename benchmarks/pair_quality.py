@@ -13,7 +13,7 @@ Python's stdlib, or ``--corpus``):
    (``train.evaluate_all``)                                   [target <= 1.70, and below the draft]
 2. text quality: mean distinct-4-gram ratio of greedy 128-byte continuations of the benchmark
    prompts (``bench.text_quality``; 1 = no repeated 4-gram)  [>= 0.6]
-3. α on held-out text (``train.pair_agreement``, 32 windows): greedy (the draft's argmax is the
+3. α on held-out text (``model_card.pair_agreement``, 32 windows): greedy (the draft's argmax is the
    target's) and at T = 1 (mean Σ min(p, q))                  (context)
 4. α̂ as the engine measures it (``bench.run_cell``, K = 4, 4 prompts × 64 new tokens) at T = 0 and
    T = 1: accepted drafts / drafted                          (context)
@@ -30,8 +30,9 @@ from pathlib import Path
 import torch
 from _report import machine_line, record, summary
 
-from specviz.engine import bench
-from specviz.engine.models import BUNDLED_DIR, ByteTokenizer, load_pair, train
+from specviz.engine import bench, train
+from specviz.engine import card as model_card
+from specviz.engine.models import BUNDLED_DIR, ByteTokenizer, load_pair
 from specviz.engine.models.gpt import GPT
 
 T0 = time.perf_counter()
@@ -47,7 +48,7 @@ def measure(pair: Path, corpus: Path | None, prompts: list[torch.Tensor]) -> dic
         "target_bits": train.evaluate_all(target, val),
         "draft_bits": train.evaluate_all(draft, val),
         **bench.text_quality(target, prompts),
-        **train.pair_agreement(target, draft, val),
+        **model_card.pair_agreement(target, draft, val),
     }
     t, d, _ = load_pair(str(pair))  # as the engine runs them (packed linears on the CPU)
     for temperature in (0.0, 1.0):

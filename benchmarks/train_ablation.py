@@ -6,7 +6,7 @@ default 300 steps on a quiet 2-core CPU)::
     python benchmarks/train_ablation.py
     python benchmarks/train_ablation.py --steps 120 --variants first,scaled   # a quick look
 
-Every variant trains ``specviz.engine.models.train.TARGET`` (the shipped target's shape; ``--shape 6x384``
+Every variant trains ``specviz.engine.train.TARGET`` (the shipped target's shape; ``--shape 6x384``
 for the first one's) with the same data order (seed 0), fused AdamW and the precision
 ``train --precision auto`` picks (bf16 autocast where the CPU has native bf16, else fp32), and evaluates held-out bits/byte every ``--eval-every`` steps on
 fixed windows of the held-out files (``train.evaluate``, 4 × 8 windows of 512 bytes):
@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from _report import chosen, machine_line, record, shape_config, summary
 
-from specviz.engine.models import train
+from specviz.engine import train
 from specviz.engine.models.gpt import GPT, bits_per_byte
 
 T0 = time.perf_counter()

@@ -5,7 +5,7 @@ Run from the repository root::
     python benchmarks/train_speed.py                   # every variant, 4 timed steps each
     python benchmarks/train_speed.py --steps 2 --variants fp32,bf16   # a quick look
 
-Each variant trains ``specviz.engine.models.train.TARGET`` (the shipped target's shape; ``--shape L×D``
+Each variant trains ``specviz.engine.train.TARGET`` (the shipped target's shape; ``--shape L×D``
 tries another, e.g. ``6x384``, the first bundled target's) from the same initialisation on the
 same random windows of the standard library (``--batch`` sequences of ``--seq-len`` bytes per
 optimiser step) and reports the median wall time of one optimiser step after ``--warmup`` untimed
@@ -38,7 +38,7 @@ import numpy as np
 import torch
 from _report import chosen, machine_line, record, shape_config, summary
 
-from specviz.engine.models import train
+from specviz.engine import train
 from specviz.engine.models.gpt import GPT, bits_per_byte
 
 T0 = time.perf_counter()

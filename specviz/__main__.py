@@ -28,7 +28,8 @@ def _progress_factory(name: str, total: int):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from specviz.engine.models import train
+    from specviz.engine import card as model_card
+    from specviz.engine import train
 
     common = dict(
         batch_size=args.batch_size,
@@ -67,7 +68,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 0
     target_tc = train.TrainConfig(steps=args.target_steps, lr=args.target_lr, **common)
     draft_tc = train.TrainConfig(steps=args.draft_steps, lr=args.draft_lr, **common)
-    card = train.train_pair(
+    card = model_card.train_pair(
         Path(args.out),
         Path(args.work_dir),
         target_tc,
@@ -99,9 +100,9 @@ def _text_quality(target, draft) -> dict:
 
 
 def cmd_card(args: argparse.Namespace) -> int:
-    from specviz.engine.models import train
+    from specviz.engine import card as model_card
 
-    card = train.remeasure_card(Path(args.out), Path(args.corpus) if args.corpus else None, _text_quality)
+    card = model_card.remeasure_card(Path(args.out), Path(args.corpus) if args.corpus else None, _text_quality)
     speed, acc = card["speed"], card["acceptance_on_validation"]
     print(
         f"rewrote {args.out}/README.md and card.json: T_target {speed['t_target_ms']} ms, "
@@ -340,7 +341,7 @@ def _bench_batches(args, target, draft, tokenizer, prompts: list[str], meta: dic
 def cmd_prompts(args: argparse.Namespace) -> int:
     import json
 
-    from specviz.engine.models import train
+    from specviz.engine import train
 
     root = Path(args.corpus) if args.corpus else train.stdlib_root()
     _, val = train.corpus_files(root, seed=args.seed)

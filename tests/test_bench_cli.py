@@ -137,7 +137,7 @@ def test_prompts_come_from_validation_files(tmp_path):
     out = tmp_path / "p.jsonl"
     assert cli.main(["prompts", "--corpus", str(corpus), "--out", str(out), "--n", "3", "--length", "64"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    from specviz.engine.models.train import corpus_files
+    from specviz.engine.train import corpus_files
 
     _, val = corpus_files(corpus)
     assert len(rows) == 1  # 20 files × 5 % = 1 validation file, one prompt per file

@@ -13,7 +13,8 @@ import platform
 import pytest
 
 from specviz.core import hardware
-from specviz.engine.models import BUNDLED_DIR, train
+from specviz.engine import train
+from specviz.engine.models import BUNDLED_DIR
 from specviz.engine.models.gpt import GPT
 
 CARD = json.loads((BUNDLED_DIR / "card.json").read_text())
@@ -64,3 +65,10 @@ def test_the_hardware_catalogue_rows_are_the_shipped_architecture(name):
     model = GPT.load(BUNDLED_DIR / name)
     assert row["params"] == hardware.parameter_count(row) == sum(p.numel() for p in model.parameters())
     assert CARD[name]["parameters"] == row["params"]
+
+
+def test_the_shipped_readme_is_the_card_template_rendered_from_card_json():
+    """data/models/bundled/README.md is what ``specviz card`` writes from card.json (specviz/engine/card.md.j2)."""
+    from specviz.engine import card
+
+    assert card.card_markdown(CARD) == (BUNDLED_DIR / "README.md").read_text(encoding="utf-8")

@@ -661,7 +661,7 @@ def test_clock_synchronises_cuda_before_reading_the_time(monkeypatch):
     """On CUDA every clock reading waits for the GPU first, else GPU work leaks out of the timed region."""
     events = []
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a, **kw: events.append("sync"))
-    monkeypatch.setattr(decoding, "time", SimpleNamespace(perf_counter=lambda: events.append("read") or 1.0))
+    monkeypatch.setattr(decoding.records, "time", SimpleNamespace(perf_counter=lambda: events.append("read") or 1.0))
     decoding._Clock(torch.device("cuda")).now()
     assert events == ["sync", "read"]
     events.clear()
@@ -686,8 +686,8 @@ def test_timed_regions_bracket_the_forwards(models, monkeypatch, k):
         def now(self) -> float:
             return 1e-3 * target.calls + 1.0 * draft.calls
 
-    monkeypatch.setattr(decoding, "_Clock", ForwardClock)
-    monkeypatch.setattr(decoding, "time", SimpleNamespace())  # any direct time reading raises
+    monkeypatch.setattr(decoding.records, "_Clock", ForwardClock)
+    monkeypatch.setattr(decoding.records, "time", SimpleNamespace())  # any direct time reading raises
     _, s = speculative_generate(target, draft, PROMPTS["code"], k, 0.0, 30, calibration_steps=3)
     assert s.prefill_ms == pytest.approx(1001.0)  # one target and one draft forward over the prompt
     assert s.t_target_ms == pytest.approx(1.0) and s.t_draft_ms == pytest.approx(1000.0)

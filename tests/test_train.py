@@ -1,4 +1,4 @@
-"""Training the pair (specviz.engine.models.train) on a tiny corpus: resume, the model card, `card` CLI."""
+"""Training the pair (specviz.engine.train) on a tiny corpus: resume, the model card, `card` CLI."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specviz import __main__ as cli
-from specviz.engine.models import train
+from specviz.engine import card as model_card
+from specviz.engine import train
 from specviz.engine.models.gpt import GPT, GPTConfig
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -79,7 +80,7 @@ def test_interrupted_training_resumes_to_the_same_weights(data, tmp_path):
 
 def test_train_pair_writes_weights_and_card(corpus, tmp_path):
     out = tmp_path / "pair"
-    card = train.train_pair(
+    card = model_card.train_pair(
         out,
         tmp_path / "work",
         TC,
@@ -109,7 +110,7 @@ def test_train_pair_writes_weights_and_card(corpus, tmp_path):
 @pytest.mark.slow
 def test_card_command_remeasures_without_touching_weights(corpus, tmp_path, capsys):
     out = tmp_path / "pair"
-    train.train_pair(out, tmp_path / "work", TC, TC, corpus_root=corpus, target_cfg=TINY, draft_cfg=TINY)
+    model_card.train_pair(out, tmp_path / "work", TC, TC, corpus_root=corpus, target_cfg=TINY, draft_cfg=TINY)
     weights = {p: p.read_bytes() for p in out.glob("*/model.safetensors")}
     card = json.loads((out / "card.json").read_text())
     card["speed"] = {"machine": "elsewhere", "t_target_ms": 1.0, "t_draft_ms": 1.0, "c": 1.0}
@@ -261,9 +262,9 @@ def test_distilled_draft_gets_closer_to_the_target(data, tmp_path):
     teacher = train.teacher_outputs(target, data, windows=64, seq_len=64, top_k=8)
     small = GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64)
     torch.manual_seed(0)
-    before = train.pair_agreement(target, GPT(small), data, windows=8)["alpha_t1"]
+    before = model_card.pair_agreement(target, GPT(small), data, windows=8)["alpha_t1"]
     draft, _ = train.train_model(small, tc, teacher, tmp_path / "d")
-    after = train.pair_agreement(target, draft, data, windows=8)["alpha_t1"]
+    after = model_card.pair_agreement(target, draft, data, windows=8)["alpha_t1"]
     assert after > before + 0.1, (before, after)
 
 
@@ -410,8 +411,8 @@ def test_a_warm_started_model_carries_its_earlier_training_into_the_card(corpus,
         "target", TINY, more, out, tmp_path / "w2", corpus, "train b", init_from=tmp_path / "a" / "target"
     )
     assert record["warmed_from"]["command"] == "train a" and record["warmed_from"]["train"]["steps"] == 4
-    assert [s["train"]["steps"] for s in train.stages(record)] == [4, 2]
-    assert [row[0] for row in train.full_curve(record)] == [2, 4, 5, 6]  # the second run's steps follow on
+    assert [s["train"]["steps"] for s in model_card.stages(record)] == [4, 2]
+    assert [row[0] for row in model_card.full_curve(record)] == [2, 4, 5, 6]  # the second run's steps follow on
     train.train_one("draft", TINY, first, out, tmp_path / "w3", corpus, command="train draft")
     record["log"]["seconds_all_runs"], record["warmed_from"]["log"]["seconds_all_runs"] = 1800.0, 5400.0
     (out / "target" / "train.json").write_text(json.dumps({**record, "command": "train b"}))  # hours to sum
