@@ -5,7 +5,8 @@ import json
 import numpy as np
 import streamlit as st
 
-from specviz.app import hardware_figures, router, ui
+from specviz.app import router, ui
+from specviz.app.figures import hardware as hardware_figures
 from specviz.app.share import Param, by_key
 from specviz.base import i18n
 from specviz.core import hardware

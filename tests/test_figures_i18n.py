@@ -1,4 +1,4 @@
-"""Chart texts in English and Chinese: every figure builder of specviz.app.figures and specviz.app.hardware_figures
+"""Chart texts in English and Chinese: every figure builder of specviz.app.figures (hardware in specviz.app.figures.hardware)
 takes ``lang`` and writes its own words (axis titles, legend and trace names, hover templates, annotations,
 colour-bar and legend titles) from the catalogues (keys ``fig.*`` and ``hwfig.*``).
 
@@ -17,13 +17,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specviz.app import figures, grids, hardware_figures, overlays
+from specviz.app import figures, grids, overlays
+from specviz.app.figures import hardware as hardware_figures
 from specviz.base import i18n
 from specviz.core import hardware, theory
 from specviz.data.measurements import SAMPLES_DIR, load_measurements
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = {"fig.": ROOT / "specviz" / "app" / "figures.py", "hwfig.": ROOT / "specviz" / "app" / "hardware_figures.py"}
+FIGURES = ROOT / "specviz" / "app" / "figures"
+#: catalogue prefix -> the figure modules that ask for its keys
+MODULES = {
+    "fig.": sorted(p for p in FIGURES.glob("*.py") if p.name != "hardware.py"),
+    "hwfig.": [FIGURES / "hardware.py"],
+}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 WORD = re.compile(r"(?<![\w])[A-Za-z]{3,}(?![\w])")  # an English word (not α, K, E[N], c_L, T_draft)
 FIELD = re.compile(r"%\{[^}]*\}")  # a plotly template field
@@ -198,7 +204,7 @@ def hover_fields(fig) -> list[list[str]]:
 
 def keys_asked_for(prefix: str) -> set[str]:
     """Literal keys in the module, plus the keys it builds from a name (axis titles, bounds)."""
-    source = MODULES[prefix].read_text(encoding="utf-8")
+    source = "\n".join(p.read_text(encoding="utf-8") for p in MODULES[prefix])
     keys = set(re.findall(r"""["'](""" + re.escape(prefix) + r"""[\w.]+)["']""", source))
     if prefix == "fig.":
         keys |= {f"fig.axis.{name}" for name in figures.AXES}

@@ -1,6 +1,6 @@
 """Grids over the design space, as plain arrays and tidy DataFrames (no streamlit).
 
-The pages cache these (``ui.cached``); figures.py draws them; the CSV downloads
+The pages cache these (``ui.cached``); :mod:`specviz.app.figures` draws them; the CSV downloads
 are :func:`tidy` of the same arrays, so what you download is what you see.
 """
 

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from specviz.app.figures import _layout, _qualitative, axis_title, compact, log_ticks, plotly_text, stepped
+from specviz.app.figures.design import _qualitative, axis_title, compact, log_ticks, stepped
+from specviz.app.figures.measured import _layout, plotly_text
 from specviz.base import i18n
 from specviz.base.i18n import text
 

@@ -1,0 +1,117 @@
+"""Plotly figure builders: data in, ``go.Figure`` out (no streamlit, no computation
+beyond layout). Every chart of the app is built here so it is testable without a
+browser.
+
+Grid arrays go out compact (:func:`compact`): plotly serialises numpy arrays as typed
+binary, so float32 and small integers halve to an eighth of the bytes the browser must
+receive and decode, and no grid is sent twice (the S = 1 line is a line, not a second
+copy of z).
+
+The words a figure writes itself (axis, colour-bar and legend titles, trace names, hover templates,
+annotations) come from the catalogues (keys ``fig.*``, :func:`specviz.base.i18n.text`) in the ``lang`` a
+builder is given, English by default. Symbols and formulas (α, K, c, E[N], S) and the data's own
+labels (series, rules, cells) stay as they are; plotly's ``%{…}`` fields are filled in as values, never
+written in a catalogue text.
+
+One module per page family: :mod:`.design` (design space, break-even), :mod:`.lab`, :mod:`.measured`,
+:mod:`.strategies`, :mod:`.engines`, :mod:`.hardware` (Hardware & batch), and :mod:`.budget` (what a
+figure may send). The package re-exports every builder.
+"""
+
+from specviz.app.figures.budget import MAX_POINTS, point_count, trace_points, within_budget
+from specviz.app.figures.design import (
+    ALPHA_BANDS,
+    AXES,
+    BREAK_EVEN_COLOR,
+    LABEL_LEVELS,
+    TITLES,
+    axis_title,
+    break_even_curves,
+    break_even_line,
+    break_even_map,
+    compact,
+    contour_labels,
+    drawn,
+    grid_figure,
+    heatmap_coords,
+    log_ticks,
+    metrics_vs_alpha,
+    optimal_k_map,
+    pmf_figure,
+    speedup_colorscale,
+    speedup_vs_k,
+    stepped,
+)
+from specviz.app.figures.engines import acceptance_by_position, engine_rates
+from specviz.app.figures.lab import distribution_bars, emitted_vs_target, n_histogram
+from specviz.app.figures.measured import (
+    cost_breakdown,
+    overlay_alpha_c,
+    overlay_expected_tokens,
+    overlay_speedup_vs_k,
+    parity,
+    per_position_figure,
+    plotly_text,
+    speedup_by_batch_measured,
+)
+from specviz.app.figures.strategies import (
+    POLICY_COLORS,
+    draft_length_histogram,
+    k_over_rounds,
+    measured_vs_predicted,
+    ngram_by_k,
+    policy_bars,
+    policy_sweep,
+    tokens_by_budget,
+    tree_figure,
+)
+
+__all__ = [
+    "ALPHA_BANDS",
+    "AXES",
+    "BREAK_EVEN_COLOR",
+    "LABEL_LEVELS",
+    "MAX_POINTS",
+    "POLICY_COLORS",
+    "TITLES",
+    "acceptance_by_position",
+    "axis_title",
+    "break_even_curves",
+    "break_even_line",
+    "break_even_map",
+    "compact",
+    "contour_labels",
+    "cost_breakdown",
+    "distribution_bars",
+    "draft_length_histogram",
+    "drawn",
+    "emitted_vs_target",
+    "engine_rates",
+    "grid_figure",
+    "heatmap_coords",
+    "k_over_rounds",
+    "log_ticks",
+    "measured_vs_predicted",
+    "metrics_vs_alpha",
+    "n_histogram",
+    "ngram_by_k",
+    "optimal_k_map",
+    "overlay_alpha_c",
+    "overlay_expected_tokens",
+    "overlay_speedup_vs_k",
+    "parity",
+    "per_position_figure",
+    "plotly_text",
+    "pmf_figure",
+    "point_count",
+    "policy_bars",
+    "policy_sweep",
+    "speedup_by_batch_measured",
+    "speedup_colorscale",
+    "speedup_vs_k",
+    "stepped",
+    "tokens_by_budget",
+    "trace_points",
+    "tree_figure",
+    "within_budget",
+]

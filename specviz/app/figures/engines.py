@@ -1,0 +1,63 @@
+"""The Engine monitor's figures: acceptance by position and tokens/s over time."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from specviz.app.figures.design import _FASTER
+from specviz.app.figures.measured import _layout
+from specviz.base.i18n import text
+
+
+def acceptance_by_position(unconditional: np.ndarray, conditional: np.ndarray, lang: str = "en") -> go.Figure:
+    """An engine's acceptance by draft position i = 1..P: u_i (share of drafts accepting ≥ i tokens)
+    and a_i = u_i / u_(i−1) (given the positions before it accepted), as grouped bars."""
+    positions = np.arange(1, len(unconditional) + 1)
+    fig = go.Figure()
+    for y, name, color in (
+        (conditional, text(lang, "fig.conditional"), _FASTER),
+        (unconditional, text(lang, "fig.unconditional"), "#92c5de"),
+    ):
+        fig.add_trace(
+            go.Bar(x=positions, y=y, name=name, marker_color=color, hovertemplate="i = %{x}<br>%{y:.3f}<extra></extra>")
+        )
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(range=[0, 1.02])
+    fig.update_xaxes(dtick=1)
+    return _layout(fig, text(lang, "fig.draft_position"), text(lang, "fig.acceptance"), height=320)
+
+
+def engine_rates(frame, lang: str = "en") -> go.Figure:
+    """Drafted and accepted tokens per second over time (one point per poll interval), with the
+    mean acceptance length on a second axis."""
+    fig = go.Figure()
+    for column, name, color in (
+        ("drafted_per_s", text(lang, "fig.drafted_tps"), "#92c5de"),
+        ("accepted_per_s", text(lang, "fig.accepted_tps"), _FASTER),
+    ):
+        fig.add_trace(
+            go.Scatter(
+                x=frame["time"],
+                y=frame[column],
+                name=name,
+                mode="lines",
+                line=dict(color=color),
+                hovertemplate="t = %{x:.0f} s<br>%{y:.1f} tokens/s<extra></extra>",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=frame["time"],
+            y=frame["mean_length"],
+            name=text(lang, "fig.mean_length"),
+            mode="lines",
+            yaxis="y2",
+            line=dict(color="black", dash="dot"),
+            hovertemplate="t = %{x:.0f} s<br>E[N] = %{y:.2f}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        yaxis2=dict(title=text(lang, "fig.mean_length"), overlaying="y", side="right", rangemode="tozero")
+    )
+    return _layout(fig, text(lang, "fig.since_start"), "tokens/s", height=320)

@@ -1,0 +1,322 @@
+"""Measured points over the theory (inputs from :mod:`specviz.app.overlays`): speedup against K, the
+(α, c) map, E[N], parity, per-position acceptance, the live page's cost breakdown, speedup by batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from specviz.app.figures.design import BREAK_EVEN_COLOR, axis_title, compact, drawn, grid_figure
+from specviz.app.grids import Grid
+from specviz.base.i18n import text
+
+# --------------------------------------------------------------------------------------
+# measured points over the theory (inputs from specviz.app.overlays)
+# --------------------------------------------------------------------------------------
+
+_SERIES_COLORS = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#17becf",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+)
+
+
+_PLOTLY_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "%": "&#37;"})
+
+
+def plotly_text(text) -> str:
+    """``text`` for a plotly trace name, hover template or hover text, shown exactly as written.
+
+    Plotly renders these as a small HTML subset (``<b>``, ``<a href>``, ``<br>``, …) and decodes numeric
+    entities and only the names amp, lt, gt, nbsp, times, plusmn, deg, mu (not ``&quot;``, which it
+    would show as typed). So ``&``, ``<`` and ``>`` become ``&amp;`` ``&lt;`` ``&gt;`` (no tag can be
+    injected) and ``%`` becomes ``&#37;`` (no ``%{…}`` template field); quotes stay as they are.
+    """
+    return str(text).translate(_PLOTLY_ESCAPES)
+
+
+def _series_color(names: list[str]) -> dict[str, str]:
+    return {name: _SERIES_COLORS[i % len(_SERIES_COLORS)] for i, name in enumerate(names)}
+
+
+def _layout(fig: go.Figure, x: str, y: str, height: int = 420) -> go.Figure:
+    fig.update_layout(
+        xaxis_title=x,
+        yaxis_title=y,
+        height=height,
+        margin=dict(l=10, r=10, t=30, b=10),
+        legend=dict(orientation="h", y=-0.2, yanchor="top"),
+        hovermode="closest",
+    )
+    return fig
+
+
+def _error_bars(points) -> dict | None:
+    """Asymmetric error bars from speedup_min / speedup_max where the rows have them."""
+    if "speedup_min" not in points.columns or "speedup_max" not in points.columns:
+        return None
+    lo = (points["speedup"] - points["speedup_min"]).astype(float)
+    hi = (points["speedup_max"] - points["speedup"]).astype(float)
+    if lo.isna().all() and hi.isna().all():
+        return None
+    return dict(type="data", symmetric=False, array=hi.fillna(0).to_numpy(), arrayminus=lo.fillna(0).to_numpy())
+
+
+def overlay_speedup_vs_k(points, curves, params, lang: str = "en") -> go.Figure:
+    """Measured speedup vs K per series over S(α, c, K) at the series' α and c (solid) and the
+    measured-cost S(α, c, K, v, o) (dashed), each curve's K* starred; error bars span min..max over runs.
+
+    ``points`` from overlays.with_series (rows with a measured speedup are drawn), ``curves`` from
+    overlays.curves, ``params`` from overlays.series_params.
+    """
+    names = list(params["series"])
+    color = _series_color(names)
+    fig = go.Figure()
+    fig.add_hline(y=1.0, line_dash="dot", line_color=BREAK_EVEN_COLOR, annotation_text="S = 1")
+    for name in names:
+        cv = curves[curves["series"] == name]
+        p = params[params["series"] == name].iloc[0]
+        shown = plotly_text(name)
+        for model, dash in (("basic", "solid"), ("cost", "dash")):
+            y = cv[f"speedup_{model}"]
+            if len(cv) == 0 or y.isna().all():
+                continue
+            what = text(lang, "fig.basic_model" if model == "basic" else "fig.cost_model_vo")
+            at = text(lang, "fig.model_at", what=what, alpha=f"{p.alpha:.3f}", c=f"{p.c:.3g}")
+            fig.add_trace(
+                go.Scatter(
+                    x=cv["k"],
+                    y=y,
+                    mode="lines",
+                    line=dict(color=color[name], dash=dash),
+                    legendgroup=name,
+                    name=text(lang, "fig.series_basic" if model == "basic" else "fig.series_cost", series=shown),
+                    hovertemplate=f"{shown}<br>{at}<br>K = %{{x}}<br>S = %{{y:.3f}}<extra></extra>",
+                )
+            )
+            k_star, s_star = p[f"k_star_{model}"], p[f"s_star_{model}"]
+            if np.isfinite(k_star) and k_star > 0:
+                fig.add_trace(
+                    go.Scatter(
+                        x=[k_star],
+                        y=[s_star],
+                        mode="markers",
+                        legendgroup=name,
+                        showlegend=False,
+                        marker=dict(symbol="star", size=14, color=color[name], line=dict(width=1, color="black")),
+                        hovertemplate=text(
+                            lang, "fig.star_hover", series=shown, k=int(k_star), what=what, s=f"{s_star:.3f}"
+                        )
+                        + "<extra></extra>",
+                    )
+                )
+        pts = points[(points["series"] == name) & points["speedup"].notna()]
+        if len(pts):
+            fig.add_trace(
+                go.Scatter(
+                    x=pts["k"],
+                    y=pts["speedup"],
+                    mode="markers",
+                    legendgroup=name,
+                    name=text(lang, "fig.series_measured", series=shown),
+                    marker=dict(size=10, color=color[name], line=dict(width=1, color="black")),
+                    error_y=_error_bars(pts),
+                    text=pts["hover"],
+                    hovertemplate="%{text}<extra></extra>",
+                )
+            )
+    return _layout(fig, axis_title("k", lang), axis_title("speedup", lang))
+
+
+def overlay_alpha_c(grid: Grid, points, k: int, lang: str = "en") -> go.Figure:
+    """Measured (α used, c used) of every row on the S(α, c) heatmap at draft length ``k`` with its
+    S = 1 contour. Rows measured at this K are filled circles, rows at other K open ones."""
+    fig = grid_figure(grid, break_even=True, title=text(lang, "fig.overlay_title", k=k), lang=lang)
+    pts = points[points["alpha_used"].notna() & points["c_used"].notna()]
+    for same, symbol, label in (
+        (True, "circle", text(lang, "fig.measured_at_k", k=k)),
+        (False, "circle-open", text(lang, "fig.other_k")),
+    ):
+        sel = pts[(pts["k"] == k) == same]
+        if len(sel):
+            fig.add_trace(
+                go.Scatter(
+                    x=sel["alpha_used"],
+                    y=drawn(sel["c_used"].to_numpy(float), grid.y_name),
+                    mode="markers",
+                    name=label,
+                    text=sel["hover"],
+                    marker=dict(symbol=symbol, size=11, color="black", line=dict(width=2, color="gold")),
+                    hovertemplate="%{text}<extra></extra>",
+                )
+            )
+    return fig
+
+
+def overlay_expected_tokens(points, curves, params, lang: str = "en") -> go.Figure:
+    """E[N] vs K at each series' α (lines) with the measured mean accepted tokens (markers)."""
+    names = list(params["series"])
+    color = _series_color(names)
+    fig = go.Figure()
+    for name in names:
+        cv = curves[curves["series"] == name]
+        if len(cv):
+            fig.add_trace(
+                go.Scatter(
+                    x=cv["k"],
+                    y=cv["expected_tokens"],
+                    mode="lines",
+                    legendgroup=name,
+                    line=dict(color=color[name]),
+                    name=text(lang, "fig.series_expected", series=plotly_text(name)),
+                    hovertemplate="K = %{x}<br>E[N] = %{y:.3f}<extra></extra>",
+                )
+            )
+        pts = points[(points["series"] == name)]
+        if "mean_accepted_tokens" in pts.columns:
+            pts = pts[pts["mean_accepted_tokens"].notna()]
+            if len(pts):
+                fig.add_trace(
+                    go.Scatter(
+                        x=pts["k"],
+                        y=pts["mean_accepted_tokens"],
+                        mode="markers",
+                        legendgroup=name,
+                        name=text(lang, "fig.series_measured", series=plotly_text(name)),
+                        text=pts["hover"],
+                        hovertemplate="%{text}<extra></extra>",
+                        marker=dict(size=10, color=color[name], line=dict(width=1, color="black")),
+                    )
+                )
+    return _layout(fig, axis_title("k", lang), text(lang, "fig.tokens_per_round_en"))
+
+
+def parity(points, lang: str = "en") -> go.Figure:
+    """Measured speedup against the predicted one (basic: circles; measured-cost: diamonds), with y = x."""
+    fig = go.Figure()
+    lo, hi = np.inf, -np.inf
+    for column, symbol, what in (
+        ("predicted_speedup", "circle", text(lang, "fig.basic_model")),
+        ("predicted_speedup_measured_cost", "diamond", text(lang, "fig.cost_model")),
+    ):
+        if column not in points.columns:
+            continue
+        sel = points[points[column].notna() & points["speedup"].notna()]
+        if not len(sel):
+            continue
+        x, y = sel[column].astype(float), sel["speedup"].astype(float)
+        lo, hi = min(lo, x.min(), y.min()), max(hi, x.max(), y.max())
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=y,
+                mode="markers",
+                name=what,
+                text=sel["hover"],
+                marker=dict(symbol=symbol, size=10, line=dict(width=1, color="black")),
+                hovertemplate=f"{what}<br>%{{text}}<extra></extra>",
+            )
+        )
+    if np.isfinite(lo):
+        pad = 0.05 * (hi - lo or 1.0)
+        fig.add_trace(
+            go.Scatter(
+                x=[lo - pad, hi + pad],
+                y=[lo - pad, hi + pad],
+                mode="lines",
+                name="y = x",
+                line=dict(color="grey", dash="dot"),
+                hoverinfo="skip",
+            )
+        )
+    return _layout(fig, text(lang, "fig.predicted_speedup"), text(lang, "fig.measured_speedup"))
+
+
+def per_position_figure(table, lang: str = "en") -> go.Figure:
+    """Conditional acceptance a_i by draft position, one line per (series, K), with the i.i.d. α as a dotted line."""
+    fig = go.Figure()
+    names = list(dict.fromkeys(table["series"]))
+    color = _series_color(names)
+    for (name, k), g in table.groupby(["series", "k"], sort=False):
+        fig.add_trace(
+            go.Scatter(
+                x=g["position"],
+                y=g["a"],
+                mode="lines+markers",
+                line=dict(color=color[name]),
+                name=f"{plotly_text(name)}, K = {k}",
+                legendgroup=name,
+                hovertemplate=text(lang, "fig.position_hover", x="%{x}", y="%{y:.3f}") + "<extra></extra>",
+            )
+        )
+        alpha = float(g["alpha_used"].iloc[0])
+        fig.add_trace(
+            go.Scatter(
+                x=[g["position"].min(), g["position"].max()],
+                y=[alpha, alpha],
+                mode="lines",
+                line=dict(color=color[name], dash="dot"),
+                legendgroup=name,
+                showlegend=False,
+                hovertemplate=f"i.i.d. α = {alpha:.3f}<extra></extra>",
+            )
+        )
+    fig.update_yaxes(range=[0, 1.02])
+    return _layout(fig, text(lang, "fig.draft_position"), text(lang, "fig.acceptance_given"))
+
+
+def cost_breakdown(cells: list[str], draft_ms, verify_ms, other_ms, basic_model_ms, lang: str = "en") -> go.Figure:
+    """Mean round time per cell, stacked: K draft steps, the verify forward, everything else; with the
+    basic model's round (one target step + K draft steps) as a diamond, so the gap is visible."""
+    fig = go.Figure()
+    for name, values, color in (
+        (text(lang, "fig.cost.draft"), draft_ms, "#9ecae1"),
+        (text(lang, "fig.cost.verify"), verify_ms, "#3182bd"),
+        (text(lang, "fig.cost.other"), other_ms, "#fd8d3c"),
+    ):
+        fig.add_trace(
+            go.Bar(
+                x=cells,
+                y=values,
+                name=name,
+                marker_color=color,
+                hovertemplate="%{x}<br>" + text(lang, "fig.hover_ms", name=name, y="%{y:.3f}") + "<extra></extra>",
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=cells,
+            y=basic_model_ms,
+            mode="markers",
+            name=text(lang, "fig.basic_model_formula"),
+            marker=dict(symbol="diamond", size=12, color="black"),
+            hovertemplate="%{x}<br>" + text(lang, "fig.basic_round_hover", y="%{y:.3f}") + "<extra></extra>",
+        )
+    )
+    fig.update_layout(barmode="stack")
+    return _layout(fig, text(lang, "fig.cell"), text(lang, "fig.ms_per_round"))
+
+
+def speedup_by_batch_measured(frame, lang: str = "en") -> go.Figure:
+    """Measured speedup against the batch size B, one line per (K, temperature), S = 1 dashed."""
+    fig = go.Figure()
+    for (k, t), cell in frame.sort_values("batch_size").groupby(["k", "temperature"]):
+        fig.add_trace(
+            go.Scatter(
+                x=cell["batch_size"],
+                y=compact(cell["speedup"]),
+                mode="lines+markers",
+                name=f"K = {int(k)}, T = {t:g}",
+                hovertemplate=f"K = {int(k)}, T = {t:g}<br>B = %{{x}}<br>S = %{{y:.3f}}×<extra></extra>",
+            )
+        )
+    fig.add_hline(y=1.0, line_dash="dash", line_color="black")
+    fig.update_xaxes(type="log")
+    return _layout(fig, text(lang, "fig.batch_size"), text(lang, "fig.measured_speedup_s"))
