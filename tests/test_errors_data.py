@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 
 from specviz.app import overlays, share
 from specviz.base import i18n
-from specviz.data import measurements, store
+from specviz.data import library_file, measurements, store
 from specviz.data.measurements import (
     READERS,
     Conversion,
@@ -682,7 +682,7 @@ def test_a_report_and_its_errors_survive_pickling_in_both_languages():
 def test_store_errors_keep_their_class_and_read_in_chinese(tmp_path):
     path = str(tmp_path / "runs.sqlite")
     Path(path).touch()
-    gone = store._library_file_problem(path + "-moved", (1, 2))
+    gone = library_file.problem(path + "-moved", (1, 2))
     assert gone.startswith(f"the run library file {path}-moved was deleted while the server was running")
     assert CJK.search(gone.text("zh")) and path in gone.text("zh")
     with pytest.raises(store.StoreError) as info, store._reported("err.store.list_failed"):

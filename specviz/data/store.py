@@ -31,10 +31,8 @@ import os
 import sqlite3
 import sys
 import time
-import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -45,6 +43,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from specviz.base import settings
 from specviz.base.i18n import Message, Phrase
+from specviz.data import library_file
 from specviz.data import measurements as m
 from specviz.data.measurements import schema
 
@@ -256,98 +255,12 @@ def _retry_locked(statement, timeout_s: float = _BUSY_S) -> None:
             delay = min(2 * delay, 0.25)
 
 
-@dataclass
-class _LibraryFile:
-    """The SQLite file an engine works on: the absolute path it connects to, and (st_dev, st_ino) once opened."""
-
-    path: str
-    opened: tuple[int, int] | None = None
-
-
-#: every engine made by _sqlite_engine -> its file (engines of other backends are not in it)
-_LIBRARY_FILES: weakref.WeakKeyDictionary[Engine, _LibraryFile] = weakref.WeakKeyDictionary()
-
-
-def _file_id(path: str) -> tuple[int, int] | None:
-    """(st_dev, st_ino) of the file at ``path`` (symlinks followed, as SQLite does), or None when there is none."""
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    return st.st_dev, st.st_ino
-
-
-def _library_file_problem(path: str, opened: tuple[int, int]) -> str | None:
-    """Why ``path`` no longer names the file opened as ``opened`` = (st_dev, st_ino); None while it still does.
-
-    Three cases, each refused (the caller raises :class:`StoreError`) rather than followed:
-
-    - the folder is gone (deleted, or a volume unmounted): making it again would put an empty library
-      where the operator expects theirs, e.g. on the bare mount point;
-    - the file is gone: a new, empty library would hand out run ids 1, 2, ... again, which links to the
-      deleted runs name, and would hide a deletion that may be a mistake;
-    - another file is there (a backup moved over it, another library): this server's pages hold run ids,
-      selections and "Saved as run #N" of the old library, which would then name other runs.
-
-    Moving the same file back makes the library usable again; otherwise a restart of the server opens
-    whatever is at ``path`` then (a new, empty library where nothing is).
-    """
-    try:
-        now = _file_id(path)
-    except OSError as exc:
-        return Phrase("err.store.check_file", path=path, cause=exc)
-    if now == opened:
-        return None
-    folder = os.path.dirname(path)
-    if now is None and not os.path.isdir(folder):
-        return Phrase("err.store.folder_gone", folder=folder, path=path)
-    if now is None:
-        return Phrase("err.store.file_deleted", path=path)
-    return Phrase("err.store.file_replaced", path=path)
-
-
 def _check_library_file(engine: Engine) -> None:
-    """Raise :class:`StoreError` if ``engine``'s SQLite file is no longer the file at its path.
-
-    Compares (st_dev, st_ino) of the path with those recorded when the engine first connected
-    (:func:`_library_file_problem` says what changed). On a change the pooled connections, which
-    hold the old file open, are closed first. Called before a connection is made (so none creates
-    an empty file in the old one's place), whenever one is handed out, and after each write commits
-    (a commit can land in a file deleted a moment before). No effect on PostgreSQL.
-    """
-    library = _LIBRARY_FILES.get(engine)
-    if library is None or library.opened is None:
-        return
-    problem = _library_file_problem(library.path, library.opened)
+    """Raise :class:`StoreError` if ``engine``'s SQLite file is no longer the file at its path
+    (:func:`specviz.data.library_file.engine_problem`); no effect on PostgreSQL."""
+    problem = library_file.engine_problem(engine)
     if problem:
-        engine.dispose()
         raise StoreError(problem)
-
-
-def _empty_moved_wal(dbapi_conn: sqlite3.Connection) -> None:
-    """Checkpoint and empty the WAL of a connection whose database file was deleted, moved or replaced.
-
-    On closing such a connection SQLite leaves its ``-wal`` file as it is (it deletes WAL files by name,
-    and that name may by now be another database's). Left next to a file moved in, e.g. a backup
-    restored with ``mv``, that WAL would be replayed onto it by the next process to open the path.
-    ``wal_checkpoint(TRUNCATE)`` writes the WAL into the old file and empties the WAL through this
-    connection's own handle, so only the file it has open changes. Best effort: busy (another thread
-    mid-transaction) or failing, it is skipped; the last connection to close then does it.
-    """
-    try:
-        dbapi_conn.execute("PRAGMA busy_timeout = 0")
-        dbapi_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    except sqlite3.Error:
-        pass
-
-
-def _writable(path: str) -> bool:
-    """Whether this process (its effective user) may write the SQLite file ``path``, the ``-wal`` and ``-shm``
-    files next to it (where there are any) and their folder; SQLite opens them read-only, without saying so,
-    where it may not (and makes new ``-wal`` and ``-shm`` files as read-only as the database)."""
-    effective = os.access in os.supports_effective_ids
-    files = [path, *(f for f in (path + "-wal", path + "-shm") if os.path.exists(f)), os.path.dirname(path)]
-    return all(os.access(f, os.W_OK, effective_ids=effective) for f in files)
 
 
 def _sqlite_engine(url: sa.URL) -> Engine:
@@ -355,7 +268,9 @@ def _sqlite_engine(url: sa.URL) -> Engine:
         raise StoreError(Message("err.store.in_memory", env=ENV_URL, url=str(url)))
     Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(url, connect_args={"timeout": _BUSY_S})
-    library = _LIBRARY_FILES[engine] = _LibraryFile(os.path.abspath(url.database))  # the path pysqlite opens
+    library = library_file.FILES[engine] = library_file.LibraryFile(
+        os.path.abspath(url.database)
+    )  # the path pysqlite opens
 
     @sa.event.listens_for(engine, "do_connect")
     def _before_connect(*_):  # a connection to a deleted library would create an empty file in its place
@@ -370,21 +285,21 @@ def _sqlite_engine(url: sa.URL) -> Engine:
         cur.execute("PRAGMA foreign_keys = ON")
         cur.close()
         if library.opened is None:  # the first connection: the file now exists
-            library.opened = _file_id(library.path)
-        _record.info["read_only"] = not _writable(library.path)  # then SQLite opened it read-only
+            library.opened = library_file.file_id(library.path)
+        _record.info["read_only"] = not library_file.writable(library.path)  # then SQLite opened it read-only
 
     @sa.event.listens_for(engine, "checkout")
     def _on_checkout(_dbapi_conn, record, _proxy):  # every read and write starts here
         _check_library_file(engine)
-        if record.info.get("read_only") and _writable(library.path):
+        if record.info.get("read_only") and library_file.writable(library.path):
             # A connection opened while the file (or folder) was read-only refuses every write for as long as
             # it lives: now that the operator has fixed the mode, the pool replaces it with a new one.
             raise sa.exc.DisconnectionError("the run library became writable")
 
     @sa.event.listens_for(engine, "close")
     def _on_close(dbapi_conn, _record):
-        if library.opened is not None and _library_file_problem(library.path, library.opened):
-            _empty_moved_wal(dbapi_conn)
+        if library.opened is not None and library_file.problem(library.path, library.opened):
+            library_file.empty_moved_wal(dbapi_conn)
 
     @sa.event.listens_for(engine, "begin")
     def _on_begin(conn):  # take the write lock up front: writers queue instead of deadlocking
