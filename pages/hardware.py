@@ -102,7 +102,9 @@ def chosen_alpha(view: dict):
         frame = ui.load_runs(engine, ui.library_runs(engine), [view["run"]])
         what = i18n.Phrase("hw.what_run", run=view["run"])  # quoted in the library's message, in its language
     else:
-        result = st.session_state.get("live.result")
+        from specviz.app import live  # torch: only when the live run is the source
+
+        result = live.last_run(st.session_state)
         if result is None:
             raise ValueError(ui.t("hw.err.no_live"))
         frame, what = result.frame(), i18n.Phrase("hw.what_live")

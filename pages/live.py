@@ -359,17 +359,17 @@ if busy:
 c_run, c_stop, _ = st.columns([1, 1, 4])
 run_clicked = c_run.button(ui.t("live.run"), type="primary", icon=":material/play_arrow:")
 stop_clicked = c_stop.button(ui.t("live.stop"), icon=":material/stop:", help=ui.t("live.stop_help"))
-result = st.session_state.get(key("result"))
+result = live.last_run(st.session_state)
 if result is not None and not result.done and not run_clicked:  # the last run was interrupted
     result.interrupted(by_stop_button=stop_clicked)
 if run_clicked:
     try:
-        st.session_state[key("result")] = live.LiveRun(live.make_request(view, LIMITS))
-        run_benchmark(st.session_state[key("result")])
+        live.keep_run(st.session_state, live.LiveRun(live.make_request(view, LIMITS)))
+        run_benchmark(live.last_run(st.session_state))
     except (ValueError, RuntimeError, OSError) as exc:  # bad request, unknown model, out of memory …
         ui.show_error(exc)
-        st.session_state[key("result")] = live.kept_after_error(st.session_state.get(key("result")), result, exc)
-    result = st.session_state.get(key("result"))
+        live.keep_run(st.session_state, live.kept_after_error(live.last_run(st.session_state), result, exc))
+    result = live.last_run(st.session_state)
 if result is not None:
     with ui.reported_errors():
         show_results(result)

@@ -122,7 +122,7 @@ def chosen_p(view: dict) -> tuple[np.ndarray, str]:
             raise ValueError(ui.t("strat.err.no_library"))
         frame = ui.load_runs(engine, ui.library_runs(engine), [view["run"]])
         return trees.p_from_measurements(frame, ui.t("strat.source.run", run=view["run"]))
-    result = st.session_state.get("live.result")
+    result = live_run()
     if result is None or not result.rows:
         raise ValueError(ui.t("strat.err.no_live_run"))
     return trees.p_from_measurements(result.frame(), ui.t("strat.live_run"))
@@ -258,7 +258,7 @@ def chosen_trace(view: dict) -> tuple[policies.Trace, str]:
             seed=view["seed"],
         )
     if view["trace_src"] == "the live page's last run":
-        result = st.session_state.get("live.result")
+        result = live_run()
         if result is None or result.trace is None:
             raise ValueError(ui.t("strat.err.no_trace"))
         return result.trace, ui.t("strat.trace.live", rounds=f"{result.trace.rounds:,}", k_max=result.trace.k_max)
@@ -321,7 +321,7 @@ def policies_section(view: dict, p: np.ndarray) -> None:
     c, v, o = view["c"], view["v"], view["o"]
     where = ui.t("strat.where.sidebar")
     if live_run:  # that run's measured costs
-        c, v, o = run_costs(st.session_state["live.result"].frame())
+        c, v, o = run_costs(live_run().frame())
         where = ui.t("strat.where.run")
     elif view["pol_cost"] == "a pair on a GPU":
         view, pair = pair_on_gpu()
@@ -390,45 +390,24 @@ def ngram_section(view: dict, p: np.ndarray) -> None:
         st.caption(ui.t("strat.ng_run_caption"))
 
 
-def run_both(texts: tuple[str, ...] | None, k: int):
-    """Measure ``bundled-target+ngram`` and ``bundled`` at K on the bundled prompts (``texts`` None) or the
-    given text, through the live page's queue and worker; a table of α̂, E[N], c and the speedup."""
+def live_run():
+    """The live page's last run in this session (None before one)."""
     from specviz.app import live
 
-    limits = live.limits_from_env()
-    rows, bar = [], st.progress(0.0, text=ui.t("strat.starting"))
-    for i, pair in enumerate(("bundled-target+ngram", "bundled")):
-        values = {p.key: p.default for p in live.controls(limits)} | {
-            "pair": pair,
-            "ks": [k],
-            "temps": [0.0],
-            "new_tokens": min(64, limits.max_new_tokens),
-            "prompts": "custom" if texts else "bundled",
-            "text": texts[0] if texts else "",
-        }
-        run = live.LiveRun(live.make_request(values, limits))
-        live.execute(run, lambda i=i, run=run, pair=pair: bar.progress((i + live.progress_bar(run)[0]) / 2, text=pair))
-        if not run.rows:
-            raise ValueError(
-                ui.t(
-                    "strat.err.no_cell",
-                    pair=pair,
-                    why=run.stopped_text(ui.language()) if run.stopped else ui.t("strat.no_result"),
-                )
-            )
-        row = run.frame().iloc[0]
-        rows.append(
-            {
-                "drafter": "n-gram (prompt lookup)" if "+ngram" in pair else "bundled draft model",  # see DRAFTERS
-                "α̂": row["alpha"],
-                "E[N] measured": row["mean_accepted_tokens"],
-                "c": row["c_used"],
-                "speedup": row["speedup"],
-                "greedy_exact": row["greedy_exact"],
-            }
-        )
+    return live.last_run(st.session_state)
+
+
+def run_both(texts: tuple[str, ...] | None, k: int):
+    """The n-gram drafter against the bundled draft model at K (:func:`specviz.app.live.compare_ngram_to_draft`),
+    with a progress bar."""
+    from specviz.app import live
+
+    bar = st.progress(0.0, text=ui.t("strat.starting"))
+    frame = live.compare_ngram_to_draft(
+        k, texts[0] if texts else None, lambda share, pair: bar.progress(share, text=pair)
+    )
     bar.empty()
-    return pd.DataFrame(rows).round(3)
+    return frame
 
 
 #: Display names of the tables' columns (canonical name -> catalogue key); a CSV keeps the canonical names.

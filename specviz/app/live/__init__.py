@@ -48,11 +48,13 @@ from specviz.app.live.request import (
     pair_choices,
 )
 from specviz.app.live.run import LiveRun, canonical, execute, kept_after_error, measure, progress_bar
+from specviz.app.live.session import LAST_RUN_KEY, compare_ngram_to_draft, keep_run, last_run
 from specviz.app.live.worker import RUN_QUEUE, RunQueue, Worker, gpu_summary, shared_worker, torch_dtype, wait
 
 __all__ = [
     "DTYPES",
     "HOSTED_DEFAULTS",
+    "LAST_RUN_KEY",
     "RUN_QUEUE",
     "SEGMENT_COLORS",
     "SEGMENT_KEYS",
@@ -67,12 +69,15 @@ __all__ = [
     "cell_label",
     "check_pair",
     "check_request",
+    "compare_ngram_to_draft",
     "controls",
     "cost_breakdown",
     "exactness_message",
     "execute",
     "gpu_summary",
+    "keep_run",
     "kept_after_error",
+    "last_run",
     "legend_html",
     "limits_from_env",
     "make_request",
