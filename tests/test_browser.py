@@ -532,5 +532,6 @@ def test_a_megabyte_pasted_into_the_ngram_box_is_cut_with_a_note(app_url, page):
     box.fill("abc def " * 131_072)
     box.press("Control+Enter")
     expect(page.get_by_text("kept the first 20,000 of the 1,048,576 characters")).to_be_visible(timeout=RUN_TIMEOUT_MS)
-    assert len(box.input_value()) == 20_000
+    # the box shows the kept text once the frontend applies the rerun's value (it may lag the note)
+    expect(box).to_have_value("abc def " * 2_500, timeout=RUN_TIMEOUT_MS)
     assert_no_exception(page, "/strategies after a 1 MB paste")
