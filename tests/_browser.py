@@ -151,3 +151,30 @@ def launch_chromium(playwright):
     if CHROMIUM is None:
         raise RuntimeError("needs a chromium executable on PATH (apt-get install chromium)")
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+@contextlib.contextmanager
+def app_server(tmp_path_factory) -> Iterator[str]:
+    """``streamlit run app.py`` with a throw-away run library; yields its base URL (a server that does not
+    start fails the test, with its log)."""
+    import pytest
+
+    library = tmp_path_factory.mktemp("library") / "runs.sqlite"
+    log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
+    try:
+        with streamlit_server("app.py", log_path, env={"SPECVIZ_DB_URL": f"sqlite:///{library}"}) as url:
+            yield url
+    except ServerError as exc:
+        pytest.fail(str(exc))
+
+
+def browser_fixture():
+    """A module's Chromium (``browser = pytest.fixture(scope="module")(browser_fixture)``), closed at the end."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = launch_chromium(p)
+        try:
+            yield b
+        finally:
+            b.close()

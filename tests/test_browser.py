@@ -14,7 +14,6 @@ Needs Debian's ``chromium`` on PATH (``playwright install`` is never run); skipp
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -23,7 +22,14 @@ from pathlib import Path
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
-from _browser import APP_DRAWN_JS, CHROMIUM, ROOT, VIEWPORT, ServerError, launch_chromium, streamlit_server
+from _browser import (
+    APP_DRAWN_JS,
+    CHROMIUM,
+    ROOT,
+    VIEWPORT,
+    app_server,
+    browser_fixture,
+)
 from _uploads import RENDER_BUDGET_S, UPLOADS, give, write_largest
 from playwright.sync_api import expect
 
@@ -54,18 +60,6 @@ CHART_SHOWN = '[data-testid="stPlotlyChart"] .js-plotly-plot svg.main-svg'
 PLOT = '[data-testid="stPlotlyChart"] .js-plotly-plot'  # one per chart (a chart has several svg.main-svg)
 
 
-@contextlib.contextmanager
-def app_server(tmp_path_factory):
-    """``streamlit run app.py`` with a throw-away run library; yields its base URL."""
-    library = tmp_path_factory.mktemp("library") / "runs.sqlite"
-    log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
-    try:
-        with streamlit_server("app.py", log_path, env={"SPECVIZ_DB_URL": f"sqlite:///{library}"}) as url:
-            yield url
-    except ServerError as exc:
-        pytest.fail(str(exc))
-
-
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
     """Base URL of ``streamlit run app.py`` on a free localhost port; stopped (whole group) at the end."""
@@ -75,14 +69,7 @@ def app_url(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = launch_chromium(p)
-        try:
-            yield b
-        finally:
-            b.close()
+    yield from browser_fixture()
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ import json
 import re
 
 import pytest
-from _browser import APP_DRAWN_JS, CHROMIUM, VIEWPORT, ServerError, launch_chromium, streamlit_server
+from _browser import APP_DRAWN_JS, CHROMIUM, VIEWPORT, app_server, browser_fixture
 
 pytestmark = [
     pytest.mark.browser,
@@ -69,26 +69,14 @@ FIRST_PAINT_JS = (
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = launch_chromium(p)
-        try:
-            yield b
-        finally:
-            b.close()
+    yield from browser_fixture()
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """A freshly started ``streamlit run app.py``: yields its URL, nothing has requested a page yet."""
-    library = tmp_path_factory.mktemp("library") / "runs.sqlite"
-    log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
-    try:
-        with streamlit_server("app.py", log_path, env={"SPECVIZ_DB_URL": f"sqlite:///{library}"}) as url:
-            yield url
-    except ServerError as exc:
-        pytest.fail(str(exc))
+    with app_server(tmp_path_factory) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
