@@ -18,11 +18,15 @@ from __future__ import annotations
 import contextvars
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import streamlit as st
 
 from specviz.app import ui
 from specviz.base.paths import ROOT
+
+if TYPE_CHECKING:  # what st.Page and st.navigation return
+    from streamlit.navigation.page import StreamlitPage
 
 __all__ = ["PAGES", "Route", "enter", "run"]
 
@@ -64,7 +68,7 @@ PAGES: tuple[Route, ...] = (
 _ROUTED: contextvars.ContextVar[bool] = contextvars.ContextVar("specviz_routed", default=False)
 
 
-def _navigation() -> tuple[st.navigation, dict[str, Path]]:
+def _navigation() -> tuple[StreamlitPage, dict[str, Path]]:
     """Page config and ``st.navigation`` over :data:`PAGES`, titled in this session's language.
 
     Returns the page Streamlit chose and each URL path's file (the default page's is ``""``).
@@ -85,7 +89,7 @@ def _navigation() -> tuple[st.navigation, dict[str, Path]]:
     return st.navigation(pages), files
 
 
-def _run(current) -> None:
+def _run(current: StreamlitPage) -> None:
     """The shared sidebar, then the chosen page, marked as routed."""
     with st.sidebar:
         ui.language_switch()
