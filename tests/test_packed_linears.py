@@ -149,6 +149,10 @@ def test_gpt_module_knows_nothing_of_onednn():
     fenced = (ROOT / "specviz" / "engine" / "models" / "packed.py").read_text()
     calls = re.findall(r"^\s+return (torch\.ops\.mkldnn\.\w+)\(", fenced, re.MULTILINE)
     assert calls == ["torch.ops.mkldnn._reorder_linear_weight", "torch.ops.mkldnn._linear_pointwise"]  # once each
+    # the tensor's private version counter is read in one place, _weight_version
+    assert [line.strip() for line in fenced.splitlines() if "._version" in line and "``" not in line] == [
+        "return w._version"
+    ]
 
 
 # --- the packed path agrees with the oracle ----------------------------------------------------

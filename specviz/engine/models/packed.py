@@ -22,7 +22,8 @@ that bypass the version counter (``w.data.copy_(...)``, fused optimizers) are no
 :func:`invalidate` after them. ``train()``, a grad-enabled forward, ``copy.deepcopy`` and pickling
 drop the pack.
 
-The private ops are fenced in :func:`_pack_weight` and :func:`_packed_linear`. They are used only
+The private ops are fenced in :func:`_pack_weight` and :func:`_packed_linear`, and the version counter a
+pack is keyed on in :func:`_weight_version`. They are used only
 on the torch releases in :data:`TESTED_TORCH`; elsewhere (or when a pack or the one-time
 self-test of both calls fails) packing switches off for the process with one warning and every
 layer runs ``F.linear``.
@@ -78,6 +79,15 @@ def _packed_linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, 
     """
     attr, algorithm = ("gelu", "none") if gelu else ("none", "")
     return torch.ops.mkldnn._linear_pointwise(x, w, bias, attr, [], algorithm)
+
+
+def _weight_version(w: torch.Tensor) -> int:
+    """``w._version``: autograd's counter of in-place writes to ``w``'s storage (no public API reads it).
+
+    A pack is keyed on it, so a write through the tensor makes the layer repack; the self-test checks that
+    an in-place write moves it.
+    """
+    return w._version
 
 
 def _torch_release(version: str) -> tuple[int, int]:
@@ -138,6 +148,13 @@ def _self_test() -> None:
                 call = "fused-GELU" if gelu else "plain"
                 err = float((got - expected).abs().max()) if got.shape == expected.shape else float("nan")
                 raise RuntimeError(f"the {call} product (bias={bias is not None}) differs from F.linear by {err:.3g}")
+    with torch.inference_mode(False):  # decoding may run in inference mode, where tensors keep no counter
+        v = torch.zeros(1)
+        before = _weight_version(v)
+        v.add_(1.0)
+        moved = _weight_version(v) != before
+    if not moved:
+        raise RuntimeError("an in-place write does not move the tensor's version counter: packs would go stale")
 
 
 def _make_pack(w: torch.Tensor) -> torch.Tensor | None:
@@ -193,7 +210,7 @@ class PackedLinear(nn.Linear):
             or not torch.backends.mkldnn.enabled
         ):
             return None
-        key = (w.data_ptr(), w._version)
+        key = (w.data_ptr(), _weight_version(w))
         if self._pack is None or key != self._key:
             self._pack, self._key = _make_pack(w), key
         return self._pack
