@@ -5,6 +5,7 @@ import streamlit as st
 
 from specviz.app import figures, grids, router, ui
 from specviz.app.share import Param, by_key
+from specviz.base.i18n import N_
 from specviz.core import chapter, theory
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
@@ -12,17 +13,30 @@ router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.
 PAGE, URL = "breakeven", "break-even"
 N_ALPHA, N_C = 201, 121  # grid resolution (α axis, c axis)
 SPEC = (
-    Param("conv", "c", "choice", choices=tuple(grids.C_CONVENTIONS)),
+    Param(
+        "conv",
+        "c",
+        "choice",
+        choices=tuple(grids.C_CONVENTIONS),
+        label=N_("Speed-ratio convention"),
+        labels=(N_("c = T_target / T_draft"), N_("c_L = T_draft / T_target (Leviathan)")),
+    ),
     Param("curves", [2.0, 4.0, 8.0, 16.0, 32.0], "floats", 1e-3, 1e4, max_items=16),
-    Param("k_max", 32, "int", 2, 64),
+    Param("k_max", 32, "int", 2, 64, label=N_("K max")),
     Param("c_min", 0.5, "float", 1e-3, 1e4, log=True),
     Param("c_max", 100.0, "float", 1e-3, 1e4, log=True),
-    Param("v", 0.0, "float", 0.0, 2.0),
-    Param("o", 0.0, "float", 0.0, 5.0),
+    Param("v", 0.0, "float", 0.0, 2.0, label=N_("v — extra verify cost per drafted token")),
+    Param("o", 0.0, "float", 0.0, 5.0, label=N_("o — fixed overhead per round (target steps)")),
     Param("f_alpha", 0.8, "float", 0.0, 1.0),
     Param("f_c", 10.0, "float", 1e-3, 1e4, log=True),
-    Param("opt_map", "K*(α, c)", "choice", choices=("K*(α, c)", "Speedup at K*")),
-    Param("view", "Break-even frontier", "choice", choices=("Break-even frontier", "Optimal K", "Chapter numbers")),
+    Param("opt_map", "K*(α, c)", "choice", choices=("K*(α, c)", "Speedup at K*"), label=N_("Map")),
+    Param(
+        "view",
+        "Break-even frontier",
+        "choice",
+        choices=("Break-even frontier", "Optimal K", "Chapter numbers"),
+        labels=(N_("Break-even frontier"), N_("Optimal K"), N_("Chapter numbers")),
+    ),
 )
 P = by_key(SPEC)
 CURVE_CHOICES = [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 16.0, 32.0, 64.0, 100.0]
@@ -57,28 +71,25 @@ def optimum_maps(c_lo, c_hi, conv, k_max, v, o):
 
 
 CHAPTER_COLUMNS = {
-    f"be.col.{name}"
-    for name in (
-        "E[N] chapter",
-        "E[N] computed",
-        "speedup chapter",
-        "speedup computed",
-        "matches",
-        "quantity",
-        "chapter",
-        "computed",
-    )
-}
+    "E[N] chapter": N_("E[N] chapter"),
+    "E[N] computed": N_("E[N] computed"),
+    "speedup chapter": N_("speedup chapter"),
+    "speedup computed": N_("speedup computed"),
+    "matches": N_("matches"),
+    "quantity": N_("quantity"),
+    "chapter": N_("chapter"),
+    "computed": N_("computed"),
+}  #: a chapter table's column -> its heading
 
 
 def headed(table):
     """A chapter table with its headers (and row names) in the session's language; α, c, K stay symbols."""
-    table = table.rename(columns={c: ui.t(f"be.col.{c}") for c in table.columns if f"be.col.{c}" in CHAPTER_COLUMNS})
-    matches = ui.t("be.col.matches")
-    table[matches] = [ui.t("be.yes") if m else ui.t("be.no") for m in table[matches]]
-    quantity = ui.t("be.col.quantity")
+    table = table.rename(columns={c: ui.t(CHAPTER_COLUMNS[c]) for c in table.columns if c in CHAPTER_COLUMNS})
+    matches = ui.t("matches")
+    table[matches] = [ui.t("yes") if m else ui.t("no") for m in table[matches]]
+    quantity = ui.t("quantity")
     if quantity in table.columns:
-        names = {"speedup, K = 4": "be.q.speedup_k4", "speedup, K = 8": "be.q.speedup_k8"}
+        names = {"speedup, K = 4": N_("speedup, K = 4"), "speedup, K = 8": N_("speedup, K = 8")}
         table[quantity] = [ui.t(names[q]) if q in names else q for q in table[quantity]]
     return table
 
@@ -86,24 +97,28 @@ def headed(table):
 def sidebar_controls(conv: str) -> None:
     """The controls, drawn after the open tab (their values are read from session_state before)."""
     with st.sidebar:
-        st.header(ui.t("be.controls"))
+        st.header(ui.t("Controls"))
         ui.radio(
             PAGE,
             P["conv"],
-            ui.t("common.convention"),
             on_change=flip_convention,
-            format_func=lambda v: ui.t(f"conv.convention.{v}"),
         )
-        ui.multiselect(PAGE, P["curves"], ui.t("be.curves", conv=conv), CURVE_CHOICES, accept_new_options=True)
-        ui.slider(PAGE, P["k_max"], ui.t("be.k_max"))
+        ui.multiselect(
+            PAGE,
+            P["curves"],
+            ui.t("{conv} values for the frontier curves", conv=conv),
+            CURVE_CHOICES,
+            accept_new_options=True,
+        )
+        ui.slider(PAGE, P["k_max"])
         c_min_col, c_max_col = st.columns(2)
         with c_min_col:
-            ui.number_input(PAGE, P["c_min"], ui.t("common.min", conv=conv), format="%.4g")
+            ui.number_input(PAGE, P["c_min"], ui.t("{conv} min", conv=conv), format="%.4g")
         with c_max_col:
-            ui.number_input(PAGE, P["c_max"], ui.t("common.max", conv=conv), format="%.4g")
-        st.subheader(ui.t("common.cost_model"))
-        ui.number_input(PAGE, P["v"], ui.t("common.v"), step=0.01, format="%.3f")
-        ui.number_input(PAGE, P["o"], ui.t("common.o"), step=0.05, format="%.3f")
+            ui.number_input(PAGE, P["c_max"], ui.t("{conv} max", conv=conv), format="%.4g")
+        st.subheader(ui.t("Measured-cost model"))
+        ui.number_input(PAGE, P["v"], step=0.01, format="%.3f")
+        ui.number_input(PAGE, P["o"], step=0.05, format="%.3f")
 
 
 def frontier_tab(view: dict, conv: str) -> None:
@@ -111,16 +126,20 @@ def frontier_tab(view: dict, conv: str) -> None:
     try:
         curves = sorted({float(x) for x in view["curves"]})
     except TypeError as exc:
-        raise ValueError(ui.t("be.curves_not_numbers", error=exc)) from exc
+        raise ValueError(ui.t("frontier values must be numbers: {error}", error=exc)) from exc
     ks, alpha_star = frontier(view["k_max"], curves, conv, view["v"], view["o"])
     be_map = frontier_map(view["k_max"], view["c_min"], view["c_max"], conv, view["v"], view["o"])
     left, right = st.columns(2)
     with left:
         ui.chart(figures.break_even_curves(ks, alpha_star, lang=ui.language()), key="fig_curves")
-        st.caption(ui.t("be.curves_caption"))
+        st.caption(
+            ui.t(
+                "Above a curve speculation is faster than the target alone. A curve that stops or is missing never pays off at those K (in the basic model: whenever c ≤ 1)."
+            )
+        )
     with right:
         ui.chart(figures.break_even_map(be_map, lang=ui.language()), key="fig_be_map")
-        ui.csv_download(ui.t("be.dl_frontier"), be_map.tidy, "break_even.csv", key="dl_be")
+        ui.csv_download(ui.t("Download α*(K, c) (CSV)"), be_map.tidy, "break_even.csv", key="dl_be")
 
 
 def optimum_tab(view: dict, conv: str) -> None:
@@ -132,26 +151,25 @@ def optimum_tab(view: dict, conv: str) -> None:
         ui.chart(figures.optimal_k_map(k_map, lang=ui.language()), key="fig_kstar")
     else:
         ui.chart(
-            figures.grid_figure(s_map, break_even=True, title=ui.t("be.s_at_kstar"), lang=ui.language()),
+            figures.grid_figure(s_map, break_even=True, title=ui.t("Speedup at K*"), lang=ui.language()),
             key="fig_sstar",
         )
     with opt_radio:
         ui.radio(
             PAGE,
             P["opt_map"],
-            ui.t("be.map"),
             horizontal=True,
             label_visibility="collapsed",
-            format_func=lambda v: ui.t("be.s_at_kstar") if v == "Speedup at K*" else v,
+            format_func=lambda v: ui.t("Speedup at K*") if v == "Speedup at K*" else v,
         )
     ui.csv_download(
-        ui.t("be.dl_kstar"),
+        ui.t("Download K* and S(K*) (CSV)"),
         lambda: k_map.tidy().assign(speedup_at_optimal_k=s_map.z.ravel()),
         "optimal_k.csv",
         key="dl_kstar",
     )
 
-    st.subheader(ui.t("be.f_of_k"))
+    st.subheader(ui.t("f(K) for one (α, c)"))
     col_a, col_c = st.columns(2)
     with col_a:
         ui.number_input(PAGE, P["f_alpha"], "α", step=0.01, format="%.4f")
@@ -164,48 +182,45 @@ def optimum_tab(view: dict, conv: str) -> None:
     k_star = int(best.k)
     if k_star == 0:
         st.metric(
-            ui.t("be.optimal_k"),
-            ui.t("be.dont"),
-            delta=ui.t("be.best_below", k_max=k_max, s=f"{float(s_of_k.max()):.3f}"),
+            ui.t("Optimal K"),
+            ui.t("don't speculate"),
+            delta=ui.t("best S over K = 1..{k_max} is {s}× ≤ 1", k_max=k_max, s=f"{float(s_of_k.max()):.3f}"),
             delta_color="off",
         )
     else:
-        st.metric(ui.t("be.optimal_k"), str(k_star), delta=f"S = {float(best.speedup):.3f}×", delta_color="off")
+        st.metric(ui.t("Optimal K"), str(k_star), delta=f"S = {float(best.speedup):.3f}×", delta_color="off")
     ui.chart(figures.speedup_vs_k(ks, s_of_k, k_star, float(best.speedup), lang=ui.language()), key="fig_fk")
 
 
 def chapter_tab(view: dict, conv: str) -> None:
     """The source chapter's printed values beside the same quantities from specviz.core.theory (no control applies)."""
-    st.caption(ui.t("be.chapter_caption"))
+    st.caption(ui.t("Printed values from the source chapter beside the same quantities from specviz.core.theory."))
     numbers = {"α": "g", "c": "g", "computed": ".4f", "E[N] computed": ".4f", "speedup computed": ".4f"}
-    numbers = {
-        ui.t(f"be.col.{name}") if f"be.col.{name}" in CHAPTER_COLUMNS else name: f for name, f in numbers.items()
-    }
+    numbers = {ui.t(CHAPTER_COLUMNS[name]) if name in CHAPTER_COLUMNS else name: f for name, f in numbers.items()}
     t44, ex2 = st.columns(2)
     with t44:
-        st.markdown(ui.t("be.t44"))
+        st.markdown(ui.t("**Table 4.4 — E[N]**"))
         ui.static_table(headed(chapter.table_4_4()), numbers)
     with ex2:
-        st.markdown(ui.t("be.ex2"))
+        st.markdown(ui.t("**Exercise 2 — c = 8, α = 0.7**"))
         ui.static_table(headed(chapter.exercise_2()), numbers)
-    st.markdown(ui.t("be.t53"))
+    st.markdown(ui.t("**Table 5.3 — speedup**"))
     ui.static_table(headed(chapter.table_5_3()), numbers)
 
 
 TABS = {"Break-even frontier": frontier_tab, "Optimal K": optimum_tab, "Chapter numbers": chapter_tab}
 
-st.title(ui.t("be.title"))
-st.caption(ui.t("be.intro"))
+st.title(ui.t("Break-even & optimal K"))
+st.caption(
+    ui.t(
+        "Speculation pays only when E[N] > 1 + vK + o + K/c. These views show where that line runs and which draft length K gets the most out of a given (α, c)."
+    )
+)
 ui.restore(PAGE, SPEC)
 
 conv = st.session_state[key("conv")]
 # One tab's content per script run (lazy tabs): a link opens with the frontier's two charts to draw.
-TAB_KEYS = {
-    "Break-even frontier": "be.tab.frontier",
-    "Optimal K": "be.tab.optimum",
-    "Chapter numbers": "be.tab.chapter",
-}
-ui.show_open_tab(PAGE, P["view"], TABS, ui.values(PAGE, SPEC), conv, format_func=lambda v: ui.t(TAB_KEYS[v]))
+ui.show_open_tab(PAGE, P["view"], TABS, ui.values(PAGE, SPEC), conv)
 # The controls are sent after the open tab's charts: a fresh browser loads plotly's code first.
 sidebar_controls(conv)
 ui.publish(PAGE, SPEC, URL)

@@ -5,37 +5,82 @@ import streamlit as st
 
 from specviz.app import figures, grids, router, ui
 from specviz.app.share import Param, by_key
+from specviz.base.i18n import C_, N_
 from specviz.core import glossary, theory
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 
+METRICS = {  # metric -> (short name, description)
+    "alpha": (N_("α"), N_("per-token acceptance probability")),
+    "acceptance_rate": (
+        N_("draft acceptance rate"),
+        N_("accepted / drafted draft tokens (vLLM draft acceptance rate, llama.cpp accept %)"),
+    ),
+    "mean_tokens": (
+        N_("mean acceptance length"),
+        N_("tokens per round, bonus token counted = E[N] (vLLM, SGLang accept len, Spec-Bench)"),
+    ),
+    "mean_tokens_no_bonus": (
+        N_("accepted drafts per round"),
+        N_("mean acceptance length without the bonus token = E[N] − 1"),
+    ),
+    "system_efficiency": (
+        N_("system efficiency"),
+        N_("E[N] / (K + 1) (vLLM V0 system efficiency, SGLang chain accept rate)"),
+    ),
+}
+GLOSSARY_COLUMNS = {
+    "name": N_("name"),
+    "metric": N_("metric"),
+    "engine": N_("engine"),
+    "definition": N_("definition"),
+    "ours": N_("ours"),
+}
+
+
 def label(metric: str) -> str:
     """A metric's short name in the session's language."""
-    return ui.t(f"metric.{metric}.label")
+    return ui.t(METRICS[metric][0])
+
+
+def description(metric: str) -> str:
+    """What a metric measures, in the session's language."""
+    return ui.t(METRICS[metric][1])
 
 
 def glossary_table():
     """The glossary with its definitions and headers in the session's language (engine terms stay as engines spell them)."""
     table = glossary.engine_terms()
-    for column in ("definition", "ours"):
-        table[column] = [ui.t(f"glossary.{i}.{column}") for i in range(len(table))]
-    return table.rename(columns={col: ui.t(f"glossary.col.{col}") for col in table.columns})
+    table["definition"] = [ui.t(text) for text in table["definition"]]
+    table["ours"] = [ui.t(text) for text in table["ours"]]
+    return table.rename(columns={col: ui.t(GLOSSARY_COLUMNS[col]) for col in table.columns})
 
 
 PAGE, URL = "converter", "converter"
 SPEC = (
-    Param("metric", "mean_tokens", "choice", choices=tuple(theory.METRICS)),
-    Param("value", 2.5, "float", 0.0, 65.0),
-    Param("k", 4, "int", 1, 64),
-    Param("conv", "c", "choice", choices=tuple(grids.C_CONVENTIONS)),
-    Param("ratio", 8.0, "float", 1e-3, 1e4),
+    Param("metric", "mean_tokens", "choice", choices=tuple(theory.METRICS), label=N_("I have this metric")),
+    Param("value", 2.5, "float", 0.0, 65.0, label=C_("conv.value", "value")),
+    Param("k", 4, "int", 1, 64, label=N_("K (draft length)")),
+    Param(
+        "conv",
+        "c",
+        "choice",
+        choices=tuple(grids.C_CONVENTIONS),
+        label=N_("I have"),
+        labels=(N_("c = T_target / T_draft"), N_("c_L = T_draft / T_target (Leviathan)")),
+    ),
+    Param("ratio", 8.0, "float", 1e-3, 1e4, label=C_("conv.value", "value")),
 )
 P = by_key(SPEC)
 
 
-st.title(ui.t("conv.title"))
-st.caption(ui.t("conv.intro"))
+st.title(ui.t("Metric converter & glossary"))
+st.caption(
+    ui.t(
+        "Engines report the same acceptance behaviour under different names and definitions. Enter any one of them with K and read off the rest (i.i.d. model with per-token acceptance α)."
+    )
+)
 ui.restore(PAGE, SPEC)
 
 # Laid out top to bottom: inputs, numbers, chart; sent chart first (the widgets' values are in session_state
@@ -53,7 +98,7 @@ else:
     series = {label(m): y for m, y in theory.convert_metric(grid, k, "alpha").items()}
     point = {label(m): float(y) for m, y in converted.items()}
     fig = figures.metrics_vs_alpha(grid, series, point, lang=ui.language())
-    fig.update_layout(xaxis_title=ui.t("conv.axis_alpha"), yaxis_title=ui.t("conv.axis_value"))
+    fig.update_layout(xaxis_title=ui.t("α (per-token acceptance)"), yaxis_title=ui.t(C_("conv.axis_value", "value")))
     ui.chart(fig, key="fig_metrics")
     with numbers:
         cols = st.columns(len(converted))
@@ -61,13 +106,11 @@ else:
             col.metric(
                 label(name),
                 f"{float(value):.4f}",
-                help=ui.t(
-                    "conv.metric_help", what=ui.t(f"metric.{name}.description"), range=theory.METRICS[name].allowed
-                ),
+                help=ui.t("{what}; range {range}", what=description(name), range=theory.METRICS[name].allowed),
             )
         st.caption(
             ui.t(
-                "conv.per_position",
+                "E[N] = {en} tokens per round at K = {k} ⇔ α = {alpha}. Per-position view: a vLLM per-position acceptance rate at position i (0-based) is α^(i+1) = {rates}.",
                 en=f"{float(converted['mean_tokens']):.4f}",
                 k=k,
                 alpha=f"{alpha:.4f}",
@@ -80,27 +123,28 @@ with col_metric:
     ui.selectbox(
         PAGE,
         P["metric"],
-        ui.t("conv.have_metric"),
-        format_func=lambda m: f"{label(m)} — {ui.t(f'metric.{m}.description')}",
+        format_func=lambda m: f"{label(m)} — {description(m)}",
     )
 with col_value:
     ui.number_input(
         PAGE,
         P["value"],
-        ui.t("conv.value"),
         step=0.01,
         format="%.4f",
-        help=ui.t("conv.value_help", ranges="; ".join(f"{label(n)}: {m.allowed}" for n, m in theory.METRICS.items())),
+        help=ui.t(
+            "Allowed range depends on the metric and K: {ranges}",
+            ranges="; ".join(f"{label(n)}: {m.allowed}" for n, m in theory.METRICS.items()),
+        ),
     )
 with col_k:
-    ui.number_input(PAGE, P["k"], ui.t("conv.k"))
+    ui.number_input(PAGE, P["k"])
 
-st.subheader(ui.t("conv.conventions"))
+st.subheader(ui.t("Speed ratio conventions"))
 col_conv, col_ratio = st.columns(2)
 with col_conv:
-    ui.radio(PAGE, P["conv"], ui.t("conv.have"), format_func=lambda v: ui.t(f"conv.convention.{v}"), horizontal=True)
+    ui.radio(PAGE, P["conv"], horizontal=True)
 with col_ratio:
-    ui.number_input(PAGE, P["ratio"], ui.t("conv.value"), format="%.4g")
+    ui.number_input(PAGE, P["ratio"], format="%.4g")
 view = ui.values(PAGE, SPEC)
 try:
     c = float(grids.to_c(view["ratio"], view["conv"]))
@@ -108,10 +152,10 @@ except ValueError as exc:
     ui.show_error(exc)
 else:
     c1, c2 = st.columns(2)
-    c1.metric(ui.t("conv.c_ours"), f"{c:.4g}")
-    c2.metric(ui.t("conv.c_l"), f"{float(theory.c_to_leviathan(c)):.4g}")
+    c1.metric(ui.t("c = T_target / T_draft (specviz)"), f"{c:.4g}")
+    c2.metric(ui.t("c_L = T_draft / T_target (Leviathan et al.)"), f"{float(theory.c_to_leviathan(c)):.4g}")
 
-st.subheader(ui.t("conv.glossary"))
+st.subheader(ui.t("Glossary: what each engine calls it"))
 ui.static_table(glossary_table())
 
 ui.publish(PAGE, SPEC, URL)

@@ -10,6 +10,7 @@ import streamlit as st
 from specviz.app import figures, overlays, router, ui
 from specviz.app.share import Param, by_key
 from specviz.base import hosting
+from specviz.base.i18n import C_, N_
 from specviz.core import hardware, theory
 from specviz.data import store
 from specviz.servers import ENGINES, fetch, loadgen, monitor
@@ -17,31 +18,41 @@ from specviz.servers import ENGINES, fetch, loadgen, monitor
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 PAGE, URL = "engine-monitor", "engine-monitor"
-C_SOURCES = ("typed", "the Hardware page's model", "measured by the load generator")
-RUN_KEYS = {"with speculation": "em.run.spec", "target only": "em.run.base", "draft only": "em.run.draft"}
-C_SOURCE_KEYS = dict(zip(C_SOURCES, ("em.c_src.typed", "em.c_src.hardware", "em.c_src.loadgen"), strict=True))
+C_SOURCES = ("typed", "hardware", "loadgen")  #: where c comes from (slugs: a link names them)
+RUN_KEYS = {
+    "with speculation": N_("with speculation"),
+    "target only": N_("target only"),
+    "draft only": N_("draft only"),
+}
 PAIRS = hardware.preset_pairs().set_index("name")
 GPUS = tuple(hardware.load_catalog()[1].index)
 SPEC = (
-    Param("endpoints", "", "text", hi=4000),
+    Param("endpoints", "", "text", hi=4000, label=N_("Endpoints, one per line")),
     Param("poll", True, "bool"),
-    Param("every", 2.0, "float", 1.0, 60.0),
-    Param("k", 4, "int", 1, 64),
-    Param("c_src", "typed", "choice", choices=C_SOURCES),
+    Param("every", 2.0, "float", 1.0, 60.0, label=N_("Every (s)")),
+    Param("k", 4, "int", 1, 64, label=N_("K to assume")),
+    Param(
+        "c_src",
+        "typed",
+        "choice",
+        choices=C_SOURCES,
+        label=N_("c (T_target / T_draft) from"),
+        labels=(N_("typed"), N_("the Hardware page's model"), N_("measured by the load generator")),
+    ),
     Param("c", 8.0, "float", 1.0, 1000.0),
-    Param("pair", PAIRS.index[0], "choice", choices=tuple(PAIRS.index)),
+    Param("pair", PAIRS.index[0], "choice", choices=tuple(PAIRS.index), label=N_("Pair")),
     Param("gpu", "H100-SXM5-80GB", "choice", choices=GPUS),
-    Param("batch", 1, "int", 1, 512),
-    Param("ctx", 2048, "int", 1, 131072),
+    Param("batch", 1, "int", 1, 512, label=N_("Batch")),
+    Param("ctx", 2048, "int", 1, 131072, label=N_("Context")),
     Param("detail", 1, "int", 1, monitor.MAX_ENDPOINTS),
-    Param("lg_spec", "", "text", hi=500),
-    Param("lg_base", "", "text", hi=500),
-    Param("lg_draft", "", "text", hi=500),
-    Param("lg_model", "", "text", hi=200),
-    Param("lg_conc", 1, "int", 1, 64),
-    Param("lg_req", 16, "int", 1, 10000),
-    Param("lg_sec", 60, "int", 1, 3600),
-    Param("lg_tokens", 64, "int", 1, 4096),
+    Param("lg_spec", "", "text", hi=500, label=N_("With speculation")),
+    Param("lg_base", "", "text", hi=500, label=N_("Target only (optional)")),
+    Param("lg_draft", "", "text", hi=500, label=N_("Draft only (optional)")),
+    Param("lg_model", "", "text", hi=200, label=N_("Model name (vLLM, SGLang, TensorRT-LLM)")),
+    Param("lg_conc", 1, "int", 1, 64, label=N_("Concurrency")),
+    Param("lg_req", 16, "int", 1, 10000, label=N_("Requests (max)")),
+    Param("lg_sec", 60, "int", 1, 3600, label=N_("Seconds (max)")),
+    Param("lg_tokens", 64, "int", 1, 4096, label=N_("Tokens per request")),
 )
 P = by_key(SPEC)
 HISTORY, LOAD = ui.key(PAGE, "_history"), ui.key(PAGE, "_load")
@@ -72,17 +83,25 @@ def policy() -> fetch.FetchPolicy:
 
 def assumed_c(view: dict) -> tuple[float, str]:
     """The c to place engines with, and where it came from."""
-    if view["c_src"] == "the Hardware page's model":
+    if view["c_src"] == "hardware":
         pair = PAIRS.loc[view["pair"]]
         costs = hardware.pair_costs(pair["target"], pair["draft"], view["gpu"], view["batch"], view["ctx"], view["k"])
         c = float(costs["c"])
-        return c, ui.t("em.c_note.hardware", c=f"{c:.3g}", pair=view["pair"], gpu=view["gpu"], batch=view["batch"])
-    if view["c_src"] == "measured by the load generator":
+        return c, ui.t(
+            "c = {c} from the roofline model of {pair} on one {gpu} (batch {batch})",
+            c=f"{c:.3g}",
+            pair=view["pair"],
+            gpu=view["gpu"],
+            batch=view["batch"],
+        )
+    if view["c_src"] == "loadgen":
         measured = st.session_state.get(LOAD, {}).get("c")
         if measured:
-            return measured, ui.t("em.c_note.loadgen", c=f"{measured:.3g}")
-        st.warning(ui.t("em.no_c"))
-    return float(view["c"]), ui.t("em.c_note.typed", c=f"{view['c']:g}")
+            return measured, ui.t(
+                "c = {c} measured by the load generator (draft-only ÷ target-only tokens/s)", c=f"{measured:.3g}"
+            )
+        st.warning(ui.t("No c measured yet: run the load generator with a draft-only endpoint. Using the typed c."))
+    return float(view["c"]), ui.t("c = {c} (typed)", c=f"{view['c']:g}")
 
 
 def setup() -> None:
@@ -90,34 +109,36 @@ def setup() -> None:
     ui.text_box(
         PAGE,
         P["endpoints"],
-        ui.t("em.endpoints"),
         area=True,
         placeholder="http://localhost:8000/metrics\nhttp://gpu-node-2:30000 sglang",
-        help=ui.t("em.endpoints_help", kinds=", ".join(monitor.KINDS)),
+        help=ui.t(
+            "A server's URL (/metrics is added when the URL has no path), optionally followed by its engine: {kinds}. The engine is detected from the answer otherwise.",
+            kinds=", ".join(monitor.KINDS),
+        ),
         height=110,
     )
     c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
     with c1:
-        st.toggle(ui.t("em.poll"), key=ui.key(PAGE, "poll"))
+        st.toggle(ui.t("Poll"), key=ui.key(PAGE, "poll"))
     with c2:
-        ui.number_input(PAGE, P["every"], ui.t("em.every"), step=1.0)
+        ui.number_input(PAGE, P["every"], step=1.0)
     with c3:
-        ui.number_input(PAGE, P["k"], ui.t("em.k"), help=ui.t("em.k_help"))
+        ui.number_input(PAGE, P["k"], help=ui.t("Used where the engine does not state its K"))
     with c4:
-        ui.selectbox(PAGE, P["c_src"], ui.t("em.c_from"), format_func=lambda v: ui.t(C_SOURCE_KEYS[v]))
+        ui.selectbox(PAGE, P["c_src"])
     view = ui.values(PAGE, SPEC)
     if view["c_src"] == "typed":
         ui.number_input(PAGE, P["c"], "c", step=1.0)
-    elif view["c_src"] == "the Hardware page's model":
+    elif view["c_src"] == "hardware":
         h1, h2, h3, h4 = st.columns([3, 2, 1, 1])
         with h1:
-            ui.selectbox(PAGE, P["pair"], ui.t("em.pair"))
+            ui.selectbox(PAGE, P["pair"])
         with h2:
             ui.selectbox(PAGE, P["gpu"], "GPU")
         with h3:
-            ui.number_input(PAGE, P["batch"], ui.t("em.batch"))
+            ui.number_input(PAGE, P["batch"])
         with h4:
-            ui.number_input(PAGE, P["ctx"], ui.t("em.ctx"))
+            ui.number_input(PAGE, P["ctx"])
 
 
 def endpoint_card(e: monitor.Endpoint, history: monitor.History, k: int, c: float) -> None:
@@ -125,7 +146,8 @@ def endpoint_card(e: monitor.Endpoint, history: monitor.History, k: int, c: floa
     with st.container(border=True):
         s = monitor.summary(history.of(e.url), k)
         engine = ENGINES.get(s.overall.engine, "") if s else (ENGINES.get(e.kind, "") if e.kind != "auto" else "")
-        st.markdown(f"**{ui.plain(engine or ui.t('em.endpoint'))}** · `{e.url}`")  # the person's own input, shown back
+        name = engine or ui.t("endpoint")
+        st.markdown(f"**{ui.plain(name)}** · `{e.url}`")  # the person's own input, shown back
         if e.url in history.errors:
             st.error(ui.plain(ui.public_message(ui.message(history.errors[e.url]))), icon=":material/error:")
         if s is None:
@@ -135,21 +157,29 @@ def endpoint_card(e: monitor.Endpoint, history: monitor.History, k: int, c: floa
             st.warning(ui.message(note), icon=":material/restart_alt:")
         alpha = w.alpha(s.k)
         cols = st.columns(5)
-        cols[0].metric(ui.t("em.mean_length"), _num(w.mean_acceptance_length, ".3f"), help=ui.t("em.mean_length_help"))
-        cols[1].metric(ui.t("em.alpha_at", k=s.k), _num(alpha, ".3f"), help=ui.t("em.alpha_help"))
-        cols[2].metric(ui.t("em.rate"), _num(w.acceptance_rate, ".3f"), help=ui.t("em.rate_help"))
-        cols[3].metric(ui.t("em.tps"), _num(s.latest.tokens_per_s, ".1f"))
+        cols[0].metric(
+            ui.t("Mean acceptance length"),
+            _num(w.mean_acceptance_length, ".3f"),
+            help=ui.t("E[N] = 1 + accepted / drafts"),
+        )
+        cols[1].metric(
+            ui.t("α at K = {k}", k=s.k), _num(alpha, ".3f"), help=ui.t("the α whose E[N] at K equals the engine's")
+        )
+        cols[2].metric(
+            ui.t("Acceptance rate"), _num(w.acceptance_rate, ".3f"), help=ui.t("accepted / proposed draft tokens")
+        )
+        cols[3].metric(ui.t("Tokens/s (last interval)"), _num(s.latest.tokens_per_s, ".1f"))
         if alpha is not None:
             best = theory.optimal_k(alpha, c, k_max=16)
             cols[4].metric(
-                ui.t("em.s_at", k=s.k),
+                ui.t("S at K = {k}", k=s.k),
                 f"{float(theory.speedup(alpha, c, s.k)):.2f}×",
-                help=ui.t("em.best_k", k=int(best.k)),
+                help=ui.t("best K = {k}", k=int(best.k)),
             )
         st.caption(
-            ui.t("em.card_caption", model=w.model or ui.t("em.no_model"), drafts=f"{w.rounds or 0:,.0f}")
+            ui.t("{model} · {drafts} drafts", model=w.model or ui.t("model not named"), drafts=f"{w.rounds or 0:,.0f}")
             + " "
-            + (ui.t("em.over", s=f"{w.seconds:.0f}") if w.seconds else ui.t("em.since_start"))
+            + (ui.t("over {s} s", s=f"{w.seconds:.0f}") if w.seconds else ui.t("since the server started"))
         )
 
 
@@ -161,7 +191,7 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
     """Per-position acceptance, tokens/s over time, and the engine's point on the design space."""
     s = monitor.summary(history.of(e.url), k)
     if s is None or s.overall.mean_acceptance_length is None:
-        st.info(ui.t("em.no_drafts"))
+        st.info(ui.t("No drafts from this endpoint yet: send it traffic (the load generator below can)."))
         return
     w = s.overall
     left, right = st.columns(2)
@@ -171,13 +201,13 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
                 figures.acceptance_by_position(w.unconditional, w.conditional, lang=ui.language()), key="fig_positions"
             )
         else:
-            st.caption(ui.t("em.no_positions", engine=ENGINES[w.engine]))
+            st.caption(ui.t("{engine} does not report acceptance per position.", engine=ENGINES[w.engine]))
     with right:
         rates = monitor.rates(history.of(e.url))
         if len(rates):
             ui.chart(figures.engine_rates(rates, lang=ui.language()), key="fig_rates")
         else:
-            st.caption(ui.t("em.rates_later"))
+            st.caption(ui.t("Tokens/s over time appear after two polls of an engine with counters."))
     try:
         point = monitor.design_point(w, s.k, c, label=f"{ENGINES[w.engine]} {w.model}".strip())
     except ValueError as exc:
@@ -188,7 +218,7 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
     ui.chart(figures.overlay_alpha_c(grid, frame, s.k, lang=ui.language()), key="fig_point")
     st.caption(
         ui.t(
-            "em.point_caption",
+            "{c_note}. At α = {alpha} the engine's K = {k} gives S = {s}×; the best K is {best_k} (S = {best_s}×). Below the black S = 1 line speculation costs time.",
             c_note=c_note,
             alpha=f"{point.alpha:.3f}",
             k=s.k,
@@ -197,7 +227,7 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
             best_s=f"{point.best_speedup:.2f}",
         )
     )
-    if st.button(ui.t("em.save"), icon=":material/save:", key=ui.key(PAGE, "save")):
+    if st.button(ui.t("Save this window to the run library"), icon=":material/save:", key=ui.key(PAGE, "save")):
         engine = ui.library()
         if engine is not None:
             try:
@@ -208,7 +238,10 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
                 ui.show_error(exc)
             else:
                 st.success(
-                    ui.t("em.saved", run=run_id),
+                    ui.t(
+                        "Saved as run #{run}: [open it on the Measured data page](measured-data?runs={run}).",
+                        run=run_id,
+                    ),
                     icon=":material/check_circle:",
                 )
 
@@ -223,39 +256,43 @@ def monitor_section(endpoints: list[monitor.Endpoint], k: int, c: float, c_note:
     for e in endpoints:
         endpoint_card(e, history, k, c)
     if len(endpoints) > 1:
-        ui.number_input(PAGE, P["detail"], ui.t("em.detail", n=len(endpoints)))
+        ui.number_input(PAGE, P["detail"], ui.t("Details of endpoint number (1–{n})", n=len(endpoints)))
     chosen = endpoints[min(view["detail"], len(endpoints)) - 1]
-    st.subheader(ui.t("em.details", url=chosen.url))
+    st.subheader(ui.t("Details: `{url}`", url=chosen.url))
     details(chosen, history, k, c, c_note)
 
 
 def load_section() -> None:
     """Send prompts to one to three endpoints and measure tokens/s, the speedup and c."""
-    st.caption(ui.t("em.lg_caption"))
+    st.caption(
+        ui.t(
+            "Sends the bundled prompts (or yours) to OpenAI-compatible /v1/completions endpoints, one after the other: the server with speculation, the same target without it, and optionally the draft model alone. Speedup = tokens/s with ÷ without; c = draft-only ÷ target-only tokens/s (run at concurrency 1)."
+        )
+    )
     a, b, d = st.columns(3)
     with a:
-        ui.text_box(PAGE, P["lg_spec"], ui.t("em.lg_spec"), placeholder="http://localhost:8080")
+        ui.text_box(PAGE, P["lg_spec"], placeholder="http://localhost:8080")
     with b:
-        ui.text_box(PAGE, P["lg_base"], ui.t("em.lg_base"))
+        ui.text_box(PAGE, P["lg_base"])
     with d:
-        ui.text_box(PAGE, P["lg_draft"], ui.t("em.lg_draft"))
+        ui.text_box(PAGE, P["lg_draft"])
     m, n1, n2, n3, n4 = st.columns([2, 1, 1, 1, 1])
     with m:
-        ui.text_box(PAGE, P["lg_model"], ui.t("em.lg_model"))
+        ui.text_box(PAGE, P["lg_model"])
     with n1:
-        ui.number_input(PAGE, P["lg_conc"], ui.t("em.lg_conc"))
+        ui.number_input(PAGE, P["lg_conc"])
     with n2:
-        ui.number_input(PAGE, P["lg_req"], ui.t("em.lg_req"))
+        ui.number_input(PAGE, P["lg_req"])
     with n3:
-        ui.number_input(PAGE, P["lg_sec"], ui.t("em.lg_sec"))
+        ui.number_input(PAGE, P["lg_sec"])
     with n4:
-        ui.number_input(PAGE, P["lg_tokens"], ui.t("em.lg_tokens"))
-    own = st.text_area(ui.t("em.lg_prompts"), key=ui.key(PAGE, "lg_prompts"))
+        ui.number_input(PAGE, P["lg_tokens"])
+    own = st.text_area(ui.t("Your prompts, one per line (empty: the bundled prompts)"), key=ui.key(PAGE, "lg_prompts"))
     view = ui.values(PAGE, SPEC)
     go, stop_col = st.columns([1, 5])
-    if stop_col.button(ui.t("em.stop"), icon=":material/stop:", key=ui.key(PAGE, "lg_stop")):
+    if stop_col.button(ui.t(C_("em.stop", "Stop")), icon=":material/stop:", key=ui.key(PAGE, "lg_stop")):
         st.session_state.get(LOAD, {}).get("stop", threading.Event()).set()
-    if go.button(ui.t("em.run"), icon=":material/send:", type="primary", key=ui.key(PAGE, "lg_go")):
+    if go.button(ui.t("Run load"), icon=":material/send:", type="primary", key=ui.key(PAGE, "lg_go")):
         run_load(view, [p for p in own.splitlines() if p.strip()])
     results = st.session_state.get(LOAD, {}).get("results")
     if results:
@@ -267,7 +304,7 @@ def run_load(view: dict, own_prompts: list[str]) -> None:
     urls = {"with speculation": view["lg_spec"], "target only": view["lg_base"], "draft only": view["lg_draft"]}
     urls = {name: u.strip() for name, u in urls.items() if u.strip()}
     if "with speculation" not in urls:
-        st.error(ui.t("em.lg_empty"))
+        st.error(ui.t("Load generator: 'With speculation' is empty; give the URL of the server to load."))
         return
     stop = threading.Event()
     st.session_state[LOAD] = {"stop": stop}
@@ -275,7 +312,7 @@ def run_load(view: dict, own_prompts: list[str]) -> None:
     results = {}
     for name, url in urls.items():
         shown = ui.t(RUN_KEYS[name])
-        bar = st.progress(0.0, text=ui.t("em.progress.start", run=shown))
+        bar = st.progress(0.0, text=ui.t("{run}: starting", run=shown))
         try:
             spec = loadgen.LoadSpec(
                 url,
@@ -292,7 +329,9 @@ def run_load(view: dict, own_prompts: list[str]) -> None:
                 stop=stop,
                 progress=lambda p, bar=bar, shown=shown, spec=spec: bar.progress(
                     min(p.done / spec.max_requests, 1.0),
-                    text=ui.t("em.progress", run=shown, done=p.done, tps=f"{p.tokens_per_s:.1f}"),
+                    text=ui.t(
+                        "{run}: {done} requests, {tps} tokens/s", run=shown, done=p.done, tps=f"{p.tokens_per_s:.1f}"
+                    ),
                 ),
             )
         except ValueError as exc:
@@ -320,31 +359,41 @@ def show_load(results: dict) -> None:
     entry = st.session_state[LOAD]
     rows = [
         {
-            ui.t("em.col.endpoint"): ui.t(RUN_KEYS[name]),
-            ui.t("em.col.requests"): r.done,
-            ui.t("em.col.failed"): r.failed,
-            ui.t("em.col.tokens"): r.tokens,
+            ui.t("endpoint"): ui.t(RUN_KEYS[name]),
+            ui.t("requests"): r.done,
+            ui.t("failed"): r.failed,
+            ui.t("tokens"): r.tokens,
             "tokens/s": r.tokens_per_s,
-            ui.t("em.col.p50"): r.latency_p50_s,
-            ui.t("em.col.acceptance"): r.draft_acceptance,
+            ui.t("p50 latency (s)"): r.latency_p50_s,
+            ui.t("draft acceptance"): r.draft_acceptance,
         }
         for name, r in results.items()
     ]
     st.dataframe(pd.DataFrame(rows), hide_index=True)
     for name, r in results.items():
         if r.errors:
-            st.warning(ui.t("em.run_errors", run=ui.t(RUN_KEYS[name]), summary=ui.message(r.summary())))
+            st.warning(ui.t("{run}: {summary}", run=ui.t(RUN_KEYS[name]), summary=ui.message(r.summary())))
     parts = []
     if "speedup" in entry:
-        parts.append(ui.t("em.measured_speedup", s=f"{entry['speedup']:.2f}"))
+        parts.append(ui.t("measured speedup {s}×", s=f"{entry['speedup']:.2f}"))
     if "c" in entry:
-        parts.append(ui.t("em.measured_c", c=f"{entry['c']:.2f}", source=ui.t("em.c_src.loadgen")))
+        parts.append(
+            ui.t(
+                "measured c = {c} (choose '{source}' above to use it)",
+                c=f"{entry['c']:.2f}",
+                source=ui.t("measured by the load generator"),
+            )
+        )
     if parts:
         st.success("; ".join(parts), icon=":material/speed:")
 
 
-st.title(ui.t("em.title"))
-st.caption(ui.t("em.intro"))
+st.title(ui.t("Engine monitor"))
+st.caption(
+    ui.t(
+        "Reads the speculative-decoding telemetry that running vLLM, SGLang, llama.cpp and TensorRT-LLM servers expose on /metrics, and places each engine on the design space: its mean acceptance length, α, acceptance per position, tokens/s, and whether its K pays at your c."
+    )
+)
 if (misspelt := hosting.hosted_problem()) is not None:  # read as hosted mode: the allow-list applies
     st.warning(ui.plain(ui.message(misspelt)), icon=":material/warning:")
 ui.restore(PAGE, SPEC)
@@ -357,7 +406,9 @@ except ValueError as exc:
     endpoints = []
 if not endpoints:
     st.info(
-        ui.t("em.start"),
+        ui.t(
+            "Add an endpoint to start. To try it on this machine: `python -m specviz gguf --out pair` exports the bundled pair, then `llama-server -m pair/target.gguf -md pair/draft.gguf --spec-type draft-simple --metrics --port 8080` serves it; add http://localhost:8080 here."
+        ),
         icon=":material/info:",
     )
 else:
@@ -365,7 +416,7 @@ else:
     run_every = view["every"] if view["poll"] else None
     st.fragment(monitor_section, run_every=run_every)(endpoints, view["k"], c, c_note)
 
-box = st.expander(ui.t("em.lg"), icon=":material/send:", key=ui.key(PAGE, "_lg"), on_change="rerun")
+box = st.expander(ui.t("Load generator"), icon=":material/send:", key=ui.key(PAGE, "_lg"), on_change="rerun")
 with box:
     if box.open:
         load_section()

@@ -4,6 +4,7 @@ import streamlit as st
 
 from specviz.app import figures, live, overlays, router, ui
 from specviz.app.share import by_key
+from specviz.base.i18n import C_, N_, plural
 from specviz.core import policies
 from specviz.data import store
 
@@ -13,40 +14,40 @@ PAGE, URL = "live", "live"
 T_CHOICES = (0.0, 0.5, 0.7, 1.0)  # offered temperatures (a linked one outside them is kept)
 TABLE = {  # shown column → its heading: a catalogue key ("live.…") or a symbol shown as it is
     "k": "k",
-    "temperature": "live.col.temperature",
+    "temperature": N_("temperature"),
     "alpha": "α̂ = A/(A+R)",
-    "alpha_overlap": "live.col.alpha_overlap",
+    "alpha_overlap": N_("α̂ = mean Σmin(p,q)"),
     "c": "c",
     "v": "v",
     "o": "o",
-    "mean_accepted_tokens": "live.col.en_measured",
-    "speedup": "live.col.speedup",
-    "predicted_speedup": "live.col.predicted_basic",
-    "predicted_speedup_measured_cost": "live.col.predicted_cost",
-    "greedy_exact": "live.col.greedy_exact",
+    "mean_accepted_tokens": C_("live.col.en_measured", "E[N] measured"),
+    "speedup": N_("speedup"),
+    "predicted_speedup": N_("predicted (basic)"),
+    "predicted_speedup_measured_cost": N_("predicted (measured cost)"),
+    "greedy_exact": C_("live.col.greedy_exact", "greedy_exact"),
 }
 TREE_TABLE = {  # the tree cells' columns
-    "tree": "live.col.tree",
-    "temperature": "live.col.temperature",
-    "mean_accepted_tokens": "live.col.tokens_round",
-    "predicted_tokens_per_round": "live.col.f_measured_p",
-    "tree_p": "live.col.tree_p",
+    "tree": N_("tree"),
+    "temperature": N_("temperature"),
+    "mean_accepted_tokens": N_("tokens/round measured"),
+    "predicted_tokens_per_round": N_("F(T) at measured p"),
+    "tree_p": N_("p̂ by rank"),
     "c": "c",
     "v": "v",
-    "speedup": "live.col.speedup",
-    "predicted_speedup_measured_cost": "live.col.predicted_cost",
-    "greedy_exact": "live.col.greedy_exact",
+    "speedup": N_("speedup"),
+    "predicted_speedup_measured_cost": N_("predicted (measured cost)"),
+    "greedy_exact": C_("live.col.greedy_exact", "greedy_exact"),
 }
 BATCH_TABLE = {  # the batched cells' columns
     "batch_size": "B",
     "k": "k",
-    "temperature": "live.col.temperature",
+    "temperature": N_("temperature"),
     "alpha": "α̂ = A/(A+R)",
-    "mean_accepted_tokens": "live.col.en_measured",
-    "speedup": "live.col.speedup_batch",
-    "tokens_per_s": "live.col.tps_spec",
-    "baseline_tokens_per_s": "live.col.tps_target",
-    "greedy_exact": "live.col.greedy_exact",
+    "mean_accepted_tokens": C_("live.col.en_measured", "E[N] measured"),
+    "speedup": N_("speedup (whole batch)"),
+    "tokens_per_s": N_("tokens/s (speculative)"),
+    "baseline_tokens_per_s": N_("tokens/s (target only)"),
+    "greedy_exact": C_("live.col.greedy_exact", "greedy_exact"),
 }
 
 
@@ -61,20 +62,23 @@ def shown_table(frame, table: dict[str, str]):
     return frame[list(table)].rename(columns=headings)
 
 
-def choice_labels(choices, name: str | None = None) -> dict:
-    """Each choice's label in the session's language (``live.NAME.CHOICE``; without ``name``, "auto"
-    translated and the rest as they are), computed now: a widget's format_func looks them up."""
-    if name is None:
-        return {c: ui.t("live.auto") if c == "auto" else c for c in choices}
-    return {c: ui.t(f"live.{name}.{c}") for c in choices}
+def choice_labels(choices) -> dict:
+    """Each choice's label in the session's language ("auto" translated and the rest as they are),
+    computed now: a widget's format_func looks them up."""
+    return {c: ui.t("auto") if c == "auto" else c for c in choices}
 
 
 def device_note(device: str) -> None:
     gpu = live.gpu_summary(device)
     if gpu is not None:
-        st.caption(ui.t("live.device", gpu=gpu))
+        st.caption(ui.t("Device: **{gpu}**.", gpu=gpu))
     else:
-        st.info(ui.t("live.cpu_note"), icon=":material/memory:")
+        st.info(
+            ui.t(
+                "Running on the CPU: the measured speedups reflect CPU costs, not a GPU's. The column c is the measured target step ÷ draft step; the bundled target's linear layers run through oneDNN with prepacked weights."
+            ),
+            icon=":material/memory:",
+        )
 
 
 def controls(limits: live.Limits, p: dict) -> None:
@@ -86,70 +90,91 @@ def controls(limits: live.Limits, p: dict) -> None:
         st.session_state[key("pair")] = p["pair"].default
     if limits.hosted:
         c1.selectbox(
-            ui.t("live.pair"),
+            ui.t("Draft/target pair"),
             live.pair_choices(limits),
             key=key("pair"),
-            help=ui.t("live.pair_help_hosted"),
+            help=ui.t("This hosted deployment allows the bundled pair and its allow-list."),
         )
     else:
-        ui.text_box(PAGE, p["pair"], ui.t("live.pair"), container=c1, help=ui.t("live.pair_help"))
+        ui.text_box(
+            PAGE,
+            p["pair"],
+            container=c1,
+            help=ui.t(
+                "'bundled' (ships with specviz, works offline), 'TARGET,DRAFT': Hugging Face ids or local folders sharing a tokenizer (needs transformers), or 'TARGET+ngram' (or '+ngram-vllm'): the target drafting by prompt lookup, no draft model (e.g. 'bundled-target+ngram')."
+            ),
+        )
     with c2:
-        ui.selectbox(PAGE, p["device"], ui.t("live.device_label"), format_func=choice_labels(p["device"].choices).get)
+        ui.selectbox(PAGE, p["device"], format_func=choice_labels(p["device"].choices).get)
     with c3:
         ui.selectbox(
             PAGE,
             p["dtype"],
-            ui.t("live.dtype"),
             format_func=choice_labels(p["dtype"].choices).get,
-            help=ui.t("live.dtype_help"),
+            help=ui.t("auto: fp32 on CPU, bf16/fp16 on CUDA"),
         )
     c1, c2 = st.columns([1, 3])
     with c1:
-        ui.radio(
-            PAGE, p["prompts"], ui.t("live.prompts"), format_func=choice_labels(p["prompts"].choices, "prompts").get
-        )
+        ui.radio(PAGE, p["prompts"])
     with c2:
         if st.session_state[key("prompts")] == "bundled":
-            ui.number_input(PAGE, p["n_prompts"], ui.t("live.n_prompts"))
+            ui.number_input(PAGE, p["n_prompts"])
         else:
-            ui.text_box(PAGE, p["text"], ui.t("live.prompt"), area=True, height=100)
+            ui.text_box(PAGE, p["text"], area=True, height=100)
     ui.radio(
         PAGE,
         p["shape"],
-        ui.t("live.shape"),
-        format_func=choice_labels(p["shape"].choices, "shape").get,
         horizontal=True,
     )
     if st.session_state[key("shape")] == "tree":
         c1, c2 = st.columns([3, 2])
-        ui.text_box(PAGE, p["trees"], ui.t("live.trees"), container=c1, help=ui.t("live.trees_help"))
+        ui.text_box(
+            PAGE,
+            p["trees"],
+            container=c1,
+            help=ui.t(
+                "chain:K · chains:N,D (N independent chains of depth D) · topk:D,k,N (EAGLE-2 / SGLang: depth, top-k, N drafts) · optimal:N,D (Sequoia's tree of N drafts, depth ≤ D)"
+            ),
+        )
         ui.text_box(
             PAGE,
             p["tree_p"],
-            ui.t("live.tree_p"),
             container=c2,
-            placeholder=ui.t("live.tree_p_placeholder"),
-            help=ui.t("live.tree_p_help"),
+            placeholder=ui.t("blank: measured by a pilot run"),
+            help=ui.t(
+                "Positional acceptance p_1, p_2, … (comma-separated, sum ≤ 1). Blank: a pilot run of 8 chains × 4 measures it at each temperature; the Drafting strategies page explains the model."
+            ),
         )
     c1, c2, c3, c4, c5 = st.columns([2, 2, 1, 1, 1])
     ks, temps = p["ks"], p["temps"]
     with c1:
         if st.session_state[key("shape")] == "chain":
-            ui.multiselect(PAGE, ks, ui.t("live.ks"), range(int(ks.lo), int(ks.hi) + 1))
+            ui.multiselect(PAGE, ks, ui.t("K values"), range(int(ks.lo), int(ks.hi) + 1))
     offered = sorted({*(t for t in T_CHOICES if temps.lo <= t <= temps.hi), *st.session_state[key("temps")]})
     with c2:
-        ui.multiselect(PAGE, temps, ui.t("live.temps"), offered)  # a linked temperature stays offered
+        ui.multiselect(PAGE, temps, ui.t("Temperatures (0 = greedy)"), offered)  # a linked temperature stays offered
     with c3:
-        ui.number_input(PAGE, p["new_tokens"], ui.t("live.new_tokens"))
+        ui.number_input(PAGE, p["new_tokens"])
     with c4:
-        ui.number_input(PAGE, p["repeats"], ui.t("live.repeats"))
+        ui.number_input(PAGE, p["repeats"])
     with c5:
-        ui.number_input(PAGE, p["seed"], ui.t("live.seed"))
+        ui.number_input(PAGE, p["seed"])
     if st.session_state[key("shape")] == "chain":
-        st.checkbox(ui.t("live.trace"), key=key("trace"), help=ui.t("live.trace_help"))
+        st.checkbox(
+            ui.t("Record the greedy trace for replaying draft-length policies (Drafting strategies page)"),
+            key=key("trace"),
+            help=ui.t(
+                "The draft's chain of the largest K from every position of the greedy output: replaying any draft-length rule on it gives the rounds the engine would run with that rule. Costs about new tokens × K draft steps per prompt after the run."
+            ),
+        )
     batches = p["batches"]
     offered_b = sorted({*(b for b in (1, 2, 4, 8, 16, 32, 64) if b <= batches.hi), *st.session_state[key("batches")]})
-    ui.multiselect(PAGE, batches, ui.t("live.batches"), offered_b)
+    ui.multiselect(
+        PAGE,
+        batches,
+        ui.t("Batch sizes (sequences decoded at once; anything but 1 measures the speedup of a whole batch)"),
+        offered_b,
+    )
 
 
 def run_benchmark(run: live.LiveRun) -> None:
@@ -176,28 +201,48 @@ def show_exactness(run: live.LiveRun) -> None:
             st.error(text, icon=":material/report:")
 
 
+TAB_TITLES = {
+    "speedup_k": N_("Speedup vs K"),
+    "en_k": N_("E[N] vs K"),
+    "n_round": N_("N per round"),
+    "per_position": N_("Per position"),
+    "cost": N_("Cost per round"),
+    "text": N_("Text"),
+    "tokens_round": C_("live.tab.tokens_round", "Tokens per round"),
+    "speedup": N_("Speedup"),
+}  #: chart tab -> its title
+
+
 def show_charts(run: live.LiveRun, points, curves, params) -> None:
     names = ("speedup_k", "en_k", "n_round", "per_position", "cost", "text")
-    tabs = st.tabs([ui.t(f"live.tab.{name}") for name in names])
+    tabs = st.tabs([ui.t(TAB_TITLES[name]) for name in names])
     with tabs[0]:
         ui.chart(figures.overlay_speedup_vs_k(points, curves, params, lang=ui.language()), width="stretch")
-        st.caption(ui.t("live.speedup_caption"))
+        st.caption(
+            ui.t(
+                "Solid: the basic model S(α, c, K) at the measured α and c; dashed: with the measured verify cost v and overhead o; stars: each curve's optimal K; bars: min–max over runs."
+            )
+        )
     with tabs[1]:
         ui.chart(figures.overlay_expected_tokens(points, curves, params, lang=ui.language()), width="stretch")
     details = run.details
     labels = [live.cell_label(d, ui.language()) for d in details]
     with tabs[2]:
-        i = st.selectbox(ui.t("live.cell"), range(len(labels)), format_func=labels.__getitem__, key=key("hist_cell"))
+        i = st.selectbox(ui.t("Cell"), range(len(labels)), format_func=labels.__getitem__, key=key("hist_cell"))
         d = details[i]
         pmf = live.predicted_n_pmf(float(run.rows[i]["alpha"]), d["k"])
-        observed = ui.t("live.measured")
+        observed = ui.t("measured")
         ui.chart(
             figures.n_histogram(d["n_counts"], pmf, int(d["n_counts"].sum()), observed=observed, lang=ui.language()),
             width="stretch",
         )
     with tabs[3]:
         ui.chart(figures.per_position_figure(overlays.per_position(points), lang=ui.language()), width="stretch")
-        st.caption(ui.t("live.per_position_caption"))
+        st.caption(
+            ui.t(
+                "a_i: acceptance at draft position i given the earlier ones were accepted. The i.i.d. model assumes a flat line at α."
+            )
+        )
     with tabs[4]:
         show_costs(details, labels)
     with tabs[5]:
@@ -206,44 +251,52 @@ def show_charts(run: live.LiveRun, points, curves, params) -> None:
 
 def show_tree_results(run: live.LiveRun, frame) -> None:
     for t, p in run.pilots.items():
-        st.caption(ui.t("live.pilot", t=f"{t:g}", p=", ".join(f"{x:.3f}" for x in p)))
+        st.caption(
+            ui.t(
+                "T = {t}: trees built from p = {p}, measured by a pilot run.",
+                t=f"{t:g}",
+                p=", ".join(f"{x:.3f}" for x in p),
+            )
+        )
     st.dataframe(shown_table(frame, TREE_TABLE), hide_index=True, width="stretch")
     show_exactness(run)
     labels = [live.cell_label(d, ui.language()) for d in run.details]
-    tabs = st.tabs([ui.t(f"live.tab.{name}") for name in ("tokens_round", "speedup", "n_round", "cost", "text")])
+    tabs = st.tabs([ui.t(TAB_TITLES[name]) for name in ("tokens_round", "speedup", "n_round", "cost", "text")])
     with tabs[0]:
         ui.chart(
             figures.measured_vs_predicted(
                 labels,
                 frame["mean_accepted_tokens"],
                 frame["predicted_tokens_per_round"],
-                ui.t("live.tokens_per_round"),
-                ui.t("live.f_at_measured_p"),
+                ui.t("tokens per round"),
+                ui.t("F(T) at the measured p"),
                 lang=ui.language(),
             ),
             width="stretch",
         )
-        st.caption(ui.t("live.f_caption"))
+        st.caption(
+            ui.t(
+                "F(T) is what the positional model predicts from the p̂ measured in the same runs: where the bars differ, acceptance depends on depth, which the model ignores."
+            )
+        )
     with tabs[1]:
         ui.chart(
             figures.measured_vs_predicted(
                 labels,
                 frame["speedup"],
                 frame["predicted_speedup_measured_cost"],
-                ui.t("live.speedup_over_target"),
+                ui.t(C_("live.speedup_over_target", "speedup over target-only")),
                 "F / (1 + v·N + o + D/c)",
                 lang=ui.language(),
             ),
             width="stretch",
         )
     with tabs[2]:
-        i = st.selectbox(
-            ui.t("live.cell"), range(len(labels)), format_func=labels.__getitem__, key=key("tree_hist_cell")
-        )
+        i = st.selectbox(ui.t("Cell"), range(len(labels)), format_func=labels.__getitem__, key=key("tree_hist_cell"))
         d = run.details[i]
         ui.chart(
             figures.n_histogram(
-                d["n_counts"], d["n_pmf"], int(d["n_counts"].sum()), observed=ui.t("live.measured"), lang=ui.language()
+                d["n_counts"], d["n_pmf"], int(d["n_counts"].sum()), observed=ui.t("measured"), lang=ui.language()
             ),
             width="stretch",
         )
@@ -265,22 +318,32 @@ def show_costs(details: list[dict], labels: list[str]) -> None:
         ),
         width="stretch",
     )
-    st.caption(ui.t("live.cost_caption"))
+    st.caption(
+        ui.t(
+            "The basic model prices a round at one target step plus one draft step per level (K for a chain, the depth for a tree). Verifying more tokens costs more than one step (v) and the rule and bookkeeping add a little (o)."
+        )
+    )
 
 
 def show_text(details: list[dict], labels: list[str], name: str) -> None:
-    j = st.selectbox(ui.t("live.cell"), range(len(labels)), format_func=labels.__getitem__, key=key(name))
+    j = st.selectbox(ui.t("Cell"), range(len(labels)), format_func=labels.__getitem__, key=key(name))
     lang = ui.language()
     st.markdown(live.legend_html(lang), unsafe_allow_html=True)
     st.markdown(live.segments_html(details[j]["prompt"][-400:], details[j]["segments"], lang), unsafe_allow_html=True)
-    st.caption(ui.t("live.text_caption"))
+    st.caption(ui.t("The first run of the cell: the prompt's last 400 characters in grey, then the generated text."))
 
 
 def show_keep(run: live.LiveRun, frame) -> None:
     if run.trace is not None:
-        st.caption(ui.t("live.trace_recorded", rounds=f"{run.trace.rounds:,}", k_max=run.trace.k_max))
+        st.caption(
+            ui.t(
+                "Greedy trace recorded: {rounds} positions × K_max = {k_max}. The Drafting strategies page replays draft-length rules on it (Draft-length policies, trace: the live page's last run).",
+                rounds=f"{run.trace.rounds:,}",
+                k_max=run.trace.k_max,
+            )
+        )
         st.download_button(
-            ui.t("live.dl_trace"),
+            ui.t("Download the trace (JSON lines)"),
             policies.trace_text(run.trace),
             "specviz_trace.jsonl",
             "application/jsonl",
@@ -288,20 +351,27 @@ def show_keep(run: live.LiveRun, frame) -> None:
         )
     c1, c2, _ = st.columns([1, 1, 2])
     c1.download_button(
-        ui.t("live.dl_csv"),
+        ui.t("Download as measurement CSV"),
         store.export_csv(run.table()),
         "specviz_live.csv",
         "text/csv",
         icon=":material/download:",
     )
     engine = ui.library()
-    if engine is not None and not run.saved and c2.button(ui.t("live.save"), icon=":material/save:", type="primary"):
+    if (
+        engine is not None
+        and not run.saved
+        and c2.button(ui.t("Save to the run library"), icon=":material/save:", type="primary")
+    ):
         try:
             run.saved = store.save_run(engine, frame, label=run.library_label(), source="live page")
         except ValueError as exc:
             ui.show_error(exc)
     if run.saved:
-        st.success(ui.t("live.saved", run=run.saved), icon=":material/check_circle:")
+        st.success(
+            ui.t("Saved as run #{run}: [open it on the Measured data page](measured-data?runs={run}).", run=run.saved),
+            icon=":material/check_circle:",
+        )
 
 
 def stopped_reason(run: live.LiveRun) -> str:
@@ -312,21 +382,41 @@ def stopped_reason(run: live.LiveRun) -> str:
 
 def show_results(run: live.LiveRun) -> None:
     if not run.rows:
-        st.info(ui.t("live.no_cell_stopped", reason=stopped_reason(run)) if run.stopped else ui.t("live.no_cell"))
+        st.info(
+            ui.t("No cell finished. The run stopped: {reason}.", reason=stopped_reason(run))
+            if run.stopped
+            else ui.t("No cell finished.")
+        )
         return
     if run.stopped:
         st.warning(
-            ui.t("live.stopped", reason=stopped_reason(run), n=len(run.rows), cells=run.cells),
+            ui.t(
+                "The run stopped ({reason}); showing the {n} of {cells} cell(s) that finished.",
+                reason=stopped_reason(run),
+                n=len(run.rows),
+                cells=run.cells,
+            ),
             icon=":material/stop_circle:",
         )
     elif run.seconds:
-        st.success(ui.t("live.measured_in", n=len(run.rows), s=f"{run.seconds:.1f}"), icon=":material/check:")
+        st.success(
+            ui.t(
+                plural("{n} cell measured in {s} s.", "{n} cells measured in {s} s.", len(run.rows)),
+                n=len(run.rows),
+                s=f"{run.seconds:.1f}",
+            ),
+            icon=":material/check:",
+        )
     frame = run.frame()
     if run.request.batched:
         st.dataframe(shown_table(frame, BATCH_TABLE), hide_index=True, width="stretch")
         show_exactness(run)
         ui.chart(figures.speedup_by_batch_measured(frame, lang=ui.language()), key="fig_batches")
-        st.caption(ui.t("live.batch_caption"))
+        st.caption(
+            ui.t(
+                "Each point decodes B sequences at once, target-only and speculatively; the speedup is the ratio of the whole batch's tokens/s. The Hardware & batch page predicts the same curve for real GPUs."
+            )
+        )
         show_keep(run, frame)
         return
     if run.request.trees:
@@ -341,8 +431,12 @@ def show_results(run: live.LiveRun) -> None:
     show_keep(run, frame)
 
 
-st.title(ui.t("live.title"))
-st.caption(ui.t("live.intro"))
+st.title(ui.t("Live benchmark"))
+st.caption(
+    ui.t(
+        "Run a draft/target pair on this server, then compare the measured speedups with the theory at the measured α and c. The same code path as `python -m specviz bench`."
+    )
+)
 try:
     LIMITS = live.limits_from_env()
 except ValueError as exc:
@@ -355,10 +449,14 @@ view = ui.values(PAGE, SPEC)
 device_note(view["device"])
 busy = live.RUN_QUEUE.busy()
 if busy:
-    st.caption(ui.t("live.busy", busy=ui.message(busy)))
+    st.caption(ui.t("Another run is in progress ({busy}); a new run will queue behind it.", busy=ui.message(busy)))
 c_run, c_stop, _ = st.columns([1, 1, 4])
-run_clicked = c_run.button(ui.t("live.run"), type="primary", icon=":material/play_arrow:")
-stop_clicked = c_stop.button(ui.t("live.stop"), icon=":material/stop:", help=ui.t("live.stop_help"))
+run_clicked = c_run.button(ui.t("Run"), type="primary", icon=":material/play_arrow:")
+stop_clicked = c_stop.button(
+    ui.t(C_("live.stop", "Stop")),
+    icon=":material/stop:",
+    help=ui.t("Stops after the current run; finished cells stay."),
+)
 result = live.last_run(st.session_state)
 if result is not None and not result.done and not run_clicked:  # the last run was interrupted
     result.interrupted(by_stop_button=stop_clicked)

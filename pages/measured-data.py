@@ -9,6 +9,7 @@ import streamlit as st
 from specviz.app import figures, overlays, router, ui
 from specviz.app.share import Param, by_key
 from specviz.base import hosting
+from specviz.base.i18n import C_, N_, plural
 from specviz.data import measurements, store
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
@@ -18,12 +19,12 @@ FORMATS = {"auto": "detect"} | {name: measurements.READERS[name].title for name 
 PASTED = "pasted text"  # the pasted input's name as stored (a run's source); shown as md.pasted_text
 SPEC = (  # shared in the URL
     Param("runs", [], "ints", 1, 2**63 - 1),
-    Param("filter", "", "text", hi=200),
-    Param("hk", 0, "int", 0, 64),
+    Param("filter", "", "text", hi=200, label=N_("Filter by label, model, hardware or method")),
+    Param("hk", 0, "int", 0, 64, label=N_("K of the heatmap (0 = the most common K of the selection)")),
 )
 OPTIONS = (  # how staged files are read: not in the URL (a link does not carry the files either)
-    Param("format", "auto", "choice", choices=tuple(FORMATS)),
-    Param("k_given", 0, "int", 0, 4096),
+    Param("format", "auto", "choice", choices=tuple(FORMATS), label=N_("Format")),
+    Param("k_given", 0, "int", 0, 4096, label=N_("K for files that do not state it (0 = not given)")),
     Param("no_bonus", False, "bool"),
 )
 P = by_key(SPEC + OPTIONS)
@@ -35,7 +36,7 @@ def key(name: str) -> str:
 
 def format_label(fmt: str) -> str:
     """A reader's title (or "detect") in the session's language; the choice itself stays the reader's name."""
-    return ui.t("md.format.auto") if fmt == "auto" else ui.message(measurements.READERS[fmt].title)
+    return ui.t("detect") if fmt == "auto" else ui.message(measurements.READERS[fmt].title)
 
 
 def sample_label(name: str) -> str:
@@ -45,7 +46,7 @@ def sample_label(name: str) -> str:
 
 def shown_name(name: str) -> str:
     """An input's name as shown: the pasted text's in the session's language, a file's as it is."""
-    return ui.t("md.pasted_text") if name == PASTED else name
+    return ui.t("pasted text") if name == PASTED else name
 
 
 @ui.parsed_upload(max_entries=8, ttl=15 * 60)  # an upload's frame (up to 200,000 rows) kept while it is previewed
@@ -69,14 +70,24 @@ def staged_inputs() -> list[tuple[str, bytes]]:
     for name, data in items:
         if data in unique:
             st.caption(
-                ui.t("md.same_content", name=ui.plain(shown_name(name)), other=ui.plain(shown_name(unique[data][0])))
+                ui.t(
+                    "{name} has the same content as {other}; shown once.",
+                    name=ui.plain(shown_name(name)),
+                    other=ui.plain(shown_name(unique[data][0])),
+                )
             )
         else:
             unique[data] = (name, data)
     return list(unique.values())
 
 
-ERROR_COLUMNS = ("row", "column", "file header", "value", "allowed")  #: the row-error table's columns
+ERROR_COLUMNS = {
+    "row": N_("row"),
+    "column": N_("column"),
+    "file header": N_("file header"),
+    "value": C_("md.err.value", "value"),
+    "allowed": N_("allowed"),
+}  #: the row-error table's columns -> headings
 
 
 def show_report(report: measurements.LoadReport) -> None:
@@ -84,19 +95,23 @@ def show_report(report: measurements.LoadReport) -> None:
     st.caption(ui.plain(ui.message(report.headline)))
     if report.mapped:
         st.info(
-            ui.t("md.mapped", pairs=", ".join(f"`{a}` → `{b}`" for a, b in report.mapped.items())),
+            ui.t("Mapped columns: {pairs}", pairs=", ".join(f"`{a}` → `{b}`" for a, b in report.mapped.items())),
             icon=":material/swap_horiz:",
         )
     for line in (
         ui.message(report.conversions_text),
         ui.message(report.ignored_text),
-        *(ui.t("md.warning_line", warning=ui.message(w)) for w in report.warnings),
+        *(ui.t("Warning: {warning}", warning=ui.message(w)) for w in report.warnings),
     ):
         if line:
             st.caption(ui.plain(line))
     if report.row_errors:
         st.warning(
-            ui.t("md.bad_cells", cells=len(report.row_errors), rows=report.rows_skipped),
+            ui.t(
+                "{cells} bad cell(s) in {rows} row(s); those rows are skipped, the others load.",
+                cells=len(report.row_errors),
+                rows=report.rows_skipped,
+            ),
             icon=":material/rule:",
         )
         st.dataframe(
@@ -112,7 +127,7 @@ def show_report(report: measurements.LoadReport) -> None:
             ],
             hide_index=True,
             width="stretch",
-            column_config={c: ui.t(f"md.err.{c.replace(' ', '_')}") for c in ERROR_COLUMNS},
+            column_config={c: ui.t(h) for c, h in ERROR_COLUMNS.items()},
         )
 
 
@@ -124,37 +139,40 @@ def select_next(run_ids: list[int]) -> None:
 
 def add_section(engine, runs) -> None:
     """Upload / paste / sample → preview with the mapping and row errors → save as a run (``runs``: the library)."""
-    st.subheader(ui.t("md.add"))
+    st.subheader(ui.t("Add measurements"))
     left, right = st.columns([3, 2])
     left.file_uploader(
-        ui.t("md.files"),
+        ui.t("Benchmark files (CSV, Spec-Bench .jsonl, vLLM logs)"),
         accept_multiple_files=True,
         type=["csv", "tsv", "txt", "jsonl", "json", "log"],
         key=key("files"),
     )
-    left.text_area(ui.t("md.paste"), key=key("paste"), height=100)
+    left.text_area(
+        ui.t("…or paste text (a CSV, JSON lines, or vLLM 'SpecDecoding metrics' log lines)"),
+        key=key("paste"),
+        height=100,
+    )
     with right:
-        ui.selectbox(PAGE, P["format"], ui.t("md.format"), format_func=format_label)
+        ui.selectbox(PAGE, P["format"], format_func=format_label)
         ui.number_input(
             PAGE,
             P["k_given"],
-            ui.t("md.k_given"),
-            help=ui.t("md.k_given_help"),
+            help=ui.t("vLLM log lines and Spec-Bench output do not record the draft length."),
         )
         st.checkbox(
-            ui.t("md.no_bonus"),
+            ui.t("Mean acceptance length excludes the bonus token"),
             key=key("no_bonus"),
-            help=ui.t("md.no_bonus_help"),
+            help=ui.t("Some engines report accepted draft tokens per round (E[N] − 1); 1 is then added."),
         )
     samples = measurements.available_samples()
     if samples:
         sample = right.selectbox(
-            ui.t("md.samples"), tuple(samples), format_func=ui.session_language(sample_label), key=key("sample")
+            ui.t("Sample files"), tuple(samples), format_func=ui.session_language(sample_label), key=key("sample")
         )
-        if right.button(ui.t("md.load_sample"), icon=":material/dataset:"):
+        if right.button(ui.t("Load this sample"), icon=":material/dataset:"):
             st.session_state[key("sample_loaded")] = sample
     right.download_button(
-        ui.t("md.template"),
+        ui.t("Download the CSV template"),
         measurements.template_csv(),
         "specviz_template.csv",
         "text/csv",
@@ -184,19 +202,19 @@ def add_section(engine, runs) -> None:
             if digest in saved and saved[digest] not in existing:
                 del saved[digest]  # deleted since: it may be saved again
             if digest in saved:
-                st.success(ui.t("md.saved", run=saved[digest]), icon=":material/check_circle:")
+                st.success(ui.t("Saved as run #{run}.", run=saved[digest]), icon=":material/check_circle:")
                 continue
             if engine is None:
                 continue
             labels = frame["label"].dropna().unique()
             c1, c2, c3 = st.columns([2, 3, 1], vertical_alignment="bottom")
             run_name = c1.text_input(
-                ui.t("md.run_name"),
+                ui.t("Run name"),
                 value=labels[0] if len(labels) == 1 else Path(shown_name(name)).stem,
                 key=key(f"name.{digest}"),  # no max_chars: the store names its limit (a longer paste is not dropped)
             )
-            note = c2.text_input(ui.t("md.note"), key=key(f"note.{digest}"))
-            if c3.button(ui.t("md.save"), key=key(f"save.{digest}"), type="primary", icon=":material/save:"):
+            note = c2.text_input(ui.t("Note (optional)"), key=key(f"note.{digest}"))
+            if c3.button(ui.t("Save to library"), key=key(f"save.{digest}"), type="primary", icon=":material/save:"):
                 try:
                     run_id = store.save_run(
                         engine, frame, label=run_name, source=name, note=note, report=report.summary()
@@ -209,28 +227,46 @@ def add_section(engine, runs) -> None:
 
 
 #: The library table's columns (store.list_runs) with a header in the catalogue (md.col.*).
-LIBRARY_COLUMNS = ("id", "label", "source", "note", "n_rows", "target_model", "draft_model", "hardware", "method")
+LIBRARY_COLUMNS = {
+    "id": N_("id"),
+    "label": N_("label"),
+    "source": N_("source"),
+    "note": N_("note"),
+    "n_rows": N_("n_rows"),
+    "target_model": N_("target_model"),
+    "draft_model": N_("draft_model"),
+    "hardware": N_("hardware"),
+    "method": N_("method"),
+}  #: column -> heading
+FACETS = {
+    "target_model": N_("target model"),
+    "hardware": N_("hardware"),
+    "method": N_("method"),
+}  #: filter -> its label
 
 
 def library_section(engine, runs) -> None:
     """The stored runs (``runs``, from store.list_runs) with filters, the selection to plot, export and delete."""
-    st.subheader(ui.t("md.library"))
+    st.subheader(ui.t("Run library"))
     gone = [i for i in st.session_state[key("runs")] if i not in set(runs["id"])]
     if gone:
         st.warning(
-            ui.t("md.gone", ids=", ".join(f"#{i}" for i in gone)),
+            ui.t(
+                "Run(s) {ids} are not in the library (deleted, or a link from another library); they are left out.",
+                ids=", ".join(f"#{i}" for i in gone),
+            ),
             icon=":material/warning:",
         )
         st.session_state[key("runs")] = [i for i in st.session_state[key("runs")] if i not in gone]
     if runs.empty:
-        st.info(ui.t("md.empty"), icon=":material/inventory_2:")
+        st.info(ui.t("The library is empty: add a file above, or load a sample."), icon=":material/inventory_2:")
         return
     c1, c2, c3, c4 = st.columns(4)
-    ui.text_box(PAGE, P["filter"], ui.t("md.filter"), container=c1)
+    ui.text_box(PAGE, P["filter"], container=c1)
     facets = {}
     for col, facet in zip((c2, c3, c4), ("target_model", "hardware", "method"), strict=True):
         values = sorted({v for cell in runs[facet] for v in cell.split(", ") if v})
-        facets[facet] = col.multiselect(ui.t(f"md.facet.{facet}"), values, key=key(f"facet.{facet}"))
+        facets[facet] = col.multiselect(ui.t(FACETS[facet]), values, key=key(f"facet.{facet}"))
     shown = runs
     text = st.session_state[key("filter")].strip().lower()
     if text:
@@ -243,46 +279,54 @@ def library_section(engine, runs) -> None:
         shown,
         hide_index=True,
         width="stretch",
-        column_config={c: ui.t(f"md.col.{c}") for c in LIBRARY_COLUMNS}
-        | {"uploaded_at": st.column_config.DatetimeColumn(ui.t("md.col.uploaded_at"))},
+        column_config={c: ui.t(h) for c, h in LIBRARY_COLUMNS.items()}
+        | {"uploaded_at": st.column_config.DatetimeColumn(ui.t("uploaded (UTC)"))},
     )
     label_of = dict(zip(runs["id"], runs["label"], strict=True))
     options = list(dict.fromkeys([*st.session_state[key("runs")], *shown["id"]]))
     ui.multiselect(
         PAGE,
         P["runs"],
-        ui.t("md.runs"),
+        ui.t("Runs to plot"),
         options,
         format_func=lambda i: f"#{i} {label_of[i]}",
-        placeholder=ui.t("md.runs_placeholder"),
+        placeholder=ui.t("Choose runs to overlay on the theory"),
     )
     selected = st.session_state[key("runs")]
     if selected:
         c1, c2, _ = st.columns([1, 1, 2])
         c1.download_button(  # the CSV is built when clicked, not on every run (a large run takes seconds)
-            ui.t("md.export"),
+            ui.t("Export the selected runs (CSV)"),
             lambda ids=tuple(selected): store.export_csv(ui.load_runs(engine, runs, ids)),
             "specviz_runs.csv",
             "text/csv",
             icon=":material/download:",
             on_click="ignore",
         )
-        if c2.button(ui.t("md.delete"), icon=":material/delete:"):
+        if c2.button(ui.t("Delete the selected runs…"), icon=":material/delete:"):
             st.session_state[key("confirm_delete")] = list(selected)
     pending = st.session_state.get(key("confirm_delete"))
     if pending:
         names = ", ".join(f"#{i} {ui.plain(label_of.get(i, '?'))}" for i in pending)
         st.warning(
-            ui.t("md.confirm_delete", n=len(pending), names=names),
+            ui.t(
+                plural(
+                    "Delete {n} run ({names}) for everyone using this library? This cannot be undone.",
+                    "Delete {n} runs ({names}) for everyone using this library? This cannot be undone.",
+                    len(pending),
+                ),
+                n=len(pending),
+                names=names,
+            ),
             icon=":material/warning:",
         )
         yes, no, _ = st.columns([1, 1, 4])
-        if yes.button(ui.t("md.delete_yes"), type="primary", key=key("delete_yes")):
+        if yes.button(ui.t("Yes, delete"), type="primary", key=key("delete_yes")):
             deleted = ui.delete_runs(engine, pending)
             st.session_state[key("confirm_delete")] = None
-            st.toast(ui.t("md.deleted", n=deleted))
+            st.toast(ui.t(plural("Deleted {n} run.", "Deleted {n} runs.", deleted), n=deleted))
             select_next([i for i in selected if i not in pending])
-        if no.button(ui.t("md.cancel"), key=key("delete_no")):
+        if no.button(ui.t("Cancel"), key=key("delete_no")):
             st.session_state[key("confirm_delete")] = None
             st.rerun()
 
@@ -294,15 +338,29 @@ def overlay_points(frame):
 
 
 #: Columns of the series table (overlays.series_params) with a header in the catalogue (md.scol.*); c, v, o are symbols.
-SERIES_COLUMNS = ("series", "alpha", "has_cost", "k_min", "k_max", "n")
+SERIES_COLUMNS = {
+    "series": C_("md.scol.series", "series"),
+    "alpha": C_("md.scol.alpha", "alpha"),
+    "has_cost": N_("has_cost"),
+    "k_min": N_("k_min"),
+    "k_max": N_("k_max"),
+    "n": N_("n"),
+}  #: column -> heading
+TAB_TITLES = {
+    "speedup": N_("Speedup vs K"),
+    "map": N_("(α, c) map"),
+    "tokens": N_("E[N] vs K"),
+    "parity": N_("Measured vs predicted"),
+    "position": N_("Per position"),
+}  #: chart tab -> its title
 
 
 def overlay_section(engine, runs) -> None:
     """The selected runs over the theory (``runs``: the library listing, which gives each run's row count)."""
     selected = st.session_state[key("runs")]
-    st.subheader(ui.t("md.overlay"))
+    st.subheader(ui.t("Measurements over the theory"))
     if not selected:
-        st.info(ui.t("md.select_runs"), icon=":material/touch_app:")
+        st.info(ui.t("Select runs in the library to see them on the curves."), icon=":material/touch_app:")
         return
     n_rows = int(runs.set_index("id").loc[selected, "n_rows"].sum())  # refuse before reading them
     overlays.check_rows(n_rows)
@@ -312,50 +370,64 @@ def overlay_section(engine, runs) -> None:
     )  # the cached points' hovers are English
     params = overlays.series_params(points)
     curves = overlays.curves(params)
-    st.caption(ui.t("md.series_caption"))
+    st.caption(
+        ui.t(
+            "One series per configuration: run, label, and every model, hardware, method, batch size or temperature that differs within them. Its curves use the series' α (mean of the α used per row) and c (median); the dashed curve adds the measured verify cost v and overhead o."
+        )
+    )
     st.dataframe(
         params,
         hide_index=True,
         width="stretch",
-        column_config={c: ui.t(f"md.scol.{c}") for c in SERIES_COLUMNS if c in params.columns},
+        column_config={c: ui.t(h) for c, h in SERIES_COLUMNS.items() if c in params.columns},
     )
     tab_s, tab_map, tab_n, tab_parity, tab_pos = st.tabs(
-        [ui.t(f"md.tab.{t}") for t in ("speedup", "map", "tokens", "parity", "position")]
+        [ui.t(TAB_TITLES[t]) for t in ("speedup", "map", "tokens", "parity", "position")]
     )
     with tab_s:
         if points["speedup"].notna().any():
             ui.chart(figures.overlay_speedup_vs_k(points, curves, params, lang=ui.language()), width="stretch")
         else:
-            st.info(ui.t("md.no_speedup"))
+            st.info(ui.t("None of the selected rows has a measured speedup."))
         if params["c"].isna().any():
-            st.caption(ui.t("md.no_c_curve"))
+            st.caption(ui.t("Series without c (no c, c_L or draft/target times) have no theoretical speedup curve."))
     with tab_map:
         ks = points["k"].astype(int)
         hk = st.session_state[key("hk")] or int(ks.mode().iloc[0])
-        ui.number_input(PAGE, P["hk"], ui.t("md.hk"))
+        ui.number_input(PAGE, P["hk"])
         ui.chart(
             figures.overlay_alpha_c(heatmap_grid(hk, points["c_used"]), points, hk, lang=ui.language()), width="stretch"
         )
         if points["c_used"].isna().all():
-            st.caption(ui.t("md.no_c_map"))
+            st.caption(ui.t("No selected row has a c, so no point can be placed on this map."))
     with tab_n:
         ui.chart(figures.overlay_expected_tokens(points, curves, params, lang=ui.language()), width="stretch")
     with tab_parity:
         if points["speedup"].notna().any() and points["predicted_speedup"].notna().any():
             ui.chart(figures.parity(points, lang=ui.language()), width="stretch")
             ratio = points["speedup_ratio"].dropna()
-            st.caption(ui.t("md.parity_caption", median=f"{np.median(ratio):.2f}", n=len(ratio)))
+            st.caption(
+                ui.t(
+                    "Measured ÷ basic-model prediction: median {median} over {n} row(s). Below 1 usually means verifying K + 1 tokens costs more than one step (v), acceptance falls with position, or a fixed per-round overhead (o).",
+                    median=f"{np.median(ratio):.2f}",
+                    n=len(ratio),
+                )
+            )
         else:
-            st.info(ui.t("md.no_parity"))
+            st.info(ui.t("A parity plot needs rows with both a measured speedup and a c (for the prediction)."))
     with tab_pos:
         if len(per_position):
             ui.chart(figures.per_position_figure(per_position, lang=ui.language()), width="stretch")
         else:
-            st.info(ui.t("md.no_positions"))
+            st.info(ui.t("None of the selected rows has per-position acceptance."))
 
 
-st.title(ui.t("md.title"))
-st.caption(ui.t("md.intro"))
+st.title(ui.t("Measured data"))
+st.caption(
+    ui.t(
+        "Upload benchmark results from any engine, keep them in the team's run library, and see where they fall on the theory. Files are validated row by row; column names of vLLM, SGLang, llama.cpp, TensorRT-LLM, HF transformers and Spec-Bench are understood."
+    )
+)
 ui.restore(PAGE, SPEC)
 for option in OPTIONS:
     st.session_state.setdefault(key(option.key), option.default)

@@ -6,6 +6,7 @@ import torch
 
 from specviz.app import figures, router, ui
 from specviz.app.share import Param, by_key
+from specviz.base.i18n import C_, N_
 from specviz.core import theory
 from specviz.engine import sampling
 
@@ -15,7 +16,7 @@ PAGE, URL = "lab", "sampling-lab"
 PROGRESS_FROM = 500_000  # show a progress bar for runs at least this long
 P_BUILDERS = tuple(b for b in sampling.BUILDERS if b != "tempered")
 SPEC = (
-    Param("v", 100, "int", 1, 5000),
+    Param("v", 100, "int", 1, 5000, label=N_("V (vocabulary size)")),
     Param("p", "zipf", "choice", choices=P_BUILDERS),
     Param("p_s", 1.1, "float", 0.0, 5.0),
     Param("p_beta", 0.5, "float", 1e-3, 100.0),
@@ -25,13 +26,25 @@ SPEC = (
     Param("q_s", 0.8, "float", 0.0, 5.0),
     Param("q_beta", 0.5, "float", 1e-3, 100.0),
     Param("q_seed", 1, "int", 0, 2**31 - 1),
-    Param("q_tau", 1.5, "float", 0.05, 20.0),
+    Param("q_tau", 1.5, "float", 0.05, 20.0, label=N_("τ (draft = target at temperature τ)")),
     Param("q_vec", "", "text", hi=20_000),
-    Param("k", 4, "int", 1, 32),
-    Param("rounds", 200_000, "int", 1_000, 5_000_000),
-    Param("seed", 0, "int", 0, 2**31 - 1),
-    Param("variant", "exact", "choice", choices=tuple(sampling.VARIANTS)),
-    Param("t_draft", 0.5, "float", 0.05, 20.0),
+    Param("k", 4, "int", 1, 32, label=N_("K (draft length)")),
+    Param("rounds", 200_000, "int", 1_000, 5_000_000, label=N_("rounds")),
+    Param("seed", 0, "int", 0, 2**31 - 1, label=N_("seed")),
+    Param(
+        "variant",
+        "exact",
+        "choice",
+        choices=tuple(sampling.VARIANTS),
+        label=N_("verification rule"),
+        labels=(
+            N_("exact rule"),
+            N_("bug: accept the first draft unconditionally"),
+            N_("bug: resample from p instead of the residual"),
+            N_("bug: draft at one temperature, ratio at another"),
+        ),
+    ),
+    Param("t_draft", 0.5, "float", 0.05, 20.0, label=N_("draft sampling temperature (ratio uses q at 1)")),
     Param(
         "view",
         "Acceptance is overlap",
@@ -42,9 +55,9 @@ SPEC = (
 P = by_key(SPEC)
 LEVEL = 1e-3  # significance level of the χ² verdict (sampling.emitted_verdict)
 TAB_KEYS = {
-    "Acceptance is overlap": "lab.tab.overlap",
-    "Tokens per round": "lab.tab.tokens",
-    "Emitted tokens": "lab.tab.emitted",
+    "Acceptance is overlap": N_("Acceptance is overlap"),
+    "Tokens per round": C_("lab.tab.tokens", "Tokens per round"),
+    "Emitted tokens": N_("Emitted tokens"),
 }
 
 
@@ -55,20 +68,25 @@ def key(name: str) -> str:
 def builder_controls(who: str) -> None:
     """Controls of one distribution builder (p or q), shown for the chosen kind only."""
     kind = ui.selectbox(
-        PAGE, P[who], ui.t("lab.builder", who=who), format_func=lambda b: ui.message(sampling.BUILDERS[b])
+        PAGE, P[who], ui.t("{who} builder", who=who), format_func=lambda b: ui.message(sampling.BUILDERS[b])
     )
     if kind == "zipf":
-        ui.number_input(PAGE, P[f"{who}_s"], ui.t("lab.zipf_s", who=who), step=0.1)
+        ui.number_input(PAGE, P[f"{who}_s"], ui.t("{who}: Zipf exponent s", who=who), step=0.1)
     elif kind == "dirichlet":
-        ui.number_input(PAGE, P[f"{who}_beta"], ui.t("lab.dirichlet_beta", who=who), step=0.1, format="%.3g")
-        ui.number_input(PAGE, P[f"{who}_seed"], ui.t("lab.who_seed", who=who))
+        ui.number_input(PAGE, P[f"{who}_beta"], ui.t("{who}: Dirichlet β", who=who), step=0.1, format="%.3g")
+        ui.number_input(PAGE, P[f"{who}_seed"], ui.t("{who}: seed", who=who))
     elif kind == "tempered":
-        ui.number_input(PAGE, P["q_tau"], ui.t("lab.tau"), step=0.1)
+        ui.number_input(PAGE, P["q_tau"], step=0.1)
     elif kind == "custom":
         ui.text_box(
-            PAGE, P[f"{who}_vec"], ui.t("lab.weights", who=who), area=True, height=80, help=ui.t("lab.weights_help")
+            PAGE,
+            P[f"{who}_vec"],
+            ui.t("{who}: V comma-separated weights", who=who),
+            area=True,
+            height=80,
+            help=ui.t("Non-negative numbers, normalised for you. Or upload a one-column CSV below."),
         )
-        st.file_uploader(ui.t("lab.csv", who=who), type=["csv", "txt"], key=f"{PAGE}.{who}_file")
+        st.file_uploader(ui.t("{who}: one-column CSV", who=who), type=["csv", "txt"], key=f"{PAGE}.{who}_file")
 
 
 def build(who: str, view: dict, base=None) -> torch.Tensor:
@@ -103,7 +121,7 @@ def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
     result = done.get(run_key)
     if result is not None:
         return result
-    bar = st.progress(0.0, text=ui.t("lab.simulating")) if view["rounds"] >= PROGRESS_FROM else None
+    bar = st.progress(0.0, text=ui.t("Simulating rounds…")) if view["rounds"] >= PROGRESS_FROM else None
     n, emitted = sampling.simulate_rounds(
         p,
         q,
@@ -112,7 +130,7 @@ def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
         torch.Generator().manual_seed(view["seed"]),
         view["variant"],
         draft_temperature=view["t_draft"],
-        progress=(lambda f: bar.progress(f, text=ui.t("lab.simulating_pct", pct=f"{f:.0%}"))) if bar else None,
+        progress=(lambda f: bar.progress(f, text=ui.t("Simulating rounds… {pct}", pct=f"{f:.0%}"))) if bar else None,
     )
     if bar:
         bar.empty()
@@ -125,17 +143,17 @@ def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
 def sidebar_controls() -> None:
     """The controls, drawn after the first chart (their values are read from session_state before)."""
     with st.sidebar:
-        st.header(ui.t("lab.distributions"))
-        ui.number_input(PAGE, P["v"], ui.t("lab.v"))
+        st.header(ui.t("Distributions"))
+        ui.number_input(PAGE, P["v"])
         builder_controls("p")
         builder_controls("q")
-        st.header(ui.t("lab.simulation"))
-        ui.slider(PAGE, P["k"], ui.t("lab.k"))
-        ui.number_input(PAGE, P["rounds"], ui.t("lab.rounds"), step=50_000)
-        ui.number_input(PAGE, P["seed"], ui.t("lab.seed"))
-        ui.selectbox(PAGE, P["variant"], ui.t("lab.variant"), format_func=lambda v: ui.t(f"lab.variant.{v}"))
+        st.header(ui.t("Simulation"))
+        ui.slider(PAGE, P["k"])
+        ui.number_input(PAGE, P["rounds"], step=50_000)
+        ui.number_input(PAGE, P["seed"])
+        ui.selectbox(PAGE, P["variant"])
         if st.session_state[key("variant")] == "temperature_mismatch":
-            ui.number_input(PAGE, P["t_draft"], ui.t("lab.t_draft"), step=0.1)
+            ui.number_input(PAGE, P["t_draft"], step=0.1)
 
 
 def overlap_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
@@ -144,12 +162,14 @@ def overlap_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
     alpha = float(sampling.overlap(p, q))
     tv = 0.5 * float(np.abs(p_np - q_np).sum())
     ui.chart(figures.distribution_bars(p_np, q_np, lang=ui.language()), key="fig_bars")
-    st.caption(ui.t("lab.overlap_caption"))
+    st.caption(
+        ui.t("Green is accepted directly, orange is what the residual puts back: together they rebuild p exactly.")
+    )
     c1, c2, c3 = st.columns(3)
-    c1.metric(ui.t("lab.m.alpha"), f"{alpha:.4f}")
-    c2.metric(ui.t("lab.m.tv"), f"{tv:.4f}")
-    c3.metric("1 − TV", f"{1 - tv:.4f}", help=ui.t("lab.m.one_minus_tv_help"))
-    st.caption(ui.t("lab.next_tabs"))
+    c1.metric(ui.t("α = Σ min(p, q)"), f"{alpha:.4f}")
+    c2.metric(ui.t("TV(p, q) = ½ Σ |p − q|"), f"{tv:.4f}")
+    c3.metric("1 − TV", f"{1 - tv:.4f}", help=ui.t("Equals α: the chapter's §4.2 identity."))
+    st.caption(ui.t("The simulated rounds (K, rounds, seed, verification rule) are in the next two tabs."))
 
 
 def tokens_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
@@ -163,11 +183,15 @@ def tokens_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
         figures.n_histogram(counts, theory.accepted_length_pmf(alpha, k), len(n), lang=ui.language()), key="fig_hist"
     )
     c1, c2, c3 = st.columns(3)
-    c1.metric(ui.t("lab.m.mean_n"), f"{mean_n:.4f} ± {half:.4f}", help=ui.t("lab.m.mean_n_help"))
-    c2.metric(ui.t("lab.m.formula"), f"{e_formula:.4f}")
+    c1.metric(
+        ui.t("simulated mean N"),
+        f"{mean_n:.4f} ± {half:.4f}",
+        help=ui.t("95 % confidence interval, 1.96 · s / √rounds"),
+    )
+    c2.metric(ui.t("formula E[N]"), f"{e_formula:.4f}")
     c3.metric(
-        ui.t("lab.m.inside"),
-        ui.t("lab.yes") if abs(mean_n - e_formula) <= half else ui.t("lab.no"),
+        ui.t("formula inside the 95 % CI"),
+        ui.t("yes") if abs(mean_n - e_formula) <= half else ui.t("no"),
         delta=f"{(mean_n - e_formula) / max(half / 1.96, 1e-300):+.1f} σ",
         delta_color="off",
     )
@@ -183,21 +207,29 @@ def emitted_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
     freq = np.bincount(emitted, minlength=len(p_np)) / len(emitted)
     ui.chart(figures.emitted_vs_target(freq, p_np, q.numpy(), lang=ui.language()), key="fig_emitted")
     c1, c2, c3 = st.columns(3)
-    c1.metric(ui.t("lab.m.emitted"), f"{len(emitted):,}")
-    c2.metric(ui.t("lab.m.tv_emitted"), f"{gof.tv:.4f}")
-    c3.metric(ui.t("lab.m.p_value"), f"{gof.p_value:.3g}", help=ui.t("lab.m.p_value_help", dof=gof.dof))
+    c1.metric(ui.t("emitted tokens"), f"{len(emitted):,}")
+    c2.metric(ui.t("TV(emitted, p)"), f"{gof.tv:.4f}")
+    c3.metric(
+        ui.t("χ² p-value"),
+        f"{gof.p_value:.3g}",
+        help=ui.t("Pearson χ², {dof} degrees of freedom (sparse bins pooled)", dof=gof.dof),
+    )
     (st.success if verdict.ok else st.warning)(ui.message(verdict.text))
     variant_note(view)
 
 
 def variant_note(view: dict) -> None:
     if view["variant"] != "exact":
-        st.info(ui.t("lab.variant_note", what=ui.message(sampling.VARIANTS[view["variant"]])))
+        st.info(ui.t("**What this variant does:** {what}", what=ui.message(sampling.VARIANTS[view["variant"]])))
 
 
 TABS = {"Acceptance is overlap": overlap_tab, "Tokens per round": tokens_tab, "Emitted tokens": emitted_tab}
-st.title(ui.t("lab.title"))
-st.caption(ui.t("lab.intro"))
+st.title(ui.t("Rejection-sampling lab"))
+st.caption(
+    ui.t(
+        "Draft K tokens from q, accept each with min(1, p/q), correct from the residual (p − q)⁺ at the first rejection, add a bonus token from p when all K pass. Simulate many rounds and check the two claims: E[N] = (1 − α^(K+1)) / (1 − α), and the emitted tokens follow p exactly."
+    )
+)
 ui.restore(PAGE, SPEC)
 
 view = ui.values(PAGE, SPEC)

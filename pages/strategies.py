@@ -6,6 +6,7 @@ import streamlit as st
 
 from specviz.app import figures, router, ui
 from specviz.app.share import Param, by_key
+from specviz.base.i18n import C_, N_
 from specviz.core import hardware, policies, theory, trees
 from specviz.engine import bench
 from specviz.engine.models import ngram
@@ -14,7 +15,7 @@ router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.
 
 PAGE, URL = "strategies", "strategies"
 BUDGETS = [1, 2, 4, 8, 16, 32, 64]
-P_SOURCES = ("geometric from α", "typed", "a run in the library", "the live page's last run")
+P_SOURCES = ("geometric", "typed", "library", "live")  #: where p comes from (slugs: a link names them)
 COSTS = ("c and v", "a pair on a GPU")
 PAIRS = tuple(hardware.preset_pairs()["name"])
 GPUS = tuple(hardware.load_catalog()[1].index)
@@ -28,65 +29,80 @@ VIEWS = (
     "N-gram drafts",
 )
 NGRAM_SOURCES = ("bundled prompts", "my text")
-TRACE_SOURCES = ("synthetic", "an uploaded trace", "the live page's last run")
+TRACE_SOURCES = ("synthetic", "upload", "live")  #: where the trace comes from
 CONFIDENCE = ("calibrated", "flat")
-#: Catalogue keys of the choices' labels (the stored value, and the URL's, stays the English choice).
+LIVE_RUN = C_("strat.live_run", "the live page's last run")
+#: The labels of the other controls' choices (the stored value, and the URL's, stays the English choice).
 LABELS = {
-    "geometric from α": "strat.p_src.geometric",
-    "typed": "strat.p_src.typed",
-    "a run in the library": "strat.p_src.library",
-    "the live page's last run": "strat.live_run",
-    "c and v": "strat.cost.cv",
-    "a pair on a GPU": "strat.cost.gpu",
-    "Optimal tree": "strat.view.tree",
-    "Shapes by budget": "strat.view.shapes",
-    "Budget × depth": "strat.view.table",
-    "Hardware-aware": "strat.view.hardware",
-    "Engine flags": "strat.view.engine",
-    "Draft-length policies": "strat.view.policies",
-    "N-gram drafts": "strat.view.ngram",
-    "bundled prompts": "strat.ng_src.bundled",
-    "my text": "strat.ng_src.mine",
-    "synthetic": "strat.trace_src.synthetic",
-    "an uploaded trace": "strat.trace_src.upload",
-    "calibrated": "strat.confidence.calibrated",
-    "flat": "strat.confidence.flat",
-    "llama.cpp p_min": "strat.p_min",
-    "HF confidence threshold": "strat.hf_thr",
-    "SpecDec++ threshold": "strat.sdpp",
+    "c and v": C_("strat.cost.cv", "c and v"),
+    "a pair on a GPU": N_("a pair on a GPU"),
+    "Optimal tree": N_("Optimal tree"),
+    "Shapes by budget": N_("Shapes by budget"),
+    "Budget × depth": N_("Budget × depth"),
+    "Hardware-aware": N_("Hardware-aware"),
+    "Engine flags": N_("Engine flags"),
+    "Draft-length policies": N_("Draft-length policies"),
+    "N-gram drafts": N_("N-gram drafts"),
+    "bundled prompts": N_("bundled prompts"),
+    "my text": N_("my text"),
+    "calibrated": N_("calibrated"),
+    "flat": N_("flat"),
+    "llama.cpp p_min": N_("llama.cpp p_min"),
+    "HF confidence threshold": N_("HF confidence threshold"),
+    "SpecDec++ threshold": N_("SpecDec++ threshold"),
 }
 SPEC = (
-    Param("p_src", "geometric from α", "choice", choices=P_SOURCES),
-    Param("alpha", 0.6, "float", 0.0, 1.0),
-    Param("ranks", 4, "int", 1, 16),
-    Param("p", "0.6, 0.2, 0.1", "text", hi=400),
-    Param("run", 1, "int", 1, 2**31 - 1),
-    Param("budget", 16, "int", 1, 128),
-    Param("depth", 6, "int", 1, 16),
-    Param("c", 20.0, "float", 1.0, 1000.0, log=True),
-    Param("v", 0.02, "float", 0.0, 2.0),
-    Param("cost", "c and v", "choice", choices=COSTS),
-    Param("pair", PAIRS[0], "choice", choices=PAIRS),
-    Param("gpu", "H100-SXM5-80GB", "choice", choices=GPUS),
-    Param("ctx", 1024, "int", 16, 131072, log=True),
-    Param("batch", 1, "int", 1, 256, log=True),
-    Param("trace_src", "synthetic", "choice", choices=TRACE_SOURCES),
-    Param("t_alpha", 0.8, "float", 0.01, 0.99),
-    Param("k_max", 16, "int", 1, policies.MAX_TRACE_K),
-    Param("rounds", 20000, "int", 100, policies.MAX_TRACE_ROUNDS, log=True),
-    Param("seed", 0, "int", 0, 2**31 - 1),
-    Param("confidence", "calibrated", "choice", choices=CONFIDENCE),
-    Param("o", 0.0, "float", 0.0, 2.0),
-    Param("hf_start", 20, "int", 1, 64),
-    Param("hf_thr", 0.4, "float", 0.0, 1.0),
-    Param("p_min", 0.75, "float", 0.0, 1.0),
-    Param("sdpp", 0.7, "float", 0.0, 1.0),
-    Param("sweep", "llama.cpp p_min", "choice", choices=tuple(policies.SWEEPS)),
-    Param("pol_cost", "c and v", "choice", choices=COSTS),
-    Param("ng_src", "bundled prompts", "choice", choices=NGRAM_SOURCES),
-    Param("ng_text", "", "text", hi=20000),
-    Param("ng_c", 150.0, "float", 1.0, 10000.0, log=True),
-    Param("ng_k", 8, "int", 1, 16),
+    Param(
+        "p_src",
+        "geometric",
+        "choice",
+        choices=P_SOURCES,
+        label=N_("p from"),
+        labels=(N_("geometric from α"), N_("typed"), N_("a run in the library"), LIVE_RUN),
+    ),
+    Param("alpha", 0.6, "float", 0.0, 1.0, label=N_("α (p_r = α (1 − α)^(r−1))")),
+    Param("ranks", 4, "int", 1, 16, label=N_("Ranks")),
+    Param("p", "0.6, 0.2, 0.1", "text", hi=400, label=N_("p_1, p_2, … (comma-separated, sum ≤ 1)")),
+    Param("run", 1, "int", 1, 2**31 - 1, label=N_("Run id (the Measured data page lists them)")),
+    Param("budget", 16, "int", 1, 128, label=N_("Budget (draft tokens per round)")),
+    Param("depth", 6, "int", 1, 16, label=N_("Maximum depth")),
+    Param("c", 20.0, "float", 1.0, 1000.0, log=True, label=N_("c = T_target / T_draft")),
+    Param("v", 0.02, "float", 0.0, 2.0, label=N_("v (extra verify cost per token)")),
+    Param("cost", "c and v", "choice", choices=COSTS, label=N_("Cost of a round from")),
+    Param("pair", PAIRS[0], "choice", choices=PAIRS, label=N_("Pair")),
+    Param("gpu", "H100-SXM5-80GB", "choice", choices=GPUS, label=N_("GPU")),
+    Param("ctx", 1024, "int", 16, 131072, log=True, label=N_("Context")),
+    Param("batch", 1, "int", 1, 256, log=True, label=N_("Batch")),
+    Param(
+        "trace_src",
+        "synthetic",
+        "choice",
+        choices=TRACE_SOURCES,
+        label=N_("Trace"),
+        labels=(N_("synthetic"), N_("an uploaded trace"), LIVE_RUN),
+    ),
+    Param("t_alpha", 0.8, "float", 0.01, 0.99, label=N_("α (mean acceptance)")),
+    Param("k_max", 16, "int", 1, policies.MAX_TRACE_K, label=N_("K_max")),
+    Param("rounds", 20000, "int", 100, policies.MAX_TRACE_ROUNDS, log=True, label=N_("Rounds")),
+    Param("seed", 0, "int", 0, 2**31 - 1, label=N_("Seed")),
+    Param("confidence", "calibrated", "choice", choices=CONFIDENCE, label=N_("Draft confidence")),
+    Param("o", 0.0, "float", 0.0, 2.0, label=N_("o (overhead per round)")),
+    Param("hf_start", 20, "int", 1, 64, label=N_("HF heuristic: start K")),
+    Param("hf_thr", 0.4, "float", 0.0, 1.0, label=N_("HF confidence threshold")),
+    Param("p_min", 0.75, "float", 0.0, 1.0, label=N_("llama.cpp p_min")),
+    Param("sdpp", 0.7, "float", 0.0, 1.0, label=N_("SpecDec++ threshold")),
+    Param(
+        "sweep",
+        "llama.cpp p_min",
+        "choice",
+        choices=tuple(policies.SWEEPS),
+        label=N_("Sweep one rule's parameter from 0 to 1"),
+    ),
+    Param("pol_cost", "c and v", "choice", choices=COSTS, label=N_("Costs from")),
+    Param("ng_src", "bundled prompts", "choice", choices=NGRAM_SOURCES, label=N_("Text")),
+    Param("ng_text", "", "text", hi=20000, label=N_("Text (UTF-8 bytes are the tokens)")),
+    Param("ng_c", 150.0, "float", 1.0, 10000.0, log=True, label=N_("c = T_target / T_lookup")),
+    Param("ng_k", 8, "int", 1, 16, label=N_("K for the run")),
     Param("view", "Optimal tree", "choice", choices=VIEWS),
 )
 P = by_key(SPEC)
@@ -110,22 +126,24 @@ def chosen_p(view: dict) -> tuple[np.ndarray, str]:
     """(p_1, p_2, …, where it came from): a geometric profile from α, as typed, or measured by a tree run
     in the library or on the live page (ValueError saying why a source cannot give one)."""
     if view["p_src"] == "typed":
-        return trees.parse_p(view["p"]), ui.t("strat.p_src.typed")
-    if view["p_src"] == "geometric from α":
+        return trees.parse_p(view["p"]), ui.t("typed")
+    if view["p_src"] == "geometric":
         return (
             trees.geometric_p(view["alpha"], view["ranks"]),
-            ui.t("strat.source.geometric", alpha=f"{view['alpha']:g}"),
+            ui.t("geometric from α = {alpha}", alpha=f"{view['alpha']:g}"),
         )
-    if view["p_src"] == "a run in the library":
+    if view["p_src"] == "library":
         engine = ui.library()
         if engine is None:
-            raise ValueError(ui.t("strat.err.no_library"))
+            raise ValueError(ui.t("the run library cannot be opened, so p cannot come from a run"))
         frame = ui.load_runs(engine, ui.library_runs(engine), [view["run"]])
-        return trees.p_from_measurements(frame, ui.t("strat.source.run", run=view["run"]))
+        return trees.p_from_measurements(frame, ui.t("run {run}", run=view["run"]))
     result = live_run()
     if result is None or not result.rows:
-        raise ValueError(ui.t("strat.err.no_live_run"))
-    return trees.p_from_measurements(result.frame(), ui.t("strat.live_run"))
+        raise ValueError(
+            ui.t("the live page has no finished run in this session yet: run one there (draft trees), or type p")
+        )
+    return trees.p_from_measurements(result.frame(), ui.t(C_("strat.live_run", "the live page's last run")))
 
 
 @ui.cached
@@ -142,11 +160,13 @@ def tree_section(view: dict, p: np.ndarray) -> None:
     tree = trees.optimal_tree(p, view["budget"], view["depth"])
     f, chain_f = trees.expected_tokens(tree, p), float(theory.expected_tokens(p[0], min(view["budget"], view["depth"])))
     left, right = st.columns(2)
-    left.metric(ui.t("strat.tree_metric"), f"{f:.3f}", delta=ui.message(tree.describe()), delta_color="off")
+    left.metric(
+        ui.t("Optimal tree: tokens per round"), f"{f:.3f}", delta=ui.message(tree.describe()), delta_color="off"
+    )
     right.metric(
-        ui.t("strat.chain_metric"),
+        ui.t("Chain of the same budget (depth-capped)"),
         f"{chain_f:.3f}",
-        delta=ui.t("strat.tree_buys", ratio=f"{f / chain_f:.2f}"),
+        delta=ui.t("tree buys {ratio}×", ratio=f"{f / chain_f:.2f}"),
         delta_color="off",
     )
     x, y = tree.layout()
@@ -155,52 +175,63 @@ def tree_section(view: dict, p: np.ndarray) -> None:
         figures.tree_figure(x, y, tree.parents, trees.path_probabilities(tree, p), labels, lang=ui.language()),
         key="fig_tree",
     )
-    st.caption(ui.t("strat.tree_caption"))
+    st.caption(
+        ui.t("Each node is a draft token labelled by its rank among its siblings; colour = the chance it is reached.")
+    )
 
 
 def shapes_section(view: dict, p: np.ndarray) -> None:
     frame = shapes(tuple(p), tuple(b for b in BUDGETS if b <= 64), view["depth"])
     ui.chart(figures.tokens_by_budget(frame, lang=ui.language()), key="fig_shapes")
-    st.caption(ui.t("strat.shapes_caption", depth=view["depth"]))
-    ui.csv_download(ui.t("strat.dl"), lambda: frame, "tree_shapes.csv", key="dl_shapes")
+    st.caption(
+        ui.t(
+            "Depth at most {depth}. The chain stops gaining once the budget exceeds the depth; trees spend the budget on siblings instead.",
+            depth=view["depth"],
+        )
+    )
+    ui.csv_download(ui.t("Download (CSV)"), lambda: frame, "tree_shapes.csv", key="dl_shapes")
 
 
 def table_section(view: dict, p: np.ndarray) -> None:
     frame = table(tuple(p), tuple(BUDGETS), view["depth"])
     wide = frame.pivot(index="budget", columns="depth", values="expected_tokens")
-    wide = wide.rename_axis(index=ui.t("strat.col.budget"), columns=ui.t("strat.col.depth"))
+    wide = wide.rename_axis(index=ui.t("budget"), columns=ui.t("depth"))
     st.dataframe(wide.style.format("{:.3f}"), width="stretch")
-    st.caption(ui.t("strat.table_caption"))
+    st.caption(ui.t("Expected tokens per round of the optimal tree, by budget (rows) and maximum depth (columns)."))
 
 
 def pair_on_gpu() -> tuple[dict, pd.Series]:
     """Draw the pair, GPU, context and batch controls; return (the page's values, the preset pair's row)."""
     c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
     with c1:
-        ui.selectbox(PAGE, P["pair"], ui.t("strat.pair"))
+        ui.selectbox(PAGE, P["pair"])
     with c2:
-        ui.selectbox(PAGE, P["gpu"], ui.t("strat.gpu"))
+        ui.selectbox(PAGE, P["gpu"])
     with c3:
-        ui.number_input(PAGE, P["ctx"], ui.t("strat.ctx"))
+        ui.number_input(PAGE, P["ctx"])
     with c4:
-        ui.number_input(PAGE, P["batch"], ui.t("strat.batch"))
+        ui.number_input(PAGE, P["batch"])
     view = ui.values(PAGE, SPEC)
     return view, hardware.preset_pairs().set_index("name").loc[view["pair"]]
 
 
 def hardware_section(view: dict, p: np.ndarray) -> None:
-    ui.radio(PAGE, P["cost"], ui.t("strat.cost_from"), horizontal=True, format_func=label)
+    ui.radio(PAGE, P["cost"], horizontal=True, format_func=label)
     if view["cost"] == "c and v":
         c, v = view["c"], view["v"]
         t_draft, t_verify = 1.0 / c, (lambda n: 1.0 + v * (n - 1))
-        how = ui.t("strat.how_cv", t_draft=f"{1 / c:.3g}", v=f"{v:g}")
+        how = ui.t(
+            "A round costs depth · T_draft (T_draft = T_target / c = {t_draft} target steps) plus one target forward over n + 1 positions, 1 + v·n target steps (v = {v}, set in the sidebar)",
+            t_draft=f"{1 / c:.3g}",
+            v=f"{v:g}",
+        )
     else:
         view, pair = pair_on_gpu()
         b, ctx = view["batch"], view["ctx"]
         t_draft = float(hardware.step_time(pair["draft"], view["gpu"], b, ctx, 1))
         t_verify = step_times(pair["target"], view["gpu"], b, ctx, view["budget"] + 1)
         how = ui.t(
-            "strat.how_gpu",
+            "The Hardware & batch page's roofline model for {target} verified and {draft} drafting on one {gpu} (bf16, batch {batch}, context {ctx}): a draft step takes {t_draft} ms, the target's forward over 1 / {n} tokens {t_one} / {t_n} ms",
             target=pair["target"],
             draft=pair["draft"],
             gpu=view["gpu"],
@@ -212,9 +243,14 @@ def hardware_section(view: dict, p: np.ndarray) -> None:
             t_n=f"{t_verify(view['budget'] + 1) * 1e3:.2f}",
         )
     tree, s = trees.best_tree_for_hardware(p, t_draft, t_verify, view["budget"], view["depth"])
-    best = ui.t("strat.no_spec") if tree.drafts == 0 else ui.message(tree.describe())
-    st.metric(ui.t("strat.best_tree"), best, delta=ui.t("strat.speedup_delta", s=f"{s:.2f}"), delta_color="off")
-    st.caption(ui.t("strat.hw_caption", how=how))
+    best = ui.t("do not speculate") if tree.drafts == 0 else ui.message(tree.describe())
+    st.metric(ui.t("Best tree for this cost model"), best, delta=ui.t("speedup {s}×", s=f"{s:.2f}"), delta_color="off")
+    st.caption(
+        ui.t(
+            "{how}; the best tree maximises tokens per unit of time, up to the budget and depth chosen (sidebar).",
+            how=how,
+        )
+    )
 
 
 def step_times(model: str, gpu: str, batch: int, ctx: int, most: int):
@@ -227,12 +263,16 @@ def engine_section(view: dict, p: np.ndarray) -> None:
     try:
         tree, depth, topk = trees.best_topk(p, view["budget"], view["depth"])
     except ValueError as exc:
-        st.warning(ui.t("strat.topk_warning", exc=ui.message(exc)))
+        st.warning(
+            ui.t("Budget / Maximum depth: {exc}. Raise the maximum depth or lower the budget.", exc=ui.message(exc))
+        )
         return
     f = trees.expected_tokens(tree, p)
-    st.markdown(ui.t("strat.sglang", budget=view["budget"], f=f"{f:.3f}"))
+    st.markdown(
+        ui.t("**SGLang (EAGLE)**: the best top-k tree of {budget} drafts, F = {f}", budget=view["budget"], f=f"{f:.3f}")
+    )
     st.code(trees.sglang_flags(depth, topk, view["budget"]), language="bash")
-    st.caption(ui.t("strat.sglang_caption"))
+    st.caption(ui.t("SGLang counts the root in --speculative-num-draft-tokens: it is the budget plus one."))
 
 
 @ui.cached
@@ -250,23 +290,39 @@ def chosen_trace(view: dict) -> tuple[policies.Trace, str]:
     if view["trace_src"] == "synthetic":
         args = (view["t_alpha"], view["k_max"], view["rounds"], view["seed"], view["confidence"])
         return synthetic(*args), ui.t(
-            "strat.trace.synthetic",
+            "synthetic: {rounds} rounds, α = {alpha}, K_max = {k_max}, {confidence} confidences, seed {seed}",
             rounds=f"{view['rounds']:,}",
             alpha=f"{view['t_alpha']:g}",
             k_max=view["k_max"],
             confidence=label(view["confidence"]),
             seed=view["seed"],
         )
-    if view["trace_src"] == "the live page's last run":
+    if view["trace_src"] == "live":
         result = live_run()
         if result is None or result.trace is None:
-            raise ValueError(ui.t("strat.err.no_trace"))
-        return result.trace, ui.t("strat.trace.live", rounds=f"{result.trace.rounds:,}", k_max=result.trace.k_max)
-    upload = st.file_uploader(ui.t("strat.trace_file"), type=["jsonl"], key=key("trace_file"))
+            raise ValueError(
+                ui.t(
+                    "trace: the live page has no recorded trace in this session: run it with 'Record the greedy trace' ticked (greedy, chains), or choose synthetic"
+                )
+            )
+        return result.trace, ui.t(
+            "the live page's last run: {rounds} positions of greedy output, K_max = {k_max}",
+            rounds=f"{result.trace.rounds:,}",
+            k_max=result.trace.k_max,
+        )
+    upload = st.file_uploader(
+        ui.t("Trace file (python -m specviz bench --trace FILE)"), type=["jsonl"], key=key("trace_file")
+    )
     if upload is None:
-        raise ValueError(ui.t("strat.err.no_upload"))
+        raise ValueError(
+            ui.t("trace: upload a trace file written by python -m specviz bench --trace, or choose synthetic")
+        )
     trace = parsed_trace(upload.getvalue(), upload.name)
-    what = "strat.trace.upload_positions" if trace.positional else "strat.trace.upload_rounds"
+    what = (
+        N_("{name}: {count} positions, K_max = {k_max}")
+        if trace.positional
+        else N_("{name}: {count} rounds, K_max = {k_max}")
+    )
     return trace, ui.t(what, name=upload.name, count=f"{trace.rounds:,}", k_max=trace.k_max)
 
 
@@ -287,54 +343,74 @@ def chosen_rules(view: dict, k_max: int) -> list[policies.Policy]:
 
 
 def policies_section(view: dict, p: np.ndarray) -> None:
-    ui.radio(PAGE, P["trace_src"], ui.t("strat.trace"), horizontal=True, format_func=label)
+    ui.radio(PAGE, P["trace_src"], horizontal=True)
     if view["trace_src"] == "synthetic":
         c1, c2, c3, c4, c5 = st.columns(5)
         with c1:
-            ui.number_input(PAGE, P["t_alpha"], ui.t("strat.t_alpha"), step=0.01)
+            ui.number_input(PAGE, P["t_alpha"], step=0.01)
         with c2:
-            ui.number_input(PAGE, P["k_max"], ui.t("strat.k_max"))
+            ui.number_input(PAGE, P["k_max"])
         with c3:
-            ui.number_input(PAGE, P["rounds"], ui.t("strat.rounds"))
+            ui.number_input(PAGE, P["rounds"])
         with c4:
-            ui.number_input(PAGE, P["seed"], ui.t("strat.seed"))
+            ui.number_input(PAGE, P["seed"])
         with c5:
             ui.selectbox(
-                PAGE, P["confidence"], ui.t("strat.confidence"), help=ui.t("strat.confidence_help"), format_func=label
+                PAGE,
+                P["confidence"],
+                help=ui.t(
+                    "calibrated: the draft's confidence q(x) ~ Beta with mean α, and a position is accepted with probability q(x), so confidence rules have something to read; flat: q(x) = α always (confidence carries nothing)."
+                ),
+                format_func=label,
             )
     trace, what = chosen_trace(ui.values(PAGE, SPEC))
     c1, c2, c3, c4, c5 = st.columns(5)
     with c1:
-        ui.number_input(PAGE, P["hf_start"], ui.t("strat.hf_start"))
+        ui.number_input(PAGE, P["hf_start"])
     with c2:
-        ui.number_input(PAGE, P["hf_thr"], ui.t("strat.hf_thr"), step=0.05)
+        ui.number_input(PAGE, P["hf_thr"], step=0.05)
     with c3:
-        ui.number_input(PAGE, P["p_min"], ui.t("strat.p_min"), step=0.05)
+        ui.number_input(PAGE, P["p_min"], step=0.05)
     with c4:
-        ui.number_input(PAGE, P["sdpp"], ui.t("strat.sdpp"), step=0.05)
+        ui.number_input(PAGE, P["sdpp"], step=0.05)
     with c5:
-        ui.number_input(PAGE, P["o"], ui.t("strat.o"), step=0.01)
-    live_run = view["trace_src"] == "the live page's last run"
+        ui.number_input(PAGE, P["o"], step=0.01)
+    live_run = view["trace_src"] == "live"
     if not live_run:
-        ui.radio(PAGE, P["pol_cost"], ui.t("strat.costs_from"), horizontal=True, format_func=label)
+        ui.radio(PAGE, P["pol_cost"], horizontal=True, format_func=label)
     view = ui.values(PAGE, SPEC)
     c, v, o = view["c"], view["v"], view["o"]
-    where = ui.t("strat.where.sidebar")
+    where = ui.t("c and v from the sidebar")
     if live_run:  # that run's measured costs
         c, v, o = run_costs(live_run().frame())
-        where = ui.t("strat.where.run")
+        where = ui.t("measured by that run")
     elif view["pol_cost"] == "a pair on a GPU":
         view, pair = pair_on_gpu()
         costs = hardware.pair_costs(pair["target"], pair["draft"], view["gpu"], view["batch"], view["ctx"], trace.k_max)
         c, v = float(costs["c"]), float(costs["v"])
-        where = ui.t("strat.where.roofline", pair=view["pair"], gpu=view["gpu"], batch=view["batch"], ctx=view["ctx"])
+        where = ui.t(
+            "the roofline model: {pair} on {gpu}, batch {batch}, context {ctx}",
+            pair=view["pair"],
+            gpu=view["gpu"],
+            batch=view["batch"],
+            ctx=view["ctx"],
+        )
     rules = chosen_rules(view, trace.k_max)
     frame = compared(trace, tuple(rules), c, v, o)
-    st.caption(ui.t("strat.policies_caption", what=what, c=f"{c:.4g}", v=f"{v:.3g}", o=f"{o:.3g}", where=where))
+    st.caption(
+        ui.t(
+            "Trace — {what}. Costs: c = {c}, v = {v}, o = {o} ({where}).",
+            what=what,
+            c=f"{c:.4g}",
+            v=f"{v:.3g}",
+            o=f"{o:.3g}",
+            where=where,
+        )
+    )
     ui.chart(figures.policy_bars(frame, lang=ui.language()), key="fig_policies")
     table = frame.round(3).assign(
         policy=frame["policy"].map(ui.message),  # the rules' labels are i18n.Phrase
-        kind=frame["kind"].map(lambda k: ui.t(f"strat.kind.{k}") if k in KINDS else k),
+        kind=frame["kind"].map(lambda k: ui.t(KINDS[k]) if k in KINDS else k),
     )
     st.dataframe(shown(table, POLICY_COLUMNS), hide_index=True, width="stretch")
     ks = {r.label: policies.replay(r, trace, c, v, o).k for r in rules}
@@ -343,13 +419,17 @@ def policies_section(view: dict, p: np.ndarray) -> None:
         ui.chart(figures.k_over_rounds(ks, lang=ui.language()), key="fig_k_rounds")
     with right:
         ui.chart(figures.draft_length_histogram(ks, trace.k_max, lang=ui.language()), key="fig_k_hist")
-    ui.selectbox(PAGE, P["sweep"], ui.t("strat.sweep"), format_func=label)
+    ui.selectbox(PAGE, P["sweep"], format_func=label)
     view = ui.values(PAGE, SPEC)
     swept = policies.sweep(view["sweep"], np.linspace(0, 1, 21), trace, c, v, o)
     best = float(frame.loc[frame.kind == "best static K", "speedup"].iloc[0])
     oracle = float(frame.loc[frame.kind == "oracle", "speedup"].iloc[0])
     ui.chart(figures.policy_sweep(swept, view["sweep"], best, oracle, lang=ui.language()), key="fig_policy_sweep")
-    st.caption(ui.t("strat.sweep_caption"))
+    st.caption(
+        ui.t(
+            "Where the line sits below the best static K the rule loses to a fixed K; near 1 it drafts almost nothing (a threshold too high), and a threshold of 0 drafts K_max every round."
+        )
+    )
 
 
 def compared(trace: policies.Trace, rules: tuple, c: float, v: float, o: float):
@@ -364,30 +444,47 @@ def ngram_table(texts: tuple[str, ...], c: float, v: float):
 def ngram_section(view: dict, p: np.ndarray) -> None:
     c1, c2 = st.columns([1, 1])
     with c1:
-        ui.radio(PAGE, P["ng_src"], ui.t("strat.ng_src"), horizontal=True, format_func=label)
+        ui.radio(PAGE, P["ng_src"], horizontal=True, format_func=label)
     with c2:
-        ui.number_input(PAGE, P["ng_c"], ui.t("strat.ng_c"), format="%.4g", help=ui.t("strat.ng_c_help"))
+        ui.number_input(
+            PAGE,
+            P["ng_c"],
+            format="%.4g",
+            help=ui.t(
+                "The lookup costs about 0.04 ms on the bundled prompts and the bundled target's step about 6 ms (performance.md, ngram), so c ≈ 150 there."
+            ),
+        )
     if st.session_state[key("ng_src")] == "my text":
-        ui.text_box(PAGE, P["ng_text"], ui.t("strat.ng_text"), area=True, height=150)
+        ui.text_box(PAGE, P["ng_text"], area=True, height=150)
     view = ui.values(PAGE, SPEC)
     texts = tuple(bench.load_prompts()) if view["ng_src"] == "bundled prompts" else (view["ng_text"],)
     if not any(len(t.encode("utf-8")) > 1 for t in texts):
-        raise ValueError(ui.t("strat.err.ng_short"))
+        raise ValueError(ui.t("text: type at least two characters for prompt lookup to search"))
     frame = ngram_table(texts, view["ng_c"], view["v"])
     ui.chart(figures.ngram_by_k(frame, lang=ui.language()), key="fig_ngram")
     st.dataframe(shown(frame.round(3), NGRAM_COLUMNS), hide_index=True, width="stretch")
-    st.caption(ui.t("strat.ng_caption"))
+    st.caption(
+        ui.t(
+            "Prompt lookup replayed against the text itself, as if the target wrote exactly this text: each round drafts what followed the earliest earlier occurrence of the last n bytes (transformers: n = 2, then 1; vLLM: n = 5) and accepts the leading bytes that match. It measures how much the text repeats, not a model. The button below runs the real target."
+        )
+    )
     c1, c2 = st.columns([1, 3])
     with c1:
-        ui.number_input(PAGE, P["ng_k"], ui.t("strat.ng_k"))
-    run_clicked = c2.button(ui.t("strat.ng_run"), icon=":material/play_arrow:")
+        ui.number_input(PAGE, P["ng_k"])
+    run_clicked = c2.button(
+        ui.t("Run the bundled target with n-gram drafts and with its draft model"), icon=":material/play_arrow:"
+    )
     if run_clicked:
         st.session_state[key("ngram_runs")] = run_both(texts if view["ng_src"] == "my text" else None, view["ng_k"])
     frame = st.session_state.get(key("ngram_runs"))
     if frame is not None:
         drafters = frame["drafter"].map(lambda d: ui.t(DRAFTERS[d]) if d in DRAFTERS else d)
         st.dataframe(shown(frame.assign(drafter=drafters), RUN_COLUMNS), hide_index=True, width="stretch")
-        st.caption(ui.t("strat.ng_run_caption"))
+        st.caption(
+            ui.t(
+                "Greedy, 64 new tokens per prompt, each against target-only decoding on this server (the Live benchmark page's engine and queue). The lookup's cost is measured, not taken as zero."
+            )
+        )
 
 
 def live_run():
@@ -402,7 +499,7 @@ def run_both(texts: tuple[str, ...] | None, k: int):
     with a progress bar."""
     from specviz.app import live
 
-    bar = st.progress(0.0, text=ui.t("strat.starting"))
+    bar = st.progress(0.0, text=ui.t("Starting…"))
     frame = live.compare_ngram_to_draft(
         k, texts[0] if texts else None, lambda share, pair: bar.progress(share, text=pair)
     )
@@ -412,21 +509,33 @@ def run_both(texts: tuple[str, ...] | None, k: int):
 
 #: Display names of the tables' columns (canonical name -> catalogue key); a CSV keeps the canonical names.
 POLICY_COLUMNS = {
-    name: f"strat.col.{name}"
-    for name in ("policy", "kind", "speedup", "tokens_per_round", "drafts_per_round", "wasted_per_round")
+    "policy": N_("policy"),
+    "kind": N_("kind"),
+    "speedup": N_("speedup"),
+    "tokens_per_round": N_("tokens_per_round"),
+    "drafts_per_round": N_("drafts_per_round"),
+    "wasted_per_round": N_("wasted_per_round"),
 }
-KINDS = ("rule", "best static K", "oracle")  #: policies.compare's kinds, shown as strat.kind.<kind>
-NGRAM_COLUMNS = {name: f"strat.col.{name}" for name in ("rule", "rounds", "proposal_share", "alpha")} | {
-    "tokens_per_round": "strat.col.tokens_per_round",
-    "speedup": "strat.col.speedup",
+KINDS = {
+    "rule": N_("rule"),
+    "best static K": N_("best static K"),
+    "oracle": N_("oracle"),
+}  #: policies.compare's kinds -> their names
+NGRAM_COLUMNS = {
+    "rule": N_("rule"),
+    "rounds": N_("rounds"),
+    "proposal_share": N_("proposal_share"),
+    "alpha": C_("strat.col.alpha", "alpha"),
+    "tokens_per_round": N_("tokens_per_round"),
+    "speedup": N_("speedup"),
 }
 RUN_COLUMNS = {
-    "drafter": "strat.col.drafter",
-    "E[N] measured": "strat.col.en_measured",
-    "speedup": "strat.col.speedup",
-    "greedy_exact": "strat.col.greedy_exact",
+    "drafter": N_("drafter"),
+    "E[N] measured": C_("strat.col.en_measured", "E[N] measured"),
+    "speedup": N_("speedup"),
+    "greedy_exact": C_("strat.col.greedy_exact", "greedy_exact"),
 }
-DRAFTERS = {"n-gram (prompt lookup)": "strat.drafter.ngram", "bundled draft model": "strat.drafter.model"}
+DRAFTERS = {"n-gram (prompt lookup)": N_("n-gram (prompt lookup)"), "bundled draft model": N_("bundled draft model")}
 
 SECTIONS = dict(
     zip(
@@ -447,36 +556,44 @@ SECTIONS = dict(
 
 def sidebar_controls() -> None:
     with st.sidebar:
-        st.header(ui.t("strat.h.acceptance"))
-        ui.radio(PAGE, P["p_src"], ui.t("strat.p_from"), format_func=label)
+        st.header(ui.t("Acceptance by rank"))
+        ui.radio(PAGE, P["p_src"])
         if st.session_state[key("p_src")] == "typed":
-            ui.text_box(PAGE, P["p"], ui.t("strat.p_typed"))
-        elif st.session_state[key("p_src")] == "a run in the library":
-            ui.number_input(PAGE, P["run"], ui.t("strat.run"))
-            st.caption(ui.t("strat.run_caption"))
-        elif st.session_state[key("p_src")] == "the live page's last run":
-            st.caption(ui.t("strat.live_caption"))
+            ui.text_box(PAGE, P["p"])
+        elif st.session_state[key("p_src")] == "library":
+            ui.number_input(PAGE, P["run"])
+            st.caption(
+                ui.t(
+                    "A tree run's measured p̂ (bench --tree, or the Live page's draft trees); a chain run gives p_1 = α."
+                )
+            )
+        elif st.session_state[key("p_src")] == "live":
+            st.caption(ui.t("Run draft trees on the Live benchmark page; its p̂ appears here."))
         else:
-            ui.slider(PAGE, P["alpha"], ui.t("strat.alpha"), step=0.01)
-            ui.slider(PAGE, P["ranks"], ui.t("strat.ranks"))
-        st.header(ui.t("strat.h.tree"))
-        ui.slider(PAGE, P["budget"], ui.t("strat.budget"))
-        ui.slider(PAGE, P["depth"], ui.t("strat.depth"))
-        st.header(ui.t("strat.h.cost"))
-        ui.number_input(PAGE, P["c"], ui.t("strat.c"), format="%.4g")
-        ui.number_input(PAGE, P["v"], ui.t("strat.v"), step=0.01, format="%.3f")
+            ui.slider(PAGE, P["alpha"], step=0.01)
+            ui.slider(PAGE, P["ranks"])
+        st.header(ui.t("Tree"))
+        ui.slider(PAGE, P["budget"])
+        ui.slider(PAGE, P["depth"])
+        st.header(ui.t("Cost model"))
+        ui.number_input(PAGE, P["c"], format="%.4g")
+        ui.number_input(PAGE, P["v"], step=0.01, format="%.3f")
 
 
-st.title(ui.t("strat.title"))
-st.caption(ui.t("strat.intro"))
+st.title(ui.t("Drafting strategies"))
+st.caption(
+    ui.t(
+        "Engines draft trees, not only chains: several candidates per position, verified in one target forward. Under positional acceptance (the target takes the draft's r-th choice with probability p_r) a tree's expected tokens per round follow from its shape; Sequoia's dynamic program finds the best shape."
+    )
+)
 ui.restore(PAGE, SPEC)
 view = ui.values(PAGE, SPEC)
 try:
     p, source = chosen_p(view)
 except ValueError as exc:
     ui.show_error(exc)
-    p, source = trees.geometric_p(P["alpha"].default, P["ranks"].default), ui.t("strat.source.default")
-st.caption(ui.t("strat.p_caption", source=ui.message(source), values=", ".join(f"{x:.3f}" for x in p)))
+    p, source = trees.geometric_p(P["alpha"].default, P["ranks"].default), ui.t("the default profile")
+st.caption(ui.t("p ({source}) = {values}", source=ui.message(source), values=", ".join(f"{x:.3f}" for x in p)))
 ui.show_open_tab(PAGE, P["view"], SECTIONS, view, p, format_func=label)
 sidebar_controls()
 ui.publish(PAGE, SPEC, URL)

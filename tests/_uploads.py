@@ -150,14 +150,14 @@ UPLOADS = (
     Upload("config.json", "/hardware?view=Memory", "Target config.json", config_json, file_name="config.json"),
     Upload(
         "trace, 200,000 rounds",
-        "/strategies?view=Draft-length+policies&trace_src=an+uploaded+trace",
+        "/strategies?view=Draft-length+policies&trace_src=upload",
         TRACE_FILE,
         trace_rounds,
         file_name="rounds.jsonl",
     ),
     Upload(
         "trace, K_max 64",
-        "/strategies?view=Draft-length+policies&trace_src=an+uploaded+trace",
+        "/strategies?view=Draft-length+policies&trace_src=upload",
         TRACE_FILE,
         trace_wide,
         file_name="wide.jsonl",

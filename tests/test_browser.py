@@ -397,7 +397,7 @@ def test_two_sessions_run_at_once_and_both_complete(app_url, browser):
             pg.locator(CHART_SHOWN).first.wait_for(state="visible", timeout=120_000)
             wait_drawn(pg)
             assert_no_exception(pg, "/live, two sessions running at once")
-            expect(pg.get_by_text("2 cell(s) measured").first).to_be_visible()
+            expect(pg.get_by_text("2 cells measured").first).to_be_visible()
     finally:
         for context in contexts:
             context.close()
@@ -506,7 +506,7 @@ def test_an_over_the_cap_trace_is_refused_with_a_message_naming_the_cap(app_url,
     path = tmp_path / "wide.jsonl"
     header = {"format": policies.TRACE_FORMAT, "k_max": k, "positional": True}
     path.write_text("\n".join(json.dumps(x) for x in (header, *[row] * 50)) + "\n")
-    open_page(page, app_url + "/strategies?view=Draft-length+policies&trace_src=an+uploaded+trace")
+    open_page(page, app_url + "/strategies?view=Draft-length+policies&trace_src=upload")
     page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(path))
     expect(page.get_by_text(f"from 1 to {policies.MAX_TRACE_K}; got {k}")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     assert page.locator('[data-testid="stException"]').count() == 0

@@ -136,12 +136,12 @@ def test_page_reacts_to_c(engine):
 
 def test_page_restores_from_query_params(engine):
     fake, url = engine
-    at = open_app(PAGE, endpoints=f"{url} vllm", every="5", k="6", c_src="the Hardware page's model", poll="false")
+    at = open_app(PAGE, endpoints=f"{url} vllm", every="5", k="6", c_src="hardware", poll="false")
     assert at.text_area(key="engine-monitor.endpoints").value == f"{url} vllm"
     assert at.number_input(key="engine-monitor.every").value == 5.0
     assert at.number_input(key="engine-monitor.k").value == 6
     assert at.toggle(key="engine-monitor.poll").value is False
-    assert at.selectbox(key="engine-monitor.c_src").value == "the Hardware page's model"
+    assert at.selectbox(key="engine-monitor.c_src").value == "hardware"
     assert fake.scrapes == 0  # polling off: nothing fetched
 
 

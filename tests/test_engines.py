@@ -300,7 +300,7 @@ def test_window_over_adds_across_a_restart():
     w = window_over(readings)
     assert (w.drafts, w.accepted_tokens) == (60 + 30 + 20, 120 + 60 + 40)
     assert w.accepted_per_position == (50 + 25 + 15, 40 + 20 + 15, 30 + 15 + 10)
-    assert w.reset and "restarted 1 time" in w.reset and w.seconds == 30.0
+    assert w.reset and "restarted once" in w.reset and w.seconds == 30.0
     assert window_over(readings[:2]).drafts == window(readings[0], readings[1]).drafts
 
 

@@ -18,7 +18,7 @@ from _messages import caught, check
 
 from specviz.app import live
 from specviz.base import i18n
-from specviz.base.i18n import Message, Phrase
+from specviz.base.i18n import Message, Phrase, plural
 from specviz.engine import bench, decoding
 
 # ----------------------------------------------------------------------------- specviz.app.live.request
@@ -167,7 +167,7 @@ def test_the_queue_says_who_holds_it_and_how_long_another_waited_in_any_language
     release = threading.Event()
 
     def holder() -> None:
-        with queue.hold(Phrase("note.live.run_of_cells", cells=3)):
+        with queue.hold(Phrase(plural("a run of {cells} cell", "a run of {cells} cells", 3), cells=3)):
             inside.set()
             release.wait(10)
 
@@ -175,9 +175,9 @@ def test_the_queue_says_who_holds_it_and_how_long_another_waited_in_any_language
     thread.start()
     assert inside.wait(10)
     busy = queue.busy()
-    assert re.fullmatch(r"a run of 3 cell\(s\), running for \d+ s", busy), busy  # seconds: as the machine allows
+    assert re.fullmatch(r"a run of 3 cells, running for \d+ s", busy), busy  # seconds: as the machine allows
     check(busy, str(busy), "3 个单元")
-    check(Phrase("note.live.holder", who="run 1", s=12.6), "run 1, running for 13 s", "run 1", "13")
+    check(Phrase("{who}, running for {s:.0f} s", who="run 1", s=12.6), "run 1, running for 13 s", "run 1", "13")
 
     def waiter() -> None:
         with queue.hold("run 2", on_wait=waits.append, poll_s=0.05):
@@ -191,12 +191,12 @@ def test_the_queue_says_who_holds_it_and_how_long_another_waited_in_any_language
     release.set()
     thread.join(10), other.join(10)
     assert queue.busy() is None
-    english = r"Queued behind another run \(a run of 3 cell\(s\), running for \d+ s\); waited \d+ s\."
+    english = r"Queued behind another run \(a run of 3 cells, running for \d+ s\); waited \d+ s\."
     assert re.fullmatch(english, waits[0]), waits[0]
     check(waits[0], str(waits[0]), "3 个单元")
-    assert all(isinstance(w, Phrase) and w.startswith("Queued behind another run (a run of 3 cell(s)") for w in waits)
+    assert all(isinstance(w, Phrase) and w.startswith("Queued behind another run (a run of 3 cells") for w in waits)
     check(
-        Phrase("note.live.queued", holder=Phrase("note.live.finishing"), s=2.4),
+        Phrase("Queued behind another run ({holder}); waited {s:.0f} s.", holder=Phrase("finishing"), s=2.4),
         "Queued behind another run (finishing); waited 2 s.",
         "2",
     )
@@ -234,18 +234,21 @@ def test_execute_names_the_run_holding_the_queue():
             return future
 
     live.execute(live.LiveRun(tiny_request()), queue=queue, worker=Worker(), poll_s=0.01)
-    assert re.fullmatch(r"a run of 2 cell\(s\), running for \d+ s", seen[0]), seen[0]
+    assert re.fullmatch(r"a run of 2 cells, running for \d+ s", seen[0]), seen[0]
     check(seen[0], str(seen[0]), "2 个单元")
 
 
 def test_an_error_that_stopped_a_run_reads_in_the_pages_language():
     previous, partial = live.LiveRun(tiny_request()), live.LiveRun(tiny_request())
     partial.rows.append({"k": 1})
-    exc = Message("err.live.new_tokens", n=2000, max=1024)
+    exc = Message("new tokens: {n}; allowed 1 to {max}", n=2000, max=1024)
     assert live.kept_after_error(partial, previous, exc) is partial
     assert partial.stopped == partial.stopped_text() == "an error in a later cell: new tokens: 2000; allowed 1 to 1024"
     zh = partial.stopped_text("zh")
-    assert zh == i18n.text("zh", "live.stop.error", error=exc.text("zh")) and "新生成 token 数：2000" in zh
+    assert (
+        zh == i18n.text("zh", "an error in a later cell: {error}", error=exc.text("zh"))
+        and "新生成 token 数：2000" in zh
+    )
     other = live.LiveRun(tiny_request())
     other.rows.append({"k": 1})
     live.kept_after_error(other, previous, RuntimeError("out of memory"))

@@ -19,13 +19,13 @@ import pytest
 
 from specviz.app import figures, grids, overlays
 from specviz.app.figures import hardware as hardware_figures
-from specviz.base import i18n
+from specviz.base import catalogues, i18n
 from specviz.core import hardware, theory
 from specviz.data.measurements import SAMPLES_DIR, load_measurements
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ROOT / "specviz" / "app" / "figures"
-#: catalogue prefix -> the figure modules that ask for its keys
+#: group -> the figure modules in it
 MODULES = {
     "fig.": sorted(p for p in FIGURES.glob("*.py") if p.name != "hardware.py"),
     "hwfig.": [FIGURES / "hardware.py"],
@@ -183,11 +183,24 @@ def has_words(text: str) -> bool:
     return any(w not in NOT_WORDS for w in WORD.findall(FIELD.sub(" ", text)))
 
 
+def module_msgids(paths) -> set[str]:
+    """The messages the figure modules ``paths`` ask for (as extraction reads them)."""
+    out = set()
+    for path in paths:
+        with open(path, "rb") as f:
+            for _, name, args, _ in catalogues.extract_python(f, catalogues.KEYWORDS, (), {}):
+                if name == "C_":
+                    out.add(i18n.C_(*args[:2]))
+                else:
+                    out |= {a for a in args if a}
+    return out
+
+
 def english_patterns() -> list[re.Pattern]:
-    """Every English ``fig.``/``hwfig.`` text that has words, as a pattern matching it with any fields filled."""
+    """Every English text of the figure modules that has words, as a pattern matching it with any fields filled."""
     out = []
-    for key, template in i18n.catalogue("en").items():
-        if key.startswith(tuple(MODULES)) and has_words(re.sub(r"\{\w+\}", " ", template)):
+    for template in module_msgids([p for paths in MODULES.values() for p in paths]):
+        if has_words(re.sub(r"\{\w+\}", " ", template)):
             parts = re.split(r"\{\w+\}", template)
             out.append(re.compile("(?s)" + "(.*?)".join(re.escape(p) for p in parts)))
     return out
@@ -202,29 +215,17 @@ def hover_fields(fig) -> list[list[str]]:
 # ------------------------------------------------------------------------------------------
 
 
-def keys_asked_for(prefix: str) -> set[str]:
-    """Literal keys in the module, plus the keys it builds from a name (axis titles, bounds)."""
-    source = "\n".join(p.read_text(encoding="utf-8") for p in MODULES[prefix])
-    keys = set(re.findall(r"""["'](""" + re.escape(prefix) + r"""[\w.]+)["']""", source))
-    if prefix == "fig.":
-        keys |= {f"fig.axis.{name}" for name in figures.AXES}
-    else:
-        keys |= {f"hwfig.bound.{bound}" for bound in hardware_figures.BOUND_COLORS}
-        keys.discard("hwfig.op")  # a group: i18n.name(lang, "hwfig.op", operator)
-        keys |= {f"hwfig.op.{op}" for op in (*hardware.OPERATORS, "fixed overhead")}  # step_breakdown's rows
-    return keys
-
-
 @pytest.mark.parametrize("prefix", sorted(MODULES))
-def test_every_key_the_figure_modules_ask_for_is_in_both_catalogues_and_none_is_left_over(prefix):
-    asked = keys_asked_for(prefix)
-    en, zh = i18n.catalogue("en"), i18n.catalogue("zh")
-    assert asked and not sorted(asked - set(en)) and not sorted(asked - set(zh))
-    assert not sorted({k for k in en if k.startswith(prefix)} - asked), "catalogue keys no code asks for"
-    for key in asked:
-        assert i18n.fields(en[key]) == i18n.fields(zh[key]), key
-        if has_words(re.sub(r"\{\w+\}", " ", en[key])):
-            assert CJK.search(zh[key]) and zh[key] != en[key], (key, zh[key])
+def test_every_text_the_figure_modules_ask_for_is_translated(prefix):
+    asked = module_msgids(MODULES[prefix])
+    assert len(asked) > 10
+    for msgid in asked:
+        assert i18n.translated("zh", msgid), msgid
+        if has_words(re.sub(r"\{\w+\}", " ", msgid)):
+            zh = i18n.text("zh", msgid)
+            assert CJK.search(zh) and zh != msgid, (msgid, zh)
+    if prefix == "hwfig.":  # every operator step_breakdown draws has a name
+        assert set(hardware.OPERATORS) | {"fixed overhead"} <= set(hardware_figures.OPERATOR_NAMES)
 
 
 def test_axis_titles_keep_the_english_and_titles_stays_importable():
@@ -350,6 +351,5 @@ def test_names_the_library_uses_as_identifiers_are_shown_in_chinese():
     assert bars[:2] == ["固定 K = 3", "HF heuristic（起始 20）"] and "理想上限（oracle）" in bars
     shapes = pd.DataFrame({"budget": [1, 1], "shape": ["optimal tree", "my shape"], "expected_tokens": [1.5, 1.4]})
     assert [t.name for t in figures.tokens_by_budget(shapes, lang="zh").data] == ["最优树", "my shape"]
-    assert (
-        i18n.name("zh", "hwfig.op", "attention") == "注意力" and i18n.name("zh", "hwfig.op", "custom op") == "custom op"
-    )
+    names = hardware_figures.OPERATOR_NAMES
+    assert i18n.name("zh", names, "attention") == "注意力" and i18n.name("zh", names, "custom op") == "custom op"

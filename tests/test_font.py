@@ -20,7 +20,7 @@ from specviz.base.i18n import LANGUAGES
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / ".streamlit" / "config.toml"
 FAMILY = "specviz CJK SC"
-TEXTS = [ROOT / "data/i18n/en.json", ROOT / "data/i18n/zh.json", ROOT / "data/i18n/terms.json"]
+TEXTS = [ROOT / "data/i18n/specviz.pot", ROOT / "data/i18n/zh.po", ROOT / "data/i18n/terms.json"]
 CHAPTER = ROOT / "data" / "chapter"
 #: Characters the texts use that Noto Sans CJK SC (2.004) has no glyph for, so the subset cannot hold them;
 #: none is CJK (a test checks), and Source Sans or a system font of the stack draws them.

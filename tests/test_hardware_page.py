@@ -180,15 +180,15 @@ def test_alpha_from_a_library_run_mean_and_per_position(library_with_a_run):
         tp_target=4,
     )
     assert metric(at, "At B = 1") == f"K* = {int(want.k_star.iloc[0])}"
-    at = open_app(PAGE, a_src="a run in the library", run=str(run_id), a_pos="true")
+    at = open_app(PAGE, a_src="library", run=str(run_id), a_pos="true")
     per_position = hw.alpha_from_measurements(frame, per_position=True)
     assert any(c.value == "α per position: " + ", ".join(f"{a:.3f}" for a in per_position) for c in at.caption)
 
 
 def test_alpha_sources_that_cannot_give_one_say_why(library_with_a_run):
-    at = open_app(PAGE, a_src="the live page's last run")
+    at = open_app(PAGE, a_src="live")
     assert any("the live page has no run in this session yet" in e for e in shown_errors(at))
-    at = open_app(PAGE, a_src="a run in the library", run="999")
+    at = open_app(PAGE, a_src="library", run="999")
     assert at.error  # the library names the missing run
     assert at.get("plotly_chart")  # the page still draws with the typed α
 

@@ -61,9 +61,9 @@ HOSTILE = st.one_of(
 
 
 def caught(fn, key: str):
-    """The i18n.Message ``fn()`` raises, checked to be the catalogue entry ``key``."""
+    """The i18n.Message ``fn()`` raises, checked to be the message ``key``."""
     exc = _caught(fn)
-    assert getattr(exc, "key", None) == key, repr(exc)
+    assert getattr(exc, "msgid", None) == key, repr(exc)
     return exc
 
 
@@ -99,7 +99,10 @@ def hardware_app(view: str) -> AppTest:
     ],
 )
 def test_a_config_size_out_of_range_is_refused_naming_key_value_and_range(key, value, shown):
-    exc = caught(lambda: hardware.from_hf_config(config_text(LLAMA | {key: value})), "err.hardware.config_int")
+    exc = caught(
+        lambda: hardware.from_hf_config(config_text(LLAMA | {key: value})),
+        "config.json {name} must be an integer from {lo} to {hi}; got {value}",
+    )
     lo, hi = hardware.SIZE_LIMITS[hardware._FIELD_OF.get(key, "experts")]
     assert key in str(exc) and shown in str(exc) and f"{hi:,}" in str(exc) and f"from {lo}" in str(exc), str(exc)
 
@@ -116,20 +119,29 @@ def test_every_size_at_its_limits_is_accepted_and_one_past_them_refused(key, fie
     for edge in (lo, hi):
         assert hardware.from_hf_config(config_text(SMALL | {key: edge}))[field] == edge
     for past in (lo - 1, hi + 1):
-        caught(lambda past=past: hardware.from_hf_config(config_text(SMALL | {key: past})), "err.hardware.config_int")
+        caught(
+            lambda past=past: hardware.from_hf_config(config_text(SMALL | {key: past})),
+            "config.json {name} must be an integer from {lo} to {hi}; got {value}",
+        )
 
 
 def test_sizes_within_range_whose_product_overflows_are_refused_naming_the_parameter_count():
     huge = LLAMA | {"num_hidden_layers": 1024, "hidden_size": 131_072, "num_attention_heads": 1024}
     huge |= {"num_key_value_heads": 1024, "intermediate_size": 1_048_576, "vocab_size": 16_777_216}
-    exc = caught(lambda: hardware.from_hf_config(config_text(huge)), "err.hardware.too_many_parameters")
+    exc = caught(
+        lambda: hardware.from_hf_config(config_text(huge)),
+        "{model} implies {count} parameters; at most {most} are modelled (check the sizes in its config)",
+    )
     assert "4.97e+14" in str(exc) and "1e+14" in str(exc)
 
 
 def test_a_config_nested_too_deep_or_too_large_is_refused_before_parsing():
-    caught(lambda: hardware.from_hf_config(b"[" * 200_000), "err.hardware.config_json")
+    caught(lambda: hardware.from_hf_config(b"[" * 200_000), "config.json is not valid JSON: {cause}")
     big = b'{"architectures": ["LlamaForCausalLM"], "pad": "' + b"x" * hardware.CONFIG_MAX_BYTES + b'"}'
-    exc = caught(lambda: hardware.from_hf_config(big), "err.hardware.config_size")
+    exc = caught(
+        lambda: hardware.from_hf_config(big),
+        "config.json holds {size} bytes; at most {most} are read (a model's config.json is a few kB)",
+    )
     assert f"{hardware.CONFIG_MAX_BYTES:,}" in str(exc)
 
 
@@ -253,7 +265,10 @@ def trace_row(k: int) -> str:
 
 def test_a_trace_over_the_k_max_cap_is_refused_at_its_header():
     k = policies.MAX_TRACE_K + 1
-    exc = caught(lambda: policies.parse_trace(HEADER % k + "\n" + trace_row(k), "big.jsonl"), "err.policies.k_max")
+    exc = caught(
+        lambda: policies.parse_trace(HEADER % k + "\n" + trace_row(k), "big.jsonl"),
+        "{name}: the header's k_max must be an integer from 1 to {most}; got {k!r}",
+    )
     assert f"{k}" in str(exc) and f"{policies.MAX_TRACE_K}" in str(exc) and "big.jsonl" in str(exc)
     assert policies.parse_trace(HEADER % policies.MAX_TRACE_K + "\n" + trace_row(policies.MAX_TRACE_K)).k_max == 64
 
@@ -265,14 +280,18 @@ def test_a_trace_over_the_row_cap_is_refused_at_the_first_row_past_it():
     text = "\n".join([HEADER % 1, *[row] * cap])
     assert policies.parse_trace(text).rounds == cap
     exc = caught(
-        lambda: policies.parse_trace(text + "\n" + row + "\nnot even json", "long.jsonl"), "err.policies.too_many_rows"
+        lambda: policies.parse_trace(text + "\n" + row + "\nnot even json", "long.jsonl"),
+        "{name}: line {line} is past the most rows a trace may hold ({most}); replay a shorter run",
     )
     assert f"line {cap + 2}" in str(exc) and f"{cap:,}" in str(exc)  # the row past the cap, not the junk after it
 
 
 def test_a_trace_file_over_the_byte_cap_is_refused_before_it_is_read():
     data = (HEADER % 1 + "\n").encode() + b" " * policies.MAX_TRACE_BYTES
-    exc = caught(lambda: policies.parse_trace(data, "huge.jsonl"), "err.policies.too_big")
+    exc = caught(
+        lambda: policies.parse_trace(data, "huge.jsonl"),
+        "{name}: the trace holds {size} bytes; at most {most} are read",
+    )
     assert f"{policies.MAX_TRACE_BYTES:,}" in str(exc)
 
 
@@ -295,7 +314,7 @@ def test_a_trace_row_of_any_json_raises_only_a_message_naming_the_file(values):
 
 
 def test_the_strategies_page_refuses_a_trace_over_a_cap_with_a_message():
-    at = open_app("pages/strategies.py", view="Draft-length policies", trace_src="an uploaded trace")
+    at = open_app("pages/strategies.py", view="Draft-length policies", trace_src="upload")
     k = policies.MAX_TRACE_K * 40
     at.file_uploader(key="strategies.trace_file").upload("wide.jsonl", (HEADER % k + "\n" + trace_row(k)).encode())
     at.run()
@@ -334,7 +353,10 @@ def test_a_weight_file_far_longer_than_its_vocabulary_needs_is_refused_before_pa
     from specviz.engine import sampling
 
     data = b"p\n" + b"0.001\n" * 3_000_000  # an 18 MB one-column CSV for V = 100
-    exc = caught(lambda: sampling.parse_distribution(data, 100, "p"), "err.sampling.too_long")
+    exc = caught(
+        lambda: sampling.parse_distribution(data, 100, "p"),
+        "{name}: {size} characters is more than a vector of V = {v} weights needs (at most {most})",
+    )
     assert "18,000,002" in str(exc) and "7,424" in str(exc) and "V = 100" in str(exc)
     assert float(sampling.parse_distribution(b"p\n" + b"0.01\n" * 100, 100).sum()) == pytest.approx(1.0)
 

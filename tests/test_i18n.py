@@ -1,16 +1,20 @@
-"""The interface in English and Chinese: catalogues, keys used by the code, the language switch."""
+"""The interface in English and Chinese: the gettext catalogues and their check, plurals and contexts, the
+language switch, and every page in both languages."""
 
 from __future__ import annotations
 
+import ast
 import json
 import pickle
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 from _apps import open_app, rerun
 
-from specviz.base import i18n
+from specviz.base import catalogues, i18n
+from specviz.base.i18n import C_
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Every page: each visible string comes from the catalogues.
@@ -21,11 +25,11 @@ PAGE_QUERY = {
         "view": "Memory",
         "pair": "Llama-3.1 405B + 8B",
         "tp_t": "1",
-        "a_src": "the live page's last run",
+        "a_src": "live",
     },
     "pages/sampling-lab.py": {"view": "Emitted tokens", "variant": "temperature_mismatch"},
     "pages/strategies.py": {"view": "Draft-length policies", "rounds": "1000"},
-    "pages/engine-monitor.py": {"endpoints": "http://127.0.0.1:1", "c_src": "the Hardware page's model"},
+    "pages/engine-monitor.py": {"endpoints": "http://127.0.0.1:1", "c_src": "hardware"},
     "pages/break-even.py": {"view": "Chapter numbers"},
     "pages/design-space.py": {"tab": "Point inspector", "i_c": "0.5"},  # "never pays off", "don't speculate"
 }
@@ -58,68 +62,122 @@ def code_files() -> list[Path]:
     return [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *sorted((ROOT / "specviz").rglob("*.py"))]
 
 
-def test_catalogues_have_the_same_keys_and_fields():
-    en, zh = i18n.catalogue("en"), i18n.catalogue("zh")
-    assert set(en) == set(zh), sorted(set(en) ^ set(zh))
-    assert i18n.missing("zh") == []
-    wrong = {k: (i18n.fields(en[k]), i18n.fields(zh[k])) for k in en if i18n.fields(en[k]) != i18n.fields(zh[k])}
-    assert not wrong, wrong
+def chinese() -> list[tuple[str, str]]:
+    """(English, Chinese) of every message of the Chinese catalogue, each plural form beside its English."""
+    out = []
+    for (_context, msgid), forms in i18n.translations("zh").items():
+        out += [(msgid, form) for form in forms]
+    return out
+
+
+def test_the_catalogues_are_in_step_with_the_code():
+    """The .pot holds exactly the code's messages; Chinese translates each, none fuzzy, with the same fields."""
+    assert catalogues.problems() == []
+    assert len(i18n.translations("zh")) > 1000
+
+
+def test_the_check_names_a_stale_translation_and_a_missing_one(tmp_path, monkeypatch):
+    """Edit an English text in a copy of the code: the check reports the message the catalogues lack and,
+    after an update, the translation that went fuzzy (what a translator then reviews)."""
+    for part in ("specviz", "pages", "app.py", "data/i18n"):
+        src = ROOT / part
+        dst = tmp_path / part
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            dst.write_bytes(src.read_bytes())
+    page = tmp_path / "pages" / "home.py"
+    page.write_text(page.read_text(encoding="utf-8").replace('"Pages"', '"All pages"'), encoding="utf-8")
+    monkeypatch.setattr(catalogues, "POT", tmp_path / "data" / "i18n" / "specviz.pot")
+    monkeypatch.setattr(i18n, "CATALOGUE_DIR", tmp_path / "data" / "i18n")
+    found = catalogues.problems(tmp_path)
+    assert "specviz.pot: missing (None, 'All pages') (run python -m specviz.base.catalogues update)" in found
+    assert "zh.po: no translation of 'All pages'" in found
+    catalogues.update(tmp_path)
+    assert catalogues.problems(tmp_path) == ["zh.po: the translation of 'All pages' is fuzzy (its English changed)"]
 
 
 def test_every_chinese_text_is_translated():
-    en, zh = i18n.catalogue("en"), i18n.catalogue("zh")
-    same = [k for k in en if zh[k] == en[k] and needs_translation(en[k])]
+    same = [en for en, zh in chinese() if zh == en and needs_translation(en)]
     assert not same, same
-    assert all(re.search(r"[\u4e00-\u9fff]", zh[k]) for k in zh if needs_translation(en[k]))
+    assert all(re.search(r"[\u4e00-\u9fff]", zh) for en, zh in chinese() if needs_translation(en))
 
 
 def test_every_page_uses_the_one_glossary_of_terms():
-    """A catalogue text that uses a glossary term in English uses its Chinese term (data/i18n/terms.json)."""
+    """A message that uses a glossary term in English uses its Chinese term (data/i18n/terms.json)."""
     glossary = json.loads((ROOT / "data" / "i18n" / "terms.json").read_text(encoding="utf-8"))
-    en, zh = i18n.catalogue("en"), i18n.catalogue("zh")
-    assert set(glossary["exceptions"]) <= set(en)
+    assert not [e for e in glossary["exceptions"] if e not in {en for en, _ in chinese()}]
     wrong = [
-        (key, term, zh[key])
-        for term, chinese in glossary["terms"].items()
-        for key in en
-        if key not in glossary["exceptions"]
-        and re.search(rf"(?<![\w`_-]){re.escape(term)}(?![\w`_])", en[key], re.IGNORECASE)
-        and chinese not in zh[key]
+        (en, term, zh)
+        for term, chinese_term in glossary["terms"].items()
+        for en, zh in chinese()
+        if en not in glossary["exceptions"]
+        and re.search(rf"(?<![\w`_-]){re.escape(term)}(?![\w`_])", en, re.IGNORECASE)
+        and chinese_term not in zh
     ]
     assert not wrong, wrong
 
 
-def test_every_key_the_code_asks_for_exists():
-    literal = re.compile(r"""\b(?:t|Message|Phrase)\(\s*["']([\w.-]+)["']""")  # ui.t("k"), i18n.Message("k", ...)
-    asked = {m for path in code_files() for m in literal.findall(path.read_text(encoding="utf-8"))}
-    pages = [p.stem for p in (ROOT / "pages").glob("*.py")]
-    asked |= {f"nav.{p}" for p in pages} | {f"home.link.{p}" for p in pages if p != "home"}
-    assert asked, "the scan found no keys"
-    assert not sorted(asked - set(i18n.catalogue("en")))
+def test_no_message_is_built_at_run_time():
+    """A msgid is a literal (or a name bound to one, marked N_): no f-string, concatenation or .format,
+    which extraction cannot see."""
+    built = []
+    for path in code_files():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            spec = catalogues.KEYWORDS.get(name, "absent")
+            if spec == "absent" or (name == "text" and len(node.args) < 2):
+                continue
+            positions = [0] if spec is None else [(p[0] if isinstance(p, tuple) else p) - 1 for p in spec]
+            for i in positions:
+                if i < len(node.args) and isinstance(node.args[i], ast.JoinedStr | ast.BinOp):
+                    built.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+                if (
+                    i < len(node.args)
+                    and isinstance(node.args[i], ast.Call)
+                    and getattr(node.args[i].func, "attr", "") == "format"
+                ):
+                    built.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not built, built
 
 
-def test_text_fills_fields_and_falls_back_to_english(monkeypatch):
-    monkeypatch.setitem(i18n.catalogue("en"), "test.only_english", "{n} tokens")
-    assert i18n.text("zh", "test.only_english", n=3) == "3 tokens"
-    with pytest.raises(KeyError):
-        i18n.text("en", "no.such.key")
+def test_text_fills_fields_and_falls_back_to_english():
+    assert i18n.text("zh", "{n} tokens nobody translated", n=3) == "3 tokens nobody translated"
+    assert not i18n.translated("zh", "{n} tokens nobody translated") and i18n.translated("en", "anything")
     with pytest.raises(ValueError, match="not one of en, zh"):
-        i18n.catalogue("fr")
+        i18n.text("fr", "Pages")
+
+
+def test_plurals_and_contexts():
+    """English picks its form by the count, Chinese has one; one English text in two contexts has two translations."""
+    deleted = [i18n.plural("Deleted {n} run.", "Deleted {n} runs.", n) for n in (1, 2)]
+    assert [i18n.text("en", m, n=n) for m, n in zip(deleted, (1, 2), strict=True)] == [
+        "Deleted 1 run.",
+        "Deleted 2 runs.",
+    ]
+    assert [i18n.text("zh", m, n=n) for m, n in zip(deleted, (1, 2), strict=True)] == [
+        "已删除 1 个运行。",
+        "已删除 2 个运行。",
+    ]
+    assert pickle.loads(pickle.dumps(deleted[1])).n == 2
+    home, lab = C_("home.tokens_per_round", "Tokens per round"), C_("lab.tab.tokens", "Tokens per round")
+    assert str(home) == str(lab) == "Tokens per round" and i18n.text("zh", home) != i18n.text("zh", lab)
+    assert pickle.loads(pickle.dumps(home)).context == "home.tokens_per_round"
 
 
 def test_a_message_error_reads_english_as_a_string_and_any_language_on_a_page(monkeypatch):
-    for lang, wrap, k in (
-        ("en", "{where}: {cause}", "K must be >= 1; got {k}"),
-        ("zh", "{where}：{cause}", "K 必须 ≥ 1；收到 {k}"),
-    ):
-        monkeypatch.setitem(i18n.catalogue(lang), "test.wrap", wrap)
-        monkeypatch.setitem(i18n.catalogue(lang), "test.k", k)
-    exc = i18n.Message("test.wrap", where="run 3", cause=i18n.Message("test.k", k=0))
+    zh = i18n.translations("zh")
+    monkeypatch.setitem(zh, (None, "{where}: {cause}"), ("{where}：{cause}",))
+    monkeypatch.setitem(zh, (None, "K must be >= 1; got {k}"), ("K 必须 ≥ 1；收到 {k}",))
+    exc = i18n.Message("{where}: {cause}", where="run 3", cause=i18n.Message("K must be >= 1; got {k}", k=0))
     assert isinstance(exc, ValueError) and str(exc) == "run 3: K must be >= 1; got 0"
     assert exc.text("zh") == i18n.localized(exc, "zh") == "run 3：K 必须 ≥ 1；收到 0"  # the cause in zh too
     assert pickle.loads(pickle.dumps(exc)).text("zh") == exc.text("zh")
     assert i18n.localized(ValueError("plain"), "zh") == "plain"
-    note = i18n.Phrase("test.wrap", where="link", cause=i18n.Phrase("test.k", k=5))
+    note = i18n.Phrase("{where}: {cause}", where="link", cause=i18n.Phrase("K must be >= 1; got {k}", k=5))
     assert note == "link: K must be >= 1; got 5" and isinstance(note, str)  # as a string: English
     assert i18n.localized(note, "zh") == "link：K 必须 ≥ 1；收到 5"
     assert pickle.loads(pickle.dumps(note)).text("zh") == note.text("zh")
@@ -173,7 +231,7 @@ def test_a_page_in_english_shows_no_chinese_text(page):
 def test_a_translated_page_shows_no_english_catalogue_text_in_chinese(page):
     script = "app.py" if page == "pages/home.py" else page
     at = open_app(script, lang="zh", **PAGE_QUERY.get(page, {}))
-    english = {v for v in i18n.catalogue("en").values() if needs_translation(v)}
+    english = {en for en, _ in chinese() if needs_translation(en)}
     shown = visible_texts(at)
     assert shown and not [s for s in shown if s in english]
     drawn = chart_texts(at)  # a chart's words are in the catalogue whole, or with a field filled in
@@ -183,13 +241,13 @@ def test_a_translated_page_shows_no_english_catalogue_text_in_chinese(page):
 
 def test_the_switch_changes_the_language_and_the_url_keeps_it():
     at = open_app("app.py")
-    assert at.subheader[0].value == i18n.text("en", "home.tokens_per_round")
+    assert at.subheader[0].value == i18n.text("en", C_("home.tokens_per_round", "Tokens per round"))
     switch = at.sidebar.button_group[0]
     switch.set_value("zh")
     rerun(at)
-    assert at.subheader[0].value == i18n.text("zh", "home.tokens_per_round")
+    assert at.subheader[0].value == i18n.text("zh", C_("home.tokens_per_round", "Tokens per round"))
     assert at.query_params["lang"] == "zh"
-    assert at.page_link[0].label == i18n.text("zh", "home.link.design-space")
+    assert at.page_link[0].label == i18n.text("zh", "Design space — E[N] and speedup maps, point inspector")
 
 
 def test_switching_language_keeps_every_other_control():
@@ -222,4 +280,4 @@ def test_a_chinese_choice_set_from_outside_the_script_run_keeps_its_label():
     at.radio(key="design.view").set_value("3-D surface")
     rerun(at)
     assert at.radio(key="design.view").value == "3-D surface" and at.query_params["view"] == "3-D surface"
-    assert i18n.text("zh", "ds.view.3-D surface") in at.radio(key="design.view").options
+    assert i18n.text("zh", "3-D surface") in at.radio(key="design.view").options

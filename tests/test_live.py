@@ -294,7 +294,7 @@ def test_two_runs_serialise_through_the_process_wide_queue(worker):
         assert _eventually(lambda: first.submitted is not None)
         b = pool.submit(live.execute, second, on_wait=waits.append, worker=worker)
         a.result(60), b.result(60)
-    assert waits and all(w.startswith("Queued behind another run (a run of 1 cell(s)") for w in waits)
+    assert waits and all(w.startswith("Queued behind another run (a run of 1 cell,") for w in waits)
     assert second.submitted >= first.started + first.seconds  # the second left the queue after the first ended
     assert [len(r.rows) for r in (first, second)] == [1, 1] and first.done and second.done
     assert first.stopped is None and second.stopped is None

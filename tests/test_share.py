@@ -121,3 +121,25 @@ def test_check_work_names_each_factor_the_product_and_the_cap():
     assert check_work("frontier", {"curves": 16, "K values": 64}, 1024) == 1024
     with pytest.raises(ValueError, match=r"^frontier: 1,500 curves × 64 K values = 96,000; at most 1,024 per view$"):
         check_work("frontier", {"curves": 1500, "K values": 64}, 1024)
+
+
+def test_a_choice_is_read_from_its_slug_an_alias_or_its_english_label():
+    p = Param(
+        "src",
+        "typed",
+        "choice",
+        choices=("typed", "live"),
+        labels=("typed", "the live page's last run"),
+        aliases=(("live run", "live"),),
+    )
+    values, warnings = decode([p], {"src": "the live page's last run"})
+    assert values["src"] == "live" and not warnings
+    assert decode([p], {"src": "live run"})[0]["src"] == "live"
+    assert decode([p], {"src": "live"})[0]["src"] == "live"
+    values, warnings = decode([p], {"src": "nope"})
+    assert values["src"] == "typed" and "src" in warnings
+    assert encode([p], {"src": "live"}) == {"src": "live"}  # a link carries the slug
+    with pytest.raises(ValueError, match="an alias names no choice"):
+        Param("src", "typed", "choice", choices=("typed",), aliases=(("x", "y"),))
+    with pytest.raises(ValueError, match="2 labels for 1 choices"):
+        Param("src", "typed", "choice", choices=("typed",), labels=("a", "b"))

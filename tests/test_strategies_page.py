@@ -119,21 +119,21 @@ def test_p_from_a_tree_run_in_the_library(db_url):
     ]
     frame, _ = measurements.load_records(rows)
     run = store.save_run(store.open_library(db_url), frame, label="trees", source="test")
-    at = open_app(PAGE, p_src="a run in the library", run=str(run))
+    at = open_app(PAGE, p_src="library", run=str(run))
     assert not at.error
     assert any(
         c.value.startswith(f"p (run {run}, row 2 (tree optimal:8,4") and "0.600, 0.200, 0.050" in c.value
         for c in at.caption
     )
     chain_only = store.save_run(store.open_library(db_url), frame.iloc[:1], label="chain", source="test")
-    at = open_app(PAGE, p_src="a run in the library", run=str(chain_only))
+    at = open_app(PAGE, p_src="library", run=str(chain_only))
     assert any("only p_1 = α is measured" in c.value and "0.700" in c.value for c in at.caption)
-    at = open_app(PAGE, p_src="a run in the library", run="999")
+    at = open_app(PAGE, p_src="library", run="999")
     assert shown_errors(at)
 
 
 def test_p_from_the_live_page_needs_a_run_there():
-    at = open_app(PAGE, p_src="the live page's last run")
+    at = open_app(PAGE, p_src="live")
     assert any("the live page has no finished run" in e for e in shown_errors(at))
     assert at.get("plotly_chart")  # the page still draws, on the default profile
 
@@ -168,7 +168,7 @@ def test_policies_view_replays_the_rules_on_a_synthetic_trace():
 
 
 def test_an_uploaded_trace_that_is_not_one_is_an_error_naming_the_file():
-    at = open_app(PAGE, view="Draft-length policies", trace_src="an uploaded trace")
+    at = open_app(PAGE, view="Draft-length policies", trace_src="upload")
     assert any("upload a trace file" in e for e in shown_errors(at))
     assert not at.get("plotly_chart") or "fig_policies" not in [c.key for c in at.get("plotly_chart")]
     with pytest.raises(ValueError, match="notes.jsonl: line 1 must be a 'specviz trace 1' header"):
@@ -188,7 +188,7 @@ def test_ngram_view_replays_prompt_lookup_on_the_text():
 
 
 def test_policies_from_the_live_page_need_a_recorded_trace():
-    at = open_app(PAGE, view="Draft-length policies", trace_src="the live page's last run")
+    at = open_app(PAGE, view="Draft-length policies", trace_src="live")
     assert any("the live page has no recorded trace in this session" in e for e in shown_errors(at))
 
 

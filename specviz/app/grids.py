@@ -24,7 +24,9 @@ C_CONVENTIONS = {
 def to_c(x, convention: str) -> np.ndarray:
     """Our c from a value in ``convention`` ("c" is identity, "c_L" is 1/x)."""
     if convention not in C_CONVENTIONS:
-        raise Message("err.grids.convention", allowed=list(C_CONVENTIONS), value=convention)
+        raise Message(
+            "convention must be one of {allowed}; got {value!r}", allowed=list(C_CONVENTIONS), value=convention
+        )
     return np.asarray(x, float) if convention == "c" else theory.c_from_leviathan(x)
 
 
@@ -35,17 +37,17 @@ def from_c(c, convention: str) -> np.ndarray:
 
 def log_axis(lo: float, hi: float, n: int, name: str) -> np.ndarray:
     """``n`` log-spaced points from lo to hi (both > 0, lo < hi)."""
-    lo = float(theory.check_positive(lo, Phrase("note.grids.min", name=name)))
-    hi = float(theory.check_positive(hi, Phrase("note.grids.max", name=name)))
+    lo = float(theory.check_positive(lo, Phrase("{name} min", name=name)))
+    hi = float(theory.check_positive(hi, Phrase("{name} max", name=name)))
     if not lo < hi:
-        raise Message("err.grids.min_below_max", name=name, lo=lo, hi=hi)
+        raise Message("{name} min must be below {name} max; got {lo:g} and {hi:g}", name=name, lo=lo, hi=hi)
     return np.geomspace(lo, hi, n)
 
 
 def lin_axis(lo: float, hi: float, n: int, name: str) -> np.ndarray:
     """``n`` evenly spaced points from lo to hi (lo < hi)."""
     if not lo < hi:
-        raise Message("err.grids.min_below_max", name=name, lo=lo, hi=hi)
+        raise Message("{name} min must be below {name} max; got {lo:g} and {hi:g}", name=name, lo=lo, hi=hi)
     return np.linspace(lo, hi, n)
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 from specviz.app import grids, share
 from specviz.app.figures import plotly_text
 from specviz.base import i18n
-from specviz.base.i18n import Phrase
+from specviz.base.i18n import C_, N_, Phrase
 from specviz.core import theory
 
 __all__ = [
@@ -81,9 +81,31 @@ def _fmt(value) -> str:
     return text if len(text) <= _HOVER_MAX else text[: _HOVER_MAX - 1] + "…"
 
 
+HOVER_LABELS = {
+    "alpha_source": N_("α from"),
+    "alpha_used": N_("α used"),
+    "batch_size": N_("batch"),
+    "c_used": N_("c used"),
+    "draft_model": N_("draft"),
+    "hardware": N_("hardware"),
+    "k": N_("K"),
+    "label": N_("label"),
+    "mean_accepted_tokens": C_("note.overlays.hover.mean_accepted_tokens", "E[N] measured"),
+    "method": N_("method"),
+    "notes": N_("notes"),
+    "predicted_speedup": N_("predicted S (basic)"),
+    "predicted_speedup_measured_cost": N_("predicted S (measured cost)"),
+    "run": N_("run"),
+    "source": N_("source"),
+    "speedup": N_("measured S"),
+    "target_model": N_("target"),
+    "temperature": N_("T"),
+}  #: column -> its hover label
+
+
 def hover_label(column: str, lang: str = "en") -> str:
     """The hover label of ``column`` (a key of :data:`HOVER_FIELDS`) in ``lang``."""
-    return i18n.text(lang, f"note.overlays.hover.{column}")
+    return i18n.text(lang, HOVER_LABELS[column])
 
 
 def hover_text(frame: pd.DataFrame, lang: str = "en") -> pd.Series:
@@ -169,13 +191,13 @@ MAX_SERIES = 64
 
 def _check_overlay(counts: dict, cap: int) -> None:
     """ValueError (a :class:`~specviz.base.i18n.Message`) when the ``counts`` to overlay exceed ``cap``."""
-    share.check_work(Phrase("note.overlays.what"), counts, cap, Phrase("note.overlays.hint"))
+    share.check_work(Phrase("measurements to overlay"), counts, cap, Phrase("select fewer runs"))
 
 
 def check_rows(n_rows: int) -> None:
     """ValueError naming the count when ``n_rows`` rows are more than one view overlays (:data:`MAX_ROWS`):
     a page calls it with the selected runs' row count before reading them; :func:`with_series` applies it too."""
-    _check_overlay({Phrase("note.overlays.rows"): n_rows}, MAX_ROWS)
+    _check_overlay({Phrase("rows"): n_rows}, MAX_ROWS)
 
 
 def with_series(frame: pd.DataFrame, lang: str = "en") -> pd.DataFrame:
@@ -207,7 +229,7 @@ def with_series(frame: pd.DataFrame, lang: str = "en") -> pd.DataFrame:
     for rows in groups.values():
         for i, parts in zip(rows, _config_parts(out.iloc[rows]), strict=True):
             keys[i] = " · ".join([keys[i], *parts])
-    _check_overlay({Phrase("note.overlays.series"): len(set(keys))}, MAX_SERIES)
+    _check_overlay({Phrase(C_("note.overlays.series", "series")): len(set(keys))}, MAX_SERIES)
     out["series"] = pd.Series(keys, index=out.index, dtype=object)
     out["hover"] = hover_text(out, lang)
     return out

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from specviz.app import ui
+from specviz.base.i18n import N_
 from specviz.base.paths import ROOT
 
 if TYPE_CHECKING:  # what st.Page and st.navigation return
@@ -68,16 +69,32 @@ PAGES: tuple[Route, ...] = (
 _ROUTED: contextvars.ContextVar[bool] = contextvars.ContextVar("specviz_routed", default=False)
 
 
+TITLES = {
+    "home": N_("Home"),
+    "design-space": N_("Design space"),
+    "break-even": N_("Break-even & optimal K"),
+    "sampling-lab": N_("Rejection-sampling lab"),
+    "hardware": N_("Hardware & batch"),
+    "strategies": N_("Drafting strategies"),
+    "live": N_("Live benchmark"),
+    "engine-monitor": N_("Engine monitor"),
+    "measured-data": N_("Measured data"),
+    "converter": N_("Metric converter & glossary"),
+}  #: page name -> its title in the navigation
+
+
 def _navigation() -> tuple[StreamlitPage, dict[str, Path]]:
     """Page config and ``st.navigation`` over :data:`PAGES`, titled in this session's language.
 
     Returns the page Streamlit chose and each URL path's file (the default page's is ``""``).
     """
-    st.set_page_config(page_title=ui.t("app.page_title"), page_icon=":material/speed:", layout="wide")
+    st.set_page_config(
+        page_title=ui.t("specviz — speculative decoding design space"), page_icon=":material/speed:", layout="wide"
+    )
     pages = [
         st.Page(
             r.file,
-            title=ui.t(f"nav.{r.name}"),
+            title=ui.t(TITLES[r.name]),
             icon=r.icon,
             url_path=r.url_path or r.name,
             default=r.default,
@@ -93,7 +110,11 @@ def _run(current: StreamlitPage) -> None:
     """The shared sidebar, then the chosen page, marked as routed."""
     with st.sidebar:
         ui.language_switch()
-        st.caption(ui.t("app.sidebar"))
+        st.caption(
+            ui.t(
+                "specviz: where speculative decoding pays, by how much, and why. Every control is mirrored in the URL: copy it to share the exact view."
+            )
+        )
     token = _ROUTED.set(True)
     try:
         current.run()

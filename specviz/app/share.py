@@ -61,6 +61,16 @@ class Param:
     max_items : int
         Most distinct values a ``"floats"`` / ``"ints"`` list may hold (default :data:`MAX_ITEMS`);
         a URL with more is refused with a warning, and a list widget takes it as ``max_selections``.
+    label : str
+        The control's label (an English msgid of the catalogues, ``specviz.base.i18n``); a widget
+        bound to the Param shows it in the session's language unless the page passes its own.
+    labels : tuple
+        Each choice's label (msgids, parallel to ``choices``); empty: the choices are shown as they are.
+    aliases : tuple
+        ``(older spelling, choice)`` pairs: what a link may carry for a choice that was renamed
+        (``("the live page's last run", "live")``), read
+        as that choice, so a link saved before a choice was renamed opens the same view. A choice's
+        English label is read as the choice too.
     """
 
     key: str
@@ -71,26 +81,52 @@ class Param:
     choices: tuple = ()
     log: bool = False
     max_items: int = MAX_ITEMS
+    label: str = ""
+    labels: tuple = ()
+    aliases: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.labels and len(self.labels) != len(self.choices):
+            raise ValueError(f"control {self.key!r}: {len(self.labels)} labels for {len(self.choices)} choices")
+        if not {choice for _, choice in self.aliases} <= set(self.choices):
+            raise ValueError(f"control {self.key!r}: an alias names no choice ({self.aliases})")
+
+    def choice_of(self, text: str):
+        """The choice a link's ``text`` names: a choice, an alias or a choice's English label; else None."""
+        for choice in self.choices:
+            if text == _fmt(choice):
+                return choice
+        for old, choice in self.aliases:
+            if text == old:
+                return choice
+        for choice, label in zip(self.choices, self.labels, strict=False):
+            if text == str(label):
+                return choice
+        return None
+
+    def choice_label(self, choice) -> str:
+        """The msgid of ``choice``'s label (the choice itself where the Param has no labels)."""
+        return self.labels[self.choices.index(choice)] if self.labels else str(choice)
 
     def allowed(self) -> str:
         """Human description of the allowed values, for messages (a :class:`~specviz.base.i18n.Phrase`)."""
         if self.kind == "choice":
-            return Phrase("note.share.allowed.choice", choices=", ".join(str(c) for c in self.choices))
+            return Phrase("one of {choices}", choices=", ".join(str(c) for c in self.choices))
         if self.kind == "bool":
-            return Phrase("note.share.allowed.bool")
+            return Phrase("true or false")
         if self.kind == "text":
-            return Phrase("note.share.allowed.text", n=int(self.hi))
+            return Phrase("text of at most {n} characters", n=int(self.hi))
         interval = self.interval()
         if self.kind == "float":
-            return Phrase("note.share.allowed.float", interval=interval)
+            return Phrase("a number in {interval}", interval=interval)
         if self.kind == "int":
-            return Phrase("note.share.allowed.int", interval=interval)
+            return Phrase("an integer in {interval}", interval=interval)
         if self.kind == "range":
-            return Phrase("note.share.allowed.range", interval=interval)
+            return Phrase("two numbers lo,hi with lo < hi in {interval}", interval=interval)
         if self.kind == "floats":
-            return Phrase("note.share.allowed.floats", n=self.max_items, interval=interval)
+            return Phrase("at most {n} comma-separated numbers in {interval}", n=self.max_items, interval=interval)
         if self.kind == "ints":
-            return Phrase("note.share.allowed.ints", n=self.max_items, interval=interval)
+            return Phrase("at most {n} comma-separated integers in {interval}", n=self.max_items, interval=interval)
         raise KeyError(self.kind)
 
     def interval(self) -> str:
@@ -141,15 +177,26 @@ def check_work(what: str, factors: Mapping[str, int], cap: int, hint: str = "") 
     if work > cap:
         terms = None
         for name, n in factors.items():
-            term = Phrase("note.share.count", n=int(n), u=name)  # "1,500 curves": a count and its unit
-            terms = term if terms is None else Phrase("note.share.times", a=terms, b=term)
+            term = Phrase("{n:,} {u}", n=int(n), u=name)  # "1,500 curves": a count and its unit
+            terms = term if terms is None else Phrase("{a} × {b}", a=terms, b=term)
         if len(factors) > 1 and hint:
-            raise Message("err.share.too_much_work_product_hint", what=what, terms=terms, work=work, cap=cap, hint=hint)
+            raise Message(
+                "{what}: {terms} = {work:,}; at most {cap:,} per view: {hint}",
+                what=what,
+                terms=terms,
+                work=work,
+                cap=cap,
+                hint=hint,
+            )
         if len(factors) > 1:
-            raise Message("err.share.too_much_work_product", what=what, terms=terms, work=work, cap=cap)
+            raise Message(
+                "{what}: {terms} = {work:,}; at most {cap:,} per view", what=what, terms=terms, work=work, cap=cap
+            )
         if hint:
-            raise Message("err.share.too_much_work_hint", what=what, terms=terms, cap=cap, hint=hint)
-        raise Message("err.share.too_much_work", what=what, terms=terms, cap=cap)
+            raise Message(
+                "{what}: {terms}; at most {cap:,} per view: {hint}", what=what, terms=terms, cap=cap, hint=hint
+            )
+        raise Message("{what}: {terms}; at most {cap:,} per view", what=what, terms=terms, cap=cap)
     return work
 
 
@@ -159,7 +206,7 @@ def check_items(p: Param, values: Sequence[Any]) -> None:
     The one rule for list lengths: :func:`decode` applies it to links; code computing from a list
     that reached it another way (a widget's state) calls it before the work.
     """
-    check_work(p.key, {Phrase("note.share.values"): len(values)}, p.max_items)
+    check_work(p.key, {Phrase("values"): len(values)}, p.max_items)
 
 
 def clean_text(p: Param, value: str) -> tuple[str, str | None]:
@@ -170,7 +217,12 @@ def clean_text(p: Param, value: str) -> tuple[str, str | None]:
     text, most = str(value), int(p.hi)
     if len(text) <= most:
         return text, None
-    return text[:most], Phrase("note.share.text_cut", param=p.key, typed=f"{len(text):,}", n=f"{most:,}")
+    return text[:most], Phrase(
+        "{param}: kept the first {n} of the {typed} characters typed; this box holds at most {n}.",
+        param=p.key,
+        typed=f"{len(text):,}",
+        n=f"{most:,}",
+    )
 
 
 def clean_list(p: Param, values: Iterable[Any]) -> tuple[list, str | None]:
@@ -194,7 +246,7 @@ def clean_list(p: Param, values: Iterable[Any]) -> tuple[list, str | None]:
     if bad:
         shown = ", ".join(_shown(b) for b in bad[:5])
         if len(bad) > 5:
-            shown = Phrase("note.share.and_more", shown=shown, more=len(bad) - 5)
+            shown = Phrase("{shown} and {more} more", shown=shown, more=len(bad) - 5)
         ignored = {"param": p.key, "shown": shown, "interval": p.interval()}
     if len(kept) > p.max_items:
         capped = {"n": p.max_items, "total": len(kept)}
@@ -207,14 +259,22 @@ def _list_note(p: Param, ignored: dict | None, capped: dict | None) -> str | Non
     ints = p.kind == "ints"
     if ignored and capped:
         if ints:
-            return Phrase("note.share.ignored_ints_kept", **ignored, **capped)
-        return Phrase("note.share.ignored_numbers_kept", **ignored, **capped)
+            return Phrase(
+                "Ignored {param} value(s) {shown}: each must be an integer in {interval}. Kept the first {n} of {total} {param} values: at most {n} are allowed.",
+                **ignored,
+                **capped,
+            )
+        return Phrase(
+            "Ignored {param} value(s) {shown}: each must be a number in {interval}. Kept the first {n} of {total} {param} values: at most {n} are allowed.",
+            **ignored,
+            **capped,
+        )
     if ignored:
         if ints:
-            return Phrase("note.share.ignored_ints", **ignored)
-        return Phrase("note.share.ignored_numbers", **ignored)
+            return Phrase("Ignored {param} value(s) {shown}: each must be an integer in {interval}.", **ignored)
+        return Phrase("Ignored {param} value(s) {shown}: each must be a number in {interval}.", **ignored)
     if capped:
-        return Phrase("note.share.kept", param=p.key, **capped)
+        return Phrase("Kept the first {n} of {total} {param} values: at most {n} are allowed.", param=p.key, **capped)
     return None
 
 
@@ -222,7 +282,7 @@ def _shown(raw: str) -> str:
     """``raw`` quoted for a message: cut after :data:`_SHOWN_CHARS` characters, saying how long it was."""
     if len(raw) <= _SHOWN_CHARS:
         return repr(raw)
-    return Phrase("note.share.cut", value=raw[:_SHOWN_CHARS], chars=len(raw))
+    return Phrase("{value!r}… ({chars:,} characters)", value=raw[:_SHOWN_CHARS], chars=len(raw))
 
 
 def _parse(text: str, p: Param) -> Any:
@@ -242,10 +302,10 @@ def _parse(text: str, p: Param) -> Any:
             return False
         raise ValueError(text)
     if p.kind == "choice":
-        for choice in p.choices:
-            if text == _fmt(choice):
-                return choice
-        raise ValueError(text)
+        choice = p.choice_of(text)
+        if choice is None:
+            raise ValueError(text)
+        return choice
     parts = [s for s in text.split(",") if s.strip()]
     values = [_number(s, p, p.kind == "ints") for s in parts]
     if p.kind == "range":
@@ -297,10 +357,19 @@ def decode(spec: Sequence[Param], query: Mapping[str, Any]) -> tuple[dict[str, A
             shown = _shown(str(raw))
             if default:
                 warnings[p.key] = Phrase(
-                    "note.share.ignored_url", param=p.key, value=shown, allowed=p.allowed(), default=default
+                    "Ignored URL parameter {param}={value}: it must be {allowed}. Using the default {default}.",
+                    param=p.key,
+                    value=shown,
+                    allowed=p.allowed(),
+                    default=default,
                 )
             else:
-                warnings[p.key] = Phrase("note.share.ignored_url_empty", param=p.key, value=shown, allowed=p.allowed())
+                warnings[p.key] = Phrase(
+                    "Ignored URL parameter {param}={value}: it must be {allowed}. Using the default (empty).",
+                    param=p.key,
+                    value=shown,
+                    allowed=p.allowed(),
+                )
     return values, warnings
 
 

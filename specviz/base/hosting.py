@@ -48,7 +48,13 @@ def hosted_problem(environ: Mapping[str, str] | None = None) -> Message | None:
     raw = _hosted_value(environ)
     if raw.strip().lower() in ("", *TRUE, *FALSE):
         return None
-    return Message("err.hosting.value", var=ENV_HOSTED, value=raw, yes=", ".join(TRUE), no=", ".join(FALSE))
+    return Message(
+        "{var} must be one of {yes} (hosted mode) or {no} (not hosted), in any case, or unset; got {value!r}, so this server runs in hosted mode, the stricter. The operator sets {var} to one of those values",
+        var=ENV_HOSTED,
+        value=raw,
+        yes=", ".join(TRUE),
+        no=", ".join(FALSE),
+    )
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:

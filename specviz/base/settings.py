@@ -92,11 +92,13 @@ def number(name: str, environ: Mapping[str, str] | None = None, *, hosted: bool 
     if not parsed > 0:
         raise _not_positive(name, raw, kind)
     if not parsed <= ENV_MOST:  # an int too large for a widget, or a float that is infinite (inf, 1e400)
-        raise Message("err.live.env_too_large", name=name, raw=raw, most=f"{ENV_MOST:,}")
+        raise Message(
+            "{name} must be a positive number at most {most}; got {raw!r}", name=name, raw=raw, most=f"{ENV_MOST:,}"
+        )
     return parsed
 
 
 def _not_positive(name: str, raw: str, kind) -> Message:
     if kind is int:
-        return Message("err.live.env_positive_int", name=name, raw=raw)
-    return Message("err.live.env_positive_number", name=name, raw=raw)
+        return Message("{name} must be a positive integer; got {raw!r}", name=name, raw=raw)
+    return Message("{name} must be a positive number; got {raw!r}", name=name, raw=raw)

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from specviz.base.i18n import Message, Phrase
+from specviz.base.i18n import N_, Message, Phrase
 from specviz.base.paths import DATA
 from specviz.core import theory
 
@@ -97,11 +97,11 @@ class Efficiency:
         for name in ("compute", "memory", "network"):
             value = getattr(self, name)
             if not (0 < value <= 1):
-                raise Message("err.hardware.efficiency_fraction", name=name, value=value)
+                raise Message("efficiency.{name} must be in (0, 1]; got {value}", name=name, value=value)
         for name in ("overhead_s", "allreduce_latency_s", "layer_overhead_s"):
             value = getattr(self, name)
             if not (np.isfinite(value) and value >= 0):
-                raise Message("err.hardware.efficiency_cost", name=name, value=value)
+                raise Message("efficiency.{name} must be a finite number >= 0; got {value}", name=name, value=value)
 
 
 DEFAULT_EFFICIENCY = Efficiency()
@@ -151,24 +151,35 @@ def model_spec(model: str | dict) -> dict:
     if isinstance(model, str):
         models, _ = _read_catalog(str(CATALOG_DIR))[:2]
         if model not in models.index:
-            raise Message("err.hardware.unknown_model", model=model, choices=sorted(models.index)[:5])
+            raise Message(
+                "model {model!r} is not in the catalogue; choose one of {choices}…",
+                model=model,
+                choices=sorted(models.index)[:5],
+            )
         spec = models.loc[model].to_dict()
     else:
         spec = dict(model)
     missing = [f for f in MODEL_FIELDS if f not in spec or spec[f] is None or spec[f] != spec[f]]
     if missing:
-        raise Message(
-            "err.hardware.model_lacks", model=spec.get("name", Phrase("note.hardware.unnamed")), missing=missing
-        )
+        raise Message("model {model!r} lacks {missing}", model=spec.get("name", Phrase("(unnamed)")), missing=missing)
     for f in MODEL_FIELDS[:7]:
-        spec[f] = _size(spec[f], f, f, "err.hardware.model_field")
+        spec[f] = _size(spec[f], f, f, N_("model field {field} must be an integer from {lo} to {hi}; got {value}"))
     if spec["mlp"] not in ("gated", "plain"):
-        raise Message("err.hardware.model_mlp", value=spec["mlp"])
+        raise Message("model field mlp must be 'gated' (SwiGLU) or 'plain' (GELU); got {value!r}", value=spec["mlp"])
     if spec["n_heads"] % spec["n_kv_heads"]:
-        raise Message("err.hardware.heads", n_heads=spec["n_heads"], n_kv_heads=spec["n_kv_heads"])
+        raise Message(
+            "n_heads {n_heads} must be a multiple of n_kv_heads {n_kv_heads}",
+            n_heads=spec["n_heads"],
+            n_kv_heads=spec["n_kv_heads"],
+        )
     spec["tied_embeddings"] = bool(int(spec["tied_embeddings"]))
     if spec.get("max_context") is not None and spec["max_context"] == spec["max_context"]:
-        spec["max_context"] = _size(spec["max_context"], "max_context", "max_context", "err.hardware.model_field")
+        spec["max_context"] = _size(
+            spec["max_context"],
+            "max_context",
+            "max_context",
+            N_("model field {field} must be an integer from {lo} to {hi}; got {value}"),
+        )
     return spec
 
 
@@ -200,14 +211,16 @@ def gpu_spec(gpu: str | dict) -> dict:
         if local is not None and local["name"] == gpu:
             return local
         if gpu not in gpus.index:
-            raise Message("err.hardware.unknown_gpu", gpu=gpu, choices=sorted(gpus.index))
+            raise Message(
+                "GPU {gpu!r} is not in the catalogue; choose one of {choices}", gpu=gpu, choices=sorted(gpus.index)
+            )
         spec = gpus.loc[gpu].to_dict()
     else:
         spec = dict(gpu)
     for f in GPU_FIELDS:
         value = spec.get(f)
         if value is None or not (np.isfinite(float(value)) and float(value) > 0):
-            raise Message("err.hardware.gpu_field", field=f, value=value)
+            raise Message("GPU field {field} must be a finite number > 0; got {value!r}", field=f, value=value)
         spec[f] = float(value)
     return spec
 
@@ -270,16 +283,21 @@ def _hf_int(config: dict, keys: tuple[str, ...], required: bool = True, field: s
     if key is None:
         if required:
             if len(keys) == 1:
-                raise Message("err.hardware.config_lacks", name=keys[0])
-            raise Message("err.hardware.config_lacks_either", first=" or ".join(keys[:-1]), last=keys[-1])
+                raise Message("config.json lacks {name}", name=keys[0])
+            raise Message("config.json lacks {first} or {last}", first=" or ".join(keys[:-1]), last=keys[-1])
         return None
-    return _size(config[key], field or _FIELD_OF[keys[0]], key, "err.hardware.config_int")
+    return _size(
+        config[key],
+        field or _FIELD_OF[keys[0]],
+        key,
+        N_("config.json {name} must be an integer from {lo} to {hi}; got {value}"),
+    )
 
 
 def _hf_bool(config: dict, key: str, default: bool) -> bool:
     value = config.get(key, default)
     if not isinstance(value, bool):
-        raise Message("err.hardware.config_bool", name=key, value=value)
+        raise Message("config.json {name} must be true or false; got {value!r}", name=key, value=value)
     return value
 
 
@@ -299,28 +317,38 @@ def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
     """
     if isinstance(config, str | bytes):
         if len(config) > CONFIG_MAX_BYTES:
-            raise Message("err.hardware.config_size", size=f"{len(config):,}", most=f"{CONFIG_MAX_BYTES:,}")
+            raise Message(
+                "config.json holds {size} bytes; at most {most} are read (a model's config.json is a few kB)",
+                size=f"{len(config):,}",
+                most=f"{CONFIG_MAX_BYTES:,}",
+            )
         try:
             config = json.loads(config)
         except ValueError as exc:
-            raise Message("err.hardware.config_json", cause=exc) from None
+            raise Message("config.json is not valid JSON: {cause}", cause=exc) from None
         except RecursionError:  # arrays nested thousands deep
-            raise Message("err.hardware.config_json", cause=Phrase("note.hardware.too_deep")) from None
+            raise Message(
+                "config.json is not valid JSON: {cause}", cause=Phrase("its arrays or objects are nested too deep")
+            ) from None
     if not isinstance(config, dict):
-        raise Message("err.hardware.config_object", type=type(config).__name__)
+        raise Message("config.json must hold a JSON object; got {type}", type=type(config).__name__)
     archs = config.get("architectures") or []
     if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
-        raise Message("err.hardware.config_architectures", value=archs)
+        raise Message("config.json architectures must be a list of names; got {value!r}", value=archs)
     arch = archs[0] if archs else None
     if arch not in _GATED | _PLAIN:
-        raise Message("err.hardware.architecture", arch=arch, supported=sorted(_GATED | _PLAIN))
+        raise Message(
+            "architecture {arch!r} is not modelled: supported are {supported} (mixture-of-experts, state-space and encoder-decoder models need operators this model lacks)",
+            arch=arch,
+            supported=sorted(_GATED | _PLAIN),
+        )
     if any(_hf_int(config, (k,), False, "experts") for k in _EXPERT_KEYS):
-        raise Message("err.hardware.moe")
+        raise Message("mixture-of-experts configs are not modelled (num_local_experts / num_experts is set)")
     missing = [" or ".join(keys) for keys in _HF_KEYS.values() if all(config.get(k) is None for k in keys)]
     if arch in _GATED and config.get("intermediate_size") is None:
         missing.append("intermediate_size")
     if missing:
-        raise Message("err.hardware.config_lacks_for", missing=missing, arch=arch)
+        raise Message("config.json lacks {missing}, needed to model {arch}", missing=missing, arch=arch)
     spec = {"name": name} | {field: _hf_int(config, keys) for field, keys in _HF_KEYS.items()}
     multi_query = arch == "GPTBigCodeForCausalLM" and _hf_bool(config, "multi_query", True)
     spec["n_kv_heads"] = 1 if multi_query else _hf_int(config, ("num_key_value_heads",), False) or spec["n_heads"]
@@ -353,7 +381,12 @@ def parameter_count(model: str | dict) -> int:
     positions = int(m.get("max_context") or 0) * d if gpt2 else 0
     count = int(m["n_layers"] * (attn + mlp + norms) + norms // 2 + embed + positions)
     if count > MAX_PARAMETERS:
-        raise Message("err.hardware.too_many_parameters", model=m.get("name", "?"), count=f"{count:.3g}", most="1e+14")
+        raise Message(
+            "{model} implies {count} parameters; at most {most} are modelled (check the sizes in its config)",
+            model=m.get("name", "?"),
+            count=f"{count:.3g}",
+            most="1e+14",
+        )
     return count
 
 
@@ -371,14 +404,14 @@ def _check_grid(batch, context, tokens, tp) -> tuple[np.ndarray, ...]:
         bad = ~np.isfinite(a) | (a < low) | (a != np.floor(a))
         if bad.any():
             first = a[bad].flat[0] if a.ndim else a
-            raise Message("err.hardware.grid_int", name=name, low=low, value=first)
+            raise Message("{name} must be an integer >= {low}; got {value:g}", name=name, low=low, value=first)
         out.append(a)
     return tuple(out)
 
 
 def _dtype_bytes(dtype: str) -> float:
     if dtype not in DTYPE_BYTES:
-        raise Message("err.hardware.dtype", allowed=list(DTYPE_BYTES), value=dtype)
+        raise Message("dtype must be one of {allowed}; got {value!r}", allowed=list(DTYPE_BYTES), value=dtype)
     return DTYPE_BYTES[dtype]
 
 
@@ -389,8 +422,10 @@ def _peak_flops(g: dict, dtype: str) -> float:
         return float(fp32) * 1e12  # a measured fp32 peak (a CPU), not the tensor-core rule below
     value = g.get(_PEAK_COLUMN[dtype])
     if value is None or not np.isfinite(float(value)) or float(value) <= 0:
-        gpu = g.get("name", Phrase("note.hardware.custom"))
-        raise Message("err.hardware.no_peak", gpu=gpu, dtype=dtype, column=_PEAK_COLUMN[dtype])
+        gpu = g.get("name", Phrase("(custom)"))
+        raise Message(
+            "GPU {gpu!r} has no {dtype} tensor-core peak ({column})", gpu=gpu, dtype=dtype, column=_PEAK_COLUMN[dtype]
+        )
     return float(value) * 1e12 / (2.0 if dtype == "fp32" else 1.0)
 
 
@@ -560,7 +595,9 @@ def _mean_tokens(alpha, k_max: int) -> np.ndarray:
     """E[N] for K = 1..k_max from a scalar α or per-position a_1..a_m (m ≥ k_max; a_i = α beyond)."""
     a = np.atleast_1d(theory.check_alpha(alpha))
     if a.ndim != 1:
-        raise Message("err.hardware.alpha_shape", shape=a.shape)
+        raise Message(
+            "alpha must be one number or a vector of per-position acceptance; got shape {shape}", shape=a.shape
+        )
     if a.size < k_max:
         a = np.concatenate([a, np.full(k_max - a.size, a[-1])])  # positions beyond the vector: the last one
     return theory.expected_tokens_by_position(a[:k_max])  # (k_max,)
@@ -588,7 +625,7 @@ def speedup_by_batch(
     where no K pays. Columns: batch, context, c, t_target, s_1..s_{k_max}, k_star, speedup_at_k_star.
     """
     if not (isinstance(k_max, int | np.integer) and 1 <= k_max <= 64):
-        raise Message("err.hardware.k_max", value=k_max)
+        raise Message("k_max must be an integer in [1, 64]; got {value!r}", value=k_max)
     b = np.atleast_1d(np.asarray(batch, dtype=float))[:, None, None]  # (nB, 1, 1)
     ctx = np.atleast_1d(np.asarray(context, dtype=float))[None, :, None]  # (1, nL, 1)
     ks = np.arange(1, k_max + 1)[None, None, :]  # (1, 1, K)
@@ -635,10 +672,10 @@ def check_pair(target, draft) -> None:
     t, d = model_spec(target), model_spec(draft)
     if abs(t["vocab_size"] - d["vocab_size"]) > 128:
         raise Message(
-            "err.hardware.vocab",
-            target=t.get("name", Phrase("note.hardware.target")),
+            "target {target!r} (vocab_size {target_vocab:,}) and draft {draft!r} (vocab_size {draft_vocab:,}) cannot share a tokenizer: a draft must use its target's vocabulary",
+            target=t.get("name", Phrase("target")),
             target_vocab=t["vocab_size"],
-            draft=d.get("name", Phrase("note.hardware.draft")),
+            draft=d.get("name", Phrase("draft")),
             draft_vocab=d["vocab_size"],
         )
 
@@ -651,23 +688,23 @@ def alpha_from_measurements(frame: pd.DataFrame, per_position: bool = False, wha
     a position never reached takes the last one that was). ValueError names what is missing, and
     ``what`` the measurements (default "the run"; a :class:`~specviz.base.i18n.Phrase` is shown translated).
     """
-    what = Phrase("note.hardware.the_run") if what is None else what
+    what = Phrase("the run") if what is None else what
     if frame is None or not len(frame):
-        raise Message("err.hardware.no_rows", what=what)
+        raise Message("{what} has no measured rows to take α from", what=what)
     if not per_position:
         alpha = pd.to_numeric(frame.get("alpha_used"), errors="coerce").dropna() if "alpha_used" in frame else []
         if not len(alpha):
-            raise Message("err.hardware.no_alpha", what=what)
+            raise Message("{what} has no α (alpha_used) in any row", what=what)
         return float(alpha.mean())
     cells = frame.get("per_position_acceptance")
     rows = frame[cells.notna() & (cells.astype(str).str.strip() != "")] if cells is not None else frame.iloc[:0]
     if not len(rows):
-        raise Message("err.hardware.no_per_position", what=what)
+        raise Message("{what} has no per-position acceptance (per_position_acceptance); use its mean α", what=what)
     row = rows.loc[pd.to_numeric(rows["k"], errors="coerce").idxmax()]
     values = [float(x) for x in str(row["per_position_acceptance"]).split(";") if x.strip()]
     finite = [v for v in values if np.isfinite(v)]
     if not finite:
-        raise Message("err.hardware.per_position_nan", what=what, k=row["k"])
+        raise Message("{what}: per-position acceptance at K = {k} was never measured (all nan)", what=what, k=row["k"])
     out, last = [], finite[0]
     for v in values:
         last = v if np.isfinite(v) else last
@@ -770,5 +807,5 @@ def llama_cpp_flags(target, draft, gpu, alpha, context, k_max=16, **kw) -> str:
     """llama-server's draft flags for one sequence: ``--draft-max`` K*(B = 1), ``--draft-min`` 0."""
     k = int(speedup_by_batch(target, draft, gpu, alpha, [1], [context], k_max, **kw)["k_star"].iloc[0])
     if k == 0:
-        return Phrase("note.hardware.llama_cpp_no_gain")
+        return Phrase("# speculation does not pay here: run without --model-draft")
     return f"--draft-max {k} --draft-min 0"

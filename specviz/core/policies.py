@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from specviz.base.i18n import Message, Phrase
+from specviz.base.i18n import N_, Message, Phrase
 from specviz.core import theory
 
 __all__ = [
@@ -99,14 +99,22 @@ class Trace:
     def __post_init__(self):
         q, top, a = (np.asarray(x) for x in (self.q_token, self.q_top, self.accepted))
         if q.ndim != 2 or q.shape[1] < 1 or q.shape != top.shape:
-            raise Message("err.policies.trace_shapes", q_shape=q.shape, top_shape=top.shape)
+            raise Message(
+                "q_token and q_top must both be (rounds, K_max); got {q_shape} and {top_shape}",
+                q_shape=q.shape,
+                top_shape=top.shape,
+            )
         if a.shape != (q.shape[0],) or not np.issubdtype(a.dtype, np.integer) or a.min(initial=0) < 0:
-            raise Message("err.policies.accepted_type", shape=a.shape, dtype=a.dtype)
+            raise Message(
+                "accepted must be (rounds,) integers in [0, K_max]; got shape {shape}, dtype {dtype}",
+                shape=a.shape,
+                dtype=a.dtype,
+            )
         if a.max(initial=0) > q.shape[1]:
-            raise Message("err.policies.accepted_max", k_max=q.shape[1], got=a.max())
+            raise Message("accepted must be at most K_max = {k_max}; got {got}", k_max=q.shape[1], got=a.max())
         for name, x in (("q_token", q), ("q_top", top)):
             if not (np.all(x >= 0) and np.all(x <= 1)):
-                raise Message("err.policies.not_probabilities", name=name)
+                raise Message("{name} must hold probabilities in [0, 1]", name=name)
 
     @property
     def rounds(self) -> int:
@@ -198,7 +206,12 @@ def parse_trace(data: str | bytes, name: str = "trace") -> Trace:
 
     size = len(data) if isinstance(data, bytes) else len(str(data).encode("utf-8", "surrogatepass"))
     if size > MAX_TRACE_BYTES:
-        raise Message("err.policies.too_big", name=name, size=f"{size:,}", most=f"{MAX_TRACE_BYTES:,}")
+        raise Message(
+            "{name}: the trace holds {size} bytes; at most {most} are read",
+            name=name,
+            size=f"{size:,}",
+            most=f"{MAX_TRACE_BYTES:,}",
+        )
     lines = _lines(data if isinstance(data, bytes) else str(data))
     first = next(lines, (1, ""))[1]
     try:
@@ -206,14 +219,28 @@ def parse_trace(data: str | bytes, name: str = "trace") -> Trace:
     except (ValueError, RecursionError):
         head = {}
     if not isinstance(head, dict) or head.get("format") != TRACE_FORMAT:
-        raise Message("err.policies.header", name=name, fmt=TRACE_FORMAT)
+        raise Message(
+            "{name}: line 1 must be a {fmt!r} header (written by python -m specviz bench --trace)",
+            name=name,
+            fmt=TRACE_FORMAT,
+        )
     k = head.get("k_max")
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_TRACE_K:
-        raise Message("err.policies.k_max", name=name, k=k, most=MAX_TRACE_K)
+        raise Message(
+            "{name}: the header's k_max must be an integer from 1 to {most}; got {k!r}",
+            name=name,
+            k=k,
+            most=MAX_TRACE_K,
+        )
     seg, acc, q, top, pt = [], [], [], [], []
     for n, line in lines:
         if len(acc) == MAX_TRACE_ROUNDS:
-            raise Message("err.policies.too_many_rows", name=name, line=n, most=f"{MAX_TRACE_ROUNDS:,}")
+            raise Message(
+                "{name}: line {line} is past the most rows a trace may hold ({most}); replay a shorter run",
+                name=name,
+                line=n,
+                most=f"{MAX_TRACE_ROUNDS:,}",
+            )
         try:
             row = json.loads(line)
             values = [row["q_token"], row["q_top"], [np.nan if x is None else x for x in row["p_token"]]]
@@ -222,14 +249,19 @@ def parse_trace(data: str | bytes, name: str = "trace") -> Trace:
             q.append(values[0]), top.append(values[1]), pt.append(values[2])
             seg.append(int(row["segment"])), acc.append(int(row["accepted"]))
         except (ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
-            raise Message("err.policies.bad_row", name=name, line=n, k=k) from None
+            raise Message(
+                "{name}: line {line} is not a trace row of K_max = {k} (segment, accepted, q_token, q_top, p_token)",
+                name=name,
+                line=n,
+                k=k,
+            ) from None
     if not acc:
-        raise Message("err.policies.no_rows", name=name)
+        raise Message("{name}: the trace has no rows", name=name)
     try:
         arrays = [np.asarray(x, dtype=float) for x in (q, top, pt)]  # (R, K) each
         return Trace(*arrays[:2], np.asarray(acc), arrays[2], np.asarray(seg), bool(head.get("positional")))
     except (ValueError, TypeError, OverflowError) as exc:
-        raise Message("err.policies.in_file", name=name, cause=exc) from None
+        raise Message("{name}: {cause}", name=name, cause=exc) from None
 
 
 def synthetic_trace(
@@ -256,13 +288,13 @@ def synthetic_trace(
     a = np.broadcast_to(theory.check_alpha(alpha, "alpha"), (k_max,)).astype(float)  # (K,)
     if confidence == "calibrated":
         if not concentration > 0:
-            raise Message("err.policies.concentration", concentration=concentration)
+            raise Message("concentration must be > 0; got {concentration}", concentration=concentration)
         lo, hi = np.clip(concentration * a, 1e-9, None), np.clip(concentration * (1 - a), 1e-9, None)
         q = np.where((a > 0) & (a < 1), generator.beta(lo, hi, size=(rounds, k_max)), a)  # (R, K)
     elif confidence == "flat":
         q = np.broadcast_to(a, (rounds, k_max)).copy()
     else:
-        raise Message("err.policies.confidence", confidence=confidence)
+        raise Message("confidence must be 'calibrated' or 'flat'; got {confidence!r}", confidence=confidence)
     passed = generator.random((rounds, k_max)) < q  # (R, K)
     accepted = np.where(passed.all(1), k_max, np.argmin(passed, axis=1))  # leading passes
     return Trace(q_token=q, q_top=q.copy(), accepted=accepted.astype(np.int64))
@@ -362,7 +394,7 @@ class Schedule:
 def constant(k: int) -> Policy:
     """K drafts every round (the chapter's model)."""
     k = int(theory.check_k(k))
-    return Policy("constant", {"k": k}, Phrase("note.policies.label.constant", k=k))
+    return Policy("constant", {"k": k}, Phrase("constant K = {k}", k=k))
 
 
 def hf_heuristic(start: int = 20, transient: bool = False) -> Policy:
@@ -371,7 +403,7 @@ def hf_heuristic(start: int = 20, transient: bool = False) -> Policy:
     ``start`` at each trace segment (``heuristic_transient``: every ``generate`` call)."""
     start = int(theory.check_k(start, "start"))
     name = "heuristic_transient" if transient else "heuristic"
-    label = Phrase("note.policies.label.hf_heuristic", name=name, start=start)
+    label = Phrase("HF {name} (start {start})", name=name, start=start)
     return Policy("hf_heuristic", {"start": start, "transient": bool(transient)}, label)
 
 
@@ -380,7 +412,7 @@ def hf_confidence(threshold: float = 0.4, k: int = 20) -> Policy:
     stop (that token is kept); at most ``k`` (``num_assistant_tokens``) drafts."""
     threshold = float(theory.check_alpha(threshold, "threshold"))
     k = int(theory.check_k(k))
-    label = Phrase("note.policies.label.hf_confidence", threshold=threshold)
+    label = Phrase("HF confidence ≥ {threshold:g}", threshold=threshold)
     return Policy("hf_confidence", {"threshold": threshold, "k": k}, label)
 
 
@@ -393,11 +425,11 @@ def llamacpp_pmin(p_min: float = 0.75, n_max: int = 16, n_min: int = 0, keep_cro
     p_min = float(theory.check_alpha(p_min, "p_min"))
     n_max = int(theory.check_k(n_max, "n_max"))
     if int(n_min) != n_min or not 0 <= n_min <= n_max:
-        raise Message("err.policies.n_min", n_max=n_max, n_min=n_min)
+        raise Message("n_min must be an integer in [0, n_max = {n_max}]; got {n_min}", n_max=n_max, n_min=n_min)
     return Policy(
         "llamacpp_pmin",
         {"p_min": p_min, "k": n_max, "n_min": int(n_min), "keep_crossing": bool(keep_crossing)},
-        Phrase("note.policies.label.llamacpp_pmin", p_min=p_min),
+        Phrase("llama.cpp p_min {p_min:g}", p_min=p_min),
     )
 
 
@@ -405,7 +437,7 @@ def specdecpp(threshold: float = 0.7, k: int = 16) -> Policy:
     """SpecDec++'s stopping rule with the draft's probabilities as the acceptance estimate: after
     drafting token i, stop when 1 − Π_{j ≤ i} q(x_j) > ``threshold``; at most ``k`` drafts."""
     threshold = float(theory.check_alpha(threshold, "threshold"))
-    label = Phrase("note.policies.label.specdecpp", threshold=threshold)
+    label = Phrase("SpecDec++ {threshold:g}", threshold=threshold)
     return Policy("specdecpp", {"threshold": threshold, "k": int(theory.check_k(k))}, label)
 
 
@@ -415,9 +447,9 @@ def vllm_by_batch(schedule: Sequence[Sequence[int]], batch_size: int) -> Policy:
     b = int(theory.check_k(batch_size, "batch_size"))
     for start, end, k in schedule:
         if int(start) <= b <= int(end):
-            label = Phrase("note.policies.label.vllm_by_batch", b=b, k=k)
+            label = Phrase("vLLM by batch (B = {b}: K = {k})", b=b, k=k)
             return Policy("vllm_by_batch", {"k": int(k), "batch_size": b}, label)
-    raise Message("err.policies.batch_schedule", b=b, schedule=list(map(list, schedule)))
+    raise Message("batch_size {b} is in no range of the schedule {schedule}", b=b, schedule=list(map(list, schedule)))
 
 
 def while_proposing(k: int) -> Policy:
@@ -425,7 +457,7 @@ def while_proposing(k: int) -> Policy:
     (:class:`specviz.engine.models.ngram.NgramDraft` has q_top = 1 on a proposal and 1/V without one). The
     call that finds no proposal costs its lookup but drafts nothing."""
     k = int(theory.check_k(k))
-    label = Phrase("note.policies.label.while_proposing")
+    label = Phrase("while proposing")
     return Policy("llamacpp_pmin", {"p_min": 0.5, "k": k, "n_min": 0, "keep_crossing": False}, label)
 
 
@@ -433,7 +465,7 @@ def oracle(include_rejected: bool = False) -> Policy:
     """Drafts exactly the tokens the target accepts (non-causal, a bound): k = a; with
     ``include_rejected``, k = a + 1 (it also drafts the first rejected token, as a causal rule must
     to see the rejection), the bound 1 / ((1 − α) + 1/c) of :func:`oracle_speedup`."""
-    name = Phrase("note.policies.label.oracle_rejected" if include_rejected else "note.policies.label.oracle")
+    name = Phrase(N_("oracle (+ the rejected draft)") if include_rejected else N_("oracle"))
     return Policy("oracle", {"include_rejected": bool(include_rejected)}, name)
 
 
@@ -568,7 +600,7 @@ def sweep(name: str, values: Sequence[float], trace: Trace, c: float, v: float =
     """The speedup of one rule (a key of :data:`SWEEPS`) at each value of its parameter on ``trace``:
     columns value, speedup, drafts_per_round, tokens_per_round."""
     if name not in SWEEPS:
-        raise Message("err.policies.sweep", name=name, allowed=list(SWEEPS))
+        raise Message("sweep: {name!r} is not one of {allowed}", name=name, allowed=list(SWEEPS))
     results = [replay(SWEEPS[name](float(x), trace.k_max), trace, c, v, o) for x in values]
     return pd.DataFrame(
         {

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from specviz.base.i18n import Message
+from specviz.base.i18n import N_, Message
 
 __all__ = [
     "METRICS",
@@ -69,7 +69,7 @@ def _as_float(x, name: str) -> np.ndarray:
     try:
         arr = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
-        raise Message("err.theory.not_a_number", name=name, value=x) from None
+        raise Message("{name} must be a number; got {value!r}", name=name, value=x) from None
     return arr
 
 
@@ -79,7 +79,13 @@ def check_alpha(alpha, name: str = "alpha") -> np.ndarray:
     bad = np.isnan(a) | (a < 0) | (a > 1)
     if bad.any():
         got = _first_bad(a, bad)
-        raise Message("err.theory.alpha_at" if "index" in got else "err.theory.alpha", name=name, **got)
+        raise Message(
+            N_("{name} must be in [0, 1]; got {value!r} at index {index}")
+            if "index" in got
+            else N_("{name} must be in [0, 1]; got {value!r}"),
+            name=name,
+            **got,
+        )
     return a
 
 
@@ -89,7 +95,14 @@ def check_k(k, name: str = "k") -> np.ndarray:
     bad = ~np.isfinite(kf) | (kf < 1) | (kf > K_LIMIT) | (kf != np.floor(kf))
     if bad.any():
         got = _first_bad(kf, bad)
-        raise Message("err.theory.k_at" if "index" in got else "err.theory.k", name=name, limit=K_LIMIT, **got)
+        raise Message(
+            N_("{name} must be an integer in [1, {limit}]; got {value!r} at index {index}")
+            if "index" in got
+            else N_("{name} must be an integer in [1, {limit}]; got {value!r}"),
+            name=name,
+            limit=K_LIMIT,
+            **got,
+        )
     return kf.astype(np.int64)
 
 
@@ -99,7 +112,13 @@ def check_positive(x, name: str) -> np.ndarray:
     bad = ~np.isfinite(a) | (a <= 0)
     if bad.any():
         got = _first_bad(a, bad)
-        raise Message("err.theory.positive_at" if "index" in got else "err.theory.positive", name=name, **got)
+        raise Message(
+            N_("{name} must be a finite number > 0; got {value!r} at index {index}")
+            if "index" in got
+            else N_("{name} must be a finite number > 0; got {value!r}"),
+            name=name,
+            **got,
+        )
     return a
 
 
@@ -109,7 +128,13 @@ def check_nonnegative(x, name: str) -> np.ndarray:
     bad = ~np.isfinite(a) | (a < 0)
     if bad.any():
         got = _first_bad(a, bad)
-        raise Message("err.theory.nonnegative_at" if "index" in got else "err.theory.nonnegative", name=name, **got)
+        raise Message(
+            N_("{name} must be a finite number >= 0; got {value!r} at index {index}")
+            if "index" in got
+            else N_("{name} must be a finite number >= 0; got {value!r}"),
+            name=name,
+            **got,
+        )
     return a
 
 
@@ -121,7 +146,14 @@ def _check_in(x, lo, hi, name: str, what: str) -> np.ndarray:
         bad = np.broadcast_to(bad, np.broadcast_shapes(a.shape, np.shape(bad)))
         a_b = np.broadcast_to(a, bad.shape)
         got = _first_bad(a_b, bad)
-        raise Message("err.theory.range_at" if "index" in got else "err.theory.range", name=name, allowed=what, **got)
+        raise Message(
+            N_("{name} must be in {allowed}; got {value!r} at index {index}")
+            if "index" in got
+            else N_("{name} must be in {allowed}; got {value!r}"),
+            name=name,
+            allowed=what,
+            **got,
+        )
     return a
 
 
@@ -187,7 +219,9 @@ def expected_tokens_by_position(acceptance):
     """
     a = check_alpha(acceptance, "acceptance")
     if a.ndim == 0 or a.shape[-1] == 0:
-        raise Message("err.theory.acceptance_empty", shape=a.shape)
+        raise Message(
+            "acceptance must list at least one position (shape (..., K_max)); got shape {shape}", shape=a.shape
+        )
     return 1.0 + np.cumsum(np.cumprod(a, axis=-1), axis=-1)
 
 
@@ -462,7 +496,7 @@ def optimal_k(alpha, c, k_max: int = 32, v=0.0, o=0.0) -> OptimalK:
     vv = check_nonnegative(v, "v")
     oo = check_nonnegative(o, "o")
     if np.ndim(k_max) != 0:
-        raise Message("err.theory.k_max_scalar", value=k_max)
+        raise Message("k_max must be a single integer >= 1; got {value!r}", value=k_max)
     k_max = int(check_k(k_max, "k_max"))
     shape = np.broadcast_shapes(a.shape, cc.shape, vv.shape, oo.shape)
     best = np.full(shape, -np.inf)
@@ -605,7 +639,7 @@ def convert_metric(value, k, metric: str) -> dict[str, np.ndarray]:
         ``{metric_name: value}`` for every metric, α included.
     """
     if metric not in METRICS:
-        raise Message("err.theory.metric", allowed=sorted(METRICS), value=metric)
+        raise Message("metric must be one of {allowed}; got {value!r}", allowed=sorted(METRICS), value=metric)
     kk = check_k(k)
     m = METRICS[metric]
     lo, hi = _metric_bounds(m, kk)

@@ -125,8 +125,10 @@ class Tree:
     def describe(self) -> str:
         """Short text: the shape's name (if any), size and depth, e.g. "optimal:16,6 (16 drafts, depth 5)"."""
         if self.name:
-            return Phrase("note.trees.describe_named", name=self.name, drafts=self.drafts, depth=self.depth)
-        return Phrase("note.trees.describe", drafts=self.drafts, depth=self.depth)
+            return Phrase(
+                "{name} ({drafts} drafts, depth {depth})", name=self.name, drafts=self.drafts, depth=self.depth
+            )
+        return Phrase("{drafts} drafts, depth {depth}", drafts=self.drafts, depth=self.depth)
 
 
 NO_TREE = Tree((-1,), (0,))  #: the root alone: do not speculate (F = 1)
@@ -136,9 +138,11 @@ def check_p(p) -> np.ndarray:
     """Positional acceptance as a float array: each p_r in [0, 1], Σ p_r ≤ 1 (ValueError naming what is wrong)."""
     a = theory.check_alpha(np.atleast_1d(np.asarray(p, dtype=float)), "p")
     if a.ndim != 1 or a.size == 0:
-        raise Message("err.trees.p_shape", shape=a.shape)
+        raise Message("p must be a non-empty vector p_1, p_2, …; got shape {shape}", shape=a.shape)
     if a.sum() > 1 + 1e-9:
-        raise Message("err.trees.p_sum", total=a.sum())
+        raise Message(
+            "p must sum to at most 1 (the ranks' acceptances are disjoint); got sum {total:.6g}", total=a.sum()
+        )
     return a
 
 
@@ -147,7 +151,9 @@ def check_p_by_depth(p) -> np.ndarray:
     root's children are drawn at depth 0); each row as :func:`check_p` requires."""
     a = np.asarray(p, dtype=float)
     if a.ndim != 2 or a.shape[0] == 0:
-        raise Message("err.trees.p_by_depth_shape", shape=a.shape)
+        raise Message(
+            "p by depth must be a (depth, ranks) table with at least one row; got shape {shape}", shape=a.shape
+        )
     return np.stack([check_p(row) for row in a])
 
 
@@ -364,12 +370,12 @@ def best_tree_for_hardware(
     """
     pp = check_p(p)
     if not (np.isfinite(t_draft) and t_draft >= 0):
-        raise Message("err.trees.t_draft", t_draft=t_draft)
+        raise Message("t_draft must be a finite number >= 0; got {t_draft}", t_draft=t_draft)
     max_budget, max_depth = int(theory.check_k(max_budget, "max_budget")), int(theory.check_k(max_depth, "max_depth"))
     T, best, arg = _dp(pp, max_budget + 1, max_depth)
     t1 = float(t_verify_of_size(1))
     if not (np.isfinite(t1) and t1 > 0):
-        raise Message("err.trees.t_verify", t1=t1)
+        raise Message("t_verify_of_size(1) must be a finite time > 0; got {t1}", t1=t1)
     choice, top = (1, 1), -np.inf
     for n in range(1, max_budget + 1):
         tv = float(t_verify_of_size(n + 1))
@@ -463,12 +469,20 @@ def parse_shape(text: str, p=None, max_depth: int = MAX_SHAPE_DEPTH) -> Tree:
     except ValueError:
         values = []
     if kind not in arity or len(values) != arity[kind] or min(values, default=0) < 1:
-        raise Message("err.trees.shape_syntax", text=text)
+        raise Message(
+            "tree: {text!r} is not a draft shape; use chain:K, chains:N,D, topk:D,k,N or optimal:N,D (e.g. optimal:16,6), every number an integer >= 1",
+            text=text,
+        )
     if shape_needs_p(text) and p is None:
-        raise Message("err.trees.shape_needs_p", text=text)
+        raise Message("tree: {text!r} is built from a positional acceptance p; none was given", text=text)
     depth = {"chain": values[0], "chains": values[-1], "topk": values[0], "optimal": values[-1]}[kind]
     if depth > max_depth:
-        raise Message("err.trees.shape_depth", text=text, depth=depth, max_depth=max_depth)
+        raise Message(
+            "tree: {text!r} has depth {depth}; at most {max_depth} is allowed here",
+            text=text,
+            depth=depth,
+            max_depth=max_depth,
+        )
     if kind == "chain":
         tree = chain(values[0])
     elif kind == "chains":
@@ -500,13 +514,15 @@ def p_from_measurements(frame: pd.DataFrame, what: str) -> tuple[np.ndarray, str
         for n, (text, shape) in enumerate(zip(frame["tree_p"], frame.get("tree", frame["tree_p"]), strict=True)):
             if isinstance(text, str) and text.strip():
                 return check_p([float(x) for x in text.split(";")]), Phrase(
-                    "note.trees.p_from_tree_row", what=what, row=n + 1, shape=shape
+                    "{what}, row {row} (tree {shape})", what=what, row=n + 1, shape=shape
                 )
     alphas = frame["alpha_used"].reset_index(drop=True).dropna() if "alpha_used" in frame else pd.Series()
     if alphas.empty:
-        raise Message("err.trees.no_p_source", what=what)
+        raise Message("{what} has no tree row with a measured p and no α: nothing to take p from", what=what)
     n = int(alphas.index[0])
-    return check_p([float(alphas.iloc[0])]), Phrase("note.trees.p_from_alpha", what=what, row=n + 1)
+    return check_p([float(alphas.iloc[0])]), Phrase(
+        "{what}, row {row} (a chain: only p_1 = α is measured)", what=what, row=n + 1
+    )
 
 
 def parse_p(text: str) -> np.ndarray:
@@ -514,9 +530,9 @@ def parse_p(text: str) -> np.ndarray:
     try:
         values = [float(x) for x in str(text).replace(";", ",").split(",") if x.strip()]
     except ValueError:
-        raise Message("err.trees.p_not_numbers", text=text) from None
+        raise Message("p: {text!r} is not a comma-separated list of numbers (e.g. 0.6, 0.2, 0.1)", text=text) from None
     if not values:
-        raise Message("err.trees.p_empty")
+        raise Message("p: type at least one number p_1 (e.g. 0.6, 0.2, 0.1)")
     return check_p(values)
 
 
@@ -538,7 +554,13 @@ def best_topk(p, budget: int, max_depth: int, max_topk: int = 8) -> tuple[Tree, 
                 best, choice = tree, (depth, topk)
     if best is None:
         most = max_topk + (max_depth - 1) * max_topk**2
-        raise Message("err.trees.topk_budget", most=most, max_depth=max_depth, max_topk=max_topk, budget=budget)
+        raise Message(
+            "budget must be at most {most} for a top-k tree of depth ≤ {max_depth} and top-k ≤ {max_topk} (top-k + (depth − 1) · top-k² drafts); got {budget}",
+            most=most,
+            max_depth=max_depth,
+            max_topk=max_topk,
+            budget=budget,
+        )
     return best, *choice
 
 

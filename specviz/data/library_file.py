@@ -60,15 +60,25 @@ def problem(path: str, opened: tuple[int, int]) -> str | None:
     try:
         now = file_id(path)
     except OSError as exc:
-        return Phrase("err.store.check_file", path=path, cause=exc)
+        return Phrase("cannot check the run library file {path}: {cause}", path=path, cause=exc)
     if now == opened:
         return None
     folder = os.path.dirname(path)
     if now is None and not os.path.isdir(folder):
-        return Phrase("err.store.folder_gone", folder=folder, path=path)
+        return Phrase(
+            "the folder {folder} of the run library {path} was deleted or unmounted while the server was running, so this server stopped using the library. Restore or remount the folder, then restart the server (with the folder still missing, a restart starts a new, empty library there)",
+            folder=folder,
+            path=path,
+        )
     if now is None:
-        return Phrase("err.store.file_deleted", path=path)
-    return Phrase("err.store.file_replaced", path=path)
+        return Phrase(
+            "the run library file {path} was deleted while the server was running, so this server stopped using it. Move the file back (this server then carries on), or restore it from a backup and restart the server (with no file there, a restart starts a new, empty library)",
+            path=path,
+        )
+    return Phrase(
+        "the run library file {path} was replaced by another file while the server was running (e.g. a backup moved over it), so this server stopped using it rather than mix two libraries' runs. Restart the server to open the file now at that path",
+        path=path,
+    )
 
 
 def engine_problem(engine) -> str | None:

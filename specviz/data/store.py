@@ -42,7 +42,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from specviz.base import settings
-from specviz.base.i18n import Message, Phrase
+from specviz.base.i18n import N_, Message, Phrase
 from specviz.data import library_file
 from specviz.data import measurements as m
 from specviz.data.measurements import schema
@@ -80,17 +80,17 @@ class StoreError(Message):
 
     def __init__(self, message: str | Message):
         if isinstance(message, Message | Phrase):
-            super().__init__(message.key, **message.fields)
+            super().__init__(message.msgid, **message.fields)
         else:
-            self.key, self.fields = None, {}
+            self.msgid, self.fields = None, {}
             ValueError.__init__(self, str(message))
 
     def text(self, lang: str) -> str:
         """This error in ``lang`` (plain text as it is)."""
-        return super().text(lang) if self.key is not None else str(self)
+        return super().text(lang) if self.msgid is not None else str(self)
 
     def __reduce__(self):
-        return StoreError, (str(self) if self.key is None else Phrase(self.key, **self.fields),)
+        return StoreError, (str(self) if self.msgid is None else Phrase(self.msgid, **self.fields),)
 
 
 # --------------------------------------------------------------------------------------
@@ -193,7 +193,14 @@ def _migrate(conn: Connection) -> None:
         return
     version = _stored_version(conn) or 1
     if version > SCHEMA_VERSION:
-        raise StoreError(Message("err.store.newer", url=conn.engine.url, version=version, ours=SCHEMA_VERSION))
+        raise StoreError(
+            Message(
+                "the run library at {url!r} has schema version {version}, newer than this specviz understands ({ours}); upgrade specviz",
+                url=conn.engine.url,
+                version=version,
+                ours=SCHEMA_VERSION,
+            )
+        )
     _meta.create_all(conn)  # tables a later version added
     for v in range(version, SCHEMA_VERSION):
         _MIGRATIONS[v](conn)
@@ -228,11 +235,24 @@ def _cause(exc: BaseException, url: sa.URL | str | None = None):
         return orig
     said = str(orig).lower()
     if "readonly" in said or "read-only" in said:
-        return Phrase("err.store.read_only", path=path, folder=os.path.dirname(path), error=str(orig))
+        return Phrase(
+            "this server may not write the run library file {path} or its folder {folder} (permissions, or a read-only mount; SQLite said: {error}). Runs already stored are unchanged. Make the file, its -wal and -shm files (where there are any) and the folder writable by the user the server runs as, then reload the page",
+            path=path,
+            folder=os.path.dirname(path),
+            error=str(orig),
+        )
     if "file is not a database" in said:
-        return Phrase("err.store.not_sqlite", path=path, env=ENV_URL)
+        return Phrase(
+            "{path} is not an SQLite database file, so it was left as it is. Set {env} to another file, or move this one away and reload the page to start a new run library there",
+            path=path,
+            env=ENV_URL,
+        )
     if "malformed" in said or "corrupt" in said:
-        return Phrase("err.store.damaged", path=path, error=str(orig))
+        return Phrase(
+            "the SQLite file {path} is damaged ({error}); it was left as it is. Restore it from a backup (or rescue its rows with the sqlite3 tool's .recover), then reload the page",
+            path=path,
+            error=str(orig),
+        )
     return orig
 
 
@@ -265,7 +285,13 @@ def _check_library_file(engine: Engine) -> None:
 
 def _sqlite_engine(url: sa.URL) -> Engine:
     if not url.database or url.database == ":memory:" or "mode=memory" in str(url):
-        raise StoreError(Message("err.store.in_memory", env=ENV_URL, url=str(url)))
+        raise StoreError(
+            Message(
+                "{env}={url}: an in-memory SQLite database is private to one connection, so sessions would not share it; give a file, e.g. sqlite:////srv/specviz/runs.sqlite",
+                env=ENV_URL,
+                url=str(url),
+            )
+        )
     Path(url.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(url, connect_args={"timeout": _BUSY_S})
     library = library_file.FILES[engine] = library_file.LibraryFile(
@@ -321,7 +347,13 @@ def open_library(url: str | None = None) -> Engine:
     try:
         parsed = sa.make_url(url)
     except (sa.exc.ArgumentError, ValueError) as exc:
-        raise StoreError(Message("err.store.bad_url", env=ENV_URL, url=url)) from exc
+        raise StoreError(
+            Message(
+                "{env} must be a SQLAlchemy database URL such as sqlite:///path/runs.sqlite; got {url!r}",
+                env=ENV_URL,
+                url=url,
+            )
+        ) from exc
     try:
         if parsed.get_backend_name() == "sqlite":
             engine = _sqlite_engine(parsed)
@@ -332,11 +364,20 @@ def open_library(url: str | None = None) -> Engine:
         with engine.begin() as conn:
             _migrate(conn)
     except (ModuleNotFoundError, sa.exc.NoSuchModuleError) as exc:
-        raise StoreError(Message("err.store.no_driver", driver=parsed.drivername, env=ENV_URL, cause=exc)) from exc
+        raise StoreError(
+            Message(
+                "the database driver for {driver!r} ({env}) is not installed: {cause}",
+                driver=parsed.drivername,
+                env=ENV_URL,
+                cause=exc,
+            )
+        ) from exc
     except (sa.exc.SQLAlchemyError, OSError, ValueError) as exc:
         if isinstance(exc, StoreError):
             raise
-        raise StoreError(Message("err.store.cannot_open", url=parsed, cause=_cause(exc, parsed))) from exc
+        raise StoreError(
+            Message("cannot open the run library at {url!r}: {cause}", url=parsed, cause=_cause(exc, parsed))
+        ) from exc
     return engine
 
 
@@ -357,13 +398,18 @@ def _python(value):
 
 def _check_frame(frame: pd.DataFrame) -> list[str]:
     if not isinstance(frame, pd.DataFrame) or frame.empty:
-        raise StoreError(Message("err.store.empty_run"))
+        raise StoreError(Message("a run needs at least one measurement row; got an empty table"))
     unknown = [c for c in frame.columns if c not in STORED_COLUMNS]
     if unknown:
-        raise StoreError(Message("err.store.unknown_columns", columns=unknown))
+        raise StoreError(
+            Message(
+                "columns {columns} are not measurement columns; allowed: the columns of specviz.data.measurements (load the file with load_measurements first)",
+                columns=unknown,
+            )
+        )
     for required in ("label", "k"):
         if required not in frame.columns:
-            raise StoreError(Message("err.store.required_column", column=required))
+            raise StoreError(Message("column {column!r} is required in a saved run", column=required))
     return list(frame.columns)
 
 
@@ -377,7 +423,9 @@ def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, no
     """
     label = label.strip() if isinstance(label, str) else ""
     if not label or len(label) > _MAX_LABEL:
-        raise StoreError(Message("err.store.run_name", most=_MAX_LABEL, label=label))
+        raise StoreError(
+            Message("run name must be 1 to {most} characters; got {label!r}", most=_MAX_LABEL, label=label)
+        )
     for what, text in (("run name", label), ("source", str(source)), ("note", str(note))):
         try:
             text.encode("utf-8")
@@ -406,17 +454,21 @@ def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, no
             conn.execute(_rows.insert(), [{**r, "run_id": run_id} for r in records])
         _check_library_file(engine)  # the commit went to the file at the path, not to a deleted one
     except (sa.exc.SQLAlchemyError, StoreError) as exc:
-        raise StoreError(Message("err.store.save_failed", label=label, cause=_cause(exc, engine.url))) from exc
+        raise StoreError(
+            Message(
+                "saving run {label!r} failed, nothing was stored: {cause}", label=label, cause=_cause(exc, engine.url)
+            )
+        ) from exc
     return int(run_id)
 
 
 def _surrogate(what: str, text: str) -> Message:
     """The error of a run name, source or note (``what``) that holds a lone surrogate."""
     if what == "run name":
-        return Message("err.store.surrogate_name", text=text)
+        return Message("run name {text!r} is not valid Unicode text (it holds a lone surrogate)", text=text)
     if what == "source":
-        return Message("err.store.surrogate_source", text=text)
-    return Message("err.store.surrogate_note", text=text)
+        return Message("source {text!r} is not valid Unicode text (it holds a lone surrogate)", text=text)
+    return Message("note {text!r} is not valid Unicode text (it holds a lone surrogate)", text=text)
 
 
 @contextmanager
@@ -439,7 +491,7 @@ def list_runs(engine: Engine) -> pd.DataFrame:
     (the last four: distinct values joined by ", ").
     """
     cols = ["id", "label", "source", "uploaded_at", "note", "n_rows"]
-    with _reported("err.store.list_failed", engine), engine.connect() as conn:
+    with _reported(N_("listing the run library failed: {cause}"), engine), engine.connect() as conn:
         runs = pd.DataFrame(
             conn.execute(sa.select(*(_runs.c[c] for c in cols)).order_by(_runs.c.id.desc())).all(), columns=cols
         )
@@ -465,11 +517,11 @@ def _fetch(engine: Engine, run_ids: Iterable[int]) -> list[pd.DataFrame]:
     ids = [int(i) for i in run_ids]
     if not ids:
         return []
-    with _reported("err.store.read_failed", engine), engine.connect() as conn:
+    with _reported(N_("reading runs from the library failed: {cause}"), engine), engine.connect() as conn:
         runs = {r.id: r for r in conn.execute(sa.select(_runs).where(_runs.c.id.in_(ids))).all()}
         missing = [i for i in ids if i not in runs]
         if missing:
-            raise StoreError(Message("err.store.missing_runs", ids=missing))
+            raise StoreError(Message("run id(s) {ids} are not in the library (deleted by someone else?)", ids=missing))
         rows = (
             conn.execute(sa.select(_rows).where(_rows.c.run_id.in_(ids)).order_by(_rows.c.run_id, _rows.c.position))
             .mappings()
@@ -523,7 +575,7 @@ def delete_runs(engine: Engine, run_ids: Iterable[int]) -> int:
     ids = [int(i) for i in run_ids]
     if not ids:
         return 0
-    with _reported("err.store.delete_failed", engine), engine.begin() as conn:
+    with _reported(N_("deleting runs failed: {cause}"), engine), engine.begin() as conn:
         conn.execute(_rows.delete().where(_rows.c.run_id.in_(ids)))
         deleted = conn.execute(_runs.delete().where(_runs.c.id.in_(ids))).rowcount
     _check_library_file(engine)  # as in save_run: the deletion is in the file at the path

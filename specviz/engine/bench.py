@@ -36,7 +36,7 @@ def load_prompts(path: str | Path = PROMPTS_FILE) -> list[str]:
     """
     path = Path(path)
     if not path.is_file():
-        raise Message("err.bench.no_file", path=str(path))
+        raise Message("prompts file {path!r} does not exist", path=str(path))
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl":
         prompts = [json.loads(line)["text"] for line in text.splitlines() if line.strip()]
@@ -44,7 +44,7 @@ def load_prompts(path: str | Path = PROMPTS_FILE) -> list[str]:
         prompts = [block.strip("\n") for block in text.split("\n---\n")]
     prompts = [p for p in prompts if p.strip()]
     if not prompts:
-        raise Message("err.bench.no_prompt", path=str(path))
+        raise Message("prompts file {path!r} holds no prompt", path=str(path))
     return prompts
 
 
@@ -439,19 +439,19 @@ def sweep(
     ks = [k if isinstance(k, (trees.Tree, str)) else int(theory.check_k(k)) for k in ks]
     temperatures = [float(t) for t in temperatures]
     if not ks:
-        raise Message("err.bench.no_cells")
+        raise Message("a sweep needs at least one draft length K or tree")
     given_p = None if tree_p is None else trees.check_p(tree_p)
     sizes = [trees.parse_shape(k, [0.5]).drafts if isinstance(k, str) else getattr(k, "drafts", k) for k in ks]
     if any(t < 0 for t in temperatures):
-        raise Message("err.bench.temperature", temperatures=temperatures)
+        raise Message("temperature must be >= 0; got {temperatures}", temperatures=temperatures)
     if repeats < 1:
-        raise Message("err.bench.repeats", repeats=repeats)
+        raise Message("repeats must be >= 1; got {repeats}", repeats=repeats)
     encoded = [torch.tensor(tokenizer.encode(p), dtype=torch.long) for p in prompts]
     for i, p in enumerate(encoded):  # every cell must fit before the first one runs
         try:
             decoding.check_inputs([target, draft], p, new_tokens, max(temperatures), max(sizes))
         except ValueError as exc:
-            raise Message("err.bench.in_prompt", i=i + 1, cause=exc) from None
+            raise Message("prompt {i}: {cause}", i=i + 1, cause=exc) from None
     warm_up(target, draft, encoded[0])
     base = {"batch_size": 1, **run_columns(target, "specviz bench", meta)}
     cells = [(k, t) for t in temperatures for k in ks]

@@ -56,8 +56,16 @@ __all__ = [
 #: Verification variants: the exact rule and three real implementation mistakes
 #: (chapter exercise 5), each with what it breaks.
 VARIANTS: dict[str, str] = {  # name -> what it does (an i18n.Phrase: English as a str, any language on a page)
-    name: Phrase(f"note.sampling.does.{name}")
-    for name in ("exact", "accept_first", "resample_p", "temperature_mismatch")
+    "exact": Phrase("The exact rule: accept with min(1, p/q), correct from the residual (p − q)⁺, bonus from p."),
+    "accept_first": Phrase(
+        "Accepts the first draft token unconditionally (a common 'speed trick'): the first emitted token of every round is a draw from q, not p, so the output leans towards q."
+    ),
+    "resample_p": Phrase(
+        "After a rejection, resamples from p instead of the residual (p − q)⁺: tokens the draft already covers get emitted twice over, so the output over-weights the overlap min(p, q)."
+    ),
+    "temperature_mismatch": Phrase(
+        "Samples drafts from q at one temperature but computes the ratio p/q with q at another: the acceptance test no longer matches the proposal, so the output is biased."
+    ),
 }
 
 _CHUNK = 1 << 16  # rounds per chunk in simulate_rounds: bounds memory at ~(chunk × V) floats
@@ -158,7 +166,7 @@ def verify(
         i.e. N = accepted + 1 tokens.
     """
     if variant not in VARIANTS:
-        raise Message("err.sampling.variant", allowed=list(VARIANTS), variant=variant)
+        raise Message("variant must be one of {allowed}; got {variant!r}", allowed=list(VARIANTS), variant=variant)
     if drafts.ndim != 2:
         raise ValueError(f"drafts must have shape (B, K); got {tuple(drafts.shape)}")
     batch_size, k = drafts.shape
@@ -267,11 +275,13 @@ def normalised(weights: torch.Tensor) -> torch.Tensor:
 
 def _as_distribution(x: torch.Tensor, name: str) -> torch.Tensor:
     if x.ndim != 1 or x.numel() == 0:
-        raise Message("err.sampling.not_1d", name=name, shape=tuple(x.shape))
+        raise Message(
+            "{name} must be a 1-D tensor of probabilities; got shape {shape}", name=name, shape=tuple(x.shape)
+        )
     if not torch.isfinite(x).all() or (x < 0).any():
-        raise Message("err.sampling.not_probabilities", name=name)
+        raise Message("{name} must hold finite, non-negative probabilities", name=name)
     if not x.max() > 0:
-        raise Message("err.sampling.all_zero_tensor", name=name)
+        raise Message("{name} must not be all zero", name=name)
     return normalised(x)
 
 
@@ -323,13 +333,13 @@ def simulate_rounds(
     """
     p, q = _as_distribution(p, "p"), _as_distribution(q, "q")
     if p.shape != q.shape:
-        raise Message("err.sampling.length_mismatch", p_len=p.numel(), q_len=q.numel())
+        raise Message("p and q must have the same length; got {p_len} and {q_len}", p_len=p.numel(), q_len=q.numel())
     if int(k) != k or k < 1:
-        raise Message("err.sampling.k", k=k)
+        raise Message("k must be an integer >= 1; got {k!r}", k=k)
     if int(rounds) != rounds or rounds < 1:
-        raise Message("err.sampling.rounds", rounds=rounds)
+        raise Message("rounds must be an integer >= 1; got {rounds!r}", rounds=rounds)
     if variant not in VARIANTS:
-        raise Message("err.sampling.variant", allowed=list(VARIANTS), variant=variant)
+        raise Message("variant must be one of {allowed}; got {variant!r}", allowed=list(VARIANTS), variant=variant)
     k, rounds = int(k), int(rounds)
     q_draw = tempered_probs(q, draft_temperature) if variant == "temperature_mismatch" else q
     p3, q3 = p.view(1, 1, -1), q.view(1, 1, -1)  # shared by every round: never copied
@@ -357,7 +367,7 @@ def simulate_rounds(
 
 def _check_size(v: int) -> int:
     if int(v) != v or v < 1:
-        raise Message("err.sampling.v", v=v)
+        raise Message("V (vocabulary size) must be an integer >= 1; got {v!r}", v=v)
     return int(v)
 
 
@@ -365,7 +375,7 @@ def zipf(v: int, s: float) -> torch.Tensor:
     r"""Zipf(s) over V tokens: p(i) ∝ 1 / i^s, i = 1..V (s ≥ 0; s = 0 is uniform)."""
     v = _check_size(v)
     if not (math.isfinite(s) and s >= 0):
-        raise Message("err.sampling.zipf_s", s=s)
+        raise Message("s (Zipf exponent) must be a finite number >= 0; got {s!r}", s=s)
     w = torch.arange(1, v + 1, dtype=torch.float64) ** -float(s)
     return w / w.sum()
 
@@ -374,7 +384,7 @@ def dirichlet(v: int, beta: float, seed: int) -> torch.Tensor:
     r"""A draw from Dirichlet(β, ..., β) over V tokens with its own seeded generator (β > 0)."""
     v = _check_size(v)
     if not (math.isfinite(beta) and beta > 0):
-        raise Message("err.sampling.dirichlet_beta", beta=beta)
+        raise Message("beta (Dirichlet concentration) must be a finite number > 0; got {beta!r}", beta=beta)
     # Normalised Gamma(β) draws; torch's gamma sampler takes no generator, numpy's does.
     x = np.random.default_rng(int(seed)).gamma(float(beta), size=v)
     if x.sum() <= 0:  # all underflowed (tiny β): put the mass on the largest draw
@@ -396,7 +406,7 @@ def tempered_probs(p: torch.Tensor, temperature: float) -> torch.Tensor:
 def tempered(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     r"""softmax(logits / τ): "draft = target at temperature τ" from one set of logits."""
     if not (math.isfinite(temperature) and temperature > 0):
-        raise Message("err.sampling.temperature", temperature=temperature)
+        raise Message("temperature must be a finite number > 0; got {temperature!r}", temperature=temperature)
     return torch.softmax(logits.to(torch.float64) / float(temperature), -1)
 
 
@@ -413,12 +423,18 @@ def parse_distribution(data: str | bytes, v: int, name: str = "distribution") ->
     v = _check_size(v)
     most = _BYTES_PER_WEIGHT * v + 1024  # room for a header and generous spacing, never megabytes
     if len(data) > most:
-        raise Message("err.sampling.too_long", name=name, size=f"{len(data):,}", most=f"{most:,}", v=v)
+        raise Message(
+            "{name}: {size} characters is more than a vector of V = {v} weights needs (at most {most})",
+            name=name,
+            size=f"{len(data):,}",
+            most=f"{most:,}",
+            v=v,
+        )
     if isinstance(data, bytes):
         try:
             data = data.decode("utf-8-sig")
         except UnicodeDecodeError:
-            raise Message("err.sampling.not_utf8", name=name) from None
+            raise Message("{name}: the file is not UTF-8 text", name=name) from None
     rows = [
         [c.strip() for cell in row for c in cell.split()] for row in csv.reader(io.StringIO(data.replace(";", ",")))
     ]
@@ -428,29 +444,38 @@ def parse_distribution(data: str | bytes, v: int, name: str = "distribution") ->
         rows = rows[1:]
     cells = [c for row in rows for c in row]
     if not cells:
-        raise Message("err.sampling.no_numbers", name=name, v=v)
+        raise Message("{name}: no numbers found; enter V = {v} comma-separated non-negative numbers", name=name, v=v)
     values = []
     for i, cell in enumerate(cells, 1):
         if not _is_number(cell):
-            raise Message("err.sampling.not_a_number", name=name, i=i, cell=cell)
+            raise Message("{name}: entry {i} is {cell!r}, not a number", name=name, i=i, cell=cell)
         values.append(float(cell))
     x = np.asarray(values)
     if np.isnan(x).any() or np.isinf(x).any():
         i = int(np.flatnonzero(~np.isfinite(x))[0]) + 1
-        raise Message("err.sampling.not_finite", name=name, i=i, value=values[i - 1])
+        raise Message(
+            "{name}: entry {i} is {value!r}; every entry must be a finite number >= 0",
+            name=name,
+            i=i,
+            value=values[i - 1],
+        )
     if (x < 0).any():
         i = int(np.flatnonzero(x < 0)[0]) + 1
-        raise Message("err.sampling.negative", name=name, i=i, value=values[i - 1])
+        raise Message("{name}: entry {i} is {value!r}; every entry must be >= 0", name=name, i=i, value=values[i - 1])
     if x.size != v:
-        raise Message("err.sampling.wrong_length", name=name, n=x.size, v=v)
+        raise Message("{name}: has {n} entries but V = {v}; enter exactly {v} numbers", name=name, n=x.size, v=v)
     if not x.max() > 0:
-        raise Message("err.sampling.all_zero", name=name)
+        raise Message("{name}: all entries are zero; at least one must be > 0", name=name)
     return normalised(torch.as_tensor(x, dtype=torch.float64))
 
 
 #: Distribution builders offered by the lab: key -> label.
 BUILDERS = {  # name -> what it builds (an i18n.Phrase)
-    name: Phrase(f"note.sampling.builder.{name}") for name in ("zipf", "dirichlet", "uniform", "tempered", "custom")
+    "zipf": Phrase("Zipf(s)"),
+    "dirichlet": Phrase("Dirichlet(β), seeded"),
+    "uniform": Phrase("uniform"),
+    "tempered": Phrase("target at temperature τ (same logits)"),
+    "custom": Phrase("my own vector"),
 }
 
 
@@ -479,11 +504,11 @@ def build(
         return uniform(v)
     if kind == "tempered":
         if base is None:
-            raise Message("err.sampling.tempered_needs_target", name=name)
+            raise Message("{name}: 'target at temperature τ' needs a target distribution", name=name)
         return tempered_probs(base, tau)
     if kind == "custom":
         return parse_distribution(text, v, name)
-    raise Message("err.sampling.builder", name=name, allowed=list(BUILDERS), kind=kind)
+    raise Message("{name} builder must be one of {allowed}; got {kind!r}", name=name, allowed=list(BUILDERS), kind=kind)
 
 
 def _is_number(s: str) -> bool:
@@ -573,9 +598,26 @@ class Verdict(NamedTuple):
 def emitted_verdict(gof: GofResult, variant: str, level: float = 1e-3) -> Verdict:
     """Plain-language reading of a χ² result for the lab page (its text an i18n.Phrase)."""
     if gof.impossible:
-        return Verdict(False, Phrase("note.sampling.verdict.impossible", n=gof.impossible, why=VARIANTS[variant]))
+        return Verdict(
+            False,
+            Phrase(
+                "biased: {n} emitted tokens have p = 0 — the target would never emit them. {why}",
+                n=gof.impossible,
+                why=VARIANTS[variant],
+            ),
+        )
     stats = {"level": f"{level:g}", "tv": f"{gof.tv:.4f}"}
     if gof.p_value >= level:
-        return Verdict(True, Phrase("note.sampling.verdict.ok", p_value=f"{gof.p_value:.3g}", **stats))
-    why = VARIANTS[variant] if variant != "exact" else Phrase("note.sampling.verdict.unexpected")
-    return Verdict(False, Phrase("note.sampling.verdict.biased", p_value=f"{gof.p_value:.2g}", why=why, **stats))
+        return Verdict(
+            True,
+            Phrase(
+                "consistent with p (χ² p-value {p_value} ≥ {level}; TV = {tv}).", p_value=f"{gof.p_value:.3g}", **stats
+            ),
+        )
+    why = VARIANTS[variant] if variant != "exact" else Phrase("Unexpected for the exact rule — check the inputs.")
+    return Verdict(
+        False,
+        Phrase(
+            "biased: χ² p-value {p_value} < {level}, TV = {tv}. {why}", p_value=f"{gof.p_value:.2g}", why=why, **stats
+        ),
+    )

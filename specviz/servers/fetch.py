@@ -59,7 +59,7 @@ import httpx
 
 from specviz.base import settings
 from specviz.base.hosting import is_hosted
-from specviz.base.i18n import Message, Phrase
+from specviz.base.i18n import N_, Message, Phrase
 
 __all__ = [
     "DEFAULT_PORTS",
@@ -79,7 +79,7 @@ __all__ = [
 
 ENV_HOSTS = "SPECVIZ_ENGINE_HOSTS"
 DEFAULT_PORTS: Mapping[str, int] = {"http": 80, "https": 443}  #: the schemes fetched, and their default ports
-FIELD = Phrase("note.engines.fetch.field")  #: how messages name the URL a person typed ("endpoint URL")
+FIELD = Phrase("endpoint URL")  #: how messages name the URL a person typed ("endpoint URL")
 _HOST_LABELS = re.compile(r"[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*")
 _NUMERIC_HOST = re.compile(r"[0-9a-fx.]+")  # what inet_aton may read as an IPv4 address (2130706433, 0x7f.1)
 _SNIPPET_CHARS = 300  #: characters of an error response's body quoted in the message
@@ -107,7 +107,7 @@ class FetchError(Message):
         self.status = status
 
     def __reduce__(self):  # pickling keeps the class and the status
-        return _fetch_error, (self.key, self.status, self.fields)
+        return _fetch_error, (self.msgid, self.status, self.fields)
 
 
 def _fetch_error(key: str, status: int | None, fields: dict) -> FetchError:
@@ -196,7 +196,9 @@ class Fetched:
         try:
             return json.loads(self.body)
         except (ValueError, RecursionError):  # RecursionError: [[[[…]]]] nested deeper than Python recurses
-            raise FetchError("err.engines.fetch.not_json", url=self.url, snippet=_snippet(self.text)) from None
+            raise FetchError(
+                "the answer from {url} is not JSON: {snippet!r}", url=self.url, snippet=_snippet(self.text)
+            ) from None
 
 
 def text_codec(charset: str | None) -> str:
@@ -262,16 +264,27 @@ def parse_host_entry(entry: str) -> tuple[str, int | None]:
     text = str(entry).strip()
     rule = {"var": ENV_HOSTS, "example": _EXAMPLE_HOSTS, "entry": entry}
     if not text or "://" in text or any(c in text for c in "/?#@ "):
-        raise Message("err.engines.fetch.host_entry", **rule)
+        raise Message(
+            "{var} entries are host or host:port, separated by commas (e.g. {example}); got {entry!r}", **rule
+        )
     try:  # a scheme of no default port: httpx keeps an explicit :80 (which an http:// URL would drop)
         url = httpx.URL(f"x-entry://{text}")
     except httpx.InvalidURL as exc:
-        raise Message("err.engines.fetch.host_entry_invalid", error=str(exc), **rule) from None
+        raise Message(
+            "{var} entries are host or host:port, separated by commas (e.g. {example}); got {entry!r} ({error})",
+            error=str(exc),
+            **rule,
+        ) from None
     host = _host_key(url)
     if not host or not _valid_host(host) or url.path not in ("", "/"):
-        raise Message("err.engines.fetch.host_entry", **rule)
+        raise Message(
+            "{var} entries are host or host:port, separated by commas (e.g. {example}); got {entry!r}", **rule
+        )
     if url.port is not None and not 1 <= url.port <= 65535:
-        raise Message("err.engines.fetch.host_entry_port", **rule)
+        raise Message(
+            "{var} entries are host or host:port, separated by commas (e.g. {example}); got {entry!r} (ports are 1..65535)",
+            **rule,
+        )
     return host, url.port
 
 
@@ -322,39 +335,64 @@ def check_url(url: str, policy: FetchPolicy, *, field: str = FIELD) -> str:
     """
     text = url.strip() if isinstance(url, str) else ""
     if not text:
-        raise FetchError("err.engines.fetch.url_empty", field=field)
+        raise FetchError("{field} is empty; write the server's URL, e.g. http://localhost:8000/metrics", field=field)
     if "://" not in text:
-        raise FetchError("err.engines.fetch.no_scheme", field=field, url=text)
+        raise FetchError(
+            "{field} {url!r} has no scheme; write it with http:// or https://, e.g. http://{url}", field=field, url=text
+        )
     try:
         parsed = httpx.URL(text)
     except httpx.InvalidURL as exc:
-        raise FetchError("err.engines.fetch.invalid_url", field=field, url=text, error=str(exc)) from None
+        raise FetchError(
+            "{field} {url!r} is not a valid URL ({error})", field=field, url=text, error=str(exc)
+        ) from None
 
     def refused(key: str, **fields) -> FetchError:  # "{field} {url!r} is refused: <why>"
         return FetchError(key, field=field, url=_shown(parsed), **fields)
 
     if parsed.scheme not in DEFAULT_PORTS:
-        raise refused("err.engines.fetch.scheme", scheme=parsed.scheme)
+        raise refused(
+            "{field} {url!r} is refused: only http and https URLs are fetched; got scheme {scheme!r}",
+            scheme=parsed.scheme,
+        )
     host = _host_key(parsed)
     if not host:
-        raise refused("err.engines.fetch.no_host")
+        raise refused("{field} {url!r} is refused: it names no host; write e.g. http://localhost:8000/metrics")
     if not _valid_host(host):
-        raise refused("err.engines.fetch.bad_host", host=host)
+        raise refused("{field} {url!r} is refused: {host!r} is not a valid host name", host=host)
     port = DEFAULT_PORTS[parsed.scheme] if parsed.port is None else parsed.port
     if not 1 <= port <= 65535:
-        raise refused("err.engines.fetch.port", port=port)
+        raise refused("{field} {url!r} is refused: port {port} is outside 1..65535", port=port)
     if policy.hosted and parsed.userinfo:
-        raise refused("err.engines.fetch.credentials")
+        raise refused(
+            "{field} {url!r} is refused: hosted mode fetches no URL with a user name or password (user:pass@host)"
+        )
     ip = _as_ip(host)
     if policy.allowed_hosts is not None:
         entries = [parse_host_entry(e) for e in policy.allowed_hosts]
         if not any(h == host and p in (None, port) for h, p in entries):
             if not entries:
-                raise refused("err.engines.fetch.allowlist_empty", var=ENV_HOSTS, example=_EXAMPLE_HOSTS)
+                raise refused(
+                    "{field} {url!r} is refused: no engine host may be fetched: the allow-list {var} is empty. The operator sets it to the comma-separated host or host:port entries this server may fetch, e.g. {var}={example}",
+                    var=ENV_HOSTS,
+                    example=_EXAMPLE_HOSTS,
+                )
             listed = {"var": ENV_HOSTS, "allowed": ", ".join(policy.allowed_hosts)}
             if ip is None:
-                raise refused("err.engines.fetch.host_not_allowed", where=f"{host}:{port}", **listed)
-            key = "err.engines.fetch.ip_not_allowed_hosted" if policy.hosted else "err.engines.fetch.ip_not_allowed"
+                raise refused(
+                    "{field} {url!r} is refused: host {where} is not on the allow-list of engine hosts ({var}: {allowed})",
+                    where=f"{host}:{port}",
+                    **listed,
+                )
+            key = (
+                N_(
+                    "{field} {url!r} is refused: the literal IP address {where} is not on the allow-list of engine hosts ({var}: {allowed}); hosted mode fetches an IP address only when the list holds it"
+                )
+                if policy.hosted
+                else N_(
+                    "{field} {url!r} is refused: the literal IP address {where} is not on the allow-list of engine hosts ({var}: {allowed})"
+                )
+            )
             raise refused(key, where=format_host_entry(host, port), **listed)
     normal = parsed.copy_with(fragment=None)
     if ip is not None:
@@ -509,20 +547,33 @@ def _connect_error(exc: BaseException, shown: str, where: str, host: str) -> Fet
     chain = list(_causes(exc))
     text = " ".join(str(e) for e in chain).lower()
     if any(isinstance(e, ConnectionRefusedError) for e in chain) or "connection refused" in text:
-        return FetchError("err.engines.fetch.connection_refused", url=shown, where=where)
+        return FetchError(
+            "cannot fetch {url}: connection refused: nothing is listening at {where}", url=shown, where=where
+        )
     gai = next((e for e in chain if isinstance(e, socket.gaierror)), None)
     dns_words = ("name or service not known", "nodename nor servname", "getaddrinfo", "name resolution")
     if gai is not None or any(w in text for w in dns_words):
         detail = gai.strerror if gai is not None and gai.strerror else _snippet(str(exc), 120)
-        return FetchError("err.engines.fetch.dns", url=shown, host=host, detail=detail)
+        return FetchError(
+            "cannot fetch {url}: the host name {host!r} does not resolve (DNS lookup failed: {detail})",
+            url=shown,
+            host=host,
+            detail=detail,
+        )
     tls = next((e for e in chain if isinstance(e, ssl.SSLError)), None)
     if tls is not None or "ssl" in text or "certificate" in text:
         detail = (getattr(tls, "reason", None) or str(tls)) if tls is not None else _snippet(str(exc), 160)
-        key = "err.engines.fetch.tls_plain" if "wrong_version_number" in text else "err.engines.fetch.tls"
+        key = (
+            N_(
+                "cannot fetch {url}: TLS error talking to {where}: {detail} (does the server speak plain http? then write http://)"
+            )
+            if "wrong_version_number" in text
+            else N_("cannot fetch {url}: TLS error talking to {where}: {detail}")
+        )
         return FetchError(key, url=shown, where=where, detail=detail)
     os_error = next((e for e in chain if isinstance(e, OSError) and e.strerror), None)
     detail = os_error.strerror if os_error is not None else _snippet(str(exc), 160)
-    return FetchError("err.engines.fetch.connect", url=shown, where=where, detail=detail)
+    return FetchError("cannot fetch {url}: cannot connect to {where}: {detail}", url=shown, where=where, detail=detail)
 
 
 def _explain(exc: Exception, url: httpx.URL, policy: FetchPolicy) -> FetchError:
@@ -533,23 +584,57 @@ def _explain(exc: Exception, url: httpx.URL, policy: FetchPolicy) -> FetchError:
     c, r = policy.connect_timeout_s, policy.read_timeout_s
     shown = _shown(url)
     if isinstance(exc, httpx.ConnectTimeout):
-        return FetchError("err.engines.fetch.connect_timeout", url=shown, where=where, s=c)
+        return FetchError(
+            "cannot fetch {url}: no connection to {where} within {s:g} s (connect timeout): is the host up and its port open?",
+            url=shown,
+            where=where,
+            s=c,
+        )
     if isinstance(exc, httpx.ReadTimeout):
-        return FetchError("err.engines.fetch.read_timeout", url=shown, where=where, s=r)
+        return FetchError(
+            "cannot fetch {url}: {where} accepted the connection but sent nothing for {s:g} s (read timeout)",
+            url=shown,
+            where=where,
+            s=r,
+        )
     if isinstance(exc, httpx.WriteTimeout):
-        return FetchError("err.engines.fetch.write_timeout", url=shown, where=where, s=r)
+        return FetchError(
+            "cannot fetch {url}: {where} took the request no further for {s:g} s (write timeout)",
+            url=shown,
+            where=where,
+            s=r,
+        )
     if isinstance(exc, httpx.PoolTimeout):
-        return FetchError("err.engines.fetch.pool_timeout", url=shown, where=where, s=c)
+        return FetchError(
+            "cannot fetch {url}: no free connection to {where} within {s:g} s (too many requests at once for the client's pool)",
+            url=shown,
+            where=where,
+            s=c,
+        )
     if isinstance(exc, httpx.ConnectError):
         return _connect_error(exc, shown, where, host)
     if isinstance(exc, httpx.RemoteProtocolError):
-        return FetchError("err.engines.fetch.protocol", url=shown, where=where, detail=_snippet(str(exc), 160))
+        return FetchError(
+            "cannot fetch {url}: {where} broke off the HTTP exchange ({detail}): is it an HTTP server?",
+            url=shown,
+            where=where,
+            detail=_snippet(str(exc), 160),
+        )
     if isinstance(exc, httpx.NetworkError):
         detail = _snippet(str(exc), 160) or type(exc).__name__
-        return FetchError("err.engines.fetch.network", url=shown, where=where, detail=detail)
+        return FetchError(
+            "cannot fetch {url}: the connection to {where} failed ({detail})", url=shown, where=where, detail=detail
+        )
     if isinstance(exc, httpx.DecodingError):
-        return FetchError("err.engines.fetch.decoding", url=shown, where=where, detail=_snippet(str(exc), 160))
-    return FetchError("err.engines.fetch.other", url=shown, error=type(exc).__name__, detail=_snippet(str(exc), 160))
+        return FetchError(
+            "cannot fetch {url}: the answer of {where} could not be decoded ({detail})",
+            url=shown,
+            where=where,
+            detail=_snippet(str(exc), 160),
+        )
+    return FetchError(
+        "cannot fetch {url}: {error}: {detail}", url=shown, error=type(exc).__name__, detail=_snippet(str(exc), 160)
+    )
 
 
 def _encodings(response: httpx.Response) -> list[str]:
@@ -560,9 +645,19 @@ def _encodings(response: httpx.Response) -> list[str]:
     unknown = [e for e in layers if e not in _WBITS]
     shown = ", ".join(listed)
     if unknown:
-        raise FetchError("err.engines.fetch.encoding", url=_shown(response.url), encoding=shown, read=ACCEPT_ENCODING)
+        raise FetchError(
+            "cannot fetch {url}: the answer is in Content-Encoding {encoding!r}; only {read} are read",
+            url=_shown(response.url),
+            encoding=shown,
+            read=ACCEPT_ENCODING,
+        )
     if len(layers) > _MAX_ENCODINGS:
-        raise FetchError("err.engines.fetch.encodings", url=_shown(response.url), encoding=shown, most=_MAX_ENCODINGS)
+        raise FetchError(
+            "cannot fetch {url}: the answer is in Content-Encoding {encoding!r}; at most {most} layers are read",
+            url=_shown(response.url),
+            encoding=shown,
+            most=_MAX_ENCODINGS,
+        )
     return layers[::-1]
 
 
@@ -612,7 +707,11 @@ def _read_body(response: httpx.Response, policy: FetchPolicy, budget: _Budget) -
     limit = policy.max_bytes
 
     def too_large() -> FetchError:
-        return FetchError("err.engines.fetch.too_large", url=_shown(response.url), limit=limit)
+        return FetchError(
+            "cannot fetch {url}: the response is larger than {limit} bytes (the limit); is this the right endpoint?",
+            url=_shown(response.url),
+            limit=limit,
+        )
 
     if response.is_stream_consumed:  # an answer made in memory (a MockTransport's): httpx has decoded it
         layers, stream = [], iter([response.content])
@@ -643,10 +742,14 @@ def _redirect_target(response: httpx.Response, request: httpx.Request, policy: F
     """The next request of a redirect ``response``, after checking its target; FetchError naming it when refused."""
     nxt = response.next_request
     if nxt is None:  # pragma: no cover - httpx sets it for every redirect it does not follow
-        raise FetchError("err.engines.fetch.redirect_no_target", url=_shown(request.url), code=response.status_code)
-    hop = Phrase("note.engines.fetch.redirect_field", url=_shown(request.url))  # "redirect from 'URL' to"
+        raise FetchError(
+            "cannot fetch {url}: a redirect ({code}) without a target",
+            url=_shown(request.url),
+            code=response.status_code,
+        )
+    hop = Phrase("redirect from {url!r} to", url=_shown(request.url))  # "redirect from 'URL' to"
     if request.url.scheme == "https" and nxt.url.scheme == "http":
-        raise FetchError("err.engines.fetch.https_to_http", field=hop, url=_shown(nxt.url))
+        raise FetchError("{field} {url!r} is refused: it leaves https for plain http", field=hop, url=_shown(nxt.url))
     check_url(str(nxt.url), policy, field=hop)  # an IP in another spelling resolves to the address checked
     return nxt
 
@@ -698,7 +801,12 @@ def fetch(
     def failed(exc: Exception, at: httpx.URL) -> FetchError:
         if budget.expired and isinstance(exc, httpx.TimeoutException):
             where = format_host_entry(_host_key(at), at.port or DEFAULT_PORTS.get(at.scheme, 0))
-            return FetchError("err.engines.fetch.total_timeout", url=_shown(at), where=where, s=policy.total_s)
+            return FetchError(
+                "cannot fetch {url}: {where} did not finish its answer within {s:g} s (the total time one fetch may take): it answers too slowly, or without end",
+                url=_shown(at),
+                where=where,
+                s=policy.total_s,
+            )
         return _explain(exc, at, policy)
 
     try:
@@ -726,7 +834,9 @@ def fetch(
             if response.status_code >= 400:
                 said = _snippet(_decode(body, encoding))
                 raise FetchError(
-                    "err.engines.fetch.http_status_said" if said else "err.engines.fetch.http_status",
+                    N_("cannot fetch {url}: the server answered HTTP {code} {reason}: {said}")
+                    if said
+                    else N_("cannot fetch {url}: the server answered HTTP {code} {reason}"),
                     status=response.status_code,
                     url=_shown(request.url),
                     code=response.status_code,
@@ -744,7 +854,10 @@ def fetch(
                 encoding=encoding,
             )
         raise FetchError(
-            "err.engines.fetch.redirects", url=_shown(start_url), limit=policy.max_redirects, last=_shown(request.url)
+            "cannot fetch {url}: more than {limit} redirects (the limit); the last went to {last}",
+            url=_shown(start_url),
+            limit=policy.max_redirects,
+            last=_shown(request.url),
         )
     finally:
         _BUDGET.reset(token)

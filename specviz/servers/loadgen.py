@@ -35,7 +35,7 @@ import httpx
 import numpy as np
 import pandas as pd
 
-from specviz.base.i18n import Message, Phrase
+from specviz.base.i18n import C_, N_, Message, Phrase
 from specviz.servers.fetch import FetchPolicy, check_url, fetch, make_client
 
 __all__ = [
@@ -120,7 +120,7 @@ class LoadSpec:
 
     def __post_init__(self) -> None:
         if isinstance(self.prompts, str) or not isinstance(self.prompts, Sequence):
-            raise Message("err.engines.loadgen.prompts_type", prompts=self.prompts)
+            raise Message("prompts must be a list of strings; got {prompts!r:.80}", prompts=self.prompts)
         object.__setattr__(self, "prompts", tuple(self.prompts))
         if isinstance(self.model, str):
             object.__setattr__(self, "model", self.model.strip() or None)
@@ -129,23 +129,29 @@ class LoadSpec:
     def check(self) -> None:
         """ValueError naming the first field out of its range (:data:`LIMITS`)."""
         if not isinstance(self.base_url, str) or not self.base_url.strip():
-            raise Message("err.engines.loadgen.base_url", url=self.base_url)
+            raise Message(
+                "base_url must be the server's URL, e.g. http://localhost:8000; got {url!r}", url=self.base_url
+            )
         if not self.prompts:
-            raise Message("err.engines.loadgen.no_prompts")
+            raise Message("prompts must hold at least one prompt; got none")
         for i, p in enumerate(self.prompts):
             if not isinstance(p, str) or not p.strip():
-                raise Message("err.engines.loadgen.prompt", i=i, prompt=p)
+                raise Message("prompts[{i}] must be a non-empty string; got {prompt!r:.80}", i=i, prompt=p)
         if self.model is not None and not isinstance(self.model, str):
-            raise Message("err.engines.loadgen.model", model=self.model)
+            raise Message("model must be a model name or None; got {model!r}", model=self.model)
         for name, (lo, hi) in LIMITS.items():
             value = getattr(self, name)
             number = _is_int(value) or (name == "max_seconds" and isinstance(value, float) and math.isfinite(value))
             if not number or not lo <= value <= hi:
-                key = "err.engines.loadgen.seconds_range" if name == "max_seconds" else "err.engines.loadgen.int_range"
+                key = (
+                    N_("{name} must be a number of seconds in {lo}..{hi}; got {value!r}")
+                    if name == "max_seconds"
+                    else N_("{name} must be an integer in {lo}..{hi}; got {value!r}")
+                )
                 raise Message(key, name=name, lo=lo, hi=hi, value=value)
         t, (lo, hi) = self.temperature, TEMPERATURE_RANGE
         if isinstance(t, bool) or not isinstance(t, int | float) or not lo <= t <= hi:
-            raise Message("err.engines.loadgen.temperature", lo=lo, hi=hi, t=t)
+            raise Message("temperature must be a number in {lo:g}..{hi:g}; got {t!r}", lo=lo, hi=hi, t=t)
 
 
 @dataclass(frozen=True)
@@ -205,17 +211,23 @@ class LoadResult:
         A :class:`~specviz.base.i18n.Phrase`: English as a str, any language on a page (``ui.message``).
         """
         why = {
-            "requests": Phrase("note.engines.loadgen.by_requests"),
-            "time": Phrase("note.engines.loadgen.by_time"),
-            "stop": Phrase("note.engines.loadgen.by_stop"),
+            "requests": Phrase("the request limit"),
+            "time": Phrase("the time limit"),
+            "stop": Phrase(C_("note.engines.loadgen.by_stop", "Stop")),
         }[self.stopped_by]
         if self.done == 0:
-            return Phrase("note.engines.loadgen.none_sent", why=why)
+            return Phrase("no request was sent (stopped by {why})", why=why)
         if self.all_failed:
             first = self.errors[0][0] if self.errors else "?"
-            return Phrase("note.engines.loadgen.all_failed", done=self.done, first=first)
+            return Phrase("all {done} requests failed; first error: {first}", done=self.done, first=first)
         return Phrase(
-            "note.engines.loadgen.summary_failed" if self.failed else "note.engines.loadgen.summary",
+            N_(
+                "{done} requests ({failed} failed) in {wall_s:.1f} s: {tokens} completion tokens, {tokens_per_s:.1f} tokens/s, latency p50 {p50:.2f} s, p95 {p95:.2f} s; stopped by {why}"
+            )
+            if self.failed
+            else N_(
+                "{done} requests in {wall_s:.1f} s: {tokens} completion tokens, {tokens_per_s:.1f} tokens/s, latency p50 {p50:.2f} s, p95 {p95:.2f} s; stopped by {why}"
+            ),
             done=self.done,
             failed=self.failed,
             wall_s=self.wall_s,
@@ -268,9 +280,9 @@ def completion_counts(body: Any) -> tuple[int | None, int | None, int | None]:
     ValueError when ``body`` is no JSON object or carries an ``error``.
     """
     if not isinstance(body, dict):
-        raise Message("err.engines.loadgen.not_completion", body=f"{body!s:.120}")
+        raise Message("the answer is not a completions response: {body}", body=f"{body!s:.120}")
     if body.get("error") is not None and "choices" not in body:
-        raise Message("err.engines.loadgen.server_error", error=f"{body['error']!s:.200}")
+        raise Message("the server answered an error: {error}", error=f"{body['error']!s:.200}")
     usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
     timings = body.get("timings") if isinstance(body.get("timings"), dict) else {}
     tokens = _count(usage.get("completion_tokens"))
@@ -354,7 +366,7 @@ def _said(exc: Exception) -> str:
     """A failed request's message: a :class:`Message` as the :class:`Phrase` of its key and fields (English
     as a str, any language on a page), any other error as its str (its type's name when that is empty)."""
     if isinstance(exc, Message):
-        return Phrase(exc.key, **exc.fields)
+        return Phrase(exc.msgid, **exc.fields)
     return str(exc) or type(exc).__name__
 
 
@@ -488,8 +500,18 @@ def measured_speedup(with_spec: LoadResult, without: LoadResult) -> float:
     Raises ValueError naming the run that produced no completion tokens (its :meth:`~LoadResult.summary`).
     """
     for key, run in (
-        ("err.engines.loadgen.no_tokens_with", with_spec),
-        ("err.engines.loadgen.no_tokens_without", without),
+        (
+            N_(
+                "the run with speculative decoding has no completion tokens ({summary}); the speedup (tokens/s with ÷ tokens/s without) needs tokens in both runs"
+            ),
+            with_spec,
+        ),
+        (
+            N_(
+                "the run without speculative decoding has no completion tokens ({summary}); the speedup (tokens/s with ÷ tokens/s without) needs tokens in both runs"
+            ),
+            without,
+        ),
     ):
         if run.tokens <= 0 or not run.tokens_per_s > 0:
             raise Message(key, summary=run.summary())

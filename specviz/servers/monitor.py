@@ -69,18 +69,28 @@ def parse_endpoints(text: str, policy: FetchPolicy) -> list[Endpoint]:
             continue
         parts = line.split()
         if len(parts) > 2:
-            raise Message("err.engines.monitor.fields", n=n, line=line, count=len(parts))
+            raise Message(
+                "endpoints, line {n}: {line!r} has {count} fields; write 'URL' or 'URL engine'",
+                n=n,
+                line=line,
+                count=len(parts),
+            )
         kind = parts[1].lower() if len(parts) == 2 else "auto"
         if kind not in KINDS:
-            raise Message("err.engines.monitor.engine", n=n, engine=parts[1], allowed=", ".join(KINDS))
-        field = Phrase("note.engines.monitor.line_field", n=n)  # "endpoints, line N: URL"
+            raise Message(
+                "endpoints, line {n}: engine {engine!r} is not one of {allowed}",
+                n=n,
+                engine=parts[1],
+                allowed=", ".join(KINDS),
+            )
+        field = Phrase("endpoints, line {n}: URL", n=n)  # "endpoints, line N: URL"
         try:
             url = check_url(metrics_url(parts[0]), policy, field=field)
         except FetchError as exc:
-            raise Message(exc.key, **exc.fields) from None
+            raise Message(exc.msgid, **exc.fields) from None
         endpoints.setdefault(url, Endpoint(url, kind))
         if len(endpoints) > MAX_ENDPOINTS:
-            raise Message("err.engines.monitor.too_many", max=MAX_ENDPOINTS)
+            raise Message("endpoints: more than {max}; monitor at most {max} at once", max=MAX_ENDPOINTS)
     return list(endpoints.values())
 
 
@@ -114,7 +124,7 @@ def poll(endpoint: Endpoint, policy: FetchPolicy, k: int | None, client=None, no
 def _said(exc: Exception) -> str:
     """An error as a note kept for later: a :class:`Message` as the :class:`Phrase` of its key and fields
     (English as a str, any language on a page), any other error as its str."""
-    return Phrase(exc.key, **exc.fields) if isinstance(exc, Message) else str(exc)
+    return Phrase(exc.msgid, **exc.fields) if isinstance(exc, Message) else str(exc)
 
 
 def poll_all(endpoints: list[Endpoint], policy: FetchPolicy, k: int | None, client=None) -> list[Poll]:
@@ -136,7 +146,7 @@ class History:
     def add(self, polls: list[Poll]) -> None:
         for p in polls:
             if p.reading is None:
-                self.errors[p.endpoint.url] = p.error or Phrase("note.engines.monitor.no_reading")
+                self.errors[p.endpoint.url] = p.error or Phrase("no reading")
                 continue
             self.errors.pop(p.endpoint.url, None)
             self.readings.setdefault(p.endpoint.url, deque(maxlen=self.size)).append(p.reading)
@@ -231,7 +241,12 @@ def design_point(w: Window, k: int, c: float, *, label: str, k_max: int = 16) ->
     frame, _ = load_records([record], name=label)
     alpha = float(frame["alpha_used"].iloc[0])
     if not np.isfinite(alpha):
-        raise Message("err.engines.monitor.no_alpha", label=label, mean=record.get("mean_accepted_tokens"), k=k)
+        raise Message(
+            "{label}: no α from this window (E[N] {mean}, K = {k})",
+            label=label,
+            mean=record.get("mean_accepted_tokens"),
+            k=k,
+        )
     best = theory.optimal_k(alpha, c, k_max=k_max)
     return DesignPoint(
         frame=frame,

@@ -50,7 +50,7 @@ class TelemetryError(Message):
     """
 
     def __reduce__(self):  # pickling keeps the class
-        return _telemetry_error, (self.key, self.fields)
+        return _telemetry_error, (self.msgid, self.fields)
 
 
 def _telemetry_error(key: str, fields: dict) -> TelemetryError:
@@ -94,12 +94,19 @@ def _check_size(text: str) -> None:
     samples = 0
     for n, line in enumerate(text.splitlines(), start=1):
         if len(line) > MAX_LINE:
-            raise TelemetryError("err.engines.readers.line_too_long", n=n, chars=len(line), max=MAX_LINE)
+            raise TelemetryError(
+                "line {n} of the body is {chars} characters long; at most {max} are read: is this the right endpoint?",
+                n=n,
+                chars=len(line),
+                max=MAX_LINE,
+            )
         stripped = line.lstrip()
         if stripped and not stripped.startswith("#"):
             samples += 1
     if samples > MAX_SERIES:
-        raise TelemetryError("err.engines.readers.too_many_series", n=samples, max=MAX_SERIES)
+        raise TelemetryError(
+            "the body holds {n} samples; at most {max} are read: is this the right endpoint?", n=samples, max=MAX_SERIES
+        )
 
 
 def prometheus_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
@@ -111,7 +118,7 @@ def prometheus_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
     head = text.lstrip()[:1]
     if head in ("{", "[", "<"):
         kind = {"{": "JSON", "[": "JSON", "<": "HTML"}[head]
-        raise TelemetryError("err.engines.readers.body_kind", kind=kind)
+        raise TelemetryError("the body is {kind}, not Prometheus text (# HELP / name{{labels}} value lines)", kind=kind)
     _check_size(text)
     try:
         return [
@@ -121,13 +128,17 @@ def prometheus_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
         ]
     except (ValueError, TypeError, IndexError) as exc:
         first = next((ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")), "")
-        raise TelemetryError("err.engines.readers.not_prometheus", error=_cut(exc), line=first[:80]) from None
+        raise TelemetryError(
+            "not Prometheus text ({error}); first sample line: {line!r}", error=_cut(exc), line=first[:80]
+        ) from None
 
 
 def _counter(name: str, labels: dict[str, str], value: float) -> float:
     """``value`` of the counter ``name{labels}``; TelemetryError naming the series unless a finite number ≥ 0."""
     if not (math.isfinite(value) and value >= 0):
-        raise TelemetryError("err.engines.readers.bad_counter", series=_series(name, labels), value=f"{value:g}")
+        raise TelemetryError(
+            "{series} is {value}; a counter is a finite number ≥ 0", series=_series(name, labels), value=f"{value:g}"
+        )
     return value
 
 
@@ -152,7 +163,10 @@ def _prometheus_counters(
             continue
         series = (name, tuple(sorted(labels.items())))
         if series in seen:  # summed twice it would double the counts
-            raise TelemetryError("err.engines.readers.duplicate", series=_series(name, labels))
+            raise TelemetryError(
+                "the series {series} appears more than once in the body; each series may appear once",
+                series=_series(name, labels),
+            )
         seen.add(series)
         value = _counter(name, labels, value)
         key = group(labels)
@@ -162,10 +176,15 @@ def _prometheus_counters(
         else:
             pos = labels.get("position", labels.get("pos"))
             if pos is None or not _DIGITS.fullmatch(pos):
-                raise TelemetryError("err.engines.readers.no_position", name=name, labels=_cut(labels))
+                raise TelemetryError(
+                    "{name}: a sample without a numeric position label ({labels})", name=name, labels=_cut(labels)
+                )
             if len(pos) > 9 or int(pos) >= MAX_POSITION:
                 raise TelemetryError(
-                    "err.engines.readers.position", series=_series(name, labels), pos=_cut(pos, 20), max=MAX_POSITION
+                    "{series}: position {pos} is beyond the {max} positions read",
+                    series=_series(name, labels),
+                    pos=_cut(pos, 20),
+                    max=MAX_POSITION,
                 )
             per_pos[key][int(pos)] = per_pos[key].get(int(pos), 0.0) + value
     out = {}
@@ -190,16 +209,28 @@ def _prometheus_counters(
 def _no_spec(engine: str, samples) -> TelemetryError:
     names = {n for n, _, _ in samples}
     if not names:
-        return TelemetryError("err.engines.readers.no_samples", engine=ENGINES[engine])
+        return TelemetryError("{engine} /metrics: the body has no samples", engine=ENGINES[engine])
     prefix = {"vllm": "vllm:", "llamacpp": "llamacpp:", "sglang": "sglang:", "trtllm": "trtllm_"}[engine]
     own = sum(n.startswith(prefix) for n in names)
     if own:
-        return TelemetryError("err.engines.readers.spec_off", engine=ENGINES[engine], own=own, prefix=prefix)
+        return TelemetryError(
+            "{engine} /metrics: no speculative-decoding series among its {own} {prefix} metrics: speculation is off on this server",
+            engine=ENGINES[engine],
+            own=own,
+            prefix=prefix,
+        )
     try:
         other = ENGINES[detect_engine_from_names(names)]
     except TelemetryError:
-        return TelemetryError("err.engines.readers.unknown_engine", engine=ENGINES[engine])
-    return TelemetryError("err.engines.readers.other_engine", engine=ENGINES[engine], other=other)
+        return TelemetryError(
+            "{engine} /metrics: these are not {engine} metrics (they look like no engine specviz knows's)",
+            engine=ENGINES[engine],
+        )
+    return TelemetryError(
+        "{engine} /metrics: these are not {engine} metrics (they look like {other}'s)",
+        engine=ENGINES[engine],
+        other=other,
+    )
 
 
 def vllm_engines(text: str) -> list[str]:
@@ -222,7 +253,11 @@ def read_vllm(text: str, *, engine_index: str | None = None, now: float | None =
         raise _no_spec("vllm", samples)
     if engine_index is not None:
         if engine_index not in groups:
-            raise TelemetryError("err.engines.readers.engine_index", index=engine_index, engines=sorted(groups))
+            raise TelemetryError(
+                "vLLM /metrics: engine {index!r} not found; engines: {engines}",
+                index=engine_index,
+                engines=sorted(groups),
+            )
         return groups[engine_index]
     return combine(list(groups.values())) if len(groups) > 1 else next(iter(groups.values()))
 
@@ -247,13 +282,13 @@ def read_llamacpp_timings(body: dict | str, *, k: int | None = None, now: float 
     number of rounds is not given, so E[N] needs K (rounds = draft_n / K with a fixed K).
     ``predicted_n`` / ``predicted_ms`` give the request's generation throughput.
     """
-    data = _json(body, Phrase("note.engines.readers.llamacpp_completion"))
+    data = _json(body, Phrase("llama.cpp completion"))
     timings = data.get("timings") if isinstance(data, dict) else None
     if not isinstance(timings, dict):
-        raise TelemetryError("err.engines.readers.no_timings")
+        raise TelemetryError("llama.cpp completion: no 'timings' object in the response")
     if "draft_n" not in timings:
-        raise TelemetryError("err.engines.readers.no_draft_n")
-    what = Phrase("note.engines.readers.llamacpp_completion")
+        raise TelemetryError("llama.cpp completion: 'timings' has no draft_n (the server runs without a draft)")
+    what = Phrase("llama.cpp completion")
 
     def count(name: str, default=None) -> float | None:
         value = timings.get(name, default)
@@ -318,7 +353,7 @@ def read_sglang_server_info(body: dict | str, *, now: float | None = None) -> Te
     state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
     length = state.get("avg_spec_accept_length")
     if length is None:
-        raise TelemetryError("err.engines.readers.sglang_no_length")
+        raise TelemetryError("SGLang /server_info: no internal_states[0].avg_spec_accept_length (speculation off?)")
     return Telemetry(
         engine="sglang",
         model=_model(data.get("served_model_name", data.get("model_path", ""))),
@@ -373,8 +408,10 @@ def read_trtllm(text: str, *, k: int | None = None, now: float | None = None) ->
         )
     if not readings:
         if not any(isinstance(it, dict) and "iter" in it for it in stats):
-            raise TelemetryError("err.engines.readers.trtllm_not_stats")
-        raise TelemetryError("err.engines.readers.trtllm_no_spec")
+            raise TelemetryError("TensorRT-LLM /metrics: the JSON is not a list of iteration stats")
+        raise TelemetryError(
+            "TensorRT-LLM /metrics: no iteration with specDecodingStats.numDraftTokens > 0 since the last call (speculation off, idle, or enable_iter_perf_stats not set)"
+        )
     return combine(readings)
 
 
@@ -391,7 +428,10 @@ def _json(body: dict | list | str, what: str):
         return json.loads(body)
     except (ValueError, TypeError, RecursionError) as exc:
         raise TelemetryError(
-            "err.engines.readers.not_json", what=what, error_type=exc.__class__.__name__, error=_cut(exc)
+            "{what}: the body is not JSON ({error_type}: {error})",
+            what=what,
+            error_type=exc.__class__.__name__,
+            error=_cut(exc),
         ) from None
 
 
@@ -405,7 +445,12 @@ def _number(value: object, what: str, field: str) -> float:
     except (TypeError, ValueError, OverflowError):
         number = math.nan
     if not (math.isfinite(number) and number >= 0):
-        raise TelemetryError("err.engines.readers.bad_number", what=what, field=field, value=_cut(repr(value), 60))
+        raise TelemetryError(
+            "{what}: {field} is {value}; a count is a finite number ≥ 0",
+            what=what,
+            field=field,
+            value=_cut(repr(value), 60),
+        )
     return number
 
 
@@ -428,7 +473,7 @@ def detect_engine(text: str) -> str:
         items = data if isinstance(data, list) else [data]
         if any(isinstance(it, dict) and ("specDecodingStats" in it or "iterLatencyMS" in it) for it in items):
             return "trtllm"
-        raise TelemetryError("err.engines.readers.json_not_trtllm")
+        raise TelemetryError("/metrics: JSON, but not TensorRT-LLM iteration stats")
     return detect_engine_from_names({n for n, _, _ in prometheus_samples(text)})
 
 
@@ -439,14 +484,18 @@ def detect_engine_from_names(names: set[str]) -> str:
             return engine
     sample = ", ".join(sorted(names)[:3])
     if not sample:
-        raise TelemetryError("err.engines.readers.unknown_metrics_empty")
-    raise TelemetryError("err.engines.readers.unknown_metrics", sample=sample)
+        raise TelemetryError("/metrics: not vLLM, llama.cpp, SGLang or TensorRT-LLM metrics (it has no samples)")
+    raise TelemetryError(
+        "/metrics: not vLLM, llama.cpp, SGLang or TensorRT-LLM metrics (it has {sample})", sample=sample
+    )
 
 
 def read_metrics(text: str, engine: str = "auto", *, k: int | None = None, now: float | None = None) -> Telemetry:
     """Any engine's /metrics body → Telemetry (``engine="auto"`` detects it); K fills in where the engine is silent."""
     kind = detect_engine(text) if engine == "auto" else engine
     if kind not in READERS:
-        raise TelemetryError("err.engines.readers.engine_choice", engine=engine, allowed=", ".join(["auto", *READERS]))
+        raise TelemetryError(
+            "engine {engine!r} is not one of {allowed}", engine=engine, allowed=", ".join(["auto", *READERS])
+        )
     t = READERS[kind](text, k=k, now=now) if kind == "trtllm" else READERS[kind](text, now=now)
     return t if t.k or not k else _with(t, k=k)

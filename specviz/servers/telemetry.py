@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from specviz.base.i18n import Message, Phrase
+from specviz.base.i18n import Message, Phrase, plural
 from specviz.core import theory
 
 ENGINES = {  # kind -> name shown to people
@@ -191,11 +191,18 @@ def window(before: Telemetry | None, after: Telemetry) -> Window:
     if len(a_pos) >= len(b_pos):
         b_pos = tuple(b_pos) + (0.0,) * (len(a_pos) - len(b_pos))
         if any(a < b for a, b in zip(a_pos, b_pos, strict=True)):
-            fell.append(Phrase("note.engines.telemetry.fell_per_position"))
+            fell.append(Phrase("accepted per position"))
     else:
-        fell.append(Phrase("note.engines.telemetry.fell_series", before=len(b_pos), after=len(a_pos)))
+        fell.append(Phrase("per-position series {before} → {after}", before=len(b_pos), after=len(a_pos)))
     if fell:
-        return _as_window(after, None, Phrase("note.engines.telemetry.restarted", counters=_listed(fell)))
+        return _as_window(
+            after,
+            None,
+            Phrase(
+                "counters went down ({counters}): the server restarted; the window counts from the restart",
+                counters=_listed(fell),
+            ),
+        )
     per_pos = tuple(a - b for a, b in zip(a_pos, b_pos, strict=True))
     w = _as_window(after, before.end, None)
     return replace(w, accepted_per_position=per_pos, **deltas)
@@ -205,7 +212,7 @@ def _listed(items: list[str]) -> str:
     """``items`` joined by "; " (a :class:`Phrase` that joins them in the page's language too)."""
     joined = items[-1]
     for item in reversed(items[:-1]):
-        joined = Phrase("note.engines.telemetry.list", a=item, b=joined)
+        joined = Phrase("{a}; {b}", a=item, b=joined)
     return joined
 
 
@@ -235,7 +242,14 @@ def window_over(readings: list[Telemetry]) -> Window:
     last = readings[-1]
     why = None
     if restarts:
-        why = Phrase("note.engines.telemetry.restarts", n=len(restarts))
+        why = Phrase(
+            plural(
+                "the server restarted once while monitored; counts before and after are added up",
+                "the server restarted {n} times while monitored; counts before and after are added up",
+                len(restarts),
+            ),
+            n=len(restarts),
+        )
     return replace(
         _as_window(last, readings[0].end, why),
         drafts=total("drafts"),
@@ -339,10 +353,15 @@ def to_record(
     """
     k = k or w.k
     if not k:
-        raise Message("err.engines.telemetry.no_k", engine=ENGINES.get(w.engine, w.engine))
+        raise Message(
+            "{engine} window: K is not known; give the K the engine runs with", engine=ENGINES.get(w.engine, w.engine)
+        )
     m, r = w.mean_acceptance_length, w.acceptance_rate
     if m is None and r is None:
-        raise Message("err.engines.telemetry.no_drafts", engine=ENGINES.get(w.engine, w.engine))
+        raise Message(
+            "{engine} window: no drafts in it (speculation off, or no traffic yet)",
+            engine=ENGINES.get(w.engine, w.engine),
+        )
     record: dict[str, object] = {
         "label": label or f"{ENGINES.get(w.engine, w.engine)} {w.model}".strip(),
         "k": int(k),

@@ -8,17 +8,30 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
 from specviz.app.grids import Grid, level_crossing
-from specviz.base.i18n import text
+from specviz.base.i18n import C_, N_, text
 
 #: The grid variables that have an axis title (catalogue keys ``fig.axis.<name>``).
 AXES = ("alpha", "k", "c", "c_L", "expected_tokens", "speedup", "break_even_alpha", "optimal_k", "speedup_at_optimal_k")
+
+
+AXIS_TITLES = {
+    "alpha": N_("α (per-token acceptance)"),
+    "break_even_alpha": N_("break-even α*"),
+    "c": N_("c = T_target / T_draft"),
+    "c_L": N_("c_L = T_draft / T_target (Leviathan)"),
+    "expected_tokens": N_("E[N]"),
+    "k": N_("K (draft length)"),
+    "optimal_k": N_("K*"),
+    "speedup": N_("speedup S"),
+    "speedup_at_optimal_k": N_("S at K*"),
+}  #: grid variable -> its axis title
 
 
 def axis_title(name: str, lang: str = "en") -> str:
     """The axis title of grid variable ``name`` (one of :data:`AXES`) in ``lang``; symbols stay as they are."""
     if name not in AXES:
         raise KeyError(f"no axis title for {name!r}; one of {', '.join(AXES)}")
-    return text(lang, f"fig.axis.{name}")
+    return text(lang, AXIS_TITLES[name])
 
 
 #: Axis titles of the grid variables, in English (:func:`axis_title` gives them in any language).
@@ -207,10 +220,10 @@ def break_even_line(grid: Grid, lang: str = "en") -> go.Scatter:
         customdata=compact(grid.y),
         mode="lines",
         line=dict(color=BREAK_EVEN_COLOR, width=2.5),
-        name=text(lang, "fig.break_even_line"),
+        name=text(lang, "S = 1 (break-even)"),
         hovertemplate=text(
             lang,
-            "fig.break_even_hover",
+            "S = 1 at {x_name} = {x}, {y_name} = {y}",
             x_name=x_name,
             x=_hover_value(x_name, "x"),
             y_name=y_name,
@@ -227,8 +240,8 @@ def pmf_figure(pmf: np.ndarray, expected: float, lang: str = "en") -> go.Figure:
     fig = go.Figure(go.Bar(x=i, y=pmf, name="P(N = i)", hovertemplate="N = %{x}<br>P = %{y:.4f}<extra></extra>"))
     fig.add_vline(x=expected, line_dash="dash", annotation_text=f"E[N] = {expected:.3f}")
     fig.update_layout(
-        xaxis_title=text(lang, "fig.pmf_x"),
-        yaxis_title=text(lang, "fig.probability"),
+        xaxis_title=text(lang, "N (tokens produced in one round)"),
+        yaxis_title=text(lang, "probability"),
         height=320,
         margin=dict(l=10, r=10, t=30, b=10),
     )
@@ -250,17 +263,17 @@ def break_even_curves(ks: np.ndarray, curves: dict[str, np.ndarray], lang: str =
                 x=ks,
                 y=alpha_star,
                 mode="lines+markers",
-                name=text(lang, "fig.label_never_pays_off", label=label) if never else label,
+                name=text(lang, "{label} (never pays off)", label=label) if never else label,
                 hovertemplate="K = %{x}<br>α* = %{y:.4f}<extra>" + label + "</extra>",
             )
         )
     fig.update_layout(
         xaxis_title=axis_title("k", lang),
-        yaxis_title=text(lang, "fig.break_even_y"),
+        yaxis_title=text(lang, "break-even α* (S = 1)"),
         yaxis_range=[0, 1],
         height=400,
         margin=dict(l=10, r=10, t=30, b=10),
-        legend_title_text=text(lang, "fig.speed_ratio"),
+        legend_title_text=text(lang, "speed ratio"),
     )
     return fig
 
@@ -294,15 +307,15 @@ def break_even_map(grid: Grid, lang: str = "en") -> go.Figure:
                 z=compact(np.where(never, 1.0, np.nan)),
                 colorscale=[[0, "lightgrey"], [1, "lightgrey"]],
                 showscale=False,
-                hovertemplate=text(lang, "fig.never_pays_off") + "<extra></extra>",
-                name=text(lang, "fig.never_pays_off"),
+                hovertemplate=text(lang, "never pays off") + "<extra></extra>",
+                name=text(lang, "never pays off"),
             )
         )
         iy, ix = np.argwhere(never)[len(np.argwhere(never)) // 2]
         fig.add_annotation(
             x=grid.x[ix],
             y=np.log10(grid.y[iy]) if _is_log(grid.y_name) else grid.y[iy],
-            text=text(lang, "fig.never_pays_off"),
+            text=text(lang, "never pays off"),
             showarrow=False,
             font=dict(size=14),
         )
@@ -362,7 +375,7 @@ def optimal_k_map(grid: Grid, lang: str = "en") -> go.Figure:
     lo, hi = int(levels[0]), int(levels[-1])
     scale = stepped(_qualitative(hi - lo + 1, has_zero=lo == 0))
     shown = levels[_tick_subset(len(levels), max_ticks=16, keep_first=lo == 0)]
-    ticktext = [text(lang, "fig.dont_speculate") if k == 0 else f"K* = {k}" for k in shown]
+    ticktext = [text(lang, "don't speculate") if k == 0 else f"K* = {k}" for k in shown]
     fig = go.Figure(
         go.Heatmap(
             **heatmap_coords(grid),
@@ -380,7 +393,7 @@ def optimal_k_map(grid: Grid, lang: str = "en") -> go.Figure:
         fig.add_annotation(
             x=grid.x[ix],
             y=np.log10(grid.y[iy]) if _is_log(grid.y_name) else grid.y[iy],
-            text=text(lang, "fig.dont_speculate"),
+            text=text(lang, "don't speculate"),
             showarrow=False,
             font=dict(size=14, color="white"),
         )
@@ -454,7 +467,7 @@ def metrics_vs_alpha(
             )
     fig.update_layout(
         xaxis_title=axis_title("alpha", lang),
-        yaxis_title=text(lang, "fig.value"),
+        yaxis_title=text(lang, C_("fig.value", "value")),
         height=380,
         margin=dict(l=10, r=10, t=30, b=10),
     )

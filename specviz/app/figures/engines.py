@@ -16,8 +16,8 @@ def acceptance_by_position(unconditional: np.ndarray, conditional: np.ndarray, l
     positions = np.arange(1, len(unconditional) + 1)
     fig = go.Figure()
     for y, name, color in (
-        (conditional, text(lang, "fig.conditional"), _FASTER),
-        (unconditional, text(lang, "fig.unconditional"), "#92c5de"),
+        (conditional, text(lang, "conditional a_i"), _FASTER),
+        (unconditional, text(lang, "unconditional u_i (engine's per-position rate)"), "#92c5de"),
     ):
         fig.add_trace(
             go.Bar(x=positions, y=y, name=name, marker_color=color, hovertemplate="i = %{x}<br>%{y:.3f}<extra></extra>")
@@ -25,7 +25,7 @@ def acceptance_by_position(unconditional: np.ndarray, conditional: np.ndarray, l
     fig.update_layout(barmode="group")
     fig.update_yaxes(range=[0, 1.02])
     fig.update_xaxes(dtick=1)
-    return _layout(fig, text(lang, "fig.draft_position"), text(lang, "fig.acceptance"), height=320)
+    return _layout(fig, text(lang, "draft position i"), text(lang, "acceptance"), height=320)
 
 
 def engine_rates(frame, lang: str = "en") -> go.Figure:
@@ -33,8 +33,8 @@ def engine_rates(frame, lang: str = "en") -> go.Figure:
     mean acceptance length on a second axis."""
     fig = go.Figure()
     for column, name, color in (
-        ("drafted_per_s", text(lang, "fig.drafted_tps"), "#92c5de"),
-        ("accepted_per_s", text(lang, "fig.accepted_tps"), _FASTER),
+        ("drafted_per_s", text(lang, "drafted tokens/s"), "#92c5de"),
+        ("accepted_per_s", text(lang, "accepted tokens/s"), _FASTER),
     ):
         fig.add_trace(
             go.Scatter(
@@ -50,7 +50,7 @@ def engine_rates(frame, lang: str = "en") -> go.Figure:
         go.Scatter(
             x=frame["time"],
             y=frame["mean_length"],
-            name=text(lang, "fig.mean_length"),
+            name=text(lang, "mean acceptance length"),
             mode="lines",
             yaxis="y2",
             line=dict(color="black", dash="dot"),
@@ -58,6 +58,6 @@ def engine_rates(frame, lang: str = "en") -> go.Figure:
         )
     )
     fig.update_layout(
-        yaxis2=dict(title=text(lang, "fig.mean_length"), overlaying="y", side="right", rangemode="tozero")
+        yaxis2=dict(title=text(lang, "mean acceptance length"), overlaying="y", side="right", rangemode="tozero")
     )
-    return _layout(fig, text(lang, "fig.since_start"), "tokens/s", height=320)
+    return _layout(fig, text(lang, "seconds since monitoring started"), "tokens/s", height=320)

@@ -13,16 +13,31 @@ import plotly.graph_objects as go
 from specviz.app.figures.design import _qualitative, axis_title, compact, log_ticks, stepped
 from specviz.app.figures.measured import _layout, plotly_text
 from specviz.base import i18n
-from specviz.base.i18n import text
+from specviz.base.i18n import N_, text
 
 BOUND_COLORS = {"memory": "#1f77b4", "compute": "#d62728", "network": "#9467bd", "overhead": "#7f7f7f"}
+BOUND_NAMES = {
+    "memory": N_("memory-bound"),
+    "compute": N_("compute-bound"),
+    "network": N_("network-bound"),
+    "overhead": N_("overhead-bound"),
+}  #: bound -> its legend name
+OPERATOR_NAMES = {
+    "q/k/v/o projections": N_("q/k/v/o projections"),
+    "attention": N_("attention"),
+    "MLP": N_("MLP"),
+    "norms & residual": N_("norms & residual"),
+    "LM head": N_("LM head"),
+    "all-reduce": N_("all-reduce"),
+    "fixed overhead": N_("fixed overhead"),
+}  #: roofline operator -> its name
 
 
 def bound_name(bound: str, lang: str = "en") -> str:
     """The legend name of operators limited by ``bound`` ("memory-bound", …) in ``lang``."""
     if bound in BOUND_COLORS:
-        return text(lang, f"hwfig.bound.{bound}")
-    return text(lang, "hwfig.bound.other", bound=bound)
+        return text(lang, BOUND_NAMES[bound])
+    return text(lang, "{bound}-bound", bound=bound)
 
 
 def roofline(table: pd.DataFrame, peak_flops: float, bandwidth: float, title: str = "", lang: str = "en") -> go.Figure:
@@ -41,7 +56,7 @@ def roofline(table: pd.DataFrame, peak_flops: float, bandwidth: float, title: st
             x=x,
             y=np.minimum(peak_flops, bandwidth * x),
             mode="lines",
-            name=text(lang, "hwfig.roof"),
+            name=text(lang, "roof"),
             line=dict(color="black"),
         )
     )
@@ -51,23 +66,26 @@ def roofline(table: pd.DataFrame, peak_flops: float, bandwidth: float, title: st
                 x=part["intensity"],
                 y=part["flops"] / part["seconds"],
                 mode="markers+text",
-                text=[plotly_text(i18n.name(lang, "hwfig.op", o)) for o in part["operator"]],
+                text=[plotly_text(i18n.name(lang, OPERATOR_NAMES, o)) for o in part["operator"]],
                 textposition="top center",
                 marker=dict(size=11, color=BOUND_COLORS.get(bound, "#555")),
                 name=bound_name(bound, lang),
                 hovertemplate="%{text}<br>"
-                + text(lang, "hwfig.roof_hover", x="%{x:.3g}")
+                + text(lang, "intensity {x} FLOP/byte", x="%{x:.3g}")
                 + "<br>%{y:.3g} FLOP/s<extra></extra>",
             )
         )
     fig.add_vline(x=ridge, line_dash="dot", line_color="gray")
     fig.add_annotation(
-        x=np.log10(ridge), y=np.log10(peak_flops), text=text(lang, "hwfig.ridge", ridge=f"{ridge:.0f}"), yshift=12
+        x=np.log10(ridge),
+        y=np.log10(peak_flops),
+        text=text(lang, "ridge {ridge} FLOP/byte", ridge=f"{ridge:.0f}"),
+        yshift=12,
     )
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
     fig.update_layout(title=title)
-    return _layout(fig, text(lang, "hwfig.intensity"), text(lang, "hwfig.attained"))
+    return _layout(fig, text(lang, "arithmetic intensity (FLOP per byte)"), text(lang, "attained FLOP/s"))
 
 
 def step_split(table: pd.DataFrame, title: str = "", lang: str = "en") -> go.Figure:
@@ -76,7 +94,7 @@ def step_split(table: pd.DataFrame, title: str = "", lang: str = "en") -> go.Fig
     for bound, part in table.groupby("bound", sort=False):
         fig.add_trace(
             go.Bar(
-                y=[plotly_text(i18n.name(lang, "hwfig.op", o)) for o in part["operator"]],
+                y=[plotly_text(i18n.name(lang, OPERATOR_NAMES, o)) for o in part["operator"]],
                 x=compact(part["seconds"] * 1e3),
                 orientation="h",
                 name=bound_name(bound, lang),
@@ -86,7 +104,7 @@ def step_split(table: pd.DataFrame, title: str = "", lang: str = "en") -> go.Fig
         )
     fig.update_layout(title=title, barmode="stack")
     fig.update_yaxes(autorange="reversed")
-    return _layout(fig, text(lang, "hwfig.ms_per_step"), "", height=320)
+    return _layout(fig, text(lang, "milliseconds per step"), "", height=320)
 
 
 def costs_by_batch(frame: pd.DataFrame, k: int, lang: str = "en") -> go.Figure:
@@ -99,7 +117,7 @@ def costs_by_batch(frame: pd.DataFrame, k: int, lang: str = "en") -> go.Figure:
                 x=frame["batch"],
                 y=frame["v"],
                 mode="lines+markers",
-                name=text(lang, "hwfig.v_at_k", k=k),
+                name=text(lang, "v at K = {k}", k=k),
                 yaxis="y2",
                 line_dash="dash",
             ),
@@ -107,7 +125,7 @@ def costs_by_batch(frame: pd.DataFrame, k: int, lang: str = "en") -> go.Figure:
     )
     fig.update_layout(yaxis2=dict(title="v", overlaying="y", side="right", rangemode="tozero"))
     fig.update_xaxes(type="log")
-    return _layout(fig, text(lang, "fig.batch_size"), "c")
+    return _layout(fig, text(lang, "batch size B"), "c")
 
 
 def speedup_by_batch(frame: pd.DataFrame, k_max: int, lang: str = "en") -> go.Figure:
@@ -142,9 +160,11 @@ def speedup_by_batch(frame: pd.DataFrame, k_max: int, lang: str = "en") -> go.Fi
     if len(stop) and len(best):
         b = int(stop.iloc[0])
         fig.add_vline(x=b, line_dash="dot", line_color="gray")
-        fig.add_annotation(x=np.log10(b), y=1.0, text=text(lang, "hwfig.stops_paying", b=b), yshift=14, showarrow=False)
+        fig.add_annotation(
+            x=np.log10(b), y=1.0, text=text(lang, "stops paying at B = {b}", b=b), yshift=14, showarrow=False
+        )
     fig.update_xaxes(type="log")
-    return _layout(fig, text(lang, "fig.batch_size"), axis_title("speedup", lang))
+    return _layout(fig, text(lang, "batch size B"), axis_title("speedup", lang))
 
 
 def batch_context_map(frame: pd.DataFrame, what: str, lang: str = "en") -> go.Figure:
@@ -169,7 +189,7 @@ def batch_context_map(frame: pd.DataFrame, what: str, lang: str = "en") -> go.Fi
             colorbar=dict(
                 title=dict(text="K*"),
                 tickvals=levels,
-                ticktext=[text(lang, "fig.dont_speculate") if k == 0 else f"K* = {k}" for k in levels],
+                ticktext=[text(lang, "don't speculate") if k == 0 else f"K* = {k}" for k in levels],
             ),
             customdata=np.dstack(np.meshgrid(batches, contexts)),
             hovertemplate="B = %{customdata[0]}<br>L = %{customdata[1]}<br>K* = %{z}<extra></extra>",
@@ -205,7 +225,7 @@ def batch_context_map(frame: pd.DataFrame, what: str, lang: str = "en") -> go.Fi
     for axis, values in (("xaxis", batches), ("yaxis", contexts)):
         ticks, labels = log_ticks(float(values.min()), float(values.max()))
         fig.update_layout({axis: dict(tickvals=ticks / np.log10(2), ticktext=labels)})
-    return _layout(fig, text(lang, "fig.batch_size"), text(lang, "hwfig.context"), height=460)
+    return _layout(fig, text(lang, "batch size B"), text(lang, "context length L"), height=460)
 
 
 def calibration_parity(frame: pd.DataFrame, lang: str = "en") -> go.Figure:
@@ -214,7 +234,7 @@ def calibration_parity(frame: pd.DataFrame, lang: str = "en") -> go.Figure:
     fig = go.Figure()
     ms = frame[["measured_s", "predicted_s"]].to_numpy() * 1e3
     lo, hi = float(ms.min()) / 1.3, float(ms.max()) * 1.3
-    lines = ((1.0, "solid", text(lang, "hwfig.predicted_eq_measured")), (1.25, "dot", "±25 %"), (0.75, "dot", None))
+    lines = ((1.0, "solid", text(lang, "predicted = measured")), (1.25, "dot", "±25 %"), (0.75, "dot", None))
     for scale, dash, name in lines:
         fig.add_trace(
             go.Scatter(
@@ -238,10 +258,10 @@ def calibration_parity(frame: pd.DataFrame, lang: str = "en") -> go.Figure:
                 hovertemplate=plotly_text(model)
                 + "<br>B = %{customdata[0]}, n = %{customdata[1]}, L = %{customdata[2]}"
                 + "<br>"
-                + text(lang, "hwfig.calib_hover", x="%{x:.3f}", y="%{y:.3f}")
+                + text(lang, "measured {x} ms, predicted {y} ms", x="%{x:.3f}", y="%{y:.3f}")
                 + "<extra></extra>",
             )
         )
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
-    return _layout(fig, text(lang, "hwfig.measured_forward"), text(lang, "hwfig.predicted_ms"))
+    return _layout(fig, text(lang, "measured forward time (ms)"), text(lang, "predicted (ms)"))

@@ -17,20 +17,22 @@ def distribution_bars(p: np.ndarray, q: np.ndarray, lang: str = "en") -> go.Figu
     """
     x = np.arange(len(p))
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=x, y=np.minimum(p, q), name=text(lang, "fig.accepted_directly"), marker_color="#2ca02c"))
+    fig.add_trace(
+        go.Bar(x=x, y=np.minimum(p, q), name=text(lang, "min(p, q) — accepted directly"), marker_color="#2ca02c")
+    )
     fig.add_trace(
         go.Bar(
             x=x,
             y=np.clip(p - q, 0, None),
-            name=text(lang, "fig.residual"),
+            name=text(lang, "(p − q)⁺ — residual, resampled after a rejection"),
             marker_color="#ff7f0e",
         )
     )
     _target_and_draft(fig, x, p, q, lang)
     fig.update_layout(
         barmode="stack",
-        xaxis_title=text(lang, "fig.token_x"),
-        yaxis_title=text(lang, "fig.probability"),
+        xaxis_title=text(lang, "token x"),
+        yaxis_title=text(lang, "probability"),
         height=380,
         legend=dict(orientation="h", y=1.12),
         margin=dict(l=10, r=10, t=30, b=10),
@@ -45,13 +47,13 @@ def _target_and_draft(fig: go.Figure, x: np.ndarray, p: np.ndarray, q: np.ndarra
             x=x,
             y=p,
             mode="lines+markers",
-            name=text(lang, "fig.p_target"),
+            name=text(lang, "p (target)"),
             line=dict(color="black"),
             marker=dict(size=4),
         )
     )
     fig.add_trace(
-        go.Scatter(x=x, y=q, mode="lines", name=text(lang, "fig.q_draft"), line=dict(color="#1f77b4", dash="dot"))
+        go.Scatter(x=x, y=q, mode="lines", name=text(lang, "q (draft)"), line=dict(color="#1f77b4", dash="dot"))
     )
 
 
@@ -61,20 +63,20 @@ def n_histogram(
     """Observed frequency of N = 1..K+1 (bars named ``observed``, by default "simulated" in ``lang``)
     against the pmf P(N = i)."""
     i = np.arange(1, len(pmf) + 1)
-    name = text(lang, "fig.simulated") if observed is None else observed
+    name = text(lang, "simulated") if observed is None else observed
     fig = go.Figure(go.Bar(x=i, y=n_counts / rounds, name=name, marker_color="#1f77b4"))
     fig.add_trace(
         go.Scatter(
             x=i,
             y=pmf,
             mode="markers",
-            name=text(lang, "fig.pmf_formula"),
+            name=text(lang, "P(N = i), formula"),
             marker=dict(size=12, symbol="diamond", color="black"),
         )
     )
     fig.update_layout(
-        xaxis_title=text(lang, "fig.n_in_round"),
-        yaxis_title=text(lang, "fig.frequency"),
+        xaxis_title=text(lang, "N (tokens in a round)"),
+        yaxis_title=text(lang, "frequency"),
         height=340,
         margin=dict(l=10, r=10, t=30, b=10),
     )
@@ -85,11 +87,11 @@ def n_histogram(
 def emitted_vs_target(freq: np.ndarray, p: np.ndarray, q: np.ndarray, lang: str = "en") -> go.Figure:
     """Empirical frequency of the emitted tokens against the target p (and the draft q for reference)."""
     x = np.arange(len(p))
-    fig = go.Figure(go.Bar(x=x, y=freq, name=text(lang, "fig.emitted"), marker_color="#9467bd"))
+    fig = go.Figure(go.Bar(x=x, y=freq, name=text(lang, "emitted (simulated)"), marker_color="#9467bd"))
     _target_and_draft(fig, x, p, q, lang)
     fig.update_layout(
-        xaxis_title=text(lang, "fig.token_x"),
-        yaxis_title=text(lang, "fig.probability"),
+        xaxis_title=text(lang, "token x"),
+        yaxis_title=text(lang, "probability"),
         height=360,
         legend=dict(orientation="h", y=1.12),
         margin=dict(l=10, r=10, t=30, b=10),

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from specviz.app.figures.design import BREAK_EVEN_COLOR, axis_title, compact, drawn, grid_figure
 from specviz.app.grids import Grid
-from specviz.base.i18n import text
+from specviz.base.i18n import N_, text
 
 # --------------------------------------------------------------------------------------
 # measured points over the theory (inputs from specviz.app.overlays)
@@ -88,8 +88,8 @@ def overlay_speedup_vs_k(points, curves, params, lang: str = "en") -> go.Figure:
             y = cv[f"speedup_{model}"]
             if len(cv) == 0 or y.isna().all():
                 continue
-            what = text(lang, "fig.basic_model" if model == "basic" else "fig.cost_model_vo")
-            at = text(lang, "fig.model_at", what=what, alpha=f"{p.alpha:.3f}", c=f"{p.c:.3g}")
+            what = text(lang, N_("basic model") if model == "basic" else N_("measured-cost model (v, o)"))
+            at = text(lang, "{what} at α = {alpha}, c = {c}", what=what, alpha=f"{p.alpha:.3f}", c=f"{p.c:.3g}")
             fig.add_trace(
                 go.Scatter(
                     x=cv["k"],
@@ -97,7 +97,11 @@ def overlay_speedup_vs_k(points, curves, params, lang: str = "en") -> go.Figure:
                     mode="lines",
                     line=dict(color=color[name], dash=dash),
                     legendgroup=name,
-                    name=text(lang, "fig.series_basic" if model == "basic" else "fig.series_cost", series=shown),
+                    name=text(
+                        lang,
+                        N_("{series}: basic model") if model == "basic" else N_("{series}: measured-cost model (v, o)"),
+                        series=shown,
+                    ),
                     hovertemplate=f"{shown}<br>{at}<br>K = %{{x}}<br>S = %{{y:.3f}}<extra></extra>",
                 )
             )
@@ -112,7 +116,12 @@ def overlay_speedup_vs_k(points, curves, params, lang: str = "en") -> go.Figure:
                         showlegend=False,
                         marker=dict(symbol="star", size=14, color=color[name], line=dict(width=1, color="black")),
                         hovertemplate=text(
-                            lang, "fig.star_hover", series=shown, k=int(k_star), what=what, s=f"{s_star:.3f}"
+                            lang,
+                            "{series}: K* = {k} ({what}), S = {s}",
+                            series=shown,
+                            k=int(k_star),
+                            what=what,
+                            s=f"{s_star:.3f}",
                         )
                         + "<extra></extra>",
                     )
@@ -125,7 +134,7 @@ def overlay_speedup_vs_k(points, curves, params, lang: str = "en") -> go.Figure:
                     y=pts["speedup"],
                     mode="markers",
                     legendgroup=name,
-                    name=text(lang, "fig.series_measured", series=shown),
+                    name=text(lang, "{series}: measured", series=shown),
                     marker=dict(size=10, color=color[name], line=dict(width=1, color="black")),
                     error_y=_error_bars(pts),
                     text=pts["hover"],
@@ -138,11 +147,13 @@ def overlay_speedup_vs_k(points, curves, params, lang: str = "en") -> go.Figure:
 def overlay_alpha_c(grid: Grid, points, k: int, lang: str = "en") -> go.Figure:
     """Measured (α used, c used) of every row on the S(α, c) heatmap at draft length ``k`` with its
     S = 1 contour. Rows measured at this K are filled circles, rows at other K open ones."""
-    fig = grid_figure(grid, break_even=True, title=text(lang, "fig.overlay_title", k=k), lang=lang)
+    fig = grid_figure(
+        grid, break_even=True, title=text(lang, "S(α, c) at K = {k} with the measured points", k=k), lang=lang
+    )
     pts = points[points["alpha_used"].notna() & points["c_used"].notna()]
     for same, symbol, label in (
-        (True, "circle", text(lang, "fig.measured_at_k", k=k)),
-        (False, "circle-open", text(lang, "fig.other_k")),
+        (True, "circle", text(lang, "measured at K = {k}", k=k)),
+        (False, "circle-open", text(lang, "other K")),
     ):
         sel = pts[(pts["k"] == k) == same]
         if len(sel):
@@ -175,7 +186,7 @@ def overlay_expected_tokens(points, curves, params, lang: str = "en") -> go.Figu
                     mode="lines",
                     legendgroup=name,
                     line=dict(color=color[name]),
-                    name=text(lang, "fig.series_expected", series=plotly_text(name)),
+                    name=text(lang, "{series}: E[N] at α", series=plotly_text(name)),
                     hovertemplate="K = %{x}<br>E[N] = %{y:.3f}<extra></extra>",
                 )
             )
@@ -189,13 +200,13 @@ def overlay_expected_tokens(points, curves, params, lang: str = "en") -> go.Figu
                         y=pts["mean_accepted_tokens"],
                         mode="markers",
                         legendgroup=name,
-                        name=text(lang, "fig.series_measured", series=plotly_text(name)),
+                        name=text(lang, "{series}: measured", series=plotly_text(name)),
                         text=pts["hover"],
                         hovertemplate="%{text}<extra></extra>",
                         marker=dict(size=10, color=color[name], line=dict(width=1, color="black")),
                     )
                 )
-    return _layout(fig, axis_title("k", lang), text(lang, "fig.tokens_per_round_en"))
+    return _layout(fig, axis_title("k", lang), text(lang, "tokens per round E[N]"))
 
 
 def parity(points, lang: str = "en") -> go.Figure:
@@ -203,8 +214,8 @@ def parity(points, lang: str = "en") -> go.Figure:
     fig = go.Figure()
     lo, hi = np.inf, -np.inf
     for column, symbol, what in (
-        ("predicted_speedup", "circle", text(lang, "fig.basic_model")),
-        ("predicted_speedup_measured_cost", "diamond", text(lang, "fig.cost_model")),
+        ("predicted_speedup", "circle", text(lang, "basic model")),
+        ("predicted_speedup_measured_cost", "diamond", text(lang, "measured-cost model")),
     ):
         if column not in points.columns:
             continue
@@ -236,7 +247,7 @@ def parity(points, lang: str = "en") -> go.Figure:
                 hoverinfo="skip",
             )
         )
-    return _layout(fig, text(lang, "fig.predicted_speedup"), text(lang, "fig.measured_speedup"))
+    return _layout(fig, text(lang, "predicted speedup"), text(lang, "measured speedup"))
 
 
 def per_position_figure(table, lang: str = "en") -> go.Figure:
@@ -253,7 +264,7 @@ def per_position_figure(table, lang: str = "en") -> go.Figure:
                 line=dict(color=color[name]),
                 name=f"{plotly_text(name)}, K = {k}",
                 legendgroup=name,
-                hovertemplate=text(lang, "fig.position_hover", x="%{x}", y="%{y:.3f}") + "<extra></extra>",
+                hovertemplate=text(lang, "position {x}<br>a = {y}", x="%{x}", y="%{y:.3f}") + "<extra></extra>",
             )
         )
         alpha = float(g["alpha_used"].iloc[0])
@@ -269,7 +280,7 @@ def per_position_figure(table, lang: str = "en") -> go.Figure:
             )
         )
     fig.update_yaxes(range=[0, 1.02])
-    return _layout(fig, text(lang, "fig.draft_position"), text(lang, "fig.acceptance_given"))
+    return _layout(fig, text(lang, "draft position i"), text(lang, "acceptance a_i (given positions < i accepted)"))
 
 
 def cost_breakdown(cells: list[str], draft_ms, verify_ms, other_ms, basic_model_ms, lang: str = "en") -> go.Figure:
@@ -277,9 +288,9 @@ def cost_breakdown(cells: list[str], draft_ms, verify_ms, other_ms, basic_model_
     basic model's round (one target step + K draft steps) as a diamond, so the gap is visible."""
     fig = go.Figure()
     for name, values, color in (
-        (text(lang, "fig.cost.draft"), draft_ms, "#9ecae1"),
-        (text(lang, "fig.cost.verify"), verify_ms, "#3182bd"),
-        (text(lang, "fig.cost.other"), other_ms, "#fd8d3c"),
+        (text(lang, "draft (K steps)"), draft_ms, "#9ecae1"),
+        (text(lang, "verify (K + 1 tokens)"), verify_ms, "#3182bd"),
+        (text(lang, "other (rule, bookkeeping)"), other_ms, "#fd8d3c"),
     ):
         fig.add_trace(
             go.Bar(
@@ -287,7 +298,7 @@ def cost_breakdown(cells: list[str], draft_ms, verify_ms, other_ms, basic_model_
                 y=values,
                 name=name,
                 marker_color=color,
-                hovertemplate="%{x}<br>" + text(lang, "fig.hover_ms", name=name, y="%{y:.3f}") + "<extra></extra>",
+                hovertemplate="%{x}<br>" + text(lang, "{name}: {y} ms", name=name, y="%{y:.3f}") + "<extra></extra>",
             )
         )
     fig.add_trace(
@@ -295,13 +306,13 @@ def cost_breakdown(cells: list[str], draft_ms, verify_ms, other_ms, basic_model_
             x=cells,
             y=basic_model_ms,
             mode="markers",
-            name=text(lang, "fig.basic_model_formula"),
+            name=text(lang, "basic model: T_p + K·T_q"),
             marker=dict(symbol="diamond", size=12, color="black"),
-            hovertemplate="%{x}<br>" + text(lang, "fig.basic_round_hover", y="%{y:.3f}") + "<extra></extra>",
+            hovertemplate="%{x}<br>" + text(lang, "basic model round: {y} ms", y="%{y:.3f}") + "<extra></extra>",
         )
     )
     fig.update_layout(barmode="stack")
-    return _layout(fig, text(lang, "fig.cell"), text(lang, "fig.ms_per_round"))
+    return _layout(fig, text(lang, "cell"), text(lang, "ms per round"))
 
 
 def speedup_by_batch_measured(frame, lang: str = "en") -> go.Figure:
@@ -319,4 +330,4 @@ def speedup_by_batch_measured(frame, lang: str = "en") -> go.Figure:
         )
     fig.add_hline(y=1.0, line_dash="dash", line_color="black")
     fig.update_xaxes(type="log")
-    return _layout(fig, text(lang, "fig.batch_size"), text(lang, "fig.measured_speedup_s"))
+    return _layout(fig, text(lang, "batch size B"), text(lang, "measured speedup S"))

@@ -9,7 +9,14 @@ import plotly.graph_objects as go
 from specviz.app.figures.design import compact
 from specviz.app.figures.measured import _layout, plotly_text
 from specviz.base import i18n
-from specviz.base.i18n import text
+from specviz.base.i18n import C_, N_, text
+
+SHAPE_NAMES = {
+    "chain": N_("chain"),
+    "independent chains": N_("independent chains"),
+    "top-k tree": N_("top-k tree"),
+    "optimal tree": N_("optimal tree"),
+}  #: tree shape -> its name
 
 
 def tree_figure(x, y, parents, path_prob, labels, lang: str = "en") -> go.Figure:
@@ -35,16 +42,17 @@ def tree_figure(x, y, parents, path_prob, labels, lang: str = "en") -> go.Figure
                     colorscale="Viridis",
                     cmin=0,
                     cmax=1,
-                    colorbar=dict(title=dict(text=text(lang, "fig.tree_path"))),
+                    colorbar=dict(title=dict(text=text(lang, "P(path)"))),
                 ),
                 customdata=compact(path_prob),
-                hovertemplate=text(lang, "fig.tree_hover", rank="%{text}", p="%{customdata:.3f}") + "<extra></extra>",
+                hovertemplate=text(lang, "rank {rank}<br>P(reached) = {p}", rank="%{text}", p="%{customdata:.3f}")
+                + "<extra></extra>",
                 showlegend=False,
             ),
         ]
     )
     fig.update_xaxes(visible=False)
-    fig.update_yaxes(title=text(lang, "fig.depth"), tickvals=sorted(set(np.asarray(y).tolist())), ticktext=None)
+    fig.update_yaxes(title=text(lang, "depth"), tickvals=sorted(set(np.asarray(y).tolist())), ticktext=None)
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=30, b=10))
     return fig
 
@@ -53,26 +61,28 @@ def tokens_by_budget(frame, lang: str = "en") -> go.Figure:
     """Expected tokens per round against the draft budget, one line per tree shape."""
     fig = go.Figure()
     for shape, part in frame.groupby("shape", sort=False):
-        shape = i18n.name(lang, "note.trees.shape", shape)
+        shape = i18n.name(lang, SHAPE_NAMES, shape)
         fig.add_trace(
             go.Scatter(
                 x=part["budget"],
                 y=compact(part["expected_tokens"]),
                 mode="lines+markers",
                 name=plotly_text(shape),
-                hovertemplate=text(lang, "fig.budget_hover", shape=plotly_text(shape), x="%{x}", y="%{y:.3f}")
+                hovertemplate=text(
+                    lang, "{shape}<br>budget {x}<br>F = {y}", shape=plotly_text(shape), x="%{x}", y="%{y:.3f}"
+                )
                 + "<extra></extra>",
             )
         )
     fig.update_xaxes(type="log")
-    return _layout(fig, text(lang, "fig.budget_x"), text(lang, "fig.expected_f"))
+    return _layout(fig, text(lang, "draft tokens per round (budget)"), text(lang, "expected tokens per round F"))
 
 
 def measured_vs_predicted(cells: list[str], measured, predicted, y: str, what: str, lang: str = "en") -> go.Figure:
     """One pair of bars per cell: the measured value and the model's prediction (``what`` names the model;
     ``what`` and the y-axis title ``y`` are the caller's, shown as given)."""
     fig = go.Figure()
-    for name, values, color in ((text(lang, "fig.measured"), measured, "#3182bd"), (what, predicted, "#bdbdbd")):
+    for name, values, color in ((text(lang, "measured"), measured, "#3182bd"), (what, predicted, "#bdbdbd")):
         fig.add_trace(
             go.Bar(
                 x=[plotly_text(c) for c in cells],
@@ -83,7 +93,7 @@ def measured_vs_predicted(cells: list[str], measured, predicted, y: str, what: s
             )
         )
     fig.update_layout(barmode="group")
-    return _layout(fig, text(lang, "fig.cell"), y)
+    return _layout(fig, text(lang, "cell"), y)
 
 
 POLICY_COLORS = {"rule": "#3182bd", "best static K": "#969696", "oracle": "#d62728"}
@@ -98,12 +108,17 @@ def policy_bars(frame, lang: str = "en") -> go.Figure:
             marker_color=[POLICY_COLORS[k] for k in frame["kind"]],
             customdata=np.stack([frame["tokens_per_round"], frame["drafts_per_round"]], axis=-1),
             hovertemplate="%{x}<br>S = %{y:.3f}×<br>"
-            + text(lang, "fig.policy_hover", tokens="%{customdata[0]:.2f}", drafts="%{customdata[1]:.2f}")
+            + text(
+                lang,
+                "tokens / round {tokens}, drafts / round {drafts}",
+                tokens="%{customdata[0]:.2f}",
+                drafts="%{customdata[1]:.2f}",
+            )
             + "<extra></extra>",
         )
     )
     fig.add_hline(y=1.0, line_dash="dash", line_color="black")
-    return _layout(fig, text(lang, "fig.rule"), text(lang, "fig.over_target"))
+    return _layout(fig, text(lang, "draft-length rule"), text(lang, C_("fig.over_target", "speedup over target-only")))
 
 
 def k_over_rounds(ks: dict[str, np.ndarray], rounds: int = 200, lang: str = "en") -> go.Figure:
@@ -113,7 +128,7 @@ def k_over_rounds(ks: dict[str, np.ndarray], rounds: int = 200, lang: str = "en"
         k = np.asarray(k)[:rounds]
         shown = plotly_text(i18n.localized(rule, lang))
         fig.add_trace(go.Scatter(x=np.arange(1, len(k) + 1), y=k, mode="lines", name=shown, line=dict(shape="hv")))
-    return _layout(fig, text(lang, "fig.round"), text(lang, "fig.drafts_verified"))
+    return _layout(fig, text(lang, "round"), text(lang, "drafts verified"))
 
 
 def draft_length_histogram(ks: dict[str, np.ndarray], k_max: int, lang: str = "en") -> go.Figure:
@@ -124,7 +139,7 @@ def draft_length_histogram(ks: dict[str, np.ndarray], k_max: int, lang: str = "e
         share = np.bincount(np.asarray(k, dtype=np.int64), minlength=k_max + 1)[: k_max + 1] / max(len(k), 1)
         fig.add_trace(go.Bar(x=bins, y=share, name=plotly_text(i18n.localized(rule, lang))))
     fig.update_layout(barmode="group")
-    return _layout(fig, text(lang, "fig.drafts_in_round"), text(lang, "fig.share_rounds"))
+    return _layout(fig, text(lang, "drafts verified in a round"), text(lang, "share of rounds"))
 
 
 def policy_sweep(frame, name: str, best_static: float, oracle: float, lang: str = "en") -> go.Figure:
@@ -136,13 +151,11 @@ def policy_sweep(frame, name: str, best_static: float, oracle: float, lang: str 
         y=best_static,
         line_dash="dot",
         line_color=POLICY_COLORS["best static K"],
-        annotation_text=text(lang, "fig.best_static"),
+        annotation_text=text(lang, "best static K"),
     )
-    fig.add_hline(
-        y=oracle, line_dash="dot", line_color=POLICY_COLORS["oracle"], annotation_text=text(lang, "fig.oracle")
-    )
+    fig.add_hline(y=oracle, line_dash="dot", line_color=POLICY_COLORS["oracle"], annotation_text=text(lang, "oracle"))
     fig.add_hline(y=1.0, line_dash="dash", line_color="black")
-    return _layout(fig, plotly_text(name), text(lang, "fig.over_target"))
+    return _layout(fig, plotly_text(name), text(lang, C_("fig.over_target", "speedup over target-only")))
 
 
 def ngram_by_k(frame, lang: str = "en") -> go.Figure:
@@ -154,7 +167,7 @@ def ngram_by_k(frame, lang: str = "en") -> go.Figure:
                 x=part["k"],
                 y=compact(part["tokens_per_round"]),
                 mode="lines+markers",
-                name=text(lang, "fig.ngram_tokens", rule=rule),
+                name=text(lang, "{rule}: tokens / round", rule=rule),
             )
         )
         fig.add_trace(
@@ -162,9 +175,9 @@ def ngram_by_k(frame, lang: str = "en") -> go.Figure:
                 x=part["k"],
                 y=compact(part["speedup"]),
                 mode="lines+markers",
-                name=text(lang, "fig.ngram_speedup", rule=rule),
+                name=text(lang, "{rule}: speedup", rule=rule),
                 line=dict(dash="dot"),
             )
         )
     fig.add_hline(y=1.0, line_dash="dash", line_color="black")
-    return _layout(fig, text(lang, "fig.ngram_x"), text(lang, "fig.ngram_y"))
+    return _layout(fig, text(lang, "K (most drafted tokens a round)"), text(lang, "tokens per round / speedup"))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from specviz.base import i18n
+from specviz.base.i18n import N_
 from specviz.core import theory
 
 __all__ = [
@@ -27,7 +28,16 @@ __all__ = [
 
 SEGMENT_COLORS = {"accepted": "#c7e9c0", "correction": "#fdd0a2", "bonus": "#c6dbef"}
 #: Catalogue keys (``specviz.base.i18n``) of each segment kind's legend label; ``live.kind.KIND`` is its short name.
-SEGMENT_KEYS = {kind: f"live.segment.{kind}" for kind in SEGMENT_COLORS}
+SEGMENT_KEYS = {
+    "accepted": N_("accepted draft tokens"),
+    "correction": N_("target corrections"),
+    "bonus": N_("bonus tokens"),
+}
+KIND_NAMES = {
+    "accepted": N_("accepted"),
+    "correction": N_("correction"),
+    "bonus": N_("bonus"),
+}  #: segment kind -> its short name
 SEGMENT_LABELS = {kind: i18n.text(i18n.DEFAULT, key) for kind, key in SEGMENT_KEYS.items()}  #: in English
 
 
@@ -82,7 +92,7 @@ def text_segments(tokenizer, rounds) -> list[tuple[str, str]]:
 def segments_html(prompt: str, segments: Sequence[tuple[str, str]], lang: str = i18n.DEFAULT) -> str:
     """HTML (escaped) of the prompt in grey and the generated segments on coloured backgrounds
     (each titled with its kind's name in ``lang``)."""
-    titles = {kind: html.escape(i18n.text(lang, f"live.kind.{kind}"), quote=True) for kind in SEGMENT_COLORS}
+    titles = {kind: html.escape(i18n.text(lang, KIND_NAMES[kind]), quote=True) for kind in SEGMENT_COLORS}
 
     def span(kind: str, text: str) -> str:
         return f'<span title="{titles[kind]}" style="background:{SEGMENT_COLORS[kind]}">{html.escape(text)}</span>'
@@ -149,7 +159,7 @@ def cell_details(row: dict, runs: list, target, tokenizer, prompts: Sequence[str
 
 def _shape(detail: dict, lang: str) -> str:
     """A cell's draft shape: "K = 4" or "tree optimal:16,6 (16 drafts, depth 6)" (the tree column's value)."""
-    return i18n.text(lang, "live.cell.tree", tree=detail["tree"]) if detail.get("tree") else f"K = {detail['k']}"
+    return i18n.text(lang, "tree {tree}", tree=detail["tree"]) if detail.get("tree") else f"K = {detail['k']}"
 
 
 def cell_label(detail: dict, lang: str = i18n.DEFAULT) -> str:
@@ -162,16 +172,27 @@ def exactness_message(detail: dict, lang: str = i18n.DEFAULT) -> tuple[bool, str
     if detail["exact"] is None:
         return None
     shape = _shape(detail, lang) + (f", B = {detail['batch_size']}" if "batch_size" in detail else "")
-    where = i18n.text(lang, "live.exact.where", shape=shape)
+    where = i18n.text(lang, "{shape}, greedy", shape=shape)
     if detail["exact"]:
-        return True, i18n.text(lang, "live.exact.ok", where=where)
+        return True, i18n.text(
+            lang, "Exactness ({where}): speculative output equals target-only output in every run.", where=where
+        )
     div = detail.get("divergence")
     if div is None:  # a batched cell: which row and token is not recorded
-        return False, i18n.text(lang, "live.exact.batch_differs", where=where)
-    verdict = i18n.text(lang, "live.exact.near_tie" if div.near_tie else "live.exact.bug")
+        return False, i18n.text(
+            lang,
+            "Exactness ({where}): some sequence's speculative output differs from its target-only output.",
+            where=where,
+        )
+    verdict = i18n.text(
+        lang,
+        N_("a numerical near-tie (the top-2 logits are within 1e-3), not a bug in the rule")
+        if div.near_tie
+        else N_("the target's choice was clear there: a bug"),
+    )
     return False, i18n.text(
         lang,
-        "live.exact.differs",
+        "Exactness ({where}): outputs differ first at new token {position} (target-only {expected}, speculative {got}); the target's top-2 logit margin there is {margin} — {verdict}.",
         where=where,
         position=div.position,
         expected=div.expected,

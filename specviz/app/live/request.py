@@ -14,7 +14,7 @@ from pathlib import Path
 from specviz.app.share import Param
 from specviz.base import settings
 from specviz.base.hosting import hosted_problem, is_hosted
-from specviz.base.i18n import Message
+from specviz.base.i18n import N_, Message
 
 __all__ = [
     "DTYPES",
@@ -77,7 +77,9 @@ def limits_from_env(environ: Mapping[str, str] | None = None) -> Limits:
     allow = tuple(p.strip().replace(" ", "") for p in raw_allow.split(";") if p.strip())
     for pair in allow:
         if pair.count(",") != 1 or not all(pair.split(",")):
-            raise Message("err.live.allowlist", pair=pair)
+            raise Message(
+                "SPECVIZ_HF_ALLOWLIST entries must be 'TARGET,DRAFT' separated by ';'; got {pair!r}", pair=pair
+            )
     caps = {field: settings.number(name, environ, hosted=hosted) for field, name in CAPS.items()}
     return Limits(hosted=hosted, hf_allowlist=allow, **caps)
 
@@ -89,20 +91,41 @@ def controls(limits: Limits) -> tuple[Param, ...]:
     ``SPECVIZ_MAX_*`` is the widget's bound and the default never exceeds it.
     """
     return (
-        Param("pair", "bundled", "text", hi=400),
-        Param("device", "auto", "choice", choices=("auto", "cpu", "cuda")),
-        Param("dtype", "auto", "choice", choices=DTYPES),
-        Param("prompts", "bundled", "choice", choices=("bundled", "custom")),
-        Param("n_prompts", min(4, limits.max_prompts), "int", 1, min(12, limits.max_prompts)),
-        Param("text", "", "text", hi=4000),
-        Param("shape", "chain", "choice", choices=("chain", "tree")),
+        Param("pair", "bundled", "text", hi=400, label=N_("Draft/target pair")),
+        Param("device", "auto", "choice", choices=("auto", "cpu", "cuda"), label=N_("Device")),
+        Param("dtype", "auto", "choice", choices=DTYPES, label=N_("dtype")),
+        Param(
+            "prompts",
+            "bundled",
+            "choice",
+            choices=("bundled", "custom"),
+            label=N_("Prompts"),
+            labels=(N_("bundled validation prompts"), N_("my own text")),
+        ),
+        Param(
+            "n_prompts",
+            min(4, limits.max_prompts),
+            "int",
+            1,
+            min(12, limits.max_prompts),
+            label=N_("How many bundled prompts (held-out standard-library files)"),
+        ),
+        Param("text", "", "text", hi=4000, label=N_("Prompt")),
+        Param(
+            "shape",
+            "chain",
+            "choice",
+            choices=("chain", "tree"),
+            label=N_("Draft shape"),
+            labels=(N_("chains of K drafts"), N_("draft trees")),
+        ),
         Param("ks", [1, 2, 4, 6], "ints", 1, 16, max_items=16),
-        Param("trees", "chain:4 topk:4,4,16 optimal:16,6", "text", hi=300),
-        Param("tree_p", "", "text", hi=200),
+        Param("trees", "chain:4 topk:4,4,16 optimal:16,6", "text", hi=300, label=N_("Draft trees (space-separated)")),
+        Param("tree_p", "", "text", hi=200, label=N_("p for top-k / optimal trees")),
         Param("temps", [0.0, 1.0], "floats", 0.0, 1.0, max_items=16),
-        Param("new_tokens", min(96, limits.max_new_tokens), "int", 1, limits.max_new_tokens),
-        Param("repeats", 1, "int", 1, limits.max_repeats),
-        Param("seed", 0, "int", 0, 2**31 - 1),
+        Param("new_tokens", min(96, limits.max_new_tokens), "int", 1, limits.max_new_tokens, label=N_("New tokens")),
+        Param("repeats", 1, "int", 1, limits.max_repeats, label=N_("Repeats")),
+        Param("seed", 0, "int", 0, 2**31 - 1, label=N_("Seed")),
         Param("batches", [1], "ints", 1, limits.max_batch, max_items=8),
         Param("trace", False, "bool"),
     )
@@ -132,17 +155,19 @@ def check_pair(spec: str, limits: Limits) -> str:
     """
     spec = (spec or "").strip().replace(" ", "")
     if not spec:
-        raise Message("err.live.pair_empty")
+        raise Message("pair must be 'bundled' or 'TARGET,DRAFT' (Hugging Face ids); got an empty value")
     if spec in ("bundled", NGRAM_PAIR, NGRAM_PAIR + "-vllm"):
         return spec
     if not limits.hosted:
         if "," in spec and not all(spec.split(",")):
-            raise Message("err.live.pair_bad", spec=spec)
+            raise Message("pair must be 'bundled' or 'TARGET,DRAFT'; got {spec!r}", spec=spec)
         return spec
     if spec in limits.hf_allowlist and not any(_looks_local(part) for part in spec.split(",")):
         return spec
     allowed = ", ".join(repr(p) for p in pair_choices(limits))
-    raise Message("err.live.pair_not_allowed", spec=spec, allowed=allowed)
+    raise Message(
+        "pair {spec!r} is not allowed on this hosted deployment; allowed: {allowed}", spec=spec, allowed=allowed
+    )
 
 
 def check_request(
@@ -165,33 +190,41 @@ def check_request(
             trees.parse_shape(shape, [0.5])  # syntax and depth; the p comes later
         ks = [0] * len(shapes)
     if not ks:
-        raise Message("err.live.ks_empty")
+        raise Message("K values: choose at least one draft length")
     for k in ks if not shapes else ():
         if not 1 <= int(k) <= 64:
-            raise Message("err.live.k_range", k=k)
+            raise Message("K values: {k} is outside [1, 64]", k=k)
     if not temperatures:
-        raise Message("err.live.temps_empty")
+        raise Message("temperatures: choose at least one (0 = greedy)")
     for t in temperatures:
         if not 0 <= float(t) <= 2:
-            raise Message("err.live.temp_range", t=t)
+            raise Message("temperatures: {t} is outside [0, 2]", t=t)
     if not batches:
-        raise Message("err.live.batches_empty")
+        raise Message("batch sizes: choose at least one (1 = one sequence at a time)")
     for b in batches:
         if not 1 <= int(b) <= limits.max_batch:
-            raise Message("err.live.batch_range", b=b, max=limits.max_batch)
+            raise Message("batch sizes: {b} is outside [1, {max}]", b=b, max=limits.max_batch)
     cells = len(ks) * len(temperatures) * len(batches)
     if cells > limits.max_cells:
         if shapes:
-            raise Message("err.live.tree_cells", cells=cells, max=limits.max_cells)
-        raise Message("err.live.cells", cells=cells, max=limits.max_cells)
+            raise Message(
+                "trees × temperatures: {cells} cells; this deployment allows at most {max}",
+                cells=cells,
+                max=limits.max_cells,
+            )
+        raise Message(
+            "K values × temperatures × batch sizes: {cells} cells; this deployment allows at most {max}",
+            cells=cells,
+            max=limits.max_cells,
+        )
     if not 1 <= new_tokens <= limits.max_new_tokens:
-        raise Message("err.live.new_tokens", n=new_tokens, max=limits.max_new_tokens)
+        raise Message("new tokens: {n}; allowed 1 to {max}", n=new_tokens, max=limits.max_new_tokens)
     if not 1 <= repeats <= limits.max_repeats:
-        raise Message("err.live.repeats", n=repeats, max=limits.max_repeats)
+        raise Message("repeats: {n}; allowed 1 to {max}", n=repeats, max=limits.max_repeats)
     if not prompts or not any(p.strip() for p in prompts):
-        raise Message("err.live.prompt_empty")
+        raise Message("prompts: the prompt is empty; type some text or use the bundled prompts")
     if len(prompts) > limits.max_prompts:
-        raise Message("err.live.prompts_many", n=len(prompts), max=limits.max_prompts)
+        raise Message("prompts: {n}; this deployment allows at most {max}", n=len(prompts), max=limits.max_prompts)
 
 
 @dataclass(frozen=True)
@@ -260,15 +293,17 @@ def make_request(values: Mapping, limits: Limits) -> Request:
         values["ks"], values["temps"], values["new_tokens"], values["repeats"], prompts, limits, batches, shapes
     )
     if batches != (1,) and "," in pair:
-        raise Message("err.live.batch_hf")
+        raise Message(
+            "batch sizes: decoding several sequences at once needs specviz's own GPT pair, not Hugging Face's"
+        )
     if shapes and batches != (1,):
-        raise Message("err.live.batch_trees")
+        raise Message("batch sizes: draft trees decode one sequence at a time; choose batch size 1 only")
     if shapes and ("," in pair or "+ngram" in pair):
-        raise Message("err.live.trees_pair")
+        raise Message("draft shape: trees need tree attention, which specviz's own GPT pair has; use 'bundled'")
     if batches != (1,) and "+ngram" in pair:
-        raise Message("err.live.batch_ngram")
+        raise Message("batch sizes: the n-gram drafter decodes one sequence at a time; choose batch size 1 only")
     if values["dtype"] not in DTYPES:
-        raise Message("err.live.dtype", dtype=values["dtype"], allowed=", ".join(DTYPES))
+        raise Message("dtype: {dtype!r}; allowed: {allowed}", dtype=values["dtype"], allowed=", ".join(DTYPES))
     return Request(
         pair=pair,
         device=str(resolve_device(values["device"])),
@@ -292,9 +327,11 @@ def _trace_request(values: Mapping, shapes: tuple, batches: tuple, pair: str) ->
     if not values.get("trace", False):
         return False
     if shapes or batches != (1,) or 0.0 not in [float(t) for t in values["temps"]]:
-        raise Message("err.live.trace_greedy")
+        raise Message(
+            "record a trace: traces are of greedy chains — include temperature 0, draft chains (not trees), batch size 1"
+        )
     if "," in pair:
-        raise Message("err.live.trace_hf")
+        raise Message("record a trace: specviz's own GPT pair is needed (the Hugging Face adapter is not traced)")
     return True
 
 
@@ -306,6 +343,6 @@ def _tree_request(values: Mapping) -> tuple[tuple[str, ...], tuple[float, ...] |
 
     shapes = tuple(str(values.get("trees", "")).split())
     if not shapes:
-        raise Message("err.live.trees_empty")
+        raise Message("trees: type at least one draft shape, e.g. chain:4 optimal:16,6")
     text = str(values.get("tree_p", "")).strip()
     return shapes, (tuple(float(x) for x in trees.parse_p(text)) if text else None)

@@ -22,7 +22,7 @@ from specviz.app.live import worker as workers
 from specviz.app.live.cells import cell_details
 from specviz.app.live.request import Request
 from specviz.base import i18n
-from specviz.base.i18n import Message, Phrase
+from specviz.base.i18n import N_, Message, Phrase, plural
 from specviz.data import measurements
 from specviz.engine import bench
 
@@ -76,7 +76,7 @@ class LiveRun:
     def interrupted(self, by_stop_button: bool) -> None:
         """Record that the script running this run was interrupted (the next script run calls this)."""
         self.done = True
-        self.stop_as("live.stop.by_you" if by_stop_button else "live.stop.interrupted")
+        self.stop_as(N_("stopped by you") if by_stop_button else N_("interrupted: a control changed while it ran"))
 
     def stop_as(self, key: str, **fields) -> None:
         """Record why the run stopped: catalogue ``key`` (``specviz.base.i18n``) with its ``fields``; ``stopped`` in English."""
@@ -98,9 +98,9 @@ class LiveRun:
     def record_stop(self) -> None:
         """Record a stop asked for by :meth:`stop` or forced by the wall-time cap."""
         if self.stop_requested:
-            self.stop_as("live.stop.stopped")
+            self.stop_as("stopped")
         else:
-            self.stop_as("live.stop.cap", cap=f"{self.request.max_wall_s:g}")
+            self.stop_as("the wall-time cap of {cap} s was reached", cap=f"{self.request.max_wall_s:g}")
 
     def frame(self) -> pd.DataFrame:
         """The finished cells in the canonical schema with derived columns (:func:`canonical`)."""
@@ -128,15 +128,26 @@ def canonical(rows: list[dict], name: str | None = None) -> pd.DataFrame:
     and always pass, so one that does not is a bug to surface, not a row to skip or rescale.
     ``name`` (default "live run") names the rows in those messages.
     """
-    name = Phrase("note.live.live_run") if name is None else name
+    name = Phrase("live run") if name is None else name
     frame, report = measurements.load_records(rows, name=name)
     if report.row_errors:
         more = len(report.row_errors) - 1
         if more:
-            raise Message("err.live.row_schema_more", name=name, error=report.row_errors[0], more=more)
-        raise Message("err.live.row_schema", name=name, error=report.row_errors[0])
+            raise Message(
+                "{name}: a row does not pass the measurement schema: {error} (and {more} more bad cell(s))",
+                name=name,
+                error=report.row_errors[0],
+                more=more,
+            )
+        raise Message(
+            "{name}: a row does not pass the measurement schema: {error}", name=name, error=report.row_errors[0]
+        )
     if report.conversions:
-        raise Message("err.live.not_canonical", name=name, conversions="; ".join(report.conversions))
+        raise Message(
+            "{name}: the rows are not canonical; loading them needed: {conversions}",
+            name=name,
+            conversions="; ".join(report.conversions),
+        )
     return frame
 
 
@@ -248,7 +259,7 @@ def execute(
     """
     queue = workers.RUN_QUEUE if queue is None else queue
     worker = workers.shared_worker() if worker is None else worker
-    who = Phrase("note.live.run_of_cells", cells=run.cells)
+    who = Phrase(plural("a run of {cells} cell", "a run of {cells} cells", run.cells), cells=run.cells)
     with queue.hold(who, on_wait=on_wait):
         run.submitted = run.clock()
         future = worker.submit(measure, run, worker.pair)
@@ -266,12 +277,12 @@ def progress_bar(run: LiveRun, lang: str = i18n.DEFAULT) -> tuple[float, str]:
     now, p = run.clock(), run.progress
     if p is None or run.started is None:
         waited = now - run.submitted if run.submitted is not None else 0.0
-        return 0.0, i18n.text(lang, "live.progress.loading", s=f"{waited:.0f}")
+        return 0.0, i18n.text(lang, "Loading the pair and warming up… {s} s", s=f"{waited:.0f}")
     if p.done >= p.total:
-        return 1.0, i18n.text(lang, "live.progress.finishing")
+        return 1.0, i18n.text(lang, "Finishing the last cell…")
     return p.fraction, i18n.text(
         lang,
-        "live.progress.cell",
+        "Cell {cell}/{cells} (K = {k}, T = {t}): run {run}/{runs} · {s} s elapsed",
         cell=p.cell,
         cells=p.cells,
         k=p.k,
@@ -292,6 +303,6 @@ def kept_after_error(failed: LiveRun | None, previous: LiveRun | None, exc: Exce
     if failed is None or failed is previous or not failed.rows:
         return previous
     failed.done = True
-    error = Phrase(exc.key, **exc.fields) if isinstance(exc, Message) else str(exc)
-    failed.stop_as("live.stop.error", error=error)
+    error = Phrase(exc.msgid, **exc.fields) if isinstance(exc, Message) else str(exc)
+    failed.stop_as("an error in a later cell: {error}", error=error)
     return failed

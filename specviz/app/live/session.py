@@ -55,8 +55,8 @@ def compare_ngram_to_draft(
         run = LiveRun(make_request(values, limits))
         execute(run, lambda i=i, run=run, pair=pair: on_progress((i + progress_bar(run)[0]) / 2, pair))
         if not run.rows:
-            why = Phrase(run.stop_reason[0], **run.stop_reason[1]) if run.stop_reason else Phrase("strat.no_result")
-            raise Message("strat.err.no_cell", pair=pair, why=why)
+            why = Phrase(run.stop_reason[0], **run.stop_reason[1]) if run.stop_reason else Phrase("no result")
+            raise Message("{pair}: no cell finished ({why})", pair=pair, why=why)
         row = run.frame().iloc[0]
         rows.append(
             {

@@ -33,7 +33,7 @@ class RunQueue:
         holder = self._holder
         if holder is None:
             return None
-        return Phrase("note.live.holder", who=holder[0], s=time.monotonic() - holder[1])
+        return Phrase("{who}, running for {s:.0f} s", who=holder[0], s=time.monotonic() - holder[1])
 
     @contextmanager
     def hold(self, who: str, on_wait: Callable[[str], None] | None = None, poll_s: float = 0.5) -> Iterator[float]:
@@ -41,8 +41,14 @@ class RunQueue:
         t0 = time.monotonic()
         while not self._lock.acquire(timeout=poll_s):
             if on_wait is not None:
-                holder = self.busy() or Phrase("note.live.finishing")
-                on_wait(Phrase("note.live.queued", holder=holder, s=time.monotonic() - t0))
+                holder = self.busy() or Phrase("finishing")
+                on_wait(
+                    Phrase(
+                        "Queued behind another run ({holder}); waited {s:.0f} s.",
+                        holder=holder,
+                        s=time.monotonic() - t0,
+                    )
+                )
         try:
             self._holder = (who, time.monotonic())
             yield time.monotonic() - t0
@@ -116,7 +122,7 @@ def torch_dtype(name: str):
     from specviz.app.live.request import DTYPES
 
     if name not in DTYPES:
-        raise Message("err.live.dtype", dtype=name, allowed=", ".join(DTYPES))
+        raise Message("dtype: {dtype!r}; allowed: {allowed}", dtype=name, allowed=", ".join(DTYPES))
     return None if name == "auto" else getattr(torch, name)
 
 

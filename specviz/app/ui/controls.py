@@ -42,26 +42,26 @@ def restore(page: str, spec: Sequence[share.Param]) -> None:
         st.warning(message(note), icon=":material/warning:")
 
 
-def slider(page: str, p: share.Param, label: str, **kwargs) -> Any:
+def slider(page: str, p: share.Param, label: str | None = None, **kwargs) -> Any:
     """``st.slider`` for control ``p``: bounds and state come from the Param (its single source)."""
     lo, hi = _bounds(p)
-    return st.slider(label, lo, hi, key=key(page, p.key), **kwargs)
+    return st.slider(_label(p, label), lo, hi, key=key(page, p.key), **kwargs)
 
 
-def number_input(page: str, p: share.Param, label: str, **kwargs) -> Any:
+def number_input(page: str, p: share.Param, label: str | None = None, **kwargs) -> Any:
     """``st.number_input`` for control ``p``, bounded by the Param's ``lo`` and ``hi``."""
     lo, hi = _bounds(p)
-    return st.number_input(label, lo, hi, key=key(page, p.key), **kwargs)
+    return st.number_input(_label(p, label), lo, hi, key=key(page, p.key), **kwargs)
 
 
-def radio(page: str, p: share.Param, label: str, **kwargs) -> Any:
+def radio(page: str, p: share.Param, label: str | None = None, **kwargs) -> Any:
     """``st.radio`` over the Param's ``choices``."""
-    return st.radio(label, p.choices, key=key(page, p.key), **_bound_labels(kwargs))
+    return st.radio(_label(p, label), p.choices, key=key(page, p.key), **_choice_labels(p, kwargs))
 
 
-def selectbox(page: str, p: share.Param, label: str, **kwargs) -> Any:
+def selectbox(page: str, p: share.Param, label: str | None = None, **kwargs) -> Any:
     """``st.selectbox`` over the Param's ``choices``."""
-    return st.selectbox(label, p.choices, key=key(page, p.key), **_bound_labels(kwargs))
+    return st.selectbox(_label(p, label), p.choices, key=key(page, p.key), **_choice_labels(p, kwargs))
 
 
 def multiselect(page: str, p: share.Param, label: str, options, **kwargs) -> list:
@@ -80,7 +80,7 @@ def multiselect(page: str, p: share.Param, label: str, options, **kwargs) -> lis
     return value
 
 
-def text_box(page: str, p: share.Param, label: str, *, area: bool = False, container=st, **kwargs) -> str:
+def text_box(page: str, p: share.Param, label: str | None = None, *, area: bool = False, container=st, **kwargs) -> str:
     """``st.text_input`` (``st.text_area`` when ``area``) for text control ``p``, at most ``p.hi`` characters.
 
     The widget gets no ``max_chars``: Streamlit's box drops a longer paste whole, without a word. A
@@ -89,11 +89,27 @@ def text_box(page: str, p: share.Param, label: str, *, area: bool = False, conta
     """
     k = key(page, p.key)
     widget = container.text_area if area else container.text_input
-    value = widget(label, key=k, on_change=_clean_text, args=(k, p), **kwargs)
+    value = widget(_label(p, label), key=k, on_change=_clean_text, args=(k, p), **kwargs)
     note = st.session_state.pop(_note_key(k), None)
     if note:
         container.warning(message(note), icon=":material/content_cut:")
     return value
+
+
+def _label(p: share.Param, label: str | None) -> str:
+    """The widget's label: the page's own, else the Param's in the session's language."""
+    if label is not None:
+        return label
+    if not p.label:
+        raise ValueError(f"control {p.key!r} has no label: give one to the Param or to the widget")
+    return t(p.label)
+
+
+def _choice_labels(p: share.Param, kwargs: dict) -> dict:
+    """Widget arguments with the Param's choice labels as ``format_func`` (unless the page gives one)."""
+    if kwargs.get("format_func") is None and p.labels:
+        kwargs["format_func"] = lambda choice: t(p.choice_label(choice))
+    return _bound_labels(kwargs)
 
 
 def _clean_text(widget_key: str, p: share.Param) -> None:
@@ -125,6 +141,8 @@ def tabs(page: str, p: share.Param, format_func: Callable[[Any], str] | None = N
     on a widget of their own, keyed ``<control>._label``, and the Param keeps the choice itself.
     """
     k = key(page, p.key)
+    if format_func is None and p.labels:
+        format_func = lambda choice: t(p.choice_label(choice))
     if format_func is None:
         return dict(zip(p.choices, st.tabs(p.choices, key=k, on_change="rerun"), strict=True))
     labels = [format_func(c) for c in p.choices]
@@ -185,9 +203,9 @@ def publish(page: str, spec: Sequence[share.Param], url_path: str) -> dict[str, 
         params[LANG_PARAM] = language()  # a shared link opens in the sender's language
     if st.query_params.to_dict() != params:
         st.query_params.from_dict(params)
-    box = st.expander(t("ui.share"), icon=":material/link:", key=share_key(page), on_change="rerun")
+    box = st.expander(t("Share this view"), icon=":material/link:", key=share_key(page), on_change="rerun")
     with box:
-        st.caption(t("ui.share_caption"))
+        st.caption(t("This link reopens the page with exactly these settings."))
         if box.open:
             st.code(share.share_url(st.context.url, url_path, params), language=None)
     return params
@@ -200,7 +218,13 @@ def chart(fig, **kwargs) -> None:
     fig, total, sent = figures.within_budget(fig)
     st.plotly_chart(fig, **kwargs)
     if sent < total:
-        st.caption(t("ui.thinned", sent=f"{sent:,}", total=f"{total:,}"))
+        st.caption(
+            t(
+                "Drawn: {sent} of {total} values, evenly thinned so that the browser stays responsive; the tables and downloads hold them all.",
+                sent=f"{sent:,}",
+                total=f"{total:,}",
+            )
+        )
 
 
 def csv_download(label: str, table: Callable[[], Any], file_name: str, key: str) -> None:

@@ -1,5 +1,5 @@
 """The session's language: chosen in the sidebar, else the link's ``?lang=``, else the browser's; the
-switch, and :func:`t`, a catalogue text in that language."""
+switch, and :func:`t`, a message in that language."""
 
 from __future__ import annotations
 
@@ -32,9 +32,9 @@ def language() -> str:
     return st.session_state[LANG_KEY]
 
 
-def t(key: str, /, **values) -> str:
-    """The text of catalogue ``key`` in this session's language (:func:`specviz.base.i18n.text`)."""
-    return i18n.text(language(), key, **values)
+def t(msgid: str, /, **values) -> str:
+    """``msgid`` (its English text) in this session's language, ``{fields}`` filled (:func:`specviz.base.i18n.text`)."""
+    return i18n.text(language(), msgid, **values)
 
 
 def session_language(fn: Callable[..., str]) -> Callable[..., str]:
@@ -68,7 +68,7 @@ def language_switch() -> None:
     """
     language()
     st.segmented_control(
-        t("app.language"),
+        t("Language"),
         list(i18n.LANGUAGES),
         format_func=i18n.LANGUAGES.get,
         key=LANG_KEY,

@@ -17,7 +17,7 @@ from enum import StrEnum
 import numpy as np
 import pandas as pd
 
-from specviz.base.i18n import Phrase
+from specviz.base.i18n import N_, Phrase
 from specviz.data.measurements.schema import BENCH_COLUMNS, COLUMNS, output_column
 
 
@@ -56,12 +56,12 @@ class Conversion(StrEnum):
 
 #: The catalogue key of each conversion's text (the English text is the member's value).
 _PHRASES: dict[Conversion, str] = {
-    Conversion.K_MINUS_ONE: "note.measurements.conversion.k_minus_one",
-    Conversion.ADD_BONUS: "note.measurements.conversion.add_bonus",
-    Conversion.TIMES_K_PLUS_ONE: "note.measurements.conversion.times_k_plus_one",
-    Conversion.INVERSE_C_L: "note.measurements.conversion.inverse_c_l",
-    Conversion.S_TO_MS: "note.measurements.conversion.s_to_ms",
-    Conversion.US_TO_MS: "note.measurements.conversion.us_to_ms",
+    Conversion.K_MINUS_ONE: N_("K = value − 1 (chains verify K drafts + 1 root token)"),
+    Conversion.ADD_BONUS: N_("E[N] = value + 1 (bonus token added)"),
+    Conversion.TIMES_K_PLUS_ONE: N_("E[N] = value × (K + 1)"),
+    Conversion.INVERSE_C_L: N_("c = 1 / c_L"),
+    Conversion.S_TO_MS: N_("ms = s × 1000"),
+    Conversion.US_TO_MS: N_("ms = µs / 1000"),
 }
 
 _APPLY: dict[Conversion, Callable[[np.ndarray], np.ndarray]] = {

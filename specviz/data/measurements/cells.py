@@ -30,7 +30,13 @@ def read_input(data, name: str, max_bytes: int) -> bytes | str:
     """The raw content: bytes from bytes / paths / file objects, str as given (a str is content, not a path)."""
     if isinstance(data, str):
         if "\n" not in data and len(data) < 4096 and os.path.isfile(data):
-            raise MeasurementError(Message("err.measurements.str_is_a_path", name=name, data=data))
+            raise MeasurementError(
+                Message(
+                    "{name}: a str is read as the file's text, and {data!r} is a file name; pass pathlib.Path({data!r}) to read the file",
+                    name=name,
+                    data=data,
+                )
+            )
         return data
     if isinstance(data, (bytes, bytearray, memoryview)):
         return bytes(data)
@@ -41,10 +47,17 @@ def read_input(data, name: str, max_bytes: int) -> bytes | str:
         try:
             content = reader() if reader.__name__ == "getvalue" else reader(max_bytes + 1)
         except (OSError, ValueError, TypeError) as exc:
-            raise MeasurementError(Message("err.measurements.file_object", name=name, cause=exc)) from None
+            raise MeasurementError(
+                Message("{name}: cannot read the file object: {cause}", name=name, cause=exc)
+            ) from None
         if isinstance(content, (str, bytes, bytearray, memoryview)):
             return content if isinstance(content, str) else bytes(content)
-    raise MeasurementError(Message("err.measurements.data_type", type=type(data).__name__))
+    raise MeasurementError(
+        Message(
+            "data must be bytes, a str holding the file's text, or a path (os.PathLike); got {type}",
+            type=type(data).__name__,
+        )
+    )
 
 
 def _read_path(data: os.PathLike, name: str, max_bytes: int) -> bytes:
@@ -52,21 +65,31 @@ def _read_path(data: os.PathLike, name: str, max_bytes: int) -> bytes:
     try:
         path = Path(data)
     except TypeError as exc:
-        raise MeasurementError(Message("err.measurements.bad_path", name=name, cause=exc)) from None
+        raise MeasurementError(Message("{name}: not a usable path: {cause}", name=name, cause=exc)) from None
     try:
         if not path.is_file():
-            raise MeasurementError(Message("err.measurements.no_file", name=name, path=str(path)))
+            raise MeasurementError(
+                Message("{name}: file {path!r} does not exist or is not a file", name=name, path=str(path))
+            )
         size = path.stat().st_size
         if size > max_bytes:
             raise MeasurementError(too_big(name, size, max_bytes))
         return path.read_bytes()
     except OSError as exc:
-        raise MeasurementError(Message("err.measurements.read_path", name=name, path=str(path), cause=exc)) from None
+        raise MeasurementError(
+            Message("{name}: cannot read {path!r}: {cause}", name=name, path=str(path), cause=exc)
+        ) from None
 
 
 def too_big(name: str, size: int, max_bytes: int) -> str:
     """The message of an input over ``max_bytes``."""
-    return Phrase("err.measurements.too_big", name=name, size=size, max_bytes=max_bytes, mb=max_bytes / 10**6)
+    return Phrase(
+        "{name}: the file is {size:,} bytes; the limit is max_bytes = {max_bytes:,} bytes ({mb:g} MB)",
+        name=name,
+        size=size,
+        max_bytes=max_bytes,
+        mb=max_bytes / 10**6,
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -98,16 +121,22 @@ def text_of(raw: bytes | str, name: str, max_bytes: int, report: LoadReport) -> 
         if len(raw) > max_bytes:
             raise MeasurementError(too_big(name, len(raw), max_bytes), report)
         if not raw.strip():
-            raise MeasurementError(Message("err.measurements.empty", name=name), report)
+            raise MeasurementError(Message("{name}: the file is empty", name=name), report)
         text, report.encoding = decode(raw, name)
     if not text.strip():
-        raise MeasurementError(Message("err.measurements.empty", name=name), report)
+        raise MeasurementError(Message("{name}: the file is empty", name=name), report)
     return text
 
 
 def _binary(name: str, why: Phrase) -> MeasurementError:
     """The error of input that is not text; ``why`` says how it shows (a Phrase; the text ends with :data:`HINT`)."""
-    return MeasurementError(Message("err.measurements.binary", name=name, why=why))
+    return MeasurementError(
+        Message(
+            "{name}: this is not a text file ({why}); upload a CSV (comma, semicolon or tab), Spec-Bench JSON lines, or vLLM 'SpecDecoding metrics' log lines",
+            name=name,
+            why=why,
+        )
+    )
 
 
 def decode(raw: bytes, name: str) -> tuple[str, str]:
@@ -116,7 +145,7 @@ def decode(raw: bytes, name: str) -> tuple[str, str]:
     if decoded is None and b"\x00" in raw:
         decoded = _decode_utf16_without_bom(raw)
         if decoded is None:
-            raise _binary(name, Phrase("note.measurements.nul_bytes"))
+            raise _binary(name, Phrase("it holds NUL bytes"))
     if decoded is None:
         for enc in ("utf-8", "cp1252", "latin-1"):
             with contextlib.suppress(UnicodeDecodeError):
@@ -135,7 +164,12 @@ def _decode_bom(raw: bytes, name: str) -> tuple[str, str] | None:
             try:
                 return raw.decode(enc), enc
             except UnicodeDecodeError as exc:
-                why = Phrase("note.measurements.bad_bom", encoding=enc, reason=exc.reason, byte=exc.start)
+                why = Phrase(
+                    "it starts with a {encoding} byte-order mark but is not valid {encoding}: {reason} at byte {byte}",
+                    encoding=enc,
+                    reason=exc.reason,
+                    byte=exc.start,
+                )
                 raise _binary(name, why) from None
     return None
 
@@ -154,10 +188,12 @@ def _decode_utf16_without_bom(raw: bytes) -> tuple[str, str] | None:
 def check_text(text: str, name: str, c1: bool = False) -> None:
     """Refuse text with NULs or more than a few control characters (``c1``: count C1 controls too)."""
     if "\x00" in text:
-        raise _binary(name, Phrase("note.measurements.nul_characters"))
+        raise _binary(name, Phrase("it holds NUL characters"))
     n_bad = len((_C0_C1 if c1 else _C0).findall(text))
     if n_bad > max(2, 0.01 * len(text)):
-        raise _binary(name, Phrase("note.measurements.control_characters", bad=n_bad, chars=len(text)))
+        raise _binary(
+            name, Phrase("{bad} of its {chars} characters are control characters", bad=n_bad, chars=len(text))
+        )
 
 
 # --------------------------------------------------------------------------------------

@@ -43,7 +43,9 @@ def derive(checked: Validated, report: LoadReport) -> pd.DataFrame:
     vv, computed = verify_cost(v, k, m)
     if computed.any():
         v["v"] = vv
-        report.conversions.append(Phrase("note.measurements.v_computed", rows=int(computed.sum())))
+        report.conversions.append(
+            Phrase("v = max(0, (t_verify_ms / t_target_ms − 1) / K) for {rows} row(s)", rows=int(computed.sum()))
+        )
     pred, pred_mc, ratio = predictions(alpha, c, k, vv, _get(v, "o", m), _get(v, "speedup", m))
     tree_predictions(pred, pred_mc, ratio, c, k, vv, _get(v, "o", m), v, m)
     derived = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from specviz.base.i18n import Message, Phrase
+from specviz.base.i18n import C_, N_, Message, Phrase
 from specviz.core import theory
 from specviz.data.measurements import cells, readers
 from specviz.data.measurements.derive import derive
@@ -70,7 +70,14 @@ def load_measurements(
     reader = readers.detect(text) if fmt == "auto" else readers.READERS[fmt]
     report.format = reader.name
     if reader.needs_k and k is None:
-        raise MeasurementError(Message("err.measurements.k_required", name=name, title=_title(reader)), report)
+        raise MeasurementError(
+            Message(
+                "{name}: k (the draft length K) is required for {title}, which do not state it; got k=None. Pass k=<integer >= 1>",
+                name=name,
+                title=_title(reader),
+            ),
+            report,
+        )
     table = reader.read(text, readers.ReadContext(name, report, max_rows, k))
     checked = validate(table, report, name, bool(mean_tokens_without_bonus), k)
     return derive(checked, report), report
@@ -79,12 +86,12 @@ def load_measurements(
 def _title(reader: readers.Reader) -> str:
     """What the reader reads ("vLLM log lines"), in any language (the reader's own title for a format added later)."""
     key = {
-        "vllm_log": "note.measurements.title.vllm_log",
-        "vllm_v0_log": "note.measurements.title.vllm_v0_log",
-        "sglang_log": "note.measurements.title.sglang_log",
-        "llamacpp_log": "note.measurements.title.llamacpp_log",
-        "spec_bench": "note.measurements.title.spec_bench",
-        "csv": "note.measurements.title.csv",
+        "vllm_log": N_("vLLM log lines"),
+        "vllm_v0_log": N_("vLLM V0 log lines"),
+        "sglang_log": N_("SGLang log lines"),
+        "llamacpp_log": N_("llama.cpp log lines"),
+        "spec_bench": C_("note.measurements.title.spec_bench", "Spec-Bench JSON lines"),
+        "csv": C_("note.measurements.title.csv", "CSV"),
     }.get(reader.name)
     return reader.title if key is None else Phrase(key)
 
@@ -92,23 +99,23 @@ def _title(reader: readers.Reader) -> str:
 def _check_arguments(name, format, k, max_bytes, max_rows, no_bonus) -> tuple[str, int | None, int, int]:
     """(reader name or "auto", k, max_bytes, max_rows) after checking each argument (ValueError naming it)."""
     if not isinstance(name, str) or not name.strip():
-        raise Message("err.measurements.name", name=name)
+        raise Message("name must be a non-empty str; got {name!r}", name=name)
     formats = readers.formats()
     fmt = formats.get(format) if isinstance(format, str) else None
     if fmt is None:
-        raise Message("err.measurements.format", formats=sorted(set(formats)), format=format)
+        raise Message("format must be one of {formats}; got {format!r}", formats=sorted(set(formats)), format=format)
     max_bytes = _check_positive_int(max_bytes, "max_bytes")
     max_rows = _check_positive_int(max_rows, "max_rows")
     if k is not None:
         if isinstance(k, bool) or not isinstance(k, (int, np.integer, float)) or not float(k).is_integer():
-            raise Message("err.measurements.k", limit=theory.K_LIMIT, k=k)
+            raise Message("k must be an integer in [1, {limit}]; got {k!r}", limit=theory.K_LIMIT, k=k)
         k = int(theory.check_k(k))
     if not isinstance(no_bonus, (bool, np.bool_)):  # ValueError, not TypeError: the contract
-        raise Message("err.measurements.no_bonus", value=no_bonus)
+        raise Message("mean_tokens_without_bonus must be True or False; got {value!r}", value=no_bonus)
     return fmt, k, max_bytes, max_rows
 
 
 def _check_positive_int(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise Message("err.measurements.positive_int", what=what, value=value)
+        raise Message("{what} must be an integer >= 1; got {value!r}", what=what, value=value)
     return int(value)

@@ -33,13 +33,18 @@ def load_records(records: Sequence[Mapping[str, object]], name: str = "records")
         indexed by the record's position from 1 (``row``); ``report.format`` is ``"records"``.
     """
     if not isinstance(name, str) or not name.strip():
-        raise Message("err.measurements.name", name=name)
+        raise Message("name must be a non-empty str; got {name!r}", name=name)
     report = LoadReport(name=name, format="records")
     names = list(dict.fromkeys(key for record in records for key in record))
     unknown = [key for key in names if key not in COLUMNS and key not in BENCH_COLUMNS]
     if unknown:
-        raise Message("err.measurements.unknown_columns", name=name, unknown=unknown, allowed=list(COLUMNS))
-    derived = Phrase("note.measurements.derived_recomputed")
+        raise Message(
+            "{name}: unknown column(s) {unknown}; allowed: the measurement columns {allowed} …",
+            name=name,
+            unknown=unknown,
+            allowed=list(COLUMNS),
+        )
+    derived = Phrase("derived, recomputed")
     report.ignored.update(dict.fromkeys(filter(DERIVED_COLUMNS.__contains__, names), derived))
     columns = {
         key: RawColumn(key, key, [record.get(key) for record in records], guess_percent=False)

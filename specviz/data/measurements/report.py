@@ -11,25 +11,25 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from specviz.base import i18n
-from specviz.base.i18n import Message, Phrase
+from specviz.base.i18n import N_, Message, Phrase
 
 
 class Joined(Phrase):
     """Items (phrases or plain text) joined by the separator of catalogue key ``sep``, in any language:
     a list a page shows as one text (conversions, ignored columns, a few bad cells)."""
 
-    def __new__(cls, items: Iterable, sep: str = "note.measurements.sep.semicolon"):
+    def __new__(cls, items: Iterable, sep: str = N_("; ")):
         items = tuple(items)
         self = str.__new__(cls, i18n.text(i18n.DEFAULT, sep).join(map(str, items)))
-        self.key, self.fields, self.items = sep, {}, items
+        self.msgid, self.fields, self.items = sep, {}, items
         return self
 
     def text(self, lang: str) -> str:
         """The items in ``lang``, joined by the separator of that language."""
-        return i18n.text(lang, self.key).join(i18n.localized(x, lang) for x in self.items)
+        return i18n.text(lang, self.msgid).join(i18n.localized(x, lang) for x in self.items)
 
     def __reduce__(self):
-        return Joined, (self.items, self.key)
+        return Joined, (self.items, self.msgid)
 
 
 @dataclass(frozen=True)
@@ -50,10 +50,14 @@ class RowError:
         value = self.value if len(self.value) <= 60 else self.value[:57] + "…"
         if not self.header or self.header == self.column:
             return Phrase(
-                "note.measurements.row_error", row=self.row, column=self.column, value=value, allowed=self.allowed
+                "row {row}, {column}: {value!r} — allowed: {allowed}",
+                row=self.row,
+                column=self.column,
+                value=value,
+                allowed=self.allowed,
             )
         return Phrase(
-            "note.measurements.row_error_header",
+            "row {row}, {column} ({header!r}): {value!r} — allowed: {allowed}",
             row=self.row,
             column=self.column,
             header=self.header,
@@ -96,18 +100,18 @@ class LoadReport:
         if self.encoding:
             how.append(self.encoding)
         if self.delimiter == "\t":
-            how.append(Phrase("note.measurements.delimiter_tab"))
+            how.append(Phrase("delimiter tab"))
         elif self.delimiter is not None:
-            how.append(Phrase("note.measurements.delimiter", delimiter=self.delimiter))
+            how.append(Phrase("delimiter {delimiter!r}", delimiter=self.delimiter))
         if self.decimal_comma:
-            how.append(Phrase("note.measurements.decimal_comma"))
-        return Joined(how, "note.measurements.sep.comma")
+            how.append(Phrase("decimal comma"))
+        return Joined(how, N_(", "))
 
     @property
     def headline(self) -> str:
         """One line: what was read, how, and how many rows loaded and were skipped."""
         return Phrase(
-            "note.measurements.headline",
+            "{name}: read {read} row(s) ({how}); loaded {loaded}, skipped {skipped}.",
             name=self.name,
             read=self.rows_read,
             how=self.how,
@@ -120,15 +124,15 @@ class LoadReport:
         """``Mapped columns: 'header' → column, ….`` ("" when nothing was mapped)."""
         if not self.mapped:
             return ""
-        pairs = Joined((f"{k!r} → {v}" for k, v in self.mapped.items()), "note.measurements.sep.comma")
-        return Phrase("note.measurements.mapped", pairs=pairs)
+        pairs = Joined((f"{k!r} → {v}" for k, v in self.mapped.items()), N_(", "))
+        return Phrase("Mapped columns: {pairs}.", pairs=pairs)
 
     @property
     def conversions_text(self) -> str:
         """``Conversions: …; ….`` ("" when none applied)."""
         if not self.conversions:
             return ""
-        return Phrase("note.measurements.conversions", conversions=Joined(self.conversions))
+        return Phrase("Conversions: {conversions}.", conversions=Joined(self.conversions))
 
     @property
     def ignored_text(self) -> str:
@@ -136,10 +140,10 @@ class LoadReport:
         if not self.ignored:
             return ""
         columns = Joined(
-            (Phrase("note.measurements.ignored_column", header=k, why=v) for k, v in self.ignored.items()),
-            "note.measurements.sep.comma",
+            (Phrase("{header!r} ({why})", header=k, why=v) for k, v in self.ignored.items()),
+            N_(", "),
         )
-        return Phrase("note.measurements.ignored", columns=columns)
+        return Phrase("Ignored columns: {columns}.", columns=columns)
 
     def summary(self, max_errors: int = 20) -> str:
         """A few lines for a person: what was read, how, what was mapped/converted, and what was wrong."""
@@ -163,38 +167,43 @@ class MeasurementError(Message):
 
     def __init__(self, message: str | Message, report: LoadReport | None = None):
         if isinstance(message, Message | Phrase):
-            super().__init__(message.key, **message.fields)
+            super().__init__(message.msgid, **message.fields)
         else:
-            self.key, self.fields = None, {}
+            self.msgid, self.fields = None, {}
             ValueError.__init__(self, str(message))
         self.report = report
 
     def text(self, lang: str) -> str:
         """This error in ``lang`` (plain text as it is)."""
-        return super().text(lang) if self.key is not None else str(self)
+        return super().text(lang) if self.msgid is not None else str(self)
 
     def __reduce__(self):
-        message = str(self) if self.key is None else Phrase(self.key, **self.fields)
+        message = str(self) if self.msgid is None else Phrase(self.msgid, **self.fields)
         return MeasurementError, (message, self.report)
 
 
 def few(items: list, n: int = 8) -> str:
     """The first ``n`` items, comma-separated, with the total when there are more."""
     s = ", ".join(str(x) for x in items[:n])
-    return Phrase("note.measurements.few", items=s, total=len(items)) if len(items) > n else s
+    return Phrase("{items} … ({total} in all)", items=s, total=len(items)) if len(items) > n else s
 
 
 def no_usable_row(name: str, report: LoadReport) -> str:
     """The message of a file none of whose rows loaded (its first five errors)."""
     if report.rows_read == 0:
-        return Phrase("err.measurements.no_data_rows", name=name)
+        return Phrase("{name}: no data rows (only a header?)", name=name)
     first = Joined(e.phrase() for e in report.row_errors[:5])
     if len(report.row_errors) > 5:
         return Phrase(
-            "err.measurements.no_usable_row_more",
+            "{name}: no usable row — all {rows} row(s) have errors: {errors} (and {more} more)",
             name=name,
             rows=report.rows_read,
             errors=first,
             more=len(report.row_errors) - 5,
         )
-    return Phrase("err.measurements.no_usable_row", name=name, rows=report.rows_read, errors=first)
+    return Phrase(
+        "{name}: no usable row — all {rows} row(s) have errors: {errors}",
+        name=name,
+        rows=report.rows_read,
+        errors=first,
+    )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
 
 from specviz.base.i18n import Phrase
 from specviz.base.paths import DATA
@@ -14,13 +13,14 @@ SAMPLES_DIR = DATA / "samples"
 
 #: Sample measurement files (in data/samples/) a new user can load in one click: file -> what it is.
 SAMPLES: dict[str, str] = {  # the descriptions are i18n.Phrase: English as a str, any language on a page
-    name: Phrase(f"note.measurements.sample.{Path(name).stem}")
-    for name in (
-        "specviz_bench_bundled_cpu.csv",
-        "published_leviathan2023.csv",
-        "published_chen2023.csv",
-        "published_spec_bench.csv",
-    )
+    "specviz_bench_bundled_cpu.csv": Phrase(
+        "our own `python -m specviz bench` output: the bundled pair on a 2-core CPU"
+    ),
+    "published_leviathan2023.csv": Phrase("published figures: Leviathan et al. 2023 (T5-XXL), not our measurements"),
+    "published_chen2023.csv": Phrase(
+        "published figures: Chen et al. 2023 (Chinchilla 70B; speedups only), not our measurements"
+    ),
+    "published_spec_bench.csv": Phrase("published figures: Spec-Bench leaderboard rows, not our measurements"),
 }
 
 #: The illustrative row of :func:`template_csv` (its label and notes say it is not a measurement).

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specviz.base.i18n import Message, Phrase
+from specviz.base.i18n import Message, Phrase, plural
 from specviz.core import theory
 from specviz.data.measurements import cells
 from specviz.data.measurements.aliases import Conversion
@@ -93,17 +93,17 @@ def _merge(errors: list[list[RowError]], found: Errors) -> list[list[RowError]]:
 
 #: The allowed values of each range rule (schema.RULES) as a Phrase: the English text of schema.ALLOWED.
 _ALLOWED_PHRASES = {
-    "k": lambda: Phrase("note.measurements.allowed.integer", hi=theory.K_LIMIT),
-    "tokens": lambda: Phrase("note.measurements.allowed.tokens"),
-    "c_l": lambda: Phrase("note.measurements.allowed.c_l"),
-    "efficiency": lambda: Phrase("note.measurements.allowed.efficiency"),
-    "positions": lambda: Phrase("note.measurements.allowed.positions", n="K"),
-    "bool": lambda: Phrase("note.measurements.allowed.bool"),
-    "depth": lambda: Phrase("note.measurements.allowed.integer", hi="K"),
-    "rate": lambda: Phrase("note.measurements.allowed.unit"),
-    "positive": lambda: Phrase("note.measurements.allowed.positive"),
-    "nonnegative": lambda: Phrase("note.measurements.allowed.nonnegative"),
-    "count": lambda: Phrase("note.measurements.allowed.integer", hi=INT_MAX),
+    "k": lambda: Phrase("an integer in [1, {hi}]", hi=theory.K_LIMIT),
+    "tokens": lambda: Phrase("[1, K + 1]"),
+    "c_l": lambda: Phrase("a finite number > 0 (c_L = T_draft / T_target)"),
+    "efficiency": lambda: Phrase("[1 / (K + 1), 1]"),
+    "positions": lambda: Phrase("{n} numbers in [0, 1] (or nan) separated by ';'", n="K"),
+    "bool": lambda: Phrase("true / false (or empty)"),
+    "depth": lambda: Phrase("an integer in [1, {hi}]", hi="K"),
+    "rate": lambda: Phrase("[0, 1]"),
+    "positive": lambda: Phrase("a finite number > 0"),
+    "nonnegative": lambda: Phrase("a finite number >= 0"),
+    "count": lambda: Phrase("an integer in [1, {hi}]", hi=INT_MAX),
 }
 
 
@@ -148,19 +148,19 @@ def parse_numbers(table: RawTable, report: LoadReport) -> tuple[dict[str, np.nda
         if column_kind(col.name) != "number":
             continue
         arr, percent_cells, bad = _parse_column(col, report.decimal_comma)
-        allowed = Phrase("note.measurements.allowed.number", allowed=allowed_phrase(col.name))
+        allowed = Phrase("a number; {allowed}", allowed=allowed_phrase(col.name))
         errors += [cell_error(table, i, col.name, col.cells[i], allowed) for i in bad]
         not_numbers |= {(col.name, i) for i in bad}
         if percent_cells.any():
             n_pct = int(percent_cells.sum())
-            report.conversions.append(Phrase("note.measurements.percent_cells", header=col.header, cells=n_pct))
+            report.conversions.append(
+                Phrase("{header!r}: {cells} cell(s) written with '%' divided by 100", header=col.header, cells=n_pct)
+            )
         if col.name in PERCENT_COLUMNS:
             arr = percent_column(col, arr, percent_cells, report, table.rows)
         if col.conversion:
             arr = col.conversion.apply(arr)
-            report.conversions.append(
-                Phrase("note.measurements.converted", header=col.header, how=col.conversion.phrase)
-            )
+            report.conversions.append(Phrase("{header!r}: {how}", header=col.header, how=col.conversion.phrase))
         values[col.name] = arr
     return values, errors, not_numbers
 
@@ -192,14 +192,22 @@ def percent_column(col: RawColumn, arr: np.ndarray, percent_cells: np.ndarray, r
         return arr
     vals = arr[plain]
     if col.percent:
-        note = Phrase("note.measurements.percent_header", header=col.header)
+        note = Phrase("{header!r}: percent (the header says percent) divided by 100", header=col.header)
     elif col.guess_percent and (vals > 1).any() and (vals <= 100).all() and (vals >= 0).all():
         fractions = plain & (arr > 0) & (arr < 1)
         if fractions.any():  # 0.8 next to 60: a fraction or 0.8 %? Not guessed.
             row = rows[int(np.flatnonzero(fractions)[0])]
-            report.warnings.append(Phrase("note.measurements.percent_mixed", header=col.header, row=row))
+            report.warnings.append(
+                Phrase(
+                    "{header!r} mixes values in (0, 1) (e.g. row {row}) with values > 1, so it is not read as percent and the values > 1 are errors; if the column is in percent, write '%' in its header",
+                    header=col.header,
+                    row=row,
+                )
+            )
             return arr
-        note = Phrase("note.measurements.percent_values", header=col.header, top=vals.max())
+        note = Phrase(
+            "{header!r}: percent (values in [0, 100], up to {top:g}) divided by 100", header=col.header, top=vals.max()
+        )
     else:
         return arr
     out = arr.copy()
@@ -225,9 +233,9 @@ def check_k(
     n = len(table.rows)
     if "k" not in values:
         if k_given is None:  # the CSV reader checks required columns first; other readers pass k
-            raise MeasurementError(Message("err.measurements.no_k", name=name), report)
+            raise MeasurementError(Message("{name}: no draft length K (column 'k') and no k given", name=name), report)
         values = {**values, "k": np.full(n, float(k_given))}
-        report.conversions.append(Phrase("note.measurements.k_given_rows", k=k_given))
+        report.conversions.append(Phrase("k = {k} for every row (given by the caller)", k=k_given))
     k = values["k"]
     ok = np.isfinite(k) & (k >= 1) & (k <= theory.K_LIMIT) & (k == np.floor(k))
     col = table.columns.get("k")
@@ -236,9 +244,9 @@ def check_k(
         if ("k", i) in not_numbers:
             continue
         if col is not None and col.conversion is Conversion.K_MINUS_ONE:
-            allowed = Phrase("note.measurements.allowed.k_plus_one", header=col.header)
+            allowed = Phrase("an integer >= 2 (= K + 1; {header} counts the root token)", header=col.header)
         elif np.isnan(k[i]):
-            allowed = Phrase("note.measurements.allowed.required", allowed=allowed_phrase("k"))
+            allowed = Phrase("required: {allowed}", allowed=allowed_phrase("k"))
         else:
             allowed = allowed_phrase("k")
         errors.append(cell_error(table, i, "k", col.cells[i] if col is not None else k[i], allowed))
@@ -253,7 +261,7 @@ def add_bonus_token(table: RawTable, values: dict[str, np.ndarray], report: Load
     if col is not None and col.conversion is Conversion.ADD_BONUS:  # shifted by its name already
         return values
     header = col.header if col else "mean acceptance length"
-    report.conversions.append(Phrase("note.measurements.bonus_declared", header=header))
+    report.conversions.append(Phrase("{header!r}: declared without the bonus token, E[N] = value + 1", header=header))
     return {**values, "mean_accepted_tokens": values["mean_accepted_tokens"] + 1.0}
 
 
@@ -314,20 +322,24 @@ def allowed_at(name: str, col: RawColumn | None, k: float | None, no_bonus: bool
     conversion = col.conversion if col is not None else Conversion.NONE
     if name == "mean_accepted_tokens":
         if no_bonus or conversion is Conversion.ADD_BONUS:
-            return Phrase("note.measurements.allowed.no_bonus", k=ks, k1=kp1)
+            return Phrase(
+                "[0, {k}] (mean acceptance length without the bonus token; E[N] = value + 1 in [1, {k1}])", k=ks, k1=kp1
+            )
         if k is None:
             return allowed_phrase(name)
-        return Phrase("note.measurements.allowed.mean", k=ks, k1=kp1)
+        return Phrase("[1, {k1}] (E[N], bonus token counted, K = {k})", k=ks, k1=kp1)
     if name == "system_efficiency":
-        return Phrase("note.measurements.allowed.efficiency_at", k1=kp1)
+        return Phrase("[1/{k1}, 1] (E[N] / (K + 1))", k1=kp1)
     if name == "predicted_tokens_per_round":
-        return Phrase("note.measurements.allowed.per_round", k=ks, k1=kp1)
+        return Phrase("[1, {k1}] (tokens per round, K = {k})", k=ks, k1=kp1)
     if name == "tree_depth":
-        return Phrase("note.measurements.allowed.depth", k=ks) if k is not None else allowed_phrase(name)
+        return (
+            Phrase("an integer in [1, {k}] (a tree of K = {k} drafts)", k=ks) if k is not None else allowed_phrase(name)
+        )
     if conversion.file_unit:
-        return Phrase("note.measurements.allowed.positive_in", unit=conversion.file_unit)
+        return Phrase("a finite number > 0 ({unit})", unit=conversion.file_unit)
     if _rule(name) == "rate" and col is not None:
-        return Phrase("note.measurements.allowed.percent", allowed=allowed_phrase(name))
+        return Phrase("{allowed} (a column wholly in percent is read as percent)", allowed=allowed_phrase(name))
     return allowed_phrase(name)
 
 
@@ -375,7 +387,9 @@ def _parse_position_lists(table: RawTable, col: RawColumn, k: _K, decimal_comma:
             parsed = False
         if parsed is False or (parsed is not None and k.ok[i] and len(parsed) != int(k.k[i])):
             n_k = f"{int(k.k[i])}" if k.ok[i] else "K"
-            errors.append(cell_error(table, i, col.name, c, Phrase("note.measurements.allowed.positions", n=n_k)))
+            errors.append(
+                cell_error(table, i, col.name, c, Phrase("{n} numbers in [0, 1] (or nan) separated by ';'", n=n_k))
+            )
             out.append(None)
         elif parsed is None:
             out.append(None)
@@ -387,12 +401,18 @@ def _parse_position_lists(table: RawTable, col: RawColumn, k: _K, decimal_comma:
 def fill_label(text: dict[str, list], n: int, name: str, report: LoadReport) -> dict[str, list]:
     """Rows without a label are labelled ``name`` (the file's name)."""
     if "label" not in text:
-        report.conversions.append(Phrase("note.measurements.no_label", name=name))
+        report.conversions.append(Phrase("no label column: label = {name!r} for every row", name=name))
         return {**text, "label": [name] * n}
     labels = [name if v is None else v for v in text["label"]]
     n_empty = sum(v is None for v in text["label"])
     if n_empty:
-        report.conversions.append(Phrase("note.measurements.empty_labels", n=n_empty, name=name))
+        report.conversions.append(
+            Phrase(
+                plural("{n} empty label set to {name!r}", "{n} empty labels set to {name!r}", n_empty),
+                n=n_empty,
+                name=name,
+            )
+        )
     return {**text, "label": labels}
 
 
@@ -413,7 +433,7 @@ def fill_c_from_c_l(table: RawTable, values: dict[str, np.ndarray]) -> tuple[dic
         c_from_l[good] = theory.c_from_leviathan(c_l[good])
     overflow = good & ~np.isfinite(c_from_l)  # a subnormal c_L: 1 / c_L overflows
     errors = [
-        cell_error(table, i, "c_l", table.columns["c_l"].cells[i], Phrase("note.measurements.allowed.c_l_inverse"))
+        cell_error(table, i, "c_l", table.columns["c_l"].cells[i], Phrase("a c_L whose inverse c = 1 / c_L is finite"))
         for i in np.flatnonzero(overflow)
     ]
     c = values.get("c", np.full(n, np.nan))
@@ -441,7 +461,7 @@ def fill_speedup_from_throughput(values: dict[str, np.ndarray], report: LoadRepo
         ratio = values["tokens_per_s"] / values["baseline_tokens_per_s"]
     speedup = np.where(np.isfinite(ratio) & (ratio > 0), ratio, np.nan)
     if np.isfinite(speedup).any():
-        report.conversions.append(Phrase("note.measurements.speedup_from_throughput"))
+        report.conversions.append(Phrase("speedup = tokens_per_s / baseline_tokens_per_s"))
     return {**values, "speedup": speedup}
 
 
@@ -459,7 +479,7 @@ def require_acceptance(
     for name in measures:
         if name in values:
             has |= ~np.isnan(values[name])
-    allowed = Phrase("note.measurements.allowed.measure")
+    allowed = Phrase("one of alpha, mean_accepted_tokens, acceptance_rate or speedup (all empty in this row)")
     found = [
         (int(i), RowError(table.rows[i], "alpha", "", allowed))
         for i in np.flatnonzero(~has)
@@ -476,7 +496,12 @@ def speedup_only_warning(values: dict[str, np.ndarray], clean_with_measure: np.n
     only = clean_with_measure & np.all(empty or [np.ones(len(rows), dtype=bool)], axis=0)
     if not only.any():
         return []
-    return [Phrase("note.measurements.speedup_only", rows=few([rows[i] for i in np.flatnonzero(only)]))]
+    return [
+        Phrase(
+            "row(s) {rows} give a speedup but no acceptance figure (alpha, mean accepted tokens or acceptance rate): loaded as speedup-only rows, without α or a prediction",
+            rows=few([rows[i] for i in np.flatnonzero(only)]),
+        )
+    ]
 
 
 def disagreement_warning(values: dict[str, np.ndarray], clean: np.ndarray, k: _K, rows: list[int]) -> list[str]:
@@ -492,5 +517,15 @@ def disagreement_warning(values: dict[str, np.ndarray], clean: np.ndarray, k: _K
         return []
     shown = few([rows[i] for i in np.flatnonzero(off)])
     if sglang_like.sum() == off.sum():
-        return [Phrase("note.measurements.disagree_sglang", rows=shown)]
-    return [Phrase("note.measurements.disagree", rows=shown)]
+        return [
+            Phrase(
+                "mean_accepted_tokens and acceptance_rate disagree (E[N] ≠ 1 + r·K by more than 2 %) in row(s) {rows}; alpha_used comes from mean_accepted_tokens — they fit E[N] / (K + 1), SGLang's 'accept rate': name that column 'sglang_accept_rate'",
+                rows=shown,
+            )
+        ]
+    return [
+        Phrase(
+            "mean_accepted_tokens and acceptance_rate disagree (E[N] ≠ 1 + r·K by more than 2 %) in row(s) {rows}; alpha_used comes from mean_accepted_tokens",
+            rows=shown,
+        )
+    ]

@@ -14,14 +14,14 @@ from specviz.engine.models import Decodable
 
 def _check_batch(models, prompts: list[torch.Tensor], max_new_tokens: int, temperature: float, k: int) -> None:
     if not prompts:
-        raise Message("err.decoding.no_prompts")
+        raise Message("prompts must hold at least one prompt")
     for i, prompt in enumerate(prompts):
         try:
             check_inputs(models, prompt, max_new_tokens, temperature, k)
         except ValueError as exc:
-            raise Message("err.decoding.in_prompt", i=i, cause=exc) from None
+            raise Message("prompt {i}: {cause}", i=i, cause=exc) from None
         if prompt.numel() < 2:
-            raise Message("err.decoding.batch_short", i=i)
+            raise Message("prompt {i}: batched decoding needs prompts of at least 2 tokens; got 1", i=i)
 
 
 def _prefill_batch(model: Decodable, prompts: list[torch.Tensor], device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -88,7 +88,7 @@ def speculative_generate_batch(
     the timings are the batch's).
     """
     if int(k) != k or k < 1:
-        raise Message("err.decoding.k", k=k)
+        raise Message("k must be an integer >= 1; got {k!r}", k=k)
     k = int(k)
     _check_batch([target, draft], prompts, max_new_tokens, temperature, k)
     device, sampler, clock = target.device, Sampler(temperature, generator), records._Clock(target.device)

@@ -251,7 +251,7 @@ def speculative_generate(
         acceptance, T_p, T_q, T_verify, c, v, o, tokens/s and predicted speedups.
     """
     if int(k) != k or k < 1:
-        raise Message("err.decoding.k", k=k)
+        raise Message("k must be an integer >= 1; got {k!r}", k=k)
     k = int(k)
     check_inputs([target, draft], prompt, max_new_tokens, temperature, k)
     clock, sampler = records._Clock(target.device), Sampler(temperature, generator)

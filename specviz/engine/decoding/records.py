@@ -181,15 +181,23 @@ class GenerationStats:
 def check_inputs(models, prompt: torch.Tensor, max_new_tokens: int, temperature: float, k: int) -> None:
     """ValueError unless ``prompt`` + ``max_new_tokens`` + K + 1 fits every model's context (and the rest is valid)."""
     if prompt.ndim != 1 or prompt.numel() == 0:
-        raise Message("err.decoding.prompt_shape", shape=tuple(prompt.shape))
+        raise Message(
+            "prompt must be a non-empty 1-D tensor of token ids; got shape {shape}", shape=tuple(prompt.shape)
+        )
     if max_new_tokens < 1:
-        raise Message("err.decoding.max_new_tokens", n=max_new_tokens)
+        raise Message("max_new_tokens must be >= 1; got {n}", n=max_new_tokens)
     if not (temperature >= 0 and np.isfinite(temperature)):
-        raise Message("err.decoding.temperature", temperature=temperature)
+        raise Message("temperature must be a finite number >= 0; got {temperature}", temperature=temperature)
     need = prompt.numel() + max_new_tokens + k + 1
     context = min(m.context_length for m in models)
     if need > context:
-        raise Message("err.decoding.context", prompt=prompt.numel(), new=max_new_tokens, need=need, context=context)
+        raise Message(
+            "prompt ({prompt} tokens) + max_new_tokens ({new}) + K + 1 = {need} exceeds the model's context of {context} tokens",
+            prompt=prompt.numel(),
+            new=max_new_tokens,
+            need=need,
+            context=context,
+        )
 
 
 def _prefill(model: Decodable, prompt: torch.Tensor) -> None:

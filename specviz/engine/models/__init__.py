@@ -73,9 +73,11 @@ def resolve_device(device: str = "auto") -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise Message("err.models.no_cuda", device=device)
+        raise Message(
+            "device {device!r} was requested but no CUDA GPU is available; use 'cpu' or 'auto'", device=device
+        )
     if not (device == "cpu" or device.startswith("cuda")):
-        raise Message("err.models.device", device=device)
+        raise Message("device must be 'auto', 'cpu' or 'cuda[:N]'; got {device!r}", device=device)
     return torch.device(device)
 
 
@@ -139,7 +141,7 @@ def load_pair(spec: str = "bundled", device: str = "cpu", dtype: torch.dtype | N
     root = BUNDLED_DIR if spec == "bundled" else Path(spec)
     for part in ("target", "draft"):
         if not (root / part / "model.safetensors").is_file():
-            raise Message("err.models.pair_missing", spec=spec, part=part, root=root)
+            raise Message("pair {spec!r}: no {part}/model.safetensors under {root}", spec=spec, part=part, root=root)
     target = packed.apply(GPT.load(root / "target", dev, dtype))  # oneDNN linears where they pay (CPU fp32)
     draft = packed.apply(GPT.load(root / "draft", dev, dtype))
     return target, draft, ByteTokenizer()

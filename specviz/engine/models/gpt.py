@@ -41,7 +41,9 @@ class GPTConfig:
 
     def __post_init__(self):
         if self.n_embd % self.n_head:
-            raise Message("err.models.n_embd", n_embd=self.n_embd, n_head=self.n_head)
+            raise Message(
+                "n_embd must be divisible by n_head; got {n_embd} and {n_head}", n_embd=self.n_embd, n_head=self.n_head
+            )
 
     @classmethod
     def from_dict(cls, d: dict) -> GPTConfig:
@@ -212,13 +214,17 @@ class GPT(nn.Module):
             return self.head(self.ln_f(x))
         if start is None:
             if t > self.cfg.block_size:
-                raise Message("err.models.block_size", block_size=self.cfg.block_size, t=t)
+                raise Message(
+                    "sequence length must be <= block_size {block_size}; got {t}", block_size=self.cfg.block_size, t=t
+                )
             x = self.wte(idx) + self.wpe.weight[:t]  # (B, T, C): positions 0..T-1
             mask = None
         else:
             end = start + t
             if end > self._cache_len:
-                raise Message("err.models.cache_end", last=end - 1, cache=self._cache_len)
+                raise Message(
+                    "sequence would reach position {last}; the cache holds {cache}", last=end - 1, cache=self._cache_len
+                )
             x = self.wte(idx) + self.wpe.weight[start:end]  # (B, T, C): positions start..end-1
             # (T, end): the query at position start+i attends to keys 0..start+i; one query sees everything
             mask = None if t == 1 else self._causal[start:end, :end]
@@ -283,18 +289,31 @@ class GPT(nn.Module):
         try:
             cfg = GPTConfig.from_dict(json.loads((directory / "config.json").read_text()))
         except (OSError, ValueError, TypeError) as exc:
-            raise Message("err.models.config_bad", directory=directory, error=_cause(exc)) from None
+            raise Message(
+                "{directory}/config.json is missing or not a valid model config: {error}",
+                directory=directory,
+                error=_cause(exc),
+            ) from None
         model = cls(cfg)
         try:
             state = load_file(str(directory / "model.safetensors"))
         except Exception as exc:  # safetensors raises its own error types for truncated or garbled files
-            raise Message("err.models.weights_bad", directory=directory, error=_cause(exc)) from None
+            raise Message(
+                "{directory}/model.safetensors is missing or corrupt: {error}", directory=directory, error=_cause(exc)
+            ) from None
         try:
             missing, unexpected = model.load_state_dict(state, strict=False)
         except RuntimeError as exc:  # shape mismatch between config.json and the weights
-            raise Message("err.models.weights_shape", directory=directory, error=_cause(exc)) from None
+            raise Message(
+                "{directory}: weights do not match config.json: {error}", directory=directory, error=_cause(exc)
+            ) from None
         if unexpected or set(missing) - {"head.weight"}:
-            raise Message("err.models.weights_keys", directory=directory, missing=missing, unexpected=unexpected)
+            raise Message(
+                "{directory}: weights do not match config (missing {missing}, unexpected {unexpected})",
+                directory=directory,
+                missing=missing,
+                unexpected=unexpected,
+            )
         return model.to(device=device, dtype=dtype).eval()
 
 

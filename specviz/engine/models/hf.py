@@ -35,7 +35,7 @@ from urllib.parse import urlparse
 import torch
 from torch import nn
 
-from specviz.base.i18n import Message, Phrase
+from specviz.base.i18n import N_, Message, Phrase
 
 __all__ = [
     "TRANSFORMERS_PIN",
@@ -57,7 +57,10 @@ def require_transformers():
     try:
         import transformers
     except ImportError as exc:  # includes sys.modules["transformers"] = None
-        raise Message("err.models.hf.transformers", pin=TRANSFORMERS_PIN) from exc
+        raise Message(
+            "loading a Hugging Face model pair: the Hugging Face adapter needs the optional package transformers: pip install transformers=={pin}",
+            pin=TRANSFORMERS_PIN,
+        ) from exc
     return transformers
 
 
@@ -81,7 +84,11 @@ def _context_length(config) -> int:
         value = getattr(text, name, None)
         if isinstance(value, int) and value > 0:
             return value
-    raise Message("err.models.hf.context", config=type(config).__name__, attrs=", ".join(_CONTEXT_ATTRS))
+    raise Message(
+        "{config}: cannot find the context length (none of {attrs})",
+        config=type(config).__name__,
+        attrs=", ".join(_CONTEXT_ATTRS),
+    )
 
 
 def _model_vocab(model) -> int:
@@ -105,7 +112,12 @@ class HFCausalLM(nn.Module):
         model_vocab = _model_vocab(model)
         vocab_size = vocab_size or model_vocab
         if vocab_size > model_vocab:
-            raise Message("err.models.hf.vocab", name=self.name, vocab=vocab_size, logits=model_vocab)
+            raise Message(
+                "{name}: vocab_size {vocab} exceeds the model's {logits} logits",
+                name=self.name,
+                vocab=vocab_size,
+                logits=model_vocab,
+            )
         self.cfg = HFConfig(block_size=block_size or _context_length(model.config), vocab_size=vocab_size)
         params = inspect.signature(model.forward).parameters
         self._cache_kwarg = "cache" if "cache" in params else "past_key_values"  # renamed in transformers 5
@@ -151,14 +163,18 @@ class HFCausalLM(nn.Module):
             raise ValueError("per-row positions (batched decoding) need specviz's own GPT; this pair is Hugging Face's")
         if start is None:
             if t > self.cfg.block_size:
-                raise Message("err.models.block_size", block_size=self.cfg.block_size, t=t)
+                raise Message(
+                    "sequence length must be <= block_size {block_size}; got {t}", block_size=self.cfg.block_size, t=t
+                )
             out = self.model(input_ids=idx, use_cache=False)
         else:
             if self._cache is None:
                 raise ValueError("forward(idx, start) needs a cache: call setup_cache() first")
             start, end = int(start), int(start) + t
             if end > self._cache_len:
-                raise Message("err.models.cache_end", last=end - 1, cache=self._cache_len)
+                raise Message(
+                    "sequence would reach position {last}; the cache holds {cache}", last=end - 1, cache=self._cache_len
+                )
             have = self._cache.get_seq_length()
             if start > have:
                 raise ValueError(f"cannot write at position {start}: only positions 0..{have - 1} are cached")
@@ -236,42 +252,66 @@ def _from_pretrained(loader, spec: str, what: str, allow_local: bool, **kwargs):
     if _is_path_like(spec):
         folder = Path(spec).expanduser()
         if not allow_local:
-            raise Message("err.models.hf.local_not_allowed", what=what, spec=spec)
+            raise Message(
+                "{what} {spec!r}: local folders are not allowed here; give a Hugging Face hub id", what=what, spec=spec
+            )
         if not folder.is_dir():
-            raise Message("err.models.hf.no_folder", what=what, spec=spec)
+            raise Message("{what} {spec!r}: no such folder", what=what, spec=spec)
         try:
             return loader.from_pretrained(str(folder), local_files_only=True, **kwargs)
         except Exception as exc:  # OSError, ValueError, KeyError from an odd config, ...
-            raise Message("err.models.hf.local_failed", what=what, spec=spec, error=_cause(exc)) from exc
+            raise Message(
+                "{what} {spec!r}: cannot load from the local folder: {error}", what=what, spec=spec, error=_cause(exc)
+            ) from exc
     try:  # the local hub cache first: no network at all when the files are there
         return loader.from_pretrained(spec, local_files_only=True, **kwargs)
     except Exception as exc:
         cached_error = exc
     no_folder = Path(spec).name != spec  # "org/name" could also have been meant as a relative folder
     if _hub_offline():
-        key = "err.models.hf.offline_no_folder" if no_folder else "err.models.hf.offline"
+        key = (
+            N_(
+                "{what} {spec!r}: not in the local Hugging Face cache (and there is no local folder of that name) and HF_HUB_OFFLINE is set ({error})"
+            )
+            if no_folder
+            else N_("{what} {spec!r}: not in the local Hugging Face cache and HF_HUB_OFFLINE is set ({error})")
+        )
         raise Message(key, what=what, spec=spec, error=_cause(cached_error)) from cached_error
     if not _hub_reachable():
-        key = "err.models.hf.unreachable_no_folder" if no_folder else "err.models.hf.unreachable"
+        key = (
+            N_(
+                "{what} {spec!r}: not in the local Hugging Face cache (and there is no local folder of that name) and the Hugging Face Hub cannot be reached (no network?)"
+            )
+            if no_folder
+            else N_(
+                "{what} {spec!r}: not in the local Hugging Face cache and the Hugging Face Hub cannot be reached (no network?)"
+            )
+        )
         raise Message(key, what=what, spec=spec) from cached_error
     try:
         return loader.from_pretrained(spec, **kwargs)
     except Exception as exc:  # RepositoryNotFoundError, gated repo, no safetensors, HTTP errors, ...
-        raise Message("err.models.hf.hub_failed", what=what, spec=spec, error=_cause(exc)) from exc
+        raise Message(
+            "{what} {spec!r}: cannot load from the Hugging Face Hub: {error}", what=what, spec=spec, error=_cause(exc)
+        ) from exc
 
 
 def _load_tokenizer(spec: str, allow_local: bool):
     transformers = require_transformers()
-    return _from_pretrained(transformers.AutoTokenizer, spec, Phrase("err.models.hf.what_tokenizer"), allow_local)
+    return _from_pretrained(transformers.AutoTokenizer, spec, Phrase("tokenizer"), allow_local)
 
 
 def _load_model(spec: str, device, dtype, allow_local: bool):
     transformers = require_transformers()
     kwargs = {"dtype": dtype} if dtype is not None else {}
-    what = Phrase("err.models.hf.what_model")  # "model"
+    what = Phrase("model")  # "model"
     model = _from_pretrained(transformers.AutoModelForCausalLM, spec, what, allow_local, use_safetensors=True, **kwargs)
     if getattr(model, "_is_stateful", False):
-        raise Message("err.models.hf.stateful", spec=spec, cls=type(model).__name__)
+        raise Message(
+            "model {spec!r}: {cls} is stateful (recurrent); its cache cannot be rewound to an earlier position, which speculative decoding needs",
+            spec=spec,
+            cls=type(model).__name__,
+        )
     return model.to(device=device).eval()
 
 
@@ -291,19 +331,33 @@ def load_hf_pair(
     device = resolve_device(device) if isinstance(device, str) else torch.device(device)
     target_id, draft_id = target_id.strip(), draft_id.strip()
     if not target_id or not draft_id:
-        raise Message("err.models.hf.pair_empty", target=target_id, draft=draft_id)
+        raise Message(
+            "a Hugging Face pair is 'TARGET,DRAFT'; got {target!r}, {draft!r}", target=target_id, draft=draft_id
+        )
     tok = _load_tokenizer(target_id, allow_local)
     draft_tok = _load_tokenizer(draft_id, allow_local)
     if tok.get_vocab() != draft_tok.get_vocab():
         a, b = tok.get_vocab(), draft_tok.get_vocab()
         diff = sorted(set(a.items()) ^ set(b.items()), key=str)[:3]
-        raise Message("err.models.hf.tokenizers", target=target_id, draft=draft_id, a=len(a), b=len(b), diff=diff)
+        raise Message(
+            "target {target!r} and draft {draft!r} use different tokenizers ({a} vs {b} tokens; e.g. {diff}); speculative decoding needs a shared vocabulary",
+            target=target_id,
+            draft=draft_id,
+            a=len(a),
+            b=len(b),
+            diff=diff,
+        )
     target = _load_model(target_id, device, dtype, allow_local)
     draft = _load_model(draft_id, device, dtype, allow_local)
     vocab = len(tok)
     for spec, model in ((target_id, target), (draft_id, draft)):
         if _model_vocab(model) < vocab:
-            raise Message("err.models.hf.logits", spec=spec, logits=_model_vocab(model), vocab=vocab)
+            raise Message(
+                "model {spec!r} has {logits} output logits but its tokenizer has {vocab} tokens",
+                spec=spec,
+                logits=_model_vocab(model),
+                vocab=vocab,
+            )
     return HFCausalLM(target, vocab), HFCausalLM(draft, vocab), HFTokenizer(tok)
 
 
@@ -318,11 +372,16 @@ def load_hf_target(
     device = resolve_device(device) if isinstance(device, str) else torch.device(device)
     target_id = target_id.strip()
     if not target_id:
-        raise Message("err.models.hf.target_empty")
+        raise Message("a Hugging Face target id is empty")
     tok = _load_tokenizer(target_id, allow_local)
     model = _load_model(target_id, device, dtype, allow_local)
     if _model_vocab(model) < len(tok):
-        raise Message("err.models.hf.target_logits", spec=target_id, logits=_model_vocab(model), vocab=len(tok))
+        raise Message(
+            "model {spec!r} has {logits} output logits but its tokenizer has {vocab}",
+            spec=target_id,
+            logits=_model_vocab(model),
+            vocab=len(tok),
+        )
     return HFCausalLM(model, len(tok)), HFTokenizer(tok)
 
 
@@ -452,7 +511,12 @@ def export_pair(pair_dir_or_models, out_dir: str | Path) -> Path:
         root = BUNDLED_DIR if str(pair_dir_or_models) == "bundled" else Path(pair_dir_or_models)
         for part in ("target", "draft"):
             if not (root / part / "model.safetensors").is_file():
-                raise Message("err.models.pair_missing", spec=str(pair_dir_or_models), part=part, root=root)
+                raise Message(
+                    "pair {spec!r}: no {part}/model.safetensors under {root}",
+                    spec=str(pair_dir_or_models),
+                    part=part,
+                    root=root,
+                )
         target, draft = GPT.load(root / "target"), GPT.load(root / "draft")
     else:
         target, draft = tuple(pair_dir_or_models)[:2]

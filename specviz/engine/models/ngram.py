@@ -65,12 +65,16 @@ class NgramDraft:
         device: str | torch.device = "cpu",
     ):
         if rule not in RULES:
-            raise Message("err.ngram.rule", rules=RULES, rule=rule)
+            raise Message("n-gram rule must be one of {rules}; got {rule!r}", rules=RULES, rule=rule)
         lo, hi = (1, 2) if rule == "hf" else (5, 5)
         num_tokens = num_tokens if rule == "hf" else 10**9  # vLLM: only K caps a proposal
         self.rule, self.min_ngram, self.max_ngram = rule, int(min_ngram or lo), int(max_ngram or hi)
         if not 1 <= self.min_ngram <= self.max_ngram:
-            raise Message("err.ngram.sizes", min_ngram=self.min_ngram, max_ngram=self.max_ngram)
+            raise Message(
+                "n-gram sizes must satisfy 1 <= min <= max; got {min_ngram}, {max_ngram}",
+                min_ngram=self.min_ngram,
+                max_ngram=self.max_ngram,
+            )
         self.num_tokens, self.vocab_size = int(num_tokens), int(vocab_size)
         self._context, self._device = int(context_length), torch.device(device)
         self.name = f"ngram ({rule}, n {self.min_ngram}..{self.max_ngram})"
@@ -130,9 +134,9 @@ def replay_on_text(tokens: list[int], k: int, rule: str = "hf", prompt_length: i
     much the text repeats itself — what prompt lookup can accept on it — not a particular target.
     """
     if rule not in RULES:
-        raise Message("err.ngram.rule", rules=RULES, rule=rule)
+        raise Message("n-gram rule must be one of {rules}; got {rule!r}", rules=RULES, rule=rule)
     if int(k) != k or k < 1:
-        raise Message("err.ngram.k", k=k)
+        raise Message("K must be an integer >= 1; got {k!r}", k=k)
     lo, hi, cap = (1, 2, 10) if rule == "hf" else (5, 5, 10**9)
     out, pos = [], max(1, int(prompt_length))
     while pos < len(tokens):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 
-from specviz.base.i18n import Message, Phrase
+from specviz.base.i18n import C_, Message, Phrase
 from specviz.data.measurements import cells
 from specviz.data.measurements.aliases import Alias, normalise_header, resolve_header
 from specviz.data.measurements.readers.base import ReadContext, Reader
@@ -38,7 +38,11 @@ def read(text: str, ctx: ReadContext) -> RawTable:
         report.decimal_comma = decimal_comma(table, report)
     if ctx.k is not None and "k" in table.columns:
         report.warnings.append(
-            Phrase("note.measurements.k_given_and_column", k=ctx.k, header=table.columns["k"].header)
+            Phrase(
+                "k = {k} was given but the file has a K column ({header!r}); the file's values are used",
+                k=ctx.k,
+                header=table.columns["k"].header,
+            )
         )
     return table
 
@@ -80,16 +84,21 @@ def _records(text: str, delim: str, ctx: ReadContext) -> tuple[list[str], list[l
                 continue
             if len(records) >= ctx.max_rows:
                 raise MeasurementError(
-                    Message("err.measurements.csv_max_rows", name=ctx.name, max_rows=ctx.max_rows), ctx.report
+                    Message(
+                        "{name}: more than max_rows = {max_rows:,} data rows; split the file or raise the limit",
+                        name=ctx.name,
+                        max_rows=ctx.max_rows,
+                    ),
+                    ctx.report,
                 )
             records.append(record)
             rows.append(reader.line_num)
     except csv.Error as exc:
         raise MeasurementError(
-            Message("err.measurements.csv_line", name=ctx.name, line=reader.line_num, cause=exc), ctx.report
+            Message("{name}: CSV line {line}: {cause}", name=ctx.name, line=reader.line_num, cause=exc), ctx.report
         ) from None
     if header is None:
-        raise MeasurementError(Message("err.measurements.empty", name=ctx.name), ctx.report)
+        raise MeasurementError(Message("{name}: the file is empty", name=ctx.name), ctx.report)
     return header, records, rows
 
 
@@ -98,7 +107,12 @@ def _extra_fields(records: list[list[str]], rows: list[int], width: int, delim: 
     return {
         i: [
             RowError(
-                rows[i], "(row)", delim.join(r), Phrase("note.measurements.extra_fields", width=width, fields=len(r))
+                rows[i],
+                "(row)",
+                delim.join(r),
+                Phrase(
+                    "at most {width} fields (the header's count); this row has {fields}", width=width, fields=len(r)
+                ),
             )
         ]
         for i, r in enumerate(records)
@@ -116,9 +130,9 @@ def shown_headers(header: list[str]) -> list[str]:
     seen: dict[str, int] = {}
     shown = []
     for idx, raw in enumerate(header):
-        raw = raw if raw.strip() else Phrase("note.measurements.empty_header", column=idx + 1)
+        raw = raw if raw.strip() else Phrase("(empty header, column {column})", column=idx + 1)
         seen[raw] = seen.get(raw, 0) + 1
-        shown.append(raw if seen[raw] == 1 else Phrase("note.measurements.repeated_header", header=raw, column=idx + 1))
+        shown.append(raw if seen[raw] == 1 else Phrase("{header} [column {column}]", header=raw, column=idx + 1))
     return shown
 
 
@@ -131,7 +145,9 @@ def map_header(header: list[str], report: LoadReport) -> dict[str, tuple[int, Al
     for _rank, idx, alias, pct in sorted(candidates, key=lambda c: (c[0], c[1])):
         if alias.column in chosen:
             first = header[chosen[alias.column][0]]
-            report.ignored[shown[idx]] = Phrase("note.measurements.duplicate", first=first, column=alias.column)
+            report.ignored[shown[idx]] = Phrase(
+                "duplicate of {first!r} (both map to {column}; the first is used)", first=first, column=alias.column
+            )
             continue
         chosen[alias.column] = (idx, alias, pct)
         target = output_column(alias.column)
@@ -148,16 +164,21 @@ def _candidates(
     out = []
     for idx, (raw, (key, pct)) in enumerate(zip(header, keys, strict=True)):
         if not key:
-            report.ignored[shown[idx]] = Phrase("note.measurements.empty_header_why")
+            report.ignored[shown[idx]] = Phrase("empty header")
             continue
         if key in DERIVED_COLUMNS:
-            report.ignored[shown[idx]] = Phrase("note.measurements.derived_column")
+            report.ignored[shown[idx]] = Phrase("derived column, recomputed on load")
             if key == "speedup_ratio":
-                report.warnings.append(Phrase("note.measurements.speedup_ratio_column", header=raw))
+                report.warnings.append(
+                    Phrase(
+                        "{header!r} is read as specviz's derived speedup_ratio (measured ÷ predicted) and recomputed; name a measured speedup column 'speedup'",
+                        header=raw,
+                    )
+                )
             continue
         alias = resolve_header(key, keyset)
         if alias is None:
-            report.ignored[shown[idx]] = Phrase("note.measurements.unknown_column")
+            report.ignored[shown[idx]] = Phrase("unknown column")
             continue
         out.append((1 if alias.conversion else 0, idx, alias, pct))
     return out
@@ -172,11 +193,23 @@ def check_required(chosen: dict, header: list[str], name: str, report: LoadRepor
     if no_k or no_acceptance:
         found = ", ".join(repr(h) for h in header[:40]) + (" …" if len(header) > 40 else "")
         if no_k and no_acceptance:
-            message = Message("err.measurements.missing_k_and_acceptance", name=name, found=found)
+            message = Message(
+                "{name}: missing required column(s): k (draft length K; also read from: num_speculative_tokens, gamma, n_draft, draft_max, num_assistant_tokens, speculative_num_steps, …; or pass k=); one of alpha, mean_accepted_tokens (mean acceptance length, accept_length, tau, …), acceptance_rate (draft_acceptance_rate, accept %, …), or a measured speedup (speedup, or tokens_per_s with baseline_tokens_per_s). Found columns: {found}",
+                name=name,
+                found=found,
+            )
         elif no_k:
-            message = Message("err.measurements.missing_k", name=name, found=found)
+            message = Message(
+                "{name}: missing required column(s): k (draft length K; also read from: num_speculative_tokens, gamma, n_draft, draft_max, num_assistant_tokens, speculative_num_steps, …; or pass k=). Found columns: {found}",
+                name=name,
+                found=found,
+            )
         else:
-            message = Message("err.measurements.missing_acceptance", name=name, found=found)
+            message = Message(
+                "{name}: missing required column(s): one of alpha, mean_accepted_tokens (mean acceptance length, accept_length, tau, …), acceptance_rate (draft_acceptance_rate, accept %, …), or a measured speedup (speedup, or tokens_per_s with baseline_tokens_per_s). Found columns: {found}",
+                name=name,
+                found=found,
+            )
         raise MeasurementError(message, report)
 
 
@@ -188,17 +221,25 @@ def decimal_comma(table: RawTable, report: LoadReport) -> bool:
             c, d = cells.count_separators(col.cells, positions=col.name == "per_position_acceptance")
             comma, dot = comma + c, dot + d
     if comma and dot:
-        report.warnings.append(Phrase("note.measurements.mixed_decimal", comma=comma, dot=dot))
+        report.warnings.append(
+            Phrase(
+                "numeric cells use both ',' ({comma}) and '.' ({dot}) as decimal separator; cells with ',' are not read as numbers",
+                comma=comma,
+                dot=dot,
+            )
+        )
         return False
     if comma:
-        report.conversions.append(Phrase("note.measurements.decimal_comma_cells", cells=comma))
+        report.conversions.append(
+            Phrase("decimal comma: {cells} numeric cell(s) read with ',' as the decimal point", cells=comma)
+        )
         return True
     return False
 
 
 READER = Reader(
     name="csv",
-    title=Phrase("note.measurements.reader.csv"),
+    title=Phrase(C_("note.measurements.reader.csv", "CSV")),
     detect=lambda text: True,
     rule="anything the readers before it do not claim",
     read=read,

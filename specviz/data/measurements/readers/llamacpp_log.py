@@ -88,7 +88,7 @@ def is_timings_line(line: str) -> bool:
 
 def read(text: str, ctx: ReadContext) -> RawTable:
     """Every ``draft acceptance`` line (and response timings line) as a row, with the caller's K."""
-    rows = log_lines.collect(_rows(text.splitlines(), ctx.k), ctx, Phrase("note.measurements.lines.llamacpp"))
+    rows = log_lines.collect(_rows(text.splitlines(), ctx.k), ctx, Phrase("llama.cpp 'draft acceptance'"))
     return log_lines.log_table(rows, ctx, _HEADERS)
 
 
@@ -145,14 +145,23 @@ def parse_line(line: str, lineno: int = 1) -> LogRow:
 
 def check(row: LogRow, k: int | None) -> LogRow:
     """The row with its K checks: per-position list length, mean draft length (E[N] − 1) / r ≤ K + 0.5."""
-    what = Phrase("note.measurements.field.llamacpp_positions")
+    what = Phrase("acceptance rate per position")
     problem = log_lines.positions_length_problem(row.positions, k, what)
     implied = log_lines.drafts_per_round(row.mean, row.rate)
     if problem is None and implied is not None and k is not None and implied - k >= 0.5:
-        problem = Phrase("note.measurements.llamacpp_k", mean=row.mean, rate=row.rate, implied=implied)
+        problem = Phrase(
+            "the K this line was logged with: mean length {mean:g} and accepted/generated {rate:.4g} imply {implied:.2f} drafted tokens per round (E[N] − 1) / r, more than K",
+            mean=row.mean,
+            rate=row.rate,
+            implied=implied,
+        )
     row.problems += [problem] if problem else []
     if problem is None and implied is not None and k is not None and row.rate * (k - implied) > 0.02 * row.mean:
-        row.warnings.append(Phrase("note.measurements.short_drafts"))  # where validation finds E[N] ≠ 1 + K·r (> 2 %)
+        row.warnings.append(
+            Phrase(
+                "llama.cpp drafted fewer than K tokens per round on average (drafts stopped early: --draft-p-min, n-gram drafts), so E[N] ≠ 1 + K·r and the chain model's α is approximate"
+            )
+        )  # where validation finds E[N] ≠ 1 + K·r (> 2 %)
     if log_lines.positions_sum_off(row.positions, row.mean):
         row.warnings.append(log_lines.positions_sum_warning("llama.cpp"))
     return row
@@ -160,7 +169,7 @@ def check(row: LogRow, k: int | None) -> LogRow:
 
 READER = Reader(
     name="llamacpp_log",
-    title=Phrase("note.measurements.reader.llamacpp_log"),
+    title=Phrase("llama.cpp log lines"),
     detect=lambda text: (
         _MAYBE.search(text) is not None and any(is_draft_line(x) or is_timings_line(x) for x in text.splitlines())
     ),

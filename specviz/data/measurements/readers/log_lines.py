@@ -97,7 +97,9 @@ def positions_length_problem(positions: list[float] | None, k: int | None, what:
     """Why a per-position list does not fit K (it must have K entries), or None (``what``: the engine's name of it)."""
     if positions is None or k is None or len(positions) == k:
         return None
-    return Phrase("note.measurements.positions_length", what=what, n=len(positions))
+    return Phrase(
+        "the K this line was logged with: its {what} lists {n} per-position rates", what=what, n=len(positions)
+    )
 
 
 def positions_sum_off(positions: list[float] | None, mean: float | None) -> bool:
@@ -131,14 +133,21 @@ def k_mismatch(mean: float | None, rate: float | str | None, k: int | None) -> s
     implied = drafts_per_round(mean, rate)
     if implied is None or k is None or abs(implied - k) < 0.5:
         return None
-    return Phrase("note.measurements.k_mismatch", mean=mean, rate=rate, implied=implied)
+    return Phrase(
+        "the K this line was logged with: mean length {mean:g} and accepted/drafted {rate:.4g} imply K ≈ {implied:.2f} (E[N] = 1 + K·accepted/drafted)",
+        mean=mean,
+        rate=rate,
+        implied=implied,
+    )
 
 
 def stated_k_problem(stated: int | None, given: int | None, field_text: str) -> str | None:
     """Why the caller's k contradicts the K a line states, naming both (None: they agree or one is missing)."""
     if stated is None or given is None or stated == given:
         return None
-    return Phrase("note.measurements.stated_k", field=field_text, stated=stated, given=given)
+    return Phrase(
+        "the K this line states ({field}: {stated}); k={given} was given", field=field_text, stated=stated, given=given
+    )
 
 
 def collect(rows: Iterable[LogRow], ctx: ReadContext, what: str) -> list[LogRow]:
@@ -146,12 +155,17 @@ def collect(rows: Iterable[LogRow], ctx: ReadContext, what: str) -> list[LogRow]
     out: list[LogRow] = []
     for row in rows:
         if len(out) >= ctx.max_rows:
-            message = Message("err.measurements.log_max_rows", name=ctx.name, max_rows=ctx.max_rows, what=what)
+            message = Message(
+                "{name}: more than max_rows = {max_rows:,} {what} lines",
+                name=ctx.name,
+                max_rows=ctx.max_rows,
+                what=what,
+            )
             raise MeasurementError(message, ctx.report)
         out.append(row)
     ctx.report.rows_read = len(out)
     if not out:
-        raise MeasurementError(Message("err.measurements.no_log_line", name=ctx.name, what=what), ctx.report)
+        raise MeasurementError(Message("{name}: no {what} line found", name=ctx.name, what=what), ctx.report)
     return out
 
 
@@ -182,9 +196,15 @@ def log_table(rows: list[LogRow], ctx: ReadContext, headers: Headers) -> RawTabl
         if r.problems
     }
     if "per_position_acceptance" in cols:
-        ctx.report.conversions.append(Phrase("note.measurements.conditional_positions"))
+        ctx.report.conversions.append(
+            Phrase(
+                "per-position acceptance (unconditional p_i, as the engine logs it) → conditional a_i = p_i / p_(i−1)"
+            )
+        )
     if any(r.k is None for r in rows) and ctx.k is not None:
-        ctx.report.conversions.append(Phrase("note.measurements.k_given_lines", k=ctx.k))
+        ctx.report.conversions.append(
+            Phrase("k = {k} (given by the caller) for the lines that do not state K", k=ctx.k)
+        )
     ctx.report.warnings.extend(grouped_warnings(rows))
     return RawTable([r.line for r in rows], cols, row_errors=errors)
 
@@ -195,7 +215,7 @@ def grouped_warnings(rows: list[LogRow]) -> list[str]:
     for row in rows:
         for w in row.warnings:
             lines.setdefault(w, []).append(row.line)
-    return [Phrase("note.measurements.on_lines", warning=w, lines=few(n)) for w, n in lines.items()]
+    return [Phrase("{warning} (line(s) {lines})", warning=w, lines=few(n)) for w, n in lines.items()]
 
 
 #: The warning of a line whose unconditional per-position rates do not sum to E[N] − 1 (after "<engine>: ").
@@ -207,4 +227,7 @@ POSITIONS_SUM_WARNING = (
 
 def positions_sum_warning(engine: str) -> str:
     """``"<engine>: "`` + :data:`POSITIONS_SUM_WARNING`, in any language."""
-    return Phrase("note.measurements.positions_sum", engine=engine)
+    return Phrase(
+        "{engine}: the per-position rates do not sum to mean length − 1, as unconditional rates p_i must (Σ p_i = E[N] − 1); they are read as unconditional all the same",
+        engine=engine,
+    )

@@ -72,9 +72,15 @@ def read(text: str, ctx: ReadContext) -> RawTable:
     """Every ``Decode batch`` line with ``accept len`` as a row, with the caller's K."""
     lines = text.splitlines()
     if any(map(is_batch_line, lines)) and not any(map(is_metrics_line, lines)):
-        raise MeasurementError(Message("err.measurements.sglang_no_accept_len", name=ctx.name), ctx.report)
+        raise MeasurementError(
+            Message(
+                "{name}: no SGLang 'Decode batch' line has 'accept len' (speculative decoding was off); a metrics line looks like 'Decode batch, #running-req: 3, …, accept len: 2.54, …'",
+                name=ctx.name,
+            ),
+            ctx.report,
+        )
     rows = (parse_line(line, ctx.k, n) for n, line in enumerate(lines, start=1) if is_metrics_line(line))
-    what = Phrase("note.measurements.lines.sglang")
+    what = Phrase("SGLang 'Decode batch' (with 'accept len')")
     return log_lines.log_table(log_lines.collect(rows, ctx, what), ctx, _HEADERS)
 
 
@@ -101,10 +107,21 @@ def parse_line(line: str, k: int | None, lineno: int = 1) -> LogRow:
         low, high = span
         if high < k + 1:
             row.problems.append(
-                Phrase("note.measurements.sglang_k", mean=row.mean, rate=rate, low=low, high=high, k1=k + 1)
+                Phrase(
+                    "the K this line was logged with: accept len {mean:g} / accept rate {rate:g} = {low:.2f}–{high:.2f} verified tokens per round, fewer than K + 1 = {k1}",
+                    mean=row.mean,
+                    rate=rate,
+                    low=low,
+                    high=high,
+                    k1=k + 1,
+                )
             )
         elif low > k + 1:
-            row.warnings.append(Phrase("note.measurements.sglang_tree"))
+            row.warnings.append(
+                Phrase(
+                    "SGLang: accept len / accept rate (= speculative_num_draft_tokens) is more than K + 1: a tree (--speculative-eagle-topk > 1) verifies more tokens than its depth + 1, or k is less than --speculative-num-steps; accept len is read as E[N] of depth K"
+                )
+            )
     return row
 
 
@@ -129,7 +146,7 @@ def verified_per_round(mean: float | None, rate: float | None) -> tuple[float, f
 
 READER = Reader(
     name="sglang_log",
-    title=Phrase("note.measurements.reader.sglang_log"),
+    title=Phrase("SGLang log lines"),
     detect=lambda text: "decode batch" in text.lower() and any(map(is_batch_line, text.splitlines())),
     rule="a line holds 'Decode batch' followed by '#running-req:' (its 'accept len' lines are read)",
     read=read,

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from specviz.base.i18n import Message, Phrase
+from specviz.base.i18n import C_, Message, Phrase, plural
 from specviz.data.measurements import cells
 from specviz.data.measurements.readers.base import ReadContext, Reader
 from specviz.data.measurements.report import MeasurementError, RowError, no_usable_row
@@ -61,12 +61,21 @@ def read(text: str, ctx: ReadContext) -> RawTable:
     """One row per model_id, pooling its answer lines (each weighs one input row)."""
     groups, dropped, n_lines = _pool(text, ctx)
     if n_lines == 0:
-        raise MeasurementError(Message("err.measurements.empty", name=ctx.name), ctx.report)
+        raise MeasurementError(Message("{name}: the file is empty", name=ctx.name), ctx.report)
     if not groups:
         ctx.report.rows_read, ctx.report.row_errors = n_lines, dropped
         raise MeasurementError(no_usable_row(ctx.name, ctx.report), ctx.report)
     if dropped:
-        ctx.report.warnings.append(Phrase("note.measurements.json_skipped", n=len(dropped)))
+        ctx.report.warnings.append(
+            Phrase(
+                plural(
+                    "{n} JSON line skipped (see row errors); the rows pool the others",
+                    "{n} JSON lines skipped (see row errors); the rows pool the others",
+                    len(dropped),
+                ),
+                n=len(dropped),
+            )
+        )
     return _table(groups, dropped, ctx)
 
 
@@ -80,7 +89,9 @@ def _pool(text: str, ctx: ReadContext) -> tuple[dict[str, _Group], list[RowError
             continue
         n_lines += 1
         if n_lines > ctx.max_rows:
-            message = Message("err.measurements.json_max_rows", name=ctx.name, max_rows=ctx.max_rows)
+            message = Message(
+                "{name}: more than max_rows = {max_rows:,} JSON lines", name=ctx.name, max_rows=ctx.max_rows
+            )
             raise MeasurementError(message, ctx.report)
         answer = parse_answer(line)
         if isinstance(answer, _Problem):
@@ -97,25 +108,25 @@ def parse_answer(line: str) -> _Answer | _Problem:
     try:
         obj = json.loads(line)
     except (ValueError, RecursionError):
-        return _Problem("json", line, Phrase("note.measurements.json_line"))
+        return _Problem("json", line, Phrase("one JSON object per line"))
     if not isinstance(obj, dict):
-        return _Problem("json", line, Phrase("note.measurements.json_object", example="{...}"))
+        return _Problem("json", line, Phrase("a JSON object ({example}) per line", example="{...}"))
     choices = obj.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return _Problem("choices", _short_json(choices), Phrase("note.measurements.json_choices"))
+        return _Problem("choices", _short_json(choices), Phrase("a non-empty list of objects (Spec-Bench answer file)"))
     ch = choices[0]
     acc, toks, wall = (_number_list(ch.get(f)) for f in ("accept_lengths", "new_tokens", "wall_time"))
     if acc is None or not acc or any(a < 0 for a in acc):
         return _Problem(
             "choices[0].accept_lengths",
             _short_json(ch.get("accept_lengths")),
-            Phrase("note.measurements.json_accept_lengths"),
+            Phrase("a non-empty list of finite numbers >= 0 (tokens per decoding step)"),
         )
     if toks is None or wall is None or not sum(wall) > 0 or sum(toks) < 0:
         return _Problem(
             "choices[0].new_tokens / wall_time",
             _short_json([ch.get("new_tokens"), ch.get("wall_time")]),
-            Phrase("note.measurements.json_tokens_time"),
+            Phrase("lists of finite numbers >= 0, wall_time summing to > 0 s"),
         )
     model_id = obj.get("model_id")
     model_id = str(model_id) if isinstance(model_id, (str, int, float)) else ""
@@ -133,12 +144,18 @@ def _table(groups: dict[str, _Group], dropped: list[RowError], ctx: ReadContext)
         m = _TEMP_IN_ID.search(model_id)
         temps.append(m.group(1) if m else None)
         if m:
-            ctx.report.conversions.append(Phrase("note.measurements.json_temperature", t=m.group(1), model_id=model_id))
+            ctx.report.conversions.append(
+                Phrase("temperature {t} read from model_id {model_id!r}", t=m.group(1), model_id=model_id)
+            )
         notes.append(
             f"Spec-Bench model_id {model_id!r}: {len(g.speeds)} question(s), {len(g.accept_lengths)} decoding "
             f"steps (choices[0])"
         )
-    ctx.report.conversions.append(Phrase("note.measurements.json_pooled"))
+    ctx.report.conversions.append(
+        Phrase(
+            "Spec-Bench: mean_accepted_tokens = mean of accept_lengths over all steps (bonus counted); tokens_per_s = mean over questions of Σ new_tokens / Σ wall_time"
+        )
+    )
     cols = {
         "label": RawColumn("label", "model_id", labels),
         "mean_accepted_tokens": RawColumn("mean_accepted_tokens", "accept_lengths", means),
@@ -179,7 +196,7 @@ def _starts_with_json_object(text: str) -> bool:
 
 READER = Reader(
     name="spec_bench",
-    title=Phrase("note.measurements.reader.spec_bench"),
+    title=Phrase(C_("note.measurements.reader.spec_bench", "Spec-Bench JSON lines")),
     detect=_starts_with_json_object,
     rule="the first non-blank line starts with '{'",
     read=read,

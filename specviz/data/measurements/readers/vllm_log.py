@@ -95,7 +95,9 @@ def is_v0_line(line: str) -> bool:
 
 def read(text: str, ctx: ReadContext) -> RawTable:
     """Every V1 and V0 metrics line as a row (V1 rows with the caller's K, V0 rows with the K they state)."""
-    rows = log_lines.collect(_rows(text, ctx.k), ctx, Phrase("note.measurements.lines.vllm"))
+    rows = log_lines.collect(
+        _rows(text, ctx.k), ctx, Phrase("'SpecDecoding metrics' (vLLM V1) or 'Speculative metrics' (vLLM V0)")
+    )
     stated = [r.k is not None for r in rows]
     k_header = "Number of speculative tokens" if all(stated) else "k (logged or given)" if any(stated) else "k (given)"
     return log_lines.log_table(rows, ctx, {**_HEADERS, "k": k_header})
@@ -120,7 +122,7 @@ def parse_line(line: str, k: int | None, lineno: int = 1) -> LogRow:
         row.rate = f"{found['rate'].group(1)}%"
     if found["positions"]:
         row.positions = log_lines.number_list(found["positions"].group(1))
-    problem = log_lines.positions_length_problem(row.positions, k, Phrase("note.measurements.field.vllm_positions"))
+    problem = log_lines.positions_length_problem(row.positions, k, Phrase("per-position acceptance rate"))
     problem = problem or log_lines.k_mismatch(row.mean, row.rate, k)
     row.problems += [problem] if problem else []
     if log_lines.positions_sum_off(row.positions, row.mean):
@@ -162,7 +164,11 @@ def parse_v0_line(line: str, k_given: int | None, lineno: int = 1) -> LogRow:
     problem = log_lines.stated_k_problem(stated, k_given, "Number of speculative tokens")
     row.problems += [problem] if problem else []
     if _v0_counts_off(k, acc, drafted, emitted, printed_rate, printed_eff):
-        row.warnings.append(Phrase("note.measurements.v0_counts"))
+        row.warnings.append(
+            Phrase(
+                "vLLM V0 line whose counts contradict its printed ratios (system efficiency ≠ E / (R·(K + 1)), draft acceptance rate ≠ A / D, or accepted prefixes E − R > accepted positions A); E[N] and r come from the counts"
+            )
+        )
     return row
 
 
@@ -181,7 +187,7 @@ def _v0_counts_off(k, acc, drafted, emitted, printed_rate, printed_eff) -> bool:
 
 READER = Reader(
     name="vllm_log",
-    title=Phrase("note.measurements.reader.vllm_log"),
+    title=Phrase("vLLM log lines"),
     detect=lambda text: MARKER in text.lower() and any(map(is_metrics_line, text.splitlines())),
     rule="a line holds 'SpecDecoding metrics' (any case) and one of its metric fields (V1; V0 lines in it are read too)",
     read=read,
@@ -191,7 +197,7 @@ READER = Reader(
 
 READER_V0 = Reader(
     name="vllm_v0_log",
-    title=Phrase("note.measurements.reader.vllm_v0_log"),
+    title=Phrase("vLLM V0 log lines"),
     detect=lambda text: V0_MARKER in text.lower() and any(map(is_v0_line, text.splitlines())),
     rule="a line holds 'Speculative metrics:' (any case) and one of vLLM V0's fields (they state K)",
     read=read,
