@@ -29,12 +29,19 @@ SPEC = (
     Param("o", 0.0, "float", 0.0, 5.0, label=N_("o — fixed overhead per round (target steps)")),
     Param("f_alpha", 0.8, "float", 0.0, 1.0),
     Param("f_c", 10.0, "float", 1e-3, 1e4, log=True),
-    Param("opt_map", "K*(α, c)", "choice", choices=("K*(α, c)", "Speedup at K*"), label=N_("Map")),
+    Param(
+        "opt_map",
+        "kstar",
+        "choice",
+        choices=("kstar", "speedup"),
+        label=N_("Map"),
+        labels=("K*(α, c)", N_("Speedup at K*")),
+    ),
     Param(
         "view",
-        "Break-even frontier",
+        "frontier",
         "choice",
-        choices=("Break-even frontier", "Optimal K", "Chapter numbers"),
+        choices=("frontier", "optimum", "chapter"),
         labels=(N_("Break-even frontier"), N_("Optimal K"), N_("Chapter numbers")),
     ),
 )
@@ -147,7 +154,7 @@ def optimum_tab(view: dict, conv: str) -> None:
     v, o, k_max = view["v"], view["o"], view["k_max"]
     k_map, s_map = optimum_maps(view["c_min"], view["c_max"], conv, k_max, v, o)
     opt_radio = st.empty()  # filled after the map: a fresh browser loads plotly before the radio's code
-    if view["opt_map"] == "K*(α, c)":
+    if view["opt_map"] == "kstar":
         ui.chart(figures.optimal_k_map(k_map, lang=ui.language()), key="fig_kstar")
     else:
         ui.chart(
@@ -160,7 +167,6 @@ def optimum_tab(view: dict, conv: str) -> None:
             P["opt_map"],
             horizontal=True,
             label_visibility="collapsed",
-            format_func=lambda v: ui.t("Speedup at K*") if v == "Speedup at K*" else v,
         )
     ui.csv_download(
         ui.t("Download K* and S(K*) (CSV)"),
@@ -208,7 +214,7 @@ def chapter_tab(view: dict, conv: str) -> None:
     ui.static_table(headed(chapter.table_5_3()), numbers)
 
 
-TABS = {"Break-even frontier": frontier_tab, "Optimal K": optimum_tab, "Chapter numbers": chapter_tab}
+TABS = {"frontier": frontier_tab, "optimum": optimum_tab, "chapter": chapter_tab}
 
 st.title(ui.t("Break-even & optimal K"))
 st.caption(

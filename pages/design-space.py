@@ -12,21 +12,20 @@ router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.
 PAGE, URL = "design", "design-space"
 N_ALPHA, N_C = 201, 121  # grid resolution (α axis, c axis)
 C_KEYS = ("c_min", "c_max", "c_fix", "i_c")  # controls holding a speed ratio in the chosen convention
-MAPS = ("Speedup over (α, c)", "Speedup over (α, K)", "E[N] over (α, K)")
 SPEC = (
     Param(
         "view",
-        "Heatmap",
+        "heatmap",
         "choice",
-        choices=("Heatmap", "3-D surface"),
+        choices=("heatmap", "surface"),  # figures.grid_figure's modes
         label=N_("Chart type"),
         labels=(N_("Heatmap"), N_("3-D surface")),
     ),
     Param(
         "map",
-        MAPS[0],
+        "s_c",
         "choice",
-        choices=MAPS,
+        choices=("s_c", "s_k", "en"),
         label=N_("Map"),
         labels=(N_("Speedup over (α, c)"), N_("Speedup over (α, K)"), N_("E[N] over (α, K)")),
     ),
@@ -49,7 +48,7 @@ SPEC = (
     Param("i_alpha", 0.8, "float", 0.0, 1.0),
     Param("i_c", 10.0, "float", 1e-3, 1e4, log=True),
     Param("i_k", 4, "int", 1, 64),
-    Param("tab", "Maps", "choice", choices=("Maps", "Point inspector"), labels=(N_("Maps"), N_("Point inspector"))),
+    Param("tab", "maps", "choice", choices=("maps", "inspector"), labels=(N_("Maps"), N_("Point inspector"))),
 )
 P = by_key(SPEC)
 K_MAX = int(P["i_k"].hi)  # the inspector's optimal K searches 1..K_MAX
@@ -110,14 +109,14 @@ def sidebar_controls(conv: str) -> None:
 
 def maps_tab(view: dict, conv: str) -> None:
     """One map at a time, chosen by a radio above it (mirrored in the URL), with its CSV."""
-    mode = "heatmap" if view["view"] == "Heatmap" else "surface"
+    mode = view["view"]
     a_lo, a_hi = view["alpha"]
     v, o = view["v"], view["o"]
     shown_radio = st.empty()  # filled after the chart: a fresh browser loads plotly before the radio's code
-    if view["map"] == MAPS[0]:
+    if view["map"] == "s_c":
         grid = speedup_c_map(a_lo, a_hi, view["c_min"], view["c_max"], conv, view["k"], v, o)
         break_even, title, file_name, name = True, ui.t("Speedup at K = {k}", k=view["k"]), "speedup_alpha_c.csv", "s_c"
-    elif view["map"] == MAPS[1]:
+    elif view["map"] == "s_k":
         grid = speedup_k_map(a_lo, a_hi, view["k_max"], float(grids.to_c(view["c_fix"], conv)), v, o)
         break_even, title = True, ui.t("Speedup at {conv} = {c}", conv=conv, c=f"{view['c_fix']:.4g}")
         file_name, name = "speedup_alpha_k.csv", "s_k"
@@ -170,7 +169,7 @@ def inspector_tab(view: dict, conv: str) -> None:
     ui.chart(figures.pmf_figure(theory.accepted_length_pmf(alpha, k), e_n, lang=ui.language()), key="fig_pmf")
 
 
-TABS = {"Maps": maps_tab, "Point inspector": inspector_tab}
+TABS = {"maps": maps_tab, "inspector": inspector_tab}
 
 st.title(ui.t("Design space"))
 st.caption(ui.t("How E[N] and the speedup depend on α, K and c. Black line: S = 1 — left of it speculation is slower."))

@@ -17,14 +17,14 @@ router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.
 PAGE, URL = "hardware", "hardware"
 MODELS, GPUS = hardware.load_catalog()
 MACHINE = hardware.calibrated_machine()  # this machine, where `python -m specviz calibrate` measured it
-CUSTOM_GPU = "custom figures"
+CUSTOM_GPU = "custom"  #: the GPU choice "custom figures" (a link before the slugs wrote that)
 GPU_CHOICES = (*GPUS.index, *([MACHINE["name"]] if MACHINE else []), CUSTOM_GPU)
 PAIRS = hardware.preset_pairs().set_index("name")
-CUSTOM = "custom (choose target and draft)"
+CUSTOM = "custom"  #: the pair choice "custom (choose target and draft)"
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 CONTEXTS = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 ALPHA_SOURCES = ("typed", "library", "live")  #: where α comes from (slugs: a link names them)
-VIEWS = ("Step time", "c and v", "Speedup by batch", "Batch × context", "Memory", "Engine configs")
+VIEWS = ("step", "costs", "speedup", "map", "memory", "engine")  #: the tabs (slugs: a link names them)
 VIEW_LABELS = (
     N_("Step time"),
     C_("hw.view.costs", "c and v"),
@@ -36,8 +36,22 @@ VIEW_LABELS = (
 ROLES = {"target": N_("target"), "draft": N_("draft")}  #: model role -> its name
 SOURCE_LABELS = (N_("typed"), N_("a run in the library"), C_("hw.a_src.live", "the live page's last run"))
 SPEC = (
-    Param("gpu", "H100-SXM5-80GB", "choice", choices=GPU_CHOICES, label=N_("GPU")),
-    Param("pair", "Llama-3.1 70B + 3.2 1B", "choice", choices=(CUSTOM, *PAIRS.index), label=N_("Preset pair")),
+    Param(
+        "gpu",
+        "H100-SXM5-80GB",
+        "choice",
+        choices=GPU_CHOICES,
+        label=N_("GPU"),
+        aliases=(("custom figures", CUSTOM_GPU),),
+    ),
+    Param(
+        "pair",
+        "Llama-3.1 70B + 3.2 1B",
+        "choice",
+        choices=(CUSTOM, *PAIRS.index),
+        label=N_("Preset pair"),
+        aliases=(("custom (choose target and draft)", CUSTOM),),
+    ),
     Param("target", "meta-llama/Llama-3.1-70B-Instruct", "choice", choices=tuple(MODELS.index), label=N_("Target")),
     Param("draft", "meta-llama/Llama-3.2-1B-Instruct", "choice", choices=tuple(MODELS.index), label=N_("Draft")),
     Param("dtype", "bf16", "choice", choices=tuple(hardware.DTYPE_BYTES), label=N_("dtype")),
@@ -54,7 +68,7 @@ SPEC = (
     Param("run", 1, "int", 1, 2**31 - 1, label=N_("Run id (Measured data lists them)")),
     Param("a_pos", False, "bool"),
     Param("k_max", 8, "int", 1, 16, label=N_("K max")),
-    Param("view", "Speedup by batch", "choice", choices=VIEWS, labels=VIEW_LABELS),
+    Param("view", "speedup", "choice", choices=VIEWS, labels=VIEW_LABELS),
 )
 P = by_key(SPEC)
 

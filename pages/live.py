@@ -12,7 +12,7 @@ router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.
 
 PAGE, URL = "live", "live"
 T_CHOICES = (0.0, 0.5, 0.7, 1.0)  # offered temperatures (a linked one outside them is kept)
-TABLE = {  # shown column → its heading: a catalogue key ("live.…") or a symbol shown as it is
+TABLE = {  # shown column → its heading: a msgid, or a symbol shown as it is
     "k": "k",
     "temperature": N_("temperature"),
     "alpha": "α̂ = A/(A+R)",
@@ -58,7 +58,7 @@ def key(name: str) -> str:
 def shown_table(frame, table: dict[str, str]):
     """The columns of ``table`` under their headings in the session's language (display only: the
     downloaded CSV keeps the canonical names)."""
-    headings = {c: ui.t(h) if h.startswith("live.") else h for c, h in table.items()}
+    headings = {c: ui.t(h) for c, h in table.items()}  # a symbol (k, c, α̂ …) has no translation: shown as it is
     return frame[list(table)].rename(columns=headings)
 
 

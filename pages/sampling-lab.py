@@ -47,18 +47,14 @@ SPEC = (
     Param("t_draft", 0.5, "float", 0.05, 20.0, label=N_("draft sampling temperature (ratio uses q at 1)")),
     Param(
         "view",
-        "Acceptance is overlap",
+        "overlap",
         "choice",
-        choices=("Acceptance is overlap", "Tokens per round", "Emitted tokens"),
+        choices=("overlap", "tokens", "emitted"),
+        labels=(N_("Acceptance is overlap"), C_("lab.tab.tokens", "Tokens per round"), N_("Emitted tokens")),
     ),
 )
 P = by_key(SPEC)
 LEVEL = 1e-3  # significance level of the χ² verdict (sampling.emitted_verdict)
-TAB_KEYS = {
-    "Acceptance is overlap": N_("Acceptance is overlap"),
-    "Tokens per round": C_("lab.tab.tokens", "Tokens per round"),
-    "Emitted tokens": N_("Emitted tokens"),
-}
 
 
 def key(name: str) -> str:
@@ -223,7 +219,7 @@ def variant_note(view: dict) -> None:
         st.info(ui.t("**What this variant does:** {what}", what=ui.message(sampling.VARIANTS[view["variant"]])))
 
 
-TABS = {"Acceptance is overlap": overlap_tab, "Tokens per round": tokens_tab, "Emitted tokens": emitted_tab}
+TABS = {"overlap": overlap_tab, "tokens": tokens_tab, "emitted": emitted_tab}
 st.title(ui.t("Rejection-sampling lab"))
 st.caption(
     ui.t(
@@ -245,6 +241,6 @@ except ValueError as exc:
 
 # One tab's content per script run (lazy tabs): a link opens with one chart to draw, and a simulation
 # runs only when its results are shown. The open tab's chart is sent before the controls.
-ui.show_open_tab(PAGE, P["view"], TABS, p, q, view, format_func=lambda v: ui.t(TAB_KEYS[v]))
+ui.show_open_tab(PAGE, P["view"], TABS, p, q, view)
 sidebar_controls()
 ui.publish(PAGE, SPEC, URL)

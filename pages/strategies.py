@@ -16,37 +16,26 @@ router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.
 PAGE, URL = "strategies", "strategies"
 BUDGETS = [1, 2, 4, 8, 16, 32, 64]
 P_SOURCES = ("geometric", "typed", "library", "live")  #: where p comes from (slugs: a link names them)
-COSTS = ("c and v", "a pair on a GPU")
+COSTS = ("cv", "gpu")  #: where a round's cost comes from (slugs: a link names them)
+COST_LABELS = (C_("strat.cost.cv", "c and v"), N_("a pair on a GPU"))
 PAIRS = tuple(hardware.preset_pairs()["name"])
 GPUS = tuple(hardware.load_catalog()[1].index)
-VIEWS = (
-    "Optimal tree",
-    "Shapes by budget",
-    "Budget × depth",
-    "Hardware-aware",
-    "Engine flags",
-    "Draft-length policies",
-    "N-gram drafts",
+VIEWS = ("tree", "shapes", "budget_depth", "hardware", "flags", "policies", "ngram")  #: the tabs (slugs)
+VIEW_LABELS = (
+    N_("Optimal tree"),
+    N_("Shapes by budget"),
+    N_("Budget × depth"),
+    N_("Hardware-aware"),
+    N_("Engine flags"),
+    N_("Draft-length policies"),
+    N_("N-gram drafts"),
 )
-NGRAM_SOURCES = ("bundled prompts", "my text")
+NGRAM_SOURCES = ("bundled", "text")
 TRACE_SOURCES = ("synthetic", "upload", "live")  #: where the trace comes from
 CONFIDENCE = ("calibrated", "flat")
 LIVE_RUN = C_("strat.live_run", "the live page's last run")
-#: The labels of the other controls' choices (the stored value, and the URL's, stays the English choice).
-LABELS = {
-    "c and v": C_("strat.cost.cv", "c and v"),
-    "a pair on a GPU": N_("a pair on a GPU"),
-    "Optimal tree": N_("Optimal tree"),
-    "Shapes by budget": N_("Shapes by budget"),
-    "Budget × depth": N_("Budget × depth"),
-    "Hardware-aware": N_("Hardware-aware"),
-    "Engine flags": N_("Engine flags"),
-    "Draft-length policies": N_("Draft-length policies"),
-    "N-gram drafts": N_("N-gram drafts"),
-    "bundled prompts": N_("bundled prompts"),
-    "my text": N_("my text"),
-    "calibrated": N_("calibrated"),
-    "flat": N_("flat"),
+#: The names of policies.SWEEPS' rules (a link carries the rule's name)
+SWEEP_LABELS = {
     "llama.cpp p_min": N_("llama.cpp p_min"),
     "HF confidence threshold": N_("HF confidence threshold"),
     "SpecDec++ threshold": N_("SpecDec++ threshold"),
@@ -68,7 +57,7 @@ SPEC = (
     Param("depth", 6, "int", 1, 16, label=N_("Maximum depth")),
     Param("c", 20.0, "float", 1.0, 1000.0, log=True, label=N_("c = T_target / T_draft")),
     Param("v", 0.02, "float", 0.0, 2.0, label=N_("v (extra verify cost per token)")),
-    Param("cost", "c and v", "choice", choices=COSTS, label=N_("Cost of a round from")),
+    Param("cost", "cv", "choice", choices=COSTS, label=N_("Cost of a round from"), labels=COST_LABELS),
     Param("pair", PAIRS[0], "choice", choices=PAIRS, label=N_("Pair")),
     Param("gpu", "H100-SXM5-80GB", "choice", choices=GPUS, label=N_("GPU")),
     Param("ctx", 1024, "int", 16, 131072, log=True, label=N_("Context")),
@@ -85,7 +74,14 @@ SPEC = (
     Param("k_max", 16, "int", 1, policies.MAX_TRACE_K, label=N_("K_max")),
     Param("rounds", 20000, "int", 100, policies.MAX_TRACE_ROUNDS, log=True, label=N_("Rounds")),
     Param("seed", 0, "int", 0, 2**31 - 1, label=N_("Seed")),
-    Param("confidence", "calibrated", "choice", choices=CONFIDENCE, label=N_("Draft confidence")),
+    Param(
+        "confidence",
+        "calibrated",
+        "choice",
+        choices=CONFIDENCE,
+        label=N_("Draft confidence"),
+        labels=(N_("calibrated"), N_("flat")),
+    ),
     Param("o", 0.0, "float", 0.0, 2.0, label=N_("o (overhead per round)")),
     Param("hf_start", 20, "int", 1, 64, label=N_("HF heuristic: start K")),
     Param("hf_thr", 0.4, "float", 0.0, 1.0, label=N_("HF confidence threshold")),
@@ -97,13 +93,21 @@ SPEC = (
         "choice",
         choices=tuple(policies.SWEEPS),
         label=N_("Sweep one rule's parameter from 0 to 1"),
+        labels=tuple(SWEEP_LABELS[name] for name in policies.SWEEPS),
     ),
-    Param("pol_cost", "c and v", "choice", choices=COSTS, label=N_("Costs from")),
-    Param("ng_src", "bundled prompts", "choice", choices=NGRAM_SOURCES, label=N_("Text")),
+    Param("pol_cost", "cv", "choice", choices=COSTS, label=N_("Costs from"), labels=COST_LABELS),
+    Param(
+        "ng_src",
+        "bundled",
+        "choice",
+        choices=NGRAM_SOURCES,
+        label=N_("Text"),
+        labels=(N_("bundled prompts"), N_("my text")),
+    ),
     Param("ng_text", "", "text", hi=20000, label=N_("Text (UTF-8 bytes are the tokens)")),
     Param("ng_c", 150.0, "float", 1.0, 10000.0, log=True, label=N_("c = T_target / T_lookup")),
     Param("ng_k", 8, "int", 1, 16, label=N_("K for the run")),
-    Param("view", "Optimal tree", "choice", choices=VIEWS),
+    Param("view", "tree", "choice", choices=VIEWS, labels=VIEW_LABELS),
 )
 P = by_key(SPEC)
 
@@ -112,13 +116,8 @@ def key(name: str) -> str:
     return ui.key(PAGE, name)
 
 
-def label(choice: str) -> str:
-    """A choice's label in the session's language (a choice without a catalogue key shows as it is)."""
-    return ui.t(LABELS[choice]) if choice in LABELS else choice
-
-
 def shown(frame: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
-    """``frame`` for display: the columns named in ``columns`` (canonical name -> catalogue key) renamed."""
+    """``frame`` for display: the columns named in ``columns`` (canonical name -> msgid of its heading) renamed."""
     return frame.rename(columns={name: ui.t(k) for name, k in columns.items()})
 
 
@@ -216,8 +215,8 @@ def pair_on_gpu() -> tuple[dict, pd.Series]:
 
 
 def hardware_section(view: dict, p: np.ndarray) -> None:
-    ui.radio(PAGE, P["cost"], horizontal=True, format_func=label)
-    if view["cost"] == "c and v":
+    ui.radio(PAGE, P["cost"], horizontal=True)
+    if view["cost"] == "cv":
         c, v = view["c"], view["v"]
         t_draft, t_verify = 1.0 / c, (lambda n: 1.0 + v * (n - 1))
         how = ui.t(
@@ -294,7 +293,7 @@ def chosen_trace(view: dict) -> tuple[policies.Trace, str]:
             rounds=f"{view['rounds']:,}",
             alpha=f"{view['t_alpha']:g}",
             k_max=view["k_max"],
-            confidence=label(view["confidence"]),
+            confidence=ui.t(P["confidence"].choice_label(view["confidence"])),
             seed=view["seed"],
         )
     if view["trace_src"] == "live":
@@ -361,7 +360,6 @@ def policies_section(view: dict, p: np.ndarray) -> None:
                 help=ui.t(
                     "calibrated: the draft's confidence q(x) ~ Beta with mean α, and a position is accepted with probability q(x), so confidence rules have something to read; flat: q(x) = α always (confidence carries nothing)."
                 ),
-                format_func=label,
             )
     trace, what = chosen_trace(ui.values(PAGE, SPEC))
     c1, c2, c3, c4, c5 = st.columns(5)
@@ -377,14 +375,14 @@ def policies_section(view: dict, p: np.ndarray) -> None:
         ui.number_input(PAGE, P["o"], step=0.01)
     live_run = view["trace_src"] == "live"
     if not live_run:
-        ui.radio(PAGE, P["pol_cost"], horizontal=True, format_func=label)
+        ui.radio(PAGE, P["pol_cost"], horizontal=True)
     view = ui.values(PAGE, SPEC)
     c, v, o = view["c"], view["v"], view["o"]
     where = ui.t("c and v from the sidebar")
     if live_run:  # that run's measured costs
         c, v, o = run_costs(live_run().frame())
         where = ui.t("measured by that run")
-    elif view["pol_cost"] == "a pair on a GPU":
+    elif view["pol_cost"] == "gpu":
         view, pair = pair_on_gpu()
         costs = hardware.pair_costs(pair["target"], pair["draft"], view["gpu"], view["batch"], view["ctx"], trace.k_max)
         c, v = float(costs["c"]), float(costs["v"])
@@ -419,7 +417,7 @@ def policies_section(view: dict, p: np.ndarray) -> None:
         ui.chart(figures.k_over_rounds(ks, lang=ui.language()), key="fig_k_rounds")
     with right:
         ui.chart(figures.draft_length_histogram(ks, trace.k_max, lang=ui.language()), key="fig_k_hist")
-    ui.selectbox(PAGE, P["sweep"], format_func=label)
+    ui.selectbox(PAGE, P["sweep"])
     view = ui.values(PAGE, SPEC)
     swept = policies.sweep(view["sweep"], np.linspace(0, 1, 21), trace, c, v, o)
     best = float(frame.loc[frame.kind == "best static K", "speedup"].iloc[0])
@@ -444,7 +442,7 @@ def ngram_table(texts: tuple[str, ...], c: float, v: float):
 def ngram_section(view: dict, p: np.ndarray) -> None:
     c1, c2 = st.columns([1, 1])
     with c1:
-        ui.radio(PAGE, P["ng_src"], horizontal=True, format_func=label)
+        ui.radio(PAGE, P["ng_src"], horizontal=True)
     with c2:
         ui.number_input(
             PAGE,
@@ -454,10 +452,10 @@ def ngram_section(view: dict, p: np.ndarray) -> None:
                 "The lookup costs about 0.04 ms on the bundled prompts and the bundled target's step about 6 ms (performance.md, ngram), so c ≈ 150 there."
             ),
         )
-    if st.session_state[key("ng_src")] == "my text":
+    if st.session_state[key("ng_src")] == "text":
         ui.text_box(PAGE, P["ng_text"], area=True, height=150)
     view = ui.values(PAGE, SPEC)
-    texts = tuple(bench.load_prompts()) if view["ng_src"] == "bundled prompts" else (view["ng_text"],)
+    texts = tuple(bench.load_prompts()) if view["ng_src"] == "bundled" else (view["ng_text"],)
     if not any(len(t.encode("utf-8")) > 1 for t in texts):
         raise ValueError(ui.t("text: type at least two characters for prompt lookup to search"))
     frame = ngram_table(texts, view["ng_c"], view["v"])
@@ -475,7 +473,7 @@ def ngram_section(view: dict, p: np.ndarray) -> None:
         ui.t("Run the bundled target with n-gram drafts and with its draft model"), icon=":material/play_arrow:"
     )
     if run_clicked:
-        st.session_state[key("ngram_runs")] = run_both(texts if view["ng_src"] == "my text" else None, view["ng_k"])
+        st.session_state[key("ngram_runs")] = run_both(texts if view["ng_src"] == "text" else None, view["ng_k"])
     frame = st.session_state.get(key("ngram_runs"))
     if frame is not None:
         drafters = frame["drafter"].map(lambda d: ui.t(DRAFTERS[d]) if d in DRAFTERS else d)
@@ -507,7 +505,7 @@ def run_both(texts: tuple[str, ...] | None, k: int):
     return frame
 
 
-#: Display names of the tables' columns (canonical name -> catalogue key); a CSV keeps the canonical names.
+#: Display names of the tables' columns (canonical name -> msgid); a CSV keeps the canonical names.
 POLICY_COLUMNS = {
     "policy": N_("policy"),
     "kind": N_("kind"),
@@ -594,6 +592,6 @@ except ValueError as exc:
     ui.show_error(exc)
     p, source = trees.geometric_p(P["alpha"].default, P["ranks"].default), ui.t("the default profile")
 st.caption(ui.t("p ({source}) = {values}", source=ui.message(source), values=", ".join(f"{x:.3f}" for x in p)))
-ui.show_open_tab(PAGE, P["view"], SECTIONS, view, p, format_func=label)
+ui.show_open_tab(PAGE, P["view"], SECTIONS, view, p)
 sidebar_controls()
 ui.publish(PAGE, SPEC, URL)

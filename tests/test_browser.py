@@ -279,7 +279,7 @@ def test_the_chosen_map_is_drawn_and_mirrored_in_the_url(app_url, page):
     open_page(page, app_url + "/design-space", charts=True)
     assert page.locator(PLOT).count() == 1  # the chosen map only (the inspector is a lazy tab)
     page.locator('[data-testid="stRadio"]').get_by_text("E[N] over (α, K)", exact=True).click()
-    wait_for_query(page, "map", "E[N] over (α, K)", "URL not updated to the E[N] map")
+    wait_for_query(page, "map", "en", "URL not updated to the E[N] map")
     wait_drawn(page)
     expect(page.locator(PLOT)).to_have_count(1)
     expect(page.locator(PLOT).first.locator(".gtitle")).to_have_text("Expected tokens per round")
@@ -289,10 +289,10 @@ def test_the_chosen_map_is_drawn_and_mirrored_in_the_url(app_url, page):
 def test_a_lazy_tab_runs_when_clicked_and_is_mirrored_in_the_url(app_url, page):
     open_page(page, app_url + "/design-space?map=E%5BN%5D+over+%28%CE%B1%2C+K%29", charts=True)
     page.get_by_role("tab", name="Point inspector").click()
-    wait_for_query(page, "tab", "Point inspector", "URL not updated to the inspector tab")
+    wait_for_query(page, "tab", "inspector", "URL not updated to the inspector tab")
     wait_drawn(page)
     expect(page.get_by_text("E[N] tokens per round")).to_be_visible()
-    assert query(page.url).get("map") == ["E[N] over (α, K)"]  # the other tab's choice is kept in the link
+    assert query(page.url).get("map") == ["en"]  # the other tab's choice is kept in the link
     page.get_by_role("tab", name="Maps").click()
     expect(page.locator(PLOT).first.locator(".gtitle")).to_have_text(
         "Expected tokens per round", timeout=RUN_TIMEOUT_MS
@@ -306,7 +306,7 @@ HOSTILE_LINKS = [
     "/design-space?alpha=5e-324,1e308&c_min=5e-324&c_max=1e308&k=1e309&tab=Point+inspector&i_alpha=nan",
     f"/break-even?curves={_MANY}&k_max=-1&view=Optimal+K&f_c=inf",
     "/sampling-lab?p=custom&p_vec=1e308,1e308,1e308&v=3&view=Tokens+per+round",
-    "/sampling-lab?view=Emitted+tokens&v=1000&p=uniform&q=uniform&k=1&variant=resample_p",
+    "/sampling-lab?view=emitted&v=1000&p=uniform&q=uniform&k=1&variant=resample_p",
     f"/live?pair=data,pages&ks={_MANY}&temps=nan,inf",
     f"/measured-data?runs={_MANY}&hk=1e308&filter=%3Cscript%3Ealert(1)%3C/script%3E",
     "/converter?metric=__proto__&value=1e308&k=0&ratio=-inf",
@@ -403,7 +403,7 @@ def test_two_sessions_run_at_once_and_both_complete(app_url, browser):
             context.close()
 
 
-@pytest.mark.parametrize("view", ["Draft-length policies", "N-gram drafts"])
+@pytest.mark.parametrize("view", ["policies", "ngram"])
 def test_strategies_views_render_in_a_browser(app_url, page, view):
     """The policies and n-gram views open from a link and draw their charts."""
     from urllib.parse import quote
@@ -477,7 +477,7 @@ def test_a_chinese_tab_click_opens_it_and_the_link_keeps_its_choice(app_url, pag
     page.get_by_role("tab", name="最优 K").click()
     expect(page.get_by_text("某一 (α, c) 下的 f(K)")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     wait_drawn(page)
-    assert query(page.url).get("view") == ["Optimal K"] and query(page.url).get("lang") == ["zh"]
+    assert query(page.url).get("view") == ["optimum"] and query(page.url).get("lang") == ["zh"]
 
 
 @pytest.fixture(scope="module")
@@ -506,7 +506,7 @@ def test_an_over_the_cap_trace_is_refused_with_a_message_naming_the_cap(app_url,
     path = tmp_path / "wide.jsonl"
     header = {"format": policies.TRACE_FORMAT, "k_max": k, "positional": True}
     path.write_text("\n".join(json.dumps(x) for x in (header, *[row] * 50)) + "\n")
-    open_page(page, app_url + "/strategies?view=Draft-length+policies&trace_src=upload")
+    open_page(page, app_url + "/strategies?view=policies&trace_src=upload")
     page.locator('[data-testid="stFileUploader"] input[type="file"]').first.set_input_files(str(path))
     expect(page.get_by_text(f"from 1 to {policies.MAX_TRACE_K}; got {k}")).to_be_visible(timeout=RUN_TIMEOUT_MS)
     assert page.locator('[data-testid="stException"]').count() == 0
@@ -514,7 +514,7 @@ def test_an_over_the_cap_trace_is_refused_with_a_message_naming_the_cap(app_url,
 
 def test_a_megabyte_pasted_into_the_ngram_box_is_cut_with_a_note(app_url, page):
     """1 MB typed into the 20,000-character box keeps its first 20,000 characters and says so."""
-    open_page(page, app_url + "/strategies?view=N-gram+drafts&ng_src=my+text")
+    open_page(page, app_url + "/strategies?view=ngram&ng_src=my+text")
     box = page.get_by_label("Text (UTF-8 bytes are the tokens)")
     box.fill("abc def " * 131_072)
     box.press("Control+Enter")

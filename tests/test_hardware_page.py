@@ -12,12 +12,12 @@ from specviz.core import hardware as hw
 
 PAGE = "pages/hardware.py"
 VIEWS = {
-    "Step time": ["fig_split", "fig_roofline"],
-    "c and v": ["fig_costs"],
-    "Speedup by batch": ["fig_speedup_b"],
-    "Batch × context": ["fig_map_k", "fig_map_s"],
-    "Memory": [],
-    "Engine configs": [],
+    "step": ["fig_split", "fig_roofline"],
+    "costs": ["fig_costs"],
+    "speedup": ["fig_speedup_b"],
+    "map": ["fig_map_k", "fig_map_s"],
+    "memory": [],
+    "engine": [],
 }
 
 
@@ -50,20 +50,20 @@ def test_defaults_give_the_models_k_star_at_batch_1():
 
 @pytest.mark.slow
 def test_changing_gpu_and_alpha_changes_the_answer_and_the_link():
-    at = open_app(PAGE, view="Step time")
+    at = open_app(PAGE, view="step")
     h100 = metric(at, "Target decode step")
     at.selectbox(key="hardware.gpu").select("L4-24GB")
     rerun(at)
     assert metric(at, "Target decode step") != h100
     assert at.query_params["gpu"] == "L4-24GB"
-    at.session_state["hardware.view"] = "Speedup by batch"
+    at.session_state["hardware.view"] = "speedup"
     at.slider(key="hardware.alpha").set_value(0.3)
     rerun(at)
     assert at.query_params["alpha"] == "0.3"
 
 
 def test_a_link_restores_the_view_and_the_engine_configs_follow_it():
-    at = open_app(PAGE, view="Engine configs", pair="Qwen2.5 72B + 0.5B", gpu="H200-SXM-141GB", tp_t="2", ctx="8192")
+    at = open_app(PAGE, view="engine", pair="Qwen2.5 72B + 0.5B", gpu="H200-SXM-141GB", tp_t="2", ctx="8192")
     assert at.selectbox(key="hardware.pair").value == "Qwen2.5 72B + 0.5B"
     assert at.number_input(key="hardware.ctx").value == 8192
     config = json.loads(at.code[0].value)
@@ -83,15 +83,13 @@ def test_a_link_restores_the_view_and_the_engine_configs_follow_it():
 
 
 def test_a_custom_pair_with_different_vocabularies_is_an_error_naming_both():
-    at = open_app(
-        PAGE, pair="custom (choose target and draft)", target="openai-community/gpt2-xl", draft="JackFram/llama-68m"
-    )
+    at = open_app(PAGE, pair="custom", target="openai-community/gpt2-xl", draft="JackFram/llama-68m")
     errors = shown_errors(at)
     assert any("vocab_size 50,257" in e and "vocab_size 32,000" in e and "share a tokenizer" in e for e in errors)
 
 
 def test_a_target_that_does_not_fit_is_flagged_and_memory_says_so():
-    at = open_app(PAGE, pair="Llama-3.1 405B + 8B", tp_t="1", view="Memory")
+    at = open_app(PAGE, pair="Llama-3.1 405B + 8B", tp_t="1", view="memory")
     assert any("target's weights" in w.value and "raise its TP" in w.value for w in at.warning)
     assert metric(at, "Largest batch of the target") == "the weights alone do not fit"
 
@@ -118,7 +116,7 @@ def test_a_calibrated_machine_is_offered_as_hardware(tmp_path, monkeypatch):
     }
     (tmp_path / "machine.json").write_text(json.dumps(machine))
     monkeypatch.setattr(hw, "CALIBRATION_DIR", tmp_path)
-    query = dict(gpu=machine["name"], pair="specviz bundled", dtype="fp32", tp_t="1", ctx="256", view="Step time")
+    query = dict(gpu=machine["name"], pair="specviz bundled", dtype="fp32", tp_t="1", ctx="256", view="step")
     at = open_app(PAGE, **query)
     assert at.selectbox(key="hardware.gpu").value == machine["name"]
     want = hw.step_time("specviz/bundled-target", machine, 1, 256, 1, dtype="fp32")
@@ -194,7 +192,7 @@ def test_alpha_sources_that_cannot_give_one_say_why(library_with_a_run):
 
 
 def test_custom_gpu_figures_drive_the_model_and_live_in_the_link():
-    query = dict(gpu="custom figures", g_mem="48", g_bw="1.5", g_tflops="400", g_link="64", view="Step time")
+    query = dict(gpu="custom", g_mem="48", g_bw="1.5", g_tflops="400", g_link="64", view="step")
     at = open_app(PAGE, **query)
     gpu = {
         "name": "custom",

@@ -133,7 +133,7 @@ def controls(page: str) -> dict[str, dict]:
 def test_controls_are_read_from_every_page():
     assert controls("pages/home.py") == {}
     assert set(controls("pages/break-even.py")) >= {"curves", "k_max", "view"}
-    assert controls("pages/break-even.py")["view"]["choices"] == ("Break-even frontier", "Optimal K", "Chapter numbers")
+    assert controls("pages/break-even.py")["view"]["choices"] == ("frontier", "optimum", "chapter")
     assert set(controls("pages/live.py")) >= {"ks", "temps", "pair", "repeats"}
     assert controls("pages/sampling-lab.py")["p_vec"]["kind"] == "text"
     assert set(controls("pages/measured-data.py")) >= {"runs", "filter", "hk"}
@@ -298,7 +298,7 @@ def test_measured_data_survives_any_link(query, library_url):
 @pytest.mark.slow
 @HOSTILE
 @given(query=queries("pages/hardware.py"))
-@example(query={"ctx": "131072", "batch": "512", "tp_t": "8", "k_max": "16", "view": "Batch × context"})
+@example(query={"ctx": "131072", "batch": "512", "tp_t": "8", "k_max": "16", "view": "map"})
 @example(query={"pair": "custom (choose target and draft)", "target": "specviz/bundled-target", "draft": "gpt2"})
 def test_hardware_survives_any_link(query):
     no_exception("pages/hardware.py", query)
@@ -307,8 +307,8 @@ def test_hardware_survives_any_link(query):
 @pytest.mark.slow
 @HOSTILE
 @given(query=queries("pages/strategies.py"))
-@example(query={"p_src": "typed", "p": "0.9,0.9", "budget": "128", "depth": "16", "view": "Shapes by budget"})
-@example(query={"p_src": "typed", "p": "nan,inf,-1", "view": "Hardware-aware"})
+@example(query={"p_src": "typed", "p": "0.9,0.9", "budget": "128", "depth": "16", "view": "shapes"})
+@example(query={"p_src": "typed", "p": "nan,inf,-1", "view": "hardware"})
 def test_strategies_survive_any_link(query):
     no_exception("pages/strategies.py", query)
 

@@ -124,7 +124,7 @@ def test_the_live_page_names_a_malformed_limit_instead_of_a_traceback(env, name,
 def test_the_strategies_pages_live_run_names_a_malformed_setting(env, name, raw):
     """The Strategies page's n-gram run reads the live limits only when clicked: the message, not a traceback."""
     env.setenv(name, raw)
-    at = open_app("pages/strategies.py", view="N-gram drafts")
+    at = open_app("pages/strategies.py", view="ngram")
     [run] = [b for b in at.button if b.label.startswith("Run the bundled target with n-gram drafts")]
     run.click()
     errors = shown_errors(rerun(at))

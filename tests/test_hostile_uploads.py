@@ -42,7 +42,7 @@ SIZE_KEYS = (
     "num_local_experts",
     "num_experts",
 )
-HW_VIEWS = ("Step time", "c and v", "Speedup by batch", "Batch × context", "Memory", "Engine configs")
+HW_VIEWS = ("step", "costs", "speedup", "map", "memory", "engine")
 
 #: Values a careless or hostile config.json may hold: the number limits, non-finite, wrong JSON types.
 LIMIT_NUMBERS = st.sampled_from(
@@ -167,8 +167,8 @@ def test_from_hf_config_raises_only_messages_and_what_it_accepts_prices_without_
     changes=st.dictionaries(st.sampled_from(SIZE_KEYS), HOSTILE, max_size=3),
     junk=st.one_of(st.none(), st.sampled_from(["[" * 50_000, "1e309", '{"architectures": 5}', "null", "", "\x00\xff"])),
 )
-@example(view="Memory", which="target", changes={"num_hidden_layers": 1e308}, junk=None)
-@example(view="Speedup by batch", which="target", changes={"hidden_size": 10**400}, junk=None)
+@example(view="memory", which="target", changes={"num_hidden_layers": 1e308}, junk=None)
+@example(view="speedup", which="target", changes={"hidden_size": 10**400}, junk=None)
 def test_the_hardware_page_shows_no_exception_for_any_uploaded_config(view, which, changes, junk):
     at = hardware_app(view)
     data = junk.encode("utf-8", "surrogatepass") if junk is not None else config_text(LLAMA | changes)
@@ -179,7 +179,7 @@ def test_the_hardware_page_shows_no_exception_for_any_uploaded_config(view, whic
 
 
 def test_the_hardware_page_names_the_field_of_a_bad_upload_in_chinese():
-    at = open_app("pages/hardware.py", lang="zh", view="Memory")
+    at = open_app("pages/hardware.py", lang="zh", view="memory")
     at.file_uploader(key="hardware.upload_target").upload("config.json", config_text(LLAMA | {"hidden_size": 1e308}))
     at.run()
     assert not at.exception
@@ -314,7 +314,7 @@ def test_a_trace_row_of_any_json_raises_only_a_message_naming_the_file(values):
 
 
 def test_the_strategies_page_refuses_a_trace_over_a_cap_with_a_message():
-    at = open_app("pages/strategies.py", view="Draft-length policies", trace_src="upload")
+    at = open_app("pages/strategies.py", view="policies", trace_src="upload")
     k = policies.MAX_TRACE_K * 40
     at.file_uploader(key="strategies.trace_file").upload("wide.jsonl", (HEADER % k + "\n" + trace_row(k)).encode())
     at.run()
@@ -338,7 +338,7 @@ def test_text_over_a_box_limit_keeps_its_first_characters_and_names_the_limit():
 
 @pytest.mark.slow  # the n-gram table of 20,000 characters: about 2 s
 def test_a_megabyte_pasted_into_the_ngram_box_is_cut_to_its_limit_with_a_note_not_emptied():
-    at = open_app("pages/strategies.py", view="N-gram drafts", ng_src="my text")
+    at = open_app("pages/strategies.py", view="ngram", ng_src="text")
     box = at.text_area(key="strategies.ng_text")
     pasted = ("def f(x):\n    return x + 1\n" * 40_000)[:1_000_000]
     box.input(pasted).run()

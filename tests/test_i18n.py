@@ -22,16 +22,16 @@ TRANSLATED = tuple(f"pages/{p.stem}.py" for p in sorted((ROOT / "pages").glob("*
 #: A link that makes the page show more of itself (in zh, every part must be Chinese).
 PAGE_QUERY = {
     "pages/hardware.py": {
-        "view": "Memory",
+        "view": "memory",
         "pair": "Llama-3.1 405B + 8B",
         "tp_t": "1",
         "a_src": "live",
     },
-    "pages/sampling-lab.py": {"view": "Emitted tokens", "variant": "temperature_mismatch"},
-    "pages/strategies.py": {"view": "Draft-length policies", "rounds": "1000"},
+    "pages/sampling-lab.py": {"view": "emitted", "variant": "temperature_mismatch"},
+    "pages/strategies.py": {"view": "policies", "rounds": "1000"},
     "pages/engine-monitor.py": {"endpoints": "http://127.0.0.1:1", "c_src": "hardware"},
     "pages/break-even.py": {"view": "Chapter numbers"},
-    "pages/design-space.py": {"tab": "Point inspector", "i_c": "0.5"},  # "never pays off", "don't speculate"
+    "pages/design-space.py": {"tab": "inspector", "i_c": "0.5"},  # "never pays off", "don't speculate"
 }
 #: Catalogue texts the same in both languages besides symbols and formulas: proper names, engine identifiers.
 SAME_IN_BOTH = {"specviz", "accept len / speculative_num_draft_tokens"}
@@ -268,16 +268,16 @@ def test_the_chapter_tables_show_the_chapters_own_headings_in_chinese():
 
 def test_a_translated_tab_opens_by_its_choice_and_keeps_it_in_the_link():
     at = open_app("pages/break-even.py", lang="zh")
-    at.session_state["breakeven.view"] = "Optimal K"  # the choice, as a link or a click sets it
+    at.session_state["breakeven.view"] = "optimum"  # the choice, as a link or a click sets it
     rerun(at)
-    assert at.query_params["view"] == "Optimal K" and any(m.label == "最优 K" for m in at.metric)
+    assert at.query_params["view"] == "optimum" and any(m.label == "最优 K" for m in at.metric)
     assert at.session_state["breakeven.view._label"] == "最优 K"  # the tabs show the choice's label
 
 
 def test_a_chinese_choice_set_from_outside_the_script_run_keeps_its_label():
     """AppTest maps a value to its label by calling format_func outside the script run; ui binds the language."""
     at = open_app("pages/design-space.py", lang="zh")
-    at.radio(key="design.view").set_value("3-D surface")
+    at.radio(key="design.view").set_value("surface")
     rerun(at)
-    assert at.radio(key="design.view").value == "3-D surface" and at.query_params["view"] == "3-D surface"
+    assert at.radio(key="design.view").value == "surface" and at.query_params["view"] == "surface"
     assert i18n.text("zh", "3-D surface") in at.radio(key="design.view").options

@@ -90,7 +90,7 @@ def test_router_switches_to_each_page(page):
 # ----------------------------------------------------------------------------- design space
 
 
-INSPECT = {"tab": "Point inspector"}
+INSPECT = {"tab": "inspector"}
 
 
 def test_design_space_defaults_show_chapter_point():
@@ -101,20 +101,20 @@ def test_design_space_defaults_show_chapter_point():
     assert m["Speedup S"] == "2.4011×"
     assert m["Optimal K (1..64)"] == "6"
     assert [c.key for c in at.get("plotly_chart")] == ["fig_pmf"]  # lazy tabs: only the open tab is sent
-    assert at.query_params["tab"] == "Point inspector"
+    assert at.query_params["tab"] == "inspector"
     # the maps tab (the default): the chosen map only; the other maps are drawn when chosen
     assert [c.key for c in run("pages/design-space.py").get("plotly_chart")] == ["fig_s_c"]
 
 
 def test_design_space_draws_the_chosen_map_and_mirrors_it_in_the_url():
-    at = run("pages/design-space.py", map="E[N] over (α, K)")
+    at = run("pages/design-space.py", map="E[N] over (α, K)")  # a link from before the slugs
     assert [c.key for c in at.get("plotly_chart")] == ["fig_en"]
-    assert at.query_params["map"] == "E[N] over (α, K)"
-    at.session_state["design.map"] = "Speedup over (α, K)"  # as choosing it does
+    assert at.query_params["map"] == "en"
+    at.session_state["design.map"] = "s_k"  # as choosing it does
     at.run()
     assert [c.key for c in at.get("plotly_chart")] == ["fig_s_k"]
-    assert at.query_params["map"] == "Speedup over (α, K)"
-    at.session_state["design.map"] = "Speedup over (α, c)"  # the default map: not in the URL
+    assert at.query_params["map"] == "s_k"
+    at.session_state["design.map"] = "s_c"  # the default map: not in the URL
     at.run()
     assert "map" not in at.query_params
 
@@ -132,12 +132,12 @@ def test_design_space_reacts_to_widgets_and_mirrors_url():
 
 
 def test_design_space_restores_from_query_params():
-    query = dict(i_alpha="0.9", i_c="10", i_k="8", view="3-D surface", alpha="0.2,0.9", k="7")
+    query = dict(i_alpha="0.9", i_c="10", i_k="8", view="surface", alpha="0.2,0.9", k="7")
     at = run("pages/design-space.py", **query, **INSPECT)
     assert not at.warning
     assert at.number_input(key="design.i_alpha").value == 0.9
     assert at.number_input(key="design.i_k").value == 8
-    assert at.radio(key="design.view").value == "3-D surface"
+    assert at.radio(key="design.view").value == "surface"
     assert at.slider(key="design.alpha").value == (0.2, 0.9)
     assert at.slider(key="design.k").value == 7
     assert metrics(at)["Speedup S"] == "3.4032×"  # chapter table 5.3: α = 0.9, c = 10, K = 8
@@ -186,10 +186,10 @@ def test_design_space_share_link_reproduces_view():
 def test_design_space_inspector_values_survive_a_visit_to_the_maps_tab():
     at = run("pages/design-space.py", **INSPECT)
     at.number_input(key="design.i_alpha").set_value(0.5).run()
-    at.session_state["design.tab"] = "Maps"  # what clicking the tab does: the inspector's widgets are not drawn
+    at.session_state["design.tab"] = "maps"  # what clicking the tab does: the inspector's widgets are not drawn
     at.run()
     assert at.query_params["i_alpha"] == "0.5" and [c.key for c in at.get("plotly_chart")] == ["fig_s_c"]
-    at.session_state["design.tab"] = "Point inspector"
+    at.session_state["design.tab"] = "inspector"
     at.run()
     assert at.number_input(key="design.i_alpha").value == 0.5
     assert metrics(at)["E[N] tokens per round"] == "1.9375"
@@ -215,10 +215,10 @@ def test_break_even_draws_only_the_open_tab_and_mirrors_it_in_the_url():
     at = run("pages/break-even.py")
     assert [c.key for c in at.get("plotly_chart")] == ["fig_curves", "fig_be_map"]
     assert "view" not in at.query_params  # the default tab
-    at.session_state["breakeven.view"] = "Optimal K"  # what clicking the tab does
+    at.session_state["breakeven.view"] = "optimum"  # what clicking the tab does
     at.run()
     assert [c.key for c in at.get("plotly_chart")] == ["fig_kstar", "fig_fk"]
-    assert at.query_params["view"] == "Optimal K"
+    assert at.query_params["view"] == "optimum"
     assert metrics(at)["Optimal K"] == "6"  # α = 0.8, c = 10
 
 
@@ -227,10 +227,10 @@ def test_break_even_draws_the_chosen_optimum_map_and_mirrors_it_in_the_url():
     assert [c.key for c in at.get("plotly_chart")] == ["fig_kstar", "fig_fk"]
     again = run("pages/break-even.py", view="Optimal K", opt_map="Speedup at K*")
     assert [c.key for c in again.get("plotly_chart")] == ["fig_sstar", "fig_fk"]
-    assert again.query_params["opt_map"] == "Speedup at K*"
-    at.radio(key="breakeven.opt_map").set_value("Speedup at K*").run()
+    assert again.query_params["opt_map"] == "speedup"
+    at.radio(key="breakeven.opt_map").set_value("speedup").run()
     assert [c.key for c in at.get("plotly_chart")] == ["fig_sstar", "fig_fk"]
-    assert at.query_params["opt_map"] == "Speedup at K*"
+    assert at.query_params["opt_map"] == "speedup"
 
 
 @pytest.mark.slow
@@ -302,10 +302,10 @@ def test_lab_defaults_match_formula_and_are_lossless():
     m = metrics(at)
     assert m["α = Σ min(p, q)"] == m["1 − TV"]
     assert [c.key for c in at.get("plotly_chart")] == ["fig_bars"]  # lazy tabs: one chart, no simulation
-    tokens = run("pages/sampling-lab.py", view="Tokens per round")
+    tokens = run("pages/sampling-lab.py", view="tokens")
     assert metrics(tokens)["formula inside the 95 % CI"] == "yes"
     assert [c.key for c in tokens.get("plotly_chart")] == ["fig_hist"]
-    emitted = run("pages/sampling-lab.py", view="Emitted tokens")
+    emitted = run("pages/sampling-lab.py", view="emitted")
     assert emitted.success and emitted.success[0].value.startswith("consistent with p")
     assert [c.key for c in emitted.get("plotly_chart")] == ["fig_emitted"]
 
@@ -313,17 +313,17 @@ def test_lab_defaults_match_formula_and_are_lossless():
 def test_lab_switching_tabs_shows_each_claim_and_mirrors_it_in_the_url():
     at = run("pages/sampling-lab.py")
     assert "view" not in at.query_params and "simulated mean N" not in metrics(at)
-    at.session_state["lab.view"] = "Tokens per round"  # what clicking the tab does
+    at.session_state["lab.view"] = "tokens"  # what clicking the tab does
     at.run()
-    assert metrics(at)["formula inside the 95 % CI"] == "yes" and at.query_params["view"] == "Tokens per round"
-    at.session_state["lab.view"] = "Emitted tokens"
+    assert metrics(at)["formula inside the 95 % CI"] == "yes" and at.query_params["view"] == "tokens"
+    at.session_state["lab.view"] = "emitted"
     at.run()
-    assert at.success and at.query_params["view"] == "Emitted tokens"
+    assert at.success and at.query_params["view"] == "emitted"
 
 
 @pytest.mark.parametrize("variant", ["accept_first", "resample_p", "temperature_mismatch"])
 def test_lab_buggy_variants_are_flagged_and_explained(variant):
-    at = run("pages/sampling-lab.py", view="Emitted tokens")
+    at = run("pages/sampling-lab.py", view="emitted")
     at.selectbox(key="lab.variant").set_value(variant).run()
     assert not at.success
     assert any(w.value.startswith("biased") for w in at.warning), [w.value for w in at.warning]
@@ -333,13 +333,13 @@ def test_lab_buggy_variants_are_flagged_and_explained(variant):
 
 @pytest.mark.slow
 def test_lab_reacts_to_k_and_restores_from_url():
-    at = run("pages/sampling-lab.py", view="Tokens per round")
+    at = run("pages/sampling-lab.py", view="tokens")
     before = metrics(at)["formula E[N]"]
     at.slider(key="lab.k").set_value(8).run()
     assert metrics(at)["formula E[N]"] != before
     assert at.query_params["k"] == "8"
     query = dict(k="8", p="uniform", q="tempered", q_tau="2", rounds="20000", seed="7")
-    again = run("pages/sampling-lab.py", **query, view="Tokens per round")
+    again = run("pages/sampling-lab.py", **query, view="tokens")
     assert again.slider(key="lab.k").value == 8
     assert again.selectbox(key="lab.q").value == "tempered"
     assert again.number_input(key="lab.rounds").value == 20000
@@ -366,11 +366,11 @@ def test_lab_invalid_user_vector_is_a_clear_error(vector, message):
 def test_lab_user_vector_runs():
     query = dict(v="3", p="custom", p_vec="1,1,2", q="uniform", rounds="20000")
     assert metrics(run("pages/sampling-lab.py", **query))["α = Σ min(p, q)"] == "0.8333"
-    assert run("pages/sampling-lab.py", **query, view="Emitted tokens").success
+    assert run("pages/sampling-lab.py", **query, view="emitted").success
 
 
 def test_lab_bad_query_param_warns():
-    at = run("pages/sampling-lab.py", variant="typo", k="99", view="Emitted tokens")
+    at = run("pages/sampling-lab.py", variant="typo", k="99", view="emitted")
     assert any("variant" in w.value for w in at.warning) and any("k=" in w.value for w in at.warning)
     assert at.success  # fell back to the exact rule
 

@@ -22,9 +22,49 @@ LINKS = SAVED["links"]
 #: (page, control) -> {value on main at 5041932: the slug that replaced it}
 LIVE, LIBRARY = "the live page's last run", "a run in the library"
 RENAMED = {
+    ("pages/design-space.py", "view"): {"Heatmap": "heatmap", "3-D surface": "surface"},
+    ("pages/design-space.py", "map"): {
+        "Speedup over (α, c)": "s_c",
+        "Speedup over (α, K)": "s_k",
+        "E[N] over (α, K)": "en",
+    },
+    ("pages/design-space.py", "tab"): {"Maps": "maps", "Point inspector": "inspector"},
+    ("pages/break-even.py", "view"): {
+        "Break-even frontier": "frontier",
+        "Optimal K": "optimum",
+        "Chapter numbers": "chapter",
+    },
+    ("pages/break-even.py", "opt_map"): {"K*(α, c)": "kstar", "Speedup at K*": "speedup"},
+    ("pages/sampling-lab.py", "view"): {
+        "Acceptance is overlap": "overlap",
+        "Tokens per round": "tokens",
+        "Emitted tokens": "emitted",
+    },
+    ("pages/hardware.py", "view"): {
+        "Step time": "step",
+        "c and v": "costs",
+        "Speedup by batch": "speedup",
+        "Batch × context": "map",
+        "Memory": "memory",
+        "Engine configs": "engine",
+    },
+    ("pages/hardware.py", "a_src"): {LIBRARY: "library", LIVE: "live"},
+    ("pages/hardware.py", "gpu"): {"custom figures": "custom"},
+    ("pages/hardware.py", "pair"): {"custom (choose target and draft)": "custom"},
+    ("pages/strategies.py", "view"): {
+        "Optimal tree": "tree",
+        "Shapes by budget": "shapes",
+        "Budget × depth": "budget_depth",
+        "Hardware-aware": "hardware",
+        "Engine flags": "flags",
+        "Draft-length policies": "policies",
+        "N-gram drafts": "ngram",
+    },
     ("pages/strategies.py", "p_src"): {"geometric from α": "geometric", LIBRARY: "library", LIVE: "live"},
     ("pages/strategies.py", "trace_src"): {"an uploaded trace": "upload", LIVE: "live"},
-    ("pages/hardware.py", "a_src"): {LIBRARY: "library", LIVE: "live"},
+    ("pages/strategies.py", "cost"): {"c and v": "cv", "a pair on a GPU": "gpu"},
+    ("pages/strategies.py", "pol_cost"): {"c and v": "cv", "a pair on a GPU": "gpu"},
+    ("pages/strategies.py", "ng_src"): {"bundled prompts": "bundled", "my text": "text"},
     ("pages/engine-monitor.py", "c_src"): {
         "the Hardware page's model": "hardware",
         "measured by the load generator": "loadgen",
@@ -41,8 +81,26 @@ PAGE_KEYS = {
     "pages/strategies.py": "strategies",
     "pages/hardware.py": "hardware",
     "pages/engine-monitor.py": "engine-monitor",
+    "pages/design-space.py": "design",
+    "pages/break-even.py": "breakeven",
+    "pages/sampling-lab.py": "lab",
 }
-DEFAULTS = {("pages/strategies.py", "p_src"): "geometric"}
+#: the page's default of each renamed control (a default is not published)
+DEFAULTS = {
+    ("pages/strategies.py", "p_src"): "geometric",
+    ("pages/design-space.py", "view"): "heatmap",
+    ("pages/design-space.py", "map"): "s_c",
+    ("pages/design-space.py", "tab"): "maps",
+    ("pages/break-even.py", "view"): "frontier",
+    ("pages/break-even.py", "opt_map"): "kstar",
+    ("pages/sampling-lab.py", "view"): "overlap",
+    ("pages/hardware.py", "view"): "speedup",
+    ("pages/strategies.py", "view"): "tree",
+    ("pages/strategies.py", "trace_src"): "synthetic",
+    ("pages/strategies.py", "cost"): "cv",
+    ("pages/strategies.py", "pol_cost"): "cv",
+    ("pages/strategies.py", "ng_src"): "bundled",
+}
 OLD_VALUES = [(page, name, old, new) for (page, name), olds in RENAMED.items() for old, new in olds.items()]
 
 

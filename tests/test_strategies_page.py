@@ -11,13 +11,13 @@ from specviz.data import measurements, store
 
 PAGE = "pages/strategies.py"
 VIEWS = {
-    "Optimal tree": ["fig_tree"],
-    "Shapes by budget": ["fig_shapes"],
-    "Budget × depth": [],
-    "Hardware-aware": [],
-    "Engine flags": [],
-    "Draft-length policies": ["fig_policies", "fig_k_rounds", "fig_k_hist", "fig_policy_sweep"],
-    "N-gram drafts": ["fig_ngram"],
+    "tree": ["fig_tree"],
+    "shapes": ["fig_shapes"],
+    "budget_depth": [],
+    "hardware": [],
+    "flags": [],
+    "policies": ["fig_policies", "fig_k_rounds", "fig_k_hist", "fig_policy_sweep"],
+    "ngram": ["fig_ngram"],
 }
 
 
@@ -45,28 +45,28 @@ def test_defaults_show_the_optimal_tree_and_what_it_buys():
 
 
 def test_a_typed_p_from_a_link_drives_the_engine_flags():
-    at = open_app(PAGE, p_src="typed", p="0.5, 0.2, 0.1", budget="8", depth="4", view="Engine flags")
+    at = open_app(PAGE, p_src="typed", p="0.5, 0.2, 0.1", budget="8", depth="4", view="flags")
     _, depth, topk = trees.best_topk([0.5, 0.2, 0.1], 8, 4)
     assert at.code[0].value == trees.sglang_flags(depth, topk, 8)
     assert at.text_input(key="strategies.p").value == "0.5, 0.2, 0.1"
 
 
 def test_engine_flags_for_a_budget_no_top_k_tree_holds_is_a_warning_not_a_crash():
-    at = open_app(PAGE, budget="16", depth="1", view="Engine flags")
+    at = open_app(PAGE, budget="16", depth="1", view="flags")
     assert not at.exception and not at.error and not at.code
     assert "budget must be at most 8" in at.warning[0].value and "Maximum depth" in at.warning[0].value
-    at = open_app(PAGE, budget="16", depth="1", view="Shapes by budget")
+    at = open_app(PAGE, budget="16", depth="1", view="shapes")
     assert not at.exception and [c.key for c in at.get("plotly_chart")] == ["fig_shapes"]
 
 
 def test_a_cost_model_where_no_tree_pays_says_do_not_speculate():
-    at = open_app(PAGE, view="Hardware-aware", c="1", v="1", alpha="0.1")
+    at = open_app(PAGE, view="hardware", c="1", v="1", alpha="0.1")
     m = metric(at, "Best tree")
     assert m.value == "do not speculate" and "1.00×" in m.delta
 
 
 def test_hardware_view_follows_the_cost_model():
-    at = open_app(PAGE, view="Hardware-aware", c="5", v="0.3")
+    at = open_app(PAGE, view="hardware", c="5", v="0.3")
     p = trees.geometric_p(0.6, 4)
     tree, s = trees.best_tree_for_hardware(p, 1 / 5, lambda n: 1 + 0.3 * (n - 1), 16, 6)
     m = metric(at, "Best tree")
@@ -89,7 +89,7 @@ def test_a_bad_typed_p_is_an_error_naming_it_and_the_page_still_draws(p, message
 
 def test_hardware_view_on_a_pair_and_gpu_uses_the_roofline_model():
     pair = hardware.preset_pairs().iloc[1]
-    at = open_app(PAGE, view="Hardware-aware", cost="a pair on a GPU", pair=pair["name"], gpu="A100-SXM4-80GB")
+    at = open_app(PAGE, view="hardware", cost="gpu", pair=pair["name"], gpu="A100-SXM4-80GB")
     assert not at.error
     p = trees.geometric_p(0.6, 4)
     t_draft = float(hardware.step_time(pair["draft"], "A100-SXM4-80GB", 1, 1024, 1))
@@ -140,7 +140,7 @@ def test_p_from_the_live_page_needs_a_run_there():
 
 @pytest.mark.slow
 def test_policies_view_replays_the_rules_on_a_synthetic_trace():
-    at = open_app(PAGE, view="Draft-length policies", t_alpha="0.7", k_max="8", rounds="2000", p_min="0.6")
+    at = open_app(PAGE, view="policies", t_alpha="0.7", k_max="8", rounds="2000", p_min="0.6")
     assert not at.error
     table = at.dataframe[0].value
     trace = policies.synthetic_trace(0.7, 8, 2000, np.random.default_rng(0), "calibrated")
@@ -168,7 +168,7 @@ def test_policies_view_replays_the_rules_on_a_synthetic_trace():
 
 
 def test_an_uploaded_trace_that_is_not_one_is_an_error_naming_the_file():
-    at = open_app(PAGE, view="Draft-length policies", trace_src="upload")
+    at = open_app(PAGE, view="policies", trace_src="upload")
     assert any("upload a trace file" in e for e in shown_errors(at))
     assert not at.get("plotly_chart") or "fig_policies" not in [c.key for c in at.get("plotly_chart")]
     with pytest.raises(ValueError, match="notes.jsonl: line 1 must be a 'specviz trace 1' header"):
@@ -177,18 +177,18 @@ def test_an_uploaded_trace_that_is_not_one_is_an_error_naming_the_file():
 
 def test_ngram_view_replays_prompt_lookup_on_the_text():
     text = "def f(x):\n    return x\n" * 6
-    at = open_app(PAGE, view="N-gram drafts", ng_src="my text", ng_text=text, ng_c="100")
+    at = open_app(PAGE, view="ngram", ng_src="text", ng_text=text, ng_c="100")
     assert not at.error
     table = at.dataframe[0].value
     assert set(table["rule"]) == {"hf", "vllm"} and table["k"].tolist()[:3] == [1, 2, 3]
     hf8 = table[(table.rule == "hf") & (table.k == 8)].iloc[0]
     assert hf8.tokens_per_round > 3  # the text repeats itself: lookup accepts long runs
-    at = open_app(PAGE, view="N-gram drafts", ng_src="my text", ng_text="x")
+    at = open_app(PAGE, view="ngram", ng_src="text", ng_text="x")
     assert any("text: type at least two characters" in e for e in shown_errors(at))
 
 
 def test_policies_from_the_live_page_need_a_recorded_trace():
-    at = open_app(PAGE, view="Draft-length policies", trace_src="live")
+    at = open_app(PAGE, view="policies", trace_src="live")
     assert any("the live page has no recorded trace in this session" in e for e in shown_errors(at))
 
 
@@ -196,8 +196,8 @@ def test_policies_can_be_priced_by_the_roofline_model_of_a_pair_on_a_gpu():
     pair = hardware.preset_pairs().iloc[0]
     at = open_app(
         PAGE,
-        view="Draft-length policies",
-        pol_cost="a pair on a GPU",
+        view="policies",
+        pol_cost="gpu",
         pair=pair["name"],
         gpu="H100-SXM5-80GB",
         rounds="1000",
@@ -214,7 +214,7 @@ def test_ngram_view_runs_the_target_with_both_drafters(db_url):
     from _apps import click
 
     text = "def area(w, h):\n    return w * h\n\n\ndef area(w, h):\n    return"
-    at = open_app(PAGE, view="N-gram drafts", ng_src="my text", ng_text=text, ng_k="4")
+    at = open_app(PAGE, view="ngram", ng_src="text", ng_text=text, ng_k="4")
     at = click(at, "Run the bundled target with n-gram drafts and with its draft model")
     assert not at.error
     table = at.dataframe[1].value

@@ -475,7 +475,7 @@ def _surrogate(what: str, text: str) -> Message:
 def _reported(what: str, engine: Engine | None = None) -> Iterator[None]:
     """Database failures (file gone, locked past the timeout, server down) as a StoreError saying what failed.
 
-    ``what`` is a catalogue key: the failed operation in words, with a ``{cause}`` field (:func:`_cause`
+    ``what`` is a msgid: the failed operation in words, with a ``{cause}`` field (:func:`_cause`
     of the failure, for ``engine``'s file).
     """
     try:

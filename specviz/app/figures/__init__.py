@@ -11,7 +11,7 @@ The words a figure writes itself (axis, colour-bar and legend titles, trace name
 annotations) come from the catalogues (keys ``fig.*``, :func:`specviz.base.i18n.text`) in the ``lang`` a
 builder is given, English by default. Symbols and formulas (α, K, c, E[N], S) and the data's own
 labels (series, rules, cells) stay as they are; plotly's ``%{…}`` fields are filled in as values, never
-written in a catalogue text.
+written in a message.
 
 One module per page family: :mod:`.design` (design space, break-even), :mod:`.lab`, :mod:`.measured`,
 :mod:`.strategies`, :mod:`.engines`, :mod:`.hardware` (Hardware & batch), and :mod:`.budget` (what a

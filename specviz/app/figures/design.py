@@ -10,7 +10,7 @@ from plotly.colors import sample_colorscale
 from specviz.app.grids import Grid, level_crossing
 from specviz.base.i18n import C_, N_, text
 
-#: The grid variables that have an axis title (catalogue keys ``fig.axis.<name>``).
+#: The grid variables that have an axis title (:data:`AXIS_TITLES` holds each one's msgid).
 AXES = ("alpha", "k", "c", "c_L", "expected_tokens", "speedup", "break_even_alpha", "optimal_k", "speedup_at_optimal_k")
 
 

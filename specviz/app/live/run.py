@@ -48,7 +48,7 @@ class LiveRun:
     started: float | None = None  #: clock() when the pair was loaded and measuring began
     seconds: float = 0.0  #: measuring time, once done
     stopped: str | None = None  #: why the run ended early ("stopped by you", the cap, …); None if it ran through
-    stop_reason: tuple[str, dict] | None = None  #: ``stopped`` as (catalogue key, fields), for :meth:`stopped_text`
+    stop_reason: tuple[str, dict] | None = None  #: ``stopped`` as (msgid, fields), for :meth:`stopped_text`
     done: bool = False
     saved: int | None = None  #: the run library's id, once saved
     pilots: dict = field(default_factory=dict)  #: tree runs: temperature → p̂ of the pilot run that built the trees

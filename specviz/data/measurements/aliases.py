@@ -54,7 +54,7 @@ class Conversion(StrEnum):
             return _APPLY.get(self, lambda a: a)(values)
 
 
-#: The catalogue key of each conversion's text (the English text is the member's value).
+#: The msgid of each conversion's text (the English text is the member's value).
 _PHRASES: dict[Conversion, str] = {
     Conversion.K_MINUS_ONE: N_("K = value − 1 (chains verify K drafts + 1 root token)"),
     Conversion.ADD_BONUS: N_("E[N] = value + 1 (bonus token added)"),

@@ -15,7 +15,7 @@ from specviz.base.i18n import N_, Message, Phrase
 
 
 class Joined(Phrase):
-    """Items (phrases or plain text) joined by the separator of catalogue key ``sep``, in any language:
+    """Items (phrases or plain text) joined by the separator msgid ``sep``, in any language:
     a list a page shows as one text (conversions, ignored columns, a few bad cells)."""
 
     def __new__(cls, items: Iterable, sep: str = N_("; ")):
