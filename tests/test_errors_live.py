@@ -1,7 +1,7 @@
 """The live benchmark's, the engine's and the bench's errors and notes: English as before, Chinese on a page.
 
-Each case: the English ``str`` is the message as it was before it moved into the catalogue, the
-Chinese text has CJK characters and the same numbers and inputs, and the key exists in both catalogues.
+Each case: the English ``str`` a person reads for one bad input, and a Chinese text with CJK characters
+and the same numbers and inputs.
 """
 
 from __future__ import annotations

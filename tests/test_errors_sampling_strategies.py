@@ -1,8 +1,8 @@
 """Errors and notes of sampling, policies, trees and the n-gram drafter in English and Chinese.
 
 Each case raises a :class:`specviz.base.i18n.Message` whose English text is what the library always said
-(the command line, logs and other tests read it), whose Chinese text keeps the numbers and the person's
-input, and whose key is in both catalogues.
+(the command line, logs and other tests read it), filled with the input's own numbers, and whose Chinese
+text keeps the numbers and the person's input.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Errors and notes of specviz.core.theory, specviz.core.hardware and specviz.app.grids in both languages.
 
-Each case: the English text is exactly what it was before the catalogue (tests and the command line
-read it), the Chinese text is Chinese and quotes the same numbers and inputs, and the key exists in
-both catalogues.
+Each case: the English text a person reads for one bad input (tests and the command line read it),
+and the Chinese text is Chinese and quotes the same numbers and inputs.
 """
 
 from __future__ import annotations
@@ -28,206 +27,173 @@ SPEC = hw.model_spec(LLAMA_70B)
 CUSTOM_GPU = {"memory_gb": 1, "bandwidth_tbs": 1, "bf16_tflops": 1, "fp16_tflops": 1, "interconnect_gbs": 1}
 LLAMA_CONFIG = {"architectures": ["LlamaForCausalLM"], "hidden_size": 8, "num_attention_heads": 2, "vocab_size": 10}
 
-#: (call, key, the English text as it was, pieces the Chinese text must quote too)
+#: (call, the English text a person reads, pieces the Chinese text must quote too)
 CASES = [
     (
         lambda: theory.check_alpha(1.5),
-        "{name} must be in [0, 1]; got {value!r}",
         "alpha must be in [0, 1]; got 1.5",
         ["alpha", "1.5"],
     ),
     (
         lambda: theory.check_alpha([0.1, 2], "acceptance"),
-        "{name} must be in [0, 1]; got {value!r} at index {index}",
         "acceptance must be in [0, 1]; got 2.0 at index (1,)",
         ["acceptance", "2.0", "(1,)"],
     ),
     (
         lambda: theory.expected_tokens("x", 2),
-        "{name} must be a number; got {value!r}",
         "alpha must be a number; got 'x'",
         ["'x'"],
     ),
     (
         lambda: theory.check_k(0),
-        "{name} must be an integer in [1, {limit}]; got {value!r}",
         "k must be an integer in [1, 2147483647]; got 0.0",
         ["2147483647", "0.0"],
     ),
     (
         lambda: theory.expected_tokens(0.5, [1, 2.5]),
-        "{name} must be an integer in [1, {limit}]; got {value!r} at index {index}",
         "k must be an integer in [1, 2147483647]; got 2.5 at index (1,)",
         ["2.5", "(1,)"],
     ),
     (
         lambda: theory.speedup(0.5, 0, 2),
-        "{name} must be a finite number > 0; got {value!r}",
         "c must be a finite number > 0; got 0.0",
         ["c", "0.0"],
     ),
     (
         lambda: theory.check_positive([1, -1], "c"),
-        "{name} must be a finite number > 0; got {value!r} at index {index}",
         "c must be a finite number > 0; got -1.0 at index (1,)",
         ["-1.0", "(1,)"],
     ),
     (
         lambda: theory.break_even_alpha(4, 8, v=-1),
-        "{name} must be a finite number >= 0; got {value!r}",
         "v must be a finite number >= 0; got -1.0",
         ["-1.0"],
     ),
     (
         lambda: theory.speedup(0.5, 2, 3, o=[0, -2]),
-        "{name} must be a finite number >= 0; got {value!r} at index {index}",
         "o must be a finite number >= 0; got -2.0 at index (1,)",
         ["-2.0", "(1,)"],
     ),
     (
         lambda: theory.alpha_from_mean_tokens(7, 4),
-        "{name} must be in {allowed}; got {value!r}",
         "mean_tokens must be in [1, K + 1]; got 7.0",
         ["mean_tokens", "[1, K + 1]", "7.0"],
     ),
     (
         lambda: theory.speedup_from_tokens([1, 7], 8, 4),
-        "{name} must be in {allowed}; got {value!r} at index {index}",
         "mean_tokens must be in [1, K + 1]; got 7.0 at index (1,)",
         ["7.0", "(1,)"],
     ),
     (
         lambda: theory.expected_tokens_by_position([]),
-        "acceptance must list at least one position (shape (..., K_max)); got shape {shape}",
         "acceptance must list at least one position (shape (..., K_max)); got shape (0,)",
         ["(0,)", "K_max"],
     ),
     (
         lambda: theory.optimal_k(0.5, 2, k_max=[1, 2]),
-        "k_max must be a single integer >= 1; got {value!r}",
         "k_max must be a single integer >= 1; got [1, 2]",
         ["k_max", "[1, 2]"],
     ),
     (
         lambda: theory.convert_metric(0.5, 4, "bogus"),
-        "metric must be one of {allowed}; got {value!r}",
         "metric must be one of ['acceptance_rate', 'alpha', 'mean_tokens', 'mean_tokens_no_bonus', "
         "'system_efficiency']; got 'bogus'",
         ["'bogus'", "'system_efficiency'"],
     ),
     (
         lambda: theory.alpha_from_acceptance_rate(2, 3),
-        "{name} must be in {allowed}; got {value!r}",
         "rate must be in [0, 1]; got 2.0",
         ["2.0"],
     ),
     (
         lambda: theory.c_from_leviathan(0),
-        "{name} must be a finite number > 0; got {value!r}",
         "c_L must be a finite number > 0; got 0.0",
         ["c_L"],
     ),
     (
         lambda: grids.to_c(2, "x"),
-        "convention must be one of {allowed}; got {value!r}",
         "convention must be one of ['c', 'c_L']; got 'x'",
         ["'x'"],
     ),
     (
         lambda: grids.log_axis(0, 1, 5, "c"),
-        "{name} must be a finite number > 0; got {value!r}",
         "c min must be a finite number > 0; got 0.0",
         ["0.0"],
     ),
     (
         lambda: grids.log_axis(5, 1, 5, "c"),
-        "{name} min must be below {name} max; got {lo:g} and {hi:g}",
         "c min must be below c max; got 5 and 1",
         ["5", "1"],
     ),
     (
         lambda: grids.lin_axis(0.5, 0.25, 5, "α"),
-        "{name} min must be below {name} max; got {lo:g} and {hi:g}",
         "α min must be below α max; got 0.5 and 0.25",
         ["α", "0.5", "0.25"],
     ),
     (
         lambda: hw.Efficiency(compute=0),
-        "efficiency.{name} must be in (0, 1]; got {value}",
         "efficiency.compute must be in (0, 1]; got 0",
         ["efficiency.compute", "0"],
     ),
     (
         lambda: hw.Efficiency(overhead_s=-1),
-        "efficiency.{name} must be a finite number >= 0; got {value}",
         "efficiency.overhead_s must be a finite number >= 0; got -1",
         ["-1"],
     ),
     (
         lambda: hw.model_spec("nope"),
-        "model {model!r} is not in the catalogue; choose one of {choices}…",
         "model 'nope' is not in the catalogue; choose one of ['JackFram/llama-160m', 'JackFram/llama-68m', "
         "'Qwen/Qwen2.5-0.5B-Instruct', 'Qwen/Qwen2.5-1.5B-Instruct', 'Qwen/Qwen2.5-14B-Instruct']…",
         ["'nope'", "'JackFram/llama-160m'"],
     ),
-    (lambda: hw.model_spec({"name": "x"}), "model {model!r} lacks {missing}", None, ["'x'", "'n_layers'"]),
+    (lambda: hw.model_spec({"name": "x"}), None, ["'x'", "'n_layers'"]),
     (
         lambda: hw.model_spec({k: v for k, v in SPEC.items() if k not in ("name", "mlp")}),
-        "model {model!r} lacks {missing}",
         "model '(unnamed)' lacks ['mlp']",
         ["['mlp']", "未命名"],
     ),
     (
         lambda: hw.model_spec(SPEC | {"n_layers": 0.5}),
-        "model field {field} must be an integer from {lo} to {hi}; got {value}",
         "model field n_layers must be an integer from 1 to 1,024; got 0.5",
         ["n_layers", "0.5"],
     ),
     (
         lambda: hw.model_spec(SPEC | {"mlp": "moe"}),
-        "model field mlp must be 'gated' (SwiGLU) or 'plain' (GELU); got {value!r}",
         "model field mlp must be 'gated' (SwiGLU) or 'plain' (GELU); got 'moe'",
         ["'moe'", "'gated'", "'plain'"],
     ),
     (
         lambda: hw.model_spec(SPEC | {"n_kv_heads": 7}),
-        "n_heads {n_heads} must be a multiple of n_kv_heads {n_kv_heads}",
         "n_heads 64 must be a multiple of n_kv_heads 7",
         ["64", "7"],
     ),
     (
         lambda: hw.gpu_spec("nope"),
-        "GPU {gpu!r} is not in the catalogue; choose one of {choices}",
         None,
         ["'nope'", "'H100-SXM5-80GB'"],
     ),
     (
         lambda: hw.gpu_spec({"name": "g", "memory_gb": 1}),
-        "GPU field {field} must be a finite number > 0; got {value!r}",
         "GPU field bandwidth_tbs must be a finite number > 0; got None",
         ["bandwidth_tbs", "None"],
     ),
     (
         lambda: hw.from_hf_config("{bad"),
-        "config.json is not valid JSON: {cause}",
         None,
         ["config.json", "line 1 column 2"],
     ),
     (
         lambda: hw.from_hf_config("[1]"),
-        "config.json must hold a JSON object; got {type}",
         "config.json must hold a JSON object; got list",
         ["list"],
     ),
     (
         lambda: hw.from_hf_config({"architectures": "x"}),
-        "config.json architectures must be a list of names; got {value!r}",
         "config.json architectures must be a list of names; got 'x'",
         ["architectures", "'x'"],
     ),
     (
         lambda: hw.from_hf_config({"architectures": ["T5"]}),
-        "architecture {arch!r} is not modelled: supported are {supported} (mixture-of-experts, state-space and encoder-decoder models need operators this model lacks)",
         "architecture 'T5' is not modelled: supported are ['GPT2LMHeadModel', 'GPTBigCodeForCausalLM', "
         "'Gemma2ForCausalLM', 'LlamaForCausalLM', 'MistralForCausalLM', 'Qwen2ForCausalLM', 'Qwen3ForCausalLM'] "
         "(mixture-of-experts, state-space and encoder-decoder models need operators this model lacks)",
@@ -236,19 +202,16 @@ CASES = [
     (
         lambda: hw.from_hf_config({"architectures": ["LlamaForCausalLM"], "num_experts": 8}),
         "mixture-of-experts configs are not modelled (num_local_experts / num_experts is set)",
-        "mixture-of-experts configs are not modelled (num_local_experts / num_experts is set)",
         ["num_local_experts / num_experts"],
     ),
     (
         lambda: hw.from_hf_config({"architectures": ["LlamaForCausalLM"], "hidden_size": 8}),
-        "config.json lacks {missing}, needed to model {arch}",
         "config.json lacks ['num_hidden_layers or n_layer', 'num_attention_heads or n_head', 'vocab_size', "
         "'intermediate_size'], needed to model LlamaForCausalLM",
         ["'vocab_size'", "LlamaForCausalLM"],
     ),
     (
         lambda: hw.from_hf_config(LLAMA_CONFIG | {"num_hidden_layers": 2.5, "intermediate_size": 4}),
-        "config.json {name} must be an integer from {lo} to {hi}; got {value}",
         "config.json num_hidden_layers must be an integer from 1 to 1,024; got 2.5",
         ["num_hidden_layers", "2.5"],
     ),
@@ -257,64 +220,54 @@ CASES = [
             {"architectures": ["GPTBigCodeForCausalLM"], "n_embd": 8, "n_layer": 2, "n_head": 2, "vocab_size": 10}
             | {"multi_query": "yes"}
         ),
-        "config.json {name} must be true or false; got {value!r}",
         "config.json multi_query must be true or false; got 'yes'",
         ["multi_query", "'yes'"],
     ),
-    (lambda: hw._hf_int({}, ("a",)), "config.json lacks {name}", "config.json lacks a", ["a"]),
-    (lambda: hw._hf_int({}, ("a", "b")), "config.json lacks {first} or {last}", "config.json lacks a or b", ["a", "b"]),
+    (lambda: hw._hf_int({}, ("a",)), "config.json lacks a", ["a"]),
+    (lambda: hw._hf_int({}, ("a", "b")), "config.json lacks a or b", ["a", "b"]),
     (
         lambda: hw.step_time(LLAMA_70B, "H100-SXM5-80GB", [1, 2.5], 10, 1),
-        "{name} must be an integer >= {low}; got {value:g}",
         "batch must be an integer >= 1; got 2.5",
         ["batch", "2.5"],
     ),
     (
         lambda: hw.kv_bytes_per_token(LLAMA_70B, "int4"),
-        "dtype must be one of {allowed}; got {value!r}",
         "dtype must be one of ['fp32', 'bf16', 'fp16', 'fp8']; got 'int4'",
         ["'int4'", "'fp8'"],
     ),
     (
         lambda: hw.step_time(LLAMA_70B, CUSTOM_GPU, 1, 10, 1, dtype="fp8"),
-        "GPU {gpu!r} has no {dtype} tensor-core peak ({column})",
         "GPU '(custom)' has no fp8 tensor-core peak (fp8_tflops)",
         ["fp8", "fp8_tflops", "自定义"],
     ),
     (
         lambda: hw.speedup_by_batch(LLAMA_70B, LLAMA_1B, "H100-SXM5-80GB", [[0.5]], [1], [10]),
-        "alpha must be one number or a vector of per-position acceptance; got shape {shape}",
         "alpha must be one number or a vector of per-position acceptance; got shape (1, 1)",
         ["(1, 1)"],
     ),
     (
         lambda: hw.speedup_by_batch(LLAMA_70B, LLAMA_1B, "H100-SXM5-80GB", 0.5, [1], [10], 65),
-        "k_max must be an integer in [1, 64]; got {value!r}",
         "k_max must be an integer in [1, 64]; got 65",
         ["65", "[1, 64]"],
     ),
     (
         lambda: hw.check_pair(LLAMA_70B, QWEN),
-        "target {target!r} (vocab_size {target_vocab:,}) and draft {draft!r} (vocab_size {draft_vocab:,}) cannot share a tokenizer: a draft must use its target's vocabulary",
         f"target '{LLAMA_70B}' (vocab_size 128,256) and draft '{QWEN}' (vocab_size 151,936) cannot share a "
         "tokenizer: a draft must use its target's vocabulary",
         [LLAMA_70B, QWEN, "128,256", "151,936"],
     ),
     (
         lambda: hw.alpha_from_measurements(pd.DataFrame()),
-        "{what} has no measured rows to take α from",
         "the run has no measured rows to take α from",
         ["α"],
     ),
     (
         lambda: hw.alpha_from_measurements(pd.DataFrame({"k": [1]}), what="run 3"),
-        "{what} has no α (alpha_used) in any row",
         "run 3 has no α (alpha_used) in any row",
         ["run 3", "alpha_used"],
     ),
     (
         lambda: hw.alpha_from_measurements(pd.DataFrame({"k": [1]}), True, "run 3"),
-        "{what} has no per-position acceptance (per_position_acceptance); use its mean α",
         "run 3 has no per-position acceptance (per_position_acceptance); use its mean α",
         ["run 3", "per_position_acceptance"],
     ),
@@ -322,22 +275,23 @@ CASES = [
         lambda: hw.alpha_from_measurements(
             pd.DataFrame({"k": [1, 2], "per_position_acceptance": ["0.5", "nan;nan"]}), True
         ),
-        "{what}: per-position acceptance at K = {k} was never measured (all nan)",
         "the run: per-position acceptance at K = 2 was never measured (all nan)",
         ["K = 2", "nan"],
     ),
 ]
 
 
-@pytest.mark.parametrize(("call", "key", "english", "quoted"), CASES, ids=[f"{c[1]}-{i}" for i, c in enumerate(CASES)])
-def test_an_error_keeps_its_english_and_reads_in_chinese(call, key, english, quoted):
+@pytest.mark.parametrize(
+    ("call", "english", "quoted"), CASES, ids=[f"{(c[1] or '')[:50]}-{i}" for i, c in enumerate(CASES)]
+)
+def test_an_error_keeps_its_english_and_reads_in_chinese(call, english, quoted):
     with pytest.raises(ValueError) as info:
         call()
     exc = info.value
-    assert isinstance(exc, i18n.Message) and exc.msgid == key
+    assert isinstance(exc, i18n.Message)
     if english is not None:
         assert str(exc) == english
-    assert i18n.translated("zh", key)
+    assert i18n.translated("zh", exc.msgid)
     zh = exc.text("zh")
     assert CJK.search(zh), zh
     for piece in quoted:
