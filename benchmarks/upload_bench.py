@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the browser helpers and the largest i
 from _browser import VIEWPORT, launch_chromium, streamlit_server
 from _uploads import MEMORY_BUDGET_MB, RENDER_BUDGET_S, UPLOADS, give, server_rss_mb, write_largest
 
-WARM_PATHS = ("/", "/measured-data", "/hardware?view=Memory", "/strategies?view=Draft-length+policies")
+WARM_PATHS = ("/", "/measured-data", "/hardware?view=memory", "/strategies?view=policies")
 
 
 def main() -> int:

@@ -147,7 +147,7 @@ UPLOADS = (
         typed=K_GIVEN,
     ),
     Upload("vLLM log lines", "/measured-data", FILES, vllm_log, file_name="vllm.log", typed=K_GIVEN),
-    Upload("config.json", "/hardware?view=Memory", "Target config.json", config_json, file_name="config.json"),
+    Upload("config.json", "/hardware?view=memory", "Target config.json", config_json, file_name="config.json"),
     Upload(
         "trace, 200,000 rounds",
         "/strategies?view=policies&trace_src=upload",
@@ -164,12 +164,21 @@ UPLOADS = (
     ),
     Upload(
         "n-gram text",
-        "/strategies?view=ngram&ng_src=my+text",
+        "/strategies?view=ngram&ng_src=text",
         None,
         ngram_text,
         box="Text (UTF-8 bytes are the tokens)",
     ),
 )
+
+
+#: Sets ``window.__specvizRerun`` once the app's script state changes (a rerun starting or ending) after now.
+WATCH_RERUN_JS = """() => {
+    window.__specvizRerun = false;
+    const app = document.querySelector('[data-testid="stApp"]');
+    new MutationObserver(() => { window.__specvizRerun = true; })
+        .observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
 
 
 def write_largest(folder: Path, upload: Upload) -> Path:
@@ -191,6 +200,7 @@ def give(page, base_url: str, upload: Upload, path: Path, timeout_s: float = 120
         field.press("Enter")
         page.wait_for_timeout(300)
         page.wait_for_function(APP_DRAWN_JS, timeout=timeout_s * 1000)
+    page.evaluate(WATCH_RERUN_JS)
     start = time.monotonic()
     if upload.uploader is None:
         box = page.get_by_label(upload.box)
@@ -199,7 +209,9 @@ def give(page, base_url: str, upload: Upload, path: Path, timeout_s: float = 120
     else:
         widget = page.locator('[data-testid="stFileUploader"]').filter(has_text=upload.uploader)
         widget.locator('input[type="file"]').set_input_files(str(path))
-    page.wait_for_timeout(300)  # the rerun starts (the status widget appears) a moment after the hand-over
+    # the hand-over reruns the script: wait until that rerun has started (a busy machine may take a while
+    # to send the file), then until the page has settled after it
+    page.wait_for_function("() => window.__specvizRerun === true", timeout=timeout_s * 1000, polling=50)
     page.wait_for_function(APP_DRAWN_JS, timeout=timeout_s * 1000, polling=100)
     return time.monotonic() - start
 

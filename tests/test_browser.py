@@ -514,7 +514,7 @@ def test_an_over_the_cap_trace_is_refused_with_a_message_naming_the_cap(app_url,
 
 def test_a_megabyte_pasted_into_the_ngram_box_is_cut_with_a_note(app_url, page):
     """1 MB typed into the 20,000-character box keeps its first 20,000 characters and says so."""
-    open_page(page, app_url + "/strategies?view=ngram&ng_src=my+text")
+    open_page(page, app_url + "/strategies?view=ngram&ng_src=text")
     box = page.get_by_label("Text (UTF-8 bytes are the tokens)")
     box.fill("abc def " * 131_072)
     box.press("Control+Enter")
