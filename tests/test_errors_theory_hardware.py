@@ -143,7 +143,7 @@ CASES = [
     (
         lambda: hw.model_spec("nope"),
         "model 'nope' is not in the catalogue; choose one of ['JackFram/llama-160m', 'JackFram/llama-68m', "
-        "'Qwen/Qwen2.5-0.5B-Instruct', 'Qwen/Qwen2.5-1.5B-Instruct', 'Qwen/Qwen2.5-14B-Instruct']…",
+        "'Qwen/Qwen1.5-MoE-A2.7B', 'Qwen/Qwen2.5-0.5B-Instruct', 'Qwen/Qwen2.5-1.5B-Instruct']…",
         ["'nope'", "'JackFram/llama-160m'"],
     ),
     (lambda: hw.model_spec({"name": "x"}), None, ["'x'", "'n_layers'"]),
@@ -194,15 +194,17 @@ CASES = [
     ),
     (
         lambda: hw.from_hf_config({"architectures": ["T5"]}),
-        "architecture 'T5' is not modelled: supported are ['GPT2LMHeadModel', 'GPTBigCodeForCausalLM', "
-        "'Gemma2ForCausalLM', 'LlamaForCausalLM', 'MistralForCausalLM', 'Qwen2ForCausalLM', 'Qwen3ForCausalLM'] "
-        "(mixture-of-experts, state-space and encoder-decoder models need operators this model lacks)",
+        "architecture 'T5' is not modelled: supported are ['DeepseekV2ForCausalLM', 'DeepseekV3ForCausalLM', "
+        "'GPT2LMHeadModel', 'GPTBigCodeForCausalLM', 'Gemma2ForCausalLM', 'GptOssForCausalLM', 'Llama4ForCausalLM', "
+        "'Llama4ForConditionalGeneration', 'LlamaForCausalLM', 'MistralForCausalLM', 'MixtralForCausalLM', "
+        "'OlmoeForCausalLM', 'Qwen2ForCausalLM', 'Qwen2MoeForCausalLM', 'Qwen3ForCausalLM', 'Qwen3MoeForCausalLM'] "
+        "(state-space and encoder-decoder models need operators this model lacks)",
         ["'T5'", "'LlamaForCausalLM'"],
     ),
     (
         lambda: hw.from_hf_config({"architectures": ["LlamaForCausalLM"], "num_experts": 8}),
-        "mixture-of-experts configs are not modelled (num_local_experts / num_experts is set)",
-        ["num_local_experts / num_experts"],
+        "config.json sets ['num_experts'] but its architecture 'LlamaForCausalLM' is a dense one",
+        ["['num_experts']", "'LlamaForCausalLM'"],
     ),
     (
         lambda: hw.from_hf_config({"architectures": ["LlamaForCausalLM"], "hidden_size": 8}),

@@ -266,7 +266,8 @@ def test_a_llama_config_json_gives_the_catalogues_architecture():
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"architectures": ["MixtralForCausalLM"]}, "architecture 'MixtralForCausalLM' is not modelled: supported are"),
+        ({"architectures": ["MambaForCausalLM"]}, "architecture 'MambaForCausalLM' is not modelled: supported are"),
+        ({"architectures": ["MixtralForCausalLM"], "hidden_size": 8}, r"lacks \['num_hidden_layers or n_layer'"),
         ({"architectures": ["LlamaForCausalLM"], "hidden_size": 8}, r"lacks \['num_hidden_layers or n_layer'"),
         ({"architectures": ["T5ForConditionalGeneration"]}, "encoder-decoder"),
         ("{not json", "config.json is not valid JSON"),

@@ -32,7 +32,7 @@ import pandas as pd
 
 from specviz.base.i18n import N_, Message, Phrase
 from specviz.base.paths import DATA
-from specviz.core import theory
+from specviz.core import moe, theory
 
 CATALOG_DIR = DATA / "catalog"
 CALIBRATION_DIR = DATA / "calibration"  #: python -m specviz calibrate
@@ -54,6 +54,19 @@ MODEL_FIELDS = (
     "tied_embeddings",
     "mlp",
 )
+#: Optional fields of a mixture-of-experts model (0 or absent: a dense model). Names follow our catalogue;
+#: from_hf_config maps each architecture's config.json keys to them.
+MOE_FIELDS = (
+    "n_experts",  # E routed experts (n_routed_experts / num_local_experts / num_experts)
+    "experts_per_token",  # k (num_experts_per_tok)
+    "expert_size",  # width d_e of one routed expert's MLP (moe_intermediate_size; Mixtral: intermediate_size)
+    "n_shared_experts",  # experts every token passes through (DeepSeek n_shared_experts; Qwen2-MoE, Llama-4: 1)
+    "shared_expert_size",  # width of a shared expert (default expert_size; Qwen2-MoE shared_expert_intermediate_size)
+    "dense_layers",  # the first layers with a dense MLP (first_k_dense_replace)
+    "moe_every",  # every n-th layer is MoE (moe_layer_freq, decoder_sparse_step, interleave_moe_layer_step)
+)
+#: Optional fields of multi-head latent attention (DeepSeek-V2/V3, Kimi-K2; 0 or absent: none)
+MLA_FIELDS = ("kv_lora_rank", "q_lora_rank", "rope_head_dim", "nope_head_dim", "v_head_dim")
 GPU_FIELDS = ("memory_gb", "bandwidth_tbs", "bf16_tflops", "fp16_tflops", "interconnect_gbs")
 
 #: The integers each size of a model may be, checked before any arithmetic (an uploaded config.json
@@ -71,6 +84,18 @@ SIZE_LIMITS = {
     "vocab_size": (1, 16_777_216),
     "max_context": (1, 134_217_728),
     "experts": (0, 4096),
+    "n_experts": (0, 4096),
+    "experts_per_token": (0, 4096),
+    "expert_size": (0, 1_048_576),
+    "n_shared_experts": (0, 4096),
+    "shared_expert_size": (0, 1_048_576),
+    "dense_layers": (0, 1024),
+    "moe_every": (1, 1024),
+    "kv_lora_rank": (0, 131_072),
+    "q_lora_rank": (0, 131_072),
+    "rope_head_dim": (0, 4096),
+    "nope_head_dim": (0, 4096),
+    "v_head_dim": (0, 4096),
 }
 #: Most parameters a model may imply (100 trillion: 50 times the largest published model), so that
 #: its bytes (parameters × 4 at most) stay exact integers in a float.
@@ -173,6 +198,7 @@ def model_spec(model: str | dict) -> dict:
             n_kv_heads=spec["n_kv_heads"],
         )
     spec["tied_embeddings"] = bool(int(spec["tied_embeddings"]))
+    _check_moe_mla(spec)
     if spec.get("max_context") is not None and spec["max_context"] == spec["max_context"]:
         spec["max_context"] = _size(
             spec["max_context"],
@@ -181,6 +207,47 @@ def model_spec(model: str | dict) -> dict:
             N_("model field {field} must be an integer from {lo} to {hi}; got {value}"),
         )
     return spec
+
+
+def _given(spec: dict, field: str) -> bool:
+    value = spec.get(field)
+    return value is not None and value == value and value != ""  # a catalogue's empty cell reads as NaN
+
+
+def _check_moe_mla(spec: dict) -> None:
+    """Fill the optional MoE and MLA fields (0 where absent; moe_every 1; shared width = expert width;
+    expert_bits the dtype's) and check them: an MoE model needs 1 ≤ k ≤ E and an expert width, an MLA
+    one a rope and a value head size."""
+    rule = N_("model field {field} must be an integer from {lo} to {hi}; got {value}")
+    for f in MOE_FIELDS + MLA_FIELDS:
+        default = 1 if f == "moe_every" else 0
+        spec[f] = _size(spec[f], f, f, rule) if _given(spec, f) else default
+    if spec["n_experts"]:
+        if not (1 <= spec["experts_per_token"] <= spec["n_experts"]) or not spec["expert_size"]:
+            raise Message(
+                "model {model!r}: an MoE model needs experts_per_token from 1 to n_experts ({e}) and an expert_size; got k = {k}, expert_size = {size}",
+                model=spec.get("name", "?"),
+                e=spec["n_experts"],
+                k=spec["experts_per_token"],
+                size=spec["expert_size"],
+            )
+        spec["shared_expert_size"] = spec["shared_expert_size"] or spec["expert_size"]
+    if spec["kv_lora_rank"] and not (spec["rope_head_dim"] and spec["v_head_dim"]):
+        raise Message(
+            "model {model!r}: latent attention (kv_lora_rank {rank}) needs rope_head_dim and v_head_dim",
+            model=spec.get("name", "?"),
+            rank=spec["kv_lora_rank"],
+        )
+    bits = spec.get("expert_bits")
+    if _given(spec, "expert_bits"):
+        if not (isinstance(bits, int | float | np.number) and not isinstance(bits, bool) and 1 <= float(bits) <= 32):
+            raise Message(
+                "model field expert_bits must be a number from 1 to 32 (bits per weight); got {value}",
+                value=_shown(bits),
+            )
+        spec["expert_bits"] = float(bits)
+    else:
+        spec["expert_bits"] = None
 
 
 def _shown(value, most: int = 60) -> str:
@@ -268,8 +335,21 @@ _FIELD_OF = {keys[0]: field for field, keys in _HF_KEYS.items()} | {
     "intermediate_size": "intermediate_size",
     "max_position_embeddings": "max_context",
 }
-_EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
+_EXPERT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts")
 _GATED = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM", "Gemma2ForCausalLM"}
+#: Mixture-of-experts architectures (gated experts), by how config.json names the expert width:
+#: "moe" = moe_intermediate_size (intermediate_size is the dense layers'), "ffn" = intermediate_size.
+_MOE = {
+    "MixtralForCausalLM": "ffn",
+    "OlmoeForCausalLM": "ffn",
+    "GptOssForCausalLM": "ffn",
+    "Llama4ForConditionalGeneration": "ffn",
+    "Llama4ForCausalLM": "ffn",
+    "Qwen2MoeForCausalLM": "moe",
+    "Qwen3MoeForCausalLM": "moe",
+    "DeepseekV2ForCausalLM": "moe",
+    "DeepseekV3ForCausalLM": "moe",
+}
 _PLAIN = {"GPT2LMHeadModel", "GPTBigCodeForCausalLM"}
 
 
@@ -336,16 +416,21 @@ def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
     if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
         raise Message("config.json architectures must be a list of names; got {value!r}", value=archs)
     arch = archs[0] if archs else None
-    if arch not in _GATED | _PLAIN:
+    if arch not in _GATED | _PLAIN | set(_MOE):
         raise Message(
-            "architecture {arch!r} is not modelled: supported are {supported} (mixture-of-experts, state-space and encoder-decoder models need operators this model lacks)",
+            "architecture {arch!r} is not modelled: supported are {supported} (state-space and encoder-decoder models need operators this model lacks)",
             arch=arch,
-            supported=sorted(_GATED | _PLAIN),
+            supported=sorted(_GATED | _PLAIN | set(_MOE)),
         )
-    if any(_hf_int(config, (k,), False, "experts") for k in _EXPERT_KEYS):
-        raise Message("mixture-of-experts configs are not modelled (num_local_experts / num_experts is set)")
+    if arch.startswith("Llama4") and isinstance(config.get("text_config"), dict):
+        config = config["text_config"] | {"architectures": archs}  # the language model of Llama-4
+    expert_keys = [k for k in _EXPERT_KEYS if _hf_int(config, (k,), False, "experts")]
+    if arch not in _MOE and expert_keys:
+        raise Message(
+            "config.json sets {keys} but its architecture {arch!r} is a dense one", keys=expert_keys, arch=arch
+        )
     missing = [" or ".join(keys) for keys in _HF_KEYS.values() if all(config.get(k) is None for k in keys)]
-    if arch in _GATED and config.get("intermediate_size") is None:
+    if arch in _GATED | set(_MOE) and config.get("intermediate_size") is None and _MOE.get(arch) != "moe":
         missing.append("intermediate_size")
     if missing:
         raise Message("config.json lacks {missing}, needed to model {arch}", missing=missing, arch=arch)
@@ -357,13 +442,56 @@ def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
         spec["intermediate_size"] = _hf_int(config, ("n_inner",), False) or 4 * spec["hidden_size"]
         spec["mlp"] = "plain"
     else:
-        spec["intermediate_size"] = _hf_int(config, ("intermediate_size",))
+        dense_width = (
+            ("intermediate_size_mlp", "intermediate_size") if arch.startswith("Llama4") else ("intermediate_size",)
+        )
+        spec["intermediate_size"] = _hf_int(config, dense_width, False, "intermediate_size") or _hf_int(
+            config, ("moe_intermediate_size",), True, "intermediate_size"
+        )
         spec["mlp"] = "gated"
+    if arch in _MOE:
+        spec |= _hf_moe(config, arch)
     spec["tied_embeddings"] = _hf_bool(config, "tie_word_embeddings", _TIED_DEFAULT.get(arch, False))
     spec["max_context"] = _hf_int(config, ("max_position_embeddings", "n_positions"), False)
     spec = model_spec(spec)
     spec["params"] = parameter_count(spec)
     return spec
+
+
+def _hf_moe(config: dict, arch: str) -> dict:
+    """The MoE and latent-attention fields of an MoE ``config.json`` (keys as transformers names them)."""
+    out = {
+        "n_experts": _hf_int(config, _EXPERT_KEYS, True, "n_experts"),
+        "experts_per_token": _hf_int(config, ("num_experts_per_tok", "experts_per_token"), True, "experts_per_token"),
+    }
+    width = ("intermediate_size",) if _MOE[arch] == "ffn" else ("moe_intermediate_size",)
+    out["expert_size"] = _hf_int(config, width, True, "expert_size")
+    if arch.startswith("Llama4"):
+        out["n_shared_experts"] = 1  # every Llama-4 MoE layer has one shared expert of the routed width
+        out["moe_every"] = _hf_int(config, ("interleave_moe_layer_step",), False, "moe_every") or 1
+    elif arch.startswith("Qwen2Moe"):
+        shared = _hf_int(config, ("shared_expert_intermediate_size",), False, "shared_expert_size") or 0
+        out["n_shared_experts"], out["shared_expert_size"] = (1, shared) if shared else (0, 0)
+        out["moe_every"] = _hf_int(config, ("decoder_sparse_step",), False, "moe_every") or 1
+    elif arch.startswith("Qwen3Moe"):
+        out["moe_every"] = _hf_int(config, ("decoder_sparse_step",), False, "moe_every") or 1
+    elif arch.startswith("Deepseek"):
+        out["n_shared_experts"] = _hf_int(config, ("n_shared_experts",), False, "n_shared_experts") or 0
+        out["dense_layers"] = _hf_int(config, ("first_k_dense_replace",), False, "dense_layers") or 0
+        out["moe_every"] = _hf_int(config, ("moe_layer_freq",), False, "moe_every") or 1
+        if config.get("kv_lora_rank"):
+            for ours, theirs in (
+                ("kv_lora_rank", "kv_lora_rank"),
+                ("q_lora_rank", "q_lora_rank"),
+                ("rope_head_dim", "qk_rope_head_dim"),
+                ("nope_head_dim", "qk_nope_head_dim"),
+                ("v_head_dim", "v_head_dim"),
+            ):
+                out[ours] = _hf_int(config, (theirs,), ours != "q_lora_rank", ours) or 0
+    quant = config.get("quantization_config")
+    if isinstance(quant, dict) and quant.get("quant_method") == "mxfp4":
+        out["expert_bits"] = 4.25  # MXFP4: 4-bit values plus one 8-bit scale per 32
+    return out
 
 
 def parameter_count(model: str | dict) -> int:
@@ -372,14 +500,21 @@ def parameter_count(model: str | dict) -> int:
     have learned positions (max_context × d) and LayerNorm biases. Linear-layer biases are not
     counted (Qwen2's q/k/v biases and GPT-2's are under 0.1 % of any catalogue model)."""
     m = model_spec(model)
-    d, hd, ffn = m["hidden_size"], m["head_dim"], m["intermediate_size"]
-    attn = d * hd * (2 * m["n_heads"] + 2 * m["n_kv_heads"])  # q, o and k, v
+    d, ffn, layers = m["hidden_size"], m["intermediate_size"], m["n_layers"]
     gpt2 = m["mlp"] == "plain"
     mlp = (2 if gpt2 else 3) * d * ffn
     norms = (4 if gpt2 else 2) * d  # two norms per layer; LayerNorm has a bias, RMSNorm none
     embed = m["vocab_size"] * d * (1 if m["tied_embeddings"] else 2)
     positions = int(m.get("max_context") or 0) * d if gpt2 else 0
-    count = int(m["n_layers"] * (attn + mlp + norms) + norms // 2 + embed + positions)
+    n_moe = _n_moe_layers(m)
+    count = int(
+        layers * (_attention_parameters(m) + norms)
+        + (layers - n_moe) * mlp
+        + n_moe * _moe_layer_parameters(m, m["n_experts"])
+        + norms // 2
+        + embed
+        + positions
+    )
     if count > MAX_PARAMETERS:
         raise Message(
             "{model} implies {count} parameters; at most {most} are modelled (check the sizes in its config)",
@@ -388,6 +523,44 @@ def parameter_count(model: str | dict) -> int:
             most="1e+14",
         )
     return count
+
+
+def active_parameter_count(model: str | dict) -> int:
+    """Parameters a token passes through: :func:`parameter_count` with k routed experts per MoE layer
+    instead of E (the "active" size MoE model cards quote); the total for a dense model."""
+    m = model_spec(model)
+    n_moe = _n_moe_layers(m)
+    if not n_moe:
+        return parameter_count(m)
+    routed = n_moe * 3 * m["hidden_size"] * m["expert_size"] * (m["n_experts"] - m["experts_per_token"])
+    return parameter_count(m) - routed
+
+
+def _n_moe_layers(m: dict) -> int:
+    return moe.moe_layers(m["n_layers"], m["dense_layers"], m["moe_every"]) if m["n_experts"] else 0
+
+
+def _attention_parameters(m: dict) -> int:
+    """Weights of one layer's attention: q, k, v, o (GQA); with latent attention (MLA) the down- and
+    up-projections instead: d·q_r + q_r·H·(nope + rope) (or d·H·(nope + rope) without q_lora_rank),
+    d·(kv_r + rope), kv_r·H·(nope + v) and H·v·d, plus the two latent norms."""
+    d, h = m["hidden_size"], m["n_heads"]
+    if not m["kv_lora_rank"]:
+        return d * m["head_dim"] * (2 * h + 2 * m["n_kv_heads"])
+    r, qr, rope, nope, v = (
+        m[f] for f in ("kv_lora_rank", "q_lora_rank", "rope_head_dim", "nope_head_dim", "v_head_dim")
+    )
+    q = d * qr + qr * h * (nope + rope) + qr if qr else d * h * (nope + rope)
+    return q + d * (r + rope) + r + r * h * (nope + v) + h * v * d
+
+
+def _moe_layer_parameters(m: dict, experts) -> int:
+    """Weights of one MoE layer's MLP with ``experts`` routed experts (gated: 3·d·d_e each), its
+    shared experts and the router (d·E)."""
+    d = m["hidden_size"]
+    return int(
+        3 * d * (experts * m["expert_size"] + m["n_shared_experts"] * m["shared_expert_size"]) + d * m["n_experts"]
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -455,17 +628,24 @@ def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) ->
     def linear(inp: float, out: float) -> tuple:
         return 2.0 * inp * out * rows / tp, (inp * out * w + (inp + out) * rows * a) / tp
 
-    q = linear(d, h * hd)
-    replicated = kv_heads * tp / h_kv  # 1 when the KV heads split evenly; tp / H_kv when each GPU holds one
-    kv = tuple(replicated * x for x in linear(d, 2 * h_kv * hd))  # each GPU projects its own K/V heads
-    o = linear(h * hd, d)
-    proj = tuple(layers * (x + y + z) for x, y, z in zip(q, kv, o, strict=True))
+    span = ctx + n  # positions attended to
+    if m["kv_lora_rank"]:
+        proj, attn_flops, attn_bytes = _latent_attention(m, rows, b, span, tp, w, a)
+    else:
+        q = linear(d, h * hd)
+        replicated = kv_heads * tp / h_kv  # 1 when the KV heads split evenly; tp / H_kv when each GPU holds one
+        kv = tuple(replicated * x for x in linear(d, 2 * h_kv * hd))  # each GPU projects its own K/V heads
+        o = linear(h * hd, d)
+        proj = tuple(layers * (x + y + z) for x, y, z in zip(q, kv, o, strict=True))
+        attn_flops = layers * 4.0 * rows * span * h * hd / tp
+        attn_bytes = layers * (b * span * 2 * kv_heads * hd * w + 2 * rows * h * hd * a / tp)
+    n_moe = _n_moe_layers(m)
     up = linear(d, (2 if m["mlp"] == "gated" else 1) * ffn)
     down = linear(ffn, d)
-    mlp = (layers * (up[0] + down[0]), layers * (up[1] + down[1]))
-    span = ctx + n  # positions attended to
-    attn_flops = layers * 4.0 * rows * span * h * hd / tp
-    attn_bytes = layers * (b * span * 2 * kv_heads * hd * w + 2 * rows * h * hd * a / tp)
+    mlp = ((layers - n_moe) * (up[0] + down[0]), (layers - n_moe) * (up[1] + down[1]))
+    if n_moe:
+        routed = _moe_mlp(m, rows, tp, w, a)
+        mlp = (mlp[0] + n_moe * routed[0], mlp[1] + n_moe * routed[1])
     norms = (layers * 8.0 * rows * d, layers * 4.0 * rows * d * a)  # every GPU normalises the whole hidden state
     head = linear(d, m["vocab_size"])
     comm = (0.0 * rows, np.where(tp > 1, 2.0 * layers * rows * d * a, 0.0))
@@ -477,6 +657,43 @@ def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) ->
         "LM head": head,
         "all-reduce": comm,
     }
+
+
+def _moe_mlp(m: dict, rows, tp, w: float, a: float) -> tuple:
+    """(FLOPs, bytes) of one MoE layer's MLP on one of ``tp`` GPUs for ``rows`` = B·n tokens.
+
+    Routed experts: each token through k experts, 2·3·d·d_e FLOPs each; the weights of the distinct
+    experts touched, :func:`specviz.core.moe.experts_touched` (uniform routing), 3·d·d_e each at
+    ``expert_bits`` (MXFP4: 4.25) or the dtype's size. Shared experts: every token, their weights
+    read once. The router: d·E. Experts split evenly over the GPUs (tensor or expert parallel alike
+    for the bytes a GPU reads).
+    """
+    d, e, k, de = m["hidden_size"], m["n_experts"], m["experts_per_token"], m["expert_size"]
+    ns, ds = m["n_shared_experts"], m["shared_expert_size"]
+    we = m["expert_bits"] / 8 if m["expert_bits"] else w
+    touched = moe.experts_touched(e, k, rows)
+    flops = 2.0 * rows * (3 * d * (k * de + ns * ds) + d * e) / tp
+    weights = (touched * 3 * d * de * we + 3 * d * ns * ds * w + d * e * w) / tp
+    activations = rows * (k * (3 * d + 3 * de) + ns * (3 * d + 3 * ds)) * a / tp
+    return flops, weights + activations
+
+
+def _latent_attention(m: dict, rows, b, span, tp, w: float, a: float) -> tuple:
+    """Multi-head latent attention (DeepSeek-V2/V3), decode in the absorbed form, on one of ``tp`` GPUs.
+
+    Returns (projections (FLOPs, bytes), attention FLOPs, attention bytes), summed over layers. The
+    cache holds kv_r + rope values per token and layer (the compressed latent and the shared rope
+    key), the same on every GPU (engines replicate it across tensor-parallel ranks). Scores and values
+    run over the latent: 2·H·(kv_r + rope) + 2·H·kv_r FLOPs per token and position. Projections: the
+    weights of :func:`_attention_parameters` (the up-projections absorbed, but still read).
+    """
+    layers, d, h = m["n_layers"], m["hidden_size"], m["n_heads"]
+    r, rope = m["kv_lora_rank"], m["rope_head_dim"]
+    weights = _attention_parameters(m)
+    proj = (layers * 2.0 * weights * rows / tp, layers * (weights * w + 4 * d * rows * a) / tp)
+    attn_flops = layers * rows * span * h * (2 * (r + rope) + 2 * r) / tp
+    attn_bytes = layers * (b * span * (r + rope) * w + 2 * rows * h * (r + rope) * a / tp)
+    return proj, attn_flops, attn_bytes
 
 
 def _op_time(flops, nbytes, peak: float, bandwidth: float, eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
@@ -730,6 +947,8 @@ def kv_bytes_per_token(model, dtype="bf16", tp=1):
     h = :func:`kv_heads_per_gpu` (the whole cache when tp = 1)."""
     m = model_spec(model)
     _, _, _, tp_ = _check_grid(1, 0, 1, tp)
+    if m["kv_lora_rank"]:  # latent attention: kv_r + rope values per token and layer, on every GPU
+        return np.asarray(m["n_layers"] * (m["kv_lora_rank"] + m["rope_head_dim"]) * _dtype_bytes(dtype) + 0 * tp_)[()]
     heads = kv_heads_per_gpu(m["n_kv_heads"], tp_)
     return np.asarray(2.0 * m["n_layers"] * heads * m["head_dim"] * _dtype_bytes(dtype))[()]
 
@@ -739,7 +958,10 @@ def weight_bytes(model, dtype="bf16") -> float:
     m = model_spec(model)
     params = m.get("params")
     count = float(params) if params is not None and params == params else parameter_count(m)
-    return count * _dtype_bytes(dtype)
+    if not (m["n_experts"] and m["expert_bits"]):
+        return count * _dtype_bytes(dtype)
+    experts = _n_moe_layers(m) * 3 * m["hidden_size"] * m["expert_size"] * m["n_experts"]  # stored at expert_bits
+    return (count - experts) * _dtype_bytes(dtype) + experts * m["expert_bits"] / 8
 
 
 def fits(model, gpu, batch, context, dtype="bf16", tp=1):

@@ -1,0 +1,82 @@
+"""Mixture-of-experts layers in the roofline: how many experts a step reads.
+
+A layer with E routed experts and top-k routing sends each of the M = B·n tokens of a step to k
+experts. The weights a decode step reads are those of the *distinct* experts touched, so verifying
+K + 1 tokens at batch 1 reads up to (K + 1)·k experts where one decode step reads k: for an MoE
+target, verification is not nearly free at small batch.
+
+Under uniform routing each expert is chosen by a token with probability k / E, independently across
+tokens, so
+
+    E[distinct] = E · (1 − (1 − k/E)^M)        (M = 1 → k;  M → ∞ → E).
+
+Real routers are skewed: with a measured load (the fraction of routed tokens each expert receives,
+summing to 1) an expert is chosen by a token with probability π_e = min(1, k·load_e), and
+
+    E[distinct] = Σ_e (1 − (1 − π_e)^M),
+
+which is the uniform formula when every load_e = 1/E. Both are exact for the mean: a token picks an
+expert at most once, so P(token picks e) = k·load_e, tokens route independently, and
+P(e untouched) = (1 − π_e)^M; the expectation of the count is the sum (linearity). tests/test_moe.py
+checks it against a Monte-Carlo of top-k routing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specviz.base.i18n import Message
+
+__all__ = ["experts_touched", "moe_layers"]
+
+
+def experts_touched(n_experts: int, top_k: int, tokens, load=None) -> np.ndarray:
+    """Expected distinct routed experts a layer reads for ``tokens`` tokens (M, broadcasts).
+
+    Parameters
+    ----------
+    n_experts, top_k : int
+        E routed experts, k chosen per token (1 ≤ k ≤ E).
+    tokens : array_like
+        M = B·n tokens in the step (≥ 0).
+    load : array_like, optional
+        Measured fraction of routed tokens each expert receives, shape (E,), summing to 1; None is
+        uniform routing, E·(1 − (1 − k/E)^M).
+
+    Returns
+    -------
+    numpy.ndarray
+        E[distinct experts], the shape of ``tokens``.
+    """
+    if not (
+        isinstance(n_experts, int | np.integer) and isinstance(top_k, int | np.integer) and 1 <= top_k <= n_experts
+    ):
+        raise Message(
+            "experts: top-k must be an integer from 1 to the number of experts; got k = {k}, E = {e}",
+            k=top_k,
+            e=n_experts,
+        )
+    m = np.asarray(tokens, dtype=float)
+    if np.any(~np.isfinite(m) | (m < 0)):
+        raise Message(
+            "experts: tokens must be finite numbers >= 0; got {value}", value=m[~np.isfinite(m) | (m < 0)].flat[0]
+        )
+    if load is None:
+        return np.asarray(n_experts * (1.0 - (1.0 - top_k / n_experts) ** m))[()]
+    share = np.asarray(load, dtype=float)
+    if share.shape != (n_experts,) or np.any(~np.isfinite(share) | (share < 0)) or not np.isclose(share.sum(), 1.0):
+        raise Message(
+            "experts: load must be {e} non-negative fractions summing to 1 (one per expert); got shape {shape}, sum {total:.4g}",
+            e=n_experts,
+            shape=share.shape,
+            total=float(np.nansum(share)),
+        )
+    pick = np.minimum(1.0, top_k * share)  # (E,) chance a token picks each expert
+    return np.asarray((1.0 - (1.0 - pick[:, None]) ** m.reshape(1, -1)).sum(axis=0).reshape(m.shape))[()]
+
+
+def moe_layers(n_layers: int, dense_layers: int = 0, every: int = 1) -> int:
+    """How many of ``n_layers`` layers are MoE: layer l (from 0) is, when l ≥ ``dense_layers`` and
+    (l + 1) is a multiple of ``every`` (DeepSeek's ``first_k_dense_replace``; Qwen's
+    ``decoder_sparse_step``, Llama-4's ``interleave_moe_layer_step``)."""
+    return sum(1 for layer in range(dense_layers, n_layers) if (layer + 1) % every == 0)
