@@ -233,9 +233,9 @@ CASES = [
         ["batch", "2.5"],
     ),
     (
-        lambda: hw.kv_bytes_per_token(LLAMA_70B, "int4"),
-        "dtype must be one of ['fp32', 'bf16', 'fp16', 'fp8']; got 'int4'",
-        ["'int4'", "'fp8'"],
+        lambda: hw.kv_bytes_per_token(LLAMA_70B, "int3"),
+        "dtype must be one of ['fp32', 'bf16', 'fp16', 'fp8', 'int8', 'int4', 'int4-g128']; got 'int3'",
+        ["'int3'", "'int4-g128'"],
     ),
     (
         lambda: hw.step_time(LLAMA_70B, CUSTOM_GPU, 1, 10, 1, dtype="fp8"),

@@ -384,3 +384,28 @@ def test_a_scalar_draft_context_is_one_context_for_every_column():
     scalar = hw.speedup_by_batch(*args, [1, 8], [4096], 4, draft_context=4096)
     listed = hw.speedup_by_batch(*args, [1, 8], [4096], 4, draft_context=[4096])
     pd.testing.assert_frame_equal(scalar, listed)
+
+
+MINI = {
+    "name": "mini",
+    "n_layers": 2,
+    "hidden_size": 256,
+    "n_heads": 4,
+    "n_kv_heads": 4,
+    "head_dim": 64,
+    "intermediate_size": 512,
+    "vocab_size": 1000,
+    "mlp": "gated",
+    "tied_embeddings": False,
+}
+
+
+def test_weight_only_int4_reads_5_bits_a_weight_and_keeps_a_bf16_kv_cache():
+    # gpt-fast's int4 (groups of 32, a bf16 scale and zero each): 4 + 32/32 bits per weight
+    bf16 = hw.operator_costs(MINI, "H100-SXM5-80GB", 1, 0, 1, dtype="bf16")
+    int4 = hw.operator_costs(MINI, "H100-SXM5-80GB", 1, 0, 1, dtype="int4")
+    d, ffn = MINI["hidden_size"], MINI["intermediate_size"]
+    layers, acts = MINI["n_layers"], (2 * d + 3 * ffn) * 2.0  # gate+up and down: inputs and outputs, bf16
+    assert float(int4["MLP"][1]) == pytest.approx(layers * (3 * d * ffn * 0.625 + acts))
+    assert float(bf16["MLP"][1]) == pytest.approx(layers * (3 * d * ffn * 2.0 + acts))
+    assert hw.kv_bytes_per_token(MINI, "int4") == hw.kv_bytes_per_token(MINI, "bf16")

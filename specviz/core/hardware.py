@@ -38,7 +38,12 @@ CATALOG_DIR = DATA / "catalog"
 CALIBRATION_DIR = DATA / "calibration"  #: python -m specviz calibrate
 
 #: bytes per element of weights, activations and the KV cache for each dtype
-DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.625, "int4-g128": 0.53125}
+#: Weight-only quantisations: weights at DTYPE_BYTES (int8 with one scale per output channel; int4 in
+#: groups of 32 or 128 input weights, each group with a bf16 scale and zero point, so 4 + 32/g bits:
+#: gpt-fast's WeightOnlyInt4Linear, scales_and_zeros of shape (in / groupsize, out, 2), and AWQ's
+#: group 128); activations, the KV cache and the arithmetic stay in bf16.
+WEIGHT_ONLY = {"int8": "bf16", "int4": "bf16", "int4-g128": "bf16"}
 #: the GPU column holding the dense tensor-core peak used for each dtype (fp32 runs at the bf16 rate / 2
 #: on tensor cores with TF32 at best; modelled as bf16 / 2)
 _PEAK_COLUMN = {"fp32": "bf16_tflops", "bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops"}
@@ -583,13 +588,20 @@ def _check_grid(batch, context, tokens, tp) -> tuple[np.ndarray, ...]:
 
 
 def _dtype_bytes(dtype: str) -> float:
+    """Bytes per weight of ``dtype``."""
     if dtype not in DTYPE_BYTES:
         raise Message("dtype must be one of {allowed}; got {value!r}", allowed=list(DTYPE_BYTES), value=dtype)
     return DTYPE_BYTES[dtype]
 
 
-def _peak_flops(g: dict, dtype: str) -> float:
+def _compute_dtype(dtype: str) -> str:
+    """The dtype of activations, the KV cache and the arithmetic: bf16 under a weight-only quantisation."""
     _dtype_bytes(dtype)  # names the allowed dtypes
+    return WEIGHT_ONLY.get(dtype, dtype)
+
+
+def _peak_flops(g: dict, dtype: str) -> float:
+    dtype = _compute_dtype(dtype)
     fp32 = g.get("fp32_tflops")
     if dtype == "fp32" and fp32 is not None and np.isfinite(float(fp32)) and float(fp32) > 0:
         return float(fp32) * 1e12  # a measured fp32 peak (a CPU), not the tensor-core rule below
@@ -610,7 +622,7 @@ def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) ->
     * linear layers: FLOPs = 2·in·out·B·n / tp; bytes = in·out·w / tp (weights, read once per step
       whatever B·n) + (in + out)·B·n·a (activations);
     * attention over L + n positions: FLOPs = 4·B·n·(L + n)·H·hd / tp; bytes = the KV cache read,
-      B·(L + n)·2·h·hd·w with h = :func:`kv_heads_per_gpu` (KV heads are replicated when
+      B·(L + n)·2·h·hd·a with h = :func:`kv_heads_per_gpu` (KV heads are replicated when
       H_kv < tp, and so are their K/V projections), plus q and output;
     * norms and residual adds: 8·B·n·d FLOPs and 4 reads/writes of B·n·d per layer, on every GPU
       (tensor parallelism replicates them);
@@ -618,7 +630,7 @@ def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) ->
     """
     m, g = model_spec(model), gpu_spec(gpu)
     b, ctx, n, tp = _check_grid(batch, context, tokens, tp)
-    w = a = _dtype_bytes(dtype)
+    w, a = _dtype_bytes(dtype), _dtype_bytes(_compute_dtype(dtype))
     _peak_flops(g, dtype)  # the GPU must support the dtype
     d, hd, layers = m["hidden_size"], m["head_dim"], m["n_layers"]
     h, h_kv, ffn = m["n_heads"], m["n_kv_heads"], m["intermediate_size"]
@@ -638,7 +650,7 @@ def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) ->
         o = linear(h * hd, d)
         proj = tuple(layers * (x + y + z) for x, y, z in zip(q, kv, o, strict=True))
         attn_flops = layers * 4.0 * rows * span * h * hd / tp
-        attn_bytes = layers * (b * span * 2 * kv_heads * hd * w + 2 * rows * h * hd * a / tp)
+        attn_bytes = layers * (b * span * 2 * kv_heads * hd * a + 2 * rows * h * hd * a / tp)
     n_moe = _n_moe_layers(m)
     up = linear(d, (2 if m["mlp"] == "gated" else 1) * ffn)
     down = linear(ffn, d)
@@ -692,7 +704,7 @@ def _latent_attention(m: dict, rows, b, span, tp, w: float, a: float) -> tuple:
     weights = _attention_parameters(m)
     proj = (layers * 2.0 * weights * rows / tp, layers * (weights * w + 4 * d * rows * a) / tp)
     attn_flops = layers * rows * span * h * (2 * (r + rope) + 2 * r) / tp
-    attn_bytes = layers * (b * span * (r + rope) * w + 2 * rows * h * (r + rope) * a / tp)
+    attn_bytes = layers * (b * span * (r + rope) * a + 2 * rows * h * (r + rope) * a / tp)
     return proj, attn_flops, attn_bytes
 
 
@@ -948,9 +960,10 @@ def kv_bytes_per_token(model, dtype="bf16", tp=1):
     m = model_spec(model)
     _, _, _, tp_ = _check_grid(1, 0, 1, tp)
     if m["kv_lora_rank"]:  # latent attention: kv_r + rope values per token and layer, on every GPU
-        return np.asarray(m["n_layers"] * (m["kv_lora_rank"] + m["rope_head_dim"]) * _dtype_bytes(dtype) + 0 * tp_)[()]
+        nbytes = m["n_layers"] * (m["kv_lora_rank"] + m["rope_head_dim"]) * _dtype_bytes(_compute_dtype(dtype))
+        return np.asarray(nbytes + 0 * tp_)[()]
     heads = kv_heads_per_gpu(m["n_kv_heads"], tp_)
-    return np.asarray(2.0 * m["n_layers"] * heads * m["head_dim"] * _dtype_bytes(dtype))[()]
+    return np.asarray(2.0 * m["n_layers"] * heads * m["head_dim"] * _dtype_bytes(_compute_dtype(dtype)))[()]
 
 
 def weight_bytes(model, dtype="bf16") -> float:
