@@ -356,6 +356,7 @@ _MOE = {
     "DeepseekV3ForCausalLM": "moe",
 }
 _PLAIN = {"GPT2LMHeadModel", "GPTBigCodeForCausalLM"}
+_SUPPORTED = _GATED | _PLAIN | set(_MOE)
 
 
 def _hf_int(config: dict, keys: tuple[str, ...], required: bool = True, field: str | None = None) -> int | None:
@@ -421,11 +422,11 @@ def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
     if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
         raise Message("config.json architectures must be a list of names; got {value!r}", value=archs)
     arch = archs[0] if archs else None
-    if arch not in _GATED | _PLAIN | set(_MOE):
+    if arch not in _SUPPORTED:
         raise Message(
             "architecture {arch!r} is not modelled: supported are {supported} (state-space and encoder-decoder models need operators this model lacks)",
             arch=arch,
-            supported=sorted(_GATED | _PLAIN | set(_MOE)),
+            supported=sorted(_SUPPORTED),
         )
     if arch.startswith("Llama4") and isinstance(config.get("text_config"), dict):
         config = config["text_config"] | {"architectures": archs}  # the language model of Llama-4
@@ -435,7 +436,7 @@ def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
             "config.json sets {keys} but its architecture {arch!r} is a dense one", keys=expert_keys, arch=arch
         )
     missing = [" or ".join(keys) for keys in _HF_KEYS.values() if all(config.get(k) is None for k in keys)]
-    if arch in _GATED | set(_MOE) and config.get("intermediate_size") is None and _MOE.get(arch) != "moe":
+    if (arch in _GATED or _MOE.get(arch) == "ffn") and config.get("intermediate_size") is None:
         missing.append("intermediate_size")
     if missing:
         raise Message("config.json lacks {missing}, needed to model {arch}", missing=missing, arch=arch)
@@ -537,7 +538,7 @@ def active_parameter_count(model: str | dict) -> int:
     n_moe = _n_moe_layers(m)
     if not n_moe:
         return parameter_count(m)
-    routed = n_moe * 3 * m["hidden_size"] * m["expert_size"] * (m["n_experts"] - m["experts_per_token"])
+    routed = n_moe * _expert_parameters(m, m["n_experts"] - m["experts_per_token"])
     return parameter_count(m) - routed
 
 
@@ -559,13 +560,17 @@ def _attention_parameters(m: dict) -> int:
     return q + d * (r + rope) + r + r * h * (nope + v) + h * v * d
 
 
+def _expert_parameters(m: dict, experts) -> int:
+    """Weights of ``experts`` routed experts of one MoE layer: 3·d·d_e each (gated)."""
+    return 3 * m["hidden_size"] * m["expert_size"] * experts
+
+
 def _moe_layer_parameters(m: dict, experts) -> int:
     """Weights of one MoE layer's MLP with ``experts`` routed experts (gated: 3·d·d_e each), its
     shared experts and the router (d·E)."""
     d = m["hidden_size"]
-    return int(
-        3 * d * (experts * m["expert_size"] + m["n_shared_experts"] * m["shared_expert_size"]) + d * m["n_experts"]
-    )
+    shared = 3 * d * m["n_shared_experts"] * m["shared_expert_size"]
+    return int(_expert_parameters(m, experts) + shared + d * m["n_experts"])
 
 
 # --------------------------------------------------------------------------------------
@@ -600,6 +605,11 @@ def _compute_dtype(dtype: str) -> str:
     return WEIGHT_ONLY.get(dtype, dtype)
 
 
+def _activation_bytes(dtype: str) -> float:
+    """Bytes per activation and KV-cache value under ``dtype``."""
+    return _dtype_bytes(_compute_dtype(dtype))
+
+
 def _peak_flops(g: dict, dtype: str) -> float:
     dtype = _compute_dtype(dtype)
     fp32 = g.get("fp32_tflops")
@@ -630,7 +640,7 @@ def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) ->
     """
     m, g = model_spec(model), gpu_spec(gpu)
     b, ctx, n, tp = _check_grid(batch, context, tokens, tp)
-    w, a = _dtype_bytes(dtype), _dtype_bytes(_compute_dtype(dtype))
+    w, a = _dtype_bytes(dtype), _activation_bytes(dtype)
     _peak_flops(g, dtype)  # the GPU must support the dtype
     d, hd, layers = m["hidden_size"], m["head_dim"], m["n_layers"]
     h, h_kv, ffn = m["n_heads"], m["n_kv_heads"], m["intermediate_size"]
@@ -685,7 +695,7 @@ def _moe_mlp(m: dict, rows, tp, w: float, a: float) -> tuple:
     we = m["expert_bits"] / 8 if m["expert_bits"] else w
     touched = moe.experts_touched(e, k, rows)
     flops = 2.0 * rows * (3 * d * (k * de + ns * ds) + d * e) / tp
-    weights = (touched * 3 * d * de * we + 3 * d * ns * ds * w + d * e * w) / tp
+    weights = (_expert_parameters(m, touched) * we + 3 * d * ns * ds * w + d * e * w) / tp
     activations = rows * (k * (3 * d + 3 * de) + ns * (3 * d + 3 * ds)) * a / tp
     return flops, weights + activations
 
@@ -960,10 +970,10 @@ def kv_bytes_per_token(model, dtype="bf16", tp=1):
     m = model_spec(model)
     _, _, _, tp_ = _check_grid(1, 0, 1, tp)
     if m["kv_lora_rank"]:  # latent attention: kv_r + rope values per token and layer, on every GPU
-        nbytes = m["n_layers"] * (m["kv_lora_rank"] + m["rope_head_dim"]) * _dtype_bytes(_compute_dtype(dtype))
+        nbytes = m["n_layers"] * (m["kv_lora_rank"] + m["rope_head_dim"]) * _activation_bytes(dtype)
         return np.asarray(nbytes + 0 * tp_)[()]
     heads = kv_heads_per_gpu(m["n_kv_heads"], tp_)
-    return np.asarray(2.0 * m["n_layers"] * heads * m["head_dim"] * _dtype_bytes(_compute_dtype(dtype)))[()]
+    return np.asarray(2.0 * m["n_layers"] * heads * m["head_dim"] * _activation_bytes(dtype))[()]
 
 
 def weight_bytes(model, dtype="bf16") -> float:
@@ -973,7 +983,7 @@ def weight_bytes(model, dtype="bf16") -> float:
     count = float(params) if params is not None and params == params else parameter_count(m)
     if not (m["n_experts"] and m["expert_bits"]):
         return count * _dtype_bytes(dtype)
-    experts = _n_moe_layers(m) * 3 * m["hidden_size"] * m["expert_size"] * m["n_experts"]  # stored at expert_bits
+    experts = _n_moe_layers(m) * _expert_parameters(m, m["n_experts"])  # stored at expert_bits
     return (count - experts) * _dtype_bytes(dtype) + experts * m["expert_bits"] / 8
 
 
