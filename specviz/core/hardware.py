@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -32,7 +31,8 @@ import pandas as pd
 
 from specviz.base.i18n import N_, Message, Phrase
 from specviz.base.paths import DATA
-from specviz.core import moe, theory
+from specviz.core import heads, moe, theory
+from specviz.core.engines import DEFAULT_EFFICIENCY, Efficiency, as_efficiency
 
 CATALOG_DIR = DATA / "catalog"
 CALIBRATION_DIR = DATA / "calibration"  #: python -m specviz calibrate
@@ -101,40 +101,11 @@ SIZE_LIMITS = {
     "rope_head_dim": (0, 4096),
     "nope_head_dim": (0, 4096),
     "v_head_dim": (0, 4096),
+    "fc_in": (0, 8),
 }
 #: Most parameters a model may imply (100 trillion: 50 times the largest published model), so that
 #: its bytes (parameters × 4 at most) stay exact integers in a float.
 MAX_PARAMETERS = 10**14
-
-
-@dataclass(frozen=True)
-class Efficiency:
-    """Achievable fractions of the datasheet figures, and the fixed costs of a step.
-
-    The defaults are typical of a tuned serving engine on a data-centre GPU (decode kernels reach
-    70–85 % of HBM bandwidth; large GEMMs 60–75 % of dense peak; a CUDA-graph decode step costs
-    a few hundred µs of launch and host work). Change them to fit a measured machine.
-    """
-
-    compute: float = 0.7  #: e_c: fraction of dense peak FLOP/s reached
-    memory: float = 0.8  #: e_m: fraction of HBM bandwidth reached
-    network: float = 0.7  #: fraction of interconnect bandwidth an all-reduce reaches
-    overhead_s: float = 3e-4  #: fixed per-step cost (launches, sampling, scheduling), seconds
-    allreduce_latency_s: float = 1e-5  #: fixed latency of one all-reduce, seconds
-    layer_overhead_s: float = 0.0  #: fixed cost per layer and step (eager dispatch; 0 with CUDA graphs), seconds
-
-    def __post_init__(self):
-        for name in ("compute", "memory", "network"):
-            value = getattr(self, name)
-            if not (0 < value <= 1):
-                raise Message("efficiency.{name} must be in (0, 1]; got {value}", name=name, value=value)
-        for name in ("overhead_s", "allreduce_latency_s", "layer_overhead_s"):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value >= 0):
-                raise Message("efficiency.{name} must be a finite number >= 0; got {value}", name=name, value=value)
-
-
-DEFAULT_EFFICIENCY = Efficiency()
 
 
 def efficiency_for(gpu) -> Efficiency:
@@ -204,6 +175,9 @@ def model_spec(model: str | dict) -> dict:
         )
     spec["tied_embeddings"] = bool(int(spec["tied_embeddings"]))
     _check_moe_mla(spec)
+    # a head draft's fusion linear (fc_in·d → d, EAGLE 2, EAGLE-3 3, MTP's eh_proj 2); 0 for a model
+    rule = N_("model field {field} must be an integer from {lo} to {hi}; got {value}")
+    spec["fc_in"] = _size(spec["fc_in"], "fc_in", "fc_in", rule) if _given(spec, "fc_in") else 0
     if spec.get("max_context") is not None and spec["max_context"] == spec["max_context"]:
         spec["max_context"] = _size(
             spec["max_context"],
@@ -577,7 +551,7 @@ def _moe_layer_parameters(m: dict, experts) -> int:
 # one forward as operators
 # --------------------------------------------------------------------------------------
 
-OPERATORS = ("q/k/v/o projections", "MLP", "attention", "norms & residual", "LM head", "all-reduce")
+OPERATORS = ("q/k/v/o projections", "MLP", "attention", "norms & residual", "LM head", "all-reduce", "fusion fc")
 
 
 def _check_grid(batch, context, tokens, tp) -> tuple[np.ndarray, ...]:
@@ -671,7 +645,7 @@ def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) ->
     norms = (layers * 8.0 * rows * d, layers * 4.0 * rows * d * a)  # every GPU normalises the whole hidden state
     head = linear(d, m["vocab_size"])
     comm = (0.0 * rows, np.where(tp > 1, 2.0 * layers * rows * d * a, 0.0))
-    return {
+    costs = {
         "q/k/v/o projections": proj,
         "MLP": mlp,
         "attention": (attn_flops, attn_bytes),
@@ -679,6 +653,9 @@ def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) ->
         "LM head": head,
         "all-reduce": comm,
     }
+    if m.get("fc_in"):  # a head draft fuses fc_in hidden states (or embeddings) into one before its layer
+        costs["fusion fc"] = linear(m["fc_in"] * d, d)
+    return costs
 
 
 def _moe_mlp(m: dict, rows, tp, w: float, a: float) -> tuple:
@@ -718,6 +695,11 @@ def _latent_attention(m: dict, rows, b, span, tp, w: float, a: float) -> tuple:
     return proj, attn_flops, attn_bytes
 
 
+def _fixed_seconds(m: dict, eff: Efficiency, batch) -> np.ndarray:
+    """The engine's fixed cost of one forward: per forward, per layer and per sequence."""
+    return eff.overhead_s + eff.layer_overhead_s * m["n_layers"] + eff.seq_overhead_s * np.asarray(batch, dtype=float)
+
+
 def _op_time(flops, nbytes, peak: float, bandwidth: float, eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
     compute, memory = flops / (peak * eff.compute), nbytes / (bandwidth * eff.memory)
     return np.maximum(compute, memory), compute >= memory
@@ -734,11 +716,11 @@ def step_time(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, efficie
     cached tokens, on ``tp`` GPUs (tensor parallel): the roofline time of every operator, summed,
     plus the all-reduces and ``efficiency.overhead_s``. Broadcasts over batch, context, tokens, tp."""
     g, m = gpu_spec(gpu), model_spec(model)
-    eff = efficiency or efficiency_for(g)
+    eff = as_efficiency(efficiency) or efficiency_for(g)
     peak, bandwidth = _peak_flops(g, dtype), g["bandwidth_tbs"] * 1e12
     costs = operator_costs(m, g, batch, context, tokens, dtype=dtype, tp=tp)
     _, _, _, tp_arr = _check_grid(batch, context, tokens, tp)
-    total = eff.overhead_s + eff.layer_overhead_s * m["n_layers"]
+    total = _fixed_seconds(m, eff, batch)
     for name, (flops, nbytes) in costs.items():
         if name == "all-reduce":
             total = total + _allreduce_time(nbytes, tp_arr, g, eff, m["n_layers"])
@@ -751,7 +733,7 @@ def step_breakdown(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, ef
     """One row per operator of one forward (scalar arguments): FLOPs, bytes, arithmetic intensity
     (FLOPs per byte), time in seconds, and whether it is bound by compute or by memory."""
     g, m = gpu_spec(gpu), model_spec(model)
-    eff = efficiency or efficiency_for(g)
+    eff = as_efficiency(efficiency) or efficiency_for(g)
     for value, name in ((batch, "batch"), (context, "context"), (tokens, "tokens"), (tp, "tp")):
         if np.ndim(value):
             raise ValueError(f"step_breakdown takes one {name}; got an array of shape {np.shape(value)}")
@@ -775,14 +757,14 @@ def step_breakdown(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, ef
             }
         )
     overhead = {"operator": "fixed overhead", "flops": 0.0, "bytes": 0.0, "intensity": np.nan}
-    rows.append(overhead | {"seconds": eff.overhead_s + eff.layer_overhead_s * m["n_layers"], "bound": "overhead"})
+    rows.append(overhead | {"seconds": float(_fixed_seconds(m, eff, batch)), "bound": "overhead"})
     return pd.DataFrame(rows)
 
 
 def attainable(gpu, dtype="bf16", efficiency=None) -> tuple[float, float]:
     """(FLOP/s, bytes/s) an operator can reach on ``gpu``: the datasheet peak and bandwidth times the efficiencies."""
     g = gpu_spec(gpu)
-    eff = efficiency or efficiency_for(g)
+    eff = as_efficiency(efficiency) or efficiency_for(g)
     return _peak_flops(g, dtype) * eff.compute, g["bandwidth_tbs"] * 1e12 * eff.memory
 
 
@@ -795,6 +777,9 @@ def ridge_point(gpu, dtype="bf16", efficiency=None) -> float:
 # --------------------------------------------------------------------------------------
 # the pair: c, v, the speedup and K*
 # --------------------------------------------------------------------------------------
+
+
+NGRAM = "ngram"  #: a draft that looks the continuation up in the context (prompt lookup): no forward
 
 
 def pair_costs(
@@ -810,24 +795,84 @@ def pair_costs(
     tp_draft=1,
     draft_context=None,
     efficiency=None,
+    draft_tokens=1,
+    verify_tokens=None,
 ) -> dict[str, np.ndarray]:
-    """t_target, t_draft, t_verify (seconds), c = t_target / t_draft and v = (t_verify / t_target − 1) / k.
+    """What one speculative round costs, in the terms of :func:`specviz.core.theory.speedup_from_tokens`.
 
-    The draft attends over ``draft_context`` (default: the target's ``context``); it runs on
-    ``tp_draft`` GPUs. Broadcasts over batch, context and k.
+    ``draft`` is a model (catalogue name or spec), a head of :mod:`specviz.core.heads`, or
+    :data:`NGRAM`. A round runs D = ``k`` draft forwards of ``draft_tokens`` tokens per sequence
+    (1 for a chain, a tree level's width for a tree), then one verify forward of T =
+    ``verify_tokens`` tokens (default k + 1; a tree's node count). A Medusa head drafts every
+    position in one pass over its weights (D = 1) on the verify forward's T hidden states; an n-gram
+    lookup costs one fixed host step (``overhead_s``, D = 1).
+
+    Returns t_target, t_draft (one draft forward), t_verify (seconds), c = t_target / t_draft,
+    v = (t_verify / t_target − 1) / (T − 1), o = round_overhead_s / t_target and draft_steps D, so
+    that S = E[N] / (1 + v·(T − 1) + o + D / c). The draft attends over ``draft_context`` (default:
+    the target's ``context``) on ``tp_draft`` GPUs. Broadcasts over batch, context and k.
     """
     kk = theory.check_k(k)
-    kw = dict(dtype=dtype, efficiency=efficiency)
-    t_target = step_time(target, gpu, batch, context, 1, tp=tp_target, **kw)
-    t_draft = step_time(draft, gpu, batch, context if draft_context is None else draft_context, 1, tp=tp_draft, **kw)
-    t_verify = step_time(target, gpu, batch, context, kk + 1, tp=tp_target, **kw)
+    g, t = gpu_spec(gpu), model_spec(target)
+    eff = as_efficiency(efficiency) or efficiency_for(g)
+    kw = dict(dtype=dtype, efficiency=eff)
+    n_verify = kk + 1 if verify_tokens is None else theory.check_k(verify_tokens, "verify_tokens")
+    if np.any(n_verify < kk + 1):
+        raise Message("verify_tokens must be at least k + 1 (the drafted positions and the bonus one)")
+    t_target = step_time(t, g, batch, context, 1, tp=tp_target, **kw)
+    t_verify = step_time(t, g, batch, context, n_verify, tp=tp_target, **kw)
+    d_ctx = context if draft_context is None else draft_context
+    steps = np.asarray(kk, dtype=float)
+    if isinstance(draft, str) and draft == NGRAM:
+        t_draft, steps = eff.overhead_s + 0.0 * np.asarray(batch, dtype=float), np.ones_like(steps)
+    elif heads.is_head(draft):
+        head = heads.head_spec(draft)
+        if head["kind"] in heads.PARALLEL:
+            if np.any(kk > head["medusa_heads"]):
+                raise Message(
+                    "k must be at most the {n} heads of {head!r}; got {value}",
+                    n=int(head["medusa_heads"]),
+                    head=draft,
+                    value=int(np.max(kk)),
+                )
+            t_draft = _parallel_head_seconds(head, t, g, batch, n_verify, kk, dtype, tp_target, eff)
+            steps = np.ones_like(steps)
+        else:
+            t_draft = step_time(heads.draft_model(head, t), g, batch, d_ctx, draft_tokens, tp=tp_draft, **kw)
+    else:
+        t_draft = step_time(draft, g, batch, d_ctx, draft_tokens, tp=tp_draft, **kw)
     return {
         "t_target": np.asarray(t_target),
         "t_draft": np.asarray(t_draft),
         "t_verify": np.asarray(t_verify),
         "c": np.asarray(t_target / t_draft),
-        "v": np.asarray((t_verify / t_target - 1.0) / kk),
+        "v": np.asarray((t_verify / t_target - 1.0) / (n_verify - 1)),
+        "o": np.asarray(eff.round_overhead_s / t_target),
+        "draft_steps": np.broadcast_to(steps, np.broadcast_shapes(np.shape(steps), np.shape(t_target))),
+        "nodes": np.broadcast_to(n_verify - 1, np.broadcast_shapes(np.shape(n_verify), np.shape(t_target))),
     }
+
+
+def _parallel_head_seconds(head: dict, target: dict, g: dict, batch, tokens, k, dtype, tp, eff: Efficiency):
+    """One Medusa pass: k heads' weights (:func:`specviz.core.heads.medusa_weights`) read once and
+    applied to B·T hidden states, on ``tp`` GPUs, plus one layer's dispatch cost per head."""
+    b = np.asarray(batch, dtype=float)
+    n = np.asarray(k, dtype=float)
+    per_head = heads.medusa_weights(head, target, 1)
+    flops = 2.0 * b * tokens * per_head * n / tp
+    nbytes = (
+        per_head * n * _dtype_bytes(dtype) + b * tokens * n * target["vocab_size"] * _activation_bytes(dtype)
+    ) / tp
+    peak, bandwidth = _peak_flops(g, dtype), g["bandwidth_tbs"] * 1e12
+    return _op_time(flops, nbytes, peak, bandwidth, eff)[0] + eff.layer_overhead_s * n
+
+
+def round_speedup(mean_tokens, costs: dict) -> np.ndarray:
+    """S = E[N] / (1 + v·(T − 1) + o + D / c) from :func:`pair_costs`'s terms, by the one rule
+    :func:`specviz.core.theory.speedup_from_tokens` (K = T − 1 verified draft nodes)."""
+    return theory.speedup_from_tokens(
+        mean_tokens, costs["c"], costs["nodes"], costs["v"], costs["o"], costs["draft_steps"].astype(int)
+    )
 
 
 def _mean_tokens(alpha, k_max: int) -> np.ndarray:
@@ -884,7 +929,7 @@ def speedup_by_batch(
         efficiency=efficiency,
     )
     mean = _mean_tokens(alpha, k_max)  # (K,)
-    s = theory.speedup_from_tokens(mean, costs["c"], ks, costs["v"])  # (nB, nL, K)
+    s = round_speedup(mean, costs)  # (nB, nL, K)
     s = np.broadcast_to(s, np.broadcast_shapes(b.shape, ctx.shape, ks.shape))
     best = s.argmax(-1)  # first maximum: ties go to the smaller K
     s_best = np.take_along_axis(s, best[..., None], -1)[..., 0]

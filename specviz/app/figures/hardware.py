@@ -29,6 +29,7 @@ OPERATOR_NAMES = {
     "norms & residual": N_("norms & residual"),
     "LM head": N_("LM head"),
     "all-reduce": N_("all-reduce"),
+    "fusion fc": N_("fusion fc"),
     "fixed overhead": N_("fixed overhead"),
 }  #: roofline operator -> its name
 

@@ -1,0 +1,104 @@
+"""Head drafts: EAGLE-1/2, EAGLE-3, DeepSeek MTP and Medusa, priced from their architecture.
+
+A head draft is not a separate model: it reads the target's hidden states and (mostly) its LM
+head. What one draft forward costs follows from what the head holds:
+
+* **EAGLE-1/2** (Li et al. 2024, arXiv:2401.15077 §3): a fusion linear 2h → h over the feature
+  and the token embedding, one decoder layer of the target's width, the target's LM head. One
+  forward per drafted token (per tree level).
+* **EAGLE-3** (arXiv:2503.01840 §3): a fusion linear 3h → h over three target layers' features,
+  one decoder layer, its own LM head over a reduced draft vocabulary (32,000 in the published
+  configs). One forward per token / level.
+* **MTP** (DeepSeek-V3, arXiv:2412.19437 §2.2): one block of the target (attention and MoE MLP),
+  a projection 2h → h (eh_proj), the shared LM head; engines reuse the one module K times, so
+  drafting K tokens costs K forwards.
+* **Medusa** (Cai et al. 2024, arXiv:2401.10774 §2.1): K heads, each ``medusa_layers`` residual
+  blocks h × h and its own LM head h × V, run once on the verify forward's hidden states: drafting
+  K tokens costs one pass over K·(L·h² + h·V) weights, and no forward of its own.
+
+:func:`draft_model` returns the head as a model spec (the roofline prices it like any model, its
+fusion linear as ``fc_in``); :func:`medusa_weights` the parameter count of the Medusa pass.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+
+from specviz.base.i18n import Message
+from specviz.base.paths import DATA
+
+HEADS_CSV = DATA / "catalog" / "heads.csv"
+KINDS = ("eagle", "eagle3", "mtp", "medusa")  #: the head types the cost model prices
+PARALLEL = ("medusa",)  #: heads that draft every position in one pass inside the verify forward
+_DENSE_ONLY = (
+    "n_experts",
+    "experts_per_token",
+    "expert_size",
+    "n_shared_experts",
+    "shared_expert_size",
+    "dense_layers",
+)
+_LATENT = ("kv_lora_rank", "q_lora_rank", "rope_head_dim", "nope_head_dim", "v_head_dim")
+
+
+@cache
+def _read(path: str) -> pd.DataFrame:
+    return pd.read_csv(path).set_index("name", drop=False)
+
+
+def load_heads(path: Path = HEADS_CSV) -> pd.DataFrame:
+    """The head catalogue: one row per published head (name, kind, target, its sizes, source)."""
+    return _read(str(path))
+
+
+def is_head(name) -> bool:
+    """Whether ``name`` names a head in the catalogue (a model name or a spec dict is not one)."""
+    return isinstance(name, str) and name in load_heads().index
+
+
+def head_spec(name: str) -> dict:
+    """The catalogue row of head ``name`` as a dict (empty cells as None)."""
+    heads = load_heads()
+    if name not in heads.index:
+        raise Message(
+            "head {head!r} is not in the catalogue; choose one of {choices}", head=name, choices=list(heads.index)
+        )
+    row = heads.loc[name].to_dict()
+    return {k: (None if v != v else v) for k, v in row.items()}
+
+
+def draft_model(head: dict, target: dict) -> dict:
+    """A sequential head (EAGLE, EAGLE-3, MTP) as a model spec of one forward, from its row and the
+    target's checked spec.
+
+    EAGLE / EAGLE-3: its own decoder layer(s) (dense, GQA), vocabulary ``draft_vocab`` or the
+    target's, and the fusion linear fc_in·h → h. MTP: one block of the target (its MoE MLP and
+    latent attention included, no dense-first layers), the target's vocabulary, fc_in = 2.
+    The EAGLE-3 layer's q/k/v read 2h inputs (arXiv:2503.01840 §3); they are priced at h, a
+    difference of under 10 % of the head's weights.
+    """
+    kind = head["kind"]
+    if kind not in KINDS or kind in PARALLEL:
+        raise Message("head {head!r}: kind {kind!r} has no draft forward of its own", head=head["name"], kind=kind)
+    spec = dict(target, name=head["name"], n_layers=int(head.get("n_layers") or 1), fc_in=int(head.get("fc_in") or 2))
+    spec["tied_embeddings"] = False
+    if kind == "mtp":
+        spec["dense_layers"] = 0
+        return spec
+    for field in ("hidden_size", "n_heads", "n_kv_heads", "head_dim", "intermediate_size"):
+        if head.get(field) is not None:
+            spec[field] = int(head[field])
+    spec.update(dict.fromkeys(_DENSE_ONLY + _LATENT, 0), moe_every=1, mlp="gated", expert_bits=None)
+    spec["vocab_size"] = int(head["draft_vocab"]) if head.get("draft_vocab") else target["vocab_size"]
+    return spec
+
+
+def medusa_weights(head: dict, target: dict, n_heads: int | None = None) -> int:
+    """Parameters one Medusa pass reads: n·(L·h² + h·V) for n heads of L residual blocks (h × h,
+    Cai et al. 2024 eq. 1) and an LM head h × V each. ``n_heads`` defaults to the head's own."""
+    n = int(n_heads or head["medusa_heads"])
+    d, v = target["hidden_size"], target["vocab_size"]
+    return n * (int(head.get("medusa_layers") or 1) * d * d + d * v)

@@ -1,0 +1,218 @@
+"""The cost model against published GPU measurements: predict each row, fit engine profiles, score.
+
+``data/validation/measurements.csv`` holds published rows (see its ``measurements.md``): plain
+decoding step times (``kind = step``) and speculative speedups with the measured mean tokens per
+round τ (``kind = speedup``). For each row the roofline with an engine profile predicts
+
+* a step row: t = step_time(target, B, L, 1); with prefill in the measured time,
+  t = (t_prefill + O·t) / O over the O output tokens, t_prefill = step_time(target, B, 0, P);
+* a speedup row: S = τ / (1 + v·(T − 1) + o + D / c) from :func:`specviz.core.hardware.pair_costs`
+  with the row's draft (model, head or n-gram lookup), D draft forwards and T verified tokens; with
+  prefill, S = (t_prefill + O·t_target) / (t_prefill + O·t_target / S).
+
+:func:`fit_profile` fits an engine's terms (fractions and fixed costs) by least squares on
+log(predicted / measured), regularised toward a prior profile so that terms a source does not
+constrain stay at the prior. :func:`leave_one_source_out` predicts every source's rows with
+profiles fitted without that source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from specviz.base.i18n import Message
+from specviz.base.paths import DATA
+from specviz.core import hardware
+from specviz.core.engines import DEFAULT_EFFICIENCY, Efficiency
+
+MEASUREMENTS = DATA / "validation" / "measurements.csv"
+DEFAULT_CONTEXT = 512  #: cached tokens assumed where a row states no context (flagged in ``context_assumed``)
+#: engines whose forward dispatches every operator from Python (per-layer cost); the rest replay
+#: CUDA graphs or run a compiled loop. A source's rows fall back to the family's profile when the
+#: engine has no rows outside that source.
+EAGER = ("hf-transformers",)
+#: the terms :func:`fit_profile` fits, their bounds and the scale of the pull toward the prior
+FITTED = {
+    "compute": ((0.2, 1.0), 0.2),
+    "memory": ((0.2, 1.0), 0.2),
+    "overhead_s": ((0.0, 0.1), 1e-3),
+    "layer_overhead_s": ((0.0, 0.01), 1e-4),
+    "seq_overhead_s": ((0.0, 0.01), 1e-4),
+    "round_overhead_s": ((0.0, 0.1), 1e-3),
+}
+PRIOR_WEIGHT = 0.02  #: residual weight of one scale's departure from the prior, against one row's log error
+_DRAFTED = {"model", "eagle", "eagle2", "eagle3", "mtp", "medusa", "ngram"}
+
+
+def load_measurements(path: Path = MEASUREMENTS) -> pd.DataFrame:
+    """The published rows, with ``context`` filled (prompt + output / 2, else :data:`DEFAULT_CONTEXT`)
+    and ``context_assumed`` saying where it was assumed."""
+    frame = pd.read_csv(path)
+    ctx = frame["context"].astype(float)
+    derived = frame["prompt_tokens"].astype(float) + frame["output_tokens"].astype(float) / 2
+    frame["context_assumed"] = ctx.isna() & derived.isna()
+    frame["context"] = ctx.fillna(derived).fillna(DEFAULT_CONTEXT).round().astype(int)
+    return frame
+
+
+def priceable(frame: pd.DataFrame) -> pd.Series:
+    """Rows the cost model can price: a step row, or a speedup row with τ and a drafting method it knows."""
+    step = (frame["kind"] == "step") & frame["t_step_ms"].notna()
+    spec = (frame["kind"] == "speedup") & frame["speedup"].notna() & frame["tau"].notna()
+    return step | (spec & frame["method"].isin(_DRAFTED))
+
+
+def _draft(row) -> str:
+    return hardware.NGRAM if row["method"] == "ngram" else row["draft"]
+
+
+def _int(value, default: int) -> int:
+    return default if value != value or value is None or value == "" else round(float(value))
+
+
+def _prefill(row, eff: Efficiency) -> float:
+    """Seconds of the row's prefill when the measured time includes it, else 0."""
+    if str(row.get("includes_prefill", "")).strip().lower() != "yes" or row["prompt_tokens"] != row["prompt_tokens"]:
+        return 0.0
+    kw = dict(dtype=row["dtype"], tp=int(row["tp"]), efficiency=eff)
+    return float(hardware.step_time(row["target"], row["gpu"], int(row["batch"]), 0, int(row["prompt_tokens"]), **kw))
+
+
+def predict_row(row, eff: Efficiency) -> float:
+    """The row's predicted measurement: the step time in ms (kind = step) or the speedup."""
+    b, ctx, tp = int(row["batch"]), int(row["context"]), int(row["tp"])
+    out = _int(row.get("output_tokens"), 0)
+    prefill = _prefill(row, eff) if out else 0.0
+    if row["kind"] == "step":
+        t = float(hardware.step_time(row["target"], row["gpu"], b, ctx, 1, dtype=row["dtype"], tp=tp, efficiency=eff))
+        return 1e3 * (prefill / out + t if prefill else t)
+    k = _int(row["k"], 1)
+    costs = hardware.pair_costs(
+        row["target"],
+        _draft(row),
+        row["gpu"],
+        b,
+        ctx,
+        k,
+        dtype=row["dtype"],
+        tp_target=tp,
+        tp_draft=tp,
+        efficiency=eff,
+        draft_tokens=_int(row.get("draft_tokens"), 1),
+        verify_tokens=_int(row.get("verify_tokens"), k + 1),
+    )
+    s = float(hardware.round_speedup(float(row["tau"]), costs))
+    if not prefill:
+        return s
+    t = float(costs["t_target"])
+    return (prefill + out * t) / (prefill + out * t / s)
+
+
+def measured(row) -> float:
+    """What the row measured: the step time in ms or the speedup."""
+    return float(row["t_step_ms"] if row["kind"] == "step" else row["speedup"])
+
+
+def predict(frame: pd.DataFrame, profiles) -> pd.DataFrame:
+    """``frame`` with ``measured``, ``predicted`` and ``ratio`` = predicted / measured; ``profiles``
+    maps an engine to its :class:`Efficiency` (a dict, or a function of the row)."""
+    pick = profiles if callable(profiles) else (lambda row: profiles.get(row["engine"], DEFAULT_EFFICIENCY))
+    out = frame.copy()
+    out["measured"] = [measured(r) for _, r in frame.iterrows()]
+    out["predicted"] = [predict_row(r, pick(r)) for _, r in frame.iterrows()]
+    out["ratio"] = out["predicted"] / out["measured"]
+    return out
+
+
+def fit_profile(rows: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY, terms=tuple(FITTED)) -> Efficiency:
+    """The profile that minimises Σ log²(predicted / measured) over ``rows`` plus
+    :data:`PRIOR_WEIGHT`² · Σ ((θ − θ_prior) / scale)² over ``terms`` (scipy ``least_squares``,
+    trust-region reflective within :data:`FITTED`'s bounds)."""
+    from scipy.optimize import least_squares
+
+    if rows.empty:
+        return prior
+    names = list(terms)
+    lo = np.array([FITTED[n][0][0] for n in names])
+    hi = np.array([FITTED[n][0][1] for n in names])
+    scale = np.array([FITTED[n][1] for n in names])
+    theta0 = np.array([getattr(prior, n) for n in names])
+    meas = np.log([measured(r) for _, r in rows.iterrows()])
+    records = [r for _, r in rows.iterrows()]
+
+    def residuals(theta):
+        eff = replace(prior, **dict(zip(names, np.clip(theta, lo, hi), strict=True)))
+        pred = np.log([predict_row(r, eff) for r in records])
+        return np.concatenate([pred - meas, PRIOR_WEIGHT * (theta - theta0) / scale])
+
+    fit = least_squares(residuals, np.clip(theta0, lo, hi), bounds=(lo, hi), x_scale=scale, diff_step=1e-3)
+    return replace(prior, **{n: float(v) for n, v in zip(names, fit.x, strict=True)})
+
+
+def fit_profiles(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) -> dict[str, Efficiency]:
+    """One fitted profile per engine in ``frame``, and per family (``"eager"``, ``"compiled"``),
+    each fitted on its own rows."""
+    family = np.where(frame["engine"].isin(EAGER), "eager", "compiled")
+    profiles = {f"family:{f}": fit_profile(frame[family == f], prior) for f in ("eager", "compiled")}
+    for engine, rows in frame.groupby("engine"):
+        start = profiles[f"family:{'eager' if engine in EAGER else 'compiled'}"]
+        profiles[engine] = fit_profile(rows, start)
+    return profiles
+
+
+def leave_one_source_out(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) -> pd.DataFrame:
+    """Every row predicted with profiles fitted on the other sources only: its engine's where that
+    engine has rows elsewhere, else its family's, else ``prior``. Adds ``profile_from``."""
+    parts = []
+    for source, held in frame.groupby("source_id"):
+        rest = frame[frame["source_id"] != source]
+        profiles = fit_profiles(rest, prior)
+        family_rows = rest["engine"].isin(EAGER)
+
+        def pick(row, profiles=profiles, rest=rest, family_rows=family_rows):
+            if (rest["engine"] == row["engine"]).any():
+                return profiles[row["engine"]]
+            eager = row["engine"] in EAGER
+            if (family_rows if eager else ~family_rows).any():
+                return profiles[f"family:{'eager' if eager else 'compiled'}"]
+            return prior
+
+        got = predict(held, pick)
+        got["profile_from"] = [
+            "engine"
+            if (rest["engine"] == r["engine"]).any()
+            else ("family" if ((family_rows if r["engine"] in EAGER else ~family_rows).any()) else "prior")
+            for _, r in held.iterrows()
+        ]
+        parts.append(got)
+    return pd.concat(parts).sort_index()
+
+
+def errors(predicted: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
+    """Median |predicted / measured − 1| and the share within ±15 %, per ``kind`` (and per ``by``)."""
+    keys = ["kind"] + ([by] if by else [])
+    err = (predicted["ratio"] - 1).abs()
+    frame = predicted.assign(abs_err=err, within=err <= 0.15)
+    return frame.groupby(keys).agg(
+        rows=("ratio", "size"), median_abs_err=("abs_err", "median"), within_15=("within", "mean")
+    )
+
+
+def profile_row(name: str, eff: Efficiency, rows: pd.DataFrame, label: str, date: str) -> dict:
+    """One row of ``data/catalog/engines.csv``: the profile's terms and what it was fitted on."""
+    if rows.empty:
+        raise Message("engine {engine!r} has no rows to fit", engine=name)
+    sources = sorted(rows["source_id"].unique())
+    return {
+        "name": name,
+        "label": label,
+        **asdict(eff),
+        "source": "fitted to data/validation/measurements.csv by benchmarks/validation_bench.py --write-profiles",
+        "fitted_on": " ".join(sources),
+        "rows": len(rows),
+        "date": date,
+    }

@@ -1,0 +1,158 @@
+"""Engine profiles, head drafts and the fit against published rows: hand computations and recovery."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from specviz.core import engines, heads, published
+from specviz.core import hardware as hw
+
+A100 = "A100-SXM4-80GB"
+EXACT = engines.Efficiency(compute=1.0, memory=1.0, network=1.0, overhead_s=0.0, allreduce_latency_s=0.0)
+
+
+def test_eagle_head_is_one_layer_of_the_target_plus_its_fusion_linear():
+    target = hw.model_spec("lmsys/vicuna-7b-v1.3")
+    spec = heads.draft_model(heads.head_spec("yuhuili/EAGLE-Vicuna-7B-v1.3"), target)
+    d, ff, v = 4096, 11008, 32000
+    # one decoder layer (4·d² attention, 3·d·ff MLP, 2 norms) + the target's LM head + fc 2d → d
+    want = 4 * d * d + 3 * d * ff + 2 * d + d * v + 2 * d * d
+    bytes_ = sum(float(b) for _, b in hw.operator_costs(spec, A100, 1, 0, 1, dtype="fp16").values())
+    assert bytes_ == pytest.approx(2 * want, rel=2e-3)  # fp16 weights dominate at B = 1, L = 0
+
+
+def test_medusa_pass_reads_k_heads_of_resblock_and_lm_head():
+    target, head = hw.model_spec("lmsys/vicuna-7b-v1.3"), heads.head_spec("FasterDecoding/medusa-vicuna-7b-v1.3")
+    assert heads.medusa_weights(head, target, 4) == 4 * (4096 * 4096 + 4096 * 32000)
+    costs = hw.pair_costs("lmsys/vicuna-7b-v1.3", head["name"], A100, 1, 0, 4, dtype="fp16", efficiency=EXACT)
+    assert float(costs["draft_steps"]) == 1
+    assert float(costs["t_draft"]) == pytest.approx(
+        (2 * 4 * (4096 * 4096 + 4096 * 32000) + 2 * 5 * 4 * 32000) / 2.039e12, rel=1e-6
+    )  # fp16 weights of 4 heads, and their logits at T = 5 positions
+    with pytest.raises(ValueError, match="at most the 5 heads"):
+        hw.pair_costs("lmsys/vicuna-7b-v1.3", head["name"], A100, 1, 0, 6)
+
+
+def test_mtp_module_is_one_moe_block_so_verifying_more_tokens_reads_more_experts():
+    c1 = hw.pair_costs(
+        "deepseek-ai/DeepSeek-V3",
+        "deepseek-ai/DeepSeek-V3-MTP",
+        "H200-SXM-141GB",
+        1,
+        1024,
+        1,
+        dtype="fp8",
+        tp_target=8,
+        tp_draft=8,
+    )
+    c4 = hw.pair_costs(
+        "deepseek-ai/DeepSeek-V3",
+        "deepseek-ai/DeepSeek-V3-MTP",
+        "H200-SXM-141GB",
+        1,
+        1024,
+        4,
+        dtype="fp8",
+        tp_target=8,
+        tp_draft=8,
+    )
+    assert float(c4["t_verify"]) > float(c1["t_verify"]) * 1.3  # K + 1 tokens touch up to 8(K + 1) experts
+    assert float(c1["c"]) > 5  # one block of 61 (plus the head) is far cheaper than the target
+
+
+def test_round_speedup_is_the_chapter_rule_for_a_chain():
+    costs = hw.pair_costs("lmsys/vicuna-7b-v1.3", "double7/vicuna-68m", A100, 1, 512, 4, dtype="fp16")
+    c, v = float(costs["c"]), float(costs["v"])
+    assert float(hw.round_speedup(3.0, costs)) == pytest.approx(3.0 / (1 + 4 * v + 4 / c))
+
+
+def test_engine_terms_enter_the_step_time():
+    base = float(hw.step_time("lmsys/vicuna-7b-v1.3", A100, 4, 512, 1, dtype="fp16", efficiency=EXACT))
+    eff = engines.Efficiency(
+        compute=1.0,
+        memory=1.0,
+        network=1.0,
+        overhead_s=1e-3,
+        allreduce_latency_s=0.0,
+        layer_overhead_s=1e-4,
+        seq_overhead_s=2e-4,
+    )
+    got = float(hw.step_time("lmsys/vicuna-7b-v1.3", A100, 4, 512, 1, dtype="fp16", efficiency=eff))
+    assert got - base == pytest.approx(1e-3 + 32 * 1e-4 + 4 * 2e-4)
+    costs = hw.pair_costs(
+        "lmsys/vicuna-7b-v1.3", "ngram", A100, 1, 512, 3, efficiency=engines.Efficiency(round_overhead_s=1e-3)
+    )
+    assert float(costs["o"]) == pytest.approx(1e-3 / float(costs["t_target"]))
+
+
+def test_unknown_engine_names_the_choices():
+    with pytest.raises(ValueError, match="engine must be one of .*roofline"):
+        engines.profile("nope")
+
+
+def _synthetic_rows() -> pd.DataFrame:
+    rows = []
+    common = dict(
+        gpu=A100,
+        tp=1,
+        dtype="fp16",
+        engine="x",
+        context=512,
+        includes_prefill="",
+        prompt_tokens=None,
+        output_tokens=None,
+        source_id="s",
+    )
+    for target in ("lmsys/vicuna-7b-v1.3", "lmsys/vicuna-13b-v1.3"):
+        for b in (1, 4):
+            rows.append(
+                common
+                | dict(
+                    kind="step",
+                    target=target,
+                    draft=None,
+                    method="none",
+                    batch=b,
+                    k=None,
+                    draft_tokens=None,
+                    verify_tokens=None,
+                    tau=None,
+                    speedup=None,
+                    t_step_ms=1.0,
+                )
+            )
+        for draft, method, k in (("double7/vicuna-68m", "model", 4), ("ngram", "ngram", 10)):
+            rows.append(
+                common
+                | dict(
+                    kind="speedup",
+                    target=target,
+                    draft=draft,
+                    method=method,
+                    batch=1,
+                    k=k,
+                    draft_tokens=1,
+                    verify_tokens=k + 1,
+                    tau=2.5,
+                    speedup=1.0,
+                    t_step_ms=None,
+                )
+            )
+    return pd.DataFrame(rows)
+
+
+def test_fit_recovers_known_overheads_from_synthetic_rows():
+    true = engines.Efficiency(memory=0.65, overhead_s=2e-3, layer_overhead_s=1.5e-4, round_overhead_s=1e-3)
+    frame = _synthetic_rows()
+    truth = published.predict(frame, {"x": true})["predicted"]
+    frame["t_step_ms"] = np.where(frame["kind"] == "step", truth, np.nan)
+    frame["speedup"] = np.where(frame["kind"] == "speedup", truth, np.nan)
+    fit = published.fit_profile(
+        frame, engines.DEFAULT_EFFICIENCY, ("memory", "overhead_s", "layer_overhead_s", "round_overhead_s")
+    )
+    assert fit.memory == pytest.approx(0.65, rel=0.05)
+    assert fit.overhead_s == pytest.approx(2e-3, rel=0.1)
+    assert fit.layer_overhead_s == pytest.approx(1.5e-4, rel=0.1)
+    assert np.abs(published.predict(frame, {"x": fit})["ratio"] - 1).max() < 0.01
