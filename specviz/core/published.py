@@ -40,11 +40,12 @@ FITTED = {
     "compute": ((0.2, 1.0), 0.2),
     "memory": ((0.2, 1.0), 0.2),
     "overhead_s": ((0.0, 0.1), 1e-3),
+    "allreduce_latency_s": ((0.0, 1e-4), 1e-5),
     "layer_overhead_s": ((0.0, 0.01), 1e-4),
     "seq_overhead_s": ((0.0, 0.01), 1e-4),
     "round_overhead_s": ((0.0, 0.1), 1e-3),
 }
-PRIOR_WEIGHT = 0.02  #: residual weight of one scale's departure from the prior, against one row's log error
+PRIOR_WEIGHT = 0.05  #: residual weight of one scale's departure from the prior, against one row's log error
 _DRAFTED = {"model", "eagle", "eagle2", "eagle3", "mtp", "medusa", "ngram"}
 
 
@@ -128,15 +129,23 @@ def predict(frame: pd.DataFrame, profiles) -> pd.DataFrame:
     return out
 
 
-def fit_profile(rows: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY, terms=tuple(FITTED)) -> Efficiency:
+def fit_profile(
+    rows: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY, terms=tuple(FITTED), weight: float = PRIOR_WEIGHT
+) -> Efficiency:
     """The profile that minimises Σ log²(predicted / measured) over ``rows`` plus
-    :data:`PRIOR_WEIGHT`² · Σ ((θ − θ_prior) / scale)² over ``terms`` (scipy ``least_squares``,
+    ``weight``² · Σ ((θ − θ_prior) / scale)² over ``terms`` (scipy ``least_squares``,
     trust-region reflective within :data:`FITTED`'s bounds)."""
     from scipy.optimize import least_squares
 
     if rows.empty:
         return prior
-    names = list(terms)
+    # a per-round cost is seen only in speedups, per-sequence ones only beyond batch 1
+    names = [
+        n
+        for n in terms
+        if not (n == "round_overhead_s" and not (rows["kind"] == "speedup").any())
+        and not (n == "seq_overhead_s" and not (rows["batch"] > 1).any())
+    ]
     lo = np.array([FITTED[n][0][0] for n in names])
     hi = np.array([FITTED[n][0][1] for n in names])
     scale = np.array([FITTED[n][1] for n in names])
@@ -147,20 +156,20 @@ def fit_profile(rows: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY, term
     def residuals(theta):
         eff = replace(prior, **dict(zip(names, np.clip(theta, lo, hi), strict=True)))
         pred = np.log([predict_row(r, eff) for r in records])
-        return np.concatenate([pred - meas, PRIOR_WEIGHT * (theta - theta0) / scale])
+        return np.concatenate([pred - meas, weight * (theta - theta0) / scale])
 
     fit = least_squares(residuals, np.clip(theta0, lo, hi), bounds=(lo, hi), x_scale=scale, diff_step=1e-3)
     return replace(prior, **{n: float(v) for n, v in zip(names, fit.x, strict=True)})
 
 
 def fit_profiles(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) -> dict[str, Efficiency]:
-    """One fitted profile per engine in ``frame``, and per family (``"eager"``, ``"compiled"``),
-    each fitted on its own rows."""
+    """One fitted profile per engine in ``frame``, and per family (``"eager"``, ``"compiled"``,
+    the fallback for an engine a source is the only one to measure), each fitted on its own rows
+    from ``prior``."""
     family = np.where(frame["engine"].isin(EAGER), "eager", "compiled")
     profiles = {f"family:{f}": fit_profile(frame[family == f], prior) for f in ("eager", "compiled")}
     for engine, rows in frame.groupby("engine"):
-        start = profiles[f"family:{'eager' if engine in EAGER else 'compiled'}"]
-        profiles[engine] = fit_profile(rows, start)
+        profiles[engine] = fit_profile(rows, prior)
     return profiles
 
 

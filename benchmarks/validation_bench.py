@@ -1,0 +1,99 @@
+"""The cost model against published GPU measurements (data/validation/measurements.csv), with PASS/FAIL.
+
+Run from the repository root::
+
+    python benchmarks/validation_bench.py                    # score; prints every row and the summaries
+    python benchmarks/validation_bench.py --write-profiles   # also refit data/catalog/engines.csv on all rows
+
+For every priceable row: the prediction with the default roofline profile, and leave-one-source-out
+(LOSO: the row's source predicted with engine profiles fitted by specviz.core.published on the other
+sources only; an engine seen in no other source falls back to its family's profile, then to the
+default). Targets (issue 31): speedup median |S_pred / S_meas − 1| <= 10 % LOSO and >= 75 % of rows
+within ±15 %; plain-decoding step time median error <= 15 % LOSO.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import time
+
+import pandas as pd
+from _report import machine_line, record, summary
+
+from specviz.core import engines, published
+
+T0 = time.perf_counter()
+LABELS = {
+    "hf-transformers": "Hugging Face transformers (eager PyTorch)",
+    "vllm": "vLLM (CUDA graphs)",
+    "sglang": "SGLang (CUDA graphs)",
+    "tensorrt-llm": "TensorRT-LLM",
+    "gpt-fast": "gpt-fast (torch.compile)",
+    "llama.cpp": "llama.cpp (CUDA)",
+    "mlc-llm": "MLC LLM",
+    "exllamav2": "ExLlamaV2",
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write-profiles", action="store_true", help="refit data/catalog/engines.csv on all rows")
+    args = parser.parse_args()
+    print(machine_line())
+    frame = published.load_measurements()
+    rows = frame[published.priceable(frame)]
+    print(
+        f"{len(frame)} published rows, {len(rows)} priceable; {rows['source_id'].nunique()} sources, "
+        f"{rows['engine'].nunique()} engines, {rows['gpu'].nunique()} GPUs"
+    )
+    default = published.predict(rows, {})
+    loso = published.leave_one_source_out(rows)
+    table = loso[
+        ["row_id", "kind", "engine", "gpu", "target", "method", "batch", "measured", "predicted", "profile_from"]
+    ]
+    table = table.assign(default_ratio=default["ratio"].round(3), loso_ratio=loso["ratio"].round(3))
+    with pd.option_context("display.width", 250, "display.max_rows", 500, "display.max_colwidth", 40):
+        print("\nevery row (ratio = predicted / measured)")
+        print(table.drop(columns=["measured", "predicted"]).to_string(index=False))
+        for name, got in (("default roofline", default), ("leave-one-source-out", loso)):
+            print(f"\n{name}: median |ratio − 1| and share within ±15 %")
+            print(published.errors(got).round(3).to_string())
+            print(published.errors(got, "engine").round(3).to_string())
+            print(published.errors(got, "source_id").round(3).to_string())
+            print(published.errors(got, "method").round(3).to_string())
+    err = published.errors(loso)
+    s, t = err.loc["speedup"], err.loc["step"]
+    record(
+        "speedup median |err| LOSO",
+        f"{s['median_abs_err']:.1%} ({int(s['rows'])} rows)",
+        "<= 10 %",
+        s["median_abs_err"] <= 0.10,
+    )
+    record("speedup rows within ±15 % LOSO", f"{s['within_15']:.0%}", ">= 75 %", s["within_15"] >= 0.75)
+    record(
+        "step-time median |err| LOSO",
+        f"{t['median_abs_err']:.1%} ({int(t['rows'])} rows)",
+        "<= 15 %",
+        t["median_abs_err"] <= 0.15,
+    )
+    base = published.errors(default)
+    print(
+        f"\ndefault profile for comparison: speedup {base.loc['speedup', 'median_abs_err']:.1%}, "
+        f"step {base.loc['step', 'median_abs_err']:.1%}"
+    )
+    if args.write_profiles:
+        profiles = published.fit_profiles(rows)
+        today = datetime.date.today().isoformat()
+        out = [
+            published.profile_row(name, profiles[name], rows[rows["engine"] == name], LABELS.get(name, name), today)
+            for name in sorted(rows["engine"].unique())
+        ]
+        pd.DataFrame(out).to_csv(engines.ENGINES_CSV, index=False, float_format="%.6g")
+        print(f"wrote {len(out)} profiles to {engines.ENGINES_CSV}")
+    return 1 if summary(T0) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
