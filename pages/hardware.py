@@ -10,7 +10,7 @@ from specviz.app.figures import hardware as hardware_figures
 from specviz.app.share import Param, by_key
 from specviz.base import i18n
 from specviz.base.i18n import C_, N_
-from specviz.core import hardware
+from specviz.core import engines, hardware
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
@@ -20,6 +20,7 @@ MACHINE = hardware.calibrated_machine()  # this machine, where `python -m specvi
 CUSTOM_GPU = "custom"  #: the GPU choice "custom figures" (a link before the slugs wrote that)
 GPU_CHOICES = (*GPUS.index, *([MACHINE["name"]] if MACHINE else []), CUSTOM_GPU)
 PAIRS = hardware.preset_pairs().set_index("name")
+ENGINES = engines.load_engines()
 CUSTOM = "custom"  #: the pair choice "custom (choose target and draft)"
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 CONTEXTS = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
@@ -55,6 +56,7 @@ SPEC = (
     Param("target", "meta-llama/Llama-3.1-70B-Instruct", "choice", choices=tuple(MODELS.index), label=N_("Target")),
     Param("draft", "meta-llama/Llama-3.2-1B-Instruct", "choice", choices=tuple(MODELS.index), label=N_("Draft")),
     Param("dtype", "bf16", "choice", choices=tuple(hardware.DTYPE_BYTES), label=N_("dtype")),
+    Param("engine", engines.DEFAULT_ENGINE, "choice", choices=tuple(ENGINES.index), label=N_("Engine profile")),
     Param("g_mem", 80.0, "float", 1.0, 4096.0, label=N_("Memory (GB)")),
     Param("g_bw", 3.35, "float", 0.01, 100.0, label=N_("Bandwidth (TB/s)")),
     Param("g_tflops", 989.0, "float", 0.1, 100000.0, label=N_("Dense bf16/fp16 (TFLOP/s); fp8 taken as twice")),
@@ -146,34 +148,48 @@ def _gpu(text: str):
 
 
 @ui.cached
-def by_batch(target: str, draft: str, gpu: str, alpha, ctx: int, k_max: int, dtype: str, tp_t: int, tp_d: int):
+def by_batch(
+    target: str, draft: str, gpu: str, alpha, ctx: int, k_max: int, dtype: str, tp_t: int, tp_d: int, engine: str
+):
     t, d, gpu = _model(target), _model(draft), _gpu(gpu)
-    frame = hardware.speedup_by_batch(
-        t, d, gpu, alpha, BATCHES, [ctx], k_max, dtype=dtype, tp_target=tp_t, tp_draft=tp_d
-    )
-    costs = hardware.pair_costs(t, d, gpu, np.array(BATCHES), ctx, k_max, dtype=dtype, tp_target=tp_t, tp_draft=tp_d)
+    kw = dict(dtype=dtype, tp_target=tp_t, tp_draft=tp_d, efficiency=_efficiency(engine))
+    frame = hardware.speedup_by_batch(t, d, gpu, alpha, BATCHES, [ctx], k_max, **kw)
+    costs = hardware.pair_costs(t, d, gpu, np.array(BATCHES), ctx, k_max, **kw)
     return frame.assign(v=costs["v"])
 
 
 @ui.cached
-def by_batch_and_context(target: str, draft: str, gpu: str, alpha, k_max: int, dtype: str, tp_t: int, tp_d: int):
+def by_batch_and_context(
+    target: str, draft: str, gpu: str, alpha, k_max: int, dtype: str, tp_t: int, tp_d: int, engine: str
+):
     t, d, gpu = _model(target), _model(draft), _gpu(gpu)
-    return hardware.speedup_by_batch(
-        t, d, gpu, alpha, BATCHES, CONTEXTS, k_max, dtype=dtype, tp_target=tp_t, tp_draft=tp_d
-    )
+    kw = dict(dtype=dtype, tp_target=tp_t, tp_draft=tp_d, efficiency=_efficiency(engine))
+    return hardware.speedup_by_batch(t, d, gpu, alpha, BATCHES, CONTEXTS, k_max, **kw)
+
+
+def _efficiency(engine: str):
+    """The engine's profile; None for the default, so that a calibrated machine keeps its own figures."""
+    return None if engine == engines.DEFAULT_ENGINE else engines.profile(engine)
+
+
+def priced_with(view: dict) -> None:
+    """The caption every figure of the pair carries: which engine profile priced it."""
+    row = ENGINES.loc[view["engine"]]
+    fitted = ui.t("fitted on {sources}", sources=row["fitted_on"]) if row["fitted_on"] else ui.t("not fitted")
+    st.caption(ui.t("Priced with the engine profile {engine} ({fitted}).", engine=row["label"], fitted=fitted))
 
 
 def step_section(view: dict, target, draft) -> None:
     """The target's step at the chosen B: time per operator and the roofline of its operators."""
-    args = dict(dtype=view["dtype"], tp=view["tp_t"])
+    eff = _efficiency(view["engine"]) or hardware.efficiency_for(view["gpu"])
+    args = dict(dtype=view["dtype"], tp=view["tp_t"], efficiency=eff)
     table = hardware.step_breakdown(target, view["gpu"], view["batch"], view["ctx"], 1, **args)
     total = table["seconds"].sum()
     st.metric(
         ui.t("Target decode step at B = {batch}, L = {ctx}", batch=view["batch"], ctx=f"{view['ctx']:,}"),
         f"{total * 1e3:.3f} ms",
     )
-    eff = hardware.efficiency_for(view["gpu"])
-    flops, bandwidth = hardware.attainable(view["gpu"], view["dtype"])
+    flops, bandwidth = hardware.attainable(view["gpu"], view["dtype"], eff)
     left, right = st.columns(2)
     with left:
         ui.chart(
@@ -200,6 +216,7 @@ def step_section(view: dict, target, draft) -> None:
                 **assumed,
             )
         )
+    priced_with(view)
     if MACHINE is not None and view["gpu"] == MACHINE["name"]:
         calibration_check()
 
@@ -226,6 +243,7 @@ def calibration_check() -> None:
 def costs_section(view: dict, target, draft) -> None:
     frame = by_batch(*_pair_args(view, target, draft), view["ctx"], *_engine_args(view))
     ui.chart(hardware_figures.costs_by_batch(frame, view["k_max"], lang=ui.language()), key="fig_costs")
+    priced_with(view)
     st.caption(
         ui.t(
             "c = T_target / T_draft and v = (T_verify / T_target − 1) / K from the roofline, at the chosen context. As B grows the target's step turns compute-bound and verifying K + 1 tokens stops being free (v rises)."
@@ -236,6 +254,7 @@ def costs_section(view: dict, target, draft) -> None:
 def speedup_section(view: dict, target, draft) -> None:
     frame = by_batch(*_pair_args(view, target, draft), view["ctx"], *_engine_args(view))
     ui.chart(hardware_figures.speedup_by_batch(frame, view["k_max"], lang=ui.language()), key="fig_speedup_b")
+    priced_with(view)
     best = frame.iloc[0]
     if best.k_star:
         at_b1, k_star, s = ui.t("At B = 1"), f"K* = {int(best.k_star)}", f"S = {best.speedup_at_k_star:.2f}×"
@@ -252,6 +271,7 @@ def map_section(view: dict, target, draft) -> None:
         ui.chart(hardware_figures.batch_context_map(frame, "k_star", lang=ui.language()), key="fig_map_k")
     with right:
         ui.chart(hardware_figures.batch_context_map(frame, "speedup_at_k_star", lang=ui.language()), key="fig_map_s")
+    priced_with(view)
     ui.csv_download(ui.t("Download K*(B, L) (CSV)"), lambda: frame, "k_star_by_batch_context.csv", key="dl_map")
 
 
@@ -286,7 +306,9 @@ def memory_section(view: dict, target, draft) -> None:
 
 
 def engine_section(view: dict, target, draft) -> None:
-    kw = dict(dtype=view["dtype"], tp_target=view["tp_t"], tp_draft=view["tp_d"])
+    kw = dict(
+        dtype=view["dtype"], tp_target=view["tp_t"], tp_draft=view["tp_d"], efficiency=_efficiency(view["engine"])
+    )
     config = hardware.vllm_speculative_config(
         target, draft, view["gpu"], view["alpha"], view["ctx"], BATCHES, view["k_max"], **kw
     )
@@ -304,7 +326,7 @@ def _pair_args(view: dict, target, draft) -> tuple:
 
 
 def _engine_args(view: dict) -> tuple:
-    return view["k_max"], view["dtype"], view["tp_t"], view["tp_d"]
+    return view["k_max"], view["dtype"], view["tp_t"], view["tp_d"], view["engine"]
 
 
 SECTIONS = dict(
@@ -322,6 +344,7 @@ def sidebar_controls() -> None:
             ui.number_input(PAGE, P["g_tflops"])
             ui.number_input(PAGE, P["g_link"])
         ui.selectbox(PAGE, P["dtype"])
+        ui.selectbox(PAGE, P["engine"], format_func=lambda e: ENGINES.loc[e, "label"])
         st.header(ui.t("Pair"))
         ui.selectbox(
             PAGE, P["pair"], format_func=lambda p: ui.t("custom (choose target and draft)") if p == CUSTOM else p

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from _apps import open_app, rerun, shown_errors
 
+from specviz.core import engines
 from specviz.core import hardware as hw
 
 PAGE = "pages/hardware.py"
@@ -207,3 +208,43 @@ def test_custom_gpu_figures_drive_the_model_and_live_in_the_link():
     assert metric(at, "Target decode step") == f"{want * 1e3:.3f} ms"
     assert at.number_input(key="hardware.g_bw").value == 1.5
     assert at.query_params["g_bw"] == "1.5"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_engine_profile_from_a_link_prices_the_step_and_says_so(lang):
+    default = open_app(PAGE, view="step", lang=lang)
+    at = open_app(PAGE, view="step", engine="hf-transformers", lang=lang)
+    assert not at.exception and not shown_errors(at)
+    assert at.selectbox(key="hardware.engine").value == "hf-transformers"
+    eff = engines.profile("hf-transformers")
+    want = hw.step_breakdown("meta-llama/Llama-3.1-70B-Instruct", "H100-SXM5-80GB", 1, 2048, 1, tp=4, efficiency=eff)[
+        "seconds"
+    ].sum()
+    assert metric(at, metric_label(lang)) == f"{want * 1e3:.3f} ms" != metric(default, metric_label(lang))
+    assert any("Hugging Face transformers" in c.value and "spec-bench-leaderboard" in c.value for c in at.caption)
+
+
+def test_the_engine_profile_prices_k_star_by_batch():
+    at = open_app(PAGE, view="speedup", engine="hf-transformers")
+    frame = hw.speedup_by_batch(
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "meta-llama/Llama-3.2-1B-Instruct",
+        "H100-SXM5-80GB",
+        0.8,
+        [1],
+        [2048],
+        8,
+        tp_target=4,
+        efficiency="hf-transformers",
+    )
+    assert metric(at, "At B = 1") == f"K* = {int(frame.k_star.iloc[0])}"
+
+
+def test_an_unknown_engine_in_a_link_warns_and_falls_back_to_the_roofline():
+    at = open_app(PAGE, engine="warp-drive")
+    assert "engine" in " ".join(w.value for w in at.warning)
+    assert at.selectbox(key="hardware.engine").value == engines.DEFAULT_ENGINE
+
+
+def metric_label(lang: str) -> str:
+    return "Target decode step" if lang == "en" else "B = 1"
