@@ -249,7 +249,7 @@ def _worth_packing(model: nn.Module) -> bool:
 
 def _children(model: nn.Module):
     """(parent, [child names]) for every module of ``model`` (a snapshot: safe to swap children)."""
-    return [(parent, list(parent._modules)) for parent in model.modules()]
+    return [(parent, [name for name, _ in parent.named_children()]) for parent in model.modules()]
 
 
 def apply(model: nn.Module) -> nn.Module:
@@ -268,14 +268,15 @@ def apply(model: nn.Module) -> nn.Module:
         return model
     for parent, names in _children(model):
         for i, name in enumerate(names):
-            child = parent._modules[name]
+            child = parent.get_submodule(name)
             if type(child) is not nn.Linear:
                 continue
-            after = parent._modules[names[i + 1]] if isinstance(parent, nn.Sequential) and i + 1 < len(names) else None
+            following = isinstance(parent, nn.Sequential) and i + 1 < len(names)
+            after = parent.get_submodule(names[i + 1]) if following else None
             fuse = isinstance(after, nn.GELU) and after.approximate == "none"
-            parent._modules[name] = PackedLinear(child, gelu=fuse)
+            parent.register_module(name, PackedLinear(child, gelu=fuse))
             if fuse:
-                parent._modules[names[i + 1]] = nn.Identity()
+                parent.register_module(names[i + 1], nn.Identity())
     return model
 
 
@@ -283,11 +284,11 @@ def remove(model: nn.Module) -> nn.Module:
     """Undo :func:`apply`: plain ``nn.Linear`` layers (same Parameters) and the fused GELUs back; return ``model``."""
     for parent, names in _children(model):
         for i, name in enumerate(names):
-            child = parent._modules[name]
+            child = parent.get_submodule(name)
             if isinstance(child, PackedLinear):
-                parent._modules[name] = child.unpacked()
+                parent.register_module(name, child.unpacked())
                 if child.gelu:
-                    parent._modules[names[i + 1]] = nn.GELU()
+                    parent.register_module(names[i + 1], nn.GELU())
     return model
 
 
