@@ -26,15 +26,8 @@ def metric(at, label_start: str) -> str:
     return next(m.value for m in at.metric if m.label.startswith(label_start))
 
 
-@pytest.mark.parametrize("view", list(VIEWS))
-def test_every_view_renders_only_its_own_charts(view):
-    at = open_app(PAGE, view=view)
-    assert [c.key for c in at.get("plotly_chart")] == VIEWS[view]
-    assert not at.error and not at.warning
-
-
-def test_defaults_give_the_models_k_star_at_batch_1():
-    at = open_app(PAGE)
+def default_k_star_at_batch_1(efficiency=None) -> int:
+    """K* at B = 1 of the page's default pair, GPU, α, context and TP, from the library."""
     frame = hw.speedup_by_batch(
         "meta-llama/Llama-3.1-70B-Instruct",
         "meta-llama/Llama-3.2-1B-Instruct",
@@ -44,8 +37,21 @@ def test_defaults_give_the_models_k_star_at_batch_1():
         [2048],
         8,
         tp_target=4,
+        efficiency=efficiency,
     )
-    assert metric(at, "At B = 1") == f"K* = {int(frame.k_star.iloc[0])}"
+    return int(frame.k_star.iloc[0])
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_every_view_renders_only_its_own_charts(view):
+    at = open_app(PAGE, view=view)
+    assert [c.key for c in at.get("plotly_chart")] == VIEWS[view]
+    assert not at.error and not at.warning
+
+
+def test_defaults_give_the_models_k_star_at_batch_1():
+    at = open_app(PAGE)
+    assert metric(at, "At B = 1") == f"K* = {default_k_star_at_batch_1()}"
     assert dict(at.query_params) == {}  # defaults are not written into the link
 
 
@@ -226,18 +232,7 @@ def test_an_engine_profile_from_a_link_prices_the_step_and_says_so(lang):
 
 def test_the_engine_profile_prices_k_star_by_batch():
     at = open_app(PAGE, view="speedup", engine="hf-transformers")
-    frame = hw.speedup_by_batch(
-        "meta-llama/Llama-3.1-70B-Instruct",
-        "meta-llama/Llama-3.2-1B-Instruct",
-        "H100-SXM5-80GB",
-        0.8,
-        [1],
-        [2048],
-        8,
-        tp_target=4,
-        efficiency="hf-transformers",
-    )
-    assert metric(at, "At B = 1") == f"K* = {int(frame.k_star.iloc[0])}"
+    assert metric(at, "At B = 1") == f"K* = {default_k_star_at_batch_1('hf-transformers')}"
 
 
 def test_an_unknown_engine_in_a_link_warns_and_falls_back_to_the_roofline():

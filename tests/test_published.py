@@ -35,29 +35,22 @@ def test_medusa_pass_reads_k_heads_of_resblock_and_lm_head():
         hw.pair_costs("lmsys/vicuna-7b-v1.3", head["name"], A100, 1, 0, 6)
 
 
+def _mtp_round(k: int) -> dict:
+    return hw.pair_costs(
+        "deepseek-ai/DeepSeek-V3",
+        "deepseek-ai/DeepSeek-V3-MTP",
+        "H200-SXM-141GB",
+        1,
+        1024,
+        k,
+        dtype="fp8",
+        tp_target=8,
+        tp_draft=8,
+    )
+
+
 def test_mtp_module_is_one_moe_block_so_verifying_more_tokens_reads_more_experts():
-    c1 = hw.pair_costs(
-        "deepseek-ai/DeepSeek-V3",
-        "deepseek-ai/DeepSeek-V3-MTP",
-        "H200-SXM-141GB",
-        1,
-        1024,
-        1,
-        dtype="fp8",
-        tp_target=8,
-        tp_draft=8,
-    )
-    c4 = hw.pair_costs(
-        "deepseek-ai/DeepSeek-V3",
-        "deepseek-ai/DeepSeek-V3-MTP",
-        "H200-SXM-141GB",
-        1,
-        1024,
-        4,
-        dtype="fp8",
-        tp_target=8,
-        tp_draft=8,
-    )
+    c1, c4 = _mtp_round(1), _mtp_round(4)
     assert float(c4["t_verify"]) > float(c1["t_verify"]) * 1.3  # K + 1 tokens touch up to 8(K + 1) experts
     assert float(c1["c"]) > 5  # one block of 61 (plus the head) is far cheaper than the target
 

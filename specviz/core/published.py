@@ -123,8 +123,9 @@ def predict(frame: pd.DataFrame, profiles) -> pd.DataFrame:
     maps an engine to its :class:`Efficiency` (a dict, or a function of the row)."""
     pick = profiles if callable(profiles) else (lambda row: profiles.get(row["engine"], DEFAULT_EFFICIENCY))
     out = frame.copy()
-    out["measured"] = [measured(r) for _, r in frame.iterrows()]
-    out["predicted"] = [predict_row(r, pick(r)) for _, r in frame.iterrows()]
+    rows = [r for _, r in frame.iterrows()]
+    out["measured"] = [measured(r) for r in rows]
+    out["predicted"] = [predict_row(r, pick(r)) for r in rows]
     out["ratio"] = out["predicted"] / out["measured"]
     return out
 
@@ -162,15 +163,28 @@ def fit_profile(
     return replace(prior, **{n: float(v) for n, v in zip(names, fit.x, strict=True)})
 
 
+def _family(engine: str) -> str:
+    """The profile family an engine falls back to: ``family:eager`` or ``family:compiled``."""
+    return f"family:{'eager' if engine in EAGER else 'compiled'}"
+
+
 def fit_profiles(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) -> dict[str, Efficiency]:
     """One fitted profile per engine in ``frame``, and per family (``"eager"``, ``"compiled"``,
     the fallback for an engine a source is the only one to measure), each fitted on its own rows
     from ``prior``."""
-    family = np.where(frame["engine"].isin(EAGER), "eager", "compiled")
-    profiles = {f"family:{f}": fit_profile(frame[family == f], prior) for f in ("eager", "compiled")}
+    family = frame["engine"].map(_family)
+    profiles = {f: fit_profile(frame[family == f], prior) for f in ("family:eager", "family:compiled")}
     for engine, rows in frame.groupby("engine"):
         profiles[engine] = fit_profile(rows, prior)
     return profiles
+
+
+def _fallback(rest: pd.DataFrame, engine: str) -> str:
+    """Where a held-out row's profile comes from: its ``engine`` when ``rest`` measures it, else its
+    ``family`` when ``rest`` measures another of the family, else the ``prior``."""
+    if (rest["engine"] == engine).any():
+        return "engine"
+    return "family" if (rest["engine"].map(_family) == _family(engine)).any() else "prior"
 
 
 def leave_one_source_out(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) -> pd.DataFrame:
@@ -179,24 +193,11 @@ def leave_one_source_out(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICI
     parts = []
     for source, held in frame.groupby("source_id"):
         rest = frame[frame["source_id"] != source]
-        profiles = fit_profiles(rest, prior)
-        family_rows = rest["engine"].isin(EAGER)
-
-        def pick(row, profiles=profiles, rest=rest, family_rows=family_rows):
-            if (rest["engine"] == row["engine"]).any():
-                return profiles[row["engine"]]
-            eager = row["engine"] in EAGER
-            if (family_rows if eager else ~family_rows).any():
-                return profiles[f"family:{'eager' if eager else 'compiled'}"]
-            return prior
-
-        got = predict(held, pick)
-        got["profile_from"] = [
-            "engine"
-            if (rest["engine"] == r["engine"]).any()
-            else ("family" if ((family_rows if r["engine"] in EAGER else ~family_rows).any()) else "prior")
-            for _, r in held.iterrows()
-        ]
+        profiles = fit_profiles(rest, prior) | {"prior": prior}
+        origin = {engine: _fallback(rest, engine) for engine in held["engine"].unique()}
+        key = {e: {"engine": e, "family": _family(e), "prior": "prior"}[o] for e, o in origin.items()}
+        got = predict(held, lambda row, profiles=profiles, key=key: profiles[key[row["engine"]]])
+        got["profile_from"] = held["engine"].map(origin)
         parts.append(got)
     return pd.concat(parts).sort_index()
 
