@@ -8,31 +8,47 @@ roofline does not see, and how much depends on the stack far more than on the GP
   0 where a CUDA graph or a compiled C++ loop replays the layers);
 * ``seq_overhead_s``: per sequence and forward (per-request scheduling, sampling, detokenising);
 * ``round_overhead_s``: per speculative round (rejection sampling, tree building, KV bookkeeping);
-* ``compute`` and ``memory``: the fractions of dense peak FLOP/s and of HBM bandwidth reached.
+* ``draft_overhead_s``: per draft forward, on top of the forward's own fixed cost (the draft loop's
+  top-k, tree expansion and host bookkeeping between draft steps; a Medusa pass or an n-gram lookup
+  pays it once);
+* ``compute`` and ``memory``: the fractions of dense peak FLOP/s and of HBM bandwidth reached;
+  ``quant_memory``: the share of ``memory`` that kernels reading weights stored below 16 bits reach
+  (int8, int4, fp8 GEMV/GEMM dequantise or rescale on the fly);
+* ``allreduce_latency_s`` and ``pcie_allreduce_latency_s``: the fixed latency of one tensor-parallel
+  all-reduce over NVLink-class links and over PCIe (no peer-to-peer fabric, NCCL rings through the host
+  bridge: an order of magnitude slower for the small messages of decoding).
 
 One forward of ``n_layers`` layers for ``B`` sequences costs roofline(B, L, n) + overhead_s +
-layer_overhead_s·n_layers + seq_overhead_s·B; a speculative round adds round_overhead_s
-(:func:`specviz.core.hardware.pair_costs`). The profiles in ``data/catalog/engines.csv`` are
+layer_overhead_s·n_layers + seq_overhead_s·B; a speculative round adds round_overhead_s and
+draft_overhead_s per draft forward (:func:`specviz.core.hardware.pair_costs`). The profiles in ``data/catalog/engines.csv`` are
 fitted by ``benchmarks/validation_bench.py --write-profiles`` to the published measurements in
 ``data/validation/measurements.csv``; each row names the sources it was fitted on.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from specviz.base.i18n import Message
+from specviz.base.i18n import N_, Message, Phrase
 from specviz.base.paths import DATA
 
 ENGINES_CSV = DATA / "catalog" / "engines.csv"
 DEFAULT_ENGINE = "roofline"  #: the profile of :data:`DEFAULT_EFFICIENCY`: the roofline with a CUDA-graph step cost
-FRACTIONS = ("compute", "memory", "network")
-OVERHEADS = ("overhead_s", "allreduce_latency_s", "layer_overhead_s", "seq_overhead_s", "round_overhead_s")
+FRACTIONS = ("compute", "memory", "network", "quant_memory")
+OVERHEADS = (
+    "overhead_s",
+    "allreduce_latency_s",
+    "pcie_allreduce_latency_s",
+    "layer_overhead_s",
+    "seq_overhead_s",
+    "round_overhead_s",
+    "draft_overhead_s",
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +68,9 @@ class Efficiency:
     layer_overhead_s: float = 0.0  #: fixed cost per layer and forward (eager dispatch; 0 with CUDA graphs), seconds
     seq_overhead_s: float = 0.0  #: fixed cost per sequence and forward (scheduling, sampling per request), seconds
     round_overhead_s: float = 0.0  #: fixed cost per speculative round (acceptance, tree, bookkeeping), seconds
+    draft_overhead_s: float = 0.0  #: fixed cost per draft forward beyond the forward's own (draft loop), seconds
+    quant_memory: float = 1.0  #: share of ``memory`` reached by kernels reading weights below 16 bits
+    pcie_allreduce_latency_s: float = 1e-5  #: fixed latency of one all-reduce over PCIe, seconds
 
     def __post_init__(self):
         for name in FRACTIONS:
@@ -127,3 +146,115 @@ def as_efficiency(efficiency: Efficiency | str | dict | None) -> Efficiency | No
             )
         return Efficiency(**{k: float(v) for k, v in efficiency.items()})
     raise Message("engine must be a profile name or its terms; got {value!r}", value=type(efficiency).__name__)
+
+
+#: what a value of each term may be, as :func:`decode_terms` states it
+_ALLOWED_VALUE = {
+    **{name: N_("a number in (0, 1]") for name in FRACTIONS},
+    **{name: N_("a finite number >= 0 (seconds)") for name in OVERHEADS},
+}
+MAX_TERMS_CHARS = 400  #: the longest terms text accepted (every term at full precision is ≈ 250 characters)
+
+
+def encode_terms(eff: Efficiency, digits: int | None = None) -> str:
+    """A custom profile as text: ``"overhead_s=0.0003,layer_overhead_s=0.00016"``.
+
+    Only the terms that differ from :data:`DEFAULT_EFFICIENCY` are written, in :data:`TERMS` order,
+    joined by ``,`` (URL-safe: letters, digits, ``_ . = , - +``). Each value is Python's shortest
+    round-trip repr, so ``decode_terms(encode_terms(e)) == e``; ``digits`` rounds each to that many
+    significant digits first (a fitted profile is not known better than that). The default profile
+    encodes as ``""``.
+    """
+    parts = []
+    for name in TERMS:
+        value = float(getattr(eff, name))
+        if digits is not None:
+            value = float(f"{value:.{digits}g}")
+        if value != getattr(DEFAULT_EFFICIENCY, name):
+            parts.append(f"{name}={value!r}")
+    return ",".join(parts)
+
+
+def decode_terms(text: str) -> Efficiency:
+    """The :class:`Efficiency` of a terms text from :func:`encode_terms`: the terms given, the rest
+    from :data:`DEFAULT_EFFICIENCY`; ``""`` is the default profile.
+
+    Raises
+    ------
+    Message
+        The text is too long, a part is not ``name=value``, a name is not a term (the allowed ones
+        listed), a term is given twice, or a value is not a number in its range (named with what is
+        allowed).
+    """
+    text = str(text).strip()
+    if len(text) > MAX_TERMS_CHARS:
+        raise Message("engine terms must be at most {most} characters; got {n}", most=MAX_TERMS_CHARS, n=len(text))
+    given: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, value = (s.strip() for s in part.partition("="))
+        if not sep:
+            raise Message("engine term {part!r} must be written name=value, e.g. overhead_s=0.0003", part=part)
+        if name not in TERMS:
+            raise Message("engine term {name!r} is not one of {allowed}", name=name, allowed=", ".join(TERMS))
+        if name in given:
+            raise Message("engine term {name!r} is given twice", name=name)
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        low_ok = number > 0 if name in FRACTIONS else number >= 0
+        if not (np.isfinite(number) and low_ok and (name not in FRACTIONS or number <= 1)):
+            raise Message(
+                "engine term {name} = {value!r} is not allowed; allowed: {allowed}",
+                name=name,
+                value=value,
+                allowed=Phrase(_ALLOWED_VALUE[name]),
+            )
+        given[name] = number
+    return replace(DEFAULT_EFFICIENCY, **given)
+
+
+PREDICTIONS_CSV = DATA / "validation" / "predictions.csv"  #: written by benchmarks/validation_bench.py
+BAND_QUANTILES = (0.1, 0.9)  #: the error band: this share of held-out rows' predicted / measured lies inside
+MIN_BAND_ROWS = 3  #: fewer held-out rows of an engine than this: the band of every engine's rows instead
+
+
+@cache
+def _predictions(path: str) -> pd.DataFrame | None:
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError):
+        return None
+
+
+def error_band(name: str, kind: str, path: Path = PREDICTIONS_CSV) -> dict | None:
+    """How far a prediction priced with profile ``name`` typically is from a measurement of ``kind``
+    (``"step"`` or ``"speedup"``), from the published rows of ``data/validation/predictions.csv``.
+
+    The ratio predicted / measured of the rows *held out* from the fit (leave-one-source-out) of
+    the engine ``name``; for the default roofline profile, of every row with the default profile.
+    Where the engine has fewer than :data:`MIN_BAND_ROWS` rows of ``kind``, every engine's held-out
+    rows stand in (``basis = "all"``).
+
+    Returns
+    -------
+    dict or None
+        ``lo``, ``hi`` (the :data:`BAND_QUANTILES` of the ratio), ``median``, ``rows`` and ``basis``
+        (``"engine"`` or ``"all"``); None where no predictions file or no row of ``kind`` exists.
+    """
+    if kind not in ("step", "speedup"):
+        raise Message("kind must be 'step' or 'speedup'; got {value!r}", value=kind)
+    frame = _predictions(str(path))
+    if frame is None:
+        return None
+    frame = frame[frame["kind"] == kind]
+    column = "default_predicted" if name == DEFAULT_ENGINE else "loso_predicted"
+    mine = frame if name == DEFAULT_ENGINE else frame[frame["engine"] == name]
+    basis = "engine"
+    if len(mine) < MIN_BAND_ROWS:
+        mine, basis = frame, "all"
+    if mine.empty:
+        return None
+    ratio = mine[column] / mine["measured"]
+    lo, hi = ratio.quantile(list(BAND_QUANTILES))
+    return {"lo": float(lo), "hi": float(hi), "median": float(ratio.median()), "rows": len(mine), "basis": basis}

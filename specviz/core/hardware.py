@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -73,6 +74,9 @@ MOE_FIELDS = (
 #: Optional fields of multi-head latent attention (DeepSeek-V2/V3, Kimi-K2; 0 or absent: none)
 MLA_FIELDS = ("kv_lora_rank", "q_lora_rank", "rope_head_dim", "nope_head_dim", "v_head_dim")
 GPU_FIELDS = ("memory_gb", "bandwidth_tbs", "bf16_tflops", "fp16_tflops", "interconnect_gbs")
+LINKS = ("nvlink", "pcie")  #: how a GPU's tensor-parallel peers are linked (gpus.csv ``link``; :func:`link_kind`)
+#: the operators that stream weights: below 16 bits their kernels reach ``quant_memory`` of ``memory``
+WEIGHT_OPERATORS = ("q/k/v/o projections", "MLP", "LM head", "fusion fc")
 
 #: The integers each size of a model may be, checked before any arithmetic (an uploaded config.json
 #: holds what its author typed). The bounds are a few times the largest published decoder (Llama-3.1
@@ -139,16 +143,39 @@ def load_catalog(directory: Path = CATALOG_DIR) -> tuple[pd.DataFrame, pd.DataFr
     return models.copy(), gpus.copy()
 
 
-def preset_pairs(directory: Path = CATALOG_DIR) -> pd.DataFrame:
-    """(target, draft) pairs as papers and engines use them: name, target, draft, source, notes."""
-    return _read_catalog(str(directory))[2].copy()
+def preset_pairs(directory: Path = CATALOG_DIR, *, heads: bool = False) -> pd.DataFrame:
+    """(target, draft) pairs as papers and engines use them: name, target, draft, source, notes.
+
+    The drafts of ``pairs.csv`` are models of ``models.csv``; with ``heads`` the pairs of
+    ``head_pairs.csv`` follow, whose drafts are published heads (:mod:`specviz.core.heads`)."""
+    pairs = _read_catalog(str(directory))[2]
+    if heads:
+        pairs = pd.concat([pairs, _read_head_pairs(str(directory))], ignore_index=True)
+    return pairs.copy()
+
+
+@cache
+def _read_head_pairs(directory: str) -> pd.DataFrame:
+    return pd.read_csv(Path(directory) / "head_pairs.csv")
 
 
 def model_spec(model: str | dict) -> dict:
     """A model's architecture as a dict of :data:`MODEL_FIELDS` (plus ``name``), checked.
 
     ``model`` is a catalogue name or a dict with those fields (e.g. from :func:`from_hf_config`).
+    A catalogue model is read and checked once per process (a fit prices thousands of rows).
     """
+    if isinstance(model, str):
+        return dict(_catalogue_model(model))
+    return _checked_model(model)
+
+
+@cache
+def _catalogue_model(name: str) -> dict:
+    return _checked_model(name)
+
+
+def _checked_model(model: str | dict) -> dict:
     if isinstance(model, str):
         models, _ = _read_catalog(str(CATALOG_DIR))[:2]
         if model not in models.index:
@@ -251,6 +278,19 @@ def gpu_spec(gpu: str | dict) -> dict:
     """An accelerator's figures (:data:`GPU_FIELDS`, fp8 optional) from the catalogue or a dict, checked.
 
     A name not in the catalogue may be the calibrated machine's (:func:`calibrated_machine`)."""
+    if isinstance(gpu, str):
+        _, gpus, _ = _read_catalog(str(CATALOG_DIR))
+        if gpu in gpus.index:
+            return dict(_catalogue_gpu(gpu))
+    return _checked_gpu(gpu)
+
+
+@cache
+def _catalogue_gpu(name: str) -> dict:
+    return _checked_gpu(name)
+
+
+def _checked_gpu(gpu: str | dict) -> dict:
     if isinstance(gpu, str):
         _, gpus, _ = _read_catalog(str(CATALOG_DIR))
         local = calibrated_machine() if gpu not in gpus.index else None
@@ -516,6 +556,36 @@ def active_parameter_count(model: str | dict) -> int:
     return parameter_count(m) - routed
 
 
+def dense_comparator(model: str | dict) -> dict:
+    """A dense model with the MoE ``model``'s active parameter count, as a spec dict.
+
+    The rule: keep everything but the MLPs (layers, width d, attention, latent attention included,
+    vocabulary, embeddings, context window) and give every layer one gated MLP of width
+
+    .. math::  f = \\frac{(n_{layers} - n_{moe})\\,ffn + n_{moe}\\,(k\\,d_e + n_s d_s + E / 3)}{n_{layers}}
+
+    (rounded), so that 3·d·f·n_layers equals the MLP weights a token passes through (the dense
+    layers, k routed and the shared experts, the router d·E): :func:`parameter_count` of the result
+    is :func:`active_parameter_count` of ``model`` to within 3·d·n_layers / 2. The experts' own
+    storage (``expert_bits``) is not carried: the dense weights are at the dtype. Beside the MoE
+    model it isolates what routing does to a step: the same attention and the same bytes per token,
+    but every token through the same weights. A dense ``model`` is returned as its own spec.
+    """
+    m = model_spec(model)
+    n_moe = _n_moe_layers(m)
+    if not n_moe:
+        return m
+    layers = m["n_layers"]
+    routed = m["experts_per_token"] * m["expert_size"] + m["n_shared_experts"] * m["shared_expert_size"]
+    width = ((layers - n_moe) * m["intermediate_size"] + n_moe * (routed + m["n_experts"] / 3)) / layers
+    spec = {k: v for k, v in m.items() if k != "params"}  # the catalogue's count is the MoE's total
+    spec |= dict.fromkeys(("n_experts", "experts_per_token", "expert_size", "n_shared_experts"), 0)
+    spec |= dict(shared_expert_size=0, dense_layers=0, moe_every=1, expert_bits=None, mlp="gated")
+    active = active_parameter_count(m)
+    spec |= dict(intermediate_size=round(width), name=f"dense {active / 1e9:.3g}B like {m.get('name', '?')}")
+    return model_spec(spec)
+
+
 def _n_moe_layers(m: dict) -> int:
     return moe.moe_layers(m["n_layers"], m["dense_layers"], m["moe_every"]) if m["n_experts"] else 0
 
@@ -598,7 +668,9 @@ def _peak_flops(g: dict, dtype: str) -> float:
     return float(value) * 1e12 / (2.0 if dtype == "fp32" else 1.0)
 
 
-def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) -> dict[str, tuple]:
+def operator_costs(
+    model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, expert_parallel=False
+) -> dict[str, tuple]:
     """Per operator: (FLOPs, bytes) of one forward on one of ``tp`` GPUs, summed over layers.
 
     batch B sequences, each with ``tokens`` n new tokens after ``context`` L cached ones:
@@ -610,7 +682,10 @@ def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) ->
       H_kv < tp, and so are their K/V projections), plus q and output;
     * norms and residual adds: 8·B·n·d FLOPs and 4 reads/writes of B·n·d per layer, on every GPU
       (tensor parallelism replicates them);
-    * tensor-parallel all-reduces: 2 per layer of B·n·d·a bytes (time in :func:`step_time`).
+    * tensor-parallel all-reduces: 2 per layer of B·n·d·a bytes (time in :func:`step_time`);
+    * MoE layers (:func:`_moe_mlp`): with ``expert_parallel`` the routed experts sit whole on the
+      ``tp`` GPUs (vLLM's ``--enable-expert-parallel`` with one data-parallel rank) instead of each
+      being split over them; attention stays tensor parallel and the MoE output is still all-reduced.
     """
     m, g = model_spec(model), gpu_spec(gpu)
     b, ctx, n, tp = _check_grid(batch, context, tokens, tp)
@@ -640,7 +715,7 @@ def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) ->
     down = linear(ffn, d)
     mlp = ((layers - n_moe) * (up[0] + down[0]), (layers - n_moe) * (up[1] + down[1]))
     if n_moe:
-        routed = _moe_mlp(m, rows, tp, w, a)
+        routed = _moe_mlp(m, rows, tp, w, a, expert_parallel)
         mlp = (mlp[0] + n_moe * routed[0], mlp[1] + n_moe * routed[1])
     norms = (layers * 8.0 * rows * d, layers * 4.0 * rows * d * a)  # every GPU normalises the whole hidden state
     head = linear(d, m["vocab_size"])
@@ -658,21 +733,28 @@ def operator_costs(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1) ->
     return costs
 
 
-def _moe_mlp(m: dict, rows, tp, w: float, a: float) -> tuple:
+def _moe_mlp(m: dict, rows, tp, w: float, a: float, expert_parallel: bool = False) -> tuple:
     """(FLOPs, bytes) of one MoE layer's MLP on one of ``tp`` GPUs for ``rows`` = B·n tokens.
 
     Routed experts: each token through k experts, 2·3·d·d_e FLOPs each; the weights of the distinct
     experts touched, :func:`specviz.core.moe.experts_touched` (uniform routing), 3·d·d_e each at
     ``expert_bits`` (MXFP4: 4.25) or the dtype's size. Shared experts: every token, their weights
-    read once. The router: d·E. Experts split evenly over the GPUs (tensor or expert parallel alike
-    for the bytes a GPU reads).
+    read once. The router: d·E. Under tensor parallelism every GPU reads 1/tp of each expert touched;
+    under expert parallelism a GPU reads the whole experts it holds that are touched, and the layer
+    waits for the busiest GPU (:func:`specviz.core.moe.experts_on_busiest_rank`), so at small batch
+    expert parallelism reads more per GPU than tensor parallelism and at large batch the same.
     """
     d, e, k, de = m["hidden_size"], m["n_experts"], m["experts_per_token"], m["expert_size"]
     ns, ds = m["n_shared_experts"], m["shared_expert_size"]
     we = m["expert_bits"] / 8 if m["expert_bits"] else w
-    touched = moe.experts_touched(e, k, rows)
     flops = 2.0 * rows * (3 * d * (k * de + ns * ds) + d * e) / tp
-    weights = (_expert_parameters(m, touched) * we + 3 * d * ns * ds * w + d * e * w) / tp
+    ranks = np.asarray(tp, dtype=float)
+    if expert_parallel:  # (…) whole experts on the busiest GPU, one value per distinct tp
+        busiest = np.vectorize(lambda r, n: moe.experts_on_busiest_rank(e, k, n, int(min(r, e))), otypes=[float])
+        routed = _expert_parameters(m, busiest(ranks, rows)) * we
+    else:
+        routed = _expert_parameters(m, moe.experts_touched(e, k, rows)) * we / ranks
+    weights = routed + (3 * d * ns * ds * w + d * e * w) / tp
     activations = rows * (k * (3 * d + 3 * de) + ns * (3 * d + 3 * ds)) * a / tp
     return flops, weights + activations
 
@@ -705,31 +787,66 @@ def _op_time(flops, nbytes, peak: float, bandwidth: float, eff: Efficiency) -> t
     return np.maximum(compute, memory), compute >= memory
 
 
+def link_kind(gpu) -> str:
+    """``"pcie"`` where ``gpu``'s GPUs talk over PCIe only, else ``"nvlink"`` (NVLink, NVSwitch,
+    Infinity Fabric): the catalogue's ``link`` column, or for a dict without one, PCIe at 64 GB/s per
+    direction or less (PCIe Gen5 x16) and a peer-to-peer fabric above."""
+    g = gpu_spec(gpu)
+    link = g.get("link")
+    if isinstance(link, str) and link in LINKS:
+        return link
+    return "pcie" if g["interconnect_gbs"] <= 64 else "nvlink"
+
+
 def _allreduce_time(nbytes, tp, g: dict, eff: Efficiency, layers: int) -> np.ndarray:
-    """Ring all-reduce: 2 (tp − 1) / tp of the bytes over the link, plus a latency per call."""
+    """Ring all-reduce: 2 (tp − 1) / tp of the bytes over the link, plus a latency per call
+    (``allreduce_latency_s``; ``pcie_allreduce_latency_s`` where the GPUs share only PCIe)."""
     link = g["interconnect_gbs"] * 1e9 * eff.network
-    return np.where(tp > 1, 2 * (tp - 1) / tp * nbytes / link + 2 * layers * eff.allreduce_latency_s, 0.0)
+    latency = eff.pcie_allreduce_latency_s if link_kind(g) == "pcie" else eff.allreduce_latency_s
+    return np.where(tp > 1, 2 * (tp - 1) / tp * nbytes / link + 2 * layers * latency, 0.0)
 
 
-def step_time(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, efficiency: Efficiency | None = None):
+def _operator_efficiency(name: str, dtype: str, eff: Efficiency) -> Efficiency:
+    """``eff`` for operator ``name``: a weight-streaming operator (:data:`WEIGHT_OPERATORS`) over
+    weights stored below 16 bits reaches ``quant_memory`` of ``memory``."""
+    if name in WEIGHT_OPERATORS and _dtype_bytes(dtype) < 2 and eff.quant_memory < 1:
+        return replace(eff, memory=eff.memory * eff.quant_memory)
+    return eff
+
+
+def step_time(
+    model,
+    gpu,
+    batch,
+    context,
+    tokens,
+    *,
+    dtype="bf16",
+    tp=1,
+    efficiency: Efficiency | None = None,
+    expert_parallel=False,
+):
     """Seconds of one forward: ``tokens`` new tokens for each of ``batch`` sequences over ``context``
-    cached tokens, on ``tp`` GPUs (tensor parallel): the roofline time of every operator, summed,
-    plus the all-reduces and ``efficiency.overhead_s``. Broadcasts over batch, context, tokens, tp."""
+    cached tokens, on ``tp`` GPUs (tensor parallel; MoE experts whole per GPU with
+    ``expert_parallel``): the roofline time of every operator, summed, plus the all-reduces and the
+    engine's fixed costs. Broadcasts over batch, context, tokens, tp."""
     g, m = gpu_spec(gpu), model_spec(model)
     eff = as_efficiency(efficiency) or efficiency_for(g)
     peak, bandwidth = _peak_flops(g, dtype), g["bandwidth_tbs"] * 1e12
-    costs = operator_costs(m, g, batch, context, tokens, dtype=dtype, tp=tp)
+    costs = operator_costs(m, g, batch, context, tokens, dtype=dtype, tp=tp, expert_parallel=expert_parallel)
     _, _, _, tp_arr = _check_grid(batch, context, tokens, tp)
     total = _fixed_seconds(m, eff, batch)
     for name, (flops, nbytes) in costs.items():
         if name == "all-reduce":
             total = total + _allreduce_time(nbytes, tp_arr, g, eff, m["n_layers"])
         else:
-            total = total + _op_time(flops, nbytes, peak, bandwidth, eff)[0]
+            total = total + _op_time(flops, nbytes, peak, bandwidth, _operator_efficiency(name, dtype, eff))[0]
     return np.asarray(total)[()]
 
 
-def step_breakdown(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, efficiency=None) -> pd.DataFrame:
+def step_breakdown(
+    model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, efficiency=None, expert_parallel=False
+) -> pd.DataFrame:
     """One row per operator of one forward (scalar arguments): FLOPs, bytes, arithmetic intensity
     (FLOPs per byte), time in seconds, and whether it is bound by compute or by memory."""
     g, m = gpu_spec(gpu), model_spec(model)
@@ -739,12 +856,13 @@ def step_breakdown(model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, ef
             raise ValueError(f"step_breakdown takes one {name}; got an array of shape {np.shape(value)}")
     peak, bandwidth = _peak_flops(g, dtype), g["bandwidth_tbs"] * 1e12
     rows = []
-    for name, (flops, nbytes) in operator_costs(m, g, batch, context, tokens, dtype=dtype, tp=tp).items():
+    costs = operator_costs(m, g, batch, context, tokens, dtype=dtype, tp=tp, expert_parallel=expert_parallel)
+    for name, (flops, nbytes) in costs.items():
         flops, nbytes = float(flops), float(nbytes)
         if name == "all-reduce":
             seconds, bound = float(_allreduce_time(nbytes, np.asarray(float(tp)), g, eff, m["n_layers"])), "network"
         else:
-            t, compute_bound = _op_time(flops, nbytes, peak, bandwidth, eff)
+            t, compute_bound = _op_time(flops, nbytes, peak, bandwidth, _operator_efficiency(name, dtype, eff))
             seconds, bound = float(t), "compute" if bool(compute_bound) else "memory"
         rows.append(
             {
@@ -797,6 +915,7 @@ def pair_costs(
     efficiency=None,
     draft_tokens=1,
     verify_tokens=None,
+    expert_parallel=False,
 ) -> dict[str, np.ndarray]:
     """What one speculative round costs, in the terms of :func:`specviz.core.theory.speedup_from_tokens`.
 
@@ -805,7 +924,9 @@ def pair_costs(
     (1 for a chain, a tree level's width for a tree), then one verify forward of T =
     ``verify_tokens`` tokens (default k + 1; a tree's node count). A Medusa head drafts every
     position in one pass over its weights (D = 1) on the verify forward's T hidden states; an n-gram
-    lookup costs one fixed host step (``overhead_s``, D = 1).
+    lookup costs one fixed host step (``overhead_s``, D = 1). Every draft forward also pays the
+    engine's ``draft_overhead_s`` (the draft loop's host work between draft steps). MoE models run
+    with ``expert_parallel`` as :func:`operator_costs` says.
 
     Returns t_target, t_draft (one draft forward), t_verify (seconds), c = t_target / t_draft,
     v = (t_verify / t_target − 1) / (T − 1), o = round_overhead_s / t_target and draft_steps D, so
@@ -815,7 +936,7 @@ def pair_costs(
     kk = theory.check_k(k)
     g, t = gpu_spec(gpu), model_spec(target)
     eff = as_efficiency(efficiency) or efficiency_for(g)
-    kw = dict(dtype=dtype, efficiency=eff)
+    kw = dict(dtype=dtype, efficiency=eff, expert_parallel=expert_parallel)
     n_verify = kk + 1 if verify_tokens is None else theory.check_k(verify_tokens, "verify_tokens")
     if np.any(n_verify < kk + 1):
         raise Message("verify_tokens must be at least k + 1 (the drafted positions and the bonus one)")
@@ -841,6 +962,7 @@ def pair_costs(
             t_draft = step_time(heads.draft_model(head, t), g, batch, d_ctx, draft_tokens, tp=tp_draft, **kw)
     else:
         t_draft = step_time(draft, g, batch, d_ctx, draft_tokens, tp=tp_draft, **kw)
+    t_draft = t_draft + eff.draft_overhead_s
     return {
         "t_target": np.asarray(t_target),
         "t_draft": np.asarray(t_draft),
@@ -901,12 +1023,17 @@ def speedup_by_batch(
     tp_draft=1,
     draft_context=None,
     efficiency=None,
+    draft_tokens=1,
+    verify_tokens=None,
+    expert_parallel=False,
 ) -> pd.DataFrame:
     """Per (batch, context): c, the speedup for every K = 1..k_max, K* and the speedup at K*.
 
     ``alpha`` is one number or per-position acceptance a_1, a_2, … (E[N] = 1 + Σ_i Π_{j≤i} a_j;
     a vector shorter than k_max repeats its last entry). K* is 0 (do not speculate, speedup 1)
-    where no K pays. Columns: batch, context, c, t_target, s_1..s_{k_max}, k_star, speedup_at_k_star.
+    where no K pays. ``draft_tokens`` and ``verify_tokens`` (a tree's top-k and node count T, the
+    same for every K; None: K + 1) and ``expert_parallel`` go to :func:`pair_costs`. Columns: batch, context, c, t_target,
+    s_1..s_{k_max}, k_star, speedup_at_k_star.
     """
     if not (isinstance(k_max, int | np.integer) and 1 <= k_max <= 64):
         raise Message("k_max must be an integer in [1, 64]; got {value!r}", value=k_max)
@@ -927,6 +1054,9 @@ def speedup_by_batch(
         if draft_context is None
         else np.atleast_1d(np.asarray(draft_context, dtype=float))[None, :, None],
         efficiency=efficiency,
+        draft_tokens=draft_tokens,
+        verify_tokens=verify_tokens,
+        expert_parallel=expert_parallel,
     )
     mean = _mean_tokens(alpha, k_max)  # (K,)
     s = round_speedup(mean, costs)  # (nB, nL, K)

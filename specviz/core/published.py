@@ -12,8 +12,12 @@ round τ (``kind = speedup``). For each row the roofline with an engine profile 
 
 :func:`fit_profile` fits an engine's terms (fractions and fixed costs) by least squares on
 log(predicted / measured), regularised toward a prior profile so that terms a source does not
-constrain stay at the prior. :func:`leave_one_source_out` predicts every source's rows with
-profiles fitted without that source.
+constrain stay at the prior. :func:`fit_profiles` fits in three levels: a *shared* profile on every
+row (the terms of the hardware and its libraries: compute and memory fractions, the quantised-kernel
+share, the all-reduce latencies over NVLink and PCIe, and the fixed costs as a starting point), then
+each engine family (eager, compiled) from the shared one, then each engine from its family, the last
+two fitting only the engine's own terms (:data:`ENGINE_TERMS`). :func:`leave_one_source_out`
+predicts every source's rows with profiles fitted without that source.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import pandas as pd
 
 from specviz.base.i18n import Message
 from specviz.base.paths import DATA
-from specviz.core import hardware
+from specviz.core import engines, hardware
 from specviz.core.engines import DEFAULT_EFFICIENCY, Efficiency
 
 MEASUREMENTS = DATA / "validation" / "measurements.csv"
@@ -39,14 +43,40 @@ EAGER = ("hf-transformers",)
 FITTED = {
     "compute": ((0.2, 1.0), 0.2),
     "memory": ((0.2, 1.0), 0.2),
+    "quant_memory": ((0.2, 1.0), 0.2),
     "overhead_s": ((0.0, 0.1), 1e-3),
-    "allreduce_latency_s": ((0.0, 1e-4), 1e-5),
+    # an all-reduce of decoding's small messages over NVLink takes microseconds: about 6 µs on 2 × H100
+    # (NVIDIA/nccl issue #1259, all_reduce_perf with CUDA graphs, 128 B–64 KB); 50 µs bounds it generously
+    "allreduce_latency_s": ((0.0, 5e-5), 1e-5),
+    "pcie_allreduce_latency_s": ((0.0, 1e-3), 1e-4),
     "layer_overhead_s": ((0.0, 0.01), 1e-4),
     "seq_overhead_s": ((0.0, 0.01), 1e-4),
     "round_overhead_s": ((0.0, 0.1), 1e-3),
+    "draft_overhead_s": ((0.0, 0.05), 1e-3),
 }
+#: the terms an engine family's and an engine's own fit may move away from the shared profile; the
+#: all-reduce latencies are the interconnect's and NCCL's, fitted once on every row
+ENGINE_TERMS = (
+    "compute",
+    "memory",
+    "quant_memory",
+    "overhead_s",
+    "layer_overhead_s",
+    "seq_overhead_s",
+    "round_overhead_s",
+    "draft_overhead_s",
+)
+SHARED = "shared"  #: the profile fitted on every row (the fallback of an engine and family no other source measures)
 PRIOR_WEIGHT = 0.05  #: residual weight of one scale's departure from the prior, against one row's log error
+#: the same for an engine family's and an engine's terms against the level above: a stronger pull, so that an
+#: engine one source measures keeps what every source says about the rest (0.5 against 0.05: the one choice
+#: made by scoring, leave-one-source-out, 2026-12-04; docs/performance.md gives both)
+ENGINE_WEIGHT = 0.5
+#: Published rows disagree in ways no term models (a benchmark's harness, an old release), so the fit is
+#: robust: scipy's soft-L1 loss, quadratic within F_SCALE of log error (the ±15 % band) and linear beyond.
+LOSS, F_SCALE = "soft_l1", 0.15
 _DRAFTED = {"model", "eagle", "eagle2", "eagle3", "mtp", "medusa", "ngram"}
+_DRAFT_FORWARDS = _DRAFTED - {"medusa", "ngram"}  #: methods whose rounds run draft forwards
 
 
 def load_measurements(path: Path = MEASUREMENTS) -> pd.DataFrame:
@@ -133,34 +163,68 @@ def predict(frame: pd.DataFrame, profiles) -> pd.DataFrame:
 def fit_profile(
     rows: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY, terms=tuple(FITTED), weight: float = PRIOR_WEIGHT
 ) -> Efficiency:
-    """The profile that minimises Σ log²(predicted / measured) over ``rows`` plus
+    """The profile that minimises Σ w_i² log²(predicted_i / measured_i) over ``rows`` plus
     ``weight``² · Σ ((θ − θ_prior) / scale)² over ``terms`` (scipy ``least_squares``,
-    trust-region reflective within :data:`FITTED`'s bounds)."""
+    trust-region reflective within :data:`FITTED`'s bounds).
+
+    w_i² = n / (S · n_s(i)) for n rows from S sources, n_s(i) of them from row i's source: every
+    source weighs the same in total, so a benchmark with thirty rows cannot outvote one with three,
+    and the weights still sum to n (the prior's pull keeps its meaning per row).
+    """
     from scipy.optimize import least_squares
 
     if rows.empty:
         return prior
-    # a per-round cost is seen only in speedups, per-sequence ones only beyond batch 1
-    names = [
-        n
-        for n in terms
-        if not (n == "round_overhead_s" and not (rows["kind"] == "speedup").any())
-        and not (n == "seq_overhead_s" and not (rows["batch"] > 1).any())
-    ]
+    seen = constrained(rows)
+    names = [n for n in terms if n in seen]
+    if not names:
+        return prior
     lo = np.array([FITTED[n][0][0] for n in names])
     hi = np.array([FITTED[n][0][1] for n in names])
     scale = np.array([FITTED[n][1] for n in names])
     theta0 = np.array([getattr(prior, n) for n in names])
     meas = np.log([measured(r) for _, r in rows.iterrows()])
     records = [r for _, r in rows.iterrows()]
+    per_source = rows["source_id"].map(rows["source_id"].value_counts()).to_numpy(dtype=float)
+    w = np.sqrt(len(rows) / (rows["source_id"].nunique() * per_source))
 
     def residuals(theta):
         eff = replace(prior, **dict(zip(names, np.clip(theta, lo, hi), strict=True)))
         pred = np.log([predict_row(r, eff) for r in records])
-        return np.concatenate([pred - meas, weight * (theta - theta0) / scale])
+        return np.concatenate([w * (pred - meas), weight * (theta - theta0) / scale])
 
-    fit = least_squares(residuals, np.clip(theta0, lo, hi), bounds=(lo, hi), x_scale=scale, diff_step=1e-3)
+    fit = least_squares(
+        residuals, np.clip(theta0, lo, hi), bounds=(lo, hi), x_scale=scale, diff_step=1e-3, loss=LOSS, f_scale=F_SCALE
+    )
     return replace(prior, **{n: float(v) for n, v in zip(names, fit.x, strict=True)})
+
+
+def constrained(rows: pd.DataFrame) -> set[str]:
+    """The terms of :data:`FITTED` that ``rows`` can tell anything about: a per-round cost only from
+    speedups, a per-draft-forward one only from methods that run draft forwards, a per-sequence one
+    only beyond batch 1, the quantised share only from weights below 16 bits, each all-reduce latency
+    only from tensor-parallel rows on its kind of link."""
+    spec = rows["kind"] == "speedup"
+    tp = rows["tp"].astype(float) > 1
+    pcie = rows["gpu"].map(lambda g: hardware.link_kind(g) == "pcie").astype(bool)
+    quant = rows["dtype"].map(lambda d: hardware.DTYPE_BYTES.get(d, 2.0) < 2).astype(bool)
+    seen = set(FITTED) - {
+        "round_overhead_s",
+        "draft_overhead_s",
+        "seq_overhead_s",
+        "quant_memory",
+        "allreduce_latency_s",
+        "pcie_allreduce_latency_s",
+    }
+    checks = {
+        "round_overhead_s": spec.any(),
+        "draft_overhead_s": (spec & rows["method"].isin(_DRAFT_FORWARDS)).any(),
+        "seq_overhead_s": (rows["batch"].astype(float) > 1).any(),
+        "quant_memory": quant.any(),
+        "allreduce_latency_s": (tp & ~pcie).any(),
+        "pcie_allreduce_latency_s": (tp & pcie).any(),
+    }
+    return seen | {name for name, yes in checks.items() if yes}
 
 
 def _family(engine: str) -> str:
@@ -169,33 +233,36 @@ def _family(engine: str) -> str:
 
 
 def fit_profiles(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) -> dict[str, Efficiency]:
-    """One fitted profile per engine in ``frame``, and per family (``"eager"``, ``"compiled"``,
-    the fallback for an engine a source is the only one to measure), each fitted on its own rows
-    from ``prior``."""
+    """The profiles of :data:`SHARED` (every row, every term, from ``prior``), of each family
+    (``family:eager``, ``family:compiled``: its rows, :data:`ENGINE_TERMS`, from the shared one) and
+    of each engine in ``frame`` (its rows, :data:`ENGINE_TERMS`, from its family's)."""
+    shared = fit_profile(frame, prior)
     family = frame["engine"].map(_family)
-    profiles = {f: fit_profile(frame[family == f], prior) for f in ("family:eager", "family:compiled")}
+    profiles = {SHARED: shared}
+    for f in ("family:eager", "family:compiled"):
+        profiles[f] = fit_profile(frame[family == f], shared, ENGINE_TERMS, ENGINE_WEIGHT)
     for engine, rows in frame.groupby("engine"):
-        profiles[engine] = fit_profile(rows, prior)
+        profiles[engine] = fit_profile(rows, profiles[_family(engine)], ENGINE_TERMS, ENGINE_WEIGHT)
     return profiles
 
 
 def _fallback(rest: pd.DataFrame, engine: str) -> str:
     """Where a held-out row's profile comes from: its ``engine`` when ``rest`` measures it, else its
-    ``family`` when ``rest`` measures another of the family, else the ``prior``."""
+    ``family`` when ``rest`` measures another of the family, else the :data:`SHARED` fit."""
     if (rest["engine"] == engine).any():
         return "engine"
-    return "family" if (rest["engine"].map(_family) == _family(engine)).any() else "prior"
+    return "family" if (rest["engine"].map(_family) == _family(engine)).any() else SHARED
 
 
 def leave_one_source_out(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) -> pd.DataFrame:
     """Every row predicted with profiles fitted on the other sources only: its engine's where that
-    engine has rows elsewhere, else its family's, else ``prior``. Adds ``profile_from``."""
+    engine has rows elsewhere, else its family's, else the shared fit. Adds ``profile_from``."""
     parts = []
     for source, held in frame.groupby("source_id"):
         rest = frame[frame["source_id"] != source]
-        profiles = fit_profiles(rest, prior) | {"prior": prior}
+        profiles = fit_profiles(rest, prior)
         origin = {engine: _fallback(rest, engine) for engine in held["engine"].unique()}
-        key = {e: {"engine": e, "family": _family(e), "prior": "prior"}[o] for e, o in origin.items()}
+        key = {e: {"engine": e, "family": _family(e), SHARED: SHARED}[o] for e, o in origin.items()}
         got = predict(held, lambda row, profiles=profiles, key=key: profiles[key[row["engine"]]])
         got["profile_from"] = held["engine"].map(origin)
         parts.append(got)
@@ -226,3 +293,48 @@ def profile_row(name: str, eff: Efficiency, rows: pd.DataFrame, label: str, date
         "rows": len(rows),
         "date": date,
     }
+
+
+PREDICTIONS = engines.PREDICTIONS_CSV  #: every priceable row's predictions, written by validation_bench.py
+PREDICTION_COLUMNS = (
+    "row_id",
+    "source_id",
+    "kind",
+    "engine",
+    "method",
+    "measured",
+    "default_predicted",
+    "fitted_predicted",
+    "loso_predicted",
+    "profile_from",
+)
+
+
+def prediction_table(default: pd.DataFrame, fitted: pd.DataFrame, loso: pd.DataFrame) -> pd.DataFrame:
+    """One row per priced published row: what it measured and what the default profile, the shipped
+    (fitted on every row) profiles and the profiles fitted without its source predicted; the three
+    frames are :func:`predict` / :func:`leave_one_source_out` outputs over the same rows."""
+    return pd.DataFrame(
+        {
+            **{c: default[c] for c in ("row_id", "source_id", "kind", "engine", "method", "measured")},
+            "default_predicted": default["predicted"],
+            "fitted_predicted": fitted["predicted"],
+            "loso_predicted": loso["predicted"],
+            "profile_from": loso["profile_from"],
+        }
+    )[list(PREDICTION_COLUMNS)]
+
+
+def load_predictions(path: Path = PREDICTIONS) -> pd.DataFrame:
+    """The published rows (:func:`load_measurements`) with ``measured``, ``default_predicted``,
+    ``fitted_predicted``, ``loso_predicted`` and ``profile_from`` from ``predictions.csv`` (written
+    by ``benchmarks/validation_bench.py --write-profiles``; the leave-one-source-out fit takes
+    minutes, so pages read it). Rows the file lacks are dropped."""
+    try:
+        pred = pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise Message(
+            "the validation predictions {path} cannot be read: {error}", path=str(path), error=str(exc)
+        ) from exc
+    keep = ["row_id", *PREDICTION_COLUMNS[5:]]
+    return load_measurements().merge(pred[keep], on="row_id", how="inner")
