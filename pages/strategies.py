@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from specviz.app import figures, router, ui
+from specviz.app import figures, profiles, router, ui
 from specviz.app.share import Param, by_key
 from specviz.base.i18n import C_, N_
-from specviz.core import hardware, policies, theory, trees
+from specviz.core import hardware, heads, policies, theory, trees
 from specviz.engine import bench
 from specviz.engine.models import ngram
 
@@ -19,6 +19,13 @@ P_SOURCES = ("geometric", "typed", "library", "live")  #: where p comes from (sl
 COSTS = ("cv", "gpu")  #: where a round's cost comes from (slugs: a link names them)
 COST_LABELS = (C_("strat.cost.cv", "c and v"), N_("a pair on a GPU"))
 PAIRS = tuple(hardware.preset_pairs()["name"])
+PAIR_ROWS = hardware.preset_pairs().set_index("name")
+HEADS = heads.load_heads()
+#: the heads that draft one tree level per forward (EAGLE, EAGLE-3, MTP): the trees below price a
+#: level per draft forward, which a Medusa head (every position in one pass) does not do
+SEQUENTIAL_HEADS = tuple(HEADS.index[~HEADS["kind"].isin(heads.PARALLEL)])
+PAIR_DRAFT = "pair"  #: the draft choice "the preset pair's draft model"
+HEAD_KINDS = {"eagle": "EAGLE", "eagle3": "EAGLE-3", "mtp": "MTP"}  #: a head's kind -> its name
 GPUS = tuple(hardware.load_catalog()[1].index)
 VIEWS = ("tree", "shapes", "budget_depth", "hardware", "flags", "policies", "ngram")  #: the tabs (slugs)
 VIEW_LABELS = (
@@ -62,6 +69,9 @@ SPEC = (
     Param("gpu", "H100-SXM5-80GB", "choice", choices=GPUS, label=N_("GPU")),
     Param("ctx", 1024, "int", 16, 131072, log=True, label=N_("Context")),
     Param("batch", 1, "int", 1, 256, log=True, label=N_("Batch")),
+    Param("draft", PAIR_DRAFT, "choice", choices=(PAIR_DRAFT, *SEQUENTIAL_HEADS), label=N_("Draft")),
+    profiles.engine_param(),  # a catalogue profile, or custom with its terms in eng_terms
+    profiles.terms_param(),
     Param(
         "trace_src",
         "synthetic",
@@ -199,8 +209,9 @@ def table_section(view: dict, p: np.ndarray) -> None:
     st.caption(ui.t("Expected tokens per round of the optimal tree, by budget (rows) and maximum depth (columns)."))
 
 
-def pair_on_gpu() -> tuple[dict, pd.Series]:
-    """Draw the pair, GPU, context and batch controls; return (the page's values, the preset pair's row)."""
+def pair_on_gpu() -> tuple[dict, str, str]:
+    """Draw the pair, GPU, context, batch, draft and engine profile controls; return (the page's
+    values, the target, the draft: the pair's draft model or a head of its target)."""
     c1, c2, c3, c4 = st.columns([3, 2, 1, 1])
     with c1:
         ui.selectbox(PAGE, P["pair"])
@@ -210,38 +221,115 @@ def pair_on_gpu() -> tuple[dict, pd.Series]:
         ui.number_input(PAGE, P["ctx"])
     with c4:
         ui.number_input(PAGE, P["batch"])
+    pair = PAIR_ROWS.loc[st.session_state[key("pair")]]
+    c1, c2 = st.columns(2)
+    with c1:
+        draft_control(pair)
+    with c2:
+        profiles.engine_controls(PAGE, P["engine"], P["eng_terms"])
     view = ui.values(PAGE, SPEC)
-    return view, hardware.preset_pairs().set_index("name").loc[view["pair"]]
+    return view, pair["target"], pair["draft"] if view["draft"] == PAIR_DRAFT else view["draft"]
+
+
+def draft_control(pair: pd.Series) -> None:
+    """The draft selectbox: the pair's draft model, or a head trained for its target. A head of another
+    target (from a link, or left from another pair) is reported and replaced by the pair's draft."""
+    offered = (PAIR_DRAFT, *(h for h in SEQUENTIAL_HEADS if HEADS.loc[h, "target"] == pair["target"]))
+    chosen = st.session_state[key("draft")]
+    if chosen not in offered:
+        st.warning(
+            ui.t(
+                "The head {head} drafts for {trained}, not for this pair's target {target}: drafting with the pair's draft model {draft} instead.",
+                head=chosen,
+                trained=HEADS.loc[chosen, "target"],
+                target=pair["target"],
+                draft=pair["draft"],
+            ),
+            icon=":material/warning:",
+        )
+        st.session_state[key("draft")] = PAIR_DRAFT
+
+    def label(draft: str) -> str:
+        if draft == PAIR_DRAFT:
+            return ui.t("the pair's draft model: {draft}", draft=pair["draft"])
+        return ui.t("{head} ({kind} head)", head=draft, kind=HEAD_KINDS[HEADS.loc[draft, "kind"]])
+
+    st.selectbox(ui.t(P["draft"].label), offered, key=key("draft"), format_func=label)
+
+
+@ui.cached
+def level_costs(target: str, draft: str, gpu: str, batch: int, ctx: int, most: int, engine: str) -> dict:
+    """:func:`specviz.core.hardware.pair_costs` for a forward over n = 1..``most`` tokens: t_draft[n − 1]
+    (draft_tokens = n, a tree level of n nodes) and t_verify[n − 1] (verify_tokens = n + 1, a tree of
+    n drafts and its root), with t_target and o of the profile ``engine`` (:func:`profiles.engine_key`)."""
+    n = np.arange(1, most + 1)
+    return hardware.pair_costs(
+        target,
+        draft,
+        gpu,
+        batch,
+        ctx,
+        1,
+        efficiency=profiles.efficiency_of_key(engine),
+        draft_tokens=n,
+        verify_tokens=n + 1,
+    )
+
+
+def priced_tree(p: np.ndarray, costs: dict, budget: int, depth: int) -> tuple[trees.Tree, float]:
+    """The best tree for ``costs`` (:func:`level_costs`) and its speedup over target-only decoding.
+
+    The shape is Sequoia's hardware-aware choice (:func:`specviz.core.trees.best_tree_for_hardware`)
+    with a round of n drafts costing depth · t_draft(1) + t_verify(n + 1) + o·t_target. The chosen tree
+    is then priced as an engine runs it: level l drafted by one forward over the w_(l−1) nodes at depth
+    l − 1 (draft_tokens), all n + 1 nodes verified in one forward (verify_tokens):
+    S = F · t_target / (Σ_l t_draft(w_(l−1)) + t_verify(n + 1) + o · t_target). Where S ≤ 1 the answer
+    is not to speculate (the root alone, S = 1).
+    """
+    t_target, t_draft, t_verify = float(costs["t_target"]), costs["t_draft"], costs["t_verify"]
+    round_s = float(costs["o"]) * t_target
+
+    def verify(m: int) -> float:
+        return t_target if m == 1 else float(t_verify[m - 2]) + round_s
+
+    tree, _ = trees.best_tree_for_hardware(p, float(t_draft[0]), verify, budget, depth)
+    if tree.drafts == 0:
+        return tree, 1.0
+    widths = np.bincount(tree.depths)[: tree.depth]  # the nodes each draft forward extends
+    cost = float(sum(t_draft[w - 1] for w in widths)) + verify(tree.drafts + 1)
+    s = trees.expected_tokens(tree, p) * t_target / cost
+    return (tree, s) if s > 1.0 else (trees.NO_TREE, 1.0)
 
 
 def hardware_section(view: dict, p: np.ndarray) -> None:
     ui.radio(PAGE, P["cost"], horizontal=True)
     if view["cost"] == "cv":
         c, v = view["c"], view["v"]
-        t_draft, t_verify = 1.0 / c, (lambda n: 1.0 + v * (n - 1))
+        tree, s = trees.best_tree_for_hardware(p, 1.0 / c, lambda n: 1.0 + v * (n - 1), view["budget"], view["depth"])
         how = ui.t(
             "A round costs depth · T_draft (T_draft = T_target / c = {t_draft} target steps) plus one target forward over n + 1 positions, 1 + v·n target steps (v = {v}, set in the sidebar)",
             t_draft=f"{1 / c:.3g}",
             v=f"{v:g}",
         )
     else:
-        view, pair = pair_on_gpu()
-        b, ctx = view["batch"], view["ctx"]
-        t_draft = float(hardware.step_time(pair["draft"], view["gpu"], b, ctx, 1))
-        t_verify = step_times(pair["target"], view["gpu"], b, ctx, view["budget"] + 1)
+        view, target, draft = pair_on_gpu()
+        engine = profiles.engine_key(view["engine"], view["eng_terms"])
+        costs = level_costs(target, draft, view["gpu"], view["batch"], view["ctx"], view["budget"], engine)
+        tree, s = priced_tree(p, costs, view["budget"], view["depth"])
+        n = view["budget"] + 1
         how = ui.t(
-            "The Hardware & batch page's roofline model for {target} verified and {draft} drafting on one {gpu} (bf16, batch {batch}, context {ctx}): a draft step takes {t_draft} ms, the target's forward over 1 / {n} tokens {t_one} / {t_n} ms",
-            target=pair["target"],
-            draft=pair["draft"],
+            "The roofline model for {target} verified and {draft} drafting on one {gpu} (bf16, batch {batch}, context {ctx}): a draft forward over one token takes {t_draft} ms, the target's forward over 1 / {n} tokens {t_one} / {t_n} ms, a round's fixed cost {t_round} ms. Each level of the tree is drafted by one forward over the nodes it extends, and all its nodes are verified in one forward",
+            target=target,
+            draft=draft,
             gpu=view["gpu"],
-            batch=b,
-            ctx=ctx,
-            t_draft=f"{t_draft * 1e3:.2f}",
-            n=view["budget"] + 1,
-            t_one=f"{t_verify(1) * 1e3:.2f}",
-            t_n=f"{t_verify(view['budget'] + 1) * 1e3:.2f}",
+            batch=view["batch"],
+            ctx=view["ctx"],
+            t_draft=f"{float(costs['t_draft'][0]) * 1e3:.2f}",
+            n=n,
+            t_one=f"{float(costs['t_target']) * 1e3:.2f}",
+            t_n=f"{float(costs['t_verify'][n - 2]) * 1e3:.2f}",
+            t_round=f"{float(costs['o'] * costs['t_target']) * 1e3:.3g}",
         )
-    tree, s = trees.best_tree_for_hardware(p, t_draft, t_verify, view["budget"], view["depth"])
     best = ui.t("do not speculate") if tree.drafts == 0 else ui.message(tree.describe())
     st.metric(ui.t("Best tree for this cost model"), best, delta=ui.t("speedup {s}×", s=f"{s:.2f}"), delta_color="off")
     st.caption(
@@ -250,12 +338,8 @@ def hardware_section(view: dict, p: np.ndarray) -> None:
             how=how,
         )
     )
-
-
-def step_times(model: str, gpu: str, batch: int, ctx: int, most: int):
-    """t(n): the roofline seconds of one forward over n = 1..most tokens (computed once per view)."""
-    times = np.atleast_1d(hardware.step_time(model, gpu, batch, ctx, np.arange(1, most + 1)))
-    return lambda n: float(times[n - 1])
+    if view["cost"] == "gpu":
+        st.caption(profiles.caption(view["engine"], view["eng_terms"]))
 
 
 def engine_section(view: dict, p: np.ndarray) -> None:
@@ -382,13 +466,15 @@ def policies_section(view: dict, p: np.ndarray) -> None:
     if live_run:  # that run's measured costs
         c, v, o = run_costs(live_run().frame())
         where = ui.t("measured by that run")
-    elif view["pol_cost"] == "gpu":
-        view, pair = pair_on_gpu()
-        costs = hardware.pair_costs(pair["target"], pair["draft"], view["gpu"], view["batch"], view["ctx"], trace.k_max)
-        c, v = float(costs["c"]), float(costs["v"])
+    elif view["pol_cost"] == "gpu":  # c, v and o of the pair's round at K_max, by the engine profile
+        view, target, draft = pair_on_gpu()
+        eff = profiles.efficiency(view["engine"], view["eng_terms"])
+        costs = hardware.pair_costs(target, draft, view["gpu"], view["batch"], view["ctx"], trace.k_max, efficiency=eff)
+        c, v, o = float(costs["c"]), float(costs["v"]), float(costs["o"])
         where = ui.t(
-            "the roofline model: {pair} on {gpu}, batch {batch}, context {ctx}",
-            pair=view["pair"],
+            "the roofline model: {target} + {draft} on {gpu}, batch {batch}, context {ctx}; o is the profile's round cost",
+            target=target,
+            draft=draft,
             gpu=view["gpu"],
             batch=view["batch"],
             ctx=view["ctx"],
@@ -405,6 +491,9 @@ def policies_section(view: dict, p: np.ndarray) -> None:
             where=where,
         )
     )
+    priced = profiles.caption(view["engine"], view["eng_terms"]) if view["pol_cost"] == "gpu" and not live_run else None
+    if priced:  # every figure below is priced by the roofline with this profile
+        st.caption(priced)
     ui.chart(figures.policy_bars(frame, lang=ui.language()), key="fig_policies")
     table = frame.round(3).assign(
         policy=frame["policy"].map(ui.message),  # the rules' labels are i18n.Phrase
@@ -428,6 +517,8 @@ def policies_section(view: dict, p: np.ndarray) -> None:
             "Where the line sits below the best static K the rule loses to a fixed K; near 1 it drafts almost nothing (a threshold too high), and a threshold of 0 drafts K_max every round."
         )
     )
+    if priced:
+        st.caption(priced)
 
 
 def compared(trace: policies.Trace, rules: tuple, c: float, v: float, o: float):

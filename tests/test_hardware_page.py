@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from _apps import open_app, rerun, shown_errors
 
-from specviz.core import engines
+from specviz.core import engines, moe
 from specviz.core import hardware as hw
 
 PAGE = "pages/hardware.py"
@@ -243,3 +243,176 @@ def test_an_unknown_engine_in_a_link_warns_and_falls_back_to_the_roofline():
 
 def metric_label(lang: str) -> str:
     return "Target decode step" if lang == "en" else "B = 1"
+
+
+# ------------------------------------------------------------------------------------------
+# head drafts, MoE targets, the draft's KV budget, expert parallelism, the error band
+# ------------------------------------------------------------------------------------------
+
+EAGLE3 = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
+LLAMA_8B = "meta-llama/Llama-3.1-8B-Instruct"
+V3 = dict(pair="DeepSeek-V3 + MTP", gpu="H200-SXM-141GB", dtype="fp8", tp_t="8")  #: fits: 671 GB of fp8 on 8 GPUs
+
+
+def k_star_at_batch_1(target, draft, gpu="H100-SXM5-80GB", tp=1, dtype="bf16", **kw) -> int:
+    frame = hw.speedup_by_batch(target, draft, gpu, 0.8, [1], [2048], 8, dtype=dtype, tp_target=tp, tp_draft=tp, **kw)
+    return int(frame.k_star.iloc[0])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_an_eagle3_head_gives_the_librarys_k_star_as_a_chain_and_as_a_tree(lang):
+    at = open_app(PAGE, pair="custom", target=LLAMA_8B, draft=EAGLE3, tp_t="1", lang=lang)
+    assert not shown_errors(at) and not at.warning
+    b1 = "At B = 1" if lang == "en" else "B = 1"
+    assert metric(at, b1) == f"K* = {k_star_at_batch_1(LLAMA_8B, EAGLE3)}"
+    assert at.selectbox(key="hardware.draft").value == EAGLE3
+    labels = at.selectbox(key="hardware.draft").options
+    assert any(EAGLE3 in o and "EAGLE-3" in o and "SafeAILab/EAGLE" in o for o in labels)  # kind and source
+    assert not any("EAGLE-Vicuna" in o for o in labels)  # heads of other targets are not offered
+    tree = open_app(PAGE, pair="Llama-3.1 8B + EAGLE-3", tp_t="1", d_tokens="4", v_tokens="32", lang=lang)
+    kw = dict(tp_target=1, tp_draft=1)
+    chain = hw.speedup_by_batch(LLAMA_8B, EAGLE3, "H100-SXM5-80GB", 0.8, [1], [2048], 8, **kw).iloc[0]
+    want = hw.speedup_by_batch(
+        LLAMA_8B, EAGLE3, "H100-SXM5-80GB", 0.8, [1], [2048], 8, draft_tokens=4, verify_tokens=32, **kw
+    ).iloc[0]
+    assert metric(tree, b1) == f"K* = {int(want.k_star)}"
+    shown = next(m.delta for m in tree.metric if m.label.startswith(b1))
+    assert shown == f"S = {want.speedup_at_k_star:.2f}×" != f"S = {chain.speedup_at_k_star:.2f}×"  # the tree costs more
+    assert tree.number_input(key="hardware.d_tokens").value == 4
+    assert tree.number_input(key="hardware.v_tokens").value == 32
+    assert tree.query_params["d_tokens"] == "4" and tree.query_params["v_tokens"] == "32"
+
+
+def test_a_tree_smaller_than_k_max_plus_one_and_a_head_of_another_target_are_errors():
+    at = open_app(PAGE, pair="Llama-3.1 8B + EAGLE-3", tp_t="1", v_tokens="5")
+    assert any("T = 5" in e and "K max + 1 = 9" in e for e in shown_errors(at))
+    assert metric(at, "At B = 1") == f"K* = {k_star_at_batch_1(LLAMA_8B, EAGLE3)}"  # priced as a chain meanwhile
+    at = open_app(PAGE, pair="custom", target=LLAMA_8B, draft="yuhuili/EAGLE-Vicuna-7B-v1.3")
+    assert any("lmsys/vicuna-7b-v1.3" in e and LLAMA_8B in e for e in shown_errors(at))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_medusa_with_k_above_its_heads_is_an_error_naming_k(lang):
+    query = dict(pair="custom", target="lmsys/vicuna-7b-v1.3", draft="FasterDecoding/medusa-vicuna-7b-v1.3")
+    at = open_app(PAGE, tp_t="1", ctx="1024", lang=lang, **query)
+    assert any("k" in e and "5" in e and "8" in e for e in shown_errors(at))
+    assert any("FasterDecoding/medusa-vicuna-7b-v1.3" in e for e in shown_errors(at))
+    at = open_app(PAGE, tp_t="1", ctx="1024", k_max="5", **query)
+    assert not shown_errors(at)
+    want = hw.speedup_by_batch(
+        "lmsys/vicuna-7b-v1.3", "FasterDecoding/medusa-vicuna-7b-v1.3", "H100-SXM5-80GB", 0.8, [1], [1024], 5
+    )
+    assert metric(at, "At B = 1") == f"K* = {int(want.k_star.iloc[0])}"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_draft_kv_budget_changes_c_as_the_library_says(lang):
+    def c_of(at) -> str:
+        return at.metric[0].value  # c at B = 1, then v
+
+    full = open_app(PAGE, view="costs", ctx="32768", lang=lang)
+    at = open_app(PAGE, view="costs", ctx="32768", d_ctx="512", lang=lang)
+    kw = dict(tp_target=4, tp_draft=1)
+    args = ("meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.2-1B-Instruct", "H100-SXM5-80GB", 1, 32768, 8)
+    budget = float(hw.pair_costs(*args, draft_context=512, **kw)["c"])
+    assert c_of(at) == f"{budget:.2f}" != c_of(full) == f"{float(hw.pair_costs(*args, **kw)['c']):.2f}"
+    assert budget > float(hw.pair_costs(*args, **kw)["c"])  # the draft no longer reads 32k tokens of KV
+    assert at.number_input(key="hardware.d_ctx").value == 512
+    assert any("512" in c.value and "32,768" in c.value for c in at.caption)  # what the budget means
+
+
+def test_the_moe_tab_of_the_v3_preset_gives_the_librarys_k_star_beside_the_dense_comparator():
+    at = open_app(PAGE, view="moe", **V3)
+    assert not shown_errors(at) and not at.warning
+    assert [c.key for c in at.get("plotly_chart")] == ["fig_moe"]
+    kw = dict(gpu="H200-SXM-141GB", tp=8, dtype="fp8")
+    want = k_star_at_batch_1("deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-V3-MTP", **kw)
+    assert metric(at, "MoE target at B = 1") == f"K* = {want}"
+    dense = hw.dense_comparator("deepseek-ai/DeepSeek-V3")
+    assert (
+        metric(at, "Dense comparator at B = 1")
+        == f"K* = {k_star_at_batch_1(dense, 'deepseek-ai/DeepSeek-V3-MTP', **kw)}"
+    )
+    touched = float(moe.experts_touched(256, 8, 9))  # K max + 1 = 9 tokens of one sequence, V3's E = 256, k = 8
+    assert 60 < touched < 72 and any(f"{touched:.1f} of 256" in c.value for c in at.caption)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("view", list(VIEWS) + ["moe"])
+def test_the_v3_preset_renders_every_view_without_an_error_or_a_warning(view):
+    at = open_app(PAGE, view=view, **V3)
+    assert not at.error and not at.warning, ([e.value for e in at.error], [w.value for w in at.warning])
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_moe_tab_of_a_dense_target_offers_the_v3_preset(lang):
+    at = open_app(PAGE, view="moe", lang=lang)
+    assert at.info and not at.get("plotly_chart")
+    assert "DeepSeek-V3 + MTP" in at.info[0].value
+    at.button(key="hardware.moe_preset").click()
+    rerun(at)
+    assert at.selectbox(key="hardware.pair").value == "DeepSeek-V3 + MTP"
+    assert at.query_params["pair"] == "DeepSeek-V3 + MTP"
+
+
+def test_expert_parallelism_from_a_link_prices_the_moe_step_as_the_library_says():
+    at = open_app(PAGE, view="step", ep="true", **V3)
+    assert at.checkbox(key="hardware.ep").value is True
+    kw = dict(dtype="fp8", tp=8)
+    args = ("deepseek-ai/DeepSeek-V3", "H200-SXM-141GB", 1, 2048, 1)
+    want = hw.step_breakdown(*args, expert_parallel=True, **kw)["seconds"].sum()
+    assert metric(at, "Target decode step") == f"{want * 1e3:.3f} ms"
+    assert not open_app(PAGE, view="step", ep="true").checkbox  # no checkbox for a dense target
+
+
+@pytest.mark.parametrize("basis", ["engine", "all"])
+def test_the_error_band_is_shown_on_the_step_and_the_speedup_and_shaded_on_the_figure(monkeypatch, basis):
+    if not hasattr(engines, "error_band"):
+        pytest.skip("engines.error_band is not in the library yet")
+    bands = {
+        "step": {"lo": 0.8, "hi": 1.25, "median": 1.0, "rows": 17, "basis": basis},
+        "speedup": {"lo": 0.9, "hi": 1.6, "median": 1.2, "rows": 23, "basis": basis},
+    }
+    monkeypatch.setattr(engines, "error_band", lambda name, kind: bands[kind])  # the page reads it at run time
+    at = open_app(PAGE, view="step")
+    step = hw.step_breakdown("meta-llama/Llama-3.1-70B-Instruct", "H100-SXM5-80GB", 1, 2048, 1, tp=4)
+    predicted = step["seconds"].sum() * 1e3
+    assert metric(at, "Target decode step") == f"{predicted:.3f} ms"
+    low, high = predicted / 1.25, predicted / 0.8
+    caption = next(c.value for c in at.caption if c.value.startswith("Measured is typically"))
+    assert f"between {low:.3f} ms and {high:.3f} ms" in caption and "17 rows" in caption
+    assert ("every profile" in caption) == (basis == "all")
+    at = open_app(PAGE, view="speedup")
+    caption = next(c.value for c in at.caption if c.value.startswith("Measured is typically"))
+    want = hw.speedup_by_batch(
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "meta-llama/Llama-3.2-1B-Instruct",
+        "H100-SXM5-80GB",
+        0.8,
+        [1],
+        [2048],
+        8,
+        tp_target=4,
+    ).speedup_at_k_star.iloc[0]
+    assert f"between {want / 1.6:.2f}× and {want / 0.9:.2f}×" in caption and "23 rows" in caption
+    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert [t["name"] for t in figure["data"] if t.get("fill") == "tonexty"] == ["measured at K*, 10–90 %"]
+
+
+def test_the_speedup_figure_shades_the_band_between_its_bounds():
+    from specviz.app.figures import hardware as figures
+
+    frame = hw.speedup_by_batch(LLAMA_8B, EAGLE3, "H100-SXM5-80GB", 0.8, [1, 8, 64], [2048], 4)
+    paying = frame[frame.k_star > 0]
+    band = (paying.batch, paying.speedup_at_k_star / 1.6, paying.speedup_at_k_star / 0.9)
+    fig = figures.speedup_by_batch(frame, 4, band=band)
+    high, low = fig.data[0], fig.data[1]
+    assert low.fill == "tonexty" and list(low.x) == list(paying.batch)
+    assert list(low.y) == pytest.approx(list(paying.speedup_at_k_star / 1.6))
+    assert list(high.y) == pytest.approx(list(paying.speedup_at_k_star / 0.9))
+
+
+def test_the_page_runs_on_the_librarys_own_error_band():
+    at = open_app(PAGE, view="speedup")
+    band = engines.error_band(engines.DEFAULT_ENGINE, "speedup")
+    assert any(c.value.startswith("Measured is typically") for c in at.caption) == (band is not None)

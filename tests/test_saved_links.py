@@ -1,7 +1,8 @@
 """Links saved from an earlier main open the same views: the page mirrors the same query into its URL.
 
 ``tests/fixtures/links/2026-12-02.json`` holds one link per page with every control it declares set (both
-languages), and what each page published back into its URL on main at 5041932. A page that renamed a
+languages), and what each page published back into its URL on main at 5041932; each later file in that
+folder (``2026-12-04.json``: the Validation page) does the same for the pages added since. A page that renamed a
 control, changed a choice's value or its codec would publish something else, and a shared link would no
 longer open the view it was sent for. A renamed choice value (an English phrase that became a short
 slug) must accept the old one as an alias: it is listed in :data:`RENAMED`, and the page publishes the
@@ -17,8 +18,10 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 ROOT = Path(__file__).resolve().parents[1]
-SAVED = json.loads((ROOT / "tests" / "fixtures" / "links" / "2026-12-02.json").read_text(encoding="utf-8"))
-LINKS = SAVED["links"]
+SAVED = [
+    json.loads(p.read_text(encoding="utf-8")) for p in sorted((ROOT / "tests" / "fixtures" / "links").glob("*.json"))
+]
+LINKS = [link for saved in SAVED for link in saved["links"]]
 #: (page, control) -> {value on main at 5041932: the slug that replaced it}
 LIVE, LIBRARY = "the live page's last run", "a run in the library"
 RENAMED = {

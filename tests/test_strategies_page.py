@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _apps import open_app, rerun, shown_errors
+from _messages import CJK
 
-from specviz.core import hardware, policies, trees
+from specviz.core import engines, hardware, policies, trees
 from specviz.data import measurements, store
 
 PAGE = "pages/strategies.py"
@@ -87,20 +88,144 @@ def test_a_bad_typed_p_is_an_error_naming_it_and_the_page_still_draws(p, message
     assert at.get("plotly_chart")  # drawn with the default profile
 
 
+VICUNA_PAIR, EAGLE = "Vicuna-7B + Vicuna-68M", "yuhuili/EAGLE-Vicuna-7B-v1.3"
+
+
+def best_priced_tree(p, target, draft, gpu, batch, ctx, budget, depth, efficiency=None):
+    """The page's rule from the library: Sequoia's choice with one draft token per level, then the tree
+    priced level by level by pair_costs (draft_tokens = the nodes a level extends, verify_tokens = n + 1)."""
+    n = np.arange(1, budget + 1)
+    costs = hardware.pair_costs(
+        target, draft, gpu, batch, ctx, 1, efficiency=efficiency, draft_tokens=n, verify_tokens=n + 1
+    )
+    t1, round_s = float(costs["t_target"]), float(costs["o"] * costs["t_target"])
+
+    def verify(m):
+        return t1 if m == 1 else float(costs["t_verify"][m - 2]) + round_s
+
+    tree, _ = trees.best_tree_for_hardware(p, float(costs["t_draft"][0]), verify, budget, depth)
+    if not tree.drafts:
+        return tree, 1.0
+    levels = np.bincount(tree.depths)[: tree.depth]
+    s = trees.expected_tokens(tree, p) * t1 / (sum(costs["t_draft"][w - 1] for w in levels) + verify(tree.drafts + 1))
+    return (tree, s) if s > 1 else (trees.NO_TREE, 1.0)
+
+
 def test_hardware_view_on_a_pair_and_gpu_uses_the_roofline_model():
     pair = hardware.preset_pairs().iloc[1]
     at = open_app(PAGE, view="hardware", cost="gpu", pair=pair["name"], gpu="A100-SXM4-80GB")
     assert not at.error
     p = trees.geometric_p(0.6, 4)
-    t_draft = float(hardware.step_time(pair["draft"], "A100-SXM4-80GB", 1, 1024, 1))
-    times = hardware.step_time(pair["target"], "A100-SXM4-80GB", 1, 1024, np.arange(1, 18))
-    tree, s = trees.best_tree_for_hardware(p, t_draft, lambda n: float(times[n - 1]), 16, 6)
+    tree, s = best_priced_tree(p, pair["target"], pair["draft"], "A100-SXM4-80GB", 1, 1024, 16, 6)
     m = metric(at, "Best tree")
     assert m.value == (tree.describe() if tree.drafts else "do not speculate") and f"{s:.2f}×" in m.delta
     assert any("roofline model" in c.value and "A100-SXM4-80GB" in c.value for c in at.caption)
+    assert any("Priced with the engine profile Roofline" in c.value for c in at.caption)
     at.selectbox(key="strategies.gpu").set_value("L4-24GB")
     at = rerun(at)
     assert any("L4-24GB" in c.value for c in at.caption) and at.query_params["gpu"] in ("L4-24GB", ["L4-24GB"])
+
+
+def test_the_engine_profile_prices_the_best_tree_as_the_library_says():
+    query = dict(view="hardware", cost="gpu", pair=VICUNA_PAIR, gpu="A100-SXM4-80GB", alpha="0.8", batch="8")
+    roofline = open_app(PAGE, **query)
+    at = open_app(PAGE, **query)
+    at.selectbox(key="strategies.engine").set_value("hf-transformers")
+    at = rerun(at)
+    assert at.query_params["engine"] in ("hf-transformers", ["hf-transformers"])
+    p = trees.geometric_p(0.8, 4)
+    args = (p, "lmsys/vicuna-7b-v1.3", "double7/vicuna-68m", "A100-SXM4-80GB", 8, 1024, 16, 6)
+    for page, efficiency in ((roofline, None), (at, engines.profile("hf-transformers"))):
+        tree, s = best_priced_tree(*args, efficiency=efficiency)
+        m = metric(page, "Best tree")
+        assert m.value == (tree.describe() if tree.drafts else "do not speculate") and f"speedup {s:.2f}×" == m.delta
+    assert metric(at, "Best tree").delta != metric(roofline, "Best tree").delta  # the eager stack pays per layer
+    fitted = engines.load_engines().loc["hf-transformers", "fitted_on"]
+    assert any("Hugging Face transformers" in c.value and fitted in c.value for c in at.caption)
+
+
+def test_a_head_of_the_pairs_target_drafts_the_tree():
+    at = open_app(PAGE, view="hardware", cost="gpu", pair=VICUNA_PAIR, gpu="H100-SXM5-80GB", draft=EAGLE)
+    assert not at.error and not at.warning
+    box = at.selectbox(key="strategies.draft")
+    assert box.value == EAGLE and box.options == ["the pair's draft model: double7/vicuna-68m", f"{EAGLE} (EAGLE head)"]
+    tree, s = best_priced_tree(
+        trees.geometric_p(0.6, 4), "lmsys/vicuna-7b-v1.3", EAGLE, "H100-SXM5-80GB", 1, 1024, 16, 6
+    )
+    m = metric(at, "Best tree")
+    assert m.value == tree.describe() and m.delta == f"speedup {s:.2f}×"
+    assert any(f"{EAGLE} drafting" in c.value for c in at.caption)
+    at.selectbox(key="strategies.pair").set_value("Llama-3.1 8B + 3.2 1B")
+    at = rerun(at)  # a head of another target: reported, and the pair's draft model drafts
+    assert any("drafts for lmsys/vicuna-7b-v1.3" in w.value for w in at.warning)
+    assert at.selectbox(key="strategies.draft").value == "pair"
+    assert "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B (EAGLE-3 head)" in at.selectbox(key="strategies.draft").options
+
+
+def test_a_link_restores_the_pair_the_head_and_the_profile():
+    query = dict(view="hardware", cost="gpu", pair=VICUNA_PAIR, draft=EAGLE, engine="sglang", ctx="4096", batch="4")
+    at = open_app(PAGE, **query)
+    assert (
+        at.selectbox(key="strategies.engine").value == "sglang" and at.selectbox(key="strategies.draft").value == EAGLE
+    )
+    assert at.number_input(key="strategies.ctx").value == 4096
+    assert {k: at.query_params[k] for k in query} in (query, {k: [v] for k, v in query.items()})
+    args = (trees.geometric_p(0.6, 4), "lmsys/vicuna-7b-v1.3", EAGLE, "H100-SXM5-80GB", 4, 4096, 16, 6)
+    _, s = best_priced_tree(*args, efficiency=engines.profile("sglang"))
+    assert metric(at, "Best tree").delta == f"speedup {s:.2f}×"
+    assert any("SGLang" in c.value and "lmsys-blog-mtp" in c.value for c in at.caption)
+
+
+def test_bad_engine_or_head_in_a_link_warns_and_falls_back():
+    at = open_app(PAGE, view="hardware", cost="gpu", engine="warp-drive")
+    assert "engine" in " ".join(w.value for w in at.warning) and not at.error
+    assert at.selectbox(key="strategies.engine").value == engines.DEFAULT_ENGINE
+    at = open_app(PAGE, view="hardware", cost="gpu", pair="Llama-2 70B + 7B", draft=EAGLE)
+    assert any(EAGLE in w.value and "meta-llama/Llama-2-70b-hf" in w.value for w in at.warning) and not at.error
+    _, s = best_priced_tree(
+        trees.geometric_p(0.6, 4),
+        "meta-llama/Llama-2-70b-hf",
+        "meta-llama/Llama-2-7b-hf",
+        "H100-SXM5-80GB",
+        1,
+        1024,
+        16,
+        6,
+    )
+    assert metric(at, "Best tree").delta == f"speedup {s:.2f}×"
+
+
+def test_a_custom_profile_prices_the_tree_and_bad_terms_are_named():
+    terms = "overhead_s=0.002,round_overhead_s=0.001"
+    at = open_app(PAGE, view="hardware", cost="gpu", pair=VICUNA_PAIR, engine="custom", eng_terms=terms)
+    args = (trees.geometric_p(0.6, 4), "lmsys/vicuna-7b-v1.3", "double7/vicuna-68m", "H100-SXM5-80GB", 1, 1024, 16, 6)
+    _, s = best_priced_tree(*args, efficiency=engines.decode_terms(terms))
+    assert metric(at, "Best tree").delta == f"speedup {s:.2f}×"
+    assert any("custom engine profile" in c.value and terms in c.value for c in at.caption)
+    at = open_app(PAGE, view="hardware", cost="gpu", engine="custom", eng_terms="memory=3")
+    assert any("memory" in e and "(0, 1]" in e for e in shown_errors(at)), shown_errors(at)
+
+
+def test_the_best_tree_on_a_gpu_in_chinese():
+    query = dict(view="hardware", cost="gpu", pair=VICUNA_PAIR, draft=EAGLE, engine="vllm", lang="zh")
+    at = open_app(PAGE, **query)
+    assert not at.error and not at.warning
+    _, s = best_priced_tree(
+        trees.geometric_p(0.6, 4),
+        "lmsys/vicuna-7b-v1.3",
+        EAGLE,
+        "H100-SXM5-80GB",
+        1,
+        1024,
+        16,
+        6,
+        engines.profile("vllm"),
+    )
+    assert f"{s:.2f}" in at.metric[0].delta and CJK.search(at.metric[0].label)
+    priced = [c.value for c in at.caption if "vLLM (CUDA graphs)" in c.value]
+    assert priced and all(CJK.search(c) for c in priced) and "mlc-llm-perf-bench" in priced[0]
+    assert any(EAGLE in c.value and CJK.search(c.value) for c in at.caption)
+    assert CJK.search(at.selectbox(key="strategies.draft").options[0])
 
 
 @pytest.mark.slow
@@ -192,7 +317,8 @@ def test_policies_from_the_live_page_need_a_recorded_trace():
     assert any("the live page has no recorded trace in this session" in e for e in shown_errors(at))
 
 
-def test_policies_can_be_priced_by_the_roofline_model_of_a_pair_on_a_gpu():
+@pytest.mark.parametrize("engine", [engines.DEFAULT_ENGINE, "hf-transformers"])
+def test_policies_can_be_priced_by_the_roofline_model_of_a_pair_on_a_gpu(engine):
     pair = hardware.preset_pairs().iloc[0]
     at = open_app(
         PAGE,
@@ -202,11 +328,18 @@ def test_policies_can_be_priced_by_the_roofline_model_of_a_pair_on_a_gpu():
         gpu="H100-SXM5-80GB",
         rounds="1000",
         k_max="8",
+        engine=engine,
     )
     assert not at.error
-    costs = hardware.pair_costs(pair["target"], pair["draft"], "H100-SXM5-80GB", 1, 1024, 8)
+    efficiency = None if engine == engines.DEFAULT_ENGINE else engines.profile(engine)
+    costs = hardware.pair_costs(pair["target"], pair["draft"], "H100-SXM5-80GB", 1, 1024, 8, efficiency=efficiency)
     caption = next(c.value for c in at.caption if c.value.startswith("Trace — synthetic"))
-    assert f"c = {float(costs['c']):.4g}" in caption and "the roofline model" in caption
+    assert f"c = {float(costs['c']):.4g}" in caption and f"o = {float(costs['o']):.3g}" in caption
+    assert "the roofline model" in caption
+    label = engines.load_engines().loc[engine, "label"]
+    assert (
+        sum(f"Priced with the engine profile {label}" in c.value for c in at.caption) == 2
+    )  # above and below the figures
 
 
 @pytest.mark.slow

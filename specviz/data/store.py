@@ -7,6 +7,10 @@ SQLAlchemy Core over a SQLite file by default (``SPECVIZ_DB_URL`` overrides it, 
                   schema version, row count, the load report, and the column dtypes of the frame
 ``measurements``  one row per measurement, in the canonical columns of
                   :mod:`specviz.data.measurements`, keyed by ``run_id``
+``profiles``      custom engine profiles fitted from runs (the Validation page): a unique name, the
+                  terms as :func:`specviz.core.engines.encode_terms` writes them, the base profile,
+                  target, GPU, rows fitted and created_at; a library opened before this table existed
+                  gains it on open (``create_all``), its runs untouched
 
 Every save is one transaction: it stores the whole run or nothing. On SQLite the library uses
 WAL journaling, a 60 s busy timeout and ``BEGIN IMMEDIATE`` transactions, so concurrent writers
@@ -43,6 +47,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from specviz.base import settings
 from specviz.base.i18n import N_, Message, Phrase
+from specviz.core.engines import decode_terms, encode_terms
 from specviz.data import library_file
 from specviz.data import measurements as m
 from specviz.data.measurements import schema
@@ -53,13 +58,16 @@ __all__ = [
     "StoreError",
     "database_forms",
     "default_url",
+    "delete_profile",
     "delete_runs",
     "escape_formulas",
     "export_csv",
+    "list_profiles",
     "list_runs",
     "load_run",
     "load_runs",
     "open_library",
+    "save_profile",
     "save_run",
 ]
 
@@ -159,6 +167,21 @@ _rows = sa.Table(
     sa.Column("file_row", sa.BigInteger),  # the row's number in the uploaded file
     *(sa.Column(name, _sql_type(name)) for name in STORED_COLUMNS),
     sa.CheckConstraint("k >= 1", name="k_at_least_1"),
+)
+
+_MAX_PROFILE_NAME = 80
+_profiles = sa.Table(  # custom engine profiles (specviz.core.engines.encode_terms); added after version 1
+    "profiles",
+    _meta,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(_MAX_PROFILE_NAME), nullable=False, unique=True),
+    sa.Column("terms", sa.Text, nullable=False),  # encode_terms text: the terms that differ from the default
+    sa.Column("base_engine", sa.String(64), nullable=False),  # the profile the fit started from (its prior)
+    sa.Column("target", sa.Text, nullable=False, default=""),
+    sa.Column("gpu", sa.Text, nullable=False, default=""),
+    sa.Column("n_rows", sa.Integer, nullable=False),  # measurement rows the profile was fitted on
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sqlite_autoincrement=True,
 )
 
 #: version -> function upgrading a database from that version to version + 1 (none yet).
@@ -579,6 +602,83 @@ def delete_runs(engine: Engine, run_ids: Iterable[int]) -> int:
         conn.execute(_rows.delete().where(_rows.c.run_id.in_(ids)))
         deleted = conn.execute(_runs.delete().where(_runs.c.id.in_(ids))).rowcount
     _check_library_file(engine)  # as in save_run: the deletion is in the file at the path
+    return deleted
+
+
+# --------------------------------------------------------------------------------------
+# custom engine profiles
+# --------------------------------------------------------------------------------------
+
+PROFILE_COLUMNS = ("id", "name", "terms", "base_engine", "target", "gpu", "n_rows", "created_at")
+
+
+def save_profile(
+    engine: Engine, *, name: str, terms: str, base_engine: str, target: str = "", gpu: str = "", n_rows: int = 0
+) -> int:
+    """Store a custom engine profile under ``name``; return its id.
+
+    ``terms`` is checked by :func:`specviz.core.engines.decode_terms` (the profile any page rebuilds
+    from it) and stored as :func:`~specviz.core.engines.encode_terms` writes it back. A name already
+    in the library is refused (delete that profile first), as is a name empty or over 80 characters.
+    One transaction; on any failure nothing is stored and :class:`StoreError` says why.
+    """
+    name = name.strip() if isinstance(name, str) else ""
+    if not name or len(name) > _MAX_PROFILE_NAME:
+        raise StoreError(
+            Message("profile name must be 1 to {most} characters; got {name!r}", most=_MAX_PROFILE_NAME, name=name)
+        )
+    try:
+        text = encode_terms(decode_terms(terms))
+    except Message as exc:
+        raise StoreError(exc) from None
+    row = {
+        "name": name,
+        "terms": text,
+        "base_engine": str(base_engine),
+        "target": str(target),
+        "gpu": str(gpu),
+        "n_rows": int(n_rows),
+        "created_at": datetime.now(UTC),
+    }
+    try:
+        with engine.begin() as conn:
+            taken = conn.execute(sa.select(_profiles.c.id).where(_profiles.c.name == name)).first()
+            if taken is not None:
+                raise StoreError(
+                    Message(
+                        "a profile named {name!r} is already in the library; delete it or choose another name",
+                        name=name,
+                    )
+                )
+            profile_id = conn.execute(_profiles.insert().values(**row)).inserted_primary_key[0]
+        _check_library_file(engine)
+    except StoreError:
+        raise
+    except sa.exc.SQLAlchemyError as exc:
+        raise StoreError(
+            Message(
+                "saving profile {name!r} failed, nothing was stored: {cause}", name=name, cause=_cause(exc, engine.url)
+            )
+        ) from exc
+    return int(profile_id)
+
+
+def list_profiles(engine: Engine) -> pd.DataFrame:
+    """Every saved engine profile, newest first: :data:`PROFILE_COLUMNS`."""
+    with _reported(N_("listing the saved profiles failed: {cause}"), engine), engine.connect() as conn:
+        rows = conn.execute(sa.select(*(_profiles.c[c] for c in PROFILE_COLUMNS)).order_by(_profiles.c.id.desc())).all()
+    frame = pd.DataFrame(rows, columns=list(PROFILE_COLUMNS))
+    frame["id"] = frame["id"].astype("int64")
+    frame["n_rows"] = frame["n_rows"].astype("int64")
+    frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True)
+    return frame
+
+
+def delete_profile(engine: Engine, name: str) -> int:
+    """Delete the profile called ``name``; return how many were deleted (0 or 1). The page asks first."""
+    with _reported(N_("deleting the profile failed: {cause}"), engine), engine.begin() as conn:
+        deleted = conn.execute(_profiles.delete().where(_profiles.c.name == str(name))).rowcount
+    _check_library_file(engine)
     return deleted
 
 

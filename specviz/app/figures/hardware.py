@@ -129,10 +129,30 @@ def costs_by_batch(frame: pd.DataFrame, k: int, lang: str = "en") -> go.Figure:
     return _layout(fig, text(lang, "batch size B"), "c")
 
 
-def speedup_by_batch(frame: pd.DataFrame, k_max: int, lang: str = "en") -> go.Figure:
-    """Speedup vs batch size for each K, K*(B) starred, and where speculation stops paying labelled."""
+def speedup_by_batch(frame: pd.DataFrame, k_max: int, lang: str = "en", band: tuple | None = None) -> go.Figure:
+    """Speedup vs batch size for each K, K*(B) starred, and where speculation stops paying labelled.
+
+    ``band`` = (batches, low, high) shades the range measured speedups at K* typically fall in (the
+    engine profile's 10–90 % error band on held-out published rows)."""
     colours = _qualitative(k_max, has_zero=False)
     fig = go.Figure()
+    if band is not None and len(band[0]):
+        x, low, high = (np.asarray(a, dtype=float) for a in band)
+        fig.add_trace(
+            go.Scatter(x=x, y=compact(high), mode="lines", line=dict(width=0), showlegend=False, hoverinfo="skip")
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=compact(low),
+                mode="lines",
+                line=dict(width=0),
+                fill="tonexty",
+                fillcolor="rgba(0, 0, 0, 0.12)",
+                name=text(lang, "measured at K*, 10–90 %"),
+                hovertemplate="B = %{x}<br>%{y:.3f}×<extra></extra>",
+            )
+        )
     for k in range(1, k_max + 1):
         fig.add_trace(
             go.Scatter(
@@ -166,6 +186,40 @@ def speedup_by_batch(frame: pd.DataFrame, k_max: int, lang: str = "en") -> go.Fi
         )
     fig.update_xaxes(type="log")
     return _layout(fig, text(lang, "batch size B"), axis_title("speedup", lang))
+
+
+def moe_against_dense(frames: dict[str, pd.DataFrame], k: int, lang: str = "en") -> go.Figure:
+    """v(B) at draft length ``k`` (left axis, solid) and K*(B) (right axis, dashed steps) for each
+    model of ``frames`` (name -> :func:`specviz.core.hardware.speedup_by_batch` plus ``v``): an MoE
+    target beside the dense model of its active size."""
+    colours = _qualitative(max(len(frames), 2), has_zero=False)
+    fig = go.Figure()
+    for colour, (name, frame) in zip(colours, frames.items(), strict=False):
+        shown = plotly_text(name)
+        fig.add_trace(
+            go.Scatter(
+                x=frame["batch"],
+                y=compact(frame["v"]),
+                mode="lines+markers",
+                name=text(lang, "v at K = {k}: {model}", k=k, model=shown),
+                line=dict(color=colour),
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=frame["batch"],
+                y=frame["k_star"],
+                mode="lines+markers",
+                line=dict(color=colour, dash="dash", shape="hv"),
+                marker=dict(symbol="star"),
+                name=f"K*(B): {shown}",
+                yaxis="y2",
+            )
+        )
+    fig.update_layout(yaxis2=dict(title="K*", overlaying="y", side="right", rangemode="tozero", dtick=1))
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(rangemode="tozero")
+    return _layout(fig, text(lang, "batch size B"), "v")
 
 
 def batch_context_map(frame: pd.DataFrame, what: str, lang: str = "en") -> go.Figure:

@@ -1,0 +1,394 @@
+"""Validation: the cost model against published GPU measurements and your runs; a profile calibrated from a run."""
+
+import io
+
+import pandas as pd
+import streamlit as st
+
+from specviz.app import profiles, router, ui
+from specviz.app.figures import validation as figures
+from specviz.app.share import Param, by_key
+from specviz.base.i18n import N_, Message
+from specviz.core import engines, hardware, published, validation
+from specviz.data import store
+
+router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
+
+PAGE, URL = "validation", "validation"
+MODELS, GPUS = hardware.load_catalog()
+VIEWS = ("parity", "errors", "runs", "calibrate")  #: the tabs (slugs: a link names them)
+VIEW_LABELS = (N_("Parity"), N_("Errors"), N_("Your runs"), N_("Calibrate"))
+PREDICTOR_LABELS = (
+    N_("held-out (leave-one-source-out)"),
+    N_("shipped profiles (fitted on all rows)"),
+    N_("default roofline"),
+)
+MINE = ("none", "upload", "library")  #: where your rows come from
+MINE_LABELS = (N_("none"), N_("an uploaded CSV"), N_("a run in the library"))
+BY = {"engine": N_("By engine"), "source_id": N_("By source"), "method": N_("By method")}
+STATISTICS = {
+    "median_abs_err": N_("median |predicted / measured − 1|"),
+    "within_15": N_("share of rows within ±15 %"),
+}
+KIND_NAMES = {"speedup": N_("speedup"), "step": N_("step time")}
+SPEC = (
+    Param("view", "parity", "choice", choices=VIEWS, labels=VIEW_LABELS),
+    Param("pred", "loso", "choice", choices=validation.PREDICTORS, label=N_("Predicted by"), labels=PREDICTOR_LABELS),
+    Param("engines", "", "text", hi=400, label=N_("Engines (all when none is chosen)")),
+    Param("sources", "", "text", hi=1000, label=N_("Sources (all when none is chosen)")),
+    Param("mine", "none", "choice", choices=MINE, label=N_("Your rows from"), labels=MINE_LABELS),
+    Param("run", 1, "int", 1, 2**31 - 1, label=N_("Run id (Measured data lists them)")),
+    Param("r_target", "meta-llama/Llama-3.1-8B-Instruct", "choice", choices=tuple(MODELS.index), label=N_("Target")),
+    Param("r_draft", "meta-llama/Llama-3.2-1B-Instruct", "choice", choices=tuple(MODELS.index), label=N_("Draft")),
+    Param("r_gpu", "H100-SXM5-80GB", "choice", choices=tuple(GPUS.index), label=N_("GPU")),
+    Param("r_dtype", "bf16", "choice", choices=tuple(hardware.DTYPE_BYTES), label=N_("dtype")),
+    Param("r_tp", 1, "int", 1, 64, label=N_("Target TP")),
+    Param("r_ctx", published.DEFAULT_CONTEXT, "int", 1, 2**21, label=N_("Context length L (tokens)")),
+    Param("r_method", "model", "choice", choices=validation.METHODS, label=N_("Drafting method")),
+    Param("base", engines.DEFAULT_ENGINE, "choice", choices=engines.engine_names(), label=N_("Base profile (prior)")),
+    Param("p_name", "", "text", hi=80, label=N_("Profile name")),
+)
+P = by_key(SPEC)
+
+
+def key(name: str) -> str:
+    return ui.key(PAGE, name)
+
+
+@ui.cached
+def _predictions(which: str, stamp: str) -> pd.DataFrame:
+    return validation.predictions(which)
+
+
+def predictions(which: str) -> pd.DataFrame:
+    """The published rows predicted by ``which``, computed again when a file they come from changes."""
+    return _predictions(which, validation.inputs_stamp())
+
+
+@ui.cached
+def all_rows() -> pd.DataFrame:
+    return validation.published_rows()
+
+
+def listed(text: str) -> list[str]:
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def filter_box(name: str, options: list[str]) -> None:
+    """A multiselect over ``options`` mirrored in the text control ``name`` (comma-separated; none: all)."""
+    picker = key(f"{name}._pick")
+    chosen = listed(st.session_state[key(name)])
+    unknown = [c for c in chosen if c not in options]
+    if unknown:
+        st.warning(
+            ui.t("Not in the published rows, left out: {names}", names=", ".join(unknown)), icon=":material/warning:"
+        )
+    if picker not in st.session_state:
+        st.session_state[picker] = [c for c in chosen if c in options]
+    picked = st.multiselect(ui.t(P[name].label), options, key=picker)
+    st.session_state[key(name)] = ",".join(picked)
+
+
+@ui.parsed_upload
+def parsed_csv(data: bytes) -> pd.DataFrame:
+    """The uploaded CSV as text cells (every cell is checked by validation.check_rows)."""
+    try:
+        return pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise Message("the file is not a readable CSV table: {cause}", cause=str(exc).splitlines()[0]) from None
+
+
+def your_table(view: dict) -> pd.DataFrame | None:
+    """Your rows before checking: the uploaded CSV, or the chosen library run on the chosen pair and GPU."""
+    if view["mine"] == "upload":
+        file = st.session_state.get(key("upload"))
+        return None if file is None else parsed_csv(file.getvalue())
+    if view["mine"] == "library":
+        engine = ui.library()
+        if engine is None:
+            return None
+        run = ui.load_runs(engine, ui.library_runs(engine), [view["run"]])
+        return validation.rows_from_run(
+            run,
+            target=view["r_target"],
+            draft=view["r_draft"],
+            gpu=view["r_gpu"],
+            dtype=view["r_dtype"],
+            tp=view["r_tp"],
+            context=view["r_ctx"],
+            method=view["r_method"],
+        )
+    return None
+
+
+MAX_SHOWN_PROBLEMS = 20
+
+
+def your_rows(view: dict) -> pd.DataFrame | None:
+    """Your checked rows (None when there are none), with an st.error for every bad cell."""
+    try:
+        table = your_table(view)
+        if table is None:
+            return None
+        rows, problems = validation.check_rows(table)
+    except ValueError as exc:
+        ui.show_error(exc)
+        return None
+    for problem in problems[:MAX_SHOWN_PROBLEMS]:
+        ui.show_error(problem)
+    if len(problems) > MAX_SHOWN_PROBLEMS:
+        st.caption(ui.t("… and {n} more problems.", n=len(problems) - MAX_SHOWN_PROBLEMS))
+    if problems:
+        st.caption(ui.t("{good} of {total} rows are valid and used.", good=len(rows), total=len(table)))
+    return rows if len(rows) else None
+
+
+def chosen(view: dict) -> pd.DataFrame:
+    """The published rows predicted by the chosen predictor, within the engine and source filters."""
+    return validation.keep(predictions(view["pred"]), listed(view["engines"]), listed(view["sources"]))
+
+
+def predictor_caption(view: dict) -> None:
+    captions = {
+        "loso": N_(
+            "Held out: each source's rows are priced with engine profiles fitted on the other sources only (an engine no other source measures falls back to its family's profile, then to the default)."
+        ),
+        "shipped": N_(
+            "The shipped profiles of data/catalog/engines.csv, fitted on all rows: a row's own source is in its profile's fit, so this is an in-sample score."
+        ),
+        "default": N_("The default roofline profile for every row: no fitted term."),
+    }
+    st.caption(ui.t(captions[view["pred"]]))
+
+
+def parity_section(view: dict, yours) -> None:
+    frame = chosen(view)
+    mine = validation.predict_yours(yours, view["pred"]) if yours is not None else None
+    left, right = st.columns(2)
+    for column, kind in ((left, "speedup"), (right, "step")):
+        with column:
+            st.subheader(ui.t(KIND_NAMES[kind]).capitalize())
+            fig = figures.parity(frame, mine, kind, validation.WITHIN, lang=ui.language())
+            ui.chart(fig, key=f"fig_parity_{kind}")
+    predictor_caption(view)
+    st.caption(
+        ui.t(
+            "{n} published rows drawn ({speedups} speedups, {steps} step times) of {total} priceable; the band is ±15 %. Every row's source is in its hover and in the Errors view's CSV.",
+            n=len(frame),
+            speedups=int((frame["kind"] == "speedup").sum()),
+            steps=int((frame["kind"] == "step").sum()),
+            total=len(all_rows()),
+        )
+    )
+
+
+def _errors_table(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.rename(
+        columns={
+            "kind": ui.t("kind"),
+            "engine": ui.t("engine"),
+            "source_id": ui.t("source"),
+            "method": ui.t("method"),
+            "rows": ui.t("rows"),
+            "median_abs_err": ui.t("median |err|"),
+            "within_15": ui.t("within ±15 %"),
+            "default_median_abs_err": ui.t("default: median |err|"),
+            "default_within_15": ui.t("default: within ±15 %"),
+        }
+    )
+
+
+def errors_section(view: dict, yours) -> None:
+    frame = chosen(view)
+    if frame.empty:
+        st.info(ui.t("No published row is left by the filters."), icon=":material/filter_alt_off:")
+        return
+    default = validation.keep(predictions("default"), listed(view["engines"]), listed(view["sources"]))
+    predictor_caption(view)
+    st.subheader(ui.t("Targets"))
+    verdicts = validation.verdicts(published.errors(frame))
+    st.dataframe(
+        pd.DataFrame(
+            {
+                ui.t("kind"): [ui.t(KIND_NAMES[k]) for k in verdicts["kind"]],
+                ui.t("statistic"): [ui.t(STATISTICS[s]) for s in verdicts["statistic"]],
+                ui.t("value"): [f"{v:.1%}" if v == v else "—" for v in verdicts["value"]],
+                ui.t("target"): [
+                    ("≤ " if m else "≥ ") + f"{b:.0%}"
+                    for b, m in zip(verdicts["bound"], verdicts["at_most"], strict=True)
+                ],
+                ui.t("verdict"): [
+                    "—" if p is None else ui.t("PASS") if p else ui.t("FAIL") for p in verdicts["passed"]
+                ],
+            }
+        ),
+        hide_index=True,
+        key="tbl_targets",
+    )
+    st.caption(
+        ui.t(
+            "The targets of benchmarks/validation_bench.py, stated for held-out predictions: speedup median |S_pred / S_meas − 1| ≤ 10 % and ≥ 75 % of speedup rows within ±15 %; step-time median error ≤ 15 %."
+        )
+    )
+    st.subheader(ui.t("Overall"))
+    st.dataframe(_errors_table(validation.side_by_side(frame, default, None)), hide_index=True, key="tbl_all")
+    for by, title in BY.items():
+        st.subheader(ui.t(title))
+        st.dataframe(_errors_table(validation.side_by_side(frame, default, by)), hide_index=True, key=f"tbl_{by}")
+    columns = ["row_id", "kind", "engine", "source_id", "target", "draft", "method", "gpu", "tp", "dtype", "batch"]
+    per_row = frame[columns + ["measured", "predicted", "ratio", "source"]].assign(
+        default_predicted=default["predicted"], default_ratio=default["ratio"]
+    )
+    ui.csv_download(ui.t("Download the per-row table (CSV)"), lambda: per_row, "validation_rows.csv", key="dl_rows")
+
+
+def runs_section(view: dict, yours) -> None:
+    if yours is None:
+        st.info(
+            ui.t(
+                "Choose your rows in the sidebar: an uploaded CSV in the columns of data/validation/measurements.csv (kind, target, draft, method, gpu, tp, dtype, engine, batch, context, k, tau, speedup, t_step_ms), or a run of the library with the pair and GPU it was measured on."
+            ),
+            icon=":material/upload_file:",
+        )
+        return
+    mine = validation.predict_yours(yours, view["pred"])
+    st.metric(ui.t("Your rows"), f"{len(mine)}")
+    err = published.errors(mine)
+    st.dataframe(_errors_table(err.reset_index()), hide_index=True, key="tbl_yours_err")
+    for kind in ("speedup", "step"):
+        if (mine["kind"] == kind).any():
+            fig = figures.parity(chosen(view), mine, kind, validation.WITHIN, lang=ui.language())
+            ui.chart(fig, key=f"fig_yours_{kind}")
+    st.caption(
+        ui.t(
+            "Your rows are in no profile's fit: each is priced with its engine's shipped profile (the default where the catalogue has none), or with the default roofline when that is the predictor."
+        )
+    )
+    shown = ["row_id", "kind", "engine", "target", "draft", "method", "gpu", "batch", "measured", "predicted", "ratio"]
+    st.dataframe(mine[shown], hide_index=True, key="tbl_yours")
+
+
+@ui.cached(max_entries=8)
+def fitted(rows_csv: str, base: str):
+    rows = pd.read_csv(io.StringIO(rows_csv), keep_default_na=True, dtype={"draft": str, "source": str})
+    rows["draft"] = rows["draft"].fillna("")
+    return validation.calibrate(rows, engines.profile(base))
+
+
+def calibrate_section(view: dict, yours) -> None:
+    if yours is None:
+        st.info(
+            ui.t("Calibration fits an engine profile to your rows: choose them in the sidebar first."),
+            icon=":material/tune:",
+        )
+        return
+    ui.selectbox(PAGE, P["base"], format_func=profiles.engine_label)
+    base = engines.profile(st.session_state[key("base")])
+    with st.spinner(ui.t("Fitting …")):
+        eff, table = fitted(yours.to_csv(index=False), st.session_state[key("base")])
+    terms = engines.encode_terms(eff)
+    left, right = st.columns(2)
+    for column, name, ratio in ((left, ui.t("base profile"), "base_ratio"), (right, ui.t("fitted profile"), "ratio")):
+        column.metric(ui.t("median |err|, {name}", name=name), f"{(table[ratio] - 1).abs().median():.1%}")
+    st.subheader(ui.t("Fitted terms"))
+    st.dataframe(validation.terms_table(eff, base), hide_index=True, key="tbl_terms")
+    st.code(terms or ui.t("(the default terms)"), language=None)
+    ui.chart(figures.fit_parity(table, validation.WITHIN, lang=ui.language()), key="fig_fit")
+    shown = ["row_id", "kind", "measured", "predicted", "ratio", "base_predicted", "base_ratio"]
+    st.dataframe(table[shown], hide_index=True, key="tbl_residuals")
+    st.caption(
+        ui.t(
+            "published.fit_profile: least squares on log(predicted / measured), pulled toward the base profile where your rows do not constrain a term; terms rounded to 4 significant digits, so the profile saved and linked is exactly this one."
+        )
+    )
+    save_controls(view, yours, terms)
+
+
+def save_controls(view: dict, yours: pd.DataFrame, terms: str) -> None:
+    st.subheader(ui.t("Save the profile"))
+    ui.text_box(PAGE, P["p_name"])
+    st.markdown(f"[{ui.t('Open in Hardware & batch')}]({profiles.hardware_link(terms)})")
+    engine = ui.library()
+    if engine is None:
+        return
+    if st.button(ui.t("Save profile"), key=key("save"), icon=":material/save:", type="primary"):
+        try:
+            store.save_profile(
+                engine,
+                name=st.session_state[key("p_name")],
+                terms=terms,
+                base_engine=st.session_state[key("base")],
+                target=", ".join(sorted(yours["target"].unique())),
+                gpu=", ".join(sorted(yours["gpu"].unique())),
+                n_rows=len(yours),
+            )
+            st.success(ui.t("Saved as {name}.", name=st.session_state[key("p_name")].strip()), icon=":material/check:")
+        except ValueError as exc:
+            ui.show_error(exc)
+    saved_list(engine)
+
+
+def saved_list(engine) -> None:
+    st.subheader(ui.t("Saved profiles"))
+    try:
+        saved = store.list_profiles(engine)
+    except ValueError as exc:
+        ui.show_error(exc)
+        return
+    if saved.empty:
+        st.caption(ui.t("No profile is saved yet."))
+        return
+    st.dataframe(saved.drop(columns=["id"]), hide_index=True, key="tbl_saved")
+    name = st.selectbox(ui.t("Profile to delete"), saved["name"], index=None, key=key("del_name"))
+    if name is None:
+        return
+    st.markdown(
+        f"[{ui.t('Open in Hardware & batch')}]({profiles.hardware_link(saved.set_index('name').loc[name, 'terms'])})"
+    )
+    sure = st.checkbox(
+        ui.t("Yes, delete the profile {name} for everyone using this library", name=name), key=key("del_sure")
+    )
+    if st.button(ui.t("Delete profile"), key=key("delete"), icon=":material/delete:", disabled=not sure):
+        gone = store.delete_profile(engine, name)
+        st.toast(ui.t("Deleted {name}.", name=name) if gone else ui.t("{name} was already deleted.", name=name))
+        del st.session_state[key("del_sure")]
+        st.rerun()
+
+
+SECTIONS = dict(zip(VIEWS, (parity_section, errors_section, runs_section, calibrate_section), strict=True))
+
+
+def sidebar_controls() -> None:
+    rows = all_rows()
+    with st.sidebar:
+        st.header(ui.t("Published rows"))
+        ui.radio(PAGE, P["pred"])
+        filter_box("engines", sorted(rows["engine"].unique()))
+        filter_box("sources", sorted(rows["source_id"].unique()))
+        st.header(ui.t("Your rows"))
+        ui.radio(PAGE, P["mine"])
+        mine = st.session_state[key("mine")]
+        if mine == "upload":
+            st.file_uploader(ui.t("CSV in the columns of measurements.csv"), type=["csv"], key=key("upload"))
+        elif mine == "library":
+            ui.number_input(PAGE, P["run"])
+            st.caption(ui.t("The pair, GPU and set-up the run was measured on:"))
+            for name in ("r_target", "r_draft", "r_gpu", "r_dtype"):
+                ui.selectbox(PAGE, P[name])
+            ui.number_input(PAGE, P["r_tp"])
+            ui.number_input(PAGE, P["r_ctx"])
+            ui.selectbox(PAGE, P["r_method"])
+
+
+st.title(ui.t("Validation"))
+st.caption(
+    ui.t(
+        "How well does the cost model predict real GPUs? Each published measurement of data/validation/measurements.csv (step times of plain decoding, speedups with their measured τ) against what the roofline and an engine profile predict for it; your own runs beside them; and a profile fitted to your run."
+    )
+)
+ui.restore(PAGE, SPEC)
+sidebar_controls()
+view = ui.values(PAGE, SPEC)
+yours = your_rows(view)
+ui.show_open_tab(PAGE, P["view"], SECTIONS, view, yours)
+ui.publish(PAGE, SPEC, URL)
