@@ -34,6 +34,8 @@ LABELS = {
     "tensorrt-llm": "TensorRT-LLM",
     "gpt-fast": "gpt-fast (torch.compile)",
     "llama.cpp": "llama.cpp (CUDA)",
+    "llama.cpp-cpu": "llama.cpp (CPU)",
+    "llama.cpp-metal": "llama.cpp (Metal)",
     "mlc-llm": "MLC LLM",
     "exllamav2": "ExLlamaV2",
 }

@@ -109,24 +109,10 @@ def chosen_pair(view: dict) -> tuple:
         target, draft = view["target"], view["draft"]
     target, draft = uploaded("target") or target, uploaded("draft") or draft
     if heads.is_head(draft):
-        check_head(target, draft)
+        heads.check_target(draft, hardware.model_spec(target).get("name"))
     elif draft != NGRAM:
         hardware.check_pair(target, draft)
     return target, draft
-
-
-def check_head(target, head: str) -> None:
-    """Raise ValueError unless the head was trained for this target (it reads the target's hidden states)."""
-    name = hardware.model_spec(target).get("name")
-    if HEADS.loc[head, "target"] != name:
-        raise ValueError(
-            ui.t(
-                "the head {head} was trained for {trained}; it cannot draft for {target}: choose a head of {target} or a draft model",
-                head=head,
-                trained=HEADS.loc[head, "target"],
-                target=name,
-            )
-        )
 
 
 def draft_label(draft: str) -> str:
@@ -142,9 +128,7 @@ def draft_label(draft: str) -> str:
 def draft_choices(target, draft: str) -> tuple:
     """The drafts offered for ``target``: the catalogue models, the heads trained for it, n-gram
     lookup (and the current choice, so that a link's choice stays visible while it is reported)."""
-    name = hardware.model_spec(target).get("name")
-    own = tuple(HEADS.index[HEADS["target"] == name])
-    offered = (*MODELS.index, *own, NGRAM)
+    offered = (*MODELS.index, *heads.heads_for(hardware.model_spec(target).get("name")), NGRAM)
     return offered if draft in offered else (*offered, draft)
 
 

@@ -15,8 +15,9 @@ roofline does not see, and how much depends on the stack far more than on the GP
   ``quant_memory``: the share of ``memory`` that kernels reading weights stored below 16 bits reach
   (int8, int4, fp8 GEMV/GEMM dequantise or rescale on the fly);
 * ``allreduce_latency_s`` and ``pcie_allreduce_latency_s``: the fixed latency of one tensor-parallel
-  all-reduce over NVLink-class links and over PCIe (no peer-to-peer fabric, NCCL rings through the host
-  bridge: an order of magnitude slower for the small messages of decoding).
+  all-reduce within an NVLink-class board and over PCIe (GPUs without a peer-to-peer fabric, NCCL rings
+  through the host bridge, or a group spanning nodes through their network cards: an order of magnitude
+  slower for the small messages of decoding).
 
 One forward of ``n_layers`` layers for ``B`` sequences costs roofline(B, L, n) + overhead_s +
 layer_overhead_s·n_layers + seq_overhead_s·B; a speculative round adds round_overhead_s and
@@ -70,7 +71,7 @@ class Efficiency:
     round_overhead_s: float = 0.0  #: fixed cost per speculative round (acceptance, tree, bookkeeping), seconds
     draft_overhead_s: float = 0.0  #: fixed cost per draft forward beyond the forward's own (draft loop), seconds
     quant_memory: float = 1.0  #: share of ``memory`` reached by kernels reading weights below 16 bits
-    pcie_allreduce_latency_s: float = 1e-5  #: fixed latency of one all-reduce over PCIe, seconds
+    pcie_allreduce_latency_s: float = 1e-5  #: fixed latency of one all-reduce over PCIe or across nodes, seconds
 
     def __post_init__(self):
         for name in FRACTIONS:

@@ -74,7 +74,13 @@ MOE_FIELDS = (
 #: Optional fields of multi-head latent attention (DeepSeek-V2/V3, Kimi-K2; 0 or absent: none)
 MLA_FIELDS = ("kv_lora_rank", "q_lora_rank", "rope_head_dim", "nope_head_dim", "v_head_dim")
 GPU_FIELDS = ("memory_gb", "bandwidth_tbs", "bf16_tflops", "fp16_tflops", "interconnect_gbs")
-LINKS = ("nvlink", "pcie")  #: how a GPU's tensor-parallel peers are linked (gpus.csv ``link``; :func:`link_kind`)
+LINKS = ("nvlink", "pcie")  #: how a GPU's tensor-parallel peers are linked (:func:`link_kind`)
+#: GPUs one NVLink board joins (HGX / DGX A100, H100, H200, B200 and the MI300X platform: 8); a tensor-parallel
+#: group beyond it spans nodes
+BOARD_GPUS = 8
+#: GB/s per direction of one GPU's network card between nodes (DGX H100: one 400 Gb/s ConnectX-7 per GPU,
+#: https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html)
+NIC_GBS = 50.0
 #: the operators that stream weights: below 16 bits their kernels reach ``quant_memory`` of ``memory``
 WEIGHT_OPERATORS = ("q/k/v/o projections", "MLP", "LM head", "fusion fc")
 
@@ -787,22 +793,25 @@ def _op_time(flops, nbytes, peak: float, bandwidth: float, eff: Efficiency) -> t
     return np.maximum(compute, memory), compute >= memory
 
 
-def link_kind(gpu) -> str:
-    """``"pcie"`` where ``gpu``'s GPUs talk over PCIe only, else ``"nvlink"`` (NVLink, NVSwitch,
-    Infinity Fabric): the catalogue's ``link`` column, or for a dict without one, PCIe at 64 GB/s per
-    direction or less (PCIe Gen5 x16) and a peer-to-peer fabric above."""
+def link_kind(gpu, tp=1) -> np.ndarray:
+    """How ``tp`` GPUs of ``gpu`` reach each other: ``"nvlink"`` over a peer-to-peer fabric (NVLink,
+    NVSwitch, Infinity Fabric) within one board of :data:`BOARD_GPUS`, else ``"pcie"``: GPUs without
+    a fabric (64 GB/s per direction or less: PCIe Gen5 x16), and a group larger than a board, whose
+    traffic leaves through the network cards on PCIe. Broadcasts over ``tp``."""
     g = gpu_spec(gpu)
-    link = g.get("link")
-    if isinstance(link, str) and link in LINKS:
-        return link
-    return "pcie" if g["interconnect_gbs"] <= 64 else "nvlink"
+    fabric = g["interconnect_gbs"] > 64
+    return np.where(fabric & (np.asarray(tp) <= BOARD_GPUS), "nvlink", "pcie")[()]
 
 
 def _allreduce_time(nbytes, tp, g: dict, eff: Efficiency, layers: int) -> np.ndarray:
-    """Ring all-reduce: 2 (tp − 1) / tp of the bytes over the link, plus a latency per call
-    (``allreduce_latency_s``; ``pcie_allreduce_latency_s`` where the GPUs share only PCIe)."""
-    link = g["interconnect_gbs"] * 1e9 * eff.network
-    latency = eff.pcie_allreduce_latency_s if link_kind(g) == "pcie" else eff.allreduce_latency_s
+    """Ring all-reduce: 2 (tp − 1) / tp of the bytes over the link, plus a latency per call:
+    ``allreduce_latency_s`` within an NVLink board, ``pcie_allreduce_latency_s`` over PCIe or across
+    boards (:func:`link_kind`), where the link is also capped at one network card's
+    :data:`NIC_GBS` per GPU."""
+    tp = np.asarray(tp, dtype=float)
+    across = tp > BOARD_GPUS
+    link = np.where(across, min(g["interconnect_gbs"], NIC_GBS), g["interconnect_gbs"]) * 1e9 * eff.network
+    latency = np.where(link_kind(g, tp) == "pcie", eff.pcie_allreduce_latency_s, eff.allreduce_latency_s)
     return np.where(tp > 1, 2 * (tp - 1) / tp * nbytes / link + 2 * layers * latency, 0.0)
 
 

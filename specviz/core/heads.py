@@ -59,6 +59,25 @@ def is_head(name) -> bool:
     return isinstance(name, str) and name in load_heads().index
 
 
+def heads_for(target: str) -> tuple[str, ...]:
+    """The catalogue's heads trained for the model named ``target`` (a head reads its target's hidden
+    states, so it drafts for no other)."""
+    heads = load_heads()
+    return tuple(heads.index[heads["target"] == target])
+
+
+def check_target(head: str, target: str) -> None:
+    """Raise a Message unless ``head`` was trained for the model named ``target``."""
+    trained = head_spec(head)["target"]
+    if trained != target:
+        raise Message(
+            "the head {head} was trained for {trained}; it cannot draft for {target}: choose a head of {target} or a draft model",
+            head=head,
+            trained=trained,
+            target=target,
+        )
+
+
 def head_spec(name: str) -> dict:
     """The catalogue row of head ``name`` as a dict (empty cells as None)."""
     heads = load_heads()

@@ -35,10 +35,12 @@ from specviz.core.engines import DEFAULT_EFFICIENCY, Efficiency
 
 MEASUREMENTS = DATA / "validation" / "measurements.csv"
 DEFAULT_CONTEXT = 512  #: cached tokens assumed where a row states no context (flagged in ``context_assumed``)
-#: engines whose forward dispatches every operator from Python (per-layer cost); the rest replay
-#: CUDA graphs or run a compiled loop. A source's rows fall back to the family's profile when the
-#: engine has no rows outside that source.
+#: Engine families, the level between the shared profile and an engine's: eager (every operator dispatched
+#: from Python) and compiled (CUDA graphs or a compiled loop: the rest). A source's rows fall back to the
+#: family's profile when the engine has no rows outside that source. (Splitting compiled into serving
+#: engines and single-user loops scored the same leave-one-source-out, 2026-12-04, so it stays one.)
 EAGER = ("hf-transformers",)
+FAMILIES = ("family:eager", "family:compiled")
 #: the terms :func:`fit_profile` fits, their bounds and the scale of the pull toward the prior
 FITTED = {
     "compute": ((0.2, 1.0), 0.2),
@@ -203,10 +205,13 @@ def constrained(rows: pd.DataFrame) -> set[str]:
     """The terms of :data:`FITTED` that ``rows`` can tell anything about: a per-round cost only from
     speedups, a per-draft-forward one only from methods that run draft forwards, a per-sequence one
     only beyond batch 1, the quantised share only from weights below 16 bits, each all-reduce latency
-    only from tensor-parallel rows on its kind of link."""
+    only from tensor-parallel rows on its kind of link (:func:`specviz.core.hardware.link_kind`)."""
     spec = rows["kind"] == "speedup"
     tp = rows["tp"].astype(float) > 1
-    pcie = rows["gpu"].map(lambda g: hardware.link_kind(g) == "pcie").astype(bool)
+    pcie = pd.Series(
+        [hardware.link_kind(g, t) == "pcie" for g, t in zip(rows["gpu"], rows["tp"].astype(float), strict=True)],
+        index=rows.index,
+    )
     quant = rows["dtype"].map(lambda d: hardware.DTYPE_BYTES.get(d, 2.0) < 2).astype(bool)
     seen = set(FITTED) - {
         "round_overhead_s",
@@ -228,18 +233,18 @@ def constrained(rows: pd.DataFrame) -> set[str]:
 
 
 def _family(engine: str) -> str:
-    """The profile family an engine falls back to: ``family:eager`` or ``family:compiled``."""
-    return f"family:{'eager' if engine in EAGER else 'compiled'}"
+    """The profile family an engine falls back to (:data:`FAMILIES`): eager or compiled."""
+    return "family:eager" if engine in EAGER else "family:compiled"
 
 
 def fit_profiles(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) -> dict[str, Efficiency]:
     """The profiles of :data:`SHARED` (every row, every term, from ``prior``), of each family
-    (``family:eager``, ``family:compiled``: its rows, :data:`ENGINE_TERMS`, from the shared one) and
+    (:data:`FAMILIES`: its rows, :data:`ENGINE_TERMS`, from the shared one) and
     of each engine in ``frame`` (its rows, :data:`ENGINE_TERMS`, from its family's)."""
     shared = fit_profile(frame, prior)
     family = frame["engine"].map(_family)
     profiles = {SHARED: shared}
-    for f in ("family:eager", "family:compiled"):
+    for f in FAMILIES:
         profiles[f] = fit_profile(frame[family == f], shared, ENGINE_TERMS, ENGINE_WEIGHT)
     for engine, rows in frame.groupby("engine"):
         profiles[engine] = fit_profile(rows, profiles[_family(engine)], ENGINE_TERMS, ENGINE_WEIGHT)
