@@ -68,6 +68,7 @@ SPEC = (
     Param("v_tokens", 0, "int", 0, 1024, label=N_("Tokens verified T (the tree's nodes with the root; 0: K + 1)")),
     Param("d_ctx", 0, "int", 0, 131072, label=N_("Draft KV budget (tokens; 0: the full context)")),
     Param("ep", False, "bool", label=N_("Expert parallel (EP = TP)")),
+    Param("skew", 0.0, "float", 0.0, 2.0, label=N_("Routing skew (Zipf exponent; 0: uniform)")),
     Param("dtype", "bf16", "choice", choices=tuple(hardware.DTYPE_BYTES), label=N_("dtype")),
     profiles.engine_param(),  # a catalogue profile, or custom with its terms in eng_terms
     profiles.terms_param(),
@@ -634,6 +635,14 @@ def round_controls(target, draft) -> None:
                 "vLLM's --enable-expert-parallel: each GPU of the tensor-parallel group holds whole experts instead of a slice of every expert."
             ),
         )
+        ui.number_input(
+            PAGE,
+            P["skew"],
+            step=0.1,
+            help=ui.t(
+                "Real routers favour some experts: with a skew s the e-th busiest expert gets a share ∝ 1/e^s of the tokens, so a step touches fewer distinct experts than under uniform routing (0)."
+            ),
+        )
 
 
 def sidebar_controls() -> None:
@@ -694,6 +703,7 @@ try:
 except ValueError as exc:
     ui.show_error(exc)
     target, draft = PAIRS.loc[P["pair"].default, "target"], PAIRS.loc[P["pair"].default, "draft"]
+target = hardware.with_routing_skew(target, view["skew"])
 if not is_model(draft):
     view["tp_d"] = view["tp_t"]  # a head runs on the target's GPUs (n-gram lookup on their host)
 try:

@@ -209,3 +209,18 @@ def test_every_profile_term_stays_a_valid_efficiency(overhead, layer, quant):
     eff = engines.Efficiency(overhead_s=overhead, layer_overhead_s=layer, quant_memory=quant)
     t = hardware.step_time(LLAMA8, "H100-SXM5-80GB", [1, 64], 1024, 1, dtype="int8", efficiency=eff)
     assert np.all(np.isfinite(t)) and np.all(np.diff(t) > 0)
+
+
+@given(e=st.sampled_from([8, 64, 256]), skew=st.floats(0.0, 2.0), m=st.integers(1, 512))
+def test_a_skewed_router_touches_no_more_experts_than_a_uniform_one(e, skew, m):
+    load = moe.zipf_load(e, skew)
+    assert load.shape == (e,) and load.sum() == pytest.approx(1.0) and np.all(np.diff(load) <= 1e-15)
+    assert moe.experts_touched(e, 2, m, load) <= moe.experts_touched(e, 2, m) + 1e-9
+
+
+def test_zero_skew_is_uniform_routing_and_a_dense_model_has_no_router():
+    assert np.allclose(moe.zipf_load(16, 0.0), 1 / 16)
+    assert hardware.with_routing_skew(V3, 0.0) == V3
+    assert hardware.with_routing_skew(LLAMA8, 1.0) == LLAMA8
+    with pytest.raises(ValueError, match="routing skew must be a number from 0 to 4"):
+        moe.zipf_load(16, -1.0)

@@ -416,3 +416,14 @@ def test_the_page_runs_on_the_librarys_own_error_band():
     at = open_app(PAGE, view="speedup")
     band = engines.error_band(engines.DEFAULT_ENGINE, "speedup")
     assert any(c.value.startswith("Measured is typically") for c in at.caption) == (band is not None)
+
+
+def test_a_routing_skew_from_a_link_prices_fewer_experts_as_the_library_does():
+    query = dict(view="step", pair="DeepSeek-V3 + MTP", gpu="H200-SXM-141GB", tp_t="8", dtype="fp8", batch="16")
+    uniform, skewed = open_app(PAGE, **query), open_app(PAGE, **query, skew="1.0")
+    assert not shown_errors(skewed) and skewed.number_input(key="hardware.skew").value == 1.0
+    target = hw.with_routing_skew("deepseek-ai/DeepSeek-V3", 1.0)
+    want = hw.step_breakdown(target, "H200-SXM-141GB", 16, 2048, 1, dtype="fp8", tp=8)["seconds"].sum()
+    assert metric(skewed, "Target decode step") == f"{want * 1e3:.3f} ms"
+    ms = [float(metric(at, "Target decode step").split()[0]) for at in (skewed, uniform)]
+    assert ms[0] < ms[1]  # a skewed router touches fewer experts

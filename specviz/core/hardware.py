@@ -592,6 +592,16 @@ def dense_comparator(model: str | dict) -> dict:
     return model_spec(spec)
 
 
+def with_routing_skew(model, skew: float):
+    """``model`` with a skewed expert load (:func:`specviz.core.moe.zipf_load`, Zipf exponent ``skew``)
+    for the roofline's count of experts touched; a dense model, or skew 0 (uniform routing), is
+    returned as it came."""
+    m = model_spec(model)
+    if not m["n_experts"] or not skew:
+        return model
+    return m | {"expert_load": tuple(float(x) for x in moe.zipf_load(m["n_experts"], skew))}
+
+
 def _n_moe_layers(m: dict) -> int:
     return moe.moe_layers(m["n_layers"], m["dense_layers"], m["moe_every"]) if m["n_experts"] else 0
 
@@ -743,12 +753,14 @@ def _moe_mlp(m: dict, rows, tp, w: float, a: float, expert_parallel: bool = Fals
     """(FLOPs, bytes) of one MoE layer's MLP on one of ``tp`` GPUs for ``rows`` = B·n tokens.
 
     Routed experts: each token through k experts, 2·3·d·d_e FLOPs each; the weights of the distinct
-    experts touched, :func:`specviz.core.moe.experts_touched` (uniform routing), 3·d·d_e each at
+    experts touched, :func:`specviz.core.moe.experts_touched` (uniform routing, or the model's measured
+    ``expert_load`` when it carries one, e.g. :func:`specviz.core.moe.zipf_load`), 3·d·d_e each at
     ``expert_bits`` (MXFP4: 4.25) or the dtype's size. Shared experts: every token, their weights
     read once. The router: d·E. Under tensor parallelism every GPU reads 1/tp of each expert touched;
     under expert parallelism a GPU reads the whole experts it holds that are touched, and the layer
     waits for the busiest GPU (:func:`specviz.core.moe.experts_on_busiest_rank`), so at small batch
-    expert parallelism reads more per GPU than tensor parallelism and at large batch the same.
+    expert parallelism reads more per GPU than tensor parallelism and at large batch the same (a
+    measured load is not applied there: which GPU holds the hot experts is the placement's choice).
     """
     d, e, k, de = m["hidden_size"], m["n_experts"], m["experts_per_token"], m["expert_size"]
     ns, ds = m["n_shared_experts"], m["shared_expert_size"]
@@ -759,7 +771,7 @@ def _moe_mlp(m: dict, rows, tp, w: float, a: float, expert_parallel: bool = Fals
         busiest = np.vectorize(lambda r, n: moe.experts_on_busiest_rank(e, k, n, int(min(r, e))), otypes=[float])
         routed = _expert_parameters(m, busiest(ranks, rows)) * we
     else:
-        routed = _expert_parameters(m, moe.experts_touched(e, k, rows)) * we / ranks
+        routed = _expert_parameters(m, moe.experts_touched(e, k, rows, m.get("expert_load"))) * we / ranks
     weights = routed + (3 * d * ns * ds * w + d * e * w) / tp
     activations = rows * (k * (3 * d + 3 * de) + ns * (3 * d + 3 * ds)) * a / tp
     return flops, weights + activations

@@ -27,7 +27,7 @@ import numpy as np
 
 from specviz.base.i18n import Message
 
-__all__ = ["experts_on_busiest_rank", "experts_touched", "moe_layers"]
+__all__ = ["experts_on_busiest_rank", "experts_touched", "moe_layers", "zipf_load"]
 
 
 def experts_touched(n_experts: int, top_k: int, tokens, load=None) -> np.ndarray:
@@ -123,6 +123,18 @@ def experts_on_busiest_rank(n_experts: int, top_k: int, tokens, ranks: int) -> n
     cdf = np.clip(np.cumsum(pmf, axis=1), 0.0, 1.0)  # (m, n + 1)
     busiest = (1.0 - cdf[:, :n] ** ranks).sum(axis=1)
     return busiest.reshape(np.shape(touched))[()]
+
+
+def zipf_load(n_experts: int, skew: float) -> np.ndarray:
+    """A skewed expert load: the e-th busiest of E experts receives a share ∝ 1 / e^skew (Zipf's law),
+    shape (E,), summing to 1; skew 0 is uniform routing. A one-number stand-in for a measured load
+    (the shares a router's statistics give), for :func:`experts_touched`'s ``load``."""
+    if not (isinstance(n_experts, int | np.integer) and n_experts >= 1):
+        raise Message("experts: the number of experts must be an integer >= 1; got {value}", value=n_experts)
+    if not (np.isfinite(skew) and 0 <= skew <= 4):
+        raise Message("experts: the routing skew must be a number from 0 to 4; got {value}", value=skew)
+    weights = 1.0 / np.arange(1, n_experts + 1, dtype=float) ** skew
+    return weights / weights.sum()
 
 
 def moe_layers(n_layers: int, dense_layers: int = 0, every: int = 1) -> int:
