@@ -7,7 +7,7 @@ import streamlit as st
 from specviz.app import figures, profiles, router, ui
 from specviz.app.share import Param, by_key
 from specviz.base.i18n import C_, N_
-from specviz.core import hardware, heads, policies, theory, trees
+from specviz.core import hardware, heads, policies, theory, tree_pricing, trees
 from specviz.engine import bench
 from specviz.engine.models import ngram
 
@@ -234,7 +234,7 @@ def pair_on_gpu() -> tuple[dict, str, str]:
 def draft_control(pair: pd.Series) -> None:
     """The draft selectbox: the pair's draft model, or a head trained for its target. A head of another
     target (from a link, or left from another pair) is reported and replaced by the pair's draft."""
-    offered = (PAIR_DRAFT, *(h for h in SEQUENTIAL_HEADS if HEADS.loc[h, "target"] == pair["target"]))
+    offered = (PAIR_DRAFT, *(h for h in heads.heads_for(pair["target"]) if h in SEQUENTIAL_HEADS))
     chosen = st.session_state[key("draft")]
     if chosen not in offered:
         st.warning(
@@ -259,46 +259,8 @@ def draft_control(pair: pd.Series) -> None:
 
 @ui.cached
 def level_costs(target: str, draft: str, gpu: str, batch: int, ctx: int, most: int, engine: str) -> dict:
-    """:func:`specviz.core.hardware.pair_costs` for a forward over n = 1..``most`` tokens: t_draft[n − 1]
-    (draft_tokens = n, a tree level of n nodes) and t_verify[n − 1] (verify_tokens = n + 1, a tree of
-    n drafts and its root), with t_target and o of the profile ``engine`` (:func:`profiles.engine_key`)."""
-    n = np.arange(1, most + 1)
-    return hardware.pair_costs(
-        target,
-        draft,
-        gpu,
-        batch,
-        ctx,
-        1,
-        efficiency=profiles.efficiency_of_key(engine),
-        draft_tokens=n,
-        verify_tokens=n + 1,
-    )
-
-
-def priced_tree(p: np.ndarray, costs: dict, budget: int, depth: int) -> tuple[trees.Tree, float]:
-    """The best tree for ``costs`` (:func:`level_costs`) and its speedup over target-only decoding.
-
-    The shape is Sequoia's hardware-aware choice (:func:`specviz.core.trees.best_tree_for_hardware`)
-    with a round of n drafts costing depth · t_draft(1) + t_verify(n + 1) + o·t_target. The chosen tree
-    is then priced as an engine runs it: level l drafted by one forward over the w_(l−1) nodes at depth
-    l − 1 (draft_tokens), all n + 1 nodes verified in one forward (verify_tokens):
-    S = F · t_target / (Σ_l t_draft(w_(l−1)) + t_verify(n + 1) + o · t_target). Where S ≤ 1 the answer
-    is not to speculate (the root alone, S = 1).
-    """
-    t_target, t_draft, t_verify = float(costs["t_target"]), costs["t_draft"], costs["t_verify"]
-    round_s = float(costs["o"]) * t_target
-
-    def verify(m: int) -> float:
-        return t_target if m == 1 else float(t_verify[m - 2]) + round_s
-
-    tree, _ = trees.best_tree_for_hardware(p, float(t_draft[0]), verify, budget, depth)
-    if tree.drafts == 0:
-        return tree, 1.0
-    widths = np.bincount(tree.depths)[: tree.depth]  # the nodes each draft forward extends
-    cost = float(sum(t_draft[w - 1] for w in widths)) + verify(tree.drafts + 1)
-    s = trees.expected_tokens(tree, p) * t_target / cost
-    return (tree, s) if s > 1.0 else (trees.NO_TREE, 1.0)
+    """tree_pricing.level_costs with the profile ``engine`` (:func:`profiles.engine_key`)."""
+    return tree_pricing.level_costs(target, draft, gpu, batch, ctx, most, profiles.efficiency_of_key(engine))
 
 
 def hardware_section(view: dict, p: np.ndarray) -> None:
@@ -315,7 +277,7 @@ def hardware_section(view: dict, p: np.ndarray) -> None:
         view, target, draft = pair_on_gpu()
         engine = profiles.engine_key(view["engine"], view["eng_terms"])
         costs = level_costs(target, draft, view["gpu"], view["batch"], view["ctx"], view["budget"], engine)
-        tree, s = priced_tree(p, costs, view["budget"], view["depth"])
+        tree, s = tree_pricing.priced_tree(p, costs, view["budget"], view["depth"])
         n = view["budget"] + 1
         how = ui.t(
             "The roofline model for {target} verified and {draft} drafting on one {gpu} (bf16, batch {batch}, context {ctx}): a draft forward over one token takes {t_draft} ms, the target's forward over 1 / {n} tokens {t_one} / {t_n} ms, a round's fixed cost {t_round} ms. Each level of the tree is drafted by one forward over the nodes it extends, and all its nodes are verified in one forward",

@@ -1,14 +1,12 @@
 """Validation: the cost model against published GPU measurements and your runs; a profile calibrated from a run."""
 
-import io
-
 import pandas as pd
 import streamlit as st
 
 from specviz.app import profiles, router, ui
 from specviz.app.figures import validation as figures
 from specviz.app.share import Param, by_key
-from specviz.base.i18n import N_, Message
+from specviz.base.i18n import N_
 from specviz.core import engines, hardware, published, validation
 from specviz.data import store
 
@@ -31,6 +29,13 @@ STATISTICS = {
     "within_15": N_("share of rows within ±15 %"),
 }
 KIND_NAMES = {"speedup": N_("speedup"), "step": N_("step time")}
+#: the headers of the row, terms and saved-profile tables (English: the column's own name)
+HEADERS = (
+    *(N_("row_id"), N_("kind"), N_("engine"), N_("target"), N_("draft"), N_("method"), N_("gpu"), N_("batch")),
+    *(N_("measured"), N_("predicted"), N_("ratio"), N_("base_predicted"), N_("base_ratio")),
+    *(N_("term"), N_("fitted"), N_("base"), N_("changed")),
+    *(N_("name"), N_("terms"), N_("base_engine"), N_("n_rows"), N_("created_at")),
+)
 SPEC = (
     Param("view", "parity", "choice", choices=VIEWS, labels=VIEW_LABELS),
     Param("pred", "loso", "choice", choices=validation.PREDICTORS, label=N_("Predicted by"), labels=PREDICTOR_LABELS),
@@ -70,14 +75,10 @@ def all_rows() -> pd.DataFrame:
     return validation.published_rows()
 
 
-def listed(text: str) -> list[str]:
-    return [s.strip() for s in text.split(",") if s.strip()]
-
-
 def filter_box(name: str, options: list[str]) -> None:
     """A multiselect over ``options`` mirrored in the text control ``name`` (comma-separated; none: all)."""
     picker = key(f"{name}._pick")
-    chosen = listed(st.session_state[key(name)])
+    chosen = validation.names_in(st.session_state[key(name)])
     unknown = [c for c in chosen if c not in options]
     if unknown:
         st.warning(
@@ -89,13 +90,7 @@ def filter_box(name: str, options: list[str]) -> None:
     st.session_state[key(name)] = ",".join(picked)
 
 
-@ui.parsed_upload
-def parsed_csv(data: bytes) -> pd.DataFrame:
-    """The uploaded CSV as text cells (every cell is checked by validation.check_rows)."""
-    try:
-        return pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise Message("the file is not a readable CSV table: {cause}", cause=str(exc).splitlines()[0]) from None
+parsed_csv = ui.parsed_upload(validation.read_table)
 
 
 def your_table(view: dict) -> pd.DataFrame | None:
@@ -145,7 +140,12 @@ def your_rows(view: dict) -> pd.DataFrame | None:
 
 def chosen(view: dict) -> pd.DataFrame:
     """The published rows predicted by the chosen predictor, within the engine and source filters."""
-    return validation.keep(predictions(view["pred"]), listed(view["engines"]), listed(view["sources"]))
+    return filtered(predictions(view["pred"]), view)
+
+
+def filtered(frame: pd.DataFrame, view: dict) -> pd.DataFrame:
+    """``frame``'s rows of the engines and sources the filters keep."""
+    return validation.keep(frame, validation.names_in(view["engines"]), validation.names_in(view["sources"]))
 
 
 def predictor_caption(view: dict) -> None:
@@ -182,6 +182,11 @@ def parity_section(view: dict, yours) -> None:
     )
 
 
+def headed(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the headers of :data:`HEADERS` in this session's language."""
+    return frame.rename(columns={c: ui.t(c) for c in frame.columns if c in HEADERS})
+
+
 def _errors_table(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.rename(
         columns={
@@ -203,7 +208,7 @@ def errors_section(view: dict, yours) -> None:
     if frame.empty:
         st.info(ui.t("No published row is left by the filters."), icon=":material/filter_alt_off:")
         return
-    default = validation.keep(predictions("default"), listed(view["engines"]), listed(view["sources"]))
+    default = filtered(predictions("default"), view)
     predictor_caption(view)
     st.subheader(ui.t("Targets"))
     verdicts = validation.verdicts(published.errors(frame))
@@ -235,10 +240,7 @@ def errors_section(view: dict, yours) -> None:
     for by, title in BY.items():
         st.subheader(ui.t(title))
         st.dataframe(_errors_table(validation.side_by_side(frame, default, by)), hide_index=True, key=f"tbl_{by}")
-    columns = ["row_id", "kind", "engine", "source_id", "target", "draft", "method", "gpu", "tp", "dtype", "batch"]
-    per_row = frame[columns + ["measured", "predicted", "ratio", "source"]].assign(
-        default_predicted=default["predicted"], default_ratio=default["ratio"]
-    )
+    per_row = validation.per_row(frame, default)
     ui.csv_download(ui.t("Download the per-row table (CSV)"), lambda: per_row, "validation_rows.csv", key="dl_rows")
 
 
@@ -265,14 +267,13 @@ def runs_section(view: dict, yours) -> None:
         )
     )
     shown = ["row_id", "kind", "engine", "target", "draft", "method", "gpu", "batch", "measured", "predicted", "ratio"]
-    st.dataframe(mine[shown], hide_index=True, key="tbl_yours")
+    st.dataframe(headed(mine[shown]), hide_index=True, key="tbl_yours")
 
 
 @ui.cached(max_entries=8)
 def fitted(rows_csv: str, base: str):
-    rows = pd.read_csv(io.StringIO(rows_csv), keep_default_na=True, dtype={"draft": str, "source": str})
-    rows["draft"] = rows["draft"].fillna("")
-    return validation.calibrate(rows, engines.profile(base))
+    """validation.calibrate of your rows (as CSV text: a cache key) from the profile ``base``."""
+    return validation.calibrate(validation.rows_from_csv(rows_csv), engines.profile(base))
 
 
 def calibrate_section(view: dict, yours) -> None:
@@ -287,15 +288,16 @@ def calibrate_section(view: dict, yours) -> None:
     with st.spinner(ui.t("Fitting …")):
         eff, table = fitted(yours.to_csv(index=False), st.session_state[key("base")])
     terms = engines.encode_terms(eff)
+    err = validation.fit_errors(table)
     left, right = st.columns(2)
-    for column, name, ratio in ((left, ui.t("base profile"), "base_ratio"), (right, ui.t("fitted profile"), "ratio")):
-        column.metric(ui.t("median |err|, {name}", name=name), f"{(table[ratio] - 1).abs().median():.1%}")
+    for column, name, which in ((left, ui.t("base profile"), "base"), (right, ui.t("fitted profile"), "fitted")):
+        column.metric(ui.t("median |err|, {name}", name=name), f"{err[which]:.1%}")
     st.subheader(ui.t("Fitted terms"))
-    st.dataframe(validation.terms_table(eff, base), hide_index=True, key="tbl_terms")
+    st.dataframe(headed(validation.terms_table(eff, base)), hide_index=True, key="tbl_terms")
     st.code(terms or ui.t("(the default terms)"), language=None)
     ui.chart(figures.fit_parity(table, validation.WITHIN, lang=ui.language()), key="fig_fit")
     shown = ["row_id", "kind", "measured", "predicted", "ratio", "base_predicted", "base_ratio"]
-    st.dataframe(table[shown], hide_index=True, key="tbl_residuals")
+    st.dataframe(headed(table[shown]), hide_index=True, key="tbl_residuals")
     st.caption(
         ui.t(
             "published.fit_profile: least squares on log(predicted / measured), pulled toward the base profile where your rows do not constrain a term; terms rounded to 4 significant digits, so the profile saved and linked is exactly this one."
@@ -318,9 +320,7 @@ def save_controls(view: dict, yours: pd.DataFrame, terms: str) -> None:
                 name=st.session_state[key("p_name")],
                 terms=terms,
                 base_engine=st.session_state[key("base")],
-                target=", ".join(sorted(yours["target"].unique())),
-                gpu=", ".join(sorted(yours["gpu"].unique())),
-                n_rows=len(yours),
+                **validation.fit_summary(yours),
             )
             st.success(ui.t("Saved as {name}.", name=st.session_state[key("p_name")].strip()), icon=":material/check:")
         except ValueError as exc:
@@ -338,7 +338,7 @@ def saved_list(engine) -> None:
     if saved.empty:
         st.caption(ui.t("No profile is saved yet."))
         return
-    st.dataframe(saved.drop(columns=["id"]), hide_index=True, key="tbl_saved")
+    st.dataframe(headed(saved.drop(columns=["id"])), hide_index=True, key="tbl_saved")
     name = st.selectbox(ui.t("Profile to delete"), saved["name"], index=None, key=key("del_name"))
     if name is None:
         return

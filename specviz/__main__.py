@@ -383,26 +383,12 @@ def cmd_gguf(args: argparse.Namespace) -> int:
 PREDICT_TABLE = ["batch", "k", "c", "v", "o", "t_target_ms", "t_draft_ms", "t_verify_ms", "mean_tokens", "speedup"]
 
 
-def _draft_of(name: str, target: str) -> str:
-    """``--draft``: :data:`~specviz.core.hardware.NGRAM`, a head of ``target``, or a catalogue model that
-    shares its tokenizer (ValueError naming the option, the value and the choices otherwise)."""
-    from specviz.core import hardware, heads
-
-    if name == hardware.NGRAM:
-        return name
-    if heads.is_head(name):
-        drafts_for = heads.head_spec(name)["target"]
-        if drafts_for != target:
-            raise ValueError(f"--draft: the head {name!r} drafts for {drafts_for!r}, not for --target {target!r}")
-        return name
-    models = hardware.load_catalog()[0].index
-    if name not in models:
-        raise ValueError(
-            f"--draft: {name!r} is no model, head or {hardware.NGRAM!r}; choose a model ({', '.join(models)}), "
-            f"a head ({', '.join(heads.load_heads().index)}) or {hardware.NGRAM!r}"
-        )
-    hardware.check_pair(target, name)
-    return name
+def _checked(option: str, check, *args):
+    """``check(*args)``, a library check; its ValueError (a ``Message``) again, led by the option it is about."""
+    try:
+        return check(*args)
+    except ValueError as exc:
+        raise ValueError(f"{option}: {exc}") from None
 
 
 def _profile_used(engine: str, terms: str | None, gpu: str) -> tuple:
@@ -418,10 +404,10 @@ def _profile_used(engine: str, terms: str | None, gpu: str) -> tuple:
     from specviz.core import engines, hardware
 
     if terms is not None:
-        eff = engines.decode_terms(terms)  # ValueError naming the term and what it may be
+        eff = _checked("--engine-terms", engines.decode_terms, terms)  # naming the term and what it may be
         info = {"name": "custom", "label": "custom terms", "source": f"--engine-terms {terms!r}"}
         return eff, info | {"fitted_on": "", "rows": 0, "date": "", "terms": asdict(eff)}
-    eff = engines.profile(engine)  # ValueError naming the profiles when ``engine`` is none of them
+    eff = _checked("--engine", engines.profile, engine)  # naming the profiles when ``engine`` is none of them
     row = engines.load_engines().loc[engine]
     info = {"name": engine, "label": str(row["label"]), "source": str(row["source"])}
     info |= {"fitted_on": str(row["fitted_on"] or ""), "rows": int(row["rows"]), "date": str(row["date"] or "")}
@@ -519,15 +505,14 @@ def _profile_lines(info: dict) -> list[str]:
 def cmd_predict(args: argparse.Namespace) -> int:
     import json
 
-    from specviz.core import hardware, heads
+    from specviz.core import hardware, heads, theory, validation
 
-    if args.target not in hardware.load_catalog()[0].index:
+    if args.target not in hardware.load_catalog()[0].index:  # every model named (model_spec names five)
         models = ", ".join(hardware.load_catalog()[0].index)
         raise ValueError(f"--target: model {args.target!r} is not in the catalogue; choose one of {models}")
-    args.draft = _draft_of(args.draft, args.target)
-    hardware.gpu_spec(args.gpu)  # ValueError naming the GPUs when it is none of them
-    if not 1 <= args.k_max <= 64:
-        raise ValueError(f"--k-max must be an integer in [1, 64]; got {args.k_max}")
+    _checked("--draft", validation.check_draft, args.draft, args.target)
+    _checked("--gpu", hardware.gpu_spec, args.gpu)
+    theory.check_k(args.k_max, "--k-max")
     if args.tau is not None and not 1 <= args.tau <= args.k_max + 1:
         raise ValueError(f"--tau must be in [1, --k-max + 1 = {args.k_max + 1}] (tokens per round); got {args.tau:g}")
     if heads.is_head(args.draft) and heads.head_spec(args.draft)["kind"] in heads.PARALLEL:

@@ -154,18 +154,29 @@ def launch_chromium(playwright):
 
 
 @contextlib.contextmanager
-def app_server(tmp_path_factory) -> Iterator[str]:
-    """``streamlit run app.py`` with a throw-away run library; yields its base URL (a server that does not
-    start fails the test, with its log)."""
+def app_server(tmp_path_factory, library: str | None = None) -> Iterator[str]:
+    """``streamlit run app.py`` on the run library at the URL ``library`` (default: a throw-away SQLite
+    file); yields its base URL (a server that does not start fails the test, with its log)."""
     import pytest
 
-    library = tmp_path_factory.mktemp("library") / "runs.sqlite"
+    library = library or f"sqlite:///{tmp_path_factory.mktemp('library') / 'runs.sqlite'}"
     log_path = tmp_path_factory.mktemp("streamlit") / "server.log"
     try:
-        with streamlit_server("app.py", log_path, env={"SPECVIZ_DB_URL": f"sqlite:///{library}"}) as url:
+        with streamlit_server("app.py", log_path, env={"SPECVIZ_DB_URL": library}) as url:
             yield url
     except ServerError as exc:
         pytest.fail(str(exc))
+
+
+def page_fixture(browser, timeout_ms: float) -> Iterator:
+    """A test's Playwright page in a fresh context of ``browser`` (``VIEWPORT``, ``timeout_ms`` for
+    every wait), closed at the end."""
+    context = browser.new_context(viewport=VIEWPORT)
+    context.set_default_timeout(timeout_ms)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
 
 def browser_fixture():

@@ -29,6 +29,7 @@ from _browser import (
     VIEWPORT,
     app_server,
     browser_fixture,
+    page_fixture,
 )
 from _uploads import RENDER_BUDGET_S, UPLOADS, give, write_largest
 from playwright.sync_api import expect
@@ -74,11 +75,7 @@ def browser():
 
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport=VIEWPORT)
-    context.set_default_timeout(RUN_TIMEOUT_MS)
-    pg = context.new_page()
-    yield pg
-    context.close()
+    yield from page_fixture(browser, RUN_TIMEOUT_MS)
 
 
 @pytest.fixture

@@ -120,7 +120,10 @@ def test_custom_engine_terms_are_a_profile(capsys):
         (["--gpu", "TPU-v9"], ["GPU 'TPU-v9' is not in the catalogue", "H100-SXM5-80GB"]),
         (["--draft", "no/such-model"], ["--draft", "no/such-model", "double7/vicuna-68m", EAGLE, "'ngram'"]),
         (["--target", "no/such-model"], ["--target", "no/such-model", VICUNA]),
-        (["--draft", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"], ["--draft", "drafts for 'meta-llama/Llama-3.1-8B"]),
+        (
+            ["--draft", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"],
+            ["--draft", "was trained for meta-llama/Llama-3.1-8B-Instruct", "cannot draft for lmsys"],
+        ),
         (["--draft", "Qwen/Qwen2.5-0.5B-Instruct"], ["cannot share a tokenizer"]),
         (["--draft", MEDUSA], ["--k-max must be at most the 5 heads"]),
         (["--verify-tokens", "4"], ["--verify-tokens must be at least --k-max + 1 = 9"]),

@@ -2,7 +2,7 @@
 and the terms text they are stored in (specviz.core.engines.encode_terms / decode_terms).
 
 Every test uses a throw-away SQLite file under pytest's tmp directory. Covered: round trip of a profile,
-names refused (taken, empty, too long), bad terms refused with the term named, delete, a library file
+names refused (taken, empty, too long), bad terms, base profile or row count refused with the field named, delete, a library file
 written before the profiles table existed gaining it on open with its runs kept, a library file
 deleted while the server runs, and the terms text round trip (hypothesis).
 """
@@ -146,11 +146,14 @@ def test_an_empty_library_lists_no_profiles_with_the_columns(engine):
         ("x" * 81, "overhead_s=0.001", "profile name must be 1 to 80 characters"),
         ("ok", "memory=7", "engine term memory = '7' is not allowed"),
         ("ok", "warp=1", "engine term 'warp' is not one of"),
+        ("ok", "overhead_s=0.001", "base_engine must be one of roofline, .*; got 'warp-drive'"),
+        ("ok", "overhead_s=0.001", "n_rows must be an integer >= 0; got '-1'"),
     ],
 )
 def test_a_bad_profile_is_refused_and_nothing_is_stored(engine, name, terms, said):
+    base, n_rows = ("warp-drive" if "base_engine" in said else "roofline"), (-1 if "n_rows" in said else 0)
     with pytest.raises(store.StoreError, match=said.replace("(", r"\(")):
-        store.save_profile(engine, name=name, terms=terms, base_engine="roofline")
+        store.save_profile(engine, name=name, terms=terms, base_engine=base, n_rows=n_rows)
     assert store.list_profiles(engine).empty
 
 
@@ -165,6 +168,7 @@ def test_a_library_without_the_profiles_table_gains_it_and_keeps_its_runs(tmp_pa
     path = tmp_path / "before.sqlite"
     first = store.open_library(f"sqlite:///{path}")
     run_id = store.save_run(first, one_run(), label="kept", source="s")
+    before = store.load_run(first, run_id)
     first.dispose()
     con = sqlite3.connect(path)  # a library written before the table existed
     con.execute("DROP TABLE profiles")
@@ -175,7 +179,7 @@ def test_a_library_without_the_profiles_table_gains_it_and_keeps_its_runs(tmp_pa
     engine = store.open_library(f"sqlite:///{path}")
     assert store.list_profiles(engine).empty
     store.save_profile(engine, name="new", terms="overhead_s=0.001", base_engine="vllm")
-    pd.testing.assert_frame_equal(store.load_run(engine, run_id), store.load_run(engine, run_id))
+    pd.testing.assert_frame_equal(store.load_run(engine, run_id), before)
     assert store.list_runs(engine)["label"].tolist() == ["kept"]
     assert store.load_run(engine, run_id)["alpha"].tolist() == [0.7]
     assert store.list_profiles(engine)["name"].tolist() == ["new"]

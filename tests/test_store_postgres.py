@@ -1,4 +1,5 @@
-"""The run library on PostgreSQL: round trip, failed saves, concurrent writers (threads and processes), migration.
+"""The run library on PostgreSQL: round trip, failed saves, concurrent writers (threads and processes), migration,
+saved engine profiles.
 
 They need a throw-away database in SPECVIZ_TEST_POSTGRES_URL; every table of it is dropped before each
 test. ``scripts/postgres`` starts a throw-away cluster and sets the variable (it is what ``.ci/run`` does)::
@@ -162,7 +163,7 @@ def test_two_processes_saving_concurrently_lose_nothing(engine):
 def drop_tables(url: str) -> None:
     raw = sa.create_engine(url)
     with raw.begin() as conn:
-        for table in ("measurements", "runs", "specviz_info"):
+        for table in ("measurements", "runs", "profiles", "specviz_info"):
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table} CASCADE")
     raw.dispose()
 
@@ -199,6 +200,30 @@ def test_two_processes_creating_the_schema_at_once_both_succeed(engine):
     assert errors == [], errors
     assert [p.exitcode for p in procs] == [0, 0]
     assert store.list_runs(engine).empty and counts(engine) == (0, 0, 0)
+
+
+def test_profiles_round_trip_a_taken_name_and_a_database_without_the_table(engine):
+    """The profiles table on PostgreSQL: a name of 80 characters (not bytes) fits, a taken one is refused,
+    and a database written before the table existed gains it on open with its runs kept."""
+    run_id = store.save_run(engine, frame(), label="kept", source="s")
+    name = "é" * 80
+    pid = store.save_profile(engine, name=name, terms="overhead_s=0.001", base_engine="vllm", n_rows=3)
+    listed = store.list_profiles(engine)
+    assert listed["id"].tolist() == [pid] and listed["name"].tolist() == [name]
+    assert listed["terms"].tolist() == ["overhead_s=0.001"] and listed["n_rows"].tolist() == [3]
+    assert listed["created_at"].iloc[0].tzinfo is not None
+    with pytest.raises(store.StoreError, match="already in the library"):
+        store.save_profile(engine, name=name, terms="overhead_s=0.002", base_engine="vllm")
+    assert store.delete_profile(engine, name) == 1
+    with engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE profiles")
+    engine.dispose()
+    again = store.open_library(URL)
+    assert store.list_profiles(again).empty
+    store.save_profile(again, name="new", terms="", base_engine="roofline")
+    assert store.list_profiles(again)["name"].tolist() == ["new"]
+    pd.testing.assert_frame_equal(store.load_run(again, run_id), frame())
+    again.dispose()
 
 
 def test_missing_columns_are_added_on_open(engine):

@@ -199,6 +199,27 @@ def test_an_upload_with_bad_cells_names_each_field_and_value(lang, said):
     for text in said:
         assert any(text in e for e in errors), errors
     assert at.metric[0].value == str(len(rows) - 2)  # the good rows are still used
+    headers = list(shown_table(at, "runs", "tbl_yours").columns)
+    assert headers[-3:] == (["实测", "预测", "比值"] if lang == "zh" else ["measured", "predicted", "ratio"])
+
+
+@pytest.mark.parametrize(
+    ("draft", "said", "zh"),
+    [
+        ("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "was trained for meta-llama/Llama-3.1-8B-Instruct", "训练的，不能为"),
+        ("Qwen/Qwen2.5-0.5B-Instruct", "cannot share a tokenizer", "无法共用一个分词器"),
+        ("no/such-draft", "'no/such-draft' is no model, head or 'ngram'", "既不是模型、草稿头，也不是 'ngram'"),
+    ],
+)
+def test_a_draft_that_cannot_draft_for_the_rows_target_is_named(draft, said, zh):
+    """The draft of a speedup row is checked against its target as ``python -m specviz predict`` checks
+    ``--draft`` (validation.check_draft): a head of another target or a model of another tokenizer."""
+    row = dict(kind="speedup", target="lmsys/vicuna-7b-v1.3", gpu="H100-SXM5-80GB", batch="1", method="eagle3")
+    rows, problems = validation.check_rows(pd.DataFrame([row | dict(draft=draft, k="4", tau="3", speedup="2")]))
+    texts = [p.text("en") for p in problems]
+    assert rows.empty and len(texts) == 1 and texts[0].startswith(f"row 1: draft = {draft!r}: "), texts
+    assert said in texts[0]
+    assert problems[0].text("zh").startswith(f"第 1 行：draft = {draft!r}：") and zh in problems[0].text("zh")
 
 
 def test_your_rows_join_the_parity_plot_priced_like_a_new_source():
@@ -212,7 +233,7 @@ def test_your_rows_join_the_parity_plot_priced_like_a_new_source():
 def test_an_unreadable_upload_is_an_error_not_a_traceback():
     at = open_app(PAGE, view="runs", mine="upload")
     upload(at, b"kind,target\n" + b"\xff\xfe" * 10)
-    assert shown_errors(at)
+    assert any(e.startswith("the file is not a readable CSV table: ") for e in shown_errors(at)), shown_errors(at)
 
 
 @pytest.mark.slow

@@ -960,7 +960,11 @@ def pair_costs(
     kw = dict(dtype=dtype, efficiency=eff, expert_parallel=expert_parallel)
     n_verify = kk + 1 if verify_tokens is None else theory.check_k(verify_tokens, "verify_tokens")
     if np.any(n_verify < kk + 1):
-        raise Message("verify_tokens must be at least k + 1 (the drafted positions and the bonus one)")
+        raise Message(
+            "verify_tokens must be at least k + 1 (the drafted positions and the bonus one); got {value} for k = {k}",
+            value=int(np.min(n_verify)),
+            k=int(np.max(kk)),
+        )
     t_target = step_time(t, g, batch, context, 1, tp=tp_target, **kw)
     t_verify = step_time(t, g, batch, context, n_verify, tp=tp_target, **kw)
     d_ctx = context if draft_context is None else draft_context

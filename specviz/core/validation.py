@@ -15,6 +15,7 @@ the library with the pair and GPU it was measured on); :func:`check_rows` names 
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
@@ -110,6 +111,23 @@ def keep(frame: pd.DataFrame, engines_kept: list[str], sources_kept: list[str]) 
     return frame[mask]
 
 
+def names_in(text: str) -> list[str]:
+    """The names of a comma-separated list (a filter control's text), blanks dropped: ``"a, ,b"`` → [a, b]."""
+    return [s.strip() for s in str(text).split(",") if s.strip()]
+
+
+#: the columns of :func:`per_row`: what identifies a published row, then its prices
+ROW_COLUMNS = ("row_id", "kind", "engine", "source_id", "target", "draft", "method", "gpu", "tp", "dtype", "batch")
+
+
+def per_row(chosen: pd.DataFrame, default: pd.DataFrame) -> pd.DataFrame:
+    """One row per published row of ``chosen`` (:func:`predictions`): :data:`ROW_COLUMNS`, measured,
+    predicted, ratio and source, then ``default``'s prediction of the same row (default_predicted,
+    default_ratio; aligned on the index)."""
+    table = chosen[[*ROW_COLUMNS, "measured", "predicted", "ratio", "source"]]
+    return table.assign(default_predicted=default["predicted"], default_ratio=default["ratio"])
+
+
 def verdicts(errors: pd.DataFrame) -> pd.DataFrame:
     """Each of :data:`TARGETS` against ``errors`` (:func:`specviz.core.published.errors` per kind): columns
     kind, statistic, value, bound, at_most (True: value ≤ bound passes; False: value ≥ bound), passed
@@ -135,13 +153,21 @@ def side_by_side(chosen: pd.DataFrame, default: pd.DataFrame, by: str) -> pd.Dat
 # your rows: an upload or a library run, checked cell by cell
 # ----------------------------------------------------------------------------------------------------
 
+REQUIRED = ("kind", "target", "gpu", "batch")  #: columns every file needs
+#: columns a row of each kind needs (besides :data:`REQUIRED`)
+NEEDED = {"step": ("t_step_ms",), "speedup": ("method", "k", "tau", "speedup")}
+DEFAULTS = {"tp": 1, "dtype": "bf16", "context": published.DEFAULT_CONTEXT, "engine": YOURS, "source_id": YOURS}
+#: what a cell of each column may hold, in words; the integer ranges and the methods are those of
+#: :data:`LIMITS` and :data:`METHODS`, the ones :func:`check_rows` checks
 _ALLOWED = {
     "kind": N_("step or speedup"),
-    "method": N_("one of model, eagle, eagle2, eagle3, mtp, medusa, ngram"),
-    "tp": N_("an integer in [1, 64]"),
-    "batch": N_("an integer in [1, 4096]"),
-    "context": N_("an integer in [1, 2097152] (empty: 512)"),
-    "k": N_("an integer in [1, 64]"),
+    "method": Phrase("one of {choices}", choices=", ".join(METHODS)),
+    "tp": Phrase("an integer in [1, {hi}]", hi=LIMITS["tp"][1]),
+    "batch": Phrase("an integer in [1, {hi}]", hi=LIMITS["batch"][1]),
+    "context": Phrase(
+        "an integer in [1, {hi}] (empty: {default})", hi=LIMITS["context"][1], default=DEFAULTS["context"]
+    ),
+    "k": Phrase("an integer in [1, {hi}]", hi=LIMITS["k"][1]),
     "tau": N_("a number in [1, K + 1] (mean tokens per round, bonus included)"),
     "speedup": N_("a finite number > 0"),
     "t_step_ms": N_("a finite number > 0 (ms)"),
@@ -151,10 +177,6 @@ _ALLOWED = {
     "output_tokens": N_("an integer >= 1 (empty: none)"),
     "includes_prefill": N_("yes or no (empty: no)"),
 }
-REQUIRED = ("kind", "target", "gpu", "batch")  #: columns every file needs
-#: columns a row of each kind needs (besides :data:`REQUIRED`)
-NEEDED = {"step": ("t_step_ms",), "speedup": ("method", "k", "tau", "speedup")}
-DEFAULTS = {"tp": 1, "dtype": "bf16", "context": published.DEFAULT_CONTEXT, "engine": YOURS, "source_id": YOURS}
 
 
 def _bad(row, field: str, value, allowed) -> Message:
@@ -201,9 +223,49 @@ def _catalogue_problem(row, field: str, value, check) -> Message | None:
     return None
 
 
-def _draft_check(name: str) -> None:
-    if not heads.is_head(name):
-        hardware.model_spec(name)
+def check_draft(draft: str, target: str | None = None) -> str:
+    """``draft`` checked as a draft of the model named ``target``: :data:`~specviz.core.hardware.NGRAM`,
+    a head of :mod:`specviz.core.heads` trained for ``target`` (:func:`~specviz.core.heads.check_target`),
+    or a model of the catalogue that shares ``target``'s tokenizer
+    (:func:`~specviz.core.hardware.check_pair`). ``target`` None checks the name only.
+
+    Raises
+    ------
+    Message
+        Naming the draft and the models, heads and lookup it may be, or why it cannot draft for ``target``.
+    """
+    if draft == hardware.NGRAM:
+        return draft
+    if heads.is_head(draft):
+        if target is not None:
+            heads.check_target(draft, target)
+        return draft
+    models = hardware.load_catalog()[0].index
+    if draft not in models:
+        raise Message(
+            "{draft!r} is no model, head or {ngram!r}; choose a model ({models}), a head ({heads}) or {ngram!r}",
+            draft=draft,
+            ngram=hardware.NGRAM,
+            models=", ".join(models),
+            heads=", ".join(heads.load_heads().index),
+        )
+    if target is not None:
+        hardware.check_pair(target, draft)
+    return draft
+
+
+def read_table(data: bytes) -> pd.DataFrame:
+    """An uploaded CSV as a table of text cells (``""`` where empty), for :func:`check_rows` to check.
+
+    Raises
+    ------
+    Message
+        The bytes are not a CSV table (the parser's first line of complaint quoted).
+    """
+    try:
+        return pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise Message("the file is not a readable CSV table: {cause}", cause=str(exc).splitlines()[0]) from None
 
 
 def check_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[Message]]:
@@ -254,11 +316,13 @@ def _clean_row(i: int, cells: pd.Series) -> tuple[dict, list[Message]]:
     for field in ("target", "gpu"):
         if get(field) is None:
             bad.append(_bad(i, field, "", N_("a name of the catalogue (the Hardware & batch page lists them)")))
+    known = {}  #: the target and GPU found in the catalogue
     for field, check in (("target", hardware.model_spec), ("gpu", hardware.gpu_spec)):
         if get(field) is not None:
             row[field] = str(get(field)).strip()
             problem = _catalogue_problem(i, field, row[field], check)
             bad += [problem] if problem else []
+            known[field] = None if problem else row[field]
     dtype = str(get("dtype") or DEFAULTS["dtype"]).strip()
     if dtype not in hardware.DTYPE_BYTES:
         bad.append(_bad(i, "dtype", dtype, Phrase("one of {choices}", choices=", ".join(hardware.DTYPE_BYTES))))
@@ -281,7 +345,7 @@ def _clean_row(i: int, cells: pd.Series) -> tuple[dict, list[Message]]:
         bad += _numbers(i, row, get, ("t_step_ms",))
     else:
         row["t_step_ms"] = np.nan
-        bad += _speedup_cells(i, row, get)
+        bad += _speedup_cells(i, row, get, known.get("target"))
     for field in ("prompt_tokens", "output_tokens"):
         value = get(field)
         x = None if value is None else _number(value, True, 0 if field == "prompt_tokens" else 1)
@@ -317,7 +381,9 @@ def _numbers(i: int, row: dict, get, names) -> list[Message]:
     return bad
 
 
-def _speedup_cells(i: int, row: dict, get) -> list[Message]:
+def _speedup_cells(i: int, row: dict, get, target: str | None) -> list[Message]:
+    """The cells of a speedup row (method, k, speedup, the token counts, τ, the draft of ``target``:
+    :func:`check_draft`; ``target`` None where it is itself bad), cleaned into ``row``; their problems."""
     bad = []
     method = str(get("method") or "").strip()
     row["method"] = method
@@ -343,7 +409,7 @@ def _speedup_cells(i: int, row: dict, get) -> list[Message]:
         if draft is None:
             bad.append(_bad(i, "draft", "", N_("a draft model or head of the catalogue (empty only for ngram)")))
         else:
-            problem = _catalogue_problem(i, "draft", str(draft).strip(), _draft_check)
+            problem = _catalogue_problem(i, "draft", str(draft).strip(), lambda d: check_draft(d, target))
             bad += [problem] if problem else []
     return bad
 
@@ -435,6 +501,33 @@ def calibrate(rows: pd.DataFrame, base: Efficiency) -> tuple[Efficiency, pd.Data
     mine = published.predict(rows, dict.fromkeys(rows["engine"].unique(), fitted))
     base_pred = published.predict(rows, dict.fromkeys(rows["engine"].unique(), base))
     return fitted, mine.assign(base_predicted=base_pred["predicted"], base_ratio=base_pred["ratio"])
+
+
+def rows_from_csv(text: str) -> pd.DataFrame:
+    """Checked rows (:func:`check_rows`) read back from their ``to_csv(index=False)`` text (the hashable
+    form a cached fit takes): numbers as numbers, ``draft`` and ``source`` as text, an empty draft ``""``."""
+    rows = pd.read_csv(io.StringIO(text), keep_default_na=True, dtype={"draft": str, "source": str})
+    rows["draft"] = rows["draft"].fillna("")
+    return rows
+
+
+def fit_errors(table: pd.DataFrame) -> dict[str, float]:
+    """Median |predicted / measured − 1| over every row of :func:`calibrate`'s table, by the base
+    profile (``base``, from base_ratio) and by the fitted one (``fitted``, from ratio)."""
+    return {
+        "base": float((table["base_ratio"] - 1).abs().median()),
+        "fitted": float((table["ratio"] - 1).abs().median()),
+    }
+
+
+def fit_summary(rows: pd.DataFrame) -> dict:
+    """What a profile fitted to ``rows`` was fitted on, as the run library stores it
+    (``store.save_profile``): the targets and the GPUs (each sorted, ", "-joined) and the row count."""
+    return {
+        "target": ", ".join(sorted(rows["target"].unique())),
+        "gpu": ", ".join(sorted(rows["gpu"].unique())),
+        "n_rows": len(rows),
+    }
 
 
 def terms_table(fitted: Efficiency, base: Efficiency) -> pd.DataFrame:

@@ -47,7 +47,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from specviz.base import settings
 from specviz.base.i18n import N_, Message, Phrase
-from specviz.core.engines import decode_terms, encode_terms
+from specviz.core.engines import decode_terms, encode_terms, engine_names
 from specviz.data import library_file
 from specviz.data import measurements as m
 from specviz.data.measurements import schema
@@ -612,29 +612,54 @@ def delete_runs(engine: Engine, run_ids: Iterable[int]) -> int:
 PROFILE_COLUMNS = ("id", "name", "terms", "base_engine", "target", "gpu", "n_rows", "created_at")
 
 
+def _profile_name(name) -> str:
+    """``name`` stripped, if it is 1 to :data:`_MAX_PROFILE_NAME` characters (StoreError naming it otherwise)."""
+    name = name.strip() if isinstance(name, str) else ""
+    if not name or len(name) > _MAX_PROFILE_NAME:
+        raise StoreError(
+            Message("profile name must be 1 to {most} characters; got {name!r}", most=_MAX_PROFILE_NAME, name=name)
+        )
+    return name
+
+
+def _name_taken(name: str) -> StoreError:
+    return StoreError(
+        Message("a profile named {name!r} is already in the library; delete it or choose another name", name=name)
+    )
+
+
 def save_profile(
     engine: Engine, *, name: str, terms: str, base_engine: str, target: str = "", gpu: str = "", n_rows: int = 0
 ) -> int:
     """Store a custom engine profile under ``name``; return its id.
 
     ``terms`` is checked by :func:`specviz.core.engines.decode_terms` (the profile any page rebuilds
-    from it) and stored as :func:`~specviz.core.engines.encode_terms` writes it back. A name already
-    in the library is refused (delete that profile first), as is a name empty or over 80 characters.
-    One transaction; on any failure nothing is stored and :class:`StoreError` says why.
+    from it) and stored as :func:`~specviz.core.engines.encode_terms` writes it back; ``base_engine``
+    must be a profile of the engine catalogue (:func:`~specviz.core.engines.engine_names`) and
+    ``n_rows`` an integer >= 0. A name already in the library is refused (delete that profile first;
+    two servers saving one name at once: the second is refused the same way), as is a name empty or
+    over 80 characters. One transaction; on any failure nothing is stored and :class:`StoreError`
+    says why, naming the field and the value.
     """
-    name = name.strip() if isinstance(name, str) else ""
-    if not name or len(name) > _MAX_PROFILE_NAME:
-        raise StoreError(
-            Message("profile name must be 1 to {most} characters; got {name!r}", most=_MAX_PROFILE_NAME, name=name)
-        )
+    name = _profile_name(name)
     try:
         text = encode_terms(decode_terms(terms))
     except Message as exc:
         raise StoreError(exc) from None
+    if base_engine not in engine_names():
+        raise StoreError(
+            Message(
+                "base_engine must be one of {allowed}; got {value!r}",
+                allowed=", ".join(engine_names()),
+                value=base_engine,
+            )
+        )
+    if isinstance(n_rows, bool) or not isinstance(n_rows, int | np.integer) or n_rows < 0:
+        raise StoreError(Message("n_rows must be an integer >= 0; got {value!r}", value=str(n_rows)))
     row = {
         "name": name,
         "terms": text,
-        "base_engine": str(base_engine),
+        "base_engine": base_engine,
         "target": str(target),
         "gpu": str(gpu),
         "n_rows": int(n_rows),
@@ -642,18 +667,14 @@ def save_profile(
     }
     try:
         with engine.begin() as conn:
-            taken = conn.execute(sa.select(_profiles.c.id).where(_profiles.c.name == name)).first()
-            if taken is not None:
-                raise StoreError(
-                    Message(
-                        "a profile named {name!r} is already in the library; delete it or choose another name",
-                        name=name,
-                    )
-                )
+            if conn.execute(sa.select(_profiles.c.id).where(_profiles.c.name == name)).first() is not None:
+                raise _name_taken(name)
             profile_id = conn.execute(_profiles.insert().values(**row)).inserted_primary_key[0]
         _check_library_file(engine)
     except StoreError:
         raise
+    except sa.exc.IntegrityError as exc:  # another server saved this name between the check and the insert
+        raise _name_taken(name) from exc
     except sa.exc.SQLAlchemyError as exc:
         raise StoreError(
             Message(

@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from specviz.app.figures.design import _qualitative, axis_title, compact, log_ticks, stepped
-from specviz.app.figures.measured import _layout, plotly_text
+from specviz.app.figures.measured import _layout, parity_lines, plotly_text
 from specviz.base import i18n
 from specviz.base.i18n import N_, text
 
@@ -289,19 +289,7 @@ def calibration_parity(frame: pd.DataFrame, lang: str = "en") -> go.Figure:
     fig = go.Figure()
     ms = frame[["measured_s", "predicted_s"]].to_numpy() * 1e3
     lo, hi = float(ms.min()) / 1.3, float(ms.max()) * 1.3
-    lines = ((1.0, "solid", text(lang, "predicted = measured")), (1.25, "dot", "±25 %"), (0.75, "dot", None))
-    for scale, dash, name in lines:
-        fig.add_trace(
-            go.Scatter(
-                x=[lo, hi],
-                y=[lo * scale, hi * scale],
-                mode="lines",
-                line=dict(color="black" if scale == 1 else "#999", dash=dash, width=1),
-                name=name or "",
-                showlegend=name is not None,
-                hoverinfo="skip",
-            )
-        )
+    fig.add_traces(parity_lines(lo, hi, 0.25, lang))
     for model, part in frame.groupby("model", sort=False):
         fig.add_trace(
             go.Scatter(

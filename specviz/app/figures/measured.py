@@ -58,6 +58,24 @@ def _layout(fig: go.Figure, x: str, y: str, height: int = 420) -> go.Figure:
     return fig
 
 
+def parity_lines(lo: float, hi: float, band: float, lang: str = "en") -> list[go.Scatter]:
+    """The guides of a predicted-against-measured chart over [``lo``, ``hi``]: y = x (solid, black) and
+    y = x·(1 ± ``band``) (dotted, grey, one legend entry "±100·band %")."""
+    lines = ((1.0, "solid", text(lang, "predicted = measured")), (1 + band, "dot", f"±{band * 100:g} %"))
+    return [
+        go.Scatter(
+            x=[lo, hi],
+            y=[lo * scale, hi * scale],
+            mode="lines",
+            line=dict(color="black" if scale == 1 else "#999", dash=dash, width=1),
+            name=name or "",
+            showlegend=name is not None,
+            hoverinfo="skip",
+        )
+        for scale, dash, name in (*lines, (1 - band, "dot", None))
+    ]
+
+
 def _error_bars(points) -> dict | None:
     """Asymmetric error bars from speedup_min / speedup_max where the rows have them."""
     if "speedup_min" not in points.columns or "speedup_max" not in points.columns:

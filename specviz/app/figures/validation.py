@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from specviz.app.figures.design import compact
-from specviz.app.figures.measured import _layout, _series_color, plotly_text
+from specviz.app.figures.measured import _layout, _series_color, parity_lines, plotly_text
 from specviz.base.i18n import text
 
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "star", "hexagon", "pentagon", "triangle-down")
@@ -138,22 +138,7 @@ def fit_parity(rows: pd.DataFrame, band: float, lang: str = "en") -> go.Figure:
     fig = go.Figure()
     both = rows[["measured", "predicted", "base_predicted"]].to_numpy()
     lo, hi = float(both.min()) / 1.3, float(both.max()) * 1.3
-    for scale, dash, name in (
-        (1.0, "solid", text(lang, "predicted = measured")),
-        (1 + band, "dot", f"±{band:.0%}"),
-        (1 - band, "dot", None),
-    ):
-        fig.add_trace(
-            go.Scatter(
-                x=[lo, hi],
-                y=[lo * scale, hi * scale],
-                mode="lines",
-                line=dict(color="black" if scale == 1 else "#999", dash=dash, width=1),
-                name=name or "",
-                showlegend=name is not None,
-                hoverinfo="skip",
-            )
-        )
+    fig.add_traces(parity_lines(lo, hi, band, lang))
     for column, name, color in (
         ("base_predicted", text(lang, "base profile"), "#999999"),
         ("predicted", text(lang, "fitted profile"), "#d62728"),
