@@ -38,6 +38,8 @@ LABELS = {
     "llama.cpp-metal": "llama.cpp (Metal)",
     "mlc-llm": "MLC LLM",
     "exllamav2": "ExLlamaV2",
+    "compiled": "Any compiled engine (CUDA graphs or a compiled loop; fitted on all of them)",
+    "eager": "Any eager PyTorch stack (fitted on all of them)",
 }
 
 
@@ -98,6 +100,11 @@ def main() -> int:
             published.profile_row(name, profiles[name], rows[rows["engine"] == name], LABELS.get(name, name), today)
             for name in sorted(rows["engine"].unique())
         ]
+        family = rows["engine"].map(engines.family)
+        out += [  # the families' profiles, for an engine the catalogue does not list
+            published.profile_row(name, profiles[f"family:{name}"], rows[family == name], LABELS[name], today)
+            for name in engines.FAMILY_PROFILES
+        ]
         pd.DataFrame(out).to_csv(engines.ENGINES_CSV, index=False, float_format="%.6g")
         print(f"wrote {len(out)} profiles to {engines.ENGINES_CSV}")
         fitted = published.predict(rows, profiles)
@@ -105,7 +112,7 @@ def main() -> int:
         table.to_csv(published.PREDICTIONS, index=False, float_format="%.6g")
         print(f"wrote {len(table)} rows to {published.PREDICTIONS}")
         print("\nerror bands (10–90 % of held-out predicted / measured) by profile")
-        for name in [engines.DEFAULT_ENGINE, *sorted(rows["engine"].unique())]:
+        for name in [engines.DEFAULT_ENGINE, *sorted(rows["engine"].unique()), *engines.FAMILY_PROFILES]:
             bands = {kind: engines.error_band(name, kind) for kind in ("step", "speedup")}
             text = "; ".join(
                 f"{kind} {b['lo']:.2f}–{b['hi']:.2f} (median {b['median']:.2f}, {b['rows']} rows, {b['basis']})"

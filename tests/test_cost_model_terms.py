@@ -224,3 +224,11 @@ def test_zero_skew_is_uniform_routing_and_a_dense_model_has_no_router():
     assert hardware.with_routing_skew(LLAMA8, 1.0) == LLAMA8
     with pytest.raises(ValueError, match="routing skew must be a number from 0 to 4"):
         moe.zipf_load(16, -1.0)
+
+
+def test_an_engine_the_catalogue_lacks_is_priced_with_its_familys_profile():
+    assert engines.profile_for("vllm") == engines.profile("vllm")
+    assert engines.profile_for("lmdeploy") == engines.profile("compiled")
+    assert engines.family("hf-transformers") == "eager" and engines.family("lmdeploy") == "compiled"
+    names = engines.engine_names()
+    assert set(engines.FAMILY_PROFILES) <= set(names)

@@ -40,6 +40,11 @@ from specviz.base.paths import DATA
 
 ENGINES_CSV = DATA / "catalog" / "engines.csv"
 DEFAULT_ENGINE = "roofline"  #: the profile of :data:`DEFAULT_EFFICIENCY`: the roofline with a CUDA-graph step cost
+#: Engine families: eager (every operator dispatched from Python) and compiled (CUDA graphs or a compiled
+#: loop: every other engine). Each is also a catalogue profile, fitted on all of its engines' rows: the
+#: profile of an engine the catalogue does not list (LMDeploy, DeepSpeed-MII, …).
+EAGER = ("hf-transformers",)
+FAMILY_PROFILES = ("compiled", "eager")
 FRACTIONS = ("compute", "memory", "network", "quant_memory")
 OVERHEADS = (
     "overhead_s",
@@ -121,6 +126,22 @@ def load_engines(path: Path = ENGINES_CSV) -> pd.DataFrame:
 def engine_names(path: Path = ENGINES_CSV) -> tuple[str, ...]:
     """The profile names, :data:`DEFAULT_ENGINE` first."""
     return tuple(load_engines(path).index)
+
+
+def family(engine: str) -> str:
+    """The family profile (:data:`FAMILY_PROFILES`) of the engine named ``engine``: ``eager`` for an
+    eager PyTorch stack (:data:`EAGER`), else ``compiled``."""
+    return "eager" if engine in EAGER else "compiled"
+
+
+def profile_for(engine: str, path: Path = ENGINES_CSV) -> Efficiency:
+    """The profile an engine named ``engine`` is priced with: its own catalogue profile, else its
+    family's (:func:`family`), else the default."""
+    names = engine_names(path)
+    for name in (engine, family(engine)):
+        if name in names:
+            return profile(name, path)
+    return DEFAULT_EFFICIENCY
 
 
 def profile(name: str, path: Path = ENGINES_CSV) -> Efficiency:
@@ -233,7 +254,8 @@ def error_band(name: str, kind: str, path: Path = PREDICTIONS_CSV) -> dict | Non
     (``"step"`` or ``"speedup"``), from the published rows of ``data/validation/predictions.csv``.
 
     The ratio predicted / measured of the rows *held out* from the fit (leave-one-source-out) of
-    the engine ``name``; for the default roofline profile, of every row with the default profile.
+    the engine ``name`` (of every engine of the family, for a family profile); for the default
+    roofline profile, of every row with the default profile.
     Where the engine has fewer than :data:`MIN_BAND_ROWS` rows of ``kind``, every engine's held-out
     rows stand in (``basis = "all"``).
 
@@ -250,7 +272,12 @@ def error_band(name: str, kind: str, path: Path = PREDICTIONS_CSV) -> dict | Non
         return None
     frame = frame[frame["kind"] == kind]
     column = "default_predicted" if name == DEFAULT_ENGINE else "loso_predicted"
-    mine = frame if name == DEFAULT_ENGINE else frame[frame["engine"] == name]
+    if name == DEFAULT_ENGINE:
+        mine = frame
+    elif name in FAMILY_PROFILES:  # a family's profile stands for any of its engines
+        mine = frame[frame["engine"].map(family) == name]
+    else:
+        mine = frame[frame["engine"] == name]
     basis = "engine"
     if len(mine) < MIN_BAND_ROWS:
         mine, basis = frame, "all"

@@ -35,12 +35,11 @@ from specviz.core.engines import DEFAULT_EFFICIENCY, Efficiency
 
 MEASUREMENTS = DATA / "validation" / "measurements.csv"
 DEFAULT_CONTEXT = 512  #: cached tokens assumed where a row states no context (flagged in ``context_assumed``)
-#: Engine families, the level between the shared profile and an engine's: eager (every operator dispatched
-#: from Python) and compiled (CUDA graphs or a compiled loop: the rest). A source's rows fall back to the
-#: family's profile when the engine has no rows outside that source. (Splitting compiled into serving
-#: engines and single-user loops scored the same leave-one-source-out, 2026-12-04, so it stays one.)
-EAGER = ("hf-transformers",)
-FAMILIES = ("family:eager", "family:compiled")
+#: Engine families (:func:`specviz.core.engines.family`), the level between the shared profile and an
+#: engine's. A source's rows fall back to the family's profile when the engine has no rows outside that
+#: source. (Splitting compiled into serving engines and single-user loops scored the same
+#: leave-one-source-out, 2026-12-04, so it stays one.)
+FAMILIES = tuple(f"family:{name}" for name in engines.FAMILY_PROFILES)
 #: the terms :func:`fit_profile` fits, their bounds and the scale of the pull toward the prior
 FITTED = {
     "compute": ((0.2, 1.0), 0.2),
@@ -233,8 +232,8 @@ def constrained(rows: pd.DataFrame) -> set[str]:
 
 
 def _family(engine: str) -> str:
-    """The profile family an engine falls back to (:data:`FAMILIES`): eager or compiled."""
-    return "family:eager" if engine in EAGER else "family:compiled"
+    """The profile family an engine falls back to (:data:`FAMILIES`)."""
+    return f"family:{engines.family(engine)}"
 
 
 def fit_profiles(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) -> dict[str, Efficiency]:

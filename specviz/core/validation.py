@@ -47,17 +47,12 @@ def published_rows() -> pd.DataFrame:
     return frame[published.priceable(frame)]
 
 
-def shipped_profiles() -> dict[str, Efficiency]:
-    """Every engine profile of the catalogue by name (the default roofline included)."""
-    return {name: engines.profile(name) for name in engines.engine_names()}
-
-
 def _profile_for(which: str):
-    """The function row -> Efficiency of predictor ``which`` for rows outside the published fit (yours)."""
+    """The function row -> Efficiency of predictor ``which`` for rows outside the published fit (yours):
+    the default, or the engine's shipped profile (its family's for an engine the catalogue lacks)."""
     if which == "default":
         return lambda row: DEFAULT_EFFICIENCY
-    profiles = shipped_profiles()
-    return lambda row: profiles.get(row["engine"], DEFAULT_EFFICIENCY)
+    return lambda row: engines.profile_for(row["engine"])
 
 
 def inputs_stamp() -> str:
