@@ -38,8 +38,7 @@ LABELS = {
     "llama.cpp-metal": "llama.cpp (Metal)",
     "mlc-llm": "MLC LLM",
     "exllamav2": "ExLlamaV2",
-    "compiled": "Any compiled engine (CUDA graphs or a compiled loop; fitted on all of them)",
-    "eager": "Any eager PyTorch stack (fitted on all of them)",
+    **engines.FAMILY_LABELS,
 }
 
 

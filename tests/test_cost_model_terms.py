@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 import pytest
+from _tiers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,11 +24,13 @@ V3 = "deepseek-ai/DeepSeek-V3"
 # --------------------------------------------------------------------------------------
 
 
+@settings(max_examples=examples(100), deadline=None)
 @given(m=st.integers(0, 2000))
 def test_one_rank_is_every_expert_touched(m):
     assert moe.experts_on_busiest_rank(256, 8, m, 1) == pytest.approx(moe.experts_touched(256, 8, m))
 
 
+@settings(max_examples=examples(100), deadline=None)
 @given(e=st.sampled_from([8, 64, 256]), ranks=st.sampled_from([2, 4, 8]), m=st.integers(1, 64))
 def test_the_busiest_rank_holds_at_least_its_share_and_at_most_its_experts(e, ranks, m):
     busiest = float(moe.experts_on_busiest_rank(e, 2, m, ranks))
@@ -38,6 +41,7 @@ def test_many_tokens_touch_every_expert_of_every_rank():
     assert moe.experts_on_busiest_rank(256, 8, 100_000, 8) == pytest.approx(32.0)
 
 
+@pytest.mark.slow
 def test_busiest_rank_against_a_monte_carlo_of_top_k_routing():
     rng = np.random.default_rng(7)
     e, k, m, ranks, trials = 64, 4, 3, 8, 4000
@@ -147,6 +151,7 @@ def test_rows_constrain_only_the_terms_they_can_see():
     assert "draft_overhead_s" in published.constrained(_rows(kind="speedup", method="eagle"))
 
 
+@pytest.mark.slow
 def test_engine_levels_move_only_engine_terms():
     frame = published.load_measurements()
     rows = frame[published.priceable(frame) & frame["source_id"].isin(["llamacpp-pr-4766", "eagle-readme-gptfast"])]
@@ -199,7 +204,7 @@ def test_the_error_band_is_the_held_out_rows_deciles(tmp_path):
         engines.error_band("vllm", "latency", path)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     overhead=st.floats(0, 5e-3),
     layer=st.floats(0, 2e-4),
@@ -211,6 +216,7 @@ def test_every_profile_term_stays_a_valid_efficiency(overhead, layer, quant):
     assert np.all(np.isfinite(t)) and np.all(np.diff(t) > 0)
 
 
+@settings(max_examples=examples(100), deadline=None)
 @given(e=st.sampled_from([8, 64, 256]), skew=st.floats(0.0, 2.0), m=st.integers(1, 512))
 def test_a_skewed_router_touches_no_more_experts_than_a_uniform_one(e, skew, m):
     load = moe.zipf_load(e, skew)

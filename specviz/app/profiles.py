@@ -45,6 +45,8 @@ def engine_label(engine: str) -> str:
     """A choice's label in this session's language: the catalogue's label, or "custom profile"."""
     if engine == CUSTOM:
         return ui.t("custom profile (terms in the link)")
+    if engine in engines.FAMILY_LABELS:
+        return ui.t(engines.FAMILY_LABELS[engine])
     return str(engines.load_engines().loc[engine, "label"])
 
 
@@ -78,7 +80,7 @@ def caption(engine: str, terms: str = "") -> str:
         return ui.t("Priced with a custom engine profile: {terms}.", terms=shown)
     row = engines.load_engines().loc[engine]
     fitted = ui.t("fitted on {sources}", sources=row["fitted_on"]) if row["fitted_on"] else ui.t("not fitted")
-    return ui.t("Priced with the engine profile {engine} ({fitted}).", engine=row["label"], fitted=fitted)
+    return ui.t("Priced with the engine profile {engine} ({fitted}).", engine=engine_label(engine), fitted=fitted)
 
 
 def saved_profiles() -> pd.DataFrame:

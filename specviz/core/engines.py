@@ -45,6 +45,11 @@ DEFAULT_ENGINE = "roofline"  #: the profile of :data:`DEFAULT_EFFICIENCY`: the r
 #: profile of an engine the catalogue does not list (LMDeploy, DeepSpeed-MII, …).
 EAGER = ("hf-transformers",)
 FAMILY_PROFILES = ("compiled", "eager")
+#: the family profiles' labels (engines.csv's ``label``; shown translated)
+FAMILY_LABELS = {
+    "compiled": N_("Any compiled engine (CUDA graphs or a compiled loop; fitted on all of them)"),
+    "eager": N_("Any eager PyTorch stack (fitted on all of them)"),
+}
 FRACTIONS = ("compute", "memory", "network", "quant_memory")
 OVERHEADS = (
     "overhead_s",
