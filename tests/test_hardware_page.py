@@ -7,6 +7,7 @@ import json
 import pandas as pd
 import pytest
 from _apps import open_app, rerun, shown_errors
+from _tiers import first_quick
 
 from specviz.core import engines, moe
 from specviz.core import hardware as hw
@@ -344,7 +345,7 @@ def test_the_v3_preset_renders_every_view_without_an_error_or_a_warning(view):
     assert not at.error and not at.warning, ([e.value for e in at.error], [w.value for w in at.warning])
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", first_quick(["en", "zh"]))
 def test_the_moe_tab_of_a_dense_target_offers_the_v3_preset(lang):
     at = open_app(PAGE, view="moe", lang=lang)
     assert at.info and not at.get("plotly_chart")

@@ -159,6 +159,7 @@ def test_table_and_csv_say_which_profile_priced_the_pair(capsys):
     assert len(frame) == 16 and (frame["engine"] == "tensorrt-llm").all() and set(frame["batch"]) == {1, 64}
 
 
+@pytest.mark.slow
 def test_python_m_specviz_predict_prints_json():
     done = subprocess.run(
         [sys.executable, "-m", "specviz", "predict", "--target", VICUNA, "--draft", "ngram", "--tau", "2.5"]

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _apps import click, open_app, rerun, shown_errors
+from _tiers import first_quick
 
 from specviz.app import profiles
 from specviz.core import engines, published, validation
@@ -112,7 +113,7 @@ def test_every_view_renders(view):
     assert not at.error and not at.warning
 
 
-@pytest.mark.parametrize("which", validation.PREDICTORS)
+@pytest.mark.parametrize("which", first_quick(list(validation.PREDICTORS)))
 def test_the_parity_plot_draws_every_priceable_row_left_by_the_filters(which):
     try:
         frame = validation.predictions(which)
@@ -281,6 +282,7 @@ def test_calibration_recovers_the_profile_that_made_the_rows_and_saves_it(db_url
     assert store.list_profiles(store.open_library(db_url)).empty
 
 
+@pytest.mark.slow
 def test_a_taken_profile_name_is_refused(db_url):
     library = store.open_library(db_url)
     store.save_profile(library, name="taken", terms="overhead_s=0.001", base_engine="roofline")
@@ -296,6 +298,7 @@ def test_the_hardware_page_names_a_bad_custom_term():
     assert any("engine term memory = '3' is not allowed; allowed: a number in (0, 1]" in e for e in shown_errors(at))
 
 
+@pytest.mark.slow
 def test_a_library_run_gives_rows_on_the_pair_chosen(db_url):
     library = store.open_library(db_url)
     run = pd.DataFrame(
@@ -365,6 +368,7 @@ def test_without_the_predictions_file_the_held_out_view_says_how_to_write_it(tmp
     assert any("run python benchmarks/validation_bench.py" in e for e in shown_errors(at))
 
 
+@pytest.mark.slow
 def test_the_hardware_page_prices_a_custom_profile_from_its_link():
     terms = engines.encode_terms(TRUE)
     at = open_app(HARDWARE, view="step", engine="custom", eng_terms=terms)
