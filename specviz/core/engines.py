@@ -81,7 +81,9 @@ class Efficiency:
     round_overhead_s: float = 0.0  #: fixed cost per speculative round (acceptance, tree, bookkeeping), seconds
     draft_overhead_s: float = 0.0  #: fixed cost per draft forward beyond the forward's own (draft loop), seconds
     quant_memory: float = 1.0  #: share of ``memory`` reached by kernels reading weights below 16 bits
-    pcie_allreduce_latency_s: float = 1e-5  #: fixed latency of one all-reduce over PCIe or across nodes, seconds
+    #: fixed latency of one all-reduce over PCIe or across nodes, seconds: NCCL's all_reduce_perf gives
+    #: 54 µs on 8 × RTX 3090 and 43 µs on 8 × RTX 4090 over PCIe for 8 bytes (NVIDIA/nccl issues #1439, #1530)
+    pcie_allreduce_latency_s: float = 5e-5
 
     def __post_init__(self):
         for name in FRACTIONS:
