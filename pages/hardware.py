@@ -237,8 +237,7 @@ def by_batch(
     expert_parallel: bool = False,
 ):
     t, d, gpu = _model(target), _model(draft), _gpu(gpu)
-    kw = dict(dtype=dtype, tp_target=tp_t, tp_draft=tp_d, efficiency=_efficiency(engine))
-    kw |= _library_kw(draft_tokens, verify_tokens, expert_parallel)
+    kw = _cached_kw(dtype, tp_t, tp_d, engine, draft_tokens, verify_tokens, expert_parallel)
     kw["draft_context"] = None if budget is None else min(budget, ctx)  # a budget beyond L is the full context
     frame = hardware.speedup_by_batch(t, d, gpu, alpha, BATCHES, [ctx], k_max, **kw)
     costs = hardware.pair_costs(t, d, gpu, np.array(BATCHES), ctx, k_max, **kw)
@@ -263,10 +262,15 @@ def by_batch_and_context(
     expert_parallel: bool = False,
 ):
     t, d, gpu = _model(target), _model(draft), _gpu(gpu)
-    kw = dict(dtype=dtype, tp_target=tp_t, tp_draft=tp_d, efficiency=_efficiency(engine))
-    kw |= _library_kw(draft_tokens, verify_tokens, expert_parallel)
+    kw = _cached_kw(dtype, tp_t, tp_d, engine, draft_tokens, verify_tokens, expert_parallel)
     kw["draft_context"] = None if budget is None else np.minimum(budget, CONTEXTS)
     return hardware.speedup_by_batch(t, d, gpu, alpha, BATCHES, CONTEXTS, k_max, **kw)
+
+
+def _cached_kw(dtype, tp_t, tp_d, engine, draft_tokens, verify_tokens, expert_parallel) -> dict:
+    """pair_costs / speedup_by_batch keywords from the cached functions' arguments."""
+    kw = dict(dtype=dtype, tp_target=tp_t, tp_draft=tp_d, efficiency=_efficiency(engine))
+    return kw | _library_kw(draft_tokens, verify_tokens, expert_parallel)
 
 
 def _efficiency(engine: str):

@@ -27,9 +27,9 @@ def metric(at, label_start: str) -> str:
     return next(m.value for m in at.metric if m.label.startswith(label_start))
 
 
-def default_k_star_at_batch_1(efficiency=None) -> int:
-    """K* at B = 1 of the page's default pair, GPU, α, context and TP, from the library."""
-    frame = hw.speedup_by_batch(
+def default_at_batch_1(efficiency=None):
+    """The library's row at B = 1 for the page's default pair, GPU, α, context and TP."""
+    return hw.speedup_by_batch(
         "meta-llama/Llama-3.1-70B-Instruct",
         "meta-llama/Llama-3.2-1B-Instruct",
         "H100-SXM5-80GB",
@@ -39,8 +39,12 @@ def default_k_star_at_batch_1(efficiency=None) -> int:
         8,
         tp_target=4,
         efficiency=efficiency,
-    )
-    return int(frame.k_star.iloc[0])
+    ).iloc[0]
+
+
+def default_k_star_at_batch_1(efficiency=None) -> int:
+    """K* at B = 1 of the page's default pair, GPU, α, context and TP, from the library."""
+    return int(default_at_batch_1(efficiency).k_star)
 
 
 @pytest.mark.parametrize("view", list(VIEWS))
@@ -385,16 +389,7 @@ def test_the_error_band_is_shown_on_the_step_and_the_speedup_and_shaded_on_the_f
     assert ("every profile" in caption) == (basis == "all")
     at = open_app(PAGE, view="speedup")
     caption = next(c.value for c in at.caption if c.value.startswith("Measured is typically"))
-    want = hw.speedup_by_batch(
-        "meta-llama/Llama-3.1-70B-Instruct",
-        "meta-llama/Llama-3.2-1B-Instruct",
-        "H100-SXM5-80GB",
-        0.8,
-        [1],
-        [2048],
-        8,
-        tp_target=4,
-    ).speedup_at_k_star.iloc[0]
+    want = default_at_batch_1().speedup_at_k_star
     assert f"between {want / 1.6:.2f}× and {want / 0.9:.2f}×" in caption and "23 rows" in caption
     figure = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert [t["name"] for t in figure["data"] if t.get("fill") == "tonexty"] == ["measured at K*, 10–90 %"]

@@ -767,9 +767,11 @@ def _moe_mlp(m: dict, rows, tp, w: float, a: float, expert_parallel: bool = Fals
     we = m["expert_bits"] / 8 if m["expert_bits"] else w
     flops = 2.0 * rows * (3 * d * (k * de + ns * ds) + d * e) / tp
     ranks = np.asarray(tp, dtype=float)
-    if expert_parallel:  # (…) whole experts on the busiest GPU, one value per distinct tp
-        busiest = np.vectorize(lambda r, n: moe.experts_on_busiest_rank(e, k, n, int(min(r, e))), otypes=[float])
-        routed = _expert_parameters(m, busiest(ranks, rows)) * we
+    if expert_parallel:  # (…) whole experts on the busiest GPU, computed once per distinct (tp, tokens)
+        pairs = np.broadcast_arrays(ranks, np.asarray(rows, dtype=float))
+        unique, where = np.unique(np.stack([x.ravel() for x in pairs]), axis=1, return_inverse=True)
+        each = [moe.experts_on_busiest_rank(e, k, n, int(min(r, e))) for r, n in unique.T]
+        routed = _expert_parameters(m, np.asarray(each)[where.ravel()].reshape(pairs[0].shape)) * we
     else:
         routed = _expert_parameters(m, moe.experts_touched(e, k, rows, m.get("expert_load"))) * we / ranks
     weights = routed + (3 * d * ns * ds * w + d * e * w) / tp
@@ -810,7 +812,11 @@ def link_kind(gpu, tp=1) -> np.ndarray:
     NVSwitch, Infinity Fabric) within one board of :data:`BOARD_GPUS`, else ``"pcie"``: GPUs without
     a fabric (64 GB/s per direction or less: PCIe Gen5 x16), and a group larger than a board, whose
     traffic leaves through the network cards on PCIe. Broadcasts over ``tp``."""
-    g = gpu_spec(gpu)
+    return _link_kind(gpu_spec(gpu), tp)
+
+
+def _link_kind(g: dict, tp) -> np.ndarray:
+    """:func:`link_kind` of a checked GPU spec (the step's hot path checks it once)."""
     fabric = g["interconnect_gbs"] > 64
     return np.where(fabric & (np.asarray(tp) <= BOARD_GPUS), "nvlink", "pcie")[()]
 
@@ -823,7 +829,7 @@ def _allreduce_time(nbytes, tp, g: dict, eff: Efficiency, layers: int) -> np.nda
     tp = np.asarray(tp, dtype=float)
     across = tp > BOARD_GPUS
     link = np.where(across, min(g["interconnect_gbs"], NIC_GBS), g["interconnect_gbs"]) * 1e9 * eff.network
-    latency = np.where(link_kind(g, tp) == "pcie", eff.pcie_allreduce_latency_s, eff.allreduce_latency_s)
+    latency = np.where(_link_kind(g, tp) == "pcie", eff.pcie_allreduce_latency_s, eff.allreduce_latency_s)
     return np.where(tp > 1, 2 * (tp - 1) / tp * nbytes / link + 2 * layers * latency, 0.0)
 
 
