@@ -141,10 +141,9 @@ def _rows(**cols) -> pd.DataFrame:
 def test_rows_constrain_only_the_terms_they_can_see():
     plain = published.constrained(_rows())
     assert not plain & {"round_overhead_s", "draft_overhead_s", "seq_overhead_s", "quant_memory"}
-    assert not plain & {"allreduce_latency_s", "pcie_allreduce_latency_s"}
-    assert "allreduce_latency_s" in published.constrained(_rows(tp=8))
-    assert "pcie_allreduce_latency_s" in published.constrained(_rows(tp=16))
-    assert "pcie_allreduce_latency_s" in published.constrained(_rows(tp=2, gpu="A100-PCIe-80GB"))
+    # the all-reduce latencies are measured by all-reduce benchmarks, never fitted, whatever the rows
+    for rows in (_rows(), _rows(tp=8), _rows(tp=16), _rows(tp=2, gpu="A100-PCIe-80GB")):
+        assert not published.constrained(rows) & {"allreduce_latency_s", "pcie_allreduce_latency_s"}
     assert "quant_memory" in published.constrained(_rows(dtype="int4"))
     assert {"round_overhead_s"} <= published.constrained(_rows(kind="speedup", method="ngram"))
     assert "draft_overhead_s" not in published.constrained(_rows(kind="speedup", method="ngram"))

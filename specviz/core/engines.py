@@ -17,7 +17,7 @@ roofline does not see, and how much depends on the stack far more than on the GP
 * ``allreduce_latency_s`` and ``pcie_allreduce_latency_s``: the fixed latency of one tensor-parallel
   all-reduce within an NVLink-class board and over PCIe (GPUs without a peer-to-peer fabric, NCCL rings
   through the host bridge, or a group spanning nodes through their network cards: an order of magnitude
-  slower for the small messages of decoding).
+  slower for the small messages of decoding). Both come from all-reduce benchmarks and are not fitted.
 
 One forward of ``n_layers`` layers for ``B`` sequences costs roofline(B, L, n) + overhead_s +
 layer_overhead_s·n_layers + seq_overhead_s·B; a speculative round adds round_overhead_s and
@@ -75,7 +75,10 @@ class Efficiency:
     memory: float = 0.8  #: e_m: fraction of HBM bandwidth reached
     network: float = 0.7  #: fraction of interconnect bandwidth an all-reduce reaches
     overhead_s: float = 3e-4  #: fixed per-forward cost (launches, sampling, scheduling), seconds
-    allreduce_latency_s: float = 1e-5  #: fixed latency of one all-reduce, seconds
+    #: fixed latency of one all-reduce over NVLink, seconds: vLLM's custom all-reduce takes 9–12 µs for
+    #: 512 B–32 KB on 2–8 × H100 and SGLang's 4–8 µs (sgl-project/sglang PR #2904, tests/test_trt_reduce.py);
+    #: NCCL with CUDA graphs about 6 µs on 2 × H100, 128 B–64 KB (NVIDIA/nccl issue #1259)
+    allreduce_latency_s: float = 1e-5
     layer_overhead_s: float = 0.0  #: fixed cost per layer and forward (eager dispatch; 0 with CUDA graphs), seconds
     seq_overhead_s: float = 0.0  #: fixed cost per sequence and forward (scheduling, sampling per request), seconds
     round_overhead_s: float = 0.0  #: fixed cost per speculative round (acceptance, tree, bookkeeping), seconds

@@ -46,17 +46,16 @@ FITTED = {
     "memory": ((0.2, 1.0), 0.2),
     "quant_memory": ((0.2, 1.0), 0.2),
     "overhead_s": ((0.0, 0.1), 1e-3),
-    # an all-reduce of decoding's small messages over NVLink takes microseconds: about 6 µs on 2 × H100
-    # (NVIDIA/nccl issue #1259, all_reduce_perf with CUDA graphs, 128 B–64 KB); 50 µs bounds it generously
-    "allreduce_latency_s": ((0.0, 5e-5), 1e-5),
-    "pcie_allreduce_latency_s": ((0.0, 1e-3), 1e-4),
     "layer_overhead_s": ((0.0, 0.01), 1e-4),
     "seq_overhead_s": ((0.0, 0.01), 1e-4),
     "round_overhead_s": ((0.0, 0.1), 1e-3),
     "draft_overhead_s": ((0.0, 0.05), 1e-3),
 }
-#: the terms an engine family's and an engine's own fit may move away from the shared profile; the
-#: all-reduce latencies are the interconnect's and NCCL's, fitted once on every row
+#: The all-reduce latencies are not fitted: they are the interconnect's and the collective library's,
+#: measured directly by all-reduce benchmarks (the defaults of :class:`Efficiency` cite them), while the
+#: published step times cannot tell them from the per-layer dispatch cost (both scale with the layers).
+#: Fitted, the NVLink latency rose to 26 µs without gpt-fast's rows and 5 µs with them.
+#: the terms an engine family's and an engine's own fit may move away from the shared profile
 ENGINE_TERMS = (
     "compute",
     "memory",
@@ -203,30 +202,15 @@ def fit_profile(
 def constrained(rows: pd.DataFrame) -> set[str]:
     """The terms of :data:`FITTED` that ``rows`` can tell anything about: a per-round cost only from
     speedups, a per-draft-forward one only from methods that run draft forwards, a per-sequence one
-    only beyond batch 1, the quantised share only from weights below 16 bits, each all-reduce latency
-    only from tensor-parallel rows on its kind of link (:func:`specviz.core.hardware.link_kind`)."""
+    only beyond batch 1, the quantised share only from weights below 16 bits."""
     spec = rows["kind"] == "speedup"
-    tp = rows["tp"].astype(float) > 1
-    pcie = pd.Series(
-        [hardware.link_kind(g, t) == "pcie" for g, t in zip(rows["gpu"], rows["tp"].astype(float), strict=True)],
-        index=rows.index,
-    )
     quant = rows["dtype"].map(lambda d: hardware.DTYPE_BYTES.get(d, 2.0) < 2).astype(bool)
-    seen = set(FITTED) - {
-        "round_overhead_s",
-        "draft_overhead_s",
-        "seq_overhead_s",
-        "quant_memory",
-        "allreduce_latency_s",
-        "pcie_allreduce_latency_s",
-    }
+    seen = set(FITTED) - {"round_overhead_s", "draft_overhead_s", "seq_overhead_s", "quant_memory"}
     checks = {
         "round_overhead_s": spec.any(),
         "draft_overhead_s": (spec & rows["method"].isin(_DRAFT_FORWARDS)).any(),
         "seq_overhead_s": (rows["batch"].astype(float) > 1).any(),
         "quant_memory": quant.any(),
-        "allreduce_latency_s": (tp & ~pcie).any(),
-        "pcie_allreduce_latency_s": (tp & pcie).any(),
     }
     return seen | {name for name, yes in checks.items() if yes}
 
