@@ -1,0 +1,721 @@
+"""Serving under load: traffic and service levels to TTFT, TPOT, throughput and the best K.
+
+A steady-state (fluid) model of continuous batching, built on the roofline of
+:mod:`specviz.core.hardware` and an engine profile (:mod:`specviz.core.engines`). Definitions follow
+``vllm bench serve`` (vllm/benchmarks/serve.py, ``calculate_metrics``): TTFT, the time to the first
+token; TPOT per request = (E2E − TTFT) / (output tokens − 1); ITL, the gap between streamed chunks
+(under speculation one chunk carries every token a round accepts, so ITL ≠ TPOT); output throughput =
+output tokens / wall time; tokens/s per user = 1 / TPOT.
+
+The model (docs/design.md, "Serving under load"). A request has a prompt of P tokens and an output of
+G ≥ 2 tokens; its first token comes with its prefill, the other G − 1 from decode rounds. An option is
+one way to decode (:class:`Option`): no speculation (a round is one target step and yields one token
+per sequence), or a speculative round (K draft forwards and one verify forward of T tokens per sequence)
+that yields E[N] tokens per sequence on average (the chain's E[N](α, K) or a tree's F(T)). With B
+sequences decoding and each request needing R = E[G − 1] / E[N] rounds:
+
+* a round takes t(B) = the cost model's round at B and the decode context L̄, plus the prefill work of
+  the requests that replace those finishing, B / R per round: τ(B) = t(B) + (B / R)·p, where p is one
+  prompt's prefill cost (its marginal cost riding in the decode step where the engine mixes prefill into
+  decode steps, a forward of its own where it does not);
+* Little's law closes the loop. Open (Poisson arrivals at λ requests/s): B = λ·R·τ(B), i.e.
+  λ·R·t(B) = B·(1 − λ·p); no root up to the batch cap (KV memory, the engine's sequence limit) means
+  the server is overloaded: no number is returned. Closed (N users, each sending its next request
+  ``think_s`` after the last one ends): B = N·R·τ / (think + TTFT + R·τ), at most the cap; beyond it
+  requests queue, and Little's law over the whole loop, N = X·(think + response time), gives the wait;
+* TPOT = τ / E[N]; ITL = τ; TTFT = τ / 2 (the round in progress) + the prefill (``chunks`` rounds of
+  t(B) plus p where prefill rides in decode steps; p where it is a forward of its own) + any queueing;
+  throughput X = B / (R·τ) requests/s, X·E[G] tokens/s, divided by the GPUs of one replica per GPU.
+
+The decode step is never priced below one sequence (a lone request decodes at B = 1), so λ → 0 gives
+batch-1 latency. The model predicts means; the tails of a real server (p90, p99) come from its
+fluctuations, which it does not model.
+
+Everything is vectorised: the cost model is evaluated once on a batch grid for every option
+(:func:`cost_grid`), and :func:`steady_state` solves every load and option at once on the
+piecewise-linear interpolant of that grid (the exact root of the interpolant, first crossing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from specviz.base.i18n import Message
+from specviz.core import engines, hardware, heads, theory
+
+__all__ = [
+    "MODES",
+    "PREFILL",
+    "CostGrid",
+    "Lengths",
+    "Option",
+    "batch_cap",
+    "best_by_load",
+    "chain_options",
+    "cost_grid",
+    "decode_context",
+    "gpus_needed",
+    "max_rate",
+    "mean_tokens_over_context",
+    "prefill_seconds",
+    "speculation_stops_paying",
+    "steady_state",
+]
+
+MODES = ("open", "closed")  #: Poisson arrivals at a rate, or a fixed number of users
+#: How an engine runs a prompt's prefill beside the running decodes: "mixed" (prompt tokens ride in the
+#: decode step's batch, chunked to a token budget: vLLM V1's chunked prefill, on by default; TensorRT-LLM's
+#: in-flight batching of context and generation requests; llama.cpp's server, whose batch of up to
+#: ``n_batch`` tokens takes prompt and generated tokens of every slot) or "separate" (a prefill forward of
+#: its own, decodes waiting: SGLang without ``--enable-mixed-chunk``, Hugging Face generation loops).
+PREFILL = {
+    "vllm": "mixed",
+    "tensorrt-llm": "mixed",
+    "llama.cpp": "mixed",
+    "llama.cpp-cpu": "mixed",
+    "sglang": "separate",
+    "hf-transformers": "separate",
+    "gpt-fast": "separate",
+    "mlc-llm": "separate",
+    "exllamav2": "separate",
+}
+GRID_POINTS = 192  #: batch grid points between 1 and the cap (geometric): interpolation error < 0.1 %
+MAX_LENGTH = 1_048_576  #: the longest prompt or output accepted, tokens
+
+
+# --------------------------------------------------------------------------------------
+# traffic: lengths and the context of a decoding sequence
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A distribution of token counts: ``values`` (n,) integers ≥ 1 with probabilities ``weights`` (n,).
+
+    Build one with :meth:`fixed`, :meth:`uniform` or :meth:`samples` (measured lengths, e.g. a dataset's).
+    """
+
+    values: np.ndarray
+    weights: np.ndarray
+
+    @staticmethod
+    def _checked(values, name: str) -> np.ndarray:
+        v = np.asarray(values, dtype=float).ravel()
+        bad = ~np.isfinite(v) | (v < 1) | (v > MAX_LENGTH) | (v != np.round(v))
+        if v.size == 0 or bad.any():
+            shown = v[bad][0] if bad.any() else "none"
+            raise Message(
+                "{name} must be whole numbers of tokens in [1, {most}]; got {value}",
+                name=name,
+                most=MAX_LENGTH,
+                value=shown,
+            )
+        return v
+
+    @classmethod
+    def fixed(cls, n, name: str = "length") -> Lengths:
+        """Every request has ``n`` tokens."""
+        return cls(cls._checked([n], name), np.ones(1))
+
+    @classmethod
+    def uniform(cls, lo, hi, name: str = "length") -> Lengths:
+        """Uniform over the integers lo..hi (inclusive)."""
+        lo_, hi_ = cls._checked([lo, hi], name)
+        if hi_ < lo_:
+            raise Message(
+                "{name}: the range {lo}..{hi} is empty (the upper end is below the lower)",
+                name=name,
+                lo=int(lo_),
+                hi=int(hi_),
+            )
+        v = np.arange(lo_, hi_ + 1)
+        return cls(v, np.full(v.size, 1.0 / v.size))
+
+    @classmethod
+    def samples(cls, values, name: str = "length") -> Lengths:
+        """The empirical distribution of measured lengths."""
+        v, counts = np.unique(cls._checked(values, name), return_counts=True)
+        return cls(v, counts / counts.sum())
+
+    @property
+    def mean(self) -> float:
+        return float(self.values @ self.weights)
+
+    def expect(self, f) -> float:
+        """E[f(X)] for a vectorised ``f``."""
+        return float(np.asarray(f(self.values), dtype=float) @ self.weights)
+
+
+def _check_output(output: Lengths) -> None:
+    if output.values.min() < 2:
+        raise Message(
+            "output lengths must be at least 2 tokens (TPOT is defined over the tokens after the first); got {value}",
+            value=int(output.values.min()),
+        )
+
+
+def decode_context(prompt: Lengths, output: Lengths) -> float:
+    """L̄: the mean context of a decode step, over the steps of every request (prompt ⟂ output).
+
+    A request's G − 1 decode steps run at contexts P + 1 … P + G − 1, so, weighting each request by its
+    steps, L̄ = E[P] + E[G(G − 1)] / (2·E[G − 1]): long outputs stay in the batch longer (the
+    length-biased mean, not E[P] + E[G] / 2).
+    """
+    _check_output(output)
+    return prompt.mean + output.expect(lambda g: g * (g - 1)) / (2.0 * output.expect(lambda g: g - 1))
+
+
+def _context_density(prompt: Lengths, output: Lengths, points: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """Decode-step contexts L (points,) and the share of decode steps at each (sums to 1): a step at
+    context L belongs to a request with P < L < P + G."""
+    lo = prompt.values.min() + 1
+    hi = prompt.values.max() + output.values.max() - 1
+    ctx = np.unique(np.round(np.linspace(lo, hi, points)))
+    p, g = prompt.values[None, :, None], output.values[None, None, :]
+    inside = (ctx[:, None, None] > p) & (ctx[:, None, None] < p + g)  # (nL, nP, nG)
+    share = (inside * prompt.weights[None, :, None] * output.weights[None, None, :]).sum(axis=(1, 2))
+    return ctx, share / share.sum()
+
+
+def mean_tokens_over_context(alpha_of_context, k, prompt: Lengths, output: Lengths) -> np.ndarray:
+    """E[N] per round of K when α depends on the context: the token-weighted harmonic mean.
+
+    A stretch of ΔL tokens at context L takes ΔL / E[N](α(L), K) rounds, so tokens per round over the
+    whole decode is Σ π(L) / Σ π(L) / E[N](α(L), K), with π the share of decode steps at L
+    (:func:`decode_context`'s weighting). ``alpha_of_context`` maps an array of contexts to α;
+    ``k`` is an array of K ≥ 1. Returns (len(k),); a constant α gives E[N](α, K) exactly.
+    """
+    ctx, share = _context_density(prompt, output)
+    a = theory.check_alpha(np.asarray(alpha_of_context(ctx), dtype=float))
+    kk = np.atleast_1d(theory.check_k(k))
+    per = theory.expected_tokens(np.broadcast_to(a, ctx.shape)[:, None], kk[None, :])  # (nL, nK)
+    return 1.0 / (share[:, None] / per).sum(axis=0)
+
+
+# --------------------------------------------------------------------------------------
+# options and their cost on a batch grid
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to decode. ``k`` draft forwards per round (0: no speculation), ``mean_tokens`` per
+    sequence and round (E[N] or F(T); 1 without speculation), ``verify_tokens`` per sequence in the
+    verify forward (K + 1 for a chain, the tree's nodes + 1), ``draft_tokens`` per draft forward (a tree
+    level's width)."""
+
+    label: str
+    k: int
+    mean_tokens: float
+    verify_tokens: int = 1
+    draft_tokens: int = 1
+
+    def __post_init__(self):
+        if self.k == 0 and (self.mean_tokens != 1.0 or self.verify_tokens != 1):
+            raise ValueError("an option without drafts yields one token per round and verifies one")
+        if self.k > 0 and not (1.0 <= self.mean_tokens <= self.verify_tokens):
+            raise ValueError(f"mean_tokens must be in [1, verify_tokens]; got {self.mean_tokens}")
+
+
+def chain_options(alpha, k_max: int, *, prompt: Lengths | None = None, output: Lengths | None = None) -> list[Option]:
+    """No speculation and chains of K = 1..``k_max``.
+
+    ``alpha``: one number, per-position acceptance a_1, a_2, … (as :func:`hardware.speedup_by_batch`),
+    or a function of the context (then ``prompt`` and ``output`` are needed:
+    :func:`mean_tokens_over_context`).
+    """
+    if not (isinstance(k_max, int | np.integer) and 0 <= k_max <= 64):
+        raise Message("k_max must be an integer in [0, 64]; got {value!r}", value=k_max)
+    ks = np.arange(1, k_max + 1)
+    if k_max == 0:
+        mean = np.zeros(0)
+    elif callable(alpha):
+        if prompt is None or output is None:
+            raise ValueError("α as a function of context needs the prompt and output lengths")
+        mean = mean_tokens_over_context(alpha, ks, prompt, output)
+    else:
+        mean = hardware._mean_tokens(alpha, k_max)
+    options = [Option("K = 0", 0, 1.0)]
+    return options + [Option(f"K = {k}", int(k), float(m), int(k) + 1) for k, m in zip(ks, mean, strict=True)]
+
+
+@dataclass(frozen=True)
+class CostGrid:
+    """The cost model on a batch grid, for every option.
+
+    ``batch`` (nG,) running batches, 0 then 1 … ``cap`` geometric (the step at B < 1 is priced at 1);
+    ``round_s`` (nG, nO) seconds of one round (speculative) or step (K = 0) at each batch;
+    ``mean_tokens`` (nO,); ``prefill_s`` (nO,) one prompt's prefill cost p and ``chunks`` the rounds it
+    spans where prefill rides in decode steps (0 where it is a forward of its own); ``cap`` the largest
+    running batch; ``gpus`` of one replica; ``context`` the decode context L̄ it was priced at.
+    """
+
+    batch: np.ndarray
+    round_s: np.ndarray
+    mean_tokens: np.ndarray
+    prefill_s: np.ndarray
+    chunks: int
+    cap: float
+    gpus: int
+    context: float
+    options: tuple[Option, ...] = field(default=())
+
+
+def _is_model_draft(draft) -> bool:
+    return not (isinstance(draft, str) and draft == hardware.NGRAM) and not heads.is_head(draft)
+
+
+def _draft_forward_model(draft, target):
+    """The model a draft forward runs: the draft, a head's draft model, or None (n-gram, Medusa)."""
+    if isinstance(draft, str) and draft == hardware.NGRAM:
+        return None
+    if heads.is_head(draft):
+        head = heads.head_spec(draft)
+        return None if head["kind"] in heads.PARALLEL else heads.draft_model(head, hardware.model_spec(target))
+    return draft
+
+
+def batch_cap(target, draft, gpu, context, *, dtype="bf16", tp=1, max_seqs: int = 256) -> float:
+    """The largest running batch: the engine's sequence limit ``max_seqs`` or what fits in memory.
+
+    A paged KV cache holds the contexts the batch has, B·L̄ tokens at the decode context L̄: memory left
+    after the target's and a draft model's weights (per GPU of ``tp``, :data:`hardware.USABLE_MEMORY` of
+    HBM), over L̄ times both models' KV bytes per token. 0 where the weights do not fit.
+    """
+    g = hardware.gpu_spec(gpu)
+    free = g["memory_gb"] * 1e9 * hardware.USABLE_MEMORY - hardware.weight_bytes(target, dtype) / tp
+    per_token = hardware.kv_bytes_per_token(target, dtype, tp)
+    dm = _draft_forward_model(draft, target) if draft is not None else None
+    if dm is not None:
+        free -= hardware.weight_bytes(dm, dtype) / tp if _is_model_draft(draft) else 0.0
+        per_token += hardware.kv_bytes_per_token(dm, dtype, tp)
+    fits = max(np.floor(free / (max(context, 1.0) * per_token)), 0.0)
+    return float(min(fits, max_seqs))
+
+
+def prefill_seconds(
+    target, draft, gpu, prompt: Lengths, *, mode: str = "mixed", dtype="bf16", tp=1, efficiency=None
+) -> float:
+    """One prompt's prefill cost p, averaged over the prompt lengths, with the draft's where it has one.
+
+    ``mode`` "mixed" (:data:`PREFILL`): the prompt's P tokens ride in a decode step, which streams the
+    weights anyway, so p = E[T(1, 0, P) − T(1, 0, 1)]; "separate": a forward of its own, p = E[T(1, 0, P)].
+    A draft model (or a head's draft layer) prefills the prompt too; Medusa heads and n-gram drafts do not.
+    """
+    if mode not in ("mixed", "separate"):
+        raise ValueError(f"mode must be 'mixed' or 'separate'; got {mode!r}")
+    kw = dict(dtype=dtype, tp=tp, efficiency=efficiency)
+    models = [target] + ([m] if draft is not None and (m := _draft_forward_model(draft, target)) is not None else [])
+    total = 0.0
+    for model in models:
+        full = hardware.step_time(model, gpu, 1, 0, prompt.values, **kw)  # (nP,)
+        one = hardware.step_time(model, gpu, 1, 0, 1, **kw) if mode == "mixed" else 0.0
+        total += float((np.asarray(full) - one) @ prompt.weights)
+    return total
+
+
+def cost_grid(
+    target,
+    draft,
+    gpu,
+    options,
+    prompt: Lengths,
+    output: Lengths,
+    *,
+    dtype="bf16",
+    tp=1,
+    engine: str | None = None,
+    efficiency=None,
+    prefill: str | None = None,
+    chunk_tokens: int = 2048,
+    max_seqs: int = 256,
+    expert_parallel=False,
+    points: int = GRID_POINTS,
+) -> CostGrid:
+    """Price every option's round on a batch grid at the decode context L̄ (:func:`decode_context`).
+
+    The round of a speculative option is t_verify(B, T) + D·t_draft(B) + ``round_overhead_s`` from
+    :func:`hardware.pair_costs` (the same terms as the Hardware page's speedup); K = 0 is t_target(B).
+    ``engine`` names the profile (:func:`engines.profile_for`) and the prefill mode (:data:`PREFILL`);
+    ``efficiency`` (a profile) and ``prefill`` override them. A prompt spans ⌈P / chunk_tokens⌉ rounds
+    where prefill is mixed into decode steps.
+    """
+    options = tuple(options)
+    if not options or options[0].k != 0:
+        raise ValueError("options must start with the option without speculation (K = 0)")
+    eff = hardware.as_efficiency(efficiency) or (engines.profile_for(engine) if engine else None)
+    eff = eff or hardware.efficiency_for(hardware.gpu_spec(gpu))
+    mode = prefill or PREFILL.get(engine or "", "mixed")
+    ctx = float(round(decode_context(prompt, output)))
+    cap = batch_cap(target, draft if len(options) > 1 else None, gpu, ctx, dtype=dtype, tp=tp, max_seqs=max_seqs)
+    if cap < 1:
+        raise Message(
+            "the weights and one sequence's KV cache at a context of {ctx} tokens do not fit on the GPU; use more GPUs (tp) or a smaller dtype",
+            ctx=round(ctx),
+        )
+    # whole batches (the roofline prices integers): every one up to ~points, geometric beyond
+    batch = np.concatenate([[0.0], np.unique(np.round(np.geomspace(1.0, cap, points)))])  # (nG,)
+    b = np.maximum(batch, 1.0)[:, None]  # (nG, 1): the step at B < 1 is the step at 1
+    kw = dict(dtype=dtype, efficiency=eff, expert_parallel=expert_parallel)
+    rounds = np.empty((batch.size, len(options)))
+    rounds[:, 0] = hardware.step_time(target, gpu, b[:, 0], ctx, 1, tp=tp, **kw)
+    spec = [i for i, o in enumerate(options) if o.k > 0]
+    # one pair_costs call per (draft_tokens, verify rule): chains share K + 1, trees name their T
+    groups: dict[tuple, list[int]] = {}
+    for i in spec:
+        o = options[i]
+        chain = o.verify_tokens == o.k + 1 and o.draft_tokens == 1
+        groups.setdefault((o.draft_tokens, None if chain else i), []).append(i)
+    for (width, tree), idx in groups.items():
+        ks = np.array([options[i].k for i in idx])[None, :]  # (1, n)
+        verify = None if tree is None else options[tree].verify_tokens
+        c = hardware.pair_costs(
+            target, draft, gpu, b, ctx, ks, tp_target=tp, tp_draft=tp, draft_tokens=width, verify_tokens=verify, **kw
+        )
+        t = c["t_verify"] + c["draft_steps"] * c["t_draft"] + c["o"] * c["t_target"]
+        rounds[:, idx] = np.broadcast_to(t, (batch.size, len(idx)))
+    p = prefill_seconds(target, draft if spec else None, gpu, prompt, mode=mode, dtype=dtype, tp=tp, efficiency=eff)
+    p_plain = prefill_seconds(target, None, gpu, prompt, mode=mode, dtype=dtype, tp=tp, efficiency=eff)
+    prefill_s = np.array([p_plain] + [p] * (len(options) - 1))
+    chunks = int(np.ceil(prompt.mean / chunk_tokens)) if mode == "mixed" else 0
+    return CostGrid(
+        batch=batch,
+        round_s=rounds,
+        mean_tokens=np.array([o.mean_tokens for o in options]),
+        prefill_s=prefill_s,
+        chunks=chunks,
+        cap=cap,
+        gpus=int(tp),
+        context=ctx,
+        options=options,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# the steady state
+# --------------------------------------------------------------------------------------
+
+
+def _first_root(x: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first zero crossing (f from > 0 to ≤ 0) along the last-but-one axis of ``f`` (..., nG, nO) on
+    the piecewise-linear interpolant over ``x`` (nG,). Returns (root, found); root is NaN where f > 0
+    everywhere."""
+    below = f <= 0  # (..., nG, nO)
+    found = below.any(axis=-2)
+    i = np.argmax(below, axis=-2)  # first index at or below zero
+    i = np.clip(i, 1, x.size - 1)  # f at x = 0 is > 0 wherever a load is applied
+    f1 = np.take_along_axis(f, i[..., None, :], axis=-2)[..., 0, :]
+    f0 = np.take_along_axis(f, (i - 1)[..., None, :], axis=-2)[..., 0, :]
+    x0, x1 = x[i - 1], x[i]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        root = x0 + (x1 - x0) * f0 / (f0 - f1)
+    return np.where(found, root, np.nan), found
+
+
+def _interp(grid: CostGrid, b: np.ndarray) -> np.ndarray:
+    """t(B) for B (..., nO) per option, linear on the grid."""
+    out = np.empty_like(b, dtype=float)
+    for j in range(grid.round_s.shape[1]):
+        out[..., j] = np.interp(b[..., j], grid.batch, grid.round_s[:, j])
+    return out
+
+
+def steady_state(
+    grid: CostGrid, output: Lengths, loads, *, mode: Literal["open", "closed"] = "open", think_s: float = 0.0
+) -> pd.DataFrame:
+    """Every load × option at steady state (the module's model); one row each.
+
+    ``loads``: request rates λ (requests/s, ``mode="open"``) or numbers of users N (``"closed"``).
+    Columns: load, option (label), k, batch (mean running batch B), round_s (τ), tpot_s, itl_s,
+    ttft_s, queue_s, rps (requests/s), tokens_per_s, tokens_per_s_per_gpu, tokens_per_s_per_user,
+    overloaded (open loop with no steady state up to the cap: every metric NaN), queued (closed loop
+    beyond the cap: requests wait for a free sequence).
+    """
+    if mode not in MODES:
+        raise Message("mode must be one of {allowed}; got {value!r}", allowed=", ".join(MODES), value=mode)
+    _check_output(output)
+    lam = np.atleast_1d(np.asarray(loads, dtype=float))
+    if lam.ndim != 1 or not np.all(np.isfinite(lam) & (lam > 0)):
+        raise Message("loads must be finite numbers > 0; got {value}", value=lam[~(np.isfinite(lam) & (lam > 0))][:1])
+    if not (np.isfinite(think_s) and think_s >= 0):
+        raise Message("think time must be a number of seconds >= 0; got {value}", value=think_s)
+    x, t = grid.batch, grid.round_s  # (nG,), (nG, nO)
+    rounds = output.expect(lambda g: g - 1) / grid.mean_tokens  # R (nO,)
+    p = grid.prefill_s  # (nO,)
+    mixed = grid.chunks > 0
+    L = lam[:, None, None]  # (nL, 1, 1)
+    tau_grid = t + x[:, None] * p / rounds  # τ(B) = t(B) + (B / R)·p   (nG, nO)
+
+    def ttft0(b, tau):
+        first = grid.chunks * _interp(grid, b) + p if mixed else p
+        return tau / 2 + first
+
+    if mode == "open":
+        f = L * rounds * t - x[None, :, None] * (1 - L * p)  # (nL, nG, nO)
+        b, found = _first_root(x, f)
+        found &= (L[:, 0, :] * p) < 1
+        b = np.where(found, b, np.nan)
+        tau = _interp(grid, np.nan_to_num(b)) + b * p / rounds
+        rps = np.where(found, lam[:, None], np.nan)
+        queue = np.zeros_like(b)
+        ttft = ttft0(np.nan_to_num(b), tau)
+        overloaded, queued = ~found, np.zeros_like(found)
+    else:
+        cap = np.minimum(lam[:, None], grid.cap)  # (nL, 1)
+        # N·R·τ / (think + TTFT + R·τ) − B, on the grid (TTFT0 at each grid batch)
+        ttft_grid = ttft0(np.broadcast_to(x[:, None], t.shape), tau_grid)
+        share = rounds * tau_grid / (think_s + ttft_grid + rounds * tau_grid)  # (nG, nO)
+        f = L * share - x[None, :, None]
+        f = np.where(x[None, :, None] <= cap[:, :, None] + 1e-9, f, -1.0)  # the cap ends the search
+        b, found = _first_root(x, f)
+        full = np.broadcast_to(cap, b.shape)
+        b = np.where(found, np.minimum(b, full), full)  # no crossing up to the grid's end: the cap binds
+
+        def h(bb):  # the fixed point's residual on the interpolated round time (what the rows report)
+            tau_b = _interp(grid, bb) + bb * p / rounds
+            return lam[:, None] * rounds * tau_b / (think_s + ttft0(bb, tau_b) + rounds * tau_b) - bb
+
+        # f is the residual interpolated between grid points; two secant steps from the bracket's ends
+        # make the identities exact on the interpolated round time
+        for _ in range(2):
+            lo_b = np.maximum(b * (1 - 1e-3), 0.0)
+            h0, h1 = h(lo_b), h(b)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                step = np.where(h1 != h0, h1 * (b - lo_b) / (h1 - h0), 0.0)
+            b = np.where(found & (b < full), np.clip(b - step, 0.0, full), b)
+        queued = b >= full - 1e-9
+        tau = _interp(grid, b) + b * p / rounds
+        rps = b / (rounds * tau)
+        base = ttft0(b, tau)
+        response = lam[:, None] / rps - think_s  # Little's law over the loop: N = X·(think + response)
+        queue = np.where(queued, np.maximum(response - base - rounds * tau, 0.0), 0.0)
+        ttft = base + queue
+        overloaded = np.zeros_like(queued)
+    tokens = rps * output.mean
+    frame = pd.DataFrame(
+        {
+            "load": np.repeat(lam, len(grid.options)),
+            "option": np.tile([o.label for o in grid.options], lam.size),
+            "k": np.tile([o.k for o in grid.options], lam.size),
+            "batch": b.ravel(),
+            "round_s": tau.ravel(),
+            "tpot_s": (tau / grid.mean_tokens).ravel(),
+            "itl_s": tau.ravel(),
+            "ttft_s": ttft.ravel(),
+            "queue_s": queue.ravel(),
+            "rps": rps.ravel(),
+            "tokens_per_s": tokens.ravel(),
+            "tokens_per_s_per_gpu": (tokens / grid.gpus).ravel(),
+            "tokens_per_s_per_user": (grid.mean_tokens / tau).ravel(),
+            "overloaded": np.asarray(overloaded).ravel(),
+            "queued": np.asarray(queued).ravel(),
+        }
+    )
+    metrics = [c for c in frame.columns if c not in ("load", "option", "k", "overloaded", "queued")]
+    frame.loc[frame["overloaded"], metrics] = np.nan
+    return frame
+
+
+# --------------------------------------------------------------------------------------
+# what a user asks of it
+# --------------------------------------------------------------------------------------
+
+
+def _meets(frame: pd.DataFrame, ttft_s: float | None, tpot_s: float | None) -> pd.Series:
+    ok = ~frame["overloaded"]
+    if ttft_s is not None:
+        ok &= frame["ttft_s"] <= ttft_s
+    if tpot_s is not None:
+        ok &= frame["tpot_s"] <= tpot_s
+    return ok
+
+
+def best_by_load(frame: pd.DataFrame, *, ttft_s: float | None = None, tpot_s: float | None = None) -> pd.DataFrame:
+    """Per load: the option with the lowest TPOT among those meeting the SLA (ties to the smaller K),
+    its TPOT, TPOT without speculation and the speedup TPOT(0) / TPOT(best), and whether any option
+    meets the SLA (``meets_sla``; where none does, the lowest TPOT is given). Columns: load, k_best,
+    option, tpot_s, tpot_plain_s, speedup, meets_sla, overloaded (every option)."""
+    f = frame.assign(meets=_meets(frame, ttft_s, tpot_s))
+    rows = []
+    for load, g in f.groupby("load", sort=True):
+        plain = g[g["k"] == 0].iloc[0]
+        pool = g[g["meets"]] if g["meets"].any() else g[~g["overloaded"]]
+        if pool.empty:
+            rows.append(
+                dict(
+                    load=load,
+                    k_best=np.nan,
+                    option="",
+                    tpot_s=np.nan,
+                    tpot_plain_s=np.nan,
+                    speedup=np.nan,
+                    meets_sla=False,
+                    overloaded=True,
+                )
+            )
+            continue
+        best = pool.sort_values(["tpot_s", "k"], kind="stable").iloc[0]
+        rows.append(
+            dict(
+                load=load,
+                k_best=int(best["k"]),
+                option=best["option"],
+                tpot_s=best["tpot_s"],
+                tpot_plain_s=plain["tpot_s"],
+                speedup=plain["tpot_s"] / best["tpot_s"],
+                meets_sla=bool(g["meets"].any()),
+                overloaded=False,
+            )
+        )
+    return pd.DataFrame(rows)
+
+
+def speculation_stops_paying(best: pd.DataFrame) -> float | None:
+    """The smallest load from which on no option beats no speculation (:func:`best_by_load`'s k_best is
+    0 at it and at every larger load); None where speculation pays up to the largest load."""
+    b = best[best["k_best"].notna()].sort_values("load")  # overloaded loads say nothing
+    if b.empty:
+        return None
+    pays = b["k_best"].to_numpy() > 0
+    if pays[-1]:
+        return None
+    last = np.flatnonzero(pays)
+    return float(b["load"].iloc[last[-1] + 1 if last.size else 0])
+
+
+def max_rate(
+    grid: CostGrid, output: Lengths, *, ttft_s: float | None = None, tpot_s: float | None = None, points: int = 256
+) -> pd.DataFrame:
+    """The largest Poisson rate (requests/s, one replica) meeting the SLA, per option and for the best
+    option: a geometric sweep of λ up to the rate where the prefill alone saturates the GPUs (1 / p) or
+    the cap at the fastest round, refined once between the last rate that meets and the first that does
+    not. Columns: option, k, max_rps, max_rps_per_gpu (NaN where no rate meets the SLA)."""
+    rounds = output.expect(lambda g: g - 1) / grid.mean_tokens  # R (nO,)
+    tau_cap = grid.round_s[-1] + grid.cap * grid.prefill_s / rounds
+    hi = float(np.max(grid.cap / (rounds * tau_cap)))  # the throughput at the cap bounds every steady rate
+    lam = np.geomspace(hi * 1e-4, hi * 1.001, points)
+    frame = steady_state(grid, output, lam, mode="open")
+    ok = _meets(frame, ttft_s, tpot_s).to_numpy().reshape(lam.size, -1)  # (nL, nO)
+    # the SLA holds below a rate and fails above it (every metric grows with λ): the last rate that meets
+    last = np.where(ok.any(axis=0), ok.shape[0] - 1 - np.argmax(ok[::-1], axis=0), -1)
+    lo = np.where(last >= 0, lam[np.maximum(last, 0)], np.nan)
+    nxt = np.minimum(last + 1, lam.size - 1)
+    fine = np.linspace(0.0, 1.0, 33)
+    out = lo.copy()
+    for j in np.flatnonzero(last >= 0):
+        if last[j] == lam.size - 1:
+            continue
+        cand = lam[last[j]] + fine * (lam[nxt[j]] - lam[last[j]])
+        f = steady_state(grid, output, cand, mode="open")
+        meets = _meets(f, ttft_s, tpot_s).to_numpy().reshape(cand.size, -1)[:, j]
+        out[j] = cand[meets].max() if meets.any() else lo[j]
+    frame = pd.DataFrame(
+        {
+            "option": [o.label for o in grid.options],
+            "k": [o.k for o in grid.options],
+            "max_rps": out,
+            "max_rps_per_gpu": out / grid.gpus,
+        }
+    )
+    return frame
+
+
+def gpus_needed(rate: float, max_rps: float, gpus_per_replica: int) -> float:
+    """GPUs to serve ``rate`` requests/s with replicas that each meet the SLA up to ``max_rps``:
+    ⌈rate / max_rps⌉ replicas of ``gpus_per_replica``; NaN where no rate meets it."""
+    if not (np.isfinite(rate) and rate > 0):
+        raise Message("target rate must be a number of requests/s > 0; got {value}", value=rate)
+    if not (np.isfinite(max_rps) and max_rps > 0):
+        return float("nan")
+    return float(np.ceil(rate / max_rps - 1e-12) * gpus_per_replica)
+
+
+# --------------------------------------------------------------------------------------
+# the schedule as each engine takes it
+# --------------------------------------------------------------------------------------
+
+
+def k_by_batch(grid: CostGrid, output: Lengths) -> pd.DataFrame:
+    """The best chain K at each whole running batch 1 … cap: the K with the lowest TPOT at that batch,
+    τ_K(B) / E[N]_K with τ_K(B) = t_K(B) + (B / R_K)·p_K (ties to the smaller K; 0: do not speculate).
+    Columns: batch, k, tpot_s."""
+    batches = np.arange(1, int(grid.cap) + 1, dtype=float)
+    rounds = output.expect(lambda g: g - 1) / grid.mean_tokens
+    t = np.stack([np.interp(batches, grid.batch, grid.round_s[:, j]) for j in range(grid.round_s.shape[1])], -1)
+    tpot = (t + batches[:, None] * grid.prefill_s / rounds) / grid.mean_tokens  # (nB, nO)
+    best = tpot.argmin(axis=1)
+    ks = np.array([o.k for o in grid.options])
+    return pd.DataFrame({"batch": batches.astype(int), "k": ks[best], "tpot_s": tpot[np.arange(batches.size), best]})
+
+
+def vllm_speculative_config(schedule: pd.DataFrame, *, method: str = "draft_model", model: str | None = None) -> dict:
+    """vLLM's ``--speculative-config`` for a K that depends on the running batch:
+    ``num_speculative_tokens_per_batch_size`` [[start_bs, end_bs, K], …] (vllm/config/speculative.py;
+    vllm/v1/spec_decode/dynamic/utils.py), ``num_speculative_tokens`` the largest K (at least 1)."""
+    ranges = hardware.batch_schedule(schedule["batch"], schedule["k"])
+    config = {"method": method}
+    if model:
+        config["model"] = model
+    config["num_speculative_tokens"] = max(1, max(k for _, _, k in ranges))
+    config["num_speculative_tokens_per_batch_size"] = ranges
+    return config
+
+
+def trtllm_speculative_config(
+    schedule: pd.DataFrame, *, decoding_type: str = "DraftTarget", model: str | None = None
+) -> dict:
+    """TensorRT-LLM's ``speculative_config`` (the LLM API's ``DecodingBaseConfig``,
+    tensorrt_llm/llmapi/llm_args.py): ``draft_len_schedule`` {batch threshold: K} (a batch at or above
+    a threshold takes its K; it must hold {1: max_draft_len}), ``max_draft_len`` the K at batch 1, and
+    ``max_concurrency``, the largest batch that still speculates (speculation is off above it; omitted
+    where every batch speculates). None where batch 1 does not speculate."""
+    s = schedule.sort_values("batch")
+    k1 = int(s["k"].iloc[0])
+    if k1 <= 0:  # the schedule must start {1: max_draft_len}, max_draft_len >= 1
+        return None
+    ks = np.minimum(s["k"].to_numpy(), k1)  # no batch may draft more than max_draft_len
+    thresholds: dict[int, int] = {}
+    for b, k in zip(s["batch"].to_numpy(), ks, strict=True):
+        if not thresholds or k != list(thresholds.values())[-1]:
+            thresholds[int(b)] = int(k)
+    config: dict = {"decoding_type": decoding_type, "max_draft_len": k1}
+    if model:
+        config["speculative_model"] = model
+    config["draft_len_schedule"] = thresholds
+    speculating = s["batch"].to_numpy()[ks > 0]
+    if speculating.max() < s["batch"].max():
+        config["max_concurrency"] = int(speculating.max())
+    return config
+
+
+def trtllm_yaml(config: dict | None) -> str:
+    """``config`` as the YAML of ``trtllm-serve --extra_llm_api_options`` (a ``speculative_config`` key)."""
+    import yaml
+
+    if config is None:
+        return "# speculation does not pay at any batch: leave speculative_config out\n"
+    return yaml.safe_dump({"speculative_config": config}, sort_keys=False)
+
+
+def sglang_flags(k: int, *, algorithm: str = "STANDALONE", draft: str | None = None) -> str:
+    """SGLang's server flags for one K (SGLang takes one draft length for every batch): a chain of K
+    steps, top-1, K + 1 draft tokens (``--speculative-num-steps``, ``--speculative-eagle-topk``,
+    ``--speculative-num-draft-tokens``; python/sglang/srt/server_args.py)."""
+    if k <= 0:
+        return "# speculation does not pay here: run without --speculative-algorithm"
+    flags = f"--speculative-algorithm {algorithm}"
+    if draft:
+        flags += f" --speculative-draft-model-path {draft}"
+    return flags + f" --speculative-num-steps {k} --speculative-eagle-topk 1 --speculative-num-draft-tokens {k + 1}"
+
+
+def llama_cpp_flags(k: int) -> str:
+    """llama-server's draft flags for one K (a fixed K: ``--spec-draft-n-max K --spec-draft-n-min K
+    --spec-draft-p-min 0``; common/arg.cpp of llama.cpp b11434); K = 0: no draft."""
+    if k <= 0:
+        return "# speculation does not pay here: run without --model-draft"
+    return f"--spec-draft-n-max {k} --spec-draft-n-min {k} --spec-draft-p-min 0"

@@ -1,0 +1,249 @@
+"""The serving model (specviz.core.serving): Little's law identities, limits, overload, plug-ins."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specviz.base.i18n import Message
+from specviz.core import hardware, serving, theory, trees
+
+TARGET, DRAFT, GPU = "meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.2-1B-Instruct", "H100-SXM5-80GB"
+P, G = serving.Lengths.fixed(512), serving.Lengths.fixed(256)
+
+
+@pytest.fixture(scope="module")
+def grid():
+    return serving.cost_grid(TARGET, DRAFT, GPU, serving.chain_options(0.8, 6), P, G, engine="vllm")
+
+
+# --------------------------------------------------------------------------------------
+# lengths and the decode context
+# --------------------------------------------------------------------------------------
+
+
+def test_lengths_means_and_messages():
+    assert serving.Lengths.fixed(7).mean == 7
+    assert serving.Lengths.uniform(10, 20).mean == pytest.approx(15)
+    s = serving.Lengths.samples([3, 3, 5, 9])
+    assert s.mean == pytest.approx(5) and s.weights.sum() == pytest.approx(1)
+    with pytest.raises(Message, match=r"output.*whole numbers.*got 2\.5"):
+        serving.Lengths.samples([3, 2.5], name="output")
+    with pytest.raises(Message, match=r"prompt: the range 9\.\.3 is empty"):
+        serving.Lengths.uniform(9, 3, name="prompt")
+    with pytest.raises(Message, match="at least 2 tokens"):
+        serving.decode_context(P, serving.Lengths.fixed(1))
+
+
+def _brute_context(prompt, output):
+    """Mean context over every decode step of every (P, G) pair, weighted by probability."""
+    num = den = 0.0
+    for (p, wp), (g, wg) in itertools.product(zip(prompt.values, prompt.weights), zip(output.values, output.weights)):
+        steps = np.arange(1, int(g))  # contexts p + 1 … p + g − 1
+        num += wp * wg * (p + steps).sum()
+        den += wp * wg * steps.size
+    return num / den
+
+
+def test_decode_context_is_length_biased():
+    assert serving.decode_context(P, G) == pytest.approx(512 + 256 / 2)
+    prompt, output = serving.Lengths.samples([10, 50, 50, 200]), serving.Lengths.samples([2, 20, 300])
+    assert serving.decode_context(prompt, output) == pytest.approx(_brute_context(prompt, output))
+    # long outputs stay longer: above the naive E[P] + E[G] / 2
+    assert serving.decode_context(prompt, output) > prompt.mean + output.mean / 2
+
+
+def test_mean_tokens_over_context():
+    ks = np.arange(1, 6)
+    got = serving.mean_tokens_over_context(lambda L: np.full(L.shape, 0.7), ks, P, G)
+    np.testing.assert_allclose(got, theory.expected_tokens(0.7, ks), rtol=1e-12)
+    # α halves beyond context 600: tokens per round is the token-weighted harmonic mean of the two
+    prompt, output = serving.Lengths.fixed(500), serving.Lengths.fixed(201)  # contexts 501 … 700
+    got = serving.mean_tokens_over_context(lambda L: np.where(L <= 600, 0.8, 0.4), [4], prompt, output)[0]
+    ctx, share = serving._context_density(prompt, output)
+    lo_share = share[ctx <= 600].sum()
+    e_hi, e_lo = theory.expected_tokens(0.8, 4), theory.expected_tokens(0.4, 4)
+    assert got == pytest.approx(1 / (lo_share / e_hi + (1 - lo_share) / e_lo))
+    assert e_lo < got < e_hi
+
+
+# --------------------------------------------------------------------------------------
+# the steady state
+# --------------------------------------------------------------------------------------
+
+
+def test_open_loop_littles_law(grid):
+    f = serving.steady_state(grid, G, [0.5, 5, 20], mode="open")
+    ok = f[~f["overloaded"]]
+    rounds = (G.mean - 1) / np.array([grid.mean_tokens[k] for k in ok["k"]])
+    # B = λ · (time in decode) = λ · R · τ, and throughput is the offered rate
+    np.testing.assert_allclose(ok["batch"], ok["load"] * rounds * ok["round_s"], rtol=1e-9)
+    np.testing.assert_allclose(ok["rps"], ok["load"])
+    np.testing.assert_allclose(ok["tokens_per_s"], ok["load"] * G.mean)
+    np.testing.assert_allclose(ok["tpot_s"] * np.array(grid.mean_tokens)[ok["k"]], ok["itl_s"])
+    np.testing.assert_allclose(ok["tokens_per_s_per_user"], 1 / ok["tpot_s"])
+
+
+def test_closed_loop_littles_law(grid):
+    think = 0.5
+    f = serving.steady_state(grid, G, [1, 8, 64, 2000], mode="closed", think_s=think)
+    rounds = (G.mean - 1) / np.array(grid.mean_tokens)[f["k"]]
+    cycle = think + f["ttft_s"] + rounds * f["round_s"]
+    # N = X · (think + response): Little's law over the whole loop, queued or not
+    np.testing.assert_allclose(f["rps"] * cycle, f["load"], rtol=1e-6)
+    np.testing.assert_allclose(f["batch"], f["rps"] * rounds * f["round_s"], rtol=1e-9)
+    assert f.loc[f["load"] == 2000, "queued"].all() and (f.loc[f["load"] == 2000, "batch"] == grid.cap).all()
+    assert (f.loc[f["load"] == 2000, "queue_s"] > 0).all()
+    assert not f.loc[f["load"] <= 64, "queued"].any()
+
+
+def test_zero_load_is_batch_one_latency(grid):
+    f = serving.steady_state(grid, G, [1e-6], mode="open")
+    t1 = grid.round_s[1]  # the round at B = 1 (the grid's second point)
+    assert grid.batch[1] == 1
+    np.testing.assert_allclose(f["tpot_s"], t1 / grid.mean_tokens, rtol=1e-4)
+    assert (f["batch"] < 1e-3).all()
+    # TTFT: half the round in progress, then the prompt's chunk rounds and its prefill work
+    np.testing.assert_allclose(f["ttft_s"], t1 / 2 + grid.chunks * t1 + grid.prefill_s, rtol=1e-4)
+
+
+def test_overload_is_reported_not_a_number(grid):
+    f = serving.steady_state(grid, G, [1e4], mode="open")
+    assert f["overloaded"].all()
+    assert f[["batch", "tpot_s", "ttft_s", "rps"]].isna().all().all()
+    best = serving.best_by_load(f)
+    assert best["overloaded"].all() and best["k_best"].isna().all()
+
+
+def test_bad_loads_and_mode(grid):
+    with pytest.raises(Message, match="loads must be finite numbers > 0"):
+        serving.steady_state(grid, G, [1, -2])
+    with pytest.raises(Message, match="mode must be one of open, closed"):
+        serving.steady_state(grid, G, [1], mode="poisson")
+    with pytest.raises(Message, match="think time"):
+        serving.steady_state(grid, G, [1], mode="closed", think_s=-1)
+
+
+def test_alpha_zero_never_beats_plain_decoding():
+    grid = serving.cost_grid(TARGET, DRAFT, GPU, serving.chain_options(0.0, 6), P, G, engine="vllm")
+    f = serving.steady_state(grid, G, np.geomspace(0.1, 30, 9), mode="open")
+    plain = f[f["k"] == 0].set_index("load")["tpot_s"]
+    spec = f[f["k"] > 0]
+    worse = np.nan_to_num(spec["tpot_s"].to_numpy(), nan=np.inf)  # overloaded: worse than any number
+    assert (worse >= plain.loc[spec["load"]].to_numpy() * (1 - 1e-12)).all()
+    best = serving.best_by_load(f)
+    assert (best.loc[~best["overloaded"], "k_best"] == 0).all()
+
+
+def test_chain_plug_in_equals_the_hardware_speedup(grid):
+    """At λ → 0 the TPOT ratio is the Hardware page's speedup at B = 1 and the same context."""
+    f = serving.steady_state(grid, G, [1e-7], mode="open")
+    ratio = f["tpot_s"].iloc[0] / f["tpot_s"].to_numpy()[1:]
+    s = hardware.speedup_by_batch(TARGET, DRAFT, GPU, 0.8, [1], [int(grid.context)], 6, efficiency="vllm")
+    np.testing.assert_allclose(ratio, s[[f"s_{k}" for k in range(1, 7)]].to_numpy()[0], rtol=1e-4)
+
+
+def test_tree_plug_in_equals_the_tree_result():
+    p = trees.geometric_p(0.7, 4)
+    tree = trees.optimal_tree(p, budget=10, max_depth=4)
+    f_t, n_nodes, depth = trees.expected_tokens(tree, p), tree.drafts, tree.depth
+    opts = [serving.Option("K = 0", 0, 1.0), serving.Option("tree", depth, f_t, n_nodes + 1, 4)]
+    grid = serving.cost_grid(TARGET, DRAFT, GPU, opts, P, G, engine="vllm")
+    f = serving.steady_state(grid, G, [1e-7], mode="open")
+    costs = hardware.pair_costs(
+        TARGET, DRAFT, GPU, 1, int(grid.context), depth, draft_tokens=4, verify_tokens=n_nodes + 1, efficiency="vllm"
+    )
+    expected = float(hardware.round_speedup(f_t, costs))
+    assert f["tpot_s"].iloc[0] / f["tpot_s"].iloc[1] == pytest.approx(expected, rel=1e-4)
+
+
+@settings(max_examples=15, deadline=None)
+@given(alpha=st.floats(0.0, 0.95), loads=st.lists(st.floats(0.05, 60), min_size=2, max_size=6, unique=True))
+def test_metrics_grow_with_load(grid, alpha, loads):
+    g = serving.cost_grid(TARGET, DRAFT, GPU, serving.chain_options(alpha, 3), P, G, engine="vllm")
+    f = serving.steady_state(g, G, sorted(loads), mode="open")
+    for _, rows in f[~f["overloaded"]].groupby("k"):
+        for col in ("batch", "tpot_s", "ttft_s"):
+            assert (np.diff(rows[col].to_numpy()) >= -1e-12).all(), col
+    # once overloaded, more load stays overloaded
+    for _, rows in f.groupby("k"):
+        over = rows["overloaded"].to_numpy()
+        assert (np.diff(over.astype(int)) >= 0).all()
+
+
+# --------------------------------------------------------------------------------------
+# what a user asks of it
+# --------------------------------------------------------------------------------------
+
+
+def test_max_rate_is_the_edge_of_the_sla(grid):
+    sla = dict(ttft_s=1.0, tpot_s=0.012)
+    m = serving.max_rate(grid, G, **sla)
+    for _, row in m.iterrows():
+        if not np.isfinite(row["max_rps"]):
+            continue
+        at = serving.steady_state(grid, G, [row["max_rps"], row["max_rps"] * 1.02], mode="open")
+        at = at[at["k"] == row["k"]]
+        meets = ~at["overloaded"] & (at["ttft_s"] <= 1.0) & (at["tpot_s"] <= 0.012)
+        assert meets.tolist() == [True, False]
+    assert serving.gpus_needed(100, m["max_rps"].iloc[0], 2) == 2 * np.ceil(100 / m["max_rps"].iloc[0])
+    assert np.isnan(serving.gpus_needed(10, float("nan"), 1))
+    with pytest.raises(Message, match="target rate"):
+        serving.gpus_needed(0, 1.0, 1)
+
+
+def test_speculation_stops_paying():
+    frame = pd.DataFrame({"load": [1, 2, 4, 8, 16], "k_best": [3, 2, 1, 0, np.nan]})
+    assert serving.speculation_stops_paying(frame) == 8
+    assert serving.speculation_stops_paying(frame.assign(k_best=[3, 2, 1, 1, np.nan])) is None
+    assert serving.speculation_stops_paying(frame.assign(k_best=[0, 0, 0, 0, 0])) == 1
+
+
+def test_a_pair_that_does_not_fit_is_refused():
+    with pytest.raises(Message, match="do not fit on the GPU"):
+        serving.cost_grid("meta-llama/Llama-3.1-70B-Instruct", None, "RTX-4090-24GB", serving.chain_options(0.8, 0), P, G)
+
+
+def _loop_tpot(load, k, alpha=0.8):
+    """The open loop's fixed point for one (λ, K) by bisection on the cost model at whole batches,
+    linear between them: the per-point reference of the vectorised solve."""
+    opts = serving.chain_options(alpha, 6)
+    ctx = int(round(serving.decode_context(P, G)))
+    mean = opts[k].mean_tokens
+    rounds = (G.mean - 1) / mean
+    grid = serving.cost_grid(TARGET, DRAFT, GPU, opts, P, G, engine="vllm")
+    p = grid.prefill_s[k]
+
+    def t(b):
+        b = max(b, 1.0)
+        lo, hi = np.floor(b), np.ceil(b)
+        tt = []
+        for x in (lo, hi):
+            if k == 0:
+                tt.append(float(hardware.step_time(TARGET, GPU, int(x), ctx, 1, efficiency="vllm")))
+            else:
+                c = hardware.pair_costs(TARGET, DRAFT, GPU, int(x), ctx, k, efficiency="vllm")
+                tt.append(float(c["t_verify"] + c["draft_steps"] * c["t_draft"] + c["o"] * c["t_target"]))
+        return tt[0] + (b - lo) * (tt[1] - tt[0])
+
+    a, b = 0.0, 64.0
+    for _ in range(60):
+        mid = (a + b) / 2
+        if load * rounds * t(mid) - mid * (1 - load * p) > 0:
+            a = mid
+        else:
+            b = mid
+    return (t(b) + b * p / rounds) / mean
+
+
+@pytest.mark.slow
+def test_vectorised_solve_matches_a_per_point_loop(grid):
+    f = serving.steady_state(grid, G, [2.0, 10.0], mode="open")
+    for (load, k), row in f.set_index(["load", "k"]).iterrows():
+        if k in (0, 3):
+            assert row["tpot_s"] == pytest.approx(_loop_tpot(load, k), rel=2e-3)
