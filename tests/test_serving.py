@@ -43,7 +43,9 @@ def test_lengths_means_and_messages():
 def _brute_context(prompt, output):
     """Mean context over every decode step of every (P, G) pair, weighted by probability."""
     num = den = 0.0
-    for (p, wp), (g, wg) in itertools.product(zip(prompt.values, prompt.weights), zip(output.values, output.weights)):
+    for (p, wp), (g, wg) in itertools.product(
+        zip(prompt.values, prompt.weights, strict=True), zip(output.values, output.weights, strict=True)
+    ):
         steps = np.arange(1, int(g))  # contexts p + 1 … p + g − 1
         num += wp * wg * (p + steps).sum()
         den += wp * wg * steps.size
@@ -206,44 +208,24 @@ def test_speculation_stops_paying():
 
 def test_a_pair_that_does_not_fit_is_refused():
     with pytest.raises(Message, match="do not fit on the GPU"):
-        serving.cost_grid("meta-llama/Llama-3.1-70B-Instruct", None, "RTX-4090-24GB", serving.chain_options(0.8, 0), P, G)
-
-
-def _loop_tpot(load, k, alpha=0.8):
-    """The open loop's fixed point for one (λ, K) by bisection on the cost model at whole batches,
-    linear between them: the per-point reference of the vectorised solve."""
-    opts = serving.chain_options(alpha, 6)
-    ctx = int(round(serving.decode_context(P, G)))
-    mean = opts[k].mean_tokens
-    rounds = (G.mean - 1) / mean
-    grid = serving.cost_grid(TARGET, DRAFT, GPU, opts, P, G, engine="vllm")
-    p = grid.prefill_s[k]
-
-    def t(b):
-        b = max(b, 1.0)
-        lo, hi = np.floor(b), np.ceil(b)
-        tt = []
-        for x in (lo, hi):
-            if k == 0:
-                tt.append(float(hardware.step_time(TARGET, GPU, int(x), ctx, 1, efficiency="vllm")))
-            else:
-                c = hardware.pair_costs(TARGET, DRAFT, GPU, int(x), ctx, k, efficiency="vllm")
-                tt.append(float(c["t_verify"] + c["draft_steps"] * c["t_draft"] + c["o"] * c["t_target"]))
-        return tt[0] + (b - lo) * (tt[1] - tt[0])
-
-    a, b = 0.0, 64.0
-    for _ in range(60):
-        mid = (a + b) / 2
-        if load * rounds * t(mid) - mid * (1 - load * p) > 0:
-            a = mid
-        else:
-            b = mid
-    return (t(b) + b * p / rounds) / mean
+        serving.cost_grid(
+            "meta-llama/Llama-3.1-70B-Instruct", None, "RTX-4090-24GB", serving.chain_options(0.8, 0), P, G
+        )
 
 
 @pytest.mark.slow
-def test_vectorised_solve_matches_a_per_point_loop(grid):
+def test_vectorised_solve_matches_the_per_point_reference(grid):
+    """steady_state against serving.open_loop_point, which prices every bisection step afresh."""
+    ctx, opts = grid.context, grid.options
     f = serving.steady_state(grid, G, [2.0, 10.0], mode="open")
+    rounds = (G.mean - 1) / grid.mean_tokens
     for (load, k), row in f.set_index(["load", "k"]).iterrows():
-        if k in (0, 3):
-            assert row["tpot_s"] == pytest.approx(_loop_tpot(load, k), rel=2e-3)
+        if k not in (0, 3):
+            continue
+
+        def price(b, k=k):
+            return float(serving.round_seconds(TARGET, DRAFT, GPU, opts, [b], ctx, efficiency="vllm")[0, k])
+
+        ref = serving.open_loop_point(price, load, rounds[k], grid.prefill_s[k], grid.mean_tokens[k], grid.cap)
+        assert row["tpot_s"] == pytest.approx(ref["tpot_s"], rel=2e-3)
+        assert row["batch"] == pytest.approx(ref["batch"], rel=2e-3)

@@ -61,7 +61,9 @@ __all__ = [
     "gpus_needed",
     "max_rate",
     "mean_tokens_over_context",
+    "open_loop_point",
     "prefill_seconds",
+    "round_seconds",
     "speculation_stops_paying",
     "steady_state",
 ]
@@ -318,6 +320,47 @@ def prefill_seconds(
     return total
 
 
+def round_seconds(
+    target, draft, gpu, options, batch, context, *, dtype="bf16", tp=1, efficiency=None, expert_parallel=False
+) -> np.ndarray:
+    """Seconds of one round of each option (nB, nO) at whole batches ``batch`` (nB,) and ``context``.
+
+    A speculative option's round is t_verify(B, T) + D·t_draft(B) + ``round_overhead_s`` from
+    :func:`hardware.pair_costs` (the Hardware page's terms); K = 0 is one target step t_target(B).
+    """
+    b = np.atleast_1d(np.asarray(batch, dtype=float))[:, None]  # (nB, 1)
+    kw = dict(dtype=dtype, efficiency=efficiency, expert_parallel=expert_parallel)
+    out = np.empty((b.shape[0], len(options)))
+    for j, o in enumerate(options):
+        if o.k == 0:
+            out[:, j] = hardware.step_time(target, gpu, b[:, 0], context, 1, tp=tp, **kw)
+    # one pair_costs call per (draft_tokens, verify rule): chains share K + 1, trees name their T
+    groups: dict[tuple, list[int]] = {}
+    for i, o in enumerate(options):
+        if o.k > 0:
+            chain = o.verify_tokens == o.k + 1 and o.draft_tokens == 1
+            groups.setdefault((o.draft_tokens, None if chain else i), []).append(i)
+    for (width, tree), idx in groups.items():
+        ks = np.array([options[i].k for i in idx])[None, :]  # (1, n)
+        verify = None if tree is None else options[tree].verify_tokens
+        c = hardware.pair_costs(
+            target,
+            draft,
+            gpu,
+            b,
+            context,
+            ks,
+            tp_target=tp,
+            tp_draft=tp,
+            draft_tokens=width,
+            verify_tokens=verify,
+            **kw,
+        )
+        t = c["t_verify"] + c["draft_steps"] * c["t_draft"] + c["o"] * c["t_target"]
+        out[:, idx] = np.broadcast_to(t, (b.shape[0], len(idx)))
+    return out
+
+
 def cost_grid(
     target,
     draft,
@@ -359,25 +402,9 @@ def cost_grid(
         )
     # whole batches (the roofline prices integers): every one up to ~points, geometric beyond
     batch = np.concatenate([[0.0], np.unique(np.round(np.geomspace(1.0, cap, points)))])  # (nG,)
-    b = np.maximum(batch, 1.0)[:, None]  # (nG, 1): the step at B < 1 is the step at 1
-    kw = dict(dtype=dtype, efficiency=eff, expert_parallel=expert_parallel)
-    rounds = np.empty((batch.size, len(options)))
-    rounds[:, 0] = hardware.step_time(target, gpu, b[:, 0], ctx, 1, tp=tp, **kw)
+    kw = dict(dtype=dtype, tp=tp, efficiency=eff, expert_parallel=expert_parallel)
+    rounds = round_seconds(target, draft, gpu, options, np.maximum(batch, 1.0), ctx, **kw)  # B < 1 priced at 1
     spec = [i for i, o in enumerate(options) if o.k > 0]
-    # one pair_costs call per (draft_tokens, verify rule): chains share K + 1, trees name their T
-    groups: dict[tuple, list[int]] = {}
-    for i in spec:
-        o = options[i]
-        chain = o.verify_tokens == o.k + 1 and o.draft_tokens == 1
-        groups.setdefault((o.draft_tokens, None if chain else i), []).append(i)
-    for (width, tree), idx in groups.items():
-        ks = np.array([options[i].k for i in idx])[None, :]  # (1, n)
-        verify = None if tree is None else options[tree].verify_tokens
-        c = hardware.pair_costs(
-            target, draft, gpu, b, ctx, ks, tp_target=tp, tp_draft=tp, draft_tokens=width, verify_tokens=verify, **kw
-        )
-        t = c["t_verify"] + c["draft_steps"] * c["t_draft"] + c["o"] * c["t_target"]
-        rounds[:, idx] = np.broadcast_to(t, (batch.size, len(idx)))
     p = prefill_seconds(target, draft if spec else None, gpu, prompt, mode=mode, dtype=dtype, tp=tp, efficiency=eff)
     p_plain = prefill_seconds(target, None, gpu, prompt, mode=mode, dtype=dtype, tp=tp, efficiency=eff)
     prefill_s = np.array([p_plain] + [p] * (len(options) - 1))
@@ -518,6 +545,33 @@ def steady_state(
     metrics = [c for c in frame.columns if c not in ("load", "option", "k", "overloaded", "queued")]
     frame.loc[frame["overloaded"], metrics] = np.nan
     return frame
+
+
+def open_loop_point(price, rate: float, rounds: float, prefill_s: float, mean_tokens: float, cap: float) -> dict:
+    """The open loop's steady state for one rate and one option, by bisection: the per-point reference
+    :func:`steady_state` is checked against (slow: ``price(b)`` is called at every step).
+
+    ``price(b)`` gives the round's seconds at a whole batch b ≥ 1; between whole batches the round is
+    linear, below 1 it is the round at 1. Returns batch, round_s, tpot_s; NaN where overloaded.
+    """
+
+    def t(b: float) -> float:
+        b = max(b, 1.0)
+        lo, hi = np.floor(b), np.ceil(b)
+        t_lo = price(lo)
+        return t_lo if hi == lo else t_lo + (b - lo) * (price(hi) - t_lo)
+
+    def f(b: float) -> float:  # λ·R·t(B) − B·(1 − λ·p): > 0 while the batch is too small to carry the load
+        return rate * rounds * t(b) - b * (1 - rate * prefill_s)
+
+    if rate * prefill_s >= 1 or f(cap) > 0:
+        return {"batch": np.nan, "round_s": np.nan, "tpot_s": np.nan}
+    lo, hi = 0.0, cap
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
+    tau = t(hi) + hi * prefill_s / rounds
+    return {"batch": hi, "round_s": tau, "tpot_s": tau / mean_tokens}
 
 
 # --------------------------------------------------------------------------------------
