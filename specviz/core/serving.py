@@ -59,6 +59,7 @@ __all__ = [
     "cost_grid",
     "decode_context",
     "gpus_needed",
+    "grid_from_steps",
     "max_rate",
     "mean_tokens_over_context",
     "open_loop_point",
@@ -418,6 +419,31 @@ def cost_grid(
         cap=cap,
         gpus=int(tp),
         context=ctx,
+        options=options,
+    )
+
+
+def grid_from_steps(batch, round_s, options, prefill_s, *, context: float, chunks: int = 1, gpus: int = 1) -> CostGrid:
+    """A :class:`CostGrid` from step costs measured on an engine rather than priced by the roofline.
+
+    ``batch`` (nB,) the whole batches 1 … cap measured (increasing, starting at 1), ``round_s`` (nB, nO)
+    the seconds of one round of each option there, ``prefill_s`` (nO,) one prompt's prefill cost; the cap
+    is the largest batch measured. ``context`` is the decode context the steps were measured at.
+    """
+    b = np.asarray(batch, dtype=float)
+    r = np.asarray(round_s, dtype=float)
+    options = tuple(options)
+    if b.ndim != 1 or b[0] != 1 or (np.diff(b) <= 0).any() or r.shape != (b.size, len(options)):
+        raise ValueError(f"batch must rise from 1 and round_s be (batches, options); got {b.shape} and {r.shape}")
+    return CostGrid(
+        batch=np.concatenate([[0.0], b]),
+        round_s=np.vstack([r[:1], r]),  # the step at B < 1 is the step at 1
+        mean_tokens=np.array([o.mean_tokens for o in options]),
+        prefill_s=np.asarray(prefill_s, dtype=float),
+        chunks=chunks,
+        cap=float(b[-1]),
+        gpus=gpus,
+        context=float(context),
         options=options,
     )
 
