@@ -88,6 +88,7 @@ PREFILL = {
 }
 GRID_POINTS = 192  #: batch grid points between 1 and the cap (geometric): interpolation error < 0.1 %
 MAX_LENGTH = 1_048_576  #: the longest prompt or output accepted, tokens
+MAX_USERS = 10_000  #: the most users of a closed loop (its distribution has a state per user)
 
 
 # --------------------------------------------------------------------------------------
@@ -453,114 +454,130 @@ def grid_from_steps(batch, round_s, options, prefill_s, *, context: float, chunk
 # --------------------------------------------------------------------------------------
 
 
-def _first_root(x: np.ndarray, f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The first zero crossing (f from > 0 to ≤ 0) along the last-but-one axis of ``f`` (..., nG, nO) on
-    the piecewise-linear interpolant over ``x`` (nG,). Returns (root, found); root is NaN where f > 0
-    everywhere."""
-    below = f <= 0  # (..., nG, nO)
-    found = below.any(axis=-2)
-    i = np.argmax(below, axis=-2)  # first index at or below zero
-    i = np.clip(i, 1, x.size - 1)  # f at x = 0 is > 0 wherever a load is applied
-    f1 = np.take_along_axis(f, i[..., None, :], axis=-2)[..., 0, :]
-    f0 = np.take_along_axis(f, (i - 1)[..., None, :], axis=-2)[..., 0, :]
-    x0, x1 = x[i - 1], x[i]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        root = x0 + (x1 - x0) * f0 / (f0 - f1)
-    return np.where(found, root, np.nan), found
+def _steps(grid: CostGrid, upto: int) -> np.ndarray:
+    """t(n) (n, nO) at every whole batch n = 1 … ``upto``, linear between the grid's points; beyond the
+    cap the cap's (the batch holds at most cap sequences, the rest wait)."""
+    n = np.minimum(np.arange(1, upto + 1), grid.cap)
+    return np.stack([np.interp(n, grid.batch, grid.round_s[:, j]) for j in range(grid.round_s.shape[1])], -1)
 
 
-def _interp(grid: CostGrid, b: np.ndarray) -> np.ndarray:
-    """t(B) for B (..., nO) per option, linear on the grid."""
-    out = np.empty_like(b, dtype=float)
-    for j in range(grid.round_s.shape[1]):
-        out[..., j] = np.interp(b[..., j], grid.batch, grid.round_s[:, j])
-    return out
+def _moments(logw: np.ndarray, cap: int, tail_ratio: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """(P(0), mean min(n, cap), mean max(n − cap, 0)) of the distribution π_n ∝ exp(logw[..., n − 1, :])
+    for n = 1 … (π_0 ∝ 1), plus, for an open loop, a geometric tail beyond the last state with ratio
+    ``tail_ratio`` < 1 (the cap's completion rate against the arrivals)."""
+    top = np.maximum(np.max(logw, axis=-2), 0.0)  # (…, nO): for exp without overflow
+    w = np.exp(logw - top[..., None, :])  # (…, n, nO)
+    w0 = np.exp(-top)
+    n = np.arange(1, logw.shape[-2] + 1)[:, None]
+    busy = np.minimum(n, cap)
+    total = w0 + w.sum(-2)
+    in_batch = (w * busy).sum(-2)
+    waiting = (w * np.maximum(n - cap, 0)).sum(-2)
+    if tail_ratio is not None:
+        r = tail_ratio
+        last = w[..., -1, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            total = total + last * r / (1 - r)
+            in_batch = in_batch + last * cap * r / (1 - r)
+            waiting = waiting + last * r / (1 - r) ** 2
+    return w0 / total, in_batch / total, waiting / total
 
 
 def steady_state(
     grid: CostGrid, output: Lengths, loads, *, mode: Literal["open", "closed"] = "open", think_s: float = 0.0
 ) -> pd.DataFrame:
-    """Every load × option at steady state (the module's model); one row each.
+    """Every load × option at steady state; one row each.
 
-    ``loads``: request rates λ (requests/s, ``mode="open"``) or numbers of users N (``"closed"``).
-    Columns: load, option (label), k, batch (mean running batch B), round_s (τ), tpot_s, itl_s,
-    ttft_s, queue_s, rps (requests/s), tokens_per_s, tokens_per_s_per_gpu, tokens_per_s_per_user,
-    overloaded (open loop with no steady state up to the cap: every metric NaN), queued (closed loop
-    beyond the cap: requests wait for a free sequence).
+    Continuous batching is a *symmetric* queue: the n requests decoding share every step alike, and the
+    step takes t(n), so requests complete at the rate μ(n) = min(n, cap) / (R·t(n)) (R = E[G − 1] / E[N]
+    rounds each; beyond the cap requests wait). Its stationary distribution has product form and depends
+    on the output lengths only through their mean (insensitivity of symmetric queues: Kelly 1979,
+    *Reversibility and Stochastic Networks*, §3.3; Cohen 1979, generalized processor sharing):
+
+    * open loop, Poisson arrivals at λ: π_n ∝ Π_{i ≤ n} λ / μ(i) — Poisson when t is flat (a memory-bound
+      step, M/G/∞), geometric when t ∝ n (a compute-bound step, processor sharing); overloaded where the
+      tail beyond the cap does not converge (λ ≥ μ(cap)) or the prefill alone fills the GPU (λ·p ≥ 1):
+      the row is flagged and its metrics are NaN;
+    * closed loop, N users each thinking ``think_s`` and waiting TTFT before their next decode:
+      π_n ∝ Π_{i ≤ n} (N − i + 1) / ((think + TTFT)·μ(i)), n ≤ N (an infinite-server think stage and the
+      symmetric decode stage: a BCMP product-form network).
+
+    Prefill interleaves: requests complete at X per second, each prompt costs p, so steps stretch by
+    1 / (1 − X·p). Then, with L the mean number decoding and W the mean number waiting (Little's law):
+    decode time D = L / X, TPOT = D / E[G − 1], the round a request sees τ = ITL = D / R, TTFT = τ / 2 +
+    the prompt's prefill (``chunks`` rounds τ plus p where mixed, p where separate) + W / X.
+
+    ``loads``: rates λ (requests/s, ``mode="open"``) or users N (``"closed"``, whole numbers up to
+    :data:`MAX_USERS`). Columns: load, option, k, batch (L, the mean running batch), round_s (τ),
+    tpot_s, itl_s, ttft_s, queue_s, rps, tokens_per_s, tokens_per_s_per_gpu, tokens_per_s_per_user,
+    overloaded, queued (closed loop: N beyond the cap).
     """
     if mode not in MODES:
         raise Message("mode must be one of {allowed}; got {value!r}", allowed=", ".join(MODES), value=mode)
     _check_output(output)
     lam = np.atleast_1d(np.asarray(loads, dtype=float))
-    if lam.ndim != 1 or not np.all(np.isfinite(lam) & (lam > 0)):
-        raise Message("loads must be finite numbers > 0; got {value}", value=lam[~(np.isfinite(lam) & (lam > 0))][:1])
+    good = np.isfinite(lam) & (lam > 0)
+    if lam.ndim != 1 or not good.all():
+        raise Message("loads must be finite numbers > 0; got {value}", value=lam[~good][:1])
+    if mode == "closed" and ((lam != np.round(lam)) | (lam > MAX_USERS)).any():
+        bad = lam[(lam != np.round(lam)) | (lam > MAX_USERS)][0]
+        raise Message("users must be whole numbers in 1..{most}; got {value}", most=MAX_USERS, value=bad)
     if not (np.isfinite(think_s) and think_s >= 0):
         raise Message("think time must be a number of seconds >= 0; got {value}", value=think_s)
-    x, t = grid.batch, grid.round_s  # (nG,), (nG, nO)
+    cap = int(grid.cap)
     rounds = output.expect(lambda g: g - 1) / grid.mean_tokens  # R (nO,)
     p = grid.prefill_s  # (nO,)
     mixed = grid.chunks > 0
-    L = lam[:, None, None]  # (nL, 1, 1)
-    tau_grid = t + x[:, None] * p / rounds  # τ(B) = t(B) + (B / R)·p   (nG, nO)
 
-    def ttft0(b, tau):
-        first = grid.chunks * _interp(grid, b) + p if mixed else p
-        return tau / 2 + first
+    def first_token(tau, slow):  # the prompt's own work after the round in progress
+        return (grid.chunks * tau if mixed else 0.0) + p * slow
 
     if mode == "open":
-        f = L * rounds * t - x[None, :, None] * (1 - L * p)  # (nL, nG, nO)
-        b, found = _first_root(x, f)
-        found &= (L[:, 0, :] * p) < 1
-        b = np.where(found, b, np.nan)
-        tau = _interp(grid, np.nan_to_num(b)) + b * p / rounds
-        rps = np.where(found, lam[:, None], np.nan)
-        queue = np.zeros_like(b)
-        ttft = ttft0(np.nan_to_num(b), tau)
-        overloaded, queued = ~found, np.zeros_like(found)
+        t = _steps(grid, cap)  # (cap, nO)
+        x = lam[:, None] * np.ones_like(p)  # (nL, nO)
+        slow = 1.0 / np.maximum(1.0 - x * p, 1e-12)
+        mu = np.arange(1, cap + 1)[None, :, None] / (rounds * t[None] * slow[:, None, :])  # (nL, cap, nO)
+        logw = np.cumsum(np.log(lam[:, None, None] / mu), axis=1)
+        ratio = lam[:, None] / mu[:, -1, :]
+        overloaded = (x * p >= 1) | (ratio >= 1)
+        _, busy, waiting = _moments(logw, cap, np.where(overloaded, 0.5, ratio))
+        queued = np.zeros_like(overloaded)
     else:
-        cap = np.minimum(lam[:, None], grid.cap)  # (nL, 1)
-        # N·R·τ / (think + TTFT + R·τ) − B, on the grid (TTFT0 at each grid batch)
-        ttft_grid = ttft0(np.broadcast_to(x[:, None], t.shape), tau_grid)
-        share = rounds * tau_grid / (think_s + ttft_grid + rounds * tau_grid)  # (nG, nO)
-        f = L * share - x[None, :, None]
-        f = np.where(x[None, :, None] <= cap[:, :, None] + 1e-9, f, -1.0)  # the cap ends the search
-        b, found = _first_root(x, f)
-        full = np.broadcast_to(cap, b.shape)
-        b = np.where(found, np.minimum(b, full), full)  # no crossing up to the grid's end: the cap binds
-
-        def h(bb):  # the fixed point's residual on the interpolated round time (what the rows report)
-            tau_b = _interp(grid, bb) + bb * p / rounds
-            return lam[:, None] * rounds * tau_b / (think_s + ttft0(bb, tau_b) + rounds * tau_b) - bb
-
-        # f is the residual interpolated between grid points; two secant steps from the bracket's ends
-        # make the identities exact on the interpolated round time
-        for _ in range(2):
-            lo_b = np.maximum(b * (1 - 1e-3), 0.0)
-            h0, h1 = h(lo_b), h(b)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                step = np.where(h1 != h0, h1 * (b - lo_b) / (h1 - h0), 0.0)
-            b = np.where(found & (b < full), np.clip(b - step, 0.0, full), b)
-        queued = b >= full - 1e-9
-        tau = _interp(grid, b) + b * p / rounds
-        rps = b / (rounds * tau)
-        base = ttft0(b, tau)
-        response = lam[:, None] / rps - think_s  # Little's law over the loop: N = X·(think + response)
-        queue = np.where(queued, np.maximum(response - base - rounds * tau, 0.0), 0.0)
-        ttft = base + queue
-        overloaded = np.zeros_like(queued)
-    tokens = rps * output.mean
+        users = lam.astype(int)
+        most = int(users.max())
+        t = _steps(grid, most)  # (most, nO): beyond the cap, the cap's step
+        i = np.arange(1, most + 1)[None, :, None]
+        tau = t[np.minimum(users, cap) - 1]  # first guess: every user decoding (nL, nO)
+        x = np.minimum(users, cap)[:, None] / (rounds * tau)
+        for _ in range(12):  # X sets the prefill's stretch and TTFT, which set X: a few passes settle it
+            slow = 1.0 / np.maximum(1.0 - x * p, 1e-12)
+            mu = np.minimum(i, cap) / (rounds * t[None] * slow[:, None, :])  # (nL, most, nO)
+            cycle = think_s + tau / 2 + first_token(tau, slow)  # from a request's end to its next decode
+            birth = np.maximum(users[:, None, None] - i + 1, 0) / cycle[:, None, :]
+            with np.errstate(divide="ignore"):
+                logw = np.cumsum(np.log(birth / mu), axis=1)  # −inf beyond N: no mass there
+            x = _closed_throughput(logw, mu)
+            _, busy, waiting = _moments(logw, cap)
+            tau = busy / x / rounds
+        overloaded = np.zeros_like(x, dtype=bool)
+        queued = np.broadcast_to((users > cap)[:, None], x.shape)
+    decode = busy / x  # D (nL, nO)
+    tau = decode / rounds
+    queue = waiting / x
+    ttft = tau / 2 + first_token(tau, slow) + queue
+    tokens = x * output.mean
     frame = pd.DataFrame(
         {
             "load": np.repeat(lam, len(grid.options)),
             "option": np.tile([o.label for o in grid.options], lam.size),
             "k": np.tile([o.k for o in grid.options], lam.size),
-            "batch": b.ravel(),
+            "batch": busy.ravel(),
             "round_s": tau.ravel(),
             "tpot_s": (tau / grid.mean_tokens).ravel(),
             "itl_s": tau.ravel(),
             "ttft_s": ttft.ravel(),
             "queue_s": queue.ravel(),
-            "rps": rps.ravel(),
+            "rps": x.ravel(),
             "tokens_per_s": tokens.ravel(),
             "tokens_per_s_per_gpu": (tokens / grid.gpus).ravel(),
             "tokens_per_s_per_user": (grid.mean_tokens / tau).ravel(),
@@ -573,31 +590,37 @@ def steady_state(
     return frame
 
 
-def open_loop_point(price, rate: float, rounds: float, prefill_s: float, mean_tokens: float, cap: float) -> dict:
-    """The open loop's steady state for one rate and one option, by bisection: the per-point reference
-    :func:`steady_state` is checked against (slow: ``price(b)`` is called at every step).
+def _closed_throughput(logw: np.ndarray, mu: np.ndarray) -> np.ndarray:
+    """X = Σ_n π_n μ(n) of the closed loop's distribution (π_0 ∝ 1 completes nothing)."""
+    top = np.maximum(np.max(logw, axis=-2), 0.0)
+    w = np.exp(logw - top[..., None, :])
+    return (w * mu).sum(-2) / (np.exp(-top) + w.sum(-2))
 
-    ``price(b)`` gives the round's seconds at a whole batch b ≥ 1; between whole batches the round is
-    linear, below 1 it is the round at 1. Returns batch, round_s, tpot_s; NaN where overloaded.
+
+def open_loop_point(price, rate: float, rounds: float, prefill_s: float, mean_tokens: float, cap: int) -> dict:
+    """The open loop's steady state for one rate and one option, state by state in Python: the per-point
+    reference :func:`steady_state` is checked against (slow: ``price(n)``, the round's seconds at a
+    whole batch n, is called for every n = 1 … cap). Returns batch, round_s, tpot_s; NaN where overloaded.
     """
+    import math
 
-    def t(b: float) -> float:
-        b = max(b, 1.0)
-        lo, hi = np.floor(b), np.ceil(b)
-        t_lo = price(lo)
-        return t_lo if hi == lo else t_lo + (b - lo) * (price(hi) - t_lo)
-
-    def f(b: float) -> float:  # λ·R·t(B) − B·(1 − λ·p): > 0 while the batch is too small to carry the load
-        return rate * rounds * t(b) - b * (1 - rate * prefill_s)
-
-    if rate * prefill_s >= 1 or f(cap) > 0:
-        return {"batch": np.nan, "round_s": np.nan, "tpot_s": np.nan}
-    lo, hi = 0.0, cap
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
-    tau = t(hi) + hi * prefill_s / rounds
-    return {"batch": hi, "round_s": tau, "tpot_s": tau / mean_tokens}
+    slow = 1.0 / (1.0 - rate * prefill_s) if rate * prefill_s < 1 else math.inf
+    weights, log_w = [1.0], 0.0
+    mu = 0.0
+    for n in range(1, int(cap) + 1):
+        mu = n / (rounds * price(n) * slow)
+        log_w += math.log(rate / mu)
+        weights.append(log_w)
+    ratio = rate / mu
+    if not math.isfinite(slow) or ratio >= 1:
+        return {"batch": math.nan, "round_s": math.nan, "tpot_s": math.nan}
+    top = max(max(weights[1:]), 0.0)
+    w = [math.exp(-top)] + [math.exp(v - top) for v in weights[1:]]
+    tail = w[-1] * ratio / (1 - ratio)
+    total = sum(w) + tail
+    busy = (sum(n * w[n] for n in range(1, len(w))) + cap * tail) / total
+    tau = busy / rate / rounds
+    return {"batch": busy, "round_s": tau, "tpot_s": tau / mean_tokens}
 
 
 # --------------------------------------------------------------------------------------
