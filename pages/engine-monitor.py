@@ -13,7 +13,8 @@ from specviz.base import hosting
 from specviz.base.i18n import C_, N_
 from specviz.core import hardware, theory
 from specviz.data import store
-from specviz.servers import ENGINES, fetch, loadgen, monitor
+from specviz.data.measurements import load_records as measurement_records
+from specviz.servers import ENGINES, Telemetry, Window, fetch, loadgen, monitor, window
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
@@ -53,10 +54,18 @@ SPEC = (
     Param("lg_req", 16, "int", 1, 10000, label=N_("Requests (max)")),
     Param("lg_sec", 60, "int", 1, 3600, label=N_("Seconds (max)")),
     Param("lg_tokens", 64, "int", 1, 4096, label=N_("Tokens per request")),
+    Param("lg_rate", "", "text", hi=20, label=N_("Rate (requests/s; empty = closed loop)")),
+    Param("lg_seed", 0, "int", 0, 2**32 - 1, label=N_("Seed")),
 )
 P = by_key(SPEC)
 HISTORY, LOAD = ui.key(PAGE, "_history"), ui.key(PAGE, "_load")
-LOAD_READ_TIMEOUT_S = 120.0  #: a non-streamed completion answers only once it is complete
+LOAD_READ_TIMEOUT_S = 120.0  #: a completion may wait this long for its first chunk (a long prompt's prefill, a queue)
+#: The serving statistics of the load table: its column header → (the LoadResult statistic, its field).
+LATENCY_COLUMNS = {
+    f"{name} {q} (ms)": (stat, q)
+    for name, stat in (("TTFT", "ttft"), ("TPOT", "tpot"), ("ITL", "itl"))
+    for q in ("p50", "p90", "p99")
+}
 
 
 @st.cache_resource(max_entries=4)
@@ -280,27 +289,53 @@ def load_section() -> None:
     with m:
         ui.text_box(PAGE, P["lg_model"])
     with n1:
-        ui.number_input(PAGE, P["lg_conc"])
+        ui.number_input(PAGE, P["lg_conc"], help=ui.t("Requests in flight: always (closed loop), at most (open loop)"))
     with n2:
         ui.number_input(PAGE, P["lg_req"])
     with n3:
         ui.number_input(PAGE, P["lg_sec"])
     with n4:
         ui.number_input(PAGE, P["lg_tokens"])
+    r1, r2, _ = st.columns([2, 1, 2])
+    with r1:
+        ui.text_box(
+            PAGE,
+            P["lg_rate"],
+            placeholder="2.5",
+            help=ui.t(
+                "Open loop: requests arrive as a Poisson process at this rate, each sent at its arrival whether or not earlier ones have finished (as vllm bench serve --request-rate). Empty: a closed loop, a new request as soon as one ends."
+            ),
+        )
+    with r2:
+        ui.number_input(PAGE, P["lg_seed"], help=ui.t("The same seed gives the same arrival times"))
     own = st.text_area(ui.t("Your prompts, one per line (empty: the bundled prompts)"), key=ui.key(PAGE, "lg_prompts"))
     view = ui.values(PAGE, SPEC)
+    try:
+        rate = loadgen.parse_rate(view["lg_rate"])
+    except ValueError as exc:
+        ui.show_error(exc)
+        rate = None
+        bad_rate = True
+    else:
+        bad_rate = False
     go, stop_col = st.columns([1, 5])
     if stop_col.button(ui.t(C_("em.stop", "Stop")), icon=":material/stop:", key=ui.key(PAGE, "lg_stop")):
         st.session_state.get(LOAD, {}).get("stop", threading.Event()).set()
-    if go.button(ui.t("Run load"), icon=":material/send:", type="primary", key=ui.key(PAGE, "lg_go")):
-        run_load(view, [p for p in own.splitlines() if p.strip()])
+    if go.button(
+        ui.t("Run load"), icon=":material/send:", type="primary", key=ui.key(PAGE, "lg_go"), disabled=bad_rate
+    ):
+        run_load(view, [p for p in own.splitlines() if p.strip()], rate)
     results = st.session_state.get(LOAD, {}).get("results")
     if results:
         show_load(results)
 
 
-def run_load(view: dict, own_prompts: list[str]) -> None:
-    """Run the load on each endpoint given, with a progress bar; keep the results in the session."""
+def run_load(view: dict, own_prompts: list[str], rate: float | None) -> None:
+    """Run the load on each endpoint given, with a progress bar; keep the results in the session.
+
+    Each endpoint's /metrics is read before and after its run: the window of its speculative counters
+    over the run (where the server has them) goes into the run's row of the run library.
+    """
     urls = {"with speculation": view["lg_spec"], "target only": view["lg_base"], "draft only": view["lg_draft"]}
     urls = {name: u.strip() for name, u in urls.items() if u.strip()}
     if "with speculation" not in urls:
@@ -309,7 +344,7 @@ def run_load(view: dict, own_prompts: list[str]) -> None:
     stop = threading.Event()
     st.session_state[LOAD] = {"stop": stop}
     prompts = own_prompts or loadgen.bundled_prompts()
-    results = {}
+    results, windows = {}, {}
     for name, url in urls.items():
         shown = ui.t(RUN_KEYS[name])
         bar = st.progress(0.0, text=ui.t("{run}: starting", run=shown))
@@ -322,7 +357,10 @@ def run_load(view: dict, own_prompts: list[str]) -> None:
                 concurrency=view["lg_conc"],
                 max_requests=view["lg_req"],
                 max_seconds=float(view["lg_sec"]),
+                rate=rate,
+                seed=view["lg_seed"],
             )
+            before = counters(url, view["k"])
             results[name] = loadgen.run_load(
                 spec,
                 load_policy(),
@@ -334,6 +372,7 @@ def run_load(view: dict, own_prompts: list[str]) -> None:
                     ),
                 ),
             )
+            windows[name] = counters_window(before, counters(url, view["k"]))
         except ValueError as exc:
             ui.show_error(exc)
             return
@@ -341,7 +380,7 @@ def run_load(view: dict, own_prompts: list[str]) -> None:
             bar.empty()
         if stop.is_set():
             break
-    entry = {"stop": stop, "results": results}
+    entry = {"stop": stop, "results": results, "records": load_records(results, windows, urls, view["k"])}
     try:
         if "target only" in results:
             entry["speedup"] = loadgen.measured_speedup(results["with speculation"], results["target only"])
@@ -354,22 +393,70 @@ def run_load(view: dict, own_prompts: list[str]) -> None:
     st.session_state[LOAD] = entry
 
 
+def counters(url: str, k: int) -> Telemetry | None:
+    """The speculative counters of the server behind completions URL ``url`` (its /metrics); None where
+    it has none to read (no /metrics, speculation off, an engine without counters)."""
+    endpoint = monitor.Endpoint(loadgen.metrics_url(url))
+    return monitor.poll(endpoint, policy(), k, client=http_client(policy())).reading
+
+
+def counters_window(before: Telemetry | None, after: Telemetry | None) -> Window | None:
+    """The window of two readings of a server's counters around a run (None without both)."""
+    if before is None or after is None:
+        return None
+    try:
+        return window(before, after)
+    except ValueError:  # the readings name two engines: the server was replaced during the run
+        return None
+
+
+def load_records(results: dict, windows: dict, urls: dict, k: int) -> dict:
+    """Each run as a row of the run library (:func:`loadgen.load_record`), or the message saying why it
+    cannot be one (a run without speculation has no acceptance figure). The run with speculation carries
+    the measured speedup when the target-only run was made."""
+    records = {}
+    for name, result in results.items():
+        w = windows.get(name)
+        mode = f"{result.rate:g} req/s" if result.rate is not None else f"concurrency {result.concurrency}"
+        try:
+            records[name] = loadgen.load_record(
+                result,
+                label=f"load {name}, {mode}: {urls[name]}"[:200],
+                k=(w.k if w is not None and w.k else k),
+                window=w,
+                baseline=results.get("target only") if name == "with speculation" else None,
+                source="engine monitor",
+            )
+        except ValueError as exc:
+            records[name] = exc
+    return records
+
+
 def show_load(results: dict) -> None:
-    """The load runs' table (headers in the session's language), their errors, the speedup and c."""
+    """The load runs' table (headers in the session's language), their errors, the speedup and c, and a
+    button per run that saves it to the run library."""
     entry = st.session_state[LOAD]
     rows = [
         {
             ui.t("endpoint"): ui.t(RUN_KEYS[name]),
+            ui.t("load"): (
+                ui.t("{rate} requests/s, at most {n} in flight", rate=f"{r.rate:g}", n=r.concurrency)
+                if r.rate is not None
+                else ui.t("{n} in flight", n=r.concurrency)
+            ),
             ui.t("requests"): r.done,
             ui.t("failed"): r.failed,
             ui.t("tokens"): r.tokens,
             "tokens/s": r.tokens_per_s,
+            ui.t("requests/s"): r.requests_per_s,
             ui.t("p50 latency (s)"): r.latency_p50_s,
+            **{header: getattr(getattr(r, stat), q) * 1e3 for header, (stat, q) in LATENCY_COLUMNS.items()},
             ui.t("draft acceptance"): r.draft_acceptance,
         }
         for name, r in results.items()
     ]
     st.dataframe(pd.DataFrame(rows), hide_index=True)
+    save_buttons(entry.get("records", {}))
     for name, r in results.items():
         if r.errors:
             st.warning(ui.t("{run}: {summary}", run=ui.t(RUN_KEYS[name]), summary=ui.message(r.summary())))
@@ -386,6 +473,39 @@ def show_load(results: dict) -> None:
         )
     if parts:
         st.success("; ".join(parts), icon=":material/speed:")
+
+
+def save_buttons(records: dict) -> None:
+    """A button per run that can be a row of the run library; for the others, why not."""
+    for name, record in records.items():
+        shown = ui.t(RUN_KEYS[name])
+        if isinstance(record, Exception):
+            st.caption(ui.t("{run}: not saved to the run library: {why}", run=shown, why=ui.message(record)))
+            continue
+        slug = name.replace(" ", "_")
+        if st.button(
+            ui.t("Save the run '{run}' to the run library", run=shown),
+            icon=":material/save:",
+            key=ui.key(PAGE, f"lg_save_{slug}"),
+        ):
+            save_record(record)
+
+
+def save_record(record: dict) -> None:
+    """Validate ``record`` as any upload is, and store it as one run."""
+    engine = ui.library()
+    if engine is None:
+        return
+    try:
+        frame, _ = measurement_records([record], name=record["label"])
+        run_id = store.save_run(engine, frame, label=record["label"], source="engine monitor load generator")
+    except ValueError as exc:
+        ui.show_error(exc)
+        return
+    st.success(
+        ui.t("Saved as run #{run}: [open it on the Measured data page](measured-data?runs={run}).", run=run_id),
+        icon=":material/check_circle:",
+    )
 
 
 st.title(ui.t("Engine monitor"))

@@ -14,6 +14,7 @@ from specviz.servers.loadgen import (
     completion_counts,
     completions_url,
     measured_speedup,
+    metrics_url,
     run_load,
     summarize,
 )
@@ -34,13 +35,30 @@ def test_stops_at_max_requests_cycling_prompts_and_sending_the_spec():
     assert len(engine.bodies) == 7
     assert sorted(b["prompt"] for b in engine.bodies) == sorted((PROMPTS * 3)[:7])
     assert {(b["model"], b["max_tokens"], b["temperature"], b["stream"]) for b in engine.bodies} == {
-        ("m", 5, 0.5, False)
+        ("m", 5, 0.5, True)  # streamed by default (the fake answers whole: read as a non-streamed answer)
     }
+    assert all(b["stream_options"] == {"include_usage": True} for b in engine.bodies)
     records = result.records
     assert list(records.columns) == list(COLUMNS) and list(records["request"]) == list(range(7))
     assert list(records["prompt_index"]) == [i % 3 for i in range(7)]
     assert records["ok"].all() and (records["completion_tokens"] == 4).all() and records["draft_n"].isna().all()
     assert (records["end_s"] >= records["start_s"]).all() and result.draft_acceptance is None
+    assert not records["streamed"].any() and records["ttft_s"].isna().all() and records["arrival_s"].isna().all()
+    assert list(records["prompt_chars"]) == [len(PROMPTS[i % 3]) for i in range(7)]
+    assert (result.mode, result.ttft.n, result.e2e.n, result.requests_per_s) == (
+        "closed",
+        0,
+        7,
+        pytest.approx(7 / result.wall_s),
+    )
+
+
+def test_stream_false_sends_a_plain_request():
+    engine = FakeEngine(tokens=3)
+    with engine.running() as url:
+        result = run_load(spec(url, stream=False, max_requests=2), POLICY)
+    assert [b["stream"] for b in engine.bodies] == [False, False] and "stream_options" not in engine.bodies[0]
+    assert result.tokens == 6 and result.ttft.n == result.tpot.n == result.itl.n == 0
 
 
 @pytest.mark.slow
@@ -189,6 +207,9 @@ def test_refused_url_sends_nothing():
         ("max_tokens", 4097, r"max_tokens must be an integer in 1..4096; got 4097"),
         ("max_tokens", 2.5, r"max_tokens must be an integer in 1..4096; got 2.5"),
         ("temperature", -0.1, r"temperature must be a number in 0..2; got -0.1"),
+        ("rate", 0.001, r"rate must be a number of requests per second in 0.01..1000, or none .*; got 0.001"),
+        ("rate", float("inf"), r"rate must be a number of requests per second in 0.01..1000, or none .*; got inf"),
+        ("seed", 2**32, r"seed must be an integer in 0..4294967295; got 4294967296"),
         ("prompts", [], r"prompts must hold at least one prompt"),
         ("prompts", ["a", " "], r"prompts\[1\] must be a non-empty string"),
         ("prompts", "abc", r"prompts must be a list of strings"),
@@ -208,6 +229,7 @@ def test_spec_normalises_prompts_and_model():
 def test_completions_url_and_counts():
     for base in ("http://h:8000", "http://h:8000/", "http://h:8000/v1", "http://h:8000/v1/completions/"):
         assert completions_url(base) == "http://h:8000/v1/completions"
+        assert metrics_url(base) == "http://h:8000/metrics"
     assert completion_counts({"usage": {"completion_tokens": 5}, "timings": {"predicted_n": 9}}) == (5, None, None)
     assert completion_counts({"timings": {"predicted_n": 9, "draft_n": 4, "draft_n_accepted": 3}}) == (9, 4, 3)
     assert completion_counts({"choices": []}) == (None, None, None)

@@ -18,6 +18,9 @@ hop of a redirect, passes :func:`check_url` first:
 :func:`fetch` then sends the request with httpx (connect and read timeouts, redirects followed by hand,
 each hop checked and https → http refused, the body streamed and cut at ``max_bytes``) and turns
 httpx's exceptions into one-line messages a person can act on ("nothing is listening at host:port").
+:func:`fetch_stream` is the same exchange, by the same code, handing the body on line by line as it
+arrives (a streamed completion's server-sent events): the cap counts every byte streamed, the read
+timeout bounds each pause, and the total time bounds the whole stream.
 Messages quote URLs: a hosted page passes them through :func:`specviz.base.hosting.redact` before showing them.
 
 What a hostile or broken server cannot do (tests/test_hostile_servers.py):
@@ -50,7 +53,7 @@ import socket
 import ssl
 import time
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +72,7 @@ __all__ = [
     "Fetched",
     "check_url",
     "fetch",
+    "fetch_stream",
     "format_host_entry",
     "make_client",
     "parse_host_entry",
@@ -697,12 +701,13 @@ def _inflate(chunks: Iterator[bytes], encoding: str) -> Iterator[bytes]:
         yield tail
 
 
-def _read_body(response: httpx.Response, policy: FetchPolicy, budget: _Budget) -> bytes:
-    """The body of a streamed ``response``, decoded from its Content-Encoding, or FetchError once more than
-    ``policy.max_bytes`` decoded bytes arrive, or once the fetch's total time is up.
+def _chunks(response: httpx.Response, policy: FetchPolicy, budget: _Budget) -> Iterator[bytes]:
+    """The body of a streamed ``response`` as it arrives, decoded from its Content-Encoding; FetchError once
+    more than ``policy.max_bytes`` decoded bytes have arrived, ReadTimeout once the fetch's total time is up.
 
     A Content-Length over the limit is refused before reading; otherwise the decoded bytes are counted as
     they are inflated, a step at a time (:func:`_inflate`), so a compressed body cannot expand past the limit.
+    Each read waits at most the policy's read timeout (httpx's), so a stream that pauses longer fails too.
     """
     limit = policy.max_bytes
 
@@ -723,7 +728,7 @@ def _read_body(response: httpx.Response, policy: FetchPolicy, budget: _Budget) -
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit and not layers:
         raise too_large()
-    chunks, size = [], 0
+    size = 0
     try:
         for chunk in stream:
             size += len(chunk)
@@ -732,10 +737,40 @@ def _read_body(response: httpx.Response, policy: FetchPolicy, budget: _Budget) -
             if budget.left() <= 0:  # also where the transport does not bound each read (an injected client)
                 budget.expired = True
                 raise httpx.ReadTimeout("the fetch's total time is up")
-            chunks.append(chunk)
+            yield chunk
     except zlib.error as exc:
         raise httpx.DecodingError(f"{', '.join(reversed(layers))}: {exc}") from None
-    return b"".join(chunks)
+
+
+def _read_body(response: httpx.Response, policy: FetchPolicy, budget: _Budget) -> bytes:
+    """The whole body of a streamed ``response`` (:func:`_chunks`: decoded, capped, within the deadline)."""
+    return b"".join(_chunks(response, policy, budget))
+
+
+class _Lines:
+    """Cuts a byte stream into lines (ending in LF or CRLF; the ending dropped) and hands each to ``on_line``.
+
+    A line is split off only when a chunk brings a newline, so a long line costs one pass, not one per chunk.
+    """
+
+    def __init__(self, on_line: Callable[[bytes], None]) -> None:
+        self._on_line = on_line
+        self._buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> None:
+        self._buffer += chunk
+        if b"\n" not in chunk:
+            return
+        *lines, rest = self._buffer.split(b"\n")
+        self._buffer = bytearray(rest)
+        for line in lines:
+            self._on_line(bytes(line).removesuffix(b"\r"))
+
+    def close(self) -> None:
+        """Hand on the last line when the stream ended without a newline."""
+        if self._buffer:
+            line, self._buffer = bytes(self._buffer).removesuffix(b"\r"), bytearray()
+            self._on_line(line)
 
 
 def _redirect_target(response: httpx.Response, request: httpx.Request, policy: FetchPolicy) -> httpx.Request:
@@ -791,6 +826,59 @@ def fetch(
         ``policy.total_s`` seconds in all, a connection, DNS, TLS or timeout failure, or an HTTP status ≥ 400
         (``status`` set), each as one line naming the URL and the cause.
     """
+    return _exchange(url, policy, method=method, json=json, client=client, on_line=None)
+
+
+def fetch_stream(
+    url: str,
+    policy: FetchPolicy,
+    *,
+    on_line: Callable[[bytes], None],
+    method: str = "POST",
+    json: Any = None,
+    client: httpx.Client | None = None,
+) -> Fetched:
+    """:func:`fetch`, handing the answer's body to ``on_line`` line by line as it arrives (server-sent events).
+
+    Every rule of :func:`fetch` holds, by the same code: the URL and each redirect target checked,
+    https → http refused, at most ``policy.max_redirects`` redirects, the size cap on all the (decoded)
+    bytes streamed, the read timeout between two reads (so a stream that pauses longer fails), and
+    ``policy.total_s`` for the whole exchange. An answer with status ≥ 400 is read whole (capped) and
+    raised as :func:`fetch` raises it; ``on_line`` sees only the body of a final answer below 400.
+
+    Parameters
+    ----------
+    url, policy, method, json, client
+        As :func:`fetch` (``method`` defaults to POST: a streamed completion).
+    on_line
+        Called in this thread with each line of the body (bytes, its LF or CRLF ending dropped; the last
+        line too when the body does not end in a newline), when it arrives. What it raises ends the fetch
+        (the connection is closed) and propagates unchanged.
+
+    Returns
+    -------
+    Fetched
+        Status, headers, final URL and ``elapsed_s`` up to the end of the stream; ``body`` is empty (the
+        lines went to ``on_line``).
+
+    Raises
+    ------
+    FetchError
+        As :func:`fetch`, at whatever point of the stream the rule is broken.
+    """
+    return _exchange(url, policy, method=method, json=json, client=client, on_line=on_line)
+
+
+def _exchange(
+    url: str,
+    policy: FetchPolicy,
+    *,
+    method: str,
+    json: Any,
+    client: httpx.Client | None,
+    on_line: Callable[[bytes], None] | None,
+) -> Fetched:
+    """:func:`fetch` (``on_line`` None: the body read whole) and :func:`fetch_stream` (the body's lines to ``on_line``)."""
     start_url = httpx.URL(check_url(url, policy))
     own = client is None
     if client is None:
@@ -824,7 +912,14 @@ def fetch(
                     request = _redirect_target(response, request, policy)
                     continue
                 try:
-                    body = _read_body(response, policy, budget)
+                    if on_line is None or response.status_code >= 400:
+                        body = _read_body(response, policy, budget)
+                    else:
+                        lines = _Lines(on_line)
+                        for chunk in _chunks(response, policy, budget):
+                            lines.feed(chunk)
+                        lines.close()
+                        body = b""
                 except httpx.HTTPError as exc:
                     raise failed(exc, request.url) from exc
             finally:

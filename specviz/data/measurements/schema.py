@@ -1,7 +1,8 @@
 """The canonical measurement columns: names, units, kinds and allowed ranges (docs/design.md §3).
 
 Names are lower case with the unit in the name (``t_target_ms``). :data:`COLUMNS` is what
-every loaded frame holds, :data:`BENCH_COLUMNS` what ``python -m specviz bench`` adds, and
+every loaded frame holds, :data:`BENCH_COLUMNS` what ``python -m specviz bench`` or a serving run of the
+load generator adds, and
 :data:`DERIVED_COLUMNS` what :func:`specviz.data.measurements.load_measurements` computes. Each
 column has one *kind* (:func:`column_kind`), which decides how its cells are parsed and checked.
 """
@@ -53,8 +54,8 @@ RULES: dict[str, Rule] = {
 class Column:
     """Everything about one measurement column (docs/measurement-schema.md is generated from these).
 
-    ``role``: ``"input"`` (every loaded frame holds it), ``"bench"`` (what ``specviz bench`` adds; optional
-    on upload), ``"derived"`` (computed on load; a file's column is recomputed) or ``"internal"`` (an alias's
+    ``role``: ``"input"`` (every loaded frame holds it), ``"bench"`` (what ``specviz bench`` or the load
+    generator's serving run adds; optional on upload), ``"derived"`` (computed on load; a file's column is recomputed) or ``"internal"`` (an alias's
     converted value that ``feeds`` a canonical column, never output). ``rule`` names its :data:`RULES` entry.
     ``bench``: a derived column the bench also writes. ``speedup_like``: a cell may end in "x" / "×".
     """
@@ -176,6 +177,55 @@ TABLE: tuple[Column, ...] = (
         "tokens per round",
         "tree rows: F(T) = Σ over nodes of Π p along the path, at tree_p, in [1, K + 1]",
     ),
+    # a serving run of the load generator (specviz.servers.loadgen.load_record); vllm bench serve's measures
+    Column(
+        "concurrency",
+        "bench",
+        "count",
+        "requests",
+        "serving runs: requests in flight, integer >= 1 (a closed loop's always, an open loop's at most)",
+    ),
+    Column(
+        "request_rate",
+        "bench",
+        "positive",
+        "requests/s",
+        "serving runs: the open loop's Poisson arrival rate λ, requests/s > 0 (empty: a closed loop)",
+    ),
+    Column("prompt_tokens", "bench", "positive", "tokens", "serving runs: mean prompt tokens per request, > 0"),
+    Column(
+        "output_tokens", "bench", "positive", "tokens", "serving runs: mean output tokens per completed request, > 0"
+    ),
+    *(
+        Column(
+            f"ttft_{q}_ms",
+            "bench",
+            "positive",
+            "ms",
+            f"serving runs: time to first token, {q} over requests (send → first chunk with text), ms > 0",
+        )
+        for q in ("p50", "p90", "p99")
+    ),
+    *(
+        Column(
+            f"tpot_{q}_ms",
+            "bench",
+            "nonnegative",
+            "ms",
+            f"serving runs: time per output token after the first, {q} over requests of (E2E − TTFT) / (tokens − 1), ms >= 0",
+        )
+        for q in ("p50", "p90", "p99")
+    ),
+    *(
+        Column(
+            f"itl_{q}_ms",
+            "bench",
+            "nonnegative",
+            "ms",
+            f"serving runs: inter-token latency, {q} over the gaps between streamed chunks (a chunk may carry several tokens), ms >= 0",
+        )
+        for q in ("p50", "p90", "p99")
+    ),
     Column(
         "alpha_used",
         "derived",
@@ -231,7 +281,7 @@ def _with(test) -> tuple[str, ...]:
 
 # Views of TABLE, the names the loader, the store and the reference document use.
 COLUMNS: dict[str, str] = _names("input")  #: every loaded frame holds these: name -> meaning
-BENCH_COLUMNS: dict[str, str] = _names("bench")  #: what ``specviz bench`` adds (optional on upload)
+BENCH_COLUMNS: dict[str, str] = _names("bench")  #: what ``specviz bench`` or a serving run adds (optional on upload)
 DERIVED_COLUMNS: dict[str, str] = _names("derived")  #: computed on load (an input column is recomputed)
 UNITS: dict[str, str] = {c.name: c.unit for c in TABLE if c.unit and c.role != "internal"}
 TEXT_COLUMNS: tuple[str, ...] = _with(lambda c: c.rule == "text")

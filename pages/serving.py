@@ -1,0 +1,288 @@
+"""Serving: from traffic and service levels to TTFT, TPOT, throughput per GPU and the best K, by load."""
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from specviz.app import profiles, router, ui
+from specviz.app.figures import serving as figures
+from specviz.app.share import Param, by_key
+from specviz.base.i18n import N_
+from specviz.core import engines, hardware, serving
+
+router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
+
+PAGE, URL = "serving", "serving"
+MODELS, GPUS = hardware.load_catalog()
+MACHINE = hardware.calibrated_machine()
+GPU_CHOICES = (*GPUS.index, *([MACHINE["name"]] if MACHINE else []))
+PAIRS = hardware.preset_pairs(heads=True).set_index("name")
+CUSTOM = "custom"
+DISTS = ("fixed", "uniform")
+RATE_CHOICES = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0, 96.0, 128.0, 256.0]
+USER_CHOICES = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0]
+VIEWS = ("pareto", "tpot", "table", "schedule")
+VIEW_LABELS = (N_("Pareto"), N_("TPOT by load"), N_("Table"), N_("Engine schedules"))
+SPEC = (
+    Param("gpu", "H100-SXM5-80GB", "choice", choices=GPU_CHOICES, label=N_("GPU")),
+    Param("dtype", "bf16", "choice", choices=tuple(hardware.DTYPE_BYTES), label=N_("dtype")),
+    replace(profiles.engine_param(), default="vllm"),  # a server: vLLM V1's profile unless one is chosen
+    profiles.terms_param(),
+    Param("tp", 1, "int", 1, 64, label=N_("GPUs per replica (tensor parallel)")),
+    Param("max_seqs", 256, "int", 1, 4096, label=N_("Most sequences in a batch (the engine's max_num_seqs)")),
+    Param("pair", "Llama-3.1 8B + 3.2 1B", "choice", choices=(CUSTOM, *PAIRS.index), label=N_("Preset pair")),
+    Param("target", "meta-llama/Llama-3.1-8B-Instruct", "choice", choices=tuple(MODELS.index), label=N_("Target")),
+    Param("draft", "meta-llama/Llama-3.2-1B-Instruct", "choice", choices=tuple(MODELS.index), label=N_("Draft")),
+    Param("alpha", 0.8, "float", 0.0, 1.0, label=N_("Acceptance α")),
+    Param("k_max", 6, "int", 1, 12, label=N_("K max")),
+    Param(
+        "mode",
+        "open",
+        "choice",
+        choices=serving.MODES,
+        label=N_("Traffic"),
+        labels=(N_("requests per second (Poisson arrivals)"), N_("concurrent users (closed loop)")),
+    ),
+    Param("rates", [0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0], "floats", 1e-3, 1e5, max_items=40),
+    Param("users", [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0], "floats", 1.0, 1e5, max_items=40),
+    Param("think", 0.0, "float", 0.0, 3600.0, label=N_("Think time between a user's requests (s)")),
+    Param("p_dist", "fixed", "choice", choices=DISTS, label=N_("Prompt length"), labels=(N_("fixed"), N_("uniform"))),
+    Param("p_len", 1024, "int", 1, 1_048_576, label=N_("Prompt tokens (or the lowest)")),
+    Param("p_hi", 2048, "int", 1, 1_048_576, label=N_("Prompt tokens, highest")),
+    Param("g_dist", "fixed", "choice", choices=DISTS, label=N_("Output length"), labels=(N_("fixed"), N_("uniform"))),
+    Param("g_len", 256, "int", 2, 1_048_576, label=N_("Output tokens (or the lowest)")),
+    Param("g_hi", 512, "int", 2, 1_048_576, label=N_("Output tokens, highest")),
+    Param("chunk", 2048, "int", 16, 65536, label=N_("Prefill chunk (tokens per step)")),
+    Param("ttft", 2.0, "float", 0.001, 600.0, label=N_("TTFT limit (s)")),
+    Param("tpot", 50.0, "float", 0.1, 10000.0, label=N_("TPOT limit (ms)")),
+    Param("goal", 100.0, "float", 0.001, 1e6, label=N_("Target rate for the GPU count (requests/s)")),
+    Param("view", "pareto", "choice", choices=VIEWS, labels=VIEW_LABELS),
+)
+P = by_key(SPEC)
+
+
+def key(name: str) -> str:
+    return ui.key(PAGE, name)
+
+
+def chosen_pair(view: dict) -> tuple:
+    """(target, draft): the preset pair, or the two catalogue choices."""
+    if view["pair"] != CUSTOM:
+        return PAIRS.loc[view["pair"], "target"], PAIRS.loc[view["pair"], "draft"]
+    hardware.check_pair(view["target"], view["draft"])
+    return view["target"], view["draft"]
+
+
+def lengths(view: dict, which: str) -> serving.Lengths:
+    """The prompt (``p``) or output (``g``) length distribution of the controls."""
+    name = ui.t("prompt tokens") if which == "p" else ui.t("output tokens")
+    if view[f"{which}_dist"] == "fixed":
+        return serving.Lengths.fixed(view[f"{which}_len"], name=name)
+    return serving.Lengths.uniform(view[f"{which}_len"], view[f"{which}_hi"], name=name)
+
+
+@ui.cached
+def priced(target, draft, gpu, dtype, engine_key, tp, max_seqs, alpha, k_max, prompt, output, chunk):
+    """The cost grid of every K (cached: the sweep reuses it for every load)."""
+    engine = engine_key.partition(":")[0]
+    return serving.cost_grid(
+        target,
+        draft,
+        gpu,
+        serving.chain_options(alpha, k_max),
+        prompt,
+        output,
+        dtype=dtype,
+        tp=tp,
+        engine=engine if engine in engines.engine_names() else None,
+        efficiency=profiles.efficiency_of_key(engine_key),
+        prefill=serving.PREFILL.get(engine, "mixed"),
+        chunk_tokens=chunk,
+        max_seqs=max_seqs,
+    )
+
+
+def sweep(view: dict) -> tuple:
+    """(grid, every load × K, best K by load, largest rates) for the controls; raises ValueError on bad input."""
+    target, draft = chosen_pair(view)
+    prompt, output = lengths(view, "p"), lengths(view, "g")
+    loads = view["rates"] if view["mode"] == "open" else view["users"]
+    with st.spinner(ui.t("Pricing every batch and K …"), show_time=True):
+        grid = priced(
+            target,
+            draft,
+            view["gpu"],
+            view["dtype"],
+            profiles.engine_key(view["engine"], view["eng_terms"]),
+            view["tp"],
+            view["max_seqs"],
+            view["alpha"],
+            view["k_max"],
+            prompt,
+            output,
+            view["chunk"],
+        )
+        frame = serving.steady_state(grid, output, sorted(loads), mode=view["mode"], think_s=view["think"])
+        sla = dict(ttft_s=view["ttft"], tpot_s=view["tpot"] / 1e3)
+        best = serving.best_by_load(frame, **sla)
+        rates = serving.max_rate(grid, output, **sla)
+    return grid, output, frame, best, rates
+
+
+def headline(view: dict, grid, best: pd.DataFrame, rates: pd.DataFrame) -> None:
+    """The answers in four numbers: the largest rate per GPU with and without speculation, the GPUs for the
+    target rate, and the load from which speculation stops paying."""
+    plain = rates.iloc[0]
+    spec = rates.iloc[1:].sort_values(["max_rps", "k"], ascending=[False, True]).iloc[0]
+    cols = st.columns(4)
+    shown = lambda x: "—" if not np.isfinite(x) else f"{x:.3g}"
+    cols[0].metric(ui.t("Largest rate per GPU meeting the SLA, no speculation"), shown(plain["max_rps_per_gpu"]))
+    cols[1].metric(
+        ui.t("… with speculation (K = {k})", k=int(spec["k"])),
+        shown(spec["max_rps_per_gpu"]),
+        delta=None if not np.isfinite(plain["max_rps"]) else f"{spec['max_rps'] / plain['max_rps'] - 1:+.0%}",
+    )
+    need = [serving.gpus_needed(view["goal"], r, grid.gpus) for r in (plain["max_rps"], spec["max_rps"])]
+    cols[2].metric(
+        ui.t("GPUs for {rate} requests/s (no speculation / K = {k})", rate=f"{view['goal']:g}", k=int(spec["k"])),
+        " / ".join(shown(n) for n in need),
+    )
+    stops = serving.speculation_stops_paying(best)
+    load_name = ui.t("requests/s") if view["mode"] == "open" else ui.t("users")
+    cols[3].metric(
+        ui.t("Speculation stops paying at"),
+        ui.t("never, in the loads shown") if stops is None else f"{stops:g} {load_name}",
+    )
+    over = best["overloaded"].sum()
+    if over:
+        st.warning(
+            ui.t(
+                "Overloaded at {n} of the loads shown: no steady state fits in {cap} sequences on this replica; those loads are left out of the figures.",
+                n=int(over),
+                cap=int(grid.cap),
+            ),
+            icon=":material/warning:",
+        )
+    st.caption(
+        ui.t(
+            "Decode context {ctx} tokens; at most {cap} sequences fit in a batch; one prompt's prefill costs {p} ms. Means of a steady state: a real server's p90 and p99 lie above them.",
+            ctx=f"{grid.context:,.0f}",
+            cap=int(grid.cap),
+            p=f"{grid.prefill_s[0] * 1e3:.1f}",
+        )
+    )
+
+
+def show_table(frame: pd.DataFrame, best: pd.DataFrame, mode: str) -> None:
+    load = ui.t("requests/s") if mode == "open" else ui.t("users")
+    table = best.rename(
+        columns={
+            "load": load,
+            "k_best": ui.t("best K"),
+            "tpot_s": ui.t("TPOT at best K (s)"),
+            "tpot_plain_s": ui.t("TPOT without speculation (s)"),
+            "speedup": ui.t("speedup"),
+            "meets_sla": ui.t("meets the SLA"),
+            "overloaded": ui.t("overloaded"),
+        }
+    ).drop(columns=["option"])
+    st.dataframe(table, hide_index=True, key=key("tbl_best"))
+    ui.csv_download(ui.t("Download every load × K (CSV)"), lambda: frame, "specviz-serving.csv", key("dl_csv"))
+
+
+def show_schedules(view: dict, grid, output, draft) -> None:
+    """The K schedule by running batch, as vLLM, TensorRT-LLM, SGLang and llama.cpp take it."""
+    schedule = serving.k_by_batch(grid, output)
+    st.caption(
+        ui.t(
+            "The best K at each running batch (lowest TPOT there). vLLM and TensorRT-LLM switch K by batch; SGLang and llama.cpp take one K: the one at the running batch of the first load shown."
+        )
+    )
+    model = draft if isinstance(draft, str) else None
+    vllm = serving.vllm_speculative_config(schedule, model=model)
+    trt = serving.trtllm_yaml(serving.trtllm_speculative_config(schedule, model=model))
+    loads = sorted(view["rates"] if view["mode"] == "open" else view["users"])
+    first = serving.steady_state(grid, output, loads[:1], mode=view["mode"], think_s=view["think"])
+    b0 = int(np.clip(round(np.nan_to_num(first["batch"].iloc[0], nan=1.0)), 1, grid.cap))
+    k0 = int(schedule.loc[schedule["batch"] == b0, "k"].iloc[0])
+    texts = {
+        "vLLM --speculative-config": json.dumps(vllm),
+        "TensorRT-LLM extra_llm_api_options.yaml": trt,
+        "SGLang": serving.sglang_flags(k0, draft=model),
+        "llama.cpp llama-server": serving.llama_cpp_flags(k0),
+    }
+    for i, (name, body) in enumerate(texts.items()):
+        st.markdown(f"**{name}**")
+        st.code(body, language="yaml" if "yaml" in name else "bash")
+        st.download_button(
+            ui.t("Download"), body, f"specviz-{i}.txt", "text/plain", key=key(f"dl_sched_{i}"), on_click="ignore"
+        )
+
+
+def sidebar_controls() -> None:
+    with st.sidebar:
+        st.header(ui.t("Hardware"))
+        ui.selectbox(PAGE, P["gpu"])
+        ui.selectbox(PAGE, P["dtype"])
+        profiles.engine_controls(PAGE, P["engine"], P["eng_terms"])
+        ui.number_input(PAGE, P["tp"])
+        ui.number_input(PAGE, P["max_seqs"])
+        st.header(ui.t("Pair"))
+        ui.selectbox(
+            PAGE, P["pair"], format_func=lambda p: ui.t("custom (choose target and draft)") if p == CUSTOM else p
+        )
+        if st.session_state[key("pair")] == CUSTOM:
+            ui.selectbox(PAGE, P["target"])
+            ui.selectbox(PAGE, P["draft"])
+        ui.slider(PAGE, P["alpha"], step=0.01)
+        ui.slider(PAGE, P["k_max"])
+        st.header(ui.t("Traffic"))
+        ui.radio(PAGE, P["mode"])
+        if st.session_state[key("mode")] == "open":
+            ui.multiselect(PAGE, P["rates"], ui.t("Request rates (requests/s)"), RATE_CHOICES, accept_new_options=True)
+        else:
+            ui.multiselect(PAGE, P["users"], ui.t("Concurrent users"), USER_CHOICES, accept_new_options=True)
+            ui.number_input(PAGE, P["think"])
+        for which in ("p", "g"):
+            ui.radio(PAGE, P[f"{which}_dist"], horizontal=True)
+            ui.number_input(PAGE, P[f"{which}_len"])
+            if st.session_state[key(f"{which}_dist")] == "uniform":
+                ui.number_input(PAGE, P[f"{which}_hi"])
+        ui.number_input(PAGE, P["chunk"])
+        st.header(ui.t("Service levels"))
+        ui.number_input(PAGE, P["ttft"])
+        ui.number_input(PAGE, P["tpot"])
+        ui.number_input(PAGE, P["goal"])
+
+
+st.title(ui.t("Serving"))
+st.caption(
+    ui.t(
+        "Nobody running a server knows its batch: they know their traffic and their service levels. A steady-state model of continuous batching turns requests per second (or users) into the running batch, TTFT, TPOT and throughput, with and without speculation, priced by the same cost model and engine profile as Hardware & batch."
+    )
+)
+ui.restore(PAGE, SPEC)
+view = ui.values(PAGE, SPEC)
+try:
+    grid, output, frame, best, rates = sweep(view)
+except ValueError as exc:
+    ui.show_error(exc)
+else:
+    st.caption(profiles.caption(view["engine"], view["eng_terms"]))
+    headline(view, grid, best, rates)
+    sections = {
+        "pareto": lambda: ui.chart(
+            figures.pareto(frame, view["mode"], view["tpot"] / 1e3, ui.language()), key=key("fig_pareto")
+        ),
+        "tpot": lambda: ui.chart(
+            figures.tpot_by_load(frame, view["mode"], view["tpot"] / 1e3, ui.language()), key=key("fig_tpot")
+        ),
+        "table": lambda: show_table(frame, best, view["mode"]),
+        "schedule": lambda: show_schedules(view, grid, output, chosen_pair(view)[1]),
+    }
+    ui.show_open_tab(PAGE, P["view"], sections)
+sidebar_controls()
+ui.publish(PAGE, SPEC, URL)

@@ -1,0 +1,127 @@
+"""The Serving page in AppTest: each view, the headline numbers are the library's, links restore it,
+bad input is named, both languages."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+import yaml
+from _apps import open_app, rerun, shown_errors
+from _messages import CJK
+
+from specviz.core import engines, hardware, serving
+
+PAGE = "pages/serving.py"
+VIEWS = {"pareto": ["serving.fig_pareto"], "tpot": ["serving.fig_tpot"], "table": [], "schedule": []}
+PAIR = hardware.preset_pairs(heads=True).set_index("name").loc["Llama-3.1 8B + 3.2 1B"]
+
+
+def metric(at, start: str):
+    return next(m for m in at.metric if m.label.startswith(start))
+
+
+def library_answer(**over):
+    """What the page should show for its defaults (with ``over`` changed), from specviz.core.serving."""
+    v = dict(alpha=0.8, k_max=6, p=1024, g=256, rates=[0.5, 1, 2, 4, 8, 12, 16, 24, 32, 48], ttft=2.0, tpot=0.05)
+    v |= over
+    output = serving.Lengths.fixed(v["g"])
+    grid = serving.cost_grid(
+        PAIR["target"],
+        PAIR["draft"],
+        "H100-SXM5-80GB",
+        serving.chain_options(v["alpha"], v["k_max"]),
+        serving.Lengths.fixed(v["p"]),
+        output,
+        engine="vllm",
+        efficiency=engines.profile("vllm"),
+    )
+    frame = serving.steady_state(grid, output, v["rates"])
+    return grid, frame, serving.max_rate(grid, output, ttft_s=v["ttft"], tpot_s=v["tpot"])
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_every_view_renders_only_its_charts(view):
+    at = open_app(PAGE, view=view)
+    assert [c.key for c in at.get("plotly_chart")] == VIEWS[view]
+    assert not at.error
+
+
+def test_headline_numbers_are_the_library_s():
+    at = open_app(PAGE)
+    _, _, rates = library_answer()
+    plain = rates.iloc[0]
+    best = rates.iloc[1:].sort_values(["max_rps", "k"], ascending=[False, True]).iloc[0]
+    assert metric(at, "Largest rate per GPU").value == f"{plain['max_rps_per_gpu']:.3g}"
+    m = metric(at, "… with speculation")
+    assert f"K = {int(best['k'])}" in m.label and m.value == f"{best['max_rps_per_gpu']:.3g}"
+    assert "vLLM" in " ".join(c.value for c in at.caption)  # the profile that priced it is named
+
+
+def test_reacts_and_mirrors_the_url():
+    at = open_app(PAGE)
+    before = metric(at, "… with speculation").value
+    at.slider(key="serving.alpha").set_value(0.95)
+    rerun(at)
+    assert at.query_params["alpha"] == "0.95"
+    assert metric(at, "… with speculation").value != before
+
+
+def test_a_link_restores_the_view():
+    at = open_app(PAGE, alpha="0.6", mode="closed", users="1,4,16,64", tpot="30", view="table")
+    assert at.radio(key="serving.mode").value == "closed"
+    assert at.slider(key="serving.alpha").value == pytest.approx(0.6)
+    table = at.dataframe[0].value
+    assert list(table.iloc[:, 0]) == [1.0, 4.0, 16.0, 64.0]
+
+
+def test_schedules_round_trip():
+    at = open_app(PAGE, view="schedule")
+    codes = [c.value for c in at.code]
+    vllm = json.loads(codes[0])
+    ranges = vllm["num_speculative_tokens_per_batch_size"]
+    assert ranges[0][0] == 1 and all(a[1] + 1 == b[0] for a, b in itertools.pairwise(ranges))
+    assert vllm["num_speculative_tokens"] == max(k for _, _, k in ranges)
+    trt = yaml.safe_load(codes[1])["speculative_config"]
+    assert trt["draft_len_schedule"][1] == trt["max_draft_len"]
+    assert codes[2].startswith("--speculative-algorithm") or codes[2].startswith("#")
+    assert "--spec-draft-n-max" in codes[3] or codes[3].startswith("#")
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        (dict(p_dist="uniform", p_len="900", p_hi="100"), "the range 900..100 is empty"),
+        (dict(pair="custom", target="meta-llama/Llama-3.1-70B-Instruct", draft="JackFram/llama-68m"), "vocab"),
+        (dict(gpu="RTX-4090-24GB", pair="Llama-3.1 70B + 3.2 1B"), "do not fit on the GPU"),
+    ],
+)
+def test_bad_input_is_named_not_a_traceback(query, message):
+    at = open_app(PAGE, **query)
+    errors = shown_errors(at)
+    assert errors and message in errors[0]
+
+
+def test_overload_is_reported():
+    at = open_app(PAGE, rates="1,1000,5000")
+    assert any("Overloaded at 2 of the loads" in w.value for w in at.warning)
+
+
+def test_chinese():
+    at = open_app(PAGE, lang="zh")
+    assert CJK.search(at.title[0].value)
+    assert all(CJK.search(m.label) for m in at.metric)
+
+
+@pytest.mark.slow
+def test_grid_prices_match_the_hardware_page_at_batch_one():
+    grid, _, _ = library_answer(rates=[1e-6])
+    t1 = grid.round_s[1]
+    s = hardware.speedup_by_batch(
+        PAIR["target"], PAIR["draft"], "H100-SXM5-80GB", 0.8, [1], [int(grid.context)], 6, efficiency="vllm"
+    )
+    np.testing.assert_allclose(
+        t1[0] / t1[1:] * grid.mean_tokens[1:], s[[f"s_{k}" for k in range(1, 7)]].iloc[0], rtol=1e-9
+    )
