@@ -770,12 +770,14 @@ def vllm_speculative_config(schedule: pd.DataFrame, *, method: str = "draft_mode
 
 def trtllm_speculative_config(
     schedule: pd.DataFrame, *, decoding_type: str = "DraftTarget", model: str | None = None
-) -> dict:
+) -> dict | None:
     """TensorRT-LLM's ``speculative_config`` (the LLM API's ``DecodingBaseConfig``,
-    tensorrt_llm/llmapi/llm_args.py): ``draft_len_schedule`` {batch threshold: K} (a batch at or above
-    a threshold takes its K; it must hold {1: max_draft_len}), ``max_draft_len`` the K at batch 1, and
-    ``max_concurrency``, the largest batch that still speculates (speculation is off above it; omitted
-    where every batch speculates). None where batch 1 does not speculate."""
+    tensorrt_llm/llmapi/llm_args.py at NVIDIA/TensorRT-LLM fcd3f316): ``max_draft_len`` the K at batch 1
+    and ``draft_len_schedule`` {batch threshold: K}, a batch at or above a threshold taking its K (0:
+    speculation off). Its validators require thresholds ≥ 1, lengths ≥ 0, the key 1 mapping to
+    ``max_draft_len`` and no length above it; ``max_concurrency`` (speculation off above a batch) is
+    mutually exclusive with a schedule, so the schedule's 0 entry says it. None where batch 1 does not
+    speculate."""
     s = schedule.sort_values("batch")
     k1 = int(s["k"].iloc[0])
     if k1 <= 0:  # the schedule must start {1: max_draft_len}, max_draft_len >= 1
@@ -789,9 +791,6 @@ def trtllm_speculative_config(
     if model:
         config["speculative_model"] = model
     config["draft_len_schedule"] = thresholds
-    speculating = s["batch"].to_numpy()[ks > 0]
-    if speculating.max() < s["batch"].max():
-        config["max_concurrency"] = int(speculating.max())
     return config
 
 
