@@ -140,10 +140,13 @@ def headline(view: dict, grid, best: pd.DataFrame, rates: pd.DataFrame) -> None:
     cols = st.columns(4)
     shown = lambda x: "—" if not np.isfinite(x) else f"{x:.3g}"
     cols[0].metric(ui.t("Largest rate per GPU meeting the SLA, no speculation"), shown(plain["max_rps_per_gpu"]))
+    meets = bool(np.isfinite(spec["max_rps"]))
     cols[1].metric(
-        ui.t("… with speculation (K = {k})", k=int(spec["k"])),
+        ui.t("… with speculation (K = {k})", k=int(spec["k"]))
+        if meets
+        else ui.t("… with speculation (no K meets the SLA)"),
         shown(spec["max_rps_per_gpu"]),
-        delta=None if not np.isfinite(plain["max_rps"]) else f"{spec['max_rps'] / plain['max_rps'] - 1:+.0%}",
+        delta=f"{spec['max_rps'] / plain['max_rps'] - 1:+.0%}" if meets and np.isfinite(plain["max_rps"]) else None,
     )
     need = [serving.gpus_needed(view["goal"], r, grid.gpus) for r in (plain["max_rps"], spec["max_rps"])]
     cols[2].metric(

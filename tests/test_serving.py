@@ -124,6 +124,8 @@ def test_overload_is_reported_not_a_number(grid):
 
 
 def test_bad_loads_and_mode(grid):
+    with pytest.raises(Message, match="no load is chosen"):
+        serving.steady_state(grid, G, [])
     with pytest.raises(Message, match="loads must be finite numbers > 0"):
         serving.steady_state(grid, G, [1, -2])
     with pytest.raises(Message, match="mode must be one of open, closed"):

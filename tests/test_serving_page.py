@@ -125,3 +125,13 @@ def test_grid_prices_match_the_hardware_page_at_batch_one():
     np.testing.assert_allclose(
         t1[0] / t1[1:] * grid.mean_tokens[1:], s[[f"s_{k}" for k in range(1, 7)]].iloc[0], rtol=1e-9
     )
+
+
+def test_an_emptied_load_list_and_an_sla_no_k_meets_are_said_not_crashed():
+    at = open_app(PAGE)
+    at.multiselect(key="serving.rates").set_value([])
+    rerun(at)
+    assert any("no load is chosen" in e for e in shown_errors(at))
+    at = open_app(PAGE, ttft="0.045")
+    m = metric(at, "… with speculation")
+    assert "no K meets the SLA" in m.label and not m.delta and m.value == "—"

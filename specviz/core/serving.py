@@ -516,6 +516,8 @@ def steady_state(
         raise Message("mode must be one of {allowed}; got {value!r}", allowed=", ".join(MODES), value=mode)
     _check_output(output)
     lam = np.atleast_1d(np.asarray(loads, dtype=float))
+    if lam.size == 0:
+        raise Message("no load is chosen: give at least one request rate or number of users")
     good = np.isfinite(lam) & (lam > 0)
     if lam.ndim != 1 or not good.all():
         raise Message("loads must be finite numbers > 0; got {value}", value=lam[~good][:1])
