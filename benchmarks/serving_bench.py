@@ -15,8 +15,8 @@ Run from the repository root::
    (continuous batching) serves the bundled pair exported to GGUF, once without the draft and once
    with it at ``--k``. The load generator (specviz.servers.loadgen, streaming) drives each at
    concurrency 1, 2, 4, 8 and at two Poisson rates. Predicted: the serving model on step costs
-   measured beforehand by llama-batched-bench (B sequences decoding together) and llama-bench (the
-   verify forward), never by the load runs. Targets: TPOT and output throughput within ±20 % at every
+   measured by llama-bench (a forward over B·n tokens at the decode context) and the server's own
+   timings of single requests on prompts the load never sends, never by the load runs. Targets: TPOT and output throughput within ±20 % at every
    load; the concurrency from which speculation stops paying within one step of the measured one.
 """
 
@@ -90,30 +90,63 @@ def sweep_check(pair: str, gpu: str, tp: int, engine: str, alpha: float, n_loads
 # --------------------------------------------------------------------------------------
 
 
-def batched_bench(binary, gguf, *, npp, ntg, npl, threads: int, repeats: int) -> dict:
-    """llama-batched-bench's times (s) by B, medians of ``repeats`` runs: {B: (t_pp / 1, t_tg / ntg)}:
-    t_pp the forward over B sequences × ``npp`` new tokens at context 0, t_tg one step of B sequences
-    decoding one token each at contexts npp … npp + ntg (the mean over the ntg steps)."""
+def llama_bench(binary, gguf, ns, *, depth: int, threads: int, reps: int) -> dict:
+    """llama-bench's mean forward times (s): {n: a forward over n new tokens at a context of ``depth``}
+    for every n in ``ns`` (n = 1 is the decode path, one token generated), over ``reps`` repetitions."""
     import json
     import subprocess
 
-    runs: dict[int, list[tuple[float, float]]] = {}
-    for _ in range(repeats):
-        cmd = [str(binary), "-m", str(gguf), "-c", str(max(npl) * (npp + ntg) + 64), "-b", "2048", "-ub", "512"]
-        cmd += ["-npp", str(npp), "-ntg", str(ntg), "-npl", ",".join(map(str, npl)), "-t", str(threads)]
-        cmd += ["--output-format", "jsonl"]
-        done = subprocess.run(cmd, capture_output=True, text=True, check=True)
-        for line in done.stdout.splitlines():
-            if line.startswith("{"):
-                r = json.loads(line)
-                runs.setdefault(int(r["pl"]), []).append((r["t_pp"], r["t_tg"] / max(r["tg"], 1)))
-    return {b: tuple(float(np.median([x[i] for x in v])) for i in range(2)) for b, v in runs.items()}
+    prompts = sorted({n for n in ns if n > 1})
+    cmd = [str(binary), "-m", str(gguf), "-d", str(depth), "-r", str(reps), "-t", str(threads), "-o", "json"]
+    cmd += ["-p", ",".join(map(str, prompts)) if prompts else "0", "-n", "16"]
+    out = {}
+    for test in json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout):
+        if test["n_gen"]:
+            out[1] = test["avg_ns"] / 1e9 / test["n_gen"]
+        elif test["n_prompt"]:
+            out[test["n_prompt"]] = test["avg_ns"] / 1e9
+    return out
+
+
+def step_costs(bench_bin, target, draft, *, k: int, slots: int, prompt: int, depth: int, threads: int, reps: int):
+    """What the server's steps cost on this machine, measured by llama-bench alone (never by a load run).
+
+    A step of B sequences with n new tokens each is one llama.cpp batch of B·n tokens: llama-bench's
+    forward over B·n tokens at the decode context (the matrix products see the same B·n rows; the
+    attention of B sequences over their own contexts costs what one sequence's B·n tokens do over one).
+    Returns per B = 1 … slots: the target's step (B tokens), its verify (B·(K + 1) tokens), the draft's
+    step (B tokens) and its pass over the verified B·(K + 1) tokens (llama.cpp's draft re-evaluates
+    them: common/speculative.cpp ``process``), and one prompt's prefill (P tokens at context 0, beyond
+    a one-token forward), target and draft.
+    """
+    b = np.arange(1, slots + 1)
+    ns = sorted({*b.tolist(), *(b * (k + 1)).tolist()})
+    t = llama_bench(bench_bin, target, ns, depth=depth, threads=threads, reps=reps)
+    d = llama_bench(bench_bin, draft, ns, depth=depth, threads=threads, reps=reps)
+    t0 = llama_bench(bench_bin, target, [2, prompt], depth=0, threads=threads, reps=reps)
+    d0 = llama_bench(bench_bin, draft, [2, prompt], depth=0, threads=threads, reps=reps)
+    return {
+        "target": np.array([t[x] for x in b]),
+        "verify": np.array([t[x * (k + 1)] for x in b]),
+        "draft": np.array([d[x] for x in b]),
+        "reeval": np.array([d[x * (k + 1)] for x in b]),
+        "prefill": t0[prompt] - t0[2] / 2,
+        "prefill_draft": d0[prompt] - d0[2] / 2,
+    }
 
 
 def server_check(args) -> None:
-    """Part 2: the serving model against llama-server with ``args.slots`` slots, with and without the draft."""
+    """Part 2: the serving model against llama-server with ``args.slots`` slots, with and without the draft.
+
+    The machine is shared and its forwards vary by ±30 % from one minute to the next, so the step costs
+    and the load runs are interleaved: each of ``--repeats`` rounds measures the costs, predicts every
+    load from them, then runs every load on both servers; prediction and measurement are each the median
+    over the rounds.
+    """
     import tempfile
     from pathlib import Path
+
+    import pandas as pd
 
     from specviz.engine import bench as engine_bench
     from specviz.engine.models.gguf import export_pair_gguf
@@ -121,121 +154,111 @@ def server_check(args) -> None:
     from specviz.servers.fetch import FetchPolicy
 
     binary = llamacpp.find_binary()
-    tools = binary.parent if binary else None
-    bbench = tools / "llama-batched-bench" if tools else None
+    bench_bin = binary.parent / "llama-bench" if binary else None
     names = (
         "TPOT within ±20 % at every load",
         "throughput within ±20 % at every load",
         "where speculation stops paying",
     )
-    if binary is None or not (bbench and bbench.is_file()):
+    if binary is None or not (bench_bin and bench_bin.is_file()):
         for name in names:
-            record(name, "llama-server or llama-batched-bench missing", "scripts/build-llama-server", None)
+            record(name, "llama-server or llama-bench missing", "scripts/build-llama-server", None)
         return
     k, slots, threads, g = args.k, args.slots, args.threads, args.tokens
     prompts = engine_bench.load_prompts()
     load_prompts, cal_prompts = prompts[: args.prompts], prompts[args.prompts : args.prompts + 3]
     p_tokens = len(load_prompts[0].encode())  # byte-level: one token per byte
+    # every request a prompt of its own (the load's prompts rotated, a new shift for each), so that no
+    # request finds its prompt in a slot's cache: llama-server reuses a slot's cached prefix, and a user's
+    # traffic repeats no prompt; the calibration's prompts are never among them
+    fresh = iter([t[j:] + t[:j] for j in range(p_tokens) for t in load_prompts])
+    depth = int(p_tokens + g / 2)  # the decode context L̄ of fixed lengths
     work = Path(tempfile.mkdtemp(prefix="specviz-serving-"))
     target, draft = export_pair_gguf("bundled", work)
     batches = list(range(1, slots + 1))
-    print(f"\n2. llama-server ({binary}), {slots} slots, {threads} threads; bundled pair, K = {k}")
-    print(
-        f"   prompts of {p_tokens} tokens, {g} output tokens; step costs from llama-batched-bench (median of {args.repeats})"
-    )
-    # step costs, measured before any load run and never from one
-    cost = {}
-    for name, gguf in (("target", target), ("draft", draft)):
-        cost[name, "decode"] = batched_bench(
-            bbench, gguf, npp=p_tokens, ntg=g, npl=batches, threads=threads, repeats=args.repeats
-        )
-        for n in (1, k + 1):
-            cost[name, n] = batched_bench(
-                bbench, gguf, npp=n, ntg=1, npl=batches, threads=threads, repeats=args.repeats
-            )
-    cost["target", "prompt"] = batched_bench(
-        bbench, target, npp=p_tokens, ntg=1, npl=[1], threads=threads, repeats=args.repeats
-    )
-    cost["draft", "prompt"] = batched_bench(
-        bbench, draft, npp=p_tokens, ntg=1, npl=[1], threads=threads, repeats=args.repeats
-    )
-    t_dec = np.array([cost["target", "decode"][b][1] for b in batches])
-    t_extra = np.array([cost["target", k + 1][b][0] - cost["target", 1][b][0] for b in batches])
-    d_dec = np.array([cost["draft", "decode"][b][1] for b in batches])
-    d_reeval = np.array([cost["draft", k + 1][b][0] for b in batches])
-    p_plain = cost["target", "prompt"][1][0] - cost["target", 1][1][0]
-    p_spec = p_plain + cost["draft", "prompt"][1][0] - cost["draft", 1][1][0]
-
+    output = serving.Lengths.fixed(g)
+    print(f"\n2. llama-server ({binary}), {slots} slots, {threads} thread(s); bundled pair, K = {k}")
+    print(f"   prompts of {p_tokens} tokens, {g} output tokens; {args.repeats} rounds of costs then loads")
     policy = FetchPolicy(connect_timeout_s=5.0, read_timeout_s=120.0, total_timeout_s=600.0)
     log_dir = work / "logs"
+    rows, rates = [], []
     with (
         llamacpp.serve(binary, target, None, k, log_dir=log_dir, threads=threads, slots=slots) as plain_srv,
         llamacpp.serve(binary, target, draft, k, log_dir=log_dir, threads=threads, slots=slots) as spec_srv,
     ):
-        # calibration, on prompts the load never sends, one request at a time: the server's own fixed cost per
-        # step (its loop, sampling, streaming) beyond the forward, and E[N] at K
-        def one(url, prompt):
+
+        def one(url, prompt):  # calibration: one request alone, the server's own timings
             body = {**llamacpp.GREEDY, "prompt": prompt, "n_predict": g, "cache_prompt": False}
             return llamacpp.complete_raw(url, body)["timings"]
 
-        plain_t = [one(plain_srv.url, p) for p in cal_prompts * 2]
-        spec_t = [one(spec_srv.url, p) for p in cal_prompts * 2]
-        step_1 = np.median([t["predicted_ms"] / t["predicted_n"] for t in plain_t]) / 1e3
-        o_step = max(step_1 - t_dec[0], 0.0)
-        drafted = sum(t.get("draft_n", 0) for t in spec_t)
-        accepted = sum(t.get("draft_n_accepted", 0) for t in spec_t)
-        mean_tokens = 1 + k * accepted / drafted if drafted else 1.0
-        round_1 = np.median([t["predicted_ms"] / t["predicted_n"] for t in spec_t]) / 1e3 * mean_tokens
-        spec_round = t_dec + t_extra + k * d_dec + d_reeval + o_step
-        o_round = max(round_1 - spec_round[0], 0.0)
-        spec_round = spec_round + o_round
-        print(f"   calibration ({len(cal_prompts)} other prompts, one at a time): step at B = 1 {step_1 * 1e3:.3f} ms")
-        print(
-            f"   (forward {t_dec[0] * 1e3:.3f} ms + server {o_step * 1e3:.3f} ms); E[N] at K = {k}: {mean_tokens:.3f};"
-        )
-        print(f"   round at B = 1 {round_1 * 1e3:.3f} ms (its fixed cost beyond the forwards {o_round * 1e3:.3f} ms)")
-        options = (serving.Option("K = 0", 0, 1.0), serving.Option(f"K = {k}", k, mean_tokens, k + 1))
-        rounds = np.stack([t_dec + o_step, spec_round], -1)
-        grid = serving.grid_from_steps(batches, rounds, options, [p_plain, p_spec], context=p_tokens + g / 2)
-        output = serving.Lengths.fixed(g)
-        cap_rps = float(slots / ((g - 1) * rounds[-1, 0] + slots * p_plain))
-        rates = [round(0.35 * cap_rps, 1), round(0.7 * cap_rps, 1)]
-        loads = [("closed", c) for c in args.concurrency] + [("open", r) for r in rates]
-        rows = []
-        for mode, load in loads:
-            pred = serving.steady_state(grid, output, [load], mode=mode).set_index("k")
-            for kk, srv in ((0, plain_srv), (k, spec_srv)):
-                n_req = max(args.requests, int(2 * load)) if mode == "closed" else int(load * args.open_seconds)
-                spec = loadgen.LoadSpec(
-                    srv.url,
-                    load_prompts,
-                    max_tokens=g,
-                    concurrency=int(load) if mode == "closed" else slots,
-                    max_requests=n_req,
-                    max_seconds=600.0,
-                    rate=None if mode == "closed" else float(load),
-                    seed=1,
-                )
-                got = loadgen.run_load(spec, policy)
-                rows.append(
-                    dict(
-                        mode=mode,
-                        load=load,
-                        k=kk,
-                        tpot_pred=pred.loc[kk, "tpot_s"] * 1e3,
-                        tpot_meas=got.tpot.mean * 1e3,
-                        tps_pred=pred.loc[kk, "tokens_per_s"],
-                        tps_meas=got.output_tokens_per_s,
-                        batch_pred=pred.loc[kk, "batch"],
-                        tokens=got.output_tokens_mean,
-                        failed=got.failed,
+        for r in range(args.repeats):
+            c = step_costs(
+                bench_bin, target, draft, k=k, slots=slots, prompt=p_tokens, depth=depth, threads=threads, reps=5
+            )
+            # calibration on prompts the load never sends, one request at a time: the server's own work per
+            # step beyond the forward (its loop, sampling, streaming), the round's beyond its forwards, and E[N]
+            plain_t = [one(plain_srv.url, p) for p in cal_prompts]
+            spec_t = [one(spec_srv.url, p) for p in cal_prompts]
+            step_1 = np.median([t["predicted_ms"] / t["predicted_n"] for t in plain_t]) / 1e3
+            drafted = sum(t.get("draft_n", 0) for t in spec_t)
+            accepted = sum(t.get("draft_n_accepted", 0) for t in spec_t)
+            mean_tokens = 1 + k * accepted / drafted if drafted else 1.0
+            round_1 = np.median([t["predicted_ms"] / t["predicted_n"] for t in spec_t]) / 1e3 * mean_tokens
+            o_step = max(step_1 - c["target"][0], 0.0)
+            spec_round = c["verify"] + k * c["draft"] + c["reeval"] + o_step
+            o_round = max(round_1 - spec_round[0], 0.0)
+            print(
+                f"   round {r + 1}: target step {c['target'][0] * 1e3:.3f} ms at B = 1, {c['target'][-1] * 1e3:.3f} ms at "
+                f"B = {slots}; server {o_step * 1e3:.3f} ms a step, {o_round * 1e3:.3f} ms more a round; E[N] {mean_tokens:.3f}"
+            )
+            options = (serving.Option("K = 0", 0, 1.0), serving.Option(f"K = {k}", k, mean_tokens, k + 1))
+            rounds = np.stack([c["target"] + o_step, spec_round + o_round], -1)
+            prefill = [c["prefill"], c["prefill"] + c["prefill_draft"]]
+            grid = serving.grid_from_steps(batches, rounds, options, prefill, context=depth)
+            cap_rps = float(slots / ((g - 1) * rounds[-1, 0] + slots * prefill[0]))
+            if r == 0:  # the two rates: 35 % and 70 % of the first round's predicted capacity without speculation
+                rates = [round(0.35 * cap_rps, 1), round(0.7 * cap_rps, 1)]
+            loads = [("closed", x) for x in args.concurrency] + [("open", x) for x in rates]
+            for mode, load in loads:
+                pred = serving.steady_state(grid, output, [load], mode=mode).set_index("k")
+                for kk, srv in ((0, plain_srv), (k, spec_srv)):
+                    # a closed loop runs ``--per-user`` requests a user (its start and end, when fewer than N
+                    # decode, weigh less the longer it runs); an open loop ``--open-seconds`` of arrivals
+                    n_req = int(args.per_user * load) if mode == "closed" else int(load * args.open_seconds)
+                    spec = loadgen.LoadSpec(
+                        srv.url,
+                        [next(fresh) for _ in range(n_req)],
+                        max_tokens=g,
+                        concurrency=int(load) if mode == "closed" else slots,
+                        max_requests=n_req,
+                        max_seconds=600.0,
+                        rate=None if mode == "closed" else float(load),
+                        seed=r,
                     )
-                )
-    import pandas as pd
-
-    table = pd.DataFrame(rows)
+                    got = loadgen.run_load(spec, policy)
+                    if got.failed:
+                        print(f"   {mode} {load} K = {kk}: {got.summary()}; {got.errors[:2]}")
+                    rows.append(
+                        dict(
+                            round=r,
+                            mode=mode,
+                            load=load,
+                            k=kk,
+                            tpot_pred=pred.loc[kk, "tpot_s"] * 1e3,
+                            tpot_meas=got.tpot.mean * 1e3,
+                            tps_pred=pred.loc[kk, "tokens_per_s"],
+                            tps_meas=got.output_tokens_per_s,
+                            batch_pred=pred.loc[kk, "batch"],
+                            failed=got.failed,
+                        )
+                    )
+    frame = pd.DataFrame(rows)
+    table = (
+        frame.groupby(["mode", "load", "k"], sort=False).median(numeric_only=True).drop(columns="round").reset_index()
+    )
     table["tpot_err"] = table["tpot_pred"] / table["tpot_meas"] - 1
     table["tps_err"] = table["tps_pred"] / table["tps_meas"] - 1
+    print(f"   medians over {args.repeats} rounds (TPOT in ms, throughput in output tokens/s):")
     print(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     closed = table[table["mode"] == "closed"].pivot(index="load", columns="k", values=["tpot_pred", "tpot_meas"])
 
@@ -244,9 +267,12 @@ def server_check(args) -> None:
         idx = [i for i in range(worse.size) if worse[i:].all()]
         return idx[0] if idx else worse.size
 
-    c = list(closed.index)
+    c_list = list(closed.index)
     s_pred, s_meas = stops("tpot_pred"), stops("tpot_meas")
-    shown = lambda i: f"c = {c[i]:g}" if i < len(c) else "never"
+
+    def shown(i):
+        return f"c = {c_list[i]:g}" if i < len(c_list) else "never"
+
     print(f"   speculation stops paying: predicted {shown(s_pred)}, measured {shown(s_meas)}")
     worst_t, worst_x = float(table["tpot_err"].abs().max()), float(table["tps_err"].abs().max())
     record(names[0], f"worst {worst_t:.1%} (median {table['tpot_err'].abs().median():.1%})", "<= 20 %", worst_t <= 0.2)
@@ -266,14 +292,14 @@ def main() -> int:
     p.add_argument("--loads", type=int, default=12, help="rates in the sweep")
     p.add_argument("--sweep-only", action="store_true", help="skip the llama-server part")
     p.add_argument("--slots", type=int, default=8)
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1, help="llama.cpp threads (one core left to the client)")
     p.add_argument("--k", type=int, default=2, help="the speculative server's fixed K")
     p.add_argument("--tokens", type=int, default=128, help="output tokens per request")
     p.add_argument("--prompts", type=int, default=9, help="prompts the load sends (the next 3 calibrate)")
     p.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 4, 8])
-    p.add_argument("--requests", type=int, default=16, help="requests per closed-loop run (at least 2 per user)")
+    p.add_argument("--per-user", type=int, default=6, help="requests a user sends in a closed-loop run")
     p.add_argument("--open-seconds", type=float, default=20.0, help="seconds of arrivals per open-loop run")
-    p.add_argument("--repeats", type=int, default=3, help="llama-batched-bench runs per cost")
+    p.add_argument("--repeats", type=int, default=3, help="rounds of costs then loads (medians over them)")
     args = p.parse_args()
     print(machine_line())
     sweep_check(args.pair, args.gpu, args.tp, args.engine, args.alpha, args.loads)

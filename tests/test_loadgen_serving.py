@@ -560,3 +560,39 @@ def test_streaming_from_llama_server(llama_server):
     w = window(read_llamacpp(reading), read_llamacpp(fetch.fetch(before, FetchPolicy()).text))
     frame, _ = load_records([load_record(result, label="llama.cpp serving", window=w)], name="llama.cpp")
     assert frame["k"].iloc[0] == LLAMA_K and frame["ttft_p50_ms"].iloc[0] > 0
+
+
+# --- a kept-alive connection the server closed ----------------------------------------------------
+
+
+def _hang_up_then(answers: list[bool]):
+    """A /v1/completions route: for each request, close the connection without a word (True) or answer
+    one streamed chunk (False), in turn; the last entry repeats."""
+    calls = {"n": 0}
+
+    def route(h):
+        i = min(calls["n"], len(answers) - 1)
+        calls["n"] += 1
+        read_json(h)
+        if answers[i]:
+            h.close_connection = True
+            h.connection.shutdown(2)  # gone before any byte of an answer, as a stale keep-alive connection
+            return
+        body = sse({"choices": [{"text": "x"}], "usage": {"completion_tokens": 1}}) + b"data: [DONE]\n\n"
+        send_bytes(h, body, content_type="text/event-stream")
+
+    return route, calls
+
+
+def test_a_connection_closed_before_any_answer_is_sent_once_more(client):
+    route, calls = _hang_up_then([True, False])
+    with serve({("POST", "/v1/completions"): route}) as url:
+        result = run_load(spec(url, max_requests=1), POLICY, client=client)
+    assert result.failed == 0 and result.tokens == 1 and calls["n"] == 2
+
+
+def test_a_second_break_is_the_request_s_error(client):
+    route, calls = _hang_up_then([True])
+    with serve({("POST", "/v1/completions"): route}) as url:
+        result = run_load(spec(url, max_requests=1), POLICY, client=client)
+    assert result.failed == 1 and calls["n"] == 2 and "broke off the HTTP exchange" in result.errors[0][0]

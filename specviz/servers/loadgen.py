@@ -66,7 +66,7 @@ import numpy as np
 import pandas as pd
 
 from specviz.base.i18n import C_, N_, Message, Phrase
-from specviz.servers.fetch import Fetched, FetchPolicy, check_url, fetch, fetch_stream, make_client
+from specviz.servers.fetch import Fetched, FetchError, FetchPolicy, check_url, fetch, fetch_stream, make_client
 from specviz.servers.telemetry import Window, to_record
 
 __all__ = [
@@ -537,6 +537,11 @@ class _StreamReader:
         self._plain: list[bytes] = []
         self._last: dict[str, Any] = {}  # the last usage and timings seen
 
+    @property
+    def untouched(self) -> bool:
+        """No line of an answer has arrived."""
+        return self._sse is None and not self._plain
+
     def __call__(self, line: bytes) -> None:
         at = self._clock()
         if self._sse is None:
@@ -586,9 +591,20 @@ def _send(url: str, spec: LoadSpec, policy: FetchPolicy, client: httpx.Client, i
         whole = fetch(url, policy, method="POST", json=body, client=client).json()
         tokens, draft_n, accepted = completion_counts(whole)
         return _Answer(tokens, False, draft_n, accepted, _prompt_tokens(whole), (), streamed=False)
-    reader = _StreamReader()
-    fetched = fetch_stream(url, policy, method="POST", json=body, client=client, on_line=reader)
-    return reader.answer(fetched)
+    for attempt in range(2):
+        reader = _StreamReader()
+        try:
+            fetched = fetch_stream(url, policy, method="POST", json=body, client=client, on_line=reader)
+        except FetchError as exc:
+            # A kept-alive connection the server closed meanwhile (llama.cpp's server does, between streamed
+            # answers): it went away before answering anything, so the request was never read; send it once
+            # more, on a fresh connection. Anything else, or a second break, is the request's error.
+            stale = isinstance(exc.__cause__, httpx.RemoteProtocolError) and reader.untouched
+            if attempt == 0 and stale:
+                continue
+            raise
+        return reader.answer(fetched)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def tpot(e2e_s: float, ttft_s: float, tokens: int | None) -> float:
