@@ -11,29 +11,20 @@ The model (docs/design.md, "Serving under load"). A request has a prompt of P to
 G ≥ 2 tokens; its first token comes with its prefill, the other G − 1 from decode rounds. An option is
 one way to decode (:class:`Option`): no speculation (a round is one target step and yields one token
 per sequence), or a speculative round (K draft forwards and one verify forward of T tokens per sequence)
-that yields E[N] tokens per sequence on average (the chain's E[N](α, K) or a tree's F(T)). With B
-sequences decoding and each request needing R = E[G − 1] / E[N] rounds:
+that yields E[N] tokens per sequence on average (the chain's E[N](α, K) or a tree's F(T)). With n
+requests decoding, a round takes t(n) (the cost model at the decode context L̄), so requests complete at
+μ(n) = min(n, cap) / (R·t(n)), R = E[G − 1] / E[N] rounds each. Continuous batching is then a symmetric
+queue, whose stationary distribution has product form (:func:`steady_state`): Poisson arrivals at λ
+(open loop; overloaded, and no number returned, where it has none) or N users (closed loop). Prompts
+stretch the steps by 1 / (1 − X·p) at X requests/s and p per prompt. Little's law turns the mean
+number decoding into TPOT, ITL and throughput; TTFT adds the round in progress, the prompt's own
+prefill and any wait for a free sequence.
 
-* a round takes t(B) = the cost model's round at B and the decode context L̄, plus the prefill work of
-  the requests that replace those finishing, B / R per round: τ(B) = t(B) + (B / R)·p, where p is one
-  prompt's prefill cost (its marginal cost riding in the decode step where the engine mixes prefill into
-  decode steps, a forward of its own where it does not);
-* Little's law closes the loop. Open (Poisson arrivals at λ requests/s): B = λ·R·τ(B), i.e.
-  λ·R·t(B) = B·(1 − λ·p); no root up to the batch cap (KV memory, the engine's sequence limit) means
-  the server is overloaded: no number is returned. Closed (N users, each sending its next request
-  ``think_s`` after the last one ends): B = N·R·τ / (think + TTFT + R·τ), at most the cap; beyond it
-  requests queue, and Little's law over the whole loop, N = X·(think + response time), gives the wait;
-* TPOT = τ / E[N]; ITL = τ; TTFT = τ / 2 (the round in progress) + the prefill (``chunks`` rounds of
-  t(B) plus p where prefill rides in decode steps; p where it is a forward of its own) + any queueing;
-  throughput X = B / (R·τ) requests/s, X·E[G] tokens/s, divided by the GPUs of one replica per GPU.
-
-The decode step is never priced below one sequence (a lone request decodes at B = 1), so λ → 0 gives
-batch-1 latency. The model predicts means; the tails of a real server (p90, p99) come from its
-fluctuations, which it does not model.
+The model predicts means; the tails of a real server (p90, p99) are beyond it.
 
 Everything is vectorised: the cost model is evaluated once on a batch grid for every option
-(:func:`cost_grid`), and :func:`steady_state` solves every load and option at once on the
-piecewise-linear interpolant of that grid (the exact root of the interpolant, first crossing).
+(:func:`cost_grid`, or :func:`grid_from_steps` from measured steps), and :func:`steady_state` solves
+every load and option at once.
 """
 
 from __future__ import annotations
