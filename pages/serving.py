@@ -10,8 +10,9 @@ import streamlit as st
 from specviz.app import profiles, router, ui
 from specviz.app.figures import serving as figures
 from specviz.app.share import Param, by_key
+from specviz.base import i18n
 from specviz.base.i18n import N_
-from specviz.core import engines, hardware, serving
+from specviz.core import engines, hardware, serving, trees
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
@@ -38,6 +39,8 @@ SPEC = (
     Param("draft", "meta-llama/Llama-3.2-1B-Instruct", "choice", choices=tuple(MODELS.index), label=N_("Draft")),
     Param("alpha", 0.8, "float", 0.0, 1.0, label=N_("Acceptance α")),
     Param("k_max", 6, "int", 1, 12, label=N_("K max")),
+    Param("tree", 0, "int", 0, 64, label=N_("Token tree: draft tokens (0: chains only)")),
+    Param("t_depth", 4, "int", 1, 12, label=N_("Token tree: most depth")),
     Param(
         "mode",
         "open",
@@ -84,15 +87,29 @@ def lengths(view: dict, which: str) -> serving.Lengths:
     return serving.Lengths.uniform(view[f"{which}_len"], view[f"{which}_hi"], name=name)
 
 
+def options(alpha: float, k_max: int, budget: int, depth: int, lang: str) -> list:
+    """No speculation, chains of K = 1 … K max and, with a budget, the Sequoia-optimal tree of that many
+    draft tokens under the geometric positional acceptance of α (as Drafting strategies draws it)."""
+    chains = serving.chain_options(alpha, k_max)
+    if not budget:
+        return chains
+    p = trees.geometric_p(alpha, 8)
+    tree = trees.optimal_tree(p, budget, depth)
+    label = i18n.text(lang, "tree of {n} (depth {d})", n=tree.drafts, d=tree.depth)
+    return [*chains, serving.tree_option(tree, p, label)]
+
+
 @ui.cached
-def priced(target, draft, gpu, dtype, engine_key, tp, max_seqs, alpha, k_max, prompt, output, chunk):
-    """The cost grid of every K (cached: the sweep reuses it for every load)."""
+def priced(
+    target, draft, gpu, dtype, engine_key, tp, max_seqs, alpha, k_max, budget, depth, lang, prompt, output, chunk
+):
+    """The cost grid of every option (cached: the sweep reuses it for every load)."""
     engine = engine_key.partition(":")[0]
     return serving.cost_grid(
         target,
         draft,
         gpu,
-        serving.chain_options(alpha, k_max),
+        options(alpha, k_max, budget, depth, lang),
         prompt,
         output,
         dtype=dtype,
@@ -121,6 +138,9 @@ def sweep(view: dict) -> tuple:
             view["max_seqs"],
             view["alpha"],
             view["k_max"],
+            view["tree"],
+            view["t_depth"],
+            ui.language(),
             prompt,
             output,
             view["chunk"],
@@ -136,13 +156,13 @@ def headline(view: dict, grid, best: pd.DataFrame, rates: pd.DataFrame) -> None:
     """The answers in four numbers: the largest rate per GPU with and without speculation, the GPUs for the
     target rate, and the load from which speculation stops paying."""
     plain = rates.iloc[0]
-    spec = rates.iloc[1:].sort_values(["max_rps", "k"], ascending=[False, True]).iloc[0]
+    spec = rates.iloc[1:].sort_values(["max_rps", "k"], ascending=[False, True], kind="stable").iloc[0]
     cols = st.columns(4)
     shown = lambda x: "—" if not np.isfinite(x) else f"{x:.3g}"
     cols[0].metric(ui.t("Largest rate per GPU meeting the SLA, no speculation"), shown(plain["max_rps_per_gpu"]))
     meets = bool(np.isfinite(spec["max_rps"]))
     cols[1].metric(
-        ui.t("… with speculation (K = {k})", k=int(spec["k"]))
+        ui.t("… with speculation ({option})", option=spec["option"])
         if meets
         else ui.t("… with speculation (no K meets the SLA)"),
         shown(spec["max_rps_per_gpu"]),
@@ -150,7 +170,7 @@ def headline(view: dict, grid, best: pd.DataFrame, rates: pd.DataFrame) -> None:
     )
     need = [serving.gpus_needed(view["goal"], r, grid.gpus) for r in (plain["max_rps"], spec["max_rps"])]
     cols[2].metric(
-        ui.t("GPUs for {rate} requests/s (no speculation / K = {k})", rate=f"{view['goal']:g}", k=int(spec["k"])),
+        ui.t("GPUs for {rate} requests/s (no speculation / {option})", rate=f"{view['goal']:g}", option=spec["option"]),
         " / ".join(shown(n) for n in need),
     )
     stops = serving.speculation_stops_paying(best)
@@ -242,6 +262,9 @@ def sidebar_controls() -> None:
             ui.selectbox(PAGE, P["draft"])
         ui.slider(PAGE, P["alpha"], step=0.01)
         ui.slider(PAGE, P["k_max"])
+        ui.number_input(PAGE, P["tree"])
+        if st.session_state[key("tree")]:
+            ui.number_input(PAGE, P["t_depth"])
         st.header(ui.t("Traffic"))
         ui.radio(PAGE, P["mode"])
         if st.session_state[key("mode")] == "open":

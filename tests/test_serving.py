@@ -232,3 +232,15 @@ def test_vectorised_solve_matches_the_per_point_reference(grid):
         ref = serving.open_loop_point(price, load, rounds[k], grid.prefill_s[k], grid.mean_tokens[k], grid.cap)
         assert row["tpot_s"] == pytest.approx(ref["tpot_s"], rel=2e-3)
         assert row["batch"] == pytest.approx(ref["batch"], rel=2e-3)
+
+
+def test_tree_option_is_the_tree_as_pair_costs_prices_it():
+    p = trees.geometric_p(0.7, 8)
+    tree = trees.optimal_tree(p, 10, 4)
+    o = serving.tree_option(tree, p)
+    widths = np.bincount(np.asarray(tree.depths)[1:])
+    assert (o.k, o.verify_tokens, o.draft_tokens) == (tree.depth, tree.drafts + 1, widths.max())
+    assert o.mean_tokens == pytest.approx(trees.expected_tokens(tree, p))
+    # a tree beside the chains: the engines' schedules stay chains
+    grid = serving.cost_grid(TARGET, DRAFT, GPU, [*serving.chain_options(0.7, 3), o], P, G, engine="vllm")
+    assert set(serving.k_by_batch(grid, G)["k"]) <= {0, 1, 2, 3}

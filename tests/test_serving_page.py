@@ -135,3 +135,11 @@ def test_an_emptied_load_list_and_an_sla_no_k_meets_are_said_not_crashed():
     at = open_app(PAGE, ttft="0.045")
     m = metric(at, "… with speculation")
     assert "no K meets the SLA" in m.label and not m.delta and m.value == "—"
+
+
+def test_a_tree_is_one_more_line_beside_the_chains():
+    at = open_app(PAGE, tree="8", t_depth="3", view="tpot")
+    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    names = [t["name"] for t in figure["data"]]
+    assert len(names) == 8 and names[-1].startswith("tree of 8") and "depth" in names[-1]
+    assert at.query_params["tree"] == "8"

@@ -58,6 +58,7 @@ __all__ = [
     "round_seconds",
     "speculation_stops_paying",
     "steady_state",
+    "tree_option",
 ]
 
 MODES = ("open", "closed")  #: Poisson arrivals at a rate, or a fixed number of users
@@ -236,6 +237,16 @@ def chain_options(alpha, k_max: int, *, prompt: Lengths | None = None, output: L
         mean = hardware._mean_tokens(alpha, k_max)
     options = [Option("K = 0", 0, 1.0)]
     return options + [Option(f"K = {k}", int(k), float(m), int(k) + 1) for k, m in zip(ks, mean, strict=True)]
+
+
+def tree_option(tree, p, label: str = "tree") -> Option:
+    """A token tree as an option (:mod:`specviz.core.trees`): its depth of draft forwards, each over its
+    widest level's tokens, F(T) tokens per round under positional acceptance ``p``, and its nodes plus
+    the root verified."""
+    from specviz.core import trees
+
+    widths = np.bincount(np.asarray(tree.depths)[1:])
+    return Option(label, int(tree.depth), float(trees.expected_tokens(tree, p)), tree.drafts + 1, int(widths.max()))
 
 
 @dataclass(frozen=True)
@@ -736,15 +747,17 @@ def gpus_needed(rate: float, max_rps: float, gpus_per_replica: int) -> float:
 
 
 def k_by_batch(grid: CostGrid, output: Lengths) -> pd.DataFrame:
-    """The best chain K at each whole running batch 1 … cap: the K with the lowest TPOT at that batch,
+    """The best chain K at each whole running batch 1 … cap (trees left out: the engines' schedules are of
+    chains): the K with the lowest TPOT at that batch,
     τ_K(B) / E[N]_K with τ_K(B) = t_K(B) + (B / R_K)·p_K (ties to the smaller K; 0: do not speculate).
     Columns: batch, k, tpot_s."""
     batches = np.arange(1, int(grid.cap) + 1, dtype=float)
-    rounds = output.expect(lambda g: g - 1) / grid.mean_tokens
-    t = np.stack([np.interp(batches, grid.batch, grid.round_s[:, j]) for j in range(grid.round_s.shape[1])], -1)
-    tpot = (t + batches[:, None] * grid.prefill_s / rounds) / grid.mean_tokens  # (nB, nO)
+    chains = [j for j, o in enumerate(grid.options) if o.k == 0 or (o.verify_tokens == o.k + 1 and o.draft_tokens == 1)]
+    rounds = output.expect(lambda g: g - 1) / grid.mean_tokens[chains]
+    t = np.stack([np.interp(batches, grid.batch, grid.round_s[:, j]) for j in chains], -1)
+    tpot = (t + batches[:, None] * grid.prefill_s[chains] / rounds) / grid.mean_tokens[chains]  # (nB, nO)
     best = tpot.argmin(axis=1)
-    ks = np.array([o.k for o in grid.options])
+    ks = np.array([grid.options[j].k for j in chains])
     return pd.DataFrame({"batch": batches.astype(int), "k": ks[best], "tpot_s": tpot[np.arange(batches.size), best]})
 
 

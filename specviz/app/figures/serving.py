@@ -18,10 +18,18 @@ PLAIN_COLOR = "#000000"  #: no speculation: the line every K is judged against
 SLA_FILL = "rgba(46, 160, 67, 0.12)"
 
 
-def _colors(frame: pd.DataFrame) -> dict[int, str]:
-    ks = sorted(int(k) for k in frame["k"].unique())
-    spec = _series_color([k for k in ks if k > 0])
-    return {0: PLAIN_COLOR, **spec}
+def _colors(frame: pd.DataFrame) -> dict[str, str]:
+    """A colour per option (its label): black for no speculation."""
+    labels = list(dict.fromkeys(frame["option"]))
+    plain = frame.loc[frame["k"] == 0, "option"].iloc[0]
+    return {plain: PLAIN_COLOR, **_series_color([x for x in labels if x != plain])}
+
+
+def _lines(ok: pd.DataFrame):
+    """(label, is the option without speculation, its rows) per option, in the order of the options."""
+    for label in dict.fromkeys(ok["option"]):
+        rows = ok[ok["option"] == label]
+        yield label, bool((rows["k"] == 0).all()), rows
 
 
 def _load_name(mode: str, lang: str) -> str:
@@ -48,15 +56,15 @@ def pareto(frame: pd.DataFrame, mode: str, tpot_sla_s: float | None, lang: str =
             xanchor="left",
             yanchor="top",
         )
-    for k, rows in ok.groupby("k", sort=True):
-        label = rows["option"].iloc[0] if k else text(lang, "no speculation")
+    for option, plain, rows in _lines(ok):
+        label = text(lang, "no speculation") if plain else option
         fig.add_trace(
             go.Scatter(
                 x=compact(rows["tokens_per_s_per_user"]),
                 y=compact(rows["tokens_per_s_per_gpu"]),
                 mode="lines+markers",
                 name=label,
-                line=dict(color=colors[int(k)], width=3 if k == 0 else 1.5),
+                line=dict(color=colors[option], width=3 if plain else 1.5),
                 customdata=np.stack([rows["load"], rows["batch"], rows["tpot_s"] * 1e3, rows["ttft_s"]], -1),
                 hovertemplate=(
                     f"{label}<br>"
@@ -78,15 +86,15 @@ def tpot_by_load(frame: pd.DataFrame, mode: str, tpot_sla_s: float | None, lang:
     fig = go.Figure()
     ok = frame[~frame["overloaded"]]
     colors = _colors(frame)
-    for k, rows in ok.groupby("k", sort=True):
-        label = rows["option"].iloc[0] if k else text(lang, "no speculation")
+    for option, plain, rows in _lines(ok):
+        label = text(lang, "no speculation") if plain else option
         fig.add_trace(
             go.Scatter(
                 x=compact(rows["load"]),
                 y=compact(rows["tpot_s"] * 1e3),
                 mode="lines+markers",
                 name=label,
-                line=dict(color=colors[int(k)], width=3 if k == 0 else 1.5),
+                line=dict(color=colors[option], width=3 if plain else 1.5),
             )
         )
     if tpot_sla_s:
