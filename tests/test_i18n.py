@@ -76,6 +76,7 @@ def test_the_catalogues_are_in_step_with_the_code():
     assert len(i18n.translations("zh")) > 1000
 
 
+@pytest.mark.slow
 def test_the_check_names_a_stale_translation_and_a_missing_one(tmp_path, monkeypatch):
     """Edit an English text in a copy of the code: the check reports the message the catalogues lack and,
     after an update, the translation that went fuzzy (what a translator then reviews)."""

@@ -167,6 +167,7 @@ def test_tree_plug_in_equals_the_tree_result():
     assert f["tpot_s"].iloc[0] / f["tpot_s"].iloc[1] == pytest.approx(expected, rel=1e-4)
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(alpha=st.floats(0.0, 0.95), loads=st.lists(st.floats(0.05, 60), min_size=2, max_size=6, unique=True))
 def test_metrics_grow_with_load(grid, alpha, loads):

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from _apps import open_app, rerun, shown_errors
 from _messages import CJK
+from _tiers import first_quick
 
 from specviz.core import engines, hardware, serving
 
@@ -42,7 +43,7 @@ def library_answer(**over):
     return grid, frame, serving.max_rate(grid, output, ttft_s=v["ttft"], tpot_s=v["tpot"])
 
 
-@pytest.mark.parametrize("view", list(VIEWS))
+@pytest.mark.parametrize("view", first_quick(list(VIEWS)))
 def test_every_view_renders_only_its_charts(view):
     at = open_app(PAGE, view=view)
     assert [c.key for c in at.get("plotly_chart")] == VIEWS[view]
@@ -69,6 +70,7 @@ def test_reacts_and_mirrors_the_url():
     assert metric(at, "… with speculation").value != before
 
 
+@pytest.mark.slow
 def test_a_link_restores_the_view():
     at = open_app(PAGE, alpha="0.6", mode="closed", users="1,4,16,64", tpot="30", view="table")
     assert at.radio(key="serving.mode").value == "closed"
@@ -77,6 +79,7 @@ def test_a_link_restores_the_view():
     assert list(table.iloc[:, 0]) == [1.0, 4.0, 16.0, 64.0]
 
 
+@pytest.mark.slow
 def test_schedules_round_trip():
     at = open_app(PAGE, view="schedule")
     codes = [c.value for c in at.code]
@@ -104,6 +107,7 @@ def test_bad_input_is_named_not_a_traceback(query, message):
     assert errors and message in errors[0]
 
 
+@pytest.mark.slow
 def test_overload_is_reported():
     at = open_app(PAGE, rates="1,1000,5000")
     assert any("Overloaded at 2 of the loads" in w.value for w in at.warning)
@@ -127,6 +131,7 @@ def test_grid_prices_match_the_hardware_page_at_batch_one():
     )
 
 
+@pytest.mark.slow
 def test_an_emptied_load_list_and_an_sla_no_k_meets_are_said_not_crashed():
     at = open_app(PAGE)
     at.multiselect(key="serving.rates").set_value([])
@@ -137,6 +142,7 @@ def test_an_emptied_load_list_and_an_sla_no_k_meets_are_said_not_crashed():
     assert "no K meets the SLA" in m.label and not m.delta and m.value == "—"
 
 
+@pytest.mark.slow
 def test_a_tree_is_one_more_line_beside_the_chains():
     at = open_app(PAGE, tree="8", t_depth="3", view="tpot")
     figure = json.loads(at.get("plotly_chart")[0].proto.spec)

@@ -47,6 +47,7 @@ def test_learning_rate_schedule():
     assert all(a >= b for a, b in itertools.pairwise(lrs))
 
 
+@pytest.mark.slow
 def test_training_lowers_the_loss(data, tmp_path):
     tc = train.TrainConfig(steps=40, batch_size=4, seq_len=64, lr=3e-3, warmup=5, checkpoint_every=40)
     torch.manual_seed(tc.seed)

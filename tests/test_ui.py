@@ -51,6 +51,7 @@ def _streamlit_caches(tree):
             yield node.lineno, {k.arg for k in call.keywords} if call is not None else set()
 
 
+@pytest.mark.slow
 def test_every_streamlit_cache_in_the_code_is_bounded():
     """Each st.cache_data / st.cache_resource call names max_entries (a bare decorator has no bound).
 

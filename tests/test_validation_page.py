@@ -149,6 +149,7 @@ def test_the_error_tables_are_published_errors_of_the_same_predictions():
     assert targets.iloc[1, 3] == "≥ 75%"
 
 
+@pytest.mark.slow
 def test_a_predictor_and_a_filter_change_the_tables_and_the_link():
     at = open_app(PAGE, view="errors", pred="default")
     default = shown_table(at, "errors", "tbl_all")
