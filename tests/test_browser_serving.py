@@ -113,8 +113,8 @@ def expected_headline(alpha: float, mode: str, loads: list[float], lang: str = "
     """The four metrics as (label, value, delta), as pages/serving.py's headline writes them."""
     grid, _, _, best, rates = priced(alpha, mode, loads)
     plain = rates.iloc[0]
-    spec = rates.iloc[1:].sort_values(["max_rps", "k"], ascending=[False, True]).iloc[0]
-    k = int(spec["k"])
+    spec = rates.iloc[1:].sort_values(["max_rps", "k"], ascending=[False, True], kind="stable").iloc[0]
+    option = spec["option"]
     shown = lambda x: "—" if not np.isfinite(x) else f"{x:.3g}"
     need = [serving.gpus_needed(GOAL, r, grid.gpus) for r in (plain["max_rps"], spec["max_rps"])]
     stops = serving.speculation_stops_paying(best)
@@ -122,12 +122,12 @@ def expected_headline(alpha: float, mode: str, loads: list[float], lang: str = "
     return [
         (i18n.text(lang, "Largest rate per GPU meeting the SLA, no speculation"), shown(plain["max_rps_per_gpu"]), ""),
         (
-            i18n.text(lang, "… with speculation (K = {k})", k=k),
+            i18n.text(lang, "… with speculation ({option})", option=option),
             shown(spec["max_rps_per_gpu"]),
             f"{spec['max_rps'] / plain['max_rps'] - 1:+.0%}",
         ),
         (
-            i18n.text(lang, "GPUs for {rate} requests/s (no speculation / K = {k})", rate=f"{GOAL:g}", k=k),
+            i18n.text(lang, "GPUs for {rate} requests/s (no speculation / {option})", rate=f"{GOAL:g}", option=option),
             " / ".join(shown(n) for n in need),
             "",
         ),
