@@ -216,7 +216,7 @@ def show_table(frame: pd.DataFrame, best: pd.DataFrame, mode: str) -> None:
     ui.csv_download(ui.t("Download every load × K (CSV)"), lambda: frame, "specviz-serving.csv", key("dl_csv"))
 
 
-def show_schedules(view: dict, grid, output, draft) -> None:
+def show_schedules(grid, output, frame: pd.DataFrame, draft) -> None:
     """The K schedule by running batch, as vLLM, TensorRT-LLM, SGLang and llama.cpp take it."""
     schedule = serving.k_by_batch(grid, output)
     st.caption(
@@ -227,8 +227,7 @@ def show_schedules(view: dict, grid, output, draft) -> None:
     model = draft if isinstance(draft, str) else None
     vllm = serving.vllm_speculative_config(schedule, model=model)
     trt = serving.trtllm_yaml(serving.trtllm_speculative_config(schedule, model=model))
-    loads = sorted(view["rates"] if view["mode"] == "open" else view["users"])
-    first = serving.steady_state(grid, output, loads[:1], mode=view["mode"], think_s=view["think"])
+    first = frame[(frame["load"] == frame["load"].min()) & (frame["k"] == 0)]  # the sweep's first load
     b0 = int(np.clip(round(np.nan_to_num(first["batch"].iloc[0], nan=1.0)), 1, grid.cap))
     k0 = int(schedule.loc[schedule["batch"] == b0, "k"].iloc[0])
     texts = {
@@ -307,7 +306,7 @@ else:
             figures.tpot_by_load(frame, view["mode"], view["tpot"] / 1e3, ui.language()), key=key("fig_tpot")
         ),
         "table": lambda: show_table(frame, best, view["mode"]),
-        "schedule": lambda: show_schedules(view, grid, output, chosen_pair(view)[1]),
+        "schedule": lambda: show_schedules(grid, output, frame, chosen_pair(view)[1]),
     }
     ui.show_open_tab(PAGE, P["view"], sections)
 sidebar_controls()

@@ -409,8 +409,10 @@ def cost_grid(
     kw = dict(dtype=dtype, tp=tp, efficiency=eff, expert_parallel=expert_parallel)
     rounds = round_seconds(target, draft, gpu, options, np.maximum(batch, 1.0), ctx, **kw)  # B < 1 priced at 1
     spec = [i for i, o in enumerate(options) if o.k > 0]
-    p = prefill_seconds(target, draft if spec else None, gpu, prompt, mode=mode, dtype=dtype, tp=tp, efficiency=eff)
-    p_plain = prefill_seconds(target, None, gpu, prompt, mode=mode, dtype=dtype, tp=tp, efficiency=eff)
+    kw_p = dict(mode=mode, dtype=dtype, tp=tp, efficiency=eff)
+    p_plain = prefill_seconds(target, None, gpu, prompt, **kw_p)
+    dm = _draft_forward_model(draft, target) if spec else None
+    p = p_plain + (prefill_seconds(dm, None, gpu, prompt, **kw_p) if dm is not None else 0.0)  # the draft's too
     prefill_s = np.array([p_plain] + [p] * (len(options) - 1))
     chunks = int(np.ceil(prompt.mean / chunk_tokens)) if mode == "mixed" else 0
     return CostGrid(
