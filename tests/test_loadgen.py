@@ -53,6 +53,16 @@ def test_stops_at_max_requests_cycling_prompts_and_sending_the_spec():
     )
 
 
+def test_output_lengths_in_turn_one_per_request():
+    engine = FakeEngine(tokens=4)
+    with engine.running() as url:
+        s = spec(url, max_tokens=[3, 7], prompts=["a", "b", "c"], max_requests=5, concurrency=1)
+        run_load(s, POLICY)
+    assert s.max_tokens == (3, 7) and [s.tokens_asked(i) for i in range(5)] == [3, 7, 3, 7, 3]
+    # one worker sends in order: request i asks max_tokens[i mod 2] with prompt i mod 3
+    assert [(b["prompt"], b["max_tokens"]) for b in engine.bodies] == [("a", 3), ("b", 7), ("c", 3), ("a", 7), ("b", 3)]
+
+
 def test_stream_false_sends_a_plain_request():
     engine = FakeEngine(tokens=3)
     with engine.running() as url:
@@ -206,6 +216,8 @@ def test_refused_url_sends_nothing():
         ("max_seconds", 3601, r"max_seconds must be a number of seconds in 1..3600; got 3601"),
         ("max_tokens", 4097, r"max_tokens must be an integer in 1..4096; got 4097"),
         ("max_tokens", 2.5, r"max_tokens must be an integer in 1..4096; got 2.5"),
+        ("max_tokens", [8, 0, 9], r"max_tokens must be an integer in 1..4096; got 0"),
+        ("max_tokens", [], r"max_tokens must hold at least one number of tokens; got none"),
         ("temperature", -0.1, r"temperature must be a number in 0..2; got -0.1"),
         ("rate", 0.001, r"rate must be a number of requests per second in 0.01..1000, or none .*; got 0.001"),
         ("rate", float("inf"), r"rate must be a number of requests per second in 0.01..1000, or none .*; got inf"),

@@ -115,6 +115,18 @@ def test_zero_load_is_batch_one_latency(grid):
     np.testing.assert_allclose(f["ttft_s"], t1 / 2 + grid.chunks * t1 + grid.prefill_s, rtol=1e-4)
 
 
+def test_one_user_is_never_stalled_by_its_own_prompt(grid):
+    # a lone user decodes at batch 1 and its next prompt comes only after its answer: TPOT is the round at
+    # B = 1 exactly, however long the prefill (no stretch), and the cycle is TTFT plus the decode
+    f = serving.steady_state(grid, G, [1], mode="closed")
+    t1 = grid.round_s[1]
+    np.testing.assert_allclose(f["tpot_s"], t1 / grid.mean_tokens, rtol=1e-12)
+    np.testing.assert_allclose(f["batch"] + f["rps"] * f["ttft_s"], 1, rtol=1e-6)
+    # two users: each is stalled by the other's prompts, at half the loop's rate
+    two = serving.steady_state(grid, G, [2], mode="closed")
+    assert (two["tpot_s"].to_numpy() > f["tpot_s"].to_numpy()).all()
+
+
 def test_overload_is_reported_not_a_number(grid):
     f = serving.steady_state(grid, G, [1e4], mode="open")
     assert f["overloaded"].all()

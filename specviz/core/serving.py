@@ -16,7 +16,8 @@ requests decoding, a round takes t(n) (the cost model at the decode context L̄)
 μ(n) = min(n, cap) / (R·t(n)), R = E[G − 1] / E[N] rounds each. Continuous batching is then a symmetric
 queue, whose stationary distribution has product form (:func:`steady_state`): Poisson arrivals at λ
 (open loop; overloaded, and no number returned, where it has none) or N users (closed loop). Prompts
-stretch the steps by 1 / (1 − X·p) at X requests/s and p per prompt. Little's law turns the mean
+stretch a request's decode by 1 / (1 − X'·p), X' the rate of the *other* requests' prompts (X
+requests/s in an open loop, X·(N − 1)/N among N users) and p per prompt. Little's law turns the mean
 number decoding into TPOT, ITL and throughput; TTFT adds the round in progress, the prompt's own
 prefill and any wait for a free sequence.
 
@@ -506,8 +507,11 @@ def steady_state(
       π_n ∝ Π_{i ≤ n} (N − i + 1) / ((think + TTFT)·μ(i)), n ≤ N (an infinite-server think stage and the
       symmetric decode stage: a BCMP product-form network).
 
-    Prefill interleaves: requests complete at X per second, each prompt costs p, so steps stretch by
-    1 / (1 − X·p). Then, with L the mean number decoding and W the mean number waiting (Little's law):
+    Prefill interleaves: requests complete at X per second and each prompt costs p, during which every
+    request decoding waits. A request's decode is stalled by the prompts of the others that come while it
+    decodes: Poisson arrivals come at λ = X whatever the state (PASTA), so its decode stretches by
+    1 / (1 − X·p); of N users the N − 1 others send X·(N − 1)/N prompts a second (a lone user's own
+    prompt never stalls its decode), so by 1 / (1 − X·p·(N − 1)/N). Then, with L the mean number decoding and W the mean number waiting (Little's law):
     decode time D = L / X, TPOT = D / E[G − 1], the round a request sees τ = ITL = D / R, TTFT = τ / 2 +
     the prompt's prefill (``chunks`` rounds τ plus p where mixed, p where separate) + W / X.
 
@@ -556,7 +560,8 @@ def steady_state(
         tau = t[np.minimum(users, cap) - 1]  # first guess: every user decoding (nL, nO)
         x = np.minimum(users, cap)[:, None] / (rounds * tau)
         for _ in range(12):  # X sets the prefill's stretch and TTFT, which set X: a few passes settle it
-            slow = 1.0 / np.maximum(1.0 - x * p, 1e-12)
+            others = (users[:, None] - 1) / users[:, None]  # the share of prompts from the other users
+            slow = 1.0 / np.maximum(1.0 - x * p * others, 1e-12)
             mu = np.minimum(i, cap) / (rounds * t[None] * slow[:, None, :])  # (nL, most, nO)
             cycle = think_s + tau / 2 + first_token(tau, slow)  # from a request's end to its next decode
             birth = np.maximum(users[:, None, None] - i + 1, 0) / cycle[:, None, :]
@@ -610,7 +615,10 @@ def open_loop_point(price, rate: float, rounds: float, prefill_s: float, mean_to
     """
     import math
 
-    slow = 1.0 / (1.0 - rate * prefill_s) if rate * prefill_s < 1 else math.inf
+    overloaded = {"batch": math.nan, "round_s": math.nan, "tpot_s": math.nan}
+    if rate * prefill_s >= 1:  # the prefill alone fills the GPU
+        return overloaded
+    slow = 1.0 / (1.0 - rate * prefill_s)
     weights, log_w = [1.0], 0.0
     mu = 0.0
     for n in range(1, int(cap) + 1):
@@ -618,8 +626,8 @@ def open_loop_point(price, rate: float, rounds: float, prefill_s: float, mean_to
         log_w += math.log(rate / mu)
         weights.append(log_w)
     ratio = rate / mu
-    if not math.isfinite(slow) or ratio >= 1:
-        return {"batch": math.nan, "round_s": math.nan, "tpot_s": math.nan}
+    if ratio >= 1:
+        return overloaded
     top = max(max(weights[1:]), 0.0)
     w = [math.exp(-top)] + [math.exp(v - top) for v in weights[1:]]
     tail = w[-1] * ratio / (1 - ratio)

@@ -164,7 +164,9 @@ class LoadSpec:
         The ``model`` field of each request: vLLM, SGLang and TensorRT-LLM need the served model's
         name; llama.cpp ignores it. None or "" sends none.
     max_tokens
-        Completion tokens asked for per request, 1..4096.
+        Completion tokens asked for per request, 1..4096; or one such number per request in turn
+        (request ``i`` asks ``max_tokens[i mod len(max_tokens)]``), for output lengths drawn from a
+        distribution as serving benchmarks draw them (stored as a tuple).
     temperature
         Sampling temperature, 0..2 (0: greedy).
     concurrency
@@ -187,7 +189,7 @@ class LoadSpec:
     base_url: str
     prompts: Sequence[str]
     model: str | None = None
-    max_tokens: int = 128
+    max_tokens: int | Sequence[int] = 128
     temperature: float = 0.0
     concurrency: int = 4
     max_requests: int = 100
@@ -200,6 +202,8 @@ class LoadSpec:
         if isinstance(self.prompts, str) or not isinstance(self.prompts, Sequence):
             raise Message("prompts must be a list of strings; got {prompts!r:.80}", prompts=self.prompts)
         object.__setattr__(self, "prompts", tuple(self.prompts))
+        if isinstance(self.max_tokens, Sequence) and not isinstance(self.max_tokens, str):
+            object.__setattr__(self, "max_tokens", tuple(self.max_tokens))
         if isinstance(self.model, str):
             object.__setattr__(self, "model", self.model.strip() or None)
         self.check()
@@ -217,8 +221,15 @@ class LoadSpec:
                 raise Message("prompts[{i}] must be a non-empty string; got {prompt!r:.80}", i=i, prompt=p)
         if self.model is not None and not isinstance(self.model, str):
             raise Message("model must be a model name or None; got {model!r}", model=self.model)
+        if isinstance(self.max_tokens, tuple) and not self.max_tokens:
+            raise Message("max_tokens must hold at least one number of tokens; got none")
         for name, (lo, hi) in LIMITS.items():
-            value = getattr(self, name)
+            values = getattr(self, name)
+            value = (
+                next((v for v in values if not (_is_int(v) and lo <= v <= hi)), values[0])
+                if isinstance(values, tuple)
+                else values
+            )
             number = _is_int(value) or (name == "max_seconds" and isinstance(value, float) and math.isfinite(value))
             if not number or not lo <= value <= hi:
                 key = (
@@ -234,6 +245,12 @@ class LoadSpec:
             raise Message("stream must be True or False; got {value!r}", value=self.stream)
         if self.rate is not None:
             _check_rate(self.rate)
+
+    def tokens_asked(self, request: int) -> int:
+        """The completion tokens request number ``request`` asks for (:attr:`max_tokens`, in turn)."""
+        if isinstance(self.max_tokens, tuple):
+            return int(self.max_tokens[request % len(self.max_tokens)])
+        return int(self.max_tokens)
 
     @property
     def mode(self) -> str:
@@ -347,6 +364,12 @@ class LoadResult:
     prompt_tokens_mean: float  #: mean prompt tokens, where the server reported them (NaN: none did)
     output_tokens_mean: float  #: mean completion tokens of the successful requests that have a count
 
+    def tokens_asked(self, request: int) -> int:
+        """The completion tokens request number ``request`` asks for (:attr:`max_tokens`, in turn)."""
+        if isinstance(self.max_tokens, tuple):
+            return int(self.max_tokens[request % len(self.max_tokens)])
+        return int(self.max_tokens)
+
     @property
     def mode(self) -> str:
         """``"closed"`` or ``"open"`` (:attr:`LoadSpec.mode`)."""
@@ -452,16 +475,17 @@ def metrics_url(base_url: str) -> str:
     return completions_url(base_url).removesuffix("/v1/completions") + "/metrics"
 
 
-def payload(spec: LoadSpec, prompt_index: int) -> dict[str, Any]:
-    """The JSON body of a request sending prompt ``prompt_index`` (``model`` when given).
+def payload(spec: LoadSpec, request: int) -> dict[str, Any]:
+    """The JSON body of request number ``request``: prompt ``request mod len(prompts)``, the completion
+    tokens :meth:`LoadSpec.tokens_asked` says, ``model`` when given.
 
     Streamed (``spec.stream``): ``"stream": true`` and ``"stream_options": {"include_usage": true}``, so
     the last event carries ``usage`` (OpenAI's API; vLLM, SGLang and TensorRT-LLM honour it, and llama.cpp
     sends ``usage`` and ``timings`` in its last event regardless).
     """
     body: dict[str, Any] = {
-        "prompt": spec.prompts[prompt_index],
-        "max_tokens": spec.max_tokens,
+        "prompt": spec.prompts[request % len(spec.prompts)],
+        "max_tokens": spec.tokens_asked(request),
         "temperature": spec.temperature,
         "stream": spec.stream,
     }
@@ -584,9 +608,10 @@ class _StreamReader:
         return _Answer(tokens, estimated, draft_n, accepted, _prompt_tokens(self._last), tuple(self._times), True)
 
 
-def _send(url: str, spec: LoadSpec, policy: FetchPolicy, client: httpx.Client, index: int) -> _Answer:
-    """Send prompt ``index`` and read its answer: streamed (:func:`fetch_stream`) or whole (:func:`fetch`)."""
-    body = payload(spec, index)
+def _send(url: str, spec: LoadSpec, policy: FetchPolicy, client: httpx.Client, request: int) -> _Answer:
+    """Send request number ``request`` (:func:`payload`) and read its answer: streamed
+    (:func:`fetch_stream`) or whole (:func:`fetch`)."""
+    body = payload(spec, request)
     if not spec.stream:
         whole = fetch(url, policy, method="POST", json=body, client=client).json()
         tokens, draft_n, accepted = completion_counts(whole)
@@ -705,7 +730,7 @@ def _worker(
             answer = error = None
             start = time.perf_counter()  # as vllm's request function: the clock starts as the request is sent
             try:
-                answer = _send(url, spec, policy, client, index)
+                answer = _send(url, spec, policy, client, i)
             except (ValueError, httpx.HTTPError) as exc:  # FetchError is a ValueError
                 error = _said(exc)
             end = time.perf_counter()
