@@ -1,0 +1,240 @@
+"""``vllm bench serve --save-result`` result files → one row per run (per JSON object).
+
+The file is one JSON object (``--append-result`` appends one per line), written by
+vllm/benchmarks/serve.py (vLLM 0.34.0: ``benchmark()`` builds the result, ``main_async()`` adds the
+set-up keys and dumps it). Where the server runs speculative decoding, the benchmark diffs the server's
+``vllm:spec_decode_*_total`` counters on /metrics before and after the run (``fetch_spec_decode_metrics``)
+and writes:
+
+* ``spec_decode_acceptance_length`` = 1 + accepted / drafts: E[N] (bonus token counted);
+* ``spec_decode_acceptance_rate`` = 100 · accepted / draft tokens: r **in percent**;
+* ``spec_decode_num_drafts`` R, ``spec_decode_draft_tokens`` D, ``spec_decode_accepted_tokens`` A;
+* ``spec_decode_per_position_acceptance_rates``: the unconditional p_i as fractions, one per draft
+  position, so their number is K (stored as the conditional a_i, as the vLLM log lines are).
+
+K comes from that list's length, else from D / R where every round drafts the same number, else the
+caller's k. r is A / D from the counts where they are given, else the logged percent. The run's serving
+figures fill the serving columns: ``output_throughput`` (tokens/s), ``max_concurrency``,
+``request_rate`` (a number; ``"inf"``, every request at once, leaves it empty), mean prompt and output
+tokens per completed request, and the ``median``/``p90``/``p99`` of TTFT, TPOT and ITL (ms) where the run
+asked for them. The counters are server-wide deltas: other traffic on the server during the run is in
+them (said in each row's notes). A run without the ``spec_decode_*`` keys (the server did not speculate)
+has no acceptance figure and is a row error.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from specviz.base.i18n import C_, Phrase
+from specviz.data.measurements.readers import log_lines
+from specviz.data.measurements.readers.base import ReadContext, Reader
+from specviz.data.measurements.readers.log_lines import LogRow
+from specviz.data.measurements.report import RowError
+from specviz.data.measurements.table import RawColumn, RawTable
+
+#: keys only a ``vllm bench serve`` result has together (detection needs all of them in the first object)
+SIGNATURE = ("output_throughput", "request_throughput", "model_id")
+_HEADERS = {
+    "k": "len(spec_decode_per_position_acceptance_rates)",
+    "mean_accepted_tokens": "spec_decode_acceptance_length",
+    "acceptance_rate": "spec_decode_accepted_tokens / spec_decode_draft_tokens",
+    "per_position_acceptance": "spec_decode_per_position_acceptance_rates",
+    "tokens_per_s": "output_throughput",
+}
+#: serving columns: canonical name → the result's key (percentile columns are added below)
+_SERVING = {"concurrency": "max_concurrency", "request_rate": "request_rate", "target_model": "model_id"}
+_QUANTILES = {"p50": "median", "p90": "p90", "p99": "p99"}
+
+
+def _number(obj: dict, key: str) -> float | None:
+    """A finite JSON number at ``key`` (bools are not numbers), else None."""
+    x = obj.get(key)
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    try:
+        x = float(x)
+    except OverflowError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _count(obj: dict, key: str) -> int | None:
+    """A whole number >= 0 at ``key``, else None."""
+    x = _number(obj, key)
+    return int(x) if x is not None and x >= 0 and x == int(x) else None
+
+
+def _first_object(text: str) -> dict | None:
+    """The first non-blank line as a JSON object, else None."""
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    try:
+        obj = json.loads(first)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def detect(text: str) -> bool:
+    """The first non-blank line is a JSON object with every key of :data:`SIGNATURE`."""
+    if not text.lstrip().startswith("{") or not all(f'"{key}"' in text[:200_000] for key in SIGNATURE):
+        return False
+    obj = _first_object(text)
+    return obj is not None and all(key in obj for key in SIGNATURE)
+
+
+def read(text: str, ctx: ReadContext) -> RawTable:
+    """Every result object of ``text`` as a row; serving figures in the serving columns."""
+    parsed = list(_results(text))
+    rows = log_lines.collect((row for row, _, _ in parsed), ctx, Phrase("'vllm bench serve' result"))
+    table = log_lines.log_table(rows, ctx, _HEADERS)
+    for i, (row, _, issues) in enumerate(parsed):  # a field that is not what the format writes: named
+        for field, value, allowed in issues:
+            table.row_errors.setdefault(i, []).append(RowError(row.line, field, value, allowed, field))
+    ctx.report.conversions.append(
+        Phrase(
+            "vllm bench serve: r = spec_decode_accepted_tokens / spec_decode_draft_tokens (else spec_decode_acceptance_rate, a percent); K = the number of per-position rates (else draft tokens / drafts)"
+        )
+    )
+    for name in _serving_columns():
+        values = [serving.get(name) for _, serving, _ in parsed]
+        if any(v is not None for v in values):
+            table.columns[name] = RawColumn(name, _serving_header(name), values, guess_percent=False)
+    return table
+
+
+def _serving_columns() -> list[str]:
+    return [
+        "concurrency",
+        "request_rate",
+        "prompt_tokens",
+        "output_tokens",
+        "target_model",
+        *(f"{m}_{q}_ms" for m in ("ttft", "tpot", "itl") for q in _QUANTILES),
+    ]
+
+
+def _serving_header(name: str) -> str:
+    if name in _SERVING:
+        return _SERVING[name]
+    if name == "prompt_tokens":
+        return "total_input_tokens / completed"
+    if name == "output_tokens":
+        return "total_output_tokens / completed"
+    metric, q, _ = name.split("_")
+    return f"{_QUANTILES[q]}_{metric}_ms"
+
+
+def _results(text: str):
+    """(row, serving figures) for every non-blank line: a result, or a row error saying why it is not one."""
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            obj = None
+        if not isinstance(obj, dict):
+            issue = ("json", f"{line.strip()!s:.120}", Phrase("one JSON object per line (a vllm bench serve result)"))
+            yield LogRow(lineno, f"vllm bench serve result, line {lineno}"), {}, [issue]
+            continue
+        row, issues = parse_result(obj, lineno)
+        yield row, serving_figures(obj), issues
+
+
+def parse_result(obj: dict, lineno: int = 1) -> tuple[LogRow, list[tuple[str, str, str]]]:
+    """One result object as a row: E[N], r, unconditional p_i, K (stated by the list, else D / R), tokens/s;
+    and its fields that are not what the format writes, as (field, value, what is allowed)."""
+    issues: list[tuple[str, str, str]] = []
+    backend = obj.get("backend") if isinstance(obj.get("backend"), str) else "?"
+    row = LogRow(
+        lineno,
+        f"vllm bench serve result ({backend}, {obj.get('num_prompts', '?')} prompts, {obj.get('date', '?')}), "
+        f"line {lineno}; spec-decode counters are server-wide deltas over the run",
+    )
+    row.tokens_per_s = _number(obj, "output_throughput")
+    if not any(key.startswith("spec_decode_") for key in obj):
+        absent = Phrase(
+            "the run's speculative-decoding figures (absent: the server did not speculate, or exposed no spec-decode counters)"
+        )
+        return row, [("spec_decode_*", "", absent)]
+    _acceptance(obj, row, issues)
+    problem = log_lines.k_mismatch(row.mean, row.rate, row.k)
+    row.problems += [problem] if problem else []
+    if log_lines.positions_sum_off(row.positions, row.mean):
+        row.warnings.append(log_lines.positions_sum_warning("vllm bench serve"))
+    return row, issues
+
+
+def _acceptance(obj: dict, row: LogRow, issues: list) -> None:
+    """E[N], r, the per-position rates and K of a result that has spec-decode keys, into ``row``."""
+    mean = _number(obj, "spec_decode_acceptance_length")
+    row.mean = mean if mean is not None and mean > 0 else None  # 0.0: no drafts were made
+    drafts, drafted, accepted = (
+        _count(obj, f"spec_decode_{key}") for key in ("num_drafts", "draft_tokens", "accepted_tokens")
+    )
+    row.rate = log_lines.ratio(accepted, drafted)
+    percent = _number(obj, "spec_decode_acceptance_rate")
+    no_drafts = drafts == 0 or drafted == 0  # vLLM writes 0.0 for the rate and length when nothing was drafted
+    if row.rate is None and percent is not None and not no_drafts:
+        row.rate = percent / 100.0  # written in percent: 100 · accepted / draft tokens
+    row.positions = _positions(obj, issues)
+    row.k = len(row.positions) if row.positions else None
+    if row.k is None and drafts and drafted and drafted % drafts == 0:
+        row.k = drafted // drafts
+    for key in ("spec_decode_acceptance_length", "spec_decode_acceptance_rate"):
+        if key in obj and _number(obj, key) is None:
+            issues.append((key, f"{obj[key]!r:.80}", Phrase("a finite number")))
+    if no_drafts:
+        row.mean = row.rate = row.positions = None
+    if row.mean is None and row.rate is None and not issues:
+        issues.append(
+            (
+                "spec_decode_num_drafts",
+                str(obj.get("spec_decode_num_drafts")),
+                Phrase("at least one draft (the run made none: no acceptance figure)"),
+            )
+        )
+
+
+def _positions(obj: dict, issues: list) -> list[float] | None:
+    """The per-position list as floats; None where absent, or (noted in ``issues``) not a list of numbers."""
+    positions = obj.get("spec_decode_per_position_acceptance_rates")
+    if positions is None:
+        return None
+    if not isinstance(positions, list) or not all(
+        isinstance(x, int | float) and not isinstance(x, bool) for x in positions
+    ):
+        allowed = Phrase("a list of numbers in [0, 1] (fractions, one per draft position)")
+        issues.append(("spec_decode_per_position_acceptance_rates", f"{positions!r:.80}", allowed))
+        return None
+    return [float(x) for x in positions]
+
+
+def serving_figures(obj: dict) -> dict[str, float | int | str | None]:
+    """The run's serving columns (None where the result lacks them)."""
+    completed = _count(obj, "completed")
+    out: dict[str, float | int | str | None] = {
+        "concurrency": _count(obj, "max_concurrency"),
+        "request_rate": _number(obj, "request_rate"),  # the string "inf" (all at once) is no rate
+        "target_model": obj.get("model_id") if isinstance(obj.get("model_id"), str) else None,
+    }
+    for name, key in (("prompt_tokens", "total_input_tokens"), ("output_tokens", "total_output_tokens")):
+        total = _number(obj, key)
+        out[name] = total / completed if total is not None and completed else None
+    for metric in ("ttft", "tpot", "itl"):
+        for q, prefix in _QUANTILES.items():
+            out[f"{metric}_{q}_ms"] = _number(obj, f"{prefix}_{metric}_ms")
+    return out
+
+
+READER = Reader(
+    name="vllm_bench",
+    title=Phrase(C_("note.measurements.reader.vllm_bench", "vllm bench serve results")),
+    detect=detect,
+    rule="the first non-blank line is a JSON object with output_throughput, request_throughput and model_id",
+    read=read,
+    spellings=("vllm-bench", "vllm_bench_serve", "vllm bench serve"),
+    needs_k=False,
+)
