@@ -14,10 +14,15 @@ Run from the repository root::
 2. A real server: llama.cpp's llama-server (``scripts/build-llama-server``) with ``--slots`` slots
    (continuous batching) serves the bundled pair exported to GGUF, once without the draft and once
    with it at ``--k``. The load generator (specviz.servers.loadgen, streaming) drives each at
-   concurrency 1, 2, 4, 8 and at two Poisson rates. Predicted: the serving model on step costs
-   measured by llama-bench (a forward over B·n tokens at the decode context) and the server's own
-   timings of single requests on prompts the load never sends, never by the load runs. Targets: TPOT and output throughput within ±20 % at every
-   load; the concurrency from which speculation stops paying within one step of the measured one.
+   concurrency 1, 2, 4, 8 and at two Poisson rates (35 % and 70 % of the capacity the first calibration
+   predicts without the draft), output lengths uniform over g/2 … 3g/2, a prompt never seen before for
+   every request. Predicted: the serving model on the server's own costs, measured apart from the load
+   on prompts it never sends (``server_steps``: synchronised batches of B = 1 … slots decoding from
+   cached prompts, the server's timings; ``stall``: what one new request costs the requests decoding),
+   never fitted to the load runs. Each of ``--repeats`` rounds calibrates, predicts and runs every load
+   on both servers; the table holds the medians, and how much a 10 % error in the costs would move each
+   prediction. Targets: TPOT and output throughput within ±20 % at every load; the concurrency from
+   which speculation stops paying within one step of the measured one.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 from _report import machine_line, median_time, record, summary
@@ -90,49 +97,127 @@ def sweep_check(pair: str, gpu: str, tp: int, engine: str, alpha: float, n_loads
 # --------------------------------------------------------------------------------------
 
 
-def llama_bench(binary, gguf, ns, *, depth: int, threads: int, reps: int) -> dict:
-    """llama-bench's mean forward times (s): {n: a forward over n new tokens at a context of ``depth``}
-    for every n in ``ns`` (n = 1 is the decode path, one token generated), over ``reps`` repetitions."""
-    import json
-    import subprocess
+def server_steps(
+    url: str, prompts: list[str], fresh: Iterator[str], *, tokens: int, slots: int, k: int, repeats: int = 2
+) -> dict:
+    """What the server's steps cost, from its own timings of synchronised batches (never from a load run).
 
-    prompts = sorted({n for n in ns if n > 1})
-    cmd = [str(binary), "-m", str(gguf), "-d", str(depth), "-r", str(reps), "-t", str(threads), "-o", "json"]
-    cmd += ["-p", ",".join(map(str, prompts)) if prompts else "0", "-n", "16"]
-    out = {}
-    for test in json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout):
-        if test["n_gen"]:
-            out[1] = test["avg_ns"] / 1e9 / test["n_gen"]
-        elif test["n_prompt"]:
-            out[test["n_prompt"]] = test["avg_ns"] / 1e9
-    return out
+    For every B = 1 … ``slots``: B requests on calibration prompts start together (a barrier), each
+    generating ``tokens`` tokens, streamed as the load streams them; each prompt was left in a slot's
+    cache just before (``cache_prompt``, the slot pinned by ``id_slot``), so the batch decodes without a
+    prefill among its steps (a request that prefilled more than its last token is an error). The
+    server's ``timings.predicted_ms / predicted_n`` of each request is its time per generated token at B
+    decoding (the median over the B requests and ``repeats`` batches); times E[N] it is the round. A
+    prompt's prefill p is what a new request stalls a decoding one (:func:`stall`, the median of 3, each on a
+    prompt from ``fresh`` the server has never seen: one it has, it takes from its prompt cache); the
+    server's own ``prompt_ms`` leaves out its handling of the request and the slot's cache (about 45
+    against 50 ms here).
 
-
-def step_costs(bench_bin, target, draft, *, k: int, slots: int, prompt: int, depth: int, threads: int, reps: int):
-    """What the server's steps cost on this machine, measured by llama-bench alone (never by a load run).
-
-    A step of B sequences with n new tokens each is one llama.cpp batch of B·n tokens: llama-bench's
-    forward over B·n tokens at the decode context (the matrix products see the same B·n rows; the
-    attention of B sequences over their own contexts costs what one sequence's B·n tokens do over one).
-    Returns per B = 1 … slots: the target's step (B tokens), its verify (B·(K + 1) tokens), the draft's
-    step (B tokens) and its pass over the verified B·(K + 1) tokens (llama.cpp's draft re-evaluates
-    them: common/speculative.cpp ``process``), and one prompt's prefill (P tokens at context 0, beyond
-    a one-token forward), target and draft.
+    Returns per_token (slots,) seconds, mean_tokens (E[N] over every batch: 1 + K·accepted/drafted, 1
+    without a draft) and prefill (seconds).
     """
-    b = np.arange(1, slots + 1)
-    ns = sorted({*b.tolist(), *(b * (k + 1)).tolist()})
-    t = llama_bench(bench_bin, target, ns, depth=depth, threads=threads, reps=reps)
-    d = llama_bench(bench_bin, draft, ns, depth=depth, threads=threads, reps=reps)
-    t0 = llama_bench(bench_bin, target, [2, prompt], depth=0, threads=threads, reps=reps)
-    d0 = llama_bench(bench_bin, draft, [2, prompt], depth=0, threads=threads, reps=reps)
+    import json
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    def request(prompt: str, n: int, *, cache: bool, stream: bool, slot: int = -1) -> dict:
+        # as the load generator asks (loadgen.payload: /v1/completions, greedy, usage in the last event),
+        # plus the slot and its cache: the OpenAI endpoint's per-token chunks cost the server more than
+        # the native /completion's
+        body = {"prompt": prompt, "max_tokens": n, "temperature": 0.0, "stream": stream}
+        body |= {"cache_prompt": cache, "id_slot": slot}  # id_slot -1: any slot
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        else:
+            return httpx.post(url + "/v1/completions", json=body, timeout=120.0).raise_for_status().json()["timings"]
+        timings = {}
+        with httpx.stream("POST", url + "/v1/completions", json=body, timeout=120.0) as r:
+            r.raise_for_status()
+            for line in r.iter_lines():
+                if line.startswith("data:") and line[5:].strip() not in ("", "[DONE]"):
+                    timings = json.loads(line[5:]).get("timings", timings)
+        return timings
+
+    per_token = np.zeros(slots)
+    drafted = accepted = 0
+    for b in range(1, slots + 1):
+        # B distinct prompts (a calibration prompt rotated), each cached in a slot of its own
+        batch = [prompts[i % len(prompts)][i:] + prompts[i % len(prompts)][:i] for i in range(b)]
+        times = []
+        for _ in range(repeats):
+            for slot, prompt in enumerate(batch):
+                request(prompt, 1, cache=True, stream=False, slot=slot)
+            barrier = threading.Barrier(b)
+
+            def together(slot, barrier=barrier, batch=batch):
+                barrier.wait()
+                return request(batch[slot], tokens, cache=True, stream=True, slot=slot)
+
+            with ThreadPoolExecutor(b) as pool:
+                got = list(pool.map(together, range(b)))
+            prefilled = [t["prompt_n"] for t in got if t["prompt_n"] > 1]
+            if prefilled:  # a request outside its cached slot: its prefill stalled the batch
+                raise RuntimeError(f"calibration: {len(prefilled)} of {b} requests prefilled {prefilled} tokens")
+            times += [t["predicted_ms"] / t["predicted_n"] / 1e3 for t in got]
+            drafted += sum(t.get("draft_n", 0) for t in got)
+            accepted += sum(t.get("draft_n_accepted", 0) for t in got)
+        per_token[b - 1] = np.median(times)
+    prefill = np.median([stall(url, prompts[0], next(fresh)) for _ in range(3)])
     return {
-        "target": np.array([t[x] for x in b]),
-        "verify": np.array([t[x * (k + 1)] for x in b]),
-        "draft": np.array([d[x] for x in b]),
-        "reeval": np.array([d[x * (k + 1)] for x in b]),
-        "prefill": t0[prompt] - t0[2] / 2,
-        "prefill_draft": d0[prompt] - d0[2] / 2,
+        "per_token": per_token,
+        "mean_tokens": 1 + k * accepted / drafted if drafted else 1.0,
+        "prefill": float(prefill),
     }
+
+
+def stall(url: str, running: str, fresh: str, *, tokens: int = 250) -> float:
+    """Seconds one new request costs the requests decoding: what the model calls a prompt's prefill p.
+
+    A request on ``running`` (cached in slot 0) streams ``tokens`` tokens; 0.12 s in, one request on
+    ``fresh`` arrives as the load's do (``/v1/completions``, the server's default prompt caching) and asks
+    one token, so all it costs is its arrival (prompt processing, the slot's cache handling). The stall is
+    the time the running stream's gaps between rounds exceed their median, where they exceed it threefold.
+    """
+    import threading
+    import time
+
+    import httpx
+
+    from specviz.servers import llamacpp
+
+    body = {**llamacpp.GREEDY, "prompt": running, "n_predict": 1, "cache_prompt": True, "id_slot": 0}
+    llamacpp.complete_raw(url, body)
+    times: list[float] = []
+
+    def stream() -> None:
+        with httpx.stream("POST", url + "/completion", json={**body, "n_predict": tokens, "stream": True}) as r:
+            for line in r.iter_lines():
+                if line.startswith("data:"):
+                    times.append(time.perf_counter())
+
+    reader = threading.Thread(target=stream)
+    reader.start()
+    time.sleep(0.12)
+    httpx.post(url + "/v1/completions", json={"prompt": fresh, "max_tokens": 1, "temperature": 0}, timeout=60.0)
+    reader.join()
+    gaps = np.diff(times)
+    gaps = gaps[gaps > 3e-4]  # between rounds: a speculative round streams its tokens back to back
+    base = np.median(gaps)
+    return float((gaps - base)[gaps > 3 * base].sum())
+
+
+def smoothed(per_token: np.ndarray) -> np.ndarray:
+    """The calibration's times per token at B = 1 … n, smoothed across B: B = 1 as measured (llama.cpp's
+    one-token decode takes a path of its own), B ≥ 2 on the least-squares line a + b·B through them (a
+    forward over B tokens is fixed work plus work per token). On this VM one batch's time moves by ±20 %
+    from one second to the next; the line pools the n − 1 batches."""
+    b = np.arange(1, per_token.size + 1)
+    if per_token.size < 3:
+        return per_token
+    slope, intercept = np.polyfit(b[1:], per_token[1:], 1)
+    return np.concatenate([per_token[:1], intercept + slope * b[1:]])
 
 
 def server_check(args) -> None:
@@ -154,29 +239,40 @@ def server_check(args) -> None:
     from specviz.servers.fetch import FetchPolicy
 
     binary = llamacpp.find_binary()
-    bench_bin = binary.parent / "llama-bench" if binary else None
     names = (
         "TPOT within ±20 % at every load",
         "throughput within ±20 % at every load",
         "where speculation stops paying",
     )
-    if binary is None or not (bench_bin and bench_bin.is_file()):
+    if binary is None:
         for name in names:
-            record(name, "llama-server or llama-bench missing", "scripts/build-llama-server", None)
+            record(name, "llama-server missing", "scripts/build-llama-server", None)
         return
     k, slots, threads, g = args.k, args.slots, args.threads, args.tokens
     prompts = engine_bench.load_prompts()
     load_prompts, cal_prompts = prompts[: args.prompts], prompts[args.prompts : args.prompts + 3]
     p_tokens = len(load_prompts[0].encode())  # byte-level: one token per byte
-    # every request a prompt of its own (the load's prompts rotated, a new shift for each), so that no
-    # request finds its prompt in a slot's cache: llama-server reuses a slot's cached prefix, and a user's
-    # traffic repeats no prompt; the calibration's prompts are never among them
-    fresh = iter([t[j:] + t[:j] for j in range(p_tokens) for t in load_prompts])
-    depth = int(p_tokens + g / 2)  # the decode context L̄ of fixed lengths
+    # every request a prompt of its own, so that no request finds its prompt in a slot's cache (llama-server
+    # reuses a slot's cached prefix, and a user's traffic repeats no prompt): the first half of one load
+    # prompt and the second half of another, both rotated by a shift; never a calibration prompt. No two
+    # requests within len(load_prompts) × P of each other share a first half
+    half = p_tokens // 2
+    fresh = iter(
+        (a[j:] + a[:j])[:half] + (b[j:] + b[:j])[half:]
+        for b in load_prompts  # outermost: a (shift, first half) pair recurs only every len(load_prompts) × P requests
+        for j in range(p_tokens)
+        for a in load_prompts
+    )
+    # the stall calibration's new requests: calibration prompts reversed and rotated, each sent once
+    cal_fresh = iter(p[::-1][j:] + p[::-1][:j] for j in range(p_tokens) for p in cal_prompts)
+    # output lengths uniform over g/2 … 3g/2, drawn afresh for every request: with one fixed length, a
+    # closed loop's users finish together and stay in lockstep (every prompt prefilled at once, every step
+    # at the full batch), which no traffic does
+    output = serving.Lengths.uniform(g // 2, g + g // 2, name="output tokens")
+    depth = int(serving.decode_context(serving.Lengths.fixed(p_tokens), output))
     work = Path(tempfile.mkdtemp(prefix="specviz-serving-"))
     target, draft = export_pair_gguf("bundled", work)
     batches = list(range(1, slots + 1))
-    output = serving.Lengths.fixed(g)
     print(f"\n2. llama-server ({binary}), {slots} slots, {threads} thread(s); bundled pair, K = {k}")
     print(f"   prompts of {p_tokens} tokens, {g} output tokens; {args.repeats} rounds of costs then loads")
     policy = FetchPolicy(connect_timeout_s=5.0, read_timeout_s=120.0, total_timeout_s=600.0)
@@ -186,49 +282,42 @@ def server_check(args) -> None:
         llamacpp.serve(binary, target, None, k, log_dir=log_dir, threads=threads, slots=slots) as plain_srv,
         llamacpp.serve(binary, target, draft, k, log_dir=log_dir, threads=threads, slots=slots) as spec_srv,
     ):
-
-        def one(url, prompt):  # calibration: one request alone, the server's own timings
-            body = {**llamacpp.GREEDY, "prompt": prompt, "n_predict": g, "cache_prompt": False}
-            return llamacpp.complete_raw(url, body)["timings"]
-
+        for srv, kk in ((plain_srv, 0), (spec_srv, k)):  # a fresh server's first batches run slow: discarded
+            server_steps(srv.url, cal_prompts, cal_fresh, tokens=g, slots=slots, k=kk, repeats=1)
         for r in range(args.repeats):
-            c = step_costs(
-                bench_bin, target, draft, k=k, slots=slots, prompt=p_tokens, depth=depth, threads=threads, reps=5
-            )
-            # calibration on prompts the load never sends, one request at a time: the server's own work per
-            # step beyond the forward (its loop, sampling, streaming), the round's beyond its forwards, and E[N]
-            plain_t = [one(plain_srv.url, p) for p in cal_prompts]
-            spec_t = [one(spec_srv.url, p) for p in cal_prompts]
-            step_1 = np.median([t["predicted_ms"] / t["predicted_n"] for t in plain_t]) / 1e3
-            drafted = sum(t.get("draft_n", 0) for t in spec_t)
-            accepted = sum(t.get("draft_n_accepted", 0) for t in spec_t)
-            mean_tokens = 1 + k * accepted / drafted if drafted else 1.0
-            round_1 = np.median([t["predicted_ms"] / t["predicted_n"] for t in spec_t]) / 1e3 * mean_tokens
-            o_step = max(step_1 - c["target"][0], 0.0)
-            spec_round = c["verify"] + k * c["draft"] + c["reeval"] + o_step
-            o_round = max(round_1 - spec_round[0], 0.0)
-            print(
-                f"   round {r + 1}: target step {c['target'][0] * 1e3:.3f} ms at B = 1, {c['target'][-1] * 1e3:.3f} ms at "
-                f"B = {slots}; server {o_step * 1e3:.3f} ms a step, {o_round * 1e3:.3f} ms more a round; E[N] {mean_tokens:.3f}"
-            )
+            # calibration on prompts the load never sends: the server's steps at every batch, alone
+            plain_steps = server_steps(plain_srv.url, cal_prompts, cal_fresh, tokens=g, slots=slots, k=0)
+            spec_steps = server_steps(spec_srv.url, cal_prompts, cal_fresh, tokens=g, slots=slots, k=k)
+            mean_tokens = spec_steps["mean_tokens"]
+
+            def ms(x):
+                return " ".join(f"{v * 1e3:.2f}" for v in x)
+
+            print(f"   round {r + 1}: ms a token at B = 1 … {slots}: {ms(plain_steps['per_token'])}")
+            print(f"            with the draft: {ms(spec_steps['per_token'])} (E[N] {mean_tokens:.3f})")
+            print(f"            prefill {plain_steps['prefill'] * 1e3:.1f} and {spec_steps['prefill'] * 1e3:.1f} ms")
             options = (serving.Option("K = 0", 0, 1.0), serving.Option(f"K = {k}", k, mean_tokens, k + 1))
-            rounds = np.stack([c["target"] + o_step, spec_round + o_round], -1)
-            prefill = [c["prefill"], c["prefill"] + c["prefill_draft"]]
+            rounds = np.stack([smoothed(plain_steps["per_token"]), smoothed(spec_steps["per_token"]) * mean_tokens], -1)
+            prefill = [plain_steps["prefill"], spec_steps["prefill"]]
             grid = serving.grid_from_steps(batches, rounds, options, prefill, context=depth)
             cap_rps = float(slots / ((g - 1) * rounds[-1, 0] + slots * prefill[0]))
             if r == 0:  # the two rates: 35 % and 70 % of the first round's predicted capacity without speculation
                 rates = [round(0.35 * cap_rps, 1), round(0.7 * cap_rps, 1)]
             loads = [("closed", x) for x in args.concurrency] + [("open", x) for x in rates]
-            for mode, load in loads:
+            for i, (mode, load) in enumerate(loads):
                 pred = serving.steady_state(grid, output, [load], mode=mode).set_index("k")
+                # how much a 10 % error in the step costs moves the prediction (its conditioning at this load)
+                slower = replace(grid, round_s=grid.round_s * 1.1, prefill_s=grid.prefill_s * 1.1)
+                pred_slow = serving.steady_state(slower, output, [load], mode=mode).set_index("k")
+                # a closed loop runs ``--per-user`` requests a user (its start and end, when fewer than N
+                # decode, weigh less the longer it runs); an open loop ``--open-seconds`` of arrivals
+                n_req = int(args.per_user * load) if mode == "closed" else int(load * args.open_seconds)
+                asked = np.random.default_rng([r, i]).integers(g // 2, g + g // 2 + 1, n_req)  # both servers alike
                 for kk, srv in ((0, plain_srv), (k, spec_srv)):
-                    # a closed loop runs ``--per-user`` requests a user (its start and end, when fewer than N
-                    # decode, weigh less the longer it runs); an open loop ``--open-seconds`` of arrivals
-                    n_req = int(args.per_user * load) if mode == "closed" else int(load * args.open_seconds)
                     spec = loadgen.LoadSpec(
                         srv.url,
                         [next(fresh) for _ in range(n_req)],
-                        max_tokens=g,
+                        max_tokens=[int(x) for x in asked],
                         concurrency=int(load) if mode == "closed" else slots,
                         max_requests=n_req,
                         max_seconds=600.0,
@@ -246,6 +335,7 @@ def server_check(args) -> None:
                             k=kk,
                             tpot_pred=pred.loc[kk, "tpot_s"] * 1e3,
                             tpot_meas=got.tpot.mean * 1e3,
+                            tpot_sens=pred_slow.loc[kk, "tpot_s"] / pred.loc[kk, "tpot_s"] - 1,
                             tps_pred=pred.loc[kk, "tokens_per_s"],
                             tps_meas=got.output_tokens_per_s,
                             batch_pred=pred.loc[kk, "batch"],
@@ -297,8 +387,8 @@ def main() -> int:
     p.add_argument("--tokens", type=int, default=128, help="output tokens per request")
     p.add_argument("--prompts", type=int, default=9, help="prompts the load sends (the next 3 calibrate)")
     p.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 2, 4, 8])
-    p.add_argument("--per-user", type=int, default=6, help="requests a user sends in a closed-loop run")
-    p.add_argument("--open-seconds", type=float, default=20.0, help="seconds of arrivals per open-loop run")
+    p.add_argument("--per-user", type=int, default=10, help="requests a user sends in a closed-loop run")
+    p.add_argument("--open-seconds", type=float, default=40.0, help="seconds of arrivals per open-loop run")
     p.add_argument("--repeats", type=int, default=3, help="rounds of costs then loads (medians over them)")
     args = p.parse_args()
     print(machine_line())
