@@ -43,9 +43,16 @@ _HEADERS = {
     "per_position_acceptance": "spec_decode_per_position_acceptance_rates",
     "tokens_per_s": "output_throughput",
 }
-#: serving columns: canonical name → the result's key (percentile columns are added below)
-_SERVING = {"concurrency": "max_concurrency", "request_rate": "request_rate", "target_model": "model_id"}
 _QUANTILES = {"p50": "median", "p90": "p90", "p99": "p99"}
+#: the serving columns, in table order: canonical name → what the result calls it
+SERVING_HEADERS = {
+    "concurrency": "max_concurrency",
+    "request_rate": "request_rate",
+    "prompt_tokens": "total_input_tokens / completed",
+    "output_tokens": "total_output_tokens / completed",
+    "target_model": "model_id",
+    **{f"{m}_{q}_ms": f"{prefix}_{m}_ms" for m in ("ttft", "tpot", "itl") for q, prefix in _QUANTILES.items()},
+}
 
 
 def _number(obj: dict, key: str) -> float | None:
@@ -97,33 +104,11 @@ def read(text: str, ctx: ReadContext) -> RawTable:
             "vllm bench serve: r = spec_decode_accepted_tokens / spec_decode_draft_tokens (else spec_decode_acceptance_rate, a percent); K = the number of per-position rates (else draft tokens / drafts)"
         )
     )
-    for name in _serving_columns():
+    for name, header in SERVING_HEADERS.items():
         values = [serving.get(name) for _, serving, _ in parsed]
         if any(v is not None for v in values):
-            table.columns[name] = RawColumn(name, _serving_header(name), values, guess_percent=False)
+            table.columns[name] = RawColumn(name, header, values, guess_percent=False)
     return table
-
-
-def _serving_columns() -> list[str]:
-    return [
-        "concurrency",
-        "request_rate",
-        "prompt_tokens",
-        "output_tokens",
-        "target_model",
-        *(f"{m}_{q}_ms" for m in ("ttft", "tpot", "itl") for q in _QUANTILES),
-    ]
-
-
-def _serving_header(name: str) -> str:
-    if name in _SERVING:
-        return _SERVING[name]
-    if name == "prompt_tokens":
-        return "total_input_tokens / completed"
-    if name == "output_tokens":
-        return "total_output_tokens / completed"
-    metric, q, _ = name.split("_")
-    return f"{_QUANTILES[q]}_{metric}_ms"
 
 
 def _results(text: str):
