@@ -72,3 +72,19 @@ def test_the_shipped_readme_is_the_card_template_rendered_from_card_json():
     from specviz.engine import card
 
     assert card.card_markdown(CARD) == (BUNDLED_DIR / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_loading_a_pair_on_the_cpu_leaves_the_cuda_attention_backends_alone(before):
+    """plan_free_attention acts on CUDA only: a CPU load must not flip a process-wide CUDA switch."""
+    import torch
+
+    from specviz.engine.models import load_pair
+
+    was = torch.backends.cuda.cudnn_sdp_enabled()
+    try:
+        torch.backends.cuda.enable_cudnn_sdp(before)
+        load_pair("bundled", "cpu")
+        assert torch.backends.cuda.cudnn_sdp_enabled() is before
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(was)

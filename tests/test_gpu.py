@@ -88,6 +88,14 @@ def test_bundled_pair_decodes_in_half_precision(dtype):
     assert stats.accepted_total > 0 and all(0 <= x <= 1 + 1e-6 for r in stats.rounds for x in r.overlap)
 
 
+def test_loading_a_pair_on_cuda_turns_cudnn_attention_off():
+    """cuDNN's attention plans per shape (tens of ms at each new key length on an H200): a pair loaded
+    on CUDA must leave it, or every decoding step pays a plan (benchmarks/round_costs.py)."""
+    torch.backends.cuda.enable_cudnn_sdp(True)
+    load_pair("bundled", "cuda", torch.float16)
+    assert not torch.backends.cuda.cudnn_sdp_enabled()
+
+
 @pytest.mark.slow
 def test_speculative_sampling_is_lossless_on_cuda():
     check_lossless("cuda")

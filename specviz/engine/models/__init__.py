@@ -21,6 +21,7 @@ __all__ = [
     "default_dtype",
     "load_pair",
     "packed",
+    "plan_free_attention",
     "resolve_device",
 ]
 
@@ -88,6 +89,22 @@ def default_dtype(device: torch.device) -> torch.dtype:
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
+def plan_free_attention(device: torch.device) -> None:
+    """On CUDA, keep ``scaled_dot_product_attention`` off cuDNN's backend, for the whole process.
+
+    cuDNN's attention builds an execution plan for each new shape, and cached decoding meets a new
+    key length at every step: on an NVIDIA H200 (torch 2.11, cuDNN 9.19, float16) one call cost
+    41–48 ms at a key length not seen before against 0.03–0.07 ms repeated, which made speculative
+    rounds 15× slower than the calibration steps timed at one repeated length
+    (``benchmarks/round_costs.py``; docs/performance.md, GPU). Flash, memory-efficient and math
+    attention plan nothing per shape. A process-wide switch (``torch.backends.cuda.enable_cudnn_sdp``)
+    rather than a per-call ``sdpa_kernel`` context: that costs ≈ 12 µs per call and its global
+    flags are not per thread. Nothing changes on the CPU.
+    """
+    if device.type == "cuda":
+        torch.backends.cuda.enable_cudnn_sdp(False)
+
+
 NGRAM_SUFFIXES = ("+ngram", "+ngram-vllm")  #: "TARGET+ngram": the target with the n-gram drafter
 
 
@@ -113,7 +130,8 @@ def load_pair(spec: str = "bundled", device: str = "cpu", dtype: torch.dtype | N
     """Load ``(target, draft, tokenizer)``, both models :class:`Decodable`.
 
     Pairs of our GPT get :func:`specviz.engine.models.packed.apply`: oneDNN-packed linears on the CPU
-    in fp32 where the model is large enough for them to pay; elsewhere it changes nothing.
+    in fp32 where the model is large enough for them to pay; elsewhere it changes nothing. On CUDA,
+    attention leaves cuDNN's backend (:func:`plan_free_attention`).
 
     Parameters
     ----------
@@ -131,6 +149,7 @@ def load_pair(spec: str = "bundled", device: str = "cpu", dtype: torch.dtype | N
     """
     dev = resolve_device(device)
     dtype = dtype or default_dtype(dev)
+    plan_free_attention(dev)
     if spec.endswith(NGRAM_SUFFIXES):
         return _ngram_pair(spec, dev, dtype)
     if "," in spec:  # Hugging Face pair; imported lazily so the app runs without transformers
