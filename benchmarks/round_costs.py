@@ -145,8 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.cudnn_attention:
         torch.backends.cuda.enable_cudnn_sdp(True)
     bench.warm_up(target, draft, prompts[0].to(target.device))
-    cudnn = "on" if torch.backends.cuda.cudnn_sdp_enabled() else "off"
-    print(machine_line(f"device {args.device}, dtype {args.dtype or 'default'}, cuDNN attention {cudnn}"))
+    where = f"device {args.device}, dtype {args.dtype or 'default'}"
+    if target.device.type == "cuda":
+        where += f", cuDNN attention {'on' if torch.backends.cuda.cudnn_sdp_enabled() else 'off'}"
+    print(machine_line(where))
     for t, new, same in attention_probe(target.device, next(target.parameters()).dtype):
         print(f"attention, query of {t}: {new:.3f} ms at a new key length, {same:.3f} ms repeated")
     cols = ["T", "K", "T_p", "T_q", "base", "round", "draft", "verify", "other", "gap", "rule", "commit"]

@@ -121,3 +121,17 @@ def test_gpu_tier_collects_without_ui_or_database_stack():
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     selected = re.search(r"(\d+) (passed|skipped)", done.stdout)
     assert selected and int(selected.group(1)) >= 2, done.stdout[-3000:]
+
+
+@pytest.mark.slow
+def test_round_costs_runs_without_ui_or_database_stack(tmp_path):
+    """scripts/gpu-check runs benchmarks/round_costs.py on the GPU machine, where only torch may be installed."""
+    torch.manual_seed(0)
+    GPT(GPTConfig(1, 2, 32, block_size=256)).save(tmp_path / "target")
+    GPT(GPTConfig(1, 2, 16, block_size=256)).save(tmp_path / "draft")
+    code = BLOCKER + "import runpy, sys; sys.path.insert(0, 'benchmarks')\n"
+    code += "runpy.run_path('benchmarks/round_costs.py', run_name='__main__')\n"
+    argv = ["--pair", str(tmp_path), "--ks", "1", "--temperatures", "0", "--prompts", "1", "--new-tokens", "8"]
+    done = python(code, *argv)
+    assert "measured / predicted speedup, every cell" in done.stdout, done.stderr
+    assert "blocked by" not in done.stderr and "Traceback" not in done.stderr

@@ -39,6 +39,7 @@ from specviz.engine.decoding.records import (
     Sampler,
     check_inputs,
     generate_target_only,
+    next_token,
     probabilities,
 )
 from specviz.engine.decoding.records import (
@@ -63,6 +64,7 @@ __all__ = [
     "generate_target_only",
     "generate_target_only_batch",
     "greedy_trace",
+    "next_token",
     "policy_draft",
     "probabilities",
     "sampled_trace",

@@ -236,8 +236,9 @@ def speculative_generate(
     generator : torch.Generator, optional
         On the models' device; drives drafting and the verification uniforms.
     calibration_steps : int
-        Single-token target and draft steps timed before decoding (outside the
-        decode timing) to measure T_p and T_q; 0 skips them (T_p, T_q are then NaN).
+        Whole single-token target and draft steps (forward, distribution, token drawn) timed
+        before decoding (outside the decode timing) to measure T_p and T_q; 0 skips them (T_p, T_q
+        are then NaN).
     policy : specviz.core.policies.Policy, optional
         A draft-length rule run live (:func:`policy_draft`); K is then its cap. None: K every
         round, exactly the constant policy. Records say how many tokens each round drafted and
@@ -263,7 +264,9 @@ def speculative_generate(
     cursor = Cursor.after_prefill(prompt)
     # single-step costs, measured at the pending position (those cache slots are rewritten by the loop)
     t_p, t_q = (
-        _decode_step_ms(m, cursor.pending, cursor.pos, clock, calibration_steps) if calibration_steps else float("nan")
+        _decode_step_ms(m, cursor.pending, cursor.pos, clock, temperature, calibration_steps)
+        if calibration_steps
+        else float("nan")
         for m in (target, draft)
     )
     rounds: list[RoundRecord] = []

@@ -74,8 +74,8 @@ class GenerationStats:
     new_tokens: int
     decode_s: float  # wall time of the decoding loop (prefill excluded)
     prefill_ms: float
-    t_target_ms: float  # median single-token target decode step
-    t_draft_ms: float = float("nan")  # median single-token draft step
+    t_target_ms: float  # median single-token target decode step (forward, distribution, token)
+    t_draft_ms: float = float("nan")  # median single-token draft step (the same)
     t_verify_ms: float = float("nan")  # median target forward over K + 1 tokens
     rounds: list[RoundRecord] = field(default_factory=list)
     tree: trees.Tree | None = None  # tree rounds: the draft tree (k is its node count)
@@ -207,13 +207,28 @@ def _prefill(model: Decodable, prompt: torch.Tensor) -> None:
         model(prompt[None, :-1], 0)
 
 
+def next_token(model: Decodable, pending: torch.Tensor, pos: int, sampler: Sampler) -> torch.Tensor:
+    """One autoregressive step as target-only decoding takes it: the cached forward over the pending
+    token at ``pos``, its distribution, the token drawn, shape (1,)."""
+    return sampler.sample(sampler.probs(model(pending.view(1, 1), pos)[0, -1])[None])
+
+
 @torch.inference_mode()
-def _decode_step_ms(model: Decodable, pending: torch.Tensor, start: int, clock: _Clock, steps: int = 8) -> float:
-    """Median time of single-token cached decode steps at position ``start`` (cache left as it was valid)."""
+def _decode_step_ms(
+    model: Decodable, pending: torch.Tensor, start: int, clock: _Clock, temperature: float, steps: int = 8
+) -> float:
+    """Median time of whole decode steps (:func:`next_token`) at position ``start``, the cache left valid.
+
+    T_p and T_q are the unit the cost model counts rounds in, and the measured speedup divides by
+    the target-only loop's step, which draws a token each time: so the timed step draws one too (from
+    its own generator; the run's stream is untouched). Timing the bare forward left the draw out,
+    15–35 % of a step of the bundled target on an H200 (benchmarks/round_costs.py).
+    """
+    sampler = Sampler(temperature, torch.Generator(pending.device).manual_seed(0))
     times = []
     for _ in range(steps):
         t0 = clock.now()
-        model(pending.view(1, 1), start)
+        next_token(model, pending, start, sampler)
         times.append(clock.now() - t0)
     return 1e3 * float(np.median(times))
 
@@ -262,7 +277,7 @@ def generate_target_only(
     start = clock.now()
     for _ in range(max_new_tokens):
         t = clock.now()
-        pending = sampler.sample(sampler.probs(target(pending.view(1, 1), pos)[0, -1])[None])  # (1,)
+        pending = next_token(target, pending, pos, sampler)  # (1,)
         steps.append(clock.now() - t)
         out.append(pending)
         pos += 1

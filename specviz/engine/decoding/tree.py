@@ -125,7 +125,9 @@ def tree_generate(
     seq[: prompt.numel()] = prompt
     pos = fed = prompt.numel() - 1  # pending token's position; the draft's cache holds positions < fed
     t_p, t_q = (
-        _decode_step_ms(m, prompt[-1:], pos, clock, calibration_steps) if calibration_steps else float("nan")
+        _decode_step_ms(m, prompt[-1:], pos, clock, temperature, calibration_steps)
+        if calibration_steps
+        else float("nan")
         for m in (target, draft)
     )
     every = torch.arange(n + 1, device=target.device)
