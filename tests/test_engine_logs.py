@@ -362,7 +362,7 @@ def test_irrelevant_or_empty_text_is_refused_clearly():
         ("vllm", "no 'SpecDecoding metrics' \\(vLLM V1\\) or 'Speculative metrics' \\(vLLM V0\\) line found"),
         ("vllm_v0", "no 'SpecDecoding metrics'"),
         ("sglang", "no SGLang 'Decode batch' \\(with 'accept len'\\) line found"),
-        ("llama.cpp", "no llama.cpp 'draft acceptance' line found"),
+        ("llama.cpp", "no llama.cpp 'draft acceptance' or 'statistics' line found"),
     ]:
         with pytest.raises(ValueError, match=what):
             load(irrelevant, format=fmt, k=3)

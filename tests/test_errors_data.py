@@ -221,7 +221,7 @@ ERRORS = {
     ),
     "log.no_line_llamacpp": (
         lambda: load("nothing here", format="llamacpp", k=3),
-        "t: no llama.cpp 'draft acceptance' line found",
+        "t: no llama.cpp 'draft acceptance' or 'statistics' line found",
     ),
     "sglang.no_accept_len": (
         lambda: load(

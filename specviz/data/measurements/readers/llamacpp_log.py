@@ -1,4 +1,4 @@
-"""llama.cpp speculative-decoding statistics → one row per ``draft acceptance`` line.
+"""llama.cpp speculative-decoding statistics → one row per ``draft acceptance`` line (or ``statistics`` window).
 
 Forms, each read wherever it is in a log:
 
@@ -20,6 +20,19 @@ Forms, each read wherever it is in a log:
   the ``timings`` object of its HTTP responses (``server_slot_stats::to_json`` in
   ``tools/server/server-common.cpp``, lines 99–102). A saved response line holding them is a row:
   r = draft_n_accepted / draft_n, and ``predicted_per_second`` → ``tokens_per_s``.
+
+* **speculative statistics** (``common_speculative_print_stats`` in ``common/speculative.cpp``,
+  printed at trace verbosity, ``-lv 4``), one line per drafting kind, e.g. ``statistics
+  draft-eagle3: #calls(b,g,a) = 2 271 271, #gen drafts = 271, #acc drafts = 224, #gen tokens = 813,
+  #acc tokens = 495, #mean acc len = 2.83, #acc rate/pos = (0.827, 0.616, 0.384), dur(b,g,a) = …``
+  (older builds: ``#calls = N`` with one count, no rates). The counts are **cumulative over the
+  server's life** (one ``common_speculative`` shared by every slot), so a row is the window since
+  the kind's previous line (≈ the request that just ended): D = Δ#gen tokens, A = Δ#acc tokens,
+  R = Δa (the accept calls, i.e. verify steps; ``#calls = N`` counts one per draft and verify), and
+  per position p_i = Δ(p_i·a) / R from the printed rates (3 decimals, so within ±0.001·a / R).
+  The rates list as many positions as the longest acceptance seen; the rest, up to K, are 0. These
+  lines repeat the slots' ``draft acceptance`` lines, so they become rows only in a log that has
+  none (a ``llama-cli`` or ``llama-speculative`` run).
 
 What the numbers are (the server, ``tools/server/server-context.cpp``): per verification step
 ``n_draft_accepted += n_accepted`` and ``n_draft_verif_steps += 1`` (lines 4330–4331), so with A
@@ -43,6 +56,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import zip_longest
 
 from specviz.base.i18n import Phrase
 from specviz.data.measurements.readers import log_lines
@@ -66,7 +81,16 @@ _JSON = {
     "accepted": re.compile(r'"draft_n_accepted"\s*:\s*([0-9]+)'),
     "tps": re.compile(r'"predicted_per_second"\s*:\s*(' + NUM + ")"),
 }
-_MAYBE = re.compile(r"generated\s*\)|\"draft_n_accepted\"", re.IGNORECASE)  #: a cheap test before the line-by-line one
+_STATS = {
+    "kind": re.compile(r"\bstatistics\s+([\w.+-]+)\s*:\s*#calls", re.IGNORECASE),
+    "calls": re.compile(r"#calls(?:\(b,g,a\))?\s*=\s*([0-9]+(?:\s+[0-9]+)*)", re.IGNORECASE),
+    "drafted": re.compile(r"#gen tokens\s*=\s*([0-9]+)", re.IGNORECASE),
+    "accepted": re.compile(r"#acc tokens\s*=\s*([0-9]+)", re.IGNORECASE),
+    "positions": re.compile(r"#acc rate/pos\s*=\s*\(\s*(" + NUM + r"(?:\s*,\s*" + NUM + r")*)?\s*\)", re.IGNORECASE),
+}
+_MAYBE = re.compile(
+    r"generated\s*\)|\"draft_n_accepted\"|#acc tokens", re.IGNORECASE
+)  #: a cheap test before the line-by-line one
 _HEADERS = {
     "k": "k (given)",
     "mean_accepted_tokens": "mean acceptance length",
@@ -86,10 +110,76 @@ def is_timings_line(line: str) -> bool:
     return '"draft_n_accepted"' in line and _JSON["drafted"].search(line) is not None
 
 
+def is_statistics_line(line: str) -> bool:
+    """A speculative ``statistics KIND: #calls… #gen tokens = D, #acc tokens = A`` line."""
+    return all(_STATS[key].search(line) for key in ("kind", "calls", "drafted", "accepted"))
+
+
 def read(text: str, ctx: ReadContext) -> RawTable:
-    """Every ``draft acceptance`` line (and response timings line) as a row, with the caller's K."""
-    rows = log_lines.collect(_rows(text.splitlines(), ctx.k), ctx, Phrase("llama.cpp 'draft acceptance'"))
+    """Every ``draft acceptance`` line (and response timings line) as a row, with the caller's K; in a
+    log without them, each ``statistics`` line's window since the kind's previous one."""
+    lines = text.splitlines()
+    found = any(is_draft_line(x) or is_timings_line(x) for x in lines)
+    rows = _rows(lines, ctx.k) if found else _statistics_rows(lines, ctx.k)
+    rows = log_lines.collect(rows, ctx, Phrase("llama.cpp 'draft acceptance' or 'statistics'"))
     return log_lines.log_table(rows, ctx, _HEADERS)
+
+
+@dataclass(frozen=True)
+class _Totals:
+    """A statistics line's cumulative counts: verify steps, drafted and accepted tokens, and the
+    accepted count behind each per-position rate (p_i · a)."""
+
+    steps: int
+    drafted: int
+    accepted: int
+    at_least: tuple[float, ...]
+
+    @classmethod
+    def of(cls, line: str) -> _Totals:
+        calls = [int(x) for x in _STATS["calls"].search(line).group(1).split()]
+        steps = calls[-1]  # (b, g, a): a = accept calls; an old "#calls = N": one per draft and verify
+        rates = _STATS["positions"].search(line)
+        positions = log_lines.number_list(rates.group(1) or "") if rates else []
+        at_least = tuple(p * steps for p in positions)
+        return cls(steps, integer(_STATS["drafted"].search(line)), integer(_STATS["accepted"].search(line)), at_least)
+
+    def since(self, before: _Totals | None) -> _Totals:
+        """The window after ``before`` (None, or counts that fell, as after a restart: the whole)."""
+        if before is None or self.steps < before.steps or self.drafted < before.drafted:
+            return self
+        # positions past the longest acceptance seen were never reached: 0
+        at_least = tuple(a - b for a, b in zip_longest(self.at_least, before.at_least, fillvalue=0.0))
+        return _Totals(
+            self.steps - before.steps, self.drafted - before.drafted, self.accepted - before.accepted, at_least
+        )
+
+
+def _statistics_rows(lines: list[str], k: int | None) -> Iterator[LogRow]:
+    """One row per ``statistics`` line with verify steps since its kind's previous line."""
+    last: dict[str, _Totals] = {}
+    for lineno, line in enumerate(lines, start=1):
+        if not is_statistics_line(line):
+            continue
+        kind = _STATS["kind"].search(line).group(1)
+        totals = _Totals.of(line)
+        window = totals.since(last.get(kind))
+        last[kind] = totals
+        if window.steps <= 0:
+            continue
+        row = LogRow(
+            lineno, f"llama.cpp statistics ({kind}, {window.steps} verify steps since its last line), log line {lineno}"
+        )
+        row.rate = ratio(window.accepted, window.drafted)
+        row.mean = 1.0 + window.accepted / window.steps
+        if window.at_least:
+            row.positions = _padded([min(1.0, max(0.0, x / window.steps)) for x in window.at_least], k)
+        yield check(row, k)
+
+
+def _padded(positions: list[float], k: int | None) -> list[float]:
+    """The rates up to K: positions past the longest acceptance seen were never reached (0)."""
+    return positions + [0.0] * (k - len(positions)) if k is not None and len(positions) < k else positions
 
 
 def _rows(lines: list[str], k: int | None) -> Iterator[LogRow]:
@@ -171,10 +261,11 @@ READER = Reader(
     name="llamacpp_log",
     title=Phrase("llama.cpp log lines"),
     detect=lambda text: (
-        _MAYBE.search(text) is not None and any(is_draft_line(x) or is_timings_line(x) for x in text.splitlines())
+        _MAYBE.search(text) is not None
+        and any(is_draft_line(x) or is_timings_line(x) or is_statistics_line(x) for x in text.splitlines())
     ),
-    rule="a line holds 'draft acceptance [rate] = x (A accepted / D generated)', or a response's "
-    "'draft_n_accepted' timing",
+    rule="a line holds 'draft acceptance [rate] = x (A accepted / D generated)', a response's "
+    "'draft_n_accepted' timing, or a speculative 'statistics' line ('#gen tokens', '#acc tokens')",
     read=read,
     spellings=("llamacpp", "llama.cpp", "llama_cpp"),
     needs_k=True,
