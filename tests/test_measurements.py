@@ -993,7 +993,16 @@ def test_tree_rows_are_checked_against_k_and_predicted_from_f():
 
 
 def test_readers_are_an_explicit_registry_tried_in_order_csv_last():
-    assert list(READERS) == ["vllm_log", "vllm_v0_log", "sglang_log", "llamacpp_log", "vllm_bench", "spec_bench", "csv"]
+    assert list(READERS) == [
+        "vllm_log",
+        "vllm_v0_log",
+        "sglang_log",
+        "llamacpp_log",
+        "vllm_bench",
+        "sglang_bench",
+        "spec_bench",
+        "csv",
+    ]
     assert all(isinstance(r, Reader) and r.rule for r in READERS.values())
     assert readers.detect("x\nINFO SpecDecoding metrics: Mean acceptance length: 2.0").name == "vllm_log"
     assert readers.detect('\n{"choices": []}\n').name == "spec_bench"

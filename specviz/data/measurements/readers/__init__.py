@@ -15,7 +15,15 @@ To add an engine's format: write ``readers/<format>.py`` with a ``READER = Reade
 
 from __future__ import annotations
 
-from specviz.data.measurements.readers import csv, llamacpp_log, sglang_log, spec_bench, vllm_bench, vllm_log
+from specviz.data.measurements.readers import (
+    csv,
+    llamacpp_log,
+    sglang_bench,
+    sglang_log,
+    spec_bench,
+    vllm_bench,
+    vllm_log,
+)
 from specviz.data.measurements.readers.base import ReadContext, Reader
 
 __all__ = ["READERS", "ReadContext", "Reader", "detect", "formats"]
@@ -23,7 +31,8 @@ __all__ = ["READERS", "ReadContext", "Reader", "detect", "formats"]
 #: Every format, in detection order (the first whose rule matches reads the text; CSV matches anything).
 #: The engine logs come first: each claims only text with its own engine's lines (and a log whose
 #: lines are JSON must not go to Spec-Bench), and vLLM V1 before V0 so a log with both needs k=. A vllm bench serve
-#: result is a JSON object too: it goes before Spec-Bench's JSON lines, which claim any '{'.
+#: result and an SGLang bench_speculative line are JSON objects too: they go before Spec-Bench's JSON lines,
+#: which claim any '{'.
 READERS: dict[str, Reader] = {
     r.name: r
     for r in (
@@ -32,6 +41,7 @@ READERS: dict[str, Reader] = {
         sglang_log.READER,
         llamacpp_log.READER,
         vllm_bench.READER,
+        sglang_bench.READER,
         spec_bench.READER,
         csv.READER,
     )

@@ -15,6 +15,7 @@ accepted and D the drafted draft tokens, R the rounds (drafts verified):
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterable
@@ -231,3 +232,34 @@ def positions_sum_warning(engine: str) -> str:
         "{engine}: the per-position rates do not sum to mean length − 1, as unconditional rates p_i must (Σ p_i = E[N] − 1); they are read as unconditional all the same",
         engine=engine,
     )
+
+
+# --- JSON results (vllm bench serve, SGLang bench_speculative) --------------------------------------
+
+
+def json_number(obj: dict, key: str) -> float | None:
+    """A finite JSON number at ``key`` (bools are not numbers), else None."""
+    x = obj.get(key)
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return None
+    try:
+        x = float(x)
+    except OverflowError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def json_count(obj: dict, key: str) -> int | None:
+    """A whole number >= 0 at ``key``, else None."""
+    x = json_number(obj, key)
+    return int(x) if x is not None and x >= 0 and x == int(x) else None
+
+
+def first_json_object(text: str) -> dict | None:
+    """The first non-blank line as a JSON object, else None."""
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    try:
+        obj = json.loads(first)
+    except (ValueError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None

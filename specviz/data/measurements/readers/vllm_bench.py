@@ -25,7 +25,6 @@ has no acceptance figure and is a row error.
 from __future__ import annotations
 
 import json
-import math
 
 from specviz.base.i18n import C_, Phrase
 from specviz.data.measurements.readers import log_lines
@@ -55,39 +54,11 @@ SERVING_HEADERS = {
 }
 
 
-def _number(obj: dict, key: str) -> float | None:
-    """A finite JSON number at ``key`` (bools are not numbers), else None."""
-    x = obj.get(key)
-    if isinstance(x, bool) or not isinstance(x, int | float):
-        return None
-    try:
-        x = float(x)
-    except OverflowError:
-        return None
-    return x if math.isfinite(x) else None
-
-
-def _count(obj: dict, key: str) -> int | None:
-    """A whole number >= 0 at ``key``, else None."""
-    x = _number(obj, key)
-    return int(x) if x is not None and x >= 0 and x == int(x) else None
-
-
-def _first_object(text: str) -> dict | None:
-    """The first non-blank line as a JSON object, else None."""
-    first = next((ln for ln in text.splitlines() if ln.strip()), "")
-    try:
-        obj = json.loads(first)
-    except (ValueError, RecursionError):
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
 def detect(text: str) -> bool:
     """The first non-blank line is a JSON object with every key of :data:`SIGNATURE`."""
     if not text.lstrip().startswith("{") or not all(f'"{key}"' in text[:200_000] for key in SIGNATURE):
         return False
-    obj = _first_object(text)
+    obj = log_lines.first_json_object(text)
     return obj is not None and all(key in obj for key in SIGNATURE)
 
 
@@ -138,7 +109,7 @@ def parse_result(obj: dict, lineno: int = 1) -> tuple[LogRow, list[tuple[str, st
         f"vllm bench serve result ({backend}, {obj.get('num_prompts', '?')} prompts, {obj.get('date', '?')}), "
         f"line {lineno}; spec-decode counters are server-wide deltas over the run",
     )
-    row.tokens_per_s = _number(obj, "output_throughput")
+    row.tokens_per_s = log_lines.json_number(obj, "output_throughput")
     if not any(key.startswith("spec_decode_") for key in obj):
         absent = Phrase(
             "the run's speculative-decoding figures (absent: the server did not speculate, or exposed no spec-decode counters)"
@@ -154,13 +125,13 @@ def parse_result(obj: dict, lineno: int = 1) -> tuple[LogRow, list[tuple[str, st
 
 def _acceptance(obj: dict, row: LogRow, issues: list) -> None:
     """E[N], r, the per-position rates and K of a result that has spec-decode keys, into ``row``."""
-    mean = _number(obj, "spec_decode_acceptance_length")
+    mean = log_lines.json_number(obj, "spec_decode_acceptance_length")
     row.mean = mean if mean is not None and mean > 0 else None  # 0.0: no drafts were made
     drafts, drafted, accepted = (
-        _count(obj, f"spec_decode_{key}") for key in ("num_drafts", "draft_tokens", "accepted_tokens")
+        log_lines.json_count(obj, f"spec_decode_{key}") for key in ("num_drafts", "draft_tokens", "accepted_tokens")
     )
     row.rate = log_lines.ratio(accepted, drafted)
-    percent = _number(obj, "spec_decode_acceptance_rate")
+    percent = log_lines.json_number(obj, "spec_decode_acceptance_rate")
     no_drafts = drafts == 0 or drafted == 0  # vLLM writes 0.0 for the rate and length when nothing was drafted
     if row.rate is None and percent is not None and not no_drafts:
         row.rate = percent / 100.0  # written in percent: 100 · accepted / draft tokens
@@ -169,7 +140,7 @@ def _acceptance(obj: dict, row: LogRow, issues: list) -> None:
     if row.k is None and drafts and drafted and drafted % drafts == 0:
         row.k = drafted // drafts
     for key in ("spec_decode_acceptance_length", "spec_decode_acceptance_rate"):
-        if key in obj and _number(obj, key) is None:
+        if key in obj and log_lines.json_number(obj, key) is None:
             issues.append((key, f"{obj[key]!r:.80}", Phrase("a finite number")))
     if no_drafts:
         row.mean = row.rate = row.positions = None
@@ -199,18 +170,18 @@ def _positions(obj: dict, issues: list) -> list[float] | None:
 
 def serving_figures(obj: dict) -> dict[str, float | int | str | None]:
     """The run's serving columns (None where the result lacks them)."""
-    completed = _count(obj, "completed")
+    completed = log_lines.json_count(obj, "completed")
     out: dict[str, float | int | str | None] = {
-        "concurrency": _count(obj, "max_concurrency"),
-        "request_rate": _number(obj, "request_rate"),  # the string "inf" (all at once) is no rate
+        "concurrency": log_lines.json_count(obj, "max_concurrency"),
+        "request_rate": log_lines.json_number(obj, "request_rate"),  # the string "inf" (all at once) is no rate
         "target_model": obj.get("model_id") if isinstance(obj.get("model_id"), str) else None,
     }
     for name, key in (("prompt_tokens", "total_input_tokens"), ("output_tokens", "total_output_tokens")):
-        total = _number(obj, key)
+        total = log_lines.json_number(obj, key)
         out[name] = total / completed if total is not None and completed else None
     for metric in ("ttft", "tpot", "itl"):
         for q, prefix in _QUANTILES.items():
-            out[f"{metric}_{q}_ms"] = _number(obj, f"{prefix}_{metric}_ms")
+            out[f"{metric}_{q}_ms"] = log_lines.json_number(obj, f"{prefix}_{metric}_ms")
     return out
 
 

@@ -1,0 +1,166 @@
+"""SGLang ``scripts/playground/bench_speculative.py`` output (JSON lines) → one row per speculative configuration.
+
+The script appends one ``json.dumps`` object per configuration it measured (batch size × steps ×
+top-k × draft tokens; sgl-project/sglang ``scripts/playground/bench_speculative.py``)::
+
+    {"batch_size": 1, "steps": 3, "topk": 1, "num_draft_tokens": 4, "acc_length": 2.718,
+     "step_time": 0.00943, "speed": 288.23, "completion_tokens": 512.0}
+
+What the fields are, and where they go:
+
+* ``num_draft_tokens`` is ``--speculative-num-draft-tokens``, the tokens verified per step *with*
+  the root: K = num_draft_tokens − 1 drafts (a chain when ``topk`` = 1, else a tree of that many
+  nodes grown ``steps`` levels deep, ``topk`` per level);
+* ``acc_length`` is the server's mean tokens per verify step, bonus token counted → E[N]
+  (``mean_accepted_tokens``); it is the server's lifetime mean, so it includes the warm-up batch;
+* ``step_time`` (seconds) is the 20th percentile of the decode step's time, and ``speed`` =
+  acc_length / step_time the tokens/s of *one request*: the batch's throughput ``tokens_per_s`` is
+  speed × batch_size;
+* the line whose steps, top-k and draft tokens are all 0 is the target alone at that batch size: it
+  is no row (K ≥ 1), and gives the rows of its batch size ``baseline_tokens_per_s`` (its speed ×
+  batch_size) and ``t_target_ms`` (its step_time), so each row has a measured speedup.
+
+The file states neither the models, the method (EAGLE, EAGLE-3, a draft model …) nor the
+temperature; label them when loading.
+"""
+
+from __future__ import annotations
+
+import json
+
+from specviz.base.i18n import C_, Phrase
+from specviz.data.measurements.readers import log_lines
+from specviz.data.measurements.readers.base import ReadContext, Reader
+from specviz.data.measurements.readers.log_lines import LogRow, json_count, json_number
+from specviz.data.measurements.report import RowError
+from specviz.data.measurements.table import RawColumn, RawTable
+
+#: the keys every configuration line has (detection needs all of them in the first object)
+SIGNATURE = ("batch_size", "steps", "topk", "num_draft_tokens", "acc_length", "step_time", "speed")
+_HEADERS = {
+    "k": "num_draft_tokens − 1",
+    "mean_accepted_tokens": "acc_length",
+    "tokens_per_s": "speed × batch_size",
+    "batch_size": "batch_size",
+}
+_BASELINE = {
+    "baseline_tokens_per_s": "speed × batch_size of the line with steps = topk = num_draft_tokens = 0",
+    "t_target_ms": "step_time of that line (s → ms)",
+}
+
+
+def detect(text: str) -> bool:
+    """The first non-blank line is a JSON object with every key of :data:`SIGNATURE`."""
+    if not text.lstrip().startswith("{") or '"num_draft_tokens"' not in text[:200_000]:
+        return False
+    obj = log_lines.first_json_object(text)
+    return obj is not None and all(key in obj for key in SIGNATURE)
+
+
+def read(text: str, ctx: ReadContext) -> RawTable:
+    """Every speculative configuration as a row, with its batch size's target-only line as the baseline."""
+    lines = list(_objects(text))
+    baselines = {json_count(obj, "batch_size"): obj for _, obj, issues in lines if not issues and _is_baseline(obj)}
+    parsed = [(lineno, obj, issues) for lineno, obj, issues in lines if issues or not _is_baseline(obj)]
+    rows = [_row(lineno, obj) for lineno, obj, _ in parsed]
+    rows = log_lines.collect(rows, ctx, Phrase("SGLang bench_speculative configuration"))
+    table = log_lines.log_table(rows, ctx, _HEADERS)
+    for i, (lineno, _, issues) in enumerate(parsed):
+        for field, value, allowed in issues:
+            table.row_errors.setdefault(i, []).append(RowError(lineno, field, value, allowed, field))
+    base = [baselines.get(json_count(obj, "batch_size") if obj else None) for _, obj, _ in parsed]
+    for name, header in _BASELINE.items():
+        values = [_baseline_figure(b, name) for b in base]
+        if any(v is not None for v in values):
+            table.columns[name] = RawColumn(name, header, values, guess_percent=False)
+    ctx.report.conversions.append(
+        Phrase(
+            "SGLang bench_speculative: K = num_draft_tokens − 1 (SGLang counts the root); tokens/s = speed × batch_size; the baseline is the line with steps = topk = num_draft_tokens = 0 at the same batch size"
+        )
+    )
+    return table
+
+
+def _objects(text: str):
+    """(line number, object or None, issues) for every non-blank line."""
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            obj = None
+        if not isinstance(obj, dict):
+            allowed = Phrase("one JSON object per line (a bench_speculative configuration)")
+            yield lineno, None, [("json", f"{line.strip()!s:.120}", allowed)]
+            continue
+        yield lineno, obj, _issues(obj)
+
+
+def _issues(obj: dict) -> list[tuple[str, str, str]]:
+    """Fields that are not what the script writes, as (field, value, what is allowed)."""
+    issues = []
+    for key in ("batch_size", "steps", "topk", "num_draft_tokens"):
+        if json_count(obj, key) is None:
+            issues.append((key, f"{obj.get(key)!r:.80}", Phrase("a whole number >= 0")))
+    for key in ("acc_length", "step_time", "speed"):
+        x = json_number(obj, key)
+        if x is None or x <= 0:
+            issues.append((key, f"{obj.get(key)!r:.80}", Phrase("a finite number > 0")))
+    if (
+        not issues
+        and not _is_baseline(obj)
+        and (obj["num_draft_tokens"] < 2 or obj["acc_length"] > obj["num_draft_tokens"])
+    ):
+        allowed = Phrase("num_draft_tokens >= 2 (K + 1, the root counted) and acc_length in [1, num_draft_tokens]")
+        issues.append(("num_draft_tokens", f"{obj['num_draft_tokens']!r} (acc_length {obj['acc_length']!r})", allowed))
+    return issues
+
+
+def _is_baseline(obj: dict) -> bool:
+    """The target-only line: steps, top-k and draft tokens all 0."""
+    return all(obj.get(key) == 0 for key in ("steps", "topk", "num_draft_tokens"))
+
+
+def _row(lineno: int, obj: dict | None) -> LogRow:
+    """One configuration as a row (its fields already checked; a bad line an empty row)."""
+    if obj is None:
+        return LogRow(lineno, f"SGLang bench_speculative, line {lineno}")
+    shape = "chain" if obj.get("topk") == 1 else f"tree, top-k {obj.get('topk')}"
+    row = LogRow(
+        lineno,
+        f"SGLang bench_speculative ({shape}, {obj.get('steps')} draft steps, step time p20 "
+        f"{obj.get('step_time')} s), line {lineno}; acc_length is the server's lifetime mean",
+    )
+    ndt, batch, speed = (json_count(obj, "num_draft_tokens"), json_count(obj, "batch_size"), json_number(obj, "speed"))
+    row.k = ndt - 1 if ndt is not None and ndt >= 2 else None
+    row.mean = json_number(obj, "acc_length")
+    row.batch_size = batch
+    row.tokens_per_s = speed * batch if speed is not None and batch else None
+    if json_count(obj, "topk") not in (None, 1):
+        row.warnings.append(
+            Phrase(
+                "SGLang top-k > 1 drafts a tree of K nodes: an α read through the chain model from its E[N] is approximate"
+            )
+        )
+    return row
+
+
+def _baseline_figure(obj: dict | None, name: str) -> float | None:
+    """The target-only line's throughput (× batch size) or its step time in ms."""
+    if obj is None:
+        return None
+    if name == "t_target_ms":
+        return 1e3 * obj["step_time"]
+    return obj["speed"] * obj["batch_size"]
+
+
+READER = Reader(
+    name="sglang_bench",
+    title=Phrase(C_("note.measurements.reader.sglang_bench", "SGLang bench_speculative results")),
+    detect=detect,
+    rule="the first non-blank line is a JSON object with batch_size, steps, topk, num_draft_tokens, acc_length, step_time and speed",
+    read=read,
+    spellings=("sglang-bench", "sglang_bench_speculative", "bench_speculative"),
+    needs_k=False,
+)
