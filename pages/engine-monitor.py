@@ -164,6 +164,8 @@ def endpoint_card(e: monitor.Endpoint, history: monitor.History, k: int, c: floa
         w = s.overall
         for note in dict.fromkeys(filter(None, (s.latest.reset, w.reset))):
             st.warning(ui.message(note), icon=":material/restart_alt:")
+        if w.reading_note:  # e.g. which SGLang version's meaning of its accept rate was applied
+            st.caption(ui.t(w.reading_note))
         alpha = w.alpha(s.k)
         cols = st.columns(5)
         cols[0].metric(

@@ -126,7 +126,8 @@ def test_sglang_gauges_and_server_info():
     t = read_sglang(fixture("sglang-metrics.txt"))
     assert (t.mean_acceptance_length, t.tokens_per_s) == (2.54, 87.12)
     # its accept rate changed meaning in April 2026, and the body does not say which: kept, not used as r
-    assert t.acceptance_rate is None and t.labels == {"spec_accept_rate": "0.385"}
+    assert t.acceptance_rate is None and t.labels["spec_accept_rate"] == "0.385" and t.k is None
+    assert "does not say which meaning" in t.labels["spec_accept_rate_meaning"]
     assert not t.cumulative and t.model == "meta-llama/Llama-3.1-8B-Instruct"
     w = window(None, t)
     assert w.mean_acceptance_length == 2.54 and w.alpha(3) == pytest.approx(theory.alpha_from_mean_tokens(2.54, 3))
@@ -134,6 +135,26 @@ def test_sglang_gauges_and_server_info():
     assert info.mean_acceptance_length == 2.54
     with pytest.raises(TelemetryError, match="avg_spec_accept_length"):
         read_sglang_server_info({"internal_states": [{}]})
+
+
+FORMATS = Path(__file__).parent / "fixtures" / "formats"
+
+
+def test_sglang_k_gauges_and_the_accept_rate_meaning_by_version():
+    """0.5.23 (K gauges since 0.5.13; accept rate = accepted / proposed since 0.5.11, PR #23530) against
+    0.5.10 (accept length / draft tokens); both fixtures are one window of 101 steps, 155 accepted, K = 3."""
+    new = read_sglang((FORMATS / "sglang-metrics-spec-gauges.txt").read_text(), now=10.0)
+    assert new.k == 3 and new.acceptance_rate == pytest.approx(155 / (101 * 3))
+    assert new.mean_acceptance_length == pytest.approx(1 + 155 / 101)
+    record = to_record(window(None, new))
+    assert record["k"] == 3 and record["acceptance_rate"] == pytest.approx(155 / 303)
+    assert "read as accepted / proposed drafts (its meaning since SGLang 0.5.11" in record["notes"]
+    old = read_sglang((FORMATS / "sglang-metrics-spec-gauges-0.5.10.txt").read_text(), now=10.0)
+    assert old.k is None and old.acceptance_rate is None  # 0.634 = E[N] / (K + 1), not r
+    assert old.labels["spec_accept_rate"] == "0.633663"
+    record = to_record(window(None, old), k=3)
+    assert "acceptance_rate" not in record and record["mean_accepted_tokens"] == pytest.approx(1 + 155 / 101)
+    assert "accept length / draft tokens (SGLang 0.5.10 and before)" in record["notes"]
 
 
 def test_trtllm_iteration_stats_sum_the_iterations_with_drafts():

@@ -9,7 +9,8 @@
   ``llamacpp:tokens_predicted_total``; and each completion's ``timings.draft_n`` /
   ``draft_n_accepted`` (tools/server/server-common.cpp of llama.cpp b11434).
 - SGLang ``/metrics``: gauges ``sglang:spec_accept_length`` (accepted drafts + bonus per forward,
-  over the last logging interval), ``sglang:spec_accept_rate``, ``sglang:gen_throughput``; and
+  over the last logging interval), ``sglang:spec_accept_rate`` (r where the body shows SGLang's
+  post-0.5.11 meaning), ``sglang:spec_num_draft_tokens`` (K + 1), ``sglang:gen_throughput``; and
   ``/server_info``'s ``internal_states[0].avg_spec_accept_length``.
 - TensorRT-LLM ``trtllm-serve`` ``/metrics``: a JSON list of iteration stats, each with
   ``specDecodingStats {numDraftTokens, numAcceptedTokens, numRequestsWithDraftTokens,
@@ -39,7 +40,7 @@ from dataclasses import replace
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from specviz.base.i18n import Message, Phrase
+from specviz.base.i18n import N_, Message, Phrase
 from specviz.servers.telemetry import ENGINES, Telemetry, combine
 
 
@@ -310,20 +311,62 @@ def read_llamacpp_timings(body: dict | str, *, k: int | None = None, now: float 
     )
 
 
+#: ``sglang:spec_accept_rate``'s HELP text in each meaning (SGLang metrics_collector.py, 0.5.10 and 0.5.23)
+_SGLANG_RATE_HELP = {
+    "accepted / proposed": re.compile(r"^# HELP sglang:spec_accept_rate .*accepted drafts / proposed drafts", re.M),
+    "accept length / draft tokens": re.compile(
+        r"^# HELP sglang:spec_accept_rate .*accepted tokens / total draft tokens", re.M
+    ),
+}
+#: what the reading says about ``sglang:spec_accept_rate``, by the meaning found (None: not found)
+_SGLANG_RATE_NOTE = {
+    "accepted / proposed": N_(
+        "sglang:spec_accept_rate read as accepted / proposed drafts (its meaning since SGLang 0.5.11, PR #23530)"
+    ),
+    "accept length / draft tokens": N_(
+        "sglang:spec_accept_rate not used as r: here it is accept length / draft tokens (SGLang 0.5.10 and before)"
+    ),
+    None: N_(
+        "sglang:spec_accept_rate not used as r: the body does not say which meaning it has (it changed in SGLang 0.5.11)"
+    ),
+}
+_SGLANG_GAUGES = (
+    "sglang:spec_accept_length",
+    "sglang:spec_accept_rate",
+    "sglang:gen_throughput",
+    "sglang:spec_num_steps",
+    "sglang:spec_num_draft_tokens",
+)
+
+
+def sglang_rate_meaning(text: str, has_k_gauges: bool) -> str | None:
+    """Which meaning ``sglang:spec_accept_rate`` has in this body, or None where it does not say.
+
+    SGLang PR #23530 (first released in 0.5.11) changed it from accept length / draft tokens per
+    forward (E[N] / (K + 1) for a chain, bonus counted) to accepted / proposed drafts (r). The HELP
+    line names the formula in each; the K gauges (``sglang:spec_num_steps``,
+    ``sglang:spec_num_draft_tokens``) first appeared in 0.5.13, so a body with them has the new one.
+    """
+    for meaning, help_line in _SGLANG_RATE_HELP.items():
+        if help_line.search(text):
+            return meaning
+    return "accepted / proposed" if has_k_gauges else None
+
+
 def read_sglang(text: str, *, now: float | None = None) -> Telemetry:
     """SGLang /metrics → its speculative gauges (the last logging interval), averaged over label sets.
 
-    ``sglang:spec_accept_length`` is E[N] (bonus counted); ``sglang:gen_throughput`` tokens/s.
-    ``sglang:spec_accept_rate`` changed meaning in April 2026 (SGLang PR #23530): before, accept
-    length / draft tokens per forward (E[N] / (K + 1) for a chain); since, accepted / proposed. A
-    body does not say which, so it is kept as the label ``spec_accept_rate`` and not used as r.
-    Counts are not exposed.
+    ``sglang:spec_accept_length`` is E[N] (bonus counted); ``sglang:gen_throughput`` tokens/s;
+    ``sglang:spec_num_draft_tokens`` (SGLang ≥ 0.5.13) the tokens verified per step with the root,
+    so K = it − 1. ``sglang:spec_accept_rate`` is used as r only where the body says it has the
+    meaning of SGLang ≥ 0.5.11 (:func:`sglang_rate_meaning`); the meaning applied, or that none
+    could be, is the label ``spec_accept_rate_meaning``. Counts are not exposed.
     """
     samples = prometheus_samples(text)
     gauges: dict[str, list[float]] = defaultdict(list)
     model = ""
     for name, labels, value in samples:
-        if name in ("sglang:spec_accept_length", "sglang:spec_accept_rate", "sglang:gen_throughput"):
+        if name in _SGLANG_GAUGES:
             if math.isfinite(value):
                 gauges[name].append(value)
             model = model or _model(labels.get("model_name", ""))
@@ -334,15 +377,28 @@ def read_sglang(text: str, *, now: float | None = None) -> Telemetry:
         vals = gauges.get(name)
         return sum(vals) / len(vals) if vals else None
 
-    length, rate = avg("sglang:spec_accept_length"), avg("sglang:spec_accept_rate")
+    length, rate, tokens = (
+        avg("sglang:spec_accept_length"),
+        avg("sglang:spec_accept_rate"),
+        avg("sglang:spec_num_draft_tokens"),
+    )
+    k = round(tokens) - 1 if tokens is not None and round(tokens) >= 2 else None
+    meaning = sglang_rate_meaning(text, "sglang:spec_num_steps" in gauges or tokens is not None)
+    labels = (
+        {}
+        if rate is None
+        else {"spec_accept_rate": f"{rate:g}", "spec_accept_rate_meaning": _SGLANG_RATE_NOTE[meaning]}
+    )
     return Telemetry(
         engine="sglang",
         model=model,
+        k=k,
         end=_now(now),
         mean_acceptance_length=length if length and length >= 1.0 else None,
+        acceptance_rate=rate if meaning == "accepted / proposed" and rate is not None and 0 <= rate <= 1 else None,
         tokens_per_s=avg("sglang:gen_throughput"),
         cumulative=False,
-        labels={"spec_accept_rate": f"{rate:g}"} if rate is not None else {},
+        labels=labels,
     )
 
 

@@ -94,6 +94,7 @@ class Window:
     reported_mean_length: float | None
     reported_acceptance_rate: float | None
     reset: str | None = None  #: why the counters restarted within the window (None: they did not); a Phrase
+    reading_note: str | None = None  #: how the engine's figures were read (e.g. which version's meaning applied)
 
     @property
     def seconds(self) -> float | None:
@@ -276,6 +277,7 @@ def _as_window(t: Telemetry, start: float | None, reset: str | None) -> Window:
         reported_mean_length=t.mean_acceptance_length,
         reported_acceptance_rate=t.acceptance_rate,
         reset=reset,
+        reading_note=t.labels.get("spec_accept_rate_meaning"),
     )
 
 
@@ -382,7 +384,7 @@ def to_record(
         record["c"] = c
     span = f"{w.seconds:.1f} s window" if w.seconds else "since the server started"
     drafts = f", {w.rounds:.0f} drafts" if w.rounds is not None else ""
-    record["notes"] = f"{ENGINES.get(w.engine, w.engine)} telemetry, {span}{drafts}" + (
-        f"; {w.reset}" if w.reset else ""
+    record["notes"] = f"{ENGINES.get(w.engine, w.engine)} telemetry, {span}{drafts}" + "".join(
+        f"; {note}" for note in (w.reset, w.reading_note) if note
     )
     return record
