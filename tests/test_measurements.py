@@ -1000,6 +1000,7 @@ def test_readers_are_an_explicit_registry_tried_in_order_csv_last():
         "llamacpp_log",
         "vllm_bench",
         "sglang_bench",
+        "aiperf",
         "spec_bench",
         "csv",
     ]

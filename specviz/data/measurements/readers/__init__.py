@@ -16,6 +16,7 @@ To add an engine's format: write ``readers/<format>.py`` with a ``READER = Reade
 from __future__ import annotations
 
 from specviz.data.measurements.readers import (
+    aiperf,
     csv,
     llamacpp_log,
     sglang_bench,
@@ -42,6 +43,7 @@ READERS: dict[str, Reader] = {
         llamacpp_log.READER,
         vllm_bench.READER,
         sglang_bench.READER,
+        aiperf.READER,
         spec_bench.READER,
         csv.READER,
     )
