@@ -1001,6 +1001,7 @@ def test_readers_are_an_explicit_registry_tried_in_order_csv_last():
         "vllm_bench",
         "sglang_bench",
         "aiperf",
+        "speculation_profile",
         "spec_bench",
         "csv",
     ]

@@ -22,6 +22,7 @@ from specviz.data.measurements.readers import (
     sglang_bench,
     sglang_log,
     spec_bench,
+    speculation_profile,
     vllm_bench,
     vllm_log,
 )
@@ -44,6 +45,7 @@ READERS: dict[str, Reader] = {
         vllm_bench.READER,
         sglang_bench.READER,
         aiperf.READER,
+        speculation_profile.READER,
         spec_bench.READER,
         csv.READER,
     )

@@ -1,0 +1,162 @@
+"""NVIDIA Model-Optimizer's ``speculation_profile.json`` (schema 1.0) → rows; and a row → that profile.
+
+Written by ``examples/specdec_bench`` (``specdec_bench/speculation_profile.py`` ``build_profile``) and by
+``examples/speculative_decoding/scripts/ar_validate.py``; vLLM's synthetic sampler and NVIDIA's tools
+read it. What its fields are, and where they go:
+
+* ``num_speculative_tokens`` → K; ``mean_accept_length`` → E[N] (per verify step, bonus counted);
+* ``conditional_accept_rates`` a_i = P(draft i accepted | drafts before it accepted) →
+  ``per_position_acceptance`` as they are; ``marginal_accept_rates`` p_i = a_1 ⋯ a_i (checked
+  against them, within their 6 decimals);
+* ``acceptance_length_histogram`` ``{"L": steps}``, L = 1 … K + 1 tokens per step, is what the
+  rates and the mean come from; ``method`` → method;
+* ``per_category`` ``{"coding": mean length, …}`` (MT-Bench / SpecBench categories): one more row per
+  category, labelled with it (its E[N] only).
+
+A profile with ``"measured": false`` (``stub_profile``) has no measured figure and is refused.
+:func:`to_profile` writes a row back in the same schema (both rate vectors, the mean, the
+acceptance-length model), so a specviz run can feed vLLM's synthetic sampler or NVIDIA's tools.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from specviz.base.i18n import C_, Phrase
+from specviz.data.measurements.readers import log_lines
+from specviz.data.measurements.readers.base import ReadContext, Reader
+from specviz.data.measurements.readers.log_lines import LogRow, json_count, json_number
+from specviz.data.measurements.report import MeasurementError
+from specviz.data.measurements.table import RawColumn, RawTable
+
+SCHEMA_VERSION = "1.0"
+_HEADERS = {
+    "k": "num_speculative_tokens",
+    "mean_accepted_tokens": "mean_accept_length",
+    "per_position_acceptance": "marginal_accept_rates (checked against conditional_accept_rates)",
+}
+
+
+def detect(text: str) -> bool:
+    """A JSON object with ``schema_version`` and ``conditional_accept_rates`` near its start."""
+    head = text.lstrip()[:4000]
+    return head.startswith("{") and '"conditional_accept_rates"' in head and '"schema_version"' in head
+
+
+def read(text: str, ctx: ReadContext) -> RawTable:
+    """The profile as a row, and a row per category where it has them."""
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        message = Phrase("{name}: not a complete JSON object ({error})", name=ctx.name, error=str(exc)[:120])
+        raise MeasurementError(message, ctx.report) from None
+    if not isinstance(obj, dict) or obj.get("measured") is False:
+        message = Phrase('{name}: a speculation profile with no measurement ("measured": false)', name=ctx.name)
+        raise MeasurementError(message, ctx.report)
+    rows = [parse_profile(obj), *category_rows(obj)]
+    table = log_lines.log_table(log_lines.collect(rows, ctx, Phrase("speculation profile")), ctx, _HEADERS)
+    labels = [ctx.name] + [f"{ctx.name} · {row.note.rpartition('category ')[2]}" for row in rows[1:]]
+    table.columns["label"] = RawColumn("label", "per_category", labels, guess_percent=False)
+    return table
+
+
+def parse_profile(obj: dict) -> LogRow:
+    """K, E[N] and the unconditional p_i of the profile (the conditional ones must agree with them)."""
+    who = obj.get("method") or obj.get("producer") or "?"
+    row = LogRow(1, f"speculation_profile.json ({who}, schema {obj.get('schema_version', '?')})")
+    row.k = json_count(obj, "num_speculative_tokens")
+    row.mean = json_number(obj, "mean_accept_length")
+    marginal, conditional = (_rates(obj, key) for key in ("marginal_accept_rates", "conditional_accept_rates"))
+    row.positions = marginal or (_products(conditional) if conditional else None)
+    if marginal and conditional and not _agree(marginal, _products(conditional)):
+        row.problems.append(
+            Phrase(
+                "marginal_accept_rates equal to the running products of conditional_accept_rates (within 6 decimals)"
+            )
+        )
+    problem = log_lines.positions_length_problem(row.positions, row.k, "marginal_accept_rates")
+    row.problems += [problem] if problem else []
+    if log_lines.positions_sum_off(row.positions, row.mean):
+        row.warnings.append(log_lines.positions_sum_warning("speculation_profile.json"))
+    return row
+
+
+def category_rows(obj: dict) -> list[LogRow]:
+    """One row per ``per_category`` entry: its mean acceptance length at the profile's K."""
+    categories = obj.get("per_category")
+    if not isinstance(categories, dict):
+        return []
+    rows = []
+    for line, name in enumerate(categories, start=2):
+        row = LogRow(line, f"speculation_profile.json, category {name}")
+        row.k, row.mean = json_count(obj, "num_speculative_tokens"), json_number(categories, name)
+        rows.append(row)
+    return rows
+
+
+def _rates(obj: dict, key: str) -> list[float] | None:
+    """A list of numbers in [0, 1] at ``key``, else None."""
+    values = obj.get(key)
+    if not isinstance(values, list) or not values:
+        return None
+    numbers = [json_number({"x": v}, "x") for v in values]
+    return [float(x) for x in numbers] if all(x is not None and 0 <= x <= 1 for x in numbers) else None
+
+
+def _products(conditional: list[float]) -> list[float]:
+    """p_i = a_1 ⋯ a_i."""
+    out, p = [], 1.0
+    for a in conditional:
+        p *= a
+        out.append(p)
+    return out
+
+
+def _agree(a: list[float], b: list[float]) -> bool:
+    """Same length, equal within the files' 6 decimals (each rounding compounds: 1e-6 · K)."""
+    return len(a) == len(b) and all(abs(x - y) <= 1e-6 * (len(a) + 1) for x, y in zip(a, b, strict=True))
+
+
+def to_profile(
+    k: int, conditional: list[float], mean_accepted_tokens: float | None = None, method: str | None = None
+) -> dict:
+    """A measurement as a Model-Optimizer ``speculation_profile.json`` (schema 1.0) object.
+
+    ``conditional`` are the a_i of ``per_position_acceptance``; the marginal p_i are their running
+    products and, where the mean is not given, E[N] = 1 + Σ p_i (the chain model, as the schema's
+    ``chain_analytic`` accept-length model computes it). Rates are rounded to 6 decimals, as the
+    schema's builder writes them.
+    """
+    if len(conditional) != k or not all(0 <= a <= 1 for a in conditional):
+        raise ValueError(f"conditional rates must be K = {k} numbers in [0, 1]; got {conditional!r}")
+    marginal = _products(conditional)
+    mean = (
+        1.0 + sum(marginal)
+        if mean_accepted_tokens is None or math.isnan(mean_accepted_tokens)
+        else mean_accepted_tokens
+    )
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "measured": True,
+        "method": method,
+        "num_speculative_tokens": k,
+        "max_supported_k": k,
+        "verification_method": "longest_prefix",
+        "conditional_accept_rates": [round(a, 6) for a in conditional],
+        "marginal_accept_rates": [round(p, 6) for p in marginal],
+        "mean_accept_length": round(mean, 6),
+        "accept_length_model": "chain_analytic",
+        "accept_length_by_k": {str(k): round(mean, 6)},
+    }
+
+
+READER = Reader(
+    name="speculation_profile",
+    title=Phrase(C_("note.measurements.reader.speculation_profile", "Model-Optimizer speculation profiles")),
+    detect=detect,
+    rule="a JSON object whose first keys include schema_version and conditional_accept_rates (speculation_profile.json)",
+    read=read,
+    spellings=("speculation-profile", "speculation_profile.json", "modelopt"),
+    needs_k=False,
+)
