@@ -21,14 +21,13 @@ run's command line (``run_info.cli_command``).
 
 from __future__ import annotations
 
-import json
 import re
 
 from specviz.base.i18n import C_, Phrase
 from specviz.data.measurements.readers import log_lines
 from specviz.data.measurements.readers.base import ReadContext, Reader
 from specviz.data.measurements.readers.log_lines import LogRow, json_count, json_number
-from specviz.data.measurements.report import MeasurementError, RowError
+from specviz.data.measurements.report import RowError
 from specviz.data.measurements.table import RawColumn, RawTable
 
 _HEADERS = {
@@ -56,13 +55,7 @@ def detect(text: str) -> bool:
 
 def read(text: str, ctx: ReadContext) -> RawTable:
     """The run as one row: E[N], r, K and per-position rates from the pooled counts; serving figures."""
-    try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        message = Phrase("{name}: not a complete JSON object ({error})", name=ctx.name, error=str(exc)[:120])
-        raise MeasurementError(message, ctx.report) from None
-    if not isinstance(obj, dict):
-        raise MeasurementError(Phrase("{name}: not a JSON object", name=ctx.name), ctx.report)
+    obj = log_lines.json_document(text, ctx)
     row, issues = parse_run(obj)
     table = log_lines.log_table(log_lines.collect([row], ctx, Phrase("AIPerf run")), ctx, _HEADERS)
     for field, value, allowed in issues:

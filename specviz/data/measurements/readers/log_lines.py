@@ -263,3 +263,36 @@ def first_json_object(text: str) -> dict | None:
     except (ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
+
+
+def json_lines(text: str, what: str):
+    """(line number, object, issue) for every non-blank line of JSON lines: the object and None, or
+    None and a ("json", the line, what is allowed) row error where the line is no JSON object
+    (``what``: the format's name for a line, a Phrase)."""
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            obj = None
+        if isinstance(obj, dict):
+            yield lineno, obj, None
+        else:
+            yield (
+                lineno,
+                None,
+                ("json", f"{line.strip()!s:.120}", Phrase("one JSON object per line ({what})", what=what)),
+            )
+
+
+def json_document(text: str, ctx: ReadContext) -> dict:
+    """The text as one JSON object; MeasurementError saying why where it is not (truncated, not an object)."""
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        message = Phrase("{name}: not a complete JSON object ({error})", name=ctx.name, error=str(exc)[:120])
+        raise MeasurementError(message, ctx.report) from None
+    if not isinstance(obj, dict):
+        raise MeasurementError(Phrase("{name}: not a JSON object", name=ctx.name), ctx.report)
+    return obj

@@ -26,8 +26,6 @@ temperature; label them when loading.
 
 from __future__ import annotations
 
-import json
-
 from specviz.base.i18n import C_, Phrase
 from specviz.data.measurements.readers import log_lines
 from specviz.data.measurements.readers.base import ReadContext, Reader
@@ -83,18 +81,8 @@ def read(text: str, ctx: ReadContext) -> RawTable:
 
 def _objects(text: str):
     """(line number, object or None, issues) for every non-blank line."""
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError):
-            obj = None
-        if not isinstance(obj, dict):
-            allowed = Phrase("one JSON object per line (a bench_speculative configuration)")
-            yield lineno, None, [("json", f"{line.strip()!s:.120}", allowed)]
-            continue
-        yield lineno, obj, _issues(obj)
+    for lineno, obj, issue in log_lines.json_lines(text, Phrase("a bench_speculative configuration")):
+        yield lineno, obj, [issue] if issue else _issues(obj)
 
 
 def _issues(obj: dict) -> list[tuple[str, str, str]]:

@@ -20,7 +20,6 @@ acceptance-length model), so a specviz run can feed vLLM's synthetic sampler or 
 
 from __future__ import annotations
 
-import json
 import math
 
 from specviz.base.i18n import C_, Phrase
@@ -46,12 +45,8 @@ def detect(text: str) -> bool:
 
 def read(text: str, ctx: ReadContext) -> RawTable:
     """The profile as a row, and a row per category where it has them."""
-    try:
-        obj = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        message = Phrase("{name}: not a complete JSON object ({error})", name=ctx.name, error=str(exc)[:120])
-        raise MeasurementError(message, ctx.report) from None
-    if not isinstance(obj, dict) or obj.get("measured") is False:
+    obj = log_lines.json_document(text, ctx)
+    if obj.get("measured") is False:
         message = Phrase('{name}: a speculation profile with no measurement ("measured": false)', name=ctx.name)
         raise MeasurementError(message, ctx.report)
     rows = [parse_profile(obj), *category_rows(obj)]

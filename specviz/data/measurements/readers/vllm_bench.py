@@ -24,8 +24,6 @@ has no acceptance figure and is a row error.
 
 from __future__ import annotations
 
-import json
-
 from specviz.base.i18n import C_, Phrase
 from specviz.data.measurements.readers import log_lines
 from specviz.data.measurements.readers.base import ReadContext, Reader
@@ -84,19 +82,12 @@ def read(text: str, ctx: ReadContext) -> RawTable:
 
 def _results(text: str):
     """(row, serving figures) for every non-blank line: a result, or a row error saying why it is not one."""
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError):
-            obj = None
-        if not isinstance(obj, dict):
-            issue = ("json", f"{line.strip()!s:.120}", Phrase("one JSON object per line (a vllm bench serve result)"))
+    for lineno, obj, issue in log_lines.json_lines(text, Phrase("a vllm bench serve result")):
+        if issue:
             yield LogRow(lineno, f"vllm bench serve result, line {lineno}"), {}, [issue]
-            continue
-        row, issues = parse_result(obj, lineno)
-        yield row, serving_figures(obj), issues
+        else:
+            row, issues = parse_result(obj, lineno)
+            yield row, serving_figures(obj), issues
 
 
 def parse_result(obj: dict, lineno: int = 1) -> tuple[LogRow, list[tuple[str, str, str]]]:
