@@ -6,14 +6,25 @@
   skips, saying so; CI fetches it.
 - TensorRT-LLM: its wheels need CUDA, so the rules of ``DecodingBaseConfig``'s validators
   (tensorrt_llm/llmapi/llm_args.py at NVIDIA/TensorRT-LLM fcd3f316) are checked as they are written there.
+- SGLang: its server_args.py imports SGLang's CUDA stack, so it is read, not imported: from the SGLang
+  0.5.10.post1 sdist on PyPI (the newest release with an sdist; later ones ship wheels only; sha256-checked
+  and cached like vLLM's), ``ServerArgs.add_cli_args``'s ``--model-path`` and ``--speculative-*``
+  ``add_argument`` calls are rebuilt, with their literal keywords, into an ``argparse`` parser. The
+  exported flags must parse into K steps, top-1 and K + 1 draft tokens, with an algorithm among
+  SGLang's choices and its ``SpeculativeAlgorithm`` enum (sglang/srt/speculative/spec_info.py), while
+  a flag it does not have, a choice it does not list and a value of the wrong type are refused.
 - llama.cpp: llama-server started with the exported flags (tests/test_llamacpp.py's binary).
 """
 
 from __future__ import annotations
 
+import argparse
+import ast
 import hashlib
 import importlib.util
+import io
 import os
+import shlex
 import tarfile
 from pathlib import Path
 
@@ -31,6 +42,16 @@ VLLM_SDIST = (
 VLLM_SHA256 = "fcad848b246a9d8652b47e6425af92334dc02492f9802720f54e27b823cf0113"
 VLLM_MODULE = "vllm-0.34.0/vllm/v1/spec_decode/dynamic/utils.py"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "specviz" / "vllm-0.34.0"
+SGLANG_SDIST = (
+    "https://files.pythonhosted.org/packages/42/38/feb04f6478b90315606fcd62b798917e7fcee9f1d7d84b01cf477398045e/"
+    "sglang-0.5.10.post1.tar.gz"
+)
+SGLANG_SHA256 = "01f7adfe7cde85b238fb0e1bae4b31d494e19d1471cf35ff3c5489a02f9d2263"
+SGLANG_MODULES = {
+    "server_args.py": "sglang-0.5.10.post1/sglang/srt/server_args.py",
+    "spec_info.py": "sglang-0.5.10.post1/sglang/srt/speculative/spec_info.py",
+}
+SGLANG_CACHE = CACHE.parent / "sglang-0.5.10.post1"
 P, G = serving.Lengths.fixed(1024), serving.Lengths.fixed(256)
 
 
@@ -53,23 +74,30 @@ def schedules():
     return _schedules()
 
 
-def _vllm_utils():
-    """vLLM 0.34.0's dynamic-schedule module, from the cache or PyPI; None without either."""
-    path = CACHE / "dynamic_utils.py"
-    if not path.is_file():
+def _from_sdist(url: str, sha256: str, members: dict[str, str], cache: Path) -> dict[str, Path] | None:
+    """``members`` (cached name: path in the archive) of the sdist at ``url``, from ``cache`` or PyPI
+    (checked against ``sha256``); None when neither has them."""
+    paths = {name: cache / name for name in members}
+    if not all(path.is_file() for path in paths.values()):
         try:
-            body = httpx.get(VLLM_SDIST, timeout=60.0, follow_redirects=True).raise_for_status().content
+            body = httpx.get(url, timeout=120.0, follow_redirects=True).raise_for_status().content
         except httpx.HTTPError:
             return None
-        if hashlib.sha256(body).hexdigest() != VLLM_SHA256:
-            raise AssertionError("vllm-0.34.0.tar.gz does not match its sha256")
-        CACHE.mkdir(parents=True, exist_ok=True)
-        sdist = CACHE / "vllm-0.34.0.tar.gz"
-        sdist.write_bytes(body)
-        with tarfile.open(sdist) as tar:
-            path.write_bytes(tar.extractfile(VLLM_MODULE).read())
-        sdist.unlink()
-    spec = importlib.util.spec_from_file_location("vllm_dynamic_utils", path)
+        if hashlib.sha256(body).hexdigest() != sha256:
+            raise AssertionError(f"{url.rsplit('/', 1)[-1]} does not match its sha256")
+        cache.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(fileobj=io.BytesIO(body)) as tar:
+            for name, member in members.items():
+                paths[name].write_bytes(tar.extractfile(member).read())
+    return paths
+
+
+def _vllm_utils():
+    """vLLM 0.34.0's dynamic-schedule module, from the cache or PyPI; None without either."""
+    paths = _from_sdist(VLLM_SDIST, VLLM_SHA256, {"dynamic_utils.py": VLLM_MODULE}, CACHE)
+    if paths is None:
+        return None
+    spec = importlib.util.spec_from_file_location("vllm_dynamic_utils", paths["dynamic_utils.py"])
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -114,6 +142,139 @@ def test_sglang_and_llama_cpp_flags():
     )
     assert serving.sglang_flags(0).startswith("#") and serving.llama_cpp_flags(0).startswith("#")
     assert serving.llama_cpp_flags(4) == "--spec-draft-n-max 4 --spec-draft-n-min 4 --spec-draft-p-min 0"
+
+
+class _Refused(Exception):
+    """What argparse would print before exiting with status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise _Refused(message)
+
+
+class _Unresolved(Exception):
+    pass
+
+
+_TYPES = {"int": int, "float": float, "str": str}
+_KEPT = ("type", "choices", "action", "default", "nargs", "required", "dest", "const")
+
+
+def _sglang_parser(source: str) -> tuple[argparse.ArgumentParser, dict[str, list[str]]]:
+    """SGLang's ``--model-path`` and ``--speculative-*`` options, rebuilt from the ``add_argument`` calls
+    of ``ServerArgs.add_cli_args`` in server_args.py's source, and the keywords dropped for each flag.
+
+    A keyword is kept when it is a literal, ``int``/``float``/``str``, a module-level constant (lists
+    such as ``[*QUANTIZATION_CHOICES, "unquant"]`` included) or a ``ServerArgs.<field>`` default that
+    is one of these; any other (a function as ``type``, a ``default_factory``...) is dropped and
+    returned, so a test can insist the ones it relies on were kept. ``help`` is never read. In
+    0.5.10.post1 one is dropped: ``--speculative-ngram-capacity``'s default (``10 * 1000 * 1000``, an
+    expression, not a literal); no flag we export relies on it.
+    """
+    tree = ast.parse(source)
+    constants = {
+        target.id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    server_args = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ServerArgs")
+    fields = {
+        n.target.id: n.value
+        for n in server_args.body
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value is not None
+    }
+    add_cli_args = next(n for n in server_args.body if isinstance(n, ast.FunctionDef) and n.name == "add_cli_args")
+
+    def value(node):
+        if isinstance(node, ast.Name) and node.id in _TYPES:
+            return _TYPES[node.id]
+        if isinstance(node, ast.Name) and node.id in constants:
+            return value(constants[node.id])
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "ServerArgs":
+            if node.attr in fields:
+                return value(fields[node.attr])
+            raise _Unresolved
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):
+            items = []
+            for elt in node.elts:
+                items.extend(value(elt.value) if isinstance(elt, ast.Starred) else [value(elt)])
+            return {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)](items)
+        try:
+            return ast.literal_eval(node)
+        except ValueError:
+            raise _Unresolved from None
+
+    parser, dropped = _Parser(prog="sglang serve"), {}
+    for call in ast.walk(add_cli_args):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            continue
+        if call.func.attr != "add_argument":
+            continue
+        flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if not flags or not (flags[0].startswith("--speculative-") or flags[0] == "--model-path"):
+            continue
+        kwargs = {}
+        for keyword in call.keywords:
+            if keyword.arg not in _KEPT:
+                continue
+            try:
+                kwargs[keyword.arg] = value(keyword.value)
+            except _Unresolved:
+                dropped.setdefault(flags[0], []).append(keyword.arg)
+        parser.add_argument(*flags, **kwargs)
+    return parser, dropped
+
+
+def _enum_members(source: str, name: str) -> set[str]:
+    cls = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef) and n.name == name)
+    return {t.id for n in cls.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+
+
+@pytest.mark.slow
+def test_sglang_parser_takes_the_flags(schedules):
+    paths = _from_sdist(SGLANG_SDIST, SGLANG_SHA256, SGLANG_MODULES, SGLANG_CACHE)
+    if paths is None:
+        pytest.skip("SGLang 0.5.10.post1's sdist could not be fetched from PyPI (no network)")
+    parser, dropped = _sglang_parser(paths["server_args.py"].read_text())
+    ours = ["--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-steps"]
+    ours += ["--speculative-eagle-topk", "--speculative-num-draft-tokens", "--model-path"]
+    assert not set(ours) & set(dropped), dropped  # the keywords our flags rely on were all read
+    options = {flag: action for action in parser._actions for flag in action.option_strings}
+    assert set(ours) <= set(options)
+    algorithms = options["--speculative-algorithm"].choices
+    # STANDALONE (a separate draft model) is both a CLI choice and a SpeculativeAlgorithm in this release
+    assert "STANDALONE" in algorithms
+    assert "STANDALONE" in _enum_members(paths["spec_info.py"].read_text(), "SpeculativeAlgorithm")
+
+    ks = {int(k) for schedule in schedules for k in schedule["k"] if k > 0} | set(range(1, 9))
+    for k in sorted(ks):
+        argv = ["--model-path", "org/target", *shlex.split(serving.sglang_flags(k, draft="org/draft"))]
+        args = parser.parse_args(argv)
+        assert args.speculative_algorithm == "STANDALONE" and args.speculative_algorithm in algorithms
+        assert args.speculative_draft_model_path == "org/draft"
+        assert args.speculative_num_steps == k and isinstance(args.speculative_num_steps, int)
+        assert args.speculative_eagle_topk == 1
+        # with top-1 SGLang resets num_draft_tokens to num_steps + 1 (ServerArgs._handle_speculative_decoding)
+        assert args.speculative_num_draft_tokens == k + 1
+    for algorithm in ("EAGLE", "EAGLE3"):
+        args = parser.parse_args(["--model-path", "t", *shlex.split(serving.sglang_flags(2, algorithm=algorithm))])
+        assert args.speculative_algorithm == algorithm and args.speculative_draft_model_path is None
+
+    # the parser refuses what SGLang would: a flag it lacks, an algorithm it lacks, a K that is no int
+    good = ["--model-path", "t", *shlex.split(serving.sglang_flags(3, draft="d"))]
+    for bad in (
+        [*good, "--num-speculative-tokens", "3"],  # vLLM's spelling
+        [*good, "--speculative-topk", "1"],
+        [*good[:-1], "4.5"],
+        ["--model-path", "t", "--speculative-algorithm", "MEDUSA"],
+        ["--model-path", "t", "--speculative-num-steps", "three"],
+        good[2:],  # --model-path is required
+    ):
+        with pytest.raises(_Refused):
+            parser.parse_args(bad)
 
 
 @pytest.mark.slow
