@@ -167,7 +167,7 @@ def endpoint_card(e: monitor.Endpoint, history: monitor.History, k: int, c: floa
         if w.reading_note:  # e.g. which SGLang version's meaning of its accept rate was applied
             st.caption(ui.t(w.reading_note))
         alpha = w.alpha(s.k)
-        cols = st.columns(5)
+        cols = st.columns(5 if w.draft_overhead is None else 6)
         cols[0].metric(
             ui.t("Mean acceptance length"),
             _num(w.mean_acceptance_length, ".3f"),
@@ -187,6 +187,14 @@ def endpoint_card(e: monitor.Endpoint, history: monitor.History, k: int, c: floa
                 f"{float(theory.speedup(alpha, c, s.k)):.2f}×",
                 help=ui.t("best K = {k}", k=int(best.k)),
             )
+        if w.draft_overhead is not None:  # only engines that report it (TensorRT-LLM)
+            cols[5].metric(
+                ui.t("Draft overhead"),
+                _num(w.draft_overhead, ".1%"),
+                help=ui.t(
+                    "share of iteration time spent drafting, as the engine reports it (TensorRT-LLM's draftOverhead)"
+                ),
+            )
         st.caption(
             ui.t("{model} · {drafts} drafts", model=w.model or ui.t("model not named"), drafts=f"{w.rounds or 0:,.0f}")
             + " "
@@ -199,7 +207,8 @@ def _num(x, fmt: str) -> str:
 
 
 def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_note: str) -> None:
-    """Per-position acceptance, tokens/s over time, and the engine's point on the design space."""
+    """Per-position acceptance, tokens/s and the draft overhead (where reported) over time, and the engine's
+    point on the design space."""
     s = monitor.summary(history.of(e.url), k)
     if s is None or s.overall.mean_acceptance_length is None:
         st.info(ui.t("No drafts from this endpoint yet: send it traffic (the load generator below can)."))
@@ -219,6 +228,9 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
             ui.chart(figures.engine_rates(rates, lang=ui.language()), key="fig_rates")
         else:
             st.caption(ui.t("Tokens/s over time appear after two polls of an engine with counters."))
+    overheads = monitor.draft_overheads(history.of(e.url))
+    if len(overheads):  # only engines that report it (TensorRT-LLM)
+        ui.chart(figures.draft_overhead(overheads, lang=ui.language()), key="fig_overhead")
     try:
         point = monitor.design_point(w, s.k, c, label=f"{ENGINES[w.engine]} {w.model}".strip())
     except ValueError as exc:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import threading
 from contextlib import ExitStack
+from pathlib import Path
 
+import numpy as np
 import pytest
 from _apps import click, open_app, rerun, shown_errors
 from _http import FakeEngine, closed_port, send_bytes, serve, vllm_metrics
@@ -14,6 +18,10 @@ from specviz.data import store
 from specviz.servers import Telemetry, fetch, monitor
 
 PAGE = "pages/engine-monitor.py"
+#: TensorRT-LLM's JSON iteration stats (draftOverhead 0.248 over 12.5 ms and 0.252 over 12.7 ms; K = 3)
+TRTLLM_STATS = json.dumps(
+    json.loads((Path(__file__).parent / "fixtures" / "engines" / "trtllm-iteration-stats.json").read_text())["body"]
+)
 
 
 class GrowingVLLM:
@@ -117,6 +125,25 @@ def test_page_polls_an_engine_and_shows_its_figures(engine):
     assert metric_values(at)["Mean acceptance length"] == "2.800"
     assert metric_values(at)["Tokens/s (last interval)"] != "—"
     assert any("best K" in c.value for c in at.caption)
+    # vLLM reports no draft overhead: no metric, no series
+    assert "Draft overhead" not in metric_values(at)
+    assert "fig_overhead" not in [c.key for c in at.get("plotly_chart")]
+
+
+def test_page_shows_tensorrt_llm_draft_overhead_and_its_series(db_url):
+    body = TRTLLM_STATS.encode()
+    with serve({("GET", "/metrics"): lambda h: send_bytes(h, body, content_type="application/json")}) as url:
+        at = open_app(PAGE, endpoints=f"{url} trtllm", k="3")
+        m = metric_values(at)
+        assert m["Draft overhead"] == "25.0%"  # (0.248 · 12.5 + 0.252 · 12.7) / 25.2, iteration-time weighted
+        assert m["Mean acceptance length"] == "2.750"
+        rerun(at)  # a second reading: a second point of the series
+    charts = {c.key: c for c in at.get("plotly_chart")}
+    assert "fig_overhead" in charts
+    (trace,) = json.loads(charts["fig_overhead"].proto.spec)["data"]
+    y = trace["y"]  # plotly's typed array: {"dtype": "f8", "bdata": base64}
+    values = np.frombuffer(base64.b64decode(y["bdata"]), dtype=y["dtype"]) if isinstance(y, dict) else y
+    assert list(values) == pytest.approx([(0.248 * 12.5 + 0.252 * 12.7) / 25.2] * 2)
 
 
 @pytest.mark.slow
@@ -217,6 +244,18 @@ def test_load_generator_without_a_url_is_an_error(db_url):
     rerun(at)
     click(at, "Run load")
     assert any("'With speculation' is empty" in e for e in shown_errors(at))
+
+
+def test_draft_overheads_over_time_only_where_reported():
+    with_it = [
+        Telemetry("trtllm", end=10.0, drafts=2, draft_overhead=0.2, cumulative=False),
+        Telemetry("trtllm", end=12.0, drafts=2, cumulative=False),  # an interval without the field
+        Telemetry("trtllm", end=14.0, drafts=2, draft_overhead=0.3, cumulative=False),
+    ]
+    series = monitor.draft_overheads(with_it)
+    assert list(series["time"]) == [0.0, 4.0] and list(series["draft_overhead"]) == [0.2, 0.3]
+    without = [Telemetry("vllm", end=float(t), drafts=10.0 * t) for t in range(3)]
+    assert monitor.draft_overheads(without).empty and monitor.draft_overheads([]).empty
 
 
 def test_an_idle_server_shows_its_counters_since_it_started():

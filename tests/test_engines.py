@@ -8,6 +8,7 @@ tests/test_llamacpp.py as well.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -50,7 +51,8 @@ def fixture(name: str) -> str:
 def test_every_fixture_says_which_version_and_source_it_follows():
     for path in FIXTURES.iterdir():
         head = path.read_text()[:400].lower()
-        assert "fixture" in head and any(w in head for w in ("v0.", "1.0", "1.2", "b11434")), path.name
+        version = any(w in head for w in ("v0.", "1.0", "1.2", "b11434")) or re.search(r"\b[0-9a-f]{40}\b", head)
+        assert "fixture" in head and version, path.name
         assert ".py" in head or ".h" in head or ".cpp" in head or ".rst" in head, path.name
 
 
@@ -173,6 +175,83 @@ def test_trtllm_prometheus_counters_use_k_for_rounds():
     t = read_metrics(fixture("trtllm-metrics.txt"), k=3)
     w = window(None, t)
     assert w.rounds == 300 and w.mean_acceptance_length == 2.5 and w.acceptance_rate == 0.5
+    assert t.draft_overhead is None and w.draft_overhead is None  # no trtllm_spec_decode_draft_overhead gauge
+
+
+# TensorRT-LLM's draftOverhead: draft ms / iteration ms of one iteration (executor/types.h, SpecDecodingStats)
+
+
+def test_trtllm_draft_overhead_is_the_iteration_time_weighted_mean():
+    t = read_trtllm(fixture("trtllm-iteration-stats.json"), k=3)
+    # the two drafting iterations (the prefill one has no drafts): draftOverhead 0.248 over 12.5 ms, 0.252 over 12.7 ms
+    assert t.draft_overhead == pytest.approx((0.248 * 12.5 + 0.252 * 12.7) / (12.5 + 12.7), abs=1e-12)
+    assert t.iteration_ms == pytest.approx(25.2)
+    w = window(None, t)
+    assert w.draft_overhead == t.draft_overhead
+    assert "draft overhead 25.0% of iteration time" in to_record(w)["notes"]
+
+
+def test_trtllm_draft_overhead_without_iteration_latency_is_a_plain_mean():
+    stats = [
+        {"iter": 1, "specDecodingStats": {"numDraftTokens": 6, "numAcceptedTokens": 3, "draftOverhead": 0.2}},
+        {"iter": 2, "specDecodingStats": {"numDraftTokens": 6, "numAcceptedTokens": 3, "draftOverhead": 0.4}},
+    ]
+    t = read_trtllm(json.dumps(stats), k=3)
+    assert t.draft_overhead == pytest.approx(0.3) and t.iteration_ms is None
+
+
+def test_trtllm_draft_overhead_prometheus_gauge():
+    t = read_metrics(fixture("trtllm-metrics-draft-overhead.txt"), k=3)
+    assert t.draft_overhead == 0.125
+    assert window(None, t).rounds == 300  # the counters read as before
+
+
+def test_trtllm_without_draft_overhead_leaves_it_none():
+    stats = json.loads(fixture("trtllm-iteration-stats.json"))
+    for it in stats:
+        del it["specDecodingStats"]["draftOverhead"]
+    t = read_trtllm(json.dumps(stats), k=3)
+    assert t.draft_overhead is None and t.drafts == 4
+    w = window(None, t)
+    assert w.draft_overhead is None and "draft overhead" not in to_record(w)["notes"]
+
+
+@pytest.mark.parametrize(
+    "value, shown",
+    [("0.25", "'0.25'"), ("high", "'high'"), (-0.1, "-0.1"), (1.5, "1.5"), (True, "True"), (None, None)],
+)
+def test_trtllm_draft_overhead_that_is_not_a_share_is_a_message(value, shown):
+    stats = json.loads(fixture("trtllm-iteration-stats.json"))
+    stats[2]["specDecodingStats"]["draftOverhead"] = value
+    if value is None:  # JSON null: not reported for that iteration (the other one's stands)
+        assert read_trtllm(json.dumps(stats), k=3).draft_overhead == pytest.approx(0.248)
+        return
+    with pytest.raises(TelemetryError) as err:
+        read_trtllm(json.dumps(stats), k=3)
+    assert str(err.value) == (
+        f"TensorRT-LLM /metrics: [2].specDecodingStats.draftOverhead is {shown}; a share of time is a number from 0 to 1"
+    )
+
+
+def test_trtllm_nan_draft_overhead_and_bad_iteration_latency_are_messages():
+    with pytest.raises(TelemetryError, match=r"\[1\]\.specDecodingStats\.draftOverhead is nan; a share of time"):
+        read_trtllm('[{"iter": 1}, {"iter": 2, "specDecodingStats": {"numDraftTokens": 3, "draftOverhead": NaN}}]')
+    stats = json.loads(fixture("trtllm-iteration-stats.json"))
+    stats[1]["iterLatencyMS"] = -4
+    with pytest.raises(TelemetryError, match=r"\[1\]\.iterLatencyMS is -4; a duration is a finite number"):
+        read_trtllm(json.dumps(stats), k=3)
+    gauge = fixture("trtllm-metrics-draft-overhead.txt").replace("} 0.125", "} 1.25")
+    with pytest.raises(TelemetryError, match=r"trtllm_spec_decode_draft_overhead\{.*\} is 1\.25; a share of time"):
+        read_metrics(gauge, k=3)
+
+
+def test_combine_weights_draft_overhead_by_iteration_time():
+    a = Telemetry("trtllm", drafts=2, draft_overhead=0.1, iteration_ms=30.0, cumulative=False)
+    b = Telemetry("trtllm", drafts=2, draft_overhead=0.4, iteration_ms=10.0, cumulative=False)
+    c = Telemetry("trtllm", drafts=2, cumulative=False)  # no figure: left out of the mean
+    both = combine([a, b, c])
+    assert both.draft_overhead == pytest.approx((0.1 * 30 + 0.4 * 10) / 40) and both.iteration_ms == 40.0
+    assert combine([c]).draft_overhead is None
 
 
 @pytest.mark.parametrize(
@@ -183,6 +262,7 @@ def test_trtllm_prometheus_counters_use_k_for_rounds():
         ("sglang-metrics.txt", "sglang"),
         ("trtllm-metrics.txt", "trtllm"),
         ("trtllm-iteration-stats.json", "trtllm"),
+        ("trtllm-metrics-draft-overhead.txt", "trtllm"),
     ],
 )
 def test_detect_engine(name, engine):

@@ -8,8 +8,9 @@ No streamlit here: the page draws what these functions return.
   slow or dead server delays the poll by its timeout, not the sum) and read it → one
   :class:`Poll` per endpoint: a :class:`~specviz.servers.telemetry.Telemetry` or an error message.
 - :class:`History`: the last readings of each endpoint; :func:`rates` turns consecutive
-  readings into drafted / accepted tokens per second over time; :func:`summary` the window
-  since monitoring started and the latest interval.
+  readings into drafted / accepted tokens per second over time; :func:`draft_overheads` the
+  engine's draft overhead over time (TensorRT-LLM); :func:`summary` the window since
+  monitoring started and the latest interval.
 - :func:`design_point`: a window at the assumed K and c → a row of the measurement schema,
   validated like any upload, plus the best K for its α and c.
 """
@@ -217,6 +218,24 @@ def rates(readings: list[Telemetry]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=["time", "drafted_per_s", "accepted_per_s", "mean_length"])
+
+
+def draft_overheads(readings: list[Telemetry]) -> pd.DataFrame:
+    """The draft overhead (share of iteration time spent drafting) each reading reports, over time.
+
+    Returns
+    -------
+    DataFrame
+        One row per reading that has it: ``time`` (seconds since the first reading) and
+        ``draft_overhead`` (0..1); no rows where the engine does not report it.
+    """
+    t0 = (readings[0].end or 0.0) if readings else 0.0
+    rows = [
+        {"time": (t.end or 0.0) - t0, "draft_overhead": t.draft_overhead}
+        for t in readings
+        if t.draft_overhead is not None
+    ]
+    return pd.DataFrame(rows, columns=["time", "draft_overhead"])
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,11 @@
   post-0.5.11 meaning), ``sglang:spec_num_draft_tokens`` (K + 1), ``sglang:gen_throughput``; and
   ``/server_info``'s ``internal_states[0].avg_spec_accept_length``.
 - TensorRT-LLM ``trtllm-serve`` ``/metrics``: a JSON list of iteration stats, each with
-  ``specDecodingStats {numDraftTokens, numAcceptedTokens, numRequestsWithDraftTokens,
-  acceptanceLength, draftOverhead}`` (the stats since the last call); newer builds also serve
-  Prometheus counters ``trtllm_spec_decode_num_draft_tokens_total``,
-  ``…_num_accepted_tokens_total`` and the gauge ``trtllm_spec_decode_acceptance_length``.
+  ``iterLatencyMS`` and ``specDecodingStats {numDraftTokens, numAcceptedTokens,
+  numRequestsWithDraftTokens, acceptanceLength, iterLatencyMS, draftOverhead}`` (the stats since
+  the last call); newer builds also serve Prometheus counters
+  ``trtllm_spec_decode_num_draft_tokens_total``, ``…_num_accepted_tokens_total`` and the gauges
+  ``trtllm_spec_decode_acceptance_length`` and ``trtllm_spec_decode_draft_overhead``.
 
 Prometheus text is parsed by ``prometheus_client``'s parser. Every failure is a
 :class:`TelemetryError` whose message says what the body is and what was expected.
@@ -419,12 +420,32 @@ def read_sglang_server_info(body: dict | str, *, now: float | None = None) -> Te
     )
 
 
+_TRTLLM_OVERHEAD = "trtllm_spec_decode_draft_overhead"
+
+
 def read_trtllm(text: str, *, k: int | None = None, now: float | None = None) -> Telemetry:
     """TensorRT-LLM /metrics → the drafts of the iterations in the body (JSON), or its counters (Prometheus).
 
     JSON: every iteration's ``specDecodingStats`` is summed (drafts = numRequestsWithDraftTokens),
     a window since the previous call. Prometheus: cumulative draft/accepted counters; rounds
     are then proposed / K.
+
+    Draft overhead, where the body has it. TensorRT-LLM defines ``draftOverhead`` as
+    "iterLatencyMS (specdec) / iterLatencyMS (total)" (cpp/include/tensorrt_llm/executor/types.h,
+    ``struct SpecDecodingStats``, lines 311–314 @ a98a9061d72f6fd39f5d055ebdd2c6878a100e2c): the
+    time one iteration spent producing draft tokens over that iteration's whole latency. The
+    PyTorch executor computes it per iteration as ``specdec_stats.iter_latency_ms / iter_latency_ms``
+    (0 when the iteration took no time), in ``PyExecutor._update_iter_stats``
+    (tensorrt_llm/_torch/pyexecutor/py_executor.py @ 9521caf4696c1fb79b0f946f0d980f8f0ebd3e64), and
+    its own test requires 0 ≤ draftOverhead ≤ 1. So over several iterations the share of time spent
+    drafting is Σ draft ms / Σ iteration ms, i.e. each iteration's ``draftOverhead`` weighted by its
+    top-level ``iterLatencyMS`` (plainly averaged where an iteration lacks it); the iterations
+    averaged are those with drafts, the ones whose acceptance is read. Prometheus:
+    ``trtllm_spec_decode_draft_overhead`` is a gauge holding the last iteration's ``draftOverhead``
+    (``MetricsCollector.log_iteration_stats``, tensorrt_llm/metrics/collector.py @
+    050f80def8df236e326949c8bd9dee10fd896a83); several label sets are averaged. A draft overhead
+    that is not a number from 0 to 1, or an ``iterLatencyMS`` that is not a finite number ≥ 0, is a
+    TelemetryError naming the field.
     """
     if text.lstrip()[:1] not in ("[", "{"):
         samples = prometheus_samples(text)
@@ -438,7 +459,15 @@ def read_trtllm(text: str, *, k: int | None = None, now: float | None = None) ->
         if not groups:
             raise _no_spec("trtllm", samples)
         lengths = [v for n, _, v in samples if n == "trtllm_spec_decode_acceptance_length" and math.isfinite(v)]
-        return _with(groups[""], k=k, mean_acceptance_length=lengths[0] if lengths else None)
+        overheads = [
+            _fraction(v, "TensorRT-LLM /metrics", _series(n, lb)) for n, lb, v in samples if n == _TRTLLM_OVERHEAD
+        ]
+        return _with(
+            groups[""],
+            k=k,
+            mean_acceptance_length=lengths[0] if lengths else None,
+            draft_overhead=sum(overheads) / len(overheads) if overheads else None,
+        )
     what = "TensorRT-LLM /metrics"
     data = _json(text, what)
     stats = data if isinstance(data, list) else [data]
@@ -451,6 +480,8 @@ def read_trtllm(text: str, *, k: int | None = None, now: float | None = None) ->
         def count(name: str, i=i, spec=spec) -> float:
             return _number(spec.get(name, 0), what, f"[{i}].specDecodingStats.{name}")
 
+        overhead = spec.get("draftOverhead")
+        latency = it.get("iterLatencyMS")
         readings.append(
             Telemetry(
                 engine="trtllm",
@@ -460,6 +491,10 @@ def read_trtllm(text: str, *, k: int | None = None, now: float | None = None) ->
                 draft_tokens=count("numDraftTokens"),
                 accepted_tokens=count("numAcceptedTokens"),
                 cumulative=False,
+                draft_overhead=(
+                    None if overhead is None else _fraction(overhead, what, f"[{i}].specDecodingStats.draftOverhead")
+                ),
+                iteration_ms=None if latency is None else _milliseconds(latency, what, f"[{i}].iterLatencyMS"),
             )
         )
     if not readings:
@@ -508,6 +543,34 @@ def _number(value: object, what: str, field: str) -> float:
             value=_cut(repr(value), 60),
         )
     return number
+
+
+def _fraction(value: object, what: str, field: str) -> float:
+    """``value`` of ``field`` as a share: a number (not a string) from 0 to 1; TelemetryError naming
+    ``what`` (the endpoint), the field and the value otherwise."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0
+    if not ok:  # NaN fails the comparison too
+        raise TelemetryError(
+            "{what}: {field} is {value}; a share of time is a number from 0 to 1",
+            what=what,
+            field=field,
+            value=_cut(repr(value), 60),
+        )
+    return float(value)
+
+
+def _milliseconds(value: object, what: str, field: str) -> float:
+    """``value`` of ``field`` as a duration: a finite number ≥ 0 (not a string); TelemetryError naming
+    ``what``, the field and the value otherwise."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    if not ok:
+        raise TelemetryError(
+            "{what}: {field} is {value}; a duration is a finite number of milliseconds ≥ 0",
+            what=what,
+            field=field,
+            value=_cut(repr(value), 60),
+        )
+    return float(value)
 
 
 READERS: dict[str, Callable[..., Telemetry]] = {

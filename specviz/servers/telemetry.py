@@ -10,7 +10,9 @@ iteration stats, one llama.cpp completion). :func:`window` turns two readings in
 - the draft acceptance rate r = ΔA / ΔP, with P the proposed draft tokens;
 - α, from E[N] and K through :func:`specviz.core.theory.alpha_from_mean_tokens`;
 - per position i (from 1): the unconditional rate u_i = Δa_i / ΔD, with a_i the drafts that
-  accepted at least i tokens, and the conditional rate u_i / u_(i−1).
+  accepted at least i tokens, and the conditional rate u_i / u_(i−1);
+- where the engine reports it (TensorRT-LLM), the draft overhead: the share of iteration time
+  spent drafting, averaged over iterations weighted by their duration.
 
 A counter that went down between the readings means the server restarted: the window then
 counts from the restart (the later reading alone) and says so in ``reset``; it never holds a
@@ -60,6 +62,10 @@ class Telemetry:
     acceptance_rate: float | None = None  #: accepted / proposed as the engine reports it (gauges)
     cumulative: bool = True
     labels: dict[str, str] = field(default_factory=dict)  #: e.g. vLLM's engine index
+    #: share of iteration time spent drafting, 0..1 (TensorRT-LLM's ``draftOverhead``; a gauge, not a count)
+    draft_overhead: float | None = None
+    #: total duration of the iterations ``draft_overhead`` covers, ms (its weight when readings are combined)
+    iteration_ms: float | None = None
 
 
 def _delta(after: float | None, before: float | None) -> tuple[float | None, bool]:
@@ -95,6 +101,8 @@ class Window:
     reported_acceptance_rate: float | None
     reset: str | None = None  #: why the counters restarted within the window (None: they did not); a Phrase
     reading_note: str | None = None  #: how the engine's figures were read (e.g. which version's meaning applied)
+    draft_overhead: float | None = None  #: share of iteration time spent drafting, as the engine reports it (0..1)
+    iteration_ms: float | None = None  #: total duration of the iterations draft_overhead covers, ms
 
     @property
     def seconds(self) -> float | None:
@@ -278,6 +286,8 @@ def _as_window(t: Telemetry, start: float | None, reset: str | None) -> Window:
         reported_acceptance_rate=t.acceptance_rate,
         reset=reset,
         reading_note=t.labels.get("spec_accept_rate_meaning"),
+        draft_overhead=t.draft_overhead,
+        iteration_ms=t.iteration_ms,
     )
 
 
@@ -285,7 +295,9 @@ def combine(readings: list[Telemetry]) -> Telemetry:
     """Several readings of one kind (e.g. one per vLLM engine, or per TensorRT-LLM iteration) as one.
 
     Counts add; per-position series add position by position; gauges (E[N], r, tokens/s)
-    are averaged weighted by drafts where drafts are known, else plainly; ``start`` is the
+    are averaged weighted by drafts where drafts are known, else plainly; the draft overhead
+    (a share of iteration time) is averaged weighted by ``iteration_ms`` where every reading
+    that has it states its duration, else plainly, and the durations add; ``start`` is the
     earliest, ``end`` the latest; K is kept when all agree.
     """
     if not readings:
@@ -306,6 +318,14 @@ def combine(readings: list[Telemetry]) -> Telemetry:
         if sum(weights) > 0:
             return sum(v * w for v, w in pairs) / sum(weights)
         return sum(v for v, _ in pairs) / len(pairs)
+
+    def overhead():
+        timed = [(t.draft_overhead, t.iteration_ms) for t in readings if t.draft_overhead is not None]
+        if not timed:
+            return None
+        if all(ms is not None and ms > 0 for _, ms in timed):
+            return sum(x * ms for x, ms in timed) / sum(ms for _, ms in timed)
+        return sum(x for x, _ in timed) / len(timed)
 
     width = max(len(t.accepted_per_position) for t in readings)
     per_pos = tuple(
@@ -331,6 +351,8 @@ def combine(readings: list[Telemetry]) -> Telemetry:
         mean_acceptance_length=mean("mean_acceptance_length"),
         acceptance_rate=mean("acceptance_rate"),
         cumulative=first.cumulative,
+        draft_overhead=overhead(),
+        iteration_ms=total("iteration_ms"),
     )
 
 
@@ -351,7 +373,8 @@ def to_record(
 
     K is ``k`` or the engine's; without either there is no row (the schema needs K). The row
     holds mean_accepted_tokens (E[N]) and acceptance_rate as measured, the conditional
-    per-position rates (first K), tokens_per_s where known, and notes with the window.
+    per-position rates (first K), tokens_per_s where known, and notes with the window (and the
+    engine's draft overhead where it reports one: the schema has no column for it).
     """
     k = k or w.k
     if not k:
@@ -384,7 +407,12 @@ def to_record(
         record["c"] = c
     span = f"{w.seconds:.1f} s window" if w.seconds else "since the server started"
     drafts = f", {w.rounds:.0f} drafts" if w.rounds is not None else ""
+    overhead = (
+        f"draft overhead {w.draft_overhead:.1%} of iteration time (engine-reported)"
+        if w.draft_overhead is not None
+        else None
+    )
     record["notes"] = f"{ENGINES.get(w.engine, w.engine)} telemetry, {span}{drafts}" + "".join(
-        f"; {note}" for note in (w.reset, w.reading_note) if note
+        f"; {note}" for note in (overhead, w.reset, w.reading_note) if note
     )
     return record

@@ -1,4 +1,4 @@
-"""The Engine monitor's figures: acceptance by position and tokens/s over time."""
+"""The Engine monitor's figures: acceptance by position, tokens/s and the draft overhead over time."""
 
 from __future__ import annotations
 
@@ -61,3 +61,22 @@ def engine_rates(frame, lang: str = "en") -> go.Figure:
         yaxis2=dict(title=text(lang, "mean acceptance length"), overlaying="y", side="right", rangemode="tozero")
     )
     return _layout(fig, text(lang, "seconds since monitoring started"), "tokens/s", height=320)
+
+
+def draft_overhead(frame, lang: str = "en") -> go.Figure:
+    """The share of iteration time an engine spent drafting, over time (one point per reading that
+    reports it: TensorRT-LLM's draftOverhead)."""
+    fig = go.Figure(
+        go.Scatter(
+            x=frame["time"],
+            y=frame["draft_overhead"],
+            name=text(lang, "draft overhead"),
+            mode="lines+markers",
+            line=dict(color=_FASTER),
+            hovertemplate="t = %{x:.0f} s<br>%{y:.1%}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(range=[0, 1.02], tickformat=".0%")
+    return _layout(
+        fig, text(lang, "seconds since monitoring started"), text(lang, "share of iteration time drafting"), height=280
+    )
