@@ -22,7 +22,7 @@ import torch
 from specviz.base import machine
 from specviz.base.i18n import Message
 from specviz.base.paths import DATA
-from specviz.core import theory, trees
+from specviz.core import acceptance, theory, trees
 from specviz.engine import decoding
 
 PROMPTS_FILE = DATA / "prompts" / "stdlib_validation.jsonl"
@@ -197,12 +197,18 @@ def run_cell(
     on_run: Callable[[int], None] | None = None,
 ) -> dict:
     """Measure one (K or tree, temperature) cell over every prompt × repeat; return its aggregated row."""
-    return aggregate(
+    row = aggregate(
         measure_runs(target, draft, prompts, k, temperature, new_tokens, repeats, seed, on_run),
         k,
         temperature,
         new_tokens,
     )
+    return row | {"context_length": mean_context(prompts, new_tokens)}
+
+
+def mean_context(prompts: list[torch.Tensor], new_tokens: int) -> float:
+    """The mean decode context of a cell: mean prompt tokens + new_tokens / 2 (acceptance.request_context)."""
+    return float(acceptance.request_context(np.mean([len(p) for p in prompts]), new_tokens))
 
 
 def aggregate(measured: list[Run], k: int | trees.Tree, temperature: float, new_tokens: int) -> dict:
@@ -256,6 +262,7 @@ def aggregate(measured: list[Run], k: int | trees.Tree, temperature: float, new_
         "predicted_speedup_measured_cost": pooled.predicted_speedup(measured_cost=True),
         "speedup_vs_predicted": float(np.median(per_run)),
         "runs": len(runs),
+        "rounds": len(rounds),
         "new_tokens": new_tokens,
         "greedy_exact": all(same for _, _, same in runs) if temperature == 0 else None,
         **(tree_columns(pooled) if tree is not None else {}),
@@ -400,6 +407,8 @@ def batch_cell(
         "tokens_per_s": float(np.median(spec_rates)),
         "baseline_tokens_per_s": float(np.median(base_rates)),
         "runs": repeats,
+        "rounds": len(rounds),
+        "context_length": mean_context(rows, new_tokens),
         "new_tokens": new_tokens,
         "greedy_exact": exact if temperature == 0 else None,
     }
@@ -478,7 +487,7 @@ def sweep(
         runs = measure_runs(
             target, draft, encoded, k, t, new_tokens, repeats, seed, on_end, should_stop, on_start=on_start
         )
-        row = {**base, **aggregate(runs, k, t, new_tokens)}
+        row = {**base, **aggregate(runs, k, t, new_tokens), "context_length": mean_context(encoded, new_tokens)}
         rows.append(row)
         if on_row is not None:
             on_row(row, runs)

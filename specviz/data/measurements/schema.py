@@ -196,6 +196,22 @@ TABLE: tuple[Column, ...] = (
     Column(
         "output_tokens", "bench", "positive", "tokens", "serving runs: mean output tokens per completed request, > 0"
     ),
+    # acceptance by context and domain (specviz.core.acceptance)
+    Column(
+        "context_length",
+        "bench",
+        "positive",
+        "tokens",
+        "mean context of the row's decode steps (prompt + tokens generated so far), tokens > 0; empty: prompt_tokens + output_tokens / 2 where known",
+    ),
+    Column("domain", "bench", "text", "", "dataset or task of the prompts (code, chat, math, summarisation, …)"),
+    Column(
+        "rounds",
+        "bench",
+        "count",
+        "rounds",
+        "verification rounds the row's acceptance was counted over, integer >= 1 (gives its confidence interval)",
+    ),
     *(
         Column(
             f"ttft_{q}_ms",

@@ -96,7 +96,7 @@ def parse_run(obj: dict) -> tuple[LogRow, list[tuple[str, str, str]]]:
         else:
             row.rate = percent / 100.0  # AIPerf writes it in percent
         return row, issues
-    row.mean, row.rate = 1.0 + accepted / steps, accepted / drafted
+    row.mean, row.rate, row.rounds = 1.0 + accepted / steps, accepted / drafted, steps
     row.k = drafted // steps if drafted % steps == 0 else None
     row.positions = _positions(obj.get("pooled_spec_decode_acceptance_histogram"), steps, issues)
     if row.positions is not None and row.k is not None and len(row.positions) != row.k:

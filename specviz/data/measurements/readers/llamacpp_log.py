@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from itertools import zip_longest
 
 from specviz.base.i18n import Phrase
+from specviz.core.acceptance import request_context
 from specviz.data.measurements.readers import log_lines
 from specviz.data.measurements.readers.base import ReadContext, Reader
 from specviz.data.measurements.readers.log_lines import NUM, LogRow, integer, number, ratio
@@ -75,11 +76,15 @@ _POSITIONS = re.compile(
     re.IGNORECASE,
 )
 _EVAL = re.compile(r"(?<!prompt )eval time\s*=.*?(" + NUM + r")\s*tokens per second", re.IGNORECASE)
+#: "prompt eval time = 41.23 ms / 187 tokens" and "eval time = 1853.41 ms / 256 tokens": P and G of a request
+_TOKENS = re.compile(r"(prompt )?eval time\s*=\s*" + NUM + r"\s*ms\s*/\s*([0-9]+)\s*tokens", re.IGNORECASE)
 _SLOT = re.compile(r"\bid\s+([0-9]+)\s*\|\s*task\s+(-?[0-9]+)\s*\|")
 _JSON = {
     "drafted": re.compile(r'"draft_n"\s*:\s*([0-9]+)'),
     "accepted": re.compile(r'"draft_n_accepted"\s*:\s*([0-9]+)'),
     "tps": re.compile(r'"predicted_per_second"\s*:\s*(' + NUM + ")"),
+    "prompt": re.compile(r'"prompt_n"\s*:\s*([0-9]+)'),
+    "generated": re.compile(r'"predicted_n"\s*:\s*([0-9]+)'),
 }
 _STATS = {
     "kind": re.compile(r"\bstatistics\s+([\w.+-]+)\s*:\s*#calls", re.IGNORECASE),
@@ -171,7 +176,7 @@ def _statistics_rows(lines: list[str], k: int | None) -> Iterator[LogRow]:
             lineno, f"llama.cpp statistics ({kind}, {window.steps} verify steps since its last line), log line {lineno}"
         )
         row.rate = ratio(window.accepted, window.drafted)
-        row.mean = 1.0 + window.accepted / window.steps
+        row.mean, row.rounds = 1.0 + window.accepted / window.steps, window.steps
         if window.at_least:
             row.positions = _padded([min(1.0, max(0.0, x / window.steps)) for x in window.at_least], k)
         yield check(row, k)
@@ -185,9 +190,12 @@ def _padded(positions: list[float], k: int | None) -> list[float]:
 def _rows(lines: list[str], k: int | None) -> Iterator[LogRow]:
     """The rows in order; ``acc per pos`` and ``eval time`` lines joined to their slot's draft line."""
     eval_tps: dict[str, float] = {}  # slot/task -> tokens/s of its last "eval time" line
+    tokens: dict[tuple[str, bool], int] = {}  # (slot/task, prompt?) -> tokens of its last (prompt) eval line
     last, last_slot = None, None
     for lineno, line in enumerate(lines, start=1):
         slot = _slot(line)
+        if (m := _TOKENS.search(line)) and slot:
+            tokens[slot, bool(m.group(1))] = integer(m, 2)
         if (m := _EVAL.search(line)) and slot:
             eval_tps[slot] = number(m)
         elif is_draft_line(line) or is_timings_line(line):
@@ -196,11 +204,17 @@ def _rows(lines: list[str], k: int | None) -> Iterator[LogRow]:
             last, last_slot = parse_line(line, lineno), slot
             if slot and last.tokens_per_s is None:
                 last.tokens_per_s = eval_tps.pop(slot, None)
+            if slot and last.context is None:
+                last.context = _float(request_context(tokens.pop((slot, True), None), tokens.pop((slot, False), None)))
         elif last is not None and last.positions is None and slot == last_slot and (m := _POSITIONS.search(line)):
             last.positions = log_lines.number_list(m.group(1) or "") or None
             last.note += f"; per-position rates from log line {lineno}"
     if last is not None:
         yield check(last, k)
+
+
+def _float(x) -> float | None:
+    return None if x is None else float(x)
 
 
 def _slot(line: str) -> str | None:
@@ -217,6 +231,7 @@ def parse_line(line: str, lineno: int = 1) -> LogRow:
         row = LogRow(lineno, f"llama.cpp response timings (draft_n, draft_n_accepted), log line {lineno}")
         row.rate = ratio(integer(found["accepted"]), integer(found["drafted"]))
         row.tokens_per_s = number(found["tps"])
+        row.context = _float(request_context(integer(found["prompt"]), integer(found["generated"])))
         return row
     mean, positions = _MEAN.search(line), _POSITIONS.search(line)
     if draft.group(1):

@@ -45,6 +45,9 @@ class LogRow:
     tokens_per_s: float | None = None  #: total generation throughput
     batch_size: int | float | None = None  #: sequences decoded together
     efficiency: float | None = None  #: E[N] / (K + 1) (vLLM V0 system efficiency), used where E[N] is empty
+    rounds: int | float | None = None  #: verification rounds the figures were counted over
+    context: float | None = None  #: mean decode context, tokens (prompt + tokens generated so far)
+    domain: str | None = None  #: dataset or task of the prompts
     problems: list[str] = field(default_factory=list)  #: how the line contradicts K (row errors on k; Phrases)
     warnings: list[str] = field(default_factory=list)  #: worth a look; the report lists them by line (Phrases)
 
@@ -184,6 +187,9 @@ def log_table(rows: list[LogRow], ctx: ReadContext, headers: Headers) -> RawTabl
         "tokens_per_s": [r.tokens_per_s for r in rows],
         "batch_size": [r.batch_size for r in rows],
         "system_efficiency": [r.efficiency for r in rows],
+        "rounds": [r.rounds for r in rows],
+        "context_length": [r.context for r in rows],
+        "domain": [r.domain for r in rows],
     }
     cols = {"k": RawColumn("k", headers.get("k", "k (given)"), ks)}
     for name, values in cells.items():

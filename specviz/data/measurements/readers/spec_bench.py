@@ -2,12 +2,14 @@
 
 Each line is a JSON object ``{"question_id", "category", "model_id", "choices": [{"turns",
 "decoding_steps", "new_tokens", "wall_time", "accept_lengths"}], …}``. As Spec-Bench's own
-``evaluation/speed.py`` does, only ``choices[0]`` is used; per model_id:
+``evaluation/speed.py`` does, only ``choices[0]`` is used; per model_id, and per ``category`` (the
+subtask: ``domain``) where a model_id's answers span two or more:
 
 * mean_accepted_tokens = mean of every ``accept_lengths`` entry (one per decoding step; it
   counts the bonus token, 1.00 for vanilla decoding) — Spec-Bench's "#Mean accepted tokens";
 * tokens_per_s = mean over questions of Σ new_tokens / Σ wall_time (wall_time in seconds);
-* temperature from a ``temp-0.0`` / ``temperature-0.0`` part of model_id, when present.
+* temperature from a ``temp-0.0`` / ``temperature-0.0`` part of model_id, when present;
+* rounds = the number of decoding steps (``accept_lengths`` entries).
 
 A speedup needs the baseline run's file, so it is not set. Lines that are not answers are
 row errors (by line) and are left out of the pooled rows. The files do not state K.
@@ -41,20 +43,28 @@ class _Problem(NamedTuple):
 
 
 class _Answer(NamedTuple):
-    """One answer line: its model, the tokens of each decoding step, and its speed in tokens/s."""
+    """One answer line: its model, the tokens of each decoding step, its speed in tokens/s, its category."""
 
     model_id: str
     accept_lengths: list[float]
     speed: float
+    category: str | None = None
 
 
 @dataclass
 class _Group:
-    """The answers of one model_id, pooled."""
+    """The answers of one model_id (or of one of its categories), pooled."""
 
     row: int  #: line of its first answer
     accept_lengths: list[float] = field(default_factory=list)
     speeds: list[float] = field(default_factory=list)
+    categories: dict[str, _Group] = field(default_factory=dict)  #: the same, per question category
+
+    def add(self, answer: _Answer, lineno: int) -> None:
+        self.accept_lengths.extend(answer.accept_lengths)
+        self.speeds.append(answer.speed)
+        if answer.category is not None:
+            self.categories.setdefault(answer.category, _Group(lineno)).add(answer._replace(category=None), lineno)
 
 
 def read(text: str, ctx: ReadContext) -> RawTable:
@@ -97,9 +107,7 @@ def _pool(text: str, ctx: ReadContext) -> tuple[dict[str, _Group], list[RowError
         if isinstance(answer, _Problem):
             dropped.append(RowError(lineno, answer.column, cells.cell_text(answer.value)[:200], answer.allowed))
             continue
-        group = groups.setdefault(answer.model_id, _Group(lineno))
-        group.accept_lengths.extend(answer.accept_lengths)
-        group.speeds.append(answer.speed)
+        groups.setdefault(answer.model_id, _Group(lineno)).add(answer, lineno)
     return groups, dropped, n_lines
 
 
@@ -130,42 +138,69 @@ def parse_answer(line: str) -> _Answer | _Problem:
         )
     model_id = obj.get("model_id")
     model_id = str(model_id) if isinstance(model_id, (str, int, float)) else ""
-    return _Answer(model_id, acc, sum(toks) / sum(wall))
+    category = obj.get("category")
+    category = category.strip() if isinstance(category, str) and category.strip() else None
+    return _Answer(model_id, acc, sum(toks) / sum(wall), category)
 
 
 def _table(groups: dict[str, _Group], dropped: list[RowError], ctx: ReadContext) -> RawTable:
-    """The pooled rows: label, E[N], tokens/s, temperature (from model_id), method, notes."""
-    labels, means, speeds, temps, notes = [], [], [], [], []
+    """The pooled rows: one per model_id, and one per category where a model_id has two or more."""
+    rows: list[tuple[str, str, _Group, str | None]] = []  # (label, model_id, answers, domain)
     for model_id, g in groups.items():
-        labels.append(ctx.name if len(groups) == 1 or not model_id else f"{ctx.name}: {model_id}")
-        with np.errstate(all="ignore"):
-            means.append(float(np.mean(g.accept_lengths)))
-            speeds.append(float(np.mean(g.speeds)))
-        m = _TEMP_IN_ID.search(model_id)
-        temps.append(m.group(1) if m else None)
-        if m:
-            ctx.report.conversions.append(
-                Phrase("temperature {t} read from model_id {model_id!r}", t=m.group(1), model_id=model_id)
-            )
-        notes.append(
-            f"Spec-Bench model_id {model_id!r}: {len(g.speeds)} question(s), {len(g.accept_lengths)} decoding "
-            f"steps (choices[0])"
-        )
+        label = ctx.name if len(groups) == 1 or not model_id else f"{ctx.name}: {model_id}"
+        only = next(iter(g.categories)) if len(g.categories) == 1 else None
+        rows.append((label, model_id, g, only))
+        if len(g.categories) > 1:
+            rows += [(f"{label} · {name}", model_id, c, name) for name, c in g.categories.items()]
+    temps = [_temperature(model_id, ctx) for model_id in groups]
+    by_model = dict(zip(groups, temps, strict=True))
+    with np.errstate(all="ignore"):
+        means = [float(np.mean(g.accept_lengths)) for _, _, g, _ in rows]
+        speeds = [float(np.mean(g.speeds)) for _, _, g, _ in rows]
     ctx.report.conversions.append(
         Phrase(
             "Spec-Bench: mean_accepted_tokens = mean of accept_lengths over all steps (bonus counted); tokens_per_s = mean over questions of Σ new_tokens / Σ wall_time"
         )
     )
     cols = {
-        "label": RawColumn("label", "model_id", labels),
+        "label": RawColumn("label", "model_id", [r[0] for r in rows]),
         "mean_accepted_tokens": RawColumn("mean_accepted_tokens", "accept_lengths", means),
+        "rounds": RawColumn(
+            "rounds", "accept_lengths (one per decoding step)", [len(r[2].accept_lengths) for r in rows]
+        ),
         "tokens_per_s": RawColumn("tokens_per_s", "new_tokens / wall_time", speeds),
-        "temperature": RawColumn("temperature", "model_id", temps),
-        "method": RawColumn("method", "", ["Spec-Bench run"] * len(groups)),
-        "notes": RawColumn("notes", "", notes),
+        "temperature": RawColumn("temperature", "model_id", [by_model[r[1]] for r in rows]),
+        "domain": RawColumn("domain", "category", [r[3] for r in rows]),
+        "method": RawColumn("method", "", ["Spec-Bench run"] * len(rows)),
+        "notes": RawColumn("notes", "", [_note(model_id, g, domain) for _, model_id, g, domain in rows]),
     }
-    rows, weights = [g.row for g in groups.values()], [len(g.speeds) for g in groups.values()]
-    return RawTable(rows, cols, weights=weights, dropped=dropped, n_dropped=len(dropped))
+    if not any(r[3] for r in rows):
+        del cols["domain"]
+    return RawTable(
+        [g.row for _, _, g, _ in rows],
+        cols,
+        weights=[len(g.speeds) for _, _, g, _ in rows],
+        dropped=dropped,
+        n_dropped=len(dropped),
+    )
+
+
+def _temperature(model_id: str, ctx: ReadContext) -> str | None:
+    """The temperature a ``temp-0.0`` part of model_id states (reported as a conversion), else None."""
+    m = _TEMP_IN_ID.search(model_id)
+    if m:
+        ctx.report.conversions.append(
+            Phrase("temperature {t} read from model_id {model_id!r}", t=m.group(1), model_id=model_id)
+        )
+    return m.group(1) if m else None
+
+
+def _note(model_id: str, g: _Group, domain: str | None) -> str:
+    where = f", category {domain!r}" if domain else ""
+    return (
+        f"Spec-Bench model_id {model_id!r}{where}: {len(g.speeds)} question(s), {len(g.accept_lengths)} decoding "
+        f"steps (choices[0])"
+    )
 
 
 def _number_list(x) -> list[float] | None:

@@ -101,6 +101,7 @@ def parse_result(obj: dict, lineno: int = 1) -> tuple[LogRow, list[tuple[str, st
         f"line {lineno}; spec-decode counters are server-wide deltas over the run",
     )
     row.tokens_per_s = log_lines.json_number(obj, "output_throughput")
+    row.domain = _dataset(obj)
     if not any(key.startswith("spec_decode_") for key in obj):
         absent = Phrase(
             "the run's speculative-decoding figures (absent: the server did not speculate, or exposed no spec-decode counters)"
@@ -114,6 +115,15 @@ def parse_result(obj: dict, lineno: int = 1) -> tuple[LogRow, list[tuple[str, st
     return row, issues
 
 
+def _dataset(obj: dict) -> str | None:
+    """The prompts' dataset where the result names it: ``vllm bench serve --metadata dataset_name=…`` (the
+    benchmark writes each KEY=VALUE at the top level) or SGLang's bench_serving ``dataset_name``."""
+    for key in ("dataset_name", "dataset"):
+        if isinstance(obj.get(key), str) and obj[key].strip():
+            return obj[key].strip()
+    return None
+
+
 def _acceptance(obj: dict, row: LogRow, issues: list) -> None:
     """E[N], r, the per-position rates and K of a result that has spec-decode keys, into ``row``."""
     mean = log_lines.json_number(obj, "spec_decode_acceptance_length")
@@ -122,6 +132,7 @@ def _acceptance(obj: dict, row: LogRow, issues: list) -> None:
         log_lines.json_count(obj, f"spec_decode_{key}") for key in ("num_drafts", "draft_tokens", "accepted_tokens")
     )
     row.rate = log_lines.ratio(accepted, drafted)
+    row.rounds = drafts or None
     percent = log_lines.json_number(obj, "spec_decode_acceptance_rate")
     no_drafts = drafts == 0 or drafted == 0  # vLLM writes 0.0 for the rate and length when nothing was drafted
     if row.rate is None and percent is not None and not no_drafts:
