@@ -11,7 +11,7 @@ from specviz.app.figures import hardware as hardware_figures
 from specviz.app.share import Param, by_key
 from specviz.base import i18n
 from specviz.base.i18n import C_, N_
-from specviz.core import engines, hardware, heads, moe, trees
+from specviz.core import acceptance, engines, hardware, heads, moe, trees
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
@@ -32,7 +32,7 @@ MOE_PRESET = "DeepSeek-V3 + MTP"  #: the preset the MoE view offers for a dense 
 CUSTOM = "custom"  #: the pair choice "custom (choose target and draft)"
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 CONTEXTS = [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
-ALPHA_SOURCES = ("typed", "library", "live")  #: where α comes from (slugs: a link names them)
+ALPHA_SOURCES = ("typed", "library", "live", "fit")  #: where α comes from (slugs: a link names them)
 VIEWS = ("step", "costs", "speedup", "map", "moe", "memory", "engine")  #: the tabs (slugs: a link names them)
 VIEW_LABELS = (
     N_("Step time"),
@@ -44,7 +44,12 @@ VIEW_LABELS = (
     N_("Engine configs"),
 )
 ROLES = {"target": N_("target"), "draft": N_("draft")}  #: model role -> its name
-SOURCE_LABELS = (N_("typed"), N_("a run in the library"), C_("hw.a_src.live", "the live page's last run"))
+SOURCE_LABELS = (
+    N_("typed"),
+    N_("a run in the library"),
+    C_("hw.a_src.live", "the live page's last run"),
+    N_("a fitted decay α(L)"),
+)
 SPEC = (
     Param(
         "gpu",
@@ -83,6 +88,7 @@ SPEC = (
     Param("alpha", 0.8, "float", 0.0, 1.0, label=N_("Acceptance α")),
     Param("a_src", "typed", "choice", choices=ALPHA_SOURCES, label=N_("α from"), labels=SOURCE_LABELS),
     Param("run", 1, "int", 1, 2**31 - 1, label=N_("Run id (Measured data lists them)")),
+    Param("alpha_l", "1.5;0.2", "text", hi=80, label=N_("α(L) fit 'a;b': logit α(L) = a − b·ln(L / 1024)")),
     Param("a_pos", False, "bool"),
     Param("k_max", 8, "int", 1, 16, label=N_("K max")),
     Param("view", "speedup", "choice", choices=VIEWS, labels=VIEW_LABELS),
@@ -190,6 +196,8 @@ def chosen_alpha(view: dict):
     per-position acceptance). A source that cannot give one raises ValueError saying why."""
     if view["a_src"] == "typed":
         return view["alpha"]
+    if view["a_src"] == "fit":  # α at the chosen context; the batch × context map takes α(L) itself
+        return float(acceptance.DecayFit.from_param(view["alpha_l"]).alpha(view["ctx"]))
     if view["a_src"] == "library":
         engine = ui.library()
         if engine is None:
@@ -260,10 +268,13 @@ def by_batch_and_context(
     verify_tokens: int | None = None,
     budget: int | None = None,
     expert_parallel: bool = False,
+    decay: str | None = None,
 ):
+    """Speedup and K* on the batch × context grid; ``decay`` (a fit's link text) prices each context at α(L)."""
     t, d, gpu = _model(target), _model(draft), _gpu(gpu)
     kw = _cached_kw(dtype, tp_t, tp_d, engine, draft_tokens, verify_tokens, expert_parallel)
     kw["draft_context"] = None if budget is None else np.minimum(budget, CONTEXTS)
+    alpha = acceptance.DecayFit.from_param(decay) if decay else alpha
     return hardware.speedup_by_batch(t, d, gpu, alpha, BATCHES, CONTEXTS, k_max, **kw)
 
 
@@ -386,7 +397,10 @@ def speedup_section(view: dict, target, draft) -> None:
 
 
 def map_section(view: dict, target, draft) -> None:
-    frame = by_batch_and_context(*_pair_args(view, target, draft), *_engine_args(view), **view["shape"])
+    decay = view.get("decay")
+    frame = by_batch_and_context(*_pair_args(view, target, draft), *_engine_args(view), **view["shape"], decay=decay)
+    if decay:
+        st.caption(ui.t("Each context is priced at its own α(L) from the fitted decay."))
     left, right = st.columns(2)
     with left:
         ui.chart(hardware_figures.batch_context_map(frame, "k_star", lang=ui.language()), key="fig_map_k")
@@ -686,6 +700,9 @@ def sidebar_controls() -> None:
         source = st.session_state[key("a_src")]
         if source == "typed":
             ui.slider(PAGE, P["alpha"], step=0.01)
+        elif source == "fit":
+            ui.text_box(PAGE, P["alpha_l"])
+            st.caption(ui.t("Measured data fits it (By context and domain) and links here with it."))
         else:
             if source == "library":
                 ui.number_input(PAGE, P["run"])
@@ -715,8 +732,10 @@ try:
 except ValueError as exc:
     ui.show_error(exc)
     view["shape"] = round_shape(view | {"v_tokens": 0}, target, draft)  # a chain, until T is mended
+view["decay"] = None
 try:
     view["alpha"] = chosen_alpha(view)
+    view["decay"] = view["alpha_l"] if view["a_src"] == "fit" else None  # checked by chosen_alpha
 except ValueError as exc:
     ui.show_error(exc)
 if not isinstance(view["alpha"], float):

@@ -1,15 +1,17 @@
 """Measured data: add benchmark files to the shared run library and see them over the theory."""
 
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
 import streamlit as st
 
-from specviz.app import figures, overlays, router, ui
+from specviz.app import figures, overlays, router, share, ui
 from specviz.app.share import Param, by_key
 from specviz.base import hosting
 from specviz.base.i18n import C_, N_, plural
+from specviz.core import acceptance
 from specviz.data import measurements, store
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
@@ -245,6 +247,15 @@ FACETS = {
 }  #: filter -> its label
 
 
+def speculation_profile(engine, runs, ids) -> str:
+    """The selected runs as a speculation_profile.json (text); a run without acceptance gives the reason as JSON."""
+    try:
+        profile = measurements.profile_from_rows(ui.load_runs(engine, runs, ids))
+    except ValueError as exc:
+        profile = {"error": ui.message(exc)}
+    return json.dumps(profile, indent=2, ensure_ascii=False)
+
+
 def library_section(engine, runs) -> None:
     """The stored runs (``runs``, from store.list_runs) with filters, the selection to plot, export and delete."""
     st.subheader(ui.t("Run library"))
@@ -294,7 +305,7 @@ def library_section(engine, runs) -> None:
     )
     selected = st.session_state[key("runs")]
     if selected:
-        c1, c2, _ = st.columns([1, 1, 2])
+        c1, c2, c3, _ = st.columns([1, 1, 1, 1])
         c1.download_button(  # the CSV is built when clicked, not on every run (a large run takes seconds)
             ui.t("Export the selected runs (CSV)"),
             lambda ids=tuple(selected): store.export_csv(ui.load_runs(engine, runs, ids)),
@@ -302,6 +313,17 @@ def library_section(engine, runs) -> None:
             "text/csv",
             icon=":material/download:",
             on_click="ignore",
+        )
+        c3.download_button(  # Model-Optimizer's format: vLLM's synthetic sampler and NVIDIA's tools read it
+            ui.t("Export as speculation_profile.json"),
+            lambda ids=tuple(selected): speculation_profile(engine, runs, ids),
+            "speculation_profile.json",
+            "application/json",
+            icon=":material/download:",
+            on_click="ignore",
+            help=ui.t(
+                "The selected row with the largest K: its per-position acceptance (else α at every position), in NVIDIA Model-Optimizer's schema 1.0."
+            ),
         )
         if c2.button(ui.t("Delete the selected runs…"), icon=":material/delete:"):
             st.session_state[key("confirm_delete")] = list(selected)
@@ -352,7 +374,135 @@ TAB_TITLES = {
     "tokens": N_("E[N] vs K"),
     "parity": N_("Measured vs predicted"),
     "position": N_("Per position"),
+    "context": N_("By context and domain"),
+    "published": N_("Against published"),
 }  #: chart tab -> its title
+GROUP_COLUMNS = {
+    "bucket": N_("context (tokens)"),
+    "domain": N_("domain"),
+    "k": "K",
+    "rows": N_("rows"),
+    "rounds": N_("rounds"),
+    "mean_tokens": "E[N]",
+    "mean_lo": N_("E[N] low"),
+    "mean_hi": N_("E[N] high"),
+    "alpha": "α",
+    "alpha_lo": N_("α low"),
+    "alpha_hi": N_("α high"),
+}  #: acceptance-by-group table -> headings
+REFERENCE_COLUMNS = {
+    "series": C_("md.scol.series", "series"),
+    "alpha": "α",
+    "published_alpha": N_("published α"),
+    "alpha_ratio": N_("α ÷ published"),
+    "mean_accepted_tokens": "E[N]",
+    "published_tokens": N_("published E[N]"),
+    "published_k": N_("published K"),
+    "published_draft": N_("published draft"),
+    "dataset": N_("dataset"),
+    "published_temperature": N_("published temperature"),
+    "differences": N_("differences that usually explain a gap"),
+    "source": N_("source"),
+}  #: reference comparison -> headings
+reference_table = ui.cached(acceptance.load_reference)
+
+
+def group_table(table) -> None:
+    """A pooled (group, K) table with its intervals."""
+    shown = table.drop(columns=["order", "context"])
+    st.dataframe(
+        shown.round(dict.fromkeys(("mean_tokens", "mean_lo", "mean_hi", "alpha", "alpha_lo", "alpha_hi"), 3)),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            c: ui.t(h) if c not in ("k",) and not h.startswith(("E[", "α")) else h
+            for c, h in GROUP_COLUMNS.items()
+            if c in shown
+        },
+    )
+
+
+def context_view(points) -> None:
+    """α and E[N] by context bucket and by domain with 95 % intervals; the fitted α(L), sent on to Hardware and Serving."""
+    rows = acceptance.row_acceptance(points)
+    buckets, domains = acceptance.by_group(rows, "bucket"), acceptance.by_group(rows, "domain")
+    if buckets.empty and domains.empty:
+        st.info(
+            ui.t(
+                "None of the selected rows has a context length or a domain. Files give them as context_length (or prompt_tokens and output_tokens) and domain (dataset, task or category)."
+            )
+        )
+        return
+    st.caption(
+        ui.t(
+            "Intervals are 95 % from the counted rounds (Wilson's interval for α over the accepted and rejected draft tokens); rows without a round count show none."
+        )
+    )
+    if len(buckets):
+        fit = None
+        try:
+            fit = acceptance.fit_decay(rows)
+        except ValueError as exc:
+            st.caption(ui.message(exc))
+        ui.chart(figures.acceptance_by_context(buckets, fit, lang=ui.language()), width="stretch")
+        group_table(buckets)
+        if fit is not None:
+            decay_links(fit)
+    if len(domains):
+        ui.chart(figures.acceptance_by_domain(domains, lang=ui.language()), width="stretch")
+        group_table(domains)
+
+
+def decay_links(fit) -> None:
+    """The fitted model stated, and links that open Hardware & batch and Serving with it."""
+    st.markdown(
+        ui.t(
+            "Fitted decay: logit α(L) = {a} − {b}·ln(L / 1024), {how}, on {n} row(s) at {m} context length(s): α = {a1} at 1k tokens, {a32} at 32k.",
+            a=f"{fit.a:.3f}",
+            b=f"{fit.b:.3f}",
+            how=ui.t("weighted by the counted rounds") if fit.weighted else ui.t("rows weighted equally"),
+            n=fit.points,
+            m=fit.contexts,
+            a1=f"{float(fit.alpha(1024)):.3f}",
+            a32=f"{float(fit.alpha(32768)):.3f}",
+        )
+    )
+    params = {"alpha_l": fit.to_param()}
+    left, right = st.columns(2)
+    left.link_button(  # a link, not a page switch: it carries the fit and can be shared
+        ui.t("Price long contexts with this α(L) on Hardware & batch"),
+        share.share_url(st.context.url, "hardware", {"a_src": "fit", **params}),
+        icon=":material/memory:",
+    )
+    right.link_button(
+        ui.t("Serve with this α(L)"), share.share_url(st.context.url, "serving", params), icon=":material/dns:"
+    )
+
+
+def published_view(points) -> None:
+    """The selected series beside the published acceptance of the same target, and what differs."""
+    table = overlays.reference_comparison(points, reference_table(), lang=ui.language())
+    if table.empty:
+        st.info(
+            ui.t(
+                "No published acceptance for the selected runs' target models (or the rows name none: target_model). The table holds {n} published rows.",
+                n=len(reference_table()),
+            )
+        )
+        return
+    st.caption(
+        ui.t(
+            "α compares runs across K (E[N] grows with K); the published rows are listed closest first: the same draft, then the same method. Sources are in data/validation/acceptance.csv and measurements.csv."
+        )
+    )
+    st.dataframe(
+        table.round(3),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            c: ui.t(h) if c not in ("alpha", "mean_accepted_tokens") else h for c, h in REFERENCE_COLUMNS.items()
+        },
+    )
 
 
 def overlay_section(engine, runs) -> None:
@@ -381,8 +531,8 @@ def overlay_section(engine, runs) -> None:
         width="stretch",
         column_config={c: ui.t(h) for c, h in SERIES_COLUMNS.items() if c in params.columns},
     )
-    tab_s, tab_map, tab_n, tab_parity, tab_pos = st.tabs(
-        [ui.t(TAB_TITLES[t]) for t in ("speedup", "map", "tokens", "parity", "position")]
+    tab_s, tab_map, tab_n, tab_parity, tab_pos, tab_ctx, tab_pub = st.tabs(
+        [ui.t(title) for title in TAB_TITLES.values()]
     )
     with tab_s:
         if points["speedup"].notna().any():
@@ -420,6 +570,10 @@ def overlay_section(engine, runs) -> None:
             ui.chart(figures.per_position_figure(per_position, lang=ui.language()), width="stretch")
         else:
             st.info(ui.t("None of the selected rows has per-position acceptance."))
+    with tab_ctx:
+        context_view(points)
+    with tab_pub:
+        published_view(points)
 
 
 st.title(ui.t("Measured data"))

@@ -12,7 +12,7 @@ from specviz.app.figures import serving as figures
 from specviz.app.share import Param, by_key
 from specviz.base import i18n
 from specviz.base.i18n import N_
-from specviz.core import engines, hardware, serving, trees
+from specviz.core import acceptance, engines, hardware, serving, trees
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
@@ -38,6 +38,13 @@ SPEC = (
     Param("target", "meta-llama/Llama-3.1-8B-Instruct", "choice", choices=tuple(MODELS.index), label=N_("Target")),
     Param("draft", "meta-llama/Llama-3.2-1B-Instruct", "choice", choices=tuple(MODELS.index), label=N_("Draft")),
     Param("alpha", 0.8, "float", 0.0, 1.0, label=N_("Acceptance α")),
+    Param(
+        "alpha_l",
+        "",
+        "text",
+        hi=80,
+        label=N_("α(L) fit 'a;b': logit α(L) = a − b·ln(L / 1024) (empty: the α above at every context)"),
+    ),
     Param("k_max", 6, "int", 1, 12, label=N_("K max")),
     Param("tree", 0, "int", 0, 64, label=N_("Token tree: draft tokens (0: chains only)")),
     Param("t_depth", 4, "int", 1, 12, label=N_("Token tree: most depth")),
@@ -87,10 +94,21 @@ def lengths(view: dict, which: str) -> serving.Lengths:
     return serving.Lengths.uniform(view[f"{which}_len"], view[f"{which}_hi"], name=name)
 
 
-def options(alpha: float, k_max: int, budget: int, depth: int, lang: str) -> list:
+def options(
+    alpha: float, k_max: int, budget: int, depth: int, lang: str, decay: str = "", prompt=None, output=None
+) -> list:
     """No speculation, chains of K = 1 … K max and, with a budget, the Sequoia-optimal tree of that many
-    draft tokens under the geometric positional acceptance of α (as Drafting strategies draws it)."""
-    chains = serving.chain_options(alpha, k_max)
+    draft tokens under the geometric positional acceptance of α (as Drafting strategies draws it).
+
+    ``decay`` (a fit's link text, :class:`specviz.core.acceptance.DecayFit`) replaces α by α(L): chains
+    take the token-weighted E[N] over the decode contexts of ``prompt`` and ``output``, a tree α at their
+    mean decode context."""
+    if decay:
+        fit = acceptance.DecayFit.from_param(decay)
+        chains = serving.chain_options(fit, k_max, prompt=prompt, output=output)
+        alpha = float(fit.alpha(serving.decode_context(prompt, output)))
+    else:
+        chains = serving.chain_options(alpha, k_max)
     if not budget:
         return chains
     p = trees.geometric_p(alpha, 8)
@@ -101,7 +119,22 @@ def options(alpha: float, k_max: int, budget: int, depth: int, lang: str) -> lis
 
 @ui.cached
 def priced(
-    target, draft, gpu, dtype, engine_key, tp, max_seqs, alpha, k_max, budget, depth, lang, prompt, output, chunk
+    target,
+    draft,
+    gpu,
+    dtype,
+    engine_key,
+    tp,
+    max_seqs,
+    alpha,
+    k_max,
+    budget,
+    depth,
+    lang,
+    prompt,
+    output,
+    chunk,
+    decay="",
 ):
     """The cost grid of every option (cached: the sweep reuses it for every load)."""
     engine = engine_key.partition(":")[0]
@@ -109,7 +142,7 @@ def priced(
         target,
         draft,
         gpu,
-        options(alpha, k_max, budget, depth, lang),
+        options(alpha, k_max, budget, depth, lang, decay, prompt, output),
         prompt,
         output,
         dtype=dtype,
@@ -144,6 +177,7 @@ def sweep(view: dict) -> tuple:
             prompt,
             output,
             view["chunk"],
+            view["alpha_l"].strip(),
         )
         frame = serving.steady_state(grid, output, sorted(loads), mode=view["mode"], think_s=view["think"])
         sla = dict(ttft_s=view["ttft"], tpot_s=view["tpot"] / 1e3)
@@ -260,6 +294,11 @@ def sidebar_controls() -> None:
             ui.selectbox(PAGE, P["target"])
             ui.selectbox(PAGE, P["draft"])
         ui.slider(PAGE, P["alpha"], step=0.01)
+        ui.text_box(
+            PAGE,
+            P["alpha_l"],
+            help=ui.t("Measured data fits it (By context and domain) and links here with it."),
+        )
         ui.slider(PAGE, P["k_max"])
         ui.number_input(PAGE, P["tree"])
         if st.session_state[key("tree")]:

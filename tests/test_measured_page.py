@@ -80,6 +80,8 @@ def test_upload_good_file_preview_save_and_overlays(db_url):
         "E[N] vs K",
         "Measured vs predicted",
         "Per position",
+        "By context and domain",
+        "Against published",
     ]
     series_table = at.dataframe[-1].value
     run_id = runs.id.iloc[0]
@@ -208,7 +210,7 @@ def test_export_of_selected_runs_is_escaped_csv(db_url):
     df, _ = measurements.load_measurements("label,k,alpha\n=HYPERLINK(1),4,0.8\n", name="x")
     run_id = store.save_run(engine, df, label="formula", source="test")
     at = run(runs=str(run_id))
-    (download,) = [d for d in at.get("download_button") if "Export" in d.proto.label]
+    (download,) = [d for d in at.get("download_button") if "(CSV)" in d.proto.label]
     data = store.export_csv(store.load_runs(engine, [run_id]))
     assert b"'=HYPERLINK(1)" in data and b",=HYPERLINK" not in data
     assert download.proto.label == "Export the selected runs (CSV)"

@@ -350,3 +350,85 @@ def heatmap_grid(k: int, c_used: pd.Series) -> grids.Grid:
         0.0,
         0.0,
     )
+
+
+def _vocab(name) -> int | None:
+    """A catalogue model's vocabulary size (None: not in the catalogue)."""
+    from specviz.core import hardware
+
+    try:
+        return int(hardware.model_spec(str(name))["vocab_size"]) if isinstance(name, str) and name else None
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _only(values: pd.Series):
+    """The one value a column holds over a series' rows (None where it holds none or several)."""
+    found = values.dropna().astype(str).str.strip()
+    found = found[found != ""].unique()
+    return found[0] if len(found) == 1 else None
+
+
+def series_conditions(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per series (``with_series`` rows): target, draft, method, K, temperature, domain, context, α and E[N].
+
+    α is the mean of alpha_used; K, temperature, models, method and domain are given where the series
+    has one value; context is the median of :func:`specviz.core.acceptance.row_context`.
+    """
+    from specviz.core import acceptance
+
+    context = acceptance.row_context(frame)
+    out = []
+    for name, g in frame.groupby("series", sort=False):
+        k = pd.to_numeric(g["k"], errors="coerce").dropna().unique()
+        temps = pd.to_numeric(g.get("temperature", pd.Series(dtype=float)), errors="coerce").dropna().unique()
+        mean = pd.to_numeric(g.get("mean_accepted_tokens", pd.Series(dtype=float)), errors="coerce")
+        out.append(
+            {
+                "series": name,
+                "target": _only(g.get("target_model", pd.Series(dtype=object))),
+                "draft": _only(g.get("draft_model", pd.Series(dtype=object))),
+                "method": _only(g.get("method", pd.Series(dtype=object))),
+                "k": int(k[0]) if len(k) == 1 else None,
+                "temperature": float(temps[0]) if len(temps) == 1 else None,
+                "domain": _only(g.get("domain", pd.Series(dtype=object))),
+                "context_length": float(context[g.index].median()) if context[g.index].notna().any() else None,
+                "alpha": float(pd.to_numeric(g["alpha_used"], errors="coerce").mean()),
+                "mean_accepted_tokens": float(mean.mean()) if mean.notna().any() else None,
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def reference_comparison(frame: pd.DataFrame, reference: pd.DataFrame, lang: str = "en") -> pd.DataFrame:
+    """Each series with a target beside the published rows of that target (closest first, at most 8 each):
+    both α and E[N], the ratio of α, and the differences that usually explain a gap (in ``lang``)."""
+    from specviz.core import acceptance
+
+    rows = []
+    for _, run in series_conditions(frame).iterrows():
+        if not run["target"]:
+            continue
+        for _, ref in (
+            acceptance.matching_reference(reference, run["target"], run["draft"] or "", run["method"] or "")
+            .head(8)
+            .iterrows()
+        ):
+            reasons = acceptance.gap_reasons(run.to_dict(), ref.to_dict(), _vocab)
+            rows.append(
+                {
+                    "series": run["series"],
+                    "alpha": run["alpha"],
+                    "published_alpha": ref["alpha"],
+                    "alpha_ratio": run["alpha"] / ref["alpha"] if ref["alpha"] > 0 else np.nan,
+                    "mean_accepted_tokens": run["mean_accepted_tokens"],
+                    "published_tokens": ref["mean_accepted_tokens"],
+                    "published_k": int(ref["k"]),
+                    "published_draft": ref["draft"] or ref["method"],
+                    "dataset": ref["dataset"],
+                    "published_temperature": ref["temperature"],
+                    "differences": "; ".join(r.text(lang) for r in reasons),
+                    "source": ref["source"],
+                }
+            )
+    return pd.DataFrame(rows)

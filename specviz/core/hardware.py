@@ -1060,8 +1060,8 @@ def speedup_by_batch(
 ) -> pd.DataFrame:
     """Per (batch, context): c, the speedup for every K = 1..k_max, K* and the speedup at K*.
 
-    ``alpha`` is one number or per-position acceptance a_1, a_2, … (E[N] = 1 + Σ_i Π_{j≤i} a_j;
-    a vector shorter than k_max repeats its last entry). K* is 0 (do not speculate, speedup 1)
+    ``alpha`` is one number, per-position acceptance a_1, a_2, … (E[N] = 1 + Σ_i Π_{j≤i} a_j;
+    a vector shorter than k_max repeats its last entry), or a function of the context giving α(L). K* is 0 (do not speculate, speedup 1)
     where no K pays. ``draft_tokens`` and ``verify_tokens`` (a tree's top-k and node count T, the
     same for every K; None: K + 1) and ``expert_parallel`` go to :func:`pair_costs`. Columns: batch, context, c, t_target,
     s_1..s_{k_max}, k_star, speedup_at_k_star.
@@ -1089,7 +1089,11 @@ def speedup_by_batch(
         verify_tokens=verify_tokens,
         expert_parallel=expert_parallel,
     )
-    mean = _mean_tokens(alpha, k_max)  # (K,)
+    if callable(alpha):  # α(L), e.g. a fitted decay (specviz.core.acceptance.DecayFit): E[N] per context
+        a = theory.check_alpha(np.asarray(alpha(ctx[0, :, 0]), dtype=float))  # (nL,)
+        mean = theory.expected_tokens(a[None, :, None], ks)  # (1, nL, K)
+    else:
+        mean = _mean_tokens(alpha, k_max)  # (K,)
     s = round_speedup(mean, costs)  # (nB, nL, K)
     s = np.broadcast_to(s, np.broadcast_shapes(b.shape, ctx.shape, ks.shape))
     best = s.argmax(-1)  # first maximum: ties go to the smaller K

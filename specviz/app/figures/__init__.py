@@ -42,9 +42,11 @@ from specviz.app.figures.design import (
     speedup_vs_k,
     stepped,
 )
-from specviz.app.figures.engines import acceptance_by_position, engine_rates
+from specviz.app.figures.engines import acceptance_by_position, draft_overhead, engine_rates
 from specviz.app.figures.lab import distribution_bars, emitted_vs_target, n_histogram
 from specviz.app.figures.measured import (
+    acceptance_by_context,
+    acceptance_by_domain,
     cost_breakdown,
     overlay_alpha_c,
     overlay_expected_tokens,
@@ -74,6 +76,8 @@ __all__ = [
     "MAX_POINTS",
     "POLICY_COLORS",
     "TITLES",
+    "acceptance_by_context",
+    "acceptance_by_domain",
     "acceptance_by_position",
     "axis_title",
     "break_even_curves",
@@ -84,6 +88,7 @@ __all__ = [
     "cost_breakdown",
     "distribution_bars",
     "draft_length_histogram",
+    "draft_overhead",
     "drawn",
     "emitted_vs_target",
     "engine_rates",

@@ -349,3 +349,68 @@ def speedup_by_batch_measured(frame, lang: str = "en") -> go.Figure:
     fig.add_hline(y=1.0, line_dash="dash", line_color="black")
     fig.update_xaxes(type="log")
     return _layout(fig, text(lang, "batch size B"), text(lang, "measured speedup S"))
+
+
+def acceptance_by_context(buckets, fit=None, lang: str = "en") -> go.Figure:
+    """α by context bucket (at the bucket's median context, log axis) with its interval, one colour per K;
+    the fitted decay α(L) and its band where ``fit`` (a :class:`specviz.core.acceptance.DecayFit`) is given."""
+    fig = go.Figure()
+    ks = sorted({int(k) for k in buckets["k"]})
+    color = _series_color([f"K = {k}" for k in ks])
+    for k, g in buckets.groupby("k", sort=True):
+        fig.add_trace(
+            go.Scatter(
+                x=g["context"],
+                y=g["alpha"],
+                mode="markers",
+                marker=dict(size=9, color=color[f"K = {int(k)}"]),
+                error_y=dict(
+                    type="data", symmetric=False, array=g["alpha_hi"] - g["alpha"], arrayminus=g["alpha"] - g["alpha_lo"]
+                ),
+                name=f"K = {int(k)}",
+                customdata=np.column_stack([g["bucket"], g["mean_tokens"], g["rows"]]),
+                hovertemplate=text(
+                    lang, "{bucket} tokens<br>α = {alpha}<br>E[N] = {mean}<br>{rows} row(s)",
+                    bucket="%{customdata[0]}", alpha="%{y:.3f}", mean="%{customdata[1]:.2f}", rows="%{customdata[2]}",
+                )
+                + "<extra></extra>",
+            )
+        )  # fmt: skip
+    if fit is not None and len(buckets):
+        x = np.geomspace(max(float(buckets["context"].min()) / 2, 16.0), float(buckets["context"].max()) * 2, 80)
+        lo, hi = fit.band(x)
+        fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=np.r_[hi, lo[::-1]], fill="toself", line=dict(width=0),
+                                 fillcolor="rgba(120,120,120,0.18)", hoverinfo="skip", showlegend=False))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(x=x, y=fit.alpha(x), mode="lines", line=dict(color=BREAK_EVEN_COLOR, dash="dash"),
+                       name=text(lang, "fitted α(L)"), hovertemplate="L = %{x:,.0f}<br>α = %{y:.3f}<extra></extra>")
+        )  # fmt: skip
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(range=[0, 1.02])
+    return _layout(fig, text(lang, "decode context L (tokens)"), text(lang, "acceptance α (95 % interval)"))
+
+
+def acceptance_by_domain(domains, lang: str = "en") -> go.Figure:
+    """α by domain with its interval, grouped bars, one colour per K."""
+    fig = go.Figure()
+    ks = sorted({int(k) for k in domains["k"]})
+    color = _series_color([f"K = {k}" for k in ks])
+    for k, g in domains.groupby("k", sort=True):
+        fig.add_trace(
+            go.Bar(
+                x=g["domain"],
+                y=g["alpha"],
+                marker_color=color[f"K = {int(k)}"],
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=g["alpha_hi"] - g["alpha"],
+                    arrayminus=g["alpha"] - g["alpha_lo"],
+                ),
+                name=f"K = {int(k)}",
+                hovertemplate="%{x}<br>α = %{y:.3f}<extra></extra>",
+            )
+        )
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(range=[0, 1.02])
+    return _layout(fig, text(lang, "domain"), text(lang, "acceptance α (95 % interval)"))

@@ -56,6 +56,7 @@ Choices where engines are ambiguous (each one is reported when it applies, never
 from specviz.data.measurements.aliases import ALIASES, Alias, Conversion, alias_table, normalise_header
 from specviz.data.measurements.load import load_measurements
 from specviz.data.measurements.readers import READERS, ReadContext, Reader
+from specviz.data.measurements.readers.speculation_profile import profile_from_rows, to_profile
 from specviz.data.measurements.records import load_records
 from specviz.data.measurements.report import LoadReport, MeasurementError, RowError
 from specviz.data.measurements.samples import SAMPLES, SAMPLES_DIR, available_samples, template_csv
@@ -86,5 +87,7 @@ __all__ = [
     "load_measurements",
     "load_records",
     "normalise_header",
+    "profile_from_rows",
     "template_csv",
+    "to_profile",
 ]

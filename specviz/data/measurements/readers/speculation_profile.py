@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import math
 
-from specviz.base.i18n import C_, Phrase
+import pandas as pd
+
+from specviz.base.i18n import C_, Message, Phrase
 from specviz.data.measurements.readers import log_lines
 from specviz.data.measurements.readers.base import ReadContext, Reader
 from specviz.data.measurements.readers.log_lines import LogRow, json_count, json_number
@@ -86,6 +88,7 @@ def category_rows(obj: dict) -> list[LogRow]:
     for line, name in enumerate(categories, start=2):
         row = LogRow(line, f"speculation_profile.json, category {name}")
         row.k, row.mean = json_count(obj, "num_speculative_tokens"), json_number(categories, name)
+        row.domain = str(name)
         rows.append(row)
     return rows
 
@@ -155,3 +158,33 @@ READER = Reader(
     spellings=("speculation-profile", "speculation_profile.json", "modelopt"),
     needs_k=False,
 )
+
+
+def profile_from_rows(frame) -> dict:
+    """:func:`to_profile` of loaded rows: the row of the largest K with per-position acceptance (a
+    position never reached takes the last measured rate), else of the largest K with α (each a_i = α).
+
+    Raises :class:`~specviz.base.i18n.Message` where no row has either.
+    """
+    k = pd.to_numeric(frame.get("k"), errors="coerce") if len(frame) else pd.Series(dtype=float)
+    cells = frame["per_position_acceptance"] if "per_position_acceptance" in frame else pd.Series("", index=frame.index)
+    has = cells.fillna("").astype(str).str.strip().ne("") & k.notna()
+    alpha = pd.to_numeric(frame.get("alpha_used"), errors="coerce") if "alpha_used" in frame else k * math.nan
+    rows = frame[has] if has.any() else frame[alpha.notna() & k.notna()]
+    if not len(rows):
+        raise Message(
+            "the selected runs have no row with per-position acceptance or α to write a speculation profile from"
+        )
+    row = rows.loc[pd.to_numeric(rows["k"]).idxmax()]
+    kk = int(row["k"])
+    if has.any():
+        values = [float(x) for x in str(row["per_position_acceptance"]).split(";") if x.strip()]
+        rates, last = [], next((v for v in values if math.isfinite(v)), float(row.get("alpha_used", 0.0)))
+        for v in values[:kk] + [math.nan] * (kk - len(values)):
+            last = v if math.isfinite(v) else last
+            rates.append(min(1.0, max(0.0, last)))
+    else:
+        rates = [float(row["alpha_used"])] * kk
+    mean = pd.to_numeric(pd.Series([row.get("mean_accepted_tokens")]), errors="coerce").iloc[0]
+    method = row.get("method") if isinstance(row.get("method"), str) and row.get("method") else None
+    return to_profile(kk, rates, None if pd.isna(mean) else float(mean), method)
