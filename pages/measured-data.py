@@ -568,6 +568,14 @@ def overlay_section(engine, runs) -> None:
     with tab_pos:
         if len(per_position):
             ui.chart(figures.per_position_figure(per_position, lang=ui.language()), width="stretch")
+            distribution = overlays.n_distribution(per_position)
+            if len(distribution):
+                st.caption(
+                    ui.t(
+                        "The tokens per round N: measured (bars, from the per-position rates) against the chapter's pmf at the series' α (diamonds). Where they part, acceptance is not one α at every position."
+                    )
+                )
+                ui.chart(figures.n_distribution_figure(distribution, lang=ui.language()), width="stretch")
         else:
             st.info(ui.t("None of the selected rows has per-position acceptance."))
     with tab_ctx:

@@ -147,7 +147,7 @@ ERRORS = {
     ),
     "load.format": (
         lambda: load("label,k,alpha\nx,2,0.5\n", format="xlsx"),
-        "format must be one of ['aiperf', 'aiperf_profile', 'auto', 'bench_speculative', 'csv', 'jsonl', 'llama.cpp', 'llama_cpp', 'llamacpp', 'llamacpp_log', 'log', 'modelopt', 'profile_export_aiperf', 'sglang', 'sglang-bench', 'sglang_bench', 'sglang_bench_speculative', 'sglang_log', 'spec-bench', 'spec_bench', 'speculation-profile', 'speculation_profile', 'speculation_profile.json', 'vllm', 'vllm bench serve', 'vllm-bench', 'vllm_bench', 'vllm_bench_serve', 'vllm_log', 'vllm_v0', 'vllm_v0_log']; got 'xlsx'",
+        "format must be one of ['aiperf', 'aiperf_profile', 'auto', 'bench_speculative', 'csv', 'jsonl', 'llama.cpp', 'llama_cpp', 'llamacpp', 'llamacpp_log', 'log', 'modelopt', 'per_request_spec_decode_metrics', 'profile_export_aiperf', 'sglang', 'sglang-bench', 'sglang_bench', 'sglang_bench_speculative', 'sglang_log', 'spec-bench', 'spec_bench', 'speculation-profile', 'speculation_profile', 'speculation_profile.json', 'vllm', 'vllm bench serve', 'vllm-bench', 'vllm-request', 'vllm_bench', 'vllm_bench_serve', 'vllm_log', 'vllm_per_request', 'vllm_request', 'vllm_v0', 'vllm_v0_log']; got 'xlsx'",
     ),
     "load.k": (
         lambda: load("label,k,alpha\nx,2,0.5\n", k=2.5),

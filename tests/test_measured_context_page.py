@@ -121,3 +121,38 @@ def test_hardware_speedup_by_batch_takes_alpha_of_context():
     for ctx, row in zip([1024, 32768], by_fit.itertuples(), strict=True):
         fixed = hardware.speedup_by_batch(*pair, float(fit.alpha(ctx)), [1], [ctx], 4)
         assert row.s_4 == pytest.approx(float(fixed["s_4"].iloc[0]))
+
+
+FORMATS = __import__("pathlib").Path(__file__).parent / "fixtures" / "formats"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "reader"),
+    [
+        ("vllm-bench-serve.json", "vllm_bench"),
+        ("sglang-bench-speculative.jsonl", "sglang_bench"),
+        ("aiperf-profile-export.json", "aiperf"),
+        ("speculation_profile.json", "speculation_profile"),
+        ("speculation_profile.ar_validate.json", "speculation_profile"),
+        ("llamacpp-spec-stats.log", "llamacpp_log"),
+        ("vllm-per-request-spec.json", "vllm_request"),
+    ],
+)
+def test_the_page_reads_each_tools_file_with_its_report(db_url, name, reader):
+    """Each format uploaded on the page: detected, its report shown, its rows previewed and saved."""
+    at = open_app("pages/measured-data.py")
+    at.number_input(key="measured.k_given").set_value(3)
+    at.file_uploader(key="measured.files").upload(name, (FORMATS / name).read_bytes(), "text/plain")
+    rerun(at)
+    assert not at.error, [e.value for e in at.error]
+    frame, report = measurements.load_measurements(FORMATS / name, name=name, k=3)
+    assert report.format == reader
+    assert any(str(report.headline) in c.value.replace("\\", "") for c in at.caption)  # ui.plain escapes _
+    preview = next(d.value for d in at.dataframe if "label" in d.value.columns)
+    assert len(preview) == len(frame)
+    next(b for b in at.button if b.label == "Save to library").click()
+    rerun(at)
+    assert store.list_runs(store.open_library(db_url)).n_rows.tolist() == [len(frame)]
+    if "per_position_acceptance" in frame and frame["per_position_acceptance"].notna().any():
+        assert any("The tokens per round N" in c.value for c in at.caption)  # drawn against the chapter's pmf

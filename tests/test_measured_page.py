@@ -72,8 +72,8 @@ def test_upload_good_file_preview_save_and_overlays(db_url):
     assert len(runs) == 1 and runs.n_rows.iloc[0] == 12 and runs.source.iloc[0] == "bench.csv"
     assert at.query_params["runs"] == str(runs.id.iloc[0])  # the new run is selected and in the URL
     assert any(s.value.startswith("Saved as run #") for s in at.success)
-    # overlays: speedup vs K, (α, c) map, E[N] vs K, parity, per position
-    assert len(charts(at)) == 5
+    # overlays: speedup vs K, (α, c) map, E[N] vs K, parity, per position and the distribution of N
+    assert len(charts(at)) == 6
     assert [t.label for t in at.tabs] == [
         "Speedup vs K",
         "(α, c) map",

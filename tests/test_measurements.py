@@ -1004,6 +1004,7 @@ def test_readers_are_an_explicit_registry_tried_in_order_csv_last():
         "sglang_bench",
         "aiperf",
         "speculation_profile",
+        "vllm_request",
         "spec_bench",
         "csv",
     ]

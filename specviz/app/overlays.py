@@ -335,6 +335,30 @@ def per_position(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["series", "k", "position", "a", "alpha_used"])
 
 
+def n_distribution(table: pd.DataFrame) -> pd.DataFrame:
+    """P(N = n) per (series, K): measured, from the per-position rates (a :func:`per_position` table), and
+    the chapter's pmf at the series' α.
+
+    The measured rates give P(N > i) = Π_{j ≤ i} a_j (a round yields more than i tokens when its first
+    i drafts are accepted), so P(N = n) = P(N > n − 1) − P(N > n), n = 1 … K + 1 (the position means
+    over the cell's rows). A (series, K) with a position never measured is left out. Columns: series,
+    k, n, measured, chapter.
+    """
+    rows = []
+    for (name, k), g in table.groupby(["series", "k"], sort=False):
+        a = g.groupby("position")["a"].mean().reindex(range(1, int(k) + 1))
+        if a.isna().any():
+            continue
+        survive = np.concatenate([[1.0], np.cumprod(np.clip(a.to_numpy(), 0.0, 1.0))])  # P(N > i), i = 0..K
+        measured = survive - np.append(survive[1:], 0.0)  # (K + 1,)
+        chapter = theory.accepted_length_pmf(float(g["alpha_used"].mean()), int(k))
+        rows += [
+            {"series": name, "k": int(k), "n": n + 1, "measured": measured[n], "chapter": float(chapter[n])}
+            for n in range(int(k) + 1)
+        ]
+    return pd.DataFrame(rows, columns=["series", "k", "n", "measured", "chapter"])
+
+
 HEATMAP_SIZE = (121, 97)  #: (α points, c points) of the (α, c) map: smooth, and the figure stays well under 1 MB
 
 

@@ -414,3 +414,23 @@ def acceptance_by_domain(domains, lang: str = "en") -> go.Figure:
     fig.update_layout(barmode="group")
     fig.update_yaxes(range=[0, 1.02])
     return _layout(fig, text(lang, "domain"), text(lang, "acceptance α (95 % interval)"))
+
+
+def n_distribution_figure(frame, lang: str = "en", most: int = 6) -> go.Figure:
+    """P(N = n) measured (bars) and the chapter's pmf at the series' α (markers), for the first ``most``
+    (series, K) of an :func:`specviz.app.overlays.n_distribution` frame."""
+    fig = go.Figure()
+    cells = list(dict.fromkeys(zip(frame["series"], frame["k"], strict=True)))[:most]
+    color = _series_color([f"{name}, K = {k}" for name, k in cells])
+    for name, k in cells:
+        g = frame[(frame["series"] == name) & (frame["k"] == k)]
+        label, c = f"{plotly_text(name)}, K = {k}", color[f"{name}, K = {k}"]
+        fig.add_trace(go.Bar(x=g["n"], y=g["measured"], marker_color=c, name=label, legendgroup=label,
+                             hovertemplate="N = %{x}<br>P = %{y:.3f}<extra></extra>"))  # fmt: skip
+        fig.add_trace(
+            go.Scatter(x=g["n"], y=g["chapter"], mode="markers", marker=dict(symbol="diamond-open", size=11, color=c),
+                       name=text(lang, "chapter's pmf at α"), legendgroup=label, showlegend=False,
+                       hovertemplate=text(lang, "chapter's pmf at α") + ": %{y:.3f}<extra></extra>")
+        )  # fmt: skip
+    fig.update_layout(barmode="group")
+    return _layout(fig, text(lang, "tokens per round N"), text(lang, "share of rounds"))

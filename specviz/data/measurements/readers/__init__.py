@@ -25,6 +25,7 @@ from specviz.data.measurements.readers import (
     speculation_profile,
     vllm_bench,
     vllm_log,
+    vllm_request,
 )
 from specviz.data.measurements.readers.base import ReadContext, Reader
 
@@ -46,6 +47,7 @@ READERS: dict[str, Reader] = {
         sglang_bench.READER,
         aiperf.READER,
         speculation_profile.READER,
+        vllm_request.READER,
         spec_bench.READER,
         csv.READER,
     )
