@@ -471,11 +471,13 @@ def decay_links(fit) -> None:
     left, right = st.columns(2)
     left.link_button(  # a link, not a page switch: it carries the fit and can be shared
         ui.t("Price long contexts with this α(L) on Hardware & batch"),
-        share.share_url(st.context.url, "hardware", {"a_src": "fit", **params}),
+        share.share_url(share.app_root(st.context.url, URL), "hardware", {"a_src": "fit", **params}),
         icon=":material/memory:",
     )
     right.link_button(
-        ui.t("Serve with this α(L)"), share.share_url(st.context.url, "serving", params), icon=":material/dns:"
+        ui.t("Serve with this α(L)"),
+        share.share_url(share.app_root(st.context.url, URL), "serving", params),
+        icon=":material/dns:",
     )
 
 

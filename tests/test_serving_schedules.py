@@ -1,18 +1,34 @@
-"""The Serving view's K schedules, read back by the engines' own parsers where they can run here.
+"""What the Serving view and the Drafting strategies page export for the engines, read back by the
+engines' own parsers and code where they can run here.
 
 - vLLM: ``build_dynamic_sd_schedule_lookup`` of vllm/v1/spec_decode/dynamic/utils.py from the vLLM
   0.34.0 release (its sdist on PyPI, checked against its sha256 and cached outside the work tree; the
   module imports nothing, so it loads alone without vLLM's CUDA stack). Without the network the test
   skips, saying so; CI fetches it.
-- TensorRT-LLM: its wheels need CUDA, so the rules of ``DecodingBaseConfig``'s validators
-  (tensorrt_llm/llmapi/llm_args.py at NVIDIA/TensorRT-LLM fcd3f316) are checked as they are written there.
+- TensorRT-LLM: not executed, transcribed. Its PyPI "sdists" (1.2.1 and earlier) hold only PKG-INFO
+  and pyproject.toml, its wheels live on NVIDIA's own index, and neither that index nor GitHub is
+  reachable from our machines or CI, so ``tensorrt_llm/llmapi/llm_args.py`` cannot be fetched, pinned
+  and executed as the vLLM and SGLang sources are. The rules of ``DecodingBaseConfig`` (a
+  ``StrictBaseModel``: unknown keys refused), its ``validate_draft_len_schedule_and_sort`` and
+  ``DraftTargetDecodingConfig``'s validator are transcribed in :func:`_trtllm_refusals` as written in
+  llm_args.py at IzzyPutterman/TensorRT-LLM 12bd5aaf5ac8dfa0ad0fb84854f20c4daf92c0b5 (a fork of
+  NVIDIA/TensorRT-LLM; read, not run), plus the later upstream model validator that refuses
+  ``max_concurrency`` together with ``draft_len_schedule``. (NVIDIA/TensorRT-LLM fcd3f316, cited
+  before, has neither ``draft_len_schedule`` nor ``max_concurrency``.) Broken variants must be refused.
 - SGLang: its server_args.py imports SGLang's CUDA stack, so it is read, not imported: from the SGLang
   0.5.10.post1 sdist on PyPI (the newest release with an sdist; later ones ship wheels only; sha256-checked
   and cached like vLLM's), ``ServerArgs.add_cli_args``'s ``--model-path`` and ``--speculative-*``
   ``add_argument`` calls are rebuilt, with their literal keywords, into an ``argparse`` parser. The
-  exported flags must parse into K steps, top-1 and K + 1 draft tokens, with an algorithm among
+  Serving view's flags must parse into K steps, top-1 and K + 1 draft tokens, with an algorithm among
   SGLang's choices and its ``SpeculativeAlgorithm`` enum (sglang/srt/speculative/spec_info.py), while
   a flag it does not have, a choice it does not list and a value of the wrong type are refused.
+  The Drafting strategies page's tree flags (``trees.sglang_flags``) must parse into the tree's depth,
+  top-k and budget + 1, obey ``ServerArgs``' top-1 rule (num_draft_tokens = num_steps + 1), and fed to
+  SGLang's own draft-tree code from the same sdist (``select_top_k_tokens`` of
+  speculative/spec_utils.py, ``organize_draft_results`` of speculative/eagle_utils.py and
+  ``fast_topk`` of utils/common.py, run on torch's CPU) with p as the draft's top-k probabilities,
+  SGLang must keep the same drafts as our tree (by path probability). That code, not server_args.py,
+  bounds the budget: it takes the top num_draft_tokens − 1 of topk + (num_steps − 1)·topk² candidates.
 - llama.cpp: llama-server started with the exported flags (tests/test_llamacpp.py's binary).
 """
 
@@ -26,14 +42,16 @@ import io
 import os
 import shlex
 import tarfile
+import typing
 from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
+import torch
 import yaml
 
-from specviz.core import serving
+from specviz.core import serving, trees
 
 VLLM_SDIST = (
     "https://files.pythonhosted.org/packages/92/21/6e0b077dc4a0b28f5a8ce8bb352a38d7196650d681fd4faa87f8dc622eff/"
@@ -50,6 +68,9 @@ SGLANG_SHA256 = "01f7adfe7cde85b238fb0e1bae4b31d494e19d1471cf35ff3c5489a02f9d226
 SGLANG_MODULES = {
     "server_args.py": "sglang-0.5.10.post1/sglang/srt/server_args.py",
     "spec_info.py": "sglang-0.5.10.post1/sglang/srt/speculative/spec_info.py",
+    "spec_utils.py": "sglang-0.5.10.post1/sglang/srt/speculative/spec_utils.py",
+    "eagle_utils.py": "sglang-0.5.10.post1/sglang/srt/speculative/eagle_utils.py",
+    "common.py": "sglang-0.5.10.post1/sglang/srt/utils/common.py",
 }
 SGLANG_CACHE = CACHE.parent / "sglang-0.5.10.post1"
 P, G = serving.Lengths.fixed(1024), serving.Lengths.fixed(256)
@@ -117,19 +138,72 @@ def test_vllm_parses_the_schedule_into_the_same_k_by_batch(schedules):
         assert dense[1:] == list(np.minimum(schedule["k"], k_max))
 
 
+# DecodingBaseConfig's fields (pydantic aliases included) at the commit in the module docstring
+_TRTLLM_FIELDS = {
+    "decoding_type", "max_draft_len", "max_total_draft_tokens", "speculative_model", "speculative_model_dir",
+    "max_concurrency", "draft_len_schedule", "load_format", "acceptance_window", "acceptance_length_threshold",
+    "allow_advanced_sampling",
+}  # fmt: skip
+
+
+def _trtllm_refusals(config: dict) -> list[str]:
+    """What TensorRT-LLM's ``DraftTargetDecodingConfig(**config)`` would refuse, transcribed (not run:
+    see the module docstring) from llm_args.py, in its validators' order; [] when it validates.
+
+    ``decoding_type`` is not checked: there the union of configs is discriminated by a ``Literal``
+    (``"Draft_Target"`` for this class) and where ``"DraftTarget"``, our spelling and the docs', is
+    mapped onto it is not in llm_args.py."""
+    out = [f"extra field {k!r} not permitted (StrictBaseModel)" for k in config if k not in _TRTLLM_FIELDS]
+    k_max, schedule = config.get("max_draft_len"), config.get("draft_len_schedule")
+    if k_max is not None and (type(k_max) is not int or k_max < 0):  # Optional[NonNegativeInt]
+        out.append(f"max_draft_len {k_max!r} is not a non-negative int")
+        k_max = None
+    if schedule is not None:  # Optional[dict[int, int]], then validate_draft_len_schedule_and_sort
+        if not all(type(b) is int and type(k) is int for b, k in schedule.items()):
+            return [*out, f"draft_len_schedule {schedule!r} is not dict[int, int]"]
+        out += [f"threshold {b} < 1" for b in schedule if b < 1]
+        out += [f"draft length {k} < 0" for k in schedule.values() if k < 0]
+        if out:
+            return out
+        if 1 not in schedule:
+            return ["draft_len_schedule must include batch_size=1"]
+        if k_max is not None and schedule[1] != k_max:
+            return [f"draft_len_schedule[1]={schedule[1]} must equal max_draft_len={k_max}"]
+        if k_max is not None:
+            out += [f"draft length {k} for batch {b} > max_draft_len" for b, k in schedule.items() if k > k_max]
+    if config.get("max_concurrency") is not None and schedule is not None:  # later upstream model validator
+        out.append("max_concurrency and draft_len_schedule are mutually exclusive")
+    if not out and (k_max is None or k_max <= 0):  # DraftTargetDecodingConfig.validate_draft_target_config
+        out.append("max_draft_len must be > 0 for DraftTarget")
+    if not out and config.get("speculative_model", config.get("speculative_model_dir")) is None:
+        out.append("speculative_model must be specified for DraftTarget")
+    return out
+
+
 def test_trtllm_config_obeys_decoding_base_config(schedules):
     for schedule in schedules:
-        config = serving.trtllm_speculative_config(schedule)
+        config = serving.trtllm_speculative_config(schedule, model="org/draft")
         parsed = yaml.safe_load(serving.trtllm_yaml(config))["speculative_config"]
-        assert parsed == config
-        lengths = parsed["draft_len_schedule"]
-        assert 1 in lengths and lengths[1] == parsed["max_draft_len"] >= 1
-        assert all(b >= 1 and 0 <= k <= parsed["max_draft_len"] for b, k in lengths.items())
-        assert "max_concurrency" not in parsed  # mutually exclusive with a schedule
+        assert parsed == config and parsed["speculative_model"] == "org/draft"
+        assert _trtllm_refusals(parsed) == []
         # a batch at or above a threshold takes its K: the schedule reproduces k_by_batch
-        keys = sorted(lengths)
+        lengths, keys = parsed["draft_len_schedule"], sorted(parsed["draft_len_schedule"])
         for b, k in zip(schedule["batch"], schedule["k"], strict=True):
             assert lengths[max(t for t in keys if t <= b)] == min(k, parsed["max_draft_len"])
+        # and the transcription refuses what llm_args.py refuses
+        k_max, rest = parsed["max_draft_len"], {b: k for b, k in lengths.items() if b != 1}
+        for broken in (
+            {**parsed, "draft_len_schedule": rest or {2: 0}},  # no key 1
+            {**parsed, "draft_len_schedule": {**lengths, 1: k_max - 1}},  # key 1 is not max_draft_len
+            {**parsed, "draft_len_schedule": {**lengths, 64: k_max + 1}},  # a K above max_draft_len
+            {**parsed, "draft_len_schedule": {**lengths, 64: -1}},  # a negative length
+            {**parsed, "draft_len_schedule": {**lengths, 0: k_max}},  # a threshold below 1
+            {**parsed, "max_concurrency": 8},  # with a schedule
+            {**parsed, "max_draft_len": 0, "draft_len_schedule": {1: 0}},  # DraftTarget needs K > 0
+            {**parsed, "num_speculative_tokens": k_max},  # vLLM's key
+            {k: v for k, v in parsed.items() if k != "speculative_model"},  # DraftTarget needs a draft
+        ):
+            assert _trtllm_refusals(broken), broken
     flat = schedules[0].assign(k=0)
     assert serving.trtllm_speculative_config(flat) is None
     assert serving.trtllm_yaml(None).startswith("#")

@@ -7,6 +7,7 @@ from _tiers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from specviz.app import share
 from specviz.app.share import MAX_ITEMS, Param, check_items, check_work, decode, encode, share_url
 
 SPEC = (
@@ -143,3 +144,18 @@ def test_a_choice_is_read_from_its_slug_an_alias_or_its_english_label():
         Param("src", "typed", "choice", choices=("typed",), aliases=(("x", "y"),))
     with pytest.raises(ValueError, match="2 labels for 1 choices"):
         Param("src", "typed", "choice", choices=("typed",), labels=("a", "b"))
+
+
+@pytest.mark.parametrize(
+    ("url", "root"),
+    [
+        ("http://host:8501/measured-data?runs=1", "http://host:8501"),
+        ("http://host/base/measured-data/", "http://host/base"),
+        ("http://host/base/", "http://host/base"),
+        ("", ""),
+        (None, ""),
+    ],
+)
+def test_app_root_is_where_another_pages_link_starts(url, root):
+    assert share.app_root(url, "measured-data") == root
+    assert share.share_url(share.app_root(url, "measured-data"), "hardware", {"a": "1"}) == f"{root}/hardware?a=1"

@@ -391,6 +391,13 @@ def encode(spec: Sequence[Param], values: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def app_root(page_url: str | None, page_path: str) -> str:
+    """The app's root URL from the URL of the page at ``page_path`` (its query dropped): where another
+    page's link starts (``http://host/base/measured-data?runs=1`` → ``http://host/base``)."""
+    root = (page_url or "").split("?", 1)[0].split("#", 1)[0].rstrip("/")
+    return root[: -len(page_path) - 1] if page_path and root.endswith("/" + page_path) else root
+
+
 def share_url(base: str | None, page_path: str, params: Mapping[str, str]) -> str:
     """Absolute (or root-relative, without ``base``) link to a page with ``params``."""
     root = (base or "").rstrip("/")
