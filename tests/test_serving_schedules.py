@@ -42,7 +42,6 @@ import io
 import os
 import shlex
 import tarfile
-import typing
 from pathlib import Path
 
 import httpx
@@ -139,11 +138,9 @@ def test_vllm_parses_the_schedule_into_the_same_k_by_batch(schedules):
 
 
 # DecodingBaseConfig's fields (pydantic aliases included) at the commit in the module docstring
-_TRTLLM_FIELDS = {
-    "decoding_type", "max_draft_len", "max_total_draft_tokens", "speculative_model", "speculative_model_dir",
-    "max_concurrency", "draft_len_schedule", "load_format", "acceptance_window", "acceptance_length_threshold",
-    "allow_advanced_sampling",
-}  # fmt: skip
+_TRTLLM_FIELDS = {"decoding_type", "max_draft_len", "max_total_draft_tokens", "speculative_model"}
+_TRTLLM_FIELDS |= {"speculative_model_dir", "max_concurrency", "draft_len_schedule", "load_format"}
+_TRTLLM_FIELDS |= {"acceptance_window", "acceptance_length_threshold", "allow_advanced_sampling"}
 
 
 def _trtllm_refusals(config: dict) -> list[str]:
@@ -307,11 +304,17 @@ def _enum_members(source: str, name: str) -> set[str]:
     return {t.id for n in cls.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
 
 
-@pytest.mark.slow
-def test_sglang_parser_takes_the_flags(schedules):
+@pytest.fixture(scope="module")
+def sglang_sources():
     paths = _from_sdist(SGLANG_SDIST, SGLANG_SHA256, SGLANG_MODULES, SGLANG_CACHE)
     if paths is None:
         pytest.skip("SGLang 0.5.10.post1's sdist could not be fetched from PyPI (no network)")
+    return paths
+
+
+@pytest.mark.slow
+def test_sglang_parser_takes_the_flags(schedules, sglang_sources):
+    paths = sglang_sources
     parser, dropped = _sglang_parser(paths["server_args.py"].read_text())
     ours = ["--speculative-algorithm", "--speculative-draft-model-path", "--speculative-num-steps"]
     ours += ["--speculative-eagle-topk", "--speculative-num-draft-tokens", "--model-path"]
@@ -349,6 +352,83 @@ def test_sglang_parser_takes_the_flags(schedules):
     ):
         with pytest.raises(_Refused):
             parser.parse_args(bad)
+
+
+def _functions(source: str, names: set[str]) -> list[ast.FunctionDef]:
+    """The module-level functions ``names`` of ``source``, undecorated: the one decorator among them,
+    ``select_top_k_tokens``' ``@torch.compile(dynamic=True, disable=_is_npu)``, only compiles it."""
+    found = [n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name in names]
+    assert {n.name for n in found} == names
+    for node in found:
+        node.decorator_list = []
+    return found
+
+
+def _sglang_draft_tree(paths: dict[str, Path]):
+    """A function (p, num_steps, topk, num_draft_tokens) -> path probabilities of the drafts SGLang
+    keeps: ``EAGLEWorker.draft_forward``'s loop (speculative/eagle_worker.py) around SGLang's own
+    ``select_top_k_tokens``, ``organize_draft_results`` and ``fast_topk`` (the one it imports off CUDA),
+    executed alone on CPU tensors, for one request whose draft gives every node's r-th child the
+    probability p[r - 1] (0 past p)."""
+    body = _functions(paths["common.py"].read_text(), {"fast_topk"})
+    body += _functions(paths["spec_utils.py"].read_text(), {"select_top_k_tokens"})
+    body += _functions(paths["eagle_utils.py"].read_text(), {"organize_draft_results"})
+    namespace = {"torch": torch, "List": list}  # all that the three use (List only in annotations)
+    exec(compile(ast.Module(body=body, type_ignores=[]), "sglang-0.5.10.post1", "exec"), namespace)
+
+    def kept(p, num_steps: int, topk: int, num_draft_tokens: int) -> np.ndarray:
+        child = torch.zeros(topk, dtype=torch.float64)
+        child[: min(topk, len(p))] = torch.as_tensor(p[:topk], dtype=torch.float64)
+        topk_p, topk_index = child[None], torch.arange(topk)[None]  # the draft's prefill: the root's top-k
+        hidden, scores, lists = torch.zeros(1, 1), None, ([], [], [])
+        for i in range(num_steps):
+            _, hidden, scores, info = namespace["select_top_k_tokens"](i, topk_p, topk_index, hidden, scores, topk)
+            for out, part in zip(lists, info, strict=True):
+                out.append(part)
+            topk_p, topk_index = child.repeat(topk, 1), torch.arange(topk).repeat(topk, 1)  # each node's top-k
+        _, index, _ = namespace["organize_draft_results"](*lists, num_draft_tokens)
+        return torch.cat(lists[0], dim=1).flatten(1)[0, index[0]].numpy()
+
+    return kept
+
+
+@pytest.mark.slow
+def test_sglang_takes_the_tree_flags(sglang_sources):
+    paths = sglang_sources
+    parser, dropped = _sglang_parser(paths["server_args.py"].read_text())
+    assert not {"--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"} & set(dropped)
+    # ServerArgs._handle_speculative_decoding: with top-1 SGLang resets num_draft_tokens to num_steps + 1
+    assert "self.speculative_num_draft_tokens = self.speculative_num_steps + 1" in paths["server_args.py"].read_text()
+    kept = _sglang_draft_tree(paths)
+    EAGLE = ["--model-path", "t", "--speculative-algorithm", "EAGLE"]  # the tree flags leave these out
+
+    cases = [
+        (p, budget, max_depth)
+        for p in ([0.5, 0.2, 0.1], trees.geometric_p(0.6, 4), [0.7, 0.1])
+        for budget in (1, 3, 4, 8, 16)
+        for max_depth in (1, 2, 4, 6)
+    ]
+    shapes = set()
+    for p, budget, max_depth in cases:
+        try:
+            tree, depth, topk = trees.best_topk(p, budget, max_depth)
+        except ValueError:  # no top-k tree of that depth holds the budget (the page warns)
+            continue
+        args = parser.parse_args([*EAGLE, *shlex.split(trees.sglang_flags(depth, topk, budget))])
+        steps, k, n = args.speculative_num_steps, args.speculative_eagle_topk, args.speculative_num_draft_tokens
+        assert (steps, k, n) == (depth, topk, budget + 1) and all(type(v) is int for v in (steps, k, n))
+        assert tree.drafts == budget and tree.depth <= steps
+        if k == 1:  # else SGLang would draft another chain than ours
+            assert n == steps + 1
+        # SGLang's own draft code keeps n − 1 of its topk + (steps − 1)·topk² candidates: ours
+        ours = trees.path_probabilities(tree, p)[1:]
+        assert np.allclose(np.sort(kept(p, steps, k, n)), np.sort(ours)), (p, budget, max_depth)
+        shapes.add((k > 1, steps > 1))
+    assert shapes == {(False, False), (False, True), (True, False), (True, True)}  # chains and trees
+
+    # and it refuses a budget no top-k tree of that depth holds: 8 drafts > 2 + (2 − 1)·2²
+    with pytest.raises(RuntimeError):
+        kept([0.5, 0.2], 2, 2, 8 + 1)
 
 
 @pytest.mark.slow

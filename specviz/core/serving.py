@@ -788,7 +788,9 @@ def trtllm_speculative_config(
     schedule: pd.DataFrame, *, decoding_type: str = "DraftTarget", model: str | None = None
 ) -> dict | None:
     """TensorRT-LLM's ``speculative_config`` (the LLM API's ``DecodingBaseConfig``,
-    tensorrt_llm/llmapi/llm_args.py at NVIDIA/TensorRT-LLM fcd3f316): ``max_draft_len`` the K at batch 1
+    tensorrt_llm/llmapi/llm_args.py as at IzzyPutterman/TensorRT-LLM 12bd5aaf, a fork of NVIDIA's that has
+    ``draft_len_schedule``; ``decoding_type: DraftTarget`` and the draft as NVIDIA's trtllm-serve
+    examples write them): ``max_draft_len`` the K at batch 1
     and ``draft_len_schedule`` {batch threshold: K}, a batch at or above a threshold taking its K (0:
     speculation off). Its validators require thresholds ≥ 1, lengths ≥ 0, the key 1 mapping to
     ``max_draft_len`` and no length above it; ``max_concurrency`` (speculation off above a batch) is
@@ -816,7 +818,10 @@ def trtllm_yaml(config: dict | None) -> str:
 
     if config is None:
         return "# speculation does not pay at any batch: leave speculative_config out\n"
-    return yaml.safe_dump({"speculative_config": config}, sort_keys=False)
+    body = yaml.safe_dump({"speculative_config": config}, sort_keys=False)
+    if "speculative_model" not in config:  # a draft given as a config.json has no id: the user names it
+        return "# add speculative_model: the draft model's path or Hugging Face id (DraftTarget needs one)\n" + body
+    return body
 
 
 def sglang_flags(k: int, *, algorithm: str = "STANDALONE", draft: str | None = None) -> str:
