@@ -73,27 +73,27 @@ def test_cached_runs_match_the_library_frame_for_frame(db_url):
         pd.testing.assert_frame_equal(ui.load_runs(engine, runs, ids), store.load_runs(engine, ids))
 
 
-def test_a_run_deleted_here_is_not_served_even_from_an_old_listing(db_url, fetches):
+def test_a_run_trashed_here_is_not_served_even_from_an_old_listing(db_url, fetches):
     engine = store.open_library(db_url)
     run_id = _save(engine, "doomed")
     runs = ui.library_runs(engine)
     ui.load_runs(engine, runs, [run_id])
     ui.derived_runs(engine, runs, [run_id], overlays.with_series)
     assert ui.delete_runs(engine, [run_id]) == 1
-    with pytest.raises(store.StoreError, match="not in the library"):
+    with pytest.raises(store.StoreError, match="in the trash"):
         ui.load_runs(engine, runs, [run_id])  # the listing still names it: the database is asked
-    with pytest.raises(store.StoreError, match="not in the library"):
+    with pytest.raises(store.StoreError, match="in the trash"):
         ui.derived_runs(engine, runs, [run_id], overlays.with_series)
 
 
-def test_a_run_deleted_by_another_server_leaves_the_cache_at_the_next_listing(db_url):
+def test_a_run_trashed_by_another_server_leaves_the_cache_at_the_next_listing(db_url):
     engine = store.open_library(db_url)
     gone, kept = _save(engine, "gone"), _save(engine, "kept")
     runs = ui.library_runs(engine)
     ui.load_runs(engine, runs, [gone, kept])
     store.delete_runs(engine, [gone])  # not through ui: as another server process would
     ui.library_runs(engine)
-    with pytest.raises(store.StoreError, match="not in the library"):
+    with pytest.raises(store.StoreError, match="in the trash"):
         ui.load_runs(engine, runs, [gone])
     assert ui.load_runs(engine, runs, [kept]).run.tolist() == ["kept"]
 

@@ -567,6 +567,7 @@ def test_list_runs_newest_first_with_facets(engine):
         "uploaded_at",
         "note",
         "n_rows",
+        "created_by",
         "target_model",
         "draft_model",
         "hardware",
@@ -878,7 +879,9 @@ def test_two_processes_creating_the_schema_at_once_both_succeed(tmp_path):
     for i in range(RACES):
         con = sqlite3.connect(tmp_path / f"fresh{i}" / "lib.sqlite")
         try:
-            assert con.execute("SELECT key, value FROM specviz_info").fetchall() == [("schema_version", "1")]
+            assert con.execute("SELECT key, value FROM specviz_info").fetchall() == [
+                ("schema_version", str(store.SCHEMA_VERSION))
+            ]
             assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
             assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
         finally:
@@ -1032,10 +1035,13 @@ def test_reopening_a_library_keeps_its_runs(url):
 # --------------------------------------------------------------------------------------
 
 
-def test_delete_runs_removes_only_those_runs(engine, url):
+def test_delete_runs_moves_only_those_runs_to_the_trash_and_a_purge_removes_them(engine, url):
     ids = [store.save_run(engine, simple_frame(n, f"run{n}"), label=f"run{n}", source="s") for n in (1, 2, 3, 4)]
     assert counts(url) == (4, 10)
     assert store.delete_runs(engine, [ids[1], ids[3]]) == 2
+    assert counts(url) == (4, 10)  # in the trash: nothing deleted yet
+    assert store.list_trash(engine)["id"].tolist() == [ids[3], ids[1]]
+    assert store.purge_runs(engine, [ids[1], ids[3]]) == 2
     assert counts(url) == (2, 4)
     assert store.list_runs(engine)["id"].tolist() == [ids[2], ids[0]]
     pd.testing.assert_frame_equal(store.load_run(engine, ids[2]), simple_frame(3, "run3"))

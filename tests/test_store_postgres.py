@@ -163,7 +163,7 @@ def test_two_processes_saving_concurrently_lose_nothing(engine):
 def drop_tables(url: str) -> None:
     raw = sa.create_engine(url)
     with raw.begin() as conn:
-        for table in ("measurements", "runs", "profiles", "specviz_info"):
+        for table in ("measurements", "runs", "profiles", "specviz_info", "audit", "alembic_version"):
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {table} CASCADE")
     raw.dispose()
 
@@ -235,3 +235,31 @@ def test_missing_columns_are_added_on_open(engine):
     assert store.load_run(again, run_id).label.tolist() == ["A", "B"]
     store.save_run(again, frame(), label="new", source="s")
     again.dispose()
+
+
+def test_a_postgres_library_from_c5ccf13_upgrades_in_place():
+    """The dump of a library written by c5ccf13 (schema 1, before Alembic) opens with today's store."""
+    from pathlib import Path
+
+    from test_store_upgrade import check_upgraded
+
+    if not URL:
+        pytest.fail("SPECVIZ_TEST_POSTGRES_URL is not set although CI requires the PostgreSQL tests", pytrace=False)
+    drop_tables(URL)
+    dump = Path(__file__).parent / "fixtures" / "library" / "library-c5ccf13.postgres.sql"
+    script = "\n".join(line for line in dump.read_text().splitlines() if not line.startswith("\\"))
+    raw = sa.create_engine(URL)
+    with raw.begin() as conn:  # psycopg runs a script of many statements; psql's own commands are left out
+        conn.exec_driver_sql(script)
+    raw.dispose()
+    engine = store.open_library(URL)
+    try:
+        check_upgraded(engine)
+    finally:
+        engine.dispose()
+
+
+def test_editors_and_an_admin_changing_the_same_runs_at_once(engine):
+    from test_store_roles import concurrent_changes
+
+    concurrent_changes(engine)

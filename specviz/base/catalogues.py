@@ -31,6 +31,7 @@ KEYWORDS = {
     "Message": None,
     "Phrase": None,
     "StoreError": None,
+    "AccessError": None,
     "MeasurementError": None,
     "TelemetryError": None,
     "FetchError": None,

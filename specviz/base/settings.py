@@ -50,6 +50,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SPECVIZ_MAX_BATCH", "count", 64, 8, "sequences decoded at once"),
     Setting("SPECVIZ_ENGINE_HOSTS", "text", "", meaning="the hosts the Engine monitor may fetch in hosted mode"),
     Setting("SPECVIZ_DB_URL", "text", None, meaning="the run library's database URL"),
+    Setting("SPECVIZ_ADMINS", "text", "", meaning="e-mail addresses and @domains with the admin role"),
+    Setting("SPECVIZ_EDITORS", "text", "", meaning="e-mail addresses and @domains with the editor role"),
+    Setting("SPECVIZ_DEFAULT_ROLE", "text", "viewer", meaning="the role of a signed-in person on neither list"),
+    Setting("SPECVIZ_AUTH_HEADER", "text", "", meaning="the header a trusted proxy puts the e-mail in"),
+    Setting("SPECVIZ_TRASH_DAYS", "count", 30, 30, "days a trashed run can be restored before it is purged"),
+    Setting("SPECVIZ_LIVE_PER_HOUR", "count", 1000, 6, "live runs one person may start per hour"),
+    Setting("SPECVIZ_LOADGEN_PER_HOUR", "count", 1000, 6, "load-generator runs one person may start per hour"),
     Setting("SPECVIZ_LLAMA_SERVER", "path", None, meaning="a llama-server binary for the engine tests"),
     Setting("SPECVIZ_LLAMA_CACHE", "path", None, meaning="the folder holding a built llama-server"),
 )

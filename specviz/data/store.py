@@ -45,34 +45,44 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from specviz.base import settings
+from specviz.base import access, settings
+from specviz.base.access import Identity
 from specviz.base.i18n import N_, Message, Phrase
 from specviz.core.engines import decode_terms, encode_terms, engine_names
-from specviz.data import library_file
+from specviz.data import library_file, migrations
 from specviz.data import measurements as m
 from specviz.data.measurements import schema
 
 __all__ = [
+    "AUDIT_COLUMNS",
     "ENV_URL",
     "SCHEMA_VERSION",
     "StoreError",
+    "audit_trail",
     "database_forms",
     "default_url",
     "delete_profile",
     "delete_runs",
+    "edit_run",
     "escape_formulas",
     "export_csv",
     "list_profiles",
     "list_runs",
+    "list_trash",
     "load_run",
     "load_runs",
     "open_library",
+    "purge_expired",
+    "purge_runs",
+    "restore_runs",
     "save_profile",
     "save_run",
+    "trash_runs",
+    "trashed",
 ]
 
 ENV_URL = "SPECVIZ_DB_URL"
-SCHEMA_VERSION = 1  #: bump with an entry in _MIGRATIONS when a change needs more than added columns
+SCHEMA_VERSION = 2  #: 2: owners, trash, audit (Alembic revision 0002); an older specviz refuses a newer library
 
 #: Every measurement column the library stores, in a stable order.
 STORED_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys([*m.COLUMNS, *m.BENCH_COLUMNS, *m.DERIVED_COLUMNS]))
@@ -156,6 +166,9 @@ _runs = sa.Table(
     sa.Column("n_rows", sa.Integer, nullable=False),
     sa.Column("dtypes", sa.Text, nullable=False),  # JSON {column: pandas dtype} of the saved frame
     sa.Column("report", sa.Text, nullable=False, default=""),  # LoadReport.summary() at upload
+    sa.Column("created_by", sa.Text, nullable=False, default="", server_default=""),  # e-mail; "" local / before 0002
+    sa.Column("trashed_at", sa.DateTime(timezone=True), nullable=True, index=True),  # None: in the library
+    sa.Column("trashed_by", sa.Text, nullable=True),
     sqlite_autoincrement=True,  # ids of deleted runs are never reused: share links name runs by id
 )
 _rows = sa.Table(
@@ -181,11 +194,22 @@ _profiles = sa.Table(  # custom engine profiles (specviz.core.engines.encode_ter
     sa.Column("gpu", sa.Text, nullable=False, default=""),
     sa.Column("n_rows", sa.Integer, nullable=False),  # measurement rows the profile was fitted on
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("created_by", sa.Text, nullable=False, default="", server_default=""),
     sqlite_autoincrement=True,
 )
-
-#: version -> function upgrading a database from that version to version + 1 (none yet).
-_MIGRATIONS: dict[int, callable] = {}
+_audit = sa.Table(  # every save, edit, trash, restore and purge: who, when, which runs, from which page
+    "audit",
+    _meta,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("at", sa.DateTime(timezone=True), nullable=False, index=True),
+    sa.Column("who", sa.Text, nullable=False),  # e-mail; "" the local user; "system" an expiry purge
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("runs", sa.Text, nullable=False),  # ids, ", "-joined (a profile's name for profile actions)
+    sa.Column("page", sa.Text, nullable=False),
+    sa.Column("detail", sa.Text, nullable=False),
+    sqlite_autoincrement=True,
+)
 
 
 def _stored_version(conn: Connection) -> int | None:
@@ -206,13 +230,20 @@ def _add_missing_columns(conn: Connection) -> list[str]:
 
 
 def _migrate(conn: Connection) -> None:
-    """Create the schema, or bring an older one up to :data:`SCHEMA_VERSION` (in the caller's transaction)."""
+    """Create the schema, or bring an older one up to date (in the caller's transaction).
+
+    A new database gets the current tables and is stamped at the newest Alembic revision; an existing
+    one runs the revisions it lacks (:mod:`specviz.data.migrations`; a library from before Alembic from
+    the base), then gains the measurement columns it lacks. ``specviz_info.schema_version`` is raised to
+    :data:`SCHEMA_VERSION`, so an older specviz refuses the library rather than bypass what it cannot see.
+    """
     if conn.dialect.name == "postgresql":  # servers opening one database at once migrate it one after another
         conn.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtext('specviz schema'))")
     tables = set(sa.inspect(conn).get_table_names())
     if "specviz_info" not in tables:
         _meta.create_all(conn)
         conn.execute(_info.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+        migrations.stamp(conn)
         return
     version = _stored_version(conn) or 1
     if version > SCHEMA_VERSION:
@@ -224,10 +255,11 @@ def _migrate(conn: Connection) -> None:
                 ours=SCHEMA_VERSION,
             )
         )
-    _meta.create_all(conn)  # tables a later version added
-    for v in range(version, SCHEMA_VERSION):
-        _MIGRATIONS[v](conn)
+    if migrations.current(conn) != migrations.head():
+        migrations.upgrade(conn)
+    _meta.create_all(conn)  # a table lost since (dropped by hand) comes back empty
     _add_missing_columns(conn)
+    # written on every open, so a library this server may not write fails here, saying so, not at a save
     conn.execute(_info.update().where(_info.c.key == "schema_version").values(value=str(SCHEMA_VERSION)))
 
 
@@ -436,14 +468,49 @@ def _check_frame(frame: pd.DataFrame) -> list[str]:
     return list(frame.columns)
 
 
-def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, note: str = "", report: str = "") -> int:
-    """Store ``frame`` (canonical columns, as from ``load_measurements``) as one run; return its id.
+def _identity(who: Identity | None, action: str, owner: str | None = None) -> Identity:
+    """``who`` (None: :func:`specviz.base.access.default_identity`), checked for ``action`` on ``owner``'s work."""
+    who = access.default_identity() if who is None else who
+    access.require(who, action, owner)
+    return who
 
+
+def _record(conn: Connection, who: Identity, action: str, run_ids: Iterable, page: str, detail: str = "") -> None:
+    """One line of the audit trail, in the transaction of the change it records."""
+    conn.execute(
+        _audit.insert().values(
+            at=datetime.now(UTC),
+            who=who.name,
+            role=who.role,
+            action=action,
+            runs=", ".join(str(i) for i in run_ids),
+            page=str(page),
+            detail=str(detail)[:500],
+        )
+    )
+
+
+def save_run(
+    engine: Engine,
+    frame: pd.DataFrame,
+    *,
+    label: str,
+    source: str,
+    note: str = "",
+    report: str = "",
+    who: Identity | None = None,
+    page: str = "",
+) -> int:
+    """Store ``frame`` (canonical columns, as from ``load_measurements``) as one run of ``who``; return its id.
+
+    ``who`` must be an editor or admin (:func:`specviz.base.access.require`; None: the local user, refused
+    where the server is hosted or has sign-in configured); the save is audited with ``page``.
     One transaction: on any failure nothing is stored and :class:`StoreError` says why. An id is
     returned only once the commit is in the file the library's path names, so a fresh process reads
     the run back; a SQLite file deleted or replaced since it was opened fails the save instead
     (:func:`_check_library_file`).
     """
+    who = _identity(who, "save")
     label = label.strip() if isinstance(label, str) else ""
     if not label or len(label) > _MAX_LABEL:
         raise StoreError(
@@ -470,11 +537,13 @@ def save_run(engine: Engine, frame: pd.DataFrame, *, label: str, source: str, no
         "n_rows": len(frame),
         "dtypes": json.dumps(dtypes),
         "report": str(report),
+        "created_by": who.name,
     }
     try:
         with engine.begin() as conn:
             run_id = conn.execute(_runs.insert().values(**run)).inserted_primary_key[0]
             conn.execute(_rows.insert(), [{**r, "run_id": run_id} for r in records])
+            _record(conn, who, "save", [run_id], page, label)
         _check_library_file(engine)  # the commit went to the file at the path, not to a deleted one
     except (sa.exc.SQLAlchemyError, StoreError) as exc:
         raise StoreError(
@@ -507,16 +576,20 @@ def _reported(what: str, engine: Engine | None = None) -> Iterator[None]:
         raise StoreError(Message(what, cause=_cause(exc, None if engine is None else engine.url))) from exc
 
 
-def list_runs(engine: Engine) -> pd.DataFrame:
-    """Every stored run, newest first, with the distinct models, hardware and methods of its rows.
+def list_runs(engine: Engine, *, trash: bool = False) -> pd.DataFrame:
+    """Every stored run not in the trash (``trash=True``: every run in it), newest first, with the distinct
+    models, hardware and methods of its rows.
 
-    Columns: id, label, source, uploaded_at, note, n_rows, target_model, draft_model, hardware, method
-    (the last four: distinct values joined by ", ").
+    Columns: id, label, source, uploaded_at, note, n_rows, created_by, target_model, draft_model, hardware,
+    method (the last four: distinct values joined by ", "); in the trash also trashed_at and trashed_by.
     """
-    cols = ["id", "label", "source", "uploaded_at", "note", "n_rows"]
+    cols = ["id", "label", "source", "uploaded_at", "note", "n_rows", "created_by"]
+    cols += ["trashed_at", "trashed_by"] if trash else []
+    where = _runs.c.trashed_at.is_not(None) if trash else _runs.c.trashed_at.is_(None)
     with _reported(N_("listing the run library failed: {cause}"), engine), engine.connect() as conn:
         runs = pd.DataFrame(
-            conn.execute(sa.select(*(_runs.c[c] for c in cols)).order_by(_runs.c.id.desc())).all(), columns=cols
+            conn.execute(sa.select(*(_runs.c[c] for c in cols)).where(where).order_by(_runs.c.id.desc())).all(),
+            columns=cols,
         )
         meta = conn.execute(
             sa.select(
@@ -533,6 +606,8 @@ def list_runs(engine: Engine) -> pd.DataFrame:
         runs[facet] = [", ".join(sorted(found.get(i, {}).get(facet, ()))) for i in runs["id"]]
     runs["id"] = runs["id"].astype("int64")
     runs["uploaded_at"] = pd.to_datetime(runs["uploaded_at"], utc=True)
+    if trash:
+        runs["trashed_at"] = pd.to_datetime(runs["trashed_at"], utc=True)
     return runs
 
 
@@ -545,6 +620,13 @@ def _fetch(engine: Engine, run_ids: Iterable[int]) -> list[pd.DataFrame]:
         missing = [i for i in ids if i not in runs]
         if missing:
             raise StoreError(Message("run id(s) {ids} are not in the library (deleted by someone else?)", ids=missing))
+        trashed = [i for i in ids if runs[i].trashed_at is not None]
+        if trashed:
+            raise StoreError(
+                Message(
+                    "run id(s) {ids} are in the trash: restore them (Trash, on Measured data) to use them", ids=trashed
+                )
+            )
         rows = (
             conn.execute(sa.select(_rows).where(_rows.c.run_id.in_(ids)).order_by(_rows.c.run_id, _rows.c.position))
             .mappings()
@@ -590,19 +672,148 @@ def load_run(engine: Engine, run_id: int) -> pd.DataFrame:
     return frame
 
 
-def delete_runs(engine: Engine, run_ids: Iterable[int]) -> int:
-    """Delete runs and their measurements in one transaction; return how many runs were deleted.
+def _owners(conn: Connection, ids: list[int], trashed: bool) -> dict[int, str]:
+    """run id -> its owner, for the ``ids`` in the library (``trashed=False``) or in the trash (True)."""
+    state = _runs.c.trashed_at.is_not(None) if trashed else _runs.c.trashed_at.is_(None)
+    rows = conn.execute(sa.select(_runs.c.id, _runs.c.created_by).where(_runs.c.id.in_(ids), state)).all()
+    return {int(i): owner or "" for i, owner in rows}
 
-    The page asks the person to confirm before calling this.
-    """
+
+def _change(engine: Engine, run_ids: Iterable[int], who: Identity | None, action: str, page: str, apply) -> int:
+    """Check ``action`` on every run first (all or nothing), then ``apply(conn, ids)`` and audit it."""
     ids = [int(i) for i in run_ids]
+    who = access.default_identity() if who is None else who
     if not ids:
         return 0
-    with _reported(N_("deleting runs failed: {cause}"), engine), engine.begin() as conn:
-        conn.execute(_rows.delete().where(_rows.c.run_id.in_(ids)))
-        deleted = conn.execute(_runs.delete().where(_runs.c.id.in_(ids))).rowcount
-    _check_library_file(engine)  # as in save_run: the deletion is in the file at the path
+    with _reported(N_("changing runs failed: {cause}"), engine), engine.begin() as conn:
+        access.require(who, action)  # the role the action needs at all, whatever the runs
+        owners = _owners(conn, ids, trashed=action in ("restore", "purge"))
+        for owner in sorted(set(owners.values())):
+            access.require(who, action, owner)
+        changed = apply(conn, list(owners)) if owners else 0
+        if changed:
+            _record(conn, who, action, sorted(owners), page)
+    _check_library_file(engine)  # as in save_run: the change is in the file at the path
+    return changed
+
+
+def delete_runs(engine: Engine, run_ids: Iterable[int], *, who: Identity | None = None, page: str = "") -> int:
+    """Move runs to the trash (nothing is deleted); return how many moved. An editor may trash their own
+    runs, an admin anyone's (:mod:`specviz.base.access`); a run not allowed refuses the whole call.
+
+    A trashed run leaves the library's listing and links to it say so; :func:`restore_runs` brings it
+    back, :func:`purge_runs` (admin) or :func:`purge_expired` (after ``SPECVIZ_TRASH_DAYS``) deletes it.
+    The page asks the person to confirm before calling this.
+    """
+
+    def move(conn: Connection, ids: list[int]) -> int:
+        values = {"trashed_at": datetime.now(UTC), "trashed_by": who_name}
+        return conn.execute(_runs.update().where(_runs.c.id.in_(ids)).values(**values)).rowcount
+
+    who_name = (access.default_identity() if who is None else who).name
+    changed = _change(engine, run_ids, who, "trash", page, move)
+    purge_expired(engine)
+    return changed
+
+
+trash_runs = delete_runs  #: the name the trash's own callers use
+
+
+def restore_runs(engine: Engine, run_ids: Iterable[int], *, who: Identity | None = None, page: str = "") -> int:
+    """Bring trashed runs back to the library (their owner, or an admin); return how many came back."""
+
+    def back(conn: Connection, ids: list[int]) -> int:
+        return conn.execute(_runs.update().where(_runs.c.id.in_(ids)).values(trashed_at=None, trashed_by=None)).rowcount
+
+    return _change(engine, run_ids, who, "restore", page, back)
+
+
+def _delete(conn: Connection, ids: list[int]) -> int:
+    conn.execute(_rows.delete().where(_rows.c.run_id.in_(ids)))
+    return conn.execute(_runs.delete().where(_runs.c.id.in_(ids))).rowcount
+
+
+def purge_runs(engine: Engine, run_ids: Iterable[int], *, who: Identity | None = None, page: str = "") -> int:
+    """Delete trashed runs and their measurements for good (admin only); return how many were deleted."""
+    return _change(engine, run_ids, who, "purge", page, _delete)
+
+
+def purge_expired(engine: Engine, days: int | None = None, now: datetime | None = None) -> int:
+    """Delete the runs trashed more than ``days`` (``SPECVIZ_TRASH_DAYS``, 30) ago; audited as ``system``.
+
+    Called whenever runs are trashed and the trash is listed, so no expired run outlives a visit to it.
+    """
+    days = settings.number("SPECVIZ_TRASH_DAYS") if days is None else days
+    cutoff = (now or datetime.now(UTC)) - pd.Timedelta(days=days).to_pytimedelta()
+    with _reported(N_("changing runs failed: {cause}"), engine), engine.begin() as conn:
+        ids = [int(i) for (i,) in conn.execute(sa.select(_runs.c.id).where(_runs.c.trashed_at < cutoff)).all()]
+        if not ids:
+            return 0
+        deleted = _delete(conn, ids)
+        _record(
+            conn, access.Identity("system", "admin", "anonymous"), "purge", ids, "", f"in the trash over {days} days"
+        )
     return deleted
+
+
+def list_trash(engine: Engine) -> pd.DataFrame:
+    """The runs in the trash (after purging the expired ones): :func:`list_runs` with trashed_at and trashed_by."""
+    purge_expired(engine)
+    return list_runs(engine, trash=True)
+
+
+def trashed(engine: Engine, run_ids: Iterable[int]) -> pd.DataFrame:
+    """Which of ``run_ids`` are in the trash: id, label, created_by, trashed_at, trashed_by (a link to one says so)."""
+    ids = [int(i) for i in run_ids]
+    cols = ["id", "label", "created_by", "trashed_at", "trashed_by"]
+    with _reported(N_("listing the run library failed: {cause}"), engine), engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(*(_runs.c[c] for c in cols)).where(_runs.c.id.in_(ids), _runs.c.trashed_at.is_not(None))
+        ).all()
+    return pd.DataFrame(rows, columns=cols)
+
+
+def edit_run(
+    engine: Engine,
+    run_id: int,
+    *,
+    label: str | None = None,
+    note: str | None = None,
+    who: Identity | None = None,
+    page: str = "",
+) -> None:
+    """Rename a run or change its note (its owner, or an admin); audited with the old and new values."""
+    values = {}
+    if label is not None:
+        label = label.strip() if isinstance(label, str) else ""
+        if not label or len(label) > _MAX_LABEL:
+            raise StoreError(
+                Message("run name must be 1 to {most} characters; got {label!r}", most=_MAX_LABEL, label=label)
+            )
+        values["label"] = label
+    if note is not None:
+        values["note"] = str(note)
+
+    def edit(conn: Connection, ids: list[int]) -> int:
+        return conn.execute(_runs.update().where(_runs.c.id.in_(ids)).values(**values)).rowcount
+
+    if values and not _change(engine, [run_id], who, "edit", page, edit):
+        raise StoreError(Message("run id(s) {ids} are not in the library (deleted by someone else?)", ids=[run_id]))
+
+
+AUDIT_COLUMNS = ("at", "who", "role", "action", "runs", "page", "detail")
+
+
+def audit_trail(engine: Engine, *, who: Identity | None = None, limit: int = 10_000) -> pd.DataFrame:
+    """The audit trail, newest first (admins only): at, who, role, action, runs, page, detail."""
+    _identity(who, "audit")
+    with _reported(N_("listing the run library failed: {cause}"), engine), engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(*(_audit.c[c] for c in AUDIT_COLUMNS)).order_by(_audit.c.id.desc()).limit(limit)
+        ).all()
+    frame = pd.DataFrame(rows, columns=list(AUDIT_COLUMNS))
+    frame["at"] = pd.to_datetime(frame["at"], utc=True)
+    return frame
 
 
 # --------------------------------------------------------------------------------------
@@ -629,9 +840,18 @@ def _name_taken(name: str) -> StoreError:
 
 
 def save_profile(
-    engine: Engine, *, name: str, terms: str, base_engine: str, target: str = "", gpu: str = "", n_rows: int = 0
+    engine: Engine,
+    *,
+    name: str,
+    terms: str,
+    base_engine: str,
+    target: str = "",
+    gpu: str = "",
+    n_rows: int = 0,
+    who: Identity | None = None,
+    page: str = "",
 ) -> int:
-    """Store a custom engine profile under ``name``; return its id.
+    """Store a custom engine profile under ``name`` as ``who``'s (an editor or admin; audited); return its id.
 
     ``terms`` is checked by :func:`specviz.core.engines.decode_terms` (the profile any page rebuilds
     from it) and stored as :func:`~specviz.core.engines.encode_terms` writes it back; ``base_engine``
@@ -641,6 +861,7 @@ def save_profile(
     over 80 characters. One transaction; on any failure nothing is stored and :class:`StoreError`
     says why, naming the field and the value.
     """
+    who = _identity(who, "profile")
     name = _profile_name(name)
     try:
         text = encode_terms(decode_terms(terms))
@@ -664,12 +885,14 @@ def save_profile(
         "gpu": str(gpu),
         "n_rows": int(n_rows),
         "created_at": datetime.now(UTC),
+        "created_by": who.name,
     }
     try:
         with engine.begin() as conn:
             if conn.execute(sa.select(_profiles.c.id).where(_profiles.c.name == name)).first() is not None:
                 raise _name_taken(name)
             profile_id = conn.execute(_profiles.insert().values(**row)).inserted_primary_key[0]
+            _record(conn, who, "save profile", [name], page)
         _check_library_file(engine)
     except StoreError:
         raise
@@ -695,10 +918,17 @@ def list_profiles(engine: Engine) -> pd.DataFrame:
     return frame
 
 
-def delete_profile(engine: Engine, name: str) -> int:
-    """Delete the profile called ``name``; return how many were deleted (0 or 1). The page asks first."""
+def delete_profile(engine: Engine, name: str, *, who: Identity | None = None, page: str = "") -> int:
+    """Delete the profile called ``name`` (its creator, or an admin; audited); return how many were deleted
+    (0 or 1). The page asks first."""
+    who = _identity(who, "profile")
     with _reported(N_("deleting the profile failed: {cause}"), engine), engine.begin() as conn:
+        owner = conn.execute(sa.select(_profiles.c.created_by).where(_profiles.c.name == str(name))).scalar()
+        if owner is not None:
+            access.require(who, "profile_delete", owner)
         deleted = conn.execute(_profiles.delete().where(_profiles.c.name == str(name))).rowcount
+        if deleted:
+            _record(conn, who, "delete profile", [name], page)
     _check_library_file(engine)
     return deleted
 
