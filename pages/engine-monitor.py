@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from specviz.app import figures, overlays, router, ui
+from specviz.app import figures, overlays, queues, router, ui
 from specviz.app.share import Param, by_key
-from specviz.base import hosting
-from specviz.base.i18n import C_, N_
+from specviz.base import access, hosting
+from specviz.base.i18n import C_, N_, Phrase
 from specviz.core import hardware, theory
 from specviz.data import store
 from specviz.data.measurements import load_records as measurement_records
@@ -255,7 +255,7 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
         if engine is not None:
             try:
                 run_id = store.save_run(
-                    engine, point.frame, label=point.frame["label"].iloc[0], source="engine monitor"
+                    engine, point.frame, label=point.frame["label"].iloc[0], source="engine monitor", who=WHO, page=URL
                 )
             except ValueError as exc:
                 ui.show_error(exc)
@@ -335,10 +335,26 @@ def load_section() -> None:
     go, stop_col = st.columns([1, 5])
     if stop_col.button(ui.t(C_("em.stop", "Stop")), icon=":material/stop:", key=ui.key(PAGE, "lg_stop")):
         st.session_state.get(LOAD, {}).get("stop", threading.Event()).set()
+    refused = ui.refusal(WHO, "loadgen")
+    if refused is not None:
+        st.caption(refused)
     if go.button(
-        ui.t("Run load"), icon=":material/send:", type="primary", key=ui.key(PAGE, "lg_go"), disabled=bad_rate
+        ui.t("Run load"),
+        icon=":material/send:",
+        type="primary",
+        key=ui.key(PAGE, "lg_go"),
+        disabled=bad_rate or refused is not None,
     ):
-        run_load(view, [p for p in own.splitlines() if p.strip()], rate)
+        try:
+            access.require(WHO, "loadgen")  # the button is off for those refused; a stale page is refused here
+            queues.LOADGEN_QUOTA.take(WHO.name, hosted=hosting.is_hosted())
+        except ValueError as exc:
+            ui.show_error(exc)
+        else:
+            with queues.LOADGEN_QUEUE.hold(
+                Phrase("a load run"), on_wait=lambda m: st.toast(ui.message(m)), user=WHO.name
+            ):
+                run_load(view, [p for p in own.splitlines() if p.strip()], rate)
     results = st.session_state.get(LOAD, {}).get("results")
     if results:
         show_load(results)
@@ -512,7 +528,9 @@ def save_record(record: dict) -> None:
         return
     try:
         frame, _ = measurement_records([record], name=record["label"])
-        run_id = store.save_run(engine, frame, label=record["label"], source="engine monitor load generator")
+        run_id = store.save_run(
+            engine, frame, label=record["label"], source="engine monitor load generator", who=WHO, page=URL
+        )
     except ValueError as exc:
         ui.show_error(exc)
         return
@@ -530,6 +548,11 @@ st.caption(
 )
 if (misspelt := hosting.hosted_problem()) is not None:  # read as hosted mode: the allow-list applies
     st.warning(ui.plain(ui.message(misspelt)), icon=":material/warning:")
+try:
+    WHO = ui.identity()  # who saves runs and sends load: the library and the load queue act for this person
+except ValueError as exc:  # a sign-in that gave no e-mail address
+    ui.show_error(exc)
+    WHO = access.anonymous()
 ui.restore(PAGE, SPEC)
 setup()
 view = ui.values(PAGE, SPEC)

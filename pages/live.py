@@ -4,6 +4,7 @@ import streamlit as st
 
 from specviz.app import figures, live, overlays, router, ui
 from specviz.app.share import by_key
+from specviz.base import access, hosting
 from specviz.base.i18n import C_, N_, plural
 from specviz.core import policies
 from specviz.data import store
@@ -185,7 +186,9 @@ def run_benchmark(run: live.LiveRun) -> None:
         fraction, text = live.progress_bar(run, ui.language())
         slot.progress(fraction, text=text)
 
-    live.execute(run, tick, on_wait=lambda m: slot.warning(ui.message(m), icon=":material/hourglass_top:"))
+    live.execute(
+        run, tick, on_wait=lambda m: slot.warning(ui.message(m), icon=":material/hourglass_top:"), user=WHO.name
+    )
     slot.empty()
 
 
@@ -358,13 +361,15 @@ def show_keep(run: live.LiveRun, frame) -> None:
         icon=":material/download:",
     )
     engine = ui.library()
-    if (
+    if engine is not None and not run.saved and (why := ui.refusal(WHO, "save")) is not None:
+        st.caption(why)
+    elif (
         engine is not None
         and not run.saved
         and c2.button(ui.t("Save to the run library"), icon=":material/save:", type="primary")
     ):
         try:
-            run.saved = store.save_run(engine, frame, label=run.library_label(), source="live page")
+            run.saved = store.save_run(engine, frame, label=run.library_label(), source="live page", who=WHO, page=URL)
         except ValueError as exc:
             ui.show_error(exc)
     if run.saved:
@@ -447,11 +452,19 @@ ui.restore(PAGE, SPEC)
 controls(LIMITS, by_key(SPEC))
 view = ui.values(PAGE, SPEC)
 device_note(view["device"])
+try:
+    WHO = ui.identity()  # who starts and saves runs: the library and the queue act for this person
+except ValueError as exc:  # a sign-in that gave no e-mail address
+    ui.show_error(exc)
+    WHO = access.anonymous()
+refused = ui.refusal(WHO, "live")
+if refused is not None:
+    st.info(refused, icon=":material/lock:")
 busy = live.RUN_QUEUE.busy()
 if busy:
     st.caption(ui.t("Another run is in progress ({busy}); a new run will queue behind it.", busy=ui.message(busy)))
 c_run, c_stop, _ = st.columns([1, 1, 4])
-run_clicked = c_run.button(ui.t("Run"), type="primary", icon=":material/play_arrow:")
+run_clicked = c_run.button(ui.t("Run"), type="primary", icon=":material/play_arrow:", disabled=refused is not None)
 stop_clicked = c_stop.button(
     ui.t(C_("live.stop", "Stop")),
     icon=":material/stop:",
@@ -462,7 +475,10 @@ if result is not None and not result.done and not run_clicked:  # the last run w
     result.interrupted(by_stop_button=stop_clicked)
 if run_clicked:
     try:
-        live.keep_run(st.session_state, live.LiveRun(live.make_request(view, LIMITS)))
+        request = live.make_request(view, LIMITS)
+        access.require(WHO, "live")  # the button is off for those refused; a stale page is refused here
+        live.LIVE_QUOTA.take(WHO.name, hosted=hosting.is_hosted())
+        live.keep_run(st.session_state, live.LiveRun(request))
         run_benchmark(live.last_run(st.session_state))
     except (ValueError, RuntimeError, OSError) as exc:  # bad request, unknown model, out of memory …
         ui.show_error(exc)

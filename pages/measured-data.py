@@ -5,11 +5,12 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from specviz.app import figures, overlays, router, share, ui
 from specviz.app.share import Param, by_key
-from specviz.base import hosting
+from specviz.base import access, hosting, settings
 from specviz.base.i18n import C_, N_, plural
 from specviz.core import acceptance
 from specviz.data import measurements, store
@@ -208,6 +209,9 @@ def add_section(engine, runs) -> None:
                 continue
             if engine is None:
                 continue
+            if (why := ui.refusal(WHO, "save")) is not None:
+                st.caption(why)
+                continue
             labels = frame["label"].dropna().unique()
             c1, c2, c3 = st.columns([2, 3, 1], vertical_alignment="bottom")
             run_name = c1.text_input(
@@ -219,7 +223,14 @@ def add_section(engine, runs) -> None:
             if c3.button(ui.t("Save to library"), key=key(f"save.{digest}"), type="primary", icon=":material/save:"):
                 try:
                     run_id = store.save_run(
-                        engine, frame, label=run_name, source=name, note=note, report=report.summary()
+                        engine,
+                        frame,
+                        label=run_name,
+                        source=name,
+                        note=note,
+                        report=report.summary(),
+                        who=WHO,
+                        page=URL,
                     )
                 except ValueError as exc:
                     ui.show_error(exc)
@@ -239,11 +250,13 @@ LIBRARY_COLUMNS = {
     "draft_model": N_("draft_model"),
     "hardware": N_("hardware"),
     "method": N_("method"),
+    "created_by": N_("saved by"),
 }  #: column -> heading
 FACETS = {
     "target_model": N_("target model"),
     "hardware": N_("hardware"),
     "method": N_("method"),
+    "created_by": N_("saved by"),
 }  #: filter -> its label
 
 
@@ -256,10 +269,139 @@ def speculation_profile(engine, runs, ids) -> str:
     return json.dumps(profile, indent=2, ensure_ascii=False)
 
 
+def trashed_notice(engine, in_trash) -> None:
+    """A link names runs that are in the trash: say so, who moved them when, and offer the restore to those allowed."""
+    for row in in_trash.itertuples():
+        st.warning(
+            ui.t(
+                "Run #{id} {label} is in the trash (moved by {who} on {when}).",
+                id=row.id,
+                label=ui.plain(row.label),
+                who=row.trashed_by or ui.t("the local user"),
+                when=f"{pd.Timestamp(row.trashed_at):%Y-%m-%d %H:%M} UTC",
+            ),
+            icon=":material/delete:",
+        )
+        if ui.refusal(WHO, "restore", row.created_by) is None and st.button(
+            ui.t("Restore run #{id}", id=row.id),
+            key=key(f"restore_link.{row.id}"),
+            icon=":material/restore_from_trash:",
+        ):
+            store.restore_runs(engine, [row.id], who=WHO, page=URL)
+            select_next(sorted({*st.session_state[key("runs")], row.id}))
+
+
+def trash_section(engine) -> None:
+    """The trash: runs moved there, restorable by their owner or an admin, purged by an admin."""
+    trash = store.list_trash(engine)
+    with st.expander(ui.t("Trash ({n})", n=len(trash)), icon=":material/delete:"):
+        if trash.empty:
+            st.caption(ui.t("The trash is empty."))
+            return
+        st.caption(
+            ui.t(
+                "Runs in the trash leave the library and its links for everyone. Their owner or an admin can restore them; an admin can purge them; after {days} days they are purged.",
+                days=settings.number("SPECVIZ_TRASH_DAYS"),
+            )
+        )
+        st.dataframe(
+            trash[["id", "label", "n_rows", "created_by", "trashed_by", "trashed_at"]],
+            hide_index=True,
+            width="stretch",
+            column_config={c: ui.t(h) for c, h in TRASH_COLUMNS.items()}
+            | {"trashed_at": st.column_config.DatetimeColumn(ui.t("trashed (UTC)"))},
+        )
+        label_of = dict(zip(trash["id"], trash["label"], strict=True))
+        chosen = st.multiselect(
+            ui.t("Runs in the trash"),
+            list(trash["id"]),
+            format_func=lambda i: f"#{i} {label_of[i]}",
+            key=key("trash_pick"),
+        )
+        left, right, _ = st.columns([1, 1, 2])
+        if chosen and ui.refusal(WHO, "restore") is None and left.button(ui.t("Restore"), key=key("trash_restore")):
+            back = store.restore_runs(engine, chosen, who=WHO, page=URL)
+            st.toast(ui.t(plural("Restored {n} run.", "Restored {n} runs.", back), n=back))
+            st.rerun()
+        if (
+            chosen
+            and ui.refusal(WHO, "purge") is None
+            and right.button(ui.t("Purge for good…"), key=key("trash_purge"), type="primary")
+        ):
+            st.session_state[key("confirm_purge")] = list(chosen)
+        pending = st.session_state.get(key("confirm_purge"))
+        if pending:
+            st.warning(
+                ui.t(
+                    plural(
+                        "Purge {n} run for good? This cannot be undone.",
+                        "Purge {n} runs for good? This cannot be undone.",
+                        len(pending),
+                    ),
+                    n=len(pending),
+                ),
+                icon=":material/warning:",
+            )
+            if st.button(ui.t("Yes, purge"), key=key("purge_yes"), type="primary"):
+                st.session_state[key("confirm_purge")] = None
+                gone = store.purge_runs(engine, pending, who=WHO, page=URL)
+                st.toast(ui.t(plural("Purged {n} run.", "Purged {n} runs.", gone), n=gone))
+                st.rerun()
+
+
+def audit_section(engine) -> None:
+    """The audit trail, for admins: every save, edit, trash, restore and purge, with a CSV export."""
+    if ui.refusal(WHO, "audit") is not None or WHO.how == "local":
+        return
+    with st.expander(ui.t("Audit trail"), icon=":material/history:"):
+        trail = store.audit_trail(engine, who=WHO)
+        st.dataframe(
+            trail,
+            hide_index=True,
+            width="stretch",
+            column_config={c: ui.t(h) for c, h in AUDIT_COLUMNS.items()}
+            | {"at": st.column_config.DatetimeColumn(ui.t("when (UTC)"))},
+        )
+        st.download_button(
+            ui.t("Download the audit trail (CSV)"),
+            lambda: store.export_csv(trail),
+            "specviz_audit.csv",
+            "text/csv",
+            icon=":material/download:",
+            on_click="ignore",
+            key=key("audit_csv"),
+        )
+
+
+TRASH_COLUMNS = {
+    "id": N_("id"),
+    "label": N_("label"),
+    "n_rows": N_("n_rows"),
+    "created_by": N_("saved by"),
+    "trashed_by": N_("trashed by"),
+}  #: trash table -> headings
+AUDIT_COLUMNS = {
+    "who": N_("who"),
+    "role": N_("role"),
+    "action": N_("action"),
+    "runs": N_("runs"),
+    "page": N_("page"),
+    "detail": N_("detail"),
+}  #: audit table -> headings
+
+
 def library_section(engine, runs) -> None:
     """The stored runs (``runs``, from store.list_runs) with filters, the selection to plot, export and delete."""
     st.subheader(ui.t("Run library"))
     gone = [i for i in st.session_state[key("runs")] if i not in set(runs["id"])]
+    # runs a link names that are in the trash: said so (with the restore) for as long as this session lasts
+    linked = sorted({*st.session_state.get(key("trashed_links"), []), *gone})
+    in_trash = store.trashed(engine, linked) if linked else pd.DataFrame(columns=["id"])
+    st.session_state[key("trashed_links")] = in_trash["id"].tolist()
+    if len(in_trash):
+        trashed_notice(engine, in_trash)
+        st.session_state[key("runs")] = [i for i in st.session_state[key("runs")] if i not in set(in_trash["id"])]
+        gone = [i for i in gone if i not in set(in_trash["id"])]
     if gone:
         st.warning(
             ui.t(
@@ -272,16 +414,18 @@ def library_section(engine, runs) -> None:
     if runs.empty:
         st.info(ui.t("The library is empty: add a file above, or load a sample."), icon=":material/inventory_2:")
         return
-    c1, c2, c3, c4 = st.columns(4)
+    c1, c2, c3, c4, c5 = st.columns(5)
     ui.text_box(PAGE, P["filter"], container=c1)
     facets = {}
-    for col, facet in zip((c2, c3, c4), ("target_model", "hardware", "method"), strict=True):
+    for col, facet in zip((c2, c3, c4, c5), tuple(FACETS), strict=True):
         values = sorted({v for cell in runs[facet] for v in cell.split(", ") if v})
         facets[facet] = col.multiselect(ui.t(FACETS[facet]), values, key=key(f"facet.{facet}"))
     shown = runs
     text = st.session_state[key("filter")].strip().lower()
     if text:
-        hay = runs[["label", "target_model", "draft_model", "hardware", "method", "source"]].agg(" ".join, axis=1)
+        hay = runs[["label", "target_model", "draft_model", "hardware", "method", "source", "created_by"]].agg(
+            " ".join, axis=1
+        )
         shown = shown[hay.str.lower().str.contains(text, regex=False)]
     for facet, chosen in facets.items():
         if chosen:
@@ -325,7 +469,9 @@ def library_section(engine, runs) -> None:
                 "The selected row with the largest K: its per-position acceptance (else α at every position), in NVIDIA Model-Optimizer's schema 1.0."
             ),
         )
-        if c2.button(ui.t("Delete the selected runs…"), icon=":material/delete:"):
+        if ui.refusal(WHO, "trash") is None and c2.button(
+            ui.t("Move the selected runs to the trash…"), icon=":material/delete:"
+        ):
             st.session_state[key("confirm_delete")] = list(selected)
     pending = st.session_state.get(key("confirm_delete"))
     if pending:
@@ -333,20 +479,21 @@ def library_section(engine, runs) -> None:
         st.warning(
             ui.t(
                 plural(
-                    "Delete {n} run ({names}) for everyone using this library? This cannot be undone.",
-                    "Delete {n} runs ({names}) for everyone using this library? This cannot be undone.",
+                    "Move {n} run ({names}) to the trash for everyone using this library? Its owner or an admin can restore it for {days} days.",
+                    "Move {n} runs ({names}) to the trash for everyone using this library? Their owners or an admin can restore them for {days} days.",
                     len(pending),
                 ),
                 n=len(pending),
                 names=names,
+                days=settings.number("SPECVIZ_TRASH_DAYS"),
             ),
             icon=":material/warning:",
         )
         yes, no, _ = st.columns([1, 1, 4])
-        if yes.button(ui.t("Yes, delete"), type="primary", key=key("delete_yes")):
-            deleted = ui.delete_runs(engine, pending)
+        if yes.button(ui.t("Yes, move to the trash"), type="primary", key=key("delete_yes")):
             st.session_state[key("confirm_delete")] = None
-            st.toast(ui.t(plural("Deleted {n} run.", "Deleted {n} runs.", deleted), n=deleted))
+            deleted = ui.delete_runs(engine, pending, who=WHO, page=URL)  # an AccessError is shown, nothing moved
+            st.toast(ui.t(plural("Moved {n} run to the trash.", "Moved {n} runs to the trash.", deleted), n=deleted))
             select_next([i for i in selected if i not in pending])
         if no.button(ui.t("Cancel"), key=key("delete_no")):
             st.session_state[key("confirm_delete")] = None
@@ -599,6 +746,13 @@ if key("runs_next") in st.session_state:
     st.session_state[key("runs")] = st.session_state.pop(key("runs_next"))
 if (misspelt := hosting.hosted_problem()) is not None:  # read as hosted mode: the library's location is hidden
     st.warning(ui.plain(ui.message(misspelt)), icon=":material/warning:")
+try:
+    WHO = ui.identity()  # the person this session acts for; the library checks every change against it
+except ValueError as exc:  # a sign-in that gave no e-mail address
+    ui.show_error(exc)
+    WHO = access.anonymous()
+if WHO.how == "anonymous" and (why := ui.refusal(WHO, "save")) is not None:
+    st.info(why, icon=":material/lock:")
 library, runs = ui.library(), None
 if library is not None:
     try:
@@ -610,5 +764,7 @@ add_section(library, runs)
 if library is not None:
     with ui.reported_errors():  # e.g. a run deleted by someone else meanwhile
         library_section(library, runs)
+        trash_section(library)
+        audit_section(library)
         overlay_section(library, runs)
 ui.publish(PAGE, SPEC, URL)

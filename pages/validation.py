@@ -321,6 +321,8 @@ def save_controls(view: dict, yours: pd.DataFrame, terms: str) -> None:
                 terms=terms,
                 base_engine=st.session_state[key("base")],
                 **validation.fit_summary(yours),
+                who=ui.identity(),
+                page=URL,
             )
             st.success(ui.t("Saved as {name}.", name=st.session_state[key("p_name")].strip()), icon=":material/check:")
         except ValueError as exc:
@@ -349,7 +351,11 @@ def saved_list(engine) -> None:
         ui.t("Yes, delete the profile {name} for everyone using this library", name=name), key=key("del_sure")
     )
     if st.button(ui.t("Delete profile"), key=key("delete"), icon=":material/delete:", disabled=not sure):
-        gone = store.delete_profile(engine, name)
+        try:
+            gone = store.delete_profile(engine, name, who=ui.identity(), page=URL)
+        except ValueError as exc:  # a role that may not delete it: said, nothing deleted
+            ui.show_error(exc)
+            return
         st.toast(ui.t("Deleted {name}.", name=name) if gone else ui.t("{name} was already deleted.", name=name))
         del st.session_state[key("del_sure")]
         st.rerun()

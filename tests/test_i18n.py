@@ -154,14 +154,14 @@ def test_text_fills_fields_and_falls_back_to_english():
 
 def test_plurals_and_contexts():
     """English picks its form by the count, Chinese has one; one English text in two contexts has two translations."""
-    deleted = [i18n.plural("Deleted {n} run.", "Deleted {n} runs.", n) for n in (1, 2)]
+    deleted = [i18n.plural("Moved {n} run to the trash.", "Moved {n} runs to the trash.", n) for n in (1, 2)]
     assert [i18n.text("en", m, n=n) for m, n in zip(deleted, (1, 2), strict=True)] == [
-        "Deleted 1 run.",
-        "Deleted 2 runs.",
+        "Moved 1 run to the trash.",
+        "Moved 2 runs to the trash.",
     ]
     assert [i18n.text("zh", m, n=n) for m, n in zip(deleted, (1, 2), strict=True)] == [
-        "已删除 1 个运行。",
-        "已删除 2 个运行。",
+        "已将 1 个运行移入回收站。",
+        "已将 2 个运行移入回收站。",
     ]
     assert pickle.loads(pickle.dumps(deleted[1])).n == 2
     home, lab = C_("home.tokens_per_round", "Tokens per round"), C_("lab.tab.tokens", "Tokens per round")

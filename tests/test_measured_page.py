@@ -187,21 +187,22 @@ def test_filter_narrows_the_library(db_url):
 
 
 @pytest.mark.slow
-def test_delete_asks_for_confirmation_and_cancel_keeps(db_url):
+def test_trash_asks_for_confirmation_and_cancel_keeps(db_url):
     a, b = _store_two_runs(db_url)
     at = run(runs=f"{a}")
-    button(at, "Delete the selected runs…").click()
+    button(at, "Move the selected runs to the trash…").click()
     rerun(at)
-    assert any("cannot be undone" in w.value for w in at.warning)
-    assert len(saved_runs(db_url)) == 2  # nothing deleted before the confirmation
+    assert any("can restore it for 30 days" in w.value for w in at.warning)
+    assert len(saved_runs(db_url)) == 2  # nothing moved before the confirmation
     button(at, "Cancel").click()
     rerun(at)
     assert len(saved_runs(db_url)) == 2
-    button(at, "Delete the selected runs…").click()
+    button(at, "Move the selected runs to the trash…").click()
     rerun(at)
-    button(at, "Yes, delete").click()
+    button(at, "Yes, move to the trash").click()
     rerun(at)
     assert saved_runs(db_url).id.tolist() == [b]
+    assert store.list_trash(store.open_library(db_url)).id.tolist() == [a]
     assert at.multiselect(key="measured.runs").value == []
 
 

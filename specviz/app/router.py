@@ -114,6 +114,7 @@ def _run(current: StreamlitPage) -> None:
     """The shared sidebar, then the chosen page, marked as routed."""
     with st.sidebar:
         ui.language_switch()
+        ui.identity_sidebar()
         st.caption(
             ui.t(
                 "specviz: where speculative decoding pays, by how much, and why. Every control is mirrored in the URL: copy it to share the exact view."

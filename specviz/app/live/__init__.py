@@ -49,16 +49,32 @@ from specviz.app.live.request import (
 )
 from specviz.app.live.run import LiveRun, canonical, execute, kept_after_error, measure, progress_bar
 from specviz.app.live.session import LAST_RUN_KEY, compare_ngram_to_draft, keep_run, last_run
-from specviz.app.live.worker import RUN_QUEUE, RunQueue, Worker, gpu_summary, shared_worker, torch_dtype, wait
+from specviz.app.live.worker import (
+    LIVE_QUOTA,
+    LOADGEN_QUEUE,
+    LOADGEN_QUOTA,
+    RUN_QUEUE,
+    HourlyQuota,
+    RunQueue,
+    Worker,
+    gpu_summary,
+    shared_worker,
+    torch_dtype,
+    wait,
+)
 
 __all__ = [
     "DTYPES",
     "HOSTED_DEFAULTS",
     "LAST_RUN_KEY",
+    "LIVE_QUOTA",
+    "LOADGEN_QUEUE",
+    "LOADGEN_QUOTA",
     "RUN_QUEUE",
     "SEGMENT_COLORS",
     "SEGMENT_KEYS",
     "SEGMENT_LABELS",
+    "HourlyQuota",
     "Limits",
     "LiveRun",
     "Request",

@@ -249,18 +249,20 @@ def execute(
     queue: workers.RunQueue | None = None,
     worker: workers.Worker | None = None,
     poll_s: float = 0.2,
+    user: str = "",
 ) -> None:
     """Run ``run`` to its end: wait for the queue, measure on the worker thread, call ``tick()`` meanwhile.
 
     ``on_wait(message)`` is called while queued behind another run. A load or run error is
     raised here. If ``tick`` raises (Streamlit's Stop), the worker is told to stop before its next
     run and given up to STOP_GRACE_S to finish the one in flight; the queue is released either way.
-    ``queue`` and ``worker`` default to the process-wide ones.
+    ``queue`` and ``worker`` default to the process-wide ones; ``user`` (the person's e-mail, "" the local
+    user) is who the queue serves fairly.
     """
     queue = workers.RUN_QUEUE if queue is None else queue
     worker = workers.shared_worker() if worker is None else worker
     who = Phrase(plural("a run of {cells} cell", "a run of {cells} cells", run.cells), cells=run.cells)
-    with queue.hold(who, on_wait=on_wait):
+    with queue.hold(who, on_wait=on_wait, user=user):
         run.submitted = run.clock()
         future = worker.submit(measure, run, worker.pair)
         try:

@@ -1,63 +1,29 @@
-"""One run at a time, on one thread: the process-wide run queue and the worker thread that does every torch call."""
+"""One run at a time, on one thread: the worker thread that does every torch call (the run queue is
+:mod:`specviz.app.queues`)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 
-from specviz.base.i18n import Message, Phrase
+from specviz.app.queues import LIVE_QUOTA, LOADGEN_QUEUE, LOADGEN_QUOTA, RUN_QUEUE, HourlyQuota, RunQueue
+from specviz.base.i18n import Message
 
-__all__ = ["RUN_QUEUE", "RunQueue", "Worker", "gpu_summary", "shared_worker", "torch_dtype", "wait"]
-
-
-class RunQueue:
-    """Serialises live runs across the browser sessions of one server process.
-
-    ``with queue.hold(who, on_wait):`` blocks until no other run holds the queue, calling
-    ``on_wait(message)`` about every ``poll_s`` while queued, so the page can say
-    "queued behind another run" instead of failing (``message`` and :meth:`busy` are
-    :class:`~specviz.base.i18n.Phrase` s, read in any language; so is ``who`` when it is one).
-    Release is guaranteed (finally), also when the waiting or holding script is interrupted by a
-    Stop or a rerun.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._holder: tuple[str, float] | None = None
-
-    def busy(self) -> str | None:
-        """A description of the run holding the queue (a :class:`~specviz.base.i18n.Phrase`), or None."""
-        holder = self._holder
-        if holder is None:
-            return None
-        return Phrase("{who}, running for {s:.0f} s", who=holder[0], s=time.monotonic() - holder[1])
-
-    @contextmanager
-    def hold(self, who: str, on_wait: Callable[[str], None] | None = None, poll_s: float = 0.5) -> Iterator[float]:
-        """Hold the queue; yields the seconds spent waiting."""
-        t0 = time.monotonic()
-        while not self._lock.acquire(timeout=poll_s):
-            if on_wait is not None:
-                holder = self.busy() or Phrase("finishing")
-                on_wait(
-                    Phrase(
-                        "Queued behind another run ({holder}); waited {s:.0f} s.",
-                        holder=holder,
-                        s=time.monotonic() - t0,
-                    )
-                )
-        try:
-            self._holder = (who, time.monotonic())
-            yield time.monotonic() - t0
-        finally:
-            self._holder = None
-            self._lock.release()
-
-
-RUN_QUEUE = RunQueue()  #: the process-wide queue every live run goes through
+__all__ = [
+    "LIVE_QUOTA",
+    "LOADGEN_QUEUE",
+    "LOADGEN_QUOTA",
+    "RUN_QUEUE",
+    "HourlyQuota",
+    "RunQueue",
+    "Worker",
+    "gpu_summary",
+    "shared_worker",
+    "torch_dtype",
+    "wait",
+]
 
 
 def wait(future: Future, tick: Callable[[], None], interval_s: float = 0.2):

@@ -50,6 +50,9 @@ from specviz.app.ui.display import (
     show_error,
     static_table,
 )
+from specviz.app.ui.identity import current as identity
+from specviz.app.ui.identity import refusal
+from specviz.app.ui.identity import sidebar as identity_sidebar
 from specviz.app.ui.language import LANG_KEY, LANG_PARAM, language, language_switch, session_language, t
 
 __all__ = [
@@ -64,6 +67,8 @@ __all__ = [
     "csv_download",
     "delete_runs",
     "derived_runs",
+    "identity",
+    "identity_sidebar",
     "key",
     "language",
     "language_switch",
@@ -79,6 +84,7 @@ __all__ = [
     "public_message",
     "publish",
     "radio",
+    "refusal",
     "reported_errors",
     "restore",
     "selectbox",

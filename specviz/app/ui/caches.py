@@ -216,9 +216,10 @@ def derived_runs(engine, runs, run_ids: Sequence[int], derive: Callable[[pd.Data
     return value
 
 
-def delete_runs(engine, run_ids: Sequence[int]) -> int:
-    """``store.delete_runs(engine, run_ids)``; the deleted runs, and what was derived from them, leave the cache."""
-    deleted = store.delete_runs(engine, run_ids)
+def delete_runs(engine, run_ids: Sequence[int], *, who=None, page: str = "") -> int:
+    """``store.delete_runs`` (to the trash, as ``who``); the trashed runs, and what was derived from them,
+    leave the cache."""
+    deleted = store.delete_runs(engine, run_ids, who=who, page=page)
     url, ids = str(engine.url), {int(i) for i in run_ids}
     _RUNS.drop(lambda k: k[1] == url and any(i in ids for i, _ in k[2]))
     return deleted
