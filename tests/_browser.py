@@ -39,13 +39,16 @@ STARTUP_TIMEOUT_S = 60
 # (the state is "initial" before the first one), none is in progress or requested, the
 # "Running..." icon is gone, no element is stale (greyed out, awaiting a rerun), no
 # lazily loaded component still shows its loading skeleton, every visible plotly chart
-# (those in inactive tabs are hidden) holds its svg and every dataframe its canvas.
+# (those in inactive tabs are hidden) holds its svg and every dataframe its canvas. What
+# sits in a collapsed expander (a closed <details>: laid out, never painted, so never
+# drawn) is not waited for.
 APP_DRAWN_JS = """() => {
     const app = document.querySelector('[data-testid="stApp"]');
     if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
     if (document.querySelector('[data-testid="stStatusWidgetRunningIcon"], [data-stale="true"]')) return false;
     if (document.querySelector('[data-testid="stAppSkeleton"], [data-testid="stSkeleton"]')) return false;
-    const shown = sel => [...document.querySelectorAll(sel)].filter(e => e.getClientRects().length > 0);
+    const shown = sel => [...document.querySelectorAll(sel)]
+        .filter(e => e.getClientRects().length > 0 && !e.closest('details:not([open])'));
     return shown('[data-testid="stPlotlyChart"]').every(c => c.querySelector('.js-plotly-plot svg.main-svg'))
         && shown('[data-testid="stDataFrame"]').every(d => d.querySelector('canvas'));
 }"""
