@@ -1,10 +1,16 @@
 """Shared pytest fixtures, the rule of the gpu tier, and the quick tier's smaller property tests."""
 
 import functools
+import sys
 
 import _tiers
 import pytest
 import torch
+
+# pytest rewrites the asserts of every test module as it imports it, about 9 s of each worker's collection,
+# and caches the result as bytecode (tests/__pycache__, ignored by git) only where bytecode may be written.
+# Where PYTHONDONTWRITEBYTECODE is set (this project's machines set it) every run paid it again.
+sys.dont_write_bytecode = False
 
 #: Packages pytest marks for assertion rewriting only because they ship a pytest plugin. Their own asserts
 #: are no test's concern, and without a bytecode cache (PYTHONDONTWRITEBYTECODE) rewriting hypothesis's

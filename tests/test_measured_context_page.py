@@ -53,6 +53,7 @@ def test_acceptance_by_context_fits_the_decay_and_links_it(db_url):
     assert sorted(by_domain["domain"]) == ["chat", "code"]
 
 
+@pytest.mark.slow
 def test_a_run_is_compared_with_the_published_rows_of_its_target(db_url):
     at = saved(db_url)
     table = next(d.value for d in at.dataframe if "published_alpha" in d.value.columns)
@@ -64,6 +65,7 @@ def test_a_run_is_compared_with_the_published_rows_of_its_target(db_url):
     assert all("K = 3 here" in d for d in differs["differences"])
 
 
+@pytest.mark.slow
 def test_profile_export_of_the_selected_run(db_url):
     at = saved(db_url)
     runs = store.list_runs(store.open_library(db_url))
@@ -76,6 +78,7 @@ def test_profile_export_of_the_selected_run(db_url):
     assert any(b.proto.label == "Export as speculation_profile.json" for b in at.get("download_button"))
 
 
+@pytest.mark.slow
 def test_the_context_view_in_chinese(db_url):
     at = saved(db_url, lang="zh")
     assert not at.error
@@ -83,6 +86,7 @@ def test_the_context_view_in_chinese(db_url):
     assert any(link.proto.label == i18n.text("zh", "Serve with this α(L)") for link in at.get("link_button"))
 
 
+@pytest.mark.slow
 def test_rows_without_context_or_domain_say_what_is_missing(db_url):
     at = open_app("pages/measured-data.py")
     at.text_area(key="measured.paste").set_value("label,k,alpha\nplain,3,0.7\n")
@@ -92,6 +96,7 @@ def test_rows_without_context_or_domain_say_what_is_missing(db_url):
     assert any("None of the selected rows has a context length or a domain" in i.value for i in at.info)
 
 
+@pytest.mark.slow
 def test_hardware_prices_the_context_at_the_fitted_alpha():
     fit = acceptance.DecayFit(1.5, 0.3)
     at = open_app("pages/hardware.py", a_src="fit", alpha_l=fit.to_param(), ctx="16384", view="map")
@@ -101,6 +106,7 @@ def test_hardware_prices_the_context_at_the_fitted_alpha():
     assert any("alpha_l" in e and "'1.5'" in e for e in shown_errors(at))
 
 
+@pytest.mark.slow
 def test_serving_takes_the_fit_and_names_bad_text():
     fit = acceptance.DecayFit(1.5, 0.3)
     plain = open_app("pages/serving.py")

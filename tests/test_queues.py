@@ -42,6 +42,7 @@ def test_the_person_served_longest_ago_goes_next():
     assert order == ["a", "b", "a"]
 
 
+@pytest.mark.slow
 def test_one_waiting_run_per_person_and_the_local_user_is_not_limited():
     queue, order = RunQueue(), []
     holder = _start(queue, "x", order, hold_s=0.3)
@@ -56,6 +57,7 @@ def test_one_waiting_run_per_person_and_the_local_user_is_not_limited():
     assert sorted(order) == ["", "", "a", "x"] and not queue._waiting and queue.busy() is None
 
 
+@pytest.mark.slow
 def test_a_waiter_that_gives_up_leaves_the_queue():
     queue, order = RunQueue(), []
     holder = _start(queue, "x", order, hold_s=0.2)

@@ -47,6 +47,7 @@ def test_a_viewer_browses_and_is_told_why_nothing_saves(db_url, as_user):
     assert at.multiselect(key="measured.runs").value == [run]  # browsing and overlays still work
 
 
+@pytest.mark.slow
 def test_an_editor_saves_and_trashes_their_own_runs(db_url, as_user):
     theirs = seeded(db_url, ADMIN)
     as_user(EDITOR)
@@ -67,6 +68,7 @@ def test_an_editor_saves_and_trashes_their_own_runs(db_url, as_user):
     assert not [e for e in at.expander if e.label == "Audit trail"]
 
 
+@pytest.mark.slow
 def test_an_admin_sees_the_audit_trail_and_the_trash(db_url, as_user):
     run = seeded(db_url)
     store.delete_runs(store.open_library(db_url), [run], who=EDITOR, page="test")
@@ -83,6 +85,7 @@ def test_an_admin_sees_the_audit_trail_and_the_trash(db_url, as_user):
     assert at.multiselect(key="measured.runs").value == [run]
 
 
+@pytest.mark.slow
 def test_hosted_without_sign_in_the_library_is_read_only_and_says_why(db_url, monkeypatch):
     seeded(db_url, access.LOCAL)
     monkeypatch.setenv("SPECVIZ_HOSTED", "1")
@@ -111,6 +114,7 @@ def test_the_live_benchmark_needs_an_editor_and_counts_runs_per_hour(as_user, mo
     quota.take("", hosted=False, now=3602.0)  # the local user is not counted
 
 
+@pytest.mark.slow
 def test_the_load_generator_needs_an_editor(as_user):
     as_user(VIEWER)
     at = open_app("pages/engine-monitor.py")

@@ -164,6 +164,7 @@ def test_on_ones_own_machine_the_local_user_may_do_everything(engine):
 # at the same time ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_two_editors_and_an_admin_at_once_leave_every_run_in_one_place(engine):
     concurrent_changes(engine)
 

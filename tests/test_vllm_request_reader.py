@@ -86,7 +86,7 @@ def test_a_truncated_file_and_metrics_that_are_no_object_are_named():
         load_measurements(json.dumps(bad), format="vllm_request")
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(st.floats(0.05, 0.95), st.integers(1, 8))
 def test_the_distribution_of_n_equals_the_chapters_pmf_at_one_alpha(alpha, k):
     table = pd.DataFrame({"series": "s", "k": k, "position": range(1, k + 1), "a": alpha, "alpha_used": alpha})
