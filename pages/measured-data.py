@@ -269,6 +269,19 @@ def speculation_profile(engine, runs, ids) -> str:
     return json.dumps(profile, indent=2, ensure_ascii=False)
 
 
+def edit_run(engine, run, run_id: int) -> None:
+    """Rename the one selected run or change its note: its owner, or an admin (the library checks it)."""
+    if ui.refusal(WHO, "edit", run["created_by"]) is not None:
+        return
+    with st.expander(ui.t("Rename run #{id} or change its note", id=run_id), icon=":material/edit:"):
+        name = st.text_input(ui.t("Run name"), value=run["label"], key=key(f"edit_name.{run_id}"))
+        note = st.text_input(ui.t("Note (optional)"), value=run["note"], key=key(f"edit_note.{run_id}"))
+        if st.button(ui.t("Save the changes"), key=key(f"edit_save.{run_id}"), icon=":material/save:"):
+            store.edit_run(engine, run_id, label=name, note=note, who=WHO, page=URL)
+            st.toast(ui.t("Run #{id} changed.", id=run_id))
+            select_next([run_id])
+
+
 def trashed_notice(engine, in_trash) -> None:
     """A link names runs that are in the trash: say so, who moved them when, and offer the restore to those allowed."""
     for row in in_trash.itertuples():
@@ -473,6 +486,8 @@ def library_section(engine, runs) -> None:
             ui.t("Move the selected runs to the trash…"), icon=":material/delete:"
         ):
             st.session_state[key("confirm_delete")] = list(selected)
+    if len(selected) == 1:
+        edit_run(engine, runs.set_index("id").loc[selected[0]], selected[0])
     pending = st.session_state.get(key("confirm_delete"))
     if pending:
         names = ", ".join(f"#{i} {ui.plain(label_of.get(i, '?'))}" for i in pending)

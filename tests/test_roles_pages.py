@@ -122,3 +122,20 @@ def test_the_load_generator_needs_an_editor(as_user):
     rerun(at)
     assert next(b for b in at.button if b.label == "Run load").disabled
     assert any("to run the load generator you need the editor role" in c.value for c in at.caption)
+
+
+@pytest.mark.slow
+def test_the_owner_renames_a_run_and_the_change_is_audited(db_url, as_user):
+    run = seeded(db_url, EDITOR)
+    as_user(access.Identity("other@example.com", "editor", "oidc"))
+    at = open_app("pages/measured-data.py", runs=str(run))
+    assert not [e for e in at.expander if e.label.startswith("Rename run")]  # not theirs
+    as_user(EDITOR)
+    at = open_app("pages/measured-data.py", runs=str(run))
+    at.text_input(key=f"measured.edit_name.{run}").set_value("renamed")
+    rerun(at)
+    next(b for b in at.button if b.label == "Save the changes").click()
+    rerun(at)
+    assert store.list_runs(store.open_library(db_url))["label"].tolist() == ["renamed"]
+    trail = store.audit_trail(store.open_library(db_url), who=ADMIN)
+    assert trail.iloc[0][["who", "action", "page"]].tolist() == [EDITOR.email, "edit", "measured-data"]

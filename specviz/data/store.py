@@ -679,7 +679,9 @@ def _owners(conn: Connection, ids: list[int], trashed: bool) -> dict[int, str]:
     return {int(i): owner or "" for i, owner in rows}
 
 
-def _change(engine: Engine, run_ids: Iterable[int], who: Identity | None, action: str, page: str, apply) -> int:
+def _change(
+    engine: Engine, run_ids: Iterable[int], who: Identity | None, action: str, page: str, apply, detail: str = ""
+) -> int:
     """Check ``action`` on every run first (all or nothing), then ``apply(conn, ids)`` and audit it."""
     ids = [int(i) for i in run_ids]
     who = access.default_identity() if who is None else who
@@ -692,7 +694,7 @@ def _change(engine: Engine, run_ids: Iterable[int], who: Identity | None, action
             access.require(who, action, owner)
         changed = apply(conn, list(owners)) if owners else 0
         if changed:
-            _record(conn, who, action, sorted(owners), page)
+            _record(conn, who, action, sorted(owners), page, detail)
     _check_library_file(engine)  # as in save_run: the change is in the file at the path
     return changed
 
@@ -782,7 +784,7 @@ def edit_run(
     who: Identity | None = None,
     page: str = "",
 ) -> None:
-    """Rename a run or change its note (its owner, or an admin); audited with the old and new values."""
+    """Rename a run or change its note (its owner, or an admin); audited with the new values."""
     values = {}
     if label is not None:
         label = label.strip() if isinstance(label, str) else ""
@@ -797,7 +799,8 @@ def edit_run(
     def edit(conn: Connection, ids: list[int]) -> int:
         return conn.execute(_runs.update().where(_runs.c.id.in_(ids)).values(**values)).rowcount
 
-    if values and not _change(engine, [run_id], who, "edit", page, edit):
+    detail = "; ".join(f"{name} = {value!r}" for name, value in values.items())
+    if values and not _change(engine, [run_id], who, "edit", page, edit, detail):
         raise StoreError(Message("run id(s) {ids} are not in the library (deleted by someone else?)", ids=[run_id]))
 
 
