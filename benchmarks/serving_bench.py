@@ -19,9 +19,10 @@ Run from the repository root::
    every request. Predicted: the serving model on the server's own costs, measured apart from the load
    on prompts it never sends (``server_steps``: synchronised batches of B = 1 … slots decoding from
    cached prompts, the server's timings; ``stall``: what one new request costs the requests decoding),
-   never fitted to the load runs. Each of ``--repeats`` rounds calibrates, predicts and runs every load
-   on both servers; the table holds the medians, and how much a 10 % error in the costs would move each
-   prediction. Targets: TPOT and output throughput within ±20 % at every load; the concurrency from
+   never fitted to the load runs; the steps of B contiguous slots become those of the load's scattered
+   slots (``scattered``: llama-server forwards each run of consecutive busy slots apart). Each of
+   ``--repeats`` rounds calibrates, predicts and runs every load on both servers; the table holds the
+   medians, and how much a 10 % error in the costs would move each prediction. Targets: TPOT and output throughput within ±20 % at every load; the concurrency from
    which speculation stops paying within one step of the measured one.
 """
 
@@ -146,7 +147,9 @@ def server_steps(
         # B distinct prompts (a calibration prompt rotated), each cached in a slot of its own
         batch = [prompts[i % len(prompts)][i:] + prompts[i % len(prompts)][:i] for i in range(b)]
         times = []
-        for _ in range(repeats):
+        # B = 1 alone: one time a batch, ±25 % from one to the next here, and the load's scattered slots
+        # price every lone busy slot at it (:func:`scattered`): pooled over 4× the batches (under 1 s)
+        for _ in range(repeats if b > 1 else 4 * repeats):
             for slot, prompt in enumerate(batch):
                 request(prompt, 1, cache=True, stream=False, slot=slot)
             barrier = threading.Barrier(b)
@@ -218,6 +221,38 @@ def smoothed(per_token: np.ndarray) -> np.ndarray:
         return per_token
     slope, intercept = np.polyfit(b[1:], per_token[1:], 1)
     return np.concatenate([per_token[:1], intercept + slope * b[1:]])
+
+
+def scattered(per_token: np.ndarray) -> np.ndarray:
+    """The step at n = 1 … S busy slots as the load lays them out, from the steps of S contiguous slots.
+
+    llama-server with ``-np S`` (``kv_unified`` off: one KV stream per slot) splits every batch with
+    ``split_equal(n_ubatch, sequential=true)`` (src/llama-kv-cache.cpp ``init_batch``): a ubatch takes
+    only slots whose ids follow one another (src/llama-batch.cpp), so a step over busy slots {0, 2} is two
+    forwards, of the target and of the draft alike. The calibration's batches sit in slots 0 … B − 1 (one
+    forward); a load's requests take the least recently used free slot, which spreads n busy slots over
+    the S as a uniform n-subset does (1.75 runs of consecutive slots at n = 2 of 8, 2.5 at 4). A step
+    costs the sum over its runs of the contiguous step at the run's length (docs/serving-llamacpp-slots.md:
+    slots {0, 2, 4, 6} with the draft 6.41 ms a token against 4 × 1.74 = 6.96 and 4.12 contiguous).
+    Returns E[Σ_runs t(|run|)] over uniform n-subsets, for every n (exact up to 16 slots; sampled beyond).
+    """
+    import itertools
+
+    slots = per_token.size
+    out = np.zeros(slots)
+    rng = np.random.default_rng(0)
+    for n in range(1, slots + 1):
+        if slots <= 16:
+            subsets = [np.isin(np.arange(slots), c) for c in itertools.combinations(range(slots), n)]
+        else:
+            subsets = [np.isin(np.arange(slots), rng.choice(slots, n, replace=False)) for _ in range(4000)]
+        total = 0.0
+        for busy in subsets:
+            edges = np.diff(np.concatenate([[0], busy.astype(int), [0]]))
+            lengths = np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
+            total += per_token[lengths - 1].sum()
+        out[n - 1] = total / len(subsets)
+    return out
 
 
 def server_check(args) -> None:
@@ -297,15 +332,22 @@ def server_check(args) -> None:
             print(f"            with the draft: {ms(spec_steps['per_token'])} (E[N] {mean_tokens:.3f})")
             print(f"            prefill {plain_steps['prefill'] * 1e3:.1f} and {spec_steps['prefill'] * 1e3:.1f} ms")
             options = (serving.Option("K = 0", 0, 1.0), serving.Option(f"K = {k}", k, mean_tokens, k + 1))
-            rounds = np.stack([smoothed(plain_steps["per_token"]), smoothed(spec_steps["per_token"]) * mean_tokens], -1)
+            contiguous = np.stack(
+                [smoothed(plain_steps["per_token"]), smoothed(spec_steps["per_token"]) * mean_tokens], -1
+            )
+            # the load's busy slots are scattered over the slots (LRU), each run of consecutive slots a forward
+            rounds = contiguous if args.contiguous else np.stack([scattered(c) for c in contiguous.T], -1)
+            print(f"            steps as the load lays out the slots: {ms(rounds[:, 0])} and {ms(rounds[:, 1])}")
             prefill = [plain_steps["prefill"], spec_steps["prefill"]]
             grid = serving.grid_from_steps(batches, rounds, options, prefill, context=depth)
+            grid_contig = serving.grid_from_steps(batches, contiguous, options, prefill, context=depth)
             cap_rps = float(slots / ((g - 1) * rounds[-1, 0] + slots * prefill[0]))
             if r == 0:  # the two rates: 35 % and 70 % of the first round's predicted capacity without speculation
                 rates = [round(0.35 * cap_rps, 1), round(0.7 * cap_rps, 1)]
             loads = [("closed", x) for x in args.concurrency] + [("open", x) for x in rates]
             for i, (mode, load) in enumerate(loads):
                 pred = serving.steady_state(grid, output, [load], mode=mode).set_index("k")
+                pred_contig = serving.steady_state(grid_contig, output, [load], mode=mode).set_index("k")
                 # how much a 10 % error in the step costs moves the prediction (its conditioning at this load)
                 slower = replace(grid, round_s=grid.round_s * 1.1, prefill_s=grid.prefill_s * 1.1)
                 pred_slow = serving.steady_state(slower, output, [load], mode=mode).set_index("k")
@@ -335,6 +377,7 @@ def server_check(args) -> None:
                             k=kk,
                             tpot_pred=pred.loc[kk, "tpot_s"] * 1e3,
                             tpot_meas=got.tpot.mean * 1e3,
+                            tpot_contig=pred_contig.loc[kk, "tpot_s"] * 1e3,
                             tpot_sens=pred_slow.loc[kk, "tpot_s"] / pred.loc[kk, "tpot_s"] - 1,
                             tps_pred=pred.loc[kk, "tokens_per_s"],
                             tps_meas=got.output_tokens_per_s,
@@ -390,6 +433,9 @@ def main() -> int:
     p.add_argument("--per-user", type=int, default=10, help="requests a user sends in a closed-loop run")
     p.add_argument("--open-seconds", type=float, default=40.0, help="seconds of arrivals per open-loop run")
     p.add_argument("--repeats", type=int, default=3, help="rounds of costs then loads (medians over them)")
+    p.add_argument(
+        "--contiguous", action="store_true", help="predict from the steps of contiguous slots (as calibrated)"
+    )
     args = p.parse_args()
     print(machine_line())
     sweep_check(args.pair, args.gpu, args.tp, args.engine, args.alpha, args.loads)
