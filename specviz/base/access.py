@@ -180,13 +180,17 @@ def default_identity(environ: Mapping[str, str] | None = None) -> Identity:
     return LOCAL
 
 
+def _needed(who: Identity, action: str, owner: str | None) -> str:
+    """The role ``action`` needs of ``who`` on what ``owner`` saved: the own-work role on their own (or
+    owner-free) work and for the local user, who owns everything on their own machine; else the any-work role."""
+    own_role, any_role = ACTIONS[action]
+    own = owner is None or who.how == "local" or bool(who.email and owner.lower() == who.email.lower())
+    return own_role if own else any_role
+
+
 def may(who: Identity, action: str, owner: str | None = None) -> bool:
     """Whether ``who`` may do ``action`` (:data:`ACTIONS`) on something ``owner`` saved (None: owner-free)."""
-    own_role, any_role = ACTIONS[action]
-    needed = own_role if owner is None or (who.email and owner.lower() == who.email.lower()) else any_role
-    if who.how == "local":  # the local user owns everything on their own machine
-        needed = own_role
-    return ROLES.index(who.role) >= ROLES.index(needed)
+    return ROLES.index(who.role) >= ROLES.index(_needed(who, action, owner))
 
 
 def require(who: Identity, action: str, owner: str | None = None, environ: Mapping[str, str] | None = None) -> None:
@@ -198,20 +202,15 @@ def require(who: Identity, action: str, owner: str | None = None, environ: Mappi
         default_identity(environ)  # raises where the local user does not exist
     if may(who, action, owner):
         return
-    own_role, any_role = ACTIONS[action]
-    needed = own_role if owner is None or (who.email and owner.lower() == who.email.lower()) else any_role
-    if owner is not None and needed != own_role:
-        raise AccessError(
-            "to {action} that someone else saved, you need the {needed} role; you are {role} ({who})",
-            action=Phrase(ACTION_NAMES[action]),
-            needed=Phrase(ROLE_NAMES[needed]),
-            role=Phrase(ROLE_NAMES[who.role]),
-            who=who.email or Phrase(N_("not signed in")),
-        )
-    raise AccessError(
-        "to {action} you need the {needed} role; you are {role} ({who})",
+    needed = _needed(who, action, owner)
+    fields = dict(
         action=Phrase(ACTION_NAMES[action]),
         needed=Phrase(ROLE_NAMES[needed]),
         role=Phrase(ROLE_NAMES[who.role]),
         who=who.email or Phrase(N_("not signed in")),
     )
+    if needed != ACTIONS[action][0]:
+        raise AccessError(
+            "to {action} that someone else saved, you need the {needed} role; you are {role} ({who})", **fields
+        )
+    raise AccessError("to {action} you need the {needed} role; you are {role} ({who})", **fields)

@@ -747,9 +747,13 @@ def purge_expired(engine: Engine, days: int | None = None, now: datetime | None 
     """
     days = settings.number("SPECVIZ_TRASH_DAYS") if days is None else days
     cutoff = (now or datetime.now(UTC)) - pd.Timedelta(days=days).to_pytimedelta()
+    expired = sa.select(_runs.c.id).where(_runs.c.trashed_at < cutoff)
+    with _reported(N_("listing the run library failed: {cause}"), engine), engine.connect() as conn:
+        if conn.execute(expired.limit(1)).first() is None:  # the usual case: no write lock taken on a page's rerun
+            return 0
     with _reported(N_("changing runs failed: {cause}"), engine), engine.begin() as conn:
-        ids = [int(i) for (i,) in conn.execute(sa.select(_runs.c.id).where(_runs.c.trashed_at < cutoff)).all()]
-        if not ids:
+        ids = [int(i) for (i,) in conn.execute(expired).all()]
+        if not ids:  # purged by another server meanwhile
             return 0
         deleted = _delete(conn, ids)
         _record(

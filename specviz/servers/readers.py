@@ -545,32 +545,34 @@ def _number(value: object, what: str, field: str) -> float:
     return number
 
 
-def _fraction(value: object, what: str, field: str) -> float:
-    """``value`` of ``field`` as a share: a number (not a string) from 0 to 1; TelemetryError naming
-    ``what`` (the endpoint), the field and the value otherwise."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0
-    if not ok:  # NaN fails the comparison too
-        raise TelemetryError(
-            "{what}: {field} is {value}; a share of time is a number from 0 to 1",
-            what=what,
-            field=field,
-            value=_cut(repr(value), 60),
-        )
+def _checked(value: object, ok, message: str, what: str, field: str) -> float:
+    """``value`` of ``field`` as a float where it is a number (not a string or a bool) that ``ok`` accepts;
+    else TelemetryError ``message`` naming ``what`` (the endpoint), the field and the value."""
+    if not (isinstance(value, int | float) and not isinstance(value, bool) and ok(value)):  # NaN fails ok too
+        raise TelemetryError(message, what=what, field=field, value=_cut(repr(value), 60))
     return float(value)
+
+
+def _fraction(value: object, what: str, field: str) -> float:
+    """``value`` of ``field`` as a share of time, a number from 0 to 1."""
+    return _checked(
+        value,
+        lambda v: 0.0 <= v <= 1.0,
+        N_("{what}: {field} is {value}; a share of time is a number from 0 to 1"),
+        what,
+        field,
+    )
 
 
 def _milliseconds(value: object, what: str, field: str) -> float:
-    """``value`` of ``field`` as a duration: a finite number ≥ 0 (not a string); TelemetryError naming
-    ``what``, the field and the value otherwise."""
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-    if not ok:
-        raise TelemetryError(
-            "{what}: {field} is {value}; a duration is a finite number of milliseconds ≥ 0",
-            what=what,
-            field=field,
-            value=_cut(repr(value), 60),
-        )
-    return float(value)
+    """``value`` of ``field`` as a duration, a finite number of milliseconds ≥ 0."""
+    return _checked(
+        value,
+        lambda v: math.isfinite(v) and v >= 0,
+        N_("{what}: {field} is {value}; a duration is a finite number of milliseconds ≥ 0"),
+        what,
+        field,
+    )
 
 
 READERS: dict[str, Callable[..., Telemetry]] = {

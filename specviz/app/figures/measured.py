@@ -351,12 +351,21 @@ def speedup_by_batch_measured(frame, lang: str = "en") -> go.Figure:
     return _layout(fig, text(lang, "batch size B"), text(lang, "measured speedup S"))
 
 
+def _k_colors(cells) -> dict[str, str]:
+    """A colour per "K = k" of a by-group table (:func:`specviz.core.acceptance.by_group`)."""
+    return _series_color([f"K = {k}" for k in sorted({int(k) for k in cells["k"]})])
+
+
+def _interval(g) -> dict:
+    """Plotly's asymmetric error bars of α's interval (alpha_lo … alpha_hi) in a by-group table."""
+    return dict(type="data", symmetric=False, array=g["alpha_hi"] - g["alpha"], arrayminus=g["alpha"] - g["alpha_lo"])
+
+
 def acceptance_by_context(buckets, fit=None, lang: str = "en") -> go.Figure:
     """α by context bucket (at the bucket's median context, log axis) with its interval, one colour per K;
     the fitted decay α(L) and its band where ``fit`` (a :class:`specviz.core.acceptance.DecayFit`) is given."""
     fig = go.Figure()
-    ks = sorted({int(k) for k in buckets["k"]})
-    color = _series_color([f"K = {k}" for k in ks])
+    color = _k_colors(buckets)
     for k, g in buckets.groupby("k", sort=True):
         fig.add_trace(
             go.Scatter(
@@ -364,9 +373,7 @@ def acceptance_by_context(buckets, fit=None, lang: str = "en") -> go.Figure:
                 y=g["alpha"],
                 mode="markers",
                 marker=dict(size=9, color=color[f"K = {int(k)}"]),
-                error_y=dict(
-                    type="data", symmetric=False, array=g["alpha_hi"] - g["alpha"], arrayminus=g["alpha"] - g["alpha_lo"]
-                ),
+                error_y=_interval(g),
                 name=f"K = {int(k)}",
                 customdata=np.column_stack([g["bucket"], g["mean_tokens"], g["rows"]]),
                 hovertemplate=text(
@@ -393,20 +400,14 @@ def acceptance_by_context(buckets, fit=None, lang: str = "en") -> go.Figure:
 def acceptance_by_domain(domains, lang: str = "en") -> go.Figure:
     """α by domain with its interval, grouped bars, one colour per K."""
     fig = go.Figure()
-    ks = sorted({int(k) for k in domains["k"]})
-    color = _series_color([f"K = {k}" for k in ks])
+    color = _k_colors(domains)
     for k, g in domains.groupby("k", sort=True):
         fig.add_trace(
             go.Bar(
                 x=g["domain"],
                 y=g["alpha"],
                 marker_color=color[f"K = {int(k)}"],
-                error_y=dict(
-                    type="data",
-                    symmetric=False,
-                    array=g["alpha_hi"] - g["alpha"],
-                    arrayminus=g["alpha"] - g["alpha_lo"],
-                ),
+                error_y=_interval(g),
                 name=f"K = {int(k)}",
                 hovertemplate="%{x}<br>α = %{y:.3f}<extra></extra>",
             )
