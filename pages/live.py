@@ -168,6 +168,14 @@ def controls(limits: live.Limits, p: dict) -> None:
                 "The draft's chain of the largest K from every position of the greedy output: replaying any draft-length rule on it gives the rounds the engine would run with that rule. Costs about new tokens × K draft steps per prompt after the run."
             ),
         )
+    ui.radio(
+        PAGE,
+        p["engine"],
+        horizontal=True,
+        help=ui.t(
+            "How specviz's own GPT runs its decode steps. Compiled: each step is compiled once per shape (torch.compile; CUDA graphs on CUDA) and a speculative round reads one number back from the device; compiling takes seconds to minutes the first time and is reported apart from the timings. Both: the same cells with each engine, to see how fixed per-step costs move the speedup at the same α."
+        ),
+    )
     batches = p["batches"]
     offered_b = sorted({*(b for b in (1, 2, 4, 8, 16, 32, 64) if b <= batches.hi), *st.session_state[key("batches")]})
     ui.multiselect(

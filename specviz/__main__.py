@@ -169,7 +169,18 @@ def _positive(text: str) -> int:
     return value
 
 
+def _engines(text: str) -> list[str]:
+    """``--engine``: a comma-separated list of specviz.engine.bench.ENGINES."""
+    from specviz.engine.bench import ENGINES
+
+    names = [x.strip() for x in text.split(",") if x.strip()]
+    if not names or any(n not in ENGINES for n in names):
+        raise argparse.ArgumentTypeError(f"expected one or more of {', '.join(ENGINES)}; got {text!r}")
+    return list(dict.fromkeys(names))
+
+
 BENCH_TABLE = [
+    "compiled",
     "k",
     "temperature",
     "alpha",
@@ -229,6 +240,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise ValueError("--tree drafts trees at batch size 1; drop --batch-size or --tree")
     if args.trace and (args.tree or args.batch_size != [1]):
         raise ValueError("--trace records traces of chains at batch size 1: drop --tree or --batch-size")
+    if args.batch_size != [1] and args.engine != ["eager"]:
+        raise ValueError("--batch-size decodes eagerly (per-row positions); drop --engine or --batch-size")
     if args.trace and max(args.k) > policies.MAX_TRACE_K:
         raise ValueError(f"--trace records at most K_max = {policies.MAX_TRACE_K} (the most a trace may hold)")
     dtype = resolve_dtype(args.dtype, args.device)
@@ -256,7 +269,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows: list[dict] = []
     if args.batch_size != [1]:
         return _bench_batches(args, target, draft, tokenizer, prompts, meta)
-    total = len(args.tree or args.k) * len(args.temperature) * len(prompts) * args.repeats
+    total = len(args.tree or args.k) * len(args.temperature) * len(prompts) * args.repeats * len(args.engine)
     bar = tqdm(total=total, desc="bench", unit="run", dynamic_ncols=True)
 
     def on_pilot(temperature: float, p) -> None:
@@ -264,22 +277,24 @@ def cmd_bench(args: argparse.Namespace) -> int:
         bar.write(f"T = {temperature:g}: p measured by a pilot run ({bench.PILOT.describe()}): {shown}")
 
     try:
-        bench.sweep(
-            target,
-            draft,
-            tokenizer,
-            prompts,
-            args.tree or args.k,
-            args.temperature,
-            args.new_tokens,
-            args.repeats,
-            args.seed,
-            meta=meta,
-            on_run=lambda: bar.update(1),
-            on_row=lambda row, _: rows.append(row),
-            tree_p=given_p if args.tree else None,
-            on_pilot=on_pilot,
-        )
+        for engine in args.engine:
+            bench.sweep(
+                target,
+                draft,
+                tokenizer,
+                prompts,
+                args.tree or args.k,
+                args.temperature,
+                args.new_tokens,
+                args.repeats,
+                args.seed,
+                meta=meta,
+                on_run=lambda: bar.update(1),
+                on_row=lambda row, _: rows.append(row),
+                tree_p=given_p if args.tree else None,
+                on_pilot=on_pilot,
+                engine=engine,
+            )
     except KeyboardInterrupt:
         print(f"\ninterrupted: keeping the {len(rows)} finished cell(s)", file=sys.stderr)
     finally:
@@ -654,6 +669,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="also write the greedy positional trace (K_max = the largest --k) as JSON lines, for replaying "
         "draft-length policies (specviz.core.policies)",
+    )
+    b.add_argument(
+        "--engine",
+        type=_engines,
+        default=["eager"],
+        help="how the bundled GPT's steps run: eager, compiled (torch.compile; CUDA graphs on CUDA), or "
+        "eager,compiled for both, one set of rows each (docs/engine.md)",
     )
     b.add_argument("--label", default=None)
     b.add_argument("--out", default="results.csv")

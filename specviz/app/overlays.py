@@ -126,7 +126,15 @@ def hover_text(frame: pd.DataFrame, lang: str = "en") -> pd.Series:
 
 
 #: Columns that tell one engine configuration from another, in the order a series name lists them.
-CONFIG_COLUMNS: tuple[str, ...] = ("target_model", "draft_model", "hardware", "method", "batch_size", "temperature")
+CONFIG_COLUMNS: tuple[str, ...] = (
+    "target_model",
+    "draft_model",
+    "hardware",
+    "method",
+    "batch_size",
+    "compiled",
+    "temperature",  # last: _config_parts names it apart
+)
 _NUMERIC_CONFIG = ("batch_size", "temperature")
 MISSING = "(missing)"  #: how a series name shows an empty cell of a column that tells its rows apart
 

@@ -24,6 +24,7 @@ from specviz.base.i18n import Message
 from specviz.base.paths import DATA
 from specviz.core import acceptance, theory, trees
 from specviz.engine import decoding
+from specviz.engine.models import compiled
 
 PROMPTS_FILE = DATA / "prompts" / "stdlib_validation.jsonl"
 
@@ -56,10 +57,43 @@ def hardware_name(device: torch.device) -> str:
     return f"{machine.cpu_name()} (CPU)"
 
 
-def warm_up(target, draft, prompt: torch.Tensor, k: int = 2) -> None:
-    """One short target-only and speculative run so that first-call costs stay out of the timings."""
+def warm_up(target, draft, prompt: torch.Tensor, k: int | trees.Tree = 2) -> None:
+    """One short target-only and speculative run (a chain of K, or the tree) so that first-call costs,
+    compiling a compiled engine's steps among them, stay out of the timings."""
     decoding.generate_target_only(target, prompt, 8, 0.0)
-    decoding.speculative_generate(target, draft, prompt, k, 0.0, 8)
+    if isinstance(k, trees.Tree):
+        decoding.tree_generate(target, draft, prompt, k, 0.0, 8)
+    else:
+        decoding.speculative_generate(target, draft, prompt, k, 0.0, 8)
+
+
+ENGINES = ("eager", "compiled")  #: how the bundled GPT's steps run (docs/engine.md)
+
+
+def with_engine(target, draft, engine: str):
+    """The pair as ``engine`` runs it: the models themselves (eager), or with compiled decode steps
+    (:func:`specviz.engine.models.compiled.compile_steps`; models without a shape-static step stay eager)."""
+    if engine not in ENGINES:
+        raise Message("engine must be one of {allowed}; got {engine!r}", allowed=list(ENGINES), engine=engine)
+    if engine == "eager":
+        return compiled.eager(target), compiled.eager(draft)
+    return compiled.compile_steps(target), compiled.compile_steps(draft)
+
+
+def compile_seconds(*models) -> float:
+    """Seconds the models' compiled steps have spent compiling so far (0 for eager models)."""
+    return sum(sum(m.compile_s.values()) for m in models if isinstance(m, compiled.CompiledGPT))
+
+
+def engine_columns(target, draft, compile_s: float) -> dict:
+    """A row's engine columns: ``compiled`` (every step of both models ran compiled) and ``compile_s``;
+    a fallback to eager is stated in ``notes``."""
+    wrapped = [m for m in (target, draft) if isinstance(m, compiled.CompiledGPT)]
+    fallback = next((m.fallback for m in wrapped if m.fallback), None)
+    out = {"compiled": len(wrapped) == 2 and fallback is None, "compile_s": compile_s}
+    if wrapped and (fallback or len(wrapped) < 2):
+        out["notes"] = f"compiled engine ran eagerly: {fallback or 'a model without a shape-static step'}"
+    return out
 
 
 def distinct_ngram_ratio(tokens: list[int], n: int = 4) -> float:
@@ -113,6 +147,7 @@ class Progress:
     k: int  #: the cell's draft length K
     temperature: float  #: the cell's temperature
     done: int  #: runs finished in the whole sweep, 0..total
+    compiling: bool = False  #: the cell's decode steps are being compiled (before its first run)
 
     @property
     def total(self) -> int:
@@ -431,8 +466,13 @@ def sweep(
     on_progress: Callable[[Progress], None] | None = None,
     tree_p=None,
     on_pilot: Callable[[float, np.ndarray], None] | None = None,
+    engine: str = "eager",
 ) -> pd.DataFrame:
     """Run every (K, temperature) cell; rows in the measurement schema.
+
+    ``engine`` is ``"eager"`` or ``"compiled"`` (:func:`with_engine`). Each cell first warms up its own
+    shapes, outside the timings; under the compiled engine that compiles them, and the row's
+    ``compile_s`` says how long that took (0 once every shape is compiled).
 
     An entry of ``ks`` may be a draft tree: a :class:`~specviz.core.trees.Tree`, or a shape as
     :func:`specviz.core.trees.parse_shape` reads it ("optimal:16,6"). A shape built from p (top-k,
@@ -461,6 +501,8 @@ def sweep(
             decoding.check_inputs([target, draft], p, new_tokens, max(temperatures), max(sizes))
         except ValueError as exc:
             raise Message("prompt {i}: {cause}", i=i + 1, cause=exc) from None
+    target, draft = with_engine(target, draft, engine)
+    compiled_s = compile_seconds(target, draft)  # the first cell's compile_s includes this warm-up's
     warm_up(target, draft, encoded[0])
     base = {"batch_size": 1, **run_columns(target, "specviz bench", meta)}
     cells = [(k, t) for t in temperatures for k in ks]
@@ -484,10 +526,19 @@ def sweep(
         k = shape(k, t)
         drafts = k.drafts if isinstance(k, trees.Tree) else k
         on_start, on_end = _progress_callbacks(on_progress, on_run, Progress(i, len(cells), 0, per_cell, drafts, t, 0))
+        if engine == "compiled" and on_progress is not None:
+            on_progress(Progress(i, len(cells), 0, per_cell, drafts, t, (i - 1) * per_cell, compiling=True))
+        warm_up(target, draft, encoded[0], k)
+        compile_s, compiled_s = compile_seconds(target, draft) - compiled_s, compile_seconds(target, draft)
         runs = measure_runs(
             target, draft, encoded, k, t, new_tokens, repeats, seed, on_end, should_stop, on_start=on_start
         )
-        row = {**base, **aggregate(runs, k, t, new_tokens), "context_length": mean_context(encoded, new_tokens)}
+        row = {
+            **base,
+            **aggregate(runs, k, t, new_tokens),
+            "context_length": mean_context(encoded, new_tokens),
+            **engine_columns(target, draft, compile_s),
+        }
         rows.append(row)
         if on_row is not None:
             on_row(row, runs)

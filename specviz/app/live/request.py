@@ -128,6 +128,18 @@ def controls(limits: Limits) -> tuple[Param, ...]:
         Param("seed", 0, "int", 0, 2**31 - 1, label=N_("Seed")),
         Param("batches", [1], "ints", 1, limits.max_batch, max_items=8),
         Param("trace", False, "bool"),
+        Param(
+            "engine",
+            "eager",
+            "choice",
+            choices=("eager", "compiled", "both"),
+            label=N_("Engine"),
+            labels=(
+                N_("eager (one operator at a time)"),
+                N_("compiled (torch.compile; CUDA graphs on CUDA)"),
+                N_("both, one after the other"),
+            ),
+        ),
     )
 
 
@@ -245,6 +257,7 @@ class Request:
     trees: tuple[str, ...] = ()  #: draft-tree shapes ("optimal:16,6"); when given, the cells are these, not ks
     tree_p: tuple[float, ...] | None = None  #: p for building top-k / optimal trees; None: a pilot run measures it
     trace: bool = False  #: also record the greedy trace (K_max = the largest K) for replaying draft-length policies
+    engines: tuple[str, ...] = ("eager",)  #: specviz.engine.bench.ENGINES to measure, in this order
 
     @property
     def batched(self) -> bool:
@@ -253,8 +266,8 @@ class Request:
 
     @property
     def cells(self) -> int:
-        """Cells: len(ks) (or of trees) × len(temperatures) (× len(batches) when batched)."""
-        return len(self.trees or self.ks) * len(self.temperatures) * len(self.batches)
+        """Cells: len(ks) (or of trees) × len(temperatures) (× len(batches) when batched) × engines."""
+        return len(self.trees or self.ks) * len(self.temperatures) * len(self.batches) * len(self.engines)
 
     def meta(self) -> dict[str, str]:
         """The constant columns of the run's rows: label, source, target and draft model names."""
@@ -271,6 +284,18 @@ class Request:
             "draft_model": names[-1],
             **extra,
         }
+
+
+def _engines(choice: str, pair: str, batches: tuple[int, ...]) -> tuple[str, ...]:
+    """The engines an ``engine`` control value asks for; ValueError naming the field where they cannot run."""
+    engines = {"eager": ("eager",), "compiled": ("compiled",), "both": ("eager", "compiled")}.get(choice)
+    if engines is None:
+        raise Message("engine: {value!r}; allowed: eager, compiled, both", value=choice)
+    if "compiled" in engines and ("," in pair or "+ngram" in pair):
+        raise Message("engine: compiled steps are built for specviz's own GPT pair; use 'bundled' or the eager engine")
+    if "compiled" in engines and batches != (1,):
+        raise Message("engine: the compiled engine decodes one sequence at a time; choose batch size 1 only")
+    return engines
 
 
 def make_request(values: Mapping, limits: Limits) -> Request:
@@ -302,6 +327,14 @@ def make_request(values: Mapping, limits: Limits) -> Request:
         raise Message("draft shape: trees need tree attention, which specviz's own GPT pair has; use 'bundled'")
     if batches != (1,) and "+ngram" in pair:
         raise Message("batch sizes: the n-gram drafter decodes one sequence at a time; choose batch size 1 only")
+    engines = _engines(values.get("engine", "eager"), pair, batches)
+    cells = len(shapes or values["ks"]) * len(values["temps"]) * len(batches) * len(engines)
+    if len(engines) > 1 and cells > limits.max_cells:
+        raise Message(
+            "engine: measuring both engines makes {cells} cells; this deployment allows at most {max}",
+            cells=cells,
+            max=limits.max_cells,
+        )
     if values["dtype"] not in DTYPES:
         raise Message("dtype: {dtype!r}; allowed: {allowed}", dtype=values["dtype"], allowed=", ".join(DTYPES))
     return Request(
@@ -318,6 +351,7 @@ def make_request(values: Mapping, limits: Limits) -> Request:
         batches=batches,
         trees=shapes,
         tree_p=tree_p,
+        engines=engines,
         trace=_trace_request(values, shapes, batches, pair),
     )
 

@@ -176,23 +176,25 @@ def measure(run: LiveRun, load: Callable[[str, str, str], tuple]) -> None:
         _measure_batches(run, target, draft, tokenizer)
         return
     try:
-        bench.sweep(
-            target,
-            draft,
-            tokenizer,
-            list(req.prompts),
-            req.trees or req.ks,
-            req.temperatures,
-            req.new_tokens,
-            req.repeats,
-            req.seed,
-            meta=req.meta(),
-            on_row=on_row,
-            should_stop=lambda: run.stop_requested or run.over_time(),
-            on_progress=on_progress,
-            tree_p=req.tree_p,
-            on_pilot=lambda t, p: run.pilots.update({t: p}),
-        )
+        for engine in req.engines:
+            bench.sweep(
+                target,
+                draft,
+                tokenizer,
+                list(req.prompts),
+                req.trees or req.ks,
+                req.temperatures,
+                req.new_tokens,
+                req.repeats,
+                req.seed,
+                meta=req.meta(),
+                on_row=on_row,
+                should_stop=lambda: run.stop_requested or run.over_time(),
+                on_progress=on_progress,
+                tree_p=req.tree_p,
+                on_pilot=lambda t, p: run.pilots.update({t: p}),
+                engine=engine,
+            )
     except bench.Stopped:
         run.record_stop()
         return
@@ -280,6 +282,15 @@ def progress_bar(run: LiveRun, lang: str = i18n.DEFAULT) -> tuple[float, str]:
     if p is None or run.started is None:
         waited = now - run.submitted if run.submitted is not None else 0.0
         return 0.0, i18n.text(lang, "Loading the pair and warming up… {s} s", s=f"{waited:.0f}")
+    if p.compiling:
+        return p.fraction, i18n.text(
+            lang,
+            "Compiling the decode steps for cell {cell}/{cells} (K = {k}); compile time is kept out of the timings · {s} s elapsed",
+            cell=p.cell,
+            cells=p.cells,
+            k=p.k,
+            s=f"{now - run.started:.0f}",
+        )
     if p.done >= p.total:
         return 1.0, i18n.text(lang, "Finishing the last cell…")
     return p.fraction, i18n.text(

@@ -11,7 +11,7 @@ import torch
 from specviz.base.i18n import Message
 from specviz.core import policies
 from specviz.engine import sampling
-from specviz.engine.decoding import records
+from specviz.engine.decoding import records, resident
 from specviz.engine.decoding.records import (
     GenerationStats,
     RoundRecord,
@@ -219,7 +219,9 @@ def speculative_generate(
     """Speculative decoding: draft K tokens, verify K + 1 positions in one target forward.
 
     Each round is :func:`draft_step` → :func:`target_probs` → :func:`verify_step` →
-    :func:`commit_step` (see :func:`_round`), until ``max_new_tokens`` tokens are out.
+    :func:`commit_step` (see :func:`_round`), until ``max_new_tokens`` tokens are out. A compiled
+    pair (:func:`specviz.engine.models.compiled.compile_steps`) with a constant K runs the same round
+    with its state on the device and one host read per round (:mod:`.resident`).
 
     Parameters
     ----------
@@ -255,6 +257,10 @@ def speculative_generate(
         raise Message("k must be an integer >= 1; got {k!r}", k=k)
     k = int(k)
     check_inputs([target, draft], prompt, max_new_tokens, temperature, k)
+    if policy is None and not hasattr(draft, "draft_policy") and resident.supports(target, draft, prompt=prompt):
+        return resident.speculative_generate(
+            target, draft, prompt, k, temperature, max_new_tokens, generator, calibration_steps
+        )
     clock, sampler = records._Clock(target.device), Sampler(temperature, generator)
     prompt = prompt.to(target.device)
     t0 = clock.now()

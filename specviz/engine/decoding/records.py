@@ -267,6 +267,10 @@ def generate_target_only(
     and a :class:`GenerationStats` with ``t_target_ms`` the median decode step.
     """
     check_inputs([target], prompt, max_new_tokens, temperature, 0)
+    from specviz.engine.decoding import resident  # it builds on this module
+
+    if resident.supports(target):  # a compiled target: the position stays on the device
+        return resident.generate_target_only(target, prompt, max_new_tokens, temperature, generator)
     clock, sampler = _Clock(target.device), Sampler(temperature, generator)
     prompt = prompt.to(target.device)
     t0 = clock.now()

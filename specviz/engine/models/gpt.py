@@ -56,6 +56,12 @@ class Slots(NamedTuple):
     index: torch.Tensor
 
 
+class Fixed(NamedTuple):
+    """Cache slots (T,) for a shape-static step (:meth:`GPT.forward_at`): no host read, one shape per T."""
+
+    slots: torch.Tensor
+
+
 class KVCache(nn.Module):
     """Static per-layer cache of keys and values, written at absolute positions."""
 
@@ -89,6 +95,15 @@ class KVCache(nn.Module):
         end = int(pos.max()) + 1
         return self.k[:, :, :end], self.v[:, :, :end]
 
+    def write_at(self, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
+        """Write k, v (B, nh, T, hs) into cache slots ``slots`` (T,); return the whole cache (B, nh, L, hs).
+
+        Shape-static (no host read of ``slots``): the form a compiled or graph-captured step needs.
+        """
+        self.k.index_copy_(2, slots, k)
+        self.v.index_copy_(2, slots, v)
+        return self.k, self.v
+
     def move(self, src: torch.Tensor, dst: torch.Tensor) -> None:
         """Copy the entries at slots ``src`` (n,) to slots ``dst`` (n,) (all read before any is written)."""
         self.k[:, :, dst] = self.k[:, :, src]
@@ -108,7 +123,10 @@ class CausalSelfAttention(nn.Module):
         b, t, c = x.shape  # (B, T, C)
         q, k, v = self.qkv(x).split(c, dim=2)
         q, k, v = (z.view(b, t, self.n_head, self.head_dim).transpose(1, 2) for z in (q, k, v))  # (B, nh, T, hs)
-        if start is None:  # training / full recompute: plain causal attention
+        if isinstance(start, Fixed):  # shape-static step: write the given slots, attend over the whole cache
+            k, v = self.cache.write_at(start.slots, k, v)
+            y = _attend(q, k, v, mask)
+        elif start is None:  # training / full recompute: plain causal attention
             y = F.scaled_dot_product_attention(
                 q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0
             )
@@ -116,6 +134,18 @@ class CausalSelfAttention(nn.Module):
             k, v = self.cache.update(start, k, v)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return self.proj(y.transpose(1, 2).reshape(b, t, c))
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """softmax(q kᵀ / √d, masked) v for a few queries q (B, nh, T, hs) over a whole cache k, v (B, nh, L, hs).
+
+    Written out rather than ``F.scaled_dot_product_attention``: for a few queries the CPU's fused
+    kernel costs about 160 µs a call over 512 keys, while a compiled step turns these lines into small
+    GEMMs and one fused masked softmax.
+    """
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))  # (B, nh, T, L)
+    att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+    return att @ v  # (B, nh, T, hs)
 
 
 class Block(nn.Module):
@@ -187,10 +217,16 @@ class GPT(nn.Module):
         """(Re)allocate the static KV cache for ``batch`` sequences of up to ``length`` tokens."""
         length = length or self.cfg.block_size
         p = self.wte.weight
+        shape = (batch, self.cfg.n_head, length, self.cfg.n_embd // self.cfg.n_head)
+        old = self.blocks[0].attn.cache
+        same = old is not None and (old.k.shape, old.k.dtype, old.k.device) == (shape, p.dtype, p.device)
+        # a cache made under inference_mode cannot be written outside it
+        if same and (torch.is_inference_mode_enabled() or not old.k.is_inference()):
+            # the same buffers again: a compiled step guards on them, and every slot a step reads is
+            # written first in each generation (prefill, then each forward's own tokens)
+            return
         for blk in self.blocks:
-            blk.attn.cache = KVCache(
-                batch, self.cfg.n_head, length, self.cfg.n_embd // self.cfg.n_head, p.dtype, p.device
-            )
+            blk.attn.cache = KVCache(*shape[:2], length, shape[3], p.dtype, p.device)
         self._cache_len = length
         self._causal = torch.ones(length, length, dtype=torch.bool, device=p.device).tril()
 
@@ -231,6 +267,44 @@ class GPT(nn.Module):
         for blk in self.blocks:
             x = blk(x, start, mask)
         return self.head(self.ln_f(x))
+
+    def forward_at(
+        self, idx: torch.Tensor, slots: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor
+    ) -> torch.Tensor:
+        """Logits (B, T, vocab) of tokens ``idx`` (B, T) at ``positions`` (T,), written to cache ``slots`` (T,).
+
+        ``mask`` (T, L) is True where a token may attend to a cache slot (L = the cache length). A
+        chain's step has slots = positions = pos + arange(T) and mask = causal[positions]
+        (:meth:`chain_inputs`); a tree's nodes have their own slots, depths and ancestry
+        (:meth:`tree_inputs`). Every shape depends on T alone and nothing is read back to the host,
+        so one compiled or graph-captured step serves each T (:mod:`specviz.engine.models.compiled`).
+        """
+        x = self.wte(idx) + self.wpe(positions)[None]  # (B, T, C)
+        at, m = Fixed(slots), mask[None, None]  # (1, 1, T, L)
+        for blk in self.blocks:
+            x = blk(x, at, m)
+        return self.head(self.ln_f(x))
+
+    def chain_inputs(self, pos: torch.Tensor, t: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(slots, positions, mask) of :meth:`forward_at` for T = ``t`` consecutive tokens from ``pos`` (1,)."""
+        at = pos + torch.arange(t, device=pos.device)  # (T,)
+        return at, at, self._causal[at]
+
+    def tree_inputs(
+        self, start: int, nodes: torch.Tensor, parents: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(slots, positions, mask) of :meth:`forward_at` for tree nodes ``nodes`` (M,), placed as
+        :meth:`forward_tree` places them."""
+        nodes = nodes.to(self.device)
+        anc = tree_ancestry(parents).to(self.device)  # (N, N)
+        depth = anc.sum(-1) - 1  # (N,)
+        end = start + int(nodes.max()) + 1
+        if end > self._cache_len or start < 0:
+            raise ValueError(f"tree slots {start}..{end - 1} are outside the cache of {self._cache_len}")
+        mask = torch.zeros(len(nodes), self._cache_len, dtype=torch.bool, device=self.device)  # (M, L)
+        mask[:, :start] = True
+        mask[:, start:end] = anc[nodes, : end - start]
+        return start + nodes, start + depth[nodes], mask
 
     # --- draft trees ---------------------------------------------------------------------
 

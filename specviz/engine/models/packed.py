@@ -189,7 +189,8 @@ class PackedLinear(nn.Linear):
         self.train(layer.training)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        pack = self._current_pack(x)
+        # traced by torch.compile (specviz.engine.models.compiled): plain ops, which Inductor packs itself
+        pack = None if torch.compiler.is_compiling() else self._current_pack(x)
         if pack is None:
             y = F.linear(x, self.weight, self.bias)
             return F.gelu(y) if self.gelu else y
@@ -241,7 +242,7 @@ def linear_fp32_bytes(model: nn.Module) -> int:
     return 4 * sum(m.weight.numel() for m in model.modules() if isinstance(m, nn.Linear))
 
 
-def _worth_packing(model: nn.Module) -> bool:
+def worth_packing(model: nn.Module) -> bool:
     weights = [m.weight for m in model.modules() if isinstance(m, nn.Linear)]
     on_cpu_fp32 = all(w.device.type == "cpu" and w.dtype == torch.float32 for w in weights)
     return bool(weights) and on_cpu_fp32 and linear_fp32_bytes(model) >= PACK_MIN_BYTES
@@ -260,7 +261,7 @@ def apply(model: nn.Module) -> nn.Module:
     total under :data:`PACK_MIN_BYTES`, or this torch build is not supported (then with one
     warning). Calling it again wraps layers added since (already packed layers stay).
     """
-    if not _worth_packing(model):
+    if not worth_packing(model):
         return model
     reason = _why_unsupported()
     if reason is not None:

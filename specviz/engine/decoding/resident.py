@@ -1,0 +1,279 @@
+"""Decoding loops whose state stays on the device: one host synchronisation per speculative round.
+
+The loops of :mod:`.chain` and :mod:`.records` keep the position and the tokens on the host and read
+every round's verdict back (``int``, ``.tolist()``): several synchronisations per round, each of which
+drains a GPU's queue. Here the token buffer ``seq`` (L + K + 2,) and the position ``pos`` (0-d) live on
+the models' device, drafting, verification (:func:`specviz.engine.sampling.verify`, the same rule) and
+the commit are device operations, and the only value the host reads in a round is the number of
+accepted drafts, to know when the requested tokens are out. Per-round records are written to device
+buffers (R, K) and copied to the host once, after the loop.
+
+Timing never synchronises either: on CUDA each part of a round is bracketed by CUDA events read after
+the loop, on the CPU by the wall clock (CPU operations are done when they return). So draft_ms,
+verify_ms and other_ms tile each round's time on the device's own timeline, and o is what a round
+costs beyond its forwards, not the cost of the timer's synchronisations (``docs/engine.md``).
+
+These loops need the models' shape-static step (:meth:`specviz.engine.models.gpt.GPT.forward_at`),
+which :class:`specviz.engine.models.compiled.CompiledGPT` runs compiled; :func:`supports` says when they
+apply (a constant K, prompts of two tokens or more); the callers in :mod:`.chain` and :mod:`.records`
+take the host loops otherwise.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from specviz.engine import sampling
+from specviz.engine.decoding.records import GenerationStats, RoundRecord, Sampler, _prefill
+
+__all__ = ["Marks", "generate_target_only", "speculative_generate", "supports", "to_host"]
+
+
+def supports(*models, prompt: torch.Tensor | None = None) -> bool:
+    """True when every model has a shape-static step (:class:`~specviz.engine.models.compiled.CompiledGPT`)
+    and the prompt has at least two tokens (each round feeds the draft the last two)."""
+    from specviz.engine.models.compiled import CompiledGPT
+
+    return all(isinstance(m, CompiledGPT) for m in models) and (prompt is None or prompt.numel() >= 2)
+
+
+def _steady():
+    """Inside a loop: the compiled steps run without re-checking their guards on every call.
+
+    Each step is compiled for one shape (``isolate_recompiles``), and inside a loop nothing it guards on
+    changes: the same models, caches (reused by ``setup_cache``) and dtypes. Skipping the guards saves
+    about 0.03–0.25 ms a call on the CPU, as much as the draft's whole forward.
+    """
+    return torch.compiler.set_stance(skip_guard_eval_unsafe=True)
+
+
+def to_host(x: torch.Tensor):
+    """The loops' only device → host read (a synchronisation on CUDA): ``x`` as a Python number or list.
+
+    One function, so tests can count the reads per round.
+    """
+    return x.tolist()
+
+
+class Marks:
+    """Points on the device's timeline, read once at the end: CUDA events on CUDA, the wall clock elsewhere."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        self.points: list = []
+
+    def mark(self) -> None:
+        if self.cuda:
+            event = torch.cuda.Event(enable_timing=True)
+            event.record()
+            self.points.append(event)
+        else:
+            self.points.append(time.perf_counter())
+
+    def intervals_ms(self) -> np.ndarray:
+        """Milliseconds between consecutive marks (n − 1,); synchronises once on CUDA."""
+        if len(self.points) < 2:
+            return np.zeros(0)
+        if self.cuda:
+            self.points[-1].synchronize()
+            return np.array([a.elapsed_time(b) for a, b in zip(self.points, self.points[1:], strict=False)])
+        return 1e3 * np.diff(np.array(self.points))
+
+
+def _step_ms(model, seq: torch.Tensor, pos: torch.Tensor, temperature: float, steps: int) -> float:
+    """Median of ``steps`` whole decode steps (forward, distribution, token) at ``pos`` (1,), back to back,
+    from their own generator; the cache slot at ``pos`` is rewritten by the loop."""
+    sampler = Sampler(temperature, torch.Generator(seq.device).manual_seed(0))
+    marks = Marks(seq.device)
+    idx = seq[pos].view(1, 1)
+    marks.mark()
+    with _steady():  # as the loops run them
+        for _ in range(steps):
+            sampler.sample(sampler.probs(model.forward_at(idx, *model.chain_inputs(pos, 1))[0, -1])[None])
+            marks.mark()
+    return float(np.median(marks.intervals_ms()))
+
+
+def _buffer(prompt: torch.Tensor, length: int) -> torch.Tensor:
+    """Token buffer (length,) on the prompt's device with the prompt at 0..P−1."""
+    seq = torch.zeros(length, dtype=torch.long, device=prompt.device)
+    seq[: prompt.numel()] = prompt
+    return seq
+
+
+@torch.inference_mode()
+def generate_target_only(
+    target, prompt: torch.Tensor, max_new_tokens: int, temperature: float, generator: torch.Generator | None
+) -> tuple[torch.Tensor, GenerationStats]:
+    """Target-only decoding with the position on the device: no host read until the end.
+
+    As :func:`specviz.engine.decoding.generate_target_only` (which calls this for a compiled target).
+    """
+    sampler = Sampler(temperature, generator)
+    prompt = prompt.to(target.device)
+    marks = Marks(target.device)
+    marks.mark()
+    _prefill(target, prompt)
+    marks.mark()
+    seq = _buffer(prompt, prompt.numel() + max_new_tokens + 1)
+    pos = torch.tensor([prompt.numel() - 1], device=target.device)  # (1,): the pending token's position
+    start = time.perf_counter()
+    with _steady():
+        for _ in range(max_new_tokens):
+            logits = target.forward_at(seq[pos].view(1, 1), *target.chain_inputs(pos, 1))[0, -1]  # (V,)
+            pos = pos + 1
+            seq[pos] = sampler.sample(sampler.probs(logits)[None])
+            marks.mark()
+    out = seq[prompt.numel() : prompt.numel() + max_new_tokens].cpu()  # the run's one read
+    decode_s = time.perf_counter() - start
+    ms = marks.intervals_ms()
+    stats = GenerationStats(
+        k=0,
+        temperature=temperature,
+        new_tokens=max_new_tokens,
+        decode_s=decode_s,
+        prefill_ms=float(ms[0]),
+        t_target_ms=float(np.median(ms[1:])),
+    )
+    return out, stats
+
+
+@torch.inference_mode()
+def speculative_generate(
+    target,
+    draft,
+    prompt: torch.Tensor,
+    k: int,
+    temperature: float,
+    max_new_tokens: int,
+    generator: torch.Generator | None,
+    calibration_steps: int,
+) -> tuple[torch.Tensor, GenerationStats]:
+    """Chain speculative decoding with one host read per round (the number of accepted drafts).
+
+    A round, for ``pos`` the pending token's position (all on the device):
+
+    1. draft: the draft's first forward takes the last two tokens, ``seq[pos − 1 : pos + 1]`` (which
+       catches it up after a round that accepted every draft, and rewrites an identical entry
+       otherwise), then one token per forward, K tokens in all;
+    2. verify: one target forward over ``seq[pos]`` and the K drafts at pos … pos + K;
+    3. the rule: :func:`specviz.engine.sampling.verify` gives a (1,) and the next token (1,);
+    4. commit: the drafts go to ``seq[pos + 1 …]``, the next token to ``seq[pos + 1 + a]``,
+       and ``pos += a + 1``.
+
+    The record of the round (drafts, a, next token, tests, Σ min(p, q) at every position) is written
+    to row r of device buffers; :class:`RoundRecord` s are built from one copy after the loop, trimmed
+    to the verified positions as the host loop records them. As
+    :func:`specviz.engine.decoding.speculative_generate`, which calls this for a compiled pair with a
+    constant K.
+    """
+    device = target.device
+    sampler = Sampler(temperature, generator)
+    prompt = prompt.to(device)
+    p_len = prompt.numel()
+    prefill = Marks(device)
+    prefill.mark()
+    _prefill(target, prompt)
+    _prefill(draft, prompt)
+    prefill.mark()
+    seq = _buffer(prompt, p_len + max_new_tokens + k + 2)
+    pos = torch.tensor([p_len - 1], device=device)  # (1,), never a 0-d index: that would be read on the host
+    t_p, t_q = (
+        _step_ms(m, seq, pos, temperature, calibration_steps) if calibration_steps else float("nan")
+        for m in (target, draft)
+    )
+    most = max_new_tokens  # rounds emit at least one token each
+    buffers = _Buffers.empty(most, k, device)
+    marks = Marks(device)
+    generated, r = 0, 0
+    start = time.perf_counter()
+    marks.mark()
+    with _steady():
+        while generated < max_new_tokens:
+            r, generated, pos = _round(target, draft, seq, pos, k, sampler, r, generated, buffers, marks)
+    decode_s = time.perf_counter() - start
+    stats = GenerationStats(k, temperature, max_new_tokens, decode_s, float(prefill.intervals_ms()[0]), t_p, t_q)
+    stats.rounds = _records(buffers, r, marks.intervals_ms())
+    stats.t_verify_ms = float(np.median([x.verify_ms for x in stats.rounds]))
+    out = seq[p_len : p_len + max_new_tokens].cpu()
+    return out, stats
+
+
+@dataclass(frozen=True)
+class _Buffers:
+    """Per-round records on the device, row r for round r, copied to the host once after the loop."""
+
+    drafted: torch.Tensor  # (R, K) the drafts
+    tests: torch.Tensor  # (R, K) bool: the acceptance test passed
+    overlaps: torch.Tensor  # (R, K) Σ min(p, q) at each drafted position
+    verdicts: torch.Tensor  # (R, 2): a, the next token
+
+    @classmethod
+    def empty(cls, rounds: int, k: int, device: torch.device) -> _Buffers:
+        z = functools.partial(torch.zeros, device=device)
+        return cls(
+            z(rounds, k, dtype=torch.long), z(rounds, k, dtype=torch.bool), z(rounds, k), z(rounds, 2, dtype=torch.long)
+        )
+
+
+def _round(target, draft, seq, pos, k, sampler, r, generated, buffers: _Buffers, marks: Marks):
+    """Round r (steps 1–4 of :func:`speculative_generate`); returns (r + 1, tokens generated, new pos (1,))."""
+    device = seq.device
+    # 1. draft
+    feed_at = pos - 1
+    logits = draft.forward_at(seq[feed_at + torch.arange(2, device=device)][None], *draft.chain_inputs(feed_at, 2))[
+        0, -1
+    ]
+    tokens, q_rows = [], []
+    for i in range(k):
+        if i:
+            logits = draft.forward_at(tokens[-1].view(1, 1), *draft.chain_inputs(pos + i, 1))[0, -1]
+        q_i = sampler.probs(logits)  # (V,)
+        tokens.append(sampler.sample(q_i[None]))  # (1,)
+        q_rows.append(q_i)
+    drafts, q = torch.cat(tokens), torch.stack(q_rows)  # (K,), (K, V)
+    marks.mark()
+    # 2. verify forward
+    block = torch.cat([seq[pos].view(1), drafts])  # (K+1,)
+    p = sampler.probs(target.forward_at(block[None], *target.chain_inputs(pos, k + 1))[0])  # (K+1, V)
+    marks.mark()
+    # 3. the rule, 4. commit
+    result = sampling.verify(p[None], q[None], drafts[None], sampler.generator, greedy=sampler.greedy)
+    a, nxt = result.accepted, result.next_token  # (1,), (1,)
+    seq[pos + torch.arange(1, k + 1, device=device)] = drafts
+    seq[pos + 1 + a] = nxt
+    pos = pos + 1 + a
+    buffers.drafted[r], buffers.tests[r] = drafts, result.accept_mask[0]
+    buffers.overlaps[r], buffers.verdicts[r] = sampling.overlap(p[:k], q), torch.cat([a, nxt])
+    generated += 1 + to_host(a[0])  # the round's one read
+    marks.mark()
+    return r + 1, generated, pos
+
+
+def _records(buffers: _Buffers, rounds: int, ms: np.ndarray) -> list[RoundRecord]:
+    """Round records from the first ``rounds`` rows of the device buffers and the marks' intervals
+    (3R,), as the host loop writes them: tests and overlaps at the min(a + 1, K) verified positions."""
+    drafted, tests, overlaps, verdicts = (
+        x[:rounds].cpu().tolist() for x in (buffers.drafted, buffers.tests, buffers.overlaps, buffers.verdicts)
+    )
+    out = []
+    for i, (d, t, o, (a, nxt)) in enumerate(zip(drafted, tests, overlaps, verdicts, strict=True)):
+        verified = min(a + 1, len(d))
+        out.append(
+            RoundRecord(
+                drafted=d,
+                accepted=a,
+                emitted=d[:a] + [nxt],
+                accept_mask=t[:verified],
+                overlap=o[:verified],
+                draft_ms=float(ms[3 * i]),
+                verify_ms=float(ms[3 * i + 1]),
+                other_ms=float(ms[3 * i + 2]),
+            )
+        )
+    return out
