@@ -143,3 +143,62 @@ def test_round_timings_hold_the_target_forward_gpu_work():
     for r, ms in zip(stats.rounds, gpu_ms, strict=True):
         assert r.verify_ms >= 0.95 * ms, (r.verify_ms, ms)
     assert stats.decode_s * 1e3 >= 0.95 * sum(gpu_ms)
+
+
+# --- the compiled engine on CUDA: CUDA graphs, one synchronisation per round ------------------
+
+
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_compiled_graphs_decode_the_targets_greedy_output(bundled_fp32, k):
+    """CUDA-graph steps (reduce-overhead) through the resident loop give the eager target's tokens."""
+    from specviz.engine.models import compiled
+
+    target, draft, tok = bundled_fp32
+    ct, cd = compiled.compile_steps(target), compiled.compile_steps(draft)
+    prompt = torch.tensor(tok.encode("import os\nimport sys\n\n\ndef main(argv):\n    "))
+    base, _ = generate_target_only(target, prompt, 48)
+    got, stats = speculative_generate(ct, cd, prompt, k, 0.0, 48)
+    assert ct.fallback is None and cd.fallback is None
+    assert got.tolist() == base.tolist()
+    assert all(r.draft_ms > 0 and r.verify_ms > 0 for r in stats.rounds)
+
+
+def test_the_resident_round_synchronises_only_to_read_its_verdict(bundled_fp32, monkeypatch):
+    """With CUDA's sync debug mode set to error, any synchronising call in the loop raises, except the
+    round's one read (resident.to_host), which lifts the mode for its own call and is counted."""
+    from specviz.engine.decoding import resident
+    from specviz.engine.models import compiled
+
+    target, draft, tok = bundled_fp32
+    ct, cd = compiled.compile_steps(target), compiled.compile_steps(draft)
+    prompt = torch.tensor(tok.encode("def f(x):\n    return"))
+    speculative_generate(ct, cd, prompt, 4, 1.0, 32, torch.Generator("cuda").manual_seed(0), calibration_steps=0)
+    reads = []
+    original = resident.to_host
+
+    def allowed(x):
+        torch.cuda.set_sync_debug_mode(0)
+        try:
+            reads.append(1)
+            return original(x)
+        finally:
+            torch.cuda.set_sync_debug_mode("error")
+
+    monkeypatch.setattr(resident, "to_host", allowed)
+    rounds = []
+    real_records = resident._records
+
+    def records(*args):  # the copy after the loop is allowed to synchronise
+        torch.cuda.set_sync_debug_mode(0)
+        out = real_records(*args)
+        rounds.append(len(out))
+        return out
+
+    monkeypatch.setattr(resident, "_records", records)
+    g = torch.Generator("cuda").manual_seed(1)
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        speculative_generate(ct, cd, prompt, 4, 1.0, 32, g, calibration_steps=0)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    assert rounds and len(reads) == rounds[0]

@@ -133,7 +133,16 @@ class CompiledGPT:
 
     def forward_at(self, idx, slots, positions, mask) -> torch.Tensor:
         """:meth:`GPT.forward_at`, compiled for this T (1, T, V)."""
-        out = self.step(idx.shape[1])(idx, slots, positions, mask)
+        step = self.step(idx.shape[1])
+        try:
+            out = step(idx, slots, positions, mask)
+        except RuntimeError as exc:
+            # a loop that skips guards (decoding.resident) met inputs its step was not compiled for (say,
+            # compiled outside inference mode): compile that variant too, with the guards back on
+            if "skip_guard_eval_unsafe" not in str(exc):
+                raise
+            with torch.compiler.set_stance("default"):
+                out = step(idx, slots, positions, mask)
         return out.clone() if self._graphs else out  # a graph's output is overwritten by its next replay
 
     def chain_inputs(self, pos, t):

@@ -1,0 +1,248 @@
+"""Compiled decode steps (specviz.engine.models.compiled) and the device-resident loops (decoding.resident).
+
+The quick tier checks the shape-static forward against the model's own forwards and the eager
+fallback; the slow tier compiles (seconds per shape) and checks compiled against eager: logits,
+greedy tokens and round records for K = 1 … 8, chains and trees, one host read per round, and
+losslessness at T = 1 (χ²).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from _models import build_gpt, check_lossless, noisy_copy
+
+from specviz.core import trees
+from specviz.engine import bench, decoding
+from specviz.engine.decoding import resident
+from specviz.engine.models import ByteTokenizer, GPTConfig, compiled, load_pair
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+CFG = GPTConfig(n_layer=2, n_head=2, n_embd=64, block_size=128)
+
+
+@pytest.fixture(scope="module")
+def pair():
+    target = build_gpt(CFG, 2, std=0.1)
+    return target, noisy_copy(target, 0.015, 3)  # accepts some drafts, rejects some
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    g = torch.Generator().manual_seed(0)
+    return [torch.randint(0, 256, (n,), generator=g) for n in (7, 30)]
+
+
+def _prefilled(model, prompt):
+    model.setup_cache(1)
+    model(prompt[None, :-1], 0)
+    return prompt.numel() - 1
+
+
+# --- quick: the shape-static forward, and the fallback ----------------------------------
+
+
+@pytest.mark.parametrize("t", [1, 2, 5, 9])
+def test_forward_at_equals_the_cached_forward(pair, prompts, t):
+    """A chain's forward_at (slots = positions, mask = causal rows) gives the logits of model(idx, start)."""
+    model = pair[0]
+    idx = torch.randint(0, 256, (1, t), generator=torch.Generator().manual_seed(t))
+    with torch.no_grad():
+        pos = _prefilled(model, prompts[1])
+        expected = model(idx, pos)
+        pos = _prefilled(model, prompts[1])
+        got = model.forward_at(idx, *model.chain_inputs(torch.tensor([pos]), t))
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+
+
+def test_forward_at_equals_the_tree_forward(pair, prompts):
+    """A tree's nodes through forward_at (own slots, depths and ancestry) equal GPT.forward_tree."""
+    model = pair[0]
+    tree = trees.parse_shape("topk:3,2,6", [0.6, 0.2])
+    parents = torch.tensor(tree.parents)
+    nodes = torch.arange(len(tree))
+    idx = torch.randint(0, 256, (1, len(tree)), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        start = _prefilled(model, prompts[1])
+        expected = model.forward_tree(idx, start, nodes, parents)
+        start = _prefilled(model, prompts[1])
+        got = model.forward_at(idx, *model.tree_inputs(start, nodes, parents))
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
+
+
+def test_a_failed_compile_falls_back_to_eager_and_says_why_once(pair, prompts, monkeypatch):
+    """torch.compile failing (no C++ compiler, say) leaves eager steps, the reason, one warning, same tokens."""
+    target, draft = (build_gpt(CFG, s, std=0.1) for s in (5, 6))  # fresh models: no compiled steps yet
+
+    def broken(*args, **kwargs):
+        def fn(*a):
+            raise RuntimeError("no working C++ compiler found")
+
+        return fn
+
+    monkeypatch.setattr(torch, "compile", broken)
+    monkeypatch.setattr(compiled, "_warned", set())
+    ct, cd = compiled.compile_steps(target), compiled.compile_steps(draft)
+    with pytest.warns(UserWarning, match="running eagerly: RuntimeError: no working C\\+\\+ compiler found"):
+        out, _ = decoding.speculative_generate(ct, cd, prompts[0], 3, max_new_tokens=24, calibration_steps=0)
+    assert ct.fallback == cd.fallback == "RuntimeError: no working C++ compiler found"
+    assert ct.compile_s == {} and bench.compile_seconds(ct, cd) == 0
+    base, _ = decoding.generate_target_only(target, prompts[0], 24)
+    assert torch.equal(out, base)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once: the next run is silent
+        decoding.speculative_generate(ct, cd, prompts[0], 3, max_new_tokens=8, calibration_steps=0)
+    row = bench.engine_columns(ct, cd, 0.0)
+    assert row["compiled"] is False and "compiler" in row["notes"]
+
+
+def test_compile_steps_wraps_each_model_once_and_only_our_gpt(pair):
+    target, _ = pair
+    assert compiled.compile_steps(target) is compiled.compile_steps(target)  # steps reused across runs
+    wrapped = compiled.compile_steps(target)
+    assert compiled.compile_steps(wrapped) is wrapped and compiled.eager(wrapped) is target
+    other = object()
+    assert compiled.compile_steps(other) is other  # no shape-static step: stays as it is
+    with pytest.raises(ValueError, match="engine must be one of"):
+        bench.with_engine(target, target, "turbo")
+
+
+def test_the_resident_loops_apply_only_to_compiled_pairs_and_two_token_prompts(pair):
+    target, draft = pair
+    ct, cd = compiled.compile_steps(target), compiled.compile_steps(draft)
+    assert resident.supports(ct, cd, prompt=torch.tensor([1, 2]))
+    assert not resident.supports(ct, cd, prompt=torch.tensor([1]))
+    assert not resident.supports(target, cd) and not resident.supports(ct, draft)
+
+
+# --- slow: compiled against eager ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bundled():
+    target, draft, tok = load_pair("bundled")
+    texts = bench.load_prompts()[:2]
+    return target, draft, [torch.tensor(tok.encode(t)) for t in texts]
+
+
+@pytest.mark.slow
+def test_compiled_logits_equal_eager_for_every_shape_and_read_the_live_cache(bundled):
+    """T = 1 … 9 on the bundled target (T ≥ 2 share one dynamic graph there) and the draft, after a
+    second prompt is prefilled: the compiled step reads the cache as it is now, not as it was compiled."""
+    target, draft, prompts = bundled
+    for model in (target, draft):
+        wrapped = compiled.compile_steps(model)
+        for prompt in prompts:  # compile on the first prompt's cache, check on both
+            for t in range(1, 10):
+                idx = torch.randint(0, 256, (1, t), generator=torch.Generator().manual_seed(t))
+                with torch.inference_mode():
+                    pos = _prefilled(model, prompt)
+                    expected = model.forward_at(idx, *model.chain_inputs(torch.tensor([pos]), t))
+                    pos = _prefilled(model, prompt)
+                    got = wrapped.forward_at(idx, *model.chain_inputs(torch.tensor([pos]), t))
+                torch.testing.assert_close(got, expected, atol=2e-4, rtol=1e-4)
+        assert wrapped.fallback is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", range(1, 9))
+def test_compiled_greedy_equals_eager_with_identical_records(bundled, k):
+    """The resident loop on compiled steps: the target's own greedy tokens, and round for round the
+    records the eager host loop writes (drafts, accepted, emitted, tests; Σ min(p, q) within float error)."""
+    target, draft, prompts = bundled
+    ct, cd = compiled.compile_steps(target), compiled.compile_steps(draft)
+    for prompt in prompts:
+        base, _ = decoding.generate_target_only(target, prompt, 96)
+        c_base, _ = decoding.generate_target_only(ct, prompt, 96)
+        out_e, eager = decoding.speculative_generate(target, draft, prompt, k, max_new_tokens=96)
+        out_c, comp = decoding.speculative_generate(ct, cd, prompt, k, max_new_tokens=96)
+        assert torch.equal(c_base, base) and torch.equal(out_c, base) and torch.equal(out_e, base)
+        assert len(comp.rounds) == len(eager.rounds)
+        for a, b in zip(eager.rounds, comp.rounds, strict=True):
+            assert (a.drafted, a.accepted, a.emitted, a.accept_mask) == (
+                b.drafted,
+                b.accepted,
+                b.emitted,
+                b.accept_mask,
+            )
+            assert a.overlap == pytest.approx(b.overlap, abs=1e-4)
+        assert comp.alpha_hat == eager.alpha_hat and comp.t_target_ms > 0 and comp.t_verify_ms > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", ["chain:4", "chains:2,3", "topk:3,2,6", "optimal:8,4"])
+def test_compiled_trees_decode_the_targets_greedy_output(bundled, shape):
+    target, draft, prompts = bundled
+    tree = trees.parse_shape(shape, [0.6, 0.2, 0.1])
+    ct, cd = compiled.compile_steps(target), compiled.compile_steps(draft)
+    base, _ = decoding.generate_target_only(target, prompts[0], 64)
+    out_e, eager = decoding.tree_generate(target, draft, prompts[0], tree, 0.0, 64)
+    out_c, comp = decoding.tree_generate(ct, cd, prompts[0], tree, 0.0, 64)
+    assert torch.equal(out_c, base) and torch.equal(out_e, base)
+    assert [r.path for r in comp.rounds] == [r.path for r in eager.rounds]
+
+
+def _count_reads(monkeypatch) -> list[str]:
+    """Every device → host read a tensor can make (item, tolist, int, float, bool, index), recorded by name."""
+    reads: list[str] = []
+    for name in ("item", "tolist", "__int__", "__float__", "__bool__", "__index__"):
+        original = getattr(torch.Tensor, name)
+
+        def counted(self, *args, _original=original, _name=name):
+            reads.append(_name)
+            return _original(self, *args)
+
+        monkeypatch.setattr(torch.Tensor, name, counted)
+    return reads
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_one_host_read_per_round(pair, prompts, monkeypatch, temperature):
+    """Counting every read a tensor can make: one per round in the loop, plus the four buffers copied
+    once after it (calibration off, so nothing else runs)."""
+    target, draft = pair
+    ct, cd = compiled.compile_steps(target), compiled.compile_steps(draft)
+    g = torch.Generator().manual_seed(0)
+    decoding.speculative_generate(ct, cd, prompts[1], 4, temperature, 48, g, calibration_steps=0)  # compile first
+    reads = _count_reads(monkeypatch)
+    _, stats = decoding.speculative_generate(ct, cd, prompts[1], 4, temperature, 48, g, calibration_steps=0)
+    monkeypatch.undo()
+    assert len(stats.rounds) >= 10
+    assert reads.count("tolist") == len(stats.rounds) + 4, reads
+    assert len(reads) == len(stats.rounds) + 4, reads
+    reads = _count_reads(monkeypatch)
+    decoding.speculative_generate(target, draft, prompts[1], 4, temperature, 48, g, calibration_steps=0)
+    monkeypatch.undo()
+    assert len(reads) > 2 * len(stats.rounds)  # the eager host loop reads several times a round: the count can tell
+
+
+@pytest.mark.slow
+def test_the_compiled_path_is_lossless():
+    """χ² of the first token and pair at T = 1 on the resident loop with compiled steps (tests/_models.py)."""
+
+    def generate(target, draft, prompt, g):
+        ct, cd = compiled.compile_steps(target), compiled.compile_steps(draft)
+        assert resident.supports(ct, cd, prompt=prompt)
+        return decoding.speculative_generate(ct, cd, prompt, 2, 1.0, 2, generator=g, calibration_steps=0)
+
+    check_lossless("cpu", generate=generate)
+
+
+@pytest.mark.slow
+def test_bench_rows_say_which_engine_and_how_long_it_compiled(bundled):
+    target, draft, _ = bundled
+    tok = ByteTokenizer()
+    texts = bench.load_prompts()[:1]
+    rows = []
+    for engine in bench.ENGINES:
+        frame = bench.sweep(target, draft, tok, texts, [3], [0.0], 32, 1, engine=engine)
+        rows.extend(frame.to_dict("records"))
+    eager, comp = rows
+    assert eager["compiled"] is False and eager["compile_s"] == 0
+    assert comp["compiled"] is True and comp["compile_s"] >= 0
+    assert eager["greedy_exact"] and comp["greedy_exact"]
+    assert eager["alpha"] == comp["alpha"]  # same rounds, greedy
