@@ -14,6 +14,7 @@ router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.
 PAGE, URL = "live", "live"
 T_CHOICES = (0.0, 0.5, 0.7, 1.0)  # offered temperatures (a linked one outside them is kept)
 TABLE = {  # shown column → its heading: a msgid, or a symbol shown as it is
+    "compiled": C_("live.col.compiled", "compiled"),
     "k": "k",
     "temperature": N_("temperature"),
     "alpha": "α̂ = A/(A+R)",

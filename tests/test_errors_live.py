@@ -110,6 +110,7 @@ VIEW = {
     "seed": 0,
     "batches": [1],
     "trace": False,
+    "engine": "eager",
 }
 
 
@@ -149,6 +150,17 @@ VIEW = {
             ("GPT", "Hugging Face"),
         ),
         ({"shape": "tree", "trees": " "}, "trees: type at least one draft shape, e.g. chain:4 optimal:16,6", ()),
+        (
+            {"engine": "compiled", "pair": "t,d"},
+            "engine: compiled steps are built for specviz's own GPT pair; use 'bundled' or the eager engine",
+            ("GPT", "'bundled'", "eager"),
+        ),
+        (
+            {"engine": "both", "batches": [1, 4]},
+            "engine: the compiled engine decodes one sequence at a time; choose batch size 1 only",
+            ("1",),
+        ),
+        ({"engine": "turbo"}, "engine: 'turbo'; allowed: eager, compiled, both", ("'turbo'", "eager", "compiled")),
     ],
 )
 def test_make_request(changes, english, same):

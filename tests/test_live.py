@@ -476,6 +476,25 @@ def test_opening_a_link_restores_controls_but_does_not_run(db_url):
     assert any("CPU" in i.value for i in at.info)  # no GPU here: the CPU note
 
 
+def test_a_link_restores_the_engine_and_a_bad_one_is_named(db_url):
+    at = page(engine="both")
+    assert at.radio(key="live.engine").value == "both"
+    at = click(page(**(TINY | {"engine": "compiled", "pair": "gpt2-large,gpt2"})), "Run")
+    assert any("engine: compiled steps are built for specviz's own GPT pair" in e.value for e in at.error)
+
+
+@pytest.mark.slow
+def test_both_engines_measure_the_same_cells_side_by_side(db_url):
+    """engine=both: every cell eagerly, then compiled (steps compiled outside the timings); one series each."""
+    at = click(page(**(TINY | {"engine": "both"})), "Run")
+    assert not at.error, [e.value for e in at.error]
+    table = at.dataframe[0].value
+    assert table["compiled"].tolist() == [False, False, True, True] and table.k.tolist() == [1, 2, 1, 2]
+    assert table["greedy_exact"].all()
+    spec = at.get("plotly_chart")[0].proto.spec
+    assert "compiled=True" in spec and "compiled=False" in spec  # two series on the speedup chart
+
+
 @pytest.mark.slow
 def test_tiny_run_end_to_end_and_save(db_url):
     t0 = time.monotonic()

@@ -20,7 +20,14 @@ import pandas as pd
 from specviz.base.i18n import Phrase
 from specviz.core import theory
 from specviz.data.measurements.report import LoadReport
-from specviz.data.measurements.schema import BENCH_COLUMNS, COLUMNS, DERIVED_COLUMNS, INTEGER_COLUMNS, TEXT_COLUMNS
+from specviz.data.measurements.schema import (
+    BENCH_COLUMNS,
+    COLUMNS,
+    DERIVED_COLUMNS,
+    INTEGER_COLUMNS,
+    TEXT_COLUMNS,
+    column_kind,
+)
 from specviz.data.measurements.validation import Validated
 
 #: Where alpha_used comes from, in order of preference, with the recovery α = f(value, K) (None: as is).
@@ -161,7 +168,7 @@ def output_columns(v: dict[str, np.ndarray], t: dict[str, list], k: np.ndarray, 
         if name in DERIVED_COLUMNS:
             continue
         if name in t:
-            data[name] = pd.array(t[name], dtype="boolean" if name == "greedy_exact" else "str")
+            data[name] = pd.array(t[name], dtype="boolean" if column_kind(name) == "bool" else "str")
         elif name == "k":
             data[name] = k
         elif name in INTEGER_COLUMNS and name in v:

@@ -373,7 +373,7 @@ def _parse_bools(table: RawTable, col: RawColumn) -> tuple[list, Errors]:
             out.append(cells.parse_bool(c))
         except cells.Bad:
             out.append(None)
-            errors.append(cell_error(table, i, col.name, c, allowed_phrase("greedy_exact")))
+            errors.append(cell_error(table, i, col.name, c, allowed_phrase(col.name)))
     return out, errors
 
 
