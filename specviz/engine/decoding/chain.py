@@ -257,7 +257,7 @@ def speculative_generate(
         raise Message("k must be an integer >= 1; got {k!r}", k=k)
     k = int(k)
     check_inputs([target, draft], prompt, max_new_tokens, temperature, k)
-    if policy is None and not hasattr(draft, "draft_policy") and resident.supports(target, draft, prompt=prompt):
+    if policy is None and not hasattr(draft, "draft_policy") and resident.supports(target, draft):
         return resident.speculative_generate(
             target, draft, prompt, k, temperature, max_new_tokens, generator, calibration_steps
         )

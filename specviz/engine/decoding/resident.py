@@ -15,7 +15,7 @@ costs beyond its forwards, not the cost of the timer's synchronisations (``docs/
 
 These loops need the models' shape-static step (:meth:`specviz.engine.models.gpt.GPT.forward_at`),
 which :class:`specviz.engine.models.compiled.CompiledGPT` runs compiled; :func:`supports` says when they
-apply (a constant K, prompts of two tokens or more); the callers in :mod:`.chain` and :mod:`.records`
+apply; with a constant K the callers in :mod:`.chain` and :mod:`.records`
 take the host loops otherwise.
 """
 
@@ -34,12 +34,11 @@ from specviz.engine.decoding.records import GenerationStats, RoundRecord, Sample
 __all__ = ["Marks", "generate_target_only", "speculative_generate", "supports", "to_host"]
 
 
-def supports(*models, prompt: torch.Tensor | None = None) -> bool:
-    """True when every model has a shape-static step (:class:`~specviz.engine.models.compiled.CompiledGPT`)
-    and the prompt has at least two tokens (each round feeds the draft the last two)."""
+def supports(*models) -> bool:
+    """True when every model has a shape-static step (:class:`~specviz.engine.models.compiled.CompiledGPT`)."""
     from specviz.engine.models.compiled import CompiledGPT
 
-    return all(isinstance(m, CompiledGPT) for m in models) and (prompt is None or prompt.numel() >= 2)
+    return all(isinstance(m, CompiledGPT) for m in models)
 
 
 def _steady():
@@ -158,9 +157,9 @@ def speculative_generate(
 
     A round, for ``pos`` the pending token's position (all on the device):
 
-    1. draft: the draft's first forward takes the last two tokens, ``seq[pos − 1 : pos + 1]`` (which
-       catches it up after a round that accepted every draft, and rewrites an identical entry
-       otherwise), then one token per forward, K tokens in all;
+    1. draft: the draft's first forward takes the pending token ``seq[pos]`` (and the last draft
+       before it, ``seq[pos − 1]``, after a round that accepted every draft: the host knows, having
+       read a), then one token per forward, K tokens in all;
     2. verify: one target forward over ``seq[pos]`` and the K drafts at pos … pos + K;
     3. the rule: :func:`specviz.engine.sampling.verify` gives a (1,) and the next token (1,);
     4. commit: the drafts go to ``seq[pos + 1 …]``, the next token to ``seq[pos + 1 + a]``,
@@ -187,18 +186,16 @@ def speculative_generate(
         _step_ms(m, seq, pos, temperature, calibration_steps) if calibration_steps else float("nan")
         for m in (target, draft)
     )
-    most = max_new_tokens  # rounds emit at least one token each
-    buffers = _Buffers.empty(most, k, device)
-    marks = Marks(device)
-    generated, r = 0, 0
+    buffers = _Buffers.empty(max_new_tokens, k, device)  # rounds emit at least one token each
+    state, marks = _State(seq, pos), Marks(device)
     start = time.perf_counter()
     marks.mark()
     with _steady():
-        while generated < max_new_tokens:
-            r, generated, pos = _round(target, draft, seq, pos, k, sampler, r, generated, buffers, marks)
+        while state.generated < max_new_tokens:
+            _round(target, draft, state, k, sampler, buffers, marks)
     decode_s = time.perf_counter() - start
     stats = GenerationStats(k, temperature, max_new_tokens, decode_s, float(prefill.intervals_ms()[0]), t_p, t_q)
-    stats.rounds = _records(buffers, r, marks.intervals_ms())
+    stats.rounds = _records(buffers, state.rounds, marks.intervals_ms())
     stats.t_verify_ms = float(np.median([x.verify_ms for x in stats.rounds]))
     out = seq[p_len : p_len + max_new_tokens].cpu()
     return out, stats
@@ -221,25 +218,35 @@ class _Buffers:
         )
 
 
-def _round(target, draft, seq, pos, k, sampler, r, generated, buffers: _Buffers, marks: Marks):
-    """Round r (steps 1–4 of :func:`speculative_generate`); returns (r + 1, tokens generated, new pos (1,))."""
-    device = seq.device
-    # 1. draft
-    feed_at = pos - 1
-    logits = draft.forward_at(seq[feed_at + torch.arange(2, device=device)][None], *draft.chain_inputs(feed_at, 2))[
-        0, -1
-    ]
+@dataclass
+class _State:
+    """Where a resident decode stands: the tokens and the position on the device, the counts on the host."""
+
+    seq: torch.Tensor  # (L,) every token so far
+    pos: torch.Tensor  # (1,) the pending token's position
+    generated: int = 0  # tokens emitted so far (the host learns a each round)
+    rounds: int = 0
+    behind: bool = False  # the last round accepted every draft: the draft never saw the last one
+
+
+def _round(target, draft, state: _State, k: int, sampler: Sampler, buffers: _Buffers, marks: Marks) -> None:
+    """One round (steps 1–4 of :func:`speculative_generate`), recorded in row ``state.rounds`` of ``buffers``."""
+    seq, pos, device = state.seq, state.pos, state.seq.device
+    # 1. draft: the first forward feeds the pending token, and the last draft too when the draft is behind
+    feed = 2 if state.behind else 1
+    at = pos - (feed - 1)
+    logits = draft.forward_at(seq[at + torch.arange(feed, device=device)][None], *draft.chain_inputs(at, feed))
     tokens, q_rows = [], []
     for i in range(k):
         if i:
-            logits = draft.forward_at(tokens[-1].view(1, 1), *draft.chain_inputs(pos + i, 1))[0, -1]
-        q_i = sampler.probs(logits)  # (V,)
+            logits = draft.forward_at(tokens[-1].view(1, 1), *draft.chain_inputs(pos + i, 1))
+        q_i = sampler.probs(logits[0, -1])  # (V,)
         tokens.append(sampler.sample(q_i[None]))  # (1,)
         q_rows.append(q_i)
     drafts, q = torch.cat(tokens), torch.stack(q_rows)  # (K,), (K, V)
     marks.mark()
     # 2. verify forward
-    block = torch.cat([seq[pos].view(1), drafts])  # (K+1,)
+    block = torch.cat([seq[pos], drafts])  # (K+1,)
     p = sampler.probs(target.forward_at(block[None], *target.chain_inputs(pos, k + 1))[0])  # (K+1, V)
     marks.mark()
     # 3. the rule, 4. commit
@@ -247,12 +254,13 @@ def _round(target, draft, seq, pos, k, sampler, r, generated, buffers: _Buffers,
     a, nxt = result.accepted, result.next_token  # (1,), (1,)
     seq[pos + torch.arange(1, k + 1, device=device)] = drafts
     seq[pos + 1 + a] = nxt
-    pos = pos + 1 + a
+    state.pos = pos + 1 + a
+    r = state.rounds
     buffers.drafted[r], buffers.tests[r] = drafts, result.accept_mask[0]
     buffers.overlaps[r], buffers.verdicts[r] = sampling.overlap(p[:k], q), torch.cat([a, nxt])
-    generated += 1 + to_host(a[0])  # the round's one read
+    accepted = to_host(a[0])  # the round's one read
+    state.generated, state.rounds, state.behind = state.generated + 1 + accepted, r + 1, accepted == k
     marks.mark()
-    return r + 1, generated, pos
 
 
 def _records(buffers: _Buffers, rounds: int, ms: np.ndarray) -> list[RoundRecord]:
