@@ -128,7 +128,7 @@ class CompiledGPT:
         t = idx.shape[1]
         if start + t > self.model._cache_len:
             return self.model(idx, start)  # the model's own message for a forward past the cache
-        pos = torch.tensor(start, device=idx.device)
+        pos = torch.tensor([start], device=idx.device)  # (1,)
         return self.forward_at(idx, *self.model.chain_inputs(pos, t))
 
     def forward_at(self, idx, slots, positions, mask) -> torch.Tensor:
