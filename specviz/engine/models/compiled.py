@@ -98,6 +98,7 @@ class CompiledGPT:
         self._steps: dict[int, Callable] = {}
         self._graphs = model.device.type == "cuda"
         self._packs = packed.worth_packing(model)
+        self._shared_t = compile_options(model.device, 2, self._packs)["dynamic"]  # T >= 2 share one graph
 
     # --- Decodable ------------------------------------------------------------------------------
 
@@ -175,7 +176,7 @@ class CompiledGPT:
 
     def _key(self, t: int) -> int:
         """The compiled step that serves T = ``t``: its own, or (0) the one dynamic in T ≥ 2."""
-        return 0 if compile_options(self.device, t, self._packs)["dynamic"] else t
+        return 0 if self._shared_t and t > 1 else t
 
     def _give_up(self, exc: BaseException) -> None:
         self.fallback = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"

@@ -295,12 +295,7 @@ class GPT(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(slots, positions, mask) of :meth:`forward_at` for tree nodes ``nodes`` (M,), placed as
         :meth:`forward_tree` places them."""
-        nodes = nodes.to(self.device)
-        anc = tree_ancestry(parents).to(self.device)  # (N, N)
-        depth = anc.sum(-1) - 1  # (N,)
-        end = start + int(nodes.max()) + 1
-        if end > self._cache_len or start < 0:
-            raise ValueError(f"tree slots {start}..{end - 1} are outside the cache of {self._cache_len}")
+        nodes, anc, depth, end = self._tree_layout(start, nodes, parents)
         mask = torch.zeros(len(nodes), self._cache_len, dtype=torch.bool, device=self.device)  # (M, L)
         mask[:, :start] = True
         mask[:, start:end] = anc[nodes, : end - start]
@@ -317,12 +312,7 @@ class GPT(nn.Module):
         entries must be in the cache already or among ``nodes``. After verification,
         :meth:`keep_path` moves the accepted nodes' entries to their positions.
         """
-        nodes = nodes.to(idx.device)
-        anc = tree_ancestry(parents).to(idx.device)  # (N, N)
-        depth = anc.sum(-1) - 1  # (N,)
-        end = start + int(nodes.max()) + 1
-        if end > self._cache_len or start < 0:
-            raise ValueError(f"tree slots {start}..{end - 1} are outside the cache of {self._cache_len}")
+        nodes, anc, depth, end = self._tree_layout(start, nodes, parents)
         x = self.wte(idx) + self.wpe(start + depth[nodes])[None]  # (1, M, C)
         past = torch.ones(len(nodes), start, dtype=torch.bool, device=idx.device)
         mask = torch.cat([past, anc[nodes, : end - start]], 1)[None, None]  # (1, 1, M, end)
@@ -330,6 +320,18 @@ class GPT(nn.Module):
         for blk in self.blocks:
             x = blk(x, slots, mask)
         return self.head(self.ln_f(x))
+
+    def _tree_layout(
+        self, start: int, nodes: torch.Tensor, parents: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+        """(nodes (M,) on the device, ancestry (N, N), depth (N,), one past the last slot) of tree nodes
+        placed from ``start``; ValueError when a slot falls outside the cache."""
+        nodes = nodes.to(self.device)
+        anc = tree_ancestry(parents).to(self.device)  # (N, N)
+        end = start + int(nodes.max()) + 1
+        if end > self._cache_len or start < 0:
+            raise ValueError(f"tree slots {start}..{end - 1} are outside the cache of {self._cache_len}")
+        return nodes, anc, anc.sum(-1) - 1, end
 
     def keep_path(self, start: int, path: torch.Tensor) -> None:
         """Move the cache entries of the accepted nodes ``path`` (m,) (root excluded, by depth) from
