@@ -19,11 +19,12 @@ Run from the repository root::
    every request. Predicted: the serving model on the server's own costs, measured apart from the load
    on prompts it never sends (``server_steps``: synchronised batches of B = 1 … slots decoding from
    cached prompts, the server's timings; ``stall``: what one new request costs the requests decoding),
+   measured just before each server's run of each load (this VM's speed drifts by ±20 % over minutes),
    never fitted to the load runs; the steps of B contiguous slots become those of the load's scattered
-   slots (``scattered``: llama-server forwards each run of consecutive busy slots apart). Each of
-   ``--repeats`` rounds calibrates, predicts and runs every load on both servers; the table holds the
-   medians, and how much a 10 % error in the costs would move each prediction. Targets: TPOT and output throughput within ±20 % at every load; the concurrency from
-   which speculation stops paying within one step of the measured one.
+   slots (``serving.scattered_steps``: llama-server forwards each run of consecutive busy slots apart).
+   Each of ``--repeats`` rounds runs every load on both servers; the table holds the medians, and how much
+   a 10 % error in the costs would move each prediction. Targets: TPOT and output throughput within ±20 %
+   at every load; the concurrency from which speculation stops paying within one step of the measured one.
 """
 
 from __future__ import annotations
@@ -108,8 +109,9 @@ def server_steps(
     cache just before (``cache_prompt``, the slot pinned by ``id_slot``), so the batch decodes without a
     prefill among its steps (a request that prefilled more than its last token is an error). The
     server's ``timings.predicted_ms / predicted_n`` of each request is its time per generated token at B
-    decoding (the median over the B requests and ``repeats`` batches); times E[N] it is the round. A
-    prompt's prefill p is what a new request stalls a decoding one (:func:`stall`, the median of 3, each on a
+    decoding (the mean over the B requests and ``repeats`` batches: the model predicts means, and the
+    load's TPOT is a mean over requests whose speed, on this VM, has a tail to the slow side); times E[N]
+    it is the round. A prompt's prefill p is what a new request stalls a decoding one (:func:`stall`, the mean of 3, each on a
     prompt from ``fresh`` the server has never seen: one it has, it takes from its prompt cache); the
     server's own ``prompt_ms`` leaves out its handling of the request and the slot's cache (about 45
     against 50 ms here).
@@ -148,7 +150,7 @@ def server_steps(
         batch = [prompts[i % len(prompts)][i:] + prompts[i % len(prompts)][:i] for i in range(b)]
         times = []
         # B = 1 alone: one time a batch, ±25 % from one to the next here, and the load's scattered slots
-        # price every lone busy slot at it (:func:`scattered`): pooled over 4× the batches (under 1 s)
+        # price every lone busy slot at it (``serving.scattered_steps``): pooled over 4× the batches (under 1 s)
         for _ in range(repeats if b > 1 else 4 * repeats):
             for slot, prompt in enumerate(batch):
                 request(prompt, 1, cache=True, stream=False, slot=slot)
@@ -163,11 +165,11 @@ def server_steps(
             prefilled = [t["prompt_n"] for t in got if t["prompt_n"] > 1]
             if prefilled:  # a request outside its cached slot: its prefill stalled the batch
                 raise RuntimeError(f"calibration: {len(prefilled)} of {b} requests prefilled {prefilled} tokens")
-            times += [t["predicted_ms"] / t["predicted_n"] / 1e3 for t in got]
+            times += [t["predicted_ms"] / t["predicted_n"] / 1e3 for t in got]  # tokens alike: n each
             drafted += sum(t.get("draft_n", 0) for t in got)
             accepted += sum(t.get("draft_n_accepted", 0) for t in got)
-        per_token[b - 1] = np.median(times)
-    prefill = np.median([stall(url, prompts[0], next(fresh)) for _ in range(3)])
+        per_token[b - 1] = np.mean(times)
+    prefill = np.mean([stall(url, prompts[0], next(fresh)) for _ in range(3)])
     return {
         "per_token": per_token,
         "mean_tokens": 1 + k * accepted / drafted if drafted else 1.0,
@@ -223,45 +225,13 @@ def smoothed(per_token: np.ndarray) -> np.ndarray:
     return np.concatenate([per_token[:1], intercept + slope * b[1:]])
 
 
-def scattered(per_token: np.ndarray) -> np.ndarray:
-    """The step at n = 1 … S busy slots as the load lays them out, from the steps of S contiguous slots.
-
-    llama-server with ``-np S`` (``kv_unified`` off: one KV stream per slot) splits every batch with
-    ``split_equal(n_ubatch, sequential=true)`` (src/llama-kv-cache.cpp ``init_batch``): a ubatch takes
-    only slots whose ids follow one another (src/llama-batch.cpp), so a step over busy slots {0, 2} is two
-    forwards, of the target and of the draft alike. The calibration's batches sit in slots 0 … B − 1 (one
-    forward); a load's requests take the least recently used free slot, which spreads n busy slots over
-    the S as a uniform n-subset does (1.75 runs of consecutive slots at n = 2 of 8, 2.5 at 4). A step
-    costs the sum over its runs of the contiguous step at the run's length (docs/serving-llamacpp-slots.md:
-    slots {0, 2, 4, 6} with the draft 6.41 ms a token against 4 × 1.74 = 6.96 and 4.12 contiguous).
-    Returns E[Σ_runs t(|run|)] over uniform n-subsets, for every n (exact up to 16 slots; sampled beyond).
-    """
-    import itertools
-
-    slots = per_token.size
-    out = np.zeros(slots)
-    rng = np.random.default_rng(0)
-    for n in range(1, slots + 1):
-        if slots <= 16:
-            subsets = [np.isin(np.arange(slots), c) for c in itertools.combinations(range(slots), n)]
-        else:
-            subsets = [np.isin(np.arange(slots), rng.choice(slots, n, replace=False)) for _ in range(4000)]
-        total = 0.0
-        for busy in subsets:
-            edges = np.diff(np.concatenate([[0], busy.astype(int), [0]]))
-            lengths = np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)
-            total += per_token[lengths - 1].sum()
-        out[n - 1] = total / len(subsets)
-    return out
-
-
 def server_check(args) -> None:
     """Part 2: the serving model against llama-server with ``args.slots`` slots, with and without the draft.
 
     The machine is shared and its forwards vary by ±30 % from one minute to the next, so the step costs
-    and the load runs are interleaved: each of ``--repeats`` rounds measures the costs, predicts every
-    load from them, then runs every load on both servers; prediction and measurement are each the median
-    over the rounds.
+    and the load runs are interleaved: each server's costs are measured just before each of its load runs
+    and predict that run; each of ``--repeats`` rounds runs every load on both servers, and prediction and
+    measurement are each the median over the rounds.
     """
     import tempfile
     from pathlib import Path
@@ -309,7 +279,7 @@ def server_check(args) -> None:
     target, draft = export_pair_gguf("bundled", work)
     batches = list(range(1, slots + 1))
     print(f"\n2. llama-server ({binary}), {slots} slots, {threads} thread(s); bundled pair, K = {k}")
-    print(f"   prompts of {p_tokens} tokens, {g} output tokens; {args.repeats} rounds of costs then loads")
+    print(f"   prompts of {p_tokens} tokens, {g} output tokens; {args.repeats} rounds of every load")
     policy = FetchPolicy(connect_timeout_s=5.0, read_timeout_s=120.0, total_timeout_s=600.0)
     log_dir = work / "logs"
     rows, rates = [], []
@@ -319,43 +289,44 @@ def server_check(args) -> None:
     ):
         for srv, kk in ((plain_srv, 0), (spec_srv, k)):  # a fresh server's first batches run slow: discarded
             server_steps(srv.url, cal_prompts, cal_fresh, tokens=g, slots=slots, k=kk, repeats=1)
+        steps = server_steps(plain_srv.url, cal_prompts, cal_fresh, tokens=g, slots=slots, k=0)
+        # the two rates: 35 % and 70 % of the capacity these costs predict without speculation
+        cap_rps = float(
+            slots / ((g - 1) * serving.scattered_steps(smoothed(steps["per_token"]))[-1] + slots * steps["prefill"])
+        )
+        rates = [round(0.35 * cap_rps, 1), round(0.7 * cap_rps, 1)]
+        loads = [("closed", x) for x in args.concurrency] + [("open", x) for x in rates]
+        print(
+            f"   loads: {args.concurrency} users, {rates} requests/s; each server's costs measured just before its load"
+        )
         for r in range(args.repeats):
-            # calibration on prompts the load never sends: the server's steps at every batch, alone
-            plain_steps = server_steps(plain_srv.url, cal_prompts, cal_fresh, tokens=g, slots=slots, k=0)
-            spec_steps = server_steps(spec_srv.url, cal_prompts, cal_fresh, tokens=g, slots=slots, k=k)
-            mean_tokens = spec_steps["mean_tokens"]
-
-            def ms(x):
-                return " ".join(f"{v * 1e3:.2f}" for v in x)
-
-            print(f"   round {r + 1}: ms a token at B = 1 … {slots}: {ms(plain_steps['per_token'])}")
-            print(f"            with the draft: {ms(spec_steps['per_token'])} (E[N] {mean_tokens:.3f})")
-            print(f"            prefill {plain_steps['prefill'] * 1e3:.1f} and {spec_steps['prefill'] * 1e3:.1f} ms")
-            options = (serving.Option("K = 0", 0, 1.0), serving.Option(f"K = {k}", k, mean_tokens, k + 1))
-            contiguous = np.stack(
-                [smoothed(plain_steps["per_token"]), smoothed(spec_steps["per_token"]) * mean_tokens], -1
-            )
-            # the load's busy slots are scattered over the slots (LRU), each run of consecutive slots a forward
-            rounds = contiguous if args.contiguous else np.stack([scattered(c) for c in contiguous.T], -1)
-            print(f"            steps as the load lays out the slots: {ms(rounds[:, 0])} and {ms(rounds[:, 1])}")
-            prefill = [plain_steps["prefill"], spec_steps["prefill"]]
-            grid = serving.grid_from_steps(batches, rounds, options, prefill, context=depth)
-            grid_contig = serving.grid_from_steps(batches, contiguous, options, prefill, context=depth)
-            cap_rps = float(slots / ((g - 1) * rounds[-1, 0] + slots * prefill[0]))
-            if r == 0:  # the two rates: 35 % and 70 % of the first round's predicted capacity without speculation
-                rates = [round(0.35 * cap_rps, 1), round(0.7 * cap_rps, 1)]
-            loads = [("closed", x) for x in args.concurrency] + [("open", x) for x in rates]
             for i, (mode, load) in enumerate(loads):
-                pred = serving.steady_state(grid, output, [load], mode=mode).set_index("k")
-                pred_contig = serving.steady_state(grid_contig, output, [load], mode=mode).set_index("k")
-                # how much a 10 % error in the step costs moves the prediction (its conditioning at this load)
-                slower = replace(grid, round_s=grid.round_s * 1.1, prefill_s=grid.prefill_s * 1.1)
-                pred_slow = serving.steady_state(slower, output, [load], mode=mode).set_index("k")
                 # a closed loop runs ``--per-user`` requests a user (its start and end, when fewer than N
                 # decode, weigh less the longer it runs); an open loop ``--open-seconds`` of arrivals
                 n_req = int(args.per_user * load) if mode == "closed" else int(load * args.open_seconds)
                 asked = np.random.default_rng([r, i]).integers(g // 2, g + g // 2 + 1, n_req)  # both servers alike
                 for kk, srv in ((0, plain_srv), (k, spec_srv)):
+                    # the costs on prompts the load never sends, just before the load: this VM's speed drifts
+                    # by ±20 % over minutes, so costs measured a round earlier mispredict a load by as much
+                    steps = server_steps(srv.url, cal_prompts, cal_fresh, tokens=g, slots=slots, k=kk)
+                    option = serving.Option(f"K = {kk}", kk, steps["mean_tokens"], kk + 1)
+                    contiguous = smoothed(steps["per_token"])[:, None] * steps["mean_tokens"]  # (slots, 1) rounds
+                    # the load's busy slots are scattered over the slots (LRU), each run of consecutive slots a forward
+                    rounds = contiguous if args.contiguous else serving.scattered_steps(contiguous)
+                    grid = serving.grid_from_steps(batches, rounds, [option], [steps["prefill"]], context=depth)
+                    grid_contig = serving.grid_from_steps(
+                        batches, contiguous, [option], [steps["prefill"]], context=depth
+                    )
+                    pred = serving.steady_state(grid, output, [load], mode=mode).iloc[0]
+                    pred_contig = serving.steady_state(grid_contig, output, [load], mode=mode).iloc[0]
+                    # how much a 10 % error in the step costs moves the prediction (its conditioning at this load)
+                    slower = replace(grid, round_s=grid.round_s * 1.1, prefill_s=grid.prefill_s * 1.1)
+                    pred_slow = serving.steady_state(slower, output, [load], mode=mode).iloc[0]
+                    print(
+                        f"   round {r + 1}, {mode} {load:g}, K = {kk}: ms a token at B = 1 … {slots}: "
+                        f"{' '.join(f'{v * 1e3:.2f}' for v in steps['per_token'])}; E[N] {steps['mean_tokens']:.3f}; "
+                        f"prefill {steps['prefill'] * 1e3:.1f} ms"
+                    )
                     spec = loadgen.LoadSpec(
                         srv.url,
                         [next(fresh) for _ in range(n_req)],
@@ -375,13 +346,13 @@ def server_check(args) -> None:
                             mode=mode,
                             load=load,
                             k=kk,
-                            tpot_pred=pred.loc[kk, "tpot_s"] * 1e3,
+                            tpot_pred=pred["tpot_s"] * 1e3,
                             tpot_meas=got.tpot.mean * 1e3,
-                            tpot_contig=pred_contig.loc[kk, "tpot_s"] * 1e3,
-                            tpot_sens=pred_slow.loc[kk, "tpot_s"] / pred.loc[kk, "tpot_s"] - 1,
-                            tps_pred=pred.loc[kk, "tokens_per_s"],
+                            tpot_contig=pred_contig["tpot_s"] * 1e3,
+                            tpot_sens=pred_slow["tpot_s"] / pred["tpot_s"] - 1,
+                            tps_pred=pred["tokens_per_s"],
                             tps_meas=got.output_tokens_per_s,
-                            batch_pred=pred.loc[kk, "batch"],
+                            batch_pred=pred["batch"],
                             failed=got.failed,
                         )
                     )
@@ -393,14 +364,16 @@ def server_check(args) -> None:
     table["tps_err"] = table["tps_pred"] / table["tps_meas"] - 1
     print(f"   medians over {args.repeats} rounds (TPOT in ms, throughput in output tokens/s):")
     print(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    closed = table[table["mode"] == "closed"].pivot(index="load", columns="k", values=["tpot_pred", "tpot_meas"])
+    closed = table[table["mode"] == "closed"]
 
-    def stops(col):  # the first concurrency from which K's TPOT is no better than plain decoding's
-        worse = closed[(col, k)].to_numpy() >= closed[(col, 0)].to_numpy()
-        idx = [i for i in range(worse.size) if worse[i:].all()]
-        return idx[0] if idx else worse.size
+    def stops(col):  # the Serving view's rule: the first concurrency from which K's TPOT is no better than none
+        frame = closed.rename(columns={col: "tpot_s"}).assign(overloaded=False, option=closed["k"].astype(str))
+        load = serving.speculation_stops_paying(
+            serving.best_by_load(frame[["load", "k", "option", "tpot_s", "overloaded"]])
+        )
+        return c_list.index(load) if load is not None else len(c_list)
 
-    c_list = list(closed.index)
+    c_list = sorted(closed["load"].unique())
     s_pred, s_meas = stops("tpot_pred"), stops("tpot_meas")
 
     def shown(i):

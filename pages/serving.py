@@ -34,6 +34,14 @@ SPEC = (
     profiles.terms_param(),
     Param("tp", 1, "int", 1, 64, label=N_("GPUs per replica (tensor parallel)")),
     Param("max_seqs", 256, "int", 1, 4096, label=N_("Most sequences in a batch (the engine's max_num_seqs)")),
+    Param(
+        "kv",
+        "unified",
+        "choice",
+        choices=serving.KV_LAYOUTS,
+        label=N_("llama-server KV cache"),
+        labels=(N_("one for every slot (--kv-unified)"), N_("one per slot (-np N without --kv-unified)")),
+    ),
     Param("pair", "Llama-3.1 8B + 3.2 1B", "choice", choices=(CUSTOM, *PAIRS.index), label=N_("Preset pair")),
     Param("target", "meta-llama/Llama-3.1-8B-Instruct", "choice", choices=tuple(MODELS.index), label=N_("Target")),
     Param("draft", "meta-llama/Llama-3.2-1B-Instruct", "choice", choices=tuple(MODELS.index), label=N_("Draft")),
@@ -135,6 +143,7 @@ def priced(
     output,
     chunk,
     decay="",
+    kv="unified",
 ):
     """The cost grid of every option (cached: the sweep reuses it for every load)."""
     engine = engine_key.partition(":")[0]
@@ -152,7 +161,13 @@ def priced(
         prefill=serving.PREFILL.get(engine, "mixed"),
         chunk_tokens=chunk,
         max_seqs=max_seqs,
+        kv=kv,
     )
+
+
+def kv_layout(view: dict) -> str:
+    """The KV layout priced: the control's for a llama.cpp profile, one cache for every other engine."""
+    return view["kv"] if view["engine"] in serving.SLOT_ENGINES else "unified"
 
 
 def sweep(view: dict) -> tuple:
@@ -178,6 +193,7 @@ def sweep(view: dict) -> tuple:
             output,
             view["chunk"],
             view["alpha_l"].strip(),
+            kv_layout(view),
         )
         frame = serving.steady_state(grid, output, sorted(loads), mode=view["mode"], think_s=view["think"])
         sla = dict(ttft_s=view["ttft"], tpot_s=view["tpot"] / 1e3)
@@ -250,7 +266,7 @@ def show_table(frame: pd.DataFrame, best: pd.DataFrame, mode: str) -> None:
     ui.csv_download(ui.t("Download every load × K (CSV)"), lambda: frame, "specviz-serving.csv", key("dl_csv"))
 
 
-def show_schedules(grid, output, frame: pd.DataFrame, draft) -> None:
+def show_schedules(grid, output, frame: pd.DataFrame, draft, kv: str) -> None:
     """The K schedule by running batch, as vLLM, TensorRT-LLM, SGLang and llama.cpp take it."""
     schedule = serving.k_by_batch(grid, output)
     st.caption(
@@ -268,7 +284,7 @@ def show_schedules(grid, output, frame: pd.DataFrame, draft) -> None:
         "vLLM --speculative-config": json.dumps(vllm),
         "TensorRT-LLM extra_llm_api_options.yaml": trt,
         "SGLang": serving.sglang_flags(k0, draft=model),
-        "llama.cpp llama-server": serving.llama_cpp_flags(k0),
+        "llama.cpp llama-server": serving.llama_cpp_flags(k0, slots=int(grid.cap), kv=kv),
     }
     for i, (name, body) in enumerate(texts.items()):
         st.markdown(f"**{name}**")
@@ -286,6 +302,8 @@ def sidebar_controls() -> None:
         profiles.engine_controls(PAGE, P["engine"], P["eng_terms"])
         ui.number_input(PAGE, P["tp"])
         ui.number_input(PAGE, P["max_seqs"])
+        if st.session_state[key("engine")] in serving.SLOT_ENGINES:
+            ui.radio(PAGE, P["kv"])
         st.header(ui.t("Pair"))
         ui.selectbox(
             PAGE, P["pair"], format_func=lambda p: ui.t("custom (choose target and draft)") if p == CUSTOM else p
@@ -336,6 +354,13 @@ except ValueError as exc:
     ui.show_error(exc)
 else:
     st.caption(profiles.caption(view["engine"], view["eng_terms"]))
+    if kv_layout(view) == "slots":
+        st.caption(
+            ui.t(
+                "One KV cache per slot: llama-server forwards each run of consecutive busy slots apart, and requests take the least recently used slot, so n busy slots of {slots} cost the expected sum over their runs.",
+                slots=int(grid.cap),
+            )
+        )
     headline(view, grid, best, rates)
     sections = {
         "pareto": lambda: ui.chart(
@@ -345,7 +370,7 @@ else:
             figures.tpot_by_load(frame, view["mode"], view["tpot"] / 1e3, ui.language()), key=key("fig_tpot")
         ),
         "table": lambda: show_table(frame, best, view["mode"]),
-        "schedule": lambda: show_schedules(grid, output, frame, chosen_pair(view)[1]),
+        "schedule": lambda: show_schedules(grid, output, frame, chosen_pair(view)[1], kv_layout(view)),
     }
     ui.show_open_tab(PAGE, P["view"], sections)
 sidebar_controls()

@@ -151,7 +151,7 @@ def expected_schedules(alpha: float = 0.8, mode: str = "open", loads: list[float
         json.dumps(serving.vllm_speculative_config(schedule, model=draft)),
         serving.trtllm_yaml(serving.trtllm_speculative_config(schedule, model=draft)),
         serving.sglang_flags(k0, draft=draft),
-        serving.llama_cpp_flags(k0),
+        serving.llama_cpp_flags(k0, slots=int(grid.cap)),
     ]
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specviz.base.i18n import Message
-from specviz.core import hardware, serving, theory, trees
+from specviz.core import engines, hardware, serving, theory, trees
 
 TARGET, DRAFT, GPU = "meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.2-1B-Instruct", "H100-SXM5-80GB"
 P, G = serving.Lengths.fixed(512), serving.Lengths.fixed(256)
@@ -257,3 +257,70 @@ def test_tree_option_is_the_tree_as_pair_costs_prices_it():
     # a tree beside the chains: the engines' schedules stay chains
     grid = serving.cost_grid(TARGET, DRAFT, GPU, [*serving.chain_options(0.7, 3), o], P, G, engine="vllm")
     assert set(serving.k_by_batch(grid, G)["k"]) <= {0, 1, 2, 3}
+
+
+# --------------------------------------------------------------------------------------
+# llama-server's KV stream per slot: a step forwards each run of consecutive busy slots
+# --------------------------------------------------------------------------------------
+
+
+def _runs_by_enumeration(t: np.ndarray) -> np.ndarray:
+    """Σ over the runs of consecutive busy slots of t(run length), averaged over every n-subset of S slots."""
+    slots = t.size
+    out = []
+    for n in range(1, slots + 1):
+        total, count = 0.0, 0
+        for busy in itertools.combinations(range(slots), n):
+            row = np.zeros(slots + 2, dtype=int)
+            row[np.array(busy) + 1] = 1
+            edges = np.diff(row)
+            total += t[np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1) - 1].sum()
+            count += 1
+        out.append(total / count)
+    return np.array(out)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.floats(1e-4, 10.0), min_size=1, max_size=9))
+def test_scattered_steps_equal_the_enumeration_of_every_layout(steps):
+    t = np.array(steps)
+    assert np.allclose(serving.scattered_steps(t), _runs_by_enumeration(t), rtol=1e-10, atol=0)
+
+
+@pytest.mark.parametrize("slots", [1, 2, 8, 64, 1000])
+def test_scattered_steps_count_runs_and_tokens(slots):
+    n = np.arange(1, slots + 1)
+    # a constant step counts the runs: E[runs] = n − E[adjacent busy pairs] = n − n(n − 1)/S
+    assert np.allclose(serving.scattered_steps(np.ones(slots)), n - n * (n - 1) / slots)
+    # a step linear through the origin costs the same however the slots lie: Σ_r r·E[N_r] = n
+    assert np.allclose(serving.scattered_steps(n * 0.5e-3), n * 0.5e-3)
+    t = np.column_stack([1.0 + 0.1 * n, 2.0 + n**0.5])  # (S, 2): two options at once
+    got = serving.scattered_steps(t)
+    assert got.shape == (slots, 2) and np.allclose(got[0], t[0]) and np.allclose(got[-1], t[-1])  # one slot; all
+    assert (got >= t - 1e-12).all()  # a fixed cost per forward: scattered never cheaper than contiguous
+
+
+def test_a_grid_with_a_kv_stream_per_slot():
+    target, draft = TARGET, DRAFT
+    lengths = P, serving.Lengths.fixed(128)
+    kw = dict(engine="llama.cpp", max_seqs=8)
+    options = serving.chain_options(0.8, 3)
+    unified = serving.cost_grid(target, draft, GPU, options, *lengths, **kw)
+    slots = serving.cost_grid(target, draft, GPU, options, *lengths, kv="slots", **kw)
+    assert unified.cap == slots.cap == 8 and np.array_equal(unified.batch, slots.batch)
+    every = serving.round_seconds(
+        target,
+        draft,
+        GPU,
+        options,
+        np.arange(1, 9),
+        unified.context,
+        efficiency=engines.profile_for("llama.cpp"),
+    )
+    assert np.allclose(slots.round_s[1:], serving.scattered_steps(every))
+    assert np.allclose(slots.round_s[[1, -1]], unified.round_s[[1, -1]])  # one busy slot, and all eight
+    # memory-bound steps: four of eight busy slots are 2.5 runs, each near a whole step
+    four = int(np.flatnonzero(slots.batch == 4)[0])
+    assert (slots.round_s[four] > 1.8 * unified.round_s[four]).all()
+    with pytest.raises(Message, match="KV cache layout must be one of unified, slots; got 'paged'"):
+        serving.cost_grid(target, draft, GPU, options, *lengths, kv="paged", **kw)

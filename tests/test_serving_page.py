@@ -90,7 +90,45 @@ def test_schedules_round_trip():
     trt = yaml.safe_load(codes[1])["speculative_config"]
     assert trt["draft_len_schedule"][1] == trt["max_draft_len"]
     assert codes[2].startswith("--speculative-algorithm") or codes[2].startswith("#")
-    assert "--spec-draft-n-max" in codes[3] or codes[3].startswith("#")
+    assert "--spec-draft-n-max" in codes[3] or "# speculation does not pay" in codes[3]
+    assert codes[3].startswith("-np 256 --kv-unified ")  # vLLM's profile: one cache for every sequence
+
+
+def test_llama_server_with_a_kv_stream_per_slot():
+    query = dict(engine="llama.cpp", max_seqs="8", mode="closed", users="1,2,4,8", view="table")
+    unified, slots = open_app(PAGE, **query), open_app(PAGE, **query, kv="slots")
+    assert unified.radio(key="serving.kv").value == "unified" and slots.radio(key="serving.kv").value == "slots"
+    assert not unified.error and not slots.error
+    said = "One KV cache per slot"
+    assert not any(said in c.value for c in unified.caption) and any(said in c.value for c in slots.caption)
+    tpot = {name: at.dataframe[0].value.iloc[:, 2].to_numpy() for name, at in (("u", unified), ("s", slots))}
+    # one user: one busy slot either way; all eight busy: one run of slots; in between, scattered runs cost more
+    assert tpot["s"][0] == pytest.approx(tpot["u"][0], rel=1e-9) and (tpot["s"][1:3] > tpot["u"][1:3]).all()
+    output = serving.Lengths.fixed(256)
+    grid = serving.cost_grid(
+        PAIR["target"],
+        PAIR["draft"],
+        "H100-SXM5-80GB",
+        serving.chain_options(0.8, 6),
+        serving.Lengths.fixed(1024),
+        output,
+        engine="llama.cpp",
+        max_seqs=8,
+        kv="slots",
+    )
+    best = serving.best_by_load(
+        serving.steady_state(grid, output, [1, 2, 4, 8], mode="closed"), ttft_s=2.0, tpot_s=0.05
+    )
+    assert np.allclose(tpot["s"], best["tpot_s"])
+    slots.radio(key="serving.kv").set_value("unified")
+    rerun(slots)
+    assert slots.query_params.get("kv") in (None, "unified")
+    schedule = open_app(PAGE, **query | dict(view="schedule"), kv="slots").code[3].value
+    assert schedule.startswith("-np 8 ") and "--kv-unified" not in schedule
+    # another engine's profile: the control is not offered and a link's kv is not priced
+    other = open_app(PAGE, **query | dict(engine="vllm"), kv="slots")
+    assert not [r for r in other.radio if r.key == "serving.kv"]
+    assert not any(said in c.value for c in other.caption)
 
 
 @pytest.mark.parametrize(

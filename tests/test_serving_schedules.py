@@ -213,6 +213,8 @@ def test_sglang_and_llama_cpp_flags():
     )
     assert serving.sglang_flags(0).startswith("#") and serving.llama_cpp_flags(0).startswith("#")
     assert serving.llama_cpp_flags(4) == "--spec-draft-n-max 4 --spec-draft-n-min 4 --spec-draft-p-min 0"
+    assert serving.llama_cpp_flags(4, slots=8).startswith("-np 8 --kv-unified --spec-draft-n-max 4")
+    assert serving.llama_cpp_flags(0, slots=8, kv="slots").startswith("-np 8 # speculation does not pay")
 
 
 class _Refused(Exception):
@@ -437,7 +439,10 @@ def test_llama_server_takes_the_flags(tmp_path, llama_binary, gguf_pair):
     from specviz.servers import llamacpp
 
     target, draft = gguf_pair
-    flags = ["-md", str(draft), "--spec-type", "draft-simple", *serving.llama_cpp_flags(3).split()]
-    with llamacpp.serve(llama_binary, target, None, 3, log_dir=tmp_path, extra=flags) as server:
-        reply = llamacpp.complete(server.url, [65, 66, 67], 16)
-        assert reply["timings"].get("draft_n", 0) > 0  # it drafted with the flags given
+    for kv in serving.KV_LAYOUTS:
+        flags = ["-md", str(draft), "--spec-type", "draft-simple", *serving.llama_cpp_flags(3, slots=2, kv=kv).split()]
+        with llamacpp.serve(llama_binary, target, None, 3, log_dir=tmp_path, extra=flags, slots=2) as server:
+            reply = llamacpp.complete(server.url, [65, 66, 67], 16)
+            assert reply["timings"].get("draft_n", 0) > 0  # it drafted with the flags given
+            props = httpx.get(server.url + "/props", timeout=10).json()
+            assert props["total_slots"] == 2

@@ -40,8 +40,10 @@ from specviz.base.i18n import Message
 from specviz.core import engines, hardware, heads, theory
 
 __all__ = [
+    "KV_LAYOUTS",
     "MODES",
     "PREFILL",
+    "SLOT_ENGINES",
     "CostGrid",
     "Lengths",
     "Option",
@@ -57,6 +59,7 @@ __all__ = [
     "open_loop_point",
     "prefill_seconds",
     "round_seconds",
+    "scattered_steps",
     "speculation_stops_paying",
     "steady_state",
     "tree_option",
@@ -79,6 +82,12 @@ PREFILL = {
     "mlc-llm": "separate",
     "exllamav2": "separate",
 }
+#: How an engine's KV cache holds its sequences: "unified" (one cache, and every step one forward over the
+#: running batch: vLLM, SGLang, TensorRT-LLM, llama-server with ``--kv-unified`` or ``-np`` auto) or "slots"
+#: (llama-server started with ``-np N``: one KV stream per slot, and every step one forward per run of
+#: consecutive busy slots, :func:`scattered_steps`).
+KV_LAYOUTS = ("unified", "slots")
+SLOT_ENGINES = ("llama.cpp", "llama.cpp-cpu")  #: the engine profiles whose server may keep a KV stream per slot
 GRID_POINTS = 192  #: batch grid points between 1 and the cap (geometric): interpolation error < 0.1 %
 MAX_LENGTH = 1_048_576  #: the longest prompt or output accepted, tokens
 MAX_USERS = 10_000  #: the most users of a closed loop (its distribution has a state per user)
@@ -325,6 +334,57 @@ def prefill_seconds(
     return total
 
 
+def scattered_steps(steps) -> np.ndarray:
+    """The step with n of S slots busy, for n = 1 … S, when each run of consecutive busy slots is a forward
+    of its own, from the steps t(b) of b contiguous busy slots.
+
+    llama-server with ``-np S`` (``kv_unified`` off, one KV stream per slot) splits every batch with
+    ``split_equal(n_ubatch, sequential=true)`` (llama.cpp b11434, src/llama-kv-cache.cpp ``init_batch``):
+    a ubatch takes only slots whose ids follow one another (src/llama-batch.cpp), so a step over busy
+    slots {0, 2} is two forwards, of the target and of a draft alike. A request takes the least recently
+    used free slot, which spreads n busy slots over the S as a uniform n-subset does. The step is then
+
+        t_S(n) = Σ_r E[N_r(n)]·t(r),
+
+    N_r the number of runs of exactly r busy slots. A given run [i, i + r − 1] needs its r slots busy and
+    its neighbours free (one at either end of the row, two inside it), so with C(·,·) binomials
+
+        E[N_r(n)] = (2·C(S − r − 1, n − r) + (S − r − 1)·C(S − r − 2, n − r)) / C(S, n),   r < S,
+
+    and N_S(S) = 1. Σ_r r·E[N_r(n)] = n; where t is linear through the origin the layout costs nothing.
+
+    Parameters
+    ----------
+    steps : array (S,) or (S, nO)
+        t(b) at b = 1 … S contiguous busy slots (seconds), for each option.
+
+    Returns
+    -------
+    array of the same shape: t_S(n) at n = 1 … S busy slots.
+    """
+    t = np.asarray(steps, dtype=float)
+    flat = t.ndim == 1
+    t = t[:, None] if flat else t  # (S, nO)
+    slots = t.shape[0]
+    log_fact = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, slots + 1)))])  # ln m!, m = 0 … S
+
+    def log_choose(m: int, k: np.ndarray) -> np.ndarray:
+        ok = (k >= 0) & (k <= m) & (m >= 0)
+        kk = np.clip(k, 0, max(m, 0))
+        return np.where(ok, log_fact[max(m, 0)] - log_fact[kk] - log_fact[max(m, 0) - kk], -np.inf)
+
+    n = np.arange(1, slots + 1)  # (S,)
+    log_all = log_fact[slots] - log_fact[n] - log_fact[slots - n]  # ln C(S, n)
+    out = np.zeros_like(t)
+    for r in range(1, slots):
+        runs = 2 * np.exp(log_choose(slots - r - 1, n - r) - log_all)
+        if r <= slots - 2:
+            runs += (slots - r - 1) * np.exp(log_choose(slots - r - 2, n - r) - log_all)
+        out += runs[:, None] * t[r - 1]
+    out[-1] += t[-1]  # every slot busy: one run
+    return out[:, 0] if flat else out
+
+
 def round_seconds(
     target, draft, gpu, options, batch, context, *, dtype="bf16", tp=1, efficiency=None, expert_parallel=False
 ) -> np.ndarray:
@@ -383,6 +443,7 @@ def cost_grid(
     max_seqs: int = 256,
     expert_parallel=False,
     points: int = GRID_POINTS,
+    kv: str = "unified",
 ) -> CostGrid:
     """Price every option's round on a batch grid at the decode context L̄ (:func:`decode_context`).
 
@@ -390,8 +451,13 @@ def cost_grid(
     :func:`hardware.pair_costs` (the same terms as the Hardware page's speedup); K = 0 is t_target(B).
     ``engine`` names the profile (:func:`engines.profile_for`) and the prefill mode (:data:`PREFILL`);
     ``efficiency`` (a profile) and ``prefill`` override them. A prompt spans ⌈P / chunk_tokens⌉ rounds
-    where prefill is mixed into decode steps.
+    where prefill is mixed into decode steps. ``kv`` "slots" (:data:`KV_LAYOUTS`: llama-server's ``-np N``)
+    prices a step with n sequences as n of ``cap`` slots scattered (:func:`scattered_steps`).
     """
+    if kv not in KV_LAYOUTS:
+        raise Message(
+            "KV cache layout must be one of {allowed}; got {value!r}", allowed=", ".join(KV_LAYOUTS), value=kv
+        )
     options = tuple(options)
     if not options or options[0].k != 0:
         raise ValueError("options must start with the option without speculation (K = 0)")
@@ -408,7 +474,11 @@ def cost_grid(
     # whole batches (the roofline prices integers): every one up to ~points, geometric beyond
     batch = np.concatenate([[0.0], np.unique(np.round(np.geomspace(1.0, cap, points)))])  # (nG,)
     kw = dict(dtype=dtype, tp=tp, efficiency=eff, expert_parallel=expert_parallel)
-    rounds = round_seconds(target, draft, gpu, options, np.maximum(batch, 1.0), ctx, **kw)  # B < 1 priced at 1
+    if kv == "slots":  # every whole batch up to the cap, then the scattered layout's step at the grid's
+        every = round_seconds(target, draft, gpu, options, np.arange(1.0, cap + 1), ctx, **kw)  # (cap, nO)
+        rounds = scattered_steps(every)[np.maximum(batch, 1.0).astype(int) - 1]  # B < 1 priced at 1
+    else:
+        rounds = round_seconds(target, draft, gpu, options, np.maximum(batch, 1.0), ctx, **kw)  # B < 1 priced at 1
     spec = [i for i, o in enumerate(options) if o.k > 0]
     kw_p = dict(mode=mode, dtype=dtype, tp=tp, efficiency=eff)
     p_plain = prefill_seconds(target, None, gpu, prompt, **kw_p)
@@ -836,9 +906,12 @@ def sglang_flags(k: int, *, algorithm: str = "STANDALONE", draft: str | None = N
     return flags + f" --speculative-num-steps {k} --speculative-eagle-topk 1 --speculative-num-draft-tokens {k + 1}"
 
 
-def llama_cpp_flags(k: int) -> str:
-    """llama-server's draft flags for one K (a fixed K: ``--spec-draft-n-max K --spec-draft-n-min K
-    --spec-draft-p-min 0``; common/arg.cpp of llama.cpp b11434); K = 0: no draft."""
+def llama_cpp_flags(k: int, *, slots: int | None = None, kv: str = "unified") -> str:
+    """llama-server's flags for one K (a fixed K: ``--spec-draft-n-max K --spec-draft-n-min K
+    --spec-draft-p-min 0``; common/arg.cpp of llama.cpp b11434); K = 0: no draft. With ``slots``, the
+    server's ``-np`` first, and ``--kv-unified`` where ``kv`` is "unified" (:data:`KV_LAYOUTS`): an explicit
+    ``-np`` otherwise keeps one KV stream per slot."""
+    server = "" if slots is None else f"-np {int(slots)} " + ("--kv-unified " if kv == "unified" else "")
     if k <= 0:
-        return "# speculation does not pay here: run without --model-draft"
-    return f"--spec-draft-n-max {k} --spec-draft-n-min {k} --spec-draft-p-min 0"
+        return server + "# speculation does not pay here: run without --model-draft"
+    return server + f"--spec-draft-n-max {k} --spec-draft-n-min {k} --spec-draft-p-min 0"
