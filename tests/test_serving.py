@@ -287,7 +287,7 @@ def test_scattered_steps_equal_the_enumeration_of_every_layout(steps):
     assert np.allclose(serving.scattered_steps(t), _runs_by_enumeration(t), rtol=1e-10, atol=0)
 
 
-@pytest.mark.parametrize("slots", [1, 2, 8, 64, 1000])
+@pytest.mark.parametrize("slots", [1, 2, 8, 64, 300])
 def test_scattered_steps_count_runs_and_tokens(slots):
     n = np.arange(1, slots + 1)
     # a constant step counts the runs: E[runs] = n − E[adjacent busy pairs] = n − n(n − 1)/S

@@ -94,6 +94,7 @@ def test_schedules_round_trip():
     assert codes[3].startswith("-np 256 --kv-unified ")  # vLLM's profile: one cache for every sequence
 
 
+@pytest.mark.slow
 def test_llama_server_with_a_kv_stream_per_slot():
     query = dict(engine="llama.cpp", max_seqs="8", mode="closed", users="1,2,4,8", view="table")
     unified, slots = open_app(PAGE, **query), open_app(PAGE, **query, kv="slots")
