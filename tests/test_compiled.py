@@ -245,3 +245,32 @@ def test_bench_rows_say_which_engine_and_how_long_it_compiled(bundled):
     assert comp["compiled"] is True and comp["compile_s"] >= 0
     assert eager["greedy_exact"] and comp["greedy_exact"]
     assert eager["alpha"] == comp["alpha"]  # same rounds, greedy
+
+
+@pytest.mark.slow
+def test_the_one_token_step_generates_its_matrix_vector_products():
+    """The fenced Inductor switch of compiled._inductor_config still does what it is there for: on the CPU,
+    the T = 1 step's one-row matmuls become generated reductions (Inductor counts each rewrite), the T ≥ 2
+    steps' do not, and both equal the eager step."""
+    if tuple(int(x) for x in torch.__version__.split(".")[:2]) not in compiled.TESTED_TORCH:
+        pytest.skip(f"torch {torch.__version__} is not in compiled.TESTED_TORCH: the switch is off there")
+    import torch._inductor.config as inductor_config
+    from torch._dynamo.utils import counters
+
+    model = build_gpt(CFG, 11, std=0.1)
+    wrapped = compiled.compile_steps(model)
+    prompt = torch.randint(0, 256, (20,), generator=torch.Generator().manual_seed(0))
+    rewrites = {}
+    # a graph from Inductor's on-disk cache skips the passes, and with them the counts
+    with inductor_config.patch(fx_graph_cache=False), torch.inference_mode():
+        for t in (1, 3):
+            counters.clear()
+            pos = _prefilled(model, prompt)
+            idx = torch.randint(0, 256, (1, t), generator=torch.Generator().manual_seed(t))
+            got = wrapped.forward_at(idx, *model.chain_inputs(torch.tensor([pos]), t))
+            expected = model.forward_at(idx, *model.chain_inputs(torch.tensor([pos]), t))
+            torch.testing.assert_close(got, expected, atol=2e-4, rtol=1e-4)
+            rewrites[t] = sum(counters["inductor"][k] for k in ("decompose_mm", "decompose_addmm"))
+    assert wrapped.fallback is None
+    # every linear of the step: q/k/v and the projection, the MLP's two, per layer, and the head
+    assert rewrites[1] >= 4 * CFG.n_layer + 1 and rewrites[3] == 0, rewrites
