@@ -73,6 +73,7 @@ def test_forward_at_equals_the_tree_forward(pair, prompts):
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 def test_a_failed_compile_falls_back_to_eager_and_says_why_once(pair, prompts, monkeypatch):
     """torch.compile failing (no C++ compiler, say) leaves eager steps, the reason, one warning, same tokens."""
     target, draft = (build_gpt(CFG, s, std=0.1) for s in (5, 6))  # fresh models: no compiled steps yet

@@ -120,6 +120,7 @@ def test_every_page_uses_the_one_glossary_of_terms():
     assert not wrong, wrong
 
 
+@pytest.mark.slow
 def test_no_message_is_built_at_run_time():
     """A msgid is a literal (or a name bound to one, marked N_): no f-string, concatenation or .format,
     which extraction cannot see."""

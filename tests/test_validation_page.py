@@ -224,6 +224,7 @@ def test_a_draft_that_cannot_draft_for_the_rows_target_is_named(draft, said, zh)
     assert problems[0].text("zh").startswith(f"第 1 行：draft = {draft!r}：") and zh in problems[0].text("zh")
 
 
+@pytest.mark.slow
 def test_your_rows_join_the_parity_plot_priced_like_a_new_source():
     at = open_app(PAGE, pred="shipped", mine="upload")
     upload(at, synthetic_csv())
@@ -343,6 +344,7 @@ def test_chinese_title_and_labels():
     assert not at.exception
 
 
+@pytest.mark.slow
 def test_the_held_out_view_draws_the_predictions_file(tmp_path, monkeypatch):
     """The page reads held-out predictions from the file benchmarks/validation_bench.py writes; here a file
     in that format (published.prediction_table) whose held-out column is the shipped profiles' prediction,
