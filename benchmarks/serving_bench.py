@@ -290,10 +290,9 @@ def server_check(args) -> None:
         for srv, kk in ((plain_srv, 0), (spec_srv, k)):  # a fresh server's first batches run slow: discarded
             server_steps(srv.url, cal_prompts, cal_fresh, tokens=g, slots=slots, k=kk, repeats=1)
         steps = server_steps(plain_srv.url, cal_prompts, cal_fresh, tokens=g, slots=slots, k=0)
-        # the two rates: 35 % and 70 % of the capacity these costs predict without speculation
-        cap_rps = float(
-            slots / ((g - 1) * serving.scattered_steps(smoothed(steps["per_token"]))[-1] + slots * steps["prefill"])
-        )
+        # the two rates: 35 % and 70 % of the capacity these costs predict without speculation (every slot
+        # busy: one run of slots, whatever the layout)
+        cap_rps = float(slots / ((g - 1) * smoothed(steps["per_token"])[-1] + slots * steps["prefill"]))
         rates = [round(0.35 * cap_rps, 1), round(0.7 * cap_rps, 1)]
         loads = [("closed", x) for x in args.concurrency] + [("open", x) for x in rates]
         print(
