@@ -58,6 +58,34 @@ def test_forward_at_equals_the_cached_forward(pair, prompts, t):
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("t", [1, 4])
+def test_a_step_over_the_span_in_use_equals_one_over_the_whole_cache(pair, prompts, t):
+    """Attending over the first S cache slots (S ≥ the last slot written + 1, as CompiledGPT.span rounds
+    it) gives the logits of attending over every slot: the slots past the span are all masked."""
+    model = pair[0]
+    idx = torch.randint(0, 256, (1, t), generator=torch.Generator().manual_seed(t))
+    with torch.no_grad():
+        pos = _prefilled(model, prompts[1])
+        whole = model.forward_at(idx, *model.chain_inputs(torch.tensor([pos]), t))
+        for span in (pos + t, 48, CFG.block_size):
+            pos = _prefilled(model, prompts[1])
+            slots, positions, mask = model.chain_inputs(torch.tensor([pos]), t, span)
+            assert mask.shape == (t, span)
+            torch.testing.assert_close(model.forward_at(idx, slots, positions, mask), whole, atol=1e-5, rtol=0)
+
+
+def test_the_span_is_the_slots_in_use_rounded_up_to_whole_vectors(pair):
+    """CompiledGPT.span: the end rounded up to SPAN_STEP, never past the cache; the cache keeps slots
+    beyond it, so a span is always a proper prefix (one compiled step serves them all)."""
+    target = pair[0]
+    target.setup_cache(1)
+    ct = compiled.compile_steps(target)
+    step = compiled.SPAN_STEP
+    assert [ct.span(e) for e in (1, step, step + 1, 3 * step - 1)] == [step, step, 2 * step, 3 * step]
+    assert ct.span(CFG.block_size) == ct.span(CFG.block_size - 1) == CFG.block_size
+    assert target.blocks[0].attn.cache.k.shape[2] > CFG.block_size
+
+
 def test_forward_at_equals_the_tree_forward(pair, prompts):
     """A tree's nodes through forward_at (own slots, depths and ancestry) equal GPT.forward_tree."""
     model = pair[0]
@@ -275,3 +303,33 @@ def test_the_one_token_step_generates_its_matrix_vector_products():
     assert wrapped.fallback is None
     # every linear of the step: q/k/v and the projection, the MLP's two, per layer, and the head
     assert rewrites[1] >= 4 * CFG.n_layer + 1 and rewrites[3] == 0, rewrites
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("t", [1, 3])
+def test_one_compiled_step_serves_every_span(t):
+    """The span is a dynamic size of the compiled step (compiled._span_dynamic): compiled once at one
+    span, the step runs at every other one with Dynamo's guards skipped, as the resident loops run it
+    (a step specialised to its first span would be refused there, or read the wrong slots), and equals
+    the eager step each time."""
+    if not compiled._tested_torch():
+        pytest.skip(f"torch {torch.__version__} is not in compiled.TESTED_TORCH: every span is the whole cache there")
+    from torch._dynamo.utils import counters
+
+    model = build_gpt(CFG, 12, std=0.1)
+    wrapped = compiled.compile_steps(model)
+    prompt = torch.randint(0, 256, (90,), generator=torch.Generator().manual_seed(1))
+    graphs = counters["stats"]["unique_graphs"]
+    idx = torch.randint(0, 256, (1, t), generator=torch.Generator().manual_seed(t))
+    with torch.inference_mode():
+        pos = _prefilled(model, prompt)
+        wrapped.forward_at(idx, *wrapped.chain_inputs(torch.tensor([pos]), t, wrapped.span(pos + t)))  # compiles
+        for end in (pos + t, 100, CFG.block_size):
+            pos = _prefilled(model, prompt)
+            inputs = wrapped.chain_inputs(torch.tensor([pos]), t, wrapped.span(end))
+            with torch.compiler.set_stance(skip_guard_eval_unsafe=True):
+                got = wrapped.forward_at(idx, *inputs)
+            pos = _prefilled(model, prompt)
+            expected = model.forward_at(idx, *model.chain_inputs(torch.tensor([pos]), t))
+            torch.testing.assert_close(got, expected, atol=2e-4, rtol=1e-4)
+    assert wrapped.fallback is None and counters["stats"]["unique_graphs"] == graphs + 1

@@ -57,7 +57,7 @@ def generate_target_only_batch(
     for _ in range(max_new_tokens):
         logits = target(seq[rows, pos][:, None], pos)[:, -1]  # (B, V)
         pos = pos + 1
-        seq[rows, pos] = sampler.sample(sampler.probs(logits))
+        seq[rows, pos] = sampler.token(logits)
     decode_s = clock.now() - start
     first = torch.tensor([p.numel() for p in prompts], device=device)[:, None] + torch.arange(
         max_new_tokens, device=device

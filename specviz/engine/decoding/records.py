@@ -210,7 +210,7 @@ def _prefill(model: Decodable, prompt: torch.Tensor) -> None:
 def next_token(model: Decodable, pending: torch.Tensor, pos: int, sampler: Sampler) -> torch.Tensor:
     """One autoregressive step as target-only decoding takes it: the cached forward over the pending
     token at ``pos``, its distribution, the token drawn, shape (1,)."""
-    return sampler.sample(sampler.probs(model(pending.view(1, 1), pos)[0, -1])[None])
+    return sampler.token(model(pending.view(1, 1), pos)[0, -1][None])
 
 
 @torch.inference_mode()
@@ -251,6 +251,11 @@ class Sampler:
     def sample(self, probs: torch.Tensor) -> torch.Tensor:
         """One token per row of ``probs`` (B, V) → (B,)."""
         return _sample(probs, self.generator, self.greedy)
+
+    def token(self, logits: torch.Tensor) -> torch.Tensor:
+        """One token per row of ``logits`` (B, V) → (B,): ``sample(probs(logits))``. At T = 0 that is the
+        logits' own argmax (the one-hot's), taken directly: a decode step's token without three more ops."""
+        return logits.argmax(-1) if self.greedy else self.sample(self.probs(logits))
 
 
 @torch.inference_mode()

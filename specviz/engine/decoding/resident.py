@@ -84,16 +84,18 @@ class Marks:
         return 1e3 * np.diff(np.array(self.points))
 
 
-def _step_ms(model, seq: torch.Tensor, pos: torch.Tensor, temperature: float, steps: int) -> float:
-    """Median of ``steps`` whole decode steps (forward, distribution, token) at ``pos`` (1,), back to back,
-    from their own generator; the cache slot at ``pos`` is rewritten by the loop."""
+def _step_ms(model, seq: torch.Tensor, pos: torch.Tensor, at: int, temperature: float, steps: int) -> float:
+    """Median of ``steps`` whole decode steps (forward, distribution, token) at ``pos`` (1,), position
+    ``at`` on the host, back to back, from their own generator; the cache slot at ``pos`` is rewritten
+    by the loop."""
     sampler = Sampler(temperature, torch.Generator(seq.device).manual_seed(0))
     marks = Marks(seq.device)
     idx = seq[pos].view(1, 1)
+    inputs = model.chain_inputs(pos, 1, model.span(at + 1))
     marks.mark()
     with _steady():  # as the loops run them
         for _ in range(steps):
-            sampler.sample(sampler.probs(model.forward_at(idx, *model.chain_inputs(pos, 1))[0, -1])[None])
+            sampler.token(model.forward_at(idx, *inputs)[0, -1][None])
             marks.mark()
     return float(np.median(marks.intervals_ms()))
 
@@ -123,10 +125,12 @@ def generate_target_only(
     pos = torch.tensor([prompt.numel() - 1], device=target.device)  # (1,): the pending token's position
     start = time.perf_counter()
     with _steady():
-        for _ in range(max_new_tokens):
-            logits = target.forward_at(seq[pos].view(1, 1), *target.chain_inputs(pos, 1))[0, -1]  # (V,)
+        for i in range(max_new_tokens):
+            # the step writes slot P − 1 + i and attends over the slots up to it
+            inputs = target.chain_inputs(pos, 1, target.span(prompt.numel() + i))
+            logits = target.forward_at(seq[pos].view(1, 1), *inputs)[0, -1]  # (V,)
             pos = pos + 1
-            seq[pos] = sampler.sample(sampler.probs(logits)[None])
+            seq[pos] = sampler.token(logits[None])
             marks.mark()
     out = seq[prompt.numel() : prompt.numel() + max_new_tokens].cpu()  # the run's one read
     decode_s = time.perf_counter() - start
@@ -183,11 +187,11 @@ def speculative_generate(
     seq = _buffer(prompt, p_len + max_new_tokens + k + 2)
     pos = torch.tensor([p_len - 1], device=device)  # (1,), never a 0-d index: that would be read on the host
     t_p, t_q = (
-        _step_ms(m, seq, pos, temperature, calibration_steps) if calibration_steps else float("nan")
+        _step_ms(m, seq, pos, p_len - 1, temperature, calibration_steps) if calibration_steps else float("nan")
         for m in (target, draft)
     )
     buffers = _Buffers.empty(max_new_tokens, k, device)  # rounds emit at least one token each
-    state, marks = _State(seq, pos), Marks(device)
+    state, marks = _State(seq, pos, p_len - 1), Marks(device)
     start = time.perf_counter()
     marks.mark()
     with _steady():
@@ -224,6 +228,7 @@ class _State:
 
     seq: torch.Tensor  # (L,) every token so far
     pos: torch.Tensor  # (1,) the pending token's position
+    first: int  # the pending token's position before the first round (the prompt's last)
     generated: int = 0  # tokens emitted so far (the host learns a each round)
     rounds: int = 0
     behind: bool = False  # the last round accepted every draft: the draft never saw the last one
@@ -232,14 +237,17 @@ class _State:
 def _round(target, draft, state: _State, k: int, sampler: Sampler, buffers: _Buffers, marks: Marks) -> None:
     """One round (steps 1–4 of :func:`speculative_generate`), recorded in row ``state.rounds`` of ``buffers``."""
     seq, pos, device = state.seq, state.pos, state.seq.device
+    now = state.first + state.generated  # pos, as the host knows it: each forward's span follows from it
     # 1. draft: the first forward feeds the pending token, and the last draft too when the draft is behind
     feed = 2 if state.behind else 1
     at = pos - (feed - 1)
-    logits = draft.forward_at(seq[at + torch.arange(feed, device=device)][None], *draft.chain_inputs(at, feed))
+    logits = draft.forward_at(
+        seq[at + torch.arange(feed, device=device)][None], *draft.chain_inputs(at, feed, draft.span(now + 1))
+    )
     tokens, q_rows = [], []
     for i in range(k):
         if i:
-            logits = draft.forward_at(tokens[-1].view(1, 1), *draft.chain_inputs(pos + i, 1))
+            logits = draft.forward_at(tokens[-1].view(1, 1), *draft.chain_inputs(pos + i, 1, draft.span(now + i + 1)))
         q_i = sampler.probs(logits[0, -1])  # (V,)
         tokens.append(sampler.sample(q_i[None]))  # (1,)
         q_rows.append(q_i)
@@ -247,7 +255,7 @@ def _round(target, draft, state: _State, k: int, sampler: Sampler, buffers: _Buf
     marks.mark()
     # 2. verify forward
     block = torch.cat([seq[pos], drafts])  # (K+1,)
-    p = sampler.probs(target.forward_at(block[None], *target.chain_inputs(pos, k + 1))[0])  # (K+1, V)
+    p = sampler.probs(target.forward_at(block[None], *target.chain_inputs(pos, k + 1, target.span(now + k + 1)))[0])
     marks.mark()
     # 3. the rule, 4. commit
     result = sampling.verify(p[None], q[None], drafts[None], sampler.generator, greedy=sampler.greedy)
