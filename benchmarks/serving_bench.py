@@ -22,6 +22,7 @@ Run from the repository root::
    measured just before each server's run of each load (this VM's speed drifts by ±20 % over minutes),
    never fitted to the load runs; the steps of B contiguous slots become those of the load's scattered
    slots (``serving.scattered_steps``: llama-server forwards each run of consecutive busy slots apart).
+   The servers run on the last core and the load generator on the other (``--pin``, the default).
    Each of ``--repeats`` rounds runs every load on both servers; the table holds the medians, and how much
    a 10 % error in the costs would move each prediction. Targets: TPOT and output throughput within ±20 %
    at every load; the concurrency from which speculation stops paying within one step of the measured one.
@@ -30,6 +31,7 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -283,10 +285,20 @@ def server_check(args) -> None:
     policy = FetchPolicy(connect_timeout_s=5.0, read_timeout_s=120.0, total_timeout_s=600.0)
     log_dir = work / "logs"
     rows, rates = [], []
+    # the servers on the last core and the load generator on the others (``--pin``): unpinned, the
+    # scheduler moves them across the two cores, and a forward that shares a core with the client's
+    # parsing is slower by as much as the model's error budget
+    cores = sorted(os.sched_getaffinity(0))
+    pin = args.pin and len(cores) > threads
+    if pin:
+        os.sched_setaffinity(0, set(cores[-threads:]))  # the servers started next inherit it, all their threads
+        print(f"   servers pinned to cores {cores[-threads:]}, the load generator to {cores[:-threads]}")
     with (
         llamacpp.serve(binary, target, None, k, log_dir=log_dir, threads=threads, slots=slots) as plain_srv,
         llamacpp.serve(binary, target, draft, k, log_dir=log_dir, threads=threads, slots=slots) as spec_srv,
     ):
+        if pin:
+            os.sched_setaffinity(0, set(cores[:-threads]))  # this thread, and the client threads it starts
         for srv, kk in ((plain_srv, 0), (spec_srv, k)):  # a fresh server's first batches run slow: discarded
             server_steps(srv.url, cal_prompts, cal_fresh, tokens=g, slots=slots, k=kk, repeats=1)
         steps = server_steps(plain_srv.url, cal_prompts, cal_fresh, tokens=g, slots=slots, k=0)
@@ -355,6 +367,7 @@ def server_check(args) -> None:
                             failed=got.failed,
                         )
                     )
+    os.sched_setaffinity(0, set(cores))
     frame = pd.DataFrame(rows)
     table = (
         frame.groupby(["mode", "load", "k"], sort=False).median(numeric_only=True).drop(columns="round").reset_index()
@@ -405,6 +418,12 @@ def main() -> int:
     p.add_argument("--per-user", type=int, default=10, help="requests a user sends in a closed-loop run")
     p.add_argument("--open-seconds", type=float, default=40.0, help="seconds of arrivals per open-loop run")
     p.add_argument("--repeats", type=int, default=3, help="rounds of costs then loads (medians over them)")
+    p.add_argument(
+        "--pin",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="servers on the last --threads cores, the load generator on the others (when there are more)",
+    )
     p.add_argument(
         "--contiguous", action="store_true", help="predict from the steps of contiguous slots (as calibrated)"
     )
