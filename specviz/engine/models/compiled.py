@@ -133,7 +133,7 @@ class CompiledGPT:
         self.model = model
         self.fallback: str | None = None
         self.compile_s: dict[int, float] = {}
-        self._steps: dict[int, Callable] = {}
+        self._steps: dict[tuple[int, bool, int], Callable] = {}  # by (T's key, inference mode, cache length)
         self._graphs = model.device.type == "cuda"
         self._spans = model.device.type == "cpu" and _tested_torch()  # CPU steps read only the span in use
         self._packs = packed.worth_packing(model)
