@@ -17,9 +17,9 @@ Run from the repository root::
    concurrency 1, 2, 4, 8 and at two Poisson rates (35 % and 70 % of the capacity the first calibration
    predicts without the draft), output lengths uniform over g/2 … 3g/2, a prompt never seen before for
    every request. Predicted: the serving model on the server's own costs, measured apart from the load
-   on prompts it never sends (``server_steps``: synchronised batches of B = 1 … slots decoding from
-   cached prompts, the server's timings; ``stall``: what one new request costs the requests decoding),
-   measured just before each server's run of each load (this VM's speed drifts by ±20 % over minutes),
+   on prompts drawn as the load's are but never sent by it (``server_steps``: synchronised batches of
+   B = 1 … slots decoding from cached prompts, the server's timings, and E[N] from its draft counters;
+   ``stall``: what one new request costs the requests decoding), measured just before each server's run of each load (this VM's speed drifts by ±20 % over minutes),
    never fitted to the load runs; the steps of B contiguous slots become those of the load's scattered
    slots (``serving.scattered_steps``: llama-server forwards each run of consecutive busy slots apart).
    The servers run on the last core and the load generator on the other (``--pin``, the default).
@@ -102,24 +102,36 @@ def sweep_check(pair: str, gpu: str, tp: int, engine: str, alpha: float, n_loads
 
 
 def server_steps(
-    url: str, prompts: list[str], fresh: Iterator[str], *, tokens: int, slots: int, k: int, repeats: int = 2
+    url: str,
+    prompts: Iterator[str],
+    stall_prompts: Iterator[str],
+    stall_running: str,
+    *,
+    tokens: int,
+    slots: int,
+    k: int,
+    repeats: int = 2,
 ) -> dict:
     """What the server's steps cost, from its own timings of synchronised batches (never from a load run).
 
-    For every B = 1 … ``slots``: B requests on calibration prompts start together (a barrier), each
-    generating ``tokens`` tokens, streamed as the load streams them; each prompt was left in a slot's
-    cache just before (``cache_prompt``, the slot pinned by ``id_slot``), so the batch decodes without a
-    prefill among its steps (a request that prefilled more than its last token is an error). The
-    server's ``timings.predicted_ms / predicted_n`` of each request is its time per generated token at B
-    decoding (the mean over the B requests and ``repeats`` batches: the model predicts means, and the
-    load's TPOT is a mean over requests whose speed, on this VM, has a tail to the slow side); times E[N]
-    it is the round. A prompt's prefill p is what a new request stalls a decoding one (:func:`stall`, the mean of 3, each on a
-    prompt from ``fresh`` the server has never seen: one it has, it takes from its prompt cache); the
-    server's own ``prompt_ms`` leaves out its handling of the request and the slot's cache (about 45
-    against 50 ms here).
+    For every B = 1 … ``slots``: B requests start together (a barrier), each generating ``tokens`` tokens,
+    streamed as the load streams them; each prompt was left in a slot's cache just before
+    (``cache_prompt``, the slot pinned by ``id_slot``), so the batch decodes without a prefill among its
+    steps (a request that prefilled more than its last token is an error). The batches take ``slots`` new
+    prompts from ``prompts``, drawn as the load's are but never sent by it: how many drafts the target accepts
+    depends on the text (the bundled pair accepted 0.64 of them on one calibration prompt and 0.53 on
+    the load's spliced prompts, 2026-12-05), so E[N] is measured on prompts like the load's, as a user
+    measures α on their own traffic. The server's ``timings.predicted_ms / predicted_n`` of a request is
+    its time per generated token at B decoding; times the batch's own E[N] it is the batch's round (the
+    mean over the B requests and ``repeats`` batches: the model predicts means, and the load's TPOT is a
+    mean over requests whose speed, on this VM, has a tail to the slow side). A prompt's prefill p is what
+    a new request stalls a decoding one (:func:`stall`, the mean of 3, each a request on ``stall_running``
+    stalled by a prompt from ``stall_prompts`` the server has never seen: one it has, it takes from its
+    prompt cache); the server's own ``prompt_ms`` leaves out its handling of the request and the slot's
+    cache (about 45 against 50 ms here).
 
-    Returns per_token (slots,) seconds, mean_tokens (E[N] over every batch: 1 + K·accepted/drafted, 1
-    without a draft) and prefill (seconds).
+    Returns per_token (slots,) and per_round (slots,) seconds, mean_tokens (E[N] over every batch:
+    1 + K·accepted/drafted, 1 without a draft) and prefill (seconds).
     """
     import json
     import threading
@@ -145,15 +157,15 @@ def server_steps(
                     timings = json.loads(line[5:]).get("timings", timings)
         return timings
 
-    per_token = np.zeros(slots)
+    per_token, per_round = np.zeros(slots), np.zeros(slots)
     drafted = accepted = 0
+    drawn = [next(prompts) for _ in range(slots)]  # new ones each call, shared by its batches
     for b in range(1, slots + 1):
-        # B distinct prompts (a calibration prompt rotated), each cached in a slot of its own
-        batch = [prompts[i % len(prompts)][i:] + prompts[i % len(prompts)][:i] for i in range(b)]
-        times = []
+        times, b_drafted, b_accepted = [], 0, 0
         # B = 1 alone: one time a batch, ±25 % from one to the next here, and the load's scattered slots
         # price every lone busy slot at it (``serving.scattered_steps``): pooled over 4× the batches (under 1 s)
-        for _ in range(repeats if b > 1 else 4 * repeats):
+        for r in range(repeats if b > 1 else 4 * repeats):
+            batch = [drawn[(r + i) % slots] for i in range(b)]  # each cached in a slot of its own
             for slot, prompt in enumerate(batch):
                 request(prompt, 1, cache=True, stream=False, slot=slot)
             barrier = threading.Barrier(b)
@@ -168,12 +180,15 @@ def server_steps(
             if prefilled:  # a request outside its cached slot: its prefill stalled the batch
                 raise RuntimeError(f"calibration: {len(prefilled)} of {b} requests prefilled {prefilled} tokens")
             times += [t["predicted_ms"] / t["predicted_n"] / 1e3 for t in got]  # tokens alike: n each
-            drafted += sum(t.get("draft_n", 0) for t in got)
-            accepted += sum(t.get("draft_n_accepted", 0) for t in got)
+            b_drafted += sum(t.get("draft_n", 0) for t in got)
+            b_accepted += sum(t.get("draft_n_accepted", 0) for t in got)
         per_token[b - 1] = np.mean(times)
-    prefill = np.mean([stall(url, prompts[0], next(fresh)) for _ in range(3)])
+        per_round[b - 1] = per_token[b - 1] * (1 + k * b_accepted / b_drafted if b_drafted else 1.0)
+        drafted, accepted = drafted + b_drafted, accepted + b_accepted
+    prefill = np.mean([stall(url, stall_running, next(stall_prompts)) for _ in range(3)])
     return {
         "per_token": per_token,
+        "per_round": per_round,
         "mean_tokens": 1 + k * accepted / drafted if drafted else 1.0,
         "prefill": float(prefill),
     }
@@ -300,8 +315,8 @@ def server_check(args) -> None:
         if pin:
             os.sched_setaffinity(0, set(cores[:-threads]))  # this thread, and the client threads it starts
         for srv, kk in ((plain_srv, 0), (spec_srv, k)):  # a fresh server's first batches run slow: discarded
-            server_steps(srv.url, cal_prompts, cal_fresh, tokens=g, slots=slots, k=kk, repeats=1)
-        steps = server_steps(plain_srv.url, cal_prompts, cal_fresh, tokens=g, slots=slots, k=0)
+            server_steps(srv.url, fresh, cal_fresh, cal_prompts[0], tokens=g, slots=slots, k=kk, repeats=1)
+        steps = server_steps(plain_srv.url, fresh, cal_fresh, cal_prompts[0], tokens=g, slots=slots, k=0)
         # the two rates: 35 % and 70 % of the capacity these costs predict without speculation (every slot
         # busy: one run of slots, whatever the layout)
         cap_rps = float(slots / ((g - 1) * smoothed(steps["per_token"])[-1] + slots * steps["prefill"]))
@@ -319,9 +334,9 @@ def server_check(args) -> None:
                 for kk, srv in ((0, plain_srv), (k, spec_srv)):
                     # the costs on prompts the load never sends, just before the load: this VM's speed drifts
                     # by ±20 % over minutes, so costs measured a round earlier mispredict a load by as much
-                    steps = server_steps(srv.url, cal_prompts, cal_fresh, tokens=g, slots=slots, k=kk)
+                    steps = server_steps(srv.url, fresh, cal_fresh, cal_prompts[0], tokens=g, slots=slots, k=kk)
                     option = serving.Option(f"K = {kk}", kk, steps["mean_tokens"], kk + 1)
-                    contiguous = smoothed(steps["per_token"])[:, None] * steps["mean_tokens"]  # (slots, 1) rounds
+                    contiguous = smoothed(steps["per_round"])[:, None]  # (slots, 1) rounds
                     # the load's busy slots are scattered over the slots (LRU), each run of consecutive slots a forward
                     rounds = contiguous if args.contiguous else serving.scattered_steps(contiguous)
                     grid = serving.grid_from_steps(batches, rounds, [option], [steps["prefill"]], context=depth)
@@ -364,6 +379,8 @@ def server_check(args) -> None:
                             tps_pred=pred["tokens_per_s"],
                             tps_meas=got.output_tokens_per_s,
                             batch_pred=pred["batch"],
+                            en_pred=steps["mean_tokens"],
+                            en_meas=1 + kk * got.draft_acceptance if got.draft_acceptance is not None else 1.0,
                             failed=got.failed,
                         )
                     )
