@@ -306,6 +306,33 @@ def test_the_one_token_step_generates_its_matrix_vector_products():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("feed", [1, 2])
+def test_the_greedy_draft_chain_equals_k_steps_and_writes_the_same_cache(pair, prompts, feed):
+    """CompiledGPT.greedy_drafts (K forwards in one compiled call) drafts the argmax tokens of K eager
+    forward_at steps and leaves the draft's cache as they do, at every K and from either feed."""
+    model = pair[1]
+    wrapped = compiled.compile_steps(model)
+    with torch.inference_mode():
+        for k in (1, 3, 6):
+            pos = _prefilled(model, prompts[1])
+            seq = torch.zeros(CFG.block_size, dtype=torch.long)
+            seq[: pos + 1] = prompts[1]
+            at = torch.tensor([pos - feed + 1])
+            logits = model.forward_at(seq[pos - feed + 1 : pos + 1][None], *model.chain_inputs(at, feed))
+            steps = [logits[0, -1].argmax(-1, keepdim=True)]
+            for i in range(1, k):
+                logits = model.forward_at(steps[-1].view(1, 1), *model.chain_inputs(torch.tensor([pos + i]), 1))
+                steps.append(logits[0, -1].argmax(-1, keepdim=True))
+            caches = [x.clone() for x in model.buffers() if x.dim() == 4]
+            _prefilled(model, prompts[1])
+            drafts = wrapped.greedy_drafts(seq, torch.tensor([pos]), feed, k, pos + k)
+            assert torch.equal(drafts, torch.cat(steps))
+            for a, b in zip(caches, [x for x in model.buffers() if x.dim() == 4], strict=True):
+                torch.testing.assert_close(b[..., : pos + k, :], a[..., : pos + k, :], atol=1e-5, rtol=0)
+    assert wrapped.fallback is None
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("t", [1, 3])
 def test_one_compiled_step_serves_every_span(t):
     """The span is a dynamic size of the compiled step (compiled._span_dynamic): compiled once at one

@@ -240,18 +240,23 @@ def _round(target, draft, state: _State, k: int, sampler: Sampler, buffers: _Buf
     now = state.first + state.generated  # pos, as the host knows it: each forward's span follows from it
     # 1. draft: the first forward feeds the pending token, and the last draft too when the draft is behind
     feed = 2 if state.behind else 1
-    at = pos - (feed - 1)
-    logits = draft.forward_at(
-        seq[at + torch.arange(feed, device=device)][None], *draft.chain_inputs(at, feed, draft.span(now + 1))
-    )
-    tokens, q_rows = [], []
-    for i in range(k):
-        if i:
-            logits = draft.forward_at(tokens[-1].view(1, 1), *draft.chain_inputs(pos + i, 1, draft.span(now + i + 1)))
-        q_i = sampler.probs(logits[0, -1])  # (V,)
-        tokens.append(sampler.sample(q_i[None]))  # (1,)
-        q_rows.append(q_i)
-    drafts, q = torch.cat(tokens), torch.stack(q_rows)  # (K,), (K, V)
+    if sampler.greedy:  # K argmax drafts in one compiled call; q their one-hots, as Sampler.probs gives them
+        drafts = draft.greedy_drafts(seq, pos, feed, k, now + k)  # (K,)
+        q = torch.nn.functional.one_hot(drafts, draft.cfg.vocab_size).to(torch.float32)  # (K, V)
+    else:
+        at = pos - (feed - 1)
+        logits = draft.forward_at(
+            seq[at + torch.arange(feed, device=device)][None], *draft.chain_inputs(at, feed, draft.span(now + 1))
+        )
+        tokens, q_rows = [], []
+        for i in range(k):
+            if i:
+                span = draft.span(now + i + 1)
+                logits = draft.forward_at(tokens[-1].view(1, 1), *draft.chain_inputs(pos + i, 1, span))
+            q_i = sampler.probs(logits[0, -1])  # (V,)
+            tokens.append(sampler.sample(q_i[None]))  # (1,)
+            q_rows.append(q_i)
+        drafts, q = torch.cat(tokens), torch.stack(q_rows)  # (K,), (K, V)
     marks.mark()
     # 2. verify forward
     block = torch.cat([seq[pos], drafts])  # (K+1,)

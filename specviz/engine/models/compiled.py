@@ -202,6 +202,46 @@ class CompiledGPT:
             return None
         return min(self.model._cache_len, -(-end // SPAN_STEP) * SPAN_STEP)
 
+    def greedy_drafts(self, seq: torch.Tensor, pos: torch.Tensor, feed: int, k: int, end: int) -> torch.Tensor:
+        """K greedy drafts (K,): a forward over ``seq[pos − feed + 1 … pos]`` (``feed`` 1 or 2 tokens, the step
+        of that T), then the K − 1 one-token forwards in one compiled call, every token the argmax of the
+        last logits; ``pos`` (1,) on the device, ``end`` the host's bound on the slots written (:meth:`span`).
+
+        Each token is the argmax of the logits K calls of :meth:`forward_at` compute, so the drafts are
+        theirs; the one call saves the Python and the small operators between the K − 1 steps (index
+        arithmetic, the argmax, a Dynamo frame each), which were about half of each draft forward inside
+        a round on dev-cpu. One graph per K, compiled by the first round at that K (a bench cell's
+        warm-up), with the span dynamic as in every CPU step; on CUDA, and for an eager fallback, the K − 1
+        calls of the steps.
+        """
+        at = pos - (feed - 1)
+        first = self.forward_at(
+            seq[at + torch.arange(feed, device=pos.device)][None], *self.chain_inputs(at, feed, self.span(end))
+        )
+        token = first[0, -1].argmax(-1, keepdim=True)  # (1,)
+        if k == 1:
+            return token
+        window = self.model._causal[:, : self.span(end)]  # (L, S): the causal rows over the span
+        key = (("chain", k - 1), seq.is_inference(), self.model._cache_len)
+        fn = self._steps.get(key)
+        if fn is None and self.fallback is None and not self._graphs:
+            try:
+                fn = torch.compile(_Chain(self.model, k - 1), **compile_options(self.device, 1, self._packs))
+                self._steps[key] = fn
+                fn = _FirstCall(self, 1, fn, _Chain(self.model, k - 1), mask_arg=2)
+            except Exception as exc:  # as step: run eagerly, say why
+                self._give_up(exc)
+        if fn is None:  # the K − 1 calls of the compiled (or eager) one-token step
+            return torch.cat([token, _Chain(self, k - 1)(token, pos, window)])
+        try:
+            rest = fn(token, pos, window)
+        except RuntimeError as exc:  # as forward_at: a variant met inside a guard-skipping loop
+            if "skip_guard_eval_unsafe" not in str(exc):
+                raise
+            with self.compiling(1, window):
+                rest = fn(token, pos, window)
+        return torch.cat([token, rest])  # (K,)
+
     def forward_tree(self, idx, start, nodes, parents) -> torch.Tensor:
         """As :meth:`GPT.forward_tree`, through the compiled step for M = len(nodes)."""
         return self.forward_at(idx, *self.model.tree_inputs(start, nodes, parents))
@@ -257,13 +297,13 @@ class CompiledGPT:
 class _FirstCall:
     """The first call of a freshly compiled step: it compiles (timed); a failure there falls back to eager."""
 
-    def __init__(self, owner: CompiledGPT, t: int, fn: Callable, eager: Callable):
-        self.owner, self.t, self.fn, self.eager = owner, t, fn, eager
+    def __init__(self, owner: CompiledGPT, t: int, fn: Callable, eager: Callable, mask_arg: int = 3):
+        self.owner, self.t, self.fn, self.eager, self.mask_arg = owner, t, fn, eager, mask_arg
 
     def __call__(self, *args):
         start = time.perf_counter()
         try:
-            with self.owner.compiling(self.t, args[3]):
+            with self.owner.compiling(self.t, args[self.mask_arg]):
                 out = self.fn(*args)
             if self.owner._graphs:  # reduce-overhead records the graph on a later call: make it now
                 out = self.fn(*args)
@@ -285,6 +325,25 @@ class _Step(torch.nn.Module):
 
     def forward(self, idx, slots, positions, mask):
         return self.model.forward_at(idx, slots, positions, mask)
+
+
+class _Chain(torch.nn.Module):
+    """The K − 1 one-token greedy draft forwards after a round's first, as one module
+    (:meth:`CompiledGPT.greedy_drafts`): ``model`` is the :class:`GPT` (traced as one graph) or a
+    :class:`CompiledGPT` (its compiled step, one call each)."""
+
+    def __init__(self, model, steps: int):
+        super().__init__()
+        self.model, self.steps = model, steps
+
+    def forward(self, token, pos, window):
+        # token (1,) the first draft, pos (1,) the pending token's slot, window (L, S) causal rows over the span
+        drafts = []
+        for i in range(1, self.steps + 1):
+            at = pos + i  # (1,): the slot of the draft fed
+            token = self.model.forward_at(token.view(1, 1), at, at, window[at])[0, -1].argmax(-1, keepdim=True)
+            drafts.append(token)
+        return torch.cat(drafts)  # (K − 1,)
 
 
 def _bind(model: GPT) -> Callable:
