@@ -22,7 +22,8 @@ Run from the repository root::
    ``stall``: what one new request costs the requests decoding), measured just before each server's run of each load (this VM's speed drifts by ±20 % over minutes),
    never fitted to the load runs; the steps of B contiguous slots become those of the load's scattered
    slots (``serving.scattered_steps``: llama-server forwards each run of consecutive busy slots apart).
-   The servers run on the last core and the load generator on the other (``--pin``, the default).
+   The servers run on the last core and the load generator on the other (``--pin``, the default),
+   without llama-server's host-memory prompt cache (``--cache-ram 0``: no request reuses another's prompt).
    Each of ``--repeats`` rounds runs every load on both servers; the table holds the medians, and how much
    a 10 % error in the costs would move each prediction. Targets: TPOT and output throughput within ±20 %
    at every load; the concurrency from which speculation stops paying within one step of the measured one.
@@ -31,6 +32,7 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -126,8 +128,8 @@ def server_steps(
     mean over the B requests and ``repeats`` batches: the model predicts means, and the load's TPOT is a
     mean over requests whose speed, on this VM, has a tail to the slow side). A prompt's prefill p is what
     a new request stalls a decoding one (:func:`stall`, the mean of 3, each a request on ``stall_running``
-    stalled by a prompt from ``stall_prompts`` the server has never seen: one it has, it takes from its
-    prompt cache); the server's own ``prompt_ms`` leaves out its handling of the request and the slot's
+    stalled by a prompt from ``stall_prompts`` the server has never seen: one it has, it finds in a
+    slot's cache); the server's own ``prompt_ms`` leaves out its handling of the request and the slot's
     cache (about 45 against 50 ms here).
 
     Returns per_token (slots,) and per_round (slots,) seconds, mean_tokens (E[N] over every batch:
@@ -285,6 +287,14 @@ def server_check(args) -> None:
         for j in range(p_tokens)
         for a in load_prompts
     )
+    # the calibration's prompts, from the same stream, never sent by the load: one of every len(load_prompts),
+    # so that each ends differently (the stream's consecutive prompts share their second half, the text a
+    # generation continues, and with it most of how many drafts are accepted)
+    cal_stream = itertools.islice(fresh, 0, None, len(load_prompts))
+    # no host-memory prompt cache (llama-server's --cache-ram, 8192 MiB by default in b11434): the stream's
+    # first halves come back after len(load_prompts) × P prompts, and a request would then load half its
+    # prompt from an earlier one's saved state, where a user's traffic repeats no prompt
+    no_ram = ("--cache-ram", "0")
     # the stall calibration's new requests: calibration prompts reversed and rotated, each sent once
     cal_fresh = iter(p[::-1][j:] + p[::-1][:j] for j in range(p_tokens) for p in cal_prompts)
     # output lengths uniform over g/2 … 3g/2, drawn afresh for every request: with one fixed length, a
@@ -309,14 +319,18 @@ def server_check(args) -> None:
         os.sched_setaffinity(0, set(cores[-threads:]))  # the servers started next inherit it, all their threads
         print(f"   servers pinned to cores {cores[-threads:]}, the load generator to {cores[:-threads]}")
     with (
-        llamacpp.serve(binary, target, None, k, log_dir=log_dir, threads=threads, slots=slots) as plain_srv,
-        llamacpp.serve(binary, target, draft, k, log_dir=log_dir, threads=threads, slots=slots) as spec_srv,
+        llamacpp.serve(
+            binary, target, None, k, log_dir=log_dir, threads=threads, slots=slots, extra=no_ram
+        ) as plain_srv,
+        llamacpp.serve(
+            binary, target, draft, k, log_dir=log_dir, threads=threads, slots=slots, extra=no_ram
+        ) as spec_srv,
     ):
         if pin:
             os.sched_setaffinity(0, set(cores[:-threads]))  # this thread, and the client threads it starts
         for srv, kk in ((plain_srv, 0), (spec_srv, k)):  # a fresh server's first batches run slow: discarded
-            server_steps(srv.url, fresh, cal_fresh, cal_prompts[0], tokens=g, slots=slots, k=kk, repeats=1)
-        steps = server_steps(plain_srv.url, fresh, cal_fresh, cal_prompts[0], tokens=g, slots=slots, k=0)
+            server_steps(srv.url, cal_stream, cal_fresh, cal_prompts[0], tokens=g, slots=slots, k=kk, repeats=1)
+        steps = server_steps(plain_srv.url, cal_stream, cal_fresh, cal_prompts[0], tokens=g, slots=slots, k=0)
         # the two rates: 35 % and 70 % of the capacity these costs predict without speculation (every slot
         # busy: one run of slots, whatever the layout)
         cap_rps = float(slots / ((g - 1) * smoothed(steps["per_token"])[-1] + slots * steps["prefill"]))
@@ -334,7 +348,7 @@ def server_check(args) -> None:
                 for kk, srv in ((0, plain_srv), (k, spec_srv)):
                     # the costs on prompts the load never sends, just before the load: this VM's speed drifts
                     # by ±20 % over minutes, so costs measured a round earlier mispredict a load by as much
-                    steps = server_steps(srv.url, fresh, cal_fresh, cal_prompts[0], tokens=g, slots=slots, k=kk)
+                    steps = server_steps(srv.url, cal_stream, cal_fresh, cal_prompts[0], tokens=g, slots=slots, k=kk)
                     option = serving.Option(f"K = {kk}", kk, steps["mean_tokens"], kk + 1)
                     contiguous = smoothed(steps["per_round"])[:, None]  # (slots, 1) rounds
                     # the load's busy slots are scattered over the slots (LRU), each run of consecutive slots a forward

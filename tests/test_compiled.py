@@ -128,6 +128,32 @@ def test_a_failed_compile_falls_back_to_eager_and_says_why_once(pair, prompts, m
     assert row["compiled"] is False and "compiler" in row["notes"]
 
 
+@pytest.mark.slow
+def test_a_greedy_chain_that_fails_to_compile_drafts_step_by_step(pair, prompts, monkeypatch):
+    """A draft chain whose compile fails leaves the single compiled steps (no fallback to eager for the
+    model), one warning, and the same tokens."""
+    target, draft = (build_gpt(CFG, s, std=0.1) for s in (7, 8))  # fresh models: no compiled steps yet
+    real = torch.compile
+
+    def chain_breaks(module, **kwargs):
+        if isinstance(module, compiled._Chain):
+            raise RuntimeError("chain graph rejected")
+        return real(module, **kwargs)
+
+    monkeypatch.setattr(torch, "compile", chain_breaks)
+    monkeypatch.setattr(compiled, "_warned", set())
+    ct, cd = compiled.compile_steps(target), compiled.compile_steps(draft)
+    with pytest.warns(UserWarning, match="greedy draft chain unavailable.*chain graph rejected"):
+        out, _ = decoding.speculative_generate(ct, cd, prompts[0], 3, max_new_tokens=24, calibration_steps=0)
+    assert ct.fallback is None and cd.fallback is None and 1 in cd.compile_s
+    base, _ = decoding.generate_target_only(target, prompts[0], 24)
+    assert torch.equal(out, base)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once, and the key holds the step-by-step chain
+        again, _ = decoding.speculative_generate(ct, cd, prompts[0], 3, max_new_tokens=24, calibration_steps=0)
+    assert torch.equal(again, base)
+
+
 def test_compile_steps_wraps_each_model_once_and_only_our_gpt(pair):
     target, _ = pair
     assert compiled.compile_steps(target) is compiled.compile_steps(target)  # steps reused across runs
@@ -325,6 +351,9 @@ def test_the_greedy_draft_chain_equals_k_steps_and_writes_the_same_cache(pair, p
                 steps.append(logits[0, -1].argmax(-1, keepdim=True))
             caches = [x.clone() for x in model.buffers() if x.dim() == 4]
             _prefilled(model, prompts[1])
+            for x in model.buffers():  # what the eager steps wrote there must be written again (finite:
+                if x.dim() == 4:  # a masked slot's value still meets a zero weight, and 0 · NaN is NaN)
+                    x[..., pos - feed + 1 :, :] = 1e3
             drafts = wrapped.greedy_drafts(seq, torch.tensor([pos]), feed, k, pos + k)
             assert torch.equal(drafts, torch.cat(steps))
             for a, b in zip(caches, [x for x in model.buffers() if x.dim() == 4], strict=True):

@@ -126,7 +126,8 @@ class CompiledGPT:
     fallback : str or None
         Why the steps run eagerly, or None while they run compiled.
     compile_s : dict[int, float]
-        Seconds the first calls at each T took (compile plus one step; summed over its variants), by T.
+        Seconds the first calls at each T took (compile plus one step; summed over its variants), by T;
+        the greedy draft chains (:meth:`greedy_drafts`) count under T = 1, the steps they are made of.
     """
 
     def __init__(self, model: GPT):
@@ -208,11 +209,12 @@ class CompiledGPT:
         last logits; ``pos`` (1,) on the device, ``end`` the host's bound on the slots written (:meth:`span`).
 
         Each token is the argmax of the logits K calls of :meth:`forward_at` compute, so the drafts are
-        theirs; the one call saves the Python and the small operators between the K − 1 steps (index
+        theirs up to float rounding (a near-tie may go the other way; the output is the target's either
+        way). The one call saves the Python and the small operators between the K − 1 steps (index
         arithmetic, the argmax, a Dynamo frame each), which were about half of each draft forward inside
         a round on dev-cpu. One graph per K, compiled by the first round at that K (a bench cell's
-        warm-up), with the span dynamic as in every CPU step; on CUDA, and for an eager fallback, the K − 1
-        calls of the steps.
+        warm-up), with the span dynamic as in every CPU step. On CUDA, after a fallback to eager, and
+        where the chain alone fails to compile (:meth:`_chain_failed`), the K − 1 calls of the step.
         """
         at = pos - (feed - 1)
         first = self.forward_at(
@@ -228,10 +230,11 @@ class CompiledGPT:
             try:
                 fn = torch.compile(_Chain(self.model, k - 1), **compile_options(self.device, 1, self._packs))
                 self._steps[key] = fn
-                fn = _FirstCall(self, 1, fn, _Chain(self.model, k - 1), mask_arg=2)
-            except Exception as exc:  # as step: run eagerly, say why
-                self._give_up(exc)
-        if fn is None:  # the K − 1 calls of the compiled (or eager) one-token step
+                fn = _FirstCall(self, 1, fn, _Chain(self, k - 1), mask_arg=2, give_up=self._chain_failed(key))
+            except Exception as exc:  # the chain only: its steps are still the compiled single steps
+                self._chain_failed(key)(exc)
+                fn = None
+        if fn is None:  # the K − 1 calls of the one-token step (compiled, or eager after a fallback)
             return torch.cat([token, _Chain(self, k - 1)(token, pos, window)])
         try:
             rest = fn(token, pos, window)
@@ -286,6 +289,19 @@ class CompiledGPT:
         """The compiled step that serves T = ``t``: its own, or (0) the one dynamic in T ≥ 2."""
         return 0 if self._shared_t and t > 1 else t
 
+    def _chain_failed(self, key) -> Callable[[BaseException], None]:
+        """What a greedy chain that fails to compile does: its K − 1 steps run as single compiled steps
+        from then on (the key holds them), and a warning says why, once per reason."""
+
+        def failed(exc: BaseException) -> None:
+            self._steps[key] = _Chain(self, key[0][1])
+            reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            if reason not in _warned:
+                _warned.add(reason)
+                warnings.warn(f"greedy draft chain unavailable, drafting step by step: {reason}", stacklevel=4)
+
+        return failed
+
     def _give_up(self, exc: BaseException) -> None:
         self.fallback = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
         self._steps.clear()
@@ -297,8 +313,17 @@ class CompiledGPT:
 class _FirstCall:
     """The first call of a freshly compiled step: it compiles (timed); a failure there falls back to eager."""
 
-    def __init__(self, owner: CompiledGPT, t: int, fn: Callable, eager: Callable, mask_arg: int = 3):
+    def __init__(
+        self,
+        owner: CompiledGPT,
+        t: int,
+        fn: Callable,
+        eager: Callable,
+        mask_arg: int = 3,
+        give_up: Callable[[BaseException], None] | None = None,
+    ):
         self.owner, self.t, self.fn, self.eager, self.mask_arg = owner, t, fn, eager, mask_arg
+        self.give_up = give_up or owner._give_up
 
     def __call__(self, *args):
         start = time.perf_counter()
@@ -309,7 +334,7 @@ class _FirstCall:
                 out = self.fn(*args)
                 torch.cuda.synchronize()
         except Exception as exc:  # e.g. no C++ compiler: the eager step is always there
-            self.owner._give_up(exc)
+            self.give_up(exc)
             return self.eager(*args)
         self.owner.compile_s[self.t] = self.owner.compile_s.get(self.t, 0.0) + time.perf_counter() - start
         return out
