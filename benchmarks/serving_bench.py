@@ -185,15 +185,20 @@ def server_steps(
             b_drafted += sum(t.get("draft_n", 0) for t in got)
             b_accepted += sum(t.get("draft_n_accepted", 0) for t in got)
         per_token[b - 1] = np.mean(times)
-        per_round[b - 1] = per_token[b - 1] * (1 + k * b_accepted / b_drafted if b_drafted else 1.0)
+        per_round[b - 1] = per_token[b - 1] * mean_tokens(k, b_accepted, b_drafted)
         drafted, accepted = drafted + b_drafted, accepted + b_accepted
     prefill = np.mean([stall(url, stall_running, next(stall_prompts)) for _ in range(3)])
     return {
         "per_token": per_token,
         "per_round": per_round,
-        "mean_tokens": 1 + k * accepted / drafted if drafted else 1.0,
+        "mean_tokens": mean_tokens(k, accepted, drafted),
         "prefill": float(prefill),
     }
+
+
+def mean_tokens(k: int, accepted: int, drafted: int) -> float:
+    """E[N] of a chain of K from a server's draft counters: 1 + K · accepted / drafted (1 with none drafted)."""
+    return 1 + k * accepted / drafted if drafted else 1.0
 
 
 def stall(url: str, running: str, fresh: str, *, tokens: int = 250) -> float:

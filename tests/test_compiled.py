@@ -334,8 +334,9 @@ def test_the_one_token_step_generates_its_matrix_vector_products():
 @pytest.mark.slow
 @pytest.mark.parametrize("feed", [1, 2])
 def test_the_greedy_draft_chain_equals_k_steps_and_writes_the_same_cache(pair, prompts, feed):
-    """CompiledGPT.greedy_drafts (K forwards in one compiled call) drafts the argmax tokens of K eager
-    forward_at steps and leaves the draft's cache as they do, at every K and from either feed."""
+    """A compiled first step and CompiledGPT.greedy_drafts (the K − 1 after it in one compiled call) draft
+    the argmax tokens of K eager forward_at steps and leave the draft's cache as they do, at every K and
+    from either feed."""
     model = pair[1]
     wrapped = compiled.compile_steps(model)
     with torch.inference_mode():
@@ -354,7 +355,10 @@ def test_the_greedy_draft_chain_equals_k_steps_and_writes_the_same_cache(pair, p
             for x in model.buffers():  # what the eager steps wrote there must be written again (finite:
                 if x.dim() == 4:  # a masked slot's value still meets a zero weight, and 0 · NaN is NaN)
                     x[..., pos - feed + 1 :, :] = 1e3
-            drafts = wrapped.greedy_drafts(seq, torch.tensor([pos]), feed, k, pos + k)
+            at = torch.tensor([pos - feed + 1])
+            span = wrapped.span(pos + 1)
+            first = wrapped.forward_at(seq[pos - feed + 1 : pos + 1][None], *wrapped.chain_inputs(at, feed, span))
+            drafts = wrapped.greedy_drafts(first[0, -1].argmax(-1, keepdim=True), torch.tensor([pos]), k, pos + k)
             assert torch.equal(drafts, torch.cat(steps))
             for a, b in zip(caches, [x for x in model.buffers() if x.dim() == 4], strict=True):
                 torch.testing.assert_close(b[..., : pos + k, :], a[..., : pos + k, :], atol=1e-5, rtol=0)

@@ -240,14 +240,14 @@ def _round(target, draft, state: _State, k: int, sampler: Sampler, buffers: _Buf
     now = state.first + state.generated  # pos, as the host knows it: each forward's span follows from it
     # 1. draft: the first forward feeds the pending token, and the last draft too when the draft is behind
     feed = 2 if state.behind else 1
-    if sampler.greedy:  # K argmax drafts in one compiled call; q their one-hots, as Sampler.probs gives them
-        drafts = draft.greedy_drafts(seq, pos, feed, k, now + k)  # (K,)
+    at = pos - (feed - 1)
+    logits = draft.forward_at(
+        seq[at + torch.arange(feed, device=device)][None], *draft.chain_inputs(at, feed, draft.span(now + 1))
+    )
+    if sampler.greedy:  # the K − 1 drafts after the first in one compiled call; q their one-hots (Sampler.probs)
+        drafts = draft.greedy_drafts(logits[0, -1].argmax(-1, keepdim=True), pos, k, now + k)  # (K,)
         q = torch.nn.functional.one_hot(drafts, draft.cfg.vocab_size).to(torch.float32)  # (K, V)
     else:
-        at = pos - (feed - 1)
-        logits = draft.forward_at(
-            seq[at + torch.arange(feed, device=device)][None], *draft.chain_inputs(at, feed, draft.span(now + 1))
-        )
         tokens, q_rows = [], []
         for i in range(k):
             if i:

@@ -47,7 +47,20 @@ SPAN_STEP = 16  # a CPU step's attended span is a whole number of 16-float vecto
 
 
 def _tested_torch() -> bool:
-    return tuple(int(x) for x in torch.__version__.split(".")[:2]) in TESTED_TORCH
+    return packed._torch_release(torch.__version__) in TESTED_TORCH
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as one line: its type and its message's first line."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _warn_once(text: str, reason: str) -> None:
+    """``text: reason`` as a warning, once per reason and process."""
+    if reason not in _warned:
+        _warned.add(reason)
+        warnings.warn(f"{text}: {reason}", stacklevel=4)
 
 
 def compile_options(device: torch.device, t: int = 1, packs: bool = False) -> dict:
@@ -203,28 +216,23 @@ class CompiledGPT:
             return None
         return min(self.model._cache_len, -(-end // SPAN_STEP) * SPAN_STEP)
 
-    def greedy_drafts(self, seq: torch.Tensor, pos: torch.Tensor, feed: int, k: int, end: int) -> torch.Tensor:
-        """K greedy drafts (K,): a forward over ``seq[pos − feed + 1 … pos]`` (``feed`` 1 or 2 tokens, the step
-        of that T), then the K − 1 one-token forwards in one compiled call, every token the argmax of the
-        last logits; ``pos`` (1,) on the device, ``end`` the host's bound on the slots written (:meth:`span`).
+    def greedy_drafts(self, token: torch.Tensor, pos: torch.Tensor, k: int, end: int) -> torch.Tensor:
+        """A greedy round's K drafts (K,) from its first, ``token`` (1,), the argmax of the first forward,
+        ``pos`` (1,) its slot on the device: the K − 1 one-token forwards that follow, each feeding the last
+        draft, in one compiled call; ``end`` is the host's bound on the slots written (:meth:`span`).
 
-        Each token is the argmax of the logits K calls of :meth:`forward_at` compute, so the drafts are
-        theirs up to float rounding (a near-tie may go the other way; the output is the target's either
-        way). The one call saves the Python and the small operators between the K − 1 steps (index
+        Each token is the argmax of the logits K − 1 calls of :meth:`forward_at` compute, so the drafts
+        are theirs up to float rounding (a near-tie may go the other way; the output is the target's
+        either way). The one call saves the Python and the small operators between the steps (index
         arithmetic, the argmax, a Dynamo frame each), which were about half of each draft forward inside
         a round on dev-cpu. One graph per K, compiled by the first round at that K (a bench cell's
         warm-up), with the span dynamic as in every CPU step. On CUDA, after a fallback to eager, and
         where the chain alone fails to compile (:meth:`_chain_failed`), the K − 1 calls of the step.
         """
-        at = pos - (feed - 1)
-        first = self.forward_at(
-            seq[at + torch.arange(feed, device=pos.device)][None], *self.chain_inputs(at, feed, self.span(end))
-        )
-        token = first[0, -1].argmax(-1, keepdim=True)  # (1,)
         if k == 1:
             return token
         window = self.model._causal[:, : self.span(end)]  # (L, S): the causal rows over the span
-        key = (("chain", k - 1), seq.is_inference(), self.model._cache_len)
+        key = (("chain", k - 1), token.is_inference(), self.model._cache_len)
         fn = self._steps.get(key)
         if fn is None and self.fallback is None and not self._graphs:
             try:
@@ -295,19 +303,14 @@ class CompiledGPT:
 
         def failed(exc: BaseException) -> None:
             self._steps[key] = _Chain(self, key[0][1])
-            reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-            if reason not in _warned:
-                _warned.add(reason)
-                warnings.warn(f"greedy draft chain unavailable, drafting step by step: {reason}", stacklevel=4)
+            _warn_once("greedy draft chain unavailable, drafting step by step", _reason(exc))
 
         return failed
 
     def _give_up(self, exc: BaseException) -> None:
-        self.fallback = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        self.fallback = _reason(exc)
         self._steps.clear()
-        if self.fallback not in _warned:
-            _warned.add(self.fallback)
-            warnings.warn(f"compiled decode steps unavailable, running eagerly: {self.fallback}", stacklevel=3)
+        _warn_once("compiled decode steps unavailable, running eagerly", self.fallback)
 
 
 class _FirstCall:
