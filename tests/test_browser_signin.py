@@ -191,8 +191,11 @@ def open_expander(page, title: str):
     box = expander(page, title)
     box.locator("summary").click()
     box.locator("details[open]").wait_for()
-    box.evaluate("e => Promise.all(e.getAnimations({subtree: true}).map(a => a.finished))")
+    # A rerun may cancel the opening animation, and a cancelled animation's `finished` rejects (AbortError):
+    # wait for every animation to settle, either way, then check the expander is still open once the run is drawn.
+    box.evaluate("e => Promise.allSettled(e.getAnimations({subtree: true}).map(a => a.finished))")
     wait_drawn(page)
+    box.locator("details[open]").wait_for()
     return box
 
 
