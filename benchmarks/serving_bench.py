@@ -18,10 +18,13 @@ Run from the repository root::
    predicts without the draft), output lengths uniform over g/2 … 3g/2, a prompt never seen before for
    every request. Predicted: the serving model on the server's own costs, measured apart from the load
    on prompts drawn as the load's are but never sent by it (``server_steps``: synchronised batches of
-   B = 1 … slots decoding from cached prompts, the server's timings, and E[N] from its draft counters;
+   B = 1 … slots decoding from cached prompts, the server's timings, and E[N] from its draft counters,
+   pooled over every calibration so far;
    ``stall``: what one new request costs the requests decoding), measured just before each server's run of each load (this VM's speed drifts by ±20 % over minutes),
-   never fitted to the load runs; the steps of B contiguous slots become those of the load's scattered
-   slots (``serving.scattered_steps``: llama-server forwards each run of consecutive busy slots apart).
+   never fitted to the load runs. Each calibration batch of B decodes in B slots drawn uniformly, as the
+   load's least-recently-used slots spread its B busy ones (llama-server forwards each run of consecutive
+   busy slots apart, and two lone slots cost more than two one-slot steps); ``--contiguous`` calibrates
+   slots 0 … B − 1 and prices the spread with ``serving.scattered_steps``, as the Serving view does.
    The servers run on the last core and the load generator on the other (``--pin``, the default),
    without llama-server's host-memory prompt cache (``--cache-ram 0``: no request reuses another's prompt).
    Each of ``--repeats`` rounds runs every load on both servers; the table holds the medians, and how much
@@ -113,11 +116,13 @@ def server_steps(
     slots: int,
     k: int,
     repeats: int = 2,
+    spread: np.random.Generator | None = None,
 ) -> dict:
     """What the server's steps cost, from its own timings of synchronised batches (never from a load run).
 
     For every B = 1 … ``slots``: B requests start together (a barrier), each generating ``tokens`` tokens,
-    streamed as the load streams them; each prompt was left in a slot's cache just before
+    streamed as the load streams them, in B slots drawn uniformly by ``spread`` (a new draw each batch; None:
+    slots 0 … B − 1); each prompt was left in its slot's cache just before
     (``cache_prompt``, the slot pinned by ``id_slot``), so the batch decodes without a prefill among its
     steps (a request that prefilled more than its last token is an error). The batches take ``slots`` new
     prompts from ``prompts``, drawn as the load's are but never sent by it: how many drafts the target accepts
@@ -132,8 +137,13 @@ def server_steps(
     slot's cache); the server's own ``prompt_ms`` leaves out its handling of the request and the slot's
     cache (about 45 against 50 ms here).
 
+    The slots matter: llama-server forwards each run of consecutive busy slots apart, and on dev-cpu two
+    lone slots took 1.77–2.01 ms a step against 2 × 0.84–0.87 ms for one (2026-12-05), so B's step is
+    measured over the layouts the load's least-recently-used slots produce, B = 1 and 2 (a pair is adjacent
+    in 1 draw of 4 at 8 slots, and costs more when it is) with 4× the batches.
+
     Returns per_token (slots,) and per_round (slots,) seconds, mean_tokens (E[N] over every batch:
-    1 + K·accepted/drafted, 1 without a draft) and prefill (seconds).
+    1 + K·accepted/drafted, 1 without a draft), the counts accepted and drafted, and prefill (seconds).
     """
     import json
     import threading
@@ -164,20 +174,22 @@ def server_steps(
     drawn = [next(prompts) for _ in range(slots)]  # new ones each call, shared by its batches
     for b in range(1, slots + 1):
         times, b_drafted, b_accepted = [], 0, 0
-        # B = 1 alone: one time a batch, ±25 % from one to the next here, and the load's scattered slots
-        # price every lone busy slot at it (``serving.scattered_steps``): pooled over 4× the batches (under 1 s)
-        for r in range(repeats if b > 1 else 4 * repeats):
-            batch = [drawn[(r + i) % slots] for i in range(b)]  # each cached in a slot of its own
-            for slot, prompt in enumerate(batch):
+        # B = 1: one time a batch, ±25 % from one to the next here (the lightest loads hang on it: 8× the
+        # batches, 1 s); B = 2: its two layouts differ by 15 %
+        for r in range({1: 8 * repeats, 2: 4 * repeats}.get(b, repeats)):
+            batch = [drawn[(r + i) % slots] for i in range(b)]
+            ids = range(b) if spread is None else sorted(int(x) for x in spread.choice(slots, b, replace=False))
+            at = dict(zip(ids, batch, strict=True))  # slot → its prompt, cached there first
+            for slot, prompt in at.items():
                 request(prompt, 1, cache=True, stream=False, slot=slot)
             barrier = threading.Barrier(b)
 
-            def together(slot, barrier=barrier, batch=batch):
+            def together(slot, barrier=barrier, at=at):
                 barrier.wait()
-                return request(batch[slot], tokens, cache=True, stream=True, slot=slot)
+                return request(at[slot], tokens, cache=True, stream=True, slot=slot)
 
             with ThreadPoolExecutor(b) as pool:
-                got = list(pool.map(together, range(b)))
+                got = list(pool.map(together, at))
             prefilled = [t["prompt_n"] for t in got if t["prompt_n"] > 1]
             if prefilled:  # a request outside its cached slot: its prefill stalled the batch
                 raise RuntimeError(f"calibration: {len(prefilled)} of {b} requests prefilled {prefilled} tokens")
@@ -192,6 +204,8 @@ def server_steps(
         "per_token": per_token,
         "per_round": per_round,
         "mean_tokens": mean_tokens(k, accepted, drafted),
+        "accepted": accepted,
+        "drafted": drafted,
         "prefill": float(prefill),
     }
 
@@ -237,16 +251,18 @@ def stall(url: str, running: str, fresh: str, *, tokens: int = 250) -> float:
     return float((gaps - base)[gaps > 3 * base].sum())
 
 
-def smoothed(per_token: np.ndarray) -> np.ndarray:
-    """The calibration's times per token at B = 1 … n, smoothed across B: B = 1 as measured (llama.cpp's
-    one-token decode takes a path of its own), B ≥ 2 on the least-squares line a + b·B through them (a
-    forward over B tokens is fixed work plus work per token). On this VM one batch's time moves by ±20 %
-    from one second to the next; the line pools the n − 1 batches."""
+def smoothed(per_token: np.ndarray, kept: int = 2) -> np.ndarray:
+    """The calibration's times per token at B = 1 … n, smoothed across B: the first ``kept`` as measured
+    (llama.cpp's one-token decode takes a path of its own, and two busy slots are as often two lone forwards
+    as one of two rows; :func:`server_steps` measures both on 4× the batches), B > ``kept`` on the
+    least-squares line a + b·B through them (a forward over B tokens is fixed work plus work per token). On
+    this VM one batch's time moves by ±20 % from one second to the next; the line pools the n − ``kept``
+    batches."""
     b = np.arange(1, per_token.size + 1)
-    if per_token.size < 3:
+    if per_token.size < kept + 2:
         return per_token
-    slope, intercept = np.polyfit(b[1:], per_token[1:], 1)
-    return np.concatenate([per_token[:1], intercept + slope * b[1:]])
+    slope, intercept = np.polyfit(b[kept:], per_token[kept:], 1)
+    return np.concatenate([per_token[:kept], intercept + slope * b[kept:]])
 
 
 def server_check(args) -> None:
@@ -333,9 +349,19 @@ def server_check(args) -> None:
     ):
         if pin:
             os.sched_setaffinity(0, set(cores[:-threads]))  # this thread, and the client threads it starts
-        for srv, kk in ((plain_srv, 0), (spec_srv, k)):  # a fresh server's first batches run slow: discarded
-            server_steps(srv.url, cal_stream, cal_fresh, cal_prompts[0], tokens=g, slots=slots, k=kk, repeats=1)
-        steps = server_steps(plain_srv.url, cal_stream, cal_fresh, cal_prompts[0], tokens=g, slots=slots, k=0)
+        # the calibration batches' slots: drawn as the load's spread (one generator for the run), or 0 … B − 1
+        spread = None if args.contiguous else np.random.default_rng(0)
+        cal = dict(tokens=g, slots=slots, spread=spread)
+        # E[N] from the draft counters of every calibration so far (never the load's): one calibration's
+        # 8 prompts gave 1.90–2.56 for the same load, the pooled count settles as the run goes on
+        counts = np.zeros(2, dtype=int)  # accepted, drafted
+        for srv, kk in (
+            (plain_srv, 0),
+            (spec_srv, k),
+        ):  # a fresh server's first batches run slow: their times discarded
+            first = server_steps(srv.url, cal_stream, cal_fresh, cal_prompts[0], k=kk, repeats=1, **cal)
+            counts += (first["accepted"], first["drafted"])
+        steps = server_steps(plain_srv.url, cal_stream, cal_fresh, cal_prompts[0], k=0, **cal)
         # the two rates: 35 % and 70 % of the capacity these costs predict without speculation (every slot
         # busy: one run of slots, whatever the layout)
         cap_rps = float(slots / ((g - 1) * smoothed(steps["per_token"])[-1] + slots * steps["prefill"]))
@@ -353,23 +379,22 @@ def server_check(args) -> None:
                 for kk, srv in ((0, plain_srv), (k, spec_srv)):
                     # the costs on prompts the load never sends, just before the load: this VM's speed drifts
                     # by ±20 % over minutes, so costs measured a round earlier mispredict a load by as much
-                    steps = server_steps(srv.url, cal_stream, cal_fresh, cal_prompts[0], tokens=g, slots=slots, k=kk)
-                    option = serving.Option(f"K = {kk}", kk, steps["mean_tokens"], kk + 1)
-                    contiguous = smoothed(steps["per_round"])[:, None]  # (slots, 1) rounds
-                    # the load's busy slots are scattered over the slots (LRU), each run of consecutive slots a forward
-                    rounds = contiguous if args.contiguous else serving.scattered_steps(contiguous)
+                    steps = server_steps(srv.url, cal_stream, cal_fresh, cal_prompts[0], k=kk, **cal)
+                    counts += (steps["accepted"], steps["drafted"])
+                    en = mean_tokens(kk, *counts) if kk else 1.0
+                    option = serving.Option(f"K = {kk}", kk, en, kk + 1)
+                    rounds = smoothed(steps["per_round"])[:, None]  # (slots, 1) rounds at n busy slots
+                    if args.contiguous:  # calibrated on slots 0 … B − 1: the model spreads them
+                        rounds = serving.scattered_steps(rounds)
                     grid = serving.grid_from_steps(batches, rounds, [option], [steps["prefill"]], context=depth)
-                    grid_contig = serving.grid_from_steps(
-                        batches, contiguous, [option], [steps["prefill"]], context=depth
-                    )
                     pred = serving.steady_state(grid, output, [load], mode=mode).iloc[0]
-                    pred_contig = serving.steady_state(grid_contig, output, [load], mode=mode).iloc[0]
                     # how much a 10 % error in the step costs moves the prediction (its conditioning at this load)
                     slower = replace(grid, round_s=grid.round_s * 1.1, prefill_s=grid.prefill_s * 1.1)
                     pred_slow = serving.steady_state(slower, output, [load], mode=mode).iloc[0]
                     print(
                         f"   round {r + 1}, {mode} {load:g}, K = {kk}: ms a token at B = 1 … {slots}: "
-                        f"{' '.join(f'{v * 1e3:.2f}' for v in steps['per_token'])}; E[N] {steps['mean_tokens']:.3f}; "
+                        f"{' '.join(f'{v * 1e3:.2f}' for v in steps['per_token'])}; E[N] {steps['mean_tokens']:.3f} "
+                        f"(pooled {en:.3f}); "
                         f"prefill {steps['prefill'] * 1e3:.1f} ms"
                     )
                     spec = loadgen.LoadSpec(
@@ -393,12 +418,11 @@ def server_check(args) -> None:
                             k=kk,
                             tpot_pred=pred["tpot_s"] * 1e3,
                             tpot_meas=got.tpot.mean * 1e3,
-                            tpot_contig=pred_contig["tpot_s"] * 1e3,
                             tpot_sens=pred_slow["tpot_s"] / pred["tpot_s"] - 1,
                             tps_pred=pred["tokens_per_s"],
                             tps_meas=got.output_tokens_per_s,
                             batch_pred=pred["batch"],
-                            en_pred=steps["mean_tokens"],
+                            en_pred=en,
                             en_meas=1 + kk * got.draft_acceptance if got.draft_acceptance is not None else 1.0,
                             failed=got.failed,
                         )
@@ -461,7 +485,9 @@ def main() -> int:
         help="servers on the last --threads cores, the load generator on the others (when there are more)",
     )
     p.add_argument(
-        "--contiguous", action="store_true", help="predict from the steps of contiguous slots (as calibrated)"
+        "--contiguous",
+        action="store_true",
+        help="calibrate on slots 0 … B − 1 and spread them with serving.scattered_steps (the Serving view's model)",
     )
     args = p.parse_args()
     print(machine_line())
