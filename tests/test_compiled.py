@@ -15,7 +15,7 @@ import torch
 from _models import build_gpt, check_lossless, noisy_copy
 
 from specviz.core import trees
-from specviz.engine import bench, decoding
+from specviz.engine import bench, decoding, sampling
 from specviz.engine.decoding import resident
 from specviz.engine.models import ByteTokenizer, GPTConfig, compiled, load_pair
 
@@ -129,23 +129,26 @@ def test_a_failed_compile_falls_back_to_eager_and_says_why_once(pair, prompts, m
 
 
 @pytest.mark.slow
-def test_a_greedy_chain_that_fails_to_compile_drafts_step_by_step(pair, prompts, monkeypatch):
-    """A draft chain whose compile fails leaves the single compiled steps (no fallback to eager for the
-    model), one warning, and the same tokens."""
+@pytest.mark.parametrize(
+    ("module", "what"), [("_Chain", "greedy chain"), ("_Verify", "greedy verification")], ids=["chain", "verify"]
+)
+def test_a_greedy_module_that_fails_to_compile_runs_step_by_step(pair, prompts, monkeypatch, module, what):
+    """A draft chain or greedy verification whose compile fails leaves the single compiled steps (no
+    fallback to eager for the model), one warning, and the same tokens."""
     target, draft = (build_gpt(CFG, s, std=0.1) for s in (7, 8))  # fresh models: no compiled steps yet
-    real = torch.compile
+    real, broken = torch.compile, getattr(compiled, module)
 
-    def chain_breaks(module, **kwargs):
-        if isinstance(module, compiled._Chain):
-            raise RuntimeError("chain graph rejected")
-        return real(module, **kwargs)
+    def module_breaks(fn, **kwargs):
+        if isinstance(fn, broken):
+            raise RuntimeError("graph rejected")
+        return real(fn, **kwargs)
 
-    monkeypatch.setattr(torch, "compile", chain_breaks)
+    monkeypatch.setattr(torch, "compile", module_breaks)
     monkeypatch.setattr(compiled, "_warned", set())
     ct, cd = compiled.compile_steps(target), compiled.compile_steps(draft)
-    with pytest.warns(UserWarning, match="greedy draft chain unavailable.*chain graph rejected"):
+    with pytest.warns(UserWarning, match=f"{what} unavailable as one call.*graph rejected"):
         out, _ = decoding.speculative_generate(ct, cd, prompts[0], 3, max_new_tokens=24, calibration_steps=0)
-    assert ct.fallback is None and cd.fallback is None and 1 in cd.compile_s
+    assert ct.fallback is None and cd.fallback is None and 1 in cd.compile_s and 4 in ct.compile_s
     base, _ = decoding.generate_target_only(target, prompts[0], 24)
     assert torch.equal(out, base)
     with warnings.catch_warnings():
@@ -334,9 +337,10 @@ def test_the_one_token_step_generates_its_matrix_vector_products():
 @pytest.mark.slow
 @pytest.mark.parametrize("feed", [1, 2])
 def test_the_greedy_draft_chain_equals_k_steps_and_writes_the_same_cache(pair, prompts, feed):
-    """A compiled first step and CompiledGPT.greedy_drafts (the K − 1 after it in one compiled call) draft
-    the argmax tokens of K eager forward_at steps and leave the draft's cache as they do, at every K and
-    from either feed."""
+    """CompiledGPT.greedy_chain (the known tokens fed one a forward, then K − 1 of its own, in one compiled
+    call) drafts the argmax tokens of K eager forward_at steps (the first over the known tokens) and leaves
+    the draft's cache as they do, at every K, from one known token (a target-only step's form) or two (a
+    greedy round's)."""
     model = pair[1]
     wrapped = compiled.compile_steps(model)
     with torch.inference_mode():
@@ -355,13 +359,51 @@ def test_the_greedy_draft_chain_equals_k_steps_and_writes_the_same_cache(pair, p
             for x in model.buffers():  # what the eager steps wrote there must be written again (finite:
                 if x.dim() == 4:  # a masked slot's value still meets a zero weight, and 0 · NaN is NaN)
                     x[..., pos - feed + 1 :, :] = 1e3
-            at = torch.tensor([pos - feed + 1])
-            span = wrapped.span(pos + 1)
-            first = wrapped.forward_at(seq[pos - feed + 1 : pos + 1][None], *wrapped.chain_inputs(at, feed, span))
-            drafts = wrapped.greedy_drafts(first[0, -1].argmax(-1, keepdim=True), torch.tensor([pos]), k, pos + k)
+            drafts = wrapped.greedy_chain(seq[pos - feed + 1 : pos + 1], torch.tensor([pos - feed]), k, pos + k)
             assert torch.equal(drafts, torch.cat(steps))
             for a, b in zip(caches, [x for x in model.buffers() if x.dim() == 4], strict=True):
                 torch.testing.assert_close(b[..., : pos + k, :], a[..., : pos + k, :], atol=1e-5, rtol=0)
+    assert wrapped.fallback is None
+
+
+@pytest.mark.slow
+def test_greedy_verification_equals_the_eager_forward_and_rule_and_writes_the_same_cache(pair, prompts):
+    """CompiledGPT.greedy_verify (the forward over K + 1 tokens and the greedy rule in one compiled call)
+    gives sampling.verify's a, next token and tests on the eager forward's distributions, for every
+    accepted count 0 … K, and leaves the target's cache as the eager forward does."""
+    model = pair[0]
+    wrapped = compiled.compile_steps(model)
+    with torch.inference_mode():
+        pos = _prefilled(model, prompts[1])
+        pending = prompts[1][-1:]
+        own = []  # the target's own greedy continuation: drafts that would all be accepted
+        for i in range(6):
+            idx = (own[-1] if own else pending).view(1, 1)
+            own.append(
+                model.forward_at(idx, *model.chain_inputs(torch.tensor([pos + i]), 1))[0, -1].argmax(-1, keepdim=True)
+            )
+        own = torch.cat(own)  # (6,)
+        for k in (1, 3, 6):
+            for a in range(k + 1):
+                drafts = own[:k].clone()
+                if a < k:
+                    drafts[a] = (drafts[a] + 1) % CFG.vocab_size  # the first rejected draft
+                _prefilled(model, prompts[1])
+                at = torch.tensor([pos])
+                logits = model.forward_at(torch.cat([pending, drafts])[None], *model.chain_inputs(at, k + 1))[0]
+                caches = [x.clone() for x in model.buffers() if x.dim() == 4]
+                p = torch.nn.functional.one_hot(logits.argmax(-1), CFG.vocab_size).float()  # Sampler.probs at T = 0
+                q = torch.nn.functional.one_hot(drafts, CFG.vocab_size).float()
+                expected = sampling.verify(p[None], q[None], drafts[None], greedy=True)
+                _prefilled(model, prompts[1])
+                for x in model.buffers():  # the slots the verify writes, overwritten first (finite: 0 · NaN)
+                    if x.dim() == 4:
+                        x[..., pos:, :] = 1e3
+                got = wrapped.greedy_verify(pending, drafts, at, pos + k + 1)
+                assert got[0].tolist() == [a] and expected.accepted.tolist() == [a], (k, a)
+                assert torch.equal(got[1], expected.next_token) and torch.equal(got[2], expected.accept_mask[0])
+                for x, y in zip(caches, [b for b in model.buffers() if b.dim() == 4], strict=True):
+                    torch.testing.assert_close(y[..., : pos + k + 1, :], x[..., : pos + k + 1, :], atol=1e-5, rtol=0)
     assert wrapped.fallback is None
 
 

@@ -57,14 +57,17 @@ def hardware_name(device: torch.device) -> str:
     return f"{machine.cpu_name()} (CPU)"
 
 
-def warm_up(target, draft, prompt: torch.Tensor, k: int | trees.Tree = 2) -> None:
-    """One short target-only and speculative run (a chain of K, or the tree) so that first-call costs,
-    compiling a compiled engine's steps among them, stay out of the timings."""
-    decoding.generate_target_only(target, prompt, 8, 0.0)
+def warm_up(target, draft, prompt: torch.Tensor, k: int | trees.Tree = 2, temperature: float = 0.0) -> None:
+    """One short target-only and speculative run (a chain of K, or the tree) at ``temperature`` so that
+    first-call costs, compiling a compiled engine's steps among them, stay out of the timings: a greedy
+    round and a sampled one run different compiled calls (docs/engine.md), so a cell warms up at its own
+    temperature (draws from a generator of its own, seeded)."""
+    generator = torch.Generator(prompt.device).manual_seed(0) if temperature > 0 else None
+    decoding.generate_target_only(target, prompt, 8, temperature, generator)
     if isinstance(k, trees.Tree):
-        decoding.tree_generate(target, draft, prompt, k, 0.0, 8)
+        decoding.tree_generate(target, draft, prompt, k, temperature, 8, generator)
     else:
-        decoding.speculative_generate(target, draft, prompt, k, 0.0, 8)
+        decoding.speculative_generate(target, draft, prompt, k, temperature, 8, generator)
 
 
 ENGINES = ("eager", "compiled")  #: how the bundled GPT's steps run (docs/engine.md)
@@ -528,7 +531,7 @@ def sweep(
         on_start, on_end = _progress_callbacks(on_progress, on_run, Progress(i, len(cells), 0, per_cell, drafts, t, 0))
         if engine == "compiled" and on_progress is not None:
             on_progress(Progress(i, len(cells), 0, per_cell, drafts, t, (i - 1) * per_cell, compiling=True))
-        warm_up(target, draft, encoded[0], k)
+        warm_up(target, draft, encoded[0], k, t)
         compile_s, compiled_s = compile_seconds(target, draft) - compiled_s, compile_seconds(target, draft)
         runs = measure_runs(
             target, draft, encoded, k, t, new_tokens, repeats, seed, on_end, should_stop, on_start=on_start

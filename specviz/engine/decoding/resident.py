@@ -125,13 +125,22 @@ def generate_target_only(
     pos = torch.tensor([prompt.numel() - 1], device=target.device)  # (1,): the pending token's position
     start = time.perf_counter()
     with _steady():
-        for i in range(max_new_tokens):
-            # the step writes slot P − 1 + i and attends over the slots up to it
-            inputs = target.chain_inputs(pos, 1, target.span(prompt.numel() + i))
-            logits = target.forward_at(seq[pos].view(1, 1), *inputs)[0, -1]  # (V,)
-            pos = pos + 1
-            seq[pos] = sampler.token(logits[None])
-            marks.mark()
+        if sampler.greedy:  # each step and its argmax one compiled call (greedy_chain)
+            token, before, tokens = seq[pos], pos - 1, []  # (1,) the pending token, (1,) the slot before it
+            for i in range(max_new_tokens):
+                token = target.greedy_chain(token, before, 1, prompt.numel() + i)  # writes slot P − 1 + i
+                before = before + 1
+                tokens.append(token)
+                marks.mark()
+            seq[prompt.numel() : prompt.numel() + max_new_tokens] = torch.cat(tokens)
+        else:
+            for i in range(max_new_tokens):
+                # the step writes slot P − 1 + i and attends over the slots up to it
+                inputs = target.chain_inputs(pos, 1, target.span(prompt.numel() + i))
+                logits = target.forward_at(seq[pos].view(1, 1), *inputs)[0, -1]  # (V,)
+                pos = pos + 1
+                seq[pos] = sampler.token(logits[None])
+                marks.mark()
     out = seq[prompt.numel() : prompt.numel() + max_new_tokens].cpu()  # the run's one read
     decode_s = time.perf_counter() - start
     ms = marks.intervals_ms()
@@ -161,11 +170,16 @@ def speculative_generate(
 
     A round, for ``pos`` the pending token's position (all on the device):
 
-    1. draft: the draft's first forward takes the pending token ``seq[pos]`` (and the last draft
-       before it, ``seq[pos − 1]``, after a round that accepted every draft: the host knows, having
-       read a), then one token per forward, K tokens in all;
+    1. draft: the draft's forwards take the last draft ``seq[pos − 1]`` after a round that accepted
+       every draft (the host knows, having read a), then the pending token ``seq[pos]``, then one token
+       per forward, K tokens in all; at temperature 0 this is one compiled call
+       (:meth:`~specviz.engine.models.compiled.CompiledGPT.greedy_chain`), which always feeds
+       ``seq[pos − 1]`` and ``seq[pos]`` a forward each (the first rewrites its slot as it was, unless
+       the draft is behind), so that one graph per K serves every round;
     2. verify: one target forward over ``seq[pos]`` and the K drafts at pos … pos + K;
-    3. the rule: :func:`specviz.engine.sampling.verify` gives a (1,) and the next token (1,);
+    3. the rule: :func:`specviz.engine.sampling.verify` gives a (1,) and the next token (1,); at
+       temperature 0, steps 2 and 3 are one compiled call
+       (:meth:`~specviz.engine.models.compiled.CompiledGPT.greedy_verify`), timed as the verify;
     4. commit: the drafts go to ``seq[pos + 1 …]``, the next token to ``seq[pos + 1 + a]``,
        and ``pos += a + 1``.
 
@@ -191,7 +205,7 @@ def speculative_generate(
         for m in (target, draft)
     )
     buffers = _Buffers.empty(max_new_tokens, k, device)  # rounds emit at least one token each
-    state, marks = _State(seq, pos, p_len - 1), Marks(device)
+    state, marks = _State(seq, pos, p_len - 1, last_two=torch.tensor([-1, 0], device=device)), Marks(device)
     start = time.perf_counter()
     marks.mark()
     with _steady():
@@ -232,22 +246,23 @@ class _State:
     generated: int = 0  # tokens emitted so far (the host learns a each round)
     rounds: int = 0
     behind: bool = False  # the last round accepted every draft: the draft never saw the last one
+    last_two: torch.Tensor | None = None  # (2,) the offsets −1, 0 from pos on the device (a greedy round's feed)
 
 
 def _round(target, draft, state: _State, k: int, sampler: Sampler, buffers: _Buffers, marks: Marks) -> None:
     """One round (steps 1–4 of :func:`speculative_generate`), recorded in row ``state.rounds`` of ``buffers``."""
     seq, pos, device = state.seq, state.pos, state.seq.device
     now = state.first + state.generated  # pos, as the host knows it: each forward's span follows from it
-    # 1. draft: the first forward feeds the pending token, and the last draft too when the draft is behind
-    feed = 2 if state.behind else 1
-    at = pos - (feed - 1)
-    logits = draft.forward_at(
-        seq[at + torch.arange(feed, device=device)][None], *draft.chain_inputs(at, feed, draft.span(now + 1))
-    )
-    if sampler.greedy:  # the K − 1 drafts after the first in one compiled call; q their one-hots (Sampler.probs)
-        drafts = draft.greedy_drafts(logits[0, -1].argmax(-1, keepdim=True), pos, k, now + k)  # (K,)
-        q = torch.nn.functional.one_hot(drafts, draft.cfg.vocab_size).to(torch.float32)  # (K, V)
+    if sampler.greedy and now >= 1:
+        # 1. the K drafts in one compiled call, from the token before the pending one (the last draft, which
+        # the draft never fed, after a round that accepted every draft; else a rewrite of its slot as it was)
+        drafts = draft.greedy_chain(seq[pos + state.last_two], pos - 2, k, now + k)  # (K,)
     else:
+        # 1. draft: the last draft first when the draft is behind, then the pending token, a one-token forward
+        # each (as the greedy chain feeds them: the draft's only compiled step is its one-token one)
+        if state.behind:
+            draft.forward_at(seq[pos - 1].view(1, 1), *draft.chain_inputs(pos - 1, 1, draft.span(now)))
+        logits = draft.forward_at(seq[pos].view(1, 1), *draft.chain_inputs(pos, 1, draft.span(now + 1)))
         tokens, q_rows = [], []
         for i in range(k):
             if i:
@@ -258,19 +273,27 @@ def _round(target, draft, state: _State, k: int, sampler: Sampler, buffers: _Buf
             q_rows.append(q_i)
         drafts, q = torch.cat(tokens), torch.stack(q_rows)  # (K,), (K, V)
     marks.mark()
-    # 2. verify forward
-    block = torch.cat([seq[pos], drafts])  # (K+1,)
-    p = sampler.probs(target.forward_at(block[None], *target.chain_inputs(pos, k + 1, target.span(now + k + 1)))[0])
-    marks.mark()
-    # 3. the rule, 4. commit
-    result = sampling.verify(p[None], q[None], drafts[None], sampler.generator, greedy=sampler.greedy)
-    a, nxt = result.accepted, result.next_token  # (1,), (1,)
+    if sampler.greedy:
+        # 2–3. the verify forward and the greedy rule in one compiled call; Σ min(p, q) of two one-hots is the test
+        a, nxt, tests = target.greedy_verify(seq[pos], drafts, pos, now + k + 1)  # (1,), (1,), (K,)
+        overlaps = tests.float()
+        marks.mark()
+    else:
+        # 2. verify forward
+        block = torch.cat([seq[pos], drafts])  # (K+1,)
+        span = target.span(now + k + 1)
+        p = sampler.probs(target.forward_at(block[None], *target.chain_inputs(pos, k + 1, span))[0])  # (K+1, V)
+        marks.mark()
+        # 3. the rule
+        result = sampling.verify(p[None], q[None], drafts[None], sampler.generator)
+        a, nxt, tests, overlaps = result.accepted, result.next_token, result.accept_mask[0], sampling.overlap(p[:k], q)
+    # 4. commit
     seq[pos + torch.arange(1, k + 1, device=device)] = drafts
     seq[pos + 1 + a] = nxt
     state.pos = pos + 1 + a
     r = state.rounds
-    buffers.drafted[r], buffers.tests[r] = drafts, result.accept_mask[0]
-    buffers.overlaps[r], buffers.verdicts[r] = sampling.overlap(p[:k], q), torch.cat([a, nxt])
+    buffers.drafted[r], buffers.tests[r] = drafts, tests
+    buffers.overlaps[r], buffers.verdicts[r] = overlaps, torch.cat([a, nxt])
     accepted = to_host(a[0])  # the round's one read
     state.generated, state.rounds, state.behind = state.generated + 1 + accepted, r + 1, accepted == k
     marks.mark()

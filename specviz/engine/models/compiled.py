@@ -27,6 +27,7 @@ per process.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import warnings
 import weakref
@@ -57,9 +58,9 @@ def _reason(exc: BaseException) -> str:
 
 
 def _warn_once(text: str, reason: str) -> None:
-    """``text: reason`` as a warning, once per reason and process."""
-    if reason not in _warned:
-        _warned.add(reason)
+    """``text: reason`` as a warning, once per process."""
+    if f"{text}: {reason}" not in _warned:
+        _warned.add(f"{text}: {reason}")
         warnings.warn(f"{text}: {reason}", stacklevel=4)
 
 
@@ -140,7 +141,7 @@ class CompiledGPT:
         Why the steps run eagerly, or None while they run compiled.
     compile_s : dict[int, float]
         Seconds the first calls at each T took (compile plus one step; summed over its variants), by T;
-        the greedy draft chains (:meth:`greedy_drafts`) count under T = 1, the steps they are made of.
+        the greedy chains (:meth:`greedy_chain`) count under T = 1, the steps they are made of.
     """
 
     def __init__(self, model: GPT):
@@ -187,16 +188,7 @@ class CompiledGPT:
 
     def forward_at(self, idx, slots, positions, mask) -> torch.Tensor:
         """:meth:`GPT.forward_at`, compiled for this T (1, T, V)."""
-        step = self.step(idx.shape[1], idx.is_inference())
-        try:
-            out = step(idx, slots, positions, mask)
-        except RuntimeError as exc:
-            # a loop that skips guards (decoding.resident) met inputs its step was not compiled for:
-            # compile that variant too, with the guards back on and as every step compiles
-            if "skip_guard_eval_unsafe" not in str(exc):
-                raise
-            with self.compiling(idx.shape[1], mask):
-                out = step(idx, slots, positions, mask)
+        out = self._call(self.step(idx.shape[1], idx.is_inference()), idx.shape[1], idx, slots, positions, mask)
         return out.clone() if self._graphs else out  # a graph's output is overwritten by its next replay
 
     def chain_inputs(self, pos, t, span=None):
@@ -216,42 +208,58 @@ class CompiledGPT:
             return None
         return min(self.model._cache_len, -(-end // SPAN_STEP) * SPAN_STEP)
 
-    def greedy_drafts(self, token: torch.Tensor, pos: torch.Tensor, k: int, end: int) -> torch.Tensor:
-        """A greedy round's K drafts (K,) from its first, ``token`` (1,), the argmax of the first forward,
-        ``pos`` (1,) its slot on the device: the K − 1 one-token forwards that follow, each feeding the last
-        draft, in one compiled call; ``end`` is the host's bound on the slots written (:meth:`span`).
+    def greedy_chain(self, tokens: torch.Tensor, pos: torch.Tensor, steps: int, end: int) -> torch.Tensor:
+        """The ``steps`` greedy tokens (steps,) after the known ``tokens`` (n,), fed one a forward at slots
+        ``pos`` + 1 … ``pos`` + n (``pos`` (1,) on the device), each later forward feeding the token the one
+        before predicted: n + steps − 1 one-token forwards and their argmax in one compiled call; ``end``
+        is the host's bound on the slots written (:meth:`span`).
 
-        Each token is the argmax of the logits K − 1 calls of :meth:`forward_at` compute, so the drafts
-        are theirs up to float rounding (a near-tie may go the other way; the output is the target's
-        either way). The one call saves the Python and the small operators between the steps (index
-        arithmetic, the argmax, a Dynamo frame each), which were about half of each draft forward inside
-        a round on dev-cpu. One graph per K, compiled by the first round at that K (a bench cell's
-        warm-up), with the span dynamic as in every CPU step. On CUDA, after a fallback to eager, and
-        where the chain alone fails to compile (:meth:`_chain_failed`), the K − 1 calls of the step.
+        A greedy round's K drafts (n = 2: the token before the pending one, which the draft never fed after
+        a round that accepted every draft and otherwise rewrites as it was, then the pending token; ``pos``
+        two slots before the pending token's) and a target-only greedy decode step (n = 1, steps = 1). Each
+        token is the argmax of the logits those calls of :meth:`forward_at` compute, so the tokens are
+        theirs up to float rounding (a near-tie may go the other way; a speculative run's output is the
+        target's either way). The one call saves the Python and the small operators around each step
+        (index arithmetic, the mask's rows, the argmax, a Dynamo frame each): on dev-cpu a draft forward
+        cost 0.08 ms as a call of its own and 0.03 ms inside a chain, and the draft's forward over two
+        tokens (a GEMM of two rows) 0.18 ms against two one-token forwards' 0.07 ms (2026-12-05). One graph
+        per (n, steps), compiled by its first call (a bench cell's warm-up), with the span dynamic as in
+        every CPU step. On CUDA, after a fallback to eager, and where the chain alone fails to compile
+        (:meth:`_module_failed`), the same one-token calls of the step.
         """
-        if k == 1:
-            return token
+        if steps == 0:
+            return tokens[:0]
         window = self.model._causal[:, : self.span(end)]  # (L, S): the causal rows over the span
-        key = (("chain", k - 1), token.is_inference(), self.model._cache_len)
+        key = (("chain", tokens.numel(), steps), tokens.is_inference(), self.model._cache_len)
         fn = self._steps.get(key)
-        if fn is None and self.fallback is None and not self._graphs:
-            try:
-                fn = torch.compile(_Chain(self.model, k - 1), **compile_options(self.device, 1, self._packs))
-                self._steps[key] = fn
-                fn = _FirstCall(self, 1, fn, _Chain(self, k - 1), mask_arg=2, give_up=self._chain_failed(key))
-            except Exception as exc:  # the chain only: its steps are still the compiled single steps
-                self._chain_failed(key)(exc)
-                fn = None
-        if fn is None:  # the K − 1 calls of the one-token step (compiled, or eager after a fallback)
-            return torch.cat([token, _Chain(self, k - 1)(token, pos, window)])
-        try:
-            rest = fn(token, pos, window)
-        except RuntimeError as exc:  # as forward_at: a variant met inside a guard-skipping loop
-            if "skip_guard_eval_unsafe" not in str(exc):
-                raise
-            with self.compiling(1, window):
-                rest = fn(token, pos, window)
-        return torch.cat([token, rest])  # (K,)
+        if fn is None:
+            fn = self._module(key, 1, functools.partial(_Chain, steps=steps), "greedy chain")
+        return self._call(fn, 1, tokens, pos, window)
+
+    def greedy_verify(
+        self, pending: torch.Tensor, drafts: torch.Tensor, pos: torch.Tensor, end: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A greedy round's verification as one compiled call: the forward over the pending token
+        ``pending`` (1,) at ``pos`` (1,) and the K ``drafts`` (K,) after it, and the rule at temperature 0,
+        :func:`specviz.engine.sampling.verify` with ``greedy=True`` on the forward's argmax tokens b (K + 1,):
+
+            tests_i = [x_i = b_i],   a = Σ_j Π_{i ≤ j} tests_i,   next = b_a.
+
+        Returns a (1,), next (1,) and tests (K,) bool; ``end`` bounds the slots written (:meth:`span`).
+        The tokens are those of :meth:`forward_at` over K + 1 tokens and the rule, up to float rounding
+        (a near-tie may go the other way). The rule's dozen small operators (the one-hot distribution,
+        the comparisons, the prefix count, the index) then run inside the step's graph instead of one
+        Python call each. Compiled as the step over K + 1 tokens is (one graph for every K where those
+        share one); on CUDA, after a fallback to eager, or where this graph alone fails to compile, the
+        step and the rule as separate calls.
+        """
+        k = drafts.numel()
+        window = self.model._causal[:, : self.span(end)]  # (L, S)
+        key = (("verify", self._key(k + 1)), drafts.is_inference(), self.model._cache_len)
+        fn = self._steps.get(key)
+        if fn is None:
+            fn = self._module(key, k + 1, _Verify, "greedy verification")
+        return self._call(fn, k + 1, pending, drafts, pos, window)
 
     def forward_tree(self, idx, start, nodes, parents) -> torch.Tensor:
         """As :meth:`GPT.forward_tree`, through the compiled step for M = len(nodes)."""
@@ -297,13 +305,45 @@ class CompiledGPT:
         """The compiled step that serves T = ``t``: its own, or (0) the one dynamic in T ≥ 2."""
         return 0 if self._shared_t and t > 1 else t
 
-    def _chain_failed(self, key) -> Callable[[BaseException], None]:
-        """What a greedy chain that fails to compile does: its K − 1 steps run as single compiled steps
-        from then on (the key holds them), and a warning says why, once per reason."""
+    def _module(self, key, t: int, build: Callable[..., torch.nn.Module], what: str) -> Callable:
+        """A callable for ``key``, not yet kept, for a module of several steps' work (:class:`_Chain`,
+        :class:`_Verify`), ``build(model)``: built on the :class:`GPT` and compiled as the step over ``t``
+        tokens is, its first call timed into :attr:`compile_s` under T = ``t``; or built on this wrapper,
+        the same work through the single steps (``stepwise``), on CUDA (a CUDA graph per step), after the
+        whole model fell back to eager, or once the module failed to compile (:meth:`_module_failed`).
+        Callers look in ``_steps`` first: a round should not pay for building a module (tens of µs); what
+        this returns is kept there, but for the first call of a compiled module."""
+        stepwise = build(self)
+        if self.fallback is not None or self._graphs:
+            self._steps[key] = stepwise
+            return stepwise
+        failed = self._module_failed(key, stepwise, what)
+        try:
+            self._steps[key] = torch.compile(build(self.model), **compile_options(self.device, t, self._packs))
+        except Exception as exc:  # this module only: its steps are still the compiled single steps
+            failed(exc)
+            return stepwise
+        return _FirstCall(self, t, self._steps[key], stepwise, give_up=failed)
+
+    def _call(self, fn: Callable, t: int, *args):
+        """``fn(*args)``, a compiled callable over ``t`` tokens whose last argument is the mask."""
+        try:
+            return fn(*args)
+        except RuntimeError as exc:
+            # a loop that skips guards (decoding.resident) met inputs fn was not compiled for: compile that
+            # variant too, with the guards back on and as every step compiles
+            if "skip_guard_eval_unsafe" not in str(exc):
+                raise
+            with self.compiling(t, args[-1]):
+                return fn(*args)
+
+    def _module_failed(self, key, stepwise: Callable, what: str) -> Callable[[BaseException], None]:
+        """What a module that fails to compile does: ``stepwise`` from then on (the key holds it), through
+        the single compiled steps, and a warning says why, once per reason."""
 
         def failed(exc: BaseException) -> None:
-            self._steps[key] = _Chain(self, key[0][1])
-            _warn_once("greedy draft chain unavailable, drafting step by step", _reason(exc))
+            self._steps[key] = stepwise
+            _warn_once(f"{what} unavailable as one call, running step by step", _reason(exc))
 
         return failed
 
@@ -314,7 +354,10 @@ class CompiledGPT:
 
 
 class _FirstCall:
-    """The first call of a freshly compiled step: it compiles (timed); a failure there falls back to eager."""
+    """The first call of a freshly compiled step: it compiles (timed); a failure there falls back to eager.
+
+    Every compiled callable takes the mask (the causal rows over the span, which :meth:`CompiledGPT.compiling`
+    marks dynamic) as its last argument."""
 
     def __init__(
         self,
@@ -322,16 +365,15 @@ class _FirstCall:
         t: int,
         fn: Callable,
         eager: Callable,
-        mask_arg: int = 3,
         give_up: Callable[[BaseException], None] | None = None,
     ):
-        self.owner, self.t, self.fn, self.eager, self.mask_arg = owner, t, fn, eager, mask_arg
+        self.owner, self.t, self.fn, self.eager = owner, t, fn, eager
         self.give_up = give_up or owner._give_up
 
     def __call__(self, *args):
         start = time.perf_counter()
         try:
-            with self.owner.compiling(self.t, args[self.mask_arg]):
+            with self.owner.compiling(self.t, args[-1]):
                 out = self.fn(*args)
             if self.owner._graphs:  # reduce-overhead records the graph on a later call: make it now
                 out = self.fn(*args)
@@ -356,22 +398,41 @@ class _Step(torch.nn.Module):
 
 
 class _Chain(torch.nn.Module):
-    """The K − 1 one-token greedy draft forwards after a round's first, as one module
-    (:meth:`CompiledGPT.greedy_drafts`): ``model`` is the :class:`GPT` (traced as one graph) or a
-    :class:`CompiledGPT` (its compiled step, one call each)."""
+    """A chain of one-token greedy forwards, as one module (:meth:`CompiledGPT.greedy_chain`): ``model`` is
+    the :class:`GPT` (traced as one graph) or a :class:`CompiledGPT` (its compiled step, one call each)."""
 
     def __init__(self, model, steps: int):
         super().__init__()
         self.model, self.steps = model, steps
 
-    def forward(self, token, pos, window):
-        # token (1,) the first draft, pos (1,) the pending token's slot, window (L, S) causal rows over the span
-        drafts = []
-        for i in range(1, self.steps + 1):
-            at = pos + i  # (1,): the slot of the draft fed
-            token = self.model.forward_at(token.view(1, 1), at, at, window[at])[0, -1].argmax(-1, keepdim=True)
-            drafts.append(token)
-        return torch.cat(drafts)  # (K − 1,)
+    def forward(self, tokens, pos, window):
+        # tokens (n,) fed at slots pos + 1 … pos + n, pos (1,), window (L, S) causal rows over the span
+        known, out = tokens.shape[0], []
+        for i in range(known + self.steps - 1):
+            at = pos + 1 + i  # (1,): the slot of the token fed
+            fed = tokens[i : i + 1] if i < known else out[-1]  # (1,)
+            logits = self.model.forward_at(fed.view(1, 1), at, at, window[at])[0, -1]  # (V,)
+            if i >= known - 1:  # from the last known token on, each forward predicts the next token
+                out.append(logits.argmax(-1, keepdim=True))
+        return torch.cat(out)  # (steps,)
+
+
+class _Verify(torch.nn.Module):
+    """A greedy round's verify forward over K + 1 tokens and the greedy rule, as one module
+    (:meth:`CompiledGPT.greedy_verify`): ``model`` is the :class:`GPT` (traced as one graph) or a
+    :class:`CompiledGPT` (its compiled step, then the rule's operators)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, pending, drafts, pos, window):
+        # pending (1,) the token at pos (1,), drafts (K,), window (L, S) causal rows over the span
+        at = pos + torch.arange(drafts.numel() + 1, device=pos.device)  # (K + 1,) slots and positions
+        best = self.model.forward_at(torch.cat([pending, drafts])[None], at, at, window[at])[0].argmax(-1)  # (K + 1,)
+        tests = drafts == best[:-1]  # (K,)
+        accepted = tests.long().cumprod(0).sum(0, keepdim=True)  # (1,): the all-accepted prefix
+        return accepted, best.gather(0, accepted), tests
 
 
 def _bind(model: GPT) -> Callable:
