@@ -289,8 +289,8 @@ def _round(target, draft, state: _State, k: int, sampler: Sampler, buffers: _Buf
         a, nxt, tests, overlaps = result.accepted, result.next_token, result.accept_mask[0], sampling.overlap(p[:k], q)
     # 4. commit
     seq[pos + torch.arange(1, k + 1, device=device)] = drafts
-    seq[pos + 1 + a] = nxt
-    state.pos = pos + 1 + a
+    state.pos = pos + 1 + a  # the next token's slot
+    seq[state.pos] = nxt
     r = state.rounds
     buffers.drafted[r], buffers.tests[r] = drafts, tests
     buffers.overlaps[r], buffers.verdicts[r] = overlaps, torch.cat([a, nxt])

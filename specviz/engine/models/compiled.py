@@ -229,12 +229,8 @@ class CompiledGPT:
         """
         if steps == 0:
             return tokens[:0]
-        window = self.model._causal[:, : self.span(end)]  # (L, S): the causal rows over the span
-        key = (("chain", tokens.numel(), steps), tokens.is_inference(), self.model._cache_len)
-        fn = self._steps.get(key)
-        if fn is None:
-            fn = self._module(key, 1, functools.partial(_Chain, steps=steps), "greedy chain")
-        return self._call(fn, 1, tokens, pos, window)
+        build = functools.partial(_Chain, steps=steps)
+        return self._fused(("chain", tokens.numel(), steps), 1, build, "greedy chain", end, tokens, pos)
 
     def greedy_verify(
         self, pending: torch.Tensor, drafts: torch.Tensor, pos: torch.Tensor, end: int
@@ -253,13 +249,8 @@ class CompiledGPT:
         share one); on CUDA, after a fallback to eager, or where this graph alone fails to compile, the
         step and the rule as separate calls.
         """
-        k = drafts.numel()
-        window = self.model._causal[:, : self.span(end)]  # (L, S)
-        key = (("verify", self._key(k + 1)), drafts.is_inference(), self.model._cache_len)
-        fn = self._steps.get(key)
-        if fn is None:
-            fn = self._module(key, k + 1, _Verify, "greedy verification")
-        return self._call(fn, k + 1, pending, drafts, pos, window)
+        t = drafts.numel() + 1
+        return self._fused(("verify", self._key(t)), t, _Verify, "greedy verification", end, pending, drafts, pos)
 
     def forward_tree(self, idx, start, nodes, parents) -> torch.Tensor:
         """As :meth:`GPT.forward_tree`, through the compiled step for M = len(nodes)."""
@@ -305,14 +296,25 @@ class CompiledGPT:
         """The compiled step that serves T = ``t``: its own, or (0) the one dynamic in T ≥ 2."""
         return 0 if self._shared_t and t > 1 else t
 
+    def _fused(self, name, t: int, build: Callable[..., torch.nn.Module], what: str, end: int, *args):
+        """``args`` and the causal rows over the span up to ``end`` (L, S) through the module ``build``
+        makes (:class:`_Chain`, :class:`_Verify`), kept under ``name`` (with the inputs' inference mode and
+        the cache length, as :meth:`step` keeps steps) and built only when missing (:meth:`_module`)."""
+        window = self.model._causal[:, : self.span(end)]  # (L, S)
+        key = (name, args[0].is_inference(), self.model._cache_len)
+        fn = self._steps.get(key)
+        if fn is None:
+            fn = self._module(key, t, build, what)
+        return self._call(fn, t, *args, window)
+
     def _module(self, key, t: int, build: Callable[..., torch.nn.Module], what: str) -> Callable:
         """A callable for ``key``, not yet kept, for a module of several steps' work (:class:`_Chain`,
         :class:`_Verify`), ``build(model)``: built on the :class:`GPT` and compiled as the step over ``t``
         tokens is, its first call timed into :attr:`compile_s` under T = ``t``; or built on this wrapper,
         the same work through the single steps (``stepwise``), on CUDA (a CUDA graph per step), after the
         whole model fell back to eager, or once the module failed to compile (:meth:`_module_failed`).
-        Callers look in ``_steps`` first: a round should not pay for building a module (tens of µs); what
-        this returns is kept there, but for the first call of a compiled module."""
+        :meth:`_fused` looks in ``_steps`` first: a round should not pay for building a module (tens of
+        µs); what this returns is kept there, but for the first call of a compiled module."""
         stepwise = build(self)
         if self.fallback is not None or self._graphs:
             self._steps[key] = stepwise
@@ -339,7 +341,7 @@ class CompiledGPT:
 
     def _module_failed(self, key, stepwise: Callable, what: str) -> Callable[[BaseException], None]:
         """What a module that fails to compile does: ``stepwise`` from then on (the key holds it), through
-        the single compiled steps, and a warning says why, once per reason."""
+        the single compiled steps, and a warning says why, once per process."""
 
         def failed(exc: BaseException) -> None:
             self._steps[key] = stepwise
