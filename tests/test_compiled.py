@@ -368,9 +368,10 @@ def test_the_greedy_draft_chain_equals_k_steps_and_writes_the_same_cache(pair, p
 
 @pytest.mark.slow
 def test_greedy_verification_equals_the_eager_forward_and_rule_and_writes_the_same_cache(pair, prompts):
-    """CompiledGPT.greedy_verify (the forward over K + 1 tokens and the greedy rule in one compiled call)
-    gives sampling.verify's a, next token and tests on the eager forward's distributions, for every
-    accepted count 0 … K, and leaves the target's cache as the eager forward does."""
+    """CompiledGPT.greedy_verify (the forward over K + 1 tokens, the greedy rule and the commit in one compiled
+    call) gives sampling.verify's a, next token and tests on the eager forward's distributions, the next
+    round's feed and slot, for every accepted count 0 … K, and leaves the target's cache as the eager
+    forward does."""
     model = pair[0]
     wrapped = compiled.compile_steps(model)
     with torch.inference_mode():
@@ -402,6 +403,9 @@ def test_greedy_verification_equals_the_eager_forward_and_rule_and_writes_the_sa
                 got = wrapped.greedy_verify(pending, drafts, at, pos + k + 1)
                 assert got[0].tolist() == [a] and expected.accepted.tolist() == [a], (k, a)
                 assert torch.equal(got[1], expected.next_token) and torch.equal(got[2], expected.accept_mask[0])
+                block = torch.cat([pending, drafts])  # the next round's feed: the tokens at slots pos + a, pos + a + 1
+                assert got[3].tolist() == [block[a].item(), expected.next_token.item()], (k, a)
+                assert got[4].tolist() == [pos + a + 1], (k, a)
                 for x, y in zip(caches, [b for b in model.buffers() if b.dim() == 4], strict=True):
                     torch.testing.assert_close(y[..., : pos + k + 1, :], x[..., : pos + k + 1, :], atol=1e-5, rtol=0)
     assert wrapped.fallback is None

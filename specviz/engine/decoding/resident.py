@@ -5,8 +5,9 @@ every round's verdict back (``int``, ``.tolist()``): several synchronisations pe
 drains a GPU's queue. Here the token buffer ``seq`` (L + K + 2,) and the position ``pos`` (0-d) live on
 the models' device, drafting, verification (:func:`specviz.engine.sampling.verify`, the same rule) and
 the commit are device operations, and the only value the host reads in a round is the number of
-accepted drafts, to know when the requested tokens are out. Per-round records are written to device
-buffers (R, K) and copied to the host once, after the loop.
+accepted drafts, to know when the requested tokens are out. Per-round records stay on the device, a
+tensor per round, and are stacked and copied to the host once, after the loop; the output is read
+from them.
 
 Timing never synchronises either: on CUDA each part of a round is bracketed by CUDA events read after
 the loop, on the CPU by the wall clock (CPU operations are done when they return). So draft_ms,
@@ -21,9 +22,8 @@ take the host loops otherwise.
 
 from __future__ import annotations
 
-import functools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -178,16 +178,19 @@ def speculative_generate(
        the draft is behind), so that one graph per K serves every round;
     2. verify: one target forward over ``seq[pos]`` and the K drafts at pos … pos + K;
     3. the rule: :func:`specviz.engine.sampling.verify` gives a (1,) and the next token (1,); at
-       temperature 0, steps 2 and 3 are one compiled call
+       temperature 0, steps 2 to 4 are one compiled call
        (:meth:`~specviz.engine.models.compiled.CompiledGPT.greedy_verify`), timed as the verify;
-    4. commit: the drafts go to ``seq[pos + 1 …]``, the next token to ``seq[pos + 1 + a]``,
-       and ``pos += a + 1``.
+    4. commit: ``pos += a + 1``; at temperature > 0 the drafts go to ``seq[pos + 1 …]`` and the next
+       token to ``seq[pos + 1 + a]``, where the next round's drafting reads them. At temperature 0 the
+       verify call returns the next pending slot and the tokens the next round's drafting feeds (what
+       ``seq[pos − 1]`` and ``seq[pos]`` would hold), so that a round runs no device operation outside
+       its two compiled calls but the slot arithmetic of the drafting's input and the read of a.
 
-    The record of the round (drafts, a, next token, tests, Σ min(p, q) at every position) is written
-    to row r of device buffers; :class:`RoundRecord` s are built from one copy after the loop, trimmed
-    to the verified positions as the host loop records them. As
-    :func:`specviz.engine.decoding.speculative_generate`, which calls this for a compiled pair with a
-    constant K.
+    The record of the round (drafts, a, next token, tests, Σ min(p, q) at every position) stays on the
+    device, a tensor each (:class:`_Log`); :class:`RoundRecord` s are built from one stacked copy after
+    the loop, trimmed to the verified positions as the host loop records them, and the output is their
+    emitted tokens. As :func:`specviz.engine.decoding.speculative_generate`, which calls this for a
+    compiled pair with a constant K.
     """
     device = target.device
     sampler = Sampler(temperature, generator)
@@ -204,36 +207,48 @@ def speculative_generate(
         _step_ms(m, seq, pos, p_len - 1, temperature, calibration_steps) if calibration_steps else float("nan")
         for m in (target, draft)
     )
-    buffers = _Buffers.empty(max_new_tokens, k, device)  # rounds emit at least one token each
-    state, marks = _State(seq, pos, p_len - 1, last_two=torch.tensor([-1, 0], device=device)), Marks(device)
+    log, marks = _Log(), Marks(device)
+    state = _State(seq, pos, p_len - 1, pending=seq[pos], feed=seq[p_len - 2 : p_len] if p_len >= 2 else None)
     start = time.perf_counter()
     marks.mark()
     with _steady():
         while state.generated < max_new_tokens:
-            _round(target, draft, state, k, sampler, buffers, marks)
-    decode_s = time.perf_counter() - start
-    stats = GenerationStats(k, temperature, max_new_tokens, decode_s, float(prefill.intervals_ms()[0]), t_p, t_q)
-    stats.rounds = _records(buffers, state.rounds, marks.intervals_ms())
+            _round(target, draft, state, k, sampler, log, marks)
+    stats = GenerationStats(k, temperature, max_new_tokens, 0.0, float(prefill.intervals_ms()[0]), t_p, t_q)
+    stats.rounds = _records(log, marks.intervals_ms())
+    stats.decode_s = time.perf_counter() - start  # the tokens are known once the records are read
     stats.t_verify_ms = float(np.median([x.verify_ms for x in stats.rounds]))
-    out = seq[p_len : p_len + max_new_tokens].cpu()
+    out = torch.tensor([t for r in stats.rounds for t in r.emitted][:max_new_tokens], dtype=torch.long)
     return out, stats
 
 
-@dataclass(frozen=True)
-class _Buffers:
-    """Per-round records on the device, row r for round r, copied to the host once after the loop."""
+@dataclass
+class _Log:
+    """Per-round records on the device, one tensor per round and field, stacked and copied to the host
+    once after the loop: appending a round's outputs costs no device operation, where writing them into
+    rows of preallocated buffers cost one or two each (8 a round)."""
 
-    drafted: torch.Tensor  # (R, K) the drafts
-    tests: torch.Tensor  # (R, K) bool: the acceptance test passed
-    overlaps: torch.Tensor  # (R, K) Σ min(p, q) at each drafted position
-    verdicts: torch.Tensor  # (R, 2): a, the next token
+    drafted: list[torch.Tensor] = field(default_factory=list)  # (K,) the drafts
+    tests: list[torch.Tensor] = field(default_factory=list)  # (K,) bool: the acceptance test passed
+    overlaps: list[torch.Tensor] = field(default_factory=list)  # (K,) Σ min(p, q); none at temperature 0
+    accepted: list[torch.Tensor] = field(default_factory=list)  # (1,) a
+    nexts: list[torch.Tensor] = field(default_factory=list)  # (1,) the next token
 
-    @classmethod
-    def empty(cls, rounds: int, k: int, device: torch.device) -> _Buffers:
-        z = functools.partial(torch.zeros, device=device)
-        return cls(
-            z(rounds, k, dtype=torch.long), z(rounds, k, dtype=torch.bool), z(rounds, k), z(rounds, 2, dtype=torch.long)
-        )
+    def add(self, drafts, tests, a, nxt, overlaps=None) -> None:
+        self.drafted.append(drafts)
+        self.tests.append(tests)
+        self.accepted.append(a)
+        self.nexts.append(nxt)
+        if overlaps is not None:
+            self.overlaps.append(overlaps)
+
+    def host(self) -> tuple[list, list, list, list, list]:
+        """drafted (R, K), tests (R, K), overlaps (R, K), a (R,), next (R,) as lists; the overlaps of a greedy
+        run are its tests (Σ min(p, q) of two one-hot distributions is 1 where they agree, else 0)."""
+        drafted, tests = torch.stack(self.drafted).cpu(), torch.stack(self.tests).cpu()
+        overlaps = torch.stack(self.overlaps).cpu() if self.overlaps else tests.float()
+        accepted, nexts = torch.cat(self.accepted + self.nexts).cpu().view(2, -1).tolist()
+        return drafted.tolist(), tests.tolist(), overlaps.tolist(), accepted, nexts
 
 
 @dataclass
@@ -246,17 +261,18 @@ class _State:
     generated: int = 0  # tokens emitted so far (the host learns a each round)
     rounds: int = 0
     behind: bool = False  # the last round accepted every draft: the draft never saw the last one
-    last_two: torch.Tensor | None = None  # (2,) the offsets −1, 0 from pos on the device (a greedy round's feed)
+    pending: torch.Tensor | None = None  # (1,) the token at pos (a greedy round's; seq's at temperature > 0)
+    feed: torch.Tensor | None = None  # (2,) the tokens at pos − 1 and pos (a greedy round's drafting input)
 
 
-def _round(target, draft, state: _State, k: int, sampler: Sampler, buffers: _Buffers, marks: Marks) -> None:
-    """One round (steps 1–4 of :func:`speculative_generate`), recorded in row ``state.rounds`` of ``buffers``."""
+def _round(target, draft, state: _State, k: int, sampler: Sampler, log: _Log, marks: Marks) -> None:
+    """One round (steps 1–4 of :func:`speculative_generate`), recorded in ``log``."""
     seq, pos, device = state.seq, state.pos, state.seq.device
     now = state.first + state.generated  # pos, as the host knows it: each forward's span follows from it
     if sampler.greedy and now >= 1:
         # 1. the K drafts in one compiled call, from the token before the pending one (the last draft, which
         # the draft never fed, after a round that accepted every draft; else a rewrite of its slot as it was)
-        drafts = draft.greedy_chain(seq[pos + state.last_two], pos - 2, k, now + k)  # (K,)
+        drafts = draft.greedy_chain(state.feed, pos - 2, k, now + k)  # (K,)
     else:
         # 1. draft: the last draft first when the draft is behind, then the pending token, a one-token forward
         # each (as the greedy chain feeds them: the draft's only compiled step is its one-token one)
@@ -274,9 +290,10 @@ def _round(target, draft, state: _State, k: int, sampler: Sampler, buffers: _Buf
         drafts, q = torch.cat(tokens), torch.stack(q_rows)  # (K,), (K, V)
     marks.mark()
     if sampler.greedy:
-        # 2–3. the verify forward and the greedy rule in one compiled call; Σ min(p, q) of two one-hots is the test
-        a, nxt, tests = target.greedy_verify(seq[pos], drafts, pos, now + k + 1)  # (1,), (1,), (K,)
-        overlaps = tests.float()
+        # 2–4. the verify forward, the greedy rule and the commit in one compiled call
+        a, nxt, tests, state.feed, state.pos = target.greedy_verify(state.pending, drafts, pos, now + k + 1)
+        state.pending = nxt
+        log.add(drafts, tests, a, nxt)
         marks.mark()
     else:
         # 2. verify forward
@@ -286,27 +303,24 @@ def _round(target, draft, state: _State, k: int, sampler: Sampler, buffers: _Buf
         marks.mark()
         # 3. the rule
         result = sampling.verify(p[None], q[None], drafts[None], sampler.generator)
-        a, nxt, tests, overlaps = result.accepted, result.next_token, result.accept_mask[0], sampling.overlap(p[:k], q)
-    # 4. commit
-    seq[pos + torch.arange(1, k + 1, device=device)] = drafts
-    state.pos = pos + 1 + a  # the next token's slot
-    seq[state.pos] = nxt
-    r = state.rounds
-    buffers.drafted[r], buffers.tests[r] = drafts, tests
-    buffers.overlaps[r], buffers.verdicts[r] = overlaps, torch.cat([a, nxt])
+        a, nxt = result.accepted, result.next_token
+        log.add(drafts, result.accept_mask[0], a, nxt, sampling.overlap(p[:k], q))
+        # 4. commit
+        seq[pos + torch.arange(1, k + 1, device=device)] = drafts
+        state.pos = pos + 1 + a  # the next token's slot
+        seq[state.pos] = nxt
     accepted = to_host(a[0])  # the round's one read
+    r = state.rounds
     state.generated, state.rounds, state.behind = state.generated + 1 + accepted, r + 1, accepted == k
     marks.mark()
 
 
-def _records(buffers: _Buffers, rounds: int, ms: np.ndarray) -> list[RoundRecord]:
-    """Round records from the first ``rounds`` rows of the device buffers and the marks' intervals
-    (3R,), as the host loop writes them: tests and overlaps at the min(a + 1, K) verified positions."""
-    drafted, tests, overlaps, verdicts = (
-        x[:rounds].cpu().tolist() for x in (buffers.drafted, buffers.tests, buffers.overlaps, buffers.verdicts)
-    )
+def _records(log: _Log, ms: np.ndarray) -> list[RoundRecord]:
+    """Round records from the log (one copy) and the marks' intervals (3R,), as the host loop writes
+    them: tests and overlaps at the min(a + 1, K) verified positions."""
+    drafted, tests, overlaps, accepted, nexts = log.host()
     out = []
-    for i, (d, t, o, (a, nxt)) in enumerate(zip(drafted, tests, overlaps, verdicts, strict=True)):
+    for i, (d, t, o, a, nxt) in enumerate(zip(drafted, tests, overlaps, accepted, nexts, strict=True)):
         verified = min(a + 1, len(d))
         out.append(
             RoundRecord(

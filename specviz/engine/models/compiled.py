@@ -234,18 +234,19 @@ class CompiledGPT:
 
     def greedy_verify(
         self, pending: torch.Tensor, drafts: torch.Tensor, pos: torch.Tensor, end: int
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """A greedy round's verification as one compiled call: the forward over the pending token
+    ) -> tuple[torch.Tensor, ...]:
+        """A greedy round's verification and commit as one compiled call: the forward over the pending token
         ``pending`` (1,) at ``pos`` (1,) and the K ``drafts`` (K,) after it, and the rule at temperature 0,
         :func:`specviz.engine.sampling.verify` with ``greedy=True`` on the forward's argmax tokens b (K + 1,):
 
             tests_i = [x_i = b_i],   a = Σ_j Π_{i ≤ j} tests_i,   next = b_a.
 
-        Returns a (1,), next (1,) and tests (K,) bool; ``end`` bounds the slots written (:meth:`span`).
-        The tokens are those of :meth:`forward_at` over K + 1 tokens and the rule, up to float rounding
-        (a near-tie may go the other way). The rule's dozen small operators (the one-hot distribution,
-        the comparisons, the prefix count, the index) then run inside the step's graph instead of one
-        Python call each. Compiled as the step over K + 1 tokens is (one graph for every K where those
+        Returns a (1,), next (1,), tests (K,) bool, the next round's feed (2,) — the token at slot
+        pos + a (the pending token, or the last accepted draft) and next — and next's slot pos + a + 1
+        (1,); ``end`` bounds the slots written (:meth:`span`). The tokens are those of :meth:`forward_at`
+        over K + 1 tokens and the rule, up to float rounding (a near-tie may go the other way). The
+        rule's dozen small operators (the one-hot distribution, the comparisons, the prefix count, the
+        index) and the commit's then run inside the step's graph instead of one Python call each. Compiled as the step over K + 1 tokens is (one graph for every K where those
         share one); on CUDA, after a fallback to eager, or where this graph alone fails to compile, the
         step and the rule as separate calls.
         """
@@ -430,11 +431,13 @@ class _Verify(torch.nn.Module):
 
     def forward(self, pending, drafts, pos, window):
         # pending (1,) the token at pos (1,), drafts (K,), window (L, S) causal rows over the span
-        at = pos + torch.arange(drafts.numel() + 1, device=pos.device)  # (K + 1,) slots and positions
-        best = self.model.forward_at(torch.cat([pending, drafts])[None], at, at, window[at])[0].argmax(-1)  # (K + 1,)
+        block = torch.cat([pending, drafts])  # (K + 1,) the tokens at slots pos … pos + K
+        at = pos + torch.arange(block.numel(), device=pos.device)  # (K + 1,) slots and positions
+        best = self.model.forward_at(block[None], at, at, window[at])[0].argmax(-1)  # (K + 1,)
         tests = drafts == best[:-1]  # (K,)
         accepted = tests.long().cumprod(0).sum(0, keepdim=True)  # (1,): the all-accepted prefix
-        return accepted, best.gather(0, accepted), tests
+        nxt = best.gather(0, accepted)  # (1,)
+        return accepted, nxt, tests, torch.cat([block.gather(0, accepted), nxt]), pos + 1 + accepted
 
 
 def _bind(model: GPT) -> Callable:
