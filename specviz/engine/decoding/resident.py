@@ -214,9 +214,9 @@ def speculative_generate(
     with _steady():
         while state.generated < max_new_tokens:
             _round(target, draft, state, k, sampler, log, marks)
-    stats = GenerationStats(k, temperature, max_new_tokens, 0.0, float(prefill.intervals_ms()[0]), t_p, t_q)
+    decode_s = time.perf_counter() - start
+    stats = GenerationStats(k, temperature, max_new_tokens, decode_s, float(prefill.intervals_ms()[0]), t_p, t_q)
     stats.rounds = _records(log, marks.intervals_ms())
-    stats.decode_s = time.perf_counter() - start  # the tokens are known once the records are read
     stats.t_verify_ms = float(np.median([x.verify_ms for x in stats.rounds]))
     out = torch.tensor([t for r in stats.rounds for t in r.emitted][:max_new_tokens], dtype=torch.long)
     return out, stats
