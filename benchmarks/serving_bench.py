@@ -30,8 +30,9 @@ Run from the repository root::
    Each of ``--repeats`` rounds runs every load on both servers; the table holds the medians, how much
    a 10 % error in the costs would move each prediction (``tpot_sens``) and how far the measured TPOT moved
    between rounds ((max − min) / median, ``tpot_spread``). An open loop's mean TPOT rests on its bursts:
-   each open-loop run sends ``--open-seconds`` (120 s) of Poisson arrivals. Targets: TPOT and output throughput within ±20 %
-   at every load; the concurrency from which speculation stops paying within one step of the measured one.
+   each open-loop run sends ``--open-seconds`` (120 s) of Poisson arrivals. Targets: TPOT and output
+   throughput within ±20 % at every load; the concurrency from which speculation stops paying within one
+   step of the measured one.
 """
 
 from __future__ import annotations
@@ -357,10 +358,8 @@ def server_check(args) -> None:
         # E[N] from the draft counters of every calibration so far (never the load's): one calibration's
         # 8 prompts gave 1.90–2.56 for the same load, the pooled count settles as the run goes on
         counts = np.zeros(2, dtype=int)  # accepted, drafted
-        for srv, kk in (
-            (plain_srv, 0),
-            (spec_srv, k),
-        ):  # a fresh server's first batches run slow: their times discarded
+        # a fresh server's first batches run slow: their times discarded
+        for srv, kk in ((plain_srv, 0), (spec_srv, k)):
             first = server_steps(srv.url, cal_stream, cal_fresh, cal_prompts[0], k=kk, repeats=1, **cal)
             counts += (first["accepted"], first["drafted"])
         steps = server_steps(plain_srv.url, cal_stream, cal_fresh, cal_prompts[0], k=0, **cal)

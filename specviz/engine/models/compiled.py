@@ -246,9 +246,10 @@ class CompiledGPT:
         (1,); ``end`` bounds the slots written (:meth:`span`). The tokens are those of :meth:`forward_at`
         over K + 1 tokens and the rule, up to float rounding (a near-tie may go the other way). The
         rule's dozen small operators (the one-hot distribution, the comparisons, the prefix count, the
-        index) and the commit's then run inside the step's graph instead of one Python call each. Compiled as the step over K + 1 tokens is (one graph for every K where those
-        share one); on CUDA, after a fallback to eager, or where this graph alone fails to compile, the
-        step and the rule as separate calls.
+        index) and the commit's then run inside the step's graph instead of one Python call each.
+        Compiled as the step over K + 1 tokens is (one graph for every K where those share one); on CUDA,
+        after a fallback to eager, or where this graph alone fails to compile, the step and the rule as
+        separate calls.
         """
         t = drafts.numel() + 1
         return self._fused(("verify", self._key(t)), t, _Verify, "greedy verification", end, pending, drafts, pos)
