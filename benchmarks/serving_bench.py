@@ -21,10 +21,12 @@ Run from the repository root::
    B = 1 … slots decoding from cached prompts, the server's timings, and E[N] from its draft counters,
    pooled over every calibration so far;
    ``stall``: what one new request costs the requests decoding), measured just before each server's run of each load (this VM's speed drifts by ±20 % over minutes),
-   never fitted to the load runs. Each calibration batch of B decodes in B slots drawn uniformly, as the
-   load's least-recently-used slots spread its B busy ones (llama-server forwards each run of consecutive
-   busy slots apart, and two lone slots cost more than two one-slot steps); ``--contiguous`` calibrates
-   slots 0 … B − 1 and prices the spread with ``serving.scattered_steps``, as the Serving view does.
+   never fitted to the load runs. Each calibration batch of B decodes in B slots drawn from the layouts the
+   load's rounds at B busy slots meet under llama-server's least-recently-used slot choice
+   (``serving.lru_slot_layouts``, simulated for that load on the costs measured before; llama-server
+   forwards each run of consecutive busy slots apart, and two lone slots cost more than two one-slot
+   steps); ``--contiguous`` calibrates slots 0 … B − 1 and prices the spread with
+   ``serving.scattered_steps``, as the Serving view does.
    The servers run on the last core and the load generator on the other (``--pin``, the default),
    without llama-server's host-memory prompt cache (``--cache-ram 0``: no request reuses another's prompt).
    Each of ``--repeats`` rounds runs every load on both servers; the table holds the medians, how much
@@ -119,12 +121,12 @@ def server_steps(
     slots: int,
     k: int,
     repeats: int = 2,
-    spread: np.random.Generator | None = None,
+    layout=None,
 ) -> dict:
     """What the server's steps cost, from its own timings of synchronised batches (never from a load run).
 
     For every B = 1 … ``slots``: B requests start together (a barrier), each generating ``tokens`` tokens,
-    streamed as the load streams them, in B slots drawn uniformly by ``spread`` (a new draw each batch; None:
+    streamed as the load streams them, in the B slots ``layout(B)`` gives (a new draw each batch; None:
     slots 0 … B − 1); each prompt was left in its slot's cache just before
     (``cache_prompt``, the slot pinned by ``id_slot``), so the batch decodes without a prefill among its
     steps (a request that prefilled more than its last token is an error). The batches take ``slots`` new
@@ -141,9 +143,9 @@ def server_steps(
     cache (about 45 against 50 ms here).
 
     The slots matter: llama-server forwards each run of consecutive busy slots apart, and on dev-cpu two
-    lone slots took 1.77–2.01 ms a step against 2 × 0.84–0.87 ms for one (2026-12-05), so B's step is
-    measured over the layouts the load's least-recently-used slots produce, B = 1 and 2 (a pair is adjacent
-    in 1 draw of 4 at 8 slots, and costs more when it is) with 4× the batches.
+    lone slots took 1.77–2.01 ms a step against 2 × 0.84–0.87 ms for one and 2.15–2.29 ms for two
+    neighbours (2026-12-05), so B's step is measured over the layouts the load meets (:func:`slot_plan`),
+    B = 1, 2 and 3 with 8×, 4× and 3× the batches.
 
     Returns per_token (slots,) and per_round (slots,) seconds, mean_tokens (E[N] over every batch:
     1 + K·accepted/drafted, 1 without a draft), the counts accepted and drafted, and prefill (seconds).
@@ -176,12 +178,13 @@ def server_steps(
     drafted = accepted = 0
     drawn = [next(prompts) for _ in range(slots)]  # new ones each call, shared by its batches
     for b in range(1, slots + 1):
-        times, b_drafted, b_accepted = [], 0, 0
+        times, weights, b_drafted, b_accepted = [], [], 0, 0
         # B = 1: one time a batch, ±25 % from one to the next here (the lightest loads hang on it: 8× the
-        # batches, 1 s); B = 2: its two layouts differ by 15 %
-        for r in range({1: 8 * repeats, 2: 4 * repeats}.get(b, repeats)):
+        # batches, 1 s); B = 2 and 3: their layouts' kinds differ by up to 45 %, each measured
+        batches = {1: 8 * repeats, 2: 4 * repeats, 3: 3 * repeats}.get(b, repeats)
+        plan = [(list(range(b)), 1 / batches)] * batches if layout is None else layout(b, batches)
+        for r, (ids, weight) in enumerate(plan):
             batch = [drawn[(r + i) % slots] for i in range(b)]
-            ids = range(b) if spread is None else sorted(int(x) for x in spread.choice(slots, b, replace=False))
             at = dict(zip(ids, batch, strict=True))  # slot → its prompt, cached there first
             for slot, prompt in at.items():
                 request(prompt, 1, cache=True, stream=False, slot=slot)
@@ -196,10 +199,11 @@ def server_steps(
             prefilled = [t["prompt_n"] for t in got if t["prompt_n"] > 1]
             if prefilled:  # a request outside its cached slot: its prefill stalled the batch
                 raise RuntimeError(f"calibration: {len(prefilled)} of {b} requests prefilled {prefilled} tokens")
-            times += [t["predicted_ms"] / t["predicted_n"] / 1e3 for t in got]  # tokens alike: n each
+            times.append(np.mean([t["predicted_ms"] / t["predicted_n"] / 1e3 for t in got]))  # tokens alike: n each
+            weights.append(weight)
             b_drafted += sum(t.get("draft_n", 0) for t in got)
             b_accepted += sum(t.get("draft_n_accepted", 0) for t in got)
-        per_token[b - 1] = np.mean(times)
+        per_token[b - 1] = np.average(times, weights=weights)
         per_round[b - 1] = per_token[b - 1] * mean_tokens(k, b_accepted, b_drafted)
         drafted, accepted = drafted + b_drafted, accepted + b_accepted
     prefill = np.mean([stall(url, stall_running, next(stall_prompts)) for _ in range(3)])
@@ -211,6 +215,45 @@ def server_steps(
         "drafted": drafted,
         "prefill": float(prefill),
     }
+
+
+def run_lengths(layout) -> tuple[int, ...]:
+    """The lengths of a sorted layout's runs of consecutive slot ids, longest first: (2, 1) for {0, 1, 5}."""
+    cuts = np.flatnonzero(np.diff(layout) != 1) + 1
+    return tuple(sorted((len(r) for r in np.split(np.asarray(layout), cuts)), reverse=True))
+
+
+def slot_plan(layouts: dict, slots: int, rng: np.random.Generator, *, stratified: int = 3):
+    """A calibration's slots, as the load places its busy ones: ``plan(b, batches)`` gives ``batches``
+    (slots, weight) pairs for b busy slots, from the layouts ``serving.lru_slot_layouts`` met weighted by
+    the rounds each held (b slots drawn uniformly where the load never had b busy).
+
+    Up to b = ``stratified`` the batches are spread over the layouts' kinds (their runs' lengths: {0, 1} and
+    {3, 7} differ by 45 % a step with the draft here, and 8 draws of a 30 / 70 mixture put 5 or more on
+    the rarer kind one time in ten) and each kind weighs what the load gives it; beyond, draws."""
+
+    def plan(b: int, batches: int) -> list[tuple[list[int], float]]:
+        if b not in layouts:
+            return [(sorted(int(x) for x in rng.choice(slots, b, replace=False)), 1 / batches) for _ in range(batches)]
+        met, rounds = layouts[b]
+        p = rounds / rounds.sum()
+        if b > stratified:
+            return [(list(met[i]), 1 / batches) for i in rng.choice(len(met), batches, p=p)]
+        kinds: dict[tuple[int, ...], list[int]] = {}
+        for i, layout in enumerate(met):
+            kinds.setdefault(run_lengths(layout), []).append(i)
+        order = sorted(kinds, key=lambda kind: -p[kinds[kind]].sum())[:batches]  # the likeliest, if too many
+        share = np.array([p[kinds[kind]].sum() for kind in order])
+        share /= share.sum()
+        out = []
+        for j, kind in enumerate(order):
+            n = batches // len(order) + (j < batches % len(order))  # batches spread over the kinds
+            members = np.array(kinds[kind])
+            for i in rng.choice(members, n, p=p[members] / p[members].sum()):
+                out.append((list(met[i]), share[j] / n))
+        return out
+
+    return plan
 
 
 def mean_tokens(k: int, accepted: int, drafted: int) -> float:
@@ -352,17 +395,20 @@ def server_check(args) -> None:
     ):
         if pin:
             os.sched_setaffinity(0, set(cores[:-threads]))  # this thread, and the client threads it starts
-        # the calibration batches' slots: drawn as the load's spread (one generator for the run), or 0 … B − 1
-        spread = None if args.contiguous else np.random.default_rng(0)
-        cal = dict(tokens=g, slots=slots, spread=spread)
+        # the calibration batches' slots: where the load puts them (one generator for the run), or 0 … B − 1;
+        # uniform draws until a load's layouts are simulated
+        draws = np.random.default_rng(0)
+        uniform = None if args.contiguous else slot_plan({}, slots, draws)
+        cal = dict(tokens=g, slots=slots)
         # E[N] from the draft counters of every calibration so far (never the load's): one calibration's
         # 8 prompts gave 1.90–2.56 for the same load, the pooled count settles as the run goes on
         counts = np.zeros(2, dtype=int)  # accepted, drafted
         # a fresh server's first batches run slow: their times discarded
         for srv, kk in ((plain_srv, 0), (spec_srv, k)):
-            first = server_steps(srv.url, cal_stream, cal_fresh, cal_prompts[0], k=kk, repeats=1, **cal)
+            first = server_steps(srv.url, cal_stream, cal_fresh, cal_prompts[0], k=kk, repeats=1, layout=uniform, **cal)
             counts += (first["accepted"], first["drafted"])
-        steps = server_steps(plain_srv.url, cal_stream, cal_fresh, cal_prompts[0], k=0, **cal)
+        steps = server_steps(plain_srv.url, cal_stream, cal_fresh, cal_prompts[0], k=0, layout=uniform, **cal)
+        before = {0: steps, k: first}  # each server's latest costs: the clock of the next load's simulated slots
         # the two rates: 35 % and 70 % of the capacity these costs predict without speculation (every slot
         # busy: one run of slots, whatever the layout)
         cap_rps = float(slots / ((g - 1) * smoothed(steps["per_token"])[-1] + slots * steps["prefill"]))
@@ -380,7 +426,22 @@ def server_check(args) -> None:
                 for kk, srv in ((0, plain_srv), (k, spec_srv)):
                     # the costs on prompts the load never sends, just before the load: this VM's speed drifts
                     # by ±20 % over minutes, so costs measured a round earlier mispredict a load by as much
-                    steps = server_steps(srv.url, cal_stream, cal_fresh, cal_prompts[0], k=kk, **cal)
+                    en = mean_tokens(kk, *counts) if kk else 1.0
+                    layout = None
+                    if not args.contiguous:  # the slots this load keeps busy, simulated on the costs before
+                        placed = serving.lru_slot_layouts(
+                            slots,
+                            output,
+                            rng=draws,
+                            **({"users": int(load)} if mode == "closed" else {"rate": float(load)}),
+                            round_s=smoothed(before[kk]["per_round"]),
+                            prefill_s=before[kk]["prefill"],
+                            mean_tokens=en,
+                            requests=2000,
+                        )
+                        layout = slot_plan(placed, slots, draws)
+                    steps = server_steps(srv.url, cal_stream, cal_fresh, cal_prompts[0], k=kk, layout=layout, **cal)
+                    before[kk] = steps
                     counts += (steps["accepted"], steps["drafted"])
                     en = mean_tokens(kk, *counts) if kk else 1.0
                     option = serving.Option(f"K = {kk}", kk, en, kk + 1)

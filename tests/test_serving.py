@@ -300,6 +300,74 @@ def test_scattered_steps_count_runs_and_tokens(slots):
     assert (got >= t - 1e-12).all()  # a fixed cost per forward: scattered never cheaper than contiguous
 
 
+def _runs(layout) -> int:
+    """Runs of consecutive slot ids in a sorted layout."""
+    return 1 + int(np.count_nonzero(np.diff(layout) != 1))
+
+
+def test_lru_free_slot_follows_llama_servers_rule():
+    never = np.full(4, -1.0)
+    assert serving.lru_free_slot(never, busy=()) == 3  # ties to the highest id
+    assert serving.lru_free_slot(never, busy={3, 2}) == 1
+    assert serving.lru_free_slot(np.array([5.0, 2.0, 9.0, 7.0]), busy={1}) == 0  # released longest ago
+    with pytest.raises(ValueError, match="every slot is busy"):
+        serving.lru_free_slot(never, busy=range(4))
+
+
+def test_lru_layouts_walk_with_one_length_and_scatter_with_many():
+    rng = np.random.default_rng(0)
+    walk = serving.lru_slot_layouts(8, serving.Lengths.fixed(64), rng=rng, users=2, requests=400)
+    assert set(walk) == {2} and all(_runs(layout) == 1 for layout in walk[2][0])  # side by side, always
+    # uneven outputs end out of order, and the queue of free slots stops being a walk: about as many runs as
+    # a uniform draw of 2 of 8 slots (1.75), far from the walk's 1
+    mixed = serving.lru_slot_layouts(8, serving.Lengths.uniform(64, 192), rng=rng, users=2, requests=2000)
+    layouts, rounds = mixed[2]
+    assert 1.5 < rounds @ [_runs(x) for x in layouts] / rounds.sum() < 1.9
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    slots=st.integers(1, 9),
+    users=st.integers(1, 12),
+    length=st.integers(2, 40),
+    mean_tokens=st.floats(1.0, 4.0),
+    seed=st.integers(0, 2**16),
+)
+def test_lru_layouts_account_for_every_round(slots, users, length, mean_tokens, seed):
+    requests = 30
+    got = serving.lru_slot_layouts(
+        slots,
+        serving.Lengths.fixed(length),
+        rng=np.random.default_rng(seed),
+        users=users,
+        mean_tokens=mean_tokens,
+        requests=requests,
+    )
+    held = 0.0
+    for n, (layouts, rounds) in got.items():
+        assert 1 <= n <= min(slots, users) and (rounds > 0).all()
+        assert all(len(set(x)) == n and list(x) == sorted(x) and x[0] >= 0 and x[-1] < slots for x in layouts)
+        held += n * rounds.sum()
+    # every request holds its slot for max(1, ⌈(G − 1)/E[N]⌉) rounds
+    assert held == requests * max(1, int(np.ceil((length - 1) / mean_tokens)))
+
+
+def test_lru_layouts_of_an_open_loop():
+    rng = np.random.default_rng(1)
+    out = serving.Lengths.uniform(64, 192)
+    step = 1e-3 * np.arange(1, 9)
+    light = serving.lru_slot_layouts(8, out, rng=rng, rate=0.5, round_s=step, prefill_s=0.04, requests=300)
+    heavy = serving.lru_slot_layouts(8, out, rng=rng, rate=20.0, round_s=step, prefill_s=0.04, requests=300)
+
+    def mean_busy(layouts):
+        return sum(n * r.sum() for n, (_, r) in layouts.items()) / sum(r.sum() for _, r in layouts.values())
+
+    assert mean_busy(light) < 1.2 and mean_busy(heavy) > 6  # λ·E2E busy slots: 0.5 × 0.13 s; past capacity
+    assert heavy[8][0] == [tuple(range(8))]
+    with pytest.raises(ValueError, match="users .* or rate"):
+        serving.lru_slot_layouts(8, out, rng=rng)
+
+
 def test_a_grid_with_a_kv_stream_per_slot():
     target, draft = TARGET, DRAFT
     lengths = P, serving.Lengths.fixed(128)

@@ -446,3 +446,21 @@ def test_llama_server_takes_the_flags(tmp_path, llama_binary, gguf_pair):
             assert reply["timings"].get("draft_n", 0) > 0  # it drafted with the flags given
             props = httpx.get(server.url + "/props", timeout=10).json()
             assert props["total_slots"] == 2
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_llama_server_gives_the_slot_serving_predicts(tmp_path, llama_binary, gguf_pair):
+    """serving.lru_free_slot against llama-server's own choice: requests one after another, each with a
+    prompt no slot holds, on a fresh server of 4 slots (ties to the highest id, then release order)."""
+    from specviz.servers import llamacpp
+
+    target, _ = gguf_pair
+    last_used, chosen, expected = np.full(4, -1.0), [], []
+    with llamacpp.serve(llama_binary, target, None, 0, log_dir=tmp_path, slots=4) as server:
+        for i in range(7):
+            expected.append(serving.lru_free_slot(last_used, busy=()))
+            prompt = [65 + i] * 8  # no common prefix with any slot's tokens: the least-recently-used rule decides
+            chosen.append(llamacpp.complete(server.url, prompt, 4)["id_slot"])
+            last_used[chosen[-1]] = i  # released when it ended
+    assert chosen == expected == [3, 2, 1, 0, 3, 2, 1]
