@@ -229,8 +229,8 @@ def slot_plan(layouts: dict, slots: int, rng: np.random.Generator, *, stratified
     the rounds each held (b slots drawn uniformly where the load never had b busy).
 
     Up to b = ``stratified`` the batches are spread over the layouts' kinds (their runs' lengths: {0, 1} and
-    {3, 7} differ by 45 % a step with the draft here, and 8 draws of a 30 / 70 mixture put 5 or more on
-    the rarer kind one time in ten) and each kind weighs what the load gives it; beyond, draws."""
+    {3, 7} differed by 45 % a step with the draft here, and the mean of 8 draws from a 25 / 75 mixture
+    of them moves by ±7 %) and each kind weighs what the load gives it; beyond, draws."""
 
     def plan(b: int, batches: int) -> list[tuple[list[int], float]]:
         if b not in layouts:
@@ -470,6 +470,10 @@ def server_check(args) -> None:
                         seed=r,
                     )
                     got = loadgen.run_load(spec, policy)
+                    print(
+                        f"      TPOT predicted {pred['tpot_s'] * 1e3:.3f}, measured {got.tpot.mean * 1e3:.3f} ms "
+                        f"(p50 {got.tpot.p50 * 1e3:.3f}); {got.succeeded} requests in {got.wall_s:.1f} s"
+                    )
                     if got.failed:
                         print(f"   {mode} {load} K = {kk}: {got.summary()}; {got.errors[:2]}")
                     rows.append(
