@@ -97,6 +97,33 @@ def one_component_scan():
     manifest_scanner.scan_component_manifests = scan
 
 
+@pytest.fixture(scope="session", autouse=True)
+def no_ahead_of_time_steps():
+    """The CPU one-token step compiled ahead of time builds a C++ library on its first use (20–30 s a model
+    shape): off for the suite, on for the tests of that path (``ahead_of_time``)."""
+    from specviz.engine.models import compiled
+
+    compiled.AHEAD_OF_TIME = False
+    yield
+    compiled.AHEAD_OF_TIME = True
+
+
+@pytest.fixture(scope="session")
+def aoti_home(tmp_path_factory):
+    """One package cache for the tests of the ahead-of-time step (each model shape built once)."""
+    return tmp_path_factory.mktemp("aoti-cache")
+
+
+@pytest.fixture
+def ahead_of_time(monkeypatch, aoti_home):
+    """The one-token step compiled ahead of time, its packages kept in a folder of the test session's."""
+    from specviz.engine.models import compiled
+
+    monkeypatch.setattr(compiled, "AHEAD_OF_TIME", True)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(aoti_home))
+    return aoti_home
+
+
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """Tiny models: intra-op threads only add synchronisation (10× slower on a busy 2-core CPU)."""

@@ -439,3 +439,77 @@ def test_one_compiled_step_serves_every_span(t):
             expected = model.forward_at(idx, *model.chain_inputs(torch.tensor([pos]), t))
             torch.testing.assert_close(got, expected, atol=2e-4, rtol=1e-4)
     assert wrapped.fallback is None and counters["stats"]["unique_graphs"] == graphs + 1
+
+
+# --- slow: the one-token step compiled ahead of time (AOTInductor) ---------------------------
+
+
+def _packaged(model):
+    return [f for key, f in compiled.compile_steps(model)._steps.items() if key[0] == "packaged"]
+
+
+@pytest.mark.slow
+def test_the_packaged_one_token_step_gives_the_targets_greedy_tokens(pair, prompts, ahead_of_time):
+    """Target-only greedy decoding through the AOTInductor package: the eager model's tokens, its build
+    timed under T = 1, a package on disk; and after the caches are replaced (as setup_cache does when the
+    inference mode changes) the runner reads and writes the new ones."""
+    target = pair[0]
+    ct = compiled.compile_steps(target)
+    for prompt in prompts:
+        expected, _ = decoding.generate_target_only(target, prompt, 40)
+        got, _ = decoding.generate_target_only(ct, prompt, 40)
+        assert torch.equal(got, expected)
+    (step,) = _packaged(target)
+    assert isinstance(step, compiled._Packaged) and ct.compile_s.get(1, 0) > 0
+    assert list((ahead_of_time / "specviz" / "aoti").glob("one-token-*.pt2"))
+    old = step.bound
+    for blk in target.blocks:
+        c = blk.attn.cache
+        blk.attn.cache = type(c)(*c.k.shape, c.k.dtype, c.k.device)
+    expected, _ = decoding.generate_target_only(target, prompts[1], 40)
+    got, _ = decoding.generate_target_only(ct, prompts[1], 40)
+    assert torch.equal(got, expected) and step.bound is not old and step.bound is target.blocks[0].attn.cache.k
+
+
+@pytest.mark.slow
+def test_a_new_process_loads_the_package_instead_of_compiling(pair, prompts, ahead_of_time, monkeypatch):
+    """A second build of the same model shape (a new process's) finds the package on disk."""
+    import torch._inductor
+
+    target = pair[0]
+    decoding.generate_target_only(compiled.compile_steps(target), prompts[0], 4)  # built (or found) once
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("compiled again")
+
+    monkeypatch.setattr(torch._inductor, "aoti_compile_and_package", refuse)
+    with torch.inference_mode():
+        pos = torch.tensor([_prefilled(target, prompts[1]) - 1])
+        window = target._causal[:, :32]
+        token = prompts[1][-1:]
+        again = compiled._Packaged(target, token, pos, window)(token, pos, window)
+        pos = torch.tensor([_prefilled(target, prompts[1]) - 1])
+        expected = target.forward_at(token.view(1, 1), pos + 1, pos + 1, window[pos + 1])[0, -1].argmax(
+            -1, keepdim=True
+        )
+    assert torch.equal(again, expected)
+
+
+@pytest.mark.slow
+def test_a_packaged_step_that_fails_to_build_runs_compiled_and_says_why_once(prompts, ahead_of_time, monkeypatch):
+    target = build_gpt(CFG, 5, std=0.1)
+    ct = compiled.compile_steps(target)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no C++ compiler\nmore")
+
+    monkeypatch.setattr(compiled, "_Packaged", broken)
+    expected = [decoding.generate_target_only(target, p, 24)[0] for p in prompts]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = [decoding.generate_target_only(ct, p, 24)[0] for p in prompts]
+    said = [str(w.message) for w in caught if "ahead of time" in str(w.message)]
+    assert all(map(torch.equal, got, expected)) and said == [
+        "the one-token step unavailable ahead of time, running it compiled: RuntimeError: no C++ compiler"
+    ]
+    assert _packaged(target) == [ct._chain_of_one] and ct.fallback is None  # the compiled chain from then on
