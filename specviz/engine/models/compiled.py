@@ -13,6 +13,10 @@ per token count T with ``torch.compile`` (TorchInductor):
 - on CUDA with ``mode="reduce-overhead"`` as well: the step is captured as a CUDA graph and
   replayed, so a step costs one launch instead of one per operator.
 
+On the CPU the target-only greedy step (one token and its argmax) is compiled ahead of time instead
+(:class:`_Packaged`, AOTInductor): one call of a C++ library a token, without the Python wrappers around a
+``torch.compile`` step, which cost a decode step of the bundled pair's size a fifth of its time.
+
 A chain decode uses T = 1 (a decode step), T = 2 (the draft's first forward of a round) and T = K + 1
 (the verify); a tree decode one T per level. Compiled steps are kept per (model, T) for the life of
 the model object, so later runs of the same pair, dtype, device and K compile nothing; Inductor's own
@@ -51,7 +55,7 @@ _warned: set[str] = set()
 TESTED_TORCH = ((2, 13),)
 SPAN_STEP = 16  # a CPU step's attended span is a whole number of 16-float vectors
 #: Whether a CPU target-only greedy step is compiled ahead of time (:class:`_Packaged`); the test suite turns
-#: it off but for the tests of that path (its first build runs a C++ compile of 20–30 s)
+#: it off but for the tests of that path (its first build runs a C++ compile of 15–25 s)
 AHEAD_OF_TIME = True
 
 
@@ -498,24 +502,26 @@ class _Packaged:
     ``torch._inductor.aoti_compile_and_package`` and run by its C++ runner (``aoti_load_package``), the
     documented AOTInductor interface (pytorch.org/docs, "AOTInductor"). A call is then one run of the
     library, where a ``torch.compile`` step goes through Dynamo's frame, AOTAutograd's runtime wrappers and
-    Inductor's Python wrapper, 0.2–0.3 ms a token on dev-cpu (2026-12-05): the bundled target's greedy
-    token took 0.67–0.69 ms this way against 0.86–0.88 ms through ``torch.compile``, the same tokens.
+    Inductor's Python wrapper, 0.2–0.3 ms a token on dev-cpu: in one process the bundled target's greedy
+    token took 0.65–0.79 ms this way against 0.84–1.05 ms through ``torch.compile`` (2026-12-05, six
+    alternations), the same tokens.
 
     The package holds no weights: every constant (weights, KV caches) is the model's own tensor, given
     to the runner with ``load_constants(user_managed=True)``, so the eager prefill and the compiled steps
     write the caches it reads; when :meth:`GPT.setup_cache` replaces the caches, the next call gives the
     runner the new ones. The package is kept in :func:`aoti_cache_dir` under a hash of the exported
-    program's text (its graph, shapes and dtypes) and the torch release, so a new process of the same
-    model shape loads it in a fraction of a second instead of compiling again.
+    program's text (its graph, shapes, dtypes and the span's range), the build's settings and the torch
+    release, so a new process of the same model shape loads it (0.6 s for the bundled target, export
+    included) instead of building it again (16–25 s).
 
     The export traces a copy of the model whose caches were made outside inference mode (a trace writes
     them, and an inference tensor refuses writes outside inference mode); the copy is dropped after.
     """
 
     def __init__(self, model: GPT, token: torch.Tensor, pos: torch.Tensor, window: torch.Tensor):
-        self.model = model
         from torch._inductor import aoti_compile_and_package, aoti_load_package
 
+        self.model = model
         caches = [blk.attn.cache for blk in model.blocks]
         with torch.inference_mode(False):
             try:  # the copy without the caches (inference tensors), then fresh ones of the same shape
@@ -536,13 +542,13 @@ class _Packaged:
             program = torch.export.export(
                 _Chain(twin, steps=1), example, dynamic_shapes=(None, None, {1: span}), strict=False
             )
-        text = f"{torch.__version__}\n{program}".encode()
+        configs = {"aot_inductor.package_constants_in_so": False}  # the weights are the model's (bind)
+        if _tested_torch():  # as the T = 1 step compiles (:func:`_inductor_config`)
+            configs["post_grad_fusion_options"] = {"decompose_mm_pass": {}}
+        text = f"{torch.__version__}\n{sorted(configs.items())}\n{program}".encode()
         path = aoti_cache_dir() / f"one-token-{hashlib.sha256(text).hexdigest()[:24]}.pt2"
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-            configs = {"aot_inductor.package_constants_in_so": False}
-            if _tested_torch():  # as the T = 1 step compiles (:func:`_inductor_config`)
-                configs["post_grad_fusion_options"] = {"decompose_mm_pass": {}}
             with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
                 built = aoti_compile_and_package(
                     program, package_path=os.path.join(tmp, path.name), inductor_configs=configs
