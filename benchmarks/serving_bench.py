@@ -217,12 +217,6 @@ def server_steps(
     }
 
 
-def run_lengths(layout) -> tuple[int, ...]:
-    """The lengths of a sorted layout's runs of consecutive slot ids, longest first: (2, 1) for {0, 1, 5}."""
-    cuts = np.flatnonzero(np.diff(layout) != 1) + 1
-    return tuple(sorted((len(r) for r in np.split(np.asarray(layout), cuts)), reverse=True))
-
-
 def slot_plan(layouts: dict, slots: int, rng: np.random.Generator, *, stratified: int = 3):
     """A calibration's slots, as the load places its busy ones: ``plan(b, batches)`` gives ``batches``
     (slots, weight) pairs for b busy slots, from the layouts ``serving.lru_slot_layouts`` met weighted by
@@ -241,7 +235,7 @@ def slot_plan(layouts: dict, slots: int, rng: np.random.Generator, *, stratified
             return [(list(met[i]), 1 / batches) for i in rng.choice(len(met), batches, p=p)]
         kinds: dict[tuple[int, ...], list[int]] = {}
         for i, layout in enumerate(met):
-            kinds.setdefault(run_lengths(layout), []).append(i)
+            kinds.setdefault(serving.run_lengths(layout), []).append(i)
         order = sorted(kinds, key=lambda kind: -p[kinds[kind]].sum())[:batches]  # the likeliest, if too many
         share = np.array([p[kinds[kind]].sum() for kind in order])
         share /= share.sum()

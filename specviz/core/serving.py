@@ -30,6 +30,7 @@ every load and option at once.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -61,6 +62,7 @@ __all__ = [
     "open_loop_point",
     "prefill_seconds",
     "round_seconds",
+    "run_lengths",
     "scattered_steps",
     "speculation_stops_paying",
     "steady_state",
@@ -390,6 +392,13 @@ def scattered_steps(steps) -> np.ndarray:
     return out[:, 0] if flat else out
 
 
+def run_lengths(layout) -> tuple[int, ...]:
+    """The lengths of a sorted layout's runs of consecutive slot ids, longest first: (2, 1) for {0, 1, 5}
+    (each run a forward of its own on llama-server, :func:`scattered_steps`)."""
+    cuts = np.flatnonzero(np.diff(layout) != 1) + 1
+    return tuple(sorted((len(r) for r in np.split(np.asarray(layout), cuts)), reverse=True))
+
+
 def lru_free_slot(last_used, busy) -> int:
     """The slot llama-server gives a request whose prompt no slot holds: the free one released longest ago.
 
@@ -474,10 +483,10 @@ def lru_slot_layouts(
     left: dict[int, int] = {}  # busy slot → rounds still to run
     held: list[dict[tuple[int, ...], int]] = [{} for _ in range(slots)]
     if users is not None:
-        waiting = [0.0] * int(users)  # every user sends at once
+        waiting = deque([0.0] * int(users))  # every user sends at once
         arrivals = np.empty(0)
     else:
-        waiting = []
+        waiting = deque()
         arrivals = np.cumsum(rng.exponential(1.0 / rate, requests))
     lengths = rng.choice(output.values, size=requests, p=output.weights)
     rounds = np.maximum(1, np.ceil((lengths - 1) / mean_tokens)).astype(int)
@@ -489,12 +498,13 @@ def lru_slot_layouts(
         admitted = 0
         while waiting and len(left) < slots and started < requests:
             slot = lru_free_slot(last_used, left)
-            waiting.pop(0)
+            waiting.popleft()
             left[slot] = int(rounds[started])
             started, admitted = started + 1, admitted + 1
         if not left:
             if returning:  # every user between requests
-                waiting, returning = waiting + [t] * returning, 0
+                waiting.extend([t] * returning)
+                returning = 0
                 continue
             if arrived == arrivals.size:
                 break
@@ -505,7 +515,8 @@ def lru_slot_layouts(
         counts = held[len(layout) - 1]
         counts[layout] = counts.get(layout, 0) + 1
         t += float(step[len(layout) - 1])
-        waiting, returning = waiting + [t] * returning, 0  # the users whose request ended a round ago
+        waiting.extend([t] * returning)  # the users whose request ended a round ago
+        returning = 0
         for slot in layout:
             left[slot] -= 1
             if left[slot] == 0:
