@@ -679,26 +679,110 @@ def _steps(grid: CostGrid, upto: int) -> np.ndarray:
     return np.stack([np.interp(n, grid.batch, grid.round_s[:, j]) for j in range(grid.round_s.shape[1])], -1)
 
 
-def _moments(logw: np.ndarray, cap: int, tail_ratio: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-    """(P(0), mean min(n, cap), mean max(n − cap, 0)) of the distribution π_n ∝ exp(logw[..., n − 1, :])
-    for n = 1 … (π_0 ∝ 1), plus, for an open loop, a geometric tail beyond the last state with ratio
-    ``tail_ratio`` < 1 (the cap's completion rate against the arrivals)."""
-    top = np.maximum(np.max(logw, axis=-2), 0.0)  # (…, nO): for exp without overflow
-    w = np.exp(logw - top[..., None, :])  # (…, n, nO)
-    w0 = np.exp(-top)
-    n = np.arange(1, logw.shape[-2] + 1)[:, None]
-    busy = np.minimum(n, cap)
-    total = w0 + w.sum(-2)
-    in_batch = (w * busy).sum(-2)
-    waiting = (w * np.maximum(n - cap, 0)).sum(-2)
-    if tail_ratio is not None:
-        r = tail_ratio
-        last = w[..., -1, :]
+PREFILL_TAIL = 1e-9  #: the chance of more prompts waiting for their prefill than the chain's phases hold
+TAIL_LEVELS = 64  #: levels an open loop's chain runs past the cap before its geometric tail
+
+
+def _scan_back(b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """A_m = Σ_{d ≥ 0} c^d·b_{m+d} along the last axis (the recurrence A_m = b_m + c·A_{m+1}, A beyond the
+    end 0), by doubling: ⌈log2 M⌉ vectorised steps. ``b`` (…, M), ``c`` (…) in [0, 1]."""
+    a = b.copy()
+    cs, s = np.asarray(c, dtype=float)[..., None], 1
+    while s < a.shape[-1]:
+        a[..., :-s] += cs * a[..., s:]  # the right side is evaluated first: old values
+        cs, s = cs * cs, 2 * s
+    return a
+
+
+def _phases(load_p: np.ndarray, most: int) -> int:
+    """Phases of the chain (prompts waiting for their prefill, m = 1 … M): enough that more than M waiting
+    has a chance below :data:`PREFILL_TAIL` where the prompts alone load the GPU at ρ = λ·p (an M/M/1
+    queue's P(m > M) = ρ^(M + 1)), at most ``most``."""
+    rho = float(np.max(load_p, initial=0.0))
+    if rho <= 0:
+        return 1
+    need = np.log(PREFILL_TAIL) / np.log(min(rho, 1 - 1e-6))
+    return int(np.clip(np.ceil(need), 1, max(most, 1)))
+
+
+def _level_chain(arrive: np.ndarray, finish: np.ndarray, prefill_s: np.ndarray, cap: int, phases: int):
+    """The stationary distribution of continuous batching with prompts that stall the decodes, level by level.
+
+    A state is (k, m): k requests in the server (waiting for a sequence, prefilling or decoding), m of them
+    admitted and waiting for their prefill. Requests arrive at λ_k; beyond the ``cap`` they wait for a
+    sequence. Prompts are prefilled one at a time at rate ν = 1/p, and while any waits the decodes stall
+    (a prompt's prefill stalls the round it rides in, or runs as a forward of its own); with none waiting,
+    the min(k, cap) decoding requests complete at μ_k, and where one waits for a sequence it is admitted.
+    The chain moves one level at a time, and only from m = 0 downwards, so each cut between levels
+    balances, λ_{k−1}·P(k − 1) = μ_k·P(k, 0), and the phases m ≥ 1 of a level follow from the level
+    below: (λ_k + ν)·P(k, m) = λ_{k−1}·P(k − 1, m − 1) + ν·P(k, m + 1) (+ λ_k·P(k) into m = 1 beyond the
+    cap, the admissions). Exact for exponential prefills; the model of docs/design.md, "Serving under load".
+
+    Parameters
+    ----------
+    arrive : array (nL, K + 1, nO)
+        λ_k at levels k = 0 … K.
+    finish : array (nL or 1, K + 1, nO)
+        μ_k at levels k (k = 0 unused).
+    prefill_s : array (nO,)
+        p, one prompt's prefill (0: no stall, the product form of a symmetric queue).
+    cap : int
+        The most sequences decoding.
+    phases : int
+        M (:func:`_phases`).
+
+    Returns
+    -------
+    log_level : array (nL, K + 1, nO), ln P(k) up to a constant per (load, option);
+    waiting : array (nL, K + 1, nO), E[m | k].
+    """
+    n_l, levels, n_o = arrive.shape[0], arrive.shape[1] - 1, arrive.shape[2]
+    p = np.broadcast_to(np.asarray(prefill_s, dtype=float), (n_o,))
+    m = np.arange(1, phases + 1)
+    y = np.zeros((n_l, n_o, phases + 1))  # the level's phase distribution, m = 0 … M (sums to 1)
+    y[..., 0] = 1.0
+    log_level = np.zeros((n_l, levels + 1, n_o))
+    waiting = np.zeros((n_l, levels + 1, n_o))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for k in range(1, levels + 1):
+            lam_below, lam = arrive[:, k - 1], arrive[:, k]  # (nL, nO)
+            top = lam_below / finish[:, k]  # P(k, 0) / P(k − 1)
+            # arrivals from below: admitted into a prefill (m − 1 → m) below the cap, waiting (m → m) at it
+            below = y[..., :-1] if k - 1 < cap else y[..., 1:]  # (nL, nO, M)
+            keep = 1.0 / (1.0 + lam * p)  # ν / (λ_k + ν): a waiting prompt's next event is its prefill's end
+            a = _scan_back(lam_below[..., None] * p[:, None] * keep[..., None] * below, keep)
+            total = top + a.sum(-1)
+            if k >= cap:  # admissions from the level above, λ_k·P(k) into m = 1
+                admit = lam * p * keep  # λ / (λ + ν)
+                total = total / (1.0 - admit)
+                a[..., 0] += admit * total
+            y = np.concatenate([top[..., None], a], axis=-1) / total[..., None]
+            y = np.nan_to_num(y)  # a level no load reaches (a closed loop's beyond its users)
+            log_level[:, k] = log_level[:, k - 1] + np.log(total)
+            waiting[:, k] = y[..., 1:] @ m
+    return log_level, waiting
+
+
+def _level_moments(log_level, waiting, cap: int, tail=None):
+    """(P(level), E[decoding], E[prefill waiting], E[sequence waiting]) of :func:`_level_chain`'s levels,
+    each (nL, nO) but the first (nL, K + 1, nO); ``tail`` (nL, nO) < 1: an open loop's levels beyond K,
+    geometric with that ratio (the phases as at K)."""
+    top = np.max(np.where(np.isfinite(log_level), log_level, -np.inf), axis=1, keepdims=True)
+    w = np.exp(log_level - top)  # (nL, K + 1, nO)
+    k = np.arange(w.shape[1])[None, :, None]
+    decoding = (w * (np.minimum(k, cap) - waiting)).sum(1)
+    prefill = (w * waiting).sum(1)
+    queued = (w * np.maximum(k - cap, 0)).sum(1)
+    total = w.sum(1)
+    if tail is not None:
+        r, last, kk = tail, w[:, -1], w.shape[1] - 1
         with np.errstate(divide="ignore", invalid="ignore"):
-            total = total + last * r / (1 - r)
-            in_batch = in_batch + last * cap * r / (1 - r)
-            waiting = waiting + last * r / (1 - r) ** 2
-    return w0 / total, in_batch / total, waiting / total
+            mass = last * r / (1 - r)
+            total = total + mass
+            decoding = decoding + mass * (min(kk, cap) - waiting[:, -1])
+            prefill = prefill + mass * waiting[:, -1]
+            queued = queued + mass * (kk - cap) + last * r / (1 - r) ** 2
+    return w / total[:, None], decoding / total, prefill / total, queued / total
 
 
 def steady_state(
@@ -706,27 +790,27 @@ def steady_state(
 ) -> pd.DataFrame:
     """Every load × option at steady state; one row each.
 
-    Continuous batching is a *symmetric* queue: the n requests decoding share every step alike, and the
-    step takes t(n), so requests complete at the rate μ(n) = min(n, cap) / (R·t(n)) (R = E[G − 1] / E[N]
-    rounds each; beyond the cap requests wait). Its stationary distribution has product form and depends
-    on the output lengths only through their mean (insensitivity of symmetric queues: Kelly 1979,
-    *Reversibility and Stochastic Networks*, §3.3; Cohen 1979, generalized processor sharing):
+    Continuous batching with n requests decoding: the step takes t(n) and the n share it alike, so
+    requests complete at μ(n) = min(n, cap) / (R·t(n)) (R = E[G − 1] / E[N] rounds each; beyond the cap
+    requests wait for a sequence). Prompts come in between: each costs p, during which the decodes stall
+    (mixed into the round it rides in, or a forward of its own), and the prompts are served first. The
+    state is then the number of requests and how many of them wait for their prefill, whose stationary
+    distribution :func:`_level_chain` solves level by level. Without prompts it is the product form of a
+    symmetric queue, which depends on the output lengths only through their mean (Kelly 1979,
+    *Reversibility and Stochastic Networks*, §3.3); the prompts break that product form: they arrive with
+    the requests, so the stalls fall when the batch has just grown, and a fluid stretch of every decode by
+    1 / (1 − λ·p) misses 10–25 % of the TPOT where t(n) grows with n (docs/design.md).
 
-    * open loop, Poisson arrivals at λ: π_n ∝ Π_{i ≤ n} λ / μ(i) — Poisson when t is flat (a memory-bound
-      step, M/G/∞), geometric when t ∝ n (a compute-bound step, processor sharing); overloaded where the
-      tail beyond the cap does not converge (λ ≥ μ(cap)) or the prefill alone fills the GPU (λ·p ≥ 1):
-      the row is flagged and its metrics are NaN;
-    * closed loop, N users each thinking ``think_s`` and waiting TTFT before their next decode:
-      π_n ∝ Π_{i ≤ n} (N − i + 1) / ((think + TTFT)·μ(i)), n ≤ N (an infinite-server think stage and the
-      symmetric decode stage: a BCMP product-form network).
+    * open loop, Poisson arrivals at λ: overloaded where a full batch cannot keep up, λ·(1/μ(cap) + p) ≥ 1
+      (every completion admits a waiting request, whose prompt stalls the batch): the row is flagged and its
+      metrics are NaN; beyond the cap plus :data:`TAIL_LEVELS` levels the tail is geometric;
+    * closed loop, N users each thinking ``think_s`` and a round's wait before their prompt joins: arrivals
+      at (N − k) / (think + τ/2 + the chunk rounds), a state-dependent rate, and X = Σ_k λ_k·P(k) (a fixed
+      point in the round τ, 12 passes).
 
-    Prefill interleaves: requests complete at X per second and each prompt costs p, during which every
-    request decoding waits. A request's decode is stalled by the prompts of the others that come while it
-    decodes: Poisson arrivals come at λ = X whatever the state (PASTA), so its decode stretches by
-    1 / (1 − X·p); of N users the N − 1 others send X·(N − 1)/N prompts a second (a lone user's own
-    prompt never stalls its decode), so by 1 / (1 − X·p·(N − 1)/N). Then, with L the mean number decoding and W the mean number waiting (Little's law):
-    decode time D = L / X, TPOT = D / E[G − 1], the round a request sees τ = ITL = D / R, TTFT = τ / 2 +
-    the prompt's prefill (``chunks`` rounds τ plus p where mixed, p where separate) + W / X.
+    With L the mean number decoding (stalled or not), F the mean waiting for their prefill and W the mean
+    waiting for a sequence (Little's law): decode time D = L / X, TPOT = D / E[G − 1], the round a request
+    sees τ = ITL = D / R, TTFT = τ / 2 + the prompt's chunk rounds (``chunks``·τ where mixed) + F / X + W / X.
 
     ``loads``: rates λ (requests/s, ``mode="open"``) or users N (``"closed"``, whole numbers up to
     :data:`MAX_USERS`). Columns: load, option, k, batch (L, the mean running batch), round_s (τ),
@@ -750,45 +834,45 @@ def steady_state(
     cap = int(grid.cap)
     rounds = output.expect(lambda g: g - 1) / grid.mean_tokens  # R (nO,)
     p = grid.prefill_s  # (nO,)
-    mixed = grid.chunks > 0
-
-    def first_token(tau, slow):  # the prompt's own work after the round in progress
-        return (grid.chunks * tau if mixed else 0.0) + p * slow
+    chunk_rounds = grid.chunks if grid.chunks > 0 else 0  # where mixed, the rounds a prompt rides in
 
     if mode == "open":
-        t = _steps(grid, cap)  # (cap, nO)
-        x = lam[:, None] * np.ones_like(p)  # (nL, nO)
-        slow = 1.0 / np.maximum(1.0 - x * p, 1e-12)
-        mu = np.arange(1, cap + 1)[None, :, None] / (rounds * t[None] * slow[:, None, :])  # (nL, cap, nO)
-        logw = np.cumsum(np.log(lam[:, None, None] / mu), axis=1)
-        ratio = lam[:, None] / mu[:, -1, :]
-        overloaded = (x * p >= 1) | (ratio >= 1)
-        _, busy, waiting = _moments(logw, cap, np.where(overloaded, 0.5, ratio))
+        levels = cap + TAIL_LEVELS
+        t = _steps(grid, levels)  # (levels, nO): beyond the cap, the cap's step
+        n = np.arange(1, levels + 1)[:, None]
+        mu = np.concatenate([np.ones((1, p.size)), np.minimum(n, cap) / (rounds * t)])[None]  # (1, K + 1, nO)
+        mu_cap = mu[0, -1]
+        overloaded = lam[:, None] * (1.0 / mu_cap + p) >= 1  # (nL, nO)
+        x = np.where(overloaded, 0.5 / (1.0 / mu_cap + p), lam[:, None])  # a stable stand-in, reported NaN
+        arrive = np.broadcast_to(x[:, None, :], (lam.size, levels + 1, p.size))
+        log_level, waiting = _level_chain(arrive, mu, p, cap, _phases(x * p, cap))
+        ratio = np.exp(log_level[:, -1] - log_level[:, -2])
+        _, busy, pre, queue_n = _level_moments(log_level, waiting, cap, np.minimum(ratio, 1 - 1e-9))
         queued = np.zeros_like(overloaded)
     else:
         users = lam.astype(int)
         most = int(users.max())
-        t = _steps(grid, most)  # (most, nO): beyond the cap, the cap's step
-        i = np.arange(1, most + 1)[None, :, None]
+        t = _steps(grid, most)  # (most, nO)
+        i = np.arange(1, most + 1)[:, None]
+        mu = np.concatenate([np.ones((1, p.size)), np.minimum(i, cap) / (rounds * t)])[None]  # (1, most + 1, nO)
+        outside = np.maximum(users[:, None, None] - np.arange(most + 1)[None, :, None], 0)  # (nL, most + 1, 1)
         tau = t[np.minimum(users, cap) - 1]  # first guess: every user decoding (nL, nO)
         x = np.minimum(users, cap)[:, None] / (rounds * tau)
-        for _ in range(12):  # X sets the prefill's stretch and TTFT, which set X: a few passes settle it
-            others = (users[:, None] - 1) / users[:, None]  # the share of prompts from the other users
-            slow = 1.0 / np.maximum(1.0 - x * p * others, 1e-12)
-            mu = np.minimum(i, cap) / (rounds * t[None] * slow[:, None, :])  # (nL, most, nO)
-            cycle = think_s + tau / 2 + first_token(tau, slow)  # from a request's end to its next decode
-            birth = np.maximum(users[:, None, None] - i + 1, 0) / cycle[:, None, :]
-            with np.errstate(divide="ignore"):
-                logw = np.cumsum(np.log(birth / mu), axis=1)  # −inf beyond N: no mass there
-            x = _closed_throughput(logw, mu)
-            _, busy, waiting = _moments(logw, cap)
-            tau = busy / x / rounds
+        for _ in range(12):  # the round τ sets when prompts join, which sets τ: a few passes settle it
+            think = think_s + tau / 2 + chunk_rounds * tau  # (nL, nO): from a request's end to its prompt
+            arrive = outside / think[:, None, :]
+            log_level, waiting = _level_chain(arrive, mu, p, cap, _phases(x * p, min(cap, most)))
+            share, busy, pre, queue_n = _level_moments(log_level, waiting, cap)
+            x = (share * arrive).sum(1)  # X = Σ_k λ_k·P(k)
+            tau, before = busy / x / rounds, tau
+            if np.allclose(tau, before, rtol=1e-12, atol=0):
+                break
         overloaded = np.zeros_like(x, dtype=bool)
         queued = np.broadcast_to((users > cap)[:, None], x.shape)
     decode = busy / x  # D (nL, nO)
     tau = decode / rounds
-    queue = waiting / x
-    ttft = tau / 2 + first_token(tau, slow) + queue
+    queue = queue_n / x
+    ttft = tau / 2 + chunk_rounds * tau + pre / x + queue
     tokens = x * output.mean
     frame = pd.DataFrame(
         {
@@ -814,38 +898,45 @@ def steady_state(
     return frame
 
 
-def _closed_throughput(logw: np.ndarray, mu: np.ndarray) -> np.ndarray:
-    """X = Σ_n π_n μ(n) of the closed loop's distribution (π_0 ∝ 1 completes nothing)."""
-    top = np.maximum(np.max(logw, axis=-2), 0.0)
-    w = np.exp(logw - top[..., None, :])
-    return (w * mu).sum(-2) / (np.exp(-top) + w.sum(-2))
-
-
 def open_loop_point(price, rate: float, rounds: float, prefill_s: float, mean_tokens: float, cap: int) -> dict:
     """The open loop's steady state for one rate and one option, state by state in Python: the per-point
-    reference :func:`steady_state` is checked against (slow: ``price(n)``, the round's seconds at a
-    whole batch n, is called for every n = 1 … cap). Returns batch, round_s, tpot_s; NaN where overloaded.
+    reference :func:`steady_state` is checked against (slow: ``price(n)``, the round's seconds at a whole
+    batch n, is called for every n = 1 … cap, and the chain of :func:`_level_chain` is walked one level
+    and one phase at a time). Returns batch, round_s, tpot_s; NaN where overloaded.
     """
     import math
 
     overloaded = {"batch": math.nan, "round_s": math.nan, "tpot_s": math.nan}
-    if rate * prefill_s >= 1:  # the prefill alone fills the GPU
+    cap = int(cap)
+    steps = [price(n) for n in range(1, cap + 1)]
+    mu = [n / (rounds * steps[n - 1]) for n in range(1, cap + 1)]
+    if rate * (1.0 / mu[-1] + prefill_s) >= 1:
         return overloaded
-    slow = 1.0 / (1.0 - rate * prefill_s)
-    weights, log_w = [1.0], 0.0
-    mu = 0.0
-    for n in range(1, int(cap) + 1):
-        mu = n / (rounds * price(n) * slow)
-        log_w += math.log(rate / mu)
-        weights.append(log_w)
-    ratio = rate / mu
-    if ratio >= 1:
-        return overloaded
-    top = max(max(weights[1:]), 0.0)
-    w = [math.exp(-top)] + [math.exp(v - top) for v in weights[1:]]
+    phases = _phases(np.array([rate * prefill_s]), cap)
+    keep = 1.0 / (1.0 + rate * prefill_s)
+    admit = rate * prefill_s * keep
+    y = [1.0] + [0.0] * phases  # the level's phase distribution
+    log_level, decoding = [0.0], [0.0]  # ln P(k) and E[decoding | k]
+    for k in range(1, cap + TAIL_LEVELS + 1):
+        top = rate / mu[min(k, cap) - 1]
+        below = y[:-1] if k - 1 < cap else y[1:]
+        a = [0.0] * (phases + 1)  # a[m − 1] for m = 1 … M, a[M] = 0
+        for j in range(phases - 1, -1, -1):
+            a[j] = rate * prefill_s * keep * below[j] + keep * a[j + 1]
+        a = a[:phases]
+        total = top + sum(a)
+        if k >= cap:
+            total /= 1.0 - admit
+            a[0] += admit * total
+        y = [top / total] + [v / total for v in a]
+        log_level.append(log_level[-1] + math.log(total))
+        decoding.append(min(k, cap) - sum((j + 1) * v for j, v in enumerate(y[1:])))
+    ratio = min(math.exp(log_level[-1] - log_level[-2]), 1 - 1e-9)
+    peak = max(log_level)
+    w = [math.exp(v - peak) for v in log_level]
     tail = w[-1] * ratio / (1 - ratio)
     total = sum(w) + tail
-    busy = (sum(n * w[n] for n in range(1, len(w))) + cap * tail) / total
+    busy = (sum(wk * d for wk, d in zip(w, decoding, strict=True)) + tail * decoding[-1]) / total
     tau = busy / rate / rounds
     return {"batch": busy, "round_s": tau, "tpot_s": tau / mean_tokens}
 
