@@ -11,6 +11,11 @@ Run from the repository root::
    steady states from a per-point loop (``serving.open_loop_point``: a bisection pricing every step with
    ``serving.round_seconds``). Targets: <= 0.5 s, >= 50× the loop, the same best K at every load and
    TPOT within 0.5 %.
+1b. The model against ``serving.simulate_batching``: the same server, round by round, under llama-server's
+   rules (every admitted prompt rides in the next round, fixed prompt costs, outputs uniform over 64 … 192)
+   rather than the model's (exponential prompts and outputs, one prompt a round), for three step shapes at
+   two open-loop rates and 2, 4, 8 users; beside it, the open-loop TPOT of the fluid stretch the model
+   replaced. Target: within ±10 % everywhere (half the budget against the real server).
 2. A real server: llama.cpp's llama-server (``scripts/build-llama-server``) with ``--slots`` slots
    (continuous batching) serves the bundled pair exported to GGUF, once without the draft and once
    with it at ``--k``. The load generator (specviz.servers.loadgen, streaming) drives each at
@@ -104,6 +109,74 @@ def sweep_check(pair: str, gpu: str, tp: int, engine: str, alpha: float, n_loads
     record(
         "same best K as the loop", f"{int((k_vec == k_ref).sum())}/{k_vec.size}", "all", bool((k_vec == k_ref).all())
     )
+
+
+# --------------------------------------------------------------------------------------
+# 1b. the model against a simulation of the server it describes
+# --------------------------------------------------------------------------------------
+
+#: step shapes t(n) over 8 sequences, ms a round (not measurements): a memory-bound step (flat), a
+#: compute-bound one (linear), and a steep-then-flattening one of the kind llama-server's one-thread CPU
+#: steps take (two busy slots cost more than twice one, docs/serving-llamacpp-slots.md)
+SHAPES = {
+    "flat": np.full(8, 1.0),
+    "linear": np.arange(1.0, 9.0),
+    "steep": np.array([1.0, 2.4, 3.5, 4.4, 5.3, 6.0, 6.4, 6.6]),
+}
+
+
+def model_check(requests: int, seed: int = 0) -> None:
+    """Part 1b: the steady state against :func:`serving.simulate_batching` of llama-server's round rule
+    (every admitted prompt rides in the next round beside one decode step), fixed 40 ms prompts and outputs
+    uniform over 64 … 192 tokens: the assumptions the chain makes (exponential prompts and outputs, one
+    prompt a round) against the server's. TPOT as ``vllm bench serve`` takes it, a mean over requests, with
+    its standard error from 20 batch means; loads at 35 % and 70 % of each shape's capacity, and 2, 4, 8 users.
+    """
+    rng = np.random.default_rng(seed)
+    prefill = 0.040
+    output = serving.Lengths.uniform(64, 192)
+    rounds_mean = output.mean - 1
+    option = serving.Option("K = 0", 0, 1.0)
+    print(f"\n1b. the model against a simulation of the server: {requests} requests a load, 8 sequences, 40 ms prompts")
+    print("   shape   load           model  simulated (± s.e.)  error   fluid stretch (error)")
+    worst = {"open": 0.0, "closed": 0.0}
+    for name, ms in SHAPES.items():
+        steps = ms * 1e-3
+        grid = serving.grid_from_steps(np.arange(1, 9), steps[:, None], [option], [prefill], context=320)
+        capacity = 8 / (rounds_mean * steps[-1] + 8 * prefill)
+        for mode, load in [
+            ("open", 0.35 * capacity),
+            ("open", 0.7 * capacity),
+            ("closed", 2),
+            ("closed", 4),
+            ("closed", 8),
+        ]:
+            g = rng.integers(64, 193, requests)
+            kw = (
+                dict(arrivals=np.cumsum(rng.exponential(1 / load, requests)))
+                if mode == "open"
+                else dict(users=int(load))
+            )
+            sim = serving.simulate_batching(steps, prefill, g - 1, prompts="all", **kw)
+            tpot = (sim["decode_s"] / (g - 1)).to_numpy()[requests // 20 :]  # past the empty start
+            per = np.array([b.mean() for b in np.array_split(tpot, 20)])
+            got, err = tpot.mean(), per.std(ddof=1) / np.sqrt(per.size)
+            row = serving.steady_state(grid, output, [load], mode=mode).iloc[0]
+            e = row["tpot_s"] / got - 1
+            worst[mode] = max(worst[mode], abs(e))
+            fluid = ""
+            if mode == "open":
+                # the model this one replaced: every decode stretched by 1 / (1 − λp), the product form on slower rounds
+                fluid = replace(grid, prefill_s=np.zeros(1), round_s=grid.round_s / (1 - load * prefill))
+                f = serving.steady_state(fluid, output, [load]).iloc[0]["tpot_s"]
+                fluid = f"{f * 1e3:.3f} ({f / got - 1:+.1%})"
+            shown = f"{load:.2f}/s" if mode == "open" else f"{int(load)} users"
+            print(
+                f"   {name:7s} {mode:6s} {shown:9s} {row['tpot_s'] * 1e3:6.3f}  {got * 1e3:6.3f} ± {err * 1e3:.3f}"
+                f"       {e:+6.1%}  {fluid}"
+            )
+    record("model vs simulated server, closed loops", f"worst {worst['closed']:.1%}", "<= 10 %", worst["closed"] <= 0.1)
+    record("model vs simulated server, open loops", f"worst {worst['open']:.1%}", "<= 10 %", worst["open"] <= 0.1)
 
 
 # --------------------------------------------------------------------------------------
@@ -533,6 +606,7 @@ def main() -> int:
     p.add_argument("--alpha", type=float, default=0.8)
     p.add_argument("--loads", type=int, default=12, help="rates in the sweep")
     p.add_argument("--sweep-only", action="store_true", help="skip the llama-server part")
+    p.add_argument("--sim-requests", type=int, default=20_000, help="requests a simulated load (part 1b; 0 skips it)")
     p.add_argument("--slots", type=int, default=8)
     p.add_argument("--threads", type=int, default=1, help="llama.cpp threads (one core left to the client)")
     p.add_argument("--k", type=int, default=2, help="the speculative server's fixed K")
@@ -561,6 +635,8 @@ def main() -> int:
     args = p.parse_args()
     print(machine_line())
     sweep_check(args.pair, args.gpu, args.tp, args.engine, args.alpha, args.loads)
+    if args.sim_requests:
+        model_check(args.sim_requests)
     if not args.sweep_only:
         server_check(args)
     return summary(T0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -394,3 +395,71 @@ def test_a_grid_with_a_kv_stream_per_slot():
     assert (slots.round_s[four] > 1.8 * unified.round_s[four]).all()
     with pytest.raises(Message, match="KV cache layout must be one of unified, slots; got 'paged'"):
         serving.cost_grid(target, draft, GPU, options, *lengths, kv="paged", **kw)
+
+
+# --------------------------------------------------------------------------------------
+# the steady state against a simulation of the same server
+# --------------------------------------------------------------------------------------
+
+
+def _batch_means(decode_s, rounds, batches: int = 20) -> tuple[float, float]:
+    """Seconds a round over a simulation's requests (Σ decode / Σ rounds) and its standard error from
+    ``batches`` consecutive batches of requests (batch means: requests that overlap are correlated)."""
+    d, r = np.array_split(np.asarray(decode_s), batches), np.array_split(np.asarray(rounds), batches)
+    per = np.array([a.sum() / b.sum() for a, b in zip(d, r, strict=True)])
+    return float(np.sum(decode_s) / np.sum(rounds)), float(per.std(ddof=1) / np.sqrt(batches))
+
+
+# t(n) grows faster than n (a compute-bound CPU step), prompts cost ten rounds: where a fluid stretch of
+# every decode by 1 / (1 − λp) fell 15–20 % short of the simulated server
+STEPS = np.array([1.0, 2.4, 3.6, 4.4]) * 1e-3
+PREFILL = 10e-3
+MEAN_ROUNDS = 20
+
+
+THINK = 0.05
+
+
+def _sim_grid():  # prompts a forward of their own (chunks = 0), as the simulation's one prompt a round
+    opt = serving.Option("K = 0", 0, 1.0)
+    steps = STEPS[:, None]
+    return serving.grid_from_steps(np.arange(1, STEPS.size + 1), steps, [opt], [PREFILL], context=100, chunks=0)
+
+
+@pytest.mark.parametrize(("mode", "load"), [("open", 12.0), ("open", 24.0), ("closed", 2), ("closed", 3)])
+def test_steady_state_is_the_simulated_server_under_its_assumptions(mode, load):
+    """Exponential prompts, outputs and think times, and one prompt a round that stalls the decodes: the
+    chain is exact there, so the simulated round time must agree within the simulation's own error (4
+    standard errors of 20 batch means, ~1e-4 chance of a false alarm). A closed loop's user thinks
+    ``THINK`` plus the half round the model adds before a prompt joins."""
+    rng = np.random.default_rng(7)
+    n = 12_000
+    rounds = rng.geometric(1 / MEAN_ROUNDS, n)  # outputs of G = rounds + 1 tokens
+    output = serving.Lengths.samples(rounds + 1)
+    think = THINK if mode == "closed" else 0.0
+    row = serving.steady_state(_sim_grid(), output, [load], mode=mode, think_s=think).iloc[0]
+    if mode == "open":
+        kw = dict(arrivals=np.cumsum(rng.exponential(1 / load, n)))
+    else:
+        kw = dict(users=int(load), think_draws=rng.exponential(THINK + row["round_s"] / 2, n))
+    sim = serving.simulate_batching(
+        STEPS, PREFILL, rounds, prompts="one", prefill_draws=rng.exponential(PREFILL, n), **kw
+    )
+    got, err = _batch_means(sim["decode_s"][500:], rounds[500:])  # the first requests find an empty server
+    assert abs(row["round_s"] - got) <= 4 * err, (row["round_s"], got, err)
+    if mode == "open" and load == 24.0:  # the model this chain replaced is outside that error: the test tells
+        grid = _sim_grid()  # every decode stretched by 1 / (1 − λp): the product form on slower rounds
+        fluid = replace(grid, prefill_s=np.zeros(1), round_s=grid.round_s / (1 - load * PREFILL))
+        assert abs(serving.steady_state(fluid, output, [load]).iloc[0]["round_s"] - got) > 4 * err
+
+
+def test_simulation_with_one_request_is_its_rounds():
+    sim = serving.simulate_batching(STEPS, PREFILL, [5, 3], arrivals=[0.0, 1.0])
+    np.testing.assert_allclose(sim["first_s"], [PREFILL, 1.0 + PREFILL])
+    np.testing.assert_allclose(sim["decode_s"], [5 * STEPS[0], 3 * STEPS[0]])
+    # two at once, every prompt in the round beside the running decodes: the second prompt rides with the first
+    both = serving.simulate_batching(STEPS, PREFILL, [2, 2], arrivals=[0.0, 0.0], prompts="all")
+    np.testing.assert_allclose(both["first_s"], [2 * PREFILL, 2 * PREFILL])
+    np.testing.assert_allclose(both["decode_s"], [2 * STEPS[1], 2 * STEPS[1]])
+    with pytest.raises(ValueError, match="arrivals"):
+        serving.simulate_batching(STEPS, PREFILL, [1], arrivals=[0.0], users=1)

@@ -13,13 +13,15 @@ one way to decode (:class:`Option`): no speculation (a round is one target step 
 per sequence), or a speculative round (K draft forwards and one verify forward of T tokens per sequence)
 that yields E[N] tokens per sequence on average (the chain's E[N](α, K) or a tree's F(T)). With n
 requests decoding, a round takes t(n) (the cost model at the decode context L̄), so requests complete at
-μ(n) = min(n, cap) / (R·t(n)), R = E[G − 1] / E[N] rounds each. Continuous batching is then a symmetric
-queue, whose stationary distribution has product form (:func:`steady_state`): Poisson arrivals at λ
-(open loop; overloaded, and no number returned, where it has none) or N users (closed loop). Prompts
-stretch a request's decode by 1 / (1 − X'·p), X' the rate of the *other* requests' prompts (X
-requests/s in an open loop, X·(N − 1)/N among N users) and p per prompt. Little's law turns the mean
-number decoding into TPOT, ITL and throughput; TTFT adds the round in progress, the prompt's own
-prefill and any wait for a free sequence.
+μ(n) = min(n, cap) / (R·t(n)), R = E[G − 1] / E[N] rounds each. Without prompts continuous batching is a
+symmetric queue, whose stationary distribution has product form; each prompt costs p and stalls the
+decodes, and since the stalls come with the arrivals, just as the batch grows, the model keeps how many
+requests wait for their prefill beside how many are in the server and solves that chain level by level
+(:func:`steady_state`): Poisson arrivals at λ (open loop; overloaded, and no number returned, where it
+has none) or N users (closed loop). Little's law turns the mean number decoding into TPOT, ITL and
+throughput; TTFT adds the round in progress, the prompt's prefill (behind the prompts before it) and any
+wait for a free sequence. :func:`simulate_batching` runs the same server round by round, the reference
+the model is checked against.
 
 The model predicts means; the tails of a real server (p90, p99) are beyond it.
 
@@ -30,6 +32,7 @@ every load and option at once.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
@@ -64,6 +67,7 @@ __all__ = [
     "round_seconds",
     "run_lengths",
     "scattered_steps",
+    "simulate_batching",
     "speculation_stops_paying",
     "steady_state",
     "tree_option",
@@ -896,6 +900,103 @@ def steady_state(
     metrics = [c for c in frame.columns if c not in ("load", "option", "k", "overloaded", "queued")]
     frame.loc[frame["overloaded"], metrics] = np.nan
     return frame
+
+
+def simulate_batching(
+    steps,
+    prefill_s: float,
+    rounds,
+    *,
+    arrivals=None,
+    users: int | None = None,
+    prompts: str = "one",
+    prefill_draws=None,
+    think_draws=None,
+) -> pd.DataFrame:
+    """A discrete-event simulation of continuous batching, round by round: the reference the steady state
+    (:func:`steady_state`) is checked against, with none of its assumptions about the distributions.
+
+    Every round, the requests that have arrived take free sequences (first come, first served); with
+    ``prompts="one"`` a round prefills the first waiting prompt alone (the decodes stall: the chain of
+    :func:`_level_chain`), with ``"all"`` it carries every newly admitted prompt beside one decode step of the
+    running requests (llama-server's mixed batch) and lasts t(n) + p per prompt; otherwise it is one decode
+    step of the n running requests, t(n). A request's first token comes with its prompt's round, and it
+    then needs ``rounds[i]`` decode rounds. A closed loop's ``users`` send the next request as one ends
+    (after ``think_draws`` of it, where given).
+
+    Parameters
+    ----------
+    steps : array (cap,)
+        t(n), seconds of a decode round at n = 1 … cap running; cap is the number of sequences.
+    prefill_s : float
+        p, seconds of one prompt.
+    rounds : array (n,) of int ≥ 1
+        Decode rounds of each request, in order of arrival.
+    arrivals : array (n,), optional
+        An open loop's arrival times, increasing (seconds).
+    users : int, optional
+        A closed loop's users (arrivals None).
+    prompts : "one" or "all"
+        How a round takes waiting prompts.
+    prefill_draws : array (n,), optional
+        Each prompt's own prefill seconds (default ``prefill_s`` for every one).
+    think_draws : array (n,), optional
+        A closed loop: the seconds before request i is sent, after the request it follows ends (default 0).
+
+    Returns
+    -------
+    DataFrame, one row per request: arrival_s, first_s (its first token), end_s, decode_s (end − first).
+    """
+    t = np.asarray(steps, dtype=float)
+    cap, n = t.size, len(rounds)
+    need = np.asarray(rounds, dtype=int)
+    cost = np.full(n, float(prefill_s)) if prefill_draws is None else np.asarray(prefill_draws, dtype=float)
+    if (arrivals is None) == (users is None) or prompts not in ("one", "all"):
+        raise ValueError("give arrivals (open loop) or users (closed loop), and prompts 'one' or 'all'")
+    arrive = np.full(n, np.nan) if arrivals is None else np.asarray(arrivals, dtype=float)
+    first, end = np.full(n, np.nan), np.full(n, np.nan)
+    left: dict[int, int] = {}
+    waiting: deque[int] = deque()
+    now, came = 0.0, 0
+    if users is not None:
+        came = min(int(users), n)
+        waiting.extend(range(came))
+        arrive[:came] = 0.0
+    pending: list[tuple[float, int]] = []  # a closed loop's requests being thought about: (send time, i)
+    while came < n or left or waiting or pending:
+        while arrivals is not None and came < n and arrive[came] <= now:
+            waiting.append(came)
+            came += 1
+        while pending and pending[0][0] <= now:
+            waiting.append(heapq.heappop(pending)[1])
+        if not left and not waiting:
+            now = arrive[came] if arrivals is not None else pending[0][0]  # idle until the next arrival
+            continue
+        admitted = []
+        while waiting and len(left) + len(admitted) < cap and (prompts == "all" or not admitted):
+            admitted.append(waiting.popleft())
+        if admitted and prompts == "one":
+            now += cost[admitted[0]]
+            running = []
+        else:
+            running = list(left)
+            now += (t[len(running) - 1] if running else 0.0) + cost[admitted].sum()
+        ended = 0
+        for r in running:
+            left[r] -= 1
+            if left[r] == 0:
+                del left[r]
+                end[r] = now
+                ended += 1
+        for r in admitted:
+            first[r] = now
+            left[r] = int(need[r])
+        if users is not None:  # each request that ended sends the next, after its user's think time
+            for _ in range(min(ended, n - came)):
+                arrive[came] = now + (0.0 if think_draws is None else float(think_draws[came]))
+                heapq.heappush(pending, (arrive[came], came))
+                came += 1
+    return pd.DataFrame({"arrival_s": arrive, "first_s": first, "end_s": end, "decode_s": end - first})
 
 
 def open_loop_point(price, rate: float, rounds: float, prefill_s: float, mean_tokens: float, cap: int) -> dict:
