@@ -8,9 +8,9 @@ Run from the repository root::
 
 1. Sweep: the Serving view's whole sweep, ``--loads`` Poisson rates × K = 0..8 for one pair and GPU
    (``serving.cost_grid`` + ``serving.steady_state`` + ``serving.best_by_load``), against the same
-   steady states from a per-point loop (``serving.open_loop_point``: a bisection pricing every step with
-   ``serving.round_seconds``). Targets: <= 0.5 s, >= 50× the loop, the same best K at every load and
-   TPOT within 0.5 %.
+   steady states from a per-point loop (``serving.open_loop_point``: the same chain walked level by level
+   in Python, pricing every step with ``serving.round_seconds``). Targets: <= 0.5 s, >= 50× the loop, the
+   same best K at every load and TPOT within 0.5 %.
 1b. The model against ``serving.simulate_batching``: the same server, round by round, under llama-server's
    rules (every admitted prompt rides in the next round, fixed prompt costs, outputs uniform over 64 … 192)
    rather than the model's (exponential prompts and outputs, one prompt a round), for three step shapes at
@@ -167,8 +167,8 @@ def model_check(requests: int, seed: int = 0) -> None:
             fluid = ""
             if mode == "open":
                 # the model this one replaced: every decode stretched by 1 / (1 − λp), the product form on slower rounds
-                fluid = replace(grid, prefill_s=np.zeros(1), round_s=grid.round_s / (1 - load * prefill))
-                f = serving.steady_state(fluid, output, [load]).iloc[0]["tpot_s"]
+                slower = replace(grid, prefill_s=np.zeros(1), round_s=grid.round_s / (1 - load * prefill))
+                f = serving.steady_state(slower, output, [load]).iloc[0]["tpot_s"]
                 fluid = f"{f * 1e3:.3f} ({f / got - 1:+.1%})"
             shown = f"{load:.2f}/s" if mode == "open" else f"{int(load)} users"
             print(

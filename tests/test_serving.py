@@ -410,14 +410,12 @@ def _batch_means(decode_s, rounds, batches: int = 20) -> tuple[float, float]:
     return float(np.sum(decode_s) / np.sum(rounds)), float(per.std(ddof=1) / np.sqrt(batches))
 
 
-# t(n) grows faster than n (a compute-bound CPU step), prompts cost ten rounds: where a fluid stretch of
-# every decode by 1 / (1 − λp) fell 15–20 % short of the simulated server
+# t(n) grows faster than n at first (llama-server's one-thread CPU steps do), prompts cost ten rounds:
+# where stalls that come with the arrivals differ most from stalls spread evenly over time
 STEPS = np.array([1.0, 2.4, 3.6, 4.4]) * 1e-3
 PREFILL = 10e-3
 MEAN_ROUNDS = 20
-
-
-THINK = 0.05
+THINK = 0.05  # a closed loop's think time, seconds
 
 
 def _sim_grid():  # prompts a forward of their own (chunks = 0), as the simulation's one prompt a round
@@ -430,7 +428,7 @@ def _sim_grid():  # prompts a forward of their own (chunks = 0), as the simulati
 def test_steady_state_is_the_simulated_server_under_its_assumptions(mode, load):
     """Exponential prompts, outputs and think times, and one prompt a round that stalls the decodes: the
     chain is exact there, so the simulated round time must agree within the simulation's own error (4
-    standard errors of 20 batch means, ~1e-4 chance of a false alarm). A closed loop's user thinks
+    standard errors of 20 batch means: P(|t₁₉| > 4) < 1e-3 of a false alarm). A closed loop's user thinks
     ``THINK`` plus the half round the model adds before a prompt joins."""
     rng = np.random.default_rng(7)
     n = 12_000
