@@ -435,7 +435,8 @@ def test_steady_state_is_the_simulated_server_under_its_assumptions(mode, load):
     rounds = rng.geometric(1 / MEAN_ROUNDS, n)  # outputs of G = rounds + 1 tokens
     output = serving.Lengths.samples(rounds + 1)
     think = THINK if mode == "closed" else 0.0
-    row = serving.steady_state(_sim_grid(), output, [load], mode=mode, think_s=think).iloc[0]
+    grid = _sim_grid()
+    row = serving.steady_state(grid, output, [load], mode=mode, think_s=think).iloc[0]
     if mode == "open":
         kw = dict(arrivals=np.cumsum(rng.exponential(1 / load, n)))
     else:
@@ -446,7 +447,7 @@ def test_steady_state_is_the_simulated_server_under_its_assumptions(mode, load):
     got, err = _batch_means(sim["decode_s"][500:], rounds[500:])  # the first requests find an empty server
     assert abs(row["round_s"] - got) <= 4 * err, (row["round_s"], got, err)
     if mode == "open" and load == 24.0:  # the model this chain replaced is outside that error: the test tells
-        grid = _sim_grid()  # every decode stretched by 1 / (1 − λp): the product form on slower rounds
+        # every decode stretched by 1 / (1 − λp): the product form on slower rounds
         fluid = replace(grid, prefill_s=np.zeros(1), round_s=grid.round_s / (1 - load * PREFILL))
         assert abs(serving.steady_state(fluid, output, [load]).iloc[0]["round_s"] - got) > 4 * err
 

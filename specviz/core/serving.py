@@ -838,7 +838,6 @@ def steady_state(
     cap = int(grid.cap)
     rounds = output.expect(lambda g: g - 1) / grid.mean_tokens  # R (nO,)
     p = grid.prefill_s  # (nO,)
-    chunk_rounds = grid.chunks if grid.chunks > 0 else 0  # where mixed, the rounds a prompt rides in
 
     if mode == "open":
         levels = cap + TAIL_LEVELS
@@ -863,7 +862,7 @@ def steady_state(
         tau = t[np.minimum(users, cap) - 1]  # first guess: every user decoding (nL, nO)
         x = np.minimum(users, cap)[:, None] / (rounds * tau)
         for _ in range(12):  # the round τ sets when prompts join, which sets τ: a few passes settle it
-            think = think_s + tau / 2 + chunk_rounds * tau  # (nL, nO): from a request's end to its prompt
+            think = think_s + tau / 2 + grid.chunks * tau  # (nL, nO): from a request's end to its prompt
             arrive = outside / think[:, None, :]
             log_level, waiting = _level_chain(arrive, mu, p, cap, _phases(x * p, min(cap, most)))
             share, busy, pre, queue_n = _level_moments(log_level, waiting, cap)
@@ -876,7 +875,7 @@ def steady_state(
     decode = busy / x  # D (nL, nO)
     tau = decode / rounds
     queue = queue_n / x
-    ttft = tau / 2 + chunk_rounds * tau + pre / x + queue
+    ttft = tau / 2 + grid.chunks * tau + pre / x + queue
     tokens = x * output.mean
     frame = pd.DataFrame(
         {
