@@ -211,7 +211,7 @@ def vllm_metrics(
     return "\n".join(lines) + "\n"
 
 
-# --- hostile servers (tests/test_hostile_servers.py) ------------------------------------------------
+# --- hostile servers (tests/servers/test_hostile_servers.py) ------------------------------------------------
 
 
 def trickle(body: bytes, every_s: float, *, headers_too: bool = False) -> Route:

@@ -1,5 +1,5 @@
 """The largest input each upload and text box accepts, and how to give it to the running app in Chromium:
-shared by the browser test's hostile pass (tests/test_browser.py) and ``benchmarks/upload_bench.py``.
+shared by the browser test's hostile pass (tests/browser/test_browser.py) and ``benchmarks/upload_bench.py``.
 
 Each :class:`Upload` is written to a folder by :func:`write_largest` at the size its cap allows (a
 byte, row or K_max cap of the reader it goes through), then :func:`give` opens its page, hands the

@@ -145,7 +145,7 @@ def db_url(tmp_path, monkeypatch) -> str:
     return url
 
 
-# --- llama.cpp's server on the bundled pair (tests/test_llamacpp.py, the engine monitor's browser test) ---
+# --- llama.cpp's server on the bundled pair (tests/servers/test_llamacpp.py, the engine monitor's browser test) ---
 
 LLAMA_K = 4  #: the draft length the shared server runs with (--spec-draft-n-min = --spec-draft-n-max)
 

@@ -9,7 +9,7 @@ calls ``st.navigation`` itself; when the page the navigation resolves is this ve
 found it by its URL path), it runs it as app.py would — page config, navigation, sidebar, the page inside
 ``StreamlitPage.run`` — and stops the outer run there (``st.stop``). Only public Streamlit API is used, and
 from that call on Streamlit no longer takes the legacy path. Page files are named by their URL path
-(``pages/design-space.py`` for ``/design-space``) for the legacy lookup to find them; ``tests/test_pages.py``
+(``pages/design-space.py`` for ``/design-space``) for the legacy lookup to find them; ``tests/pages/test_pages.py``
 checks both rules and the browser test opens a deep link first on a fresh server.
 """
 

@@ -1,7 +1,7 @@
 """Every ``SPECVIZ_*`` environment variable a deployment sets: its kind, default, hosted default and rule.
 
 One table, :data:`SETTINGS`, that the modules using a setting read it through (:func:`value`, :func:`number`)
-and that docs/deploy.md's tables are checked against (``tests/test_settings.py``). Reading is lazy: each call
+and that docs/deploy.md's tables are checked against (``tests/base/test_settings.py``). Reading is lazy: each call
 reads the environment given (``os.environ`` by default), so a test or a restarted server sees a new value.
 The variables of the test harness (``SPECVIZ_TEST_POSTGRES_URL``, ``SPECVIZ_REQUIRE_*``) are not settings
 of the app; docs/testing.md lists them.

@@ -17,7 +17,7 @@ summing to 1) an expert is chosen by a token with probability π_e = min(1, k·l
 
 which is the uniform formula when every load_e = 1/E. Both are exact for the mean: a token picks an
 expert at most once, so P(token picks e) = k·load_e, tokens route independently, and
-P(e untouched) = (1 − π_e)^M; the expectation of the count is the sum (linearity). tests/test_moe.py
+P(e untouched) = (1 − π_e)^M; the expectation of the count is the sum (linearity). tests/core/test_moe.py
 checks it against a Monte-Carlo of top-k routing.
 """
 

@@ -22,7 +22,7 @@ reads and saves alike, with a :class:`StoreError` naming the file (:func:`_check
 the open connections would otherwise go on writing to a file no other process can see.
 
 Other operator faults are a :class:`StoreError` that says what is wrong with the file and leaves it as it
-is (:func:`_cause`; tests/test_hostile_env.py): a file or folder the server may not write, a file that is
+is (:func:`_cause`; tests/base/test_hostile_env.py): a file or folder the server may not write, a file that is
 not SQLite, a damaged one. A PostgreSQL server that accepts the connection but never answers fails the
 open after :data:`PG_CONNECT_TIMEOUT_S` (libpq's ``connect_timeout``; a URL may set its own). A process
 killed mid-save leaves no part of that run: SQLite rolls the unfinished transaction back on the next open.

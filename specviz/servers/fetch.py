@@ -23,7 +23,7 @@ arrives (a streamed completion's server-sent events): the cap counts every byte 
 timeout bounds each pause, and the total time bounds the whole stream.
 Messages quote URLs: a hosted page passes them through :func:`specviz.base.hosting.redact` before showing them.
 
-What a hostile or broken server cannot do (tests/test_hostile_servers.py):
+What a hostile or broken server cannot do (tests/servers/test_hostile_servers.py):
 
 - keep a fetch waiting past ``total_timeout_s``: per-read timeouts alone do not bound a server that sends
   a byte a second, headers or body. A client from :func:`make_client` gives every socket operation of a

@@ -22,7 +22,7 @@
 Prometheus text is parsed by ``prometheus_client``'s parser. Every failure is a
 :class:`TelemetryError` whose message says what the body is and what was expected.
 
-What a hostile or broken server's body cannot do (tests/test_hostile_servers.py): hold the parser for
+What a hostile or broken server's body cannot do (tests/servers/test_hostile_servers.py): hold the parser for
 long or fill memory (at most :data:`MAX_SERIES` sample lines, each at most :data:`MAX_LINE` characters,
 positions below :data:`MAX_POSITION`), make a reading of NaN, infinite or negative counts, count a
 duplicated series twice, or put a name longer than :data:`MAX_MODEL` characters on the page. Each is a

@@ -13,7 +13,7 @@ from specviz.data.measurements.report import LoadReport, MeasurementError
 from specviz.data.measurements.validation import validate
 
 #: The upload cap in megabytes: ``server.maxUploadSize`` in .streamlit/config.toml is this number
-#: (tests/test_measurements.py fails when they differ). Streamlit 1.67's uploader counts a megabyte
+#: (tests/data/test_measurements.py fails when they differ). Streamlit 1.67's uploader counts a megabyte
 #: as 10**6 bytes (as 2**20 only in browsers on Windows, and on its server), so 10**6 bytes per
 #: megabyte keeps :data:`MAX_BYTES` at or under what every uploader lets through.
 MAX_UPLOAD_MB = 20

@@ -79,7 +79,7 @@ def as_llama_cpp_computes(model):
     """A copy of ``model`` whose GELUs are the tanh approximation: the function llama.cpp computes from the export.
 
     Its greedy continuations equal llama.cpp's token for token except at near-ties smaller than
-    ggml's fp16 GELU table moves the logits (tests/test_llamacpp.py); the original's may also differ
+    ggml's fp16 GELU table moves the logits (tests/servers/test_llamacpp.py); the original's may also differ
     where the top two logits are closer than the approximation moves them.
     """
     import copy
