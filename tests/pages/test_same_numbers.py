@@ -14,8 +14,8 @@ import base64
 import hashlib
 import json
 import math
-import re
 import os
+import re
 import subprocess
 from pathlib import Path
 
