@@ -15,13 +15,21 @@ Per page it prints the median time from navigation start to the first drawn plot
 trace layer), read in the page as ``performance.now()``; its ratio to the minimal app's median in the same run [target
 <= 1.3x]; and the websocket bytes the browser received (Playwright frame sizes) up to
 that chart and in the whole first script run.
+
+``--baseline REF`` also serves the app as it was at git revision ``REF`` (a detached worktree in a
+temporary folder) beside the current one, visits both interleaved, and checks that the current
+tree's first chart and its warm rerun (the median of :data:`RERUNS` AppTest reruns of each page, in
+a subprocess per tree) are no slower than the baseline's [target <= 1.15x, the spread of repeated
+runs on a shared 2-core machine].
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +57,30 @@ import streamlit as st
 st.plotly_chart(go.Figure(go.Heatmap(z=np.random.default_rng(0).random((10, 10)))))
 """
 TARGET_RATIO = 1.3
+BASELINE_RATIO = 1.15  #: current / baseline, first chart and warm rerun
+RERUNS = 7
+BASELINE = " (baseline)"
+#: the page file of each chart page, for the warm-rerun timing
+PAGE_FILES = {
+    "/design-space": "pages/design-space.py",
+    "/break-even": "pages/break-even.py",
+    "/sampling-lab": "pages/sampling-lab.py",
+    "/converter": "pages/converter.py",
+}
+# Median seconds of a warm AppTest rerun of each page given on the command line, as JSON (run in a tree's root).
+RERUN_SCRIPT = """
+import json, statistics, sys, time
+from streamlit.testing.v1 import AppTest
+out = {}
+for page in sys.argv[2:]:
+    at = AppTest.from_file(page, default_timeout=120)
+    at.run()
+    times = []
+    for _ in range(int(sys.argv[1])):
+        t = time.perf_counter(); at.run(); times.append(time.perf_counter() - t)
+    out[page] = statistics.median(times)
+print(json.dumps(out))
+"""
 TIMEOUT_MS = 120_000
 
 # performance.now() (ms since navigation start) once a plotly chart has drawn a trace, else false.
@@ -96,8 +128,27 @@ def visit(browser, url: str) -> Visit:
         context.close()
 
 
-def run(sessions: int, pages: list[tuple[str, str]]) -> dict[str, list[Visit]]:
-    """Start both servers, warm them, then visit every target ``sessions`` times (interleaved)."""
+@contextlib.contextmanager
+def baseline_tree(ref: str, tmp: Path):
+    """A detached git worktree of ``ref`` under ``tmp``, removed on exit."""
+    path = tmp / "baseline"
+    subprocess.run(["git", "worktree", "add", "--detach", str(path), ref], check=True, capture_output=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(path)], check=False, capture_output=True)
+
+
+def warm_reruns(tree: Path, pages: list[str]) -> dict[str, float]:
+    """Median seconds of a warm AppTest rerun of each page file, measured in ``tree``'s own code."""
+    out = subprocess.run(
+        [sys.executable, "-c", RERUN_SCRIPT, str(RERUNS), *pages], cwd=tree, check=True, capture_output=True, text=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run(sessions: int, pages: list[tuple[str, str]], baseline: Path | None = None) -> dict[str, list[Visit]]:
+    """Start the servers, warm them, then visit every target ``sessions`` times (interleaved)."""
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="browser_bench_")))
         (tmp / "minimal_app.py").write_text(MINIMAL_APP)
@@ -105,6 +156,10 @@ def run(sessions: int, pages: list[tuple[str, str]]) -> dict[str, list[Visit]]:
         app = stack.enter_context(streamlit_server("app.py", tmp / "app.log", env=env))
         minimal = stack.enter_context(streamlit_server(tmp / "minimal_app.py", tmp / "minimal.log", cwd=tmp))
         targets = [(MINIMAL, minimal + "/")] + [(label, app + path) for label, path in pages]
+        if baseline is not None:
+            env_b = {"SPECVIZ_DB_URL": f"sqlite:///{tmp / 'runs-baseline.sqlite'}"}
+            old = stack.enter_context(streamlit_server("app.py", tmp / "baseline.log", cwd=baseline, env=env_b))
+            targets += [(label + BASELINE, old + path) for label, path in pages]
         browser = launch_chromium(stack.enter_context(sync_playwright()))
         for _, url in targets:  # warm-up: imports, caches and the first script run on each server
             visit(browser, url)
@@ -133,7 +188,7 @@ def report(visits: dict[str, list[Visit]]) -> None:
             f"  {label:<{width}}  {med:>8.3f}  {f'{lo:.2f}..{hi:.2f}':>11}  {med / base:>8.2f}x  "
             f"{kb_chart:>14.1f}  {kb_total:>9.1f}"
         )
-        if label != MINIMAL:
+        if label != MINIMAL and not label.endswith(BASELINE):
             record(
                 f"{label}: time to first chart",
                 f"{med:.2f} s = {med / base:.2f}x minimal",
@@ -142,11 +197,32 @@ def report(visits: dict[str, list[Visit]]) -> None:
             )
 
 
+def compare(visits: dict[str, list[Visit]], reruns: dict[str, tuple[float, float]]) -> None:
+    """Record current ÷ baseline for each page's first chart and warm rerun."""
+    for label in [lb for lb in visits if lb + BASELINE in visits]:
+        now = statistics.median(v.seconds for v in visits[label])
+        old = statistics.median(v.seconds for v in visits[label + BASELINE])
+        record(
+            f"{label}: first chart vs baseline",
+            f"{now / old:.2f}x ({now:.2f} vs {old:.2f} s)",
+            "<= 1.15x",
+            now / old <= BASELINE_RATIO,
+        )
+    for page, (now, old) in reruns.items():
+        record(
+            f"{page}: warm rerun vs baseline",
+            f"{now / old:.2f}x ({now * 1e3:.0f} vs {old * 1e3:.0f} ms)",
+            "<= 1.15x",
+            now / old <= BASELINE_RATIO,
+        )
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--strict", action="store_true", help="exit 1 if any target fails")
     ap.add_argument("--sessions", type=int, default=5, help="fresh browser contexts per page (>= 1)")
     ap.add_argument("--page", action="append", default=None, help="only this URL path, e.g. /converter (repeatable)")
+    ap.add_argument("--baseline", default=None, help="also serve git revision REF and compare against it")
     args = ap.parse_args(argv)
     pages = [p for p in CHART_PAGES if args.page is None or p[1] in args.page]
 
@@ -156,7 +232,18 @@ def main(argv=None) -> int:
         f"browser benchmark, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: navigation -> first drawn plotly chart, "
         f"median of {args.sessions} fresh browser contexts per page on a warm server (headless Chromium)"
     )
-    report(run(max(1, args.sessions), pages))
+    with contextlib.ExitStack() as stack:
+        baseline = None
+        if args.baseline:
+            tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="browser_bench_ref_")))
+            baseline = stack.enter_context(baseline_tree(args.baseline, tmp))
+            print(f"baseline: {args.baseline} in {baseline}")
+        visits = run(max(1, args.sessions), pages, baseline)
+        report(visits)
+        if baseline is not None:
+            files = [PAGE_FILES[path] for _, path in pages]
+            now, old = warm_reruns(Path.cwd(), files), warm_reruns(baseline, files)
+            compare(visits, {f: (now[f], old[f]) for f in files})
     n_fail = summary(t_start)
     return 1 if (args.strict and n_fail) else 0
 
