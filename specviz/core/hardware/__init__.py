@@ -1,8 +1,6 @@
 """The roofline cost model: step times, c and v of a (target, draft) pair, K* by batch, memory fit.
 
-Split by job: :mod:`.catalog` (model and GPU specs), :mod:`.hf_config` (config.json), :mod:`.params`,
-:mod:`.roofline` (one forward), :mod:`.pair` (one round), :mod:`.memory`, :mod:`.sweeps`, :mod:`.flags`.
-"""
+Modules: catalog, hf_config, params, roofline (one forward), pair (one round), memory, sweeps, flags."""
 
 from specviz.core.engines import DEFAULT_EFFICIENCY, Efficiency, as_efficiency
 from specviz.core.hardware.catalog import (

@@ -1,4 +1,7 @@
-"""The model and GPU catalogues: names to checked architecture and accelerator specs."""
+"""The model and GPU catalogues (``data/catalog``): names or dicts to checked architecture and accelerator specs.
+
+Invalid input raises ValueError naming the field, the value and what is allowed.
+"""
 
 from __future__ import annotations
 
@@ -44,7 +47,6 @@ MOE_FIELDS = (
 MLA_FIELDS = ("kv_lora_rank", "q_lora_rank", "rope_head_dim", "nope_head_dim", "v_head_dim")
 GPU_FIELDS = ("memory_gb", "bandwidth_tbs", "bf16_tflops", "fp16_tflops", "interconnect_gbs")
 
-
 #: The integers each size of a model may be, checked before any arithmetic (an uploaded config.json
 #: holds what its author typed). The bounds are a few times the largest published decoder (Llama-3.1
 #: 405B: 126 layers, 16,384 wide, MLP 53,248; Gemma's 256k vocabulary; Llama-4 Scout's 10M context;
@@ -80,8 +82,7 @@ MAX_PARAMETERS = 10**14
 
 
 def efficiency_for(gpu) -> Efficiency:
-    """The efficiencies to use on ``gpu``: its own measured ones where it carries them (a calibrated
-    machine: figures already attainable, e = 1, with its measured fixed costs), else the defaults."""
+    """``gpu``'s own measured efficiencies (a calibrated machine: e = 1 and its fixed costs), else the defaults."""
     g = gpu_spec(gpu)
     if "overhead_s" not in g:
         return DEFAULT_EFFICIENCY
@@ -106,10 +107,8 @@ def load_catalog(directory: Path = CATALOG_DIR) -> tuple[pd.DataFrame, pd.DataFr
 
 
 def preset_pairs(directory: Path = CATALOG_DIR, *, heads: bool = False) -> pd.DataFrame:
-    """(target, draft) pairs as papers and engines use them: name, target, draft, source, notes.
-
-    The drafts of ``pairs.csv`` are models of ``models.csv``; with ``heads`` the pairs of
-    ``head_pairs.csv`` follow, whose drafts are published heads (:mod:`specviz.core.heads`)."""
+    """(target, draft) pairs of ``pairs.csv`` (name, target, draft, source, notes); with ``heads`` those of
+    ``head_pairs.csv`` too, whose drafts are heads (:mod:`specviz.core.heads`)."""
     pairs = _read_catalog(str(directory))[2]
     if heads:
         pairs = pd.concat([pairs, _read_head_pairs(str(directory))], ignore_index=True)
@@ -122,11 +121,8 @@ def _read_head_pairs(directory: str) -> pd.DataFrame:
 
 
 def model_spec(model: str | dict) -> dict:
-    """A model's architecture as a dict of :data:`MODEL_FIELDS` (plus ``name``), checked.
-
-    ``model`` is a catalogue name or a dict with those fields (e.g. from :func:`from_hf_config`).
-    A catalogue model is read and checked once per process (a fit prices thousands of rows).
-    """
+    """A model's architecture as a checked dict of :data:`MODEL_FIELDS` (plus ``name``), from a catalogue
+    name (read once per process) or a dict (e.g. :func:`from_hf_config`)."""
     if isinstance(model, str):
         return dict(_catalogue_model(model))
     return _checked_model(model)
@@ -183,9 +179,8 @@ def _given(spec: dict, field: str) -> bool:
 
 
 def _check_moe_mla(spec: dict) -> None:
-    """Fill the optional MoE and MLA fields (0 where absent; moe_every 1; shared width = expert width;
-    expert_bits the dtype's) and check them: an MoE model needs 1 ≤ k ≤ E and an expert width, an MLA
-    one a rope and a value head size."""
+    """Fill the optional MoE and MLA fields (0; moe_every 1; shared width = expert width) and check them:
+    MoE needs 1 ≤ k ≤ E and an expert width, MLA a rope and a value head size."""
     rule = N_("model field {field} must be an integer from {lo} to {hi}; got {value}")
     for f in MOE_FIELDS + MLA_FIELDS:
         default = 1 if f == "moe_every" else 0
@@ -226,9 +221,8 @@ def _shown(value, most: int = 60) -> str:
 
 
 def _size(value, field: str, name: str, key: str) -> int:
-    """``value`` as an int within ``SIZE_LIMITS[field]``, else ValueError (catalogue ``key``) naming
-    ``name``, the value and the allowed range. JSON booleans, strings, lists, objects, fractions and
-    non-finite numbers are refused before any arithmetic touches them."""
+    """``value`` as an int within ``SIZE_LIMITS[field]``, else ValueError (catalogue ``key``) naming ``name``;
+    booleans, strings, containers, fractions and non-finite numbers are refused before any arithmetic."""
     lo, hi = SIZE_LIMITS[field]
     number = isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool | np.bool_)
     if not (number and lo <= value <= hi and value == int(value)):  # NaN and ±inf fail the range
@@ -237,9 +231,7 @@ def _size(value, field: str, name: str, key: str) -> int:
 
 
 def gpu_spec(gpu: str | dict) -> dict:
-    """An accelerator's figures (:data:`GPU_FIELDS`, fp8 optional) from the catalogue or a dict, checked.
-
-    A name not in the catalogue may be the calibrated machine's (:func:`calibrated_machine`)."""
+    """An accelerator's checked figures (:data:`GPU_FIELDS`, fp8 optional): catalogue or calibrated name, or dict."""
     if isinstance(gpu, str):
         _, gpus, _ = _read_catalog(str(CATALOG_DIR))
         if gpu in gpus.index:
@@ -274,8 +266,7 @@ def _checked_gpu(gpu: str | dict) -> dict:
 
 
 def calibrated_machine(directory: Path | None = None) -> dict | None:
-    """The machine ``python -m specviz calibrate`` measured (``machine.json``: its bandwidth, fp32
-    peak and fixed costs, as a :func:`gpu_spec` dict), or None where none was written."""
+    """The machine ``python -m specviz calibrate`` measured (``machine.json``) as a :func:`gpu_spec` dict, or None."""
     try:
         return gpu_spec(json.loads((Path(directory or CALIBRATION_DIR) / "machine.json").read_text()))
     except (OSError, ValueError):
@@ -283,8 +274,8 @@ def calibrated_machine(directory: Path | None = None) -> dict | None:
 
 
 def calibration_steps(directory: Path | None = None) -> pd.DataFrame | None:
-    """The forward times ``python -m specviz calibrate`` measured and predicted (``steps.csv``: model,
-    batch, tokens, context, measured_s, predicted_s, ratio), or None where none was written."""
+    """The forward times ``python -m specviz calibrate`` measured (``steps.csv``: model, batch, tokens,
+    context, measured_s, predicted_s, ratio), or None."""
     try:
         frame = pd.read_csv(Path(directory or CALIBRATION_DIR) / "steps.csv")
     except (OSError, ValueError):

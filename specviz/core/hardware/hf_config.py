@@ -45,11 +45,8 @@ _SUPPORTED = _GATED | _PLAIN | set(_MOE)
 
 
 def _hf_int(config: dict, keys: tuple[str, ...], required: bool = True, field: str | None = None) -> int | None:
-    """The first of ``keys`` that ``config`` sets, as an integer in ``SIZE_LIMITS[field]`` (None when
-    absent and optional; ``field`` defaults to our name of ``keys``).
-
-    JSON booleans, strings, lists, objects, fractions, non-finite numbers and values outside the range
-    raise ValueError naming the key, the value and the range."""
+    """The first of ``keys`` set in ``config`` as an int in ``SIZE_LIMITS[field]`` (``field`` defaults to our
+    name of ``keys[0]``); None when absent and not ``required``; else ValueError naming the key."""
     key = next((k for k in keys if config.get(k) is not None), None)
     if key is None:
         if required:
@@ -79,12 +76,10 @@ _TIED_DEFAULT = {"GPT2LMHeadModel": True, "GPTBigCodeForCausalLM": True, "Gemma2
 def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
     """A model spec from a Hugging Face ``config.json`` (dict or JSON text).
 
-    Dense decoder-only architectures are modelled (Llama, Mistral, Qwen2/3, Gemma-2: gated MLP;
-    GPT-2, GPTBigCode: plain MLP). Sizes must be integers >= 1. Keys left out take the
-    architecture's transformers default: K/V heads = query heads (GPTBigCode: 1 when ``multi_query``,
-    its default), head_dim = hidden_size / heads, GPT-2's MLP = 4 · hidden_size, tied embeddings for
-    GPT-2, GPTBigCode and Gemma-2 only. Anything else, or a config that lacks a needed key or holds a
-    bad value, raises ValueError naming the key.
+    Modelled: Llama, Mistral, Qwen2/3, Gemma-2 (gated MLP), GPT-2, GPTBigCode (plain MLP) and the MoE
+    architectures of ``_MOE``. Keys left out take transformers' defaults: K/V heads = heads (GPTBigCode
+    ``multi_query``: 1), head_dim = hidden_size / heads, GPT-2 MLP = 4·hidden_size, tied embeddings for GPT-2,
+    GPTBigCode and Gemma-2. Anything else raises ValueError naming the key.
     """
     if isinstance(config, str | bytes):
         if len(config) > CONFIG_MAX_BYTES:

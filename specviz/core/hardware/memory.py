@@ -12,8 +12,8 @@ USABLE_MEMORY = 0.9  #: fraction of HBM for weights and KV cache (the rest: acti
 
 
 def kv_bytes_per_token(model, dtype="bf16", tp=1):
-    """KV cache bytes per token of context on one of ``tp`` GPUs: 2 · n_layers · h · head_dim · bytes,
-    h = :func:`kv_heads_per_gpu` (the whole cache when tp = 1)."""
+    """KV-cache bytes per token on one of ``tp`` GPUs: 2·n_layers·h·head_dim·a (h = :func:`kv_heads_per_gpu`);
+    latent attention: n_layers·(kv_r + rope)·a on every GPU."""
     m = model_spec(model)
     _, _, _, tp_ = _check_grid(1, 0, 1, tp)
     if m["kv_lora_rank"]:  # latent attention: kv_r + rope values per token and layer, on every GPU
@@ -35,8 +35,7 @@ def weight_bytes(model, dtype="bf16") -> float:
 
 
 def fits(model, gpu, batch, context, dtype="bf16", tp=1):
-    """Whether weights / tp + batch · context · (per-GPU KV bytes per token, :func:`kv_bytes_per_token`)
-    fit in ``USABLE_MEMORY`` of one GPU's HBM."""
+    """Whether weights / tp + B·L·:func:`kv_bytes_per_token` ≤ :data:`USABLE_MEMORY` of a GPU's HBM."""
     g = gpu_spec(gpu)
     b, ctx, _, tp_ = _check_grid(batch, context, 1, tp)
     need = weight_bytes(model, dtype) / tp_ + b * ctx * kv_bytes_per_token(model, dtype, tp_)

@@ -30,21 +30,14 @@ def pair_costs(
     verify_tokens=None,
     expert_parallel=False,
 ) -> dict[str, np.ndarray]:
-    """What one speculative round costs, in the terms of :func:`specviz.core.theory.speedup_from_tokens`.
+    """One round's costs in the terms of :func:`specviz.core.theory.speedup_from_tokens`.
 
-    ``draft`` is a model (catalogue name or spec), a head of :mod:`specviz.core.heads`, or
-    :data:`NGRAM`. A round runs D = ``k`` draft forwards of ``draft_tokens`` tokens per sequence
-    (1 for a chain, a tree level's width for a tree), then one verify forward of T =
-    ``verify_tokens`` tokens (default k + 1; a tree's node count). A Medusa head drafts every
-    position in one pass over its weights (D = 1) on the verify forward's T hidden states; an n-gram
-    lookup costs one fixed host step (``overhead_s``, D = 1). Every draft forward also pays the
-    engine's ``draft_overhead_s`` (the draft loop's host work between draft steps). MoE models run
-    with ``expert_parallel`` as :func:`operator_costs` says.
-
-    Returns t_target, t_draft (one draft forward), t_verify (seconds), c = t_target / t_draft,
-    v = (t_verify / t_target − 1) / (T − 1), o = round_overhead_s / t_target and draft_steps D, so
-    that S = E[N] / (1 + v·(T − 1) + o + D / c). The draft attends over ``draft_context`` (default:
-    the target's ``context``) on ``tp_draft`` GPUs. Broadcasts over batch, context and k.
+    ``draft``: a model, a head of :mod:`specviz.core.heads`, or :data:`NGRAM`. D = ``k`` draft forwards of
+    ``draft_tokens`` tokens (a tree level's width), then one verify forward of T = ``verify_tokens`` (default k + 1);
+    a Medusa head or an n-gram lookup (``overhead_s``) has D = 1; each draft forward adds ``draft_overhead_s``.
+    Returns t_target, t_draft, t_verify (s), c = t_target / t_draft, v = (t_verify / t_target − 1) / (T − 1),
+    o = round_overhead_s / t_target, draft_steps D and nodes T − 1: S = E[N] / (1 + v·(T − 1) + o + D / c).
+    The draft attends over ``draft_context`` (default ``context``) on ``tp_draft`` GPUs. Broadcasts.
     """
     kk = theory.check_k(k)
     g, t = gpu_spec(gpu), model_spec(target)
@@ -93,8 +86,7 @@ def pair_costs(
 
 
 def _parallel_head_seconds(head: dict, target: dict, g: dict, batch, tokens, k, dtype, tp, eff: Efficiency):
-    """One Medusa pass: k heads' weights (:func:`specviz.core.heads.medusa_weights`) read once and
-    applied to B·T hidden states, on ``tp`` GPUs, plus one layer's dispatch cost per head."""
+    """One Medusa pass: k heads' weights (:func:`specviz.core.heads.medusa_weights`) read once, B·T rows."""
     b = np.asarray(batch, dtype=float)
     n = np.asarray(k, dtype=float)
     per_head = heads.medusa_weights(head, target, 1)
@@ -107,16 +99,15 @@ def _parallel_head_seconds(head: dict, target: dict, g: dict, batch, tokens, k, 
 
 
 def round_speedup(mean_tokens, costs: dict) -> np.ndarray:
-    """S = E[N] / (1 + v·(T − 1) + o + D / c) from :func:`pair_costs`'s terms, by the one rule
-    :func:`specviz.core.theory.speedup_from_tokens` (K = T − 1 verified draft nodes)."""
+    """S = E[N] / (1 + v·(T − 1) + o + D / c) by :func:`specviz.core.theory.speedup_from_tokens`."""
     return theory.speedup_from_tokens(
         mean_tokens, costs["c"], costs["nodes"], costs["v"], costs["o"], costs["draft_steps"].astype(int)
     )
 
 
 def check_pair(target, draft) -> None:
-    """Raise ValueError unless draft and target can share a tokenizer: vocabulary sizes within 128
-    (models pad their embeddings: Qwen2.5 has 151,936 rows below 7B and 152,064 from 7B up)."""
+    """ValueError unless draft and target vocabularies differ by ≤ 128 (padded embeddings: Qwen2.5 has
+    151,936 rows below 7B and 152,064 from 7B up)."""
     t, d = model_spec(target), model_spec(draft)
     if abs(t["vocab_size"] - d["vocab_size"]) > 128:
         raise Message(

@@ -8,10 +8,9 @@ from specviz.core.hardware.catalog import MAX_PARAMETERS, model_spec
 
 
 def parameter_count(model: str | dict) -> int:
-    """Parameters implied by the architecture: embeddings, per-layer attention and MLP matrices and
-    norms, the final norm and (when untied) the LM head. GPT-2-style models (``mlp`` "plain") also
-    have learned positions (max_context × d) and LayerNorm biases. Linear-layer biases are not
-    counted (Qwen2's q/k/v biases and GPT-2's are under 0.1 % of any catalogue model)."""
+    """Parameters implied by the architecture: embeddings, per layer attention, MLP and norms, the
+    final norm, the LM head when untied; "plain" (GPT-2) models add learned positions and LayerNorm biases.
+    Linear-layer biases are left out (< 0.1 % of any catalogue model)."""
     m = model_spec(model)
     d, ffn, layers = m["hidden_size"], m["intermediate_size"], m["n_layers"]
     gpt2 = m["mlp"] == "plain"
@@ -39,8 +38,7 @@ def parameter_count(model: str | dict) -> int:
 
 
 def active_parameter_count(model: str | dict) -> int:
-    """Parameters a token passes through: :func:`parameter_count` with k routed experts per MoE layer
-    instead of E (the "active" size MoE model cards quote); the total for a dense model."""
+    """Parameters a token passes through: :func:`parameter_count` with k of E routed experts per MoE layer."""
     m = model_spec(model)
     n_moe = _n_moe_layers(m)
     if not n_moe:
@@ -50,19 +48,12 @@ def active_parameter_count(model: str | dict) -> int:
 
 
 def dense_comparator(model: str | dict) -> dict:
-    """A dense model with the MoE ``model``'s active parameter count, as a spec dict.
-
-    The rule: keep everything but the MLPs (layers, width d, attention, latent attention included,
-    vocabulary, embeddings, context window) and give every layer one gated MLP of width
+    """A dense spec with ``model``'s active parameter count: everything but the MLPs kept, one gated MLP of width
 
     .. math::  f = \\frac{(n_{layers} - n_{moe})\\,ffn + n_{moe}\\,(k\\,d_e + n_s d_s + E / 3)}{n_{layers}}
 
-    (rounded), so that 3·d·f·n_layers equals the MLP weights a token passes through (the dense
-    layers, k routed and the shared experts, the router d·E): :func:`parameter_count` of the result
-    is :func:`active_parameter_count` of ``model`` to within 3·d·n_layers / 2. The experts' own
-    storage (``expert_bits``) is not carried: the dense weights are at the dtype. Beside the MoE
-    model it isolates what routing does to a step: the same attention and the same bytes per token,
-    but every token through the same weights. A dense ``model`` is returned as its own spec.
+    (rounded), so :func:`parameter_count` of it is :func:`active_parameter_count` of ``model`` within
+    3·d·n_layers / 2; weights at the dtype (no ``expert_bits``). A dense ``model`` comes back as its spec.
     """
     m = model_spec(model)
     n_moe = _n_moe_layers(m)
@@ -80,9 +71,7 @@ def dense_comparator(model: str | dict) -> dict:
 
 
 def with_routing_skew(model, skew: float):
-    """``model`` with a skewed expert load (:func:`specviz.core.moe.zipf_load`, Zipf exponent ``skew``)
-    for the roofline's count of experts touched; a dense model, or skew 0 (uniform routing), is
-    returned as it came."""
+    """``model`` with a Zipf(``skew``) ``expert_load`` (:func:`specviz.core.moe.zipf_load`); dense or 0: as is."""
     m = model_spec(model)
     if not m["n_experts"] or not skew:
         return model
@@ -94,9 +83,8 @@ def _n_moe_layers(m: dict) -> int:
 
 
 def _attention_parameters(m: dict) -> int:
-    """Weights of one layer's attention: q, k, v, o (GQA); with latent attention (MLA) the down- and
-    up-projections instead: d·q_r + q_r·H·(nope + rope) (or d·H·(nope + rope) without q_lora_rank),
-    d·(kv_r + rope), kv_r·H·(nope + v) and H·v·d, plus the two latent norms."""
+    """Weights of one layer's attention: q, k, v, o (GQA); latent attention (MLA): d·q_r + q_r·H·(nope + rope)
+    (d·H·(nope + rope) without q_lora_rank), d·(kv_r + rope), kv_r·H·(nope + v), H·v·d, two latent norms."""
     d, h = m["hidden_size"], m["n_heads"]
     if not m["kv_lora_rank"]:
         return d * m["head_dim"] * (2 * h + 2 * m["n_kv_heads"])
@@ -113,8 +101,7 @@ def _expert_parameters(m: dict, experts) -> int:
 
 
 def _moe_layer_parameters(m: dict, experts) -> int:
-    """Weights of one MoE layer's MLP with ``experts`` routed experts (gated: 3·d·d_e each), its
-    shared experts and the router (d·E)."""
+    """Weights of one MoE layer's MLP: ``experts`` routed (3·d·d_e each), the shared experts, the router d·E."""
     d = m["hidden_size"]
     shared = 3 * d * m["n_shared_experts"] * m["shared_expert_size"]
     return int(_expert_parameters(m, experts) + shared + d * m["n_experts"])

@@ -1,4 +1,7 @@
-"""The roofline time of one decoder forward, operator by operator."""
+"""The roofline time of one decoder forward, operator by operator.
+
+t = max(FLOPs / (peak·e_c), bytes / (bandwidth·e_m)) per operator, summed, plus all-reduces and the engine's
+fixed costs (docs/design.md §8, after LLM-Viewer and MagicDec); seconds; every numeric argument broadcasts."""
 
 from __future__ import annotations
 
@@ -24,7 +27,6 @@ WEIGHT_ONLY = {"int8": "bf16", "int4": "bf16", "int4-g128": "bf16"}
 #: on tensor cores with TF32 at best; modelled as bf16 / 2)
 _PEAK_COLUMN = {"fp32": "bf16_tflops", "bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops"}
 
-
 LINKS = ("nvlink", "pcie")  #: how a GPU's tensor-parallel peers are linked (:func:`link_kind`)
 #: GPUs one NVLink board joins (HGX / DGX A100, H100, H200, B200 and the MI300X platform: 8); a tensor-parallel
 #: group beyond it spans nodes
@@ -34,14 +36,11 @@ BOARD_GPUS = 8
 NIC_GBS = 50.0
 #: the operators that stream weights: below 16 bits their kernels reach ``quant_memory`` of ``memory``
 WEIGHT_OPERATORS = ("q/k/v/o projections", "MLP", "LM head", "fusion fc")
-
-
 OPERATORS = ("q/k/v/o projections", "MLP", "attention", "norms & residual", "LM head", "all-reduce", "fusion fc")
 
 
 def kv_heads_per_gpu(n_kv_heads, tp):
-    """K/V heads each of ``tp`` GPUs holds: max(H_kv / tp, 1) (a head is replicated when H_kv < tp;
-    an uneven split counts the mean)."""
+    """K/V heads each of ``tp`` GPUs holds: max(H_kv / tp, 1) (replicated when H_kv < tp)."""
     return np.maximum(n_kv_heads / np.asarray(tp, dtype=float), 1.0)
 
 
@@ -94,19 +93,11 @@ def operator_costs(
 ) -> dict[str, tuple]:
     """Per operator: (FLOPs, bytes) of one forward on one of ``tp`` GPUs, summed over layers.
 
-    batch B sequences, each with ``tokens`` n new tokens after ``context`` L cached ones:
-
-    * linear layers: FLOPs = 2·in·out·B·n / tp; bytes = in·out·w / tp (weights, read once per step
-      whatever B·n) + (in + out)·B·n·a (activations);
-    * attention over L + n positions: FLOPs = 4·B·n·(L + n)·H·hd / tp; bytes = the KV cache read,
-      B·(L + n)·2·h·hd·a with h = :func:`kv_heads_per_gpu` (KV heads are replicated when
-      H_kv < tp, and so are their K/V projections), plus q and output;
-    * norms and residual adds: 8·B·n·d FLOPs and 4 reads/writes of B·n·d per layer, on every GPU
-      (tensor parallelism replicates them);
-    * tensor-parallel all-reduces: 2 per layer of B·n·d·a bytes (time in :func:`step_time`);
-    * MoE layers (:func:`_moe_mlp`): with ``expert_parallel`` the routed experts sit whole on the
-      ``tp`` GPUs (vLLM's ``--enable-expert-parallel`` with one data-parallel rank) instead of each
-      being split over them; attention stays tensor parallel and the MoE output is still all-reduced.
+    B = ``batch`` sequences, n = ``tokens`` new tokens each after L = ``context`` cached ones; w, a = bytes per
+    weight and per activation. Linear: 2·in·out·B·n / tp FLOPs, (in·out·w + (in + out)·B·n·a) / tp bytes.
+    Attention: 4·B·n·(L + n)·H·hd / tp FLOPs; the KV read B·(L + n)·2·h·hd·a (h = :func:`kv_heads_per_gpu`)
+    plus q and output. Norms and residual: 8·B·n·d FLOPs, 4·B·n·d·a bytes per layer on every GPU. All-reduce:
+    2 per layer of B·n·d·a bytes. MoE: :func:`_moe_mlp` (``expert_parallel``: vLLM ``--enable-expert-parallel``).
     """
     m, g = model_spec(model), gpu_spec(gpu)
     b, ctx, n, tp = _check_grid(batch, context, tokens, tp)
@@ -157,15 +148,10 @@ def operator_costs(
 def _moe_mlp(m: dict, rows, tp, w: float, a: float, expert_parallel: bool = False) -> tuple:
     """(FLOPs, bytes) of one MoE layer's MLP on one of ``tp`` GPUs for ``rows`` = B·n tokens.
 
-    Routed experts: each token through k experts, 2·3·d·d_e FLOPs each; the weights of the distinct
-    experts touched, :func:`specviz.core.moe.experts_touched` (uniform routing, or the model's measured
-    ``expert_load`` when it carries one, e.g. :func:`specviz.core.moe.zipf_load`), 3·d·d_e each at
-    ``expert_bits`` (MXFP4: 4.25) or the dtype's size. Shared experts: every token, their weights
-    read once. The router: d·E. Under tensor parallelism every GPU reads 1/tp of each expert touched;
-    under expert parallelism a GPU reads the whole experts it holds that are touched, and the layer
-    waits for the busiest GPU (:func:`specviz.core.moe.experts_on_busiest_rank`), so at small batch
-    expert parallelism reads more per GPU than tensor parallelism and at large batch the same (a
-    measured load is not applied there: which GPU holds the hot experts is the placement's choice).
+    Routed: k experts per token at 2·3·d·d_e FLOPs; weights 3·d·d_e each (at ``expert_bits``, MXFP4 4.25, or w)
+    of the distinct experts touched (:func:`specviz.core.moe.experts_touched`, with the model's ``expert_load``),
+    / tp; with ``expert_parallel`` the whole experts on the busiest GPU
+    (:func:`specviz.core.moe.experts_on_busiest_rank`). Shared experts: every token. Router: d·E.
     """
     d, e, k, de = m["hidden_size"], m["n_experts"], m["experts_per_token"], m["expert_size"]
     ns, ds = m["n_shared_experts"], m["shared_expert_size"]
@@ -187,11 +173,8 @@ def _moe_mlp(m: dict, rows, tp, w: float, a: float, expert_parallel: bool = Fals
 def _latent_attention(m: dict, rows, b, span, tp, w: float, a: float) -> tuple:
     """Multi-head latent attention (DeepSeek-V2/V3), decode in the absorbed form, on one of ``tp`` GPUs.
 
-    Returns (projections (FLOPs, bytes), attention FLOPs, attention bytes), summed over layers. The
-    cache holds kv_r + rope values per token and layer (the compressed latent and the shared rope
-    key), the same on every GPU (engines replicate it across tensor-parallel ranks). Scores and values
-    run over the latent: 2·H·(kv_r + rope) + 2·H·kv_r FLOPs per token and position. Projections: the
-    weights of :func:`_attention_parameters` (the up-projections absorbed, but still read).
+    Returns (projections (FLOPs, bytes), attention FLOPs, attention bytes) over all layers. The cache holds
+    kv_r + rope values per token and layer on every GPU; 2·H·(kv_r + rope) + 2·H·kv_r FLOPs per token and position.
     """
     layers, d, h = m["n_layers"], m["hidden_size"], m["n_heads"]
     r, rope = m["kv_lora_rank"], m["rope_head_dim"]
@@ -213,10 +196,8 @@ def _op_time(flops, nbytes, peak: float, bandwidth: float, eff: Efficiency) -> t
 
 
 def link_kind(gpu, tp=1) -> np.ndarray:
-    """How ``tp`` GPUs of ``gpu`` reach each other: ``"nvlink"`` over a peer-to-peer fabric (NVLink,
-    NVSwitch, Infinity Fabric) within one board of :data:`BOARD_GPUS`, else ``"pcie"``: GPUs without
-    a fabric (64 GB/s per direction or less: PCIe Gen5 x16), and a group larger than a board, whose
-    traffic leaves through the network cards on PCIe. Broadcasts over ``tp``."""
+    """``"nvlink"`` where ``tp`` GPUs of ``gpu`` share a peer-to-peer fabric within one board of
+    :data:`BOARD_GPUS`, else ``"pcie"`` (≤ 64 GB/s per direction, or a group spanning nodes)."""
     return _link_kind(gpu_spec(gpu), tp)
 
 
@@ -227,10 +208,8 @@ def _link_kind(g: dict, tp) -> np.ndarray:
 
 
 def _allreduce_time(nbytes, tp, g: dict, eff: Efficiency, layers: int) -> np.ndarray:
-    """Ring all-reduce: 2 (tp − 1) / tp of the bytes over the link, plus a latency per call:
-    ``allreduce_latency_s`` within an NVLink board, ``pcie_allreduce_latency_s`` over PCIe or across
-    boards (:func:`link_kind`), where the link is also capped at one network card's
-    :data:`NIC_GBS` per GPU."""
+    """Ring all-reduce: 2 (tp − 1) / tp · bytes / link + 2 · layers · latency (PCIe latency off an
+    NVLink board; beyond a board the link is capped at :data:`NIC_GBS`)."""
     tp = np.asarray(tp, dtype=float)
     across = tp > BOARD_GPUS
     link = np.where(across, min(g["interconnect_gbs"], NIC_GBS), g["interconnect_gbs"]) * 1e9 * eff.network
@@ -239,8 +218,7 @@ def _allreduce_time(nbytes, tp, g: dict, eff: Efficiency, layers: int) -> np.nda
 
 
 def _operator_efficiency(name: str, dtype: str, eff: Efficiency) -> Efficiency:
-    """``eff`` for operator ``name``: a weight-streaming operator (:data:`WEIGHT_OPERATORS`) over
-    weights stored below 16 bits reaches ``quant_memory`` of ``memory``."""
+    """``eff`` with ``memory`` × ``quant_memory`` for a :data:`WEIGHT_OPERATORS` member below 16 bits."""
     if name in WEIGHT_OPERATORS and _dtype_bytes(dtype) < 2 and eff.quant_memory < 1:
         return replace(eff, memory=eff.memory * eff.quant_memory)
     return eff
@@ -258,10 +236,8 @@ def step_time(
     efficiency: Efficiency | None = None,
     expert_parallel=False,
 ):
-    """Seconds of one forward: ``tokens`` new tokens for each of ``batch`` sequences over ``context``
-    cached tokens, on ``tp`` GPUs (tensor parallel; MoE experts whole per GPU with
-    ``expert_parallel``): the roofline time of every operator, summed, plus the all-reduces and the
-    engine's fixed costs. Broadcasts over batch, context, tokens, tp."""
+    """Seconds of one forward of ``tokens`` new tokens for each of ``batch`` sequences over ``context``
+    cached ones on ``tp`` GPUs: the operators' roofline times + all-reduces + fixed costs. Broadcasts."""
     g, m = gpu_spec(gpu), model_spec(model)
     eff = as_efficiency(efficiency) or efficiency_for(g)
     peak, bandwidth = _peak_flops(g, dtype), g["bandwidth_tbs"] * 1e12
@@ -279,8 +255,8 @@ def step_time(
 def step_breakdown(
     model, gpu, batch, context, tokens, *, dtype="bf16", tp=1, efficiency=None, expert_parallel=False
 ) -> pd.DataFrame:
-    """One row per operator of one forward (scalar arguments): FLOPs, bytes, arithmetic intensity
-    (FLOPs per byte), time in seconds, and whether it is bound by compute or by memory."""
+    """One row per operator of one forward (scalar arguments): flops, bytes, intensity (FLOPs per
+    byte), seconds, bound ("compute", "memory", "network" or "overhead")."""
     g, m = gpu_spec(gpu), model_spec(model)
     eff = as_efficiency(efficiency) or efficiency_for(g)
     for value, name in ((batch, "batch"), (context, "context"), (tokens, "tokens"), (tp, "tp")):
@@ -312,7 +288,7 @@ def step_breakdown(
 
 
 def attainable(gpu, dtype="bf16", efficiency=None) -> tuple[float, float]:
-    """(FLOP/s, bytes/s) an operator can reach on ``gpu``: the datasheet peak and bandwidth times the efficiencies."""
+    """(FLOP/s, bytes/s) attainable on ``gpu``: datasheet peak and bandwidth times the efficiencies."""
     g = gpu_spec(gpu)
     eff = as_efficiency(efficiency) or efficiency_for(g)
     return _peak_flops(g, dtype) * eff.compute, g["bandwidth_tbs"] * 1e12 * eff.memory

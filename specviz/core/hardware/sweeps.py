@@ -11,7 +11,7 @@ from specviz.core.hardware.pair import pair_costs, round_speedup
 
 
 def _mean_tokens(alpha, k_max: int) -> np.ndarray:
-    """E[N] for K = 1..k_max from a scalar α or per-position a_1..a_m (m ≥ k_max; a_i = α beyond)."""
+    """E[N] for K = 1..k_max, shape (k_max,), from α or a_1..a_m (the last a repeats beyond m)."""
     a = np.atleast_1d(theory.check_alpha(alpha))
     if a.ndim != 1:
         raise Message(
@@ -40,13 +40,10 @@ def speedup_by_batch(
     verify_tokens=None,
     expert_parallel=False,
 ) -> pd.DataFrame:
-    """Per (batch, context): c, the speedup for every K = 1..k_max, K* and the speedup at K*.
+    """Per (batch, context) row: batch, context, c, t_target, s_1..s_{k_max}, k_star, speedup_at_k_star.
 
-    ``alpha`` is one number, per-position acceptance a_1, a_2, … (E[N] = 1 + Σ_i Π_{j≤i} a_j;
-    a vector shorter than k_max repeats its last entry), or a function of the context giving α(L). K* is 0 (do not speculate, speedup 1)
-    where no K pays. ``draft_tokens`` and ``verify_tokens`` (a tree's top-k and node count T, the
-    same for every K; None: K + 1) and ``expert_parallel`` go to :func:`pair_costs`. Columns: batch, context, c, t_target,
-    s_1..s_{k_max}, k_star, speedup_at_k_star.
+    ``alpha``: one number, per-position a_1, a_2, … (E[N] = 1 + Σ_i Π_{j≤i} a_j; the last repeats), or α(L), a
+    function of the context. K* = 0 (speedup 1) where no K pays. Other keywords go to :func:`pair_costs`.
     """
     if not (isinstance(k_max, int | np.integer) and 1 <= k_max <= 64):
         raise Message("k_max must be an integer in [1, 64]; got {value!r}", value=k_max)
@@ -98,8 +95,8 @@ def speedup_by_batch(
 
 
 def batch_schedule(batches, k_star) -> list[list[int]]:
-    """[[start_bs, end_bs, K], …] covering 1..max(batches) without overlap: each batch size takes the
-    K* of the largest evaluated batch not above it; neighbouring ranges with the same K merge."""
+    """[[start_bs, end_bs, K], …] covering 1..max(batches): each batch takes the K* of the largest
+    evaluated batch not above it; neighbouring ranges with the same K merge."""
     bs = np.asarray(batches, dtype=int)
     ks = np.asarray(k_star, dtype=int)
     if bs.ndim != 1 or bs.size == 0 or bs.shape != ks.shape:
@@ -119,13 +116,9 @@ def batch_schedule(batches, k_star) -> list[list[int]]:
 
 
 def alpha_from_measurements(frame: pd.DataFrame, per_position: bool = False, what: str | None = None):
-    """α for the model from measured rows (a library run, the live page's run; canonical columns).
-
-    ``per_position=False``: the mean of ``alpha_used`` over the rows (one number). ``True``: the
-    conditional per-position acceptance a_1;a_2;… of the row with the largest K that has it (a list;
-    a position never reached takes the last one that was). ValueError names what is missing, and
-    ``what`` the measurements (default "the run"; a :class:`~specviz.base.i18n.Phrase` is shown translated).
-    """
+    """α from measured rows (canonical columns): the mean of ``alpha_used``, or with ``per_position``
+    the a_1;a_2;… of the row with the largest K (unreached positions take the last value). ValueError names
+    what is missing in ``what`` (default "the run")."""
     what = Phrase("the run") if what is None else what
     if frame is None or not len(frame):
         raise Message("{what} has no measured rows to take α from", what=what)
