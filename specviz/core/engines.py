@@ -1,29 +1,10 @@
-"""Engine profiles: what a serving stack adds to the roofline, and how close it gets to the datasheet.
+"""Engine profiles: the fixed costs a serving stack adds to the roofline, and the share of the datasheet it reaches.
 
-A roofline prices the bytes and FLOPs of a forward. A real stack also spends fixed time that the
-roofline does not see, and how much depends on the stack far more than on the GPU:
-
-* ``overhead_s``: per forward (kernel launches of a CUDA graph replay, sampling, the scheduler);
-* ``layer_overhead_s``: per layer and forward (eager PyTorch dispatches every operator from Python;
-  0 where a CUDA graph or a compiled C++ loop replays the layers);
-* ``seq_overhead_s``: per sequence and forward (per-request scheduling, sampling, detokenising);
-* ``round_overhead_s``: per speculative round (rejection sampling, tree building, KV bookkeeping);
-* ``draft_overhead_s``: per draft forward, on top of the forward's own fixed cost (the draft loop's
-  top-k, tree expansion and host bookkeeping between draft steps; a Medusa pass or an n-gram lookup
-  pays it once);
-* ``compute`` and ``memory``: the fractions of dense peak FLOP/s and of HBM bandwidth reached;
-  ``quant_memory``: the share of ``memory`` that kernels reading weights stored below 16 bits reach
-  (int8, int4, fp8 GEMV/GEMM dequantise or rescale on the fly);
-* ``allreduce_latency_s`` and ``pcie_allreduce_latency_s``: the fixed latency of one tensor-parallel
-  all-reduce within an NVLink-class board and over PCIe (GPUs without a peer-to-peer fabric, NCCL rings
-  through the host bridge, or a group spanning nodes through their network cards: an order of magnitude
-  slower for the small messages of decoding). Both come from all-reduce benchmarks and are not fitted.
-
-One forward of ``n_layers`` layers for ``B`` sequences costs roofline(B, L, n) + overhead_s +
-layer_overhead_s·n_layers + seq_overhead_s·B; a speculative round adds round_overhead_s and
-draft_overhead_s per draft forward (:func:`specviz.core.hardware.pair_costs`). The profiles in ``data/catalog/engines.csv`` are
-fitted by ``benchmarks/validation_bench.py --write-profiles`` to the published measurements in
-``data/validation/measurements.csv``; each row names the sources it was fitted on.
+One forward of B sequences costs roofline(B, L, n) + overhead_s + layer_overhead_s·n_layers + seq_overhead_s·B;
+a speculative round adds round_overhead_s, and draft_overhead_s per draft forward
+(:func:`specviz.core.hardware.pair_costs`). The profiles of ``data/catalog/engines.csv`` are fitted by
+``benchmarks/validation_bench.py --write-profiles`` to ``data/validation/measurements.csv`` (each row names its
+sources); the all-reduce latencies come from the benchmarks cited at their fields and are not fitted.
 """
 
 from __future__ import annotations
@@ -64,12 +45,8 @@ OVERHEADS = (
 
 @dataclass(frozen=True)
 class Efficiency:
-    """Achievable fractions of the datasheet figures, and the fixed costs of a step and a round.
-
-    The defaults are typical of a tuned serving engine on a data-centre GPU (decode kernels reach
-    70–85 % of HBM bandwidth; large GEMMs 60–75 % of dense peak; a CUDA-graph decode step costs
-    a few hundred µs of launch and host work). :func:`profile` gives a named engine's.
-    """
+    """Achievable fractions of the datasheet figures and the fixed costs of a step and a round; the defaults
+    are a tuned engine with CUDA graphs on a data-centre GPU (:func:`profile` gives a named engine's)."""
 
     compute: float = 0.7  #: e_c: fraction of dense peak FLOP/s reached
     memory: float = 0.8  #: e_m: fraction of HBM bandwidth reached
@@ -113,8 +90,7 @@ def _read(path: str) -> pd.DataFrame:
 
 
 def load_engines(path: Path = ENGINES_CSV) -> pd.DataFrame:
-    """The engine catalogue: one row per profile (name, label, the :data:`TERMS`, source, fitted_on,
-    rows, date), the default roofline first."""
+    """The engine catalogue, one row per profile (name, label, :data:`TERMS`, source, …), default first."""
     default = pd.DataFrame(
         [
             {
@@ -139,14 +115,12 @@ def engine_names(path: Path = ENGINES_CSV) -> tuple[str, ...]:
 
 
 def family(engine: str) -> str:
-    """The family profile (:data:`FAMILY_PROFILES`) of the engine named ``engine``: ``eager`` for an
-    eager PyTorch stack (:data:`EAGER`), else ``compiled``."""
+    """``eager`` for an eager PyTorch stack (:data:`EAGER`), else ``compiled`` (:data:`FAMILY_PROFILES`)."""
     return "eager" if engine in EAGER else "compiled"
 
 
 def profile_for(engine: str, path: Path = ENGINES_CSV) -> Efficiency:
-    """The profile an engine named ``engine`` is priced with: its own catalogue profile, else its
-    family's (:func:`family`), else the default."""
+    """The profile ``engine`` is priced with: its own, else its :func:`family`'s, else the default."""
     names = engine_names(path)
     for name in (engine, family(engine)):
         if name in names:
@@ -164,8 +138,7 @@ def profile(name: str, path: Path = ENGINES_CSV) -> Efficiency:
 
 
 def as_efficiency(efficiency: Efficiency | str | dict | None) -> Efficiency | None:
-    """An :class:`Efficiency` from itself, a profile name, or a dict of terms (a custom profile);
-    None stays None (the caller's default)."""
+    """An :class:`Efficiency` from itself, a profile name or a dict of terms; None stays None."""
     if efficiency is None or isinstance(efficiency, Efficiency):
         return efficiency
     if isinstance(efficiency, str):
@@ -189,14 +162,9 @@ MAX_TERMS_CHARS = 400  #: the longest terms text accepted (every term at full pr
 
 
 def encode_terms(eff: Efficiency, digits: int | None = None) -> str:
-    """A custom profile as text: ``"overhead_s=0.0003,layer_overhead_s=0.00016"``.
-
-    Only the terms that differ from :data:`DEFAULT_EFFICIENCY` are written, in :data:`TERMS` order,
-    joined by ``,`` (URL-safe: letters, digits, ``_ . = , - +``). Each value is Python's shortest
-    round-trip repr, so ``decode_terms(encode_terms(e)) == e``; ``digits`` rounds each to that many
-    significant digits first (a fitted profile is not known better than that). The default profile
-    encodes as ``""``.
-    """
+    """A custom profile as URL-safe text, ``"overhead_s=0.0003,layer_overhead_s=0.00016"``: the terms that differ
+    from :data:`DEFAULT_EFFICIENCY` in :data:`TERMS` order, each its shortest round-trip repr (or rounded to
+    ``digits`` significant digits); ``decode_terms(encode_terms(e)) == e``, and the default is ``""``."""
     parts = []
     for name in TERMS:
         value = float(getattr(eff, name))
@@ -208,16 +176,8 @@ def encode_terms(eff: Efficiency, digits: int | None = None) -> str:
 
 
 def decode_terms(text: str) -> Efficiency:
-    """The :class:`Efficiency` of a terms text from :func:`encode_terms`: the terms given, the rest
-    from :data:`DEFAULT_EFFICIENCY`; ``""`` is the default profile.
-
-    Raises
-    ------
-    Message
-        The text is too long, a part is not ``name=value``, a name is not a term (the allowed ones
-        listed), a term is given twice, or a value is not a number in its range (named with what is
-        allowed).
-    """
+    """The :class:`Efficiency` of an :func:`encode_terms` text (missing terms at their defaults); a Message
+    names a text too long, a part not ``name=value``, an unknown or repeated term, or a value out of range."""
     text = str(text).strip()
     if len(text) > MAX_TERMS_CHARS:
         raise Message("engine terms must be at most {most} characters; got {n}", most=MAX_TERMS_CHARS, n=len(text))
@@ -260,21 +220,10 @@ def _predictions(path: str) -> pd.DataFrame | None:
 
 
 def error_band(name: str, kind: str, path: Path = PREDICTIONS_CSV) -> dict | None:
-    """How far a prediction priced with profile ``name`` typically is from a measurement of ``kind``
-    (``"step"`` or ``"speedup"``), from the published rows of ``data/validation/predictions.csv``.
-
-    The ratio predicted / measured of the rows *held out* from the fit (leave-one-source-out) of
-    the engine ``name`` (of every engine of the family, for a family profile); for the default
-    roofline profile, of every row with the default profile.
-    Where the engine has fewer than :data:`MIN_BAND_ROWS` rows of ``kind``, every engine's held-out
-    rows stand in (``basis = "all"``).
-
-    Returns
-    -------
-    dict or None
-        ``lo``, ``hi`` (the :data:`BAND_QUANTILES` of the ratio), ``median``, ``rows`` and ``basis``
-        (``"engine"`` or ``"all"``); None where no predictions file or no row of ``kind`` exists.
-    """
+    """Predicted / measured of the rows held out from profile ``name``'s fit (leave-one-source-out;
+    ``data/validation/predictions.csv``) for ``kind`` "step" or "speedup": a family profile takes its engines' rows,
+    the default every row; under :data:`MIN_BAND_ROWS` rows, every engine's (``basis`` "all").
+    Returns ``lo``, ``hi`` (:data:`BAND_QUANTILES`), ``median``, ``rows``, ``basis``, or None without rows."""
     if kind not in ("step", "speedup"):
         raise Message("kind must be 'step' or 'speedup'; got {value!r}", value=kind)
     frame = _predictions(str(path))

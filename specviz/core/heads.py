@@ -1,23 +1,10 @@
-"""Head drafts: EAGLE-1/2, EAGLE-3, DeepSeek MTP and Medusa, priced from their architecture.
+"""Head drafts (EAGLE-1/2, EAGLE-3, DeepSeek MTP, Medusa) as the roofline prices them, from their architecture.
 
-A head draft is not a separate model: it reads the target's hidden states and (mostly) its LM
-head. What one draft forward costs follows from what the head holds:
-
-* **EAGLE-1/2** (Li et al. 2024, arXiv:2401.15077 §3): a fusion linear 2h → h over the feature
-  and the token embedding, one decoder layer of the target's width, the target's LM head. One
-  forward per drafted token (per tree level).
-* **EAGLE-3** (arXiv:2503.01840 §3): a fusion linear 3h → h over three target layers' features,
-  one decoder layer, its own LM head over a reduced draft vocabulary (32,000 in the published
-  configs). One forward per token / level.
-* **MTP** (DeepSeek-V3, arXiv:2412.19437 §2.2): one block of the target (attention and MoE MLP),
-  a projection 2h → h (eh_proj), the shared LM head; engines reuse the one module K times, so
-  drafting K tokens costs K forwards.
-* **Medusa** (Cai et al. 2024, arXiv:2401.10774 §2.1): K heads, each ``medusa_layers`` residual
-  blocks h × h and its own LM head h × V, run once on the verify forward's hidden states: drafting
-  K tokens costs one pass over K·(L·h² + h·V) weights, and no forward of its own.
-
-:func:`draft_model` returns the head as a model spec (the roofline prices it like any model, its
-fusion linear as ``fc_in``); :func:`medusa_weights` the parameter count of the Medusa pass.
+* EAGLE-1/2 (arXiv:2401.15077 §3): fusion linear 2h → h, one decoder layer, the target's LM head.
+* EAGLE-3 (arXiv:2503.01840 §3): fusion 3h → h, one decoder layer, its own LM head over ``draft_vocab``.
+* MTP (DeepSeek-V3, arXiv:2412.19437 §2.2): one target block, eh_proj 2h → h, the shared LM head; K forwards.
+* Medusa (arXiv:2401.10774 §2.1): K heads of ``medusa_layers`` h × h blocks and an h × V LM head each, one pass
+  on the verify forward's hidden states: K·(L·h² + h·V) weights, no forward of its own.
 """
 
 from __future__ import annotations
@@ -60,8 +47,7 @@ def is_head(name) -> bool:
 
 
 def heads_for(target: str) -> tuple[str, ...]:
-    """The catalogue's heads trained for the model named ``target`` (a head reads its target's hidden
-    states, so it drafts for no other)."""
+    """The catalogue's heads trained for the model named ``target`` (a head drafts for no other)."""
     heads = load_heads()
     return tuple(heads.index[heads["target"] == target])
 
@@ -90,14 +76,10 @@ def head_spec(name: str) -> dict:
 
 
 def draft_model(head: dict, target: dict) -> dict:
-    """A sequential head (EAGLE, EAGLE-3, MTP) as a model spec of one forward, from its row and the
-    target's checked spec.
+    """A sequential head (EAGLE, EAGLE-3, MTP) as a model spec of one forward, from its row and the target's spec.
 
-    EAGLE / EAGLE-3: its own decoder layer(s) (dense, GQA), vocabulary ``draft_vocab`` or the
-    target's, and the fusion linear fc_in·h → h. MTP: one block of the target (its MoE MLP and
-    latent attention included, no dense-first layers), the target's vocabulary, fc_in = 2.
-    The EAGLE-3 layer's q/k/v read 2h inputs (arXiv:2503.01840 §3); they are priced at h, a
-    difference of under 10 % of the head's weights.
+    EAGLE / EAGLE-3: its own dense GQA layer(s), ``draft_vocab`` or the target's, fusion fc_in·h → h (EAGLE-3's
+    q/k/v read 2h inputs, priced at h: < 10 % of the head's weights). MTP: one target block, fc_in = 2.
     """
     kind = head["kind"]
     if kind not in KINDS or kind in PARALLEL:
@@ -116,8 +98,7 @@ def draft_model(head: dict, target: dict) -> dict:
 
 
 def medusa_weights(head: dict, target: dict, n_heads: int | None = None) -> int:
-    """Parameters one Medusa pass reads: n·(L·h² + h·V) for n heads of L residual blocks (h × h,
-    Cai et al. 2024 eq. 1) and an LM head h × V each. ``n_heads`` defaults to the head's own."""
+    """Parameters one Medusa pass reads: n·(L·h² + h·V) (Cai et al. 2024 eq. 1), ``n_heads`` or the head's own."""
     n = int(n_heads or head["medusa_heads"])
     d, v = target["hidden_size"], target["vocab_size"]
     return n * (int(head.get("medusa_layers") or 1) * d * d + d * v)

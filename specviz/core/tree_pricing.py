@@ -1,9 +1,4 @@
-"""A token tree priced on a pair and a GPU as an engine runs it (the Drafting strategies page's hardware view).
-
-Sequoia's hardware-aware choice (:func:`specviz.core.trees.best_tree_for_hardware`) picks the tree's
-shape; the costs of its draft and verify forwards come from the roofline with an engine profile
-(:func:`specviz.core.hardware.pair_costs`).
-"""
+"""A token tree priced on a pair and a GPU as an engine runs it (Sequoia's shape, the roofline's costs)."""
 
 from __future__ import annotations
 
@@ -16,9 +11,8 @@ from specviz.core.engines import Efficiency
 def level_costs(
     target: str, draft: str, gpu: str, batch: int, ctx: int, most: int, efficiency: Efficiency | None = None
 ) -> dict:
-    """:func:`specviz.core.hardware.pair_costs` for a forward over n = 1..``most`` tokens: t_draft[n − 1]
-    (draft_tokens = n, a tree level of n nodes) and t_verify[n − 1] (verify_tokens = n + 1, a tree of
-    n drafts and its root), with t_target and o of ``efficiency`` (None: the GPU's default)."""
+    """:func:`specviz.core.hardware.pair_costs` over n = 1..``most``: t_draft[n − 1] (draft_tokens = n, a level of
+    n nodes), t_verify[n − 1] (verify_tokens = n + 1), t_target and o."""
     n = np.arange(1, most + 1)
     return hardware.pair_costs(
         target, draft, gpu, batch, ctx, 1, efficiency=efficiency, draft_tokens=n, verify_tokens=n + 1
@@ -26,15 +20,9 @@ def level_costs(
 
 
 def priced_tree(p: np.ndarray, costs: dict, budget: int, depth: int) -> tuple[trees.Tree, float]:
-    """The best tree for ``costs`` (:func:`level_costs`) and its speedup over target-only decoding.
-
-    The shape is Sequoia's hardware-aware choice (:func:`specviz.core.trees.best_tree_for_hardware`)
-    with a round of n drafts costing depth · t_draft(1) + t_verify(n + 1) + o·t_target. The chosen tree
-    is then priced as an engine runs it: level l drafted by one forward over the w_(l−1) nodes at depth
-    l − 1 (draft_tokens), all n + 1 nodes verified in one forward (verify_tokens):
-    S = F · t_target / (Σ_l t_draft(w_(l−1)) + t_verify(n + 1) + o · t_target). Where S ≤ 1 the answer
-    is not to speculate (the root alone, S = 1).
-    """
+    """The best tree for ``costs`` (:func:`level_costs`, shape by :func:`specviz.core.trees.best_tree_for_hardware`)
+    and its speedup as an engine runs it: S = F·t_target / (Σ_l t_draft(w_(l−1)) + t_verify(n + 1) + o·t_target),
+    one draft forward per level over its w_(l−1) parents; S ≤ 1 gives the root alone, S = 1."""
     t_target, t_draft, t_verify = float(costs["t_target"]), costs["t_draft"], costs["t_verify"]
     round_s = float(costs["o"]) * t_target
 

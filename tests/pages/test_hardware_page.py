@@ -127,7 +127,7 @@ def test_a_calibrated_machine_is_offered_as_hardware(tmp_path, monkeypatch):
         "layer_overhead_s": 5e-5,
     }
     (tmp_path / "machine.json").write_text(json.dumps(machine))
-    monkeypatch.setattr(hw, "CALIBRATION_DIR", tmp_path)
+    monkeypatch.setattr(hw.catalog, "CALIBRATION_DIR", tmp_path)
     query = dict(gpu=machine["name"], pair="specviz bundled", dtype="fp32", tp_t="1", ctx="256", view="step")
     at = open_app(PAGE, **query)
     assert at.selectbox(key="hardware.gpu").value == machine["name"]
