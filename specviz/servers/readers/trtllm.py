@@ -1,0 +1,92 @@
+"""TensorRT-LLM ``trtllm-serve`` ``/metrics`` → the drafts of its iteration stats (JSON) or its counters (Prometheus).
+
+JSON: a list of iteration stats since the last call, each with ``iterLatencyMS`` and ``specDecodingStats
+{numDraftTokens, numAcceptedTokens, numRequestsWithDraftTokens, acceptanceLength, iterLatencyMS,
+draftOverhead}``. Prometheus (newer builds): counters ``trtllm_spec_decode_num_draft_tokens_total``,
+``…_num_accepted_tokens_total``, gauges ``trtllm_spec_decode_acceptance_length`` and
+``trtllm_spec_decode_draft_overhead``.
+
+Draft overhead = draft ms / iteration ms of one iteration, 0..1 (``struct SpecDecodingStats``,
+cpp/include/tensorrt_llm/executor/types.h lines 311–314 @ a98a9061d72f6fd39f5d055ebdd2c6878a100e2c;
+``PyExecutor._update_iter_stats``, tensorrt_llm/_torch/pyexecutor/py_executor.py
+@ 9521caf4696c1fb79b0f946f0d980f8f0ebd3e64). Over iterations: Σ draft ms / Σ iteration ms, i.e. each
+drafting iteration's ``draftOverhead`` weighted by its ``iterLatencyMS`` (plainly averaged where one lacks
+it). The Prometheus gauge holds the last iteration's (``MetricsCollector.log_iteration_stats``,
+tensorrt_llm/metrics/collector.py @ 050f80def8df236e326949c8bd9dee10fd896a83); label sets are averaged.
+"""
+
+from __future__ import annotations
+
+import math
+
+from specviz.servers.readers.checks import TelemetryError, _fraction, _json, _milliseconds, _now, _number, _with
+from specviz.servers.readers.prometheus import _no_spec, _prometheus_counters, _series, prometheus_samples
+from specviz.servers.telemetry import Telemetry, combine
+
+_TRTLLM_OVERHEAD = "trtllm_spec_decode_draft_overhead"
+
+
+def read_trtllm(text: str, *, k: int | None = None, now: float | None = None) -> Telemetry:
+    """JSON: every iteration's ``specDecodingStats`` summed (drafts = numRequestsWithDraftTokens), a window;
+    Prometheus: cumulative counters (rounds = proposed / K).
+
+    Raises TelemetryError naming the field for a draft overhead outside 0..1 or an ``iterLatencyMS``
+    that is not a finite number ≥ 0.
+    """
+    if text.lstrip()[:1] not in ("[", "{"):
+        samples = prometheus_samples(text)
+        groups = _prometheus_counters(
+            [(n.replace("trtllm_spec_decode_", "trtllm:spec_decode_"), lb, v) for n, lb, v in samples],
+            "trtllm:",
+            "trtllm",
+            _now(now),
+            lambda lb: "",
+        )
+        if not groups:
+            raise _no_spec("trtllm", samples)
+        lengths = [v for n, _, v in samples if n == "trtllm_spec_decode_acceptance_length" and math.isfinite(v)]
+        overheads = [
+            _fraction(v, "TensorRT-LLM /metrics", _series(n, lb)) for n, lb, v in samples if n == _TRTLLM_OVERHEAD
+        ]
+        return _with(
+            groups[""],
+            k=k,
+            mean_acceptance_length=lengths[0] if lengths else None,
+            draft_overhead=sum(overheads) / len(overheads) if overheads else None,
+        )
+    what = "TensorRT-LLM /metrics"
+    data = _json(text, what)
+    stats = data if isinstance(data, list) else [data]
+    readings = []
+    for i, it in enumerate(stats):
+        spec = it.get("specDecodingStats") if isinstance(it, dict) else None
+        if not isinstance(spec, dict) or not spec.get("numDraftTokens"):
+            continue
+
+        def count(name: str, i=i, spec=spec) -> float:
+            return _number(spec.get(name, 0), what, f"[{i}].specDecodingStats.{name}")
+
+        overhead = spec.get("draftOverhead")
+        latency = it.get("iterLatencyMS")
+        readings.append(
+            Telemetry(
+                engine="trtllm",
+                k=k,
+                end=_now(now),
+                drafts=count("numRequestsWithDraftTokens") or None,
+                draft_tokens=count("numDraftTokens"),
+                accepted_tokens=count("numAcceptedTokens"),
+                cumulative=False,
+                draft_overhead=(
+                    None if overhead is None else _fraction(overhead, what, f"[{i}].specDecodingStats.draftOverhead")
+                ),
+                iteration_ms=None if latency is None else _milliseconds(latency, what, f"[{i}].iterLatencyMS"),
+            )
+        )
+    if not readings:
+        if not any(isinstance(it, dict) and "iter" in it for it in stats):
+            raise TelemetryError("TensorRT-LLM /metrics: the JSON is not a list of iteration stats")
+        raise TelemetryError(
+            "TensorRT-LLM /metrics: no iteration with specDecodingStats.numDraftTokens > 0 since the last call (speculation off, idle, or enable_iter_perf_stats not set)"
+        )
+    return combine(readings)
