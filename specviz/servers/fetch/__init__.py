@@ -1,4 +1,4 @@
-"""Fetching a URL a person typed within the deployment's rules against server-side request forgery: allow-list, redirect checks, timeouts, size cap."""
+"""Fetching a URL a person typed within the deployment's rules against server-side request forgery."""
 
 from specviz.servers.fetch.body import ACCEPT_ENCODING, Fetched, text_codec
 from specviz.servers.fetch.client import fetch, fetch_stream

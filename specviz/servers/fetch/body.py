@@ -1,8 +1,7 @@
 """A fetched answer's body: read as it arrives, inflated a step at a time, capped, cut into lines, decoded as text.
 
-Against a hostile server (tests/servers/test_hostile_servers.py): gzip and deflate are inflated here, at
-most :data:`_INFLATE_STEP` bytes a step, and the inflated bytes count against ``max_bytes``, so a gzip bomb
-is cut at the cap; encodings not asked for are refused; a charset that names no text codec reads as UTF-8.
+Inflated bytes count against ``max_bytes`` a step at a time, so a gzip bomb is cut at the cap; encodings not
+asked for are refused; a charset that names no text codec reads as UTF-8.
 """
 
 from __future__ import annotations

@@ -1,7 +1,4 @@
-"""Fetching a URL a person typed (:func:`fetch`, :func:`fetch_stream`): checked, redirects followed by hand, body capped, one deadline.
-
-Messages quote URLs: a hosted page passes them through :func:`specviz.base.hosting.redact` before showing them.
-"""
+"""Fetching a typed URL: checked, redirects followed by hand, the body capped, all within one deadline."""
 
 from __future__ import annotations
 
@@ -43,17 +40,11 @@ def fetch(
     json: Any = None,
     client: httpx.Client | None = None,
 ) -> Fetched:
-    """The final answer (status < 400) of ``url`` under ``policy``, with ``json`` as body when given.
+    """The final answer (status < 400) of ``url`` under ``policy``; ``client`` None: a :func:`make_client`.
 
-    ``client``: an httpx client to share (its redirect setting overridden, the policy's timeouts applied);
-    None: a :func:`make_client` for this call.
-
-    Raises
-    ------
-    FetchError
-        The URL or a redirect target refused, more than ``policy.max_redirects`` redirects, https → http,
-        a decoded body over ``policy.max_bytes``, an encoding other than gzip or deflate, more than
-        ``policy.total_s`` in all, a connection, DNS, TLS or timeout failure, or HTTP status ≥ 400 (``status`` set).
+    Raises FetchError: the URL or a redirect refused, too many redirects, https → http, a decoded body over
+    ``max_bytes``, an encoding other than gzip or deflate, over ``total_s``, a connection, DNS, TLS or timeout
+    failure, or HTTP status ≥ 400 (``status`` set).
     """
     return _exchange(url, policy, method=method, json=json, client=client, on_line=None)
 
@@ -67,12 +58,8 @@ def fetch_stream(
     json: Any = None,
     client: httpx.Client | None = None,
 ) -> Fetched:
-    """:func:`fetch` by the same code, handing each line of a final answer < 400 to ``on_line`` as it arrives.
-
-    The cap counts every decoded byte streamed, the read timeout bounds each pause, ``policy.total_s`` the
-    whole stream. ``on_line`` gets bytes without LF or CRLF (the last line too); what it raises ends the
-    fetch and propagates. The returned :class:`Fetched` has an empty ``body``. Raises FetchError as :func:`fetch`.
-    """
+    """:func:`fetch` by the same rules, each line (bytes, no LF/CRLF) of a final answer < 400 to ``on_line`` as it
+    arrives; what ``on_line`` raises propagates. ``body`` is empty. Raises FetchError as :func:`fetch`."""
     return _exchange(url, policy, method=method, json=json, client=client, on_line=on_line)
 
 

@@ -1,8 +1,7 @@
 """An httpx client whose every socket operation waits no longer than its fetch has left of ``total_timeout_s``.
 
-Per-read timeouts alone do not bound a server that trickles a byte a second; here each read, write, connect
-and TLS handshake of a fetch gets at most the time left before its deadline (:data:`_BUDGET`), so a fetch
-returns within ``total_timeout_s`` plus one scheduling delay. DNS lookups (no timeout in httpx) are outside it.
+Per-read timeouts do not bound a server that trickles a byte a second; every socket operation here gets at most
+the time left (:data:`_BUDGET`). DNS lookups (no timeout in httpx) are outside it.
 """
 
 from __future__ import annotations

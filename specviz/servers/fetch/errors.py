@@ -19,9 +19,9 @@ _SNIPPET_CHARS = 300  #: characters of an error response's body quoted in the me
 
 
 class FetchError(Message):
-    """A URL refused by the rules, or a fetch that failed, in one line; a ValueError.
+    """A refused URL or a failed fetch, in one line quoting the URL (hosted pages ``redact`` it); a ValueError.
 
-    ``status`` is the HTTP status when the server answered ≥ 400, else None.
+    ``status``: the HTTP status when ≥ 400, else None.
     """
 
     def __init__(self, key: str, *, status: int | None = None, **fields) -> None:

@@ -1,8 +1,7 @@
-"""The deployment's fetch rules (:class:`FetchPolicy`, ``SPECVIZ_ENGINE_HOSTS``) and :func:`check_url`, which every URL and redirect hop passes.
+"""The deployment's fetch rules (:class:`FetchPolicy`) and :func:`check_url`, which every URL and redirect passes.
 
-Only ``http`` and ``https`` with a host and a port in 1..65535. Hosted mode (``SPECVIZ_HOSTED=1``):
-no user info, and only the hosts of ``SPECVIZ_ENGINE_HOSTS`` (``host`` or ``host:port``, comma-separated;
-no port: every port; empty: nothing); a literal IP address only when the list holds it.
+Only http(s) with a host and a port in 1..65535; hosted mode (``SPECVIZ_HOSTED=1``): no user info, and
+only the listed hosts (no port: every port; empty list: nothing), a literal IP only when listed.
 """
 
 from __future__ import annotations
@@ -35,31 +34,15 @@ FIELD = Phrase("endpoint URL")  #: how messages name the URL a person typed ("en
 
 @dataclass(frozen=True)
 class FetchPolicy:
-    """What :func:`~specviz.servers.fetch.fetch` may fetch, and how long and how much it waits for.
+    """What fetch may fetch, and how long and how much it waits; ValueError naming a field out of range."""
 
-    Parameters
-    ----------
-    allowed_hosts
-        ``host`` or ``host:port`` entries (normalised: lower-case IDNA, canonical IPs); None: every host.
-    connect_timeout_s, read_timeout_s
-        Seconds for the TCP (and TLS) connection, and between two reads.
-    total_timeout_s
-        Seconds one fetch may take, redirects and bodies included; None: connect + 2 × read.
-    max_bytes
-        Largest decoded response body read.
-    max_redirects
-        Redirects followed, each checked by :func:`check_url`.
-    hosted
-        No credentials in URLs, and an allow-list is required.
-    """
-
-    allowed_hosts: tuple[str, ...] | None = None
-    connect_timeout_s: float = 2.0
-    read_timeout_s: float = 5.0
-    total_timeout_s: float | None = None
-    max_bytes: int = 8 * 2**20
-    max_redirects: int = 3
-    hosted: bool = False
+    allowed_hosts: tuple[str, ...] | None = None  #: ``host[:port]`` entries, normalised; None: every host
+    connect_timeout_s: float = 2.0  #: seconds for the TCP (and TLS) connection
+    read_timeout_s: float = 5.0  #: seconds between two reads
+    total_timeout_s: float | None = None  #: seconds one fetch may take, redirects included (None: :attr:`total_s`)
+    max_bytes: int = 8 * 2**20  #: largest decoded response body read
+    max_redirects: int = 3  #: redirects followed, each checked by :func:`check_url`
+    hosted: bool = False  #: no credentials in URLs, and an allow-list is required
 
     def __post_init__(self) -> None:
         if self.allowed_hosts is None:
@@ -92,10 +75,7 @@ class FetchPolicy:
 
 
 def policy_from_env(environ: Mapping[str, str] | None = None) -> FetchPolicy:
-    """Hosted: only ``$SPECVIZ_ENGINE_HOSTS`` (unset or empty: nothing); else any host (the variable ignored).
-
-    ValueError naming the variable for a malformed entry.
-    """
+    """Hosted: only ``$SPECVIZ_ENGINE_HOSTS`` (empty: nothing); else any host. ValueError naming a malformed entry."""
     environ = os.environ if environ is None else environ
     if not is_hosted(environ):
         return FetchPolicy()
@@ -104,11 +84,8 @@ def policy_from_env(environ: Mapping[str, str] | None = None) -> FetchPolicy:
 
 
 def check_url(url: str, policy: FetchPolicy, *, field: str = FIELD) -> str:
-    """``url`` normalised (lower-case scheme and IDNA host, canonical IP, no fragment) when ``policy`` allows it.
-
-    ``field`` names the URL in messages (a str or :class:`~specviz.base.i18n.Phrase`). Raises FetchError
-    naming ``field``, the value and the rule broken.
-    """
+    """``url`` normalised (lower-case IDNA host, canonical IP, no fragment) when ``policy`` allows it; else
+    FetchError naming ``field`` (a str or :class:`~specviz.base.i18n.Phrase`), the value and the rule."""
     text = url.strip() if isinstance(url, str) else ""
     if not text:
         raise FetchError("{field} is empty; write the server's URL, e.g. http://localhost:8000/metrics", field=field)

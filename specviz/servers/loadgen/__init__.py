@@ -1,8 +1,4 @@
-"""A bounded load generator for OpenAI-compatible servers (``POST /v1/completions``), measuring what serving benchmarks measure.
-
-Every request goes through :func:`specviz.servers.fetch.fetch_stream` (or ``fetch``), so the allow-list,
-redirect checks, size cap and timeouts apply to load as to polling.
-"""
+"""A bounded load generator for OpenAI-compatible servers, measuring what serving benchmarks measure."""
 
 from specviz.servers.loadgen.record import load_record, measured_speedup
 from specviz.servers.loadgen.results import (

@@ -11,10 +11,7 @@ from specviz.servers.telemetry import Window, to_record
 
 
 def measured_speedup(with_spec: LoadResult, without: LoadResult) -> float:
-    """Throughput ratio of two runs: ``with_spec.tokens_per_s / without.tokens_per_s``.
-
-    Raises ValueError naming the run that produced no completion tokens (its :meth:`~LoadResult.summary`).
-    """
+    """``with_spec.tokens_per_s / without.tokens_per_s``; ValueError naming a run without completion tokens."""
     for key, run in (
         (
             N_(
@@ -51,16 +48,10 @@ def load_record(
     method: str | None = None,
     source: str = "",
 ) -> dict:
-    """The run as one row of the measurement schema (:func:`specviz.data.measurements.load_records`).
+    """The run as a row of the measurement schema: ``window``'s :func:`to_record` row, else K = ``k`` and r from
+    llama.cpp's drafts; speedup vs ``baseline``; serving columns (``tokens_per_s``: vllm's ``output_throughput``).
 
-    With ``window`` (the stack's counters over the run): :func:`~specviz.servers.telemetry.to_record`'s row;
-    else K = ``k`` and r = Σ draft_n_accepted / Σ draft_n (llama.cpp's drafts). With ``baseline`` (the
-    same load without speculation): speedup = :func:`measured_speedup`. Then the serving columns:
-    ``concurrency``, ``request_rate``, mean ``prompt_tokens`` and ``output_tokens``, ``ttft|tpot|itl_p50|p90|p99_ms``
-    and ``tokens_per_s`` = Σ output tokens / wall time (vllm's ``output_throughput``).
-
-    Raises ValueError (a :class:`~specviz.base.i18n.Message`) when K is unknown, or the run has no acceptance
-    figure and no speedup; or what :func:`to_record` and :func:`measured_speedup` raise.
+    Raises ValueError when K is unknown or there is neither an acceptance figure nor a speedup.
     """
     spec = result.spec
     label = label.strip() if isinstance(label, str) else ""

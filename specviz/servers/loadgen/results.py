@@ -1,14 +1,9 @@
-"""Per-request records of a load run and its statistics, as vllm/benchmarks/serve.py ``calculate_metrics`` measures them.
+"""Per-request records of a load run and its statistics, as vllm/benchmarks/serve.py ``calculate_metrics`` has them.
 
-- TTFT: from sending to the first chunk with text (vllm counts an empty first chunk);
-- ITL: the gaps between successive chunks with text (one chunk may carry several tokens, so ITL ≠ TPOT);
-- E2E: from sending to the end of the answer; TPOT = (E2E − TTFT) / (output tokens − 1), for > 1 token;
-- output tokens: the final ``usage.completion_tokens``, else llama.cpp's ``timings.predicted_n``, else the
-  chunks with text (``tokens_estimated``);
-- output throughput = Σ output tokens / wall time; request throughput = successful requests / wall time;
-- an open loop's wait for a free slot is ``queue_s``, not part of TTFT (vllm's ``client_queue_time``).
-
-An empty statistic is NaN (vllm reports 0). Times in seconds.
+TTFT: sending → first chunk with text (vllm counts an empty one); ITL: gaps between chunks with text (≠ TPOT
+under speculation); E2E: sending → end; TPOT = (E2E − TTFT) / (output tokens − 1); output tokens: ``usage``,
+else ``timings.predicted_n``, else chunks (``tokens_estimated``); throughputs per wall time; an open loop's wait
+for a slot is ``queue_s`` (vllm's ``client_queue_time``). Seconds; an empty statistic is NaN (vllm: 0).
 """
 
 from __future__ import annotations
@@ -177,7 +172,7 @@ class LoadResult:
         return float(self.records["draft_n_accepted"].sum() / n) if n > 0 else None
 
     def summary(self) -> str:
-        """A :class:`~specviz.base.i18n.Phrase`: what was sent and came back, why it stopped; TTFT, TPOT p50 when streamed."""
+        """A Phrase: what was sent and came back, why it stopped; TTFT and TPOT p50 when streamed."""
         why = {
             "requests": Phrase("the request limit"),
             "time": Phrase("the time limit"),
@@ -221,7 +216,7 @@ def _ms(seconds: float) -> str:
 
 
 def tpot(e2e_s: float, ttft_s: float, tokens: int | None) -> float:
-    """TPOT = (E2E − TTFT) / (tokens − 1), seconds; NaN for ≤ 1 token or an unknown TTFT (vllm's ``calculate_metrics``)."""
+    """TPOT = (E2E − TTFT) / (tokens − 1), seconds; NaN for ≤ 1 token or an unknown TTFT (as vllm)."""
     if tokens is None or tokens <= 1 or not math.isfinite(ttft_s) or not math.isfinite(e2e_s):
         return math.nan
     return (e2e_s - ttft_s) / (tokens - 1)
@@ -238,7 +233,7 @@ def _row(
     answer: _Answer | None,
     error: str | None,
 ) -> dict:
-    """One request's record (:data:`COLUMNS`) from ``perf_counter`` times, stored relative to ``t0``; NaN where failed."""
+    """One request's record (:data:`COLUMNS`), times relative to ``t0``; NaN where failed."""
     times = np.asarray(answer.chunk_times if answer is not None and error is None else (), dtype=float)
     streamed = answer is not None and answer.streamed and error is None
     ttft = float(times[0] - start) if times.size else math.nan

@@ -1,9 +1,7 @@
-"""Sending a load run: a closed loop of ``concurrency`` workers, or an open loop sending each request at its arrival time.
+"""Sending a load run: a closed loop of ``concurrency`` workers, or an open loop sending each request on arrival.
 
-Like ``vllm bench serve --request-rate λ --max-concurrency C``: an open loop sends request i at t_i whether
-or not earlier ones have finished, at most ``concurrency`` in flight (then it waits for a free slot).
-Threads, not asyncio: at most 64 blocking requests over one pooled client, the one fetch code path reused,
-no event loop beside Streamlit's; only the calling thread calls ``progress``, so it may draw with Streamlit.
+An open loop sends as ``vllm bench serve --request-rate λ --max-concurrency C``. Threads, not asyncio: no event
+loop beside Streamlit's, and only the calling thread calls ``progress``, so it may draw with Streamlit.
 """
 
 from __future__ import annotations

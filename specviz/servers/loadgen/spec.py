@@ -1,4 +1,4 @@
-"""What a load run sends (:class:`LoadSpec`, checked on construction) and when: a closed loop, or Poisson arrivals at a rate."""
+"""What a load run sends (:class:`LoadSpec`) and when: a closed loop, or Poisson arrivals at a rate."""
 
 from __future__ import annotations
 
@@ -28,26 +28,19 @@ def _is_int(x) -> bool:
 
 @dataclass(frozen=True)
 class LoadSpec:
-    """What one load run sends; ValueError naming the field, the value and its range (:data:`LIMITS`).
+    """What one load run sends; ValueError naming the field, the value and its range (:data:`LIMITS`)."""
 
-    Request ``i`` sends ``prompts[i mod len]`` asking ``max_tokens`` (or ``max_tokens[i mod len]``) tokens;
-    ``base_url`` is ``http://host:port``, ``…/v1`` or ``…/v1/completions``; ``model`` None or "" sends none
-    (llama.cpp ignores it). ``rate`` None: a closed loop of ``concurrency`` requests in flight; else Poisson
-    arrivals at ``rate`` requests/s with at most ``concurrency`` in flight, seeded by ``seed``. No request
-    starts after ``max_seconds``. ``stream`` False: whole answers, so TTFT, ITL and TPOT are NaN.
-    """
-
-    base_url: str
-    prompts: Sequence[str]
-    model: str | None = None
-    max_tokens: int | Sequence[int] = 128
-    temperature: float = 0.0
-    concurrency: int = 4
+    base_url: str  #: ``http://host:port``, ``…/v1`` or ``…/v1/completions``
+    prompts: Sequence[str]  #: request i sends prompts[i mod len]
+    model: str | None = None  #: the ``model`` field (llama.cpp ignores it); None or "": none sent
+    max_tokens: int | Sequence[int] = 128  #: tokens asked, or one number per request in turn
+    temperature: float = 0.0  #: 0: greedy
+    concurrency: int = 4  #: requests in flight: always (closed loop), at most (open loop)
     max_requests: int = 100
-    max_seconds: float = 60.0
-    stream: bool = True
-    rate: float | None = None
-    seed: int = 0
+    max_seconds: float = 60.0  #: no request starts after this
+    stream: bool = True  #: False: whole answers, so TTFT, ITL and TPOT are NaN
+    rate: float | None = None  #: None: a closed loop; else Poisson arrivals, requests/s
+    seed: int = 0  #: seeds the arrival times
 
     def __post_init__(self) -> None:
         if isinstance(self.prompts, str) or not isinstance(self.prompts, Sequence):
@@ -136,12 +129,9 @@ def parse_rate(text: str) -> float | None:
 
 
 def arrival_times(rate: float, n: int, seed: int = 0) -> np.ndarray:
-    """(n,) arrival times of an open loop, seconds from its start: a Poisson process of rate λ = ``rate``.
+    """(n,) Poisson arrival times, seconds: t_i = g_1 + … + g_i, g_j ~ Exp(λ = ``rate``) from ``default_rng(seed)``.
 
-    t_i = g_1 + … + g_i with gaps g_j ~ Exp(λ) independent (mean 1 / λ), drawn from
-    ``np.random.default_rng(seed)``: the same seed gives the same schedule. As vllm/benchmarks/serve.py
-    (``get_request`` with burstiness 1, whose gamma(1, 1/λ) gaps are Exp(λ)), the first request waits its
-    gap too; unlike it, the times are not rescaled so that the last falls at n / λ.
+    As vllm/benchmarks/serve.py ``get_request`` (burstiness 1), but not rescaled so that the last falls at n / λ.
     """
     rate = _check_rate(rate)
     if not _is_int(n) or n < 0:

@@ -1,8 +1,6 @@
-"""One request to an OpenAI-compatible ``POST /v1/completions``: its body, sending it through fetch, and reading its answer as it streams.
+"""One ``POST /v1/completions`` request through fetch's rules, and its answer read as it streams.
 
-Streamed answers are server-sent events ``data: {json}`` ending with ``data: [DONE]``; counts come from the
-last ``usage`` (``stream_options.include_usage``), else llama.cpp's ``timings``. A server that ignores
-``stream`` and answers one JSON body is read as a whole answer (no TTFT).
+Server-sent events ``data: {json}`` … ``data: [DONE]``; counts from the last ``usage``, else llama.cpp's ``timings``.
 """
 
 from __future__ import annotations
@@ -37,7 +35,7 @@ def metrics_url(base_url: str) -> str:
 
 
 def payload(spec: LoadSpec, request: int) -> dict[str, Any]:
-    """The JSON body of request ``request``; streamed with ``stream_options.include_usage`` so the last event has ``usage``."""
+    """The JSON body of request ``request``; streamed with ``stream_options.include_usage`` (``usage`` at the end)."""
     body: dict[str, Any] = {
         "prompt": spec.prompts[request % len(spec.prompts)],
         "max_tokens": spec.tokens_asked(request),
@@ -56,7 +54,7 @@ def _count(x) -> int | None:
 
 
 def completion_counts(body: Any) -> tuple[int | None, int | None, int | None]:
-    """``(usage.completion_tokens else timings.predicted_n, timings.draft_n, timings.draft_n_accepted)``; None where unknown.
+    """(``usage.completion_tokens`` else ``timings.predicted_n``, ``draft_n``, ``draft_n_accepted``); None: unknown.
 
     ValueError when ``body`` is no JSON object or carries an ``error``.
     """

@@ -1,4 +1,4 @@
-"""One reader per serving stack's endpoint body → one :class:`~specviz.servers.telemetry.Telemetry`; every failure a :class:`TelemetryError`."""
+"""One reader per serving stack's endpoint body → one Telemetry; every failure a :class:`TelemetryError`."""
 
 from specviz.servers.readers.checks import MAX_MODEL, TelemetryError
 from specviz.servers.readers.detect import READERS, detect_engine, read_metrics

@@ -45,7 +45,7 @@ def _with(t: Telemetry, **changes) -> Telemetry:
 
 
 def _json(body: dict | list | str, what: str):
-    """``body`` parsed as JSON; TelemetryError naming ``what`` (the endpoint) otherwise, too deep or too long included."""
+    """``body`` parsed as JSON; else (too deep or long included) TelemetryError naming ``what``, the endpoint."""
     if isinstance(body, (dict, list)):
         return body
     try:
@@ -78,7 +78,7 @@ def _number(value: object, what: str, field: str) -> float:
 
 
 def _checked(value: object, ok, message: str, what: str, field: str) -> float:
-    """``field`` as a float when it is a number (no str, no bool) that ``ok`` accepts; else TelemetryError ``message``."""
+    """``field`` as a float when a number (no str or bool) that ``ok`` accepts; else TelemetryError ``message``."""
     if not (isinstance(value, int | float) and not isinstance(value, bool) and ok(value)):  # NaN fails ok too
         raise TelemetryError(message, what=what, field=field, value=_cut(repr(value), 60))
     return float(value)

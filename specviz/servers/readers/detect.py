@@ -33,7 +33,7 @@ def detect_engine(text: str) -> str:
 
 
 def read_metrics(text: str, engine: str = "auto", *, k: int | None = None, now: float | None = None) -> Telemetry:
-    """Any stack's /metrics body → Telemetry (``engine="auto"`` detects it); ``k`` fills in where the stack is silent."""
+    """Any stack's /metrics body → Telemetry (``engine="auto"``: detected); ``k`` where the stack is silent."""
     kind = detect_engine(text) if engine == "auto" else engine
     if kind not in READERS:
         raise TelemetryError(

@@ -1,18 +1,13 @@
 """TensorRT-LLM ``trtllm-serve`` ``/metrics`` → the drafts of its iteration stats (JSON) or its counters (Prometheus).
 
-JSON: a list of iteration stats since the last call, each with ``iterLatencyMS`` and ``specDecodingStats
-{numDraftTokens, numAcceptedTokens, numRequestsWithDraftTokens, acceptanceLength, iterLatencyMS,
-draftOverhead}``. Prometheus (newer builds): counters ``trtllm_spec_decode_num_draft_tokens_total``,
-``…_num_accepted_tokens_total``, gauges ``trtllm_spec_decode_acceptance_length`` and
-``trtllm_spec_decode_draft_overhead``.
-
-Draft overhead = draft ms / iteration ms of one iteration, 0..1 (``struct SpecDecodingStats``,
-cpp/include/tensorrt_llm/executor/types.h lines 311–314 @ a98a9061d72f6fd39f5d055ebdd2c6878a100e2c;
-``PyExecutor._update_iter_stats``, tensorrt_llm/_torch/pyexecutor/py_executor.py
-@ 9521caf4696c1fb79b0f946f0d980f8f0ebd3e64). Over iterations: Σ draft ms / Σ iteration ms, i.e. each
-drafting iteration's ``draftOverhead`` weighted by its ``iterLatencyMS`` (plainly averaged where one lacks
-it). The Prometheus gauge holds the last iteration's (``MetricsCollector.log_iteration_stats``,
-tensorrt_llm/metrics/collector.py @ 050f80def8df236e326949c8bd9dee10fd896a83); label sets are averaged.
+JSON: iteration stats since the last call, each ``iterLatencyMS`` and ``specDecodingStats {numDraftTokens,
+numAcceptedTokens, numRequestsWithDraftTokens, draftOverhead, …}``. Prometheus: counters
+``trtllm_spec_decode_num_draft_tokens_total``, ``…_num_accepted_tokens_total``, gauges ``…_acceptance_length``
+and ``…_draft_overhead`` (the last iteration's: tensorrt_llm/metrics/collector.py
+``MetricsCollector.log_iteration_stats`` @ 050f80def8df236e326949c8bd9dee10fd896a83).
+Draft overhead = draft ms / iteration ms, 0..1 (cpp/include/tensorrt_llm/executor/types.h ``SpecDecodingStats``
+lines 311–314 @ a98a9061d72f6fd39f5d055ebdd2c6878a100e2c; tensorrt_llm/_torch/pyexecutor/py_executor.py
+``_update_iter_stats`` @ 9521caf4696c1fb79b0f946f0d980f8f0ebd3e64); over iterations Σ draft ms / Σ iteration ms.
 """
 
 from __future__ import annotations
@@ -27,11 +22,9 @@ _TRTLLM_OVERHEAD = "trtllm_spec_decode_draft_overhead"
 
 
 def read_trtllm(text: str, *, k: int | None = None, now: float | None = None) -> Telemetry:
-    """JSON: every iteration's ``specDecodingStats`` summed (drafts = numRequestsWithDraftTokens), a window;
-    Prometheus: cumulative counters (rounds = proposed / K).
+    """JSON: the iterations summed, overhead weighted by ``iterLatencyMS``; Prometheus: counters, gauges averaged.
 
-    Raises TelemetryError naming the field for a draft overhead outside 0..1 or an ``iterLatencyMS``
-    that is not a finite number ≥ 0.
+    Raises TelemetryError naming the field for an overhead outside 0..1 or a negative or infinite ``iterLatencyMS``.
     """
     if text.lstrip()[:1] not in ("[", "{"):
         samples = prometheus_samples(text)
