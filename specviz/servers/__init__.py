@@ -1,15 +1,4 @@
-"""The engines users run (vLLM, SGLang, llama.cpp, TensorRT-LLM), read live. No streamlit here.
-
-- :mod:`~specviz.servers.readers`: one reader per endpoint body → :class:`Telemetry`;
-  :func:`detect_engine`, :func:`read_metrics`.
-- :mod:`~specviz.servers.telemetry`: :class:`Telemetry`, :func:`window` (two readings → the
-  deltas and the chapter's metrics), :func:`combine`, :func:`to_record` (a row of the
-  measurement schema).
-- :mod:`~specviz.servers.fetch`: fetching a user-typed URL within the hosted allow-list, with
-  timeouts, redirect checks and a size cap.
-- :mod:`~specviz.servers.loadgen`: a bounded load generator for OpenAI-compatible servers.
-- :mod:`~specviz.servers.llamacpp`: starting a local llama.cpp server on our exported pair.
-"""
+"""The serving stacks users run (vLLM, SGLang, llama.cpp, TensorRT-LLM), read live."""
 
 from specviz.servers.readers import (
     READERS,

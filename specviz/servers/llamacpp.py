@@ -33,12 +33,7 @@ CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "specvi
 
 @functools.cache
 def client() -> httpx.Client:
-    """One HTTP client, kept open, for every request to the servers started here.
-
-    ``httpx.post`` builds a new client per call (its TLS context and connection pool): about 50 ms
-    on this kind of machine, against under 10 ms for a request on a kept connection. The servers are
-    on loopback, so proxy settings from the environment are not used.
-    """
+    """One HTTP client, kept open (``httpx.post`` builds one per call), without proxies: the servers are on loopback."""
     return httpx.Client(trust_env=False)
 
 
@@ -163,25 +158,16 @@ GREEDY = {"temperature": 0.0, "top_k": 1, "seed": 0}
 
 
 def complete(url: str, tokens: Sequence[int], n_predict: int, *, timeout_s: float = 120.0) -> dict:
-    """Greedy completion of a prompt given as token ids (our bytes); the response JSON.
-
-    ``return_tokens`` makes the server list the generated ids, so they compare with ours
-    without going through text.
-    """
+    """Greedy completion of token ids; the response JSON, with the generated ids (``return_tokens``)."""
     body = {**GREEDY, "prompt": list(tokens), "n_predict": n_predict, "return_tokens": True, "cache_prompt": False}
     return complete_raw(url, body, timeout_s=timeout_s)
 
 
 def forward_ms(url: str, prefix: Sequence[int], extension: Sequence[int], *, timeout_s: float = 120.0) -> float:
-    """The server's own time (ms) to evaluate ``extension`` in one batch after a cached ``prefix``.
+    """``timings.prompt_ms`` of one forward over ``extension`` at a context of len(``prefix``), the prefix cached
+    by a first request; includes a fixed prompt start-up cost that a difference of two lengths cancels.
 
-    Two requests with ``cache_prompt``: the first leaves ``prefix`` in the slot's cache, the second
-    sends prefix + extension, so the server evaluates only the n = len(extension) new tokens in one
-    forward, at a context of len(prefix), and reports it as ``timings.prompt_ms``. That is the
-    server's forward over n tokens with its own context settings (attention kernels, batch sizes),
-    plus the fixed work of starting a prompt; the difference between two n cancels that work.
-
-    Raises RuntimeError if the server evaluated other than n tokens (its cache was not reused).
+    Raises RuntimeError if the server evaluated other than len(extension) tokens (no cache reuse).
     """
     body = {**GREEDY, "n_predict": 1, "cache_prompt": True}
     complete_raw(url, {**body, "prompt": list(prefix)}, timeout_s=timeout_s)

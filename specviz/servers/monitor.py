@@ -1,19 +1,4 @@
-"""The Engine monitor's logic: endpoints typed by a person, polled, kept as a history of readings.
-
-No streamlit here: the page draws what these functions return.
-
-- :func:`parse_endpoints`: the text box (one endpoint per line: URL, then optionally the engine)
-  → :class:`Endpoint` values, with a message naming the line and the value when one is wrong.
-- :func:`poll_all`: fetch every endpoint's ``/metrics`` at once (a thread per endpoint, so one
-  slow or dead server delays the poll by its timeout, not the sum) and read it → one
-  :class:`Poll` per endpoint: a :class:`~specviz.servers.telemetry.Telemetry` or an error message.
-- :class:`History`: the last readings of each endpoint; :func:`rates` turns consecutive
-  readings into drafted / accepted tokens per second over time; :func:`draft_overheads` the
-  engine's draft overhead over time (TensorRT-LLM); :func:`summary` the window since
-  monitoring started and the latest interval.
-- :func:`design_point`: a window at the assumed K and c → a row of the measurement schema,
-  validated like any upload, plus the best K for its α and c.
-"""
+"""The Engine monitor's logic: typed endpoints, polled at once, kept as a history, placed on the design space."""
 
 from __future__ import annotations
 
@@ -58,10 +43,9 @@ def metrics_url(url: str) -> str:
 
 
 def parse_endpoints(text: str, policy: FetchPolicy) -> list[Endpoint]:
-    """Lines of ``URL [engine]`` → endpoints (blank lines and ``#`` comments skipped; duplicates once).
+    """Lines of ``URL [engine]`` → endpoints, each URL checked by :func:`~specviz.servers.fetch.check_url`.
 
-    Each URL passes :func:`specviz.servers.fetch.check_url` (the hosted allow-list included);
-    a wrong line raises ValueError naming the line, the value and what is allowed.
+    Raises ValueError naming the line, the value and what is allowed.
     """
     endpoints: dict[str, Endpoint] = {}
     for n, raw in enumerate(text.splitlines(), start=1):
@@ -108,11 +92,7 @@ class Poll:
 
 
 def poll(endpoint: Endpoint, policy: FetchPolicy, k: int | None, client=None, now: float | None = None) -> Poll:
-    """Fetch and read one endpoint; a failure of any kind becomes the Poll's message.
-
-    Returns within ``policy.total_s`` (the fetch's deadline) plus the time to read the body, which
-    :func:`~specviz.servers.readers.read_metrics` bounds by its series and line caps.
-    """
+    """Fetch and read one endpoint within ``policy.total_s`` plus the capped read; any failure is the Poll's message."""
     t0 = time.perf_counter()
     try:
         got = fetch(endpoint.url, policy, client=client)
@@ -123,13 +103,12 @@ def poll(endpoint: Endpoint, policy: FetchPolicy, k: int | None, client=None, no
 
 
 def _said(exc: Exception) -> str:
-    """An error as a note kept for later: a :class:`Message` as the :class:`Phrase` of its key and fields
-    (English as a str, any language on a page), any other error as its str."""
+    """A :class:`Message` as its :class:`Phrase`, any other error as its str."""
     return Phrase(exc.msgid, **exc.fields) if isinstance(exc, Message) else str(exc)
 
 
 def poll_all(endpoints: list[Endpoint], policy: FetchPolicy, k: int | None, client=None) -> list[Poll]:
-    """Poll every endpoint concurrently; results in the endpoints' order."""
+    """Poll every endpoint concurrently (a thread each); results in the endpoints' order."""
     if not endpoints:
         return []
     with ThreadPoolExecutor(max_workers=min(len(endpoints), MAX_ENDPOINTS)) as pool:
@@ -172,13 +151,8 @@ class Summary:
 
 
 def summary(readings: list[Telemetry], k: int) -> Summary | None:
-    """The window from the first to the last reading (restarts added across, :func:`window_over`),
-    or, when it holds no drafts (the server was idle while monitored), everything since the server
-    started; and the window between the last two readings (cumulative engines).
-
-    Engines whose readings already cover an interval (SGLang, TensorRT-LLM) give the last
-    reading for both. None without readings.
-    """
+    """:func:`window_over` all readings (idle while monitored: since the server started) and the last interval;
+    readings that cover an interval give the last for both. None without readings."""
     if not readings:
         return None
     last = readings[-1]
@@ -193,14 +167,8 @@ def summary(readings: list[Telemetry], k: int) -> Summary | None:
 
 
 def rates(readings: list[Telemetry]) -> pd.DataFrame:
-    """Drafted and accepted tokens per second, mean acceptance length, per interval between readings.
-
-    Returns
-    -------
-    DataFrame
-        One row per pair of consecutive cumulative readings: ``time`` (seconds since the first
-        reading), ``drafted_per_s``, ``accepted_per_s``, ``mean_length``; a restart interval is left out.
-    """
+    """Per interval between cumulative readings (restarts left out): ``time`` (s since the first reading),
+    ``drafted_per_s``, ``accepted_per_s``, ``mean_length``."""
     rows = []
     if len(readings) < 2 or not readings[-1].cumulative:
         return pd.DataFrame(columns=["time", "drafted_per_s", "accepted_per_s", "mean_length"])
@@ -221,14 +189,7 @@ def rates(readings: list[Telemetry]) -> pd.DataFrame:
 
 
 def draft_overheads(readings: list[Telemetry]) -> pd.DataFrame:
-    """The draft overhead (share of iteration time spent drafting) each reading reports, over time.
-
-    Returns
-    -------
-    DataFrame
-        One row per reading that has it: ``time`` (seconds since the first reading) and
-        ``draft_overhead`` (0..1); no rows where the engine does not report it.
-    """
+    """``time`` (s since the first reading) and ``draft_overhead`` (0..1) of each reading that reports it."""
     t0 = (readings[0].end or 0.0) if readings else 0.0
     rows = [
         {"time": (t.end or 0.0) - t0, "draft_overhead": t.draft_overhead}
@@ -252,10 +213,7 @@ class DesignPoint:
 
 
 def design_point(w: Window, k: int, c: float, *, label: str, k_max: int = 16) -> DesignPoint:
-    """The window as a row of the schema (for the run library and the map), with S and the best K.
-
-    Raises ValueError when the window has no drafts or the engine's α cannot be found.
-    """
+    """The window as a validated schema row, with S(α, c, K) and the best K; ValueError without drafts or α."""
     record = to_record(w, k=k, label=label, c=c, source="engine monitor")
     frame, _ = load_records([record], name=label)
     alpha = float(frame["alpha_used"].iloc[0])

@@ -1,22 +1,7 @@
-"""What a running engine says about its speculation, and the numbers a window of it gives.
+"""One reading of a serving stack's speculation, and the metrics a window between two readings gives.
 
-A :class:`Telemetry` is one reading of one engine: counters since the server started (vLLM,
-llama.cpp), or figures that already cover an interval (SGLang's gauges, TensorRT-LLM's
-iteration stats, one llama.cpp completion). :func:`window` turns two readings into a
-:class:`Window`: the deltas between them, and from those the metrics of the chapter:
-
-- mean acceptance length (tokens per round, bonus counted): E[N] = 1 + ΔA / ΔD, with A the
-  accepted draft tokens and D the drafts (verification rounds);
-- the draft acceptance rate r = ΔA / ΔP, with P the proposed draft tokens;
-- α, from E[N] and K through :func:`specviz.core.theory.alpha_from_mean_tokens`;
-- per position i (from 1): the unconditional rate u_i = Δa_i / ΔD, with a_i the drafts that
-  accepted at least i tokens, and the conditional rate u_i / u_(i−1);
-- where the engine reports it (TensorRT-LLM), the draft overhead: the share of iteration time
-  spent drafting, averaged over iterations weighted by their duration.
-
-A counter that went down between the readings means the server restarted: the window then
-counts from the restart (the later reading alone) and says so in ``reset``; it never holds a
-negative count.
+A = accepted draft tokens, D = drafts (verification rounds), P = proposed draft tokens, a_i = drafts that
+accepted ≥ i tokens; a counter that went down means a restart, and the window counts from it (``reset``).
 """
 
 from __future__ import annotations
@@ -40,12 +25,7 @@ ENGINES = {  # kind -> name shown to people
 
 @dataclass(frozen=True)
 class Telemetry:
-    """One reading of an engine's speculative-decoding figures.
-
-    ``cumulative`` readings hold counters since the server started (``start`` is None);
-    the others cover ``start``..``end`` already. A field the engine does not report is None
-    (``accepted_per_position`` is then empty).
-    """
+    """Counters since the server started (``cumulative``), else figures over ``start``..``end``; None: not reported."""
 
     engine: str  #: a key of :data:`ENGINES`
     model: str = ""  #: the served model's name ("" where the engine does not say)
@@ -81,10 +61,7 @@ def _delta(after: float | None, before: float | None) -> tuple[float | None, boo
 
 @dataclass(frozen=True)
 class Window:
-    """Speculative-decoding figures over one interval, and the metrics they give.
-
-    Properties are None where the inputs are missing or zero (no drafts in the window).
-    """
+    """Speculative-decoding figures over one interval, and the metrics they give (None without drafts)."""
 
     engine: str
     model: str
@@ -179,13 +156,8 @@ class Window:
 
 
 def window(before: Telemetry | None, after: Telemetry) -> Window:
-    """The window from ``before`` to ``after`` (two cumulative readings of one engine).
-
-    A reading that already covers an interval (``cumulative=False``) is a window by itself;
-    so is a cumulative reading with no ``before`` (everything since the server started).
-    A counter lower in ``after`` than in ``before`` means a restart: the window then counts
-    ``after`` alone (since the restart), starts at None, and ``reset`` says which counter fell.
-    """
+    """The deltas from ``before`` to ``after``; ``after`` alone when it covers an interval, ``before`` is None, or a
+    counter fell (a restart: ``reset`` names it). ValueError for readings of two stacks."""
     if before is not None and before.engine != after.engine:
         raise ValueError(f"window: readings of two engines ({before.engine}, {after.engine})")
     if not after.cumulative or before is None:
@@ -226,13 +198,8 @@ def _listed(items: list[str]) -> str:
 
 
 def window_over(readings: list[Telemetry]) -> Window:
-    """The window from the first to the last of several cumulative readings of one engine.
-
-    Consecutive windows are added up, so a restart between two readings loses nothing
-    before it and counts from zero after it (as Prometheus' ``increase()`` does); ``reset``
-    says where counters fell. One reading (or readings that already cover an interval):
-    the last one's window.
-    """
+    """The sum of consecutive windows from the first to the last reading (restarts counted across, as Prometheus'
+    ``increase()``); the last reading's window when it covers an interval. ValueError without readings."""
     if not readings:
         raise ValueError("window_over: no readings")
     if len(readings) == 1 or not readings[-1].cumulative:
@@ -292,14 +259,8 @@ def _as_window(t: Telemetry, start: float | None, reset: str | None) -> Window:
 
 
 def combine(readings: list[Telemetry]) -> Telemetry:
-    """Several readings of one kind (e.g. one per vLLM engine, or per TensorRT-LLM iteration) as one.
-
-    Counts add; per-position series add position by position; gauges (E[N], r, tokens/s)
-    are averaged weighted by drafts where drafts are known, else plainly; the draft overhead
-    (a share of iteration time) is averaged weighted by ``iteration_ms`` where every reading
-    that has it states its duration, else plainly, and the durations add; ``start`` is the
-    earliest, ``end`` the latest; K is kept when all agree.
-    """
+    """Readings of one kind as one: counts add; gauges average weighted by drafts (else plainly); the draft
+    overhead weighted by ``iteration_ms`` (else plainly); K kept when all agree. ValueError when empty or mixed."""
     if not readings:
         raise ValueError("combine: no readings")
     first = readings[0]
@@ -369,12 +330,9 @@ def to_record(
     method: str | None = None,
     source: str = "",
 ) -> dict:
-    """The window as one row of the measurement schema (for :func:`specviz.data.measurements.load_records`).
+    """The window as a row of the measurement schema: K, E[N], r, the first K conditional rates, tokens/s, notes.
 
-    K is ``k`` or the engine's; without either there is no row (the schema needs K). The row
-    holds mean_accepted_tokens (E[N]) and acceptance_rate as measured, the conditional
-    per-position rates (first K), tokens_per_s where known, and notes with the window (and the
-    engine's draft overhead where it reports one: the schema has no column for it).
+    Raises ValueError (a Message) when K is unknown or the window has no drafts.
     """
     k = k or w.k
     if not k:
