@@ -129,12 +129,6 @@ class LoadResult:
     prompt_tokens_mean: float  #: mean prompt tokens, where the server reported them (NaN: none did)
     output_tokens_mean: float  #: mean completion tokens of the successful requests that have a count
 
-    def tokens_asked(self, request: int) -> int:
-        """The completion tokens request number ``request`` asks for (:attr:`max_tokens`, in turn)."""
-        if isinstance(self.max_tokens, tuple):
-            return int(self.max_tokens[request % len(self.max_tokens)])
-        return int(self.max_tokens)
-
     @property
     def mode(self) -> str:
         """``"closed"`` or ``"open"`` (:attr:`LoadSpec.mode`)."""
