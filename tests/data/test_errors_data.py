@@ -40,7 +40,7 @@ from specviz.data.measurements.schema import ALLOWED
 ROOT = Path(__file__).resolve().parents[2]
 FILES = [
     ROOT / "specviz" / "app" / "share.py",
-    ROOT / "specviz" / "data" / "store.py",
+    *sorted((ROOT / "specviz" / "data" / "store").rglob("*.py")),
     ROOT / "specviz" / "app" / "overlays.py",
     *sorted((ROOT / "specviz" / "data" / "measurements").rglob("*.py")),
 ]
@@ -588,7 +588,7 @@ def test_store_errors_keep_their_class_and_read_in_chinese(tmp_path):
     gone = library_file.problem(path + "-moved", (1, 2))
     assert gone.startswith(f"the run library file {path}-moved was deleted while the server was running")
     assert CJK.search(gone.text("zh")) and path in gone.text("zh")
-    with pytest.raises(store.StoreError) as info, store._reported("listing the run library failed: {cause}"):
+    with pytest.raises(store.StoreError) as info, store.errors.reported("listing the run library failed: {cause}"):
         raise sa.exc.OperationalError("SELECT 1", {}, Exception("database is locked"))
     assert str(info.value) == "listing the run library failed: database is locked"
     assert info.value.text("zh") == "列出运行库失败：database is locked"
