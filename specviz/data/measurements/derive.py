@@ -19,6 +19,7 @@ import pandas as pd
 
 from specviz.base.i18n import Phrase
 from specviz.core import theory
+from specviz.data.measurements.checks import CheckedTable
 from specviz.data.measurements.report import LoadReport
 from specviz.data.measurements.schema import (
     BENCH_COLUMNS,
@@ -28,7 +29,6 @@ from specviz.data.measurements.schema import (
     TEXT_COLUMNS,
     column_kind,
 )
-from specviz.data.measurements.validation import Validated
 
 #: Where alpha_used comes from, in order of preference, with the recovery α = f(value, K) (None: as is).
 ALPHA_SOURCES = (
@@ -38,7 +38,7 @@ ALPHA_SOURCES = (
 )
 
 
-def derive(checked: Validated, report: LoadReport) -> pd.DataFrame:
+def derive(checked: CheckedTable, report: LoadReport) -> pd.DataFrame:
     """The DataFrame of the valid rows with alpha_used, c_used, v, predictions and the ratio."""
     keep = checked.keep
     v = {name: arr[keep] for name, arr in checked.values.items()}

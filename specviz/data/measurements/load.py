@@ -8,9 +8,9 @@ import pandas as pd
 from specviz.base.i18n import C_, N_, Message, Phrase
 from specviz.core import theory
 from specviz.data.measurements import cells, readers
+from specviz.data.measurements.checks import check_table
 from specviz.data.measurements.derive import derive
 from specviz.data.measurements.report import LoadReport, MeasurementError
-from specviz.data.measurements.validation import validate
 
 #: The upload cap in megabytes: ``server.maxUploadSize`` in .streamlit/config.toml is this number
 #: (tests/data/test_measurements.py fails when they differ). Streamlit 1.67's uploader counts a megabyte
@@ -79,7 +79,7 @@ def load_measurements(
             report,
         )
     table = reader.read(text, readers.ReadContext(name, report, max_rows, k))
-    checked = validate(table, report, name, bool(mean_tokens_without_bonus), k)
+    checked = check_table(table, report, name, bool(mean_tokens_without_bonus), k)
     return derive(checked, report), report
 
 

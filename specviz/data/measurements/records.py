@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from specviz.base.i18n import Message, Phrase
+from specviz.data.measurements.checks import check_table
 from specviz.data.measurements.derive import derive
 from specviz.data.measurements.report import LoadReport
 from specviz.data.measurements.schema import BENCH_COLUMNS, COLUMNS, DERIVED_COLUMNS
 from specviz.data.measurements.table import RawColumn, RawTable
-from specviz.data.measurements.validation import validate
 
 
 def load_records(records: Sequence[Mapping[str, object]], name: str = "records") -> tuple[pd.DataFrame, LoadReport]:
@@ -52,4 +52,4 @@ def load_records(records: Sequence[Mapping[str, object]], name: str = "records")
         if key not in DERIVED_COLUMNS
     }
     table = RawTable(list(range(1, len(records) + 1)), columns)
-    return derive(validate(table, report, name, False, None), report), report
+    return derive(check_table(table, report, name, False, None), report), report

@@ -93,7 +93,7 @@ def conversions_block() -> str:
         if conv is Conversion.NONE:
             continue
         headers = ", ".join(f"`{a.header}`" for a in ALIASES if a.conversion is conv)
-        when = "after validation, where the canonical column is empty" if conv.deferred else "on read"
+        when = "after the checks, where the canonical column is empty" if conv.deferred else "on read"
         rows.append((f"`{conv.name}`", str(conv), when, headers))
     return _table(("Conversion", "rule", "applied", "headers"), rows)
 
