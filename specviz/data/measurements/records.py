@@ -1,4 +1,4 @@
-"""Rows already in memory (e.g. a live run's) through the same validation and derivation as a file."""
+"""Rows already in memory (e.g. a live run's) through the same checks and derivation as a file."""
 
 from __future__ import annotations
 
@@ -15,22 +15,12 @@ from specviz.data.measurements.table import RawColumn, RawTable
 
 
 def load_records(records: Sequence[Mapping[str, object]], name: str = "records") -> tuple[pd.DataFrame, LoadReport]:
-    """Validate and complete rows given as mappings of canonical column names; no text round trip.
+    """Check and complete rows given as mappings of canonical column names; no text round trip.
 
-    Parameters
-    ----------
-    records : sequence of mappings
-        One mapping per row, keyed by :data:`COLUMNS` / :data:`BENCH_COLUMNS` names (a key of
-        :data:`DERIVED_COLUMNS` is recomputed, anything else is a ValueError). Cells may be
-        numbers, str, bool or None (empty).
-    name : str
-        Names the rows in messages and labels rows without a label.
-
-    Returns
-    -------
-    (DataFrame, LoadReport)
-        As :func:`specviz.data.measurements.load_measurements` returns for a file of these rows,
-        indexed by the record's position from 1 (``row``); ``report.format`` is ``"records"``.
+    ``records``: one mapping per row keyed by :data:`COLUMNS` / :data:`BENCH_COLUMNS` names (a
+    :data:`DERIVED_COLUMNS` key is recomputed, any other key is a ValueError); cells are numbers, str, bool
+    or None. ``name`` labels rows without a label. Returns ``(DataFrame, LoadReport)`` as
+    :func:`~specviz.data.measurements.load_measurements` does, indexed from 1; ``report.format`` = ``"records"``.
     """
     if not isinstance(name, str) or not name.strip():
         raise Message("name must be a non-empty str; got {name!r}", name=name)

@@ -1,11 +1,7 @@
 """The run library: saved measurement runs, custom engine profiles, owners, trash and audit, in one shared database.
 
-SQLAlchemy Core over a SQLite file by default; ``SPECVIZ_DB_URL`` names another database, e.g.
+SQLAlchemy Core over SQLite by default; ``SPECVIZ_DB_URL`` names another database, e.g.
 ``postgresql+psycopg://user:pw@host/specviz``. Every failure is a :class:`StoreError` and changes nothing.
-
-* ``location``: the URL; ``errors``: StoreError and its causes; ``tables``: the tables and their migration;
-* ``connection``: :func:`open_library`; ``owners``: who may change a run, and the audit trail;
-* ``runs``: save, list, load, edit; ``trash``: trash, restore, purge; ``profiles``; ``export``: CSV.
 """
 
 from specviz.data.store.connection import open_library

@@ -1,8 +1,4 @@
-"""Open the run library: a SQLAlchemy engine on SQLite (WAL, busy timeout, write lock up front) or PostgreSQL.
-
-On SQLite every transaction is ``BEGIN IMMEDIATE`` with a :data:`BUSY_S` busy timeout, so concurrent
-writers queue; a file deleted or replaced while the server runs is refused (StoreError naming the file).
-"""
+"""Open the run library: a SQLAlchemy engine on SQLite (WAL, ``BEGIN IMMEDIATE``, busy timeout) or PostgreSQL."""
 
 from __future__ import annotations
 
@@ -25,10 +21,8 @@ PG_CONNECT_TIMEOUT_S = 10  #: s, libpq's connect_timeout where the URL sets none
 
 
 def _retry_locked(statement, timeout_s: float = BUSY_S) -> None:
-    """Run ``statement()``, retrying while SQLite says the database is locked or busy (up to ``timeout_s``).
-
-    ``PRAGMA journal_mode = WAL`` needs a moment with no other writer and ignores the busy timeout.
-    """
+    """Run ``statement()``, retrying up to ``timeout_s`` while SQLite says locked or busy (``journal_mode =
+    WAL`` ignores the busy timeout)."""
     deadline = time.monotonic() + timeout_s
     delay = 0.005
     while True:
@@ -95,11 +89,8 @@ def _sqlite_engine(url: sa.URL) -> Engine:
 def open_library(url: str | None = None) -> Engine:
     """Connect to the run library at ``url`` (default :func:`default_url`), creating or migrating it.
 
-    Raises
-    ------
-    StoreError
-        The URL is malformed, its database driver is not installed, or the database cannot be
-        opened or is from a newer specviz.
+    Raises StoreError: a malformed URL, a missing driver, an in-memory SQLite, a database that cannot be
+    opened, or one from a newer specviz.
     """
     url = default_url() if url is None else url
     try:

@@ -16,11 +16,8 @@ from specviz.data.store.location import ENV_URL, sqlite_path
 
 
 class StoreError(Message):
-    """A library operation that failed; nothing was changed.
-
-    ``message`` is a :class:`~specviz.base.i18n.Message` or :class:`~specviz.base.i18n.Phrase` (shown in the
-    page's language), or plain text (shown as it is in every language).
-    """
+    """A library operation that failed; nothing was changed. ``message``: a Message or Phrase (shown in the
+    page's language) or plain text."""
 
     def __init__(self, message: str | Message):
         if isinstance(message, Message | Phrase):

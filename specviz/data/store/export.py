@@ -11,10 +11,7 @@ EXPORT_RUN_COLUMNS = {"run_id": "library_run_id", "run": "library_run"}
 
 
 def escape_formulas(frame: pd.DataFrame) -> pd.DataFrame:
-    """Prefix ``'`` to text cells that start with = + - @ (or tab / CR); numbers are left alone.
-
-    Source: OWASP, "CSV Injection".
-    """
+    """Prefix ``'`` to text cells starting with = + - @ tab CR (OWASP, "CSV Injection"); numbers unchanged."""
     out = frame.copy()
     for column in out.columns:
         if out[column].dtype == object or pd.api.types.is_string_dtype(out[column].dtype):
@@ -25,10 +22,7 @@ def escape_formulas(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def export_csv(frame: pd.DataFrame) -> bytes:
-    """UTF-8 CSV of ``frame`` (no index), formula-like text escaped; reads back with load_measurements.
-
-    A :func:`~specviz.data.store.load_runs` frame's ``run_id`` / ``run`` go last as :data:`EXPORT_RUN_COLUMNS`.
-    """
+    """UTF-8 CSV (no index) with formulas escaped, ``run_id`` / ``run`` last as :data:`EXPORT_RUN_COLUMNS`."""
     run_cols = [c for c in EXPORT_RUN_COLUMNS if c in frame.columns]
     out = frame[[c for c in frame.columns if c not in run_cols] + run_cols].rename(columns=EXPORT_RUN_COLUMNS)
     return escape_formulas(out).to_csv(index=False).encode("utf-8")

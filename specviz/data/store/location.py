@@ -33,7 +33,6 @@ def default_url(environ: Mapping[str, str] | None = None) -> str:
 
 
 def sqlite_path(url: sa.URL | str | None) -> str | None:
-    """The absolute file path of a SQLite URL, else None."""
     try:
         parsed = sa.make_url(url) if isinstance(url, str) else url
     except (sa.exc.ArgumentError, ValueError):

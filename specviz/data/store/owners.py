@@ -19,10 +19,7 @@ AUDIT_COLUMNS = ("at", "who", "role", "action", "runs", "page", "detail")
 
 
 def identity(who: Identity | None, action: str, owner: str | None = None) -> Identity:
-    """``who`` (None: :func:`specviz.base.access.default_identity`), checked for ``action`` on ``owner``'s work.
-
-    Raises :class:`specviz.base.access.AccessError` where the role does not allow it.
-    """
+    """``who`` (None: the default identity), checked for ``action`` on ``owner``'s work (AccessError if not allowed)."""
     who = access.default_identity() if who is None else who
     access.require(who, action, owner)
     return who
@@ -54,10 +51,8 @@ def _owners(conn: Connection, ids: list[int], trashed: bool) -> dict[int, str]:
 def change(
     engine: Engine, run_ids: Iterable[int], who: Identity | None, action: str, page: str, apply, detail: str = ""
 ) -> int:
-    """Check ``action`` on every run first (all or nothing), then ``apply(conn, ids)`` and audit it.
-
-    Returns what ``apply`` returns (the rows changed); 0 when none of ``run_ids`` is in the right state.
-    """
+    """Check ``action`` on every run first (all or nothing), then ``apply(conn, ids)`` and audit it; return
+    what ``apply`` returns (0 when no run is in the right state)."""
     ids = [int(i) for i in run_ids]
     who = access.default_identity() if who is None else who
     if not ids:

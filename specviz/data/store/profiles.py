@@ -49,14 +49,11 @@ def save_profile(
     who: Identity | None = None,
     page: str = "",
 ) -> int:
-    """Store a custom engine profile under ``name`` as ``who``'s (an editor or admin; audited); return its id.
+    """Store a custom engine profile as ``who``'s (an editor or admin; audited); return its id.
 
-    ``terms`` must decode with :func:`specviz.core.engines.decode_terms` and is stored as
-    :func:`~specviz.core.engines.encode_terms` writes it back; ``base_engine`` is one of
-    :func:`~specviz.core.engines.engine_names`; ``n_rows`` an integer >= 0. One transaction.
-
-    Raises StoreError (nothing stored) naming the field and value: a name empty, over 80 characters or
-    already in the library, bad terms, an unknown base_engine, a bad n_rows, or a failed write.
+    ``terms``: :func:`specviz.core.engines.decode_terms` text, stored re-encoded; ``base_engine``: one of
+    :func:`~specviz.core.engines.engine_names`; ``n_rows``: an integer >= 0. Raises StoreError (nothing
+    stored) naming the field: a name empty, over 80 characters or taken, bad terms, a failed write.
     """
     who = identity(who, "profile")
     name = _profile_name(name)

@@ -21,7 +21,6 @@ from specviz.data.store.tables import MAX_LABEL, SCHEMA_VERSION, STORED_COLUMNS
 
 
 def _python(value):
-    """A cell as a DB-API value: None for missing, Python scalars for numpy ones."""
     if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
         return None
     if isinstance(value, np.generic):
@@ -77,12 +76,9 @@ def save_run(
 ) -> int:
     """Store ``frame`` (canonical columns, as from ``load_measurements``) as one run of ``who``; return its id.
 
-    ``who`` must be an editor or admin (:func:`specviz.base.access.require`; None: the local user); the save
-    is audited with ``page``. One transaction; the id is returned once the commit is in the file at the
-    library's path.
-
-    Raises StoreError (nothing stored) for an empty frame, an unknown column, no ``label`` / ``k`` column, a
-    run name empty or over 200 characters, text with a lone surrogate, or a failed write.
+    ``who``: an editor or admin (None: the local user); audited with ``page``. One transaction, committed
+    to the file at the library's path. Raises StoreError (nothing stored): an empty frame, unknown or
+    missing (``label``, ``k``) columns, a name not 1–200 characters, a lone surrogate, a failed write.
     """
     who = identity(who, "save")
     label = _run_name(label)
@@ -125,11 +121,9 @@ def save_run(
 
 
 def list_runs(engine: Engine, *, trash: bool = False) -> pd.DataFrame:
-    """Every run not in the trash (``trash=True``: every run in it), newest first.
-
-    Columns: id, label, source, uploaded_at, note, n_rows, created_by, target_model, draft_model, hardware,
-    method (the last four: the run's distinct values joined by ", "); in the trash also trashed_at, trashed_by.
-    """
+    """Every run not in the trash (``trash=True``: in it), newest first: id, label, source, uploaded_at, note,
+    n_rows, created_by, and target_model, draft_model, hardware, method (distinct values, ", "-joined);
+    in the trash also trashed_at, trashed_by."""
     runs, rows = tables.runs, tables.rows
     cols = ["id", "label", "source", "uploaded_at", "note", "n_rows", "created_by"]
     cols += ["trashed_at", "trashed_by"] if trash else []
@@ -201,10 +195,8 @@ def _run_frame(run, rows: Sequence[Mapping]) -> pd.DataFrame:
 
 
 def load_runs(engine: Engine, run_ids: Iterable[int]) -> pd.DataFrame:
-    """The measurements of ``run_ids`` in the order given, with ``run_id`` and ``run`` (the run's name).
-
-    Each run keeps its saved columns and dtypes; a column another run lacks is empty there. RangeIndex.
-    """
+    """The measurements of ``run_ids`` in that order, with ``run_id`` and ``run``; each run's saved columns
+    and dtypes (empty where another run lacks a column); RangeIndex."""
     frames = _fetch(engine, run_ids)
     if not frames:
         return pd.DataFrame(columns=["run_id", "run", *m.COLUMNS])
@@ -228,10 +220,7 @@ def edit_run(
     who: Identity | None = None,
     page: str = "",
 ) -> None:
-    """Rename a run or change its note (its owner, or an admin); audited with the new values.
-
-    Raises StoreError for a bad name or a run not in the library.
-    """
+    """Rename a run or change its note (its owner, or an admin; audited); StoreError for a bad name or a gone run."""
     values = {}
     if label is not None:
         values["label"] = _run_name(label)

@@ -1,12 +1,4 @@
-"""The library's tables (SQLAlchemy Core) and the migration that brings a database up to them.
-
-``runs``          one row per saved upload / live run: label, source, uploaded_at (UTC), note, schema
-                  version, row count, the column dtypes of the frame, the load report, owner, trash state
-``measurements``  one row per measurement, in the columns of :mod:`specviz.data.measurements`, by ``run_id``
-``profiles``      custom engine profiles (:func:`specviz.core.engines.encode_terms` text), unique by name
-``audit``         every save, edit, trash, restore and purge: who, when, which runs, from which page
-``specviz_info``  ``schema_version``
-"""
+"""The library's tables (runs, measurements, profiles, audit, specviz_info) and the migration up to them."""
 
 from __future__ import annotations
 
@@ -30,7 +22,6 @@ _SQL_TYPES = {"text": sa.Text, "int": sa.BigInteger, "bool": sa.Boolean, "float"
 
 
 def _sql_type(column: str) -> sa.types.TypeEngine:
-    """The SQL type of a measurement column, from ``measurements.schema.storage``."""
     return _SQL_TYPES[schema.storage(column)]()
 
 
@@ -115,11 +106,8 @@ def _add_missing_columns(conn: Connection) -> list[str]:
 
 
 def migrate(conn: Connection) -> None:
-    """Create the schema, or bring an older one up to date, in the caller's transaction.
-
-    A new database gets the current tables, stamped at the newest Alembic revision; an existing one runs
-    the revisions it lacks (:mod:`specviz.data.migrations`), then gains the measurement columns it lacks.
-    ``specviz_info.schema_version`` is set to :data:`SCHEMA_VERSION`.
+    """Create the schema, or run the Alembic revisions it lacks and add missing measurement columns, in the
+    caller's transaction; ``specviz_info.schema_version`` := :data:`SCHEMA_VERSION`.
 
     Raises StoreError if the library's schema version is newer than :data:`SCHEMA_VERSION`.
     """

@@ -19,12 +19,7 @@ from specviz.data.store.runs import list_runs
 
 
 def delete_runs(engine: Engine, run_ids: Iterable[int], *, who: Identity | None = None, page: str = "") -> int:
-    """Move runs to the trash (nothing is deleted); return how many moved.
-
-    An editor may trash their own runs, an admin anyone's (:mod:`specviz.base.access`); one run not allowed
-    refuses the whole call. :func:`restore_runs` brings them back; :func:`purge_runs` (admin) or
-    :func:`purge_expired` (after ``SPECVIZ_TRASH_DAYS``) deletes them.
-    """
+    """Move runs to the trash (their owner, or an admin; one refused run refuses all); return how many moved."""
 
     def move(conn: Connection, ids: list[int]) -> int:
         values = {"trashed_at": datetime.now(UTC), "trashed_by": who_name}
@@ -60,10 +55,7 @@ def purge_runs(engine: Engine, run_ids: Iterable[int], *, who: Identity | None =
 
 
 def purge_expired(engine: Engine, days: int | None = None, now: datetime | None = None) -> int:
-    """Delete the runs trashed more than ``days`` (``SPECVIZ_TRASH_DAYS``, 30) ago; audited as ``system``.
-
-    Called whenever runs are trashed and the trash is listed; returns how many were deleted.
-    """
+    """Delete the runs trashed over ``days`` (``SPECVIZ_TRASH_DAYS``, 30) ago, audited as ``system``; return how many."""
     days = settings.number("SPECVIZ_TRASH_DAYS") if days is None else days
     cutoff = (now or datetime.now(UTC)) - pd.Timedelta(days=days).to_pytimedelta()
     expired = sa.select(tables.runs.c.id).where(tables.runs.c.trashed_at < cutoff)

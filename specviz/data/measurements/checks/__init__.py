@@ -1,11 +1,4 @@
-"""Check a :class:`~specviz.data.measurements.table.RawTable` cell by cell: the one path for every format.
-
-:func:`check_table` runs named steps in order; each takes what it needs and returns its values and its bad
-cells (``(row index, RowError)`` pairs), and notes the conversions and warnings it applied in the
-:class:`~specviz.data.measurements.report.LoadReport`. A row with any bad cell is skipped; the others load.
-``rules``: what each column allows; ``numbers``: numbers, K and ranges; ``columns``: text, booleans,
-per-position lists, labels; ``acceptance``: filled, required and agreeing acceptance figures.
-"""
+"""Check a :class:`~specviz.data.measurements.table.RawTable` cell by cell, in named steps: the one path for every format."""
 
 from __future__ import annotations
 
@@ -42,10 +35,8 @@ class CheckedTable:
 
 
 def check_table(table: RawTable, report: LoadReport, name: str, no_bonus: bool, k_given: int | None) -> CheckedTable:
-    """Parse, convert and range-check every cell; fill converted columns; keep the rows without errors.
-
-    Raises MeasurementError when no row is usable, or when there is no K (column or ``k_given``).
-    """
+    """Parse, convert and range-check every cell, fill converted columns, and keep the rows without errors
+    (conversions and warnings noted in ``report``). Raises MeasurementError: no usable row, or no K."""
     n = len(table.rows)
     if n == 0:
         report.rows_read, report.row_errors = table.n_dropped, list(table.dropped)

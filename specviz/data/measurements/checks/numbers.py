@@ -65,11 +65,8 @@ def _parse_column(col: RawColumn, decimal_comma: bool) -> tuple[np.ndarray, np.n
 
 
 def percent_column(col: RawColumn, arr: np.ndarray, percent_cells: np.ndarray, report: LoadReport, rows: list[int]):
-    """A rate column divided by 100 if its header says percent, or if its values can only be percentages.
-
-    The latter (a file's column, never in-memory rows): plain values in [0, 100], some > 1, none in (0, 1).
-    A column mixing 0.8 and 80 is not guessed: a warning, and the values > 1 are errors.
-    """
+    """A rate column / 100 where its header says percent, or (a file's column) its plain values lie in [0, 100]
+    with some > 1 and none in (0, 1); a column mixing both is not guessed (a warning)."""
     plain = ~percent_cells & np.isfinite(arr)
     if not plain.any():
         return arr
@@ -107,10 +104,8 @@ def check_k(
     report: LoadReport,
     name: str,
 ) -> tuple[dict[str, np.ndarray], DraftLength, Errors]:
-    """K of every row (the file's column, else ``k_given``), an integer in [1, K_LIMIT]; the bad K cells.
-
-    Raises MeasurementError when there is neither a ``k`` column nor ``k_given``.
-    """
+    """K of every row (the column, else ``k_given``), an integer in [1, K_LIMIT]; the bad K cells.
+    Raises MeasurementError with neither."""
     n = len(table.rows)
     if "k" not in values:
         if k_given is None:  # the CSV reader checks required columns first; other readers pass k
