@@ -1,2 +1,1 @@
-"""Measured runs: the measurement schema, readers of the ecosystem's logs and files, validation
-(``measurements``) and the shared run library in SQLite or PostgreSQL (``store``)."""
+"""Measured runs: the measurement schema, readers and cell checks (``measurements``) and the shared run library (``store``)."""

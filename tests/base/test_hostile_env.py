@@ -289,7 +289,7 @@ def test_a_database_server_that_never_answers_fails_the_open_after_the_timeout(e
     """Before: open_library waited for ever (libpq has no connect timeout by default), and so did every
     page that lists the library."""
     pytest.importorskip("psycopg")
-    monkeypatch.setattr(store, "PG_CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setattr(store.connection, "PG_CONNECT_TIMEOUT_S", 1)
     with silent_server() as port:
         env.setenv(store.ENV_URL, f"postgresql+psycopg://u:secret@127.0.0.1:{port}/specviz")
         t0 = time.perf_counter()

@@ -29,9 +29,9 @@ from specviz.data.measurements import (
     MeasurementError,
     RawColumn,
     RawTable,
+    checks,
     load_measurements,
     load_records,
-    validation,
 )
 from specviz.data.measurements import load as load_module
 from specviz.data.measurements.readers import log_lines
@@ -40,7 +40,7 @@ from specviz.data.measurements.schema import ALLOWED
 ROOT = Path(__file__).resolve().parents[2]
 FILES = [
     ROOT / "specviz" / "app" / "share.py",
-    ROOT / "specviz" / "data" / "store.py",
+    *sorted((ROOT / "specviz" / "data" / "store").rglob("*.py")),
     ROOT / "specviz" / "app" / "overlays.py",
     *sorted((ROOT / "specviz" / "data" / "measurements").rglob("*.py")),
 ]
@@ -205,8 +205,8 @@ ERRORS = {
         lambda: load(BAD_ROWS),
         "t: no usable row — all 7 row(s) have errors: row 2, k: '0' — allowed: an integer in [1, 2147483647]; row 3, k: '0' — allowed: an integer in [1, 2147483647]; row 4, k: '0' — allowed: an integer in [1, 2147483647]; row 5, k: '0' — allowed: an integer in [1, 2147483647]; row 6, k: '0' — allowed: an integer in [1, 2147483647] (and 2 more)",
     ),
-    "validation.no_k": (
-        lambda: validation.validate(
+    "checks.no_k": (
+        lambda: checks.check_table(
             RawTable([2], {"alpha": RawColumn("alpha", "alpha", ["0.5"])}), LoadReport("t"), "t", False, None
         ),
         "t: no draft length K (column 'k') and no k given",
@@ -337,79 +337,79 @@ PHRASES = {
         lambda: report("label,k,alpha\nx,2,0.5\ny,2,1.5\n").row_errors[0].phrase(),
         "row 3, alpha: '1.5' — allowed: [0, 1] (a column wholly in percent is read as percent)",
     ),
-    "validation.number": (
+    "checks.number": (
         lambda: allowed("label,k,alpha,c\nx,2,0.5,abc\ny,2,0.5,5\n")[0],
         "a number; a finite number > 0",
     ),
-    "validation.required": (
+    "checks.required": (
         lambda: allowed("label,k,alpha\nx,,0.5\ny,2,0.5\n")[0],
         "required: an integer in [1, 2147483647]",
     ),
-    "validation.k_plus_one": (
+    "checks.k_plus_one": (
         lambda: allowed("label,speculative_num_draft_tokens,alpha\nx,1,0.5\ny,3,0.5\n")[0],
         "an integer >= 2 (= K + 1; speculative_num_draft_tokens counts the root token)",
     ),
-    "validation.no_bonus": (
+    "checks.no_bonus": (
         lambda: allowed("label,k,mean_tokens_no_bonus\nx,4,9\ny,4,2\n")[0],
         "[0, 4] (mean acceptance length without the bonus token; E[N] = value + 1 in [1, 5])",
     ),
-    "validation.mean": (
+    "checks.mean": (
         lambda: allowed("label,k,mean_accepted_tokens\nx,2,3.5\ny,2,2\n")[0],
         "[1, 3] (E[N], bonus token counted, K = 2)",
     ),
-    "validation.efficiency": (
+    "checks.efficiency": (
         lambda: allowed("label,k,system_efficiency\nx,3,0.1\ny,3,0.5\n")[0],
         "[1/4, 1] (E[N] / (K + 1))",
     ),
-    "validation.per_round": (
+    "checks.per_round": (
         lambda: allowed("label,k,alpha,predicted_tokens_per_round\nx,4,0.5,9\ny,4,0.5,2\n")[0],
         "[1, 5] (tokens per round, K = 4)",
     ),
-    "validation.depth": (
+    "checks.depth": (
         lambda: allowed("label,k,alpha,tree_depth\nx,4,0.5,9\ny,4,0.5,2\n")[0],
         "an integer in [1, 4] (a tree of K = 4 drafts)",
     ),
-    "validation.unit": (
+    "checks.unit": (
         lambda: allowed("label,k,alpha,t_target_s\nx,4,0.5,-1\ny,4,0.5,2\n")[0],
         "a finite number > 0 (s)",
     ),
-    "validation.percent": (
+    "checks.percent": (
         lambda: allowed("label,k,alpha\nx,4,-0.5\ny,4,0.5\n")[0],
         "[0, 1] (a column wholly in percent is read as percent)",
     ),
-    "validation.positions": (
+    "checks.positions": (
         lambda: allowed("label,k,alpha,per_position_acceptance\nx,3,0.5,0.5;0.4\ny,3,0.5,\n")[0],
         "3 numbers in [0, 1] (or nan) separated by ';'",
     ),
-    "validation.bool": (
+    "checks.bool": (
         lambda: allowed("label,k,alpha,greedy_exact\nx,3,0.5,maybe\ny,3,0.5,\n")[0],
         "true / false (or empty)",
     ),
-    "validation.measure": (
+    "checks.measure": (
         lambda: allowed("label,k,alpha\nx,3,\ny,3,0.5\n")[0],
         "one of alpha, mean_accepted_tokens, acceptance_rate or speedup (all empty in this row)",
     ),
-    "validation.c_l_inverse": (
+    "checks.c_l_inverse": (
         lambda: allowed("label,k,alpha,c_L\nx,3,0.5,1e-320\ny,3,0.5,0.5\n")[0],
         "a c_L whose inverse c = 1 / c_L is finite",
     ),
-    "validation.percent_mixed": (
+    "checks.percent_mixed": (
         lambda: report("label,k,alpha\nx,2,0.5\ny,2,50\n").warnings[0],
         "'alpha' mixes values in (0, 1) (e.g. row 2) with values > 1, so it is not read as percent and the values > 1 are errors; if the column is in percent, write '%' in its header",
     ),
-    "validation.speedup_only": (
+    "checks.speedup_only": (
         lambda: report("label,k,alpha,speedup\nx,2,,1.5\ny,2,0.5,1.2\n").warnings[0],
         "row(s) 2 give a speedup but no acceptance figure (alpha, mean accepted tokens or acceptance rate): loaded as speedup-only rows, without α or a prediction",
     ),
-    "validation.disagree": (
+    "checks.disagree": (
         lambda: report("label,k,mean_accepted_tokens,acceptance_rate\nx,4,2.0,0.9\n").warnings[0],
         "mean_accepted_tokens and acceptance_rate disagree (E[N] ≠ 1 + r·K by more than 2 %) in row(s) 2; alpha_used comes from mean_accepted_tokens",
     ),
-    "validation.disagree_sglang": (
+    "checks.disagree_sglang": (
         lambda: report("label,k,mean_accepted_tokens,acceptance_rate\nx,3,2.0,0.5\n").warnings[0],
         "mean_accepted_tokens and acceptance_rate disagree (E[N] ≠ 1 + r·K by more than 2 %) in row(s) 2; alpha_used comes from mean_accepted_tokens — they fit E[N] / (K + 1), SGLang's 'accept rate': name that column 'sglang_accept_rate'",
     ),
-    "validation.labels": (
+    "checks.labels": (
         lambda: report("label,k,alpha\n,2,0.5\n").conversions_text,
         "Conversions: 1 empty label set to 't'.",
     ),
@@ -498,7 +498,7 @@ ERROR_TYPES = {
     "log.": MeasurementError,
     "sglang.": MeasurementError,
     "spec_bench.": MeasurementError,
-    "validation.": MeasurementError,
+    "checks.": MeasurementError,
     "load.k_required": MeasurementError,
     "store.": store.StoreError,
 }
@@ -556,7 +556,7 @@ def test_texts_that_are_also_data_keep_their_english():
         assert conversion.phrase == conversion.value
     assert isinstance(Conversion.ADD_BONUS.phrase, i18n.Phrase) and CJK.search(Conversion.ADD_BONUS.phrase.text("zh"))
     for column, text in ALLOWED.items():
-        assert validation.allowed_phrase(column) == text, column
+        assert checks.allowed_phrase(column) == text, column
     for reader in READERS.values():
         assert load_module._title(reader) == reader.title
     assert log_lines.positions_sum_warning("vLLM") == "vLLM: " + log_lines.POSITIONS_SUM_WARNING
@@ -588,7 +588,7 @@ def test_store_errors_keep_their_class_and_read_in_chinese(tmp_path):
     gone = library_file.problem(path + "-moved", (1, 2))
     assert gone.startswith(f"the run library file {path}-moved was deleted while the server was running")
     assert CJK.search(gone.text("zh")) and path in gone.text("zh")
-    with pytest.raises(store.StoreError) as info, store._reported("listing the run library failed: {cause}"):
+    with pytest.raises(store.StoreError) as info, store.errors.reported("listing the run library failed: {cause}"):
         raise sa.exc.OperationalError("SELECT 1", {}, Exception("database is locked"))
     assert str(info.value) == "listing the run library failed: database is locked"
     assert info.value.text("zh") == "列出运行库失败：database is locked"

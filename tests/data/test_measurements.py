@@ -33,12 +33,12 @@ from specviz.data.measurements import (
     RawTable,
     Reader,
     alias_table,
+    checks,
     load_measurements,
     load_records,
     normalise_header,
     readers,
     reference,
-    validation,
 )
 
 
@@ -1071,12 +1071,12 @@ def test_validation_steps_return_their_errors_and_leave_their_inputs_alone():
         },
     )
     report = LoadReport(name="t")
-    values, errors, not_numbers = validation.parse_numbers(table, report)
+    values, errors, not_numbers = checks.parse_numbers(table, report)
     assert not_numbers == {("alpha", 2)} and [(i, e.row, e.column) for i, e in errors] == [(2, 4, "alpha")]
-    values, k, errors = validation.check_k(table, values, not_numbers, None, report, "t")
+    values, k, errors = checks.check_k(table, values, not_numbers, None, report, "t")
     assert errors == [] and k.ok.all()
     before = {name: arr.copy() for name, arr in values.items()}
-    checked, errors = validation.check_ranges(table, values, k, no_bonus=False)
+    checked, errors = checks.check_ranges(table, values, k, no_bonus=False)
     assert [(i, e.value, e.header) for i, e in errors] == [(1, "1.5", "α")]
     for name, arr in before.items():  # a step returns new values; it does not write into its input
         np.testing.assert_array_equal(values[name], arr)

@@ -1,9 +1,7 @@
 """Headers engines and papers write, the canonical column each becomes, and how (docs/design.md §6).
 
-A file's header is matched on its normalised form (:func:`normalise_header`), so case, spaces,
-'#', '%', units in brackets and punctuation do not matter; canonical names always match. A few
-headers need their values converted; the :class:`Conversion` of an :class:`Alias` names how, and
-carries the text the load report shows.
+Headers match on :func:`normalise_header` (case, spaces, '#', '%', bracketed units, punctuation ignored);
+an :class:`Alias` whose values need converting names its :class:`Conversion` and the text the report shows.
 """
 
 from __future__ import annotations
@@ -34,7 +32,7 @@ class Conversion(StrEnum):
 
     @property
     def deferred(self) -> bool:
-        """Applied after validation, and only where the canonical column is empty (c_L, E[N] / (K + 1))."""
+        """Applied after the checks, and only where the canonical column is empty (c_L, E[N] / (K + 1))."""
         return self in (Conversion.INVERSE_C_L, Conversion.TIMES_K_PLUS_ONE)
 
     @property
@@ -233,14 +231,9 @@ _PERCENT_WORDS = re.compile(r"(?:^|_)(?:in_)?(?:pct|percent|percentage)(?=_|$)")
 
 
 def normalise_header(header: str) -> tuple[str, bool]:
-    """Normalised key of a header and whether the header says its values are in percent.
-
-    Lower case; Greek α, γ, τ spelled out; accents dropped; '#', '%' and every run of
-    characters other than letters and digits become one '_'; leading/trailing '_'
-    dropped; a 'pct' / 'percent' word is dropped and sets the percent flag (as does '%').
-    ``"#Mean accepted tokens"`` → ``("mean_accepted_tokens", False)``,
-    ``"Draft acceptance rate (%)"`` → ``("draft_acceptance_rate", True)``.
-    """
+    """(normalised key, percent flag) of a header: lower case, α γ τ spelled out, accents dropped, runs of
+    non-alphanumerics → '_', 'pct' / 'percent' / '%' set the flag. ``"Draft acceptance rate (%)"`` →
+    ``("draft_acceptance_rate", True)``."""
     s = unicodedata.normalize("NFKC", str(header)).replace("\ufeff", "").strip().lower()
     s = "".join(_GREEK.get(ch, ch) for ch in s)
     s = "".join(ch for ch in unicodedata.normalize("NFKD", s) if not unicodedata.combining(ch))

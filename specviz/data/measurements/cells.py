@@ -1,8 +1,7 @@
-"""Bytes → text → cells → numbers: input kinds, byte-order marks and encodings, numbers, percent, decimal comma.
+"""Bytes → text → cells → numbers: byte-order marks, encodings, percent, decimal comma.
 
-Every failure here is a :class:`~specviz.data.measurements.report.MeasurementError` (the file as a
-whole is unusable) or :class:`Bad` (one cell is not a number; validation turns it into a
-:class:`~specviz.data.measurements.report.RowError`).
+Raises :class:`~specviz.data.measurements.report.MeasurementError` (the whole file) or :class:`Bad`
+(one cell, which the checks turn into a :class:`~specviz.data.measurements.report.RowError`).
 """
 
 from __future__ import annotations
@@ -61,7 +60,6 @@ def read_input(data, name: str, max_bytes: int) -> bytes | str:
 
 
 def _read_path(data: os.PathLike, name: str, max_bytes: int) -> bytes:
-    """The bytes of the file at ``data``, refused beyond ``max_bytes``."""
     try:
         path = Path(data)
     except TypeError as exc:
@@ -82,7 +80,6 @@ def _read_path(data: os.PathLike, name: str, max_bytes: int) -> bytes:
 
 
 def too_big(name: str, size: int, max_bytes: int) -> str:
-    """The message of an input over ``max_bytes``."""
     return Phrase(
         "{name}: the file is {size:,} bytes; the limit is max_bytes = {max_bytes:,} bytes ({mb:g} MB)",
         name=name,
@@ -222,11 +219,8 @@ def cell_text(value) -> str:
 
 
 def parse_number(value, decimal_comma: bool, suffixes: str) -> tuple[float | None, bool]:
-    """(number or None if missing, whether it ended in '%'); raises :class:`Bad` if it is not a number.
-
-    A '%' cell (when ``suffixes`` has '%') is divided by 100; an 'x' / '×' suffix (when it has
-    'x') is dropped; with ``decimal_comma`` ',' is the decimal point.
-    """
+    """(number or None if missing, whether it ended in '%'); '%' divides by 100, 'x' / '×' is dropped (where
+    ``suffixes`` allow them), ``decimal_comma`` reads ',' as the point. Raises :class:`Bad`."""
     if value is None:
         return None, False
     if isinstance(value, bool):

@@ -1,15 +1,13 @@
-"""The columns computed on load from the validated rows (docs/design.md §1, §3).
+"""The columns computed on load from the checked rows (docs/design.md §1, §3).
 
-* ``alpha_used``: ``alpha`` if given; else α recovered from E[N] = (1 − α^(K+1)) / (1 − α)
-  (``mean_accepted_tokens``); else from the draft acceptance rate r = (E[N] − 1) / K
-  (``acceptance_rate``), both by :mod:`specviz.core.theory`'s monotone root-finds.
-* ``c_used``: ``c`` if given (or c = 1 / c_L), else ``t_target_ms / t_draft_ms``.
-* ``v`` where the file has none but has times: v = max(0, (t_verify_ms / t_target_ms − 1) / K).
-* ``predicted_speedup`` = S(α, c, K) = E[N]·c / (c + K); ``predicted_speedup_measured_cost`` =
-  E[N] / (1 + v·K + o + K/c) where v or o is known (the other 0); ``speedup_ratio`` = speedup / prediction.
-* Tree rows (``predicted_tokens_per_round`` F and ``tree_depth`` D both given) are predicted from F,
-  not from α: S = F / (1 + D/c) and F / (1 + v·K + o + D/c) (one draft forward per level, K nodes
-  verified; :func:`specviz.core.theory.speedup_from_tokens`).
+* ``alpha_used``: ``alpha``; else α from E[N] = (1 − α^(K+1)) / (1 − α); else from r = (E[N] − 1) / K
+  (:mod:`specviz.core.theory`'s monotone root-finds).
+* ``c_used``: ``c`` (or 1 / c_L), else ``t_target_ms / t_draft_ms``;
+  ``v`` = max(0, (t_verify_ms / t_target_ms − 1) / K) where the file has times but no v.
+* ``predicted_speedup`` S = E[N]·c / (c + K); ``predicted_speedup_measured_cost`` = E[N] / (1 + v·K + o + K/c)
+  (v or o known, the other 0); ``speedup_ratio`` = speedup / prediction.
+* Tree rows (F = ``predicted_tokens_per_round``, D = ``tree_depth``): S = F / (1 + D/c) and
+  F / (1 + v·K + o + D/c) (:func:`specviz.core.theory.speedup_from_tokens`).
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ import pandas as pd
 
 from specviz.base.i18n import Phrase
 from specviz.core import theory
+from specviz.data.measurements.checks import CheckedTable
 from specviz.data.measurements.report import LoadReport
 from specviz.data.measurements.schema import (
     BENCH_COLUMNS,
@@ -28,7 +27,6 @@ from specviz.data.measurements.schema import (
     TEXT_COLUMNS,
     column_kind,
 )
-from specviz.data.measurements.validation import Validated
 
 #: Where alpha_used comes from, in order of preference, with the recovery α = f(value, K) (None: as is).
 ALPHA_SOURCES = (
@@ -38,7 +36,7 @@ ALPHA_SOURCES = (
 )
 
 
-def derive(checked: Validated, report: LoadReport) -> pd.DataFrame:
+def derive(checked: CheckedTable, report: LoadReport) -> pd.DataFrame:
     """The DataFrame of the valid rows with alpha_used, c_used, v, predictions and the ratio."""
     keep = checked.keep
     v = {name: arr[keep] for name, arr in checked.values.items()}
@@ -69,7 +67,6 @@ def derive(checked: Validated, report: LoadReport) -> pd.DataFrame:
 
 
 def _get(v: dict[str, np.ndarray], name: str, m: int) -> np.ndarray:
-    """Column ``name`` of the kept rows, or (m,) NaN where the file has none."""
     return v[name] if name in v else np.full(m, np.nan)
 
 
@@ -115,10 +112,7 @@ def verify_cost(v: dict[str, np.ndarray], k: np.ndarray, m: int) -> tuple[np.nda
 def predictions(
     alpha: np.ndarray, c: np.ndarray, k: np.ndarray, v: np.ndarray, o: np.ndarray, speedup: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(basic S (m,), measured-cost S (m,), measured / basic (m,)); NaN where α or c (or v and o) are missing.
-
-    S = E[N]·c / (c + K) and S = E[N] / (1 + v·K + o + K/c) (:func:`specviz.core.theory.speedup`).
-    """
+    """(S = E[N]·c / (c + K), S = E[N] / (1 + v·K + o + K/c), their ratio), each (m,); NaN where inputs are missing."""
     ok = ~np.isnan(alpha) & ~np.isnan(c)
     pred, pred_mc = np.full(len(alpha), np.nan), np.full(len(alpha), np.nan)
     with np.errstate(all="ignore"):

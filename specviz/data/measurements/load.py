@@ -1,4 +1,4 @@
-"""The entry point: check the arguments, then detect → read → validate → derive."""
+"""The entry point: check the arguments, then detect → read → check → derive."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pandas as pd
 from specviz.base.i18n import C_, N_, Message, Phrase
 from specviz.core import theory
 from specviz.data.measurements import cells, readers
+from specviz.data.measurements.checks import check_table
 from specviz.data.measurements.derive import derive
 from specviz.data.measurements.report import LoadReport, MeasurementError
-from specviz.data.measurements.validation import validate
 
 #: The upload cap in megabytes: ``server.maxUploadSize`` in .streamlit/config.toml is this number
 #: (tests/data/test_measurements.py fails when they differ). Streamlit 1.67's uploader counts a megabyte
@@ -32,37 +32,18 @@ def load_measurements(
 ) -> tuple[pd.DataFrame, LoadReport]:
     """Read measurements from any engine into the canonical schema, with a report of how.
 
-    Parameters
-    ----------
-    data : bytes, str or os.PathLike (or a file object with ``read`` / ``getvalue``)
-        The file's content (bytes), its text (a ``str`` is content, never a path), or a path.
-    name : str
-        Names the upload in messages and is the ``label`` of rows that have none.
-    format : {"auto", "csv", "spec_bench", "vllm_log"}
-        "auto" reads vLLM log text if a line holds ``SpecDecoding metrics``, Spec-Bench JSON
-        lines if the first non-blank line starts with '{', else CSV
-        (:data:`specviz.data.measurements.readers.READERS`, in that order).
-    k : int, optional
-        Draft length K for formats that do not state it (vLLM logs, Spec-Bench: required there)
-        and for a CSV without a K column (a K column in the file wins).
-    max_bytes, max_rows : int
-        Size caps (default :data:`MAX_BYTES` = 20,000,000 bytes, the uploader's 20 MB; 200,000 rows);
-        a larger file is refused.
-    mean_tokens_without_bonus : bool
-        Declares that the file's mean acceptance length excludes the bonus token (= E[N] − 1);
-        1 is added. Never guessed.
+    ``data``: bytes (content), str (text, never a path), os.PathLike, or a file object (``read`` /
+    ``getvalue``). ``name`` names the upload in messages and labels rows without one. ``format``: "auto"
+    (the first of :data:`~specviz.data.measurements.readers.READERS` whose rule matches) or a reader's
+    name. ``k``: K for formats that do not state it, and a CSV without a K column (the file's column wins).
+    ``max_bytes`` (:data:`MAX_BYTES`, 20 MB), ``max_rows`` (200,000): larger files are refused.
+    ``mean_tokens_without_bonus``: the file's mean acceptance length excludes the bonus token (1 is added).
 
-    Returns
-    -------
-    (DataFrame, LoadReport)
-        One row per valid input row, indexed by the row number in the file (``row``): every
-        column of :data:`COLUMNS` (empty where the file has none), the :data:`BENCH_COLUMNS`
-        present in the file (``v`` also when derived), and :data:`DERIVED_COLUMNS`.
+    Returns ``(DataFrame, LoadReport)``: one row per valid input row, indexed by file row (``row``), with
+    :data:`COLUMNS`, the :data:`BENCH_COLUMNS` present, and :data:`DERIVED_COLUMNS`.
 
-    Raises
-    ------
-    ValueError (:class:`MeasurementError`)
-        Binary, empty, over the caps, missing required columns, no usable row, bad arguments.
+    Raises ValueError (:class:`MeasurementError`): binary, empty, over the caps, required columns missing,
+    no usable row, bad arguments.
     """
     fmt, k, max_bytes, max_rows = _check_arguments(name, format, k, max_bytes, max_rows, mean_tokens_without_bonus)
     report = LoadReport(name=name)
@@ -79,7 +60,7 @@ def load_measurements(
             report,
         )
     table = reader.read(text, readers.ReadContext(name, report, max_rows, k))
-    checked = validate(table, report, name, bool(mean_tokens_without_bonus), k)
+    checked = check_table(table, report, name, bool(mean_tokens_without_bonus), k)
     return derive(checked, report), report
 
 

@@ -1,4 +1,4 @@
-"""Rows already in memory (e.g. a live run's) through the same validation and derivation as a file."""
+"""Rows already in memory (e.g. a live run's) through the same checks and derivation as a file."""
 
 from __future__ import annotations
 
@@ -7,30 +7,20 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from specviz.base.i18n import Message, Phrase
+from specviz.data.measurements.checks import check_table
 from specviz.data.measurements.derive import derive
 from specviz.data.measurements.report import LoadReport
 from specviz.data.measurements.schema import BENCH_COLUMNS, COLUMNS, DERIVED_COLUMNS
 from specviz.data.measurements.table import RawColumn, RawTable
-from specviz.data.measurements.validation import validate
 
 
 def load_records(records: Sequence[Mapping[str, object]], name: str = "records") -> tuple[pd.DataFrame, LoadReport]:
-    """Validate and complete rows given as mappings of canonical column names; no text round trip.
+    """Check and complete rows given as mappings of canonical column names; no text round trip.
 
-    Parameters
-    ----------
-    records : sequence of mappings
-        One mapping per row, keyed by :data:`COLUMNS` / :data:`BENCH_COLUMNS` names (a key of
-        :data:`DERIVED_COLUMNS` is recomputed, anything else is a ValueError). Cells may be
-        numbers, str, bool or None (empty).
-    name : str
-        Names the rows in messages and labels rows without a label.
-
-    Returns
-    -------
-    (DataFrame, LoadReport)
-        As :func:`specviz.data.measurements.load_measurements` returns for a file of these rows,
-        indexed by the record's position from 1 (``row``); ``report.format`` is ``"records"``.
+    ``records``: one mapping per row keyed by :data:`COLUMNS` / :data:`BENCH_COLUMNS` names (a
+    :data:`DERIVED_COLUMNS` key is recomputed, any other key is a ValueError); cells are numbers, str, bool
+    or None. ``name`` labels rows without a label. Returns ``(DataFrame, LoadReport)`` as
+    :func:`~specviz.data.measurements.load_measurements` does, indexed from 1; ``report.format`` = ``"records"``.
     """
     if not isinstance(name, str) or not name.strip():
         raise Message("name must be a non-empty str; got {name!r}", name=name)
@@ -52,4 +42,4 @@ def load_records(records: Sequence[Mapping[str, object]], name: str = "records")
         if key not in DERIVED_COLUMNS
     }
     table = RawTable(list(range(1, len(records) + 1)), columns)
-    return derive(validate(table, report, name, False, None), report), report
+    return derive(check_table(table, report, name, False, None), report), report

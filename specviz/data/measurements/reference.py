@@ -1,10 +1,5 @@
-"""The tables of docs/measurement-schema.md, generated from the code so the document cannot drift.
-
-The document holds blocks between ``<!-- BEGIN GENERATED: name -->`` and
-``<!-- END GENERATED: name -->``; :func:`render` rewrites each from :data:`BLOCKS`.
-``python -m specviz.data.measurements.reference`` rewrites the document in place; ``--check``
-only says whether it is up to date (a test does the same).
-"""
+"""The tables of docs/measurement-schema.md, generated from the code between ``<!-- BEGIN GENERATED: name -->``
+and ``<!-- END GENERATED: name -->`` (``python -m specviz.data.measurements.reference [--check]``)."""
 
 from __future__ import annotations
 
@@ -32,14 +27,12 @@ _BLOCK = re.compile(r"(<!-- BEGIN GENERATED: (\w+) -->\n)(.*?)(<!-- END GENERATE
 
 
 def _table(head: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
-    """A Markdown table ('|' in cells escaped)."""
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
 def column_type(name: str) -> str:
-    """The type of a column's values, in words."""
     kind = column_kind(name)
     if kind == "number":
         return "integer" if name == "k" or name in INTEGER_COLUMNS else "number"
@@ -47,7 +40,6 @@ def column_type(name: str) -> str:
 
 
 def requirement(name: str) -> str:
-    """Whether a file must have the column."""
     if name == "label":
         return "required (rows without one get the file's name)"
     if name == "k":
@@ -87,19 +79,17 @@ def aliases_block() -> str:
 
 
 def conversions_block() -> str:
-    """Every :class:`Conversion` with the headers that use it."""
     rows = []
     for conv in Conversion:
         if conv is Conversion.NONE:
             continue
         headers = ", ".join(f"`{a.header}`" for a in ALIASES if a.conversion is conv)
-        when = "after validation, where the canonical column is empty" if conv.deferred else "on read"
+        when = "after the checks, where the canonical column is empty" if conv.deferred else "on read"
         rows.append((f"`{conv.name}`", str(conv), when, headers))
     return _table(("Conversion", "rule", "applied", "headers"), rows)
 
 
 def readers_block() -> str:
-    """The reader registry in detection order."""
     rows = [
         (
             f"`{r.name}`",

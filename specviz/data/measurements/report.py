@@ -1,8 +1,7 @@
 """What :func:`specviz.data.measurements.load_measurements` tells a person: the report, bad cells, fatal errors.
 
-The texts a page shows (the headline, conversions, ignored columns, warnings, what a bad cell allows, and
-the errors) are :class:`~specviz.base.i18n.Phrase` / :class:`~specviz.base.i18n.Message` objects: as strings they are
-the English text (logs, the CLI, the saved report read that), and a page reads them in its language.
+Texts are :class:`~specviz.base.i18n.Phrase` / :class:`~specviz.base.i18n.Message`: English as strings
+(logs, CLI, the saved report), the page's language on a page.
 """
 
 from __future__ import annotations
@@ -15,8 +14,7 @@ from specviz.base.i18n import N_, Message, Phrase
 
 
 class Joined(Phrase):
-    """Items (phrases or plain text) joined by the separator msgid ``sep``, in any language:
-    a list a page shows as one text (conversions, ignored columns, a few bad cells)."""
+    """Items (phrases or plain text) joined by the separator msgid ``sep``, in any language."""
 
     def __new__(cls, items: Iterable, sep: str = N_("; ")):
         items = tuple(items)
@@ -85,12 +83,10 @@ class LoadReport:
 
     @property
     def rows_skipped(self) -> int:
-        """Rows read but not loaded (each has at least one entry in :attr:`row_errors`)."""
         return self.rows_read - self.rows_loaded
 
     @property
     def skipped_rows(self) -> list[int]:
-        """File row numbers of the skipped rows."""
         return sorted({e.row for e in self.row_errors})
 
     @property
@@ -159,10 +155,9 @@ class LoadReport:
 
 
 class MeasurementError(Message):
-    """A file that cannot be loaded at all; ``report`` holds what was learnt before stopping (or None).
+    """A file that cannot be loaded at all; ``report``: what was learnt before stopping (or None).
 
-    ``message`` is a :class:`~specviz.base.i18n.Message` or :class:`~specviz.base.i18n.Phrase` (its key and fields
-    are taken, so a page shows it in its language), or plain text (shown as it is in every language).
+    ``message``: a Message or Phrase (shown in the page's language) or plain text (as it is).
     """
 
     def __init__(self, message: str | Message, report: LoadReport | None = None):

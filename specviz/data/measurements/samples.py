@@ -43,7 +43,6 @@ _EXAMPLE = {
 
 
 def available_samples() -> dict[str, str]:
-    """The entries of :data:`SAMPLES` whose file is present."""
     return {name: what for name, what in SAMPLES.items() if (SAMPLES_DIR / name).is_file()}
 
 

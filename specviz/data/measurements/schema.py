@@ -1,10 +1,8 @@
 """The canonical measurement columns: names, units, kinds and allowed ranges (docs/design.md §3).
 
-Names are lower case with the unit in the name (``t_target_ms``). :data:`COLUMNS` is what
-every loaded frame holds, :data:`BENCH_COLUMNS` what ``python -m specviz bench`` or a serving run of the
-load generator adds, and
-:data:`DERIVED_COLUMNS` what :func:`specviz.data.measurements.load_measurements` computes. Each
-column has one *kind* (:func:`column_kind`), which decides how its cells are parsed and checked.
+Names are lower case with the unit in the name (``t_target_ms``). :data:`COLUMNS`: every loaded frame;
+:data:`BENCH_COLUMNS`: added by ``specviz bench`` or a load-generator run; :data:`DERIVED_COLUMNS`:
+computed on load. A column's *kind* (:func:`column_kind`) decides how its cells are parsed and checked.
 """
 
 from __future__ import annotations
@@ -18,13 +16,9 @@ INT_MAX = 2**53  #: largest integer count accepted (exact in float64 and int64)
 
 @dataclass(frozen=True)
 class Rule:
-    """How the cells of a column are read, checked and stored.
-
-    ``kind`` is how a cell is parsed (``"text"``, ``"number"``, ``"positions"``: a ';' list, ``"bool"``);
-    ``allowed`` the allowed values as messages state them ("" where none is checked); ``storage`` the run
-    library's column type (``"text"``, ``"int"``, ``"float"``, ``"bool"``); ``percent``: a cell may end in '%'
-    (and is divided by 100). The range checks themselves are :func:`specviz.data.measurements.validation.in_range`.
-    """
+    """How a column's cells are read (``kind``: text, number, positions, bool), the allowed values as
+    messages state them, the library's type (``storage``), and whether a cell may end in '%' (``percent``).
+    The range checks are :func:`specviz.data.measurements.checks.rules.in_range`."""
 
     kind: str
     allowed: str
@@ -52,13 +46,9 @@ RULES: dict[str, Rule] = {
 
 @dataclass(frozen=True)
 class Column:
-    """Everything about one measurement column (docs/measurement-schema.md is generated from these).
-
-    ``role``: ``"input"`` (every loaded frame holds it), ``"bench"`` (what ``specviz bench`` or the load
-    generator's serving run adds; optional on upload), ``"derived"`` (computed on load; a file's column is recomputed) or ``"internal"`` (an alias's
-    converted value that ``feeds`` a canonical column, never output). ``rule`` names its :data:`RULES` entry.
-    ``bench``: a derived column the bench also writes. ``speedup_like``: a cell may end in "x" / "×".
-    """
+    """One measurement column (docs/measurement-schema.md is generated from these). ``role``: ``"input"``,
+    ``"bench"``, ``"derived"`` (recomputed on load) or ``"internal"`` (``feeds`` a canonical column);
+    ``rule``: its :data:`RULES` key; ``speedup_like``: a cell may end in "x" / "×"."""
 
     name: str
     role: str
@@ -331,9 +321,7 @@ def storage(name: str) -> str:
 
 
 def column_kind(name: str) -> str:
-    """How a column's cells are read: ``"text"``, ``"positions"`` (a ';' list), ``"bool"`` or ``"number"``.
-
-    A name that is no column reads as a number (a reader's own temporary columns)."""
+    """``"text"``, ``"positions"``, ``"bool"`` or ``"number"`` (also for a name that is no column)."""
     column = BY_NAME.get(name)
     return RULES[column.rule].kind if column is not None else "number"
 

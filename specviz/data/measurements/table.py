@@ -1,4 +1,4 @@
-"""The one table type every reader returns, before validation (docs/design.md §3)."""
+"""The one table type every reader returns, before the checks (docs/design.md §3)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class RawColumn:
 
 @dataclass
 class RawTable:
-    """What a reader found: rows (by file row number) and columns, not yet validated."""
+    """What a reader found: rows (by file row number) and columns, not yet checked."""
 
     rows: list[int]  #: file row number of each row
     columns: dict[str, RawColumn]  #: by canonical or internal name

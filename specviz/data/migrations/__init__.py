@@ -1,14 +1,8 @@
 """The run library's schema changes, as Alembic migrations (``versions/``), applied when a library opens.
 
-:func:`upgrade` brings the database of a connection to the newest revision inside the caller's
-transaction; a library written before Alembic came (no ``alembic_version`` table) starts from the base,
-whose first revision creates only what such a library lacks. On SQLite the migrations alter tables in
-batch mode (``render_as_batch``). Measurement columns are not migrations: they follow
-:mod:`specviz.data.measurements.schema`, and :func:`specviz.data.store.open_library` adds any the
-database lacks.
-
-To add a revision: ``alembic -c specviz/data/migrations/alembic.ini revision -m "what"`` writes a file
-in ``versions/``; fill its ``upgrade`` (and ``downgrade``) with ``op`` calls.
+Run in the caller's transaction, in batch mode on SQLite (``render_as_batch``); a library from before
+Alembic starts at the base. Measurement columns are no migrations: ``store.tables`` adds those missing.
+New revision: ``alembic -c specviz/data/migrations/alembic.ini revision -m "what"``.
 """
 
 from __future__ import annotations
@@ -32,7 +26,6 @@ def _config(conn: Connection) -> Config:
 
 
 def head() -> str:
-    """The newest revision."""
     return ScriptDirectory(str(HERE)).get_current_head()
 
 

@@ -1,16 +1,9 @@
 """The registry of input formats: one module per format, each returning a :class:`RawTable`.
 
-A reader is a :class:`Reader`: its name (``LoadReport.format``), the spellings ``format=``
-accepts, its auto-detection rule on the decoded text, whether it needs the caller's K, and
-``read(text, ctx) -> RawTable``. :data:`READERS` lists them in detection order: ``"auto"``
-takes the first whose ``detect`` matches, so the catch-all CSV reader comes last. The engine
-log readers share :mod:`~specviz.data.measurements.readers.log_lines` (their row record, the
-per-position conversion, the K checks and the table).
-
-To add an engine's format: write ``readers/<format>.py`` with a ``READER = Reader(...)`` whose
-``read`` returns a :class:`RawTable` of canonical (or aliased) columns, add it to
-:data:`READERS` before ``csv``, and add the engine's headers to
-:data:`specviz.data.measurements.aliases.ALIASES`. Validation and derived columns need no change.
+A :class:`Reader` has a name (``LoadReport.format``), the spellings ``format=`` accepts, a ``detect`` rule,
+whether it needs the caller's K, and ``read(text, ctx) -> RawTable``. ``"auto"`` takes the first of
+:data:`READERS` whose ``detect`` matches, so CSV comes last. A new format: ``readers/<format>.py`` with a
+``READER``, listed before ``csv``, and its headers in :data:`specviz.data.measurements.aliases.ALIASES`.
 """
 
 from __future__ import annotations

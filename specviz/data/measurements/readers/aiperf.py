@@ -1,22 +1,17 @@
 """AIPerf's ``profile_export_aiperf.json`` (``aiperf profile``, schema 1.4, aiperf 0.13.0) → one row per run.
 
-The file is one JSON object (indented): per-request metrics as ``{"unit", "avg", "p1" … "p99", "min",
-"max", "std", "count", "sum"}``, run-wide scalars as ``{"unit", "avg"}`` (aiperf
-``common/models/export_models.py``, ``exporters/metrics_json_exporter.py``). Where the server is vLLM
-with ``--per-request-spec-decode-metrics`` it also holds the speculative figures, summed over requests:
+One JSON object: per-request metrics ``{"unit", "avg", "p1" … "p99", "min", "max", "std", "count",
+"sum"}``, run-wide scalars ``{"unit", "avg"}`` (aiperf ``common/models/export_models.py``,
+``exporters/metrics_json_exporter.py``). With vLLM ``--per-request-spec-decode-metrics``, summed:
 
-* ``total_spec_decode_steps`` R, ``total_draft_tokens`` D, ``total_accepted_draft_tokens`` A:
-  E[N] = 1 + A / R (AIPerf's ``spec_decode_token_weighted_acceptance_length``), r = A / D (its
-  ``spec_decode_overall_draft_acceptance_rate`` is the same **in percent**, used where the counts
-  are missing), K = D / R where every step drafted the same number, else the caller's k;
-* ``pooled_spec_decode_acceptance_histogram`` ``{"j": steps that accepted j drafts}``, j = 0 … K:
-  the unconditional p_i = (steps accepting ≥ i) / R, stored as the conditional a_i.
+* ``total_spec_decode_steps`` R, ``total_draft_tokens`` D, ``total_accepted_draft_tokens`` A: E[N] =
+  1 + A / R, r = A / D (``spec_decode_overall_draft_acceptance_rate`` is r in percent, used without the
+  counts), K = D / R where every step drafted alike, else the caller's k;
+* ``pooled_spec_decode_acceptance_histogram`` ``{"j": steps}``: p_i = (steps accepting ≥ i) / R → a_i.
 
-The serving columns: ``output_token_throughput`` → tokens_per_s; mean input and output sequence
-lengths → prompt_tokens, output_tokens; p50/p90/p99 of ``time_to_first_token`` → TTFT and of
-``inter_token_latency`` → **TPOT** (AIPerf's inter-token latency is (latency − TTFT) / (OSL − 1) per
-request, which is what ``vllm bench serve`` calls TPOT); ``--concurrency`` and ``--model`` from the
-run's command line (``run_info.cli_command``).
+Serving: ``output_token_throughput`` → tokens_per_s; mean ISL / OSL → prompt_tokens, output_tokens;
+p50/p90/p99 ``time_to_first_token`` → TTFT, ``inter_token_latency`` ((latency − TTFT) / (OSL − 1)) →
+TPOT; ``--concurrency`` and ``--model`` from ``run_info.cli_command``.
 """
 
 from __future__ import annotations
@@ -73,7 +68,6 @@ def read(text: str, ctx: ReadContext) -> RawTable:
 
 
 def _total(obj: dict, key: str) -> int | None:
-    """A run-wide count ``{"unit", "avg"}`` as a whole number, else None."""
     value = obj.get(key)
     return json_count(value, "avg") if isinstance(value, dict) else None
 

@@ -1,10 +1,4 @@
-"""CSV (comma, semicolon or tab) from any engine or spreadsheet: headers mapped through the aliases.
-
-The delimiter is sniffed; each header is normalised and looked up in
-:data:`specviz.data.measurements.aliases.ALIASES` (several headers for one column: a direct name beats a
-converted one, then the left-most wins). Decimal commas are read only in ';' / tab files, and
-only when no numeric cell uses '.'.
-"""
+"""CSV (comma, semicolon or tab) from any engine or spreadsheet: a sniffed delimiter, headers mapped by ALIASES."""
 
 from __future__ import annotations
 

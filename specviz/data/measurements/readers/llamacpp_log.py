@@ -1,55 +1,35 @@
 """llama.cpp speculative-decoding statistics → one row per ``draft acceptance`` line (or ``statistics`` window).
 
-Forms, each read wherever it is in a log:
+Forms, read wherever they are in a log (sources: ggml-org/llama.cpp at b11434):
 
 * **old**: ``draft acceptance rate = 0.81944 (  118 accepted /   144 generated)``;
 * **per-position**: ``draft acceptance = 0.64479 (167 accepted / 259 generated), mean acceptance
   length = 2.92, acceptance rate per position = (0.805, 0.632, 0.483)``;
-* **server slot timings**, as llama.cpp's server prints them at the end of each request
-  (``server_slot::print_timings`` in ``tools/server/server-context.cpp``, lines 714–718 of b11434)::
+* **server slot timings** (``server_slot::print_timings``, ``tools/server/server-context.cpp`` lines
+  714–718): ``draft acceptance = %0.5f (%5d accepted / %5d generated), mean len = %5.2f``; the
+  trace-only ``acc per pos = (…)`` line gives the per-position rates of the line before it (same slot
+  and task), the ``eval time = … tokens per second`` line (684–686) gives ``tokens_per_s``;
+* **response timings** (``server_slot_stats::to_json``, ``tools/server/server-common.cpp`` 99–102):
+  a saved response line with ``draft_n`` / ``draft_n_accepted`` is a row, r = draft_n_accepted /
+  draft_n, ``predicted_per_second`` → ``tokens_per_s``;
+* **speculative statistics** (``common_speculative_print_stats``, ``common/speculative.cpp``, ``-lv 4``),
+  one line per drafting kind: ``statistics draft-eagle3: #calls(b,g,a) = 2 271 271, #gen drafts = 271,
+  #acc drafts = 224, #gen tokens = 813, #acc tokens = 495, #mean acc len = 2.83, #acc rate/pos =
+  (0.827, 0.616, 0.384), …`` (older builds: ``#calls = N``). Counts are cumulative over the server's
+  life, so a row is the window since the kind's previous line: D = Δ#gen tokens, A = Δ#acc tokens,
+  R = Δa, p_i = Δ(p_i·a) / R (±0.001·a / R); positions past the list, up to K, are 0. Rows only in a
+  log with no ``draft acceptance`` lines (``llama-cli``, ``llama-speculative``).
 
-      SLT_INF(*this, "draft acceptance = %0.5f (%5d accepted / %5d generated), mean len = %5.2f\\n", …);
-      SLT_TRC(*this, "     acc per pos = (%s)\\n", acceptance_rates_per_pos.c_str());
+Per verify step the server adds ``n_draft_accepted += n_accepted``, ``n_draft_verif_steps += 1``
+(``server-context.cpp`` 4330–4331); with A accepted, D drafted tokens and R steps:
 
-  e.g. ``slot print_timings: id  0 | task 12 | draft acceptance = 0.64479 (  167 accepted /   259
-  generated), mean len =  2.92``. The ``acc per pos`` line (trace verbosity only) gives the
-  per-position rates of the ``draft acceptance`` line before it (same slot and task), and the
-  ``eval time = … tokens per second`` line the same block prints first (lines 684–686) gives
-  ``tokens_per_s``, the request's generation throughput;
-* **response timings**: the server does not log ``draft_n`` / ``draft_n_accepted``; they are fields of
-  the ``timings`` object of its HTTP responses (``server_slot_stats::to_json`` in
-  ``tools/server/server-common.cpp``, lines 99–102). A saved response line holding them is a row:
-  r = draft_n_accepted / draft_n, and ``predicted_per_second`` → ``tokens_per_s``.
+* r = A / D → ``acceptance_rate``; mean len = 1 + A / R (line 702) = E[N] → ``mean_accepted_tokens``;
+* p_i = (steps that accepted ≥ i drafts) / R (lines 4337–4338, 710) is unconditional (Σ p_i = E[N] − 1),
+  stored as a_i = p_i / p_(i−1); K entries (``common_speculative_n_max``, line 4335).
 
-* **speculative statistics** (``common_speculative_print_stats`` in ``common/speculative.cpp``,
-  printed at trace verbosity, ``-lv 4``), one line per drafting kind, e.g. ``statistics
-  draft-eagle3: #calls(b,g,a) = 2 271 271, #gen drafts = 271, #acc drafts = 224, #gen tokens = 813,
-  #acc tokens = 495, #mean acc len = 2.83, #acc rate/pos = (0.827, 0.616, 0.384), dur(b,g,a) = …``
-  (older builds: ``#calls = N`` with one count, no rates). The counts are **cumulative over the
-  server's life** (one ``common_speculative`` shared by every slot), so a row is the window since
-  the kind's previous line (≈ the request that just ended): D = Δ#gen tokens, A = Δ#acc tokens,
-  R = Δa (the accept calls, i.e. verify steps; ``#calls = N`` counts one per draft and verify), and
-  per position p_i = Δ(p_i·a) / R from the printed rates (3 decimals, so within ±0.001·a / R).
-  The rates list as many positions as the longest acceptance seen; the rest, up to K, are 0. These
-  lines repeat the slots' ``draft acceptance`` lines, so they become rows only in a log that has
-  none (a ``llama-cli`` or ``llama-speculative`` run).
-
-What the numbers are (the server, ``tools/server/server-context.cpp``): per verification step
-``n_draft_accepted += n_accepted`` and ``n_draft_verif_steps += 1`` (lines 4330–4331), so with A
-accepted, D generated (drafted) tokens and R steps:
-
-* r = A / D → ``acceptance_rate`` (from the counts; the printed ratio is the same to 5 decimals);
-* mean len = 1 + A / R (line 702) = E[N], bonus token counted → ``mean_accepted_tokens``;
-* per position: ``n_accepted_per_pos[i]++`` for every i < n_accepted (lines 4337–4338), divided by
-  R (line 710): p_i = (steps that accepted at least i drafts) / R is **unconditional**
-  (Σ p_i = E[N] − 1), and is stored as the conditional a_i = p_i / p_(i−1). The list has one entry
-  per position up to the draft maximum (``common_speculative_n_max``, line 4335), i.e. K entries.
-
-llama.cpp does not print K (``--draft-max``), so the caller gives it. A per-position list of another
-length, or a mean draft length D / R = (E[N] − 1) / r above K + 0.5, is a row error. llama.cpp may
-stop a draft early (``--draft-p-min``, n-gram drafts), so a D / R below K is allowed; where it makes
-E[N] ≠ 1 + K·r by more than 2 % (r·(K − D / R) > 0.02·E[N], the loader's disagreement rule) a
-warning says why, and the chain model's α is approximate.
+K (``--draft-max``) is not printed: the caller gives it. A list of another length, or D / R =
+(E[N] − 1) / r above K + 0.5, is a row error; D / R below K (``--draft-p-min``, n-gram drafts) is
+allowed, with a warning where r·(K − D / R) > 0.02·E[N].
 """
 
 from __future__ import annotations
@@ -121,8 +101,7 @@ def is_statistics_line(line: str) -> bool:
 
 
 def read(text: str, ctx: ReadContext) -> RawTable:
-    """Every ``draft acceptance`` line (and response timings line) as a row, with the caller's K; in a
-    log without them, each ``statistics`` line's window since the kind's previous one."""
+    """Every ``draft acceptance`` / timings line as a row with the caller's K; without any, each ``statistics`` window."""
     lines = text.splitlines()
     found = any(is_draft_line(x) or is_timings_line(x) for x in lines)
     rows = _rows(lines, ctx.k) if found else _statistics_rows(lines, ctx.k)
@@ -132,8 +111,7 @@ def read(text: str, ctx: ReadContext) -> RawTable:
 
 @dataclass(frozen=True)
 class _Totals:
-    """A statistics line's cumulative counts: verify steps, drafted and accepted tokens, and the
-    accepted count behind each per-position rate (p_i · a)."""
+    """A statistics line's cumulative counts: verify steps, drafted, accepted, and p_i · a per position."""
 
     steps: int
     drafted: int
@@ -266,7 +244,7 @@ def check(row: LogRow, k: int | None) -> LogRow:
             Phrase(
                 "llama.cpp drafted fewer than K tokens per round on average (drafts stopped early: --draft-p-min, n-gram drafts), so E[N] ≠ 1 + K·r and the chain model's α is approximate"
             )
-        )  # where validation finds E[N] ≠ 1 + K·r (> 2 %)
+        )  # where the checks find E[N] ≠ 1 + K·r (> 2 %)
     if log_lines.positions_sum_off(row.positions, row.mean):
         row.warnings.append(log_lines.positions_sum_warning("llama.cpp"))
     return row

@@ -1,16 +1,10 @@
-"""What the engine log readers (vLLM, SGLang, llama.cpp) share: numbers in log text, per-position
-rates, the checks against K, and the table they return.
+"""What the engine log readers (vLLM, SGLang, llama.cpp) share: numbers in log text, per-position rates, K checks.
 
-Each reader turns the metrics lines of a log into :class:`LogRow` records, one per line, and
-:func:`log_table` turns those into the :class:`RawTable` that validation reads. The formulas every
-engine shares, with N the tokens a round emits (bonus token counted), K the draft length, A the
-accepted and D the drafted draft tokens, R the rounds (drafts verified):
-
-* E[N] = 1 + A / R and r = A / D, so D / R = (E[N] − 1) / r is the mean draft length of a round,
-  which is K when every round drafts K tokens (:func:`drafts_per_round`);
-* the engines log *unconditional* per-position rates p_i = (rounds that accepted at least i
-  drafts) / R, so p_i = P(N − 1 ≥ i), Σ p_i = E[N] − 1 (:func:`positions_sum_off`), and the
-  conditional rate ``per_position_acceptance`` holds is a_i = p_i / p_(i−1) (:func:`conditional`).
+Each reader turns metrics lines into :class:`LogRow` records; :func:`log_table` makes them the
+:class:`RawTable` the checks read. With N the tokens a round emits (bonus counted), K the draft length,
+A accepted and D drafted tokens, R rounds: E[N] = 1 + A / R, r = A / D, so D / R = (E[N] − 1) / r is the
+mean draft length (K when every round drafts K). Engines log unconditional p_i = P(N − 1 ≥ i)
+(Σ p_i = E[N] − 1); ``per_position_acceptance`` holds the conditional a_i = p_i / p_(i−1).
 """
 
 from __future__ import annotations
@@ -65,8 +59,7 @@ def number(match: re.Match | None, group: int = 1) -> float | None:
 
 
 def integer(match: re.Match | None, group: int = 1) -> int | float | None:
-    """The int of a regex group of digits (None: no match); over 18 digits a float (inf past 308), so
-    quotients of absurd counts give inf or nan instead of an OverflowError."""
+    """The int of a regex group of digits (None: no match); over 18 digits a float (inf past 308)."""
     if match is None:
         return None
     text = match.group(group)
@@ -74,22 +67,15 @@ def integer(match: re.Match | None, group: int = 1) -> int | float | None:
 
 
 def number_list(text: str) -> list[float]:
-    """ "0.805, 0.632, nan" → [0.805, 0.632, nan] (an empty text: [])."""
     return [math.nan if x.lower().lstrip("-") == "nan" else float(x) for x in _SPLIT.split(text.strip()) if x]
 
 
 def ratio(num: int | float | None, den: int | float | None) -> float | None:
-    """num / den, or None where either is missing or den is 0."""
     return num / den if num is not None and den else None
 
 
 def conditional(unconditional: list[float]) -> str:
-    """Unconditional p_i as the conditional a_i = p_i / p_(i−1) (p_0 = 1), "a_1;…;a_K", each capped at 1.
-
-    p_i = P(N − 1 ≥ i) is the share of rounds that accepted at least i drafts; a_i = P(N − 1 ≥ i |
-    N − 1 ≥ i − 1) is the chance that draft i is accepted given drafts 1, …, i − 1 were. Where
-    p_(i−1) = 0 (or p_i is not a number) a_i is nan.
-    """
+    """p_i as conditional a_i = p_i / p_(i−1) (p_0 = 1), "a_1;…;a_K", capped at 1; nan where p_(i−1) = 0."""
     prev, cond = 1.0, []
     for x in unconditional:
         cond.append(x / prev if prev > 0 and math.isfinite(x) else math.nan)
@@ -107,21 +93,14 @@ def positions_length_problem(positions: list[float] | None, k: int | None, what:
 
 
 def positions_sum_off(positions: list[float] | None, mean: float | None) -> bool:
-    """Unconditional p_i must sum to E[N] − 1; True where they do not (within the printed rounding).
-
-    The tolerance is 0.01 + 0.0005·K: E[N] printed to 2 decimals, each p_i to 3.
-    """
+    """True where unconditional p_i do not sum to E[N] − 1 within 0.01 + 0.0005·K (E[N] to 2 decimals, p_i to 3)."""
     if positions is None or mean is None or not all(map(math.isfinite, [*positions, mean])):
         return False
     return abs(sum(positions) - (mean - 1.0)) > 0.01 + 0.0005 * len(positions)
 
 
 def drafts_per_round(mean: float | None, rate: float | str | None) -> float | None:
-    """D / R = (E[N] − 1) / r, the mean draft length of a round; None where r ≤ 0.02 or E[N] ≤ 1.05.
-
-    Those small values are skipped because E[N] is printed to 2 decimals, so the quotient of two
-    small numbers says nothing about K.
-    """
+    """D / R = (E[N] − 1) / r, the mean draft length of a round; None where r ≤ 0.02 or E[N] ≤ 1.05."""
     if not isinstance(mean, float) or not isinstance(rate, float) or not (math.isfinite(mean) and math.isfinite(rate)):
         return None
     if rate <= 0.02 or mean - 1.0 <= 0.05:
@@ -130,10 +109,7 @@ def drafts_per_round(mean: float | None, rate: float | str | None) -> float | No
 
 
 def k_mismatch(mean: float | None, rate: float | str | None, k: int | None) -> str | None:
-    """Why E[N] and r contradict K for an engine whose every round drafts K tokens (E[N] = 1 + K·r), or None.
-
-    A mismatch is a mean draft length (E[N] − 1) / r off K by 0.5 or more.
-    """
+    """Why E[N] and r contradict K where every round drafts K (E[N] = 1 + K·r): (E[N] − 1) / r off K by ≥ 0.5; else None."""
     implied = drafts_per_round(mean, rate)
     if implied is None or k is None or abs(implied - k) < 0.5:
         return None
@@ -174,11 +150,8 @@ def collect(rows: Iterable[LogRow], ctx: ReadContext, what: str) -> list[LogRow]
 
 
 def log_table(rows: list[LogRow], ctx: ReadContext, headers: Headers) -> RawTable:
-    """The table of the rows: k (stated, else the caller's), the figures present, notes; K problems as row errors.
-
-    Columns no row fills are left out (except k and notes). Per-position rates become conditional.
-    Each row's warnings go to the report once per message, with the lines they apply to.
-    """
+    """The rows as a table: k (stated, else the caller's), the figures present (columns no row fills left
+    out), notes; per-position rates made conditional; K problems as row errors, warnings once per message."""
     ks = [row.k if row.k is not None else ctx.k for row in rows]
     cells = {
         "mean_accepted_tokens": [r.mean for r in rows],
@@ -233,7 +206,6 @@ POSITIONS_SUM_WARNING = (
 
 
 def positions_sum_warning(engine: str) -> str:
-    """``"<engine>: "`` + :data:`POSITIONS_SUM_WARNING`, in any language."""
     return Phrase(
         "{engine}: the per-position rates do not sum to mean length − 1, as unconditional rates p_i must (Σ p_i = E[N] − 1); they are read as unconditional all the same",
         engine=engine,
@@ -256,13 +228,11 @@ def json_number(obj: dict, key: str) -> float | None:
 
 
 def json_count(obj: dict, key: str) -> int | None:
-    """A whole number >= 0 at ``key``, else None."""
     x = json_number(obj, key)
     return int(x) if x is not None and x >= 0 and x == int(x) else None
 
 
 def first_json_object(text: str) -> dict | None:
-    """The first non-blank line as a JSON object, else None."""
     first = next((ln for ln in text.splitlines() if ln.strip()), "")
     try:
         obj = json.loads(first)
@@ -272,9 +242,8 @@ def first_json_object(text: str) -> dict | None:
 
 
 def json_lines(text: str, what: str):
-    """(line number, object, issue) for every non-blank line of JSON lines: the object and None, or
-    None and a ("json", the line, what is allowed) row error where the line is no JSON object
-    (``what``: the format's name for a line, a Phrase)."""
+    """(line number, object, None) for every non-blank JSON-object line, else (line number, None, a row
+    error naming ``what``, the format's word for a line)."""
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue

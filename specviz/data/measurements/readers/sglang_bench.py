@@ -1,27 +1,17 @@
 """SGLang ``scripts/playground/bench_speculative.py`` output (JSON lines) → one row per speculative configuration.
 
-The script appends one ``json.dumps`` object per configuration it measured (batch size × steps ×
-top-k × draft tokens; sgl-project/sglang ``scripts/playground/bench_speculative.py``)::
+One object per measured configuration (sgl-project/sglang ``scripts/playground/bench_speculative.py``):
+``{"batch_size": 1, "steps": 3, "topk": 1, "num_draft_tokens": 4, "acc_length": 2.718, "step_time":
+0.00943, "speed": 288.23, "completion_tokens": 512.0}``.
 
-    {"batch_size": 1, "steps": 3, "topk": 1, "num_draft_tokens": 4, "acc_length": 2.718,
-     "step_time": 0.00943, "speed": 288.23, "completion_tokens": 512.0}
+* ``num_draft_tokens`` counts the root: K = num_draft_tokens − 1 (a chain when ``topk`` = 1, else a tree);
+* ``acc_length`` → E[N] (bonus counted; the server's lifetime mean, warm-up included);
+* ``step_time`` (s, 20th percentile) and ``speed`` = acc_length / step_time per request: ``tokens_per_s``
+  = speed × batch_size;
+* the all-zero line (steps, topk, draft tokens) is the target alone: no row, but its batch size's
+  ``baseline_tokens_per_s`` (speed × batch_size) and ``t_target_ms``, so each row has a speedup.
 
-What the fields are, and where they go:
-
-* ``num_draft_tokens`` is ``--speculative-num-draft-tokens``, the tokens verified per step *with*
-  the root: K = num_draft_tokens − 1 drafts (a chain when ``topk`` = 1, else a tree of that many
-  nodes grown ``steps`` levels deep, ``topk`` per level);
-* ``acc_length`` is the server's mean tokens per verify step, bonus token counted → E[N]
-  (``mean_accepted_tokens``); it is the server's lifetime mean, so it includes the warm-up batch;
-* ``step_time`` (seconds) is the 20th percentile of the decode step's time, and ``speed`` =
-  acc_length / step_time the tokens/s of *one request*: the batch's throughput ``tokens_per_s`` is
-  speed × batch_size;
-* the line whose steps, top-k and draft tokens are all 0 is the target alone at that batch size: it
-  is no row (K ≥ 1), and gives the rows of its batch size ``baseline_tokens_per_s`` (its speed ×
-  batch_size) and ``t_target_ms`` (its step_time), so each row has a measured speedup.
-
-The file states neither the models, the method (EAGLE, EAGLE-3, a draft model …) nor the
-temperature; label them when loading.
+Models, method and temperature are not in the file: label them when loading.
 """
 
 from __future__ import annotations
@@ -80,7 +70,6 @@ def read(text: str, ctx: ReadContext) -> RawTable:
 
 
 def _objects(text: str):
-    """(line number, object or None, issues) for every non-blank line."""
     for lineno, obj, issue in log_lines.json_lines(text, Phrase("a bench_speculative configuration")):
         yield lineno, obj, [issue] if issue else _issues(obj)
 
@@ -106,7 +95,6 @@ def _issues(obj: dict) -> list[tuple[str, str, str]]:
 
 
 def _is_baseline(obj: dict) -> bool:
-    """The target-only line: steps, top-k and draft tokens all 0."""
     return all(obj.get(key) == 0 for key in ("steps", "topk", "num_draft_tokens"))
 
 

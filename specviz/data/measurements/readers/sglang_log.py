@@ -1,34 +1,22 @@
 """SGLang ``Decode batch`` log lines → one row per line that reports speculative decoding.
 
-Two forms (both ``Decode batch,`` and the older ``Decode batch.``; lines usually start with a
-prefix such as ``[2025-06-01 10:00:00 TP0]``):
+Both ``Decode batch,`` and the older ``Decode batch.`` (after a prefix such as ``[2025-06-01 10:00:00 TP0]``):
+``Decode batch, #running-req: 3, #token: 1234, token usage: 0.05, accept len: 2.54, accept rate: 0.51,
+gen throughput (token/s): 87.12, #queue-req: 0`` (older lines have no ``accept rate``).
 
-* ``Decode batch, #running-req: 3, #token: 1234, token usage: 0.05, accept len: 2.54, accept rate:
-  0.51, gen throughput (token/s): 87.12, #queue-req: 0``;
-* older, without ``accept rate``: ``Decode batch. #running-req: 1, #token: 400, token usage: 0.01,
-  accept len: 3.10, gen throughput (token/s): 120.55, #queue-req: 0``.
+Source: ``SchedulerMetricsMixin.log_decode_stats`` in ``python/sglang/srt/managers/scheduler_metrics_mixin.py``
+(each verify step adds ``num_accepted_tokens + bs`` tokens and ``bs`` passes, ``update_spec_metrics``):
 
-What SGLang prints (``SchedulerMetricsMixin.log_decode_stats`` in
-``python/sglang/srt/managers/scheduler_metrics_mixin.py``; each verify step adds ``num_accepted_tokens
-+ bs`` accepted tokens and ``bs`` forward passes in ``update_spec_metrics``), per logging interval:
+* ``accept len`` = accepted tokens / forward passes, bonus counted: E[N] → ``mean_accepted_tokens``;
+* ``gen throughput (token/s)`` → ``tokens_per_s``; ``#running-req`` → ``batch_size``;
+* ``accept rate``: before SGLang PR #23530 (April 2026) E[N] / speculative_num_draft_tokens = E[N] / (K + 1)
+  for a chain, used only as a check of K; since then accepted / proposed = r = (E[N] − 1) / K, stored as
+  r where the line fits it within rounding.
 
-* ``accept len`` = accepted tokens / forward passes, the verified bonus token of each request
-  counted: E[N] → ``mean_accepted_tokens``;
-* ``gen throughput (token/s)`` = tokens generated in the interval ÷ its length → ``tokens_per_s``;
-* ``#running-req`` → ``batch_size``;
-* ``accept rate``, until April 2026 = accepted tokens / (forward passes × ``speculative_num_draft_tokens``)
-  = E[N] / speculative_num_draft_tokens, which is E[N] / (K + 1) for a chain: not accepted ÷ drafted
-  (that is r = (E[N] − 1) / K). It is not stored; it serves as a check of K. Since SGLang PR #23530
-  (April 2026) it is accepted / proposed draft tokens, r: a line whose accept rate equals
-  (accept len − 1) / K within rounding is read that way, and the rate is stored as r.
-
-SGLang does not print K, so the caller gives it (``--speculative-num-steps``, the chain depth).
-Where a line has both, accept len / accept rate = speculative_num_draft_tokens, which a chain has
-K + 1 of. Both are printed to 2 decimals, so the check uses the quotient's rounding interval
-(:func:`verified_per_round`): fewer than K + 1 verified tokens is a row error (k is too large, e.g.
-speculative_num_draft_tokens given as k); more is a warning (a tree, ``--speculative-eagle-topk`` > 1,
-verifies more tokens than its depth + 1; or k is below the chain depth). ``Decode batch`` lines
-without ``accept len`` (speculative decoding off) are not metrics lines, and other lines are ignored.
+K (``--speculative-num-steps``) comes from the caller. accept len / accept rate = speculative_num_draft_tokens
+(K + 1 for a chain), within the 2-decimal rounding (:func:`verified_per_round`): fewer than K + 1 is a
+row error (k too large), more a warning (a tree, ``--speculative-eagle-topk`` > 1, or k below the depth).
+Lines without ``accept len`` are not metrics lines.
 """
 
 from __future__ import annotations
@@ -134,11 +122,8 @@ def is_accepted_over_proposed(mean: float | None, rate: float, k: int | None) ->
 
 
 def verified_per_round(mean: float | None, rate: float | None) -> tuple[float, float] | None:
-    """The interval of accept len / accept rate (= speculative_num_draft_tokens) given 2-decimal rounding.
-
-    With L and a printed to 2 decimals, the quotient lies in [(L − 0.005) / (a + 0.005),
-    (L + 0.005) / (a − 0.005)], widened by 0.05 either side; None where a < 0.02 or a value is missing.
-    """
+    """[(L − 0.005) / (a + 0.005), (L + 0.005) / (a − 0.005)] widened by 0.05, the interval of accept len L /
+    accept rate a printed to 2 decimals; None where a < 0.02 or a value is missing."""
     if mean is None or rate is None or not (rate >= 0.02 and mean >= 1.0):
         return None
     return (mean - 0.005) / (rate + 0.005) - 0.05, (mean + 0.005) / (rate - 0.005) + 0.05

@@ -1,18 +1,14 @@
 """Spec-Bench answer files (``evaluation/eval.py`` output, JSON lines) → one row per ``model_id``.
 
-Each line is a JSON object ``{"question_id", "category", "model_id", "choices": [{"turns",
-"decoding_steps", "new_tokens", "wall_time", "accept_lengths"}], …}``. As Spec-Bench's own
-``evaluation/speed.py`` does, only ``choices[0]`` is used; per model_id, and per ``category`` (the
-subtask: ``domain``) where a model_id's answers span two or more:
+Lines ``{"question_id", "category", "model_id", "choices": [{"turns", "decoding_steps", "new_tokens",
+"wall_time", "accept_lengths"}], …}``; only ``choices[0]``, as Spec-Bench's ``evaluation/speed.py``.
+Per model_id (and per ``category`` → ``domain`` where it has several):
 
-* mean_accepted_tokens = mean of every ``accept_lengths`` entry (one per decoding step; it
-  counts the bonus token, 1.00 for vanilla decoding) — Spec-Bench's "#Mean accepted tokens";
-* tokens_per_s = mean over questions of Σ new_tokens / Σ wall_time (wall_time in seconds);
-* temperature from a ``temp-0.0`` / ``temperature-0.0`` part of model_id, when present;
-* rounds = the number of decoding steps (``accept_lengths`` entries).
+* mean_accepted_tokens = mean of all ``accept_lengths`` (bonus counted; Spec-Bench's "#Mean accepted tokens");
+* tokens_per_s = mean over questions of Σ new_tokens / Σ wall_time (s); rounds = decoding steps;
+* temperature from a ``temp-0.0`` / ``temperature-0.0`` part of model_id.
 
-A speedup needs the baseline run's file, so it is not set. Lines that are not answers are
-row errors (by line) and are left out of the pooled rows. The files do not state K.
+No speedup (it needs the baseline's file) and no K. Lines that are not answers are row errors.
 """
 
 from __future__ import annotations
@@ -204,7 +200,6 @@ def _note(model_id: str, g: _Group, domain: str | None) -> str:
 
 
 def _number_list(x) -> list[float] | None:
-    """A JSON list of finite numbers as floats; None if it is anything else."""
     if not isinstance(x, list) or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in x):
         return None
     try:
@@ -215,7 +210,6 @@ def _number_list(x) -> list[float] | None:
 
 
 def _short_json(x) -> str:
-    """``x`` as JSON, at most 200 characters."""
     try:
         s = json.dumps(x)
     except (TypeError, ValueError, RecursionError):
@@ -224,7 +218,6 @@ def _short_json(x) -> str:
 
 
 def _starts_with_json_object(text: str) -> bool:
-    """The first non-blank line starts with '{'."""
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     return first.startswith("{")
 

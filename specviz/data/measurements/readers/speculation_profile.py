@@ -1,21 +1,15 @@
 """NVIDIA Model-Optimizer's ``speculation_profile.json`` (schema 1.0) → rows; and a row → that profile.
 
-Written by ``examples/specdec_bench`` (``specdec_bench/speculation_profile.py`` ``build_profile``) and by
-``examples/speculative_decoding/scripts/ar_validate.py``; vLLM's synthetic sampler and NVIDIA's tools
-read it. What its fields are, and where they go:
+Written by ``examples/specdec_bench`` (``specdec_bench/speculation_profile.py`` ``build_profile``) and
+``examples/speculative_decoding/scripts/ar_validate.py``; read by vLLM's synthetic sampler. Fields:
 
 * ``num_speculative_tokens`` → K; ``mean_accept_length`` → E[N] (per verify step, bonus counted);
-* ``conditional_accept_rates`` a_i = P(draft i accepted | drafts before it accepted) →
-  ``per_position_acceptance`` as they are; ``marginal_accept_rates`` p_i = a_1 ⋯ a_i (checked
-  against them, within their 6 decimals);
-* ``acceptance_length_histogram`` ``{"L": steps}``, L = 1 … K + 1 tokens per step, is what the
-  rates and the mean come from; ``method`` → method;
-* ``per_category`` ``{"coding": mean length, …}`` (MT-Bench / SpecBench categories): one more row per
-  category, labelled with it (its E[N] only).
+* ``conditional_accept_rates`` a_i → ``per_position_acceptance``; ``marginal_accept_rates`` p_i =
+  a_1 ⋯ a_i (checked against them, within 6 decimals);
+* ``acceptance_length_histogram`` ``{"L": steps}``, L = 1 … K + 1; ``method`` → method;
+* ``per_category`` ``{"coding": mean length, …}``: one more row per category (its E[N] only).
 
-A profile with ``"measured": false`` (``stub_profile``) has no measured figure and is refused.
-:func:`to_profile` writes a row back in the same schema (both rate vectors, the mean, the
-acceptance-length model), so a specviz run can feed vLLM's synthetic sampler or NVIDIA's tools.
+A profile with ``"measured": false`` (``stub_profile``) is refused.
 """
 
 from __future__ import annotations
@@ -94,7 +88,6 @@ def category_rows(obj: dict) -> list[LogRow]:
 
 
 def _rates(obj: dict, key: str) -> list[float] | None:
-    """A list of numbers in [0, 1] at ``key``, else None."""
     values = obj.get(key)
     if not isinstance(values, list) or not values:
         return None
@@ -119,13 +112,8 @@ def _agree(a: list[float], b: list[float]) -> bool:
 def to_profile(
     k: int, conditional: list[float], mean_accepted_tokens: float | None = None, method: str | None = None
 ) -> dict:
-    """A measurement as a Model-Optimizer ``speculation_profile.json`` (schema 1.0) object.
-
-    ``conditional`` are the a_i of ``per_position_acceptance``; the marginal p_i are their running
-    products and, where the mean is not given, E[N] = 1 + Σ p_i (the chain model, as the schema's
-    ``chain_analytic`` accept-length model computes it). Rates are rounded to 6 decimals, as the
-    schema's builder writes them.
-    """
+    """A measurement as a ``speculation_profile.json`` (schema 1.0) object: a_i from ``conditional``, p_i their
+    running products, E[N] = 1 + Σ p_i where not given (the schema's ``chain_analytic`` model); 6 decimals."""
     if len(conditional) != k or not all(0 <= a <= 1 for a in conditional):
         raise ValueError(f"conditional rates must be K = {k} numbers in [0, 1]; got {conditional!r}")
     marginal = _products(conditional)
@@ -161,11 +149,8 @@ READER = Reader(
 
 
 def profile_from_rows(frame) -> dict:
-    """:func:`to_profile` of loaded rows: the row of the largest K with per-position acceptance (a
-    position never reached takes the last measured rate), else of the largest K with α (each a_i = α).
-
-    Raises :class:`~specviz.base.i18n.Message` where no row has either.
-    """
+    """:func:`to_profile` of the row of largest K with per-position acceptance (unreached positions take the
+    last rate), else with α (a_i = α); raises :class:`~specviz.base.i18n.Message` where there is none."""
     k = pd.to_numeric(frame.get("k"), errors="coerce") if len(frame) else pd.Series(dtype=float)
     cells = frame["per_position_acceptance"] if "per_position_acceptance" in frame else pd.Series("", index=frame.index)
     has = cells.fillna("").astype(str).str.strip().ne("") & k.notna()

@@ -1,25 +1,18 @@
 """``vllm bench serve --save-result`` result files → one row per run (per JSON object).
 
-The file is one JSON object (``--append-result`` appends one per line), written by
-vllm/benchmarks/serve.py (vLLM 0.34.0: ``benchmark()`` builds the result, ``main_async()`` adds the
-set-up keys and dumps it). Where the server runs speculative decoding, the benchmark diffs the server's
-``vllm:spec_decode_*_total`` counters on /metrics before and after the run (``fetch_spec_decode_metrics``)
-and writes:
+One JSON object (``--append-result``: one per line), written by ``vllm/benchmarks/serve.py`` (vLLM 0.34.0:
+``benchmark()``, ``main_async()``). With speculative decoding on, it diffs the server's
+``vllm:spec_decode_*_total`` counters (``fetch_spec_decode_metrics``) and writes:
 
-* ``spec_decode_acceptance_length`` = 1 + accepted / drafts: E[N] (bonus token counted);
+* ``spec_decode_acceptance_length`` = 1 + accepted / drafts: E[N] (bonus counted);
 * ``spec_decode_acceptance_rate`` = 100 · accepted / draft tokens: r **in percent**;
 * ``spec_decode_num_drafts`` R, ``spec_decode_draft_tokens`` D, ``spec_decode_accepted_tokens`` A;
-* ``spec_decode_per_position_acceptance_rates``: the unconditional p_i as fractions, one per draft
-  position, so their number is K (stored as the conditional a_i, as the vLLM log lines are).
+* ``spec_decode_per_position_acceptance_rates``: unconditional p_i, K of them (stored as conditional a_i).
 
-K comes from that list's length, else from D / R where every round drafts the same number, else the
-caller's k. r is A / D from the counts where they are given, else the logged percent. The run's serving
-figures fill the serving columns: ``output_throughput`` (tokens/s), ``max_concurrency``,
-``request_rate`` (a number; ``"inf"``, every request at once, leaves it empty), mean prompt and output
-tokens per completed request, and the ``median``/``p90``/``p99`` of TTFT, TPOT and ITL (ms) where the run
-asked for them. The counters are server-wide deltas: other traffic on the server during the run is in
-them (said in each row's notes). A run without the ``spec_decode_*`` keys (the server did not speculate)
-has no acceptance figure and is a row error.
+K = that list's length, else D / R where every round drafts alike, else the caller's k; r = A / D where
+given. Serving columns: ``output_throughput`` (tokens/s), ``max_concurrency``, ``request_rate`` (``"inf"``
+leaves it empty), mean prompt and output tokens, ``median``/``p90``/``p99`` TTFT, TPOT, ITL (ms). The
+counters are server-wide (said in the notes); a run without ``spec_decode_*`` keys is a row error.
 """
 
 from __future__ import annotations
@@ -91,8 +84,7 @@ def _results(text: str):
 
 
 def parse_result(obj: dict, lineno: int = 1) -> tuple[LogRow, list[tuple[str, str, str]]]:
-    """One result object as a row: E[N], r, unconditional p_i, K (stated by the list, else D / R), tokens/s;
-    and its fields that are not what the format writes, as (field, value, what is allowed)."""
+    """One result as a row (E[N], r, p_i, K, tokens/s) and its malformed fields as (field, value, allowed)."""
     issues: list[tuple[str, str, str]] = []
     backend = obj.get("backend") if isinstance(obj.get("backend"), str) else "?"
     row = LogRow(
@@ -116,8 +108,7 @@ def parse_result(obj: dict, lineno: int = 1) -> tuple[LogRow, list[tuple[str, st
 
 
 def _dataset(obj: dict) -> str | None:
-    """The prompts' dataset where the result names it: ``vllm bench serve --metadata dataset_name=…`` (the
-    benchmark writes each KEY=VALUE at the top level) or SGLang's bench_serving ``dataset_name``."""
+    """The dataset named by ``vllm bench serve --metadata dataset_name=…`` or SGLang bench_serving's ``dataset_name``."""
     for key in ("dataset_name", "dataset"):
         if isinstance(obj.get(key), str) and obj[key].strip():
             return obj[key].strip()

@@ -1,46 +1,28 @@
 """vLLM speculative-decoding log lines → one row per metrics line (one logging interval).
 
-Three generations of the line; :func:`read` reads all of them, wherever they are in a log:
+Three generations of the line, read wherever they are in a log:
 
-* **V1, current**: ``SpecDecoding metrics: Mean acceptance length: 2.37, Accepted throughput:
-  12.50 tokens/s, Drafted throughput: 40.00 tokens/s, Accepted: 125 tokens, Drafted: 400 tokens,
-  Per-position acceptance rate: 0.805, 0.632, 0.483, 0.320, Avg Draft acceptance rate: 31.2%``;
-* **V1, 2025**: ``SpecDecoding metrics: Draft acceptance rate: 38.8%, Mean acceptance length:
-  2.16, Accepted: 116 tokens, Drafted: 300 tokens, Per-position acceptance rate: 0.667, 0.333,
-  0.160`` (some lines have no per-position part);
+* **V1, current**: ``SpecDecoding metrics: Mean acceptance length: 2.37, Accepted throughput: 12.50
+  tokens/s, Drafted throughput: 40.00 tokens/s, Accepted: 125 tokens, Drafted: 400 tokens, Per-position
+  acceptance rate: 0.805, 0.632, 0.483, 0.320, Avg Draft acceptance rate: 31.2%``;
+* **V1, 2025**: ``SpecDecoding metrics: Draft acceptance rate: 38.8%, Mean acceptance length: 2.16,
+  Accepted: 116 tokens, Drafted: 300 tokens, Per-position acceptance rate: 0.667, 0.333, 0.160``;
 * **V0**: ``Speculative metrics: Draft acceptance rate: 0.607, System efficiency: 0.510, Number of
   speculative tokens: 4, Number of accepted tokens: 1200, Number of draft tokens: 1976, Number of
   emitted tokens: 2070.``
 
-**V1.** ``Mean acceptance length`` is E[N] (bonus token counted); r = A / D from ``Accepted: A
-tokens`` and ``Drafted: D tokens`` (else the logged ``Draft acceptance rate: x%``). ``Per-position
-acceptance rate`` p_i is unconditional (drafts that accepted at least i tokens ÷ drafts, so
-Σ p_i = E[N] − 1) and is stored as the conditional a_i = p_i / p_(i−1)
-(:func:`~specviz.data.measurements.readers.log_lines.conditional`). V1 does not print K, so the caller
-gives it; a per-position list of another length, or E[N] and A / D implying another K
-(E[N] = 1 + K·A/D), is a row error. ``Accepted throughput`` and ``Drafted throughput`` count draft
-tokens only (accepted, resp. proposed, per second), not every generated token as ``tokens_per_s``
-does (its ratio to a baseline is the speedup), so they are kept in ``notes``.
+**V1**: E[N] = ``Mean acceptance length``; r = A / D from ``Accepted`` / ``Drafted`` (else the logged
+rate); per-position p_i is unconditional (Σ p_i = E[N] − 1), stored as a_i = p_i / p_(i−1). K comes from
+the caller; a list of another length, or E[N] = 1 + K·A/D implying another K, is a row error. The
+throughputs count draft tokens only, so they go to ``notes``.
 
-**V0** prints K (``Number of speculative tokens``), so ``k=`` is not needed (a different ``k=``
-is a row error naming both). With K, D draft tokens, E emitted tokens and R = D / K speculated
-sequence-steps (each drafts K tokens and emits its accepted prefix plus one token):
-
-* E[N] = E / R = E·K / D → ``mean_accepted_tokens``;
-* r = (E − R) / D = (E[N] − 1) / K → ``acceptance_rate``;
-* System efficiency = E / (R·(K + 1)) = E[N] / (K + 1) (used only where E is missing).
-
-vLLM V0's ``Draft acceptance rate`` is a fraction (``%.3f``), not a percent, and it is *not* r:
-its numerator counts every draft position the rejection sampler accepts, also those after the
-first rejection (``num_accepted_tokens += accepted.sum()`` in vLLM's
-``spec_decode_base_sampler.py``), so it estimates the per-token α rather than accepted-prefix ÷
-drafted. It is kept in ``notes``. The counts are running totals since the engine started.
-
-The numbers of a V0 line are checked for consistency: the printed system efficiency must equal
-E / (R·(K + 1)) and the printed rate A / D (within 0.0015, the printed rounding), and the accepted
-prefixes E − R cannot exceed the accepted positions A. The example above fails both: its counts
-give E / (R·(K + 1)) = 2070 / (494·5) = 0.838, not 0.510, and E − R = 1576 > A = 1200. Such a line
-loads from its counts with a warning.
+**V0** prints K (a different ``k=`` is a row error). With D draft, E emitted tokens and R = D / K steps:
+E[N] = E·K / D, r = (E − R) / D = (E[N] − 1) / K, system efficiency = E[N] / (K + 1) (used where E is
+missing). Its ``Draft acceptance rate`` (``%.3f``) is not r: it counts accepted positions after the first
+rejection too (``num_accepted_tokens += accepted.sum()``, vLLM ``spec_decode_base_sampler.py``), so it
+goes to ``notes``. Counts are running totals. A line whose efficiency ≠ E / (R·(K + 1)) or rate ≠ A / D
+(beyond 0.0015), or with E − R > A (as the example: 0.838 ≠ 0.510, 1576 > 1200), loads from its counts
+with a warning.
 """
 
 from __future__ import annotations
@@ -83,8 +65,7 @@ _HEADERS = {
 
 
 def is_metrics_line(line: str) -> bool:
-    """A V1 metrics line: it holds ``SpecDecoding metrics`` (any case) and at least one metric field
-    (so a CSV cell or a label that merely names the phrase is not one)."""
+    """A V1 metrics line: ``SpecDecoding metrics`` (any case) and at least one metric field."""
     return MARKER in line.lower() and any(rx.search(line) for rx in _FIELDS.values())
 
 
@@ -104,7 +85,6 @@ def read(text: str, ctx: ReadContext) -> RawTable:
 
 
 def _rows(text: str, k: int | None):
-    """The metrics lines of ``text`` as :class:`LogRow` records, in order."""
     for lineno, line in enumerate(text.splitlines(), start=1):
         if is_metrics_line(line):
             yield parse_line(line, k, lineno)

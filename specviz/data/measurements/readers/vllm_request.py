@@ -1,28 +1,20 @@
 """vLLM's per-request speculative metrics → one row per request.
 
-``vllm serve … --per-request-spec-decode-metrics summary|detailed`` (vLLM ≥ 0.29.0; 0.34.0 read:
+``vllm serve … --per-request-spec-decode-metrics summary|detailed`` (vLLM ≥ 0.29.0; read at 0.34.0:
 ``vllm/v1/metrics/stats.py`` ``RequestSpecDecodeMetrics``, ``vllm/entrypoints/generate/base/protocol.py``
-``SpeculativeDecodingMetrics``) puts ``metrics.speculative_decoding`` at the root of each response (a
-streamed request: on its final usage chunk)::
+``SpeculativeDecodingMetrics``) puts ``metrics.speculative_decoding`` in each response (streamed: the final
+usage chunk): ``{"mean_acceptance_length": 2.56, "draft_acceptance_rate": 0.519, "acceptance_histogram":
+[3, 1, 2, 3], "num_spec_steps": 9, "num_accepted_draft_tokens": 14, "num_draft_tokens": 27,
+"num_spec_tokens": 3, …}``. Input: JSON lines, a JSON list, or server-sent events (``data: {…}``).
 
-    {"mean_acceptance_length": 2.56, "draft_acceptance_rate": 0.519, "acceptance_histogram": [3, 1, 2, 3],
-     "num_spec_steps": 9, "num_accepted_draft_tokens": 14, "num_draft_tokens": 27, "num_spec_tokens": 3,
-     "per_step_accepted": [...], "per_step_drafted": [...]}
+* h = ``acceptance_histogram`` (K + 1 entries, h_j = steps that accepted exactly j drafts): R = Σ h_j,
+  E[N] = 1 + Σ j·h_j / R, unconditional p_i = Σ_{j ≥ i} h_j / R (stored as conditional a_i);
+* K = ``num_spec_tokens`` (else len(h) − 1); r = accepted / draft tokens (a fraction);
+* ``acceptance_histogram_by_draft_length`` ``{"k": [k + 1 counts]}`` (vLLM ``acceptance_metrics.md``):
+  a row per draft length;
+* ``usage``: ``context_length`` = P + G/2 (prompt, completion tokens); ``model`` → target.
 
-The input is the saved responses: one JSON object per line, a JSON list of them, or server-sent
-events (``data: {…}`` lines; ``data: [DONE]`` and chunks without the metrics are skipped). Per request:
-
-* ``acceptance_histogram`` h (length K + 1, h_j = verify steps that accepted exactly j drafts, the
-  bonus token not counted) is the distribution of N − 1 over the request's R = Σ h_j steps: E[N] =
-  1 + Σ j·h_j / R, ``rounds`` = R, and the unconditional p_i = Σ_{j ≥ i} h_j / R, stored as the
-  conditional a_i (as every per-position rate is);
-* K = ``num_spec_tokens`` (else len(h) − 1); r = accepted / draft tokens (a fraction here, unlike
-  ``vllm bench serve``'s percent);
-* ``acceptance_histogram_by_draft_length`` ``{"k": [k + 1 counts]}`` (documented in vLLM's
-  ``acceptance_metrics.md`` for drafts of varying length) gives a row per draft length instead;
-* ``usage.prompt_tokens`` P and ``completion_tokens`` G give ``context_length`` P + G/2, and
-  ``model`` the target. Counts that contradict each other (the histogram not summing to the steps, or
-  its Σ j·h_j not the accepted tokens) are row errors naming the field.
+A histogram that does not sum to the steps, or whose Σ j·h_j is not the accepted tokens, is a row error.
 """
 
 from __future__ import annotations
@@ -47,8 +39,7 @@ _KEY = '"speculative_decoding"'
 
 
 def detect(text: str) -> bool:
-    """A response (JSON, JSON lines or server-sent events) whose ``metrics`` hold ``speculative_decoding``
-    with an ``acceptance_histogram``, near the start."""
+    """A response whose ``metrics.speculative_decoding`` has an ``acceptance_histogram``, near the start."""
     head = text[:200_000]
     return _KEY in head and '"acceptance_histogram' in head and '"num_spec_steps"' in head
 

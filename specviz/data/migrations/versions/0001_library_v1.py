@@ -1,8 +1,4 @@
-"""The library as specviz wrote it before Alembic (schema version 1): info, runs, measurements, profiles.
-
-A database from that time already has most of it: each table is created only where it is missing
-(libraries from before the profiles table lack that one). Measurement columns beyond the keys are not
-here: the library adds the columns of :mod:`specviz.data.measurements.schema` on open.
+"""The library before Alembic (schema version 1): info, runs, measurements, profiles, each created if missing.
 
 Revision ID: 0001
 Revises:

@@ -1,8 +1,4 @@
-"""Owners, a trash and an audit trail: who saved each run and profile, when and by whom a run was
-trashed, and a table of every save, edit, trash, restore and purge.
-
-Runs and profiles saved before this revision have no recorded owner (""): only an admin may edit,
-trash or restore them once sign-in is on.
+"""Owners of runs and profiles ("" before this revision: admin only), the trash, and the audit trail.
 
 Revision ID: 0002
 Revises: 0001
