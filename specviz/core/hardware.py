@@ -32,7 +32,7 @@ import pandas as pd
 
 from specviz.base.i18n import N_, Message, Phrase
 from specviz.base.paths import DATA
-from specviz.core import heads, moe, theory
+from specviz.core import configs, heads, moe, theory
 from specviz.core.engines import DEFAULT_EFFICIENCY, Efficiency, as_efficiency
 
 CATALOG_DIR = DATA / "catalog"
@@ -1220,47 +1220,22 @@ def max_batch(model, gpu, context, dtype="bf16", tp=1) -> np.ndarray:
 # --------------------------------------------------------------------------------------
 
 
-def batch_schedule(batches, k_star) -> list[list[int]]:
-    """[[start_bs, end_bs, K], …] covering 1..max(batches) without overlap: each batch size takes the
-    K* of the largest evaluated batch not above it; neighbouring ranges with the same K merge."""
-    bs = np.asarray(batches, dtype=int)
-    ks = np.asarray(k_star, dtype=int)
-    if bs.ndim != 1 or bs.size == 0 or bs.shape != ks.shape:
-        raise ValueError(f"batches and k_star must be 1-D and the same length; got {bs.shape} and {ks.shape}")
-    order = np.argsort(bs)
-    bs, ks = bs[order], ks[order]
-    if bs[0] != 1 or (np.diff(bs) <= 0).any():
-        raise ValueError(f"batches must be distinct and start at 1; got {bs.tolist()}")
-    ranges: list[list[int]] = []
-    for i, (start, k) in enumerate(zip(bs.tolist(), ks.tolist(), strict=True)):
-        end = bs[i + 1] - 1 if i + 1 < bs.size else int(bs[-1])
-        if ranges and ranges[-1][2] == k:
-            ranges[-1][1] = int(end)
-        else:
-            ranges.append([int(start), int(end), int(k)])
-    return ranges
+def k_schedule(target, draft, gpu, alpha, context, batches, k_max=8, **kw) -> pd.DataFrame:
+    """K*(B) at ``context`` for each of ``batches``: columns batch, k (0: speculation does not pay)."""
+    frame = speedup_by_batch(target, draft, gpu, alpha, batches, [context], k_max, **kw)
+    return pd.DataFrame({"batch": frame["batch"].to_numpy(), "k": frame["k_star"].to_numpy()})
 
 
 def vllm_speculative_config(target, draft, gpu, alpha, context, batches, k_max=8, *, draft_name=None, **kw) -> dict:
-    """vLLM's ``--speculative-config``: a draft model whose K depends on the batch size.
-
-    ``num_speculative_tokens_per_batch_size`` is ``[[start_bs, end_bs, K], …]`` from K*(B) at
-    ``context`` (K = 0: no speculation in that range); ``num_speculative_tokens`` is the largest K.
-    """
-    frame = speedup_by_batch(target, draft, gpu, alpha, batches, [context], k_max, **kw)
-    schedule = batch_schedule(frame["batch"], frame["k_star"])
+    """vLLM's ``--speculative-config`` for a draft model whose K is K*(B) at ``context``
+    (:func:`specviz.core.configs.vllm.speculative_config`)."""
     name = draft_name or (draft if isinstance(draft, str) else model_spec(draft).get("name", "draft"))
-    return {
-        "method": "draft_model",
-        "model": name,
-        "num_speculative_tokens": max(1, max(k for _, _, k in schedule)),
-        "num_speculative_tokens_per_batch_size": schedule,
-    }
+    return configs.vllm.speculative_config(
+        k_schedule(target, draft, gpu, alpha, context, batches, k_max, **kw), model=name
+    )
 
 
 def llama_cpp_flags(target, draft, gpu, alpha, context, k_max=16, **kw) -> str:
-    """llama-server's draft flags for one sequence: ``--draft-max`` K*(B = 1), ``--draft-min`` 0."""
-    k = int(speedup_by_batch(target, draft, gpu, alpha, [1], [context], k_max, **kw)["k_star"].iloc[0])
-    if k == 0:
-        return Phrase("# speculation does not pay here: run without --model-draft")
-    return f"--draft-max {k} --draft-min 0"
+    """llama-server's draft flags for one sequence at K*(B = 1) (:mod:`specviz.core.configs.llamacpp`)."""
+    k = int(k_schedule(target, draft, gpu, alpha, context, [1], k_max, **kw)["k"].iloc[0])
+    return configs.llamacpp.draft_flags(k) if k > 0 else configs.llamacpp.no_draft()
