@@ -58,23 +58,9 @@ def _level_chain(arrive: np.ndarray, finish: np.ndarray, prefill_s: np.ndarray, 
     below: (λ_k + ν)·P(k, m) = λ_{k−1}·P(k − 1, m − 1) + ν·P(k, m + 1) (+ λ_k·P(k) into m = 1 beyond the
     cap, the admissions). Exact for exponential prefills; the model of docs/design.md, "Serving under load".
 
-    Parameters
-    ----------
-    arrive : array (nL, K + 1, nO)
-        λ_k at levels k = 0 … K.
-    finish : array (nL or 1, K + 1, nO)
-        μ_k at levels k (k = 0 unused).
-    prefill_s : array (nO,)
-        p, one prompt's prefill (0: no stall, the product form of a symmetric queue).
-    cap : int
-        The most sequences decoding.
-    phases : int
-        M (:func:`_phases`).
-
-    Returns
-    -------
-    log_level : array (nL, K + 1, nO), ln P(k) up to a constant per (load, option);
-    waiting : array (nL, K + 1, nO), E[m | k].
+    ``arrive`` (nL, K + 1, nO): λ_k; ``finish`` (nL or 1, K + 1, nO): μ_k; ``prefill_s`` (nO,): p (0: no
+    stall); ``cap``: the most decoding; ``phases``: M (:func:`_phases`). Returns ``log_level`` (nL, K + 1,
+    nO), ln P(k) up to a constant per (load, option), and ``waiting``, E[m | k], of the same shape.
     """
     n_l, levels, n_o = arrive.shape[0], arrive.shape[1] - 1, arrive.shape[2]
     p = np.broadcast_to(np.asarray(prefill_s, dtype=float), (n_o,))

@@ -33,28 +33,10 @@ def simulate_batching(
     then needs ``rounds[i]`` decode rounds. A closed loop's ``users`` send the next request as one ends
     (after ``think_draws`` of it, where given).
 
-    Parameters
-    ----------
-    steps : array (cap,)
-        t(n), seconds of a decode round at n = 1 … cap running; cap is the number of sequences.
-    prefill_s : float
-        p, seconds of one prompt.
-    rounds : array (n,) of int ≥ 1
-        Decode rounds of each request, in order of arrival.
-    arrivals : array (n,), optional
-        An open loop's arrival times, increasing (seconds).
-    users : int, optional
-        A closed loop's users (arrivals None).
-    prompts : "one" or "all"
-        How a round takes waiting prompts.
-    prefill_draws : array (n,), optional
-        Each prompt's own prefill seconds (default ``prefill_s`` for every one).
-    think_draws : array (n,), optional
-        A closed loop: the seconds before request i is sent, after the request it follows ends (default 0).
-
-    Returns
-    -------
-    DataFrame, one row per request: arrival_s, first_s (its first token), end_s, decode_s (end − first).
+    ``steps`` (cap,): t(n) in seconds at n = 1 … cap running; ``prefill_s``: p in seconds; ``rounds`` (n,):
+    each request's decode rounds, in arrival order; ``arrivals`` (n,) increasing seconds (open loop) or
+    ``users`` (closed); ``prefill_draws``, ``think_draws`` (n,): each prompt's own p, each request's think
+    seconds. Returns one row per request: arrival_s, first_s, end_s, decode_s (end − first).
     """
     t = np.asarray(steps, dtype=float)
     cap, n = t.size, len(rounds)

@@ -23,29 +23,16 @@ def scattered_steps(steps) -> np.ndarray:
     llama-server with ``-np S`` (``kv_unified`` off, one KV stream per slot) splits every batch with
     ``split_equal(n_ubatch, sequential=true)`` (llama.cpp b11434, src/llama-kv-cache.cpp ``init_batch``):
     a ubatch takes only slots whose ids follow one another (src/llama-batch.cpp), so a step over busy
-    slots {0, 2} is two forwards, of the target and of a draft alike. A request takes the least recently
-    used free slot (:func:`lru_free_slot`); where outputs differ in length they end out of order and
-    the busy slots spread about as a uniform n-subset does (:func:`lru_slot_layouts`: 1.77 runs for two of
-    eight at outputs uniform over 64 … 192, a uniform pair 1.75), which this assumes; where every output
-    has one length they walk down the slots side by side, one run. The step is then
+    slots {0, 2} is two forwards, of the target and of a draft alike. Busy slots are taken as a
+    uniform n-subset (outputs of differing lengths, :func:`lru_slot_layouts`). The step is then
 
         t_S(n) = Σ_r E[N_r(n)]·t(r),
 
-    N_r the number of runs of exactly r busy slots. A given run [i, i + r − 1] needs its r slots busy and
-    its neighbours free (one at either end of the row, two inside it), so with C(·,·) binomials
+    N_r the number of runs of exactly r busy slots; with C(·,·) binomials
 
         E[N_r(n)] = (2·C(S − r − 1, n − r) + (S − r − 1)·C(S − r − 2, n − r)) / C(S, n),   r < S,
 
-    and N_S(S) = 1. Σ_r r·E[N_r(n)] = n; where t is linear through the origin the layout costs nothing.
-
-    Parameters
-    ----------
-    steps : array (S,) or (S, nO)
-        t(b) at b = 1 … S contiguous busy slots (seconds), for each option.
-
-    Returns
-    -------
-    array of the same shape: t_S(n) at n = 1 … S busy slots.
+    and N_S(S) = 1. ``steps`` (S,) or (S, nO): t(b) in seconds at b = 1 … S; returns t_S(n), same shape.
     """
     t = np.asarray(steps, dtype=float)
     flat = t.ndim == 1
@@ -82,18 +69,8 @@ def lru_free_slot(last_used, busy) -> int:
 
     llama.cpp b11434, tools/server/server-context.cpp ``get_available_slot``: the smallest ``t_last_used``
     (set in ``server_slot::release``, −1 for a slot never used) among the slots not processing, ties to
-    the highest id (its comparison is ``<=``), so a fresh server hands out S − 1, S − 2, ….
-
-    Parameters
-    ----------
-    last_used : array (S,)
-        Each slot's last release time, −1 where never used.
-    busy : container of int
-        The slots processing a request.
-
-    Returns
-    -------
-    int, the slot chosen; ValueError when every slot is busy.
+    the highest id (its comparison is ``<=``). ``last_used`` (S,): release times, −1 never used; ValueError
+    when every slot is busy.
     """
     free = [s for s in range(len(last_used)) if s not in busy]
     if not free:
@@ -115,44 +92,15 @@ def lru_slot_layouts(
 ) -> dict[int, tuple[list[tuple[int, ...]], np.ndarray]]:
     """Which slots a load keeps busy on llama-server: the layouts its decode rounds meet, by busy count.
 
-    llama-server gives a request whose prompt no slot holds the free slot released longest ago
-    (llama.cpp b11434, tools/server/server-context.cpp ``get_available_slot``: the smallest
-    ``t_last_used``, set in ``server_slot::release``; −1 for a slot never used; ties to the highest id,
-    its comparison being ``<=``). The free slots are so a queue in release order, and a closed loop of
-    two users walks down the slots side by side (7 6 5 … 0 7 6 …), where a uniform draw of two of eight
-    slots makes them neighbours in 7 draws of 28. Where the step's cost depends on the layout
-    (:func:`scattered_steps`), this is the layout a calibration should measure.
+    A request takes :func:`lru_free_slot`'s slot, so free slots queue in release order.
 
     The simulation runs decode rounds: every busy slot advances one round, a request of G output tokens
     holds its slot for max(1, ⌈(G − 1)/E[N]⌉) rounds after its prefill (its first token), and slots that
     finish in the same round are released in id order (``update_slots`` walks them so). A closed loop's
     ``users`` send their next request as the last one ends, and the server takes it after one more round
-    of the others (the last token's trip to the client and the request's back); an open loop's Poisson arrivals at ``rate``
-    wait first-come first-served for a free slot, in seconds of ``round_s`` and ``prefill_s``.
-
-    Parameters
-    ----------
-    slots : int
-        The server's slots (``-np``).
-    output : Lengths
-        Output tokens a request.
-    rng : numpy.random.Generator
-        Draws output lengths (and arrivals).
-    users, rate : one of them
-        A closed loop's users, or an open loop's requests/s.
-    round_s : array (slots,), optional
-        Seconds of a round at n = 1 … slots busy slots (an open loop's clock; a closed loop needs none).
-    prefill_s : float
-        Seconds a prompt's prefill stalls the running rounds.
-    mean_tokens : float
-        E[N], tokens a sequence gains a round.
-    requests : int
-        Requests simulated.
-
-    Returns
-    -------
-    dict n → (layouts, rounds): the distinct sets of n busy slots (sorted tuples) and how many rounds
-    each held, for every n that occurred.
+    of the others; an open loop's Poisson arrivals at ``rate`` (requests/s) wait first-come first-served
+    for a free slot, in seconds of ``round_s`` (slots,) and ``prefill_s``. Returns n → (layouts, rounds):
+    the distinct sorted sets of n busy slots and how many rounds each held.
     """
     if (users is None) == (rate is None):
         raise ValueError("give users (closed loop) or rate (open loop)")
