@@ -198,12 +198,10 @@ def llama_help(llama_binary) -> str:
 
 
 def _options(help_text: str) -> set[str]:
-    """Every option the help lists (the comma-separated names at the start of its lines)."""
-    out = set()
-    for line in help_text.splitlines():
-        head = line.strip().split("  ")[0]
-        out |= {name.split()[0] for name in head.split(",") if name.strip().startswith("-")}
-    return out
+    """Every option the help lists: a line's first name and the names after its commas ("-np, --parallel N")."""
+    return {
+        name for line in help_text.splitlines() for name in re.findall(r"(?:^|,\s*)(--?[a-zA-Z][\w-]*)", line.strip())
+    }
 
 
 @pytest.mark.llamacpp
