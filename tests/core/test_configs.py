@@ -198,16 +198,16 @@ def llama_help(llama_binary) -> str:
 
 
 def _options(help_text: str) -> set[str]:
-    """Every option the help lists: a line's first name and the names after its commas ("-np, --parallel N")."""
-    return {
-        name for line in help_text.splitlines() for name in re.findall(r"(?:^|,\s*)(--?[a-zA-Z][\w-]*)", line.strip())
-    }
+    """Every option the help lists: a line's first name and the names after its commas ("-np, --parallel N");
+    the ones it says were removed ("--draft-max … the argument has been removed") left out."""
+    lines = [line.strip() for line in help_text.splitlines() if "has been removed" not in line]
+    return {name for line in lines for name in re.findall(r"(?:^|,\s*)(--?[a-zA-Z][\w-]*)", line)}
 
 
 @pytest.mark.llamacpp
 def test_llama_server_lists_every_flag_we_write(llama_help):
     options = _options(llama_help)
-    assert "--spec-draft-n-max" in options  # the parse found the help's options
+    assert "--spec-draft-n-max" in options and "--draft-max" not in options  # removed in b11434
     argvs = [configs.llamacpp.draft_flags(k, slots=s).split() for k in (1, 4) for s in (None, 8)]
     argvs += [configs.llamacpp.draft_flags(4, slots=8, kv=kv).split() for kv in ("unified", "slots")]
     argvs += [
