@@ -55,6 +55,7 @@ import numpy as np
 import torch
 from _report import fmt_s, machine_line, median_time, record, summary
 
+from specviz.core import configs
 from specviz.engine import bench, decoding
 from specviz.engine.models import gpt, load_pair, packed, resolve_device
 
@@ -262,9 +263,7 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
         # (i): the assistant's generation_config is what AssistedCandidateGenerator reads (a deep copy of
         # assistant_model.generation_config); generate(num_assistant_tokens=...) would only set the *main*
         # config and be ignored. Threshold 0 disables ConfidenceCriteria, so every round drafts exactly K.
-        hf_d_k.generation_config.num_assistant_tokens = k
-        hf_d_k.generation_config.num_assistant_tokens_schedule = "constant"
-        hf_d_k.generation_config.assistant_confidence_threshold = 0.0
+        hf_d_k.generation_config.update(**configs.transformers.assistant_config(k))
         defaults = type(hf_d_def.generation_config)._get_default_generation_params()
         own = hf_d_def.generation_config
         eff = {
@@ -305,14 +304,18 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
         methods = {  # name -> fn(prompt index, repeat) -> tokens
             "hf generate": lambda i, r: hf_gen(hf_t, ids_of[i], **greedy),
             "ours target-only": lambda i, r: gen_ours(prompts[i], 0, 0.0, 0)[0],
-            "hf assisted (i)": lambda i, r: hf_gen(hf_t, ids_of[i], assistant_model=hf_d_k, **greedy),
-            "hf assisted (ii)": lambda i, r: hf_gen(hf_t, ids_of[i], assistant_model=hf_d_def, **greedy),
+            "hf assisted (i)": lambda i, r: hf_gen(
+                hf_t, ids_of[i], **configs.transformers.generate_kwargs(hf_d_k), **greedy
+            ),
+            "hf assisted (ii)": lambda i, r: hf_gen(
+                hf_t, ids_of[i], **configs.transformers.generate_kwargs(hf_d_def), **greedy
+            ),
             "ours speculative": lambda i, r: gen_ours(prompts[i], k, 0.0, 0)[0],
             "hf assisted (i) T=1": lambda i, r: hf_gen(
-                hf_t, ids_of[i], SEED + 1000 * i + r, assistant_model=hf_d_k, **t1
+                hf_t, ids_of[i], SEED + 1000 * i + r, **configs.transformers.generate_kwargs(hf_d_k), **t1
             ),
             "hf assisted (ii) T=1": lambda i, r: hf_gen(
-                hf_t, ids_of[i], SEED + 1000 * i + r, assistant_model=hf_d_def, **t1
+                hf_t, ids_of[i], SEED + 1000 * i + r, **configs.transformers.generate_kwargs(hf_d_def), **t1
             ),
             "ours speculative T=1": lambda i, r: gen_ours(prompts[i], k, 1.0, SEED + 1000 * i + r)[0],
         }
@@ -345,7 +348,7 @@ def hf_section(args, target, draft, prompts: list[torch.Tensor], k: int) -> None
         for name, draft_model in (("(i)", hf_d_k), ("(ii)", hf_d_def)):
             for label, kw in (("greedy", greedy), ("T=1", t1)):
                 hook = _InputLengths(hf_t)
-                hf_gen(hf_t, ids_of[0], SEED, assistant_model=draft_model, **kw)
+                hf_gen(hf_t, ids_of[0], SEED, **configs.transformers.generate_kwargs(draft_model), **kw)
                 lengths = hook.remove()
                 rounds = lengths[1:]  # the first forward is the prefill: prompt + the first drafts
                 drafted = [lengths[0] - prompts[0].numel()] + [m - 1 for m in rounds]

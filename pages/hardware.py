@@ -11,7 +11,7 @@ from specviz.app.figures import hardware as hardware_figures
 from specviz.app.share import Param, by_key
 from specviz.base import i18n
 from specviz.base.i18n import C_, N_
-from specviz.core import acceptance, engines, hardware, heads, moe, trees
+from specviz.core import acceptance, configs, engines, hardware, heads, moe
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
@@ -27,7 +27,6 @@ HEADS = heads.load_heads()
 NGRAM = hardware.NGRAM  #: the draft choice "n-gram lookup" (prompt lookup: no draft forward)
 DRAFTS = (*MODELS.index, *HEADS.index, NGRAM)  #: a catalogue model, a published head, or n-gram lookup
 HEAD_KINDS = {"eagle": "EAGLE", "eagle3": "EAGLE-3", "mtp": "MTP", "medusa": "Medusa"}  #: kind -> its name
-VLLM_METHODS = {"eagle": "eagle", "eagle3": "eagle3", "mtp": "deepseek_mtp", "medusa": "medusa", NGRAM: "ngram"}
 MOE_PRESET = "DeepSeek-V3 + MTP"  #: the preset the MoE view offers for a dense target
 CUSTOM = "custom"  #: the pair choice "custom (choose target and draft)"
 BATCHES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
@@ -463,9 +462,9 @@ def engine_section(view: dict, target, draft) -> None:
                 )["k_star"].iloc[0],
             )
             budget = (view["shape"].get("verify_tokens") or int(k) + 1) - 1
-            algorithm = "EAGLE3" if HEADS.loc[draft, "kind"] == "eagle3" else "EAGLE"
-            flags = trees.sglang_flags(int(k), view["shape"].get("draft_tokens", 1), budget)
-            st.code(f"--speculative-algorithm {algorithm} {flags}", language="bash")
+            algorithm = configs.sglang.algorithm(HEADS.loc[draft, "kind"])
+            flags = configs.sglang.tree_flags(int(k), view["shape"].get("draft_tokens", 1), budget, algorithm=algorithm)
+            st.code(flags, language="bash")
         st.caption(
             ui.t("llama.cpp's llama-server drafts with a draft model (--model-draft): it has no flags for this draft.")
         )
@@ -481,12 +480,7 @@ def vllm_method(config: dict, target, draft) -> dict:
     if is_model(draft):
         return config
     kind = HEADS.loc[draft, "kind"] if heads.is_head(draft) else NGRAM
-    out = {"method": VLLM_METHODS[kind]} | {k: v for k, v in config.items() if k != "method"}
-    if kind == "mtp":
-        out["model"] = hardware.model_spec(target).get("name")
-    if kind == NGRAM:
-        out.pop("model")
-    return out
+    return configs.vllm.with_head(config, kind, hardware.model_spec(target).get("name"))
 
 
 def is_model(draft) -> bool:

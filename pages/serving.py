@@ -12,7 +12,7 @@ from specviz.app.figures import serving as figures
 from specviz.app.share import Param, by_key
 from specviz.base import i18n
 from specviz.base.i18n import N_
-from specviz.core import acceptance, engines, hardware, serving, trees
+from specviz.core import acceptance, configs, engines, hardware, serving, trees
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
@@ -275,16 +275,16 @@ def show_schedules(grid, output, frame: pd.DataFrame, draft, kv: str) -> None:
         )
     )
     model = draft if isinstance(draft, str) else None
-    vllm = serving.vllm_speculative_config(schedule, model=model)
-    trt = serving.trtllm_yaml(serving.trtllm_speculative_config(schedule, model=model))
+    vllm = configs.vllm.speculative_config(schedule, model=model)
+    trt = configs.trtllm.extra_options_yaml(configs.trtllm.speculative_config(schedule, model=model))
     first = frame[(frame["load"] == frame["load"].min()) & (frame["k"] == 0)]  # the sweep's first load
     b0 = int(np.clip(round(np.nan_to_num(first["batch"].iloc[0], nan=1.0)), 1, grid.cap))
     k0 = int(schedule.loc[schedule["batch"] == b0, "k"].iloc[0])
     texts = {
         "vLLM --speculative-config": json.dumps(vllm),
         "TensorRT-LLM extra_llm_api_options.yaml": trt,
-        "SGLang": serving.sglang_flags(k0, draft=model),
-        "llama.cpp llama-server": serving.llama_cpp_flags(k0, slots=int(grid.cap), kv=kv),
+        "SGLang": configs.sglang.chain_flags(k0, draft=model),
+        "llama.cpp llama-server": configs.llamacpp.draft_flags(k0, slots=int(grid.cap), kv=kv),
     }
     for i, (name, body) in enumerate(texts.items()):
         st.markdown(f"**{name}**")

@@ -7,7 +7,7 @@ import streamlit as st
 from specviz.app import figures, profiles, router, ui
 from specviz.app.share import Param, by_key
 from specviz.base.i18n import C_, N_
-from specviz.core import hardware, heads, policies, theory, tree_pricing, trees
+from specviz.core import configs, hardware, heads, policies, theory, tree_pricing, trees
 from specviz.engine import bench
 from specviz.engine.models import ngram
 
@@ -316,7 +316,7 @@ def engine_section(view: dict, p: np.ndarray) -> None:
     st.markdown(
         ui.t("**SGLang (EAGLE)**: the best top-k tree of {budget} drafts, F = {f}", budget=view["budget"], f=f"{f:.3f}")
     )
-    st.code(trees.sglang_flags(depth, topk, view["budget"]), language="bash")
+    st.code(configs.sglang.tree_flags(depth, topk, view["budget"]), language="bash")
     st.caption(ui.t("SGLang counts the root in --speculative-num-draft-tokens: it is the budget plus one."))
 
 

@@ -45,7 +45,6 @@ __all__ = [
     "parse_p",
     "parse_shape",
     "positional_acceptance",
-    "sglang_flags",
     "shape_needs_p",
     "shapes_by_budget",
     "tokens_pmf",
@@ -562,13 +561,6 @@ def best_topk(p, budget: int, max_depth: int, max_topk: int = 8) -> tuple[Tree, 
             budget=budget,
         )
     return best, *choice
-
-
-def sglang_flags(depth: int, topk: int, budget: int) -> str:
-    """SGLang's EAGLE flags for a top-k tree: steps = depth, top-k, draft tokens = budget + 1 (the root)."""
-    return (
-        f"--speculative-num-steps {depth} --speculative-eagle-topk {topk} --speculative-num-draft-tokens {budget + 1}"
-    )
 
 
 def shapes_by_budget(p, budgets, max_depth: int) -> pd.DataFrame:

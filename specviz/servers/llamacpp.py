@@ -24,6 +24,7 @@ import httpx
 
 from specviz.base import settings
 from specviz.base.paths import ROOT
+from specviz.core import configs
 
 REPO = ROOT
 BUILD_SCRIPT = REPO / "scripts" / "build-llama-server"
@@ -91,12 +92,7 @@ def server_args(
     sequences decode together, each with a context of ``ctx``."""
     args = ["-m", str(target), "--host", "127.0.0.1", "--port", str(port), "-c", str(ctx * slots), "-np", str(slots)]
     args += ["-t", str(threads), "-tb", str(threads), "--metrics", "--no-webui", "--seed", "0"]
-    if draft is not None:
-        args += ["-md", str(draft), "--spec-type", spec_type]
-        args += ["--spec-draft-n-max", str(k), "--spec-draft-n-min", str(k), "--spec-draft-p-min", "0"]
-    elif spec_type != "draft-simple":
-        args += ["--spec-type", spec_type, "--spec-draft-n-max", str(k), "--spec-draft-n-min", str(k)]
-    return args + list(extra)
+    return args + configs.llamacpp.server_spec_args(draft, k, spec_type) + list(extra)
 
 
 @contextlib.contextmanager

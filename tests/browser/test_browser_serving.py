@@ -36,7 +36,7 @@ from test_browser import (
 )
 
 from specviz.base import i18n
-from specviz.core import engines, hardware, serving
+from specviz.core import configs, engines, hardware, serving
 
 pytestmark = [
     pytest.mark.browser,
@@ -148,10 +148,10 @@ def expected_schedules(alpha: float = 0.8, mode: str = "open", loads: list[float
     b0 = int(np.clip(round(np.nan_to_num(first["batch"].iloc[0], nan=1.0)), 1, grid.cap))
     k0 = int(schedule.loc[schedule["batch"] == b0, "k"].iloc[0])
     return [
-        json.dumps(serving.vllm_speculative_config(schedule, model=draft)),
-        serving.trtllm_yaml(serving.trtllm_speculative_config(schedule, model=draft)),
-        serving.sglang_flags(k0, draft=draft),
-        serving.llama_cpp_flags(k0, slots=int(grid.cap)),
+        json.dumps(configs.vllm.speculative_config(schedule, model=draft)),
+        configs.trtllm.extra_options_yaml(configs.trtllm.speculative_config(schedule, model=draft)),
+        configs.sglang.chain_flags(k0, draft=draft),
+        configs.llamacpp.draft_flags(k0, slots=int(grid.cap)),
     ]
 
 

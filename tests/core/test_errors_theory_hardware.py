@@ -327,4 +327,4 @@ def test_the_llama_cpp_note_is_a_phrase_with_its_english_text():
     )
     zh = i18n.localized(note, "zh")
     assert zh.startswith("# ") and CJK.search(zh) and "--model-draft" in zh
-    assert hw.llama_cpp_flags(LLAMA_70B, LLAMA_1B, "H100-SXM5-80GB", 0.9, 2048).startswith("--draft-max ")
+    assert hw.llama_cpp_flags(LLAMA_70B, LLAMA_1B, "H100-SXM5-80GB", 0.9, 2048).startswith("--spec-draft-n-max ")

@@ -68,7 +68,7 @@ def test_mean_tokens_over_context():
     # α halves beyond context 600: tokens per round is the token-weighted harmonic mean of the two
     prompt, output = serving.Lengths.fixed(500), serving.Lengths.fixed(201)  # contexts 501 … 700
     got = serving.mean_tokens_over_context(lambda L: np.where(L <= 600, 0.8, 0.4), [4], prompt, output)[0]
-    ctx, share = serving._context_density(prompt, output)
+    ctx, share = serving.traffic._context_density(prompt, output)
     lo_share = share[ctx <= 600].sum()
     e_hi, e_lo = theory.expected_tokens(0.8, 4), theory.expected_tokens(0.4, 4)
     assert got == pytest.approx(1 / (lo_share / e_hi + (1 - lo_share) / e_lo))

@@ -22,7 +22,7 @@ engines' own parsers and code where they can run here.
   Serving view's flags must parse into K steps, top-1 and K + 1 draft tokens, with an algorithm among
   SGLang's choices and its ``SpeculativeAlgorithm`` enum (sglang/srt/speculative/spec_info.py), while
   a flag it does not have, a choice it does not list and a value of the wrong type are refused.
-  The Drafting strategies page's tree flags (``trees.sglang_flags``) must parse into the tree's depth,
+  The Drafting strategies page's tree flags (``configs.sglang.tree_flags``) must parse into the tree's depth,
   top-k and budget + 1, obey ``ServerArgs``' top-1 rule (num_draft_tokens = num_steps + 1), and fed to
   SGLang's own draft-tree code from the same sdist (``select_top_k_tokens`` of
   speculative/spec_utils.py, ``organize_draft_results`` of speculative/eagle_utils.py and
@@ -50,7 +50,7 @@ import pytest
 import torch
 import yaml
 
-from specviz.core import serving, trees
+from specviz.core import configs, serving, trees
 
 VLLM_SDIST = (
     "https://files.pythonhosted.org/packages/92/21/6e0b077dc4a0b28f5a8ce8bb352a38d7196650d681fd4faa87f8dc622eff/"
@@ -129,7 +129,7 @@ def test_vllm_parses_the_schedule_into_the_same_k_by_batch(schedules):
     if utils is None:
         pytest.skip("vLLM 0.34.0's sdist could not be fetched from PyPI (no network)")
     for schedule in schedules:
-        config = serving.vllm_speculative_config(schedule, model="draft")
+        config = configs.vllm.speculative_config(schedule, model="draft")
         k_max = config["num_speculative_tokens"]
         dense = utils.build_dynamic_sd_schedule_lookup(
             config["num_speculative_tokens_per_batch_size"], int(schedule["batch"].max()), k_max
@@ -179,8 +179,8 @@ def _trtllm_refusals(config: dict) -> list[str]:
 
 def test_trtllm_config_obeys_decoding_base_config(schedules):
     for schedule in schedules:
-        config = serving.trtllm_speculative_config(schedule, model="org/draft")
-        parsed = yaml.safe_load(serving.trtllm_yaml(config))["speculative_config"]
+        config = configs.trtllm.speculative_config(schedule, model="org/draft")
+        parsed = yaml.safe_load(configs.trtllm.extra_options_yaml(config))["speculative_config"]
         assert parsed == config and parsed["speculative_model"] == "org/draft"
         assert _trtllm_refusals(parsed) == []
         # a batch at or above a threshold takes its K: the schedule reproduces k_by_batch
@@ -202,19 +202,19 @@ def test_trtllm_config_obeys_decoding_base_config(schedules):
         ):
             assert _trtllm_refusals(broken), broken
     flat = schedules[0].assign(k=0)
-    assert serving.trtllm_speculative_config(flat) is None
-    assert serving.trtllm_yaml(None).startswith("#")
+    assert configs.trtllm.speculative_config(flat) is None
+    assert configs.trtllm.extra_options_yaml(None).startswith("#")
 
 
 def test_sglang_and_llama_cpp_flags():
-    assert serving.sglang_flags(3, draft="d") == (
+    assert configs.sglang.chain_flags(3, draft="d") == (
         "--speculative-algorithm STANDALONE --speculative-draft-model-path d --speculative-num-steps 3 "
         "--speculative-eagle-topk 1 --speculative-num-draft-tokens 4"
     )
-    assert serving.sglang_flags(0).startswith("#") and serving.llama_cpp_flags(0).startswith("#")
-    assert serving.llama_cpp_flags(4) == "--spec-draft-n-max 4 --spec-draft-n-min 4 --spec-draft-p-min 0"
-    assert serving.llama_cpp_flags(4, slots=8).startswith("-np 8 --kv-unified --spec-draft-n-max 4")
-    assert serving.llama_cpp_flags(0, slots=8, kv="slots").startswith("-np 8 # speculation does not pay")
+    assert configs.sglang.chain_flags(0).startswith("#") and configs.llamacpp.draft_flags(0).startswith("#")
+    assert configs.llamacpp.draft_flags(4) == "--spec-draft-n-max 4 --spec-draft-n-min 4 --spec-draft-p-min 0"
+    assert configs.llamacpp.draft_flags(4, slots=8).startswith("-np 8 --kv-unified --spec-draft-n-max 4")
+    assert configs.llamacpp.draft_flags(0, slots=8, kv="slots").startswith("-np 8 # speculation does not pay")
 
 
 class _Refused(Exception):
@@ -330,7 +330,7 @@ def test_sglang_parser_takes_the_flags(schedules, sglang_sources):
 
     ks = {int(k) for schedule in schedules for k in schedule["k"] if k > 0} | set(range(1, 9))
     for k in sorted(ks):
-        argv = ["--model-path", "org/target", *shlex.split(serving.sglang_flags(k, draft="org/draft"))]
+        argv = ["--model-path", "org/target", *shlex.split(configs.sglang.chain_flags(k, draft="org/draft"))]
         args = parser.parse_args(argv)
         assert args.speculative_algorithm == "STANDALONE" and args.speculative_algorithm in algorithms
         assert args.speculative_draft_model_path == "org/draft"
@@ -339,11 +339,13 @@ def test_sglang_parser_takes_the_flags(schedules, sglang_sources):
         # with top-1 SGLang resets num_draft_tokens to num_steps + 1 (ServerArgs._handle_speculative_decoding)
         assert args.speculative_num_draft_tokens == k + 1
     for algorithm in ("EAGLE", "EAGLE3"):
-        args = parser.parse_args(["--model-path", "t", *shlex.split(serving.sglang_flags(2, algorithm=algorithm))])
+        args = parser.parse_args(
+            ["--model-path", "t", *shlex.split(configs.sglang.chain_flags(2, algorithm=algorithm))]
+        )
         assert args.speculative_algorithm == algorithm and args.speculative_draft_model_path is None
 
     # the parser refuses what SGLang would: a flag it lacks, an algorithm it lacks, a K that is no int
-    good = ["--model-path", "t", *shlex.split(serving.sglang_flags(3, draft="d"))]
+    good = ["--model-path", "t", *shlex.split(configs.sglang.chain_flags(3, draft="d"))]
     for bad in (
         [*good, "--num-speculative-tokens", "3"],  # vLLM's spelling
         [*good, "--speculative-topk", "1"],
@@ -416,7 +418,7 @@ def test_sglang_takes_the_tree_flags(sglang_sources):
             tree, depth, topk = trees.best_topk(p, budget, max_depth)
         except ValueError:  # no top-k tree of that depth holds the budget (the page warns)
             continue
-        args = parser.parse_args([*EAGLE, *shlex.split(trees.sglang_flags(depth, topk, budget))])
+        args = parser.parse_args([*EAGLE, *shlex.split(configs.sglang.tree_flags(depth, topk, budget))])
         steps, k, n = args.speculative_num_steps, args.speculative_eagle_topk, args.speculative_num_draft_tokens
         assert (steps, k, n) == (depth, topk, budget + 1) and all(type(v) is int for v in (steps, k, n))
         assert tree.drafts == budget and tree.depth <= steps
@@ -440,7 +442,13 @@ def test_llama_server_takes_the_flags(tmp_path, llama_binary, gguf_pair):
 
     target, draft = gguf_pair
     for kv in serving.KV_LAYOUTS:
-        flags = ["-md", str(draft), "--spec-type", "draft-simple", *serving.llama_cpp_flags(3, slots=2, kv=kv).split()]
+        flags = [
+            "-md",
+            str(draft),
+            "--spec-type",
+            "draft-simple",
+            *configs.llamacpp.draft_flags(3, slots=2, kv=kv).split(),
+        ]
         with llamacpp.serve(llama_binary, target, None, 3, log_dir=tmp_path, extra=flags, slots=2) as server:
             reply = llamacpp.complete(server.url, [65, 66, 67], 16)
             assert reply["timings"].get("draft_n", 0) > 0  # it drafted with the flags given

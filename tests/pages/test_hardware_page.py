@@ -91,7 +91,7 @@ def test_a_link_restores_the_view_and_the_engine_configs_follow_it():
         tp_target=2,
     )
     assert config == want
-    assert at.code[1].value.startswith("--draft-max") or at.code[1].value.startswith("# speculation")
+    assert at.code[1].value.startswith("--spec-draft-n-max") or at.code[1].value.startswith("# speculation")
 
 
 def test_a_custom_pair_with_different_vocabularies_is_an_error_naming_both():

@@ -7,7 +7,7 @@ import pytest
 from _apps import open_app, rerun, shown_errors
 from _messages import CJK
 
-from specviz.core import engines, hardware, policies, trees
+from specviz.core import configs, engines, hardware, policies, trees
 from specviz.data import measurements, store
 
 PAGE = "pages/strategies.py"
@@ -48,7 +48,7 @@ def test_defaults_show_the_optimal_tree_and_what_it_buys():
 def test_a_typed_p_from_a_link_drives_the_engine_flags():
     at = open_app(PAGE, p_src="typed", p="0.5, 0.2, 0.1", budget="8", depth="4", view="flags")
     _, depth, topk = trees.best_topk([0.5, 0.2, 0.1], 8, 4)
-    assert at.code[0].value == trees.sglang_flags(depth, topk, 8)
+    assert at.code[0].value == configs.sglang.tree_flags(depth, topk, 8)
     assert at.text_input(key="strategies.p").value == "0.5, 0.2, 0.1"
 
 

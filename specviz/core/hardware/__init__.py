@@ -1,6 +1,6 @@
 """The roofline cost model: step times, c and v of a (target, draft) pair, K* by batch, memory fit.
 
-Modules: catalog, hf_config, params, roofline (one forward), pair (one round), memory, sweeps, flags."""
+Modules: catalog, hf_config, params, roofline (one forward), pair (one round), memory, sweeps, schedule (K*(B) as a stack's settings)."""
 
 from specviz.core.engines import DEFAULT_EFFICIENCY, Efficiency, as_efficiency
 from specviz.core.hardware.catalog import (
@@ -21,7 +21,6 @@ from specviz.core.hardware.catalog import (
     model_spec,
     preset_pairs,
 )
-from specviz.core.hardware.flags import llama_cpp_flags, vllm_speculative_config
 from specviz.core.hardware.hf_config import _FIELD_OF, CONFIG_MAX_BYTES, _hf_int, from_hf_config
 from specviz.core.hardware.memory import USABLE_MEMORY, fits, kv_bytes_per_token, max_batch, weight_bytes
 from specviz.core.hardware.pair import NGRAM, check_pair, pair_costs, round_speedup
@@ -42,7 +41,8 @@ from specviz.core.hardware.roofline import (
     step_breakdown,
     step_time,
 )
-from specviz.core.hardware.sweeps import _mean_tokens, alpha_from_measurements, batch_schedule, speedup_by_batch
+from specviz.core.hardware.schedule import llama_cpp_flags, vllm_speculative_config
+from specviz.core.hardware.sweeps import _mean_tokens, alpha_from_measurements, k_schedule, speedup_by_batch
 
 __all__ = [
     "BOARD_GPUS",
@@ -72,7 +72,6 @@ __all__ = [
     "alpha_from_measurements",
     "as_efficiency",
     "attainable",
-    "batch_schedule",
     "calibrated_machine",
     "calibration_errors",
     "calibration_steps",
@@ -82,6 +81,7 @@ __all__ = [
     "fits",
     "from_hf_config",
     "gpu_spec",
+    "k_schedule",
     "kv_bytes_per_token",
     "kv_heads_per_gpu",
     "link_kind",

@@ -1,4 +1,4 @@
-"""Speedup and K* over a grid of batch sizes and contexts, and the batch ranges an engine takes."""
+"""Speedup and K* over a grid of batch sizes and contexts."""
 
 from __future__ import annotations
 
@@ -94,25 +94,10 @@ def speedup_by_batch(
     return frame
 
 
-def batch_schedule(batches, k_star) -> list[list[int]]:
-    """[[start_bs, end_bs, K], …] covering 1..max(batches): each batch takes the K* of the largest
-    evaluated batch not above it; neighbouring ranges with the same K merge."""
-    bs = np.asarray(batches, dtype=int)
-    ks = np.asarray(k_star, dtype=int)
-    if bs.ndim != 1 or bs.size == 0 or bs.shape != ks.shape:
-        raise ValueError(f"batches and k_star must be 1-D and the same length; got {bs.shape} and {ks.shape}")
-    order = np.argsort(bs)
-    bs, ks = bs[order], ks[order]
-    if bs[0] != 1 or (np.diff(bs) <= 0).any():
-        raise ValueError(f"batches must be distinct and start at 1; got {bs.tolist()}")
-    ranges: list[list[int]] = []
-    for i, (start, k) in enumerate(zip(bs.tolist(), ks.tolist(), strict=True)):
-        end = bs[i + 1] - 1 if i + 1 < bs.size else int(bs[-1])
-        if ranges and ranges[-1][2] == k:
-            ranges[-1][1] = int(end)
-        else:
-            ranges.append([int(start), int(end), int(k)])
-    return ranges
+def k_schedule(target, draft, gpu, alpha, context, batches, k_max=8, **kw) -> pd.DataFrame:
+    """K*(B) at ``context`` for each of ``batches``: columns batch, k (0: speculation does not pay)."""
+    frame = speedup_by_batch(target, draft, gpu, alpha, batches, [context], k_max, **kw)
+    return pd.DataFrame({"batch": frame["batch"].to_numpy(), "k": frame["k_star"].to_numpy()})
 
 
 def alpha_from_measurements(frame: pd.DataFrame, per_position: bool = False, what: str | None = None):

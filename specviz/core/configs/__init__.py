@@ -1,0 +1,6 @@
+"""Engine configuration: the only place that turns a decision (K, a K schedule by batch, a tree, a head,
+a draft model) into a serving stack's flags, YAML or JSON, one module per stack."""
+
+from specviz.core.configs import llamacpp, sglang, transformers, trtllm, vllm
+
+__all__ = ["llamacpp", "sglang", "transformers", "trtllm", "vllm"]

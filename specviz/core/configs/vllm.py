@@ -1,0 +1,63 @@
+"""vLLM's ``--speculative-config`` JSON: ``SpeculativeConfig``'s fields (vllm/config/speculative.py, vLLM 0.34.0).
+
+A K schedule is ``num_speculative_tokens_per_batch_size`` [[start_bs, end_bs, K], …], inclusive ranges
+(vllm/v1/spec_decode/dynamic/utils.py); ``num_speculative_tokens`` is the largest K (at least 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: a draft's kind -> vLLM's ``method`` (``SpeculativeMethod``); "medusa" is not among 0.34.0's methods
+METHODS = {
+    "draft": "draft_model",
+    "eagle": "eagle",
+    "eagle3": "eagle3",
+    "mtp": "deepseek_mtp",
+    "medusa": "medusa",
+    "ngram": "ngram",
+}
+
+
+def batch_ranges(batches, k_star) -> list[list[int]]:
+    """[[start_bs, end_bs, K], …] covering 1..max(batches) without overlap: each batch size takes the
+    K* of the largest evaluated batch not above it; neighbouring ranges with the same K merge."""
+    bs = np.asarray(batches, dtype=int)
+    ks = np.asarray(k_star, dtype=int)
+    if bs.ndim != 1 or bs.size == 0 or bs.shape != ks.shape:
+        raise ValueError(f"batches and k_star must be 1-D and the same length; got {bs.shape} and {ks.shape}")
+    order = np.argsort(bs)
+    bs, ks = bs[order], ks[order]
+    if bs[0] != 1 or (np.diff(bs) <= 0).any():
+        raise ValueError(f"batches must be distinct and start at 1; got {bs.tolist()}")
+    ranges: list[list[int]] = []
+    for i, (start, k) in enumerate(zip(bs.tolist(), ks.tolist(), strict=True)):
+        end = bs[i + 1] - 1 if i + 1 < bs.size else int(bs[-1])
+        if ranges and ranges[-1][2] == k:
+            ranges[-1][1] = int(end)
+        else:
+            ranges.append([int(start), int(end), int(k)])
+    return ranges
+
+
+def speculative_config(schedule, *, method: str = "draft_model", model: str | None = None) -> dict:
+    """The config for a K by running batch; ``schedule`` has columns ``batch`` and ``k`` (K = 0: no
+    speculation in that range)."""
+    ranges = batch_ranges(schedule["batch"], schedule["k"])
+    config = {"method": method}
+    if model:
+        config["model"] = model
+    config["num_speculative_tokens"] = max(1, max(k for _, _, k in ranges))
+    config["num_speculative_tokens_per_batch_size"] = ranges
+    return config
+
+
+def with_head(config: dict, kind: str, target: str | None = None) -> dict:
+    """``config`` for a head or n-gram lookup (``kind`` a key of :data:`METHODS`): MTP's module ships
+    inside the target's checkpoint (``model`` = ``target``); n-gram lookup has no model."""
+    out = {"method": METHODS[kind]} | {k: v for k, v in config.items() if k != "method"}
+    if kind == "mtp":
+        out["model"] = target
+    if kind == "ngram":
+        out.pop("model", None)
+    return out

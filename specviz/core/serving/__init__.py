@@ -1,0 +1,74 @@
+"""Serving under load: traffic and service levels to TTFT, TPOT, throughput and the best K.
+
+Definitions follow ``vllm bench serve`` (vllm/benchmarks/serve.py, ``calculate_metrics``): TTFT, the time
+to the first token; TPOT = (E2E − TTFT) / (output tokens − 1); ITL, the gap between streamed chunks (a
+round's accepted tokens come in one chunk, so ITL ≠ TPOT); output throughput = output tokens / wall time.
+
+The model (docs/design.md, "Serving under load"): a request has P prompt and G ≥ 2 output tokens; an
+option (:class:`Option`) yields E[N] tokens per sequence and round; with n decoding a round takes t(n)
+and requests complete at μ(n) = min(n, cap) / (R·t(n)), R = E[G − 1] / E[N]. Prefills stall the
+decodes; :func:`steady_state` solves the level/phase chain for Poisson arrivals at λ (open loop) or N
+users (closed loop), and Little's law gives TPOT, ITL and throughput. It predicts means, not p90/p99.
+"""
+
+from specviz.core.serving.grid import (
+    GRID_POINTS,
+    PREFILL,
+    CostGrid,
+    Option,
+    batch_cap,
+    chain_options,
+    cost_grid,
+    grid_from_steps,
+    prefill_seconds,
+    round_seconds,
+    tree_option,
+)
+from specviz.core.serving.queue import PREFILL_TAIL, TAIL_LEVELS, steady_state
+from specviz.core.serving.simulate import open_loop_point, simulate_batching
+from specviz.core.serving.sla import best_by_load, gpus_needed, k_by_batch, max_rate, speculation_stops_paying
+from specviz.core.serving.slots import (
+    KV_LAYOUTS,
+    SLOT_ENGINES,
+    lru_free_slot,
+    lru_slot_layouts,
+    run_lengths,
+    scattered_steps,
+)
+from specviz.core.serving.traffic import MAX_LENGTH, MAX_USERS, MODES, Lengths, decode_context, mean_tokens_over_context
+
+__all__ = [
+    "GRID_POINTS",
+    "KV_LAYOUTS",
+    "MAX_LENGTH",
+    "MAX_USERS",
+    "MODES",
+    "PREFILL",
+    "PREFILL_TAIL",
+    "SLOT_ENGINES",
+    "TAIL_LEVELS",
+    "CostGrid",
+    "Lengths",
+    "Option",
+    "batch_cap",
+    "best_by_load",
+    "chain_options",
+    "cost_grid",
+    "decode_context",
+    "gpus_needed",
+    "grid_from_steps",
+    "k_by_batch",
+    "lru_free_slot",
+    "lru_slot_layouts",
+    "max_rate",
+    "mean_tokens_over_context",
+    "open_loop_point",
+    "prefill_seconds",
+    "round_seconds",
+    "run_lengths",
+    "scattered_steps",
+    "simulate_batching",
+    "speculation_stops_paying",
+    "steady_state",
+    "tree_option",
+]

@@ -1,0 +1,300 @@
+"""Ways to decode (options) and the cost of their rounds on a batch grid, from the roofline or measured steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from specviz.base.i18n import Message
+from specviz.core import engines, hardware, heads
+from specviz.core.serving.slots import KV_LAYOUTS, scattered_steps
+from specviz.core.serving.traffic import Lengths, decode_context, mean_tokens_over_context
+
+#: How an engine runs a prompt's prefill beside the running decodes: "mixed" (prompt tokens ride in the
+#: decode step's batch, chunked to a token budget: vLLM V1's chunked prefill, on by default; TensorRT-LLM's
+#: in-flight batching of context and generation requests; llama.cpp's server, whose batch of up to
+#: ``n_batch`` tokens takes prompt and generated tokens of every slot) or "separate" (a prefill forward of
+#: its own, decodes waiting: SGLang without ``--enable-mixed-chunk``, Hugging Face generation loops).
+PREFILL = {
+    "vllm": "mixed",
+    "tensorrt-llm": "mixed",
+    "llama.cpp": "mixed",
+    "llama.cpp-cpu": "mixed",
+    "sglang": "separate",
+    "hf-transformers": "separate",
+    "gpt-fast": "separate",
+    "mlc-llm": "separate",
+    "exllamav2": "separate",
+}
+#: How an engine's KV cache holds its sequences: "unified" (one cache, and every step one forward over the
+#: running batch: vLLM, SGLang, TensorRT-LLM, llama-server with ``--kv-unified`` or ``-np`` auto) or "slots"
+#: (llama-server started with ``-np N``: one KV stream per slot, and every step one forward per run of
+#: consecutive busy slots, :func:`scattered_steps`).
+GRID_POINTS = 192  #: batch grid points between 1 and the cap (geometric): interpolation error < 0.1 %
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way to decode. ``k`` draft forwards per round (0: no speculation), ``mean_tokens`` per
+    sequence and round (E[N] or F(T); 1 without speculation), ``verify_tokens`` per sequence in the
+    verify forward (K + 1 for a chain, the tree's nodes + 1), ``draft_tokens`` per draft forward (a tree
+    level's width)."""
+
+    label: str
+    k: int
+    mean_tokens: float
+    verify_tokens: int = 1
+    draft_tokens: int = 1
+
+    def __post_init__(self):
+        if self.k == 0 and (self.mean_tokens != 1.0 or self.verify_tokens != 1):
+            raise ValueError("an option without drafts yields one token per round and verifies one")
+        if self.k > 0 and not (1.0 <= self.mean_tokens <= self.verify_tokens):
+            raise ValueError(f"mean_tokens must be in [1, verify_tokens]; got {self.mean_tokens}")
+
+
+def chain_options(alpha, k_max: int, *, prompt: Lengths | None = None, output: Lengths | None = None) -> list[Option]:
+    """No speculation and chains of K = 1..``k_max``.
+
+    ``alpha``: one number, per-position acceptance a_1, a_2, … (as :func:`hardware.speedup_by_batch`),
+    or a function of the context (then ``prompt`` and ``output`` are needed:
+    :func:`mean_tokens_over_context`).
+    """
+    if not (isinstance(k_max, int | np.integer) and 0 <= k_max <= 64):
+        raise Message("k_max must be an integer in [0, 64]; got {value!r}", value=k_max)
+    ks = np.arange(1, k_max + 1)
+    if k_max == 0:
+        mean = np.zeros(0)
+    elif callable(alpha):
+        if prompt is None or output is None:
+            raise ValueError("α as a function of context needs the prompt and output lengths")
+        mean = mean_tokens_over_context(alpha, ks, prompt, output)
+    else:
+        mean = hardware._mean_tokens(alpha, k_max)
+    options = [Option("K = 0", 0, 1.0)]
+    return options + [Option(f"K = {k}", int(k), float(m), int(k) + 1) for k, m in zip(ks, mean, strict=True)]
+
+
+def tree_option(tree, p, label: str = "tree") -> Option:
+    """A token tree as an option (:mod:`specviz.core.trees`): its depth of draft forwards, each over its
+    widest level's tokens, F(T) tokens per round under positional acceptance ``p``, and its nodes plus
+    the root verified."""
+    from specviz.core import trees
+
+    widths = np.bincount(np.asarray(tree.depths)[1:])
+    return Option(label, int(tree.depth), float(trees.expected_tokens(tree, p)), tree.drafts + 1, int(widths.max()))
+
+
+@dataclass(frozen=True)
+class CostGrid:
+    """The cost model on a batch grid, for every option.
+
+    ``batch`` (nG,) running batches, 0 then 1 … ``cap`` geometric (the step at B < 1 is priced at 1);
+    ``round_s`` (nG, nO) seconds of one round (speculative) or step (K = 0) at each batch;
+    ``mean_tokens`` (nO,); ``prefill_s`` (nO,) one prompt's prefill cost p and ``chunks`` the rounds it
+    spans where prefill rides in decode steps (0 where it is a forward of its own); ``cap`` the largest
+    running batch; ``gpus`` of one replica; ``context`` the decode context L̄ it was priced at.
+    """
+
+    batch: np.ndarray
+    round_s: np.ndarray
+    mean_tokens: np.ndarray
+    prefill_s: np.ndarray
+    chunks: int
+    cap: float
+    gpus: int
+    context: float
+    options: tuple[Option, ...] = field(default=())
+
+
+def _is_model_draft(draft) -> bool:
+    return not (isinstance(draft, str) and draft == hardware.NGRAM) and not heads.is_head(draft)
+
+
+def _draft_forward_model(draft, target):
+    """The model a draft forward runs: the draft, a head's draft model, or None (n-gram, Medusa)."""
+    if isinstance(draft, str) and draft == hardware.NGRAM:
+        return None
+    if heads.is_head(draft):
+        head = heads.head_spec(draft)
+        return None if head["kind"] in heads.PARALLEL else heads.draft_model(head, hardware.model_spec(target))
+    return draft
+
+
+def batch_cap(target, draft, gpu, context, *, dtype="bf16", tp=1, max_seqs: int = 256) -> float:
+    """The largest running batch: the engine's sequence limit ``max_seqs`` or what fits in memory.
+
+    A paged KV cache holds the contexts the batch has, B·L̄ tokens at the decode context L̄: memory left
+    after the target's and a draft model's weights (per GPU of ``tp``, :data:`hardware.USABLE_MEMORY` of
+    HBM), over L̄ times both models' KV bytes per token. 0 where the weights do not fit.
+    """
+    g = hardware.gpu_spec(gpu)
+    free = g["memory_gb"] * 1e9 * hardware.USABLE_MEMORY - hardware.weight_bytes(target, dtype) / tp
+    per_token = hardware.kv_bytes_per_token(target, dtype, tp)
+    dm = _draft_forward_model(draft, target) if draft is not None else None
+    if dm is not None:
+        free -= hardware.weight_bytes(dm, dtype) / tp if _is_model_draft(draft) else 0.0
+        per_token += hardware.kv_bytes_per_token(dm, dtype, tp)
+    fits = max(np.floor(free / (max(context, 1.0) * per_token)), 0.0)
+    return float(min(fits, max_seqs))
+
+
+def prefill_seconds(
+    target, draft, gpu, prompt: Lengths, *, mode: str = "mixed", dtype="bf16", tp=1, efficiency=None
+) -> float:
+    """One prompt's prefill cost p, averaged over the prompt lengths, with the draft's where it has one.
+
+    ``mode`` "mixed" (:data:`PREFILL`): the prompt's P tokens ride in a decode step, which streams the
+    weights anyway, so p = E[T(1, 0, P) − T(1, 0, 1)]; "separate": a forward of its own, p = E[T(1, 0, P)].
+    A draft model (or a head's draft layer) prefills the prompt too; Medusa heads and n-gram drafts do not.
+    """
+    if mode not in ("mixed", "separate"):
+        raise ValueError(f"mode must be 'mixed' or 'separate'; got {mode!r}")
+    kw = dict(dtype=dtype, tp=tp, efficiency=efficiency)
+    models = [target] + ([m] if draft is not None and (m := _draft_forward_model(draft, target)) is not None else [])
+    total = 0.0
+    for model in models:
+        full = hardware.step_time(model, gpu, 1, 0, prompt.values, **kw)  # (nP,)
+        one = hardware.step_time(model, gpu, 1, 0, 1, **kw) if mode == "mixed" else 0.0
+        total += float((np.asarray(full) - one) @ prompt.weights)
+    return total
+
+
+def round_seconds(
+    target, draft, gpu, options, batch, context, *, dtype="bf16", tp=1, efficiency=None, expert_parallel=False
+) -> np.ndarray:
+    """Seconds of one round of each option (nB, nO) at whole batches ``batch`` (nB,) and ``context``.
+
+    A speculative option's round is t_verify(B, T) + D·t_draft(B) + ``round_overhead_s`` from
+    :func:`hardware.pair_costs` (the Hardware page's terms); K = 0 is one target step t_target(B).
+    """
+    b = np.atleast_1d(np.asarray(batch, dtype=float))[:, None]  # (nB, 1)
+    kw = dict(dtype=dtype, efficiency=efficiency, expert_parallel=expert_parallel)
+    out = np.empty((b.shape[0], len(options)))
+    for j, o in enumerate(options):
+        if o.k == 0:
+            out[:, j] = hardware.step_time(target, gpu, b[:, 0], context, 1, tp=tp, **kw)
+    # one pair_costs call per (draft_tokens, verify rule): chains share K + 1, trees name their T
+    groups: dict[tuple, list[int]] = {}
+    for i, o in enumerate(options):
+        if o.k > 0:
+            chain = o.verify_tokens == o.k + 1 and o.draft_tokens == 1
+            groups.setdefault((o.draft_tokens, None if chain else i), []).append(i)
+    for (width, tree), idx in groups.items():
+        ks = np.array([options[i].k for i in idx])[None, :]  # (1, n)
+        verify = None if tree is None else options[tree].verify_tokens
+        c = hardware.pair_costs(
+            target,
+            draft,
+            gpu,
+            b,
+            context,
+            ks,
+            tp_target=tp,
+            tp_draft=tp,
+            draft_tokens=width,
+            verify_tokens=verify,
+            **kw,
+        )
+        t = c["t_verify"] + c["draft_steps"] * c["t_draft"] + c["o"] * c["t_target"]
+        out[:, idx] = np.broadcast_to(t, (b.shape[0], len(idx)))
+    return out
+
+
+def cost_grid(
+    target,
+    draft,
+    gpu,
+    options,
+    prompt: Lengths,
+    output: Lengths,
+    *,
+    dtype="bf16",
+    tp=1,
+    engine: str | None = None,
+    efficiency=None,
+    prefill: str | None = None,
+    chunk_tokens: int = 2048,
+    max_seqs: int = 256,
+    expert_parallel=False,
+    points: int = GRID_POINTS,
+    kv: str = "unified",
+) -> CostGrid:
+    """Price every option's round on a batch grid at the decode context L̄ (:func:`decode_context`).
+
+    The round of a speculative option is t_verify(B, T) + D·t_draft(B) + ``round_overhead_s`` from
+    :func:`hardware.pair_costs` (the same terms as the Hardware page's speedup); K = 0 is t_target(B).
+    ``engine`` names the profile (:func:`engines.profile_for`) and the prefill mode (:data:`PREFILL`);
+    ``efficiency`` (a profile) and ``prefill`` override them. A prompt spans ⌈P / chunk_tokens⌉ rounds
+    where prefill is mixed into decode steps. ``kv`` "slots" (:data:`KV_LAYOUTS`: llama-server's ``-np N``)
+    prices a step with n sequences as n of ``cap`` slots scattered (:func:`scattered_steps`).
+    """
+    if kv not in KV_LAYOUTS:
+        raise Message(
+            "KV cache layout must be one of {allowed}; got {value!r}", allowed=", ".join(KV_LAYOUTS), value=kv
+        )
+    options = tuple(options)
+    if not options or options[0].k != 0:
+        raise ValueError("options must start with the option without speculation (K = 0)")
+    eff = hardware.as_efficiency(efficiency) or (engines.profile_for(engine) if engine else None)
+    eff = eff or hardware.efficiency_for(hardware.gpu_spec(gpu))
+    mode = prefill or PREFILL.get(engine or "", "mixed")
+    ctx = float(round(decode_context(prompt, output)))
+    cap = batch_cap(target, draft if len(options) > 1 else None, gpu, ctx, dtype=dtype, tp=tp, max_seqs=max_seqs)
+    if cap < 1:
+        raise Message(
+            "the weights and one sequence's KV cache at a context of {ctx} tokens do not fit on the GPU; use more GPUs (tp) or a smaller dtype",
+            ctx=round(ctx),
+        )
+    # whole batches (the roofline prices integers): every one up to ~points, geometric beyond
+    batch = np.concatenate([[0.0], np.unique(np.round(np.geomspace(1.0, cap, points)))])  # (nG,)
+    kw = dict(dtype=dtype, tp=tp, efficiency=eff, expert_parallel=expert_parallel)
+    if kv == "slots":  # every whole batch up to the cap, then the scattered layout's step at the grid's
+        every = round_seconds(target, draft, gpu, options, np.arange(1.0, cap + 1), ctx, **kw)  # (cap, nO)
+        rounds = scattered_steps(every)[np.maximum(batch, 1.0).astype(int) - 1]  # B < 1 priced at 1
+    else:
+        rounds = round_seconds(target, draft, gpu, options, np.maximum(batch, 1.0), ctx, **kw)  # B < 1 priced at 1
+    spec = [i for i, o in enumerate(options) if o.k > 0]
+    kw_p = dict(mode=mode, dtype=dtype, tp=tp, efficiency=eff)
+    p_plain = prefill_seconds(target, None, gpu, prompt, **kw_p)
+    dm = _draft_forward_model(draft, target) if spec else None
+    p = p_plain + (prefill_seconds(dm, None, gpu, prompt, **kw_p) if dm is not None else 0.0)  # the draft's too
+    prefill_s = np.array([p_plain] + [p] * (len(options) - 1))
+    chunks = int(np.ceil(prompt.mean / chunk_tokens)) if mode == "mixed" else 0
+    return CostGrid(
+        batch=batch,
+        round_s=rounds,
+        mean_tokens=np.array([o.mean_tokens for o in options]),
+        prefill_s=prefill_s,
+        chunks=chunks,
+        cap=cap,
+        gpus=int(tp),
+        context=ctx,
+        options=options,
+    )
+
+
+def grid_from_steps(batch, round_s, options, prefill_s, *, context: float, chunks: int = 1, gpus: int = 1) -> CostGrid:
+    """A :class:`CostGrid` from step costs measured on an engine rather than priced by the roofline.
+
+    ``batch`` (nB,) the whole batches 1 … cap measured (increasing, starting at 1), ``round_s`` (nB, nO)
+    the seconds of one round of each option there, ``prefill_s`` (nO,) one prompt's prefill cost; the cap
+    is the largest batch measured. ``context`` is the decode context the steps were measured at.
+    """
+    b = np.asarray(batch, dtype=float)
+    r = np.asarray(round_s, dtype=float)
+    options = tuple(options)
+    if b.ndim != 1 or b[0] != 1 or (np.diff(b) <= 0).any() or r.shape != (b.size, len(options)):
+        raise ValueError(f"batch must rise from 1 and round_s be (batches, options); got {b.shape} and {r.shape}")
+    return CostGrid(
+        batch=np.concatenate([[0.0], b]),
+        round_s=np.vstack([r[:1], r]),  # the step at B < 1 is the step at 1
+        mean_tokens=np.array([o.mean_tokens for o in options]),
+        prefill_s=np.asarray(prefill_s, dtype=float),
+        chunks=chunks,
+        cap=float(b[-1]),
+        gpus=gpus,
+        context=float(context),
+        options=options,
+    )

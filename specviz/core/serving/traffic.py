@@ -1,0 +1,118 @@
+"""Traffic: prompt and output length distributions, and the context a decode step runs at."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from specviz.base.i18n import Message
+from specviz.core import theory
+
+MODES = ("open", "closed")  #: Poisson arrivals at a rate, or a fixed number of users
+MAX_LENGTH = 1_048_576  #: the longest prompt or output accepted, tokens
+MAX_USERS = 10_000  #: the most users of a closed loop (its distribution has a state per user)
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A distribution of token counts: ``values`` (n,) integers ≥ 1 with probabilities ``weights`` (n,).
+
+    Build one with :meth:`fixed`, :meth:`uniform` or :meth:`samples` (measured lengths, e.g. a dataset's).
+    """
+
+    values: np.ndarray
+    weights: np.ndarray
+
+    @staticmethod
+    def _checked(values, name: str) -> np.ndarray:
+        v = np.asarray(values, dtype=float).ravel()
+        bad = ~np.isfinite(v) | (v < 1) | (v > MAX_LENGTH) | (v != np.round(v))
+        if v.size == 0 or bad.any():
+            shown = v[bad][0] if bad.any() else "none"
+            raise Message(
+                "{name} must be whole numbers of tokens in [1, {most}]; got {value}",
+                name=name,
+                most=MAX_LENGTH,
+                value=shown,
+            )
+        return v
+
+    @classmethod
+    def fixed(cls, n, name: str = "length") -> Lengths:
+        """Every request has ``n`` tokens."""
+        return cls(cls._checked([n], name), np.ones(1))
+
+    @classmethod
+    def uniform(cls, lo, hi, name: str = "length") -> Lengths:
+        """Uniform over the integers lo..hi (inclusive)."""
+        lo_, hi_ = cls._checked([lo, hi], name)
+        if hi_ < lo_:
+            raise Message(
+                "{name}: the range {lo}..{hi} is empty (the upper end is below the lower)",
+                name=name,
+                lo=int(lo_),
+                hi=int(hi_),
+            )
+        v = np.arange(lo_, hi_ + 1)
+        return cls(v, np.full(v.size, 1.0 / v.size))
+
+    @classmethod
+    def samples(cls, values, name: str = "length") -> Lengths:
+        """The empirical distribution of measured lengths."""
+        v, counts = np.unique(cls._checked(values, name), return_counts=True)
+        return cls(v, counts / counts.sum())
+
+    @property
+    def mean(self) -> float:
+        return float(self.values @ self.weights)
+
+    def expect(self, f) -> float:
+        """E[f(X)] for a vectorised ``f``."""
+        return float(np.asarray(f(self.values), dtype=float) @ self.weights)
+
+
+def _check_output(output: Lengths) -> None:
+    if output.values.min() < 2:
+        raise Message(
+            "output lengths must be at least 2 tokens (TPOT is defined over the tokens after the first); got {value}",
+            value=int(output.values.min()),
+        )
+
+
+def decode_context(prompt: Lengths, output: Lengths) -> float:
+    """L̄: the mean context of a decode step, over the steps of every request (prompt ⟂ output).
+
+    A request's G − 1 decode steps run at contexts P + 1 … P + G − 1, so, weighting each request by its
+    steps, L̄ = E[P] + E[G(G − 1)] / (2·E[G − 1]): long outputs stay in the batch longer (the
+    length-biased mean, not E[P] + E[G] / 2).
+    """
+    _check_output(output)
+    return prompt.mean + output.expect(lambda g: g * (g - 1)) / (2.0 * output.expect(lambda g: g - 1))
+
+
+def _context_density(prompt: Lengths, output: Lengths, points: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """Decode-step contexts L (points,) and the share of decode steps at each (sums to 1): a step at
+    context L belongs to a request with P < L < P + G."""
+    lo = prompt.values.min() + 1
+    hi = prompt.values.max() + output.values.max() - 1
+    ctx = np.unique(np.round(np.linspace(lo, hi, points)))
+    p, g = prompt.values[None, :, None], output.values[None, None, :]
+    inside = (ctx[:, None, None] > p) & (ctx[:, None, None] < p + g)  # (nL, nP, nG)
+    share = (inside * prompt.weights[None, :, None] * output.weights[None, None, :]).sum(axis=(1, 2))
+    return ctx, share / share.sum()
+
+
+def mean_tokens_over_context(alpha_of_context, k, prompt: Lengths, output: Lengths) -> np.ndarray:
+    """E[N] per round of K when α depends on the context: the token-weighted harmonic mean.
+
+    A stretch of ΔL tokens at context L takes ΔL / E[N](α(L), K) rounds, so tokens per round over the
+    whole decode is Σ π(L) / Σ π(L) / E[N](α(L), K), with π the share of decode steps at L
+    (:func:`decode_context`'s weighting). ``alpha_of_context`` maps an array of contexts to α;
+    ``k`` is an array of K ≥ 1. Returns (len(k),); a constant α gives E[N](α, K) exactly.
+    """
+    ctx, share = _context_density(prompt, output)
+    a = theory.check_alpha(np.asarray(alpha_of_context(ctx), dtype=float))
+    kk = np.atleast_1d(theory.check_k(k))
+    per = theory.expected_tokens(np.broadcast_to(a, ctx.shape)[:, None], kk[None, :])  # (nL, nK)
+    return 1.0 / (share[:, None] / per).sum(axis=0)
