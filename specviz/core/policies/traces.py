@@ -96,8 +96,6 @@ def save_trace(trace: Trace, path) -> None:
 
 
 MAX_TRACE_K = 64  #: largest K_max a trace may have (the page's synthetic traces go as far)
-
-
 MAX_TRACE_ROUNDS = 200_000  #: most rows a trace may hold
 
 
