@@ -1,15 +1,8 @@
 """Acceptance by context length and by domain: intervals from the counts, and a fitted decay α(L).
 
-Rows are measurements in canonical columns (``k``, ``alpha_used``, ``mean_accepted_tokens``, and where
-known ``rounds``, ``context_length`` or ``prompt_tokens`` with ``output_tokens``, ``domain``). No
-streamlit and no file access here: the Measured data page draws these tables, and the Hardware and
-Serving pages price long contexts with :class:`DecayFit`.
-
-The chapter's model takes each draft token as accepted with probability α, independently, until
-the first rejection or K acceptances. Over R rounds that accepted A draft tokens in all, the trials
-are the A acceptances and the rejections F = R − (rounds that accepted all K); the likelihood is
-α^A (1 − α)^F whatever the stopping rule, so a binomial interval on A of A + F trials is the
-interval for α. F is not counted by the engines, so it is taken at its expectation R·(1 − α̂^K).
+Over R rounds with A accepted drafts the trials are A acceptances and F = R − (all-K rounds)
+rejections; the likelihood α^A (1 − α)^F gives a binomial interval on A of A + F, with F taken at
+its expectation R·(1 − α̂^K) since engines do not count it.
 """
 
 from __future__ import annotations
@@ -34,12 +27,7 @@ FIT_PARAM = "alpha_l"  #: the URL parameter that carries a fit to the Hardware a
 
 
 def wilson(successes, trials, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
-    r"""Wilson's score interval for a binomial proportion (Wilson 1927).
-
-    .. math:: \frac{\hat p + z^2/2n \pm z\sqrt{\hat p(1-\hat p)/n + z^2/4n^2}}{1 + z^2/n}
-
-    ``successes`` and ``trials`` broadcast (trials > 0; a non-integer n is allowed). Returns (lo, hi).
-    """
+    """Wilson's score interval (Wilson 1927) for ``successes`` of ``trials`` > 0, broadcast: (lo, hi)."""
     s, n = np.broadcast_arrays(np.asarray(successes, dtype=float), np.asarray(trials, dtype=float))
     with np.errstate(invalid="ignore", divide="ignore"):
         p = s / n
@@ -49,12 +37,7 @@ def wilson(successes, trials, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
 
 
 def alpha_interval(mean_tokens, k, rounds, z: float = Z95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """α̂ and its interval from E[N] measured over ``rounds`` rounds of draft length K.
-
-    α̂ inverts E[N] = (1 − α^(K+1)) / (1 − α) (:func:`specviz.core.theory.alpha_from_mean_tokens`);
-    A = R·(E[N] − 1) acceptances of A + R·(1 − α̂^K) trials (module docstring) give Wilson's
-    interval. NaN where ``rounds`` is missing or not positive. Arrays broadcast; returns (α̂, lo, hi).
-    """
+    """(α̂, lo, hi) from E[N] over ``rounds`` rounds of K: α̂ inverts E[N]; Wilson on A = R(E[N] − 1) of A + F."""
     m, kk, r = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (mean_tokens, k, rounds)))
     alpha = np.asarray(theory.alpha_from_mean_tokens(np.minimum(m, kk + 1.0), kk.astype(int)), dtype=float)
     accepted = r * (m - 1.0)
@@ -65,19 +48,14 @@ def alpha_interval(mean_tokens, k, rounds, z: float = Z95) -> tuple[np.ndarray, 
 
 
 def request_context(prompt, output):
-    """The mean decode context of a request of P prompt and G output tokens: P + G / 2.
-
-    Its G − 1 decode steps run at contexts P + 1 … P + G − 1, whose mean is P + G / 2
-    (:func:`specviz.core.serving.decode_context` for one request). Arrays broadcast; None in, None out.
-    """
+    """Mean decode context of P prompt and G output tokens, P + G/2 (broadcasts; None in, None out)."""
     if prompt is None or output is None:
         return None
     return np.asarray(prompt, dtype=float) + np.asarray(output, dtype=float) / 2.0
 
 
 def row_context(frame: pd.DataFrame) -> pd.Series:
-    """Each row's decode context in tokens: ``context_length``, else :func:`request_context` of the
-    row's mean prompt_tokens and output_tokens, else NaN."""
+    """Each row's decode context: ``context_length``, else :func:`request_context` of its tokens, else NaN."""
     given = _numeric(frame, "context_length")
     requested = request_context(
         _numeric(frame, "prompt_tokens").to_numpy(), _numeric(frame, "output_tokens").to_numpy()
@@ -86,7 +64,7 @@ def row_context(frame: pd.DataFrame) -> pd.Series:
 
 
 def bucket_label(context: float) -> str:
-    """The bucket of a context as text: "≤ 256", "256–512", …, "> 128k" (k = 1024 tokens)."""
+    """The context's bucket as text: "≤ 256", "256–512", …, "> 128k" (k = 1024 tokens)."""
     edges = (0, *BUCKET_EDGES)
     for lo, hi in itertools.pairwise(edges):
         if context <= hi:
@@ -99,7 +77,6 @@ def _short(tokens: int) -> str:
 
 
 def bucket_order(context: float) -> int:
-    """The bucket's index (0: ≤ 256), for sorting."""
     return int(np.searchsorted(BUCKET_EDGES, context, side="left"))
 
 
@@ -110,10 +87,7 @@ def _numeric(frame: pd.DataFrame, column: str) -> pd.Series:
 
 
 def row_acceptance(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per row: k, E[N] (measured, else from α and K), rounds, context and domain; rows without α dropped.
-
-    Columns: k, mean_tokens, alpha, rounds, context, domain.
-    """
+    """Per row with α: k, mean_tokens (measured, else E[N](α, K)), alpha, rounds, context, domain."""
     k = _numeric(frame, "k")
     alpha = _numeric(frame, "alpha_used")
     mean = _numeric(frame, "mean_accepted_tokens")
@@ -135,12 +109,9 @@ def row_acceptance(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def by_group(rows: pd.DataFrame, group: str, z: float = Z95) -> pd.DataFrame:
-    """α and E[N] pooled per (``group``, K) with intervals, from :func:`row_acceptance` rows.
+    """α and E[N] pooled per (``group`` = "bucket" or "domain", K) with intervals where rounds are counted.
 
-    ``group`` is ``"bucket"`` (context buckets) or ``"domain"``; rows without it are left out.
-    E[N] is pooled weighted by rounds where every row of the cell counts them (then the interval is
-    :func:`alpha_interval` on the total), else as a plain mean with no interval. Columns: the group,
-    order, k, context (the median of the cell's rows), rows, rounds, mean_tokens, mean_lo, mean_hi, alpha, alpha_lo, alpha_hi.
+    E[N] is weighted by rounds where every row counts them (interval by :func:`alpha_interval`), else a plain mean.
     """
     rows = rows.copy()
     if group == "bucket":
@@ -177,7 +148,6 @@ def by_group(rows: pd.DataFrame, group: str, z: float = Z95) -> pd.DataFrame:
 
 
 def _pooled(cell: pd.DataFrame, z: float) -> dict:
-    """One (group, K) cell: E[N] pooled by rounds where all rows count them, with the interval."""
     k = int(cell["k"].iloc[0])
     counted = cell["rounds"].notna().all() and (cell["rounds"] > 0).all()
     rounds = float(cell["rounds"].sum()) if counted else math.nan
@@ -205,13 +175,7 @@ def _pooled(cell: pd.DataFrame, z: float) -> dict:
 
 @dataclass(frozen=True)
 class DecayFit:
-    r"""A fitted decay of acceptance with context: :math:`\operatorname{logit}\alpha(L) = a - b\ln(L / L_{ref})`.
-
-    ``a`` is logit α at L_ref = 1024 tokens; ``b`` > 0 is a decay (α halves its odds each time L
-    grows by 2^(ln 2 / b)). ``cov`` the 2 × 2 covariance of (a, b) (None for a fit read from a link);
-    ``points`` and ``contexts`` the rows and distinct contexts it was fitted on; ``weighted``: by the
-    counts (inverse variance) rather than equally.
-    """
+    """A fitted decay logit α(L) = a − b ln(L / L_ref), L_ref = 1024 tokens; ``cov`` of (a, b) or None."""
 
     a: float
     b: float
@@ -221,7 +185,6 @@ class DecayFit:
     weighted: bool = False
 
     def alpha(self, context) -> np.ndarray:
-        """α(L) at ``context`` (array_like, tokens > 0)."""
         x = np.log(np.asarray(context, dtype=float) / L_REF)
         return 1.0 / (1.0 + np.exp(-(self.a - self.b * x)))
 
@@ -229,7 +192,7 @@ class DecayFit:
         return self.alpha(context)
 
     def band(self, context, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
-        """The pointwise interval of α(L): a − b·x ± z·sd on the logit scale (delta method), mapped back."""
+        """Pointwise interval of α(L): a − b·x ± z·sd on the logit scale (delta method), mapped back."""
         x = np.log(np.asarray(context, dtype=float) / L_REF)
         if self.cov is None:
             return self.alpha(context), self.alpha(context)
@@ -244,7 +207,7 @@ class DecayFit:
 
     @classmethod
     def from_param(cls, text: str) -> DecayFit:
-        """A fit from its link text "a;b"; Message naming the field, the value and what is allowed."""
+        """A fit from link text "a;b"; Message naming the field, the value and what is allowed."""
         parts = str(text).replace(",", ";").split(";")
         try:
             a, b = (float(p) for p in parts)
@@ -260,12 +223,10 @@ class DecayFit:
 
 
 def fit_decay(rows: pd.DataFrame, z: float = Z95) -> DecayFit:
-    """Fit logit α(L) = a − b·ln(L / 1024) to :func:`row_acceptance` rows with a context.
+    """Fit logit α(L) = a − b ln(L / 1024) by weighted least squares on logit α̂ ∈ [1e-3, 1 − 1e-3].
 
-    Weighted least squares on logit α̂ (α̂ kept within [10⁻³, 1 − 10⁻³]): where every row counts its
-    rounds, the weights are the inverse variances n·α̂(1 − α̂) with n = A + F trials (module
-    docstring) and cov(a, b) = (XᵀWX)⁻¹; otherwise equal weights and cov = s²(XᵀX)⁻¹ from the
-    residuals. Needs rows at two or more distinct contexts (Message otherwise).
+    Counted rounds: weights n·α̂(1 − α̂), n = A + F, cov = (XᵀWX)⁻¹; else equal weights, cov = s²(XᵀX)⁻¹.
+    Message unless the rows span two or more contexts.
     """
     rows = rows[rows["context"].notna() & (rows["context"] > 0)]
     contexts = int(rows["context"].nunique())
@@ -311,11 +272,9 @@ REFERENCE_COLUMNS = (
 def load_reference(
     acceptance_file: Path = ACCEPTANCE_FILE, measurements_file: Path = MEASUREMENTS_FILE
 ) -> pd.DataFrame:
-    """Published acceptance lengths: ``acceptance.csv`` and the τ of ``measurements.csv``'s speedup rows.
+    """Published acceptance: ``acceptance.csv`` plus the τ of ``measurements.csv``'s speedup rows (domain "mixed").
 
-    One row per (target, draft, method, K or tree, dataset, temperature) a source prints, with its
-    source; ``alpha`` is α recovered from τ for chains (a tree's τ is not a chain's E[N]: NaN). The
-    measurements' Spec-Bench rows are the benchmark's mixed tasks ("Overall"), so their domain is mixed.
+    ``alpha`` is α recovered from τ for chains, NaN for trees (a tree's τ is not a chain's E[N]).
     """
     published = pd.read_csv(acceptance_file)
     timed = pd.read_csv(measurements_file)
@@ -334,12 +293,12 @@ def load_reference(
 
 
 def model_key(name) -> str:
-    """A model id as compared: its last path part, lower case ("meta-llama/Llama-3.1-8B-Instruct" → "llama-3.1-8b-instruct")."""
+    """A model id as compared: its last path part, lower case."""
     return str(name).strip().rstrip("/").rsplit("/", 1)[-1].lower() if isinstance(name, str) and name.strip() else ""
 
 
 def matching_reference(reference: pd.DataFrame, target: str, draft: str = "", method: str = "") -> pd.DataFrame:
-    """The reference rows of the same target, closest first: same draft, then same method, then the rest."""
+    """Reference rows of the same target, closest first: same draft, then same method, then the rest."""
     rows = reference[reference["target"].map(model_key) == model_key(target)]
     same_draft = rows["draft"].map(model_key).eq(model_key(draft)) & (model_key(draft) != "")
     same_method = rows["method"].astype(str).str.lower().eq(str(method).strip().lower())
@@ -348,10 +307,9 @@ def matching_reference(reference: pd.DataFrame, target: str, draft: str = "", me
 
 
 def gap_reasons(run: dict, ref: dict, vocab=None) -> list[Phrase]:
-    """The differences between a run and a published row that usually explain a gap in acceptance.
+    """The differences between ``run`` and a published ``ref`` row that usually explain an acceptance gap.
 
-    ``run`` and ``ref`` hold k, temperature, domain, context_length, draft, method (missing: None);
-    ``vocab`` maps a model name to its vocabulary size (None where unknown). Each reason names both values.
+    ``run``/``ref``: k, temperature, domain, context_length, draft, method; ``vocab``: model → vocabulary size.
     """
     reasons = []
 

@@ -1,10 +1,8 @@
 """The source chapter's printed numbers, and the same numbers recomputed live.
 
-The printed values live in ``data/chapter/tables.json`` (see ``data/chapter/README.md`` for
-the citation): a study chapter on Leviathan et al. 2023 (arXiv 2211.17192), its table §4.4
-(E[N]), table §5.3 (speedup) and exercise 2 (§9). They are kept digit for digit as strings;
-the ``computed`` columns come from :mod:`specviz.core.theory`. Tests and the Break-even page both
-read from here, so the comparison is made in one place.
+Printed values (``data/chapter/tables.json``, cited in ``data/chapter/README.md``): table §4.4 E[N],
+table §5.3 speedup and exercise 2 (§9) of a study chapter on Leviathan et al. 2023 (arXiv 2211.17192),
+kept digit for digit as strings; ``computed`` columns come from :mod:`specviz.core.theory`.
 """
 
 from __future__ import annotations
@@ -33,7 +31,6 @@ def _rows(tables: dict, key: str, columns: tuple[str, ...], where: str) -> list[
 
 
 def _number(value, where: str) -> float:
-    """An input (α, c or K) stored as a JSON number."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ValueError(f"{where} must be a number; got {value!r}")
     return float(value)
@@ -47,11 +44,7 @@ def _printed(value, where: str) -> str:
 
 
 def load_tables(path: Path = TABLES_PATH) -> tuple[tuple, tuple, dict]:
-    """``(TABLE_4_4, TABLE_5_3, EXERCISE_2)`` read from the chapter file at ``path``.
-
-    Raises ValueError naming the file, the table and the field when a value is missing or of
-    the wrong kind (a printed value must be a string, so its digits survive).
-    """
+    """``(TABLE_4_4, TABLE_5_3, EXERCISE_2)`` from ``path``; ValueError naming file, table and field if malformed."""
     name = Path(path).name
     tables = json.loads(Path(path).read_text(encoding="utf-8"))
     t44 = tuple(
@@ -99,11 +92,7 @@ def decimals(printed: str) -> int:
 
 
 def rounds_to(value: float, printed: str) -> bool:
-    """True when ``value`` rounded to the printed number of decimals equals the printed value.
-
-    Decimal-exact comparison with a half-ulp guard, so 2.4055 vs "2.40" is judged
-    by rounding, not by float noise.
-    """
+    """``value`` rounded to the printed decimals equals ``printed`` (half-ulp guard, so 2.4055 vs "2.40" rounds)."""
     d = decimals(printed)
     return abs(value - float(printed)) <= 0.5 * 10.0**-d + 1e-12
 

@@ -1,23 +1,10 @@
 """The cost model against published GPU measurements: predict each row, fit engine profiles, score.
 
-``data/validation/measurements.csv`` holds published rows (see its ``measurements.md``): plain
-decoding step times (``kind = step``) and speculative speedups with the measured mean tokens per
-round τ (``kind = speedup``). For each row the roofline with an engine profile predicts
-
-* a step row: t = step_time(target, B, L, 1); with prefill in the measured time,
-  t = (t_prefill + O·t) / O over the O output tokens, t_prefill = step_time(target, B, 0, P);
-* a speedup row: S = τ / (1 + v·(T − 1) + o + D / c) from :func:`specviz.core.hardware.pair_costs`
-  with the row's draft (model, head or n-gram lookup), D draft forwards and T verified tokens; with
-  prefill, S = (t_prefill + O·t_target) / (t_prefill + O·t_target / S).
-
-:func:`fit_profile` fits an engine's terms (fractions and fixed costs) by least squares on
-log(predicted / measured), regularised toward a prior profile so that terms a source does not
-constrain stay at the prior. :func:`fit_profiles` fits in three levels: a *shared* profile on every
-row (the terms of the hardware and its libraries: compute and memory fractions, the quantised-kernel
-share, the all-reduce latencies over NVLink and PCIe, and the fixed costs as a starting point), then
-each engine family (eager, compiled) from the shared one, then each engine from its family, the last
-two fitting only the engine's own terms (:data:`ENGINE_TERMS`). :func:`leave_one_source_out`
-predicts every source's rows with profiles fitted without that source.
+Rows of ``data/validation/measurements.csv`` (``measurements.md``): a step row predicts
+t = step_time(target, B, L, 1); a speedup row S = τ / (1 + v·(T − 1) + o + D/c) from
+``hardware.pair_costs`` (D draft forwards, T verified tokens). With prefill in the measurement
+(P prompt, O output tokens): t = (t_prefill + O·t) / O, S = (t_prefill + O·t_p) / (t_prefill + O·t_p / S).
+Profiles are fitted in three levels: shared (every row, every term), family, engine (:data:`ENGINE_TERMS`).
 """
 
 from __future__ import annotations
@@ -36,9 +23,7 @@ from specviz.core.engines import DEFAULT_EFFICIENCY, Efficiency
 MEASUREMENTS = DATA / "validation" / "measurements.csv"
 DEFAULT_CONTEXT = 512  #: cached tokens assumed where a row states no context (flagged in ``context_assumed``)
 #: Engine families (:func:`specviz.core.engines.family`), the level between the shared profile and an
-#: engine's. A source's rows fall back to the family's profile when the engine has no rows outside that
-#: source. (Splitting compiled into serving engines and single-user loops scored the same
-#: leave-one-source-out, 2026-12-04, so it stays one.)
+#: engine's: a source's rows fall back to it when the engine has no rows outside that source.
 FAMILIES = tuple(f"family:{name}" for name in engines.FAMILY_PROFILES)
 #: the terms :func:`fit_profile` fits, their bounds and the scale of the pull toward the prior
 FITTED = {
@@ -51,10 +36,8 @@ FITTED = {
     "round_overhead_s": ((0.0, 0.1), 1e-3),
     "draft_overhead_s": ((0.0, 0.05), 1e-3),
 }
-#: The all-reduce latencies are not fitted: they are the interconnect's and the collective library's,
-#: measured directly by all-reduce benchmarks (the defaults of :class:`Efficiency` cite them), while the
-#: published step times cannot tell them from the per-layer dispatch cost (both scale with the layers).
-#: Fitted, the NVLink latency rose to 26 µs without gpt-fast's rows and 5 µs with them.
+#: The all-reduce latencies are not fitted: all-reduce benchmarks measure them (the defaults of
+#: :class:`Efficiency` cite them), and step times cannot tell them from per-layer dispatch cost.
 #: the terms an engine family's and an engine's own fit may move away from the shared profile
 ENGINE_TERMS = (
     "compute",
@@ -69,8 +52,8 @@ ENGINE_TERMS = (
 SHARED = "shared"  #: the profile fitted on every row (the fallback of an engine and family no other source measures)
 PRIOR_WEIGHT = 0.05  #: residual weight of one scale's departure from the prior, against one row's log error
 #: the same for an engine family's and an engine's terms against the level above: a stronger pull, so that an
-#: engine one source measures keeps what every source says about the rest (0.5 against 0.05: the one choice
-#: made by scoring, leave-one-source-out, 2026-12-04; docs/performance.md gives both)
+#: engine one source measures keeps what every source says about the rest (chosen by leave-one-source-out
+#: scoring; docs/performance.md)
 ENGINE_WEIGHT = 0.5
 #: Published rows disagree in ways no term models (a benchmark's harness, an old release), so the fit is
 #: robust: scipy's soft-L1 loss, quadratic within F_SCALE of log error (the ±15 % band) and linear beyond.
@@ -80,8 +63,7 @@ _DRAFT_FORWARDS = _DRAFTED - {"medusa", "ngram"}  #: methods whose rounds run dr
 
 
 def load_measurements(path: Path = MEASUREMENTS) -> pd.DataFrame:
-    """The published rows, with ``context`` filled (prompt + output / 2, else :data:`DEFAULT_CONTEXT`)
-    and ``context_assumed`` saying where it was assumed."""
+    """The published rows, ``context`` filled (prompt + output / 2, else :data:`DEFAULT_CONTEXT`)."""
     frame = pd.read_csv(path)
     ctx = frame["context"].astype(float)
     derived = frame["prompt_tokens"].astype(float) + frame["output_tokens"].astype(float) / 2
@@ -91,7 +73,7 @@ def load_measurements(path: Path = MEASUREMENTS) -> pd.DataFrame:
 
 
 def priceable(frame: pd.DataFrame) -> pd.Series:
-    """Rows the cost model can price: a step row, or a speedup row with τ and a drafting method it knows."""
+    """Rows the model can price: a step row, or a speedup row with τ and a known drafting method."""
     step = (frame["kind"] == "step") & frame["t_step_ms"].notna()
     spec = (frame["kind"] == "speedup") & frame["speedup"].notna() & frame["tau"].notna()
     return step | (spec & frame["method"].isin(_DRAFTED))
@@ -106,7 +88,6 @@ def _int(value, default: int) -> int:
 
 
 def _prefill(row, eff: Efficiency) -> float:
-    """Seconds of the row's prefill when the measured time includes it, else 0."""
     if str(row.get("includes_prefill", "")).strip().lower() != "yes" or row["prompt_tokens"] != row["prompt_tokens"]:
         return 0.0
     kw = dict(dtype=row["dtype"], tp=int(row["tp"]), efficiency=eff)
@@ -114,7 +95,7 @@ def _prefill(row, eff: Efficiency) -> float:
 
 
 def predict_row(row, eff: Efficiency) -> float:
-    """The row's predicted measurement: the step time in ms (kind = step) or the speedup."""
+    """The row's prediction: the step time in ms (kind = step) or the speedup."""
     b, ctx, tp = int(row["batch"]), int(row["context"]), int(row["tp"])
     out = _int(row.get("output_tokens"), 0)
     prefill = _prefill(row, eff) if out else 0.0
@@ -149,8 +130,7 @@ def measured(row) -> float:
 
 
 def predict(frame: pd.DataFrame, profiles) -> pd.DataFrame:
-    """``frame`` with ``measured``, ``predicted`` and ``ratio`` = predicted / measured; ``profiles``
-    maps an engine to its :class:`Efficiency` (a dict, or a function of the row)."""
+    """``frame`` with measured, predicted, ratio; ``profiles``: engine → Efficiency (dict, or function of a row)."""
     pick = profiles if callable(profiles) else (lambda row: profiles.get(row["engine"], DEFAULT_EFFICIENCY))
     out = frame.copy()
     rows = [r for _, r in frame.iterrows()]
@@ -163,13 +143,10 @@ def predict(frame: pd.DataFrame, profiles) -> pd.DataFrame:
 def fit_profile(
     rows: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY, terms=tuple(FITTED), weight: float = PRIOR_WEIGHT
 ) -> Efficiency:
-    """The profile that minimises Σ w_i² log²(predicted_i / measured_i) over ``rows`` plus
-    ``weight``² · Σ ((θ − θ_prior) / scale)² over ``terms`` (scipy ``least_squares``,
-    trust-region reflective within :data:`FITTED`'s bounds).
+    """argmin Σ w_i² log²(pred_i / meas_i) + weight² Σ ((θ − θ_prior) / scale)² (scipy least_squares).
 
-    w_i² = n / (S · n_s(i)) for n rows from S sources, n_s(i) of them from row i's source: every
-    source weighs the same in total, so a benchmark with thirty rows cannot outvote one with three,
-    and the weights still sum to n (the prior's pull keeps its meaning per row).
+    Soft-L1 loss within :data:`FITTED`'s bounds; w_i² = n / (S · n_s(i)) for n rows from S sources, so
+    every source weighs the same in total.
     """
     from scipy.optimize import least_squares
 
@@ -200,9 +177,7 @@ def fit_profile(
 
 
 def constrained(rows: pd.DataFrame) -> set[str]:
-    """The terms of :data:`FITTED` that ``rows`` can tell anything about: a per-round cost only from
-    speedups, a per-draft-forward one only from methods that run draft forwards, a per-sequence one
-    only beyond batch 1, the quantised share only from weights below 16 bits."""
+    """The :data:`FITTED` terms ``rows`` can inform (round: speedups; draft: draft forwards; seq: B > 1; quant)."""
     spec = rows["kind"] == "speedup"
     quant = rows["dtype"].map(lambda d: hardware.DTYPE_BYTES.get(d, 2.0) < 2).astype(bool)
     seen = set(FITTED) - {"round_overhead_s", "draft_overhead_s", "seq_overhead_s", "quant_memory"}
@@ -216,14 +191,11 @@ def constrained(rows: pd.DataFrame) -> set[str]:
 
 
 def _family(engine: str) -> str:
-    """The profile family an engine falls back to (:data:`FAMILIES`)."""
     return f"family:{engines.family(engine)}"
 
 
 def fit_profiles(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) -> dict[str, Efficiency]:
-    """The profiles of :data:`SHARED` (every row, every term, from ``prior``), of each family
-    (:data:`FAMILIES`: its rows, :data:`ENGINE_TERMS`, from the shared one) and
-    of each engine in ``frame`` (its rows, :data:`ENGINE_TERMS`, from its family's)."""
+    """Profiles of :data:`SHARED` (all rows and terms), each family and each engine (:data:`ENGINE_TERMS`)."""
     shared = fit_profile(frame, prior)
     family = frame["engine"].map(_family)
     profiles = {SHARED: shared}
@@ -235,16 +207,14 @@ def fit_profiles(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) ->
 
 
 def _fallback(rest: pd.DataFrame, engine: str) -> str:
-    """Where a held-out row's profile comes from: its ``engine`` when ``rest`` measures it, else its
-    ``family`` when ``rest`` measures another of the family, else the :data:`SHARED` fit."""
+    """Where a held-out row's profile comes from: ``engine``, else ``family``, else :data:`SHARED`."""
     if (rest["engine"] == engine).any():
         return "engine"
     return "family" if (rest["engine"].map(_family) == _family(engine)).any() else SHARED
 
 
 def leave_one_source_out(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) -> pd.DataFrame:
-    """Every row predicted with profiles fitted on the other sources only: its engine's where that
-    engine has rows elsewhere, else its family's, else the shared fit. Adds ``profile_from``."""
+    """Every row predicted with profiles fitted on the other sources; adds ``profile_from``."""
     parts = []
     for source, held in frame.groupby("source_id"):
         rest = frame[frame["source_id"] != source]
@@ -299,9 +269,7 @@ PREDICTION_COLUMNS = (
 
 
 def prediction_table(default: pd.DataFrame, fitted: pd.DataFrame, loso: pd.DataFrame) -> pd.DataFrame:
-    """One row per priced published row: what it measured and what the default profile, the shipped
-    (fitted on every row) profiles and the profiles fitted without its source predicted; the three
-    frames are :func:`predict` / :func:`leave_one_source_out` outputs over the same rows."""
+    """Per priced row: measured and the default, shipped (fitted on all) and leave-one-source-out predictions."""
     return pd.DataFrame(
         {
             **{c: default[c] for c in ("row_id", "source_id", "kind", "engine", "method", "measured")},
@@ -314,10 +282,7 @@ def prediction_table(default: pd.DataFrame, fitted: pd.DataFrame, loso: pd.DataF
 
 
 def load_predictions(path: Path = PREDICTIONS) -> pd.DataFrame:
-    """The published rows (:func:`load_measurements`) with ``measured``, ``default_predicted``,
-    ``fitted_predicted``, ``loso_predicted`` and ``profile_from`` from ``predictions.csv`` (written
-    by ``benchmarks/validation_bench.py --write-profiles``; the leave-one-source-out fit takes
-    minutes, so pages read it). Rows the file lacks are dropped."""
+    """The published rows joined with ``predictions.csv`` (written by ``validation_bench.py --write-profiles``)."""
     try:
         pred = pd.read_csv(path)
     except (OSError, ValueError) as exc:

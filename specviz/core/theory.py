@@ -1,17 +1,9 @@
-"""Closed forms of speculative decoding (Leviathan et al. 2023, arXiv 2211.17192).
+"""Closed forms of speculative decoding: E[N], speedup, break-even α, optimal K, metric conversions.
 
-Everything here is numpy only and broadcasts over every argument. Symbols follow
-docs/design.md §1:
-
-* ``alpha`` -- per-token acceptance probability α ∈ [0, 1];
-* ``k`` -- draft length K, an integer ≥ 1 (Leviathan et al. call it γ);
-* ``c`` -- speed ratio c = T_target / T_draft > 0 (Leviathan et al. use the
-  inverse, c_L = T_draft / T_target = 1/c; see :func:`c_to_leviathan`);
-* ``v`` -- extra cost of verifying one more token, relative to one target decode
-  step: v = (T_verify(K+1 tokens) / T_p − 1) / K (0 in the basic model);
-* ``o`` -- fixed per-round overhead, in units of one target decode step.
-
-Invalid arguments raise :class:`ValueError` naming the parameter, the offending
+Source: Leviathan et al. 2023 (arXiv 2211.17192). Symbols: ``alpha`` α ∈ [0, 1] per-token
+acceptance; ``k`` draft length K ≥ 1 (their γ); ``c`` = T_target / T_draft > 0 (their c_L = 1/c);
+``v`` extra verify cost per drafted token and ``o`` fixed per-round overhead, in target steps (0 in
+the basic model). numpy, broadcasting; invalid arguments raise ValueError naming the parameter, the
 value and the allowed range.
 """
 
@@ -74,7 +66,7 @@ def _as_float(x, name: str) -> np.ndarray:
 
 
 def check_alpha(alpha, name: str = "alpha") -> np.ndarray:
-    """Return ``alpha`` as a float array, or raise ValueError unless every value is in [0, 1]."""
+    """``alpha`` as a float array; ValueError unless every value is in [0, 1]."""
     a = _as_float(alpha, name)
     bad = np.isnan(a) | (a < 0) | (a > 1)
     if bad.any():
@@ -90,7 +82,7 @@ def check_alpha(alpha, name: str = "alpha") -> np.ndarray:
 
 
 def check_k(k, name: str = "k") -> np.ndarray:
-    """Return ``k`` as an int64 array, or raise ValueError unless every value is an integer in [1, K_LIMIT]."""
+    """``k`` as an int64 array; ValueError unless every value is an integer in [1, K_LIMIT]."""
     kf = _as_float(k, name)
     bad = ~np.isfinite(kf) | (kf < 1) | (kf > K_LIMIT) | (kf != np.floor(kf))
     if bad.any():
@@ -107,7 +99,7 @@ def check_k(k, name: str = "k") -> np.ndarray:
 
 
 def check_positive(x, name: str) -> np.ndarray:
-    """Return ``x`` as a float array, or raise ValueError unless every value is finite and > 0."""
+    """``x`` as a float array; ValueError unless every value is finite and > 0."""
     a = _as_float(x, name)
     bad = ~np.isfinite(a) | (a <= 0)
     if bad.any():
@@ -123,7 +115,7 @@ def check_positive(x, name: str) -> np.ndarray:
 
 
 def check_nonnegative(x, name: str) -> np.ndarray:
-    """Return ``x`` as a float array, or raise ValueError unless every value is finite and ≥ 0."""
+    """``x`` as a float array; ValueError unless every value is finite and ≥ 0."""
     a = _as_float(x, name)
     bad = ~np.isfinite(a) | (a < 0)
     if bad.any():
@@ -139,7 +131,6 @@ def check_nonnegative(x, name: str) -> np.ndarray:
 
 
 def _check_in(x, lo, hi, name: str, what: str) -> np.ndarray:
-    """Raise unless lo ≤ x ≤ hi elementwise (lo, hi broadcast); ``what`` names the range."""
     a = _as_float(x, name)
     bad = np.isnan(a) | (a < lo) | (a > hi)
     if np.any(bad):
@@ -163,7 +154,7 @@ def _check_in(x, lo, hi, name: str, what: str) -> np.ndarray:
 
 
 def _expected_tokens(a: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """E[N] for already-checked arguments (see :func:`expected_tokens`)."""
+    """E[N] for checked arguments, as ``expm1((K+1) log α) / expm1(log α)``: no 0/0 near α = 1."""
     with np.errstate(divide="ignore", invalid="ignore"):
         log_a = np.log1p(a - 1.0)  # 1 - a is exact for a in [0.5, 1] (Sterbenz)
         ratio = np.expm1((k + 1) * log_a) / np.expm1(log_a)
@@ -172,26 +163,10 @@ def _expected_tokens(a: np.ndarray, k: np.ndarray) -> np.ndarray:
 
 
 def expected_tokens(alpha, k):
-    r"""Expected tokens produced per speculative round, E[N].
+    """Expected tokens per round, E[N] = Σ_{i=0..K} α^i = (1 − α^{K+1}) / (1 − α).
 
-    .. math::  E[N] = \sum_{i=0}^{K} \alpha^i = \frac{1 - \alpha^{K+1}}{1 - \alpha}
-
-    with the limits E[N] = K + 1 at α = 1 and E[N] = 1 at α = 0 (Leviathan et al.
-    2023, eq. 1; chapter §4.3). Evaluated as ``expm1((K+1) log α) / expm1(log α)``,
-    which keeps full relative precision for α within 1e-12 of 1 and K up to 1024+
-    (no 0/0, no cancellation).
-
-    Parameters
-    ----------
-    alpha : array_like
-        Per-token acceptance probability, in [0, 1].
-    k : array_like of int
-        Draft length K ≥ 1.
-
-    Returns
-    -------
-    ndarray or float
-        E[N] ∈ [1, K + 1], broadcast over ``alpha`` and ``k``.
+    Leviathan et al. eq. 1, chapter §4.3; K + 1 at α = 1, 1 at α = 0. Returns E[N] ∈ [1, K + 1],
+    broadcast over ``alpha`` ∈ [0, 1] and integer ``k`` ≥ 1.
     """
     a = check_alpha(alpha)
     kk = check_k(k)
@@ -199,24 +174,7 @@ def expected_tokens(alpha, k):
 
 
 def expected_tokens_by_position(acceptance):
-    r"""E[N] for K = 1..K_max from per-position acceptance a_1..a_{K_max}.
-
-    .. math::  E[N](K) = 1 + \sum_{i=1}^{K} \prod_{j \le i} a_j
-
-    a_i is the probability that draft position i is accepted given that positions 1..i−1 were
-    (an engine's per-position acceptance, conditional form). With a_i = α for every i this is
-    :func:`expected_tokens`.
-
-    Parameters
-    ----------
-    acceptance : array_like, shape (..., K_max)
-        Conditional acceptance of positions 1..K_max, each in [0, 1].
-
-    Returns
-    -------
-    ndarray, shape (..., K_max)
-        ``out[..., K - 1]`` = E[N] with draft length K.
-    """
+    """E[N](K) = 1 + Σ_{i≤K} Π_{j≤i} a_j, K = 1..K_max, from conditional ``acceptance`` (..., K_max) → (..., K_max)."""
     a = check_alpha(acceptance, "acceptance")
     if a.ndim == 0 or a.shape[-1] == 0:
         raise Message(
@@ -226,23 +184,7 @@ def expected_tokens_by_position(acceptance):
 
 
 def accepted_length_pmf(alpha, k):
-    r"""Distribution of the tokens N produced per round.
-
-    .. math::  P(N = i) = \alpha^{i-1}(1-\alpha),\; i = 1..K;\qquad P(N = K+1) = \alpha^K
-
-    Parameters
-    ----------
-    alpha : array_like
-        Acceptance probability in [0, 1].
-    k : array_like of int
-        Draft length K ≥ 1; may broadcast against ``alpha``.
-
-    Returns
-    -------
-    ndarray, shape ``broadcast(alpha, k).shape + (max(K) + 1,)``
-        ``pmf[..., i - 1] = P(N = i)``; entries with i > K + 1 (where K varies) are 0.
-        Each row sums to 1 and its mean is :func:`expected_tokens`.
-    """
+    """P(N = i) = α^{i−1}(1 − α), i ≤ K; α^K at i = K + 1: shape ``broadcast(alpha, k).shape + (max K + 1,)``."""
     a = check_alpha(alpha)
     kk = check_k(k)
     a, kk = np.broadcast_arrays(a, kk)
@@ -259,37 +201,14 @@ def accepted_length_pmf(alpha, k):
 
 
 def _cost_factor(c: np.ndarray, k, v: np.ndarray, o: np.ndarray) -> np.ndarray:
-    r"""c / (c (1 + vK + o) + K): S = E[N] times this (equals c / (c + K) for v = o = 0)."""
     return c / (c * (1.0 + v * k + o) + k)
 
 
 def speedup(alpha, c, k, v=0.0, o=0.0):
-    r"""Wall-clock speedup of speculative decoding over target-only decoding.
+    """Wall-clock speedup over target-only decoding, S = E[N] / (1 + vK + o + K/c).
 
-    One round costs T_p (1 + vK + o) + K T_q and yields E[N] tokens, so
-
-    .. math::  S = \frac{E[N]}{1 + vK + o + K/c} = \frac{E[N]\,c}{c(1 + vK + o) + K}
-
-    With v = o = 0 this is the basic model of Leviathan et al. (2023, Thm. 3.8),
-    S = E[N] c / (c + K) (chapter §5.2).
-
-    Parameters
-    ----------
-    alpha : array_like
-        Acceptance probability in [0, 1].
-    c : array_like
-        Speed ratio T_target / T_draft, finite and > 0.
-    k : array_like of int
-        Draft length K ≥ 1.
-    v : array_like, optional
-        Extra verification cost per drafted token, ≥ 0 (default 0).
-    o : array_like, optional
-        Fixed per-round overhead in target steps, ≥ 0 (default 0).
-
-    Returns
-    -------
-    ndarray or float
-        S, broadcast over all arguments. S > 1 means speculation pays off.
+    One round costs T_p (1 + vK + o) + K T_q; v = o = 0 is Leviathan et al. Thm 3.8, S = E[N] c / (c + K)
+    (chapter §5.2). ``alpha`` ∈ [0, 1], ``c`` > 0, ``k`` integer ≥ 1, ``v``, ``o`` ≥ 0; broadcasts.
     """
     a = check_alpha(alpha)
     cc = check_positive(c, "c")
@@ -300,24 +219,7 @@ def speedup(alpha, c, k, v=0.0, o=0.0):
 
 
 def speedup_from_tokens(mean_tokens, c, k, v=0.0, o=0.0, draft_steps=None):
-    r"""The speedup :func:`speedup` gives, for a known E[N] instead of an i.i.d. α.
-
-    .. math::  S = \frac{E[N]}{1 + vK + o + D/c}
-
-    with D = ``draft_steps`` draft forwards per round: K for a chain; a draft tree of K nodes
-    drafts one level per forward, so D is its depth (:mod:`specviz.core.trees`), and K = its node count
-    still sets the verify cost v·K. For E[N] from per-position acceptance
-    (:func:`expected_tokens_by_position`), a tree's F (:func:`specviz.core.trees.expected_tokens`) or measured.
-
-    Parameters
-    ----------
-    mean_tokens : array_like
-        E[N], tokens per round, in [1, K + 1].
-    c, k, v, o : array_like
-        As in :func:`speedup`.
-    draft_steps : array_like of int, optional
-        D in [1, K]; default K.
-    """
+    """S = E[N] / (1 + vK + o + D/c) for ``mean_tokens`` E[N] ∈ [1, K + 1]; D = ``draft_steps`` ∈ [1, K] (default K)."""
     kk = check_k(k)
     m = _check_in(mean_tokens, 1.0, kk + 1.0, "mean_tokens", "[1, K + 1]")
     cc = check_positive(c, "c")
@@ -330,11 +232,7 @@ def speedup_from_tokens(mean_tokens, c, k, v=0.0, o=0.0, draft_steps=None):
 
 
 def speedup_bound(c, k, v=0.0, o=0.0):
-    r"""Upper bound of the speedup over α, reached at α = 1: (K + 1) c / (c(1 + vK + o) + K).
-
-    For v = o = 0 and c > 1 it is below c for every K and tends to c as K → ∞
-    (chapter §5.4), so S < c always.
-    """
+    """The speedup at α = 1, (K + 1) c / (c(1 + vK + o) + K): below c for v = o = 0 (chapter §5.4)."""
     return speedup(1.0, c, k, v, o)
 
 
@@ -344,7 +242,7 @@ def speedup_bound(c, k, v=0.0, o=0.0):
 
 
 def _dexpected_tokens(a: np.ndarray, k: np.ndarray, e: np.ndarray) -> np.ndarray:
-    r"""dE[N]/dα = (E[N] − (K+1) α^K) / (1 − α), and K(K+1)/2 at α = 1; never below 1."""
+    """dE[N]/dα = (E[N] − (K+1) α^K) / (1 − α), K(K+1)/2 at α = 1; floored at its true minimum 1."""
     with np.errstate(divide="ignore", invalid="ignore"):
         d = (e - (k + 1) * a**k) / (1.0 - a)
     d = np.where(a == 1.0, k * (k + 1) / 2.0, d)
@@ -352,13 +250,7 @@ def _dexpected_tokens(a: np.ndarray, k: np.ndarray, e: np.ndarray) -> np.ndarray
 
 
 def _solve_expected_tokens(m: np.ndarray, k: np.ndarray, max_iter: int = 200) -> np.ndarray:
-    r"""The α ∈ [0, 1] with E[N](α, K) = m, for checked 1 ≤ m ≤ K + 1 (arrays broadcast).
-
-    Safeguarded Newton on f(α) = E[N](α) − m, which is increasing and convex in α,
-    started from α = 1 where f ≥ 0: the Newton iterates then descend monotonically
-    onto the root. A bracket [lo, hi] is kept and a step that leaves it becomes a
-    bisection. Only unconverged elements are iterated (the active set shrinks).
-    """
+    """The α ∈ [0, 1] with E[N](α, K) = m: safeguarded Newton from α = 1 (E[N] convex), bisecting off-bracket."""
     m, k = np.broadcast_arrays(np.asarray(m, float), np.asarray(k))
     shape = m.shape
     m, k = m.ravel(), k.ravel()
@@ -390,27 +282,10 @@ def _solve_expected_tokens(m: np.ndarray, k: np.ndarray, max_iter: int = 200) ->
 
 
 def break_even_alpha(k, c, v=0.0, o=0.0):
-    r"""Break-even acceptance rate α*: the α at which the speedup equals 1.
+    """Break-even α*: the root of E[N](α, K) = 1 + vK + o + K/c in (0, 1) (chapter §5.4).
 
-    S > 1 ⟺ E[N] > D with D = 1 + vK + o + K/c (chapter §5.4), so α* solves
-    (1 − α^{K+1}) / (1 − α) = D. It is unique in (0, 1) because E[N] rises strictly
-    from 1 to K + 1. If D ≥ K + 1 no α < 1 gives S > 1 and the result is NaN:
-    speculation never pays off (in the basic model exactly when c ≤ 1).
+    NaN where the right side is ≥ K + 1 (speculation never pays; for v = o = 0 exactly when c ≤ 1).
     Chapter exercise 2: K = 4, c = 8 gives α* ≈ 0.34.
-
-    Parameters
-    ----------
-    k : array_like of int
-        Draft length K ≥ 1.
-    c : array_like
-        Speed ratio T_target / T_draft, > 0.
-    v, o : array_like, optional
-        Measured-cost overheads (≥ 0), see :func:`speedup`.
-
-    Returns
-    -------
-    ndarray or float
-        α* ∈ (0, 1), or NaN where speculation never pays off.
     """
     kk = check_k(k)
     cc = check_positive(c, "c")
@@ -432,7 +307,6 @@ _PARALLEL_MIN = 1 << 17  # grid points from which optimal_k splits the work over
 
 
 def _row_blocks(shape: tuple[int, ...]) -> list[slice]:
-    """Split axis 0 of a large grid into one block per core (a single block when small)."""
     size = int(np.prod(shape)) if shape else 1
     workers = min(os.cpu_count() or 1, 8, shape[0] if shape else 1)
     if size < _PARALLEL_MIN or workers < 2:
@@ -442,11 +316,7 @@ def _row_blocks(shape: tuple[int, ...]) -> list[slice]:
 
 
 def _argmax_speedup(a, c, v, o, k_max: int, best: np.ndarray, k_star: np.ndarray) -> None:
-    """Running argmax over K = 1..k_max of S = E[N](a, K) · c / (c(1 + vK + o) + K), in place.
-
-    ``best`` and ``k_star`` (the output block) are updated only where S is strictly
-    larger, so ties keep the smaller K. E[N] is evaluated on ``a``'s own shape.
-    """
+    """Running argmax of S over K = 1..k_max into ``best``/``k_star`` in place; ties keep the smaller K."""
     s = np.empty(best.shape)
     better = np.empty(best.shape, dtype=bool)
     for kk in range(1, k_max + 1):
@@ -457,39 +327,14 @@ def _argmax_speedup(a, c, v, o, k_max: int, best: np.ndarray, k_star: np.ndarray
 
 
 class OptimalK(NamedTuple):
-    """Result of :func:`optimal_k`: the best draft length and the speedup it gives."""
-
     k: np.ndarray  #: int, K* ∈ {0, 1, ..., k_max}; 0 means "don't speculate"
     speedup: np.ndarray  #: S at K* (1.0 where K* = 0: plain target decoding)
 
 
 def optimal_k(alpha, c, k_max: int = 32, v=0.0, o=0.0) -> OptimalK:
-    r"""Speedup-maximising draft length K*(α, c).
+    """K*(α, c) = argmax_{1 ≤ K ≤ k_max} S(α, c, K), ties to the smaller K; K* = 0 (S = 1) where max S ≤ 1.
 
-    .. math::  K^* = \operatorname{argmax}_{1 \le K \le K_{max}} S(\alpha, c, K)
-
-    Ties go to the smaller K. If the best S is ≤ 1 speculation does not pay and
-    K* = 0 (with speedup 1). f(K) is evaluated exactly as :func:`speedup` does,
-    K by K, keeping a running maximum: memory is one grid, not K_max grids, and
-    E[N] is computed on α's own shape only (an α axis broadcast against a c axis
-    costs one 1-D evaluation per K). Grids of 2^17 points or more are split into
-    row blocks computed on one thread per core (numpy releases the GIL in ufuncs).
-
-    Parameters
-    ----------
-    alpha : array_like
-        Acceptance probability in [0, 1].
-    c : array_like
-        Speed ratio T_target / T_draft, > 0.
-    k_max : int, optional
-        Largest K considered (≥ 1), default 32.
-    v, o : array_like, optional
-        Measured-cost overheads (≥ 0), see :func:`speedup`.
-
-    Returns
-    -------
-    OptimalK
-        ``(k, speedup)`` arrays broadcast over all arguments.
+    Grids of 2^17 points or more are split into row blocks over threads. Returns :class:`OptimalK` arrays.
     """
     a = check_alpha(alpha)
     cc = check_positive(c, "c")
@@ -527,52 +372,42 @@ def optimal_k(alpha, c, k_max: int = 32, v=0.0, o=0.0) -> OptimalK:
 
 
 def acceptance_rate(alpha, k):
-    r"""Draft acceptance rate r = accepted / proposed draft tokens (vLLM, llama.cpp).
-
-    .. math::  r = \frac{E[N] - 1}{K} = \frac{\alpha - \alpha^{K+1}}{K (1 - \alpha)}
-    """
+    """Draft acceptance rate r = (E[N] − 1)/K = (α − α^{K+1}) / (K(1 − α)) (vLLM, llama.cpp)."""
     kk = check_k(k)
     return ((expected_tokens(alpha, kk) - 1.0) / kk)[()]
 
 
 def system_efficiency(alpha, k):
-    r"""vLLM V0 "system efficiency" (= SGLang chain "accept rate"): E[N] / (K + 1) ∈ (0, 1]."""
+    """vLLM V0 "system efficiency" (= SGLang chain "accept rate"): E[N] / (K + 1) ∈ (0, 1]."""
     kk = check_k(k)
     return (expected_tokens(alpha, kk) / (kk + 1))[()]
 
 
 def alpha_from_mean_tokens(mean_tokens, k):
-    r"""Invert E[N]: the α whose expected tokens per round equal ``mean_tokens``.
-
-    Solves (1 − α^{K+1}) / (1 − α) = m by safeguarded Newton (vectorised).
-    ``mean_tokens`` counts the bonus token (vLLM "mean acceptance length", SGLang
-    "accept length", Spec-Bench "mean accepted tokens") and must lie in [1, K + 1].
-    """
+    """The α with E[N](α, K) = ``mean_tokens`` ∈ [1, K + 1] (bonus counted: vLLM, SGLang, Spec-Bench)."""
     kk = check_k(k)
     m = _check_in(mean_tokens, 1.0, kk + 1.0, "mean_tokens", "[1, K + 1]")
     return _solve_expected_tokens(m, kk)[()]
 
 
 def alpha_from_acceptance_rate(rate, k):
-    r"""Invert :func:`acceptance_rate`: α from r ∈ [0, 1] via E[N] = 1 + rK."""
+    """Inverse of :func:`acceptance_rate`: α from r ∈ [0, 1] via E[N] = 1 + rK."""
     kk = check_k(k)
     r = _check_in(rate, 0.0, 1.0, "rate", "[0, 1]")
     return _solve_expected_tokens(np.minimum(1.0 + r * kk, kk + 1.0), kk)[()]
 
 
 def c_to_leviathan(c):
-    """Leviathan et al.'s cost coefficient c_L = T_draft / T_target = 1 / c."""
     return (1.0 / check_positive(c, "c"))[()]
 
 
 def c_from_leviathan(c_l):
-    """Our speed ratio c = T_target / T_draft from Leviathan et al.'s c_L: c = 1 / c_L."""
     return (1.0 / check_positive(c_l, "c_L"))[()]
 
 
 @dataclass(frozen=True)
 class Metric:
-    """An engine metric that is a function of E[N] and K (see docs/design.md §6)."""
+    """An engine metric that is a function of E[N] and K."""
 
     label: str  #: short UI name
     description: str  #: what it counts, with the engines that report it
@@ -622,22 +457,7 @@ def _metric_bounds(metric: Metric, k: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def convert_metric(value, k, metric: str) -> dict[str, np.ndarray]:
-    """Every metric of :data:`METRICS` (plus ``alpha``) from one of them and K.
-
-    Parameters
-    ----------
-    value : array_like
-        The known metric's value.
-    k : array_like of int
-        Draft length K ≥ 1.
-    metric : str
-        A key of :data:`METRICS`.
-
-    Returns
-    -------
-    dict
-        ``{metric_name: value}`` for every metric, α included.
-    """
+    """Every metric of :data:`METRICS` (α included) from ``value`` of ``metric`` at draft length ``k``."""
     if metric not in METRICS:
         raise Message("metric must be one of {allowed}; got {value!r}", allowed=sorted(METRICS), value=metric)
     kk = check_k(k)

@@ -1,153 +1,22 @@
-"""The Validation page's logic: which profiles predict the published rows, the targets, and your own rows.
-
-The published rows and their predictions come from :mod:`specviz.core.published`. Three predictors:
-
-* ``loso``: held out, leave-one-source-out (each source's rows priced with profiles fitted on the
-  other sources; ``published.load_predictions``, which ``benchmarks/validation_bench.py`` writes);
-* ``shipped``: the profiles of ``data/catalog/engines.csv``, fitted on all rows (a row's own source
-  is in its profile's fit, so this is an in-sample score);
-* ``default``: the default roofline profile (:data:`specviz.core.engines.DEFAULT_EFFICIENCY`).
-
-Your own rows are a table in the columns of ``data/validation/measurements.csv`` (an upload, or a run of
-the library with the pair and GPU it was measured on); :func:`check_rows` names every bad cell, and
-:func:`calibrate` fits a profile to them with :func:`specviz.core.published.fit_profile`.
-"""
+"""Your rows (an upload or a library run) in the published table's columns, checked cell by cell."""
 
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from specviz.base.i18n import N_, Message, Phrase
-from specviz.core import engines, hardware, heads, published, theory
-from specviz.core.engines import DEFAULT_EFFICIENCY, Efficiency
+from specviz.core import hardware, heads, published, theory
+from specviz.core.engines import DEFAULT_EFFICIENCY
 
-PREDICTORS = ("loso", "shipped", "default")  #: who predicts the published rows (slugs: a link names them)
-WITHIN = 0.15  #: the band of :func:`specviz.core.published.errors`' within_15: |predicted / measured − 1| ≤ 15 %
-#: the targets as benchmarks/validation_bench.py states them (issue 31): (kind, statistic, at most / at least, bound)
-TARGETS = (
-    ("speedup", "median_abs_err", "max", 0.10),
-    ("speedup", "within_15", "min", 0.75),
-    ("step", "median_abs_err", "max", 0.15),
-)
 #: the drafting methods :func:`specviz.core.published.predict_row` prices (``published.priceable``)
 METHODS = ("model", "eagle", "eagle2", "eagle3", "mtp", "medusa", "ngram")
 KINDS = ("step", "speedup")
 YOURS = "yours"  #: the engine and source of your rows where the file names none
 MAX_ROWS = 500  #: most rows of yours priced and fitted at once (a fit prices every row ≈ 100 times)
 LIMITS = {"tp": (1, 64), "batch": (1, 4096), "context": (1, 2**21), "k": (1, theory.K_LIMIT)}
-
-
-def published_rows() -> pd.DataFrame:
-    """The priceable published rows (:func:`specviz.core.published.priceable`)."""
-    frame = published.load_measurements()
-    return frame[published.priceable(frame)]
-
-
-def _profile_for(which: str):
-    """The function row -> Efficiency of predictor ``which`` for rows outside the published fit (yours):
-    the default, or the engine's shipped profile (its family's for an engine the catalogue lacks)."""
-    if which == "default":
-        return lambda row: DEFAULT_EFFICIENCY
-    return lambda row: engines.profile_for(row["engine"])
-
-
-def inputs_stamp() -> str:
-    """What the predictions are computed from, as text that changes when any of it does: the paths and
-    modification times of the measurements, the engine catalogue and the predictions file (a cache key)."""
-    parts = []
-    for path in (published.MEASUREMENTS, engines.ENGINES_CSV, Path(published.PREDICTIONS)):
-        parts.append(f"{path}@{path.stat().st_mtime_ns if path.exists() else 'absent'}")
-    return "|".join(parts)
-
-
-def predictions(which: str) -> pd.DataFrame:
-    """The priceable published rows with ``measured``, ``predicted`` and ``ratio`` by predictor ``which``
-    (:data:`PREDICTORS`); ``loso`` adds ``profile_from``.
-
-    Raises
-    ------
-    Message
-        ``which`` is not a predictor, or the held-out predictions have not been written yet.
-    """
-    if which not in PREDICTORS:
-        raise Message("predictor must be one of {allowed}; got {value!r}", allowed=", ".join(PREDICTORS), value=which)
-    if which == "loso":
-        if not Path(published.PREDICTIONS).exists():
-            raise Message(
-                "the held-out predictions are not written yet: run python benchmarks/validation_bench.py, or choose another predictor"
-            )
-        table = published.load_predictions(published.PREDICTIONS)
-        rows = published_rows()
-        index = pd.Series(rows.index, index=rows["row_id"])  # the published rows' own index, as the others have
-        table = table[table["row_id"].isin(index.index)]
-        table.index = pd.Index(table["row_id"].map(index).to_numpy(), name=rows.index.name)
-        return table.assign(predicted=table["loso_predicted"], ratio=table["loso_predicted"] / table["measured"])
-    return published.predict(published_rows(), _profile_for(which))
-
-
-def predict_yours(rows: pd.DataFrame, which: str) -> pd.DataFrame:
-    """Your rows priced as predictor ``which`` would price a new source: the default profile, or the
-    catalogue profile of the row's engine (default where the catalogue has none). Your rows are in no
-    profile's fit, so ``shipped`` and ``loso`` are both held out for them."""
-    return published.predict(rows, _profile_for(which))
-
-
-def keep(frame: pd.DataFrame, engines_kept: list[str], sources_kept: list[str]) -> pd.DataFrame:
-    """The rows of the engines and sources kept (an empty list keeps all)."""
-    mask = pd.Series(True, index=frame.index)
-    if engines_kept:
-        mask &= frame["engine"].isin(engines_kept)
-    if sources_kept:
-        mask &= frame["source_id"].isin(sources_kept)
-    return frame[mask]
-
-
-def names_in(text: str) -> list[str]:
-    """The names of a comma-separated list (a filter control's text), blanks dropped: ``"a, ,b"`` → [a, b]."""
-    return [s.strip() for s in str(text).split(",") if s.strip()]
-
-
-#: the columns of :func:`per_row`: what identifies a published row, then its prices
-ROW_COLUMNS = ("row_id", "kind", "engine", "source_id", "target", "draft", "method", "gpu", "tp", "dtype", "batch")
-
-
-def per_row(chosen: pd.DataFrame, default: pd.DataFrame) -> pd.DataFrame:
-    """One row per published row of ``chosen`` (:func:`predictions`): :data:`ROW_COLUMNS`, measured,
-    predicted, ratio and source, then ``default``'s prediction of the same row (default_predicted,
-    default_ratio; aligned on the index)."""
-    table = chosen[[*ROW_COLUMNS, "measured", "predicted", "ratio", "source"]]
-    return table.assign(default_predicted=default["predicted"], default_ratio=default["ratio"])
-
-
-def verdicts(errors: pd.DataFrame) -> pd.DataFrame:
-    """Each of :data:`TARGETS` against ``errors`` (:func:`specviz.core.published.errors` per kind): columns
-    kind, statistic, value, bound, at_most (True: value ≤ bound passes; False: value ≥ bound), passed
-    (None where the rows have no such kind)."""
-    out = []
-    for kind, stat, side, bound in TARGETS:
-        value = float(errors.loc[kind, stat]) if kind in errors.index else np.nan
-        passed = None if value != value else bool(value <= bound if side == "max" else value >= bound)
-        out.append(dict(kind=kind, statistic=stat, value=value, bound=bound, at_most=side == "max", passed=passed))
-    return pd.DataFrame(out)
-
-
-def side_by_side(chosen: pd.DataFrame, default: pd.DataFrame, by: str) -> pd.DataFrame:
-    """``published.errors`` per ``by`` for the chosen predictor and the default profile, one row per
-    (kind, ``by``): rows, median_abs_err, within_15, default_median_abs_err, default_within_15."""
-    mine = published.errors(chosen, by)
-    base = published.errors(default.loc[default.index.intersection(chosen.index)], by)
-    base = base[["median_abs_err", "within_15"]].add_prefix("default_")
-    return mine.join(base, how="left").reset_index()
-
-
-# ----------------------------------------------------------------------------------------------------
-# your rows: an upload or a library run, checked cell by cell
-# ----------------------------------------------------------------------------------------------------
-
 REQUIRED = ("kind", "target", "gpu", "batch")  #: columns every file needs
 #: columns a row of each kind needs (besides :data:`REQUIRED`)
 NEEDED = {"step": ("t_step_ms",), "speedup": ("method", "k", "tau", "speedup")}
@@ -189,7 +58,7 @@ def _empty(value) -> bool:
 
 
 def _number(value, integer: bool, lo: float | None, hi: float | None = None) -> float | None:
-    """The cell as a number within [lo, hi] (lo exclusive where it is 0 and not integer), else None."""
+    """The cell as a number in [lo, hi] (lo exclusive at 0 for non-integers), else None."""
     try:
         x = float(str(value).strip())
     except ValueError:
@@ -204,7 +73,7 @@ def _number(value, integer: bool, lo: float | None, hi: float | None = None) -> 
 
 
 def _catalogue_problem(row, field: str, value, check) -> Message | None:
-    """``check(value)`` (a catalogue look-up); its refusal as a message naming the row and field."""
+    """``check(value)``'s refusal as a message naming the row and field, else None."""
     try:
         check(value)
     except Message as exc:
@@ -219,15 +88,9 @@ def _catalogue_problem(row, field: str, value, check) -> Message | None:
 
 
 def check_draft(draft: str, target: str | None = None) -> str:
-    """``draft`` checked as a draft of the model named ``target``: :data:`~specviz.core.hardware.NGRAM`,
-    a head of :mod:`specviz.core.heads` trained for ``target`` (:func:`~specviz.core.heads.check_target`),
-    or a model of the catalogue that shares ``target``'s tokenizer
-    (:func:`~specviz.core.hardware.check_pair`). ``target`` None checks the name only.
+    """``draft`` as a draft of ``target``: n-gram, a head trained for it, or a catalogue model sharing its tokenizer.
 
-    Raises
-    ------
-    Message
-        Naming the draft and the models, heads and lookup it may be, or why it cannot draft for ``target``.
+    ``target`` None checks the name only. Raises Message naming what the draft may be, or why it cannot draft.
     """
     if draft == hardware.NGRAM:
         return draft
@@ -250,13 +113,7 @@ def check_draft(draft: str, target: str | None = None) -> str:
 
 
 def read_table(data: bytes) -> pd.DataFrame:
-    """An uploaded CSV as a table of text cells (``""`` where empty), for :func:`check_rows` to check.
-
-    Raises
-    ------
-    Message
-        The bytes are not a CSV table (the parser's first line of complaint quoted).
-    """
+    """An uploaded CSV as text cells (```` where empty); Message quoting the parser when it is no CSV."""
     try:
         return pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
@@ -264,16 +121,10 @@ def read_table(data: bytes) -> pd.DataFrame:
 
 
 def check_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[Message]]:
-    """Your rows, cleaned, and a message for every bad cell (field, value and what is allowed).
+    """Your rows, cleaned, and a message per bad cell (row from 1, field, value, what is allowed).
 
-    ``frame`` has the columns of ``data/validation/measurements.csv`` (text cells are fine): every file
-    needs :data:`REQUIRED`; a step row ``t_step_ms``, a speedup row ``method``, ``k``, ``tau``,
-    ``speedup`` and (unless ``method`` is ngram) ``draft``. ``tp``, ``dtype``, ``context``,
-    ``engine``, ``source_id`` and ``row_id`` may be left out (:data:`DEFAULTS`; ``row_id``: "yours-N").
-    Targets, drafts and GPUs are looked up in the catalogues (:func:`specviz.core.hardware.model_spec`,
-    :func:`~specviz.core.hardware.gpu_spec`, :mod:`specviz.core.heads`). Only rows without a problem
-    are returned, with ``measured`` and the published frame's columns; rows are numbered from 1 as in
-    a spreadsheet below its header.
+    Columns of ``data/validation/measurements.csv``: :data:`REQUIRED`, per kind :data:`NEEDED` (and a
+    draft unless ngram); others default (:data:`DEFAULTS`). Names are looked up in the catalogues.
     """
     if len(frame) > MAX_ROWS:
         raise Message("your table has {n} rows; at most {most} are priced at once", n=len(frame), most=MAX_ROWS)
@@ -297,7 +148,6 @@ def check_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[Message]]:
 
 
 def _clean_row(i: int, cells: pd.Series) -> tuple[dict, list[Message]]:
-    """One row of :func:`check_rows`: its cleaned cells and its problems."""
 
     def get(column: str):
         return cells[column] if column in cells.index and not _empty(cells[column]) else None
@@ -377,8 +227,7 @@ def _numbers(i: int, row: dict, get, names) -> list[Message]:
 
 
 def _speedup_cells(i: int, row: dict, get, target: str | None) -> list[Message]:
-    """The cells of a speedup row (method, k, speedup, the token counts, τ, the draft of ``target``:
-    :func:`check_draft`; ``target`` None where it is itself bad), cleaned into ``row``; their problems."""
+    """A speedup row's cells cleaned into ``row``; their problems (``target`` None where it is bad)."""
     bad = []
     method = str(get("method") or "").strip()
     row["method"] = method
@@ -410,7 +259,7 @@ def _speedup_cells(i: int, row: dict, get, target: str | None) -> list[Message]:
 
 
 def _unpriceable(i: int, row: dict) -> list[Message]:
-    """The row priced once with the default profile; a refusal (a pair the roofline cannot price) named."""
+    """The row priced once with the default profile; a refusal named."""
     try:
         published.predict_row(pd.Series(row), DEFAULT_EFFICIENCY)
     except (Message, KeyError, ValueError) as exc:
@@ -431,13 +280,10 @@ def rows_from_run(
     method: str,
     engine: str = YOURS,
 ) -> pd.DataFrame:
-    """A library run (``store.load_runs`` columns) as rows for :func:`check_rows`, on the pair, GPU,
-    dtype, TP, context and method it was measured with.
+    """A library run (``store.load_runs`` columns) as rows for :func:`check_rows` on the given pair and GPU.
 
-    Each run row gives a step row where it has ``t_target_ms`` (the target's decode step) and a
-    speedup row where it has ``speedup`` and τ: ``mean_accepted_tokens``, else E[N](α, K) from
-    ``alpha_used`` (:func:`specviz.core.theory.expected_tokens`). The batch is ``batch_size`` (1 where
-    empty). Raises Message when the run has neither.
+    A step row per ``t_target_ms``; a speedup row per ``speedup`` with τ = ``mean_accepted_tokens``,
+    else E[N](``alpha_used``, K). Batch = ``batch_size`` (1 if empty). Message when the run has neither.
     """
     out = []
     for n, (_, r) in enumerate(run.iterrows(), start=1):
@@ -484,55 +330,8 @@ def rows_from_run(
     return pd.DataFrame(out)
 
 
-def calibrate(rows: pd.DataFrame, base: Efficiency) -> tuple[Efficiency, pd.DataFrame]:
-    """The profile fitted to your ``rows`` from ``base`` (:func:`specviz.core.published.fit_profile`,
-    pulled toward ``base`` where the rows do not constrain a term), its terms rounded to 4 significant
-    digits (:func:`specviz.core.engines.encode_terms`: the profile saved and linked is exactly the one
-    shown), and the rows with ``predicted`` / ``ratio`` by the fit and ``base_predicted`` / ``base_ratio``
-    by ``base``."""
-    if rows.empty:
-        raise Message("there are no valid rows of yours to fit a profile to")
-    fitted = engines.decode_terms(engines.encode_terms(published.fit_profile(rows, prior=base), digits=4))
-    mine = published.predict(rows, dict.fromkeys(rows["engine"].unique(), fitted))
-    base_pred = published.predict(rows, dict.fromkeys(rows["engine"].unique(), base))
-    return fitted, mine.assign(base_predicted=base_pred["predicted"], base_ratio=base_pred["ratio"])
-
-
 def rows_from_csv(text: str) -> pd.DataFrame:
-    """Checked rows (:func:`check_rows`) read back from their ``to_csv(index=False)`` text (the hashable
-    form a cached fit takes): numbers as numbers, ``draft`` and ``source`` as text, an empty draft ``""``."""
+    """Checked rows read back from their ``to_csv(index=False)`` text (numbers as numbers, draft ```` if empty)."""
     rows = pd.read_csv(io.StringIO(text), keep_default_na=True, dtype={"draft": str, "source": str})
     rows["draft"] = rows["draft"].fillna("")
     return rows
-
-
-def fit_errors(table: pd.DataFrame) -> dict[str, float]:
-    """Median |predicted / measured − 1| over every row of :func:`calibrate`'s table, by the base
-    profile (``base``, from base_ratio) and by the fitted one (``fitted``, from ratio)."""
-    return {
-        "base": float((table["base_ratio"] - 1).abs().median()),
-        "fitted": float((table["ratio"] - 1).abs().median()),
-    }
-
-
-def fit_summary(rows: pd.DataFrame) -> dict:
-    """What a profile fitted to ``rows`` was fitted on, as the run library stores it
-    (``store.save_profile``): the targets and the GPUs (each sorted, ", "-joined) and the row count."""
-    return {
-        "target": ", ".join(sorted(rows["target"].unique())),
-        "gpu": ", ".join(sorted(rows["gpu"].unique())),
-        "n_rows": len(rows),
-    }
-
-
-def terms_table(fitted: Efficiency, base: Efficiency) -> pd.DataFrame:
-    """Every term of the fitted profile beside the base profile's: term, fitted, base, changed."""
-    names = engines.TERMS
-    return pd.DataFrame(
-        {
-            "term": names,
-            "fitted": [getattr(fitted, n) for n in names],
-            "base": [getattr(base, n) for n in names],
-            "changed": [getattr(fitted, n) != getattr(base, n) for n in names],
-        }
-    )
