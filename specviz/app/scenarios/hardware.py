@@ -164,17 +164,7 @@ class Scenario:
 
     def as_view(self) -> dict:
         """The engine section's reading of the scenario, by the names of the page's controls."""
-        return dict(
-            gpu=self.gpu_spec,
-            alpha=self.alpha,
-            ctx=self.ctx,
-            k_max=self.k_max,
-            dtype=self.dtype,
-            tp_t=self.tp_t,
-            tp_d=self.tp_d,
-            engine=self.profile.engine,
-            shape=self.shape(),
-        )
+        return dict(gpu=self.gpu_spec, alpha=self.alpha, ctx=self.ctx, k_max=self.k_max, shape=self.shape())
 
 
 def scenario(view: dict, target, draft, gpu, alpha, shape: dict, decay: str | None) -> Scenario:
