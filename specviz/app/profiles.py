@@ -1,11 +1,9 @@
 """Engine profiles as a control: the named ones of the catalogue and ``custom`` (terms in the link).
 
-One representation everywhere: a custom profile is the text of :func:`specviz.core.engines.encode_terms`
-(``"overhead_s=0.0005,layer_overhead_s=0.00016"``), carried in a page's link as ``engine=custom``
-and ``eng_terms=<text>``, saved in the run library (``store.save_profile``) under a name. A page
-declares the two Params (:func:`engine_param`, :func:`terms_param`), draws them with
-:func:`engine_controls`, and prices with :func:`efficiency` (or puts a :class:`Profile` in a page's
-scenario, which a cached function resolves with :meth:`Profile.efficiency`).
+A custom profile is the text of :func:`specviz.core.engines.encode_terms`, carried in a link as
+``engine=custom`` and ``eng_terms=<text>`` and saved in the run library (``store.save_profile``) under a
+name. A page declares :func:`engine_param` and :func:`terms_param`, draws them with
+:func:`engine_controls`, and puts the :class:`Profile` of their values in its scenario.
 """
 
 from __future__ import annotations
