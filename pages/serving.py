@@ -9,10 +9,10 @@ import streamlit as st
 
 from specviz.app import profiles, router, ui
 from specviz.app.figures import serving as figures
+from specviz.app.scenarios import serving as scenarios
 from specviz.app.share import Param, by_key
-from specviz.base import i18n
 from specviz.base.i18n import N_
-from specviz.core import acceptance, configs, engines, hardware, serving, trees
+from specviz.core import configs, hardware, serving
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
@@ -20,8 +20,7 @@ PAGE, URL = "serving", "serving"
 MODELS, GPUS = hardware.load_catalog()
 MACHINE = hardware.calibrated_machine()
 GPU_CHOICES = (*GPUS.index, *([MACHINE["name"]] if MACHINE else []))
-PAIRS = hardware.preset_pairs(heads=True).set_index("name")
-CUSTOM = "custom"
+PAIRS, CUSTOM = scenarios.PAIRS, scenarios.CUSTOM
 DISTS = ("fixed", "uniform")
 RATE_CHOICES = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0, 96.0, 128.0, 256.0]
 USER_CHOICES = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0]
@@ -86,131 +85,14 @@ def key(name: str) -> str:
     return ui.key(PAGE, name)
 
 
-def chosen_pair(view: dict) -> tuple:
-    """(target, draft): the preset pair, or the two catalogue choices."""
-    if view["pair"] != CUSTOM:
-        return PAIRS.loc[view["pair"], "target"], PAIRS.loc[view["pair"], "draft"]
-    hardware.check_pair(view["target"], view["draft"])
-    return view["target"], view["draft"]
-
-
-def lengths(view: dict, which: str) -> serving.Lengths:
-    """The prompt (``p``) or output (``g``) length distribution of the controls."""
-    name = ui.t("prompt tokens") if which == "p" else ui.t("output tokens")
-    if view[f"{which}_dist"] == "fixed":
-        return serving.Lengths.fixed(view[f"{which}_len"], name=name)
-    return serving.Lengths.uniform(view[f"{which}_len"], view[f"{which}_hi"], name=name)
-
-
-def options(
-    alpha: float, k_max: int, budget: int, depth: int, lang: str, decay: str = "", prompt=None, output=None
-) -> list:
-    """No speculation, chains of K = 1 … K max and, with a budget, the Sequoia-optimal tree of that many
-    draft tokens under the geometric positional acceptance of α (as Drafting strategies draws it).
-
-    ``decay`` (a fit's link text, :class:`specviz.core.acceptance.DecayFit`) replaces α by α(L): chains
-    take the token-weighted E[N] over the decode contexts of ``prompt`` and ``output``, a tree α at their
-    mean decode context."""
-    if decay:
-        fit = acceptance.DecayFit.from_param(decay)
-        chains = serving.chain_options(fit, k_max, prompt=prompt, output=output)
-        alpha = float(fit.alpha(serving.decode_context(prompt, output)))
-    else:
-        chains = serving.chain_options(alpha, k_max)
-    if not budget:
-        return chains
-    p = trees.geometric_p(alpha, 8)
-    tree = trees.optimal_tree(p, budget, depth)
-    label = i18n.text(lang, "tree of {n} (depth {d})", n=tree.drafts, d=tree.depth)
-    return [*chains, serving.tree_option(tree, p, label)]
-
-
-@ui.cached
-def priced(
-    target,
-    draft,
-    gpu,
-    dtype,
-    engine_key,
-    tp,
-    max_seqs,
-    alpha,
-    k_max,
-    budget,
-    depth,
-    lang,
-    prompt,
-    output,
-    chunk,
-    decay="",
-    kv="unified",
-):
-    """The cost grid of every option (cached: the sweep reuses it for every load)."""
-    engine = engine_key.partition(":")[0]
-    return serving.cost_grid(
-        target,
-        draft,
-        gpu,
-        options(alpha, k_max, budget, depth, lang, decay, prompt, output),
-        prompt,
-        output,
-        dtype=dtype,
-        tp=tp,
-        engine=engine if engine in engines.engine_names() else None,
-        efficiency=profiles.efficiency_of_key(engine_key),
-        prefill=serving.PREFILL.get(engine, "mixed"),
-        chunk_tokens=chunk,
-        max_seqs=max_seqs,
-        kv=kv,
-    )
-
-
-def kv_layout(view: dict) -> str:
-    """The KV layout priced: the control's for a llama.cpp profile, one cache for every other engine."""
-    return view["kv"] if view["engine"] in serving.SLOT_ENGINES else "unified"
-
-
-def sweep(view: dict) -> tuple:
-    """(grid, every load × K, best K by load, largest rates) for the controls; raises ValueError on bad input."""
-    target, draft = chosen_pair(view)
-    prompt, output = lengths(view, "p"), lengths(view, "g")
-    loads = view["rates"] if view["mode"] == "open" else view["users"]
-    with st.spinner(ui.t("Pricing every batch and K …"), show_time=True):
-        grid = priced(
-            target,
-            draft,
-            view["gpu"],
-            view["dtype"],
-            profiles.engine_key(view["engine"], view["eng_terms"]),
-            view["tp"],
-            view["max_seqs"],
-            view["alpha"],
-            view["k_max"],
-            view["tree"],
-            view["t_depth"],
-            ui.language(),
-            prompt,
-            output,
-            view["chunk"],
-            view["alpha_l"].strip(),
-            kv_layout(view),
-        )
-        frame = serving.steady_state(grid, output, sorted(loads), mode=view["mode"], think_s=view["think"])
-        sla = dict(ttft_s=view["ttft"], tpot_s=view["tpot"] / 1e3)
-        best = serving.best_by_load(frame, **sla)
-        rates = serving.max_rate(grid, output, **sla)
-    return grid, output, frame, best, rates
-
-
-def headline(view: dict, grid, best: pd.DataFrame, rates: pd.DataFrame) -> None:
+def headline(s: scenarios.Scenario, grid, best: pd.DataFrame, rates: pd.DataFrame) -> None:
     """The answers in four numbers: the largest rate per GPU with and without speculation, the GPUs for the
     target rate, and the load from which speculation stops paying."""
-    plain = rates.iloc[0]
-    spec = rates.iloc[1:].sort_values(["max_rps", "k"], ascending=[False, True], kind="stable").iloc[0]
+    h = scenarios.headline(s, grid, best, rates)
+    plain, spec, meets = h["plain"], h["spec"], h["meets"]
     cols = st.columns(4)
     shown = lambda x: "—" if not np.isfinite(x) else f"{x:.3g}"
     cols[0].metric(ui.t("Largest rate per GPU meeting the SLA, no speculation"), shown(plain["max_rps_per_gpu"]))
-    meets = bool(np.isfinite(spec["max_rps"]))
     cols[1].metric(
         ui.t("… with speculation ({option})", option=spec["option"])
         if meets
@@ -218,18 +100,16 @@ def headline(view: dict, grid, best: pd.DataFrame, rates: pd.DataFrame) -> None:
         shown(spec["max_rps_per_gpu"]),
         delta=f"{spec['max_rps'] / plain['max_rps'] - 1:+.0%}" if meets and np.isfinite(plain["max_rps"]) else None,
     )
-    need = [serving.gpus_needed(view["goal"], r, grid.gpus) for r in (plain["max_rps"], spec["max_rps"])]
     cols[2].metric(
-        ui.t("GPUs for {rate} requests/s (no speculation / {option})", rate=f"{view['goal']:g}", option=spec["option"]),
-        " / ".join(shown(n) for n in need),
+        ui.t("GPUs for {rate} requests/s (no speculation / {option})", rate=f"{s.goal:g}", option=spec["option"]),
+        " / ".join(shown(n) for n in h["need"]),
     )
-    stops = serving.speculation_stops_paying(best)
-    load_name = ui.t("requests/s") if view["mode"] == "open" else ui.t("users")
+    stops, over = h["stops"], h["over"]
+    load_name = ui.t("requests/s") if s.mode == "open" else ui.t("users")
     cols[3].metric(
         ui.t("Speculation stops paying at"),
         ui.t("never, in the loads shown") if stops is None else f"{stops:g} {load_name}",
     )
-    over = best["overloaded"].sum()
     if over:
         st.warning(
             ui.t(
@@ -349,28 +229,27 @@ st.caption(
 ui.restore(PAGE, SPEC)
 view = ui.values(PAGE, SPEC)
 try:
-    grid, output, frame, best, rates = sweep(view)
+    s = scenarios.scenario(view, ui.language())
+    with st.spinner(ui.t("Pricing every batch and K …"), show_time=True):
+        grid, output, frame, best, rates = scenarios.sweep(s)
 except ValueError as exc:
     ui.show_error(exc)
 else:
-    st.caption(profiles.caption(view["engine"], view["eng_terms"]))
-    if kv_layout(view) == "slots":
+    st.caption(s.replica.profile.caption())
+    if s.replica.kv == "slots":
         st.caption(
             ui.t(
                 "One KV cache per slot: llama-server forwards each run of consecutive busy slots apart, and requests take the least recently used slot, so n busy slots of {slots} cost the expected sum over their runs.",
                 slots=int(grid.cap),
             )
         )
-    headline(view, grid, best, rates)
+    headline(s, grid, best, rates)
+    tpot = s.tpot / 1e3
     sections = {
-        "pareto": lambda: ui.chart(
-            figures.pareto(frame, view["mode"], view["tpot"] / 1e3, ui.language()), key=key("fig_pareto")
-        ),
-        "tpot": lambda: ui.chart(
-            figures.tpot_by_load(frame, view["mode"], view["tpot"] / 1e3, ui.language()), key=key("fig_tpot")
-        ),
-        "table": lambda: show_table(frame, best, view["mode"]),
-        "schedule": lambda: show_schedules(grid, output, frame, chosen_pair(view)[1], kv_layout(view)),
+        "pareto": lambda: ui.chart(figures.pareto(frame, s.mode, tpot, ui.language()), key=key("fig_pareto")),
+        "tpot": lambda: ui.chart(figures.tpot_by_load(frame, s.mode, tpot, ui.language()), key=key("fig_tpot")),
+        "table": lambda: show_table(frame, best, s.mode),
+        "schedule": lambda: show_schedules(grid, output, frame, s.replica.draft, s.replica.kv),
     }
     ui.show_open_tab(PAGE, P["view"], sections)
 sidebar_controls()

@@ -5,6 +5,7 @@ import streamlit as st
 
 from specviz.app import profiles, router, ui
 from specviz.app.figures import validation as figures
+from specviz.app.scenarios import validation as scenarios
 from specviz.app.share import Param, by_key
 from specviz.base.i18n import N_
 from specviz.core import engines, hardware, published, validation
@@ -60,21 +61,6 @@ def key(name: str) -> str:
     return ui.key(PAGE, name)
 
 
-@ui.cached
-def _predictions(which: str, stamp: str) -> pd.DataFrame:
-    return validation.predictions(which)
-
-
-def predictions(which: str) -> pd.DataFrame:
-    """The published rows predicted by ``which``, computed again when a file they come from changes."""
-    return _predictions(which, validation.inputs_stamp())
-
-
-@ui.cached
-def all_rows() -> pd.DataFrame:
-    return validation.published_rows()
-
-
 def filter_box(name: str, options: list[str]) -> None:
     """A multiselect over ``options`` mirrored in the text control ``name`` (comma-separated; none: all)."""
     picker = key(f"{name}._pick")
@@ -90,39 +76,13 @@ def filter_box(name: str, options: list[str]) -> None:
     st.session_state[key(name)] = ",".join(picked)
 
 
-parsed_csv = ui.parsed_upload(validation.read_table)
-
-
-def your_table(view: dict) -> pd.DataFrame | None:
-    """Your rows before checking: the uploaded CSV, or the chosen library run on the chosen pair and GPU."""
-    if view["mine"] == "upload":
-        file = st.session_state.get(key("upload"))
-        return None if file is None else parsed_csv(file.getvalue())
-    if view["mine"] == "library":
-        engine = ui.library()
-        if engine is None:
-            return None
-        run = ui.load_runs(engine, ui.library_runs(engine), [view["run"]])
-        return validation.rows_from_run(
-            run,
-            target=view["r_target"],
-            draft=view["r_draft"],
-            gpu=view["r_gpu"],
-            dtype=view["r_dtype"],
-            tp=view["r_tp"],
-            context=view["r_ctx"],
-            method=view["r_method"],
-        )
-    return None
-
-
 MAX_SHOWN_PROBLEMS = 20
 
 
-def your_rows(view: dict) -> pd.DataFrame | None:
+def your_rows(s: scenarios.Scenario) -> pd.DataFrame | None:
     """Your checked rows (None when there are none), with an st.error for every bad cell."""
     try:
-        table = your_table(view)
+        table = scenarios.your_table(s.yours, st.session_state.get(key("upload")))
         if table is None:
             return None
         rows, problems = validation.check_rows(table)
@@ -138,17 +98,7 @@ def your_rows(view: dict) -> pd.DataFrame | None:
     return rows if len(rows) else None
 
 
-def chosen(view: dict) -> pd.DataFrame:
-    """The published rows predicted by the chosen predictor, within the engine and source filters."""
-    return filtered(predictions(view["pred"]), view)
-
-
-def filtered(frame: pd.DataFrame, view: dict) -> pd.DataFrame:
-    """``frame``'s rows of the engines and sources the filters keep."""
-    return validation.keep(frame, validation.names_in(view["engines"]), validation.names_in(view["sources"]))
-
-
-def predictor_caption(view: dict) -> None:
+def predictor_caption(s: scenarios.Scenario) -> None:
     captions = {
         "loso": N_(
             "Held out: each source's rows are priced with engine profiles fitted on the other sources only (an engine no other source measures falls back to its family's profile, then to the default)."
@@ -158,26 +108,26 @@ def predictor_caption(view: dict) -> None:
         ),
         "default": N_("The default roofline profile for every row: no fitted term."),
     }
-    st.caption(ui.t(captions[view["pred"]]))
+    st.caption(ui.t(captions[s.published.pred]))
 
 
-def parity_section(view: dict, yours) -> None:
-    frame = chosen(view)
-    mine = validation.predict_yours(yours, view["pred"]) if yours is not None else None
+def parity_section(s: scenarios.Scenario, yours) -> None:
+    frame = scenarios.chosen(s.published)
+    mine = validation.predict_yours(yours, s.published.pred) if yours is not None else None
     left, right = st.columns(2)
     for column, kind in ((left, "speedup"), (right, "step")):
         with column:
             st.subheader(ui.t(KIND_NAMES[kind]).capitalize())
             fig = figures.parity(frame, mine, kind, validation.WITHIN, lang=ui.language())
             ui.chart(fig, key=f"fig_parity_{kind}")
-    predictor_caption(view)
+    predictor_caption(s)
     st.caption(
         ui.t(
             "{n} published rows drawn ({speedups} speedups, {steps} step times) of {total} priceable; the band is ±15 %. Every row's source is in its hover and in the Errors view's CSV.",
             n=len(frame),
             speedups=int((frame["kind"] == "speedup").sum()),
             steps=int((frame["kind"] == "step").sum()),
-            total=len(all_rows()),
+            total=len(scenarios.all_rows()),
         )
     )
 
@@ -203,15 +153,14 @@ def _errors_table(frame: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def errors_section(view: dict, yours) -> None:
-    frame = chosen(view)
-    if frame.empty:
+def errors_section(s: scenarios.Scenario, yours) -> None:
+    if scenarios.chosen(s.published).empty:
         st.info(ui.t("No published row is left by the filters."), icon=":material/filter_alt_off:")
         return
-    default = filtered(predictions("default"), view)
-    predictor_caption(view)
+    tables = scenarios.errors(s.published)
+    predictor_caption(s)
     st.subheader(ui.t("Targets"))
-    verdicts = validation.verdicts(published.errors(frame))
+    verdicts = tables["verdicts"]
     st.dataframe(
         pd.DataFrame(
             {
@@ -236,15 +185,15 @@ def errors_section(view: dict, yours) -> None:
         )
     )
     st.subheader(ui.t("Overall"))
-    st.dataframe(_errors_table(validation.side_by_side(frame, default, None)), hide_index=True, key="tbl_all")
+    st.dataframe(_errors_table(tables["overall"]), hide_index=True, key="tbl_all")
     for by, title in BY.items():
         st.subheader(ui.t(title))
-        st.dataframe(_errors_table(validation.side_by_side(frame, default, by)), hide_index=True, key=f"tbl_{by}")
-    per_row = validation.per_row(frame, default)
+        st.dataframe(_errors_table(tables["by"][by]), hide_index=True, key=f"tbl_{by}")
+    per_row = tables["per_row"]
     ui.csv_download(ui.t("Download the per-row table (CSV)"), lambda: per_row, "validation_rows.csv", key="dl_rows")
 
 
-def runs_section(view: dict, yours) -> None:
+def runs_section(s: scenarios.Scenario, yours) -> None:
     if yours is None:
         st.info(
             ui.t(
@@ -253,13 +202,13 @@ def runs_section(view: dict, yours) -> None:
             icon=":material/upload_file:",
         )
         return
-    mine = validation.predict_yours(yours, view["pred"])
+    mine = validation.predict_yours(yours, s.published.pred)
     st.metric(ui.t("Your rows"), f"{len(mine)}")
     err = published.errors(mine)
     st.dataframe(_errors_table(err.reset_index()), hide_index=True, key="tbl_yours_err")
     for kind in ("speedup", "step"):
         if (mine["kind"] == kind).any():
-            fig = figures.parity(chosen(view), mine, kind, validation.WITHIN, lang=ui.language())
+            fig = figures.parity(scenarios.chosen(s.published), mine, kind, validation.WITHIN, lang=ui.language())
             ui.chart(fig, key=f"fig_yours_{kind}")
     st.caption(
         ui.t(
@@ -270,13 +219,7 @@ def runs_section(view: dict, yours) -> None:
     st.dataframe(headed(mine[shown]), hide_index=True, key="tbl_yours")
 
 
-@ui.cached(max_entries=8)
-def fitted(rows_csv: str, base: str):
-    """validation.calibrate of your rows (as CSV text: a cache key) from the profile ``base``."""
-    return validation.calibrate(validation.rows_from_csv(rows_csv), engines.profile(base))
-
-
-def calibrate_section(view: dict, yours) -> None:
+def calibrate_section(s: scenarios.Scenario, yours) -> None:
     if yours is None:
         st.info(
             ui.t("Calibration fits an engine profile to your rows: choose them in the sidebar first."),
@@ -286,7 +229,7 @@ def calibrate_section(view: dict, yours) -> None:
     ui.selectbox(PAGE, P["base"], format_func=profiles.engine_label)
     base = engines.profile(st.session_state[key("base")])
     with st.spinner(ui.t("Fitting …")):
-        eff, table = fitted(yours.to_csv(index=False), st.session_state[key("base")])
+        eff, table = scenarios.fitted(yours.to_csv(index=False), st.session_state[key("base")])
     terms = engines.encode_terms(eff)
     err = validation.fit_errors(table)
     left, right = st.columns(2)
@@ -303,10 +246,10 @@ def calibrate_section(view: dict, yours) -> None:
             "published.fit_profile: least squares on log(predicted / measured), pulled toward the base profile where your rows do not constrain a term; terms rounded to 4 significant digits, so the profile saved and linked is exactly this one."
         )
     )
-    save_controls(view, yours, terms)
+    save_controls(yours, terms)
 
 
-def save_controls(view: dict, yours: pd.DataFrame, terms: str) -> None:
+def save_controls(yours: pd.DataFrame, terms: str) -> None:
     st.subheader(ui.t("Save the profile"))
     ui.text_box(PAGE, P["p_name"])
     st.markdown(f"[{ui.t('Open in Hardware & batch')}]({profiles.hardware_link(terms)})")
@@ -365,7 +308,7 @@ SECTIONS = dict(zip(VIEWS, (parity_section, errors_section, runs_section, calibr
 
 
 def sidebar_controls() -> None:
-    rows = all_rows()
+    rows = scenarios.all_rows()
     with st.sidebar:
         st.header(ui.t("Published rows"))
         ui.radio(PAGE, P["pred"])
@@ -394,7 +337,7 @@ st.caption(
 )
 ui.restore(PAGE, SPEC)
 sidebar_controls()
-view = ui.values(PAGE, SPEC)
-yours = your_rows(view)
-ui.show_open_tab(PAGE, P["view"], SECTIONS, view, yours)
+s = scenarios.scenario(ui.values(PAGE, SPEC))
+yours = your_rows(s)
+ui.show_open_tab(PAGE, P["view"], SECTIONS, s, yours)
 ui.publish(PAGE, SPEC, URL)

@@ -1,15 +1,14 @@
 """Engine profiles as a control: the named ones of the catalogue and ``custom`` (terms in the link).
 
-One representation everywhere: a custom profile is the text of :func:`specviz.core.engines.encode_terms`
-(``"overhead_s=0.0005,layer_overhead_s=0.00016"``), carried in a page's link as ``engine=custom``
-and ``eng_terms=<text>``, saved in the run library (``store.save_profile``) under a name. A page
-declares the two Params (:func:`engine_param`, :func:`terms_param`), draws them with
-:func:`engine_controls`, and prices with :func:`efficiency` (or passes :func:`engine_key` to a
-cached function, which resolves it with :func:`efficiency_of_key`).
+A custom profile is the text of :func:`specviz.core.engines.encode_terms`, carried in a link as
+``engine=custom`` and ``eng_terms=<text>`` and saved in the run library (``store.save_profile``) under a
+name. A page declares :func:`engine_param` and :func:`terms_param`, draws them with
+:func:`engine_controls`, and puts the :class:`Profile` of their values in its scenario.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -23,7 +22,6 @@ from specviz.core.engines import Efficiency
 from specviz.data import store
 
 CUSTOM = "custom"  #: the engine choice "custom profile (terms in the link)"
-_KEY_SEP = ":"  #: engine_key of a custom profile: "custom:<terms>"
 
 
 def engine_choices() -> tuple[str, ...]:
@@ -60,16 +58,25 @@ def efficiency(engine: str, terms: str = "") -> Efficiency | None:
     return None if engine == engines.DEFAULT_ENGINE else engines.profile(engine)
 
 
-def engine_key(engine: str, terms: str = "") -> str:
-    """One hashable text for (``engine``, ``terms``), for a cached function's argument: the name, or
-    ``custom:<terms>``."""
-    return f"{CUSTOM}{_KEY_SEP}{terms}" if engine == CUSTOM else engine
+@dataclass(frozen=True)
+class Profile:
+    """An engine control's value: a catalogue profile's name, or ``custom`` with its ``terms``."""
 
+    engine: str = engines.DEFAULT_ENGINE
+    terms: str = ""  #: a custom profile's terms (:func:`specviz.core.engines.encode_terms`); "" otherwise
 
-def efficiency_of_key(key: str) -> Efficiency | None:
-    """:func:`efficiency` of an :func:`engine_key`."""
-    engine, _, terms = key.partition(_KEY_SEP)
-    return efficiency(engine, terms)
+    @classmethod
+    def of(cls, engine: str, terms: str = "") -> Profile:
+        """The profile of a page's two controls; a catalogue profile ignores the terms box."""
+        return cls(engine, terms if engine == CUSTOM else "")
+
+    def efficiency(self) -> Efficiency | None:
+        """:func:`efficiency` of this profile (raises Message naming a bad custom term)."""
+        return efficiency(self.engine, self.terms)
+
+    def caption(self) -> str:
+        """:func:`caption` of this profile."""
+        return caption(self.engine, self.terms)
 
 
 def caption(engine: str, terms: str = "") -> str:

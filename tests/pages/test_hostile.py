@@ -40,8 +40,13 @@ PAGES = (
     "pages/measured-data.py",
     "pages/converter.py",
 )
-#: Where a page's controls are declared, besides the page itself (the live page builds them in request.py).
-DECLARED_IN = {"pages/live.py": ("specviz/app/live/request.py",)}
+#: Where a page's controls are declared, besides the page itself (the live page builds them in request.py;
+#: hardware and strategies declare them beside their scenario).
+DECLARED_IN = {
+    "pages/live.py": ("specviz/app/live/request.py",),
+    "pages/hardware.py": ("specviz/app/scenarios/hardware.py",),
+    "pages/strategies.py": ("specviz/app/scenarios/strategies.py",),
+}
 #: The script to run for a page, where it is not the page file: Home's links need the router around it.
 SCRIPT = {"pages/home.py": "app.py"}
 #: Valid values that pages take from specviz tables (not literals in a page), offered to every control.

@@ -1,0 +1,188 @@
+"""The Serving page's scenario (a replica, its traffic and service levels) and the sweep over loads it prices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from specviz.app import profiles, ui
+from specviz.base import i18n
+from specviz.core import acceptance, engines, hardware, serving, trees
+
+PAIRS = hardware.preset_pairs(heads=True).set_index("name")
+CUSTOM = "custom"  #: the pair choice "custom (choose target and draft)"
+
+
+@dataclass(frozen=True)
+class LengthsSpec:
+    """A prompt or output length distribution as the controls give it."""
+
+    dist: str  #: "fixed" or "uniform"
+    lo: int  #: the length, or the lowest
+    hi: int | None  #: the highest (None when fixed)
+    name: str  #: what it counts, in the session's language (named in an error)
+
+    def lengths(self) -> serving.Lengths:
+        if self.dist == "fixed":
+            return serving.Lengths.fixed(self.lo, name=self.name)
+        return serving.Lengths.uniform(self.lo, self.hi, name=self.name)
+
+
+@dataclass(frozen=True)
+class Replica:
+    """What prices the cost grid: the pair on its GPUs, the options (chains, a tree) and the lengths."""
+
+    target: str
+    draft: str
+    gpu: str
+    dtype: str
+    profile: profiles.Profile
+    tp: int
+    max_seqs: int
+    alpha: float
+    k_max: int
+    tree: int  #: a tree's draft tokens (0: chains only)
+    depth: int  #: the tree's most depth
+    lang: str  #: the tree option's label is in it
+    prompt: LengthsSpec
+    output: LengthsSpec
+    chunk: int  #: prefill chunk, tokens per step
+    decay: str = ""  #: a fitted α(L)'s link text "a;b" ("" : α at every context)
+    kv: str = "unified"  #: llama-server's KV layout ("unified" for every other engine)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """The page's inputs: the replica, the traffic and the service levels."""
+
+    replica: Replica
+    mode: str  #: "open" (requests per second) or "closed" (concurrent users)
+    loads: tuple[float, ...]  #: request rates or user counts, sorted
+    think: float  #: a user's think time between requests, s
+    ttft: float  #: TTFT limit, s
+    tpot: float  #: TPOT limit, ms
+    goal: float  #: the target rate the GPU count is for, requests/s
+
+
+def chosen_pair(view: dict) -> tuple:
+    """(target, draft): the preset pair, or the two catalogue choices."""
+    if view["pair"] != CUSTOM:
+        return PAIRS.loc[view["pair"], "target"], PAIRS.loc[view["pair"], "draft"]
+    hardware.check_pair(view["target"], view["draft"])
+    return view["target"], view["draft"]
+
+
+def kv_layout(view: dict) -> str:
+    """The KV layout priced: the control's for a llama.cpp profile, one cache for every other engine."""
+    return view["kv"] if view["engine"] in serving.SLOT_ENGINES else "unified"
+
+
+def lengths(view: dict, which: str) -> LengthsSpec:
+    """The prompt (``p``) or output (``g``) length distribution of the controls."""
+    name = ui.t("prompt tokens") if which == "p" else ui.t("output tokens")
+    uniform = view[f"{which}_dist"] == "uniform"
+    return LengthsSpec(view[f"{which}_dist"], view[f"{which}_len"], view[f"{which}_hi"] if uniform else None, name)
+
+
+def scenario(view: dict, lang: str) -> Scenario:
+    """The page's scenario from its controls (a custom pair that cannot pair raises ValueError)."""
+    target, draft = chosen_pair(view)
+    replica = Replica(
+        target=target,
+        draft=draft,
+        gpu=view["gpu"],
+        dtype=view["dtype"],
+        profile=profiles.Profile.of(view["engine"], view["eng_terms"]),
+        tp=view["tp"],
+        max_seqs=view["max_seqs"],
+        alpha=view["alpha"],
+        k_max=view["k_max"],
+        tree=view["tree"],
+        depth=view["t_depth"],
+        lang=lang,
+        prompt=lengths(view, "p"),
+        output=lengths(view, "g"),
+        chunk=view["chunk"],
+        decay=view["alpha_l"].strip(),
+        kv=kv_layout(view),
+    )
+    loads = view["rates"] if view["mode"] == "open" else view["users"]
+    return Scenario(
+        replica, view["mode"], tuple(sorted(loads)), view["think"], view["ttft"], view["tpot"], view["goal"]
+    )
+
+
+def options(
+    alpha: float, k_max: int, budget: int, depth: int, lang: str, decay: str = "", prompt=None, output=None
+) -> list:
+    """No speculation, chains of K = 1 … K max and, with a budget, the Sequoia-optimal tree of that many
+    draft tokens under the geometric positional acceptance of α (as Drafting strategies draws it).
+
+    ``decay`` (a fit's link text, :class:`specviz.core.acceptance.DecayFit`) replaces α by α(L): chains
+    take the token-weighted E[N] over the decode contexts of ``prompt`` and ``output``, a tree α at their
+    mean decode context."""
+    if decay:
+        fit = acceptance.DecayFit.from_param(decay)
+        chains = serving.chain_options(fit, k_max, prompt=prompt, output=output)
+        alpha = float(fit.alpha(serving.decode_context(prompt, output)))
+    else:
+        chains = serving.chain_options(alpha, k_max)
+    if not budget:
+        return chains
+    p = trees.geometric_p(alpha, 8)
+    tree = trees.optimal_tree(p, budget, depth)
+    label = i18n.text(lang, "tree of {n} (depth {d})", n=tree.drafts, d=tree.depth)
+    return [*chains, serving.tree_option(tree, p, label)]
+
+
+@ui.cached
+def grid(r: Replica):
+    """The cost grid of every option (cached: the sweep reuses it for every load)."""
+    prompt, output = r.prompt.lengths(), r.output.lengths()
+    engine = r.profile.engine
+    return serving.cost_grid(
+        r.target,
+        r.draft,
+        r.gpu,
+        options(r.alpha, r.k_max, r.tree, r.depth, r.lang, r.decay, prompt, output),
+        prompt,
+        output,
+        dtype=r.dtype,
+        tp=r.tp,
+        engine=engine if engine in engines.engine_names() else None,
+        efficiency=r.profile.efficiency(),
+        prefill=serving.PREFILL.get(engine, "mixed"),
+        chunk_tokens=r.chunk,
+        max_seqs=r.max_seqs,
+        kv=r.kv,
+    )
+
+
+def sweep(s: Scenario) -> tuple:
+    """(grid, output lengths, every load × K, best K by load, largest rates); raises ValueError on bad input."""
+    _, output = s.replica.prompt.lengths(), s.replica.output.lengths()  # a bad prompt length is named first
+    priced = grid(s.replica)
+    frame = serving.steady_state(priced, output, list(s.loads), mode=s.mode, think_s=s.think)
+    sla = dict(ttft_s=s.ttft, tpot_s=s.tpot / 1e3)
+    best = serving.best_by_load(frame, **sla)
+    rates = serving.max_rate(priced, output, **sla)
+    return priced, output, frame, best, rates
+
+
+def headline(s: Scenario, priced, best: pd.DataFrame, rates: pd.DataFrame) -> dict:
+    """The answers: the largest rates with and without speculation (rows of ``rates``), whether speculation
+    meets the SLA, the GPUs for the target rate each way, the load from which speculation stops paying and
+    how many loads are overloaded."""
+    plain = rates.iloc[0]
+    spec = rates.iloc[1:].sort_values(["max_rps", "k"], ascending=[False, True], kind="stable").iloc[0]
+    need = [serving.gpus_needed(s.goal, r, priced.gpus) for r in (plain["max_rps"], spec["max_rps"])]
+    return dict(
+        plain=plain,
+        spec=spec,
+        meets=bool(np.isfinite(spec["max_rps"])),
+        need=need,
+        stops=serving.speculation_stops_paying(best),
+        over=best["overloaded"].sum(),
+    )

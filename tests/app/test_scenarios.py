@@ -1,0 +1,178 @@
+"""specviz.app.scenarios: each page's scenario is frozen and hashable, and its cached functions are keyed by
+its value (an equal scenario built anew hits the cache and gets the same result; another one does not)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import pytest
+
+from specviz.app import profiles
+from specviz.app.scenarios import hardware, serving, strategies, validation
+from specviz.core import hardware as core_hardware
+from specviz.core import policies, trees
+from specviz.core import serving as core_serving
+from specviz.core import validation as core_validation
+
+
+def hardware_scenario(**over) -> hardware.Scenario:
+    fields = dict(
+        target="meta-llama/Llama-3.1-8B-Instruct",
+        draft="meta-llama/Llama-3.2-1B-Instruct",
+        gpu=hardware.frozen(
+            {"name": "custom", "memory_gb": 80.0, "bandwidth_tbs": 3.35, "bf16_tflops": 989.0}
+            | {"fp16_tflops": 989.0, "fp8_tflops": 1978.0, "interconnect_gbs": 450.0}
+        ),
+        alpha=(0.9, 0.8, 0.7),
+        ctx=2048,
+        batch=1,
+        k_max=4,
+        dtype="bf16",
+        tp_t=1,
+        tp_d=1,
+        profile=profiles.Profile.of("custom", "overhead_s=0.0005"),
+    )
+    return hardware.Scenario(**(fields | over))
+
+
+def serving_scenario(**over) -> serving.Scenario:
+    length = serving.LengthsSpec("fixed", 256, None, "tokens")
+    replica = serving.Replica(
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "meta-llama/Llama-3.2-1B-Instruct",
+        "H100-SXM5-80GB",
+        "bf16",
+        profiles.Profile.of("vllm"),
+        tp=1,
+        max_seqs=64,
+        alpha=0.8,
+        k_max=3,
+        tree=0,
+        depth=4,
+        lang="en",
+        prompt=length,
+        output=dataclasses.replace(length, lo=64),
+        chunk=2048,
+    )
+    return serving.Scenario(dataclasses.replace(replica, **over), "open", (1.0, 4.0), 0.0, 2.0, 50.0, 10.0)
+
+
+def strategies_scenario(**over) -> strategies.Scenario:
+    pair = strategies.PairOnGpu(
+        "lmsys/vicuna-7b-v1.3", "double7/vicuna-68m", "H100-SXM5-80GB", 1, 1024, profiles.Profile.of("sglang")
+    )
+    return strategies.Scenario(
+        tree=strategies.Tree(tuple(trees.geometric_p(0.6, 4)), **({"budget": 8, "depth": 4} | over)),
+        c=20.0,
+        v=0.02,
+        cost="gpu",
+        pair=pair,
+        trace_src="synthetic",
+        trace=strategies.SyntheticTrace(0.8, 8, 500, 0, "calibrated"),
+        rules=strategies.Rules(20, 0.4, 0.75, 0.7, 0.0, "llama.cpp p_min"),
+        pol_cost="cv",
+        ngram=strategies.NgramText("text", "abcabcabcabc", 150.0, 0.02),
+        ng_k=4,
+    )
+
+
+def validation_scenario(**over) -> validation.Scenario:
+    rows = validation.Published(**({"pred": "default", "engines": ("vllm",), "sources": ()} | over))
+    yours = validation.YourRows("none", 1, "t", "d", "H100-SXM5-80GB", "bf16", 1, 1024, "model")
+    return validation.Scenario(rows, yours, "roofline")
+
+
+SCENARIOS = {
+    "hardware": hardware_scenario,
+    "serving": serving_scenario,
+    "strategies": strategies_scenario,
+    "validation": validation_scenario,
+}
+
+
+@pytest.mark.parametrize("page", SCENARIOS)
+def test_a_scenario_is_frozen_and_hashable_by_value(page):
+    build = SCENARIOS[page]
+    one, two = build(), build()
+    assert one is not two and one == two and hash(one) == hash(two)
+    assert len({one, two}) == 1
+    field = dataclasses.fields(one)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(one, field, getattr(one, field))
+    for part in (getattr(one, f.name) for f in dataclasses.fields(one)):  # the parts are frozen values too
+        if dataclasses.is_dataclass(part):
+            assert dataclasses.fields(part) and hash(part) is not None
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(part, dataclasses.fields(part)[0].name, None)
+
+
+def counted(monkeypatch, module, name: str) -> list:
+    """Every call of ``module.name`` from now on (the function still runs)."""
+    calls: list = []
+    real = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
+
+
+def same(a, b) -> bool:
+    if isinstance(a, pd.DataFrame):
+        return a.equals(b)
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, tuple | list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b) if not hasattr(a, "__array__") else bool((a == b).all())
+
+
+def test_hardware_by_batch_is_keyed_by_the_scenario(monkeypatch):
+    hardware.by_batch.clear()
+    calls = counted(monkeypatch, core_hardware, "speedup_by_batch")
+    first = hardware.by_batch(hardware_scenario())
+    again = hardware.by_batch(hardware_scenario())
+    assert same(first, again) and len(calls) == 1  # an equal scenario built anew: the cached result
+    other = hardware.by_batch(hardware_scenario(profile=profiles.Profile.of("custom", "overhead_s=0.002")))
+    assert len(calls) == 2 and not same(first, other)  # the profile's terms are part of the key
+    assert hardware.Scenario.__hash__ is not None and hardware.thawed(hardware_scenario().gpu)["memory_gb"] == 80.0
+
+
+def test_hardware_by_batch_and_context_is_keyed_by_the_scenario(monkeypatch):
+    hardware.by_batch_and_context.clear()
+    calls = counted(monkeypatch, core_hardware, "speedup_by_batch")
+    first = hardware.by_batch_and_context(hardware_scenario(alpha=0.8))
+    assert same(first, hardware.by_batch_and_context(hardware_scenario(alpha=0.8))) and len(calls) == 1
+    hardware.by_batch_and_context(hardware_scenario(alpha=0.8, decay="1.5;0.2"))
+    assert len(calls) == 2
+
+
+def test_serving_grid_is_keyed_by_the_replica(monkeypatch):
+    serving.grid.clear()
+    calls = counted(monkeypatch, core_serving, "cost_grid")
+    first = serving.sweep(serving_scenario())
+    again = serving.sweep(serving_scenario())
+    assert same(first[2:], again[2:]) and len(calls) == 1
+    serving.sweep(serving_scenario(max_seqs=32))
+    assert len(calls) == 2
+
+
+def test_strategies_cached_functions_are_keyed_by_their_part(monkeypatch):
+    for fn in (strategies.table, strategies.shapes, strategies.level_costs, strategies.synthetic):
+        fn.clear()
+    calls = counted(monkeypatch, trees, "optimal_tree_table")
+    s = strategies_scenario()
+    assert same(strategies.table(s.tree), strategies.table(strategies_scenario().tree)) and len(calls) == 1
+    strategies.table(strategies_scenario(depth=5).tree)
+    assert len(calls) == 2
+    assert same(strategies.best_tree(s)[2], strategies.best_tree(strategies_scenario())[2])
+    traced = counted(monkeypatch, policies, "synthetic_trace")
+    assert strategies.synthetic(s.trace).rounds == strategies.synthetic(strategies_scenario().trace).rounds == 500
+    assert len(traced) == 1
+
+
+def test_validation_errors_are_keyed_by_the_published_part(monkeypatch):
+    validation._errors.clear()
+    calls = counted(monkeypatch, core_validation, "verdicts")
+    first = validation.errors(validation_scenario().published)
+    assert same(first, validation.errors(validation_scenario().published)) and len(calls) == 1
+    validation.errors(validation_scenario(engines=()).published)
+    assert len(calls) == 2
