@@ -70,6 +70,8 @@ def _same(actual, expected, where: str) -> None:
         assert type(actual) is expected.kind and str(actual) == expected.text, (where, actual)
     elif isinstance(expected, type):
         assert isinstance(actual, expected), (where, actual)
+    elif isinstance(expected, float) and expected != expected:
+        assert actual != actual, (where, actual)  # nan
     elif isinstance(actual, np.ndarray):
         assert np.array_equal(actual, expected), (where, actual)
     else:
