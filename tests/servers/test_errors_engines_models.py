@@ -1,7 +1,7 @@
-"""The engines' and the model loaders' errors and notes: English as before, Chinese on a page.
+"""The engines' and the model loaders' errors and notes, in English and in Chinese.
 
-Each case: the English ``str`` a person reads for one bad input, and a Chinese text with CJK characters
-and the same numbers and inputs.
+Each case: the message's key and fields for one bad input, and its values read the same in English and
+in Chinese (tests/_messages.py).
 The exception classes stay what callers catch (TelemetryError, FetchError with its ``status``).
 """
 
@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import pickle
 import sys
-from pathlib import Path
 
 import httpx
 import pandas as pd
 import pytest
 import torch
-from _messages import caught, check
+from _messages import caught, expect, inner
 
 from specviz.base.i18n import Phrase
 from specviz.engine import models
@@ -25,93 +24,104 @@ from specviz.servers.fetch import FetchError, FetchPolicy
 from specviz.servers.readers import TelemetryError
 from specviz.servers.telemetry import Telemetry
 
-ROOT = Path(__file__).resolve().parents[2]
-MY_FILES = [
-    *sorted((ROOT / "specviz" / "servers").glob("*.py")),
-    ROOT / "specviz" / "engine" / "models" / "__init__.py",
-    ROOT / "specviz" / "engine" / "models" / "gpt.py",
-    ROOT / "specviz" / "engine" / "models" / "hf.py",
-]
-
 # ----------------------------------------------------------------------------- specviz.servers.readers
+
+NOT_PROMETHEUS = "the body is {kind}, not Prometheus text (# HELP / name{{labels}} value lines)"
+SPECULATION_OFF = "{engine} /metrics: no speculative-decoding series among its {own} {prefix} metrics: speculation is off on this server"
+NOT_THE_ENGINE = "{engine} /metrics: these are not {engine} metrics (they look like {other}'s)"
+NOT_ANY_ENGINE = "/metrics: not vLLM, llama.cpp, SGLang or TensorRT-LLM metrics (it has {sample})"
 
 
 @pytest.mark.parametrize(
-    ("fn", "body", "english", "same"),
+    ("fn", "body", "msgid", "fields", "shows"),
     [
-        (
-            readers.read_vllm,
-            "<html>",
-            "the body is HTML, not Prometheus text (# HELP / name{labels} value lines)",
-            ("HTML", "name{labels}"),
-        ),
+        (readers.read_vllm, "<html>", NOT_PROMETHEUS, {"kind": "HTML"}, ("HTML", "name{labels}")),
         (
             readers.read_vllm,
             "vllm:generation_tokens_total 5\n",
-            "vLLM /metrics: no speculative-decoding series among its 1 vllm: metrics: speculation is off on this server",
-            ("vLLM", "1 个 vllm:"),
+            SPECULATION_OFF,
+            {"engine": "vLLM", "own": 1, "prefix": "vllm:"},
+            ("vLLM", "1 ", "vllm:"),
         ),
         (
             readers.read_vllm,
             "sglang:spec_accept_length 2\n",
-            "vLLM /metrics: these are not vLLM metrics (they look like SGLang's)",
+            NOT_THE_ENGINE,
+            {"engine": "vLLM", "other": "SGLang"},
             ("vLLM", "SGLang"),
         ),
         (
             readers.read_vllm,
             "foo_bar 1\n",
-            "vLLM /metrics: these are not vLLM metrics (they look like no engine specviz knows's)",
+            "{engine} /metrics: these are not {engine} metrics (they look like no engine specviz knows's)",
+            {"engine": "vLLM"},
             ("vLLM", "specviz"),
         ),
-        (readers.read_vllm, "# HELP x y\n", "vLLM /metrics: the body has no samples", ("vLLM",)),
+        (
+            readers.read_vllm,
+            "# HELP x y\n",
+            "{engine} /metrics: the body has no samples",
+            {"engine": "vLLM"},
+            ("vLLM",),
+        ),
         (
             readers.read_vllm,
             "foo{bar 1\n",
-            "not Prometheus text (could not convert string to float: '{bar'); first sample line: 'foo{bar 1'",
-            ("'foo{bar 1'",),
+            "not Prometheus text ({error}); first sample line: {line!r}",
+            {"error": "could not convert string to float: '{bar'", "line": "foo{bar 1"},
+            ("'foo{bar 1'", "could not convert string to float: '{bar'"),
         ),
         (
             readers.read_vllm,
             'vllm:spec_decode_num_drafts_total 1\nvllm:spec_decode_num_accepted_tokens_per_pos_total{position="x"} 1\n',
-            "vllm:spec_decode_num_accepted_tokens_per_pos_total: a sample without a numeric position label "
-            "({'position': 'x'})",
-            ("{'position': 'x'}",),
+            "{name}: a sample without a numeric position label ({labels})",
+            {"name": "vllm:spec_decode_num_accepted_tokens_per_pos_total", "labels": "{'position': 'x'}"},
+            ("vllm:spec_decode_num_accepted_tokens_per_pos_total", "{'position': 'x'}"),
         ),
         (
             readers.read_sglang,
             "sglang:gen_throughput 5\n",
-            "SGLang /metrics: no speculative-decoding series among its 1 sglang: metrics: speculation is off on this "
-            "server",
-            ("SGLang",),
+            SPECULATION_OFF,
+            {"engine": "SGLang", "own": 1, "prefix": "sglang:"},
+            ("SGLang", "sglang:"),
         ),
         (
             readers.read_llamacpp_timings,
             {},
             "llama.cpp completion: no 'timings' object in the response",
+            {},
             ("'timings'",),
         ),
         (
             readers.read_llamacpp_timings,
             {"timings": {}},
             "llama.cpp completion: 'timings' has no draft_n (the server runs without a draft)",
+            {},
             ("draft_n",),
         ),
         (
             readers.read_llamacpp_timings,
             "nope",
-            "llama.cpp completion: the body is not JSON (JSONDecodeError: Expecting value: line 1 column 1 (char 0))",
-            ("llama.cpp 补全响应", "JSONDecodeError"),
+            "{what}: the body is not JSON ({error_type}: {error})",
+            {
+                "what": inner("llama.cpp completion"),
+                "error_type": "JSONDecodeError",
+                "error": "Expecting value: line 1 column 1 (char 0)",
+            },
+            ("JSONDecodeError", "Expecting value: line 1 column 1 (char 0)"),
         ),
         (
             readers.read_sglang_server_info,
             {},
             "SGLang /server_info: no internal_states[0].avg_spec_accept_length (speculation off?)",
+            {},
             ("internal_states[0].avg_spec_accept_length",),
         ),
         (
             readers.read_trtllm,
             "[1, 2]",
             "TensorRT-LLM /metrics: the JSON is not a list of iteration stats",
+            {},
             ("TensorRT-LLM",),
         ),
         (
@@ -119,42 +129,48 @@ MY_FILES = [
             '[{"iter": 1}]',
             "TensorRT-LLM /metrics: no iteration with specDecodingStats.numDraftTokens > 0 since the last call "
             "(speculation off, idle, or enable_iter_perf_stats not set)",
+            {},
             ("numDraftTokens > 0", "enable_iter_perf_stats"),
         ),
         (
             readers.detect_engine,
             '{"a": 1}',
             "/metrics: JSON, but not TensorRT-LLM iteration stats",
+            {},
             ("JSON", "TensorRT-LLM"),
         ),
         (
             readers.detect_engine,
             "a_b 1\nc_d 2\ne 3\nf 4\n",
-            "/metrics: not vLLM, llama.cpp, SGLang or TensorRT-LLM metrics (it has a_b, c_d, e)",
+            NOT_ANY_ENGINE,
+            {"sample": "a_b, c_d, e"},  # the first three names
             ("a_b, c_d, e",),
         ),
         (
             readers.detect_engine_from_names,
             set(),
             "/metrics: not vLLM, llama.cpp, SGLang or TensorRT-LLM metrics (it has no samples)",
+            {},
             ("SGLang",),
         ),
     ],
 )
-def test_reader_errors(fn, body, english, same):
+def test_reader_errors(fn, body, msgid, fields, shows):
     exc = caught(fn, body)
     assert isinstance(exc, TelemetryError)
-    check(exc, english, *same)
+    expect(exc, msgid, fields, shows)
 
 
 def test_reader_errors_with_arguments_and_pickling_keeps_the_class():
     body = 'vllm:spec_decode_num_drafts_total{engine="0"} 1\nvllm:spec_decode_num_drafts_total{engine="1"} 1\n'
     exc = caught(readers.read_vllm, body, engine_index="7")
-    check(exc, "vLLM /metrics: engine '7' not found; engines: ['0', '1']", "'7'", "['0', '1']")
+    msgid = "vLLM /metrics: engine {index!r} not found; engines: {engines}"
+    expect(exc, msgid, {"index": "7", "engines": ["0", "1"]}, ("'7'", "['0', '1']"))
     again = pickle.loads(pickle.dumps(exc))
     assert type(again) is TelemetryError and str(again) == str(exc) and again.text("zh") == exc.text("zh")
     exc = caught(readers.read_metrics, "vllm:x 1\n", engine="foo")
-    check(exc, "engine 'foo' is not one of auto, vllm, llamacpp, sglang, trtllm", "'foo'", "auto, vllm")
+    allowed = "auto, vllm, llamacpp, sglang, trtllm"
+    expect(exc, "engine {engine!r} is not one of {allowed}", {"engine": "foo", "allowed": allowed}, ("'foo'", allowed))
 
 
 # ----------------------------------------------------------------------------- specviz.servers.fetch
@@ -162,87 +178,114 @@ def test_reader_errors_with_arguments_and_pickling_keeps_the_class():
 HOSTED = FetchPolicy(allowed_hosts=("localhost:8000", "vllm.internal"), hosted=True)
 EMPTY = FetchPolicy(allowed_hosts=(), hosted=True)
 ANY = FetchPolicy()
+HOST_ENTRIES = "{var} entries are host or host:port, separated by commas (e.g. {example}); got {entry!r}"
+EXAMPLE = "localhost:8000,vllm.internal:8000"
 
 
 def test_allow_list_entries():
     exc = caught(fetch.parse_host_entry, "http://x")
-    check(
-        exc,
-        "SPECVIZ_ENGINE_HOSTS entries are host or host:port, separated by commas "
-        "(e.g. localhost:8000,vllm.internal:8000); got 'http://x'",
-        "SPECVIZ_ENGINE_HOSTS",
-        "'http://x'",
-    )
+    fields = {"var": "SPECVIZ_ENGINE_HOSTS", "example": EXAMPLE, "entry": "http://x"}
+    expect(exc, HOST_ENTRIES, fields, ("SPECVIZ_ENGINE_HOSTS", EXAMPLE, "'http://x'"))
     exc = caught(fetch.parse_host_entry, "a:99999")
-    assert str(exc).endswith("got 'a:99999' (ports are 1..65535)")
-    assert "1..65535" in exc.text("zh") and "'a:99999'" in exc.text("zh")
+    fields = {"var": "SPECVIZ_ENGINE_HOSTS", "example": EXAMPLE, "entry": "a:99999"}
+    expect(exc, HOST_ENTRIES + " (ports are 1..65535)", fields, ("'a:99999'", "1..65535"))
     exc = caught(fetch.policy_from_env, {"SPECVIZ_HOSTED": "1", "SPECVIZ_ENGINE_HOSTS": "vllm/x"})
-    assert (
-        exc.msgid == "{var} entries are host or host:port, separated by commas (e.g. {example}); got {entry!r}"
-        and "'vllm/x'" in exc.text("zh")
-    )
+    fields = {"var": "SPECVIZ_ENGINE_HOSTS", "example": EXAMPLE, "entry": "vllm/x"}
+    expect(exc, HOST_ENTRIES, fields, ("'vllm/x'",))
+
+
+URL = inner("endpoint URL")
+REFUSED = "{field} {url!r} is refused: "
+NOT_ALLOWED = REFUSED + "host {where} is not on the allow-list of engine hosts ({var}: {allowed})"
+IP_NOT_ALLOWED = REFUSED + "the literal IP address {where} is not on the allow-list of engine hosts ({var}: {allowed})"
+HOSTS = "localhost:8000, vllm.internal"
 
 
 @pytest.mark.parametrize(
-    ("url", "policy", "english", "same"),
+    ("url", "policy", "msgid", "fields", "shows"),
     [
-        ("", ANY, "endpoint URL is empty; write the server's URL, e.g. http://localhost:8000/metrics", ("端点网址",)),
+        ("", ANY, "{field} is empty; write the server's URL, e.g. http://localhost:8000/metrics", {"field": URL}, ()),
         (
             "localhost:8000",
             ANY,
-            "endpoint URL 'localhost:8000' has no scheme; write it with http:// or https://, e.g. http://localhost:8000",
+            "{field} {url!r} has no scheme; write it with http:// or https://, e.g. http://{url}",
+            {"field": URL, "url": "localhost:8000"},
             ("'localhost:8000'", "http://localhost:8000"),
         ),
         (
             "ftp://x/y",
             ANY,
-            "endpoint URL 'ftp://x/y' is refused: only http and https URLs are fetched; got scheme 'ftp'",
+            REFUSED + "only http and https URLs are fetched; got scheme {scheme!r}",
+            {"field": URL, "url": "ftp://x/y", "scheme": "ftp"},
             ("'ftp://x/y'", "'ftp'"),
         ),
-        ("http://h:0/", ANY, "endpoint URL 'http://h:0/' is refused: port 0 is outside 1..65535", ("端口 0",)),
+        (
+            "http://h:0/",
+            ANY,
+            REFUSED + "port {port} is outside 1..65535",
+            {"field": URL, "url": "http://h:0/", "port": 0},
+            ("'http://h:0/'", " 0 ", "1..65535"),
+        ),
         (
             "http://u:p@localhost:8000/",
             HOSTED,
-            "endpoint URL 'http://localhost:8000/' is refused: hosted mode fetches no URL with a user name or "
-            "password (user:pass@host)",
+            REFUSED + "hosted mode fetches no URL with a user name or password (user:pass@host)",
+            {"field": URL, "url": "http://localhost:8000/"},  # the URL without its user and password
             ("'http://localhost:8000/'",),
         ),
         (
             "http://other:8000/",
             HOSTED,
-            "endpoint URL 'http://other:8000/' is refused: host other:8000 is not on the allow-list of engine hosts "
-            "(SPECVIZ_ENGINE_HOSTS: localhost:8000, vllm.internal)",
-            ("other:8000", "localhost:8000, vllm.internal"),
+            NOT_ALLOWED,
+            {
+                "field": URL,
+                "url": "http://other:8000/",
+                "where": "other:8000",
+                "var": "SPECVIZ_ENGINE_HOSTS",
+                "allowed": HOSTS,
+            },
+            ("other:8000", HOSTS),
         ),
         (
             "http://0x7f.1:8000/",
             HOSTED,
-            "endpoint URL 'http://0x7f.1:8000/' is refused: the literal IP address 127.0.0.1:8000 is not on the "
-            "allow-list of engine hosts (SPECVIZ_ENGINE_HOSTS: localhost:8000, vllm.internal); hosted mode fetches "
-            "an IP address only when the list holds it",
-            ("127.0.0.1:8000",),
+            IP_NOT_ALLOWED + "; hosted mode fetches an IP address only when the list holds it",
+            {
+                "field": URL,
+                "url": "http://0x7f.1:8000/",
+                "where": "127.0.0.1:8000",  # 0x7f.1 is 127.0.0.1
+                "var": "SPECVIZ_ENGINE_HOSTS",
+                "allowed": HOSTS,
+            },
+            ("127.0.0.1:8000", HOSTS),
         ),
         (
             "http://127.0.0.1:8000/",
             FetchPolicy(allowed_hosts=("localhost",)),
-            "endpoint URL 'http://127.0.0.1:8000/' is refused: the literal IP address 127.0.0.1:8000 is not on the "
-            "allow-list of engine hosts (SPECVIZ_ENGINE_HOSTS: localhost)",
+            IP_NOT_ALLOWED,
+            {
+                "field": URL,
+                "url": "http://127.0.0.1:8000/",
+                "where": "127.0.0.1:8000",
+                "var": "SPECVIZ_ENGINE_HOSTS",
+                "allowed": "localhost",
+            },
             ("127.0.0.1:8000",),
         ),
         (
             "http://vllm.internal/",
             EMPTY,
-            "endpoint URL 'http://vllm.internal/' is refused: no engine host may be fetched: the allow-list "
-            "SPECVIZ_ENGINE_HOSTS is empty. The operator sets it to the comma-separated host or host:port entries "
-            "this server may fetch, e.g. SPECVIZ_ENGINE_HOSTS=localhost:8000,vllm.internal:8000",
-            ("SPECVIZ_ENGINE_HOSTS=localhost:8000,vllm.internal:8000",),
+            REFUSED + "no engine host may be fetched: the allow-list {var} is empty. The operator sets it to the "
+            "comma-separated host or host:port entries this server may fetch, e.g. {var}={example}",
+            {"field": URL, "url": "http://vllm.internal/", "var": "SPECVIZ_ENGINE_HOSTS", "example": EXAMPLE},
+            ("'http://vllm.internal/'", "SPECVIZ_ENGINE_HOSTS=localhost:8000,vllm.internal:8000"),
         ),
     ],
 )
-def test_check_url_refusals(url, policy, english, same):
+def test_check_url_refusals(url, policy, msgid, fields, shows):
     exc = caught(fetch.check_url, url, policy)
     assert isinstance(exc, FetchError) and exc.status is None
-    check(exc, english, *same)
+    expect(exc, msgid, fields, shows)
 
 
 def _client(handler) -> httpx.Client:
@@ -256,75 +299,77 @@ def _raising(exc: Exception) -> httpx.Client:
     return _client(handler)
 
 
+M = "http://localhost:8000/m"
+WHERE = {"url": M, "where": "localhost:8000"}
+REFUSED_AT = "cannot fetch {url}: connection refused: nothing is listening at {where}"
+
+
 @pytest.mark.parametrize(
-    ("exc", "english", "same"),
+    ("exc", "msgid", "fields", "shows"),
     [
-        (
-            httpx.ConnectError("[Errno 111] Connection refused"),
-            "cannot fetch http://localhost:8000/m: connection refused: nothing is listening at localhost:8000",
-            ("http://localhost:8000/m", "localhost:8000"),
-        ),
+        (httpx.ConnectError("[Errno 111] Connection refused"), REFUSED_AT, WHERE, (M, "localhost:8000")),
         (
             httpx.ConnectTimeout("x"),
-            "cannot fetch http://localhost:8000/m: no connection to localhost:8000 within 2 s (connect timeout): "
-            "is the host up and its port open?",
-            ("2 秒",),
+            "cannot fetch {url}: no connection to {where} within {s:g} s (connect timeout): is the host up and its "
+            "port open?",
+            WHERE | {"s": 2.0},  # FetchPolicy's connect timeout
+            (M, "localhost:8000", "2"),
         ),
         (
             httpx.ReadTimeout("x"),
-            "cannot fetch http://localhost:8000/m: localhost:8000 accepted the connection but sent nothing for 5 s "
-            "(read timeout)",
-            ("5 秒",),
+            "cannot fetch {url}: {where} accepted the connection but sent nothing for {s:g} s (read timeout)",
+            WHERE | {"s": 5.0},  # FetchPolicy's read timeout
+            (M, "localhost:8000", "5"),
         ),
         (
             httpx.ConnectError("[SSL: WRONG_VERSION_NUMBER] wrong version number"),
-            "cannot fetch http://localhost:8000/m: TLS error talking to localhost:8000: [SSL: WRONG_VERSION_NUMBER] "
-            "wrong version number (does the server speak plain http? then write http://)",
-            ("[SSL: WRONG_VERSION_NUMBER]", "http://"),
+            "cannot fetch {url}: TLS error talking to {where}: {detail} (does the server speak plain http? then "
+            "write http://)",
+            WHERE | {"detail": "[SSL: WRONG_VERSION_NUMBER] wrong version number"},
+            ("[SSL: WRONG_VERSION_NUMBER] wrong version number", "http://"),
         ),
         (
             httpx.RemoteProtocolError("Server disconnected"),
-            "cannot fetch http://localhost:8000/m: localhost:8000 broke off the HTTP exchange (Server disconnected): "
-            "is it an HTTP server?",
+            "cannot fetch {url}: {where} broke off the HTTP exchange ({detail}): is it an HTTP server?",
+            WHERE | {"detail": "Server disconnected"},
             ("Server disconnected",),
         ),
         (
             httpx.UnsupportedProtocol("nope"),
-            "cannot fetch http://localhost:8000/m: UnsupportedProtocol: nope",
+            "cannot fetch {url}: {error}: {detail}",
+            {"url": M, "error": "UnsupportedProtocol", "detail": "nope"},
             ("UnsupportedProtocol: nope",),
         ),
     ],
 )
-def test_transport_failures(exc, english, same):
-    err = caught(fetch.fetch, "http://localhost:8000/m", ANY, client=_raising(exc))
+def test_transport_failures(exc, msgid, fields, shows):
+    err = caught(fetch.fetch, M, ANY, client=_raising(exc))
     assert isinstance(err, FetchError) and err.__cause__ is exc
-    check(err, english, *same)
+    expect(err, msgid, fields, shows)
 
 
 def test_answers_refused_and_the_status_kept():
-    err = caught(fetch.fetch, "http://localhost:8000/m", ANY, client=_client(lambda r: httpx.Response(404, text="no")))
+    err = caught(fetch.fetch, M, ANY, client=_client(lambda r: httpx.Response(404, text="no")))
     assert err.status == 404
-    check(err, "cannot fetch http://localhost:8000/m: the server answered HTTP 404 Not Found: no", "HTTP 404 Not Found")
+    fields = {"url": M, "code": 404, "reason": "Not Found", "said": "no"}
+    expect(err, "cannot fetch {url}: the server answered HTTP {code} {reason}: {said}", fields, ("HTTP 404 Not Found",))
     again = pickle.loads(pickle.dumps(err))
     assert type(again) is FetchError and again.status == 404 and str(again) == str(err)
     small = FetchPolicy(max_bytes=10)
-    err = caught(
-        fetch.fetch, "http://localhost:8000/m", small, client=_client(lambda r: httpx.Response(200, text="x" * 99))
-    )
-    check(
+    err = caught(fetch.fetch, M, small, client=_client(lambda r: httpx.Response(200, text="x" * 99)))
+    expect(
         err,
-        "cannot fetch http://localhost:8000/m: the response is larger than 10 bytes (the limit); is this the right "
-        "endpoint?",
-        "10 字节",
+        "cannot fetch {url}: the response is larger than {limit} bytes (the limit); is this the right endpoint?",
+        {"url": M, "limit": 10},
+        (M, "10"),
     )
     loop = _client(lambda r: httpx.Response(302, headers={"location": f"http://localhost:8000/{len(str(r.url))}"}))
-    err = caught(fetch.fetch, "http://localhost:8000/m", FetchPolicy(max_redirects=1), client=loop)
-    check(
+    err = caught(fetch.fetch, M, FetchPolicy(max_redirects=1), client=loop)
+    expect(
         err,
-        "cannot fetch http://localhost:8000/m: more than 1 redirects (the limit); the last went to "
-        "http://localhost:8000/24",
-        "1 次",
-        "http://localhost:8000/24",
+        "cannot fetch {url}: more than {limit} redirects (the limit); the last went to {last}",
+        {"url": M, "limit": 1, "last": "http://localhost:8000/24"},  # len("http://localhost:8000/m") = 23, then 24
+        ("1", "http://localhost:8000/24"),
     )
     down = _client(
         lambda r: (
@@ -334,122 +379,118 @@ def test_answers_refused_and_the_status_kept():
         )
     )
     err = caught(fetch.fetch, "https://localhost:8000/m", ANY, client=down)
-    check(
+    redirect = inner("redirect from {url!r} to", url="https://localhost:8000/m")
+    expect(
         err,
-        "redirect from 'https://localhost:8000/m' to 'http://localhost:8000/x' is refused: it leaves https for plain http",
-        "'https://localhost:8000/m'",
-        "'http://localhost:8000/x'",
+        "{field} {url!r} is refused: it leaves https for plain http",
+        {"field": redirect, "url": "http://localhost:8000/x"},
+        ("'https://localhost:8000/m'", "'http://localhost:8000/x'"),
     )
     away = _client(lambda r: httpx.Response(302, headers={"location": "http://evil:8000/x"}))
-    err = caught(fetch.fetch, "http://localhost:8000/m", HOSTED, client=away)
-    assert str(err).startswith("redirect from 'http://localhost:8000/m' to 'http://evil:8000/x' is refused: host")
-    assert err.text("zh").startswith("从 'http://localhost:8000/m' 重定向到 'http://evil:8000/x' 被拒绝")
-    got = fetch.fetch("http://localhost:8000/m", ANY, client=_client(lambda r: httpx.Response(200, text="<html>")))
-    check(caught(got.json), "the answer from http://localhost:8000/m is not JSON: '<html>'", "'<html>'")
+    err = caught(fetch.fetch, M, HOSTED, client=away)
+    redirect = inner("redirect from {url!r} to", url=M)
+    fields = {"field": redirect, "url": "http://evil:8000/x", "where": "evil:8000", "var": "SPECVIZ_ENGINE_HOSTS"}
+    expect(err, NOT_ALLOWED, fields | {"allowed": HOSTS}, (repr(M), "'http://evil:8000/x'", "evil:8000"))
+    got = fetch.fetch(M, ANY, client=_client(lambda r: httpx.Response(200, text="<html>")))
+    exc = caught(got.json)
+    expect(exc, "the answer from {url} is not JSON: {snippet!r}", {"url": M, "snippet": "<html>"}, (M, "'<html>'"))
 
 
 # ----------------------------------------------------------------------------- specviz.servers.monitor
 
 
 def test_endpoint_lines():
-    check(
+    expect(
         caught(monitor.parse_endpoints, "a b c", ANY),
-        "endpoints, line 1: 'a b c' has 3 fields; write 'URL' or 'URL engine'",
-        "第 1 行",
-        "'a b c'",
-        "3 个字段",
+        "endpoints, line {n}: {line!r} has {count} fields; write 'URL' or 'URL engine'",
+        {"n": 1, "line": "a b c", "count": 3},
+        ("1", "'a b c'", "3"),
     )
-    check(
+    allowed = "auto, vllm, llamacpp, sglang, trtllm"
+    expect(
         caught(monitor.parse_endpoints, "\nhttp://x:1 foo", ANY),
-        "endpoints, line 2: engine 'foo' is not one of auto, vllm, llamacpp, sglang, trtllm",
-        "第 2 行",
-        "'foo'",
+        "endpoints, line {n}: engine {engine!r} is not one of {allowed}",
+        {"n": 2, "engine": "foo", "allowed": allowed},
+        ("2", "'foo'", allowed),
     )
     exc = caught(monitor.parse_endpoints, "\n\nftp://x", ANY)
     assert not isinstance(exc, FetchError)  # a line of the text box, not a fetch
-    check(
+    expect(
         exc,
-        "endpoints, line 3: URL 'ftp://x/metrics' is refused: only http and https URLs are fetched; got scheme 'ftp'",
-        "第 3 行的网址",
-        "'ftp://x/metrics'",
+        REFUSED + "only http and https URLs are fetched; got scheme {scheme!r}",
+        {"field": inner("endpoints, line {n}: URL", n=3), "url": "ftp://x/metrics", "scheme": "ftp"},
+        ("3", "'ftp://x/metrics'", "'ftp'"),
     )
     many = "\n".join(f"http://h{i}:1" for i in range(20))
-    check(
+    expect(
         caught(monitor.parse_endpoints, many, ANY),
-        "endpoints: more than 16; monitor at most 16 at once",
-        "16 个",
+        "endpoints: more than {max}; monitor at most {max} at once",
+        {"max": 16},
+        ("16",),
     )
 
 
 def test_a_poll_error_and_the_history_note_read_in_chinese():
     refused = _raising(httpx.ConnectError("Connection refused"))
     p = monitor.poll(monitor.Endpoint("http://localhost:8000/metrics"), ANY, 4, client=refused)
-    check(
-        p.error,
-        "cannot fetch http://localhost:8000/metrics: connection refused: nothing is listening at localhost:8000",
-        "localhost:8000",
-    )
+    fields = {"url": "http://localhost:8000/metrics", "where": "localhost:8000"}
+    expect(p.error, REFUSED_AT, fields, ("http://localhost:8000/metrics", "localhost:8000"))
     html = _client(lambda r: httpx.Response(200, text="<html>"))
     p = monitor.poll(monitor.Endpoint("http://localhost:8000/metrics"), ANY, 4, client=html)
-    check(p.error, "the body is HTML, not Prometheus text (# HELP / name{labels} value lines)", "HTML")
+    expect(p.error, NOT_PROMETHEUS, {"kind": "HTML"}, ("HTML",))
     history = monitor.History()
     history.add([monitor.Poll(monitor.Endpoint("http://a/metrics"), None, None, 0.1)])
-    check(history.errors["http://a/metrics"], "no reading")
+    expect(history.errors["http://a/metrics"], "no reading")
 
 
 def test_design_point_without_alpha(monkeypatch):
     w = telemetry.window(None, Telemetry("vllm", drafts=10, draft_tokens=40, accepted_tokens=20, cumulative=False))
     frame = pd.DataFrame({"alpha_used": [float("nan")]})
     monkeypatch.setattr(monitor, "load_records", lambda records, name: (frame, None))
-    check(
+    expect(
         caught(monitor.design_point, w, 4, 2.0, label="vLLM m"),
-        "vLLM m: no α from this window (E[N] 3.0, K = 4)",
-        "vLLM m",
-        "E[N] 3.0",
-        "K = 4",
+        "{label}: no α from this window (E[N] {mean}, K = {k})",
+        {"label": "vLLM m", "mean": 3.0, "k": 4},  # E[N] = 1 + 20 accepted / 10 drafts
+        ("vLLM m", "E[N] 3.0", "K = 4"),
     )
 
 
 # ----------------------------------------------------------------------------- specviz.servers.telemetry
+
+WENT_DOWN = "counters went down ({counters}): the server restarted; the window counts from the restart"
 
 
 def test_restart_notes():
     t1 = Telemetry("vllm", drafts=10, draft_tokens=40, accepted_tokens=20, accepted_per_position=(8, 5), end=1)
     t2 = Telemetry("vllm", drafts=3, draft_tokens=12, accepted_tokens=30, accepted_per_position=(2,), end=2)
     t3 = Telemetry("vllm", drafts=12, draft_tokens=48, accepted_tokens=25, accepted_per_position=(9, 4), end=3)
-    check(
-        telemetry.window(t1, t2).reset,
-        "counters went down (drafts 10 → 3; draft_tokens 40 → 12; per-position series 2 → 1): the server restarted; "
-        "the window counts from the restart",
-        "drafts 10 → 3；draft_tokens 40 → 12；",
-        "2 → 1",
-    )
-    check(
-        telemetry.window(t1, t3).reset,
-        "counters went down (accepted per position): the server restarted; the window counts from the restart",
-    )
-    check(
+    series = inner("per-position series {before} → {after}", before=2, after=1)
+    counters = inner("{a}; {b}", a="drafts 10 → 3", b=inner("{a}; {b}", a="draft_tokens 40 → 12", b=series))
+    reset = telemetry.window(t1, t2).reset
+    expect(reset, WENT_DOWN, {"counters": counters}, ("drafts 10 → 3", "draft_tokens 40 → 12", "2 → 1"))
+    expect(telemetry.window(t1, t3).reset, WENT_DOWN, {"counters": inner("accepted per position")})
+    expect(
         telemetry.window_over([t1, t2, t3, t1]).reset,
-        "the server restarted 3 times while monitored; counts before and after are added up",
-        "3 次",
+        "the server restarted {n} times while monitored; counts before and after are added up",
+        {"n": 3},
+        ("3",),
     )
     record = telemetry.to_record(telemetry.window(t1, t2), k=3)
-    assert record["notes"].endswith(
-        "; counters went down (drafts 10 → 3; draft_tokens 40 → 12; per-position "
-        "series 2 → 1): the server restarted; the window counts from the restart"
-    )
+    assert record["notes"].endswith("; " + str(reset))  # the table keeps the English
 
 
 def test_to_record_errors():
-    check(
+    expect(
         caught(telemetry.to_record, telemetry.window(None, Telemetry("sglang"))),
-        "SGLang window: K is not known; give the K the engine runs with",
-        "SGLang",
+        "{engine} window: K is not known; give the K the engine runs with",
+        {"engine": "SGLang"},
+        ("SGLang",),
     )
-    check(
+    expect(
         caught(telemetry.to_record, telemetry.window(None, Telemetry("vllm")), k=3),
-        "vLLM window: no drafts in it (speculation off, or no traffic yet)",
-        "vLLM",
+        "{engine} window: no drafts in it (speculation off, or no traffic yet)",
+        {"engine": "vLLM"},
+        ("vLLM",),
     )
 
 
@@ -457,21 +498,46 @@ def test_to_record_errors():
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "english", "same"),
+    ("kwargs", "msgid", "fields", "shows"),
     [
-        ({"prompts": "abc"}, "prompts must be a list of strings; got 'abc'", ("'abc'",)),
-        ({"base_url": " "}, "base_url must be the server's URL, e.g. http://localhost:8000; got ' '", ("' '",)),
-        ({"prompts": []}, "prompts must hold at least one prompt; got none", ()),
-        ({"prompts": ["a", " "]}, "prompts[1] must be a non-empty string; got ' '", ("prompts[1]",)),
-        ({"model": 3}, "model must be a model name or None; got 3", ("3",)),
-        ({"concurrency": 0}, "concurrency must be an integer in 1..64; got 0", ("1..64", "0")),
-        ({"max_seconds": 0.5}, "max_seconds must be a number of seconds in 1..3600; got 0.5", ("1..3600", "0.5")),
-        ({"temperature": 3}, "temperature must be a number in 0..2; got 3", ("0..2", "3")),
+        ({"prompts": "abc"}, "prompts must be a list of strings; got {prompts!r:.80}", {"prompts": "abc"}, ("'abc'",)),
+        (
+            {"base_url": " "},
+            "base_url must be the server's URL, e.g. http://localhost:8000; got {url!r}",
+            {"url": " "},
+            ("' '",),
+        ),
+        ({"prompts": []}, "prompts must hold at least one prompt; got none", {}, ()),
+        (
+            {"prompts": ["a", " "]},
+            "prompts[{i}] must be a non-empty string; got {prompt!r:.80}",
+            {"i": 1, "prompt": " "},
+            ("prompts[1]", "' '"),
+        ),
+        ({"model": 3}, "model must be a model name or None; got {model!r}", {"model": 3}, ("3",)),
+        (
+            {"concurrency": 0},
+            "{name} must be an integer in {lo}..{hi}; got {value!r}",
+            {"name": "concurrency", "lo": 1, "hi": 64, "value": 0},
+            ("concurrency", "1..64", "0"),
+        ),
+        (
+            {"max_seconds": 0.5},
+            "{name} must be a number of seconds in {lo}..{hi}; got {value!r}",
+            {"name": "max_seconds", "lo": 1, "hi": 3600, "value": 0.5},
+            ("max_seconds", "1..3600", "0.5"),
+        ),
+        (
+            {"temperature": 3},
+            "temperature must be a number in {lo:g}..{hi:g}; got {t!r}",
+            {"lo": 0.0, "hi": 2.0, "t": 3},
+            ("0..2", "3"),
+        ),
     ],
 )
-def test_load_spec_errors(kwargs, english, same):
+def test_load_spec_errors(kwargs, msgid, fields, shows):
     args = {"base_url": "http://x", "prompts": ["a"]} | kwargs
-    check(caught(loadgen.LoadSpec, **args), english, *same)
+    expect(caught(loadgen.LoadSpec, **args), msgid, fields, shows)
 
 
 def _row(i: int, ok: bool, error=None) -> dict:
@@ -489,120 +555,151 @@ def _row(i: int, ok: bool, error=None) -> dict:
     )
 
 
+SUMMARY = "{tokens} completion tokens, {tokens_per_s:.1f} tokens/s, latency p50 {p50:.2f} s, p95 {p95:.2f} s; stopped by {why}"
+NOT_SENT = inner("no request was sent (stopped by {why})", why=inner("Stop"))
+NO_TOKENS = (
+    "the run {which} speculative decoding has no completion tokens ({summary}); "
+    "the speedup (tokens/s with ÷ tokens/s without) needs tokens in both runs"
+)
+
+
 def test_load_summaries_and_the_speedup():
     spec = loadgen.LoadSpec("http://x", ["a"])
     none = loadgen.summarize(spec, [], 0.0, "stop")
-    check(none.summary(), "no request was sent (stopped by Stop)", "“停止”")
-    check(
+    expect(none.summary(), NOT_SENT.msgid, NOT_SENT.fields)
+    expect(
         loadgen.summarize(spec, [_row(0, True), _row(1, False, "e")], 1.7, "time").summary(),
-        "2 requests (1 failed) in 1.7 s: 5 completion tokens, 2.9 tokens/s, latency p50 0.50 s, p95 0.50 s; "
-        "stopped by the time limit",
-        "2 个请求（1 个失败）",
-        "1.7 秒",
-        "2.9 tokens/s",
-        "p50 0.50",
+        "{done} requests ({failed} failed) in {wall_s:.1f} s: " + SUMMARY,
+        {
+            "done": 2,
+            "failed": 1,
+            "wall_s": 1.7,
+            "tokens": 5,  # the one request that succeeded
+            "tokens_per_s": pytest.approx(5 / 1.7),
+            "p50": 0.5,
+            "p95": 0.5,
+            "why": inner("the time limit"),
+        },
+        ("2", "1", "1.7", "2.9 tokens/s", "p50 0.50", "p95 0.50"),
     )
-    check(
+    expect(
         loadgen.summarize(spec, [_row(0, True)], 2.0, "requests").summary(),
-        "1 requests in 2.0 s: 5 completion tokens, 2.5 tokens/s, latency p50 0.50 s, p95 0.50 s; "
-        "stopped by the request limit",
-        "2.0 秒",
+        "{done} requests in {wall_s:.1f} s: " + SUMMARY,
+        {
+            "done": 1,
+            "failed": 0,
+            "wall_s": 2.0,
+            "tokens": 5,
+            "tokens_per_s": 2.5,
+            "p50": 0.5,
+            "p95": 0.5,
+            "why": inner("the request limit"),
+        },
+        ("2.0", "2.5 tokens/s"),
     )
-    check(
+    expect(
         caught(loadgen.measured_speedup, none, loadgen.summarize(spec, [_row(0, True)], 1.0, "time")),
-        "the run with speculative decoding has no completion tokens (no request was sent (stopped by Stop)); "
-        "the speedup (tokens/s with ÷ tokens/s without) needs tokens in both runs",
-        "没有发送任何请求",
+        NO_TOKENS.replace("{which}", "with"),
+        {"summary": NOT_SENT},
     )
     failed = loadgen.summarize(spec, [_row(0, False, "x")], 1.0, "time")
-    check(
+    expect(
         caught(loadgen.measured_speedup, loadgen.summarize(spec, [_row(0, True)], 1.0, "time"), failed),
-        "the run without speculative decoding has no completion tokens (all 1 requests failed; first error: x); "
-        "the speedup (tokens/s with ÷ tokens/s without) needs tokens in both runs",
-        "第一个错误：x",
+        NO_TOKENS.replace("{which}", "without"),
+        {"summary": inner("all {done} requests failed; first error: {first}", done=1, first="x")},
+        ("1",),
     )
 
 
 def test_completion_errors_and_a_failed_run_reads_in_chinese():
-    check(caught(loadgen.completion_counts, [1]), "the answer is not a completions response: [1]", "[1]")
-    check(
+    expect(
+        caught(loadgen.completion_counts, [1]),
+        "the answer is not a completions response: {body}",
+        {"body": "[1]"},
+        ("[1]",),
+    )
+    expect(
         caught(loadgen.completion_counts, {"error": "overloaded"}),
-        "the server answered an error: overloaded",
-        "overloaded",
+        "the server answered an error: {error}",
+        {"error": "overloaded"},
+        ("overloaded",),
     )
     spec = loadgen.LoadSpec("http://localhost:8000", ["a"], max_requests=2, concurrency=1)
     busy = _client(lambda r: httpx.Response(503, text="busy"))
     result = loadgen.run_load(spec, ANY, client=busy)
-    english = (
-        "cannot fetch http://localhost:8000/v1/completions: the server answered HTTP 503 Service Unavailable: busy"
+    assert len(result.errors) == 1 and result.errors[0][1] == 2  # one error, twice
+    error = result.errors[0][0]
+    url = "http://localhost:8000/v1/completions"
+    fields = {"url": url, "code": 503, "reason": "Service Unavailable", "said": "busy"}
+    expect(error, "cannot fetch {url}: the server answered HTTP {code} {reason}: {said}", fields, (url, "HTTP 503"))
+    http_503 = inner("cannot fetch {url}: the server answered HTTP {code} {reason}: {said}", **fields)
+    expect(
+        result.summary(),
+        "all {done} requests failed; first error: {first}",
+        {"done": 2, "first": http_503},
+        ("2", url),
     )
-    assert result.errors == ((english, 2),)
-    check(result.errors[0][0], english, "HTTP 503")
-    summary = result.summary()
-    check(summary, f"all 2 requests failed; first error: {english}", "无法抓取 http://localhost:8000/v1/completions")
-    assert list(result.records["error"]) == [english, english]  # the table keeps plain text
+    assert list(result.records["error"]) == [str(error), str(error)]  # the table keeps plain text
+    assert all(type(e) is str for e in result.records["error"])
 
 
 # ----------------------------------------------------------------------------- specviz.engine.models
 
 
 def test_devices_and_pairs(tmp_path):
-    check(
+    expect(
         caught(models.resolve_device, "tpu"),
-        "device must be 'auto', 'cpu' or 'cuda[:N]'; got 'tpu'",
-        "'tpu'",
+        "device must be 'auto', 'cpu' or 'cuda[:N]'; got {device!r}",
+        {"device": "tpu"},
+        ("'tpu'",),
     )
     if not torch.cuda.is_available():
-        check(
+        expect(
             caught(models.resolve_device, "cuda:1"),
-            "device 'cuda:1' was requested but no CUDA GPU is available; use 'cpu' or 'auto'",
-            "'cuda:1'",
+            "device {device!r} was requested but no CUDA GPU is available; use 'cpu' or 'auto'",
+            {"device": "cuda:1"},
+            ("'cuda:1'",),
         )
-    check(
-        caught(models.load_pair, str(tmp_path)),
-        f"pair {str(tmp_path)!r}: no target/model.safetensors under {tmp_path}",
-        str(tmp_path),
-        "target/model.safetensors",
+    fields = {"spec": str(tmp_path), "part": "target", "root": tmp_path}
+    no_weights = "pair {spec!r}: no {part}/model.safetensors under {root}"
+    expect(
+        caught(models.load_pair, str(tmp_path)), no_weights, fields, (repr(str(tmp_path)), "target/model.safetensors")
     )
-    check(
-        caught(hf.export_pair, str(tmp_path), tmp_path / "out"),
-        f"pair {str(tmp_path)!r}: no target/model.safetensors under {tmp_path}",
-        str(tmp_path),
-    )
+    expect(caught(hf.export_pair, str(tmp_path), tmp_path / "out"), no_weights, fields, (repr(str(tmp_path)),))
+
+
+NOT_DIVISIBLE = "n_embd must be divisible by n_head; got {n_embd} and {n_head}"
 
 
 def test_our_gpt_config_weights_and_positions(tmp_path):
-    check(
-        caught(gpt.GPTConfig, n_embd=10, n_head=3),
-        "n_embd must be divisible by n_head; got 10 and 3",
-        "10",
-        "3",
-    )
+    expect(caught(gpt.GPTConfig, n_embd=10, n_head=3), NOT_DIVISIBLE, {"n_embd": 10, "n_head": 3}, ("10", "3"))
     (tmp_path / "config.json").write_text('{"n_embd": 10, "n_head": 3}')
-    exc = caught(gpt.GPT.load, tmp_path)
-    check(
-        exc,
-        f"{tmp_path}/config.json is missing or not a valid model config: n_embd must be divisible by n_head; "
-        "got 10 and 3",
-        "n_embd 必须能被 n_head 整除",  # the cause in Chinese too
+    expect(
+        caught(gpt.GPT.load, tmp_path),
+        "{directory}/config.json is missing or not a valid model config: {error}",
+        {"directory": tmp_path, "error": inner(NOT_DIVISIBLE, n_embd=10, n_head=3)},  # the cause in Chinese too
+        (str(tmp_path), "10", "3"),
     )
     (tmp_path / "config.json").write_text('{"n_embd": 8, "n_head": 2, "n_layer": 1, "block_size": 8}')
-    exc = caught(gpt.GPT.load, tmp_path)
-    assert str(exc).startswith(f"{tmp_path}/model.safetensors is missing or corrupt: ")
-    assert "不存在或已损坏" in exc.text("zh")
+    expect(
+        caught(gpt.GPT.load, tmp_path),
+        "{directory}/model.safetensors is missing or corrupt: {error}",
+        {"directory": tmp_path, "error": str},  # the safetensors loader's own text
+        (str(tmp_path),),
+    )
     model = gpt.GPT(gpt.GPTConfig(n_embd=8, n_head=2, n_layer=1, block_size=8))
-    check(
+    expect(
         caught(model, torch.zeros(1, 9, dtype=torch.long)),
-        "sequence length must be <= block_size 8; got 9",
-        "block_size 8",
-        "9",
+        "sequence length must be <= block_size {block_size}; got {t}",
+        {"block_size": 8, "t": 9},
+        ("block_size 8", "9"),
     )
     model.setup_cache(1, 8)
-    check(
+    expect(
         caught(model, torch.zeros(1, 4, dtype=torch.long), start=6),
-        "sequence would reach position 9; the cache holds 8",
-        "9",
-        "8",
+        "sequence would reach position {last}; the cache holds {cache}",
+        {"last": 9, "cache": 8},  # positions 6..9
+        ("9", "8"),
     )
 
 
@@ -616,60 +713,66 @@ class _Loader:
 
 def test_hugging_face_loading(monkeypatch, tmp_path):
     tokenizer, model = Phrase("tokenizer"), Phrase("model")
-    check(
+    expect(
         caught(hf._from_pretrained, _Loader(OSError("x")), "./folder", model, False),
-        "model './folder': local folders are not allowed here; give a Hugging Face hub id",
-        "模型 './folder'",
+        "{what} {spec!r}: local folders are not allowed here; give a Hugging Face hub id",
+        {"what": inner("model"), "spec": "./folder"},
+        ("'./folder'",),
     )
-    check(
+    expect(
         caught(hf._from_pretrained, _Loader(OSError("x")), str(tmp_path / "no"), tokenizer, True),
-        f"tokenizer {str(tmp_path / 'no')!r}: no such folder",
-        "分词器",
+        "{what} {spec!r}: no such folder",
+        {"what": inner("tokenizer"), "spec": str(tmp_path / "no")},
+        (repr(str(tmp_path / "no")),),
     )
-    check(
+    expect(
         caught(hf._from_pretrained, _Loader(OSError("bad config")), str(tmp_path), model, True),
-        f"model {str(tmp_path)!r}: cannot load from the local folder: bad config",
-        "bad config",
+        "{what} {spec!r}: cannot load from the local folder: {error}",
+        {"what": inner("model"), "spec": str(tmp_path), "error": "bad config"},
+        (repr(str(tmp_path)), "bad config"),
     )
     monkeypatch.setattr(hf, "_hub_offline", lambda: True)
-    check(
+    expect(
         caught(hf._from_pretrained, _Loader(OSError("miss")), "org/gpt2", tokenizer, True),
-        "tokenizer 'org/gpt2': not in the local Hugging Face cache (and there is no local folder of that name) and "
-        "HF_HUB_OFFLINE is set (miss)",
-        "'org/gpt2'",
-        "HF_HUB_OFFLINE",
+        "{what} {spec!r}: not in the local Hugging Face cache (and there is no local folder of that name) and "
+        "HF_HUB_OFFLINE is set ({error})",
+        {"what": inner("tokenizer"), "spec": "org/gpt2", "error": "miss"},
+        ("'org/gpt2'", "HF_HUB_OFFLINE", "miss"),
     )
     monkeypatch.setattr(hf, "_hub_offline", lambda: False)
     monkeypatch.setattr(hf, "_hub_reachable", lambda timeout=3.0: False)
-    check(
+    expect(
         caught(hf._from_pretrained, _Loader(OSError("miss")), "gpt2", model, True),
-        "model 'gpt2': not in the local Hugging Face cache and the Hugging Face Hub cannot be reached (no network?)",
-        "'gpt2'",
+        "{what} {spec!r}: not in the local Hugging Face cache and the Hugging Face Hub cannot be reached (no network?)",
+        {"what": inner("model"), "spec": "gpt2"},
+        ("'gpt2'",),
     )
     monkeypatch.setattr(hf, "_hub_reachable", lambda timeout=3.0: True)
-    check(
+    expect(
         caught(hf._from_pretrained, _Loader(OSError("404")), "gpt2", model, True),
-        "model 'gpt2': cannot load from the Hugging Face Hub: 404",
-        "404",
+        "{what} {spec!r}: cannot load from the Hugging Face Hub: {error}",
+        {"what": inner("model"), "spec": "gpt2", "error": "404"},
+        ("'gpt2'", "404"),
     )
 
 
 def test_hugging_face_pairs(monkeypatch):
     monkeypatch.setitem(sys.modules, "transformers", None)
-    check(
+    expect(
         caught(hf.require_transformers),
         "loading a Hugging Face model pair: the Hugging Face adapter needs the optional package transformers: "
-        f"pip install transformers=={hf.TRANSFORMERS_PIN}",
-        f"pip install transformers=={hf.TRANSFORMERS_PIN}",
+        "pip install transformers=={pin}",
+        {"pin": hf.TRANSFORMERS_PIN},
+        (f"pip install transformers=={hf.TRANSFORMERS_PIN}",),
     )
     monkeypatch.setattr(hf, "require_transformers", lambda: None)
-    check(
+    expect(
         caught(hf.load_hf_pair, " ", "x"),
-        "a Hugging Face pair is 'TARGET,DRAFT'; got '', 'x'",
-        "'TARGET,DRAFT'",
-        "'x'",
+        "a Hugging Face pair is 'TARGET,DRAFT'; got {target!r}, {draft!r}",
+        {"target": "", "draft": "x"},  # stripped
+        ("'TARGET,DRAFT'", "''", "'x'"),
     )
-    check(caught(hf.load_hf_target, " "), "a Hugging Face target id is empty", "Hugging Face")
+    expect(caught(hf.load_hf_target, " "), "a Hugging Face target id is empty", {}, ("Hugging Face",))
 
     class Tok:
         def __init__(self, vocab):
@@ -689,27 +792,25 @@ def test_hugging_face_pairs(monkeypatch):
 
     toks = {"t": Tok({"a": 0, "b": 1}), "d": Tok({"a": 0, "c": 1}), "s": Tok({"a": 0, "b": 1, "z": 2})}
     monkeypatch.setattr(hf, "_load_tokenizer", lambda spec, allow_local: toks[spec])
-    check(
+    expect(
         caught(hf.load_hf_pair, "t", "d"),
-        "target 't' and draft 'd' use different tokenizers (2 vs 2 tokens; e.g. [('b', 1), ('c', 1)]); "
+        "target {target!r} and draft {draft!r} use different tokenizers ({a} vs {b} tokens; e.g. {diff}); "
         "speculative decoding needs a shared vocabulary",
-        "'t'",
-        "'d'",
-        "[('b', 1), ('c', 1)]",
+        {"target": "t", "draft": "d", "a": 2, "b": 2, "diff": [("b", 1), ("c", 1)]},
+        ("'t'", "'d'", "[('b', 1), ('c', 1)]"),
     )
     monkeypatch.setattr(hf, "_load_model", lambda spec, device, dtype, allow_local: Model())
-    check(
+    expect(
         caught(hf.load_hf_pair, "t", "t"),
-        "model 't' has 1 output logits but its tokenizer has 2 tokens",
-        "'t'",
-        "1 个 logits",
-        "2 个 token",
+        "model {spec!r} has {logits} output logits but its tokenizer has {vocab} tokens",
+        {"spec": "t", "logits": 1, "vocab": 2},
+        ("'t'", "1", "2"),
     )
-    check(
+    expect(
         caught(hf.load_hf_target, "s"),
-        "model 's' has 1 output logits but its tokenizer has 3",
-        "'s'",
-        "3 个",
+        "model {spec!r} has {logits} output logits but its tokenizer has {vocab}",
+        {"spec": "s", "logits": 1, "vocab": 3},
+        ("'s'", "1", "3"),
     )
 
 
@@ -719,20 +820,21 @@ def test_stateful_models_and_context_lengths(monkeypatch):
 
     monkeypatch.setattr(hf, "require_transformers", lambda: type("T", (), {"AutoModelForCausalLM": None}))
     monkeypatch.setattr(hf, "_from_pretrained", lambda *args, **kwargs: Stateful())
-    check(
+    expect(
         caught(hf._load_model, "rnn", "cpu", None, True),
-        "model 'rnn': Stateful is stateful (recurrent); its cache cannot be rewound to an earlier position, "
+        "model {spec!r}: {cls} is stateful (recurrent); its cache cannot be rewound to an earlier position, "
         "which speculative decoding needs",
-        "'rnn'",
-        "Stateful",
+        {"spec": "rnn", "cls": "Stateful"},
+        ("'rnn'", "Stateful"),
     )
 
     class Config:
         pass
 
-    check(
+    attrs = "max_position_embeddings, n_positions, max_sequence_length, seq_length, n_ctx"
+    expect(
         caught(hf._context_length, Config()),
-        "Config: cannot find the context length (none of max_position_embeddings, n_positions, "
-        "max_sequence_length, seq_length, n_ctx)",
-        "max_position_embeddings",
+        "{config}: cannot find the context length (none of {attrs})",
+        {"config": "Config", "attrs": attrs},
+        ("Config", attrs),
     )
