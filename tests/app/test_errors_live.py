@@ -346,7 +346,8 @@ PERCENT_NOTE = "[0, 1] (a column wholly in percent is read as percent)"
 def test_canonical(rows):
     bad = [rows[0], rows[1] | {"alpha": 1.5}]
     exc = caught(live.canonical, bad)
-    alpha = RowError(row=2, column="alpha", value="1.5", allowed=PERCENT_NOTE, header="alpha")
+    row = RowError(row=2, column="alpha", value="1.5", allowed=PERCENT_NOTE, header="alpha").phrase()
+    alpha = inner(row.msgid, **row.fields)  # in the page's language, not English inside a Chinese message
     expect(exc, SCHEMA, {"name": inner("live run"), "error": alpha}, ("'1.5'", "[0, 1]"))
     exc = caught(live.canonical, [rows[0], rows[1] | {"alpha": 1.5, "c": -1.0}])
     expect(exc, SCHEMA_MORE, {"name": inner("live run"), "error": alpha, "more": 1}, ("'1.5'", "1"))

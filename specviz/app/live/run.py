@@ -136,11 +136,11 @@ def canonical(rows: list[dict], name: str | None = None) -> pd.DataFrame:
             raise Message(
                 "{name}: a row does not pass the measurement schema: {error} (and {more} more bad cell(s))",
                 name=name,
-                error=report.row_errors[0],
+                error=report.row_errors[0].phrase(),
                 more=more,
             )
         raise Message(
-            "{name}: a row does not pass the measurement schema: {error}", name=name, error=report.row_errors[0]
+            "{name}: a row does not pass the measurement schema: {error}", name=name, error=report.row_errors[0].phrase()
         )
     if report.conversions:
         raise Message(
