@@ -17,7 +17,6 @@ from _messages import caught, expect, inner
 
 from specviz.app import live
 from specviz.base.i18n import Message, Phrase, plural
-from specviz.data.measurements.report import RowError
 from specviz.engine import bench, decoding
 
 # ----------------------------------------------------------------------------- specviz.app.live.request
@@ -340,14 +339,16 @@ def rows(one_torch_thread) -> list[dict]:
 
 SCHEMA = "{name}: a row does not pass the measurement schema: {error}"
 SCHEMA_MORE = "{name}: a row does not pass the measurement schema: {error} (and {more} more bad cell(s))"
-PERCENT_NOTE = "[0, 1] (a column wholly in percent is read as percent)"
 
 
 def test_canonical(rows):
     bad = [rows[0], rows[1] | {"alpha": 1.5}]
     exc = caught(live.canonical, bad)
-    row = RowError(row=2, column="alpha", value="1.5", allowed=PERCENT_NOTE, header="alpha").phrase()
-    alpha = inner(row.msgid, **row.fields)  # in the page's language, not English inside a Chinese message
+    # the bad cell in the page's language, not English inside a Chinese message
+    percent = inner("{allowed} (a column wholly in percent is read as percent)", allowed=inner("[0, 1]"))
+    alpha = inner(
+        "row {row}, {column}: {value!r} — allowed: {allowed}", row=2, column="alpha", value="1.5", allowed=percent
+    )
     expect(exc, SCHEMA, {"name": inner("live run"), "error": alpha}, ("'1.5'", "[0, 1]"))
     exc = caught(live.canonical, [rows[0], rows[1] | {"alpha": 1.5, "c": -1.0}])
     expect(exc, SCHEMA_MORE, {"name": inner("live run"), "error": alpha, "more": 1}, ("'1.5'", "1"))
