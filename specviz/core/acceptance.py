@@ -109,10 +109,8 @@ def row_acceptance(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def by_group(rows: pd.DataFrame, group: str, z: float = Z95) -> pd.DataFrame:
-    """α and E[N] pooled per (``group`` = "bucket" or "domain", K) with intervals where rounds are counted.
-
-    E[N] is weighted by rounds where every row counts them (interval by :func:`alpha_interval`), else a plain mean.
-    """
+    """α and E[N] pooled per (``group`` "bucket" or "domain", K): rounds-weighted with :func:`alpha_interval`
+    intervals where every row counts rounds, else a plain mean."""
     rows = rows.copy()
     if group == "bucket":
         rows = rows[rows["context"].notna() & (rows["context"] > 0)]
@@ -223,11 +221,8 @@ class DecayFit:
 
 
 def fit_decay(rows: pd.DataFrame, z: float = Z95) -> DecayFit:
-    """Fit logit α(L) = a − b ln(L / 1024) by weighted least squares on logit α̂ ∈ [1e-3, 1 − 1e-3].
-
-    Counted rounds: weights n·α̂(1 − α̂), n = A + F, cov = (XᵀWX)⁻¹; else equal weights, cov = s²(XᵀX)⁻¹.
-    Message unless the rows span two or more contexts.
-    """
+    """Fit logit α(L) = a − b ln(L / 1024) by weighted least squares on logit α̂ ∈ [1e-3, 1 − 1e-3]; counted
+    rounds: weights n·α̂(1 − α̂), n = A + F, cov = (XᵀWX)⁻¹, else equal, cov = s²(XᵀX)⁻¹. Message under two contexts."""
     rows = rows[rows["context"].notna() & (rows["context"] > 0)]
     contexts = int(rows["context"].nunique())
     if contexts < 2:
@@ -272,10 +267,8 @@ REFERENCE_COLUMNS = (
 def load_reference(
     acceptance_file: Path = ACCEPTANCE_FILE, measurements_file: Path = MEASUREMENTS_FILE
 ) -> pd.DataFrame:
-    """Published acceptance: ``acceptance.csv`` plus the τ of ``measurements.csv``'s speedup rows (domain "mixed").
-
-    ``alpha`` is α recovered from τ for chains, NaN for trees (a tree's τ is not a chain's E[N]).
-    """
+    """Published acceptance: ``acceptance.csv`` plus the τ of ``measurements.csv``'s speedup rows (domain "mixed");
+    ``alpha`` recovered from τ for chains, NaN for trees (a tree's τ is not a chain's E[N])."""
     published = pd.read_csv(acceptance_file)
     timed = pd.read_csv(measurements_file)
     timed = timed[timed["tau"].notna()].rename(columns={"tau": "mean_accepted_tokens", "context": "context_length"})
@@ -307,10 +300,8 @@ def matching_reference(reference: pd.DataFrame, target: str, draft: str = "", me
 
 
 def gap_reasons(run: dict, ref: dict, vocab=None) -> list[Phrase]:
-    """The differences between ``run`` and a published ``ref`` row that usually explain an acceptance gap.
-
-    ``run``/``ref``: k, temperature, domain, context_length, draft, method; ``vocab``: model → vocabulary size.
-    """
+    """Differences between ``run`` and a published ``ref`` (k, temperature, domain, context_length, draft, method)
+    that usually explain an acceptance gap; ``vocab``: model → vocabulary size."""
     reasons = []
 
     def both(name):

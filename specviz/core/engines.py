@@ -1,10 +1,9 @@
 """Engine profiles: the fixed costs a serving stack adds to the roofline, and the share of the datasheet it reaches.
 
-One forward of B sequences costs roofline(B, L, n) + overhead_s + layer_overhead_s·n_layers + seq_overhead_s·B;
-a speculative round adds round_overhead_s, and draft_overhead_s per draft forward
-(:func:`specviz.core.hardware.pair_costs`). The profiles of ``data/catalog/engines.csv`` are fitted by
-``benchmarks/validation_bench.py --write-profiles`` to ``data/validation/measurements.csv`` (each row names its
-sources); the all-reduce latencies come from the benchmarks cited at their fields and are not fitted.
+One forward of B sequences: roofline(B, L, n) + overhead_s + layer_overhead_s·n_layers + seq_overhead_s·B; a round
+adds round_overhead_s, and draft_overhead_s per draft forward (:func:`specviz.core.hardware.pair_costs`). Profiles
+(``data/catalog/engines.csv``) are fitted by ``benchmarks/validation_bench.py --write-profiles`` to
+``data/validation/measurements.csv`` (each row names its sources); all-reduce latencies (cited) are not fitted.
 """
 
 from __future__ import annotations
@@ -162,9 +161,8 @@ MAX_TERMS_CHARS = 400  #: the longest terms text accepted (every term at full pr
 
 
 def encode_terms(eff: Efficiency, digits: int | None = None) -> str:
-    """A custom profile as URL-safe text, ``"overhead_s=0.0003,layer_overhead_s=0.00016"``: the terms that differ
-    from :data:`DEFAULT_EFFICIENCY` in :data:`TERMS` order, each its shortest round-trip repr (or rounded to
-    ``digits`` significant digits); ``decode_terms(encode_terms(e)) == e``, and the default is ``""``."""
+    """A custom profile as URL-safe text, ``"overhead_s=0.0003,layer_overhead_s=0.00016"``: the :data:`TERMS` that
+    differ from :data:`DEFAULT_EFFICIENCY`, each its shortest round-trip repr (or to ``digits`` digits); default ""."""
     parts = []
     for name in TERMS:
         value = float(getattr(eff, name))

@@ -1,8 +1,7 @@
 """What engines call the quantities of speculative decoding (docs/design.md §6).
 
-Under the i.i.d. model with per-token acceptance α and draft length K. The
-``ours`` column names the quantity in specviz's terms; ``metric`` is the key of
-:data:`specviz.core.theory.METRICS` it converts through (empty when it is not a
+Under the i.i.d. model with per-token acceptance α and draft length K. ``ours`` names the quantity in specviz's
+terms; ``metric`` is the key of :data:`specviz.core.theory.METRICS` it converts through (empty if not a
 function of α and K alone).
 """
 

@@ -76,11 +76,9 @@ def head_spec(name: str) -> dict:
 
 
 def draft_model(head: dict, target: dict) -> dict:
-    """A sequential head (EAGLE, EAGLE-3, MTP) as a model spec of one forward, from its row and the target's spec.
-
-    EAGLE / EAGLE-3: its own dense GQA layer(s), ``draft_vocab`` or the target's, fusion fc_in·h → h (EAGLE-3's
-    q/k/v read 2h inputs, priced at h: < 10 % of the head's weights). MTP: one target block, fc_in = 2.
-    """
+    """A sequential head (EAGLE, EAGLE-3, MTP) as the model spec of one forward: EAGLE's own dense GQA layer(s),
+    ``draft_vocab`` or the target's, fusion fc_in·h → h (EAGLE-3's 2h-wide q/k/v priced at h: < 10 % of its
+    weights); MTP one target block, fc_in = 2. Message for a head with no draft forward."""
     kind = head["kind"]
     if kind not in KINDS or kind in PARALLEL:
         raise Message("head {head!r}: kind {kind!r} has no draft forward of its own", head=head["name"], kind=kind)

@@ -1,8 +1,7 @@
 """Mixture-of-experts layers in the roofline: how many distinct experts a step reads.
 
-M = B·n tokens, each routed to k of E experts, expert e chosen with π_e = min(1, k·load_e) (uniform: k/E):
-E[distinct] = Σ_e (1 − (1 − π_e)^M) = E·(1 − (1 − k/E)^M) when uniform (exact for the mean by linearity;
-tests/core/test_moe.py checks it against a Monte-Carlo of top-k routing).
+M = B·n tokens, each routed to k of E experts, expert e with π_e = min(1, k·load_e) (uniform k/E):
+E[distinct] = Σ_e (1 − (1 − π_e)^M), exact for the mean by linearity.
 """
 
 from __future__ import annotations
@@ -45,11 +44,8 @@ def experts_touched(n_experts: int, top_k: int, tokens, load=None) -> np.ndarray
 
 
 def experts_on_busiest_rank(n_experts: int, top_k: int, tokens, ranks: int) -> np.ndarray:
-    """Expected distinct experts on the busiest of ``ranks`` GPUs under expert parallelism.
-
-    n = ⌈E / ranks⌉ experts per GPU, each touched with p = 1 − (1 − k/E)^M, X ~ Binomial(n, p) per GPU
-    (independent): E[max X] = Σ_{x=0}^{n−1} (1 − F(x)^ranks), F the Binomial CDF. Shape of ``tokens``.
-    """
+    """Expected distinct experts on the busiest of ``ranks`` GPUs (expert parallel), shape of ``tokens``: n = ⌈E/ranks⌉
+    per GPU, X ~ Binomial(n, 1 − (1 − k/E)^M) independent, E[max X] = Σ_{x<n} (1 − F(x)^ranks), F its CDF."""
     if not (isinstance(ranks, int | np.integer) and 1 <= ranks <= n_experts):
         raise Message(
             "experts: ranks must be an integer from 1 to the number of experts {e}; got {value}",

@@ -1,10 +1,9 @@
 """The cost model against published GPU measurements: predict each row, fit engine profiles, score.
 
-Rows of ``data/validation/measurements.csv`` (``measurements.md``): a step row predicts
-t = step_time(target, B, L, 1); a speedup row S = τ / (1 + v·(T − 1) + o + D/c) from
-``hardware.pair_costs`` (D draft forwards, T verified tokens). With prefill in the measurement
-(P prompt, O output tokens): t = (t_prefill + O·t) / O, S = (t_prefill + O·t_p) / (t_prefill + O·t_p / S).
-Profiles are fitted in three levels: shared (every row, every term), family, engine (:data:`ENGINE_TERMS`).
+Rows of ``data/validation/measurements.csv`` (``measurements.md``): a step row predicts t = step_time(target,
+B, L, 1); a speedup row S = τ / (1 + v·(T − 1) + o + D/c) from ``hardware.pair_costs`` (D draft forwards, T
+verified tokens). With prefill (P prompt, O output tokens): t = (t_prefill + O·t) / O, S = (t_prefill + O·t_p) /
+(t_prefill + O·t_p / S). Profiles fit in three levels: shared (every row, term), family, engine (:data:`ENGINE_TERMS`).
 """
 
 from __future__ import annotations
@@ -143,11 +142,8 @@ def predict(frame: pd.DataFrame, profiles) -> pd.DataFrame:
 def fit_profile(
     rows: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY, terms=tuple(FITTED), weight: float = PRIOR_WEIGHT
 ) -> Efficiency:
-    """argmin Σ w_i² log²(pred_i / meas_i) + weight² Σ ((θ − θ_prior) / scale)² (scipy least_squares).
-
-    Soft-L1 loss within :data:`FITTED`'s bounds; w_i² = n / (S · n_s(i)) for n rows from S sources, so
-    every source weighs the same in total.
-    """
+    """argmin Σ w_i² log²(pred_i / meas_i) + weight² Σ ((θ − θ_prior) / scale)² (scipy least_squares), soft-L1 loss
+    within :data:`FITTED`'s bounds; w_i² = n / (S · n_s(i)) for n rows from S sources: each source weighs the same."""
     from scipy.optimize import least_squares
 
     if rows.empty:

@@ -1,10 +1,9 @@
 """Closed forms of speculative decoding: E[N], speedup, break-even α, optimal K, metric conversions.
 
-Source: Leviathan et al. 2023 (arXiv 2211.17192). Symbols: ``alpha`` α ∈ [0, 1] per-token
-acceptance; ``k`` draft length K ≥ 1 (their γ); ``c`` = T_target / T_draft > 0 (their c_L = 1/c);
-``v`` extra verify cost per drafted token and ``o`` fixed per-round overhead, in target steps (0 in
-the basic model). numpy, broadcasting; invalid arguments raise ValueError naming the parameter, the
-value and the allowed range.
+Source: Leviathan et al. 2023 (arXiv 2211.17192). ``alpha`` α ∈ [0, 1] per-token acceptance; ``k`` draft
+length K ≥ 1 (their γ); ``c`` = T_target / T_draft > 0 (their c_L = 1/c); ``v`` verify cost per drafted token
+and ``o`` per-round overhead, in target steps (0 in the basic model). numpy, broadcasting; ValueError names
+the parameter, the value and the allowed range.
 """
 
 from __future__ import annotations
@@ -282,11 +281,8 @@ def _solve_expected_tokens(m: np.ndarray, k: np.ndarray, max_iter: int = 200) ->
 
 
 def break_even_alpha(k, c, v=0.0, o=0.0):
-    """Break-even α*: the root of E[N](α, K) = 1 + vK + o + K/c in (0, 1) (chapter §5.4).
-
-    NaN where the right side is ≥ K + 1 (speculation never pays; for v = o = 0 exactly when c ≤ 1).
-    Chapter exercise 2: K = 4, c = 8 gives α* ≈ 0.34.
-    """
+    """Break-even α*: the root in (0, 1) of E[N](α, K) = 1 + vK + o + K/c (chapter §5.4; exercise 2: K = 4,
+    c = 8 gives α* ≈ 0.34); NaN where the right side is ≥ K + 1 (for v = o = 0 exactly when c ≤ 1)."""
     kk = check_k(k)
     cc = check_positive(c, "c")
     vv = check_nonnegative(v, "v")
@@ -332,10 +328,7 @@ class OptimalK(NamedTuple):
 
 
 def optimal_k(alpha, c, k_max: int = 32, v=0.0, o=0.0) -> OptimalK:
-    """K*(α, c) = argmax_{1 ≤ K ≤ k_max} S(α, c, K), ties to the smaller K; K* = 0 (S = 1) where max S ≤ 1.
-
-    Grids of 2^17 points or more are split into row blocks over threads. Returns :class:`OptimalK` arrays.
-    """
+    """K*(α, c) = argmax_{1 ≤ K ≤ k_max} S(α, c, K), ties to the smaller K; K* = 0 (S = 1) where max S ≤ 1."""
     a = check_alpha(alpha)
     cc = check_positive(c, "c")
     vv = check_nonnegative(v, "v")

@@ -1,8 +1,7 @@
 """llama-server's speculative flags: common/arg.cpp of llama.cpp b11434 (``llama-server --help``).
 
-A fixed K is ``--spec-draft-n-max K --spec-draft-n-min K --spec-draft-p-min 0`` (no early stop);
-``--spec-type draft-simple`` drafts with ``-md`` (``--spec-draft-model``), without it nothing is drafted.
-``-np N`` sets the slots; ``--kv-unified`` keeps one KV cache for all of them.
+Fixed K: ``--spec-draft-n-max K --spec-draft-n-min K --spec-draft-p-min 0`` (no early stop); ``--spec-type
+draft-simple`` drafts with ``-md``; ``-np N`` sets the slots, ``--kv-unified`` one KV cache for them all.
 """
 
 from __future__ import annotations
@@ -20,8 +19,7 @@ def no_draft() -> Phrase:
 
 
 def draft_flags(k: int, *, slots: int | None = None, kv: str = "unified") -> str:
-    """The flags for one fixed K (K ≤ 0: the :func:`no_draft` note); with ``slots``, ``-np`` first and
-    ``--kv-unified`` where ``kv`` is "unified" (an explicit ``-np`` otherwise keeps one KV stream per slot)."""
+    """Flags for a fixed K (≤ 0: :func:`no_draft`); ``slots``: ``-np`` first, ``--kv-unified`` if ``kv`` is unified."""
     server = "" if slots is None else f"-np {int(slots)} " + ("--kv-unified " if kv == "unified" else "")
     if k <= 0:
         return server + str(no_draft())
@@ -35,8 +33,8 @@ def fixed_k_args(k: int, *, p_min: bool = True) -> list[str]:
 
 
 def server_spec_args(draft: Path | str | None, k: int, spec_type: str = DRAFT_TYPE) -> list[str]:
-    """The argv of a fixed K: a draft model (``-md``, ``--spec-type``, K fixed, no early stop) or, with no
-    draft, a draftless ``spec_type`` (n-gram kinds) capped at K; [] for no draft and ``draft-simple``."""
+    """argv of a fixed K: a draft model (``-md``, ``--spec-type``) or a draftless ``spec_type`` (n-gram kinds)
+    capped at K; [] for no draft and ``draft-simple``."""
     if draft is not None:
         return ["-md", str(draft), "--spec-type", spec_type, *fixed_k_args(k)]
     if spec_type != DRAFT_TYPE:

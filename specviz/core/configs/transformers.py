@@ -1,10 +1,8 @@
 """Hugging Face transformers' assisted generation: ``GenerationConfig`` fields and ``generate()`` keywords
 (src/transformers/generation/configuration_utils.py, transformers 5.24.0).
 
-A fixed K is ``num_assistant_tokens`` K with ``num_assistant_tokens_schedule`` "constant" and
-``assistant_confidence_threshold`` 0 (no early stop); the assistant reads them from *its own*
-``generation_config`` (AssistedCandidateGenerator copies ``assistant_model.generation_config``). A draft
-model is ``generate(assistant_model=…)``; n-gram (prompt) lookup is ``prompt_lookup_num_tokens`` K.
+Fixed K: ``num_assistant_tokens`` K, schedule "constant", ``assistant_confidence_threshold`` 0, set on the
+assistant's own ``generation_config`` (AssistedCandidateGenerator copies it); n-gram: ``prompt_lookup_num_tokens``.
 """
 
 from __future__ import annotations
@@ -13,8 +11,7 @@ SCHEDULES = ("constant", "heuristic", "heuristic_transient")  #: ``num_assistant
 
 
 def assistant_config(k: int, schedule: str = "constant", confidence: float = 0.0) -> dict:
-    """The assistant's ``generation_config`` fields for K drafts a round (``schedule`` "constant" and
-    ``confidence`` 0: exactly K)."""
+    """The assistant's ``generation_config`` for K drafts a round ("constant" and ``confidence`` 0: exactly K)."""
     if int(k) < 1:
         raise ValueError(f"k must be an integer ≥ 1; got {k!r}")
     if schedule not in SCHEDULES:

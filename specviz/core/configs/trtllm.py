@@ -1,11 +1,9 @@
-"""TensorRT-LLM's ``speculative_config`` YAML for ``trtllm-serve --extra_llm_api_options``: the LLM API's
-``DecodingBaseConfig`` (tensorrt_llm/llmapi/llm_args.py at IzzyPutterman/TensorRT-LLM 12bd5aaf, a fork of
-NVIDIA's that has ``draft_len_schedule``).
+"""TensorRT-LLM's ``speculative_config`` YAML for ``trtllm-serve --extra_llm_api_options``: ``DecodingBaseConfig``
+(tensorrt_llm/llmapi/llm_args.py at IzzyPutterman/TensorRT-LLM 12bd5aaf, a fork with ``draft_len_schedule``).
 
-``max_draft_len`` is the K at batch 1; ``draft_len_schedule`` {batch threshold: K}: a batch at or above a
-threshold takes its K (0: speculation off). Its validators require thresholds ≥ 1, lengths ≥ 0, the key 1
-mapping to ``max_draft_len`` and no length above it; ``max_concurrency`` is mutually exclusive with a
-schedule, so a 0 entry says it. ``decoding_type: DraftTarget`` as NVIDIA's trtllm-serve examples write it.
+``max_draft_len``: K at batch 1; ``draft_len_schedule`` {threshold ≥ 1: K}: a batch ≥ a threshold takes its K
+(0: off; key 1 → ``max_draft_len``, no K above it; it excludes ``max_concurrency``, so 0 says off).
+``decoding_type: DraftTarget`` as NVIDIA's trtllm-serve examples write it.
 """
 
 from __future__ import annotations
@@ -14,8 +12,7 @@ import numpy as np
 
 
 def speculative_config(schedule, *, decoding_type: str = "DraftTarget", model: str | None = None) -> dict | None:
-    """The config for a K by running batch (``schedule``: columns ``batch`` and ``k``); None where batch 1
-    does not speculate."""
+    """The config for K by running batch (``schedule``: columns ``batch``, ``k``); None where batch 1 has K = 0."""
     batches, ks = np.asarray(schedule["batch"]), np.asarray(schedule["k"])
     order = np.argsort(batches, kind="stable")
     batches, ks = batches[order], ks[order]

@@ -41,8 +41,7 @@ def batch_ranges(batches, k_star) -> list[list[int]]:
 
 
 def speculative_config(schedule, *, method: str = "draft_model", model: str | None = None) -> dict:
-    """The config for a K by running batch; ``schedule`` has columns ``batch`` and ``k`` (K = 0: no
-    speculation in that range)."""
+    """The config for K by running batch (``schedule``: columns ``batch``, ``k``; K = 0: no speculation there)."""
     ranges = batch_ranges(schedule["batch"], schedule["k"])
     config = {"method": method}
     if model:
@@ -53,8 +52,7 @@ def speculative_config(schedule, *, method: str = "draft_model", model: str | No
 
 
 def with_head(config: dict, kind: str, target: str | None = None) -> dict:
-    """``config`` for a head or n-gram lookup (``kind`` a key of :data:`METHODS`): MTP's module ships
-    inside the target's checkpoint (``model`` = ``target``); n-gram lookup has no model."""
+    """``config`` for a head or n-gram (``kind`` in :data:`METHODS`): MTP's ``model`` is ``target``; n-gram has none."""
     out = {"method": METHODS[kind]} | {k: v for k, v in config.items() if k != "method"}
     if kind == "mtp":
         out["model"] = target

@@ -74,12 +74,11 @@ _TIED_DEFAULT = {"GPT2LMHeadModel": True, "GPTBigCodeForCausalLM": True, "Gemma2
 
 
 def from_hf_config(config: dict | str | bytes, name: str = "uploaded") -> dict:
-    """A model spec from a Hugging Face ``config.json`` (dict or JSON text).
+    """A model spec from a Hugging Face ``config.json`` (dict or JSON text); ValueError naming an unmodelled key.
 
-    Modelled: Llama, Mistral, Qwen2/3, Gemma-2 (gated MLP), GPT-2, GPTBigCode (plain MLP) and the MoE
-    architectures of ``_MOE``. Keys left out take transformers' defaults: K/V heads = heads (GPTBigCode
-    ``multi_query``: 1), head_dim = hidden_size / heads, GPT-2 MLP = 4·hidden_size, tied embeddings for GPT-2,
-    GPTBigCode and Gemma-2. Anything else raises ValueError naming the key.
+    Llama, Mistral, Qwen2/3, Gemma-2 (gated MLP), GPT-2, GPTBigCode (plain MLP) and the MoE architectures of
+    ``_MOE``. Missing keys take transformers' defaults: K/V heads = heads (GPTBigCode ``multi_query``: 1),
+    head_dim = hidden_size / heads, GPT-2 MLP = 4·hidden_size, tied embeddings for GPT-2, GPTBigCode, Gemma-2.
     """
     if isinstance(config, str | bytes):
         if len(config) > CONFIG_MAX_BYTES:

@@ -30,14 +30,13 @@ def pair_costs(
     verify_tokens=None,
     expert_parallel=False,
 ) -> dict[str, np.ndarray]:
-    """One round's costs in the terms of :func:`specviz.core.theory.speedup_from_tokens`.
+    """One round's costs in the terms of :func:`specviz.core.theory.speedup_from_tokens`; broadcasts.
 
     ``draft``: a model, a head of :mod:`specviz.core.heads`, or :data:`NGRAM`. D = ``k`` draft forwards of
-    ``draft_tokens`` tokens (a tree level's width), then one verify forward of T = ``verify_tokens`` (default k + 1);
-    a Medusa head or an n-gram lookup (``overhead_s``) has D = 1; each draft forward adds ``draft_overhead_s``.
-    Returns t_target, t_draft, t_verify (s), c = t_target / t_draft, v = (t_verify / t_target − 1) / (T − 1),
+    ``draft_tokens`` (a tree level's width) over ``draft_context`` on ``tp_draft`` GPUs, each + ``draft_overhead_s``,
+    then one verify of T = ``verify_tokens`` (default k + 1); Medusa or n-gram (``overhead_s``): D = 1. Returns
+    t_target, t_draft, t_verify (s), c = t_target / t_draft, v = (t_verify / t_target − 1) / (T − 1),
     o = round_overhead_s / t_target, draft_steps D and nodes T − 1: S = E[N] / (1 + v·(T − 1) + o + D / c).
-    The draft attends over ``draft_context`` (default ``context``) on ``tp_draft`` GPUs. Broadcasts.
     """
     kk = theory.check_k(k)
     g, t = gpu_spec(gpu), model_spec(target)

@@ -8,9 +8,8 @@ from specviz.core.hardware.catalog import MAX_PARAMETERS, model_spec
 
 
 def parameter_count(model: str | dict) -> int:
-    """Parameters implied by the architecture: embeddings, per layer attention, MLP and norms, the
-    final norm, the LM head when untied; "plain" (GPT-2) models add learned positions and LayerNorm biases.
-    Linear-layer biases are left out (< 0.1 % of any catalogue model)."""
+    """Parameters of the architecture: embeddings, per layer attention, MLP and norms, final norm, untied LM head;
+    "plain" (GPT-2) adds learned positions and LayerNorm biases. Linear biases left out (< 0.1 % of any model)."""
     m = model_spec(model)
     d, ffn, layers = m["hidden_size"], m["intermediate_size"], m["n_layers"]
     gpt2 = m["mlp"] == "plain"

@@ -93,11 +93,10 @@ def operator_costs(
 ) -> dict[str, tuple]:
     """Per operator: (FLOPs, bytes) of one forward on one of ``tp`` GPUs, summed over layers.
 
-    B = ``batch`` sequences, n = ``tokens`` new tokens each after L = ``context`` cached ones; w, a = bytes per
-    weight and per activation. Linear: 2·in·out·B·n / tp FLOPs, (in·out·w + (in + out)·B·n·a) / tp bytes.
-    Attention: 4·B·n·(L + n)·H·hd / tp FLOPs; the KV read B·(L + n)·2·h·hd·a (h = :func:`kv_heads_per_gpu`)
-    plus q and output. Norms and residual: 8·B·n·d FLOPs, 4·B·n·d·a bytes per layer on every GPU. All-reduce:
-    2 per layer of B·n·d·a bytes. MoE: :func:`_moe_mlp` (``expert_parallel``: vLLM ``--enable-expert-parallel``).
+    B = ``batch``, n = ``tokens`` new after L = ``context`` cached; w, a bytes per weight, per activation. Linear:
+    2·in·out·B·n / tp FLOPs, (in·out·w + (in + out)·B·n·a) / tp bytes. Attention: 4·B·n·(L + n)·H·hd / tp FLOPs, KV
+    read B·(L + n)·2·h·hd·a (h :func:`kv_heads_per_gpu`) + q, output. Norms, residual: 8·B·n·d FLOPs, 4·B·n·d·a bytes
+    per layer, every GPU. All-reduce: 2 per layer of B·n·d·a. MoE: :func:`_moe_mlp` (vLLM ``--enable-expert-parallel``).
     """
     m, g = model_spec(model), gpu_spec(gpu)
     b, ctx, n, tp = _check_grid(batch, context, tokens, tp)
@@ -146,13 +145,10 @@ def operator_costs(
 
 
 def _moe_mlp(m: dict, rows, tp, w: float, a: float, expert_parallel: bool = False) -> tuple:
-    """(FLOPs, bytes) of one MoE layer's MLP on one of ``tp`` GPUs for ``rows`` = B·n tokens.
-
-    Routed: k experts per token at 2·3·d·d_e FLOPs; weights 3·d·d_e each (at ``expert_bits``, MXFP4 4.25, or w)
-    of the distinct experts touched (:func:`specviz.core.moe.experts_touched`, with the model's ``expert_load``),
-    / tp; with ``expert_parallel`` the whole experts on the busiest GPU
-    (:func:`specviz.core.moe.experts_on_busiest_rank`). Shared experts: every token. Router: d·E.
-    """
+    """(FLOPs, bytes) of one MoE layer's MLP on one of ``tp`` GPUs, ``rows`` = B·n tokens: k experts per token at
+    2·3·d·d_e FLOPs; 3·d·d_e weights (``expert_bits``, MXFP4 4.25, or w) per distinct expert touched
+    (:func:`specviz.core.moe.experts_touched`) / tp, or with ``expert_parallel`` on the busiest GPU
+    (:func:`specviz.core.moe.experts_on_busiest_rank`); shared experts every token; router d·E."""
     d, e, k, de = m["hidden_size"], m["n_experts"], m["experts_per_token"], m["expert_size"]
     ns, ds = m["n_shared_experts"], m["shared_expert_size"]
     we = m["expert_bits"] / 8 if m["expert_bits"] else w
@@ -171,11 +167,9 @@ def _moe_mlp(m: dict, rows, tp, w: float, a: float, expert_parallel: bool = Fals
 
 
 def _latent_attention(m: dict, rows, b, span, tp, w: float, a: float) -> tuple:
-    """Multi-head latent attention (DeepSeek-V2/V3), decode in the absorbed form, on one of ``tp`` GPUs.
-
-    Returns (projections (FLOPs, bytes), attention FLOPs, attention bytes) over all layers. The cache holds
-    kv_r + rope values per token and layer on every GPU; 2·H·(kv_r + rope) + 2·H·kv_r FLOPs per token and position.
-    """
+    """MLA (DeepSeek-V2/V3) decode, absorbed form, on one of ``tp`` GPUs: (projections (FLOPs, bytes), attention
+    FLOPs, attention bytes) over all layers; cache kv_r + rope per token and layer on every GPU;
+    2·H·(kv_r + rope) + 2·H·kv_r FLOPs per token and position."""
     layers, d, h = m["n_layers"], m["hidden_size"], m["n_heads"]
     r, rope = m["kv_lora_rank"], m["rope_head_dim"]
     weights = _attention_parameters(m)

@@ -40,11 +40,9 @@ def speedup_by_batch(
     verify_tokens=None,
     expert_parallel=False,
 ) -> pd.DataFrame:
-    """Per (batch, context) row: batch, context, c, t_target, s_1..s_{k_max}, k_star, speedup_at_k_star.
-
-    ``alpha``: one number, per-position a_1, a_2, … (E[N] = 1 + Σ_i Π_{j≤i} a_j; the last repeats), or α(L), a
-    function of the context. K* = 0 (speedup 1) where no K pays. Other keywords go to :func:`pair_costs`.
-    """
+    """Per (batch, context) row: batch, context, c, t_target, s_1..s_{k_max}, k_star, speedup_at_k_star (K* = 0,
+    speedup 1, where no K pays). ``alpha``: a number, per-position a_1, a_2, … (E[N] = 1 + Σ_i Π_{j≤i} a_j; the
+    last repeats) or α(L) of the context. Other keywords go to :func:`pair_costs`."""
     if not (isinstance(k_max, int | np.integer) and 1 <= k_max <= 64):
         raise Message("k_max must be an integer in [1, 64]; got {value!r}", value=k_max)
     b = np.atleast_1d(np.asarray(batch, dtype=float))[:, None, None]  # (nB, 1, 1)

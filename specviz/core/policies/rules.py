@@ -111,11 +111,8 @@ def hf_confidence(threshold: float = 0.4, k: int = 20) -> Policy:
 
 
 def llamacpp_pmin(p_min: float = 0.75, n_max: int = 16, n_min: int = 0, keep_crossing: bool = True) -> Policy:
-    """llama.cpp ``--draft-p-min/--draft-max/--draft-min``: stop at the first token with q_top < ``p_min``.
-
-    ``common/speculative.cpp``: 2025 builds push the token before the test (``keep_crossing``, defaults
-    0.75 / 16 / 0); later builds discard it (its forward still spent). Drafts below ``n_min`` are not verified.
-    """
+    """llama.cpp ``--draft-p-min/--draft-max/--draft-min`` (``common/speculative.cpp``): stop at the first q_top <
+    ``p_min``; 2025 builds keep that token (``keep_crossing``), later ones drop it; under ``n_min`` not verified."""
     p_min = float(theory.check_alpha(p_min, "p_min"))
     n_max = int(theory.check_k(n_max, "n_max"))
     if int(n_min) != n_min or not 0 <= n_min <= n_max:

@@ -1,8 +1,8 @@
 """Traces: per row and draft position, q(x), q_top and p(x) of a fixed-K_max run, with the accepted count.
 
-Rows are rounds (i.i.d.: :func:`synthetic_trace`, or sampled decoding), or, for a greedy engine
-run (``positional``), output positions: row j is the draft's K_max chain from position j of the
-target's greedy output, independent of the policy, so a policy's walk j → j + min(k, a_j) + 1 replays exactly.
+Rows are rounds (i.i.d.: :func:`synthetic_trace`, or sampled decoding) or, for a greedy run (``positional``),
+output positions: row j is the draft's K_max chain from position j of the target's greedy output, so a
+policy's walk j → j + min(k, a_j) + 1 replays exactly.
 """
 
 from __future__ import annotations
@@ -197,10 +197,8 @@ def synthetic_trace(
     concentration: float = 2.0,
 ) -> Trace:
     """An i.i.d. trace: position i accepted with probability a_i (``alpha``, scalar or (K_max,)); q_top = q(x).
-
-    ``"calibrated"``: q(x_i) ~ Beta(κ a_i, κ(1 − a_i)), κ = ``concentration``, accepted with probability
-    q(x_i); ``"flat"``: q(x_i) = a_i, so confidence carries no information.
-    """
+    ``"calibrated"``: q(x_i) ~ Beta(κ a_i, κ(1 − a_i)), κ = ``concentration``, accepted with probability q(x_i);
+    ``"flat"``: q(x_i) = a_i (confidence carries no information)."""
     k_max, rounds = int(theory.check_k(k_max, "k_max")), int(theory.check_k(rounds, "rounds"))
     a = np.broadcast_to(theory.check_alpha(alpha, "alpha"), (k_max,)).astype(float)  # (K,)
     if confidence == "calibrated":

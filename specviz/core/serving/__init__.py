@@ -1,14 +1,9 @@
 """Serving under load: traffic and service levels to TTFT, TPOT, throughput and the best K.
 
-Definitions follow ``vllm bench serve`` (vllm/benchmarks/serve.py, ``calculate_metrics``): TTFT, the time
-to the first token; TPOT = (E2E − TTFT) / (output tokens − 1); ITL, the gap between streamed chunks (a
-round's accepted tokens come in one chunk, so ITL ≠ TPOT); output throughput = output tokens / wall time.
-
-The model (docs/design.md, "Serving under load"): a request has P prompt and G ≥ 2 output tokens; an
-option (:class:`Option`) yields E[N] tokens per sequence and round; with n decoding a round takes t(n)
-and requests complete at μ(n) = min(n, cap) / (R·t(n)), R = E[G − 1] / E[N]. Prefills stall the
-decodes; :func:`steady_state` solves the level/phase chain for Poisson arrivals at λ (open loop) or N
-users (closed loop), and Little's law gives TPOT, ITL and throughput. It predicts means, not p90/p99.
+Metrics as ``vllm bench serve`` (vllm/benchmarks/serve.py, ``calculate_metrics``): TPOT = (E2E − TTFT) /
+(output tokens − 1); ITL the gap between streamed chunks (≠ TPOT: a round's tokens come in one chunk).
+Model (docs/design.md, "Serving under load"): μ(n) = min(n, cap) / (R·t(n)), R = E[G − 1] / E[N];
+:func:`steady_state` solves it for Poisson λ or N users. It predicts means, not p90/p99.
 """
 
 from specviz.core.serving.grid import (

@@ -36,10 +36,8 @@ GRID_POINTS = 192  #: batch grid points between 1 and the cap (geometric): inter
 
 @dataclass(frozen=True)
 class Option:
-    """One way to decode. ``k`` draft forwards per round (0: no speculation), ``mean_tokens`` per
-    sequence and round (E[N] or F(T); 1 without speculation), ``verify_tokens`` per sequence in the
-    verify forward (K + 1 for a chain, the tree's nodes + 1), ``draft_tokens`` per draft forward (a tree
-    level's width)."""
+    """One way to decode: ``k`` draft forwards per round (0: none), ``mean_tokens`` E[N] or F(T) per sequence and round,
+    ``verify_tokens`` (K + 1 for a chain, nodes + 1 for a tree), ``draft_tokens`` per draft forward (level width)."""
 
     label: str
     k: int
@@ -55,12 +53,8 @@ class Option:
 
 
 def chain_options(alpha, k_max: int, *, prompt: Lengths | None = None, output: Lengths | None = None) -> list[Option]:
-    """No speculation and chains of K = 1..``k_max``.
-
-    ``alpha``: one number, per-position acceptance a_1, a_2, … (as :func:`hardware.speedup_by_batch`),
-    or a function of the context (then ``prompt`` and ``output`` are needed:
-    :func:`mean_tokens_over_context`).
-    """
+    """No speculation and chains of K = 1..``k_max``; ``alpha`` a number, per-position a_1, a_2, …, or a function
+    of the context (needs ``prompt`` and ``output``: :func:`mean_tokens_over_context`)."""
     if not (isinstance(k_max, int | np.integer) and 0 <= k_max <= 64):
         raise Message("k_max must be an integer in [0, 64]; got {value!r}", value=k_max)
     ks = np.arange(1, k_max + 1)
@@ -77,9 +71,8 @@ def chain_options(alpha, k_max: int, *, prompt: Lengths | None = None, output: L
 
 
 def tree_option(tree, p, label: str = "tree") -> Option:
-    """A token tree as an option (:mod:`specviz.core.trees`): its depth of draft forwards, each over its
-    widest level's tokens, F(T) tokens per round under positional acceptance ``p``, and its nodes plus
-    the root verified."""
+    """A token tree as an option: depth draft forwards over its widest level, F(T) tokens per round under
+    positional acceptance ``p``, nodes + 1 verified."""
     from specviz.core import trees
 
     widths = np.bincount(np.asarray(tree.depths)[1:])
@@ -88,14 +81,9 @@ def tree_option(tree, p, label: str = "tree") -> Option:
 
 @dataclass(frozen=True)
 class CostGrid:
-    """The cost model on a batch grid, for every option.
-
-    ``batch`` (nG,) running batches, 0 then 1 … ``cap`` geometric (the step at B < 1 is priced at 1);
-    ``round_s`` (nG, nO) seconds of one round (speculative) or step (K = 0) at each batch;
-    ``mean_tokens`` (nO,); ``prefill_s`` (nO,) one prompt's prefill cost p and ``chunks`` the rounds it
-    spans where prefill rides in decode steps (0 where it is a forward of its own); ``cap`` the largest
-    running batch; ``gpus`` of one replica; ``context`` the decode context L̄ it was priced at.
-    """
+    """The cost model on a batch grid: ``batch`` (nG,) 0 then 1 … ``cap`` geometric; ``round_s`` (nG, nO) seconds
+    of a round (K = 0: a step); ``mean_tokens`` (nO,); ``prefill_s`` (nO,) p in s; ``chunks`` rounds a prompt
+    spans when mixed (0: separate); ``gpus`` per replica; ``context`` L̄ in tokens."""
 
     batch: np.ndarray
     round_s: np.ndarray
@@ -123,12 +111,8 @@ def _draft_forward_model(draft, target):
 
 
 def batch_cap(target, draft, gpu, context, *, dtype="bf16", tp=1, max_seqs: int = 256) -> float:
-    """The largest running batch: the engine's sequence limit ``max_seqs`` or what fits in memory.
-
-    A paged KV cache holds the contexts the batch has, B·L̄ tokens at the decode context L̄: memory left
-    after the target's and a draft model's weights (per GPU of ``tp``, :data:`hardware.USABLE_MEMORY` of
-    HBM), over L̄ times both models' KV bytes per token. 0 where the weights do not fit.
-    """
+    """Largest running batch: min(``max_seqs``, ⌊free / (L̄·KV bytes per token)⌋), free = HBM·USABLE_MEMORY −
+    weights / ``tp`` (target and a draft model; KV of both); 0 where the weights do not fit."""
     g = hardware.gpu_spec(gpu)
     free = g["memory_gb"] * 1e9 * hardware.USABLE_MEMORY - hardware.weight_bytes(target, dtype) / tp
     per_token = hardware.kv_bytes_per_token(target, dtype, tp)
@@ -143,12 +127,8 @@ def batch_cap(target, draft, gpu, context, *, dtype="bf16", tp=1, max_seqs: int 
 def prefill_seconds(
     target, draft, gpu, prompt: Lengths, *, mode: str = "mixed", dtype="bf16", tp=1, efficiency=None
 ) -> float:
-    """One prompt's prefill cost p, averaged over the prompt lengths, with the draft's where it has one.
-
-    ``mode`` "mixed" (:data:`PREFILL`): the prompt's P tokens ride in a decode step, which streams the
-    weights anyway, so p = E[T(1, 0, P) − T(1, 0, 1)]; "separate": a forward of its own, p = E[T(1, 0, P)].
-    A draft model (or a head's draft layer) prefills the prompt too; Medusa heads and n-gram drafts do not.
-    """
+    """One prompt's prefill p (s) over the prompt lengths, a draft model's included (not Medusa's, not n-gram's):
+    ``mode`` "mixed" p = E[T(1, 0, P) − T(1, 0, 1)], "separate" p = E[T(1, 0, P)]; ValueError otherwise."""
     if mode not in ("mixed", "separate"):
         raise ValueError(f"mode must be 'mixed' or 'separate'; got {mode!r}")
     kw = dict(dtype=dtype, tp=tp, efficiency=efficiency)
@@ -164,11 +144,8 @@ def prefill_seconds(
 def round_seconds(
     target, draft, gpu, options, batch, context, *, dtype="bf16", tp=1, efficiency=None, expert_parallel=False
 ) -> np.ndarray:
-    """Seconds of one round of each option (nB, nO) at whole batches ``batch`` (nB,) and ``context``.
-
-    A speculative option's round is t_verify(B, T) + D·t_draft(B) + ``round_overhead_s`` from
-    :func:`hardware.pair_costs` (the Hardware page's terms); K = 0 is one target step t_target(B).
-    """
+    """Seconds (nB, nO) of a round of each option at ``batch`` (nB,): t_verify(B, T) + D·t_draft(B) + o·t_target
+    (:func:`hardware.pair_costs`); K = 0: t_target(B)."""
     b = np.atleast_1d(np.asarray(batch, dtype=float))[:, None]  # (nB, 1)
     kw = dict(dtype=dtype, efficiency=efficiency, expert_parallel=expert_parallel)
     out = np.empty((b.shape[0], len(options)))
@@ -221,15 +198,10 @@ def cost_grid(
     points: int = GRID_POINTS,
     kv: str = "unified",
 ) -> CostGrid:
-    """Price every option's round on a batch grid at the decode context L̄ (:func:`decode_context`).
-
-    The round of a speculative option is t_verify(B, T) + D·t_draft(B) + ``round_overhead_s`` from
-    :func:`hardware.pair_costs` (the same terms as the Hardware page's speedup); K = 0 is t_target(B).
-    ``engine`` names the profile (:func:`engines.profile_for`) and the prefill mode (:data:`PREFILL`);
-    ``efficiency`` (a profile) and ``prefill`` override them. A prompt spans ⌈P / chunk_tokens⌉ rounds
-    where prefill is mixed into decode steps. ``kv`` "slots" (:data:`KV_LAYOUTS`: llama-server's ``-np N``)
-    prices a step with n sequences as n of ``cap`` slots scattered (:func:`scattered_steps`).
-    """
+    """Every option's round (:func:`round_seconds`) on a batch grid at the decode context L̄ (:func:`decode_context`).
+    ``engine`` picks the profile (:func:`engines.profile_for`) and prefill mode (:data:`PREFILL`); ``efficiency`` and
+    ``prefill`` override them. Mixed prefill spans ⌈P / ``chunk_tokens``⌉ rounds. ``kv="slots"`` prices n of ``cap``
+    scattered slots (:func:`scattered_steps`). Message on a bad ``kv`` or weights that do not fit."""
     if kv not in KV_LAYOUTS:
         raise Message(
             "KV cache layout must be one of {allowed}; got {value!r}", allowed=", ".join(KV_LAYOUTS), value=kv
@@ -276,12 +248,8 @@ def cost_grid(
 
 
 def grid_from_steps(batch, round_s, options, prefill_s, *, context: float, chunks: int = 1, gpus: int = 1) -> CostGrid:
-    """A :class:`CostGrid` from step costs measured on an engine rather than priced by the roofline.
-
-    ``batch`` (nB,) the whole batches 1 … cap measured (increasing, starting at 1), ``round_s`` (nB, nO)
-    the seconds of one round of each option there, ``prefill_s`` (nO,) one prompt's prefill cost; the cap
-    is the largest batch measured. ``context`` is the decode context the steps were measured at.
-    """
+    """A :class:`CostGrid` from measured steps: ``batch`` (nB,) rising from 1 (the cap: the last), ``round_s`` (nB, nO)
+    seconds, ``prefill_s`` (nO,), ``context`` in tokens; ValueError on other shapes."""
     b = np.asarray(batch, dtype=float)
     r = np.asarray(round_s, dtype=float)
     options = tuple(options)

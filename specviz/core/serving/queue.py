@@ -13,8 +13,7 @@ from specviz.core.serving.traffic import MAX_USERS, MODES, Lengths, _check_outpu
 
 
 def _steps(grid: CostGrid, upto: int) -> np.ndarray:
-    """t(n) (n, nO) at every whole batch n = 1 … ``upto``, linear between the grid's points; beyond the
-    cap the cap's (the batch holds at most cap sequences, the rest wait)."""
+    """t(n) (n, nO) at whole batches n = 1 … ``upto``, interpolated on the grid; beyond the cap the cap's."""
     n = np.minimum(np.arange(1, upto + 1), grid.cap)
     return np.stack([np.interp(n, grid.batch, grid.round_s[:, j]) for j in range(grid.round_s.shape[1])], -1)
 
@@ -24,8 +23,7 @@ TAIL_LEVELS = 64  #: levels an open loop's chain runs past the cap before its ge
 
 
 def _scan_back(b: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """A_m = Σ_{d ≥ 0} c^d·b_{m+d} along the last axis (the recurrence A_m = b_m + c·A_{m+1}, A beyond the
-    end 0), by doubling: ⌈log2 M⌉ vectorised steps. ``b`` (…, M), ``c`` (…) in [0, 1]."""
+    """A_m = Σ_{d ≥ 0} c^d·b_{m+d} on the last axis, by doubling; ``b`` (…, M), ``c`` (…) in [0, 1]."""
     a = b.copy()
     cs, s = np.asarray(c, dtype=float)[..., None], 1
     while s < a.shape[-1]:
@@ -35,9 +33,7 @@ def _scan_back(b: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def _phases(load_p: np.ndarray, most: int) -> int:
-    """Phases of the chain (prompts waiting for their prefill, m = 1 … M): enough that more than M waiting
-    has a chance below :data:`PREFILL_TAIL` where the prompts alone load the GPU at ρ = λ·p (an M/M/1
-    queue's P(m > M) = ρ^(M + 1)), at most ``most``."""
+    """Phases M: P(m > M) = ρ^(M + 1) < :data:`PREFILL_TAIL` (M/M/1 queue, ρ = λ·p), at most ``most``."""
     rho = float(np.max(load_p, initial=0.0))
     if rho <= 0:
         return 1
@@ -46,21 +42,15 @@ def _phases(load_p: np.ndarray, most: int) -> int:
 
 
 def _level_chain(arrive: np.ndarray, finish: np.ndarray, prefill_s: np.ndarray, cap: int, phases: int):
-    """The stationary distribution of continuous batching with prompts that stall the decodes, level by level.
+    """Stationary distribution of continuous batching whose prefills stall the decodes, level by level.
 
-    A state is (k, m): k requests in the server (waiting for a sequence, prefilling or decoding), m of them
-    admitted and waiting for their prefill. Requests arrive at λ_k; beyond the ``cap`` they wait for a
-    sequence. Prompts are prefilled one at a time at rate ν = 1/p, and while any waits the decodes stall
-    (a prompt's prefill stalls the round it rides in, or runs as a forward of its own); with none waiting,
-    the min(k, cap) decoding requests complete at μ_k, and where one waits for a sequence it is admitted.
-    The chain moves one level at a time, and only from m = 0 downwards, so each cut between levels
-    balances, λ_{k−1}·P(k − 1) = μ_k·P(k, 0), and the phases m ≥ 1 of a level follow from the level
-    below: (λ_k + ν)·P(k, m) = λ_{k−1}·P(k − 1, m − 1) + ν·P(k, m + 1) (+ λ_k·P(k) into m = 1 beyond the
-    cap, the admissions). Exact for exponential prefills; the model of docs/design.md, "Serving under load".
+    State (k, m): k requests in the server, m of them waiting for their prefill (one at a time, rate ν = 1/p;
+    decodes stall while m > 0); arrivals λ_k, completions μ_k at m = 0, at most ``cap`` decoding. Cut balance
+    λ_{k−1}·P(k − 1) = μ_k·P(k, 0); phases (λ_k + ν)·P(k, m) = λ_{k−1}·P(k − 1, m − 1) + ν·P(k, m + 1)
+    (+ λ_k·P(k) into m = 1 beyond the cap). Exact for exponential prefills (docs/design.md, "Serving under load").
 
-    ``arrive`` (nL, K + 1, nO): λ_k; ``finish`` (nL or 1, K + 1, nO): μ_k; ``prefill_s`` (nO,): p (0: no
-    stall); ``cap``: the most decoding; ``phases``: M (:func:`_phases`). Returns ``log_level`` (nL, K + 1,
-    nO), ln P(k) up to a constant per (load, option), and ``waiting``, E[m | k], of the same shape.
+    ``arrive`` (nL, K + 1, nO) λ_k; ``finish`` (nL or 1, K + 1, nO) μ_k; ``prefill_s`` (nO,) p in s (0: no stall);
+    ``phases`` M. Returns ``log_level`` ln P(k) + a constant and ``waiting`` E[m | k], both (nL, K + 1, nO).
     """
     n_l, levels, n_o = arrive.shape[0], arrive.shape[1] - 1, arrive.shape[2]
     p = np.broadcast_to(np.asarray(prefill_s, dtype=float), (n_o,))
@@ -90,9 +80,8 @@ def _level_chain(arrive: np.ndarray, finish: np.ndarray, prefill_s: np.ndarray, 
 
 
 def _level_moments(log_level, waiting, cap: int, tail=None):
-    """(P(level), E[decoding], E[prefill waiting], E[sequence waiting]) of :func:`_level_chain`'s levels,
-    each (nL, nO) but the first (nL, K + 1, nO); ``tail`` (nL, nO) < 1: an open loop's levels beyond K,
-    geometric with that ratio (the phases as at K)."""
+    """(P(level) (nL, K + 1, nO), E[decoding], E[prefill waiting], E[sequence waiting] (nL, nO)) of the chain;
+    ``tail`` (nL, nO) < 1: an open loop's geometric ratio beyond level K."""
     top = np.max(np.where(np.isfinite(log_level), log_level, -np.inf), axis=1, keepdims=True)
     w = np.exp(log_level - top)  # (nL, K + 1, nO)
     k = np.arange(w.shape[1])[None, :, None]
@@ -114,34 +103,17 @@ def _level_moments(log_level, waiting, cap: int, tail=None):
 def steady_state(
     grid: CostGrid, output: Lengths, loads, *, mode: Literal["open", "closed"] = "open", think_s: float = 0.0
 ) -> pd.DataFrame:
-    """Every load × option at steady state; one row each.
+    """Every load × option at steady state, one row each.
 
-    Continuous batching with n requests decoding: the step takes t(n) and the n share it alike, so
-    requests complete at μ(n) = min(n, cap) / (R·t(n)) (R = E[G − 1] / E[N] rounds each; beyond the cap
-    requests wait for a sequence). Prompts come in between: each costs p, during which the decodes stall
-    (mixed into the round it rides in, or a forward of its own), and the prompts are served first. The
-    state is then the number of requests and how many of them wait for their prefill, whose stationary
-    distribution :func:`_level_chain` solves level by level. Without prompts it is the product form of a
-    symmetric queue, which depends on the output lengths only through their mean (Kelly 1979,
-    *Reversibility and Stochastic Networks*, §3.3); the prompts break that product form: they arrive with
-    the requests, so the stalls fall when the batch has just grown, and a fluid stretch of every decode by
-    1 / (1 − λ·p) misses 10–25 % of the TPOT where t(n) grows with n (docs/design.md).
-
-    * open loop, Poisson arrivals at λ: overloaded where a full batch cannot keep up, λ·(1/μ(cap) + p) ≥ 1
-      (every completion admits a waiting request, whose prompt stalls the batch): the row is flagged and its
-      metrics are NaN; beyond the cap plus :data:`TAIL_LEVELS` levels the tail is geometric;
-    * closed loop, N users each thinking ``think_s`` and a round's wait before their prompt joins: arrivals
-      at (N − k) / (think + τ/2 + the chunk rounds), a state-dependent rate, and X = Σ_k λ_k·P(k) (a fixed
-      point in the round τ, 12 passes).
-
-    With L the mean number decoding (stalled or not), F the mean waiting for their prefill and W the mean
-    waiting for a sequence (Little's law): decode time D = L / X, TPOT = D / E[G − 1], the round a request
-    sees τ = ITL = D / R, TTFT = τ / 2 + the prompt's chunk rounds (``chunks``·τ where mixed) + F / X + W / X.
-
-    ``loads``: rates λ (requests/s, ``mode="open"``) or users N (``"closed"``, whole numbers up to
-    :data:`MAX_USERS`). Columns: load, option, k, batch (L, the mean running batch), round_s (τ),
-    tpot_s, itl_s, ttft_s, queue_s, rps, tokens_per_s, tokens_per_s_per_gpu, tokens_per_s_per_user,
-    overloaded, queued (closed loop: N beyond the cap).
+    μ(n) = min(n, cap) / (R·t(n)), R = E[G − 1] / E[N]; each prompt stalls the decodes for p and goes first
+    (:func:`_level_chain`); without prompts, a symmetric queue's product form (Kelly 1979, *Reversibility and
+    Stochastic Networks*, §3.3). Open: Poisson λ, overloaded (metrics NaN) where λ·(1/μ(cap) + p) ≥ 1, geometric
+    past cap + :data:`TAIL_LEVELS`. Closed: N users, λ_k = (N − k) / (``think_s`` + τ/2 + ``chunks``·τ),
+    X = Σ_k λ_k·P(k), a fixed point in τ. Little's law, L decoding, F awaiting a prefill, W a sequence:
+    D = L / X, TPOT = D / E[G − 1], τ = ITL = D / R, TTFT = τ/2 + ``chunks``·τ + (F + W) / X, in s.
+    ``loads``: λ (requests/s) or N (whole, ≤ :data:`MAX_USERS`). Columns: load, option, k, batch (L), round_s (τ),
+    tpot_s, itl_s, ttft_s, queue_s, rps, tokens_per_s, tokens_per_s_per_gpu, tokens_per_s_per_user, overloaded,
+    queued (closed: N > cap). Message on a bad mode, load or think time.
     """
     if mode not in MODES:
         raise Message("mode must be one of {allowed}; got {value!r}", allowed=", ".join(MODES), value=mode)

@@ -22,21 +22,14 @@ def simulate_batching(
     prefill_draws=None,
     think_draws=None,
 ) -> pd.DataFrame:
-    """A discrete-event simulation of continuous batching, round by round: the reference the steady state
-    (:func:`steady_state`) is checked against, with none of its assumptions about the distributions.
+    """Discrete-event simulation of continuous batching, round by round: the reference for :func:`steady_state`.
 
-    Every round, the requests that have arrived take free sequences (first come, first served); with
-    ``prompts="one"`` a round prefills the first waiting prompt alone (the decodes stall: the chain of
-    :func:`_level_chain`), with ``"all"`` it carries every newly admitted prompt beside one decode step of the
-    running requests (llama-server's mixed batch) and lasts t(n) + p per prompt; otherwise it is one decode
-    step of the n running requests, t(n). A request's first token comes with its prompt's round, and it
-    then needs ``rounds[i]`` decode rounds. A closed loop's ``users`` send the next request as one ends
-    (after ``think_draws`` of it, where given).
-
-    ``steps`` (cap,): t(n) in seconds at n = 1 … cap running; ``prefill_s``: p in seconds; ``rounds`` (n,):
-    each request's decode rounds, in arrival order; ``arrivals`` (n,) increasing seconds (open loop) or
-    ``users`` (closed); ``prefill_draws``, ``think_draws`` (n,): each prompt's own p, each request's think
-    seconds. Returns one row per request: arrival_s, first_s, end_s, decode_s (end − first).
+    Arrived requests take free sequences (FCFS). ``prompts="one"``: a round prefills the first waiting prompt
+    alone (decodes stall); ``"all"``: every newly admitted prompt rides beside a decode step, t(n) + p each
+    (llama-server's mixed batch); else one decode step t(n). The first token comes with the prompt's round, then
+    ``rounds[i]`` decode rounds; closed-loop ``users`` resend as a request ends (after ``think_draws``).
+    ``steps`` (cap,) t(n) in s; ``prefill_s`` p in s; ``rounds``, ``arrivals`` (increasing s, open loop),
+    ``prefill_draws``, ``think_draws`` (n,). Returns per request: arrival_s, first_s, end_s, decode_s (end − first).
     """
     t = np.asarray(steps, dtype=float)
     cap, n = t.size, len(rounds)
@@ -91,11 +84,8 @@ def simulate_batching(
 
 
 def open_loop_point(price, rate: float, rounds: float, prefill_s: float, mean_tokens: float, cap: int) -> dict:
-    """The open loop's steady state for one rate and one option, state by state in Python: the per-point
-    reference :func:`steady_state` is checked against (slow: ``price(n)``, the round's seconds at a whole
-    batch n, is called for every n = 1 … cap, and the chain of :func:`_level_chain` is walked one level
-    and one phase at a time). Returns batch, round_s, tpot_s; NaN where overloaded.
-    """
+    """The open loop's steady state for one rate and option, walked state by state: the slow per-point reference.
+    ``price(n)``: a round's seconds at batch n. Returns batch, round_s, tpot_s; NaN where overloaded."""
     import math
 
     overloaded = {"batch": math.nan, "round_s": math.nan, "tpot_s": math.nan}

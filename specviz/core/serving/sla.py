@@ -21,10 +21,8 @@ def _meets(frame: pd.DataFrame, ttft_s: float | None, tpot_s: float | None) -> p
 
 
 def best_by_load(frame: pd.DataFrame, *, ttft_s: float | None = None, tpot_s: float | None = None) -> pd.DataFrame:
-    """Per load: the option with the lowest TPOT among those meeting the SLA (ties to the smaller K),
-    its TPOT, TPOT without speculation and the speedup TPOT(0) / TPOT(best), and whether any option
-    meets the SLA (``meets_sla``; where none does, the lowest TPOT is given). Columns: load, k_best,
-    option, tpot_s, tpot_plain_s, speedup, meets_sla, overloaded (every option)."""
+    """Per load, the lowest-TPOT option meeting the SLA (ties to the smaller K; none: the lowest TPOT), and speedup
+    TPOT(0) / TPOT(best). Columns: load, k_best, option, tpot_s, tpot_plain_s, speedup, meets_sla, overloaded."""
     f = frame.assign(meets=_meets(frame, ttft_s, tpot_s))
     rows = []
     for load, g in f.groupby("load", sort=True):
@@ -61,8 +59,7 @@ def best_by_load(frame: pd.DataFrame, *, ttft_s: float | None = None, tpot_s: fl
 
 
 def speculation_stops_paying(best: pd.DataFrame) -> float | None:
-    """The smallest load from which on no option beats no speculation (:func:`best_by_load`'s k_best is
-    0 at it and at every larger load); None where speculation pays up to the largest load."""
+    """The smallest load from which on k_best is 0 at every larger load; None where speculation pays throughout."""
     b = best[best["k_best"].notna()].sort_values("load")  # overloaded loads say nothing
     if b.empty:
         return None
@@ -76,10 +73,8 @@ def speculation_stops_paying(best: pd.DataFrame) -> float | None:
 def max_rate(
     grid: CostGrid, output: Lengths, *, ttft_s: float | None = None, tpot_s: float | None = None, points: int = 256
 ) -> pd.DataFrame:
-    """The largest Poisson rate (requests/s, one replica) meeting the SLA, per option and for the best
-    option: a geometric sweep of λ up to the rate where the prefill alone saturates the GPUs (1 / p) or
-    the cap at the fastest round, refined once between the last rate that meets and the first that does
-    not. Columns: option, k, max_rps, max_rps_per_gpu (NaN where no rate meets the SLA)."""
+    """Largest Poisson rate (requests/s, one replica) meeting the SLA, per option and for the best: a geometric sweep
+    up to the throughput at the cap, refined once. Columns: option, k, max_rps, max_rps_per_gpu (NaN: none meets)."""
     rounds = output.expect(lambda g: g - 1) / grid.mean_tokens  # R (nO,)
     tau_cap = grid.round_s[-1] + grid.cap * grid.prefill_s / rounds
     hi = float(np.max(grid.cap / (rounds * tau_cap)))  # the throughput at the cap bounds every steady rate
@@ -111,8 +106,7 @@ def max_rate(
 
 
 def gpus_needed(rate: float, max_rps: float, gpus_per_replica: int) -> float:
-    """GPUs to serve ``rate`` requests/s with replicas that each meet the SLA up to ``max_rps``:
-    ⌈rate / max_rps⌉ replicas of ``gpus_per_replica``; NaN where no rate meets it."""
+    """⌈rate / max_rps⌉ replicas of ``gpus_per_replica`` GPUs serve ``rate`` requests/s; NaN where none meets it."""
     if not (np.isfinite(rate) and rate > 0):
         raise Message("target rate must be a number of requests/s > 0; got {value}", value=rate)
     if not (np.isfinite(max_rps) and max_rps > 0):
@@ -126,10 +120,8 @@ def gpus_needed(rate: float, max_rps: float, gpus_per_replica: int) -> float:
 
 
 def k_by_batch(grid: CostGrid, output: Lengths) -> pd.DataFrame:
-    """The best chain K at each whole running batch 1 … cap (trees left out: the engines' schedules are of
-    chains): the K with the lowest TPOT at that batch,
-    τ_K(B) / E[N]_K with τ_K(B) = t_K(B) + (B / R_K)·p_K (ties to the smaller K; 0: do not speculate).
-    Columns: batch, k, tpot_s."""
+    """The chain K (trees left out) of lowest TPOT τ_K(B) / E[N]_K at each batch B = 1 … cap, τ_K(B) = t_K(B) +
+    (B / R_K)·p_K (ties to the smaller K; 0: do not speculate). Columns: batch, k, tpot_s."""
     batches = np.arange(1, int(grid.cap) + 1, dtype=float)
     chains = [j for j, o in enumerate(grid.options) if o.k == 0 or (o.verify_tokens == o.k + 1 and o.draft_tokens == 1)]
     rounds = output.expect(lambda g: g - 1) / grid.mean_tokens[chains]

@@ -17,22 +17,13 @@ SLOT_ENGINES = ("llama.cpp", "llama.cpp-cpu")  #: the engine profiles whose serv
 
 
 def scattered_steps(steps) -> np.ndarray:
-    """The step with n of S slots busy, for n = 1 … S, when each run of consecutive busy slots is a forward
-    of its own, from the steps t(b) of b contiguous busy slots.
+    """t_S(n) (s) with n = 1 … S of S slots busy, each run of consecutive busy slots a forward of its own.
 
-    llama-server with ``-np S`` (``kv_unified`` off, one KV stream per slot) splits every batch with
-    ``split_equal(n_ubatch, sequential=true)`` (llama.cpp b11434, src/llama-kv-cache.cpp ``init_batch``):
-    a ubatch takes only slots whose ids follow one another (src/llama-batch.cpp), so a step over busy
-    slots {0, 2} is two forwards, of the target and of a draft alike. Busy slots are taken as a
-    uniform n-subset (outputs of differing lengths, :func:`lru_slot_layouts`). The step is then
-
-        t_S(n) = Σ_r E[N_r(n)]·t(r),
-
-    N_r the number of runs of exactly r busy slots; with C(·,·) binomials
-
-        E[N_r(n)] = (2·C(S − r − 1, n − r) + (S − r − 1)·C(S − r − 2, n − r)) / C(S, n),   r < S,
-
-    and N_S(S) = 1. ``steps`` (S,) or (S, nO): t(b) in seconds at b = 1 … S; returns t_S(n), same shape.
+    llama-server ``-np S`` without ``kv_unified`` splits a batch with ``split_equal(n_ubatch, sequential=true)``
+    (llama.cpp b11434, src/llama-kv-cache.cpp ``init_batch``, src/llama-batch.cpp): a ubatch takes consecutive
+    slot ids only. With busy slots a uniform n-subset, t_S(n) = Σ_r E[N_r(n)]·t(r), N_r the runs of r slots:
+    E[N_r(n)] = (2·C(S − r − 1, n − r) + (S − r − 1)·C(S − r − 2, n − r)) / C(S, n) for r < S, N_S(S) = 1.
+    ``steps`` (S,) or (S, nO): t(b) at b = 1 … S contiguous slots; returns the same shape.
     """
     t = np.asarray(steps, dtype=float)
     flat = t.ndim == 1
@@ -58,20 +49,14 @@ def scattered_steps(steps) -> np.ndarray:
 
 
 def run_lengths(layout) -> tuple[int, ...]:
-    """The lengths of a sorted layout's runs of consecutive slot ids, longest first: (2, 1) for {0, 1, 5}
-    (each run a forward of its own on llama-server, :func:`scattered_steps`)."""
+    """Lengths of a sorted layout's runs of consecutive slot ids, longest first: (2, 1) for {0, 1, 5}."""
     cuts = np.flatnonzero(np.diff(layout) != 1) + 1
     return tuple(sorted((len(r) for r in np.split(np.asarray(layout), cuts)), reverse=True))
 
 
 def lru_free_slot(last_used, busy) -> int:
-    """The slot llama-server gives a request whose prompt no slot holds: the free one released longest ago.
-
-    llama.cpp b11434, tools/server/server-context.cpp ``get_available_slot``: the smallest ``t_last_used``
-    (set in ``server_slot::release``, −1 for a slot never used) among the slots not processing, ties to
-    the highest id (its comparison is ``<=``). ``last_used`` (S,): release times, −1 never used; ValueError
-    when every slot is busy.
-    """
+    """The free slot of smallest release time ``last_used`` (S,; −1 never used), ties to the highest id (llama.cpp
+    b11434, tools/server/server-context.cpp ``get_available_slot``); ValueError when every slot is busy."""
     free = [s for s in range(len(last_used)) if s not in busy]
     if not free:
         raise ValueError("every slot is busy")
@@ -90,17 +75,12 @@ def lru_slot_layouts(
     mean_tokens: float = 1.0,
     requests: int = 1000,
 ) -> dict[int, tuple[list[tuple[int, ...]], np.ndarray]]:
-    """Which slots a load keeps busy on llama-server: the layouts its decode rounds meet, by busy count.
+    """Busy-slot layouts a load meets on llama-server: n → (distinct sorted layouts, rounds each held).
 
-    A request takes :func:`lru_free_slot`'s slot, so free slots queue in release order.
-
-    The simulation runs decode rounds: every busy slot advances one round, a request of G output tokens
-    holds its slot for max(1, ⌈(G − 1)/E[N]⌉) rounds after its prefill (its first token), and slots that
-    finish in the same round are released in id order (``update_slots`` walks them so). A closed loop's
-    ``users`` send their next request as the last one ends, and the server takes it after one more round
-    of the others; an open loop's Poisson arrivals at ``rate`` (requests/s) wait first-come first-served
-    for a free slot, in seconds of ``round_s`` (slots,) and ``prefill_s``. Returns n → (layouts, rounds):
-    the distinct sorted sets of n busy slots and how many rounds each held.
+    A request takes :func:`lru_free_slot`'s slot for max(1, ⌈(G − 1)/E[N]⌉) rounds after its prefill; slots that
+    finish in one round release in id order (``update_slots``). Closed loop: ``users`` resend one round after
+    their request ends; open loop: Poisson ``rate`` (requests/s), FCFS, timed by ``round_s`` (slots,) and
+    ``prefill_s`` (s). ValueError unless exactly one of ``users`` and ``rate`` is given.
     """
     if (users is None) == (rate is None):
         raise ValueError("give users (closed loop) or rate (open loop)")

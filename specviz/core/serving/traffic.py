@@ -16,10 +16,7 @@ MAX_USERS = 10_000  #: the most users of a closed loop (its distribution has a s
 
 @dataclass(frozen=True)
 class Lengths:
-    """A distribution of token counts: ``values`` (n,) integers ≥ 1 with probabilities ``weights`` (n,).
-
-    Build one with :meth:`fixed`, :meth:`uniform` or :meth:`samples` (measured lengths, e.g. a dataset's).
-    """
+    """A distribution of token counts: ``values`` (n,) integers ≥ 1 with probabilities ``weights`` (n,)."""
 
     values: np.ndarray
     weights: np.ndarray
@@ -81,19 +78,14 @@ def _check_output(output: Lengths) -> None:
 
 
 def decode_context(prompt: Lengths, output: Lengths) -> float:
-    """L̄: the mean context of a decode step, over the steps of every request (prompt ⟂ output).
-
-    A request's G − 1 decode steps run at contexts P + 1 … P + G − 1, so, weighting each request by its
-    steps, L̄ = E[P] + E[G(G − 1)] / (2·E[G − 1]): long outputs stay in the batch longer (the
-    length-biased mean, not E[P] + E[G] / 2).
-    """
+    """L̄ = E[P] + E[G(G − 1)] / (2·E[G − 1]) tokens: the mean context over every request's decode steps, at
+    P + 1 … P + G − 1 (prompt ⟂ output; length-biased, not E[P] + E[G] / 2)."""
     _check_output(output)
     return prompt.mean + output.expect(lambda g: g * (g - 1)) / (2.0 * output.expect(lambda g: g - 1))
 
 
 def _context_density(prompt: Lengths, output: Lengths, points: int = 64) -> tuple[np.ndarray, np.ndarray]:
-    """Decode-step contexts L (points,) and the share of decode steps at each (sums to 1): a step at
-    context L belongs to a request with P < L < P + G."""
+    """Decode-step contexts L (points,) and their share of steps (sums to 1): requests with P < L < P + G."""
     lo = prompt.values.min() + 1
     hi = prompt.values.max() + output.values.max() - 1
     ctx = np.unique(np.round(np.linspace(lo, hi, points)))
@@ -104,13 +96,8 @@ def _context_density(prompt: Lengths, output: Lengths, points: int = 64) -> tupl
 
 
 def mean_tokens_over_context(alpha_of_context, k, prompt: Lengths, output: Lengths) -> np.ndarray:
-    """E[N] per round of K when α depends on the context: the token-weighted harmonic mean.
-
-    A stretch of ΔL tokens at context L takes ΔL / E[N](α(L), K) rounds, so tokens per round over the
-    whole decode is Σ π(L) / Σ π(L) / E[N](α(L), K), with π the share of decode steps at L
-    (:func:`decode_context`'s weighting). ``alpha_of_context`` maps an array of contexts to α;
-    ``k`` is an array of K ≥ 1. Returns (len(k),); a constant α gives E[N](α, K) exactly.
-    """
+    """E[N] per round when α depends on the context: 1 / Σ_L π(L) / E[N](α(L), K), π the share of decode steps
+    at L; ``alpha_of_context`` maps contexts to α; ``k`` (nK,) ≥ 1; returns (nK,)."""
     ctx, share = _context_density(prompt, output)
     a = theory.check_alpha(np.asarray(alpha_of_context(ctx), dtype=float))
     kk = np.atleast_1d(theory.check_k(k))

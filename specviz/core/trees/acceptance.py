@@ -67,12 +67,9 @@ def _contiguous_ranks(tree: Tree, node: int) -> int:
 
 
 def positional_acceptance(tree: Tree, rounds, by_depth: bool = False) -> np.ndarray:
-    """MLE of p_1, p_2, … from tree rounds (records with ``path`` and ``accept_mask``).
-
-    h_r = took rank r / tests that reached rank r, p_r = h_r Π_{s<r}(1 − h_s); a refusal at a node with
-    a rank gap is censored at the gap. Returns (R,), NaN where no test reached a rank; ``by_depth``: a
-    (D, R) table whose unreached ranks take the pooled h_r.
-    """
+    """MLE of p_1, p_2, … from tree rounds (records with ``path`` and ``accept_mask``): h_r = took rank r / tests
+    reaching rank r, p_r = h_r Π_{s<r}(1 − h_s), a refusal at a rank gap censored there. Returns (R,), NaN where
+    no test reached a rank; ``by_depth``: (D, R), unreached ranks take the pooled h_r."""
     width = max(tree.ranks, default=0)  # the highest rank offered anywhere
     took, reached = np.zeros((max(tree.depth, 1), width)), np.zeros((max(tree.depth, 1), width))
     for r in rounds:

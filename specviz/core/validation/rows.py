@@ -88,10 +88,8 @@ def _catalogue_problem(row, field: str, value, check) -> Message | None:
 
 
 def check_draft(draft: str, target: str | None = None) -> str:
-    """``draft`` as a draft of ``target``: n-gram, a head trained for it, or a catalogue model sharing its tokenizer.
-
-    ``target`` None checks the name only. Raises Message naming what the draft may be, or why it cannot draft.
-    """
+    """``draft`` as a draft of ``target`` (None: the name only): n-gram, a head trained for it, or a catalogue model
+    sharing its tokenizer; Message naming what the draft may be, or why it cannot draft."""
     if draft == hardware.NGRAM:
         return draft
     if heads.is_head(draft):
@@ -121,11 +119,9 @@ def read_table(data: bytes) -> pd.DataFrame:
 
 
 def check_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[Message]]:
-    """Your rows, cleaned, and a message per bad cell (row from 1, field, value, what is allowed).
-
-    Columns of ``data/validation/measurements.csv``: :data:`REQUIRED`, per kind :data:`NEEDED` (and a
-    draft unless ngram); others default (:data:`DEFAULTS`). Names are looked up in the catalogues.
-    """
+    """Your rows, cleaned, and a message per bad cell (row from 1, field, value, what is allowed). Columns of
+    ``data/validation/measurements.csv``: :data:`REQUIRED`, per kind :data:`NEEDED` (and a draft unless ngram);
+    others default (:data:`DEFAULTS`); names are looked up in the catalogues."""
     if len(frame) > MAX_ROWS:
         raise Message("your table has {n} rows; at most {most} are priced at once", n=len(frame), most=MAX_ROWS)
     missing = [c for c in REQUIRED if c not in frame.columns]
