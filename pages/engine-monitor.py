@@ -10,7 +10,7 @@ import streamlit as st
 from specviz.app import figures, overlays, queues, router, ui
 from specviz.app.share import Param, by_key
 from specviz.base import access, hosting
-from specviz.base.i18n import C_, N_, Phrase
+from specviz.base.i18n import N_, Phrase
 from specviz.core import hardware, theory
 from specviz.data import store
 from specviz.data.measurements import load_records as measurement_records
@@ -333,7 +333,7 @@ def load_section() -> None:
     else:
         bad_rate = False
     go, stop_col = st.columns([1, 5])
-    if stop_col.button(ui.t(C_("em.stop", "Stop")), icon=":material/stop:", key=ui.key(PAGE, "lg_stop")):
+    if stop_col.button(ui.t(N_("Stop")), icon=":material/stop:", key=ui.key(PAGE, "lg_stop")):
         st.session_state.get(LOAD, {}).get("stop", threading.Event()).set()
     refused = ui.refusal(WHO, "loadgen")
     if refused is not None:

@@ -5,7 +5,7 @@ import streamlit as st
 from specviz.app import figures, live, overlays, router, ui
 from specviz.app.share import by_key
 from specviz.base import access, hosting
-from specviz.base.i18n import C_, N_, plural
+from specviz.base.i18n import N_, plural
 from specviz.core import policies
 from specviz.data import store
 
@@ -14,7 +14,7 @@ router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.
 PAGE, URL = "live", "live"
 T_CHOICES = (0.0, 0.5, 0.7, 1.0)  # offered temperatures (a linked one outside them is kept)
 TABLE = {  # shown column → its heading: a msgid, or a symbol shown as it is
-    "compiled": C_("live.col.compiled", "compiled"),
+    "compiled": N_("compiled"),
     "k": "k",
     "temperature": N_("temperature"),
     "alpha": "α̂ = A/(A+R)",
@@ -22,11 +22,11 @@ TABLE = {  # shown column → its heading: a msgid, or a symbol shown as it is
     "c": "c",
     "v": "v",
     "o": "o",
-    "mean_accepted_tokens": C_("live.col.en_measured", "E[N] measured"),
+    "mean_accepted_tokens": N_("E[N] measured"),
     "speedup": N_("speedup"),
     "predicted_speedup": N_("predicted (basic)"),
     "predicted_speedup_measured_cost": N_("predicted (measured cost)"),
-    "greedy_exact": C_("live.col.greedy_exact", "greedy_exact"),
+    "greedy_exact": N_("greedy_exact"),
 }
 TREE_TABLE = {  # the tree cells' columns
     "tree": N_("tree"),
@@ -38,18 +38,18 @@ TREE_TABLE = {  # the tree cells' columns
     "v": "v",
     "speedup": N_("speedup"),
     "predicted_speedup_measured_cost": N_("predicted (measured cost)"),
-    "greedy_exact": C_("live.col.greedy_exact", "greedy_exact"),
+    "greedy_exact": N_("greedy_exact"),
 }
 BATCH_TABLE = {  # the batched cells' columns
     "batch_size": "B",
     "k": "k",
     "temperature": N_("temperature"),
     "alpha": "α̂ = A/(A+R)",
-    "mean_accepted_tokens": C_("live.col.en_measured", "E[N] measured"),
+    "mean_accepted_tokens": N_("E[N] measured"),
     "speedup": N_("speedup (whole batch)"),
     "tokens_per_s": N_("tokens/s (speculative)"),
     "baseline_tokens_per_s": N_("tokens/s (target only)"),
-    "greedy_exact": C_("live.col.greedy_exact", "greedy_exact"),
+    "greedy_exact": N_("greedy_exact"),
 }
 
 
@@ -220,7 +220,7 @@ TAB_TITLES = {
     "per_position": N_("Per position"),
     "cost": N_("Cost per round"),
     "text": N_("Text"),
-    "tokens_round": C_("live.tab.tokens_round", "Tokens per round"),
+    "tokens_round": N_("Tokens per round"),
     "speedup": N_("Speedup"),
 }  #: chart tab -> its title
 
@@ -297,7 +297,7 @@ def show_tree_results(run: live.LiveRun, frame) -> None:
                 labels,
                 frame["speedup"],
                 frame["predicted_speedup_measured_cost"],
-                ui.t(C_("live.speedup_over_target", "speedup over target-only")),
+                ui.t(N_("speedup over target-only")),
                 "F / (1 + v·N + o + D/c)",
                 lang=ui.language(),
             ),
@@ -475,7 +475,7 @@ if busy:
 c_run, c_stop, _ = st.columns([1, 1, 4])
 run_clicked = c_run.button(ui.t("Run"), type="primary", icon=":material/play_arrow:", disabled=refused is not None)
 stop_clicked = c_stop.button(
-    ui.t(C_("live.stop", "Stop")),
+    ui.t(N_("Stop")),
     icon=":material/stop:",
     help=ui.t("Stops after the current run; finished cells stay."),
 )

@@ -65,7 +65,7 @@ import httpx
 import numpy as np
 import pandas as pd
 
-from specviz.base.i18n import C_, N_, Message, Phrase
+from specviz.base.i18n import N_, Message, Phrase
 from specviz.servers.fetch import Fetched, FetchError, FetchPolicy, check_url, fetch, fetch_stream, make_client
 from specviz.servers.telemetry import Window, to_record
 
@@ -414,7 +414,7 @@ class LoadResult:
         why = {
             "requests": Phrase("the request limit"),
             "time": Phrase("the time limit"),
-            "stop": Phrase(C_("note.engines.loadgen.by_stop", "Stop")),
+            "stop": Phrase(N_("Stop")),
         }[self.stopped_by]
         if self.done == 0:
             return Phrase("no request was sent (stopped by {why})", why=why)
