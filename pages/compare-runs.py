@@ -3,25 +3,13 @@
 import numpy as np
 import streamlit as st
 
-from specviz.app import figures, overlays, router, share, ui
-from specviz.app.measured import (
-    COMPARE,
-    COMPARE_SPEC,
-    GROUP_COLUMNS,
-    PAGE,
-    SERIES_COLUMNS,
-    TAB_TITLES,
-    Comparison,
-    P,
-    heatmap_grid,
-    overlays_of,
-)
+from specviz.app import figures, measured, overlays, router, share, ui
 from specviz.app.measured.selection import keep_listed, pick_runs, start
 from specviz.core import acceptance
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
-URL = COMPARE
+URL = measured.COMPARE
 
 
 def group_table(table) -> None:
@@ -33,7 +21,7 @@ def group_table(table) -> None:
         width="stretch",
         column_config={
             c: ui.t(h) if c not in ("k",) and not h.startswith(("E[", "α")) else h
-            for c, h in GROUP_COLUMNS.items()
+            for c, h in measured.GROUP_COLUMNS.items()
             if c in shown
         },
     )
@@ -98,13 +86,13 @@ def decay_links(fit) -> None:
     )
 
 
-def overlay_section(engine, runs, scenario: Comparison) -> None:
+def overlay_section(engine, runs, scenario: measured.Comparison) -> None:
     """The scenario's runs over the theory (``runs``: the library listing, which gives each run's row count)."""
     st.subheader(ui.t("Measurements over the theory"))
     if not scenario.runs:
         st.info(ui.t("Select runs in the library to see them on the curves."), icon=":material/touch_app:")
         return
-    points, per_position = overlays_of(engine, runs, scenario)
+    points, per_position = measured.overlays_of(engine, runs, scenario)
     points = points.assign(
         hover=overlays.hover_text(points, lang=ui.language())
     )  # the cached points' hovers are English
@@ -119,9 +107,11 @@ def overlay_section(engine, runs, scenario: Comparison) -> None:
         params,
         hide_index=True,
         width="stretch",
-        column_config={c: ui.t(h) for c, h in SERIES_COLUMNS.items() if c in params.columns},
+        column_config={c: ui.t(h) for c, h in measured.SERIES_COLUMNS.items() if c in params.columns},
     )
-    tab_s, tab_map, tab_n, tab_parity, tab_pos, tab_ctx = st.tabs([ui.t(title) for title in TAB_TITLES.values()])
+    tab_s, tab_map, tab_n, tab_parity, tab_pos, tab_ctx = st.tabs(
+        [ui.t(title) for title in measured.TAB_TITLES.values()]
+    )
     with tab_s:
         if points["speedup"].notna().any():
             ui.chart(figures.overlay_speedup_vs_k(points, curves, params, lang=ui.language()), width="stretch")
@@ -132,9 +122,10 @@ def overlay_section(engine, runs, scenario: Comparison) -> None:
     with tab_map:
         ks = points["k"].astype(int)
         hk = scenario.hk or int(ks.mode().iloc[0])
-        ui.number_input(PAGE, P["hk"])
+        ui.number_input(measured.PAGE, measured.P["hk"])
         ui.chart(
-            figures.overlay_alpha_c(heatmap_grid(hk, points["c_used"]), points, hk, lang=ui.language()), width="stretch"
+            figures.overlay_alpha_c(measured.heatmap_grid(hk, points["c_used"]), points, hk, lang=ui.language()),
+            width="stretch",
         )
         if points["c_used"].isna().all():
             st.caption(ui.t("No selected row has a c, so no point can be placed on this map."))
@@ -171,11 +162,11 @@ def overlay_section(engine, runs, scenario: Comparison) -> None:
 
 
 st.title(ui.t("Compare runs"))
-WHO, library, runs = start(COMPARE_SPEC)
+WHO, library, runs = start(measured.COMPARE_SPEC)
 if library is not None:
     with ui.reported_errors():  # e.g. a run deleted by someone else meanwhile
         keep_listed(library, runs, WHO, URL)
         if not runs.empty:
             pick_runs(runs, runs["id"])
-        overlay_section(library, runs, Comparison.of(ui.values(PAGE, COMPARE_SPEC)))
-ui.publish(PAGE, COMPARE_SPEC, URL)
+        overlay_section(library, runs, measured.Comparison.of(ui.values(measured.PAGE, measured.COMPARE_SPEC)))
+ui.publish(measured.PAGE, measured.COMPARE_SPEC, URL)

@@ -2,24 +2,15 @@
 
 import streamlit as st
 
-from specviz.app import router, ui
-from specviz.app.measured import (
-    PAGE,
-    PUBLISHED,
-    PUBLISHED_SPEC,
-    REFERENCE_COLUMNS,
-    Published,
-    reference_comparison,
-    reference_table,
-)
+from specviz.app import measured, router, ui
 from specviz.app.measured.selection import keep_listed, pick_runs, start
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
-URL = PUBLISHED
+URL = measured.PUBLISHED
 
 
-def published_view(engine, runs, scenario: Published) -> None:
+def published_view(engine, runs, scenario: measured.Published) -> None:
     """The scenario's series beside the published acceptance of the same target, and what differs."""
     if not scenario.runs:
         st.info(
@@ -27,12 +18,12 @@ def published_view(engine, runs, scenario: Published) -> None:
             icon=":material/touch_app:",
         )
         return
-    table = reference_comparison(engine, runs, scenario)
+    table = measured.reference_comparison(engine, runs, scenario)
     if table.empty:
         st.info(
             ui.t(
                 "No published acceptance for the selected runs' target models (or the rows name none: target_model). The table holds {n} published rows.",
-                n=len(reference_table()),
+                n=len(measured.reference_table()),
             )
         )
         return
@@ -46,17 +37,20 @@ def published_view(engine, runs, scenario: Published) -> None:
         hide_index=True,
         width="stretch",
         column_config={
-            c: ui.t(h) if c not in ("alpha", "mean_accepted_tokens") else h for c, h in REFERENCE_COLUMNS.items()
+            c: ui.t(h) if c not in ("alpha", "mean_accepted_tokens") else h
+            for c, h in measured.REFERENCE_COLUMNS.items()
         },
     )
 
 
 st.title(ui.t("Against published acceptance"))
-WHO, library, runs = start(PUBLISHED_SPEC)
+WHO, library, runs = start(measured.PUBLISHED_SPEC)
 if library is not None:
     with ui.reported_errors():  # e.g. a run deleted by someone else meanwhile
         keep_listed(library, runs, WHO, URL)
         if not runs.empty:
             pick_runs(runs, runs["id"])
-        published_view(library, runs, Published.of(ui.values(PAGE, PUBLISHED_SPEC), ui.language()))
-ui.publish(PAGE, PUBLISHED_SPEC, URL)
+        published_view(
+            library, runs, measured.Published.of(ui.values(measured.PAGE, measured.PUBLISHED_SPEC), ui.language())
+        )
+ui.publish(measured.PAGE, measured.PUBLISHED_SPEC, URL)

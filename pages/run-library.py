@@ -5,23 +5,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from specviz.app import router, ui
-from specviz.app.measured import (
-    AUDIT_COLUMNS,
-    ERROR_COLUMNS,
-    FACETS,
-    LIBRARY,
-    LIBRARY_COLUMNS,
-    LIBRARY_SPEC,
-    OPTIONS,
-    PAGE,
-    TRASH_COLUMNS,
-    LibraryView,
-    P,
-    filter_runs,
-    parse,
-    speculation_profile,
-)
+from specviz.app import measured, router, ui
 from specviz.app.measured.selection import keep_listed, key, pick_runs, select_next, start
 from specviz.base import settings
 from specviz.base.i18n import plural
@@ -29,7 +13,7 @@ from specviz.data import measurements, store
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
-URL = LIBRARY
+URL = measured.LIBRARY
 PASTED = "pasted text"  # the pasted input's name as stored (a run's source); shown as md.pasted_text
 
 
@@ -108,11 +92,11 @@ def show_report(report: measurements.LoadReport) -> None:
             ],
             hide_index=True,
             width="stretch",
-            column_config={c: ui.t(h) for c, h in ERROR_COLUMNS.items()},
+            column_config={c: ui.t(h) for c, h in measured.ERROR_COLUMNS.items()},
         )
 
 
-def add_section(engine, runs, view: LibraryView) -> None:
+def add_section(engine, runs, view: measured.LibraryView) -> None:
     """Upload / paste / sample → preview with the mapping and row errors → save as a run (``runs``: the library)."""
     st.subheader(ui.t("Add measurements"))
     left, right = st.columns([3, 2])
@@ -128,20 +112,20 @@ def add_section(engine, runs, view: LibraryView) -> None:
         height=100,
     )
     with right:
-        ui.selectbox(PAGE, P["format"], format_func=format_label)
+        ui.selectbox(measured.PAGE, measured.P["format"], format_func=format_label)
         ui.number_input(
-            PAGE,
-            P["k_given"],
+            measured.PAGE,
+            measured.P["k_given"],
             help=ui.t("vLLM log lines and Spec-Bench output do not record the draft length."),
         )
         ui.checkbox(
-            PAGE,
-            P["no_bonus"],
+            measured.PAGE,
+            measured.P["no_bonus"],
             help=ui.t("Some engines report accepted draft tokens per round (E[N] − 1); 1 is then added."),
         )
-    if "sample" in P:
+    if "sample" in measured.P:
         with right:
-            sample = ui.selectbox(PAGE, P["sample"], format_func=sample_label)
+            sample = ui.selectbox(measured.PAGE, measured.P["sample"], format_func=sample_label)
         if right.button(ui.t("Load this sample"), icon=":material/dataset:"):
             st.session_state[key("sample_loaded")] = sample
     right.download_button(
@@ -159,7 +143,7 @@ def add_section(engine, runs, view: LibraryView) -> None:
         with st.container(border=True):
             st.markdown(f"**{ui.plain(shown_name(name))}**")
             try:
-                frame, report = parse(data, shown_name(name), view.read)
+                frame, report = measured.parse(data, shown_name(name), view.read)
             except ValueError as exc:
                 ui.show_error(exc)
                 continue
@@ -233,13 +217,13 @@ def trash_section(engine) -> None:
             trash[["id", "label", "n_rows", "created_by", "trashed_by", "trashed_at"]],
             hide_index=True,
             width="stretch",
-            column_config={c: ui.t(h) for c, h in TRASH_COLUMNS.items()}
+            column_config={c: ui.t(h) for c, h in measured.TRASH_COLUMNS.items()}
             | {"trashed_at": st.column_config.DatetimeColumn(ui.t("trashed (UTC)"))},
         )
         label_of = dict(zip(trash["id"], trash["label"], strict=True))
         chosen = ui.multiselect(
-            PAGE,
-            P["trash_pick"],
+            measured.PAGE,
+            measured.P["trash_pick"],
             ui.t("Runs in the trash"),
             list(trash["id"]),
             format_func=lambda i: f"#{i} {label_of[i]}",
@@ -285,7 +269,7 @@ def audit_section(engine) -> None:
             trail,
             hide_index=True,
             width="stretch",
-            column_config={c: ui.t(h) for c, h in AUDIT_COLUMNS.items()}
+            column_config={c: ui.t(h) for c, h in measured.AUDIT_COLUMNS.items()}
             | {"at": st.column_config.DatetimeColumn(ui.t("when (UTC)"))},
         )
         st.download_button(
@@ -307,17 +291,17 @@ def library_section(engine, runs) -> None:
         st.info(ui.t("The library is empty: add a file above, or load a sample."), icon=":material/inventory_2:")
         return
     c1, c2, c3, c4, c5 = st.columns(5)
-    ui.text_box(PAGE, P["filter"], container=c1)
+    ui.text_box(measured.PAGE, measured.P["filter"], container=c1)
     facets = {}
-    for col, facet in zip((c2, c3, c4, c5), tuple(FACETS), strict=True):
+    for col, facet in zip((c2, c3, c4, c5), tuple(measured.FACETS), strict=True):
         values = sorted({v for cell in runs[facet] for v in cell.split(", ") if v})
-        facets[facet] = col.multiselect(ui.t(FACETS[facet]), values, key=key(f"facet.{facet}"))
-    shown = filter_runs(runs, st.session_state[key("filter")], facets)
+        facets[facet] = col.multiselect(ui.t(measured.FACETS[facet]), values, key=key(f"facet.{facet}"))
+    shown = measured.filter_runs(runs, st.session_state[key("filter")], facets)
     st.dataframe(
         shown,
         hide_index=True,
         width="stretch",
-        column_config={c: ui.t(h) for c, h in LIBRARY_COLUMNS.items()}
+        column_config={c: ui.t(h) for c, h in measured.LIBRARY_COLUMNS.items()}
         | {"uploaded_at": st.column_config.DatetimeColumn(ui.t("uploaded (UTC)"))},
     )
     label_of = dict(zip(runs["id"], runs["label"], strict=True))
@@ -334,7 +318,7 @@ def library_section(engine, runs) -> None:
         )
         c3.download_button(  # Model-Optimizer's format: vLLM's synthetic sampler and NVIDIA's tools read it
             ui.t("Export as speculation_profile.json"),
-            lambda ids=tuple(selected): speculation_profile(engine, runs, ids),
+            lambda ids=tuple(selected): measured.speculation_profile(engine, runs, ids),
             "speculation_profile.json",
             "application/json",
             icon=":material/download:",
@@ -382,13 +366,13 @@ st.caption(
         "Upload benchmark results from any engine, keep them in the team's run library, and see where they fall on the theory. Files are validated row by row; column names of vLLM, SGLang, llama.cpp, TensorRT-LLM, HF transformers and Spec-Bench are understood."
     )
 )
-WHO, library, runs = start(LIBRARY_SPEC)
+WHO, library, runs = start(measured.LIBRARY_SPEC)
 if WHO.how == "anonymous" and (why := ui.refusal(WHO, "save")) is not None:
     st.info(why, icon=":material/lock:")
-add_section(library, runs, LibraryView.of(ui.values(PAGE, LIBRARY_SPEC + OPTIONS)))
+add_section(library, runs, measured.LibraryView.of(ui.values(measured.PAGE, measured.LIBRARY_SPEC + measured.OPTIONS)))
 if library is not None:
     with ui.reported_errors():  # e.g. a run deleted by someone else meanwhile
         library_section(library, runs)
         trash_section(library)
         audit_section(library)
-ui.publish(PAGE, LIBRARY_SPEC, URL)
+ui.publish(measured.PAGE, measured.LIBRARY_SPEC, URL)

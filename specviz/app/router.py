@@ -161,13 +161,15 @@ def forward(name: str) -> None:
     """An old page's run: open page ``name`` with this URL's query parameters instead.
 
     Routed (app.py, or :func:`enter` on a fresh server), ``st.switch_page`` takes the browser to the page's
-    own URL path. A file opened on its own (``AppTest``) runs the page's file in place, as routed.
+    own URL path. A file opened on its own (``AppTest``) runs the page's file in place, as routed; its later
+    reruns run the same page, as they would at the URL path switched to.
     """
-    route = next(r for r in PAGES if r.name == name)
     if _ROUTED.get():
-        st.switch_page(
-            st.Page(route.file, url_path=route.url_path or route.name), query_params=st.query_params.to_dict()
-        )
+        route = next(r for r in PAGES if r.name == name)
+        url_path = route.url_path or route.name
+        st.switch_page(st.Page(route.file, url_path=url_path), query_params=st.query_params.to_dict())
+    name = st.session_state.setdefault("_specviz_forwarded", name)
+    route = next(r for r in PAGES if r.name == name)
     token = _ROUTED.set(True)
     try:
         runpy.run_path(str(route.file), run_name="__main__")

@@ -19,6 +19,8 @@ def key(name: str) -> str:
 def start(spec) -> tuple[access.Identity, object | None, pd.DataFrame | None]:
     """Restore the page's controls, then ``(who, library, runs)``: the person this session acts for, the
     run library (None where it cannot be opened, after saying why) and its listing."""
+    if key("runs") in st.session_state:  # set anew: the selection widget of the page before is not this page's
+        st.session_state[key("runs")] = list(st.session_state[key("runs")])
     ui.restore(PAGE, spec)
     for option in OPTIONS:
         st.session_state.setdefault(key(option.key), option.default)
