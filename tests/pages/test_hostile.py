@@ -41,7 +41,10 @@ PAGES = (
     "pages/converter.py",
 )
 #: Where a page's controls are declared, besides the page itself (the live page builds them in request.py).
-DECLARED_IN = {"pages/live.py": ("specviz/app/live/request.py",)}
+DECLARED_IN = {
+    "pages/live.py": ("specviz/app/live/request.py",),
+    "pages/measured-data.py": ("specviz/app/measured/scenarios.py",),  # the old route of three pages
+}
 #: The script to run for a page, where it is not the page file: Home's links need the router around it.
 SCRIPT = {"pages/home.py": "app.py"}
 #: Valid values that pages take from specviz tables (not literals in a page), offered to every control.
@@ -432,6 +435,7 @@ def test_pages_declare_their_list_caps():
     for page in PAGES:
         for name, info in controls(page).items():
             if info["kind"] in ("floats", "ints"):
-                assert name in {"curves", "runs", "ks", "temps", "batches"}, (
+                # trash_pick: the trash's own multiselect, never read from a link, capped by its Param
+                assert name in {"curves", "runs", "ks", "temps", "batches", "trash_pick"}, (
                     f"{page}: new list control {name}: test its cap"
                 )

@@ -492,7 +492,7 @@ def _row(i: int, ok: bool, error=None) -> dict:
 def test_load_summaries_and_the_speedup():
     spec = loadgen.LoadSpec("http://x", ["a"])
     none = loadgen.summarize(spec, [], 0.0, "stop")
-    check(none.summary(), "no request was sent (stopped by Stop)", "“停止”")
+    check(none.summary(), "no request was sent (stopped by Stop)", "停止原因：停止")
     check(
         loadgen.summarize(spec, [_row(0, True), _row(1, False, "e")], 1.7, "time").summary(),
         "2 requests (1 failed) in 1.7 s: 5 completion tokens, 2.9 tokens/s, latency p50 0.50 s, p95 0.50 s; "
