@@ -5,7 +5,7 @@ import streamlit as st
 
 from specviz.app import figures, grids, router, ui
 from specviz.app.share import Param, by_key
-from specviz.base.i18n import C_, N_
+from specviz.base.i18n import N_
 from specviz.core import glossary, theory
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
@@ -60,7 +60,7 @@ def glossary_table():
 PAGE, URL = "converter", "converter"
 SPEC = (
     Param("metric", "mean_tokens", "choice", choices=tuple(theory.METRICS), label=N_("I have this metric")),
-    Param("value", 2.5, "float", 0.0, 65.0, label=C_("conv.value", "value")),
+    Param("value", 2.5, "float", 0.0, 65.0, label=N_("value")),
     Param("k", 4, "int", 1, 64, label=N_("K (draft length)")),
     Param(
         "conv",
@@ -70,7 +70,7 @@ SPEC = (
         label=N_("I have"),
         labels=(N_("c = T_target / T_draft"), N_("c_L = T_draft / T_target (Leviathan)")),
     ),
-    Param("ratio", 8.0, "float", 1e-3, 1e4, label=C_("conv.value", "value")),
+    Param("ratio", 8.0, "float", 1e-3, 1e4, label=N_("value")),
 )
 P = by_key(SPEC)
 
@@ -98,7 +98,7 @@ else:
     series = {label(m): y for m, y in theory.convert_metric(grid, k, "alpha").items()}
     point = {label(m): float(y) for m, y in converted.items()}
     fig = figures.metrics_vs_alpha(grid, series, point, lang=ui.language())
-    fig.update_layout(xaxis_title=ui.t("α (per-token acceptance)"), yaxis_title=ui.t(C_("conv.axis_value", "value")))
+    fig.update_layout(xaxis_title=ui.t("α (per-token acceptance)"), yaxis_title=ui.t(N_("value")))
     ui.chart(fig, key="fig_metrics")
     with numbers:
         cols = st.columns(len(converted))

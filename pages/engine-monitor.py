@@ -1,35 +1,28 @@
 """Engine monitor: the speculation of running vLLM, SGLang, llama.cpp and TensorRT-LLM servers, live."""
 
-import dataclasses
 import threading
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
-from specviz.app import figures, overlays, queues, router, ui
+from specviz.app import figures, monitor_load, overlays, queues, router, ui
 from specviz.app.share import Param, by_key
 from specviz.base import access, hosting
-from specviz.base.i18n import C_, N_, Phrase
+from specviz.base.i18n import N_, Phrase
 from specviz.core import hardware, theory
 from specviz.data import store
-from specviz.data.measurements import load_records as measurement_records
-from specviz.servers import ENGINES, Telemetry, Window, fetch, loadgen, monitor, window
+from specviz.servers import ENGINES, loadgen, monitor
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 PAGE, URL = "engine-monitor", "engine-monitor"
 C_SOURCES = ("typed", "hardware", "loadgen")  #: where c comes from (slugs: a link names them)
-RUN_KEYS = {
-    "with speculation": N_("with speculation"),
-    "target only": N_("target only"),
-    "draft only": N_("draft only"),
-}
 PAIRS = hardware.preset_pairs().set_index("name")
 GPUS = tuple(hardware.load_catalog()[1].index)
 SPEC = (
     Param("endpoints", "", "text", hi=4000, label=N_("Endpoints, one per line")),
-    Param("poll", True, "bool"),
+    Param("poll", True, "bool", label=N_("Poll")),
     Param("every", 2.0, "float", 1.0, 60.0, label=N_("Every (s)")),
     Param("k", 4, "int", 1, 64, label=N_("K to assume")),
     Param(
@@ -58,36 +51,13 @@ SPEC = (
     Param("lg_seed", 0, "int", 0, 2**32 - 1, label=N_("Seed")),
 )
 P = by_key(SPEC)
-HISTORY, LOAD = ui.key(PAGE, "_history"), ui.key(PAGE, "_load")
-LOAD_READ_TIMEOUT_S = 120.0  #: a completion may wait this long for its first chunk (a long prompt's prefill, a queue)
-#: The serving statistics of the load table: its column header → (the LoadResult statistic, its field).
-LATENCY_COLUMNS = {
-    f"{name} {q} (ms)": (stat, q)
-    for name, stat in (("TTFT", "ttft"), ("TPOT", "tpot"), ("ITL", "itl"))
-    for q in ("p50", "p90", "p99")
-}
-
-
-@st.cache_resource(max_entries=4)
-def http_client(policy: fetch.FetchPolicy):
-    """One pooled HTTP client per fetch policy, shared by every session of this server."""
-    return fetch.make_client(policy, max_connections=2 * monitor.MAX_ENDPOINTS)
-
-
-def load_policy() -> fetch.FetchPolicy:
-    """The fetch rules for completions: a whole completion is one answer, so the read timeout is longer."""
-    return dataclasses.replace(policy(), read_timeout_s=LOAD_READ_TIMEOUT_S)
+HISTORY, LOAD = ui.key(PAGE, "_history"), monitor_load.LOAD
 
 
 @ui.cached
 def design_grid(k: int, c: float):
     """S(α, c) at K around this c (the map behind the engine's point)."""
     return overlays.heatmap_grid(k, pd.Series([c]))
-
-
-def policy() -> fetch.FetchPolicy:
-    """This deployment's fetch rules (the hosted allow-list from the environment)."""
-    return fetch.policy_from_env()
 
 
 def assumed_c(view: dict) -> tuple[float, str]:
@@ -128,7 +98,7 @@ def setup() -> None:
     )
     c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
     with c1:
-        st.toggle(ui.t("Poll"), key=ui.key(PAGE, "poll"))
+        ui.toggle(PAGE, P["poll"])
     with c2:
         ui.number_input(PAGE, P["every"], step=1.0)
     with c3:
@@ -275,7 +245,11 @@ def monitor_section(endpoints: list[monitor.Endpoint], k: int, c: float, c_note:
     history = st.session_state.setdefault(HISTORY, monitor.History())
     history.keep([e.url for e in endpoints])
     if view["poll"]:
-        history.add(monitor.poll_all(endpoints, policy(), k, client=http_client(policy())))
+        history.add(
+            monitor.poll_all(
+                endpoints, monitor_load.policy(), k, client=monitor_load.http_client(monitor_load.policy())
+            )
+        )
     for e in endpoints:
         endpoint_card(e, history, k, c)
     if len(endpoints) > 1:
@@ -333,7 +307,7 @@ def load_section() -> None:
     else:
         bad_rate = False
     go, stop_col = st.columns([1, 5])
-    if stop_col.button(ui.t(C_("em.stop", "Stop")), icon=":material/stop:", key=ui.key(PAGE, "lg_stop")):
+    if stop_col.button(ui.t(N_("Stop")), icon=":material/stop:", key=ui.key(PAGE, "lg_stop")):
         st.session_state.get(LOAD, {}).get("stop", threading.Event()).set()
     refused = ui.refusal(WHO, "loadgen")
     if refused is not None:
@@ -354,190 +328,10 @@ def load_section() -> None:
             with queues.LOADGEN_QUEUE.hold(
                 Phrase("a load run"), on_wait=lambda m: st.toast(ui.message(m)), user=WHO.name
             ):
-                run_load(view, [p for p in own.splitlines() if p.strip()], rate)
+                monitor_load.run_load(monitor_load.LoadPlan.of(view, rate, own))
     results = st.session_state.get(LOAD, {}).get("results")
     if results:
-        show_load(results)
-
-
-def run_load(view: dict, own_prompts: list[str], rate: float | None) -> None:
-    """Run the load on each endpoint given, with a progress bar; keep the results in the session.
-
-    Each endpoint's /metrics is read before and after its run: the window of its speculative counters
-    over the run (where the server has them) goes into the run's row of the run library.
-    """
-    urls = {"with speculation": view["lg_spec"], "target only": view["lg_base"], "draft only": view["lg_draft"]}
-    urls = {name: u.strip() for name, u in urls.items() if u.strip()}
-    if "with speculation" not in urls:
-        st.error(ui.t("Load generator: 'With speculation' is empty; give the URL of the server to load."))
-        return
-    stop = threading.Event()
-    st.session_state[LOAD] = {"stop": stop}
-    prompts = own_prompts or loadgen.bundled_prompts()
-    results, windows = {}, {}
-    for name, url in urls.items():
-        shown = ui.t(RUN_KEYS[name])
-        bar = st.progress(0.0, text=ui.t("{run}: starting", run=shown))
-        try:
-            spec = loadgen.LoadSpec(
-                url,
-                prompts,
-                model=view["lg_model"],
-                max_tokens=view["lg_tokens"],
-                concurrency=view["lg_conc"],
-                max_requests=view["lg_req"],
-                max_seconds=float(view["lg_sec"]),
-                rate=rate,
-                seed=view["lg_seed"],
-            )
-            before = counters(url, view["k"])
-            results[name] = loadgen.run_load(
-                spec,
-                load_policy(),
-                stop=stop,
-                progress=lambda p, bar=bar, shown=shown, spec=spec: bar.progress(
-                    min(p.done / spec.max_requests, 1.0),
-                    text=ui.t(
-                        "{run}: {done} requests, {tps} tokens/s", run=shown, done=p.done, tps=f"{p.tokens_per_s:.1f}"
-                    ),
-                ),
-            )
-            windows[name] = counters_window(before, counters(url, view["k"]))
-        except ValueError as exc:
-            ui.show_error(exc)
-            return
-        finally:
-            bar.empty()
-        if stop.is_set():
-            break
-    entry = {"stop": stop, "results": results, "records": load_records(results, windows, urls, view["k"])}
-    try:
-        if "target only" in results:
-            entry["speedup"] = loadgen.measured_speedup(results["with speculation"], results["target only"])
-        if "target only" in results and "draft only" in results:
-            draft_tps, target_tps = results["draft only"].tokens_per_s, results["target only"].tokens_per_s
-            if draft_tps > 0 and target_tps > 0:
-                entry["c"] = draft_tps / target_tps  # c = T_target / T_draft = draft tokens/s ÷ target tokens/s
-    except ValueError as exc:
-        ui.show_error(exc)
-    st.session_state[LOAD] = entry
-
-
-def counters(url: str, k: int) -> Telemetry | None:
-    """The speculative counters of the server behind completions URL ``url`` (its /metrics); None where
-    it has none to read (no /metrics, speculation off, an engine without counters)."""
-    endpoint = monitor.Endpoint(loadgen.metrics_url(url))
-    return monitor.poll(endpoint, policy(), k, client=http_client(policy())).reading
-
-
-def counters_window(before: Telemetry | None, after: Telemetry | None) -> Window | None:
-    """The window of two readings of a server's counters around a run (None without both)."""
-    if before is None or after is None:
-        return None
-    try:
-        return window(before, after)
-    except ValueError:  # the readings name two engines: the server was replaced during the run
-        return None
-
-
-def load_records(results: dict, windows: dict, urls: dict, k: int) -> dict:
-    """Each run as a row of the run library (:func:`loadgen.load_record`), or the message saying why it
-    cannot be one (a run without speculation has no acceptance figure). The run with speculation carries
-    the measured speedup when the target-only run was made."""
-    records = {}
-    for name, result in results.items():
-        w = windows.get(name)
-        mode = f"{result.rate:g} req/s" if result.rate is not None else f"concurrency {result.concurrency}"
-        try:
-            records[name] = loadgen.load_record(
-                result,
-                label=f"load {name}, {mode}: {urls[name]}"[:200],
-                k=(w.k if w is not None and w.k else k),
-                window=w,
-                baseline=results.get("target only") if name == "with speculation" else None,
-                source="engine monitor",
-            )
-        except ValueError as exc:
-            records[name] = exc
-    return records
-
-
-def show_load(results: dict) -> None:
-    """The load runs' table (headers in the session's language), their errors, the speedup and c, and a
-    button per run that saves it to the run library."""
-    entry = st.session_state[LOAD]
-    rows = [
-        {
-            ui.t("endpoint"): ui.t(RUN_KEYS[name]),
-            ui.t("load"): (
-                ui.t("{rate} requests/s, at most {n} in flight", rate=f"{r.rate:g}", n=r.concurrency)
-                if r.rate is not None
-                else ui.t("{n} in flight", n=r.concurrency)
-            ),
-            ui.t("requests"): r.done,
-            ui.t("failed"): r.failed,
-            ui.t("tokens"): r.tokens,
-            "tokens/s": r.tokens_per_s,
-            ui.t("requests/s"): r.requests_per_s,
-            ui.t("p50 latency (s)"): r.latency_p50_s,
-            **{header: getattr(getattr(r, stat), q) * 1e3 for header, (stat, q) in LATENCY_COLUMNS.items()},
-            ui.t("draft acceptance"): r.draft_acceptance,
-        }
-        for name, r in results.items()
-    ]
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
-    save_buttons(entry.get("records", {}))
-    for name, r in results.items():
-        if r.errors:
-            st.warning(ui.t("{run}: {summary}", run=ui.t(RUN_KEYS[name]), summary=ui.message(r.summary())))
-    parts = []
-    if "speedup" in entry:
-        parts.append(ui.t("measured speedup {s}×", s=f"{entry['speedup']:.2f}"))
-    if "c" in entry:
-        parts.append(
-            ui.t(
-                "measured c = {c} (choose '{source}' above to use it)",
-                c=f"{entry['c']:.2f}",
-                source=ui.t("measured by the load generator"),
-            )
-        )
-    if parts:
-        st.success("; ".join(parts), icon=":material/speed:")
-
-
-def save_buttons(records: dict) -> None:
-    """A button per run that can be a row of the run library; for the others, why not."""
-    for name, record in records.items():
-        shown = ui.t(RUN_KEYS[name])
-        if isinstance(record, Exception):
-            st.caption(ui.t("{run}: not saved to the run library: {why}", run=shown, why=ui.message(record)))
-            continue
-        slug = name.replace(" ", "_")
-        if st.button(
-            ui.t("Save the run '{run}' to the run library", run=shown),
-            icon=":material/save:",
-            key=ui.key(PAGE, f"lg_save_{slug}"),
-        ):
-            save_record(record)
-
-
-def save_record(record: dict) -> None:
-    """Validate ``record`` as any upload is, and store it as one run."""
-    engine = ui.library()
-    if engine is None:
-        return
-    try:
-        frame, _ = measurement_records([record], name=record["label"])
-        run_id = store.save_run(
-            engine, frame, label=record["label"], source="engine monitor load generator", who=WHO, page=URL
-        )
-    except ValueError as exc:
-        ui.show_error(exc)
-        return
-    st.success(
-        ui.t("Saved as run #{run}: [open it on the Measured data page](measured-data?runs={run}).", run=run_id),
-        icon=":material/check_circle:",
-    )
+        monitor_load.show_load(results, WHO)
 
 
 st.title(ui.t("Engine monitor"))
@@ -557,7 +351,7 @@ ui.restore(PAGE, SPEC)
 setup()
 view = ui.values(PAGE, SPEC)
 try:
-    endpoints = monitor.parse_endpoints(view["endpoints"], policy())
+    endpoints = monitor.parse_endpoints(view["endpoints"], monitor_load.policy())
 except ValueError as exc:
     ui.show_error(exc)
     endpoints = []

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from specviz.app import router, ui
-from specviz.base.i18n import C_, N_
+from specviz.base.i18n import N_
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
@@ -34,7 +34,7 @@ col_c.markdown(
     )
 )
 
-st.subheader(ui.t(C_("home.tokens_per_round", "Tokens per round")))
+st.subheader(ui.t(N_("Tokens per round")))
 st.latex(r"E[N] = \sum_{i=0}^{K} \alpha^i = \frac{1 - \alpha^{K+1}}{1 - \alpha}")
 st.caption(
     ui.t("Each round yields the accepted draft prefix plus one token from the target (a correction or a bonus).")
@@ -57,7 +57,9 @@ LINKS = {
     "strategies": N_("Drafting strategies — token trees: tokens per round of chains, top-k and Sequoia-optimal trees"),
     "live": N_("Live benchmark — run a draft/target pair here, see it on the curves"),
     "engine-monitor": N_("Engine monitor — live acceptance from your vLLM, SGLang, llama.cpp or TensorRT-LLM servers"),
-    "measured-data": N_("Measured data — your engine's numbers on the theory, in a shared run library"),
+    "run-library": N_("Run library — your engine's numbers from any benchmark file, in a library shared by the team"),
+    "compare-runs": N_("Compare runs — measured runs on the theory: by K, per position, by context and domain"),
+    "published-acceptance": N_("Against published acceptance — a run beside the published acceptance of its target"),
     "converter": N_("Metric converter & glossary — what each engine reports"),
 }  #: page -> the link's text
 st.subheader(ui.t("Pages"))
@@ -70,7 +72,9 @@ for name, icon in (
     ("strategies", ":material/account_tree:"),
     ("live", ":material/play_circle:"),
     ("engine-monitor", ":material/monitor_heart:"),
-    ("measured-data", ":material/table_chart:"),
+    ("run-library", ":material/table_chart:"),
+    ("compare-runs", ":material/stacked_line_chart:"),
+    ("published-acceptance", ":material/menu_book:"),
     ("converter", ":material/sync_alt:"),
 ):
     st.page_link(f"pages/{name}.py", label=ui.t(LINKS[name]), icon=icon)

@@ -3,71 +3,20 @@
 import streamlit as st
 
 from specviz.app import figures, live, overlays, router, ui
+from specviz.app.live import tables, views
 from specviz.app.share import by_key
 from specviz.base import access, hosting
-from specviz.base.i18n import C_, N_, plural
+from specviz.base.i18n import N_, plural
 from specviz.core import policies
 from specviz.data import store
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 PAGE, URL = "live", "live"
-T_CHOICES = (0.0, 0.5, 0.7, 1.0)  # offered temperatures (a linked one outside them is kept)
-TABLE = {  # shown column → its heading: a msgid, or a symbol shown as it is
-    "compiled": C_("live.col.compiled", "compiled"),
-    "k": "k",
-    "temperature": N_("temperature"),
-    "alpha": "α̂ = A/(A+R)",
-    "alpha_overlap": N_("α̂ = mean Σmin(p,q)"),
-    "c": "c",
-    "v": "v",
-    "o": "o",
-    "mean_accepted_tokens": C_("live.col.en_measured", "E[N] measured"),
-    "speedup": N_("speedup"),
-    "predicted_speedup": N_("predicted (basic)"),
-    "predicted_speedup_measured_cost": N_("predicted (measured cost)"),
-    "greedy_exact": C_("live.col.greedy_exact", "greedy_exact"),
-}
-TREE_TABLE = {  # the tree cells' columns
-    "tree": N_("tree"),
-    "temperature": N_("temperature"),
-    "mean_accepted_tokens": N_("tokens/round measured"),
-    "predicted_tokens_per_round": N_("F(T) at measured p"),
-    "tree_p": N_("p̂ by rank"),
-    "c": "c",
-    "v": "v",
-    "speedup": N_("speedup"),
-    "predicted_speedup_measured_cost": N_("predicted (measured cost)"),
-    "greedy_exact": C_("live.col.greedy_exact", "greedy_exact"),
-}
-BATCH_TABLE = {  # the batched cells' columns
-    "batch_size": "B",
-    "k": "k",
-    "temperature": N_("temperature"),
-    "alpha": "α̂ = A/(A+R)",
-    "mean_accepted_tokens": C_("live.col.en_measured", "E[N] measured"),
-    "speedup": N_("speedup (whole batch)"),
-    "tokens_per_s": N_("tokens/s (speculative)"),
-    "baseline_tokens_per_s": N_("tokens/s (target only)"),
-    "greedy_exact": C_("live.col.greedy_exact", "greedy_exact"),
-}
 
 
 def key(name: str) -> str:
     return ui.key(PAGE, name)
-
-
-def shown_table(frame, table: dict[str, str]):
-    """The columns of ``table`` under their headings in the session's language (display only: the
-    downloaded CSV keeps the canonical names)."""
-    headings = {c: ui.t(h) for c, h in table.items()}  # a symbol (k, c, α̂ …) has no translation: shown as it is
-    return frame[list(table)].rename(columns=headings)
-
-
-def choice_labels(choices) -> dict:
-    """Each choice's label in the session's language ("auto" translated and the rest as they are),
-    computed now: a widget's format_func looks them up."""
-    return {c: ui.t("auto") if c == "auto" else c for c in choices}
 
 
 def device_note(device: str) -> None:
@@ -107,12 +56,12 @@ def controls(limits: live.Limits, p: dict) -> None:
             ),
         )
     with c2:
-        ui.selectbox(PAGE, p["device"], format_func=choice_labels(p["device"].choices).get)
+        ui.selectbox(PAGE, p["device"], format_func=tables.choice_labels(p["device"].choices, ui.t).get)
     with c3:
         ui.selectbox(
             PAGE,
             p["dtype"],
-            format_func=choice_labels(p["dtype"].choices).get,
+            format_func=tables.choice_labels(p["dtype"].choices, ui.t).get,
             help=ui.t("auto: fp32 on CPU, bf16/fp16 on CUDA"),
         )
     c1, c2 = st.columns([1, 3])
@@ -152,7 +101,7 @@ def controls(limits: live.Limits, p: dict) -> None:
     with c1:
         if st.session_state[key("shape")] == "chain":
             ui.multiselect(PAGE, ks, ui.t("K values"), range(int(ks.lo), int(ks.hi) + 1))
-    offered = sorted({*(t for t in T_CHOICES if temps.lo <= t <= temps.hi), *st.session_state[key("temps")]})
+    offered = sorted({*(t for t in tables.T_CHOICES if temps.lo <= t <= temps.hi), *st.session_state[key("temps")]})
     with c2:
         ui.multiselect(PAGE, temps, ui.t("Temperatures (0 = greedy)"), offered)  # a linked temperature stays offered
     with c3:
@@ -162,9 +111,9 @@ def controls(limits: live.Limits, p: dict) -> None:
     with c5:
         ui.number_input(PAGE, p["seed"])
     if st.session_state[key("shape")] == "chain":
-        st.checkbox(
-            ui.t("Record the greedy trace for replaying draft-length policies (Drafting strategies page)"),
-            key=key("trace"),
+        ui.checkbox(
+            PAGE,
+            p["trace"],
             help=ui.t(
                 "The draft's chain of the largest K from every position of the greedy output: replaying any draft-length rule on it gives the rounds the engine would run with that rule. Costs about new tokens × K draft steps per prompt after the run."
             ),
@@ -199,150 +148,6 @@ def run_benchmark(run: live.LiveRun) -> None:
         run, tick, on_wait=lambda m: slot.warning(ui.message(m), icon=":material/hourglass_top:"), user=WHO.name
     )
     slot.empty()
-
-
-def show_exactness(run: live.LiveRun) -> None:
-    for d in run.details:
-        verdict = live.exactness_message(d, ui.language())
-        if verdict is None:
-            continue
-        ok, text = verdict
-        if ok:
-            st.success(text, icon=":material/verified:")
-        else:
-            st.error(text, icon=":material/report:")
-
-
-TAB_TITLES = {
-    "speedup_k": N_("Speedup vs K"),
-    "en_k": N_("E[N] vs K"),
-    "n_round": N_("N per round"),
-    "per_position": N_("Per position"),
-    "cost": N_("Cost per round"),
-    "text": N_("Text"),
-    "tokens_round": C_("live.tab.tokens_round", "Tokens per round"),
-    "speedup": N_("Speedup"),
-}  #: chart tab -> its title
-
-
-def show_charts(run: live.LiveRun, points, curves, params) -> None:
-    names = ("speedup_k", "en_k", "n_round", "per_position", "cost", "text")
-    tabs = st.tabs([ui.t(TAB_TITLES[name]) for name in names])
-    with tabs[0]:
-        ui.chart(figures.overlay_speedup_vs_k(points, curves, params, lang=ui.language()), width="stretch")
-        st.caption(
-            ui.t(
-                "Solid: the basic model S(α, c, K) at the measured α and c; dashed: with the measured verify cost v and overhead o; stars: each curve's optimal K; bars: min–max over runs."
-            )
-        )
-    with tabs[1]:
-        ui.chart(figures.overlay_expected_tokens(points, curves, params, lang=ui.language()), width="stretch")
-    details = run.details
-    labels = [live.cell_label(d, ui.language()) for d in details]
-    with tabs[2]:
-        i = st.selectbox(ui.t("Cell"), range(len(labels)), format_func=labels.__getitem__, key=key("hist_cell"))
-        d = details[i]
-        pmf = live.predicted_n_pmf(float(run.rows[i]["alpha"]), d["k"])
-        observed = ui.t("measured")
-        ui.chart(
-            figures.n_histogram(d["n_counts"], pmf, int(d["n_counts"].sum()), observed=observed, lang=ui.language()),
-            width="stretch",
-        )
-    with tabs[3]:
-        ui.chart(figures.per_position_figure(overlays.per_position(points), lang=ui.language()), width="stretch")
-        st.caption(
-            ui.t(
-                "a_i: acceptance at draft position i given the earlier ones were accepted. The i.i.d. model assumes a flat line at α."
-            )
-        )
-    with tabs[4]:
-        show_costs(details, labels)
-    with tabs[5]:
-        show_text(details, labels, "text_cell")
-
-
-def show_tree_results(run: live.LiveRun, frame) -> None:
-    for t, p in run.pilots.items():
-        st.caption(
-            ui.t(
-                "T = {t}: trees built from p = {p}, measured by a pilot run.",
-                t=f"{t:g}",
-                p=", ".join(f"{x:.3f}" for x in p),
-            )
-        )
-    st.dataframe(shown_table(frame, TREE_TABLE), hide_index=True, width="stretch")
-    show_exactness(run)
-    labels = [live.cell_label(d, ui.language()) for d in run.details]
-    tabs = st.tabs([ui.t(TAB_TITLES[name]) for name in ("tokens_round", "speedup", "n_round", "cost", "text")])
-    with tabs[0]:
-        ui.chart(
-            figures.measured_vs_predicted(
-                labels,
-                frame["mean_accepted_tokens"],
-                frame["predicted_tokens_per_round"],
-                ui.t("tokens per round"),
-                ui.t("F(T) at the measured p"),
-                lang=ui.language(),
-            ),
-            width="stretch",
-        )
-        st.caption(
-            ui.t(
-                "F(T) is what the positional model predicts from the p̂ measured in the same runs: where the bars differ, acceptance depends on depth, which the model ignores."
-            )
-        )
-    with tabs[1]:
-        ui.chart(
-            figures.measured_vs_predicted(
-                labels,
-                frame["speedup"],
-                frame["predicted_speedup_measured_cost"],
-                ui.t(C_("live.speedup_over_target", "speedup over target-only")),
-                "F / (1 + v·N + o + D/c)",
-                lang=ui.language(),
-            ),
-            width="stretch",
-        )
-    with tabs[2]:
-        i = st.selectbox(ui.t("Cell"), range(len(labels)), format_func=labels.__getitem__, key=key("tree_hist_cell"))
-        d = run.details[i]
-        ui.chart(
-            figures.n_histogram(
-                d["n_counts"], d["n_pmf"], int(d["n_counts"].sum()), observed=ui.t("measured"), lang=ui.language()
-            ),
-            width="stretch",
-        )
-    with tabs[3]:
-        show_costs(run.details, labels)
-    with tabs[4]:
-        show_text(run.details, labels, "tree_text_cell")
-
-
-def show_costs(details: list[dict], labels: list[str]) -> None:
-    ui.chart(
-        figures.cost_breakdown(
-            labels,
-            [d["draft_ms"] for d in details],
-            [d["verify_ms"] for d in details],
-            [d["other_ms"] for d in details],
-            [d["basic_model_ms"] for d in details],
-            lang=ui.language(),
-        ),
-        width="stretch",
-    )
-    st.caption(
-        ui.t(
-            "The basic model prices a round at one target step plus one draft step per level (K for a chain, the depth for a tree). Verifying more tokens costs more than one step (v) and the rule and bookkeeping add a little (o)."
-        )
-    )
-
-
-def show_text(details: list[dict], labels: list[str], name: str) -> None:
-    j = st.selectbox(ui.t("Cell"), range(len(labels)), format_func=labels.__getitem__, key=key(name))
-    lang = ui.language()
-    st.markdown(live.legend_html(lang), unsafe_allow_html=True)
-    st.markdown(live.segments_html(details[j]["prompt"][-400:], details[j]["segments"], lang), unsafe_allow_html=True)
-    st.caption(ui.t("The first run of the cell: the prompt's last 400 characters in grey, then the generated text."))
 
 
 def show_keep(run: live.LiveRun, frame) -> None:
@@ -423,8 +228,8 @@ def show_results(run: live.LiveRun) -> None:
         )
     frame = run.frame()
     if run.request.batched:
-        st.dataframe(shown_table(frame, BATCH_TABLE), hide_index=True, width="stretch")
-        show_exactness(run)
+        st.dataframe(tables.shown_table(frame, tables.BATCH_TABLE, ui.t), hide_index=True, width="stretch")
+        views.show_exactness(run)
         ui.chart(figures.speedup_by_batch_measured(frame, lang=ui.language()), key="fig_batches")
         st.caption(
             ui.t(
@@ -434,14 +239,14 @@ def show_results(run: live.LiveRun) -> None:
         show_keep(run, frame)
         return
     if run.request.trees:
-        show_tree_results(run, frame)
+        views.show_tree_results(run, frame)
         show_keep(run, frame)
         return
     points = overlays.with_series(frame, lang=ui.language())
     params = overlays.series_params(points)
-    st.dataframe(shown_table(frame, TABLE), hide_index=True, width="stretch")
-    show_exactness(run)
-    show_charts(run, points, overlays.curves(params), params)
+    st.dataframe(tables.shown_table(frame, tables.TABLE, ui.t), hide_index=True, width="stretch")
+    views.show_exactness(run)
+    views.show_charts(run, points, overlays.curves(params), params)
     show_keep(run, frame)
 
 
@@ -475,7 +280,7 @@ if busy:
 c_run, c_stop, _ = st.columns([1, 1, 4])
 run_clicked = c_run.button(ui.t("Run"), type="primary", icon=":material/play_arrow:", disabled=refused is not None)
 stop_clicked = c_stop.button(
-    ui.t(C_("live.stop", "Stop")),
+    ui.t(N_("Stop")),
     icon=":material/stop:",
     help=ui.t("Stops after the current run; finished cells stay."),
 )

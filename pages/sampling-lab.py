@@ -6,7 +6,7 @@ import torch
 
 from specviz.app import figures, router, ui
 from specviz.app.share import Param, by_key
-from specviz.base.i18n import C_, N_
+from specviz.base.i18n import N_
 from specviz.core import theory
 from specviz.engine import sampling
 
@@ -50,7 +50,7 @@ SPEC = (
         "overlap",
         "choice",
         choices=("overlap", "tokens", "emitted"),
-        labels=(N_("Acceptance is overlap"), C_("lab.tab.tokens", "Tokens per round"), N_("Emitted tokens")),
+        labels=(N_("Acceptance is overlap"), N_("Tokens per round"), N_("Emitted tokens")),
     ),
 )
 P = by_key(SPEC)

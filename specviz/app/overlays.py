@@ -16,7 +16,7 @@ import pandas as pd
 from specviz.app import grids, share
 from specviz.app.figures import plotly_text
 from specviz.base import i18n
-from specviz.base.i18n import C_, N_, Phrase
+from specviz.base.i18n import N_, Phrase
 from specviz.core import theory
 
 __all__ = [
@@ -90,7 +90,7 @@ HOVER_LABELS = {
     "hardware": N_("hardware"),
     "k": N_("K"),
     "label": N_("label"),
-    "mean_accepted_tokens": C_("note.overlays.hover.mean_accepted_tokens", "E[N] measured"),
+    "mean_accepted_tokens": N_("E[N] measured"),
     "method": N_("method"),
     "notes": N_("notes"),
     "predicted_speedup": N_("predicted S (basic)"),
@@ -237,7 +237,7 @@ def with_series(frame: pd.DataFrame, lang: str = "en") -> pd.DataFrame:
     for rows in groups.values():
         for i, parts in zip(rows, _config_parts(out.iloc[rows]), strict=True):
             keys[i] = " · ".join([keys[i], *parts])
-    _check_overlay({Phrase(C_("note.overlays.series", "series")): len(set(keys))}, MAX_SERIES)
+    _check_overlay({Phrase(N_("series")): len(set(keys))}, MAX_SERIES)
     out["series"] = pd.Series(keys, index=out.index, dtype=object)
     out["hover"] = hover_text(out, lang)
     return out

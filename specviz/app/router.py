@@ -16,6 +16,7 @@ checks both rules and the browser test opens a deep link first on a fresh server
 from __future__ import annotations
 
 import contextvars
+import runpy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,14 +30,14 @@ from specviz.base.paths import ROOT
 if TYPE_CHECKING:  # what st.Page and st.navigation return
     from streamlit.navigation.page import StreamlitPage
 
-__all__ = ["PAGES", "Route", "enter", "run"]
+__all__ = ["PAGES", "Route", "enter", "forward", "run"]
 
 PAGE_DIR = ROOT / "pages"
 
 
 @dataclass(frozen=True)
 class Route:
-    """A page of the navigation: its file ``pages/<name>.py``, its title key ``nav.<name>``, its icon and URL path."""
+    """A page of the navigation: its file ``pages/<name>.py``, its title (:data:`TITLES`), its icon and URL path."""
 
     name: str
     icon: str
@@ -60,11 +61,15 @@ PAGES: tuple[Route, ...] = (
     Route("strategies", ":material/account_tree:"),
     Route("live", ":material/play_circle:"),
     Route("engine-monitor", ":material/monitor_heart:"),
-    Route("measured-data", ":material/table_chart:"),
+    Route("run-library", ":material/table_chart:"),
+    Route("compare-runs", ":material/stacked_line_chart:"),
+    Route("published-acceptance", ":material/menu_book:"),
     Route("converter", ":material/sync_alt:"),
     # Home is served at "/" (the default page's url_path is never shown); "/home", its file's name and the
     # path a legacy multipage app gave it, opens it too, without a "Page not found" dialog.
     Route("home", ":material/home:", url_path="home", hidden=True),
+    # The page the three above were split from: its links open the one their query names (:func:`forward`).
+    Route("measured-data", ":material/table_chart:", hidden=True),
 )
 
 #: True while :func:`run` runs a page: that page's :func:`enter` then has nothing to do.
@@ -82,6 +87,9 @@ TITLES = {
     "strategies": N_("Drafting strategies"),
     "live": N_("Live benchmark"),
     "engine-monitor": N_("Engine monitor"),
+    "run-library": N_("Run library"),
+    "compare-runs": N_("Compare runs"),
+    "published-acceptance": N_("Against published acceptance"),
     "measured-data": N_("Measured data"),
     "converter": N_("Metric converter & glossary"),
 }  #: page name -> its title in the navigation
@@ -147,3 +155,23 @@ def enter(page_file: str) -> None:
     if files.get(current.url_path) == Path(page_file).resolve():
         _run(current)
         st.stop()
+
+
+def forward(name: str) -> None:
+    """An old page's run: open page ``name`` with this URL's query parameters instead.
+
+    Routed (app.py, or :func:`enter` on a fresh server), ``st.switch_page`` takes the browser to the page's
+    own URL path. A file opened on its own (``AppTest``) runs the page's file in place, as routed; its later
+    reruns run the same page, as they would at the URL path switched to.
+    """
+    if _ROUTED.get():
+        route = next(r for r in PAGES if r.name == name)
+        url_path = route.url_path or route.name
+        st.switch_page(st.Page(route.file, url_path=url_path), query_params=st.query_params.to_dict())
+    name = st.session_state.setdefault("_specviz_forwarded", name)
+    route = next(r for r in PAGES if r.name == name)
+    token = _ROUTED.set(True)
+    try:
+        runpy.run_path(str(route.file), run_name="__main__")
+    finally:
+        _ROUTED.reset(token)

@@ -3,7 +3,7 @@
 The English text is the message id, written where the message is raised or shown
 (``Message("α = {alpha} is outside [0, 1]", alpha=a)``, ``ui.t("Draft length K")``). The
 translations are ``data/i18n/<lang>.po`` files, extracted with ``pybabel`` into
-``data/i18n/specviz.pot`` (``scripts/update-catalogues``; docs/i18n.md) and read here directly
+``data/i18n/specviz.pot`` (``python -m specviz.base.catalogues update``; docs/i18n.md) and read here directly
 with Babel. A msgid that two places use with different meanings carries a context
 (:func:`C_`); a message about a count has a plural (:func:`plural`).
 

@@ -103,3 +103,37 @@ def test_the_quick_tier_is_spread_over_workers_and_n_0_keeps_one_process():
     alone = subprocess.run([*command, "-n", "0"], cwd=root, capture_output=True, text=True, timeout=120)
     assert alone.returncode == 0, alone.stdout + alone.stderr
     assert "workers" not in alone.stdout and " passed" in alone.stdout, alone.stdout
+
+
+def _boolean_controls():
+    import streamlit as st
+
+    from specviz.app import ui
+    from specviz.app.share import Param
+
+    spec = (Param("on", False, "bool", label="On"), Param("live", True, "bool", label="Live"))
+    ui.restore("t", spec)
+    ui.checkbox("t", spec[0])
+    ui.toggle("t", spec[1])
+    ui.publish("t", spec, "t")
+    st.write(ui.values("t", spec))
+
+
+def test_checkbox_and_toggle_are_bound_to_their_params_and_mirrored_in_the_url():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_boolean_controls)
+    at.query_params["on"] = "true"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.checkbox(key="t.on").value is True and at.toggle(key="t.live").value is True
+    assert at.checkbox(key="t.on").label == "On"
+    at.toggle(key="t.live").set_value(False).run()
+    assert dict(at.query_params) == {"on": "true", "live": "false"}
+
+
+def test_a_checkbox_needs_a_boolean_param():
+    from specviz.app.share import Param
+
+    with pytest.raises(ValueError, match="'n' is of kind 'int'"):
+        ui.checkbox("t", Param("n", 1, "int", 0, 2, label="N"))

@@ -1,5 +1,5 @@
-"""AppTest of the Measured data page's acceptance by context and domain, the published comparison and
-the speculation-profile export; and the Hardware and Serving pages priced with a fitted α(L)."""
+"""AppTest of the compare-runs page's acceptance by context and domain, the against-published page and the
+run library's speculation-profile export; and the Hardware and Serving pages priced with a fitted α(L)."""
 
 from __future__ import annotations
 
@@ -22,13 +22,14 @@ CSV = "label,k,mean_accepted_tokens,rounds,context_length,domain,target_model,me
 )
 
 
-def saved(db_url: str, lang: str = "en"):
-    """The page with the CSV saved as a run and selected."""
-    at = open_app("pages/measured-data.py", lang=lang)
+def saved(db_url: str, lang: str = "en", page: str = "compare-runs"):
+    """``page`` showing the CSV saved as a run (on the run library) and selected."""
+    at = open_app("pages/run-library.py", lang=lang)
     at.text_area(key="measured.paste").set_value(CSV)
     rerun(at)
     next(b for b in at.button if b.label == i18n.text(lang, "Save to library")).click()
-    return rerun(at)
+    rerun(at)
+    return at if page == "run-library" else open_app(f"pages/{page}.py", lang=lang, runs=at.query_params["runs"][0])
 
 
 def test_acceptance_by_context_fits_the_decay_and_links_it(db_url):
@@ -55,7 +56,7 @@ def test_acceptance_by_context_fits_the_decay_and_links_it(db_url):
 
 @pytest.mark.slow
 def test_a_run_is_compared_with_the_published_rows_of_its_target(db_url):
-    at = saved(db_url)
+    at = saved(db_url, page="published-acceptance")
     table = next(d.value for d in at.dataframe if "published_alpha" in d.value.columns)
     reference = acceptance.load_reference()
     same = reference[reference["target"] == TARGET]
@@ -67,7 +68,7 @@ def test_a_run_is_compared_with_the_published_rows_of_its_target(db_url):
 
 @pytest.mark.slow
 def test_profile_export_of_the_selected_run(db_url):
-    at = saved(db_url)
+    at = saved(db_url, page="run-library")
     runs = store.list_runs(store.open_library(db_url))
     frame = store.load_runs(store.open_library(db_url), runs["id"].tolist())
     profile = measurements.profile_from_rows(frame)
@@ -93,6 +94,7 @@ def test_rows_without_context_or_domain_say_what_is_missing(db_url):
     rerun(at)
     next(b for b in at.button if b.label == "Save to library").click()
     rerun(at)
+    at = open_app("pages/compare-runs.py", runs=at.query_params["runs"][0])
     assert any("None of the selected rows has a context length or a domain" in i.value for i in at.info)
 
 
@@ -160,5 +162,6 @@ def test_the_page_reads_each_tools_file_with_its_report(db_url, name, reader):
     next(b for b in at.button if b.label == "Save to library").click()
     rerun(at)
     assert store.list_runs(store.open_library(db_url)).n_rows.tolist() == [len(frame)]
+    at = open_app("pages/compare-runs.py", runs=at.query_params["runs"][0])
     if "per_position_acceptance" in frame and frame["per_position_acceptance"].notna().any():
         assert any("The tokens per round N" in c.value for c in at.caption)  # drawn against the chapter's pmf

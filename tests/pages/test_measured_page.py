@@ -1,4 +1,5 @@
-"""AppTest of the "Measured data" page against a throw-away run library."""
+"""AppTest of the run library and compare-runs pages (split from "Measured data", whose links still open
+them) against a throw-away run library."""
 
 from __future__ import annotations
 
@@ -28,7 +29,16 @@ VLLM_LINE = (
 
 
 def run(**query: str) -> AppTest:
+    """The old route: a link to /measured-data opens the run library or compare runs, as its query names."""
     return open_app("pages/measured-data.py", **query)
+
+
+def library(**query: str) -> AppTest:
+    return open_app("pages/run-library.py", **query)
+
+
+def compare(**query: str) -> AppTest:
+    return open_app("pages/compare-runs.py", **query)
 
 
 def button(at: AppTest, label: str):
@@ -47,9 +57,10 @@ def saved_runs(url: str) -> pd.DataFrame:
 
 def test_empty_library_renders_with_template_and_hints(db_url):
     at = run()
-    assert at.title[0].value == "Measured data"
+    assert at.title[0].value == "Run library"
     infos = " ".join(i.value for i in at.info)
-    assert "library is empty" in infos and "Select runs" in infos
+    assert "library is empty" in infos
+    assert any("Select runs" in i.value for i in compare().info)
     assert not at.error
     options = at.selectbox(key="measured.sample").options
     assert [o.split(" — ")[0] for o in options] == list(measurements.available_samples())
@@ -72,6 +83,7 @@ def test_upload_good_file_preview_save_and_overlays(db_url):
     assert len(runs) == 1 and runs.n_rows.iloc[0] == 12 and runs.source.iloc[0] == "bench.csv"
     assert at.query_params["runs"] == str(runs.id.iloc[0])  # the new run is selected and in the URL
     assert any(s.value.startswith("Saved as run #") for s in at.success)
+    at = compare(runs=at.query_params["runs"][0])
     # overlays: speedup vs K, (α, c) map, E[N] vs K, parity, per position and the distribution of N
     assert len(charts(at)) == 6
     assert [t.label for t in at.tabs] == [
@@ -81,7 +93,6 @@ def test_upload_good_file_preview_save_and_overlays(db_url):
         "Measured vs predicted",
         "Per position",
         "By context and domain",
-        "Against published",
     ]
     series_table = at.dataframe[-1].value
     run_id = runs.id.iloc[0]
@@ -189,7 +200,7 @@ def test_filter_narrows_the_library(db_url):
 @pytest.mark.slow
 def test_trash_asks_for_confirmation_and_cancel_keeps(db_url):
     a, b = _store_two_runs(db_url)
-    at = run(runs=f"{a}")
+    at = library(runs=f"{a}")
     button(at, "Move the selected runs to the trash…").click()
     rerun(at)
     assert any("can restore it for 30 days" in w.value for w in at.warning)
@@ -210,7 +221,7 @@ def test_export_of_selected_runs_is_escaped_csv(db_url):
     engine = store.open_library(db_url)
     df, _ = measurements.load_measurements("label,k,alpha\n=HYPERLINK(1),4,0.8\n", name="x")
     run_id = store.save_run(engine, df, label="formula", source="test")
-    at = run(runs=str(run_id))
+    at = library(runs=str(run_id))
     (download,) = [d for d in at.get("download_button") if "(CSV)" in d.proto.label]
     data = store.export_csv(store.load_runs(engine, [run_id]))
     assert b"'=HYPERLINK(1)" in data and b",=HYPERLINK" not in data
@@ -286,8 +297,8 @@ def test_a_quoted_label_shows_as_typed_in_tables_and_charts(db_url):
     csv.writer(buf, lineterminator="\n").writerows([["label", "k", "alpha", "c", "speedup"], [QUOTED, 4, 0.8, 20, 2.2]])
     df, _ = measurements.load_measurements(buf.getvalue(), name="q.csv")
     run_id = store.save_run(store.open_library(db_url), df, label=QUOTED, source="q.csv")
-    at = run(runs=str(run_id))
-    assert at.dataframe[0].value.label.tolist() == [QUOTED]  # the library table
+    assert library(runs=str(run_id)).dataframe[0].value.label.tolist() == [QUOTED]  # the library table
+    at = compare(runs=str(run_id))
     assert at.dataframe[-1].value.series.tolist() == [f"#{run_id} {QUOTED}"]  # the series table
     traces = json.loads(charts(at)[0].proto.spec)["data"]
     names = [t["name"] for t in traces if t.get("name")]
@@ -324,7 +335,7 @@ def test_reader_and_sample_names_are_catalogue_texts():
 @pytest.mark.slow
 def test_in_chinese_the_page_works_through_reruns_and_keeps_canonical_names(db_url):
     at = run(lang="zh")
-    assert at.title[0].value == "实测数据"
+    assert at.title[0].value == "运行库"
     assert at.selectbox(key="measured.format").options[0] == i18n.text("zh", "detect")
     at.text_area(key="measured.paste").input("label,k,alpha\nP,4,0.8\n")
     rerun(at)  # a second run in zh (the selectboxes' labels are formatted again)
@@ -333,7 +344,41 @@ def test_in_chinese_the_page_works_through_reruns_and_keeps_canonical_names(db_u
     rerun(at)
     runs = saved_runs(db_url)
     assert runs.source.tolist() == ["pasted text"]  # stored under the canonical name
-    assert at.tabs[0].label == i18n.text("zh", "Speedup vs K")
-    library = at.dataframe[-2].value  # the library table keeps its column names; only the headers are translated
-    assert "target_model" in library.columns
-    assert json.loads(at.dataframe[-2].proto.columns)["target_model"]["label"] == "目标模型"
+    table = at.dataframe[-1].value  # the library table keeps its column names; only the headers are translated
+    assert "target_model" in table.columns
+    assert json.loads(at.dataframe[-1].proto.columns)["target_model"]["label"] == "目标模型"
+    assert compare(runs=str(runs.id.iloc[0]), lang="zh").tabs[0].label == i18n.text("zh", "Speedup vs K")
+
+
+@pytest.mark.parametrize(
+    ("query", "title", "published"),
+    [
+        ({}, "Run library", {}),
+        ({"filter": "qwen"}, "Run library", {"filter": "qwen"}),
+        ({"runs": "RUN", "filter": "beta"}, "Run library", {"runs": "RUN", "filter": "beta"}),
+        ({"runs": "RUN"}, "Compare runs", {"runs": "RUN"}),
+        ({"hk": "3", "k_given": "2", "no_bonus": "true"}, "Compare runs", {"hk": "3"}),
+        ({"runs": "RUN", "hk": "3", "filter": "beta"}, "Compare runs", {"runs": "RUN", "hk": "3"}),
+    ],
+)
+def test_an_old_measured_data_link_opens_the_page_its_query_names(db_url, query, title, published):
+    """/measured-data?…: hk, or runs without a filter, open compare runs; anything else the run library; the
+    controls the page has are restored from the same query and mirrored back."""
+    _, b = _store_two_runs(db_url)
+    at = run(**{k: v.replace("RUN", str(b)) for k, v in query.items()})
+    assert at.title[0].value == title
+    assert dict(at.query_params) == {k: v.replace("RUN", str(b)) for k, v in published.items()}
+    if "runs" in query:
+        assert at.multiselect(key="measured.runs").value == [b]
+    assert not at.warning, [w.value for w in at.warning]
+
+
+def test_the_selection_follows_from_the_library_to_compare_runs(db_url):
+    a, _ = _store_two_runs(db_url)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.query_params["runs"] = str(a)
+    rerun(at.switch_page("pages/run-library.py"))
+    assert at.multiselect(key="measured.runs").value == [a]
+    at.query_params.clear()  # a page switch leaves the query behind
+    rerun(at.switch_page("pages/compare-runs.py"))
+    assert at.title[0].value == "Compare runs" and at.multiselect(key="measured.runs").value == [a]

@@ -38,7 +38,7 @@ def buttons(at) -> list[str]:
 def test_a_viewer_browses_and_is_told_why_nothing_saves(db_url, as_user):
     run = seeded(db_url)
     as_user(VIEWER)
-    at = open_app("pages/measured-data.py", runs=str(run))
+    at = open_app("pages/run-library.py", runs=str(run))
     at.text_area(key="measured.paste").set_value(CSV)
     rerun(at)
     assert "Save to library" not in buttons(at) and "Move the selected runs to the trash…" not in buttons(at)
@@ -58,7 +58,7 @@ def test_an_editor_saves_and_trashes_their_own_runs(db_url, as_user):
     rerun(at)
     runs = store.list_runs(store.open_library(db_url))
     mine = int(runs.loc[runs["created_by"] == EDITOR.email, "id"].iloc[0])
-    at = open_app("pages/measured-data.py", runs=f"{mine},{theirs}")
+    at = open_app("pages/run-library.py", runs=f"{mine},{theirs}")
     next(b for b in at.button if b.label == "Move the selected runs to the trash…").click()
     rerun(at)
     next(b for b in at.button if b.label == "Yes, move to the trash").click()
@@ -73,7 +73,7 @@ def test_an_admin_sees_the_audit_trail_and_the_trash(db_url, as_user):
     run = seeded(db_url)
     store.delete_runs(store.open_library(db_url), [run], who=EDITOR, page="test")
     as_user(ADMIN)
-    at = open_app("pages/measured-data.py", runs=str(run))
+    at = open_app("pages/run-library.py", runs=str(run))
     assert any(f"Run #{run} seed is in the trash (moved by ed@example.com" in w.value for w in at.warning)
     assert f"Restore run #{run}" in buttons(at)
     assert [e.label for e in at.expander if e.label.startswith(("Trash", "Audit"))] == ["Trash (1)", "Audit trail"]
@@ -128,14 +128,14 @@ def test_the_load_generator_needs_an_editor(as_user):
 def test_the_owner_renames_a_run_and_the_change_is_audited(db_url, as_user):
     run = seeded(db_url, EDITOR)
     as_user(access.Identity("other@example.com", "editor", "oidc"))
-    at = open_app("pages/measured-data.py", runs=str(run))
+    at = open_app("pages/run-library.py", runs=str(run))
     assert not [e for e in at.expander if e.label.startswith("Rename run")]  # not theirs
     as_user(EDITOR)
-    at = open_app("pages/measured-data.py", runs=str(run))
+    at = open_app("pages/run-library.py", runs=str(run))
     at.text_input(key=f"measured.edit_name.{run}").set_value("renamed")
     rerun(at)
     next(b for b in at.button if b.label == "Save the changes").click()
     rerun(at)
     assert store.list_runs(store.open_library(db_url))["label"].tolist() == ["renamed"]
     trail = store.audit_trail(store.open_library(db_url), who=ADMIN)
-    assert trail.iloc[0][["who", "action", "page"]].tolist() == [EDITOR.email, "edit", "measured-data"]
+    assert trail.iloc[0][["who", "action", "page"]].tolist() == [EDITOR.email, "edit", "run-library"]

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
 from specviz.app.grids import Grid, level_crossing
-from specviz.base.i18n import C_, N_, text
+from specviz.base.i18n import N_, text
 
 #: The grid variables that have an axis title (:data:`AXIS_TITLES` holds each one's msgid).
 AXES = ("alpha", "k", "c", "c_L", "expected_tokens", "speedup", "break_even_alpha", "optimal_k", "speedup_at_optimal_k")
@@ -467,7 +467,7 @@ def metrics_vs_alpha(
             )
     fig.update_layout(
         xaxis_title=axis_title("alpha", lang),
-        yaxis_title=text(lang, C_("fig.value", "value")),
+        yaxis_title=text(lang, N_("value")),
         height=380,
         margin=dict(l=10, r=10, t=30, b=10),
     )

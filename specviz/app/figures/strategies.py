@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from specviz.app.figures.design import compact
 from specviz.app.figures.measured import _layout, plotly_text
 from specviz.base import i18n
-from specviz.base.i18n import C_, N_, text
+from specviz.base.i18n import N_, text
 
 SHAPE_NAMES = {
     "chain": N_("chain"),
@@ -118,7 +118,7 @@ def policy_bars(frame, lang: str = "en") -> go.Figure:
         )
     )
     fig.add_hline(y=1.0, line_dash="dash", line_color="black")
-    return _layout(fig, text(lang, "draft-length rule"), text(lang, C_("fig.over_target", "speedup over target-only")))
+    return _layout(fig, text(lang, "draft-length rule"), text(lang, N_("speedup over target-only")))
 
 
 def k_over_rounds(ks: dict[str, np.ndarray], rounds: int = 200, lang: str = "en") -> go.Figure:
@@ -155,7 +155,7 @@ def policy_sweep(frame, name: str, best_static: float, oracle: float, lang: str 
     )
     fig.add_hline(y=oracle, line_dash="dot", line_color=POLICY_COLORS["oracle"], annotation_text=text(lang, "oracle"))
     fig.add_hline(y=1.0, line_dash="dash", line_color="black")
-    return _layout(fig, plotly_text(name), text(lang, C_("fig.over_target", "speedup over target-only")))
+    return _layout(fig, plotly_text(name), text(lang, N_("speedup over target-only")))
 
 
 def ngram_by_k(frame, lang: str = "en") -> go.Figure:

@@ -7,7 +7,9 @@ The measuring itself is :func:`specviz.engine.bench.sweep` — the code path of 
 
 Modules: :mod:`~specviz.app.live.request` (limits, controls, checks), :mod:`~specviz.app.live.worker`
 (the run queue and the torch worker thread), :mod:`~specviz.app.live.run` (the controller, and the run's rows in
-the measurement schema), :mod:`~specviz.app.live.cells` (per-cell details).
+the measurement schema), :mod:`~specviz.app.live.cells` (per-cell details), :mod:`~specviz.app.live.tables`
+(the page's columns and tabs); :mod:`~specviz.app.live.views` draws the results and is the one module that
+imports streamlit (not imported here).
 
 Configuration (environment variables; see docs/deploy.md):
 

@@ -127,7 +127,12 @@ def controls(limits: Limits) -> tuple[Param, ...]:
         Param("repeats", 1, "int", 1, limits.max_repeats, label=N_("Repeats")),
         Param("seed", 0, "int", 0, 2**31 - 1, label=N_("Seed")),
         Param("batches", [1], "ints", 1, limits.max_batch, max_items=8),
-        Param("trace", False, "bool"),
+        Param(
+            "trace",
+            False,
+            "bool",
+            label=N_("Record the greedy trace for replaying draft-length policies (Drafting strategies page)"),
+        ),
         Param(
             "engine",
             "eager",

@@ -140,7 +140,9 @@ def canonical(rows: list[dict], name: str | None = None) -> pd.DataFrame:
                 more=more,
             )
         raise Message(
-            "{name}: a row does not pass the measurement schema: {error}", name=name, error=report.row_errors[0].phrase()
+            "{name}: a row does not pass the measurement schema: {error}",
+            name=name,
+            error=report.row_errors[0].phrase(),
         )
     if report.conversions:
         raise Message(

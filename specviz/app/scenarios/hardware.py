@@ -10,7 +10,7 @@ import pandas as pd
 from specviz.app import profiles, ui
 from specviz.app.share import Param
 from specviz.base import i18n
-from specviz.base.i18n import C_, N_
+from specviz.base.i18n import N_
 from specviz.core import acceptance, engines, hardware, heads, moe
 
 PAGE = "hardware"  #: the page's widget keys start with it
@@ -30,7 +30,7 @@ ALPHA_SOURCES = ("typed", "library", "live", "fit")  #: where α comes from (slu
 VIEWS = ("step", "costs", "speedup", "map", "moe", "memory", "engine")  #: the tabs (slugs: a link names them)
 VIEW_LABELS = (
     N_("Step time"),
-    C_("hw.view.costs", "c and v"),
+    N_("c and v"),
     N_("Speedup by batch"),
     N_("Batch × context"),
     N_("MoE against dense"),
@@ -41,7 +41,7 @@ ROLES = {"target": N_("target"), "draft": N_("draft")}  #: model role -> its nam
 SOURCE_LABELS = (
     N_("typed"),
     N_("a run in the library"),
-    C_("hw.a_src.live", "the live page's last run"),
+    N_("the live page's last run"),
     N_("a fitted decay α(L)"),
 )
 DEFAULT_PAIR = "Llama-3.1 70B + 3.2 1B"
@@ -317,7 +317,7 @@ def chosen_alpha(view: dict, session):
         result = live.last_run(session)
         if result is None:
             raise ValueError(ui.t("the live page has no run in this session yet: run one there, or type α"))
-        frame, what = result.frame(), i18n.Phrase(C_("hw.what_live", "the live page's last run"))
+        frame, what = result.frame(), i18n.Phrase(N_("the live page's last run"))
     return hardware.alpha_from_measurements(frame, view["a_pos"], what)
 
 

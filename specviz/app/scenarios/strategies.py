@@ -9,7 +9,7 @@ import pandas as pd
 
 from specviz.app import profiles, ui
 from specviz.app.share import Param, by_key
-from specviz.base.i18n import C_, N_
+from specviz.base.i18n import N_
 from specviz.core import hardware, heads, policies, theory, tree_pricing, trees
 from specviz.engine import bench
 from specviz.engine.models import ngram
@@ -17,7 +17,7 @@ from specviz.engine.models import ngram
 BUDGETS = [1, 2, 4, 8, 16, 32, 64]
 P_SOURCES = ("geometric", "typed", "library", "live")  #: where p comes from (slugs: a link names them)
 COSTS = ("cv", "gpu")  #: where a round's cost comes from (slugs: a link names them)
-COST_LABELS = (C_("strat.cost.cv", "c and v"), N_("a pair on a GPU"))
+COST_LABELS = (N_("c and v"), N_("a pair on a GPU"))
 PAIRS = tuple(hardware.preset_pairs()["name"])
 PAIR_ROWS = hardware.preset_pairs().set_index("name")
 HEADS = heads.load_heads()
@@ -40,7 +40,7 @@ VIEW_LABELS = (
 NGRAM_SOURCES = ("bundled", "text")
 TRACE_SOURCES = ("synthetic", "upload", "live")  #: where the trace comes from
 CONFIDENCE = ("calibrated", "flat")
-LIVE_RUN = C_("strat.live_run", "the live page's last run")
+LIVE_RUN = N_("the live page's last run")
 #: The names of policies.SWEEPS' rules (a link carries the rule's name)
 SWEEP_LABELS = {
     "llama.cpp p_min": N_("llama.cpp p_min"),
@@ -137,15 +137,15 @@ NGRAM_COLUMNS = {
     "rule": N_("rule"),
     "rounds": N_("rounds"),
     "proposal_share": N_("proposal_share"),
-    "alpha": C_("strat.col.alpha", "alpha"),
+    "alpha": N_("alpha"),
     "tokens_per_round": N_("tokens_per_round"),
     "speedup": N_("speedup"),
 }
 RUN_COLUMNS = {
     "drafter": N_("drafter"),
-    "E[N] measured": C_("strat.col.en_measured", "E[N] measured"),
+    "E[N] measured": N_("E[N] measured"),
     "speedup": N_("speedup"),
-    "greedy_exact": C_("strat.col.greedy_exact", "greedy_exact"),
+    "greedy_exact": N_("greedy_exact"),
 }
 DRAFTERS = {"n-gram (prompt lookup)": N_("n-gram (prompt lookup)"), "bundled draft model": N_("bundled draft model")}
 
@@ -275,7 +275,7 @@ def chosen_p(view: dict, live_run) -> tuple[np.ndarray, str]:
         raise ValueError(
             ui.t("the live page has no finished run in this session yet: run one there (draft trees), or type p")
         )
-    return trees.p_from_measurements(result.frame(), ui.t(C_("strat.live_run", "the live page's last run")))
+    return trees.p_from_measurements(result.frame(), ui.t(N_("the live page's last run")))
 
 
 @ui.cached

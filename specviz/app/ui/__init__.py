@@ -26,6 +26,7 @@ from specviz.app.ui.caches import (
 )
 from specviz.app.ui.controls import (
     chart,
+    checkbox,
     csv_download,
     key,
     multiselect,
@@ -39,6 +40,7 @@ from specviz.app.ui.controls import (
     slider,
     tabs,
     text_box,
+    toggle,
     values,
 )
 from specviz.app.ui.display import (
@@ -64,6 +66,7 @@ __all__ = [
     "SharedResults",
     "cached",
     "chart",
+    "checkbox",
     "csv_download",
     "delete_runs",
     "derived_runs",
@@ -98,5 +101,6 @@ __all__ = [
     "t",
     "tabs",
     "text_box",
+    "toggle",
     "values",
 ]

@@ -64,6 +64,22 @@ def selectbox(page: str, p: share.Param, label: str | None = None, **kwargs) -> 
     return st.selectbox(_label(p, label), p.choices, key=key(page, p.key), **_choice_labels(p, kwargs))
 
 
+def checkbox(page: str, p: share.Param, label: str | None = None, **kwargs) -> bool:
+    """``st.checkbox`` for boolean control ``p``."""
+    return st.checkbox(_label(p, label), key=key(page, _boolean(p).key), **kwargs)
+
+
+def toggle(page: str, p: share.Param, label: str | None = None, **kwargs) -> bool:
+    """``st.toggle`` for boolean control ``p``."""
+    return st.toggle(_label(p, label), key=key(page, _boolean(p).key), **kwargs)
+
+
+def _boolean(p: share.Param) -> share.Param:
+    if p.kind != "bool":
+        raise ValueError(f"control {p.key!r} is of kind {p.kind!r}, not 'bool': it cannot be a checkbox or toggle")
+    return p
+
+
 def multiselect(page: str, p: share.Param, label: str, options, **kwargs) -> list:
     """``st.multiselect`` for list control ``p``: at most ``p.max_items`` selections, every value checked.
 
@@ -197,7 +213,7 @@ def publish(page: str, spec: Sequence[share.Param], url_path: str) -> dict[str, 
     link does not load the code-block renderer for a collapsed box.
     """
     current = values(page, spec)
-    st.session_state.setdefault(_VIEWS, {})[page] = current
+    st.session_state.setdefault(_VIEWS, {}).setdefault(page, {}).update(current)  # pages may share a key prefix
     params = share.encode(spec, current)
     if LANG_PARAM in st.query_params or language() != i18n.from_locale(st.context.locale):
         params[LANG_PARAM] = language()  # a shared link opens in the sender's language

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from specviz.base.i18n import C_, N_, Message, Phrase
+from specviz.base.i18n import N_, Message, Phrase
 from specviz.core import theory
 from specviz.data.measurements import cells, readers
 from specviz.data.measurements.checks import check_table
@@ -71,8 +71,8 @@ def _title(reader: readers.Reader) -> str:
         "vllm_v0_log": N_("vLLM V0 log lines"),
         "sglang_log": N_("SGLang log lines"),
         "llamacpp_log": N_("llama.cpp log lines"),
-        "spec_bench": C_("note.measurements.title.spec_bench", "Spec-Bench JSON lines"),
-        "csv": C_("note.measurements.title.csv", "CSV"),
+        "spec_bench": N_("Spec-Bench JSON lines"),
+        "csv": N_("CSV"),
     }.get(reader.name)
     return reader.title if key is None else Phrase(key)
 

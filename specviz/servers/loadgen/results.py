@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from specviz.base.i18n import C_, N_, Message, Phrase
+from specviz.base.i18n import N_, Message, Phrase
 from specviz.servers.loadgen.spec import LoadSpec
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ class LoadResult:
         why = {
             "requests": Phrase("the request limit"),
             "time": Phrase("the time limit"),
-            "stop": Phrase(C_("note.engines.loadgen.by_stop", "Stop")),
+            "stop": Phrase(N_("Stop")),
         }[self.stopped_by]
         if self.done == 0:
             return Phrase("no request was sent (stopped by {why})", why=why)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from specviz.base.i18n import C_, Phrase
+from specviz.base.i18n import N_, Phrase
 from specviz.data.measurements.readers import log_lines
 from specviz.data.measurements.readers.base import ReadContext, Reader
 from specviz.data.measurements.readers.log_lines import LogRow, json_count, json_number
@@ -129,7 +129,7 @@ def serving_figures(obj: dict) -> dict[str, float | int | str | None]:
 
 READER = Reader(
     name="aiperf",
-    title=Phrase(C_("note.measurements.reader.aiperf", "AIPerf profile exports")),
+    title=Phrase(N_("AIPerf profile exports")),
     detect=detect,
     rule="a JSON object whose first keys include aiperf_version and schema_version (profile_export_aiperf.json)",
     read=read,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from specviz.base.i18n import C_, Message, Phrase
+from specviz.base.i18n import N_, Message, Phrase
 from specviz.data.measurements import cells
 from specviz.data.measurements.aliases import Alias, normalise_header, resolve_header
 from specviz.data.measurements.readers.base import ReadContext, Reader
@@ -233,7 +233,7 @@ def decimal_comma(table: RawTable, report: LoadReport) -> bool:
 
 READER = Reader(
     name="csv",
-    title=Phrase(C_("note.measurements.reader.csv", "CSV")),
+    title=Phrase(N_("CSV")),
     detect=lambda text: True,
     rule="anything the readers before it do not claim",
     read=read,

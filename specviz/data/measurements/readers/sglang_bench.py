@@ -16,7 +16,7 @@ Models, method and temperature are not in the file: label them when loading.
 
 from __future__ import annotations
 
-from specviz.base.i18n import C_, Phrase
+from specviz.base.i18n import N_, Phrase
 from specviz.data.measurements.readers import log_lines
 from specviz.data.measurements.readers.base import ReadContext, Reader
 from specviz.data.measurements.readers.log_lines import LogRow, json_count, json_number
@@ -133,7 +133,7 @@ def _baseline_figure(obj: dict | None, name: str) -> float | None:
 
 READER = Reader(
     name="sglang_bench",
-    title=Phrase(C_("note.measurements.reader.sglang_bench", "SGLang bench_speculative results")),
+    title=Phrase(N_("SGLang bench_speculative results")),
     detect=detect,
     rule="the first non-blank line is a JSON object with batch_size, steps, topk, num_draft_tokens, acc_length, step_time and speed",
     read=read,

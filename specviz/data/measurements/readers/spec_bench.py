@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from specviz.base.i18n import C_, Message, Phrase, plural
+from specviz.base.i18n import N_, Message, Phrase, plural
 from specviz.data.measurements import cells
 from specviz.data.measurements.readers.base import ReadContext, Reader
 from specviz.data.measurements.report import MeasurementError, RowError, no_usable_row
@@ -224,7 +224,7 @@ def _starts_with_json_object(text: str) -> bool:
 
 READER = Reader(
     name="spec_bench",
-    title=Phrase(C_("note.measurements.reader.spec_bench", "Spec-Bench JSON lines")),
+    title=Phrase(N_("Spec-Bench JSON lines")),
     detect=_starts_with_json_object,
     rule="the first non-blank line starts with '{'",
     read=read,

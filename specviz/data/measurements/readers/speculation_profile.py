@@ -18,7 +18,7 @@ import math
 
 import pandas as pd
 
-from specviz.base.i18n import C_, Message, Phrase
+from specviz.base.i18n import N_, Message, Phrase
 from specviz.data.measurements.readers import log_lines
 from specviz.data.measurements.readers.base import ReadContext, Reader
 from specviz.data.measurements.readers.log_lines import LogRow, json_count, json_number
@@ -139,7 +139,7 @@ def to_profile(
 
 READER = Reader(
     name="speculation_profile",
-    title=Phrase(C_("note.measurements.reader.speculation_profile", "Model-Optimizer speculation profiles")),
+    title=Phrase(N_("Model-Optimizer speculation profiles")),
     detect=detect,
     rule="a JSON object whose first keys include schema_version and conditional_accept_rates (speculation_profile.json)",
     read=read,

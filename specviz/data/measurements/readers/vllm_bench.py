@@ -17,7 +17,7 @@ counters are server-wide (said in the notes); a run without ``spec_decode_*`` ke
 
 from __future__ import annotations
 
-from specviz.base.i18n import C_, Phrase
+from specviz.base.i18n import N_, Phrase
 from specviz.data.measurements.readers import log_lines
 from specviz.data.measurements.readers.base import ReadContext, Reader
 from specviz.data.measurements.readers.log_lines import LogRow
@@ -180,7 +180,7 @@ def serving_figures(obj: dict) -> dict[str, float | int | str | None]:
 
 READER = Reader(
     name="vllm_bench",
-    title=Phrase(C_("note.measurements.reader.vllm_bench", "vllm bench serve results")),
+    title=Phrase(N_("vllm bench serve results")),
     detect=detect,
     rule="the first non-blank line is a JSON object with output_throughput, request_throughput and model_id",
     read=read,

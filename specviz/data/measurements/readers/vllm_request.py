@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 
-from specviz.base.i18n import C_, Phrase
+from specviz.base.i18n import N_, Phrase
 from specviz.core.acceptance import request_context
 from specviz.data.measurements.readers import log_lines
 from specviz.data.measurements.readers.base import ReadContext, Reader
@@ -158,7 +158,7 @@ def _histogram_row(lineno: int, counts, field: str) -> tuple[LogRow, list]:
 
 READER = Reader(
     name="vllm_request",
-    title=Phrase(C_("note.measurements.reader.vllm_request", "vLLM per-request speculative metrics")),
+    title=Phrase(N_("vLLM per-request speculative metrics")),
     detect=detect,
     rule="a response's metrics.speculative_decoding with acceptance_histogram and num_spec_steps (JSON, JSON lines or server-sent events)",
     read=read,
