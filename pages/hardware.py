@@ -305,9 +305,9 @@ def round_controls(target, draft) -> None:
     if draft != NGRAM and kind not in heads.PARALLEL:
         ui.number_input(PAGE, P["d_ctx"], step=256)
     if scenarios.is_moe(target):
-        st.checkbox(
-            ui.t(P["ep"].label),
-            key=key("ep"),
+        ui.checkbox(
+            PAGE,
+            P["ep"],
             help=ui.t(
                 "vLLM's --enable-expert-parallel: each GPU of the tensor-parallel group holds whole experts instead of a slice of every expert."
             ),
@@ -367,7 +367,7 @@ def sidebar_controls(target, draft) -> None:
         else:
             if source == "library":
                 ui.number_input(PAGE, P["run"])
-            st.checkbox(ui.t("Per-position acceptance (else the mean α)"), key=key("a_pos"))
+            ui.checkbox(PAGE, P["a_pos"])
         ui.slider(PAGE, P["k_max"])
 
 
