@@ -232,7 +232,7 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
             else:
                 st.success(
                     ui.t(
-                        "Saved as run #{run}: [open it on the Measured data page](measured-data?runs={run}).",
+                        "Saved as run #{run}: [open it on the Compare runs page](compare-runs?runs={run}).",
                         run=run_id,
                     ),
                     icon=":material/check_circle:",

@@ -188,7 +188,7 @@ def show_keep(run: live.LiveRun, frame) -> None:
             ui.show_error(exc)
     if run.saved:
         st.success(
-            ui.t("Saved as run #{run}: [open it on the Measured data page](measured-data?runs={run}).", run=run.saved),
+            ui.t("Saved as run #{run}: [open it on the Compare runs page](compare-runs?runs={run}).", run=run.saved),
             icon=":material/check_circle:",
         )
 

@@ -274,6 +274,6 @@ def save_record(record: dict, who) -> None:
         ui.show_error(exc)
         return
     st.success(
-        ui.t("Saved as run #{run}: [open it on the Measured data page](measured-data?runs={run}).", run=run_id),
+        ui.t("Saved as run #{run}: [open it on the Compare runs page](compare-runs?runs={run}).", run=run_id),
         icon=":material/check_circle:",
     )
