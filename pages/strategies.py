@@ -77,7 +77,7 @@ def pair_on_gpu() -> None:
     with c1:
         draft_control(pair)
     with c2:
-        profiles.engine_controls(PAGE, P["engine"], P["eng_terms"])
+        profiles.profile_controls(PAGE, P["engine"], P["eng_terms"])
 
 
 def draft_control(pair: pd.Series) -> None:

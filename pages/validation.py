@@ -8,7 +8,8 @@ from specviz.app.figures import validation as figures
 from specviz.app.scenarios import validation as scenarios
 from specviz.app.share import Param, by_key
 from specviz.base.i18n import N_
-from specviz.core import engines, hardware, published, validation
+from specviz.core import hardware, published, validation
+from specviz.core import profiles as stack_profiles
 from specviz.data import store
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
@@ -51,7 +52,13 @@ SPEC = (
     Param("r_tp", 1, "int", 1, 64, label=N_("Target TP")),
     Param("r_ctx", published.DEFAULT_CONTEXT, "int", 1, 2**21, label=N_("Context length L (tokens)")),
     Param("r_method", "model", "choice", choices=validation.METHODS, label=N_("Drafting method")),
-    Param("base", engines.DEFAULT_ENGINE, "choice", choices=engines.engine_names(), label=N_("Base profile (prior)")),
+    Param(
+        "base",
+        stack_profiles.DEFAULT_PROFILE,
+        "choice",
+        choices=stack_profiles.profile_names(),
+        label=N_("Base profile (prior)"),
+    ),
     Param("p_name", "", "text", hi=80, label=N_("Profile name")),
 )
 P = by_key(SPEC)
@@ -104,7 +111,7 @@ def predictor_caption(s: scenarios.Scenario) -> None:
             "Held out: each source's rows are priced with engine profiles fitted on the other sources only (an engine no other source measures falls back to its family's profile, then to the default)."
         ),
         "shipped": N_(
-            "The shipped profiles of data/catalog/engines.csv, fitted on all rows: a row's own source is in its profile's fit, so this is an in-sample score."
+            "The shipped profiles of data/catalog/profiles.csv, fitted on all rows: a row's own source is in its profile's fit, so this is an in-sample score."
         ),
         "default": N_("The default roofline profile for every row: no fitted term."),
     }
@@ -226,11 +233,11 @@ def calibrate_section(s: scenarios.Scenario, yours) -> None:
             icon=":material/tune:",
         )
         return
-    ui.selectbox(PAGE, P["base"], format_func=profiles.engine_label)
-    base = engines.profile(st.session_state[key("base")])
+    ui.selectbox(PAGE, P["base"], format_func=profiles.profile_label)
+    base = stack_profiles.profile(st.session_state[key("base")])
     with st.spinner(ui.t("Fitting …")):
         eff, table = scenarios.fitted(yours.to_csv(index=False), st.session_state[key("base")])
-    terms = engines.encode_terms(eff)
+    terms = stack_profiles.encode_terms(eff)
     err = validation.fit_errors(table)
     left, right = st.columns(2)
     for column, name, which in ((left, ui.t("base profile"), "base"), (right, ui.t("fitted profile"), "fitted")):
