@@ -12,7 +12,7 @@ from specviz.base import access, hosting
 from specviz.base.i18n import N_, Phrase
 from specviz.core import hardware, theory
 from specviz.data import store
-from specviz.servers import ENGINES, loadgen, monitor
+from specviz.servers import STACKS, loadgen, monitor
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
@@ -124,7 +124,7 @@ def endpoint_card(e: monitor.Endpoint, history: monitor.History, k: int, c: floa
     """One endpoint: its figures since monitoring started, or why there are none."""
     with st.container(border=True):
         s = monitor.summary(history.of(e.url), k)
-        engine = ENGINES.get(s.overall.engine, "") if s else (ENGINES.get(e.kind, "") if e.kind != "auto" else "")
+        engine = STACKS.get(s.overall.stack, "") if s else (STACKS.get(e.kind, "") if e.kind != "auto" else "")
         name = engine or ui.t("endpoint")
         st.markdown(f"**{ui.plain(name)}** · `{e.url}`")  # the person's own input, shown back
         if e.url in history.errors:
@@ -191,7 +191,7 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
                 figures.acceptance_by_position(w.unconditional, w.conditional, lang=ui.language()), key="fig_positions"
             )
         else:
-            st.caption(ui.t("{engine} does not report acceptance per position.", engine=ENGINES[w.engine]))
+            st.caption(ui.t("{engine} does not report acceptance per position.", engine=STACKS[w.stack]))
     with right:
         rates = monitor.rates(history.of(e.url))
         if len(rates):
@@ -202,7 +202,7 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
     if len(overheads):  # only engines that report it (TensorRT-LLM)
         ui.chart(figures.draft_overhead(overheads, lang=ui.language()), key="fig_overhead")
     try:
-        point = monitor.design_point(w, s.k, c, label=f"{ENGINES[w.engine]} {w.model}".strip())
+        point = monitor.design_point(w, s.k, c, label=f"{STACKS[w.stack]} {w.model}".strip())
     except ValueError as exc:
         ui.show_error(exc)
         return

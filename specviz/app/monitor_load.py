@@ -111,7 +111,7 @@ def counters_window(before: Telemetry | None, after: Telemetry | None) -> Window
         return None
     try:
         return window(before, after)
-    except ValueError:  # the readings name two engines: the server was replaced during the run
+    except ValueError:  # the readings name two stacks: the server was replaced during the run
         return None
 
 

@@ -133,21 +133,21 @@ NOT_ANY_ENGINE = "/metrics: not vLLM, llama.cpp, SGLang or TensorRT-LLM metrics 
             ("numDraftTokens > 0", "enable_iter_perf_stats"),
         ),
         (
-            readers.detect_engine,
+            readers.detect_stack,
             '{"a": 1}',
             "/metrics: JSON, but not TensorRT-LLM iteration stats",
             {},
             ("JSON", "TensorRT-LLM"),
         ),
         (
-            readers.detect_engine,
+            readers.detect_stack,
             "a_b 1\nc_d 2\ne 3\nf 4\n",
             NOT_ANY_ENGINE,
             {"sample": "a_b, c_d, e"},  # the first three names
             ("a_b, c_d, e",),
         ),
         (
-            readers.detect_engine_from_names,
+            readers.detect_stack_from_names,
             set(),
             "/metrics: not vLLM, llama.cpp, SGLang or TensorRT-LLM metrics (it has no samples)",
             {},
@@ -168,7 +168,7 @@ def test_reader_errors_with_arguments_and_pickling_keeps_the_class():
     expect(exc, msgid, {"index": "7", "engines": ["0", "1"]}, ("'7'", "['0', '1']"))
     again = pickle.loads(pickle.dumps(exc))
     assert type(again) is TelemetryError and str(again) == str(exc) and again.text("zh") == exc.text("zh")
-    exc = caught(readers.read_metrics, "vllm:x 1\n", engine="foo")
+    exc = caught(readers.read_metrics, "vllm:x 1\n", stack="foo")
     allowed = "auto, vllm, llamacpp, sglang, trtllm"
     expect(exc, "engine {engine!r} is not one of {allowed}", {"engine": "foo", "allowed": allowed}, ("'foo'", allowed))
 
