@@ -32,7 +32,7 @@ SPEC = (
     replace(profiles.profile_param(), default="vllm"),  # a server: vLLM V1's profile unless one is chosen
     profiles.terms_param(),
     Param("tp", 1, "int", 1, 64, label=N_("GPUs per replica (tensor parallel)")),
-    Param("max_seqs", 256, "int", 1, 4096, label=N_("Most sequences in a batch (the engine's max_num_seqs)")),
+    Param("max_seqs", 256, "int", 1, 4096, label=N_("Most sequences in a batch (the serving stack's max_num_seqs)")),
     Param(
         "kv",
         "unified",

@@ -354,7 +354,7 @@ def sidebar_controls() -> None:
 st.title(ui.t("Drafting strategies"))
 st.caption(
     ui.t(
-        "Engines draft trees, not only chains: several candidates per position, verified in one target forward. Under positional acceptance (the target takes the draft's r-th choice with probability p_r) a tree's expected tokens per round follow from its shape; Sequoia's dynamic program finds the best shape."
+        "Serving stacks draft trees, not only chains: several candidates per position, verified in one target forward. Under positional acceptance (the target takes the draft's r-th choice with probability p_r) a tree's expected tokens per round follow from its shape; Sequoia's dynamic program finds the best shape."
     )
 )
 ui.restore(PAGE, SPEC)

@@ -25,7 +25,7 @@ PREDICTOR_LABELS = (
 )
 MINE = ("none", "upload", "library")  #: where your rows come from
 MINE_LABELS = (N_("none"), N_("an uploaded CSV"), N_("a run in the library"))
-BY = {"engine": N_("By engine"), "source_id": N_("By source"), "method": N_("By method")}
+BY = {"engine": N_("By serving stack"), "source_id": N_("By source"), "method": N_("By method")}
 STATISTICS = {
     "median_abs_err": N_("median |predicted / measured − 1|"),
     "within_15": N_("share of rows within ±15 %"),
@@ -108,7 +108,7 @@ def your_rows(s: scenarios.Scenario) -> pd.DataFrame | None:
 def predictor_caption(s: scenarios.Scenario) -> None:
     captions = {
         "loso": N_(
-            "Held out: each source's rows are priced with engine profiles fitted on the other sources only (an engine no other source measures falls back to its family's profile, then to the default)."
+            "Held out: each source's rows are priced with engine profiles fitted on the other sources only (a serving stack no other source measures falls back to its family's profile, then to the default)."
         ),
         "shipped": N_(
             "The shipped profiles of data/catalog/profiles.csv, fitted on all rows: a row's own source is in its profile's fit, so this is an in-sample score."
@@ -219,7 +219,7 @@ def runs_section(s: scenarios.Scenario, yours) -> None:
             ui.chart(fig, key=f"fig_yours_{kind}")
     st.caption(
         ui.t(
-            "Your rows are in no profile's fit: each is priced with its engine's shipped profile (the default where the catalogue has none), or with the default roofline when that is the predictor."
+            "Your rows are in no profile's fit: each is priced with its serving stack's shipped profile (the default where the catalogue has none), or with the default roofline when that is the predictor."
         )
     )
     shown = ["row_id", "kind", "engine", "target", "draft", "method", "gpu", "batch", "measured", "predicted", "ratio"]

@@ -237,7 +237,7 @@ def errors(predicted: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
 def profile_row(name: str, eff: Efficiency, rows: pd.DataFrame, label: str, date: str) -> dict:
     """One row of ``data/catalog/profiles.csv``: the profile's terms and what it was fitted on."""
     if rows.empty:
-        raise Message("engine {engine!r} has no rows to fit", engine=name)
+        raise Message("serving stack {engine!r} has no rows to fit", engine=name)
     sources = sorted(rows["source_id"].unique())
     return {
         "name": name,

@@ -55,7 +55,7 @@ def parse_endpoints(text: str, policy: FetchPolicy) -> list[Endpoint]:
         parts = line.split()
         if len(parts) > 2:
             raise Message(
-                "endpoints, line {n}: {line!r} has {count} fields; write 'URL' or 'URL engine'",
+                "endpoints, line {n}: {line!r} has {count} fields; write 'URL' or 'URL stack'",
                 n=n,
                 line=line,
                 count=len(parts),
@@ -63,7 +63,7 @@ def parse_endpoints(text: str, policy: FetchPolicy) -> list[Endpoint]:
         kind = parts[1].lower() if len(parts) == 2 else "auto"
         if kind not in KINDS:
             raise Message(
-                "endpoints, line {n}: engine {engine!r} is not one of {allowed}",
+                "endpoints, line {n}: serving stack {engine!r} is not one of {allowed}",
                 n=n,
                 engine=parts[1],
                 allowed=", ".join(KINDS),

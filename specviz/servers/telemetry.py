@@ -337,7 +337,8 @@ def to_record(
     k = k or w.k
     if not k:
         raise Message(
-            "{engine} window: K is not known; give the K the engine runs with", engine=STACKS.get(w.stack, w.stack)
+            "{engine} window: K is not known; give the K the serving stack runs with",
+            engine=STACKS.get(w.stack, w.stack),
         )
     m, r = w.mean_acceptance_length, w.acceptance_rate
     if m is None and r is None:

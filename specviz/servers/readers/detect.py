@@ -37,7 +37,7 @@ def read_metrics(text: str, stack: str = "auto", *, k: int | None = None, now: f
     kind = detect_stack(text) if stack == "auto" else stack
     if kind not in READERS:
         raise TelemetryError(
-            "engine {engine!r} is not one of {allowed}", engine=stack, allowed=", ".join(["auto", *READERS])
+            "serving stack {engine!r} is not one of {allowed}", engine=stack, allowed=", ".join(["auto", *READERS])
         )
     t = READERS[kind](text, k=k, now=now) if kind == "trtllm" else READERS[kind](text, now=now)
     return t if t.k or not k else _with(t, k=k)

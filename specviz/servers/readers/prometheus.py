@@ -166,7 +166,7 @@ def _no_spec(stack: str, samples) -> TelemetryError:
         other = STACKS[detect_stack_from_names(names)]
     except TelemetryError:
         return TelemetryError(
-            "{engine} /metrics: these are not {engine} metrics (they look like no engine specviz knows's)",
+            "{engine} /metrics: these are not {engine} metrics (they look like no serving stack specviz knows's)",
             engine=STACKS[stack],
         )
     return TelemetryError(
