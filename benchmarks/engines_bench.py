@@ -1,4 +1,4 @@
-"""The Engine monitor under load: 10 endpoints polled every 2 s, served locally over loopback.
+"""The Server monitor under load: 10 endpoints polled every 2 s, served locally over loopback.
 
 Run from the repository root::
 
@@ -9,7 +9,7 @@ Each endpoint is a small HTTP server on 127.0.0.1 answering a vLLM V1 /metrics b
 K = 3, counters growing at every scrape) after ``--delay-ms`` (default 10 ms, a nearby server's
 answer time). Checks:
 
-1. a warm rerun of the Engine monitor page (AppTest, the page polling all endpoints, drawing every
+1. a warm rerun of the Server monitor page (AppTest, the page polling all endpoints, drawing every
    card and the first endpoint's charts; the script compiled once, as a server keeps it), median
    over ``--reruns``                                                                   [<= 0.3 s]
 2. one poll of every endpoint: :func:`specviz.servers.monitor.poll_all` (concurrent, one thread
@@ -36,7 +36,7 @@ from streamlit.testing.v1 import AppTest
 
 from specviz.servers import fetch, monitor
 
-PAGE = ROOT / "pages" / "engine-monitor.py"
+PAGE = ROOT / "pages" / "server-monitor.py"
 
 
 def metrics_route(delay_s: float):

@@ -66,7 +66,7 @@ def sweep_check(pair: str, gpu: str, tp: int, engine: str, alpha: float, n_loads
     target, draft = row["target"], row["draft"]
     prompt, output = serving.Lengths.fixed(1024), serving.Lengths.fixed(256)
     options = serving.chain_options(alpha, 8)
-    kw = dict(tp=tp, engine=engine)
+    kw = dict(tp=tp, stack=engine)
 
     def vectorised():
         grid = serving.cost_grid(target, draft, gpu, options, prompt, output, **kw)

@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python benchmarks/validation_bench.py                    # score; prints every row and the summaries
-    python benchmarks/validation_bench.py --write-profiles   # also refit data/catalog/engines.csv on all rows
+    python benchmarks/validation_bench.py --write-profiles   # also refit data/catalog/profiles.csv on all rows
                                                              # and write data/validation/predictions.csv
 
 For every priceable row: the prediction with the default roofline profile, and leave-one-source-out
@@ -24,7 +24,8 @@ import time
 import pandas as pd
 from _report import machine_line, record, summary
 
-from specviz.core import engines, published
+from specviz.core import profiles as stack_profiles
+from specviz.core import published
 
 T0 = time.perf_counter()
 LABELS = {
@@ -38,7 +39,7 @@ LABELS = {
     "llama.cpp-metal": "llama.cpp (Metal)",
     "mlc-llm": "MLC LLM",
     "exllamav2": "ExLlamaV2",
-    **engines.FAMILY_LABELS,
+    **stack_profiles.FAMILY_LABELS,
 }
 
 
@@ -47,7 +48,7 @@ def main() -> int:
     parser.add_argument(
         "--write-profiles",
         action="store_true",
-        help="refit data/catalog/engines.csv on all rows and write data/validation/predictions.csv",
+        help="refit data/catalog/profiles.csv on all rows and write data/validation/predictions.csv",
     )
     args = parser.parse_args()
     print(machine_line())
@@ -99,20 +100,20 @@ def main() -> int:
             published.profile_row(name, profiles[name], rows[rows["engine"] == name], LABELS.get(name, name), today)
             for name in sorted(rows["engine"].unique())
         ]
-        family = rows["engine"].map(engines.family)
+        family = rows["engine"].map(stack_profiles.family)
         out += [  # the families' profiles, for an engine the catalogue does not list
             published.profile_row(name, profiles[f"family:{name}"], rows[family == name], LABELS[name], today)
-            for name in engines.FAMILY_PROFILES
+            for name in stack_profiles.FAMILY_PROFILES
         ]
-        pd.DataFrame(out).to_csv(engines.ENGINES_CSV, index=False, float_format="%.6g")
-        print(f"wrote {len(out)} profiles to {engines.ENGINES_CSV}")
+        pd.DataFrame(out).to_csv(stack_profiles.PROFILES_CSV, index=False, float_format="%.6g")
+        print(f"wrote {len(out)} profiles to {stack_profiles.PROFILES_CSV}")
         fitted = published.predict(rows, profiles)
         table = published.prediction_table(default, fitted, loso)
         table.to_csv(published.PREDICTIONS, index=False, float_format="%.6g")
         print(f"wrote {len(table)} rows to {published.PREDICTIONS}")
         print("\nerror bands (10–90 % of held-out predicted / measured) by profile")
-        for name in [engines.DEFAULT_ENGINE, *sorted(rows["engine"].unique()), *engines.FAMILY_PROFILES]:
-            bands = {kind: engines.error_band(name, kind) for kind in ("step", "speedup")}
+        for name in [stack_profiles.DEFAULT_PROFILE, *sorted(rows["engine"].unique()), *stack_profiles.FAMILY_PROFILES]:
+            bands = {kind: stack_profiles.error_band(name, kind) for kind in ("step", "speedup")}
             text = "; ".join(
                 f"{kind} {b['lo']:.2f}–{b['hi']:.2f} (median {b['median']:.2f}, {b['rows']} rows, {b['basis']})"
                 for kind, b in bands.items()

@@ -155,7 +155,7 @@ else:
     c1.metric(ui.t("c = T_target / T_draft (specviz)"), f"{c:.4g}")
     c2.metric(ui.t("c_L = T_draft / T_target (Leviathan et al.)"), f"{float(theory.c_to_leviathan(c)):.4g}")
 
-st.subheader(ui.t("Glossary: what each engine calls it"))
+st.subheader(ui.t("Glossary: what each serving stack calls it"))
 ui.static_table(glossary_table())
 
 ui.publish(PAGE, SPEC, URL)

@@ -332,7 +332,7 @@ def sidebar_controls(target, draft) -> None:
             ui.number_input(PAGE, P["g_tflops"])
             ui.number_input(PAGE, P["g_link"])
         ui.selectbox(PAGE, P["dtype"])
-        profiles.engine_controls(PAGE, P["engine"], P["eng_terms"])  # custom: a saved profile or typed terms
+        profiles.profile_controls(PAGE, P["engine"], P["eng_terms"])  # custom: a saved profile or typed terms
         st.header(ui.t("Pair"))
         ui.selectbox(
             PAGE,

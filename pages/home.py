@@ -56,11 +56,13 @@ LINKS = {
     "validation": N_("Validation — the cost model against published GPU measurements and your runs"),
     "strategies": N_("Drafting strategies — token trees: tokens per round of chains, top-k and Sequoia-optimal trees"),
     "live": N_("Live benchmark — run a draft/target pair here, see it on the curves"),
-    "engine-monitor": N_("Engine monitor — live acceptance from your vLLM, SGLang, llama.cpp or TensorRT-LLM servers"),
-    "run-library": N_("Run library — your engine's numbers from any benchmark file, in a library shared by the team"),
+    "server-monitor": N_("Server monitor — live acceptance from your vLLM, SGLang, llama.cpp or TensorRT-LLM servers"),
+    "run-library": N_(
+        "Run library — your serving stack's numbers from any benchmark file, in a library shared by the team"
+    ),
     "compare-runs": N_("Compare runs — measured runs on the theory: by K, per position, by context and domain"),
     "published-acceptance": N_("Against published acceptance — a run beside the published acceptance of its target"),
-    "converter": N_("Metric converter & glossary — what each engine reports"),
+    "converter": N_("Metric converter & glossary — what each serving stack reports"),
 }  #: page -> the link's text
 st.subheader(ui.t("Pages"))
 for name, icon in (
@@ -71,7 +73,7 @@ for name, icon in (
     ("validation", ":material/fact_check:"),
     ("strategies", ":material/account_tree:"),
     ("live", ":material/play_circle:"),
-    ("engine-monitor", ":material/monitor_heart:"),
+    ("server-monitor", ":material/monitor_heart:"),
     ("run-library", ":material/table_chart:"),
     ("compare-runs", ":material/stacked_line_chart:"),
     ("published-acceptance", ":material/menu_book:"),

@@ -121,7 +121,7 @@ def add_section(engine, runs, view: measured.LibraryView) -> None:
         ui.checkbox(
             measured.PAGE,
             measured.P["no_bonus"],
-            help=ui.t("Some engines report accepted draft tokens per round (E[N] − 1); 1 is then added."),
+            help=ui.t("Some serving stacks report accepted draft tokens per round (E[N] − 1); 1 is then added."),
         )
     if "sample" in measured.P:
         with right:
@@ -363,7 +363,7 @@ def library_section(engine, runs) -> None:
 st.title(ui.t("Run library"))
 st.caption(
     ui.t(
-        "Upload benchmark results from any engine, keep them in the team's run library, and see where they fall on the theory. Files are validated row by row; column names of vLLM, SGLang, llama.cpp, TensorRT-LLM, HF transformers and Spec-Bench are understood."
+        "Upload benchmark results from any serving stack, keep them in the team's run library, and see where they fall on the theory. Files are validated row by row; column names of vLLM, SGLang, llama.cpp, TensorRT-LLM, HF transformers and Spec-Bench are understood."
     )
 )
 WHO, library, runs = start(measured.LIBRARY_SPEC)

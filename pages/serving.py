@@ -29,10 +29,10 @@ VIEW_LABELS = (N_("Pareto"), N_("TPOT by load"), N_("Table"), N_("Engine schedul
 SPEC = (
     Param("gpu", "H100-SXM5-80GB", "choice", choices=GPU_CHOICES, label=N_("GPU")),
     Param("dtype", "bf16", "choice", choices=tuple(hardware.DTYPE_BYTES), label=N_("dtype")),
-    replace(profiles.engine_param(), default="vllm"),  # a server: vLLM V1's profile unless one is chosen
+    replace(profiles.profile_param(), default="vllm"),  # a server: vLLM V1's profile unless one is chosen
     profiles.terms_param(),
     Param("tp", 1, "int", 1, 64, label=N_("GPUs per replica (tensor parallel)")),
-    Param("max_seqs", 256, "int", 1, 4096, label=N_("Most sequences in a batch (the engine's max_num_seqs)")),
+    Param("max_seqs", 256, "int", 1, 4096, label=N_("Most sequences in a batch (the serving stack's max_num_seqs)")),
     Param(
         "kv",
         "unified",
@@ -179,10 +179,10 @@ def sidebar_controls() -> None:
         st.header(ui.t("Hardware"))
         ui.selectbox(PAGE, P["gpu"])
         ui.selectbox(PAGE, P["dtype"])
-        profiles.engine_controls(PAGE, P["engine"], P["eng_terms"])
+        profiles.profile_controls(PAGE, P["engine"], P["eng_terms"])
         ui.number_input(PAGE, P["tp"])
         ui.number_input(PAGE, P["max_seqs"])
-        if st.session_state[key("engine")] in serving.SLOT_ENGINES:
+        if st.session_state[key("engine")] in serving.SLOT_STACKS:
             ui.radio(PAGE, P["kv"])
         st.header(ui.t("Pair"))
         ui.selectbox(

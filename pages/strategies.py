@@ -77,7 +77,7 @@ def pair_on_gpu() -> None:
     with c1:
         draft_control(pair)
     with c2:
-        profiles.engine_controls(PAGE, P["engine"], P["eng_terms"])
+        profiles.profile_controls(PAGE, P["engine"], P["eng_terms"])
 
 
 def draft_control(pair: pd.Series) -> None:
@@ -354,7 +354,7 @@ def sidebar_controls() -> None:
 st.title(ui.t("Drafting strategies"))
 st.caption(
     ui.t(
-        "Engines draft trees, not only chains: several candidates per position, verified in one target forward. Under positional acceptance (the target takes the draft's r-th choice with probability p_r) a tree's expected tokens per round follow from its shape; Sequoia's dynamic program finds the best shape."
+        "Serving stacks draft trees, not only chains: several candidates per position, verified in one target forward. Under positional acceptance (the target takes the draft's r-th choice with probability p_r) a tree's expected tokens per round follow from its shape; Sequoia's dynamic program finds the best shape."
     )
 )
 ui.restore(PAGE, SPEC)

@@ -8,7 +8,8 @@ from specviz.app.figures import validation as figures
 from specviz.app.scenarios import validation as scenarios
 from specviz.app.share import Param, by_key
 from specviz.base.i18n import N_
-from specviz.core import engines, hardware, published, validation
+from specviz.core import hardware, published, validation
+from specviz.core import profiles as stack_profiles
 from specviz.data import store
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
@@ -24,7 +25,7 @@ PREDICTOR_LABELS = (
 )
 MINE = ("none", "upload", "library")  #: where your rows come from
 MINE_LABELS = (N_("none"), N_("an uploaded CSV"), N_("a run in the library"))
-BY = {"engine": N_("By engine"), "source_id": N_("By source"), "method": N_("By method")}
+BY = {"engine": N_("By serving stack"), "source_id": N_("By source"), "method": N_("By method")}
 STATISTICS = {
     "median_abs_err": N_("median |predicted / measured − 1|"),
     "within_15": N_("share of rows within ±15 %"),
@@ -51,7 +52,13 @@ SPEC = (
     Param("r_tp", 1, "int", 1, 64, label=N_("Target TP")),
     Param("r_ctx", published.DEFAULT_CONTEXT, "int", 1, 2**21, label=N_("Context length L (tokens)")),
     Param("r_method", "model", "choice", choices=validation.METHODS, label=N_("Drafting method")),
-    Param("base", engines.DEFAULT_ENGINE, "choice", choices=engines.engine_names(), label=N_("Base profile (prior)")),
+    Param(
+        "base",
+        stack_profiles.DEFAULT_PROFILE,
+        "choice",
+        choices=stack_profiles.profile_names(),
+        label=N_("Base profile (prior)"),
+    ),
     Param("p_name", "", "text", hi=80, label=N_("Profile name")),
 )
 P = by_key(SPEC)
@@ -101,10 +108,10 @@ def your_rows(s: scenarios.Scenario) -> pd.DataFrame | None:
 def predictor_caption(s: scenarios.Scenario) -> None:
     captions = {
         "loso": N_(
-            "Held out: each source's rows are priced with engine profiles fitted on the other sources only (an engine no other source measures falls back to its family's profile, then to the default)."
+            "Held out: each source's rows are priced with engine profiles fitted on the other sources only (a serving stack no other source measures falls back to its family's profile, then to the default)."
         ),
         "shipped": N_(
-            "The shipped profiles of data/catalog/engines.csv, fitted on all rows: a row's own source is in its profile's fit, so this is an in-sample score."
+            "The shipped profiles of data/catalog/profiles.csv, fitted on all rows: a row's own source is in its profile's fit, so this is an in-sample score."
         ),
         "default": N_("The default roofline profile for every row: no fitted term."),
     }
@@ -212,7 +219,7 @@ def runs_section(s: scenarios.Scenario, yours) -> None:
             ui.chart(fig, key=f"fig_yours_{kind}")
     st.caption(
         ui.t(
-            "Your rows are in no profile's fit: each is priced with its engine's shipped profile (the default where the catalogue has none), or with the default roofline when that is the predictor."
+            "Your rows are in no profile's fit: each is priced with its serving stack's shipped profile (the default where the catalogue has none), or with the default roofline when that is the predictor."
         )
     )
     shown = ["row_id", "kind", "engine", "target", "draft", "method", "gpu", "batch", "measured", "predicted", "ratio"]
@@ -226,11 +233,11 @@ def calibrate_section(s: scenarios.Scenario, yours) -> None:
             icon=":material/tune:",
         )
         return
-    ui.selectbox(PAGE, P["base"], format_func=profiles.engine_label)
-    base = engines.profile(st.session_state[key("base")])
+    ui.selectbox(PAGE, P["base"], format_func=profiles.profile_label)
+    base = stack_profiles.profile(st.session_state[key("base")])
     with st.spinner(ui.t("Fitting …")):
         eff, table = scenarios.fitted(yours.to_csv(index=False), st.session_state[key("base")])
-    terms = engines.encode_terms(eff)
+    terms = stack_profiles.encode_terms(eff)
     err = validation.fit_errors(table)
     left, right = st.columns(2)
     for column, name, which in ((left, ui.t("base profile"), "base"), (right, ui.t("fitted profile"), "fitted")):

@@ -407,26 +407,26 @@ def _checked(option: str, check, *args):
 
 
 def _profile_used(engine: str, terms: str | None, gpu: str) -> tuple:
-    """(the :class:`~specviz.core.engines.Efficiency` that prices the pair, what it is and where it comes from).
+    """(the :class:`~specviz.core.profiles.Efficiency` that prices the pair, what it is and where it comes from).
 
-    ``terms`` (``--engine-terms``) is a custom profile (:func:`specviz.core.engines.decode_terms`: the
+    ``terms`` (``--engine-terms``) is a custom profile (:func:`specviz.core.profiles.decode_terms`: the
     terms given, the rest the default's); else the named profile of the engine catalogue. The default
     on a calibrated machine is that machine's own figures (:func:`specviz.core.hardware.efficiency_for`),
     as on the Hardware & batch page.
     """
     from dataclasses import asdict
 
-    from specviz.core import engines, hardware
+    from specviz.core import hardware, profiles
 
     if terms is not None:
-        eff = _checked("--engine-terms", engines.decode_terms, terms)  # naming the term and what it may be
+        eff = _checked("--engine-terms", profiles.decode_terms, terms)  # naming the term and what it may be
         info = {"name": "custom", "label": "custom terms", "source": f"--engine-terms {terms!r}"}
         return eff, info | {"fitted_on": "", "rows": 0, "date": "", "terms": asdict(eff)}
-    eff = _checked("--engine", engines.profile, engine)  # naming the profiles when ``engine`` is none of them
-    row = engines.load_engines().loc[engine]
+    eff = _checked("--engine", profiles.profile, engine)  # naming the profiles when ``engine`` is none of them
+    row = profiles.load_profiles().loc[engine]
     info = {"name": engine, "label": str(row["label"]), "source": str(row["source"])}
     info |= {"fitted_on": str(row["fitted_on"] or ""), "rows": int(row["rows"]), "date": str(row["date"] or "")}
-    if engine == engines.DEFAULT_ENGINE and hardware.efficiency_for(gpu) != engines.DEFAULT_EFFICIENCY:
+    if engine == profiles.DEFAULT_PROFILE and hardware.efficiency_for(gpu) != profiles.DEFAULT_EFFICIENCY:
         eff = hardware.efficiency_for(gpu)
         info |= {"source": f"the fixed costs measured on {gpu} by python -m specviz calibrate", "rows": 0}
     return eff, info | {"terms": asdict(eff)}
@@ -698,7 +698,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--seed", type=int, default=0)
     pr.set_defaults(func=cmd_prompts)
 
-    from specviz.core import engines, hardware
+    from specviz.core import hardware, profiles
 
     pp = sub.add_parser(
         "predict",
@@ -714,14 +714,14 @@ def build_parser() -> argparse.ArgumentParser:
     profile = pp.add_mutually_exclusive_group()
     profile.add_argument(
         "--engine",
-        default=engines.DEFAULT_ENGINE,
-        help=f"engine profile of data/catalog/engines.csv (default {engines.DEFAULT_ENGINE}: typical CUDA-graph costs, not fitted)",
+        default=profiles.DEFAULT_PROFILE,
+        help=f"engine profile of data/catalog/profiles.csv (default {profiles.DEFAULT_PROFILE}: typical CUDA-graph costs, not fitted)",
     )
     profile.add_argument(
         "--engine-terms",
         default=None,
         metavar="TERMS",
-        help="a custom profile instead: name=value,… over " + ", ".join(engines.TERMS) + " (the rest: the default's)",
+        help="a custom profile instead: name=value,… over " + ", ".join(profiles.TERMS) + " (the rest: the default's)",
     )
     pp.add_argument("--dtype", default="bf16", choices=tuple(hardware.DTYPE_BYTES))
     pp.add_argument("--tp", type=_positive, default=1, help="tensor-parallel GPUs of the target")

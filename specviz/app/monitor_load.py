@@ -1,4 +1,4 @@
-"""The engine monitor's A/B load comparison: what one load run sends, the counters read around each run,
+"""The Server monitor's A/B load comparison: what one load run sends, the counters read around each run,
 the speedup and c measured from the runs, their rows for the run library and for the table."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from specviz.data import store
 from specviz.data.measurements import load_records as measurement_records
 from specviz.servers import Telemetry, Window, fetch, loadgen, monitor, window
 
-PAGE = "engine-monitor"
+PAGE = "server-monitor"
 LOAD = ui.key(PAGE, "_load")  #: session state: the last comparison (its stop event, results, records, speedup, c)
 
 RUN_KEYS = {
@@ -111,7 +111,7 @@ def counters_window(before: Telemetry | None, after: Telemetry | None) -> Window
         return None
     try:
         return window(before, after)
-    except ValueError:  # the readings name two engines: the server was replaced during the run
+    except ValueError:  # the readings name two stacks: the server was replaced during the run
         return None
 
 

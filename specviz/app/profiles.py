@@ -1,9 +1,9 @@
-"""Engine profiles as a control: the named ones of the catalogue and ``custom`` (terms in the link).
+"""Stack profiles as a control: the named ones of the catalogue and ``custom`` (terms in the link).
 
-A custom profile is the text of :func:`specviz.core.engines.encode_terms`, carried in a link as
+A custom profile is the text of :func:`specviz.core.profiles.encode_terms`, carried in a link as
 ``engine=custom`` and ``eng_terms=<text>`` and saved in the run library (``store.save_profile``) under a
-name. A page declares :func:`engine_param` and :func:`terms_param`, draws them with
-:func:`engine_controls`, and puts the :class:`Profile` of their values in its scenario.
+name. A page declares :func:`profile_param` and :func:`terms_param`, draws them with
+:func:`profile_controls`, and puts the :class:`Profile` of their values in its scenario.
 """
 
 from __future__ import annotations
@@ -17,86 +17,86 @@ import streamlit as st
 from specviz.app import ui
 from specviz.app.share import Param
 from specviz.base.i18n import N_
-from specviz.core import engines
-from specviz.core.engines import Efficiency
+from specviz.core import profiles
+from specviz.core.profiles import Efficiency
 from specviz.data import store
 
-CUSTOM = "custom"  #: the engine choice "custom profile (terms in the link)"
+CUSTOM = "custom"  #: the profile choice "custom profile (terms in the link)"
 
 
-def engine_choices() -> tuple[str, ...]:
-    """The engine control's choices: the catalogue's profiles (the default roofline first), then custom."""
-    return (*engines.engine_names(), CUSTOM)
+def profile_choices() -> tuple[str, ...]:
+    """The profile control's choices: the catalogue's profiles (the default roofline first), then custom."""
+    return (*profiles.profile_names(), CUSTOM)
 
 
-def engine_param(key: str = "engine") -> Param:
-    """The engine control (a choice of :func:`engine_choices`)."""
-    return Param(key, engines.DEFAULT_ENGINE, "choice", choices=engine_choices(), label=N_("Engine profile"))
+def profile_param(key: str = "engine") -> Param:
+    """The profile control (a choice of :func:`profile_choices`)."""
+    return Param(key, profiles.DEFAULT_PROFILE, "choice", choices=profile_choices(), label=N_("Engine profile"))
 
 
 def terms_param(key: str = "eng_terms") -> Param:
-    """The custom profile's terms (free text, checked by :func:`specviz.core.engines.decode_terms`)."""
-    return Param(key, "", "text", hi=engines.MAX_TERMS_CHARS, label=N_("Custom profile terms (name=value, …)"))
+    """The custom profile's terms (free text, checked by :func:`specviz.core.profiles.decode_terms`)."""
+    return Param(key, "", "text", hi=profiles.MAX_TERMS_CHARS, label=N_("Custom profile terms (name=value, …)"))
 
 
-def engine_label(engine: str) -> str:
+def profile_label(name: str) -> str:
     """A choice's label in this session's language: the catalogue's label, or "custom profile"."""
-    if engine == CUSTOM:
+    if name == CUSTOM:
         return ui.t("custom profile (terms in the link)")
-    if engine in engines.FAMILY_LABELS:
-        return ui.t(engines.FAMILY_LABELS[engine])
-    return str(engines.load_engines().loc[engine, "label"])
+    if name in profiles.FAMILY_LABELS:
+        return ui.t(profiles.FAMILY_LABELS[name])
+    return str(profiles.load_profiles().loc[name, "label"])
 
 
-def efficiency(engine: str, terms: str = "") -> Efficiency | None:
-    """The profile of (``engine``, ``terms``): None for the default roofline (the caller's default, so a
+def efficiency(name: str, terms: str = "") -> Efficiency | None:
+    """The profile of (``name``, ``terms``): None for the default roofline (the caller's default, so a
     calibrated machine keeps its own figures), a catalogue profile, or the custom ``terms``.
 
-    Raises Message naming a bad term or value (:func:`specviz.core.engines.decode_terms`)."""
-    if engine == CUSTOM:
-        return engines.decode_terms(terms)
-    return None if engine == engines.DEFAULT_ENGINE else engines.profile(engine)
+    Raises Message naming a bad term or value (:func:`specviz.core.profiles.decode_terms`)."""
+    if name == CUSTOM:
+        return profiles.decode_terms(terms)
+    return None if name == profiles.DEFAULT_PROFILE else profiles.profile(name)
 
 
 @dataclass(frozen=True)
 class Profile:
-    """An engine control's value: a catalogue profile's name, or ``custom`` with its ``terms``."""
+    """A profile control's value: a catalogue profile's name, or ``custom`` with its ``terms``."""
 
-    engine: str = engines.DEFAULT_ENGINE
-    terms: str = ""  #: a custom profile's terms (:func:`specviz.core.engines.encode_terms`); "" otherwise
+    name: str = profiles.DEFAULT_PROFILE
+    terms: str = ""  #: a custom profile's terms (:func:`specviz.core.profiles.encode_terms`); "" otherwise
 
     @classmethod
-    def of(cls, engine: str, terms: str = "") -> Profile:
+    def of(cls, name: str, terms: str = "") -> Profile:
         """The profile of a page's two controls; a catalogue profile ignores the terms box."""
-        return cls(engine, terms if engine == CUSTOM else "")
+        return cls(name, terms if name == CUSTOM else "")
 
     def efficiency(self) -> Efficiency | None:
         """:func:`efficiency` of this profile (raises Message naming a bad custom term)."""
-        return efficiency(self.engine, self.terms)
+        return efficiency(self.name, self.terms)
 
     def caption(self) -> str:
         """:func:`caption` of this profile."""
-        return caption(self.engine, self.terms)
+        return caption(self.name, self.terms)
 
 
-def caption(engine: str, terms: str = "") -> str:
+def caption(name: str, terms: str = "") -> str:
     """What priced a figure, in this session's language: a catalogue profile and what it was fitted on,
     or the custom profile's terms."""
-    if engine == CUSTOM:
+    if name == CUSTOM:
         shown = terms.strip() or ui.t("the default terms")
         return ui.t("Priced with a custom engine profile: {terms}.", terms=shown)
-    row = engines.load_engines().loc[engine]
+    row = profiles.load_profiles().loc[name]
     fitted = ui.t("fitted on {sources}", sources=row["fitted_on"]) if row["fitted_on"] else ui.t("not fitted")
-    return ui.t("Priced with the engine profile {engine} ({fitted}).", engine=engine_label(engine), fitted=fitted)
+    return ui.t("Priced with the engine profile {engine} ({fitted}).", engine=profile_label(name), fitted=fitted)
 
 
 def saved_profiles() -> pd.DataFrame:
     """The run library's saved profiles (``store.list_profiles``), or an empty table after an st.error
     when the library cannot be read."""
-    engine = ui.library()
-    if engine is not None:
+    library = ui.library()
+    if library is not None:
         try:
-            return store.list_profiles(engine)
+            return store.list_profiles(library)
         except ValueError as exc:
             ui.show_error(exc)
     return pd.DataFrame(columns=list(store.PROFILE_COLUMNS))
@@ -109,11 +109,11 @@ def _pick_saved(picker_key: str, terms_key: str, saved: dict[str, str]) -> None:
         st.session_state[terms_key] = saved[name]
 
 
-def engine_controls(page: str, engine: Param, terms: Param) -> None:
-    """The engine selectbox; for ``custom``, a box of the library's saved profiles (choosing one fills the
+def profile_controls(page: str, profile: Param, terms: Param) -> None:
+    """The profile selectbox; for ``custom``, a box of the library's saved profiles (choosing one fills the
     terms) and the terms text."""
-    ui.selectbox(page, engine, format_func=engine_label)
-    if st.session_state[ui.key(page, engine.key)] != CUSTOM:
+    ui.selectbox(page, profile, format_func=profile_label)
+    if st.session_state[ui.key(page, profile.key)] != CUSTOM:
         return
     saved = saved_profiles()
     by_name = dict(zip(saved["name"], saved["terms"], strict=True))

@@ -1,5 +1,5 @@
 """Expensive runs, one at a time and fairly between people: the process-wide queues and hourly quotas
-of the Live benchmark and the load generator (no torch here, so the Engine monitor can use them)."""
+of the Live benchmark and the load generator (no torch here, so the Server monitor can use them)."""
 
 from __future__ import annotations
 

@@ -60,7 +60,7 @@ PAGES: tuple[Route, ...] = (
     Route("serving", ":material/dns:"),
     Route("strategies", ":material/account_tree:"),
     Route("live", ":material/play_circle:"),
-    Route("engine-monitor", ":material/monitor_heart:"),
+    Route("server-monitor", ":material/monitor_heart:"),
     Route("run-library", ":material/table_chart:"),
     Route("compare-runs", ":material/stacked_line_chart:"),
     Route("published-acceptance", ":material/menu_book:"),
@@ -70,6 +70,8 @@ PAGES: tuple[Route, ...] = (
     Route("home", ":material/home:", url_path="home", hidden=True),
     # The page the three above were split from: its links open the one their query names (:func:`forward`).
     Route("measured-data", ":material/table_chart:", hidden=True),
+    # The Server monitor's old address: its links open the Server monitor (:func:`forward`).
+    Route("engine-monitor", ":material/monitor_heart:", hidden=True),
 )
 
 #: True while :func:`run` runs a page: that page's :func:`enter` then has nothing to do.
@@ -86,12 +88,13 @@ TITLES = {
     "serving": N_("Serving"),
     "strategies": N_("Drafting strategies"),
     "live": N_("Live benchmark"),
-    "engine-monitor": N_("Engine monitor"),
+    "server-monitor": N_("Server monitor"),
     "run-library": N_("Run library"),
     "compare-runs": N_("Compare runs"),
     "published-acceptance": N_("Against published acceptance"),
     "measured-data": N_("Measured data"),
     "converter": N_("Metric converter & glossary"),
+    "engine-monitor": N_("Server monitor"),
 }  #: page name -> its title in the navigation
 
 

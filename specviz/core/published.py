@@ -16,14 +16,15 @@ import pandas as pd
 
 from specviz.base.i18n import Message
 from specviz.base.paths import DATA
-from specviz.core import engines, hardware
-from specviz.core.engines import DEFAULT_EFFICIENCY, Efficiency
+from specviz.core import hardware
+from specviz.core import profiles as stack_profiles
+from specviz.core.profiles import DEFAULT_EFFICIENCY, Efficiency
 
 MEASUREMENTS = DATA / "validation" / "measurements.csv"
 DEFAULT_CONTEXT = 512  #: cached tokens assumed where a row states no context (flagged in ``context_assumed``)
-#: Engine families (:func:`specviz.core.engines.family`), the level between the shared profile and an
+#: Engine families (:func:`specviz.core.profiles.family`), the level between the shared profile and an
 #: engine's: a source's rows fall back to it when the engine has no rows outside that source.
-FAMILIES = tuple(f"family:{name}" for name in engines.FAMILY_PROFILES)
+FAMILIES = tuple(f"family:{name}" for name in stack_profiles.FAMILY_PROFILES)
 #: the terms :func:`fit_profile` fits, their bounds and the scale of the pull toward the prior
 FITTED = {
     "compute": ((0.2, 1.0), 0.2),
@@ -187,7 +188,7 @@ def constrained(rows: pd.DataFrame) -> set[str]:
 
 
 def _family(engine: str) -> str:
-    return f"family:{engines.family(engine)}"
+    return f"family:{stack_profiles.family(engine)}"
 
 
 def fit_profiles(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) -> dict[str, Efficiency]:
@@ -234,9 +235,9 @@ def errors(predicted: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
 
 
 def profile_row(name: str, eff: Efficiency, rows: pd.DataFrame, label: str, date: str) -> dict:
-    """One row of ``data/catalog/engines.csv``: the profile's terms and what it was fitted on."""
+    """One row of ``data/catalog/profiles.csv``: the profile's terms and what it was fitted on."""
     if rows.empty:
-        raise Message("engine {engine!r} has no rows to fit", engine=name)
+        raise Message("serving stack {engine!r} has no rows to fit", engine=name)
     sources = sorted(rows["source_id"].unique())
     return {
         "name": name,
@@ -249,7 +250,7 @@ def profile_row(name: str, eff: Efficiency, rows: pd.DataFrame, label: str, date
     }
 
 
-PREDICTIONS = engines.PREDICTIONS_CSV  #: every priceable row's predictions, written by validation_bench.py
+PREDICTIONS = stack_profiles.PREDICTIONS_CSV  #: every priceable row's predictions, written by validation_bench.py
 PREDICTION_COLUMNS = (
     "row_id",
     "source_id",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from specviz.core import hardware, trees
-from specviz.core.engines import Efficiency
+from specviz.core.profiles import Efficiency
 
 
 def level_costs(

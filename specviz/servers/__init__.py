@@ -3,7 +3,7 @@
 from specviz.servers.readers import (
     READERS,
     TelemetryError,
-    detect_engine,
+    detect_stack,
     read_llamacpp,
     read_llamacpp_timings,
     read_metrics,
@@ -13,16 +13,16 @@ from specviz.servers.readers import (
     read_vllm,
     vllm_engines,
 )
-from specviz.servers.telemetry import ENGINES, Telemetry, Window, combine, to_record, window, window_over
+from specviz.servers.telemetry import STACKS, Telemetry, Window, combine, to_record, window, window_over
 
 __all__ = [
-    "ENGINES",
     "READERS",
+    "STACKS",
     "Telemetry",
     "TelemetryError",
     "Window",
     "combine",
-    "detect_engine",
+    "detect_stack",
     "read_llamacpp",
     "read_llamacpp_timings",
     "read_metrics",

@@ -1,4 +1,4 @@
-"""The Engine monitor's logic: typed endpoints, polled at once, kept as a history, placed on the design space."""
+"""The Server monitor's logic: typed endpoints, polled at once, kept as a history, placed on the design space."""
 
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ from specviz.servers.fetch import FetchError, FetchPolicy, check_url, fetch
 from specviz.servers.readers import READERS, TelemetryError, read_metrics
 from specviz.servers.telemetry import Telemetry, Window, to_record, window, window_over
 
-KINDS = ("auto", *READERS)  #: what the engine column of an endpoint line may say
+KINDS = ("auto", *READERS)  #: what the stack column of an endpoint line may say
 MAX_ENDPOINTS = 16
 HISTORY = 600  #: readings kept per endpoint (20 minutes at a 2 s interval)
 
 
 @dataclass(frozen=True)
 class Endpoint:
-    """A server to poll: its /metrics URL and the engine it runs ("auto": detect from the body)."""
+    """A server to poll: its /metrics URL and the stack it runs ("auto": detect from the body)."""
 
     url: str
     kind: str = "auto"
@@ -43,7 +43,7 @@ def metrics_url(url: str) -> str:
 
 
 def parse_endpoints(text: str, policy: FetchPolicy) -> list[Endpoint]:
-    """Lines of ``URL [engine]`` → endpoints, each URL checked by :func:`~specviz.servers.fetch.check_url`.
+    """Lines of ``URL [stack]`` → endpoints, each URL checked by :func:`~specviz.servers.fetch.check_url`.
 
     Raises ValueError naming the line, the value and what is allowed.
     """
@@ -55,7 +55,7 @@ def parse_endpoints(text: str, policy: FetchPolicy) -> list[Endpoint]:
         parts = line.split()
         if len(parts) > 2:
             raise Message(
-                "endpoints, line {n}: {line!r} has {count} fields; write 'URL' or 'URL engine'",
+                "endpoints, line {n}: {line!r} has {count} fields; write 'URL' or 'URL stack'",
                 n=n,
                 line=line,
                 count=len(parts),
@@ -63,7 +63,7 @@ def parse_endpoints(text: str, policy: FetchPolicy) -> list[Endpoint]:
         kind = parts[1].lower() if len(parts) == 2 else "auto"
         if kind not in KINDS:
             raise Message(
-                "endpoints, line {n}: engine {engine!r} is not one of {allowed}",
+                "endpoints, line {n}: serving stack {engine!r} is not one of {allowed}",
                 n=n,
                 engine=parts[1],
                 allowed=", ".join(KINDS),
@@ -147,7 +147,7 @@ class Summary:
 
     overall: Window
     latest: Window
-    k: int | None  #: the engine's K, else the assumed one
+    k: int | None  #: the stack's K, else the assumed one
 
 
 def summary(readings: list[Telemetry], k: int) -> Summary | None:
@@ -207,7 +207,7 @@ class DesignPoint:
     alpha: float
     k: int
     c: float
-    speedup: float  #: S(α, c, K) at the engine's K
+    speedup: float  #: S(α, c, K) at the stack's K
     best_k: int  #: argmax_K S(α, c, K), K ≤ k_max
     best_speedup: float
 

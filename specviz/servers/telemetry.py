@@ -15,7 +15,7 @@ import numpy as np
 from specviz.base.i18n import Message, Phrase, plural
 from specviz.core import theory
 
-ENGINES = {  # kind -> name shown to people
+STACKS = {  # kind -> name shown to people
     "vllm": "vLLM",
     "llamacpp": "llama.cpp",
     "sglang": "SGLang",
@@ -27,9 +27,9 @@ ENGINES = {  # kind -> name shown to people
 class Telemetry:
     """Counters since the server started (``cumulative``), else figures over ``start``..``end``; None: not reported."""
 
-    engine: str  #: a key of :data:`ENGINES`
-    model: str = ""  #: the served model's name ("" where the engine does not say)
-    k: int | None = None  #: draft length where the engine states it
+    stack: str  #: a key of :data:`STACKS`
+    model: str = ""  #: the served model's name ("" where the stack does not say)
+    k: int | None = None  #: draft length where the stack states it
     start: float | None = None  #: window start, unix seconds (None: counters since server start)
     end: float | None = None  #: when the reading was taken (or the window's end), unix seconds
     drafts: float | None = None  #: verification rounds that carried draft tokens
@@ -37,11 +37,11 @@ class Telemetry:
     accepted_tokens: float | None = None  #: draft tokens accepted
     accepted_per_position: tuple[float, ...] = ()  #: a_i: drafts that accepted ≥ i tokens, i = 1..
     generated_tokens: float | None = None  #: output tokens (a counter where cumulative)
-    tokens_per_s: float | None = None  #: generation throughput the engine reports
-    mean_acceptance_length: float | None = None  #: E[N] as the engine reports it (gauges)
-    acceptance_rate: float | None = None  #: accepted / proposed as the engine reports it (gauges)
+    tokens_per_s: float | None = None  #: generation throughput the stack reports
+    mean_acceptance_length: float | None = None  #: E[N] as the stack reports it (gauges)
+    acceptance_rate: float | None = None  #: accepted / proposed as the stack reports it (gauges)
     cumulative: bool = True
-    labels: dict[str, str] = field(default_factory=dict)  #: e.g. vLLM's engine index
+    labels: dict[str, str] = field(default_factory=dict)  #: e.g. vLLM's engine index (its data-parallel engine core)
     #: share of iteration time spent drafting, 0..1 (TensorRT-LLM's ``draftOverhead``; a gauge, not a count)
     draft_overhead: float | None = None
     #: total duration of the iterations ``draft_overhead`` covers, ms (its weight when readings are combined)
@@ -63,7 +63,7 @@ def _delta(after: float | None, before: float | None) -> tuple[float | None, boo
 class Window:
     """Speculative-decoding figures over one interval, and the metrics they give (None without drafts)."""
 
-    engine: str
+    stack: str
     model: str
     k: int | None
     start: float | None
@@ -77,8 +77,8 @@ class Window:
     reported_mean_length: float | None
     reported_acceptance_rate: float | None
     reset: str | None = None  #: why the counters restarted within the window (None: they did not); a Phrase
-    reading_note: str | None = None  #: how the engine's figures were read (e.g. which version's meaning applied)
-    draft_overhead: float | None = None  #: share of iteration time spent drafting, as the engine reports it (0..1)
+    reading_note: str | None = None  #: how the stack's figures were read (e.g. which version's meaning applied)
+    draft_overhead: float | None = None  #: share of iteration time spent drafting, as the stack reports it (0..1)
     iteration_ms: float | None = None  #: total duration of the iterations draft_overhead covers, ms
 
     @property
@@ -90,7 +90,7 @@ class Window:
 
     @property
     def rounds(self) -> float | None:
-        """Drafts (verification rounds); where the engine does not count them, proposed / K."""
+        """Drafts (verification rounds); where the stack does not count them, proposed / K."""
         if self.drafts is not None:
             return self.drafts
         if self.draft_tokens is not None and self.k:
@@ -99,7 +99,7 @@ class Window:
 
     @property
     def mean_acceptance_length(self) -> float | None:
-        """E[N] = 1 + ΔA / ΔD (bonus counted); else the engine's own figure."""
+        """E[N] = 1 + ΔA / ΔD (bonus counted); else the stack's own figure."""
         d = self.rounds
         if d and self.accepted_tokens is not None:
             return 1.0 + self.accepted_tokens / d
@@ -107,20 +107,20 @@ class Window:
 
     @property
     def acceptance_rate(self) -> float | None:
-        """r = ΔA / ΔP; else the engine's own figure."""
+        """r = ΔA / ΔP; else the stack's own figure."""
         if self.draft_tokens and self.accepted_tokens is not None:
             return self.accepted_tokens / self.draft_tokens
         return self.reported_acceptance_rate
 
     @property
     def mean_draft_length(self) -> float | None:
-        """ΔP / ΔD: the K the engine actually drafted, on average."""
+        """ΔP / ΔD: the K the stack actually drafted, on average."""
         if self.drafts and self.draft_tokens is not None:
             return self.draft_tokens / self.drafts
         return None
 
     def alpha(self, k: int | None = None) -> float | None:
-        """α whose E[N] at K equals the window's mean acceptance length (K: ``k`` or the engine's)."""
+        """α whose E[N] at K equals the window's mean acceptance length (K: ``k`` or the stack's)."""
         k = k or self.k
         m = self.mean_acceptance_length
         if not k or m is None or not math.isfinite(m):
@@ -150,7 +150,7 @@ class Window:
 
     @property
     def tokens_per_s(self) -> float | None:
-        """Generated tokens / window seconds; else the engine's own figure."""
+        """Generated tokens / window seconds; else the stack's own figure."""
         mine = self.per_second(self.generated_tokens)
         return mine if mine is not None else self.reported_tokens_per_s
 
@@ -158,8 +158,8 @@ class Window:
 def window(before: Telemetry | None, after: Telemetry) -> Window:
     """The deltas from ``before`` to ``after``; ``after`` alone when it covers an interval, ``before`` is None, or a
     counter fell (a restart: ``reset`` names it). ValueError for readings of two stacks."""
-    if before is not None and before.engine != after.engine:
-        raise ValueError(f"window: readings of two engines ({before.engine}, {after.engine})")
+    if before is not None and before.stack != after.stack:
+        raise ValueError(f"window: readings of two stacks ({before.stack}, {after.stack})")
     if not after.cumulative or before is None:
         return _as_window(after, after.start, None)
     names = ("drafts", "draft_tokens", "accepted_tokens", "generated_tokens")
@@ -238,7 +238,7 @@ def window_over(readings: list[Telemetry]) -> Window:
 
 def _as_window(t: Telemetry, start: float | None, reset: str | None) -> Window:
     return Window(
-        engine=t.engine,
+        stack=t.stack,
         model=t.model,
         k=t.k,
         start=start,
@@ -264,8 +264,8 @@ def combine(readings: list[Telemetry]) -> Telemetry:
     if not readings:
         raise ValueError("combine: no readings")
     first = readings[0]
-    if any(t.engine != first.engine or t.cumulative != first.cumulative for t in readings):
-        raise ValueError("combine: readings of different engines or kinds")
+    if any(t.stack != first.stack or t.cumulative != first.cumulative for t in readings):
+        raise ValueError("combine: readings of different stacks or kinds")
 
     def total(name):
         vals = [getattr(t, name) for t in readings]
@@ -298,7 +298,7 @@ def combine(readings: list[Telemetry]) -> Telemetry:
     ends = [t.end for t in readings if t.end is not None]
     throughputs = [t.tokens_per_s for t in readings if t.tokens_per_s is not None]
     return Telemetry(
-        engine=first.engine,
+        stack=first.stack,
         model=first.model if all(t.model == first.model for t in readings) else "several",
         k=ks.pop() if len(ks) == 1 else None,
         start=min(starts) if starts else None,
@@ -337,19 +337,20 @@ def to_record(
     k = k or w.k
     if not k:
         raise Message(
-            "{engine} window: K is not known; give the K the engine runs with", engine=ENGINES.get(w.engine, w.engine)
+            "{engine} window: K is not known; give the K the serving stack runs with",
+            engine=STACKS.get(w.stack, w.stack),
         )
     m, r = w.mean_acceptance_length, w.acceptance_rate
     if m is None and r is None:
         raise Message(
             "{engine} window: no drafts in it (speculation off, or no traffic yet)",
-            engine=ENGINES.get(w.engine, w.engine),
+            engine=STACKS.get(w.stack, w.stack),
         )
     record: dict[str, object] = {
-        "label": label or f"{ENGINES.get(w.engine, w.engine)} {w.model}".strip(),
+        "label": label or f"{STACKS.get(w.stack, w.stack)} {w.model}".strip(),
         "k": int(k),
         "method": method,
-        "source": f"engine:{w.engine}" + (f" {source}" if source else ""),
+        "source": f"engine:{w.stack}" + (f" {source}" if source else ""),
         "target_model": w.model or None,
     }
     if m is not None:
@@ -370,7 +371,7 @@ def to_record(
         if w.draft_overhead is not None
         else None
     )
-    record["notes"] = f"{ENGINES.get(w.engine, w.engine)} telemetry, {span}{drafts}" + "".join(
+    record["notes"] = f"{STACKS.get(w.stack, w.stack)} telemetry, {span}{drafts}" + "".join(
         f"; {note}" for note in (overhead, w.reset, w.reading_note) if note
     )
     return record

@@ -33,7 +33,7 @@ from specviz.base import hosting
 from specviz.data import store
 from specviz.servers import fetch
 
-LIVE, MONITOR, MEASURED = "pages/live.py", "pages/engine-monitor.py", "pages/measured-data.py"
+LIVE, MONITOR, MEASURED = "pages/live.py", "pages/server-monitor.py", "pages/measured-data.py"
 UPLOAD = b"label,k,alpha\nupload,3,0.7\n"
 
 
@@ -185,7 +185,7 @@ def test_a_misspelt_hosted_value_on_the_pages(env, tmp_path):
     assert "SPECVIZ_HOSTED must be one of" in error and "'enabled'" in error
     at = open_app(MONITOR, endpoints="http://127.0.0.1:9/metrics")  # hosted: the allow-list applies
     assert any("SPECVIZ_HOSTED must be one of" in w for w in errors_and_warnings(at))
-    assert any("is not on the allow-list of engine hosts" in e for e in shown_errors(at)), shown_errors(at)
+    assert any("is not on the allow-list of serving-stack hosts" in e for e in shown_errors(at)), shown_errors(at)
     at = open_app(MEASURED)
     assert any("SPECVIZ_HOSTED must be one of" in w for w in errors_and_warnings(at)) and not at.error
 

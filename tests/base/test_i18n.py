@@ -29,7 +29,7 @@ PAGE_QUERY = {
     },
     "pages/sampling-lab.py": {"view": "emitted", "variant": "temperature_mismatch"},
     "pages/strategies.py": {"view": "policies", "rounds": "1000"},
-    "pages/engine-monitor.py": {"endpoints": "http://127.0.0.1:1", "c_src": "hardware"},
+    "pages/server-monitor.py": {"endpoints": "http://127.0.0.1:1", "c_src": "hardware"},
     "pages/break-even.py": {"view": "Chapter numbers"},
     "pages/design-space.py": {"tab": "inspector", "i_c": "0.5"},  # "never pays off", "don't speculate"
 }

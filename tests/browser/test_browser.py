@@ -45,7 +45,7 @@ PAGES = [
     ("/hardware", "hardware.png", True),
     ("/strategies", "strategies.png", True),
     ("/live", "live.png", False),
-    ("/engine-monitor", "engine-monitor.png", False),
+    ("/server-monitor", "server-monitor.png", False),
     ("/measured-data", "measured-data.png", False),
     ("/converter", "converter.png", True),
 ]
@@ -156,7 +156,7 @@ def test_page_renders(app_url, page, screenshot_dir, path, shot, charts):
             "hardware",
             "strategies",
             "live",
-            "engine-monitor",
+            "server-monitor",
             "measured-data",
             "converter",
         ):
@@ -412,12 +412,12 @@ def test_strategies_views_render_in_a_browser(app_url, page, view):
 
 @pytest.mark.llamacpp
 def test_engine_monitor_reads_a_running_llama_server(app_url, page, llama_server, screenshot_dir):
-    """The Engine monitor polls a real llama.cpp server (the bundled pair, K = 4) and draws its figures."""
+    """The Server monitor polls a real llama.cpp server (the bundled pair, K = 4) and draws its figures."""
     from specviz.servers import llamacpp
 
     llamacpp.complete(llama_server.url, list(b"def main(argv):\n    "), 48)
-    open_page(page, f"{app_url}/engine-monitor?endpoints={quote(llama_server.url)}&every=2")
-    assert_no_exception(page, "/engine-monitor")
+    open_page(page, f"{app_url}/server-monitor?endpoints={quote(llama_server.url)}&every=2")
+    assert_no_exception(page, "/server-monitor")
     main = page.locator('[data-testid="stMain"]')
     expect(main.get_by_text("Mean acceptance length").first).to_be_visible(timeout=RUN_TIMEOUT_MS)
     expect(main.get_by_text("α at K = 4").first).to_be_visible(timeout=RUN_TIMEOUT_MS)

@@ -4,7 +4,7 @@ The Hardware & batch page priced with a fitted engine profile (its caption, its 
 v/K* figure, a head draft's K*; every Validation view in English and Chinese; and a profile calibrated in
 the browser from an uploaded CSV, saved to a throw-away run library and opened on Hardware & batch from
 its link. Every number is checked against the library (:mod:`specviz.core.hardware`,
-:mod:`specviz.core.engines`) computed in the test process, formatted as the page formats it.
+:mod:`specviz.core.profiles`) computed in the test process, formatted as the page formats it.
 
 Needs Debian's ``chromium`` on PATH (``playwright install`` is never run); skipped without it.
 """
@@ -29,8 +29,8 @@ from test_browser import (
 )
 
 from specviz.base import i18n
-from specviz.core import engines, heads, published, validation
 from specviz.core import hardware as hw
+from specviz.core import heads, profiles, published, validation
 from specviz.data import store
 
 pytestmark = [
@@ -49,7 +49,7 @@ V3_LINK = "pair=DeepSeek-V3+%2B+MTP&gpu=H200-SXM-141GB&dtype=fp8&tp_t=8"
 V3_SETUP = dict(gpu="H200-SXM-141GB", dtype="fp8", tp_target=8, tp_draft=8)  # the MTP head: the target's GPUs
 #: the profile the synthetic rows of the calibration are measured with: the default roofline with an
 #: eager-like fixed cost per forward and per layer
-TRUE = replace(engines.DEFAULT_EFFICIENCY, overhead_s=1.2e-3, layer_overhead_s=8e-5)
+TRUE = replace(profiles.DEFAULT_EFFICIENCY, overhead_s=1.2e-3, layer_overhead_s=8e-5)
 #: how close the fitted per-forward and per-layer costs come to TRUE's: the rows are exact, so only the
 #: pull toward the prior and the rounding to 4 significant digits move the fit (a few per cent here)
 FIT_TOLERANCE = 0.2
@@ -132,7 +132,7 @@ def assert_k_star_metric(page, label: str, k_star: int, speedup: float) -> None:
 def band_between(kind: str, engine: str, predicted: float, fmt: str) -> str | None:
     """The error-band caption's range for ``predicted`` (pages/hardware.py's band_caption), or None
     where the profile has no band."""
-    band = engines.error_band(engine, kind)
+    band = profiles.error_band(engine, kind)
     if band is None:
         return None
     return f"between {fmt.format(predicted / band['hi'])} and {fmt.format(predicted / band['lo'])}"
@@ -147,12 +147,12 @@ def test_a_fitted_engine_profile_from_a_link_prices_the_step_and_names_its_sourc
     engine = "tensorrt-llm"
     open_page(page, f"{app_url}/hardware?engine={engine}&view=step", charts=True)
     assert_no_exception(page, f"/hardware?engine={engine}")
-    row = engines.load_engines().loc[engine]
+    row = profiles.load_profiles().loc[engine]
     assert row["fitted_on"], "the profile should name the sources it was fitted on"
     fitted = i18n.text("en", "fitted on {sources}", sources=row["fitted_on"])
     caption = i18n.text("en", "Priced with the engine profile {engine} ({fitted}).", engine=row["label"], fitted=fitted)
     assert caption in captions(page), captions(page)
-    eff = engines.profile(engine)
+    eff = profiles.profile(engine)
     step_ms = 1e3 * float(hw.step_time(LLAMA_70B, GPU, 1, CONTEXT, 1, dtype=DTYPE, tp=TP_TARGET, efficiency=eff))
     default_ms = 1e3 * float(hw.step_time(LLAMA_70B, GPU, 1, CONTEXT, 1, dtype=DTYPE, tp=TP_TARGET))
     assert f"{step_ms:.3f}" != f"{default_ms:.3f}", "the profile should change the step time"
@@ -194,7 +194,7 @@ def test_a_head_draft_preset_gives_the_librarys_k_star_at_batch_1(app_url, page)
     # per draft forward, K + 1 verified) at the full context
     k_star, speedup = k_star_at_batch_1(LLAMA_8B, EAGLE3, tp_draft=TP_TARGET, draft_tokens=1)
     assert_k_star_metric(page, "At B = 1", k_star, speedup)
-    between = band_between("speedup", engines.DEFAULT_ENGINE, speedup, "{:.2f}×")
+    between = band_between("speedup", profiles.DEFAULT_PROFILE, speedup, "{:.2f}×")
     if between is not None:
         assert any(c.startswith("Measured is typically") and between in c for c in captions(page)), captions(page)
     sidebar = page.locator('[data-testid="stSidebar"] [data-testid="stCaptionContainer"]')
@@ -275,7 +275,7 @@ def test_a_profile_calibrated_in_the_browser_is_saved_and_prices_hardware_from_i
     wait_drawn(page)
     assert_no_exception(page, "/validation calibrating an upload")
     terms = code.inner_text().strip()
-    eff = engines.decode_terms(terms)  # what the page shows is a profile the library reads back
+    eff = profiles.decode_terms(terms)  # what the page shows is a profile the library reads back
     for term in ("overhead_s", "layer_overhead_s"):
         assert abs(getattr(eff, term) / getattr(TRUE, term) - 1) <= FIT_TOLERANCE, (term, terms)
     expect(page.locator(f'[data-testid="stMain"] {PLOT}')).to_have_count(1)  # the fit's parity plot

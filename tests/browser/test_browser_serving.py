@@ -36,7 +36,7 @@ from test_browser import (
 )
 
 from specviz.base import i18n
-from specviz.core import configs, engines, hardware, serving
+from specviz.core import configs, hardware, profiles, serving
 
 pytestmark = [
     pytest.mark.browser,
@@ -99,8 +99,8 @@ def priced(alpha: float, mode: str, loads: list[float]):
         serving.chain_options(alpha, K_MAX),
         serving.Lengths.fixed(PROMPT),
         output,
-        engine=ENGINE,
-        efficiency=engines.profile(ENGINE),
+        stack=ENGINE,
+        efficiency=profiles.profile(ENGINE),
         prefill=serving.PREFILL.get(ENGINE, "mixed"),
     )
     frame = serving.steady_state(grid, output, sorted(loads), mode=mode)

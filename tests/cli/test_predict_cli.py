@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from specviz import __main__ as cli
-from specviz.core import engines, hardware, heads, theory
+from specviz.core import hardware, heads, profiles, theory
 
 ROOT = Path(__file__).resolve().parents[2]
 VICUNA, EAGLE, MEDUSA = "lmsys/vicuna-7b-v1.3", "yuhuili/EAGLE-Vicuna-7B-v1.3", "FasterDecoding/medusa-vicuna-7b-v1.3"
@@ -35,7 +35,7 @@ def test_a_model_draft_equals_speedup_by_batch_with_the_profile(capsys):
     argv = ["--target", "meta-llama/Llama-3.1-70B-Instruct", "--draft", "meta-llama/Llama-3.2-1B-Instruct"]
     out = predicted(capsys, *argv, "--gpu", "H100-SXM5-80GB", "--tp", "4", "--engine", "vllm", "--alpha", "0.7")
     out |= {"argv": argv}
-    eff = engines.profile("vllm")
+    eff = profiles.profile("vllm")
     want = hardware.speedup_by_batch(
         argv[1], argv[3], "H100-SXM5-80GB", 0.7, [1], [1024], 8, tp_target=4, tp_draft=4, efficiency=eff
     )
@@ -49,7 +49,7 @@ def test_a_model_draft_equals_speedup_by_batch_with_the_profile(capsys):
     assert rows["v"].iloc[-1] == pytest.approx(float(costs["v"]), rel=1e-12)
     assert (
         out["engine"]["name"] == "vllm"
-        and out["engine"]["fitted_on"] == engines.load_engines().loc["vllm", "fitted_on"]
+        and out["engine"]["fitted_on"] == profiles.load_profiles().loc["vllm", "fitted_on"]
     )
     assert out["engine"]["terms"]["layer_overhead_s"] == eff.layer_overhead_s
 
@@ -59,7 +59,7 @@ def test_the_engine_changes_the_answer_as_the_library_says(capsys):
     roofline = pd.DataFrame(predicted(capsys, *argv)["rows"])
     eager = pd.DataFrame(predicted(capsys, *argv, "--engine", "hf-transformers")["rows"])
     costs = hardware.pair_costs(
-        VICUNA, "double7/vicuna-68m", "H100-SXM5-80GB", 32, 1024, 3, efficiency=engines.profile("hf-transformers")
+        VICUNA, "double7/vicuna-68m", "H100-SXM5-80GB", 32, 1024, 3, efficiency=profiles.profile("hf-transformers")
     )
     row = eager[(eager.batch == 32) & (eager.k == 3)].iloc[0]
     assert (row.c, row.v, row.o) == pytest.approx((float(costs["c"]), float(costs["v"]), float(costs["o"])), rel=1e-12)
@@ -78,7 +78,7 @@ def test_a_head_tree_with_tau_prices_draft_and_verify_tokens(capsys):
         8,
         1024,
         np.arange(1, 6),
-        efficiency=engines.profile("sglang"),
+        efficiency=profiles.profile("sglang"),
         draft_tokens=4,
         verify_tokens=16,
     )
@@ -88,7 +88,7 @@ def test_a_head_tree_with_tau_prices_draft_and_verify_tokens(capsys):
     assert rows["mean_tokens"].iloc[-1] == pytest.approx(3.2)  # E[N](k_max) is the measured τ
     assert (rows["verify_tokens"] == 16).all() and rows["t_draft_ms"].iloc[0] == pytest.approx(1e3 * costs["t_draft"])
     draft_spec = heads.draft_model(heads.head_spec(EAGLE), hardware.model_spec(VICUNA))
-    sglang = engines.profile("sglang")
+    sglang = profiles.profile("sglang")
     one = hardware.step_time(draft_spec, "A100-SXM4-80GB", 8, 1024, 4, efficiency=sglang) + sglang.draft_overhead_s
     assert rows["t_draft_ms"].iloc[0] == pytest.approx(1e3 * float(one))  # the forward and the draft loop's cost
 
@@ -99,13 +99,13 @@ def test_medusa_and_ngram_draft_once_per_round(capsys):
     )
     ngram = pd.DataFrame(predicted(capsys, "--target", VICUNA, "--draft", "ngram", "--alpha", "0.6")["rows"])
     assert (medusa["draft_steps"] == 1).all() and (ngram["draft_steps"] == 1).all()
-    assert ngram["t_draft_ms"].iloc[0] == pytest.approx(1e3 * engines.DEFAULT_EFFICIENCY.overhead_s)
+    assert ngram["t_draft_ms"].iloc[0] == pytest.approx(1e3 * profiles.DEFAULT_EFFICIENCY.overhead_s)
 
 
 def test_custom_engine_terms_are_a_profile(capsys):
     terms = "overhead_s=0.002,layer_overhead_s=0.0001,round_overhead_s=0.001"
     out = predicted(capsys, "--target", VICUNA, "--draft", EAGLE, "--alpha", "0.7", "--engine-terms", terms)
-    eff = engines.decode_terms(terms)
+    eff = profiles.decode_terms(terms)
     costs = hardware.pair_costs(VICUNA, EAGLE, "H100-SXM5-80GB", 1, 1024, 8, efficiency=eff)
     assert out["engine"]["name"] == "custom" and out["engine"]["terms"]["round_overhead_s"] == 0.001
     assert out["rows"][-1]["o"] == pytest.approx(float(costs["o"]), rel=1e-12)
@@ -151,7 +151,7 @@ def test_bad_numbers_are_argparse_errors(capsys):
 def test_table_and_csv_say_which_profile_priced_the_pair(capsys):
     argv = ["--target", VICUNA, "--draft", EAGLE, "--alpha", "0.7", "--engine", "tensorrt-llm", "--batch", "1,64"]
     code, table, _ = predict(capsys, *argv)
-    row = engines.load_engines().loc["tensorrt-llm"]
+    row = profiles.load_profiles().loc["tensorrt-llm"]
     assert code == 0 and "engine profile: tensorrt-llm (TensorRT-LLM; fitted on" in table
     assert row["fitted_on"] in table and row["source"] in table and "B = 64: K* = " in table
     code, text, _ = predict(capsys, *argv, "--format", "csv")
@@ -171,5 +171,5 @@ def test_python_m_specviz_predict_prints_json():
     )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    assert out["inputs"]["tau"] == 2.5 and out["engine"]["name"] == engines.DEFAULT_ENGINE
+    assert out["inputs"]["tau"] == 2.5 and out["engine"]["name"] == profiles.DEFAULT_PROFILE
     assert [r["k"] for r in out["rows"]] == [1, 2, 3, 4] and out["rows"][-1]["mean_tokens"] == pytest.approx(2.5)

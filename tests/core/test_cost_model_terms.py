@@ -12,9 +12,10 @@ from _tiers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specviz.core import engines, hardware, moe, published
+from specviz.core import hardware, moe, published
+from specviz.core import profiles as stack_profiles
 
-EXACT = engines.Efficiency(compute=1.0, memory=1.0, network=1.0, overhead_s=0.0, allreduce_latency_s=0.0)
+EXACT = stack_profiles.Efficiency(compute=1.0, memory=1.0, network=1.0, overhead_s=0.0, allreduce_latency_s=0.0)
 LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"
 V3 = "deepseek-ai/DeepSeek-V3"
 
@@ -117,7 +118,7 @@ def test_quantised_weights_reach_their_share_of_the_bandwidth_and_nothing_else_d
 
 
 def test_every_draft_forward_pays_the_draft_loop_once_and_a_lookup_once_per_round():
-    eff = replace(engines.DEFAULT_EFFICIENCY, draft_overhead_s=2e-3)
+    eff = replace(stack_profiles.DEFAULT_EFFICIENCY, draft_overhead_s=2e-3)
     kw = dict(efficiency=eff)
     draft = "meta-llama/Llama-3.2-1B-Instruct"
     with_loop = hardware.pair_costs(LLAMA8, draft, "H100-SXM5-80GB", 1, 512, 4, **kw)
@@ -157,7 +158,7 @@ def test_engine_levels_move_only_engine_terms():
     profiles = published.fit_profiles(rows)
     shared = profiles[published.SHARED]
     for name in ("family:compiled", "gpt-fast", "llama.cpp"):
-        for term in set(engines.TERMS) - set(published.ENGINE_TERMS):
+        for term in set(stack_profiles.TERMS) - set(published.ENGINE_TERMS):
             assert getattr(profiles[name], term) == getattr(shared, term), (name, term)
 
 
@@ -171,8 +172,8 @@ def test_the_shipped_predictions_are_what_the_shipped_profiles_and_the_default_p
     frame = published.load_measurements()
     rows = frame[published.priceable(frame)]
     assert set(table["row_id"]) == set(rows["row_id"]), "rerun benchmarks/validation_bench.py --write-profiles"
-    names = engines.engine_names()
-    fitted = published.predict(rows, {e: engines.profile(e) for e in rows["engine"].unique() if e in names})
+    names = stack_profiles.profile_names()
+    fitted = published.predict(rows, {e: stack_profiles.profile(e) for e in rows["engine"].unique() if e in names})
     default = published.predict(rows, {})
     got = table.set_index("row_id")
     np.testing.assert_allclose(got.loc[rows["row_id"], "fitted_predicted"], fitted["predicted"], rtol=1e-4)
@@ -192,15 +193,15 @@ def test_the_error_band_is_the_held_out_rows_deciles(tmp_path):
     )
     path = tmp_path / "predictions.csv"
     frame.to_csv(path, index=False)
-    band = engines.error_band("vllm", "step", path)
+    band = stack_profiles.error_band("vllm", "step", path)
     assert band["rows"] == 10 and band["basis"] == "engine"
     assert (band["lo"], band["hi"]) == pytest.approx(tuple(np.quantile(ratios, [0.1, 0.9])))
-    fallback = engines.error_band("sglang", "step", path)  # one row of its own: every engine's rows
+    fallback = stack_profiles.error_band("sglang", "step", path)  # one row of its own: every engine's rows
     assert fallback["basis"] == "all" and fallback["rows"] == 11
-    assert engines.error_band("vllm", "speedup", path) is None
-    assert engines.error_band("roofline", "step", path)["median"] == pytest.approx(1.0)
+    assert stack_profiles.error_band("vllm", "speedup", path) is None
+    assert stack_profiles.error_band("roofline", "step", path)["median"] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="kind must be"):
-        engines.error_band("vllm", "latency", path)
+        stack_profiles.error_band("vllm", "latency", path)
 
 
 @settings(max_examples=examples(40), deadline=None)
@@ -210,7 +211,7 @@ def test_the_error_band_is_the_held_out_rows_deciles(tmp_path):
     quant=st.floats(0.3, 1.0),
 )
 def test_every_profile_term_stays_a_valid_efficiency(overhead, layer, quant):
-    eff = engines.Efficiency(overhead_s=overhead, layer_overhead_s=layer, quant_memory=quant)
+    eff = stack_profiles.Efficiency(overhead_s=overhead, layer_overhead_s=layer, quant_memory=quant)
     t = hardware.step_time(LLAMA8, "H100-SXM5-80GB", [1, 64], 1024, 1, dtype="int8", efficiency=eff)
     assert np.all(np.isfinite(t)) and np.all(np.diff(t) > 0)
 
@@ -232,8 +233,8 @@ def test_zero_skew_is_uniform_routing_and_a_dense_model_has_no_router():
 
 
 def test_an_engine_the_catalogue_lacks_is_priced_with_its_familys_profile():
-    assert engines.profile_for("vllm") == engines.profile("vllm")
-    assert engines.profile_for("lmdeploy") == engines.profile("compiled")
-    assert engines.family("hf-transformers") == "eager" and engines.family("lmdeploy") == "compiled"
-    names = engines.engine_names()
-    assert set(engines.FAMILY_PROFILES) <= set(names)
+    assert stack_profiles.profile_for("vllm") == stack_profiles.profile("vllm")
+    assert stack_profiles.profile_for("lmdeploy") == stack_profiles.profile("compiled")
+    assert stack_profiles.family("hf-transformers") == "eager" and stack_profiles.family("lmdeploy") == "compiled"
+    names = stack_profiles.profile_names()
+    assert set(stack_profiles.FAMILY_PROFILES) <= set(names)

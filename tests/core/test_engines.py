@@ -23,7 +23,7 @@ from specviz.servers import (
     Telemetry,
     TelemetryError,
     combine,
-    detect_engine,
+    detect_stack,
     llamacpp,
     read_llamacpp,
     read_llamacpp_timings,
@@ -265,8 +265,8 @@ def test_combine_weights_draft_overhead_by_iteration_time():
         ("trtllm-metrics-draft-overhead.txt", "trtllm"),
     ],
 )
-def test_detect_engine(name, engine):
-    assert detect_engine(fixture(name)) == engine
+def test_detect_stack(name, engine):
+    assert detect_stack(fixture(name)) == engine
 
 
 @pytest.mark.parametrize(
@@ -313,9 +313,9 @@ def test_a_counter_reset_is_reported_not_negative():
     assert min(w.accepted_per_position) >= 0 and w.mean_acceptance_length == 2.5
 
 
-def test_window_refuses_two_engines():
-    with pytest.raises(ValueError, match="two engines"):
-        window(scrape(1, 3, 1, (), 0.0), replace(scrape(1, 3, 1, (), 1.0), engine="llamacpp"))
+def test_window_refuses_two_stacks():
+    with pytest.raises(ValueError, match="two stacks"):
+        window(scrape(1, 3, 1, (), 0.0), replace(scrape(1, 3, 1, (), 1.0), stack="llamacpp"))
 
 
 counts = st.integers(min_value=0, max_value=10_000)

@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specviz.core import engines, heads, published
 from specviz.core import hardware as hw
+from specviz.core import heads, profiles, published
 
 A100 = "A100-SXM4-80GB"
-EXACT = engines.Efficiency(compute=1.0, memory=1.0, network=1.0, overhead_s=0.0, allreduce_latency_s=0.0)
+EXACT = profiles.Efficiency(compute=1.0, memory=1.0, network=1.0, overhead_s=0.0, allreduce_latency_s=0.0)
 
 
 def test_eagle_head_is_one_layer_of_the_target_plus_its_fusion_linear():
@@ -63,7 +63,7 @@ def test_round_speedup_is_the_chapter_rule_for_a_chain():
 
 def test_engine_terms_enter_the_step_time():
     base = float(hw.step_time("lmsys/vicuna-7b-v1.3", A100, 4, 512, 1, dtype="fp16", efficiency=EXACT))
-    eff = engines.Efficiency(
+    eff = profiles.Efficiency(
         compute=1.0,
         memory=1.0,
         network=1.0,
@@ -75,14 +75,14 @@ def test_engine_terms_enter_the_step_time():
     got = float(hw.step_time("lmsys/vicuna-7b-v1.3", A100, 4, 512, 1, dtype="fp16", efficiency=eff))
     assert got - base == pytest.approx(1e-3 + 32 * 1e-4 + 4 * 2e-4)
     costs = hw.pair_costs(
-        "lmsys/vicuna-7b-v1.3", "ngram", A100, 1, 512, 3, efficiency=engines.Efficiency(round_overhead_s=1e-3)
+        "lmsys/vicuna-7b-v1.3", "ngram", A100, 1, 512, 3, efficiency=profiles.Efficiency(round_overhead_s=1e-3)
     )
     assert float(costs["o"]) == pytest.approx(1e-3 / float(costs["t_target"]))
 
 
 def test_unknown_engine_names_the_choices():
     with pytest.raises(ValueError, match="engine must be one of .*roofline"):
-        engines.profile("nope")
+        profiles.profile("nope")
 
 
 def _synthetic_rows() -> pd.DataFrame:
@@ -137,35 +137,35 @@ def _synthetic_rows() -> pd.DataFrame:
 
 
 def test_fit_recovers_known_overheads_from_synthetic_rows():
-    true = engines.Efficiency(memory=0.65, overhead_s=2e-3, layer_overhead_s=1.5e-4, round_overhead_s=1e-3)
+    true = profiles.Efficiency(memory=0.65, overhead_s=2e-3, layer_overhead_s=1.5e-4, round_overhead_s=1e-3)
     frame = _synthetic_rows()
     truth = published.predict(frame, {"x": true})["predicted"]
     frame["t_step_ms"] = np.where(frame["kind"] == "step", truth, np.nan)
     frame["speedup"] = np.where(frame["kind"] == "speedup", truth, np.nan)
     terms = ("memory", "overhead_s", "layer_overhead_s", "round_overhead_s")
-    fit = published.fit_profile(frame, engines.DEFAULT_EFFICIENCY, terms, weight=0.0)
+    fit = published.fit_profile(frame, profiles.DEFAULT_EFFICIENCY, terms, weight=0.0)
     assert fit.memory == pytest.approx(0.65, rel=0.05)
     assert fit.overhead_s == pytest.approx(2e-3, rel=0.1)
     assert fit.layer_overhead_s == pytest.approx(1.5e-4, rel=0.1)
     assert np.abs(published.predict(frame, {"x": fit})["ratio"] - 1).max() < 0.01
     # the pull toward the prior costs accuracy but never more than the prior itself
-    pulled = published.fit_profile(frame, engines.DEFAULT_EFFICIENCY, terms)
+    pulled = published.fit_profile(frame, profiles.DEFAULT_EFFICIENCY, terms)
     worst = {
         name: np.abs(np.log(published.predict(frame, {"x": eff})["ratio"])).max()
-        for name, eff in (("pulled", pulled), ("prior", engines.DEFAULT_EFFICIENCY))
+        for name, eff in (("pulled", pulled), ("prior", profiles.DEFAULT_EFFICIENCY))
     }
     assert worst["pulled"] < worst["prior"] / 2
 
 
 def test_every_engine_profile_names_published_sources_it_was_fitted_on():
     frame = published.load_measurements()
-    table = engines.load_engines()
-    assert table.index[0] == engines.DEFAULT_ENGINE
+    table = profiles.load_profiles()
+    assert table.index[0] == profiles.DEFAULT_PROFILE
     for name, row in table.iloc[1:].iterrows():
-        assert isinstance(engines.profile(name), engines.Efficiency)
+        assert isinstance(profiles.profile(name), profiles.Efficiency)
         sources = set(row["fitted_on"].split())
         assert sources and sources <= set(frame["source_id"]), name
-        engine = frame["engine"].map(engines.family) if name in engines.FAMILY_PROFILES else frame["engine"]
+        engine = frame["engine"].map(profiles.family) if name in profiles.FAMILY_PROFILES else frame["engine"]
         assert int(row["rows"]) == int((published.priceable(frame) & (engine == name)).sum())
 
 

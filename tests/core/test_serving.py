@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specviz.base.i18n import Message
-from specviz.core import engines, hardware, serving, theory, trees
+from specviz.core import hardware, profiles, serving, theory, trees
 
 TARGET, DRAFT, GPU = "meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.2-1B-Instruct", "H100-SXM5-80GB"
 P, G = serving.Lengths.fixed(512), serving.Lengths.fixed(256)
@@ -20,7 +20,7 @@ P, G = serving.Lengths.fixed(512), serving.Lengths.fixed(256)
 
 @pytest.fixture(scope="module")
 def grid():
-    return serving.cost_grid(TARGET, DRAFT, GPU, serving.chain_options(0.8, 6), P, G, engine="vllm")
+    return serving.cost_grid(TARGET, DRAFT, GPU, serving.chain_options(0.8, 6), P, G, stack="vllm")
 
 
 # --------------------------------------------------------------------------------------
@@ -150,7 +150,7 @@ def test_bad_loads_and_mode(grid):
 
 
 def test_alpha_zero_never_beats_plain_decoding():
-    grid = serving.cost_grid(TARGET, DRAFT, GPU, serving.chain_options(0.0, 6), P, G, engine="vllm")
+    grid = serving.cost_grid(TARGET, DRAFT, GPU, serving.chain_options(0.0, 6), P, G, stack="vllm")
     f = serving.steady_state(grid, G, np.geomspace(0.1, 30, 9), mode="open")
     plain = f[f["k"] == 0].set_index("load")["tpot_s"]
     spec = f[f["k"] > 0]
@@ -173,7 +173,7 @@ def test_tree_plug_in_equals_the_tree_result():
     tree = trees.optimal_tree(p, budget=10, max_depth=4)
     f_t, n_nodes, depth = trees.expected_tokens(tree, p), tree.drafts, tree.depth
     opts = [serving.Option("K = 0", 0, 1.0), serving.Option("tree", depth, f_t, n_nodes + 1, 4)]
-    grid = serving.cost_grid(TARGET, DRAFT, GPU, opts, P, G, engine="vllm")
+    grid = serving.cost_grid(TARGET, DRAFT, GPU, opts, P, G, stack="vllm")
     f = serving.steady_state(grid, G, [1e-7], mode="open")
     costs = hardware.pair_costs(
         TARGET, DRAFT, GPU, 1, int(grid.context), depth, draft_tokens=4, verify_tokens=n_nodes + 1, efficiency="vllm"
@@ -186,7 +186,7 @@ def test_tree_plug_in_equals_the_tree_result():
 @settings(max_examples=15, deadline=None)
 @given(alpha=st.floats(0.0, 0.95), loads=st.lists(st.floats(0.05, 60), min_size=2, max_size=6, unique=True))
 def test_metrics_grow_with_load(grid, alpha, loads):
-    g = serving.cost_grid(TARGET, DRAFT, GPU, serving.chain_options(alpha, 3), P, G, engine="vllm")
+    g = serving.cost_grid(TARGET, DRAFT, GPU, serving.chain_options(alpha, 3), P, G, stack="vllm")
     f = serving.steady_state(g, G, sorted(loads), mode="open")
     for _, rows in f[~f["overloaded"]].groupby("k"):
         for col in ("batch", "tpot_s", "ttft_s"):
@@ -258,7 +258,7 @@ def test_tree_option_is_the_tree_as_pair_costs_prices_it():
     assert (o.k, o.verify_tokens, o.draft_tokens) == (tree.depth, tree.drafts + 1, widths.max())
     assert o.mean_tokens == pytest.approx(trees.expected_tokens(tree, p))
     # a tree beside the chains: the engines' schedules stay chains
-    grid = serving.cost_grid(TARGET, DRAFT, GPU, [*serving.chain_options(0.7, 3), o], P, G, engine="vllm")
+    grid = serving.cost_grid(TARGET, DRAFT, GPU, [*serving.chain_options(0.7, 3), o], P, G, stack="vllm")
     assert set(serving.k_by_batch(grid, G)["k"]) <= {0, 1, 2, 3}
 
 
@@ -374,7 +374,7 @@ def test_lru_layouts_of_an_open_loop():
 def test_a_grid_with_a_kv_stream_per_slot():
     target, draft = TARGET, DRAFT
     lengths = P, serving.Lengths.fixed(128)
-    kw = dict(engine="llama.cpp", max_seqs=8)
+    kw = dict(stack="llama.cpp", max_seqs=8)
     options = serving.chain_options(0.8, 3)
     unified = serving.cost_grid(target, draft, GPU, options, *lengths, **kw)
     slots = serving.cost_grid(target, draft, GPU, options, *lengths, kv="slots", **kw)
@@ -386,7 +386,7 @@ def test_a_grid_with_a_kv_stream_per_slot():
         options,
         np.arange(1, 9),
         unified.context,
-        efficiency=engines.profile_for("llama.cpp"),
+        efficiency=profiles.profile_for("llama.cpp"),
     )
     assert np.allclose(slots.round_s[1:], serving.scattered_steps(every))
     assert np.allclose(slots.round_s[[1, -1]], unified.round_s[[1, -1]])  # one busy slot, and all eight

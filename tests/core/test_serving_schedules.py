@@ -84,7 +84,7 @@ def _schedules():
     ]
     out = []
     for target, draft, gpu, tp, alpha in cases:
-        grid = serving.cost_grid(target, draft, gpu, serving.chain_options(alpha, 6), P, G, tp=tp, engine="vllm")
+        grid = serving.cost_grid(target, draft, gpu, serving.chain_options(alpha, 6), P, G, tp=tp, stack="vllm")
         out.append(serving.k_by_batch(grid, G))
     return out
 

@@ -870,7 +870,7 @@ PHRASES = {
         {
             "conversions": joined(
                 inner(
-                    "per-position acceptance (unconditional p_i, as the engine logs it) → conditional a_i = p_i / p_(i−1)"
+                    "per-position acceptance (unconditional p_i, as the serving stack logs it) → conditional a_i = p_i / p_(i−1)"
                 ),
                 inner("k = {k} (given by the caller) for the lines that do not state K", k=2),
                 inner("no label column: label = {name!r} for every row", name="t"),

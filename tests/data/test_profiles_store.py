@@ -1,5 +1,5 @@
 """The run library's custom engine profiles (specviz.data.store save_profile / list_profiles / delete_profile),
-and the terms text they are stored in (specviz.core.engines.encode_terms / decode_terms).
+and the terms text they are stored in (specviz.core.profiles.encode_terms / decode_terms).
 
 Every test uses a throw-away SQLite file under pytest's tmp directory. Covered: round trip of a profile,
 names refused (taken, empty, too long), bad terms, base profile or row count refused with the field named, delete, a library file
@@ -19,8 +19,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specviz.base.i18n import Message
-from specviz.core import engines
-from specviz.core.engines import DEFAULT_EFFICIENCY, FRACTIONS, Efficiency, decode_terms, encode_terms
+from specviz.core import profiles
+from specviz.core.profiles import DEFAULT_EFFICIENCY, FRACTIONS, Efficiency, decode_terms, encode_terms
 from specviz.data import store
 
 
@@ -101,7 +101,7 @@ def test_a_bad_terms_text_names_the_term_the_value_and_what_is_allowed(text, sai
 
 
 def test_a_saved_profile_lists_back_as_saved(engine):
-    eff = engines.profile("hf-transformers")
+    eff = profiles.profile("hf-transformers")
     pid = store.save_profile(
         engine,
         name="my eager box",

@@ -9,8 +9,8 @@ import pytest
 from _apps import open_app, rerun, shown_errors
 from _tiers import first_quick
 
-from specviz.core import engines, moe
 from specviz.core import hardware as hw
+from specviz.core import moe, profiles
 
 PAGE = "pages/hardware.py"
 VIEWS = {
@@ -227,7 +227,7 @@ def test_an_engine_profile_from_a_link_prices_the_step_and_says_so(lang):
     at = open_app(PAGE, view="step", engine="hf-transformers", lang=lang)
     assert not at.exception and not shown_errors(at)
     assert at.selectbox(key="hardware.engine").value == "hf-transformers"
-    eff = engines.profile("hf-transformers")
+    eff = profiles.profile("hf-transformers")
     want = hw.step_breakdown("meta-llama/Llama-3.1-70B-Instruct", "H100-SXM5-80GB", 1, 2048, 1, tp=4, efficiency=eff)[
         "seconds"
     ].sum()
@@ -243,7 +243,7 @@ def test_the_engine_profile_prices_k_star_by_batch():
 def test_an_unknown_engine_in_a_link_warns_and_falls_back_to_the_roofline():
     at = open_app(PAGE, engine="warp-drive")
     assert "engine" in " ".join(w.value for w in at.warning)
-    assert at.selectbox(key="hardware.engine").value == engines.DEFAULT_ENGINE
+    assert at.selectbox(key="hardware.engine").value == profiles.DEFAULT_PROFILE
 
 
 def metric_label(lang: str) -> str:
@@ -372,13 +372,13 @@ def test_expert_parallelism_from_a_link_prices_the_moe_step_as_the_library_says(
 
 @pytest.mark.parametrize("basis", ["engine", "all"])
 def test_the_error_band_is_shown_on_the_step_and_the_speedup_and_shaded_on_the_figure(monkeypatch, basis):
-    if not hasattr(engines, "error_band"):
-        pytest.skip("engines.error_band is not in the library yet")
+    if not hasattr(profiles, "error_band"):
+        pytest.skip("profiles.error_band is not in the library yet")
     bands = {
         "step": {"lo": 0.8, "hi": 1.25, "median": 1.0, "rows": 17, "basis": basis},
         "speedup": {"lo": 0.9, "hi": 1.6, "median": 1.2, "rows": 23, "basis": basis},
     }
-    monkeypatch.setattr(engines, "error_band", lambda name, kind: bands[kind])  # the page reads it at run time
+    monkeypatch.setattr(profiles, "error_band", lambda name, kind: bands[kind])  # the page reads it at run time
     at = open_app(PAGE, view="step")
     step = hw.step_breakdown("meta-llama/Llama-3.1-70B-Instruct", "H100-SXM5-80GB", 1, 2048, 1, tp=4)
     predicted = step["seconds"].sum() * 1e3
@@ -410,7 +410,7 @@ def test_the_speedup_figure_shades_the_band_between_its_bounds():
 
 def test_the_page_runs_on_the_librarys_own_error_band():
     at = open_app(PAGE, view="speedup")
-    band = engines.error_band(engines.DEFAULT_ENGINE, "speedup")
+    band = profiles.error_band(profiles.DEFAULT_PROFILE, "speedup")
     assert any(c.value.startswith("Measured is typically") for c in at.caption) == (band is not None)
 
 

@@ -36,7 +36,7 @@ PAGES = (
     "pages/hardware.py",
     "pages/strategies.py",
     "pages/live.py",
-    "pages/engine-monitor.py",
+    "pages/server-monitor.py",
     "pages/measured-data.py",
     "pages/converter.py",
 )
@@ -329,12 +329,12 @@ def test_converter_survives_any_link(query, library_url):
 
 @pytest.mark.slow
 @HOSTILE
-@given(query=queries("pages/engine-monitor.py"))
+@given(query=queries("pages/server-monitor.py"))
 @example(query={"endpoints": "http://127.0.0.1:1\nfile:///etc/passwd\nhttp://[::1 x", "k": "64", "every": "60"})
 @example(query={"c_src": "hardware", "batch": "512", "ctx": "131072", "detail": "16"})
 @example(query={"endpoints": "\n".join(f"http://127.0.0.1:{p}" for p in range(1, 20))})
-def test_engine_monitor_survives_any_link(query, library_url):
-    no_exception("pages/engine-monitor.py", query)
+def test_server_monitor_survives_any_link(query, library_url):
+    no_exception("pages/server-monitor.py", query)
 
 
 # ----------------------------------------------------------------------------- list caps: links and widgets

@@ -361,9 +361,9 @@ def test_a_weight_file_far_longer_than_its_vocabulary_needs_is_refused_before_pa
     assert float(sampling.parse_distribution(b"p\n" + b"0.01\n" * 100, 100).sum()) == pytest.approx(1.0)
 
 
-def test_an_endpoint_list_over_its_limit_is_cut_with_a_note_on_the_engine_monitor():
-    at = open_app("pages/engine-monitor.py")
-    at.text_area(key="engine-monitor.endpoints").input("http://127.0.0.1:9/metrics\n" * 400).run()
+def test_an_endpoint_list_over_its_limit_is_cut_with_a_note_on_the_server_monitor():
+    at = open_app("pages/server-monitor.py")
+    at.text_area(key="server-monitor.endpoints").input("http://127.0.0.1:9/metrics\n" * 400).run()
     assert not at.exception, [e.value for e in at.exception]
-    assert len(at.text_area(key="engine-monitor.endpoints").value) == 4000
+    assert len(at.text_area(key="server-monitor.endpoints").value) == 4000
     assert any("4,000" in w.value and "10,800" in w.value for w in at.warning), [w.value for w in at.warning]

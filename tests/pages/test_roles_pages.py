@@ -117,8 +117,8 @@ def test_the_live_benchmark_needs_an_editor_and_counts_runs_per_hour(as_user, mo
 @pytest.mark.slow
 def test_the_load_generator_needs_an_editor(as_user):
     as_user(VIEWER)
-    at = open_app("pages/engine-monitor.py")
-    at.session_state["engine-monitor._lg"] = True  # the Load generator expander, opened
+    at = open_app("pages/server-monitor.py")
+    at.session_state["server-monitor._lg"] = True  # the Load generator expander, opened
     rerun(at)
     assert next(b for b in at.button if b.label == "Run load").disabled
     assert any("to run the load generator you need the editor role" in c.value for c in at.caption)

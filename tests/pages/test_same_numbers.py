@@ -41,7 +41,7 @@ VIEWS = DEFAULTS + LINKS
 #: numbers recorded for the older page's view with the same query, else for its default view
 SPLIT_FROM = dict.fromkeys(
     ("pages/run-library.py", "pages/compare-runs.py", "pages/published-acceptance.py"), "pages/measured-data.py"
-)
+) | {"pages/server-monitor.py": "pages/engine-monitor.py"}  # renamed: the old address forwards to it
 _NUMBER = re.compile(r"[-−]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 

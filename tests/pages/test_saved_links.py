@@ -84,7 +84,8 @@ def renamed(page: str, published: dict) -> dict:
 PAGE_KEYS = {
     "pages/strategies.py": "strategies",
     "pages/hardware.py": "hardware",
-    "pages/engine-monitor.py": "engine-monitor",
+    "pages/engine-monitor.py": "server-monitor",  # the old address opens the Server monitor
+    "pages/server-monitor.py": "server-monitor",
     "pages/design-space.py": "design",
     "pages/break-even.py": "breakeven",
     "pages/sampling-lab.py": "lab",

@@ -13,7 +13,7 @@ from _apps import open_app, rerun, shown_errors
 from _messages import CJK
 from _tiers import first_quick
 
-from specviz.core import engines, hardware, serving
+from specviz.core import hardware, profiles, serving
 
 PAGE = "pages/serving.py"
 VIEWS = {"pareto": ["serving.fig_pareto"], "tpot": ["serving.fig_tpot"], "table": [], "schedule": []}
@@ -36,8 +36,8 @@ def library_answer(**over):
         serving.chain_options(v["alpha"], v["k_max"]),
         serving.Lengths.fixed(v["p"]),
         output,
-        engine="vllm",
-        efficiency=engines.profile("vllm"),
+        stack="vllm",
+        efficiency=profiles.profile("vllm"),
     )
     frame = serving.steady_state(grid, output, v["rates"])
     return grid, frame, serving.max_rate(grid, output, ttft_s=v["ttft"], tpot_s=v["tpot"])
@@ -113,7 +113,7 @@ def test_llama_server_with_a_kv_stream_per_slot():
         serving.chain_options(0.8, 6),
         serving.Lengths.fixed(1024),
         output,
-        engine="llama.cpp",
+        stack="llama.cpp",
         max_seqs=8,
         kv="slots",
     )

@@ -7,7 +7,7 @@ import pytest
 from _apps import open_app, rerun, shown_errors
 from _messages import CJK
 
-from specviz.core import configs, engines, hardware, policies, trees
+from specviz.core import configs, hardware, policies, profiles, trees
 from specviz.data import measurements, store
 
 PAGE = "pages/strategies.py"
@@ -135,12 +135,12 @@ def test_the_engine_profile_prices_the_best_tree_as_the_library_says():
     assert at.query_params["engine"] in ("hf-transformers", ["hf-transformers"])
     p = trees.geometric_p(0.8, 4)
     args = (p, "lmsys/vicuna-7b-v1.3", "double7/vicuna-68m", "A100-SXM4-80GB", 8, 1024, 16, 6)
-    for page, efficiency in ((roofline, None), (at, engines.profile("hf-transformers"))):
+    for page, efficiency in ((roofline, None), (at, profiles.profile("hf-transformers"))):
         tree, s = best_priced_tree(*args, efficiency=efficiency)
         m = metric(page, "Best tree")
         assert m.value == (tree.describe() if tree.drafts else "do not speculate") and f"speedup {s:.2f}×" == m.delta
     assert metric(at, "Best tree").delta != metric(roofline, "Best tree").delta  # the eager stack pays per layer
-    fitted = engines.load_engines().loc["hf-transformers", "fitted_on"]
+    fitted = profiles.load_profiles().loc["hf-transformers", "fitted_on"]
     assert any("Hugging Face transformers" in c.value and fitted in c.value for c in at.caption)
 
 
@@ -171,7 +171,7 @@ def test_a_link_restores_the_pair_the_head_and_the_profile():
     assert at.number_input(key="strategies.ctx").value == 4096
     assert {k: at.query_params[k] for k in query} in (query, {k: [v] for k, v in query.items()})
     args = (trees.geometric_p(0.6, 4), "lmsys/vicuna-7b-v1.3", EAGLE, "H100-SXM5-80GB", 4, 4096, 16, 6)
-    _, s = best_priced_tree(*args, efficiency=engines.profile("sglang"))
+    _, s = best_priced_tree(*args, efficiency=profiles.profile("sglang"))
     assert metric(at, "Best tree").delta == f"speedup {s:.2f}×"
     assert any("SGLang" in c.value and "lmsys-blog-mtp" in c.value for c in at.caption)
 
@@ -179,7 +179,7 @@ def test_a_link_restores_the_pair_the_head_and_the_profile():
 def test_bad_engine_or_head_in_a_link_warns_and_falls_back():
     at = open_app(PAGE, view="hardware", cost="gpu", engine="warp-drive")
     assert "engine" in " ".join(w.value for w in at.warning) and not at.error
-    assert at.selectbox(key="strategies.engine").value == engines.DEFAULT_ENGINE
+    assert at.selectbox(key="strategies.engine").value == profiles.DEFAULT_PROFILE
     at = open_app(PAGE, view="hardware", cost="gpu", pair="Llama-2 70B + 7B", draft=EAGLE)
     assert any(EAGLE in w.value and "meta-llama/Llama-2-70b-hf" in w.value for w in at.warning) and not at.error
     _, s = best_priced_tree(
@@ -199,7 +199,7 @@ def test_a_custom_profile_prices_the_tree_and_bad_terms_are_named():
     terms = "overhead_s=0.002,round_overhead_s=0.001"
     at = open_app(PAGE, view="hardware", cost="gpu", pair=VICUNA_PAIR, engine="custom", eng_terms=terms)
     args = (trees.geometric_p(0.6, 4), "lmsys/vicuna-7b-v1.3", "double7/vicuna-68m", "H100-SXM5-80GB", 1, 1024, 16, 6)
-    _, s = best_priced_tree(*args, efficiency=engines.decode_terms(terms))
+    _, s = best_priced_tree(*args, efficiency=profiles.decode_terms(terms))
     assert metric(at, "Best tree").delta == f"speedup {s:.2f}×"
     assert any("custom engine profile" in c.value and terms in c.value for c in at.caption)
     at = open_app(PAGE, view="hardware", cost="gpu", engine="custom", eng_terms="memory=3")
@@ -219,7 +219,7 @@ def test_the_best_tree_on_a_gpu_in_chinese():
         1024,
         16,
         6,
-        engines.profile("vllm"),
+        profiles.profile("vllm"),
     )
     assert f"{s:.2f}" in at.metric[0].delta and CJK.search(at.metric[0].label)
     priced = [c.value for c in at.caption if "vLLM (CUDA graphs)" in c.value]
@@ -317,7 +317,7 @@ def test_policies_from_the_live_page_need_a_recorded_trace():
     assert any("the live page has no recorded trace in this session" in e for e in shown_errors(at))
 
 
-@pytest.mark.parametrize("engine", [engines.DEFAULT_ENGINE, "hf-transformers"])
+@pytest.mark.parametrize("engine", [profiles.DEFAULT_PROFILE, "hf-transformers"])
 def test_policies_can_be_priced_by_the_roofline_model_of_a_pair_on_a_gpu(engine):
     pair = hardware.preset_pairs().iloc[0]
     at = open_app(
@@ -331,12 +331,12 @@ def test_policies_can_be_priced_by_the_roofline_model_of_a_pair_on_a_gpu(engine)
         engine=engine,
     )
     assert not at.error
-    efficiency = None if engine == engines.DEFAULT_ENGINE else engines.profile(engine)
+    efficiency = None if engine == profiles.DEFAULT_PROFILE else profiles.profile(engine)
     costs = hardware.pair_costs(pair["target"], pair["draft"], "H100-SXM5-80GB", 1, 1024, 8, efficiency=efficiency)
     caption = next(c.value for c in at.caption if c.value.startswith("Trace — synthetic"))
     assert f"c = {float(costs['c']):.4g}" in caption and f"o = {float(costs['o']):.3g}" in caption
     assert "the roofline model" in caption
-    label = engines.load_engines().loc[engine, "label"]
+    label = profiles.load_profiles().loc[engine, "label"]
     assert (
         sum(f"Priced with the engine profile {label}" in c.value for c in at.caption) == 2
     )  # above and below the figures

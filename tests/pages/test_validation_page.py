@@ -15,8 +15,9 @@ from _apps import click, open_app, rerun, shown_errors
 from _tiers import first_quick
 
 from specviz.app import profiles
-from specviz.core import engines, published, validation
 from specviz.core import hardware as hw
+from specviz.core import profiles as stack_profiles
+from specviz.core import published, validation
 from specviz.data import store
 
 PAGE = "pages/validation.py"
@@ -28,7 +29,7 @@ VIEWS = {
     "calibrate": [],
 }
 #: the profile the synthetic rows are made with: the default roofline with an eager-like fixed cost
-TRUE = replace(engines.DEFAULT_EFFICIENCY, overhead_s=1.2e-3, layer_overhead_s=8e-5, round_overhead_s=2e-3)
+TRUE = replace(stack_profiles.DEFAULT_EFFICIENCY, overhead_s=1.2e-3, layer_overhead_s=8e-5, round_overhead_s=2e-3)
 #: how close the fit must come to TRUE's per-forward and per-layer costs. The synthetic rows are exact,
 #: so what moves the fit off TRUE is the pull toward the prior (published.PRIOR_WEIGHT = 0.05 per term
 #: scale, against 15 rows' log errors; ≈ 7 % on these rows) and the rounding to 4 significant digits
@@ -250,7 +251,7 @@ def test_calibration_recovers_the_profile_that_made_the_rows_and_saves_it(db_url
     residuals = shown_table(at, "calibrate", "tbl_residuals")
     assert (residuals["ratio"] - 1).abs().max() < 0.05 < (residuals["base_ratio"] - 1).abs().max()
     terms = at.code[0].value
-    assert engines.decode_terms(terms) == engines.Efficiency(**terms_table["fitted"].to_dict())
+    assert stack_profiles.decode_terms(terms) == stack_profiles.Efficiency(**terms_table["fitted"].to_dict())
 
     at.text_input(key="validation.p_name").input("my engine, H100")
     rerun(at)
@@ -264,7 +265,7 @@ def test_calibration_recovers_the_profile_that_made_the_rows_and_saves_it(db_url
     # the Hardware & batch page, opened from that link, prices the step with exactly that profile
     hardware = open_app(HARDWARE, view="step", engine="custom", eng_terms=terms)
     shown = next(m.value for m in hardware.metric if m.label.startswith("Target decode step"))
-    eff = engines.decode_terms(terms)
+    eff = stack_profiles.decode_terms(terms)
     step = hw.step_time("meta-llama/Llama-3.1-70B-Instruct", "H100-SXM5-80GB", 1, 2048, 1, tp=4, efficiency=eff)
     assert shown == f"{float(step) * 1e3:.3f} ms"
     assert any(f"custom engine profile: {terms}" in c.value for c in hardware.caption)
@@ -333,7 +334,7 @@ def test_a_library_run_gives_rows_on_the_pair_chosen(db_url):
                 includes_prefill="no",
             )
         ),
-        engines.DEFAULT_EFFICIENCY,
+        stack_profiles.DEFAULT_EFFICIENCY,
     )
     assert table["predicted"].iloc[2] == pytest.approx(want)
 
@@ -373,7 +374,7 @@ def test_without_the_predictions_file_the_held_out_view_says_how_to_write_it(tmp
 
 @pytest.mark.slow
 def test_the_hardware_page_prices_a_custom_profile_from_its_link():
-    terms = engines.encode_terms(TRUE)
+    terms = stack_profiles.encode_terms(TRUE)
     at = open_app(HARDWARE, view="step", engine="custom", eng_terms=terms)
     shown = next(m.value for m in at.metric if m.label.startswith("Target decode step"))
     step = hw.step_time("meta-llama/Llama-3.1-70B-Instruct", "H100-SXM5-80GB", 1, 2048, 1, tp=4, efficiency=TRUE)

@@ -1,4 +1,4 @@
-"""The Engine monitor page (AppTest) and its logic, against local fake engines over loopback."""
+"""The Server monitor page (AppTest) and its logic, against local fake engines over loopback."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from specviz.core import theory
 from specviz.data import store
 from specviz.servers import Telemetry, fetch, monitor
 
-PAGE = "pages/engine-monitor.py"
+PAGE = "pages/server-monitor.py"
 #: TensorRT-LLM's JSON iteration stats (draftOverhead 0.248 over 12.5 ms and 0.252 over 12.7 ms; K = 3)
 TRTLLM_STATS = json.dumps(
     json.loads((Path(__file__).parents[1] / "fixtures" / "engines" / "trtllm-iteration-stats.json").read_text())["body"]
@@ -67,7 +67,7 @@ def test_parse_endpoints_adds_metrics_and_checks_each_line():
     policy = fetch.FetchPolicy()
     got = monitor.parse_endpoints("http://a:8000\n\n# comment\nhttp://b:30000/metrics sglang\nhttp://a:8000", policy)
     assert got == [monitor.Endpoint("http://a:8000/metrics"), monitor.Endpoint("http://b:30000/metrics", "sglang")]
-    with pytest.raises(ValueError, match=r"line 2: engine 'tgi' is not one of auto, vllm"):
+    with pytest.raises(ValueError, match=r"line 2: serving stack 'tgi' is not one of auto, vllm"):
         monitor.parse_endpoints("http://a:8000\nhttp://b tgi", policy)
     with pytest.raises(ValueError, match="line 1"):
         monitor.parse_endpoints("ftp://a/metrics", policy)
@@ -110,7 +110,7 @@ def test_design_point_places_the_window_and_finds_the_best_k(engine):
 @pytest.mark.slow
 def test_page_without_endpoints_says_how_to_start(db_url):
     at = open_app(PAGE)
-    assert at.title[0].value == "Engine monitor"
+    assert at.title[0].value == "Server monitor"
     assert "python -m specviz gguf" in at.info[0].value
 
 
@@ -151,7 +151,7 @@ def test_page_reacts_to_c(engine):
     _fake, url = engine
     at = open_app(PAGE, endpoints=url, c="2")
     slow = metric_values(at)["S at K = 3"]
-    at.number_input(key="engine-monitor.c").set_value(20.0)
+    at.number_input(key="server-monitor.c").set_value(20.0)
     rerun(at)
     fast = metric_values(at)["S at K = 3"]
     alpha = theory.alpha_from_mean_tokens(2.8, 3)
@@ -164,11 +164,11 @@ def test_page_reacts_to_c(engine):
 def test_page_restores_from_query_params(engine):
     fake, url = engine
     at = open_app(PAGE, endpoints=f"{url} vllm", every="5", k="6", c_src="hardware", poll="false")
-    assert at.text_area(key="engine-monitor.endpoints").value == f"{url} vllm"
-    assert at.number_input(key="engine-monitor.every").value == 5.0
-    assert at.number_input(key="engine-monitor.k").value == 6
-    assert at.toggle(key="engine-monitor.poll").value is False
-    assert at.selectbox(key="engine-monitor.c_src").value == "hardware"
+    assert at.text_area(key="server-monitor.endpoints").value == f"{url} vllm"
+    assert at.number_input(key="server-monitor.every").value == 5.0
+    assert at.number_input(key="server-monitor.k").value == 6
+    assert at.toggle(key="server-monitor.poll").value is False
+    assert at.selectbox(key="server-monitor.c_src").value == "hardware"
     assert fake.scrapes == 0  # polling off: nothing fetched
 
 
@@ -228,9 +228,9 @@ def test_load_generator_measures_speedup_and_c(db_url):
     with ExitStack() as stack:
         urls = [stack.enter_context(e.running()) for e in (fast, slow, draft)]
         at = open_app(PAGE, lg_spec=urls[0], lg_base=urls[1], lg_draft=urls[2], lg_req="6", lg_conc="2")
-        at.session_state["engine-monitor._lg"] = True
+        at.session_state["server-monitor._lg"] = True
         rerun(at)
-        at.text_area(key="engine-monitor.lg_prompts").set_value("def f(x):\nclass A:")
+        at.text_area(key="server-monitor.lg_prompts").set_value("def f(x):\nclass A:")
         click(at, "Run load")
     assert len(fast.bodies) == len(slow.bodies) == len(draft.bodies) == 6
     assert any("measured speedup" in s.value and "measured c" in s.value for s in at.success)
@@ -240,7 +240,7 @@ def test_load_generator_measures_speedup_and_c(db_url):
 
 def test_load_generator_without_a_url_is_an_error(db_url):
     at = open_app(PAGE)
-    at.session_state["engine-monitor._lg"] = True
+    at.session_state["server-monitor._lg"] = True
     rerun(at)
     click(at, "Run load")
     assert any("'With speculation' is empty" in e for e in shown_errors(at))

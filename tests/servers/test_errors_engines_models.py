@@ -53,7 +53,7 @@ NOT_ANY_ENGINE = "/metrics: not vLLM, llama.cpp, SGLang or TensorRT-LLM metrics 
         (
             readers.read_vllm,
             "foo_bar 1\n",
-            "{engine} /metrics: these are not {engine} metrics (they look like no engine specviz knows's)",
+            "{engine} /metrics: these are not {engine} metrics (they look like no serving stack specviz knows's)",
             {"engine": "vLLM"},
             ("vLLM", "specviz"),
         ),
@@ -133,21 +133,21 @@ NOT_ANY_ENGINE = "/metrics: not vLLM, llama.cpp, SGLang or TensorRT-LLM metrics 
             ("numDraftTokens > 0", "enable_iter_perf_stats"),
         ),
         (
-            readers.detect_engine,
+            readers.detect_stack,
             '{"a": 1}',
             "/metrics: JSON, but not TensorRT-LLM iteration stats",
             {},
             ("JSON", "TensorRT-LLM"),
         ),
         (
-            readers.detect_engine,
+            readers.detect_stack,
             "a_b 1\nc_d 2\ne 3\nf 4\n",
             NOT_ANY_ENGINE,
             {"sample": "a_b, c_d, e"},  # the first three names
             ("a_b, c_d, e",),
         ),
         (
-            readers.detect_engine_from_names,
+            readers.detect_stack_from_names,
             set(),
             "/metrics: not vLLM, llama.cpp, SGLang or TensorRT-LLM metrics (it has no samples)",
             {},
@@ -168,9 +168,14 @@ def test_reader_errors_with_arguments_and_pickling_keeps_the_class():
     expect(exc, msgid, {"index": "7", "engines": ["0", "1"]}, ("'7'", "['0', '1']"))
     again = pickle.loads(pickle.dumps(exc))
     assert type(again) is TelemetryError and str(again) == str(exc) and again.text("zh") == exc.text("zh")
-    exc = caught(readers.read_metrics, "vllm:x 1\n", engine="foo")
+    exc = caught(readers.read_metrics, "vllm:x 1\n", stack="foo")
     allowed = "auto, vllm, llamacpp, sglang, trtllm"
-    expect(exc, "engine {engine!r} is not one of {allowed}", {"engine": "foo", "allowed": allowed}, ("'foo'", allowed))
+    expect(
+        exc,
+        "serving stack {engine!r} is not one of {allowed}",
+        {"engine": "foo", "allowed": allowed},
+        ("'foo'", allowed),
+    )
 
 
 # ----------------------------------------------------------------------------- specviz.servers.fetch
@@ -196,8 +201,10 @@ def test_allow_list_entries():
 
 URL = inner("endpoint URL")
 REFUSED = "{field} {url!r} is refused: "
-NOT_ALLOWED = REFUSED + "host {where} is not on the allow-list of engine hosts ({var}: {allowed})"
-IP_NOT_ALLOWED = REFUSED + "the literal IP address {where} is not on the allow-list of engine hosts ({var}: {allowed})"
+NOT_ALLOWED = REFUSED + "host {where} is not on the allow-list of serving-stack hosts ({var}: {allowed})"
+IP_NOT_ALLOWED = (
+    REFUSED + "the literal IP address {where} is not on the allow-list of serving-stack hosts ({var}: {allowed})"
+)
 HOSTS = "localhost:8000, vllm.internal"
 
 
@@ -275,7 +282,8 @@ HOSTS = "localhost:8000, vllm.internal"
         (
             "http://vllm.internal/",
             EMPTY,
-            REFUSED + "no engine host may be fetched: the allow-list {var} is empty. The operator sets it to the "
+            REFUSED
+            + "no serving-stack host may be fetched: the allow-list {var} is empty. The operator sets it to the "
             "comma-separated host or host:port entries this server may fetch, e.g. {var}={example}",
             {"field": URL, "url": "http://vllm.internal/", "var": "SPECVIZ_ENGINE_HOSTS", "example": EXAMPLE},
             ("'http://vllm.internal/'", "SPECVIZ_ENGINE_HOSTS=localhost:8000,vllm.internal:8000"),
@@ -402,14 +410,14 @@ def test_answers_refused_and_the_status_kept():
 def test_endpoint_lines():
     expect(
         caught(monitor.parse_endpoints, "a b c", ANY),
-        "endpoints, line {n}: {line!r} has {count} fields; write 'URL' or 'URL engine'",
+        "endpoints, line {n}: {line!r} has {count} fields; write 'URL' or 'URL stack'",
         {"n": 1, "line": "a b c", "count": 3},
         ("1", "'a b c'", "3"),
     )
     allowed = "auto, vllm, llamacpp, sglang, trtllm"
     expect(
         caught(monitor.parse_endpoints, "\nhttp://x:1 foo", ANY),
-        "endpoints, line {n}: engine {engine!r} is not one of {allowed}",
+        "endpoints, line {n}: serving stack {engine!r} is not one of {allowed}",
         {"n": 2, "engine": "foo", "allowed": allowed},
         ("2", "'foo'", allowed),
     )
@@ -482,7 +490,7 @@ def test_restart_notes():
 def test_to_record_errors():
     expect(
         caught(telemetry.to_record, telemetry.window(None, Telemetry("sglang"))),
-        "{engine} window: K is not known; give the K the engine runs with",
+        "{engine} window: K is not known; give the K the serving stack runs with",
         {"engine": "SGLang"},
         ("SGLang",),
     )

@@ -1,4 +1,4 @@
-"""The Engine monitor against hostile or broken servers on loopback: each fetch ends within a stated time,
+"""The Server monitor against hostile or broken servers on loopback: each fetch ends within a stated time,
 holds a bounded amount of memory, and ends in a one-line message; the page shows it on the endpoint's card.
 
 Bounds under test (``FAST``): a fetch returns within ``total_timeout_s`` (1 s) plus scheduling slack,
@@ -40,7 +40,7 @@ from specviz.servers.readers import TelemetryError, read_metrics
 FAST = FetchPolicy(connect_timeout_s=0.5, read_timeout_s=0.5, total_timeout_s=1.0, max_bytes=1_000_000)
 SLACK_S = 0.75  #: scheduling slack allowed past the total deadline on a busy 2-core machine
 METRICS = vllm_metrics(1)
-PAGE = "pages/engine-monitor.py"
+PAGE = "pages/server-monitor.py"
 
 
 @contextmanager
@@ -450,7 +450,7 @@ def test_the_load_generator_on_the_page_survives_a_hostile_completions_server(db
     """Before: the RecursionError of a deeply nested answer stopped the run and showed a traceback."""
     with serve({("POST", "/v1/completions"): deep_json}) as base:
         at = open_app(PAGE, lg_spec=base, lg_req="2", lg_conc="1", lg_tokens="1")
-        at.session_state["engine-monitor._lg"] = True
+        at.session_state["server-monitor._lg"] = True
         rerun(at)
         click(at, "Run load")
     warnings = [w.value for w in at.warning]

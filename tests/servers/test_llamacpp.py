@@ -2,7 +2,7 @@
 
 The server (built by scripts/build-llama-server, started on loopback by the ``llama_server``
 fixture with K = 4 fixed) is read through every path a user has: its /metrics, each
-completion's ``timings``, its own log, the Engine monitor page, and the load generator.
+completion's ``timings``, its own log, the Server monitor page, and the load generator.
 The export is checked the strict way: llama.cpp's greedy continuation equals ours, token for token.
 """
 
@@ -139,10 +139,10 @@ def test_log_readers_on_the_servers_own_log(llama_server, prompts):
     assert last["acceptance_rate"] == pytest.approx(w.accepted_tokens / w.draft_tokens, abs=0.006)
 
 
-def test_engine_monitor_page_reads_the_server(llama_server, prompts, db_url):
+def test_server_monitor_page_reads_the_server(llama_server, prompts, db_url):
     llamacpp.complete(llama_server.url, prompts[2].tolist(), 32)
     w = window(None, read_llamacpp(llamacpp.metrics_text(llama_server.url)))
-    at = open_app("pages/engine-monitor.py", endpoints=llama_server.url, k="8")
+    at = open_app("pages/server-monitor.py", endpoints=llama_server.url, k="8")
     m = {x.label: x.value for x in at.metric}
     assert m[f"α at K = {LLAMA_K}"] != "—"  # the engine's own K (from its per-position series), not the assumed 8
     got = float(m["Mean acceptance length"])

@@ -497,21 +497,21 @@ def test_a_llamacpp_run_carries_its_draft_acceptance_and_is_stored(db_url, clien
     assert back["concurrency"].iloc[0] == 1 and back["acceptance_rate"].iloc[0] == pytest.approx(0.75)
 
 
-# --- the Engine monitor page ----------------------------------------------------------------------
+# --- the Server monitor page ----------------------------------------------------------------------
 
-PAGE = "pages/engine-monitor.py"
+PAGE = "pages/server-monitor.py"
 
 
 def open_load_section(**query: str):
     at = open_app(PAGE, **query)
-    at.session_state["engine-monitor._lg"] = True  # the Load generator expander, opened
+    at.session_state["server-monitor._lg"] = True  # the Load generator expander, opened
     return rerun(at)
 
 
 @pytest.mark.slow
 def test_page_a_bad_rate_is_an_error_naming_the_field(db_url):
     at = open_load_section(lg_spec="http://localhost:8080", lg_rate="fast")
-    assert at.text_input(key="engine-monitor.lg_rate").value == "fast"
+    assert at.text_input(key="server-monitor.lg_rate").value == "fast"
     errors = shown_errors(at)
     assert any("rate must be a number of requests per second in 0.01..1000" in e and "'fast'" in e for e in errors)
     assert next(b for b in at.button if b.label == "Run load").disabled
@@ -522,7 +522,7 @@ def test_page_runs_an_open_loop_shows_the_latencies_and_saves_the_run(db_url):
     engine = StreamingEngine([(0.0, "ab"), (0.01, "c")], style="llama", draft=(8, 6))
     with engine.running() as url:
         at = open_load_section(lg_spec=url, lg_rate="50", lg_seed="3", lg_req="4", lg_conc="2")
-        assert at.number_input(key="engine-monitor.lg_seed").value == 3
+        assert at.number_input(key="server-monitor.lg_seed").value == 3
         click(at, "Run load")
     assert len(engine.bodies) == 4 and all(b["stream"] for b in engine.bodies)
     table = at.dataframe[0].value

@@ -1,4 +1,4 @@
-"""The Engine monitor's figures: acceptance by position, tokens/s and the draft overhead over time."""
+"""The Server monitor's figures: acceptance by position, tokens/s and the draft overhead over time."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def acceptance_by_position(unconditional: np.ndarray, conditional: np.ndarray, l
     fig = go.Figure()
     for y, name, color in (
         (conditional, text(lang, "conditional a_i"), _FASTER),
-        (unconditional, text(lang, "unconditional u_i (engine's per-position rate)"), "#92c5de"),
+        (unconditional, text(lang, "unconditional u_i (the serving stack's per-position rate)"), "#92c5de"),
     ):
         fig.add_trace(
             go.Bar(x=positions, y=y, name=name, marker_color=color, hovertemplate="i = %{x}<br>%{y:.3f}<extra></extra>")

@@ -41,7 +41,10 @@ def _hover(frame: pd.DataFrame, lang: str) -> list[str]:
                 ratio=f"{r.ratio:.3f}",
             ),
             text(
-                lang, "engine {engine}; source {source}", engine=plotly_text(r.engine), source=plotly_text(r.source_id)
+                lang,
+                "serving stack {engine}; source {source}",
+                engine=plotly_text(r.engine),
+                source=plotly_text(r.source_id),
             ),
         ]
         if source:

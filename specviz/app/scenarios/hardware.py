@@ -11,14 +11,15 @@ from specviz.app import profiles, ui
 from specviz.app.share import Param
 from specviz.base import i18n
 from specviz.base.i18n import N_
-from specviz.core import acceptance, engines, hardware, heads, moe
+from specviz.core import acceptance, hardware, heads, moe
+from specviz.core import profiles as stack_profiles
 
 PAGE = "hardware"  #: the page's widget keys start with it
 MODELS, GPUS = hardware.load_catalog()
 CUSTOM_GPU = "custom"  #: the GPU choice "custom figures" (a link before the slugs wrote that)
 #: the preset pairs: a draft model (pairs.csv) or a published head (head_pairs.csv, same columns)
 PAIRS = hardware.preset_pairs(heads=True).set_index("name")
-ENGINES = engines.load_engines()
+PROFILES = stack_profiles.load_profiles()
 HEADS = heads.load_heads()
 NGRAM = hardware.NGRAM  #: the draft choice "n-gram lookup" (prompt lookup: no draft forward)
 CUSTOM = "custom"  #: the pair choice "custom (choose target and draft)"
@@ -75,7 +76,7 @@ def controls(machine: dict | None) -> tuple[Param, ...]:
         Param("ep", False, "bool", label=N_("Expert parallel (EP = TP)")),
         Param("skew", 0.0, "float", 0.0, 2.0, label=N_("Routing skew (Zipf exponent; 0: uniform)")),
         Param("dtype", "bf16", "choice", choices=tuple(hardware.DTYPE_BYTES), label=N_("dtype")),
-        profiles.engine_param(),  # a catalogue profile, or custom with its terms in eng_terms
+        profiles.profile_param(),  # a catalogue profile, or custom with its terms in eng_terms
         profiles.terms_param(),
         Param("g_mem", 80.0, "float", 1.0, 4096.0, label=N_("Memory (GB)")),
         Param("g_bw", 3.35, "float", 0.01, 100.0, label=N_("Bandwidth (TB/s)")),
@@ -341,7 +342,7 @@ def by_batch_and_context(s: Scenario) -> pd.DataFrame:
     return hardware.speedup_by_batch(s.target_spec, s.draft_spec, s.gpu_spec, alpha, BATCHES, CONTEXTS, s.k_max, **kw)
 
 
-def step(s: Scenario) -> tuple[pd.DataFrame, engines.Efficiency]:
+def step(s: Scenario) -> tuple[pd.DataFrame, stack_profiles.Efficiency]:
     """The target's decode step at (B, L) by operator, and the efficiency that priced it (the profile's,
     else the GPU's own: a calibrated machine keeps its figures)."""
     eff = s.profile.efficiency() or hardware.efficiency_for(s.gpu_spec)
@@ -378,11 +379,11 @@ def experts_touched(s: Scenario) -> dict:
 
 
 def error_band(s: Scenario, kind: str) -> dict | None:
-    """The engine profile's error band (:func:`specviz.core.engines.error_band`: the 10th and 90th
+    """The engine profile's error band (:func:`specviz.core.profiles.error_band`: the 10th and 90th
     percentile of predicted / measured on held-out published rows), or None where it has none."""
-    if s.profile.engine not in ENGINES.index:  # a custom profile was scored on no held-out row
+    if s.profile.name not in PROFILES.index:  # a custom profile was scored on no held-out row
         return None
-    return engines.error_band(s.profile.engine, kind)
+    return stack_profiles.error_band(s.profile.name, kind)
 
 
 def band_text(band: dict, predicted: float, fmt: str) -> str:

@@ -9,7 +9,8 @@ import pandas as pd
 
 from specviz.app import profiles, ui
 from specviz.base import i18n
-from specviz.core import acceptance, engines, hardware, serving, trees
+from specviz.core import acceptance, hardware, serving, trees
+from specviz.core import profiles as stack_profiles
 
 PAIRS = hardware.preset_pairs(heads=True).set_index("name")
 CUSTOM = "custom"  #: the pair choice "custom (choose target and draft)"
@@ -50,7 +51,7 @@ class Replica:
     output: LengthsSpec
     chunk: int  #: prefill chunk, tokens per step
     decay: str = ""  #: a fitted α(L)'s link text "a;b" ("" : α at every context)
-    kv: str = "unified"  #: llama-server's KV layout ("unified" for every other engine)
+    kv: str = "unified"  #: llama-server's KV layout ("unified" for every other stack)
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,8 @@ def chosen_pair(view: dict) -> tuple:
 
 
 def kv_layout(view: dict) -> str:
-    """The KV layout priced: the control's for a llama.cpp profile, one cache for every other engine."""
-    return view["kv"] if view["engine"] in serving.SLOT_ENGINES else "unified"
+    """The KV layout priced: the control's for a llama.cpp profile, one cache for every other stack."""
+    return view["kv"] if view["engine"] in serving.SLOT_STACKS else "unified"
 
 
 def lengths(view: dict, which: str) -> LengthsSpec:
@@ -141,7 +142,7 @@ def options(
 def grid(r: Replica):
     """The cost grid of every option (cached: the sweep reuses it for every load)."""
     prompt, output = r.prompt.lengths(), r.output.lengths()
-    engine = r.profile.engine
+    stack = r.profile.name
     return serving.cost_grid(
         r.target,
         r.draft,
@@ -151,9 +152,9 @@ def grid(r: Replica):
         output,
         dtype=r.dtype,
         tp=r.tp,
-        engine=engine if engine in engines.engine_names() else None,
+        stack=stack if stack in stack_profiles.profile_names() else None,
         efficiency=r.profile.efficiency(),
-        prefill=serving.PREFILL.get(engine, "mixed"),
+        prefill=serving.PREFILL.get(stack, "mixed"),
         chunk_tokens=r.chunk,
         max_seqs=r.max_seqs,
         kv=r.kv,

@@ -70,7 +70,7 @@ SPEC = (
     Param("ctx", 1024, "int", 16, 131072, log=True, label=N_("Context")),
     Param("batch", 1, "int", 1, 256, log=True, label=N_("Batch")),
     Param("draft", PAIR_DRAFT, "choice", choices=(PAIR_DRAFT, *SEQUENTIAL_HEADS), label=N_("Draft")),
-    profiles.engine_param(),  # a catalogue profile, or custom with its terms in eng_terms
+    profiles.profile_param(),  # a catalogue profile, or custom with its terms in eng_terms
     profiles.terms_param(),
     Param(
         "trace_src",

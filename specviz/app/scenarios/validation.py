@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from specviz.app import ui
-from specviz.core import engines, published, validation
+from specviz.core import profiles, published, validation
 
 BY = ("engine", "source_id", "method")  #: the error tables' groupings
 
@@ -134,4 +134,4 @@ def your_table(y: YourRows, upload) -> pd.DataFrame | None:
 @ui.cached(max_entries=8)
 def fitted(rows_csv: str, base: str):
     """validation.calibrate of your rows (as CSV text: a cache key) from the profile ``base``."""
-    return validation.calibrate(validation.rows_from_csv(rows_csv), engines.profile(base))
+    return validation.calibrate(validation.rows_from_csv(rows_csv), profiles.profile(base))

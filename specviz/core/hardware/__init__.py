@@ -2,7 +2,6 @@
 
 Modules: catalog, hf_config, params, roofline (one forward), pair (one round), memory, sweeps, schedule (K*(B) as a stack's settings)."""
 
-from specviz.core.engines import DEFAULT_EFFICIENCY, Efficiency, as_efficiency
 from specviz.core.hardware.catalog import (
     CALIBRATION_DIR,
     CATALOG_DIR,
@@ -43,6 +42,7 @@ from specviz.core.hardware.roofline import (
 )
 from specviz.core.hardware.schedule import llama_cpp_flags, vllm_speculative_config
 from specviz.core.hardware.sweeps import _mean_tokens, alpha_from_measurements, k_schedule, speedup_by_batch
+from specviz.core.profiles import DEFAULT_EFFICIENCY, Efficiency, as_efficiency
 
 __all__ = [
     "BOARD_GPUS",

@@ -15,7 +15,7 @@ import pandas as pd
 
 from specviz.base.i18n import N_, Message, Phrase
 from specviz.base.paths import DATA
-from specviz.core.engines import DEFAULT_EFFICIENCY, Efficiency
+from specviz.core.profiles import DEFAULT_EFFICIENCY, Efficiency
 
 CATALOG_DIR = DATA / "catalog"
 CALIBRATION_DIR = DATA / "calibration"  #: python -m specviz calibrate

@@ -12,9 +12,9 @@ import pandas as pd
 
 from specviz.base.i18n import Message, Phrase
 from specviz.core import moe
-from specviz.core.engines import Efficiency, as_efficiency
 from specviz.core.hardware.catalog import efficiency_for, gpu_spec, model_spec
 from specviz.core.hardware.params import _attention_parameters, _expert_parameters, _n_moe_layers
+from specviz.core.profiles import Efficiency, as_efficiency
 
 #: bytes per element of weights, activations and the KV cache for each dtype
 DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.625, "int4-g128": 0.53125}

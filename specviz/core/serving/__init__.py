@@ -24,7 +24,7 @@ from specviz.core.serving.simulate import open_loop_point, simulate_batching
 from specviz.core.serving.sla import best_by_load, gpus_needed, k_by_batch, max_rate, speculation_stops_paying
 from specviz.core.serving.slots import (
     KV_LAYOUTS,
-    SLOT_ENGINES,
+    SLOT_STACKS,
     lru_free_slot,
     lru_slot_layouts,
     run_lengths,
@@ -40,7 +40,7 @@ __all__ = [
     "MODES",
     "PREFILL",
     "PREFILL_TAIL",
-    "SLOT_ENGINES",
+    "SLOT_STACKS",
     "TAIL_LEVELS",
     "CostGrid",
     "Lengths",

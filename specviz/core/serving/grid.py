@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specviz.base.i18n import Message
-from specviz.core import engines, hardware, heads
+from specviz.core import hardware, heads, profiles
 from specviz.core.serving.slots import KV_LAYOUTS, scattered_steps
 from specviz.core.serving.traffic import Lengths, decode_context, mean_tokens_over_context
 
-#: How an engine runs a prompt's prefill beside the running decodes: "mixed" (prompt tokens ride in the
+#: How a serving stack runs a prompt's prefill beside the running decodes: "mixed" (prompt tokens ride in the
 #: decode step's batch, chunked to a token budget: vLLM V1's chunked prefill, on by default; TensorRT-LLM's
 #: in-flight batching of context and generation requests; llama.cpp's server, whose batch of up to
 #: ``n_batch`` tokens takes prompt and generated tokens of every slot) or "separate" (a prefill forward of
@@ -27,7 +27,7 @@ PREFILL = {
     "mlc-llm": "separate",
     "exllamav2": "separate",
 }
-#: How an engine's KV cache holds its sequences: "unified" (one cache, and every step one forward over the
+#: How a serving stack's KV cache holds its sequences: "unified" (one cache, and every step one forward over the
 #: running batch: vLLM, SGLang, TensorRT-LLM, llama-server with ``--kv-unified`` or ``-np`` auto) or "slots"
 #: (llama-server started with ``-np N``: one KV stream per slot, and every step one forward per run of
 #: consecutive busy slots, :func:`scattered_steps`).
@@ -189,7 +189,7 @@ def cost_grid(
     *,
     dtype="bf16",
     tp=1,
-    engine: str | None = None,
+    stack: str | None = None,
     efficiency=None,
     prefill: str | None = None,
     chunk_tokens: int = 2048,
@@ -199,7 +199,7 @@ def cost_grid(
     kv: str = "unified",
 ) -> CostGrid:
     """Every option's round (:func:`round_seconds`) on a batch grid at the decode context L̄ (:func:`decode_context`).
-    ``engine`` picks the profile (:func:`engines.profile_for`) and prefill mode (:data:`PREFILL`); ``efficiency`` and
+    ``stack`` picks the profile (:func:`profiles.profile_for`) and prefill mode (:data:`PREFILL`); ``efficiency`` and
     ``prefill`` override them. Mixed prefill spans ⌈P / ``chunk_tokens``⌉ rounds. ``kv="slots"`` prices n of ``cap``
     scattered slots (:func:`scattered_steps`). Message on a bad ``kv`` or weights that do not fit."""
     if kv not in KV_LAYOUTS:
@@ -209,9 +209,9 @@ def cost_grid(
     options = tuple(options)
     if not options or options[0].k != 0:
         raise ValueError("options must start with the option without speculation (K = 0)")
-    eff = hardware.as_efficiency(efficiency) or (engines.profile_for(engine) if engine else None)
+    eff = hardware.as_efficiency(efficiency) or (profiles.profile_for(stack) if stack else None)
     eff = eff or hardware.efficiency_for(hardware.gpu_spec(gpu))
-    mode = prefill or PREFILL.get(engine or "", "mixed")
+    mode = prefill or PREFILL.get(stack or "", "mixed")
     ctx = float(round(decode_context(prompt, output)))
     cap = batch_cap(target, draft if len(options) > 1 else None, gpu, ctx, dtype=dtype, tp=tp, max_seqs=max_seqs)
     if cap < 1:

@@ -8,12 +8,12 @@ import numpy as np
 
 from specviz.core.serving.traffic import Lengths
 
-#: How an engine's KV cache holds its sequences: "unified" (one cache, and every step one forward over the
+#: How a serving stack's KV cache holds its sequences: "unified" (one cache, and every step one forward over the
 #: running batch: vLLM, SGLang, TensorRT-LLM, llama-server with ``--kv-unified`` or ``-np`` auto) or "slots"
 #: (llama-server started with ``-np N``: one KV stream per slot, and every step one forward per run of
 #: consecutive busy slots, :func:`scattered_steps`).
 KV_LAYOUTS = ("unified", "slots")
-SLOT_ENGINES = ("llama.cpp", "llama.cpp-cpu")  #: the engine profiles whose server may keep a KV stream per slot
+SLOT_STACKS = ("llama.cpp", "llama.cpp-cpu")  #: the stack profiles whose server may keep a KV stream per slot
 
 
 def scattered_steps(steps) -> np.ndarray:

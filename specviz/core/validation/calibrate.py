@@ -5,15 +5,15 @@ from __future__ import annotations
 import pandas as pd
 
 from specviz.base.i18n import Message
-from specviz.core import engines, published
-from specviz.core.engines import Efficiency
+from specviz.core import profiles, published
+from specviz.core.profiles import Efficiency
 
 
 def calibrate(rows: pd.DataFrame, base: Efficiency) -> tuple[Efficiency, pd.DataFrame]:
     """(profile fitted to ``rows`` from ``base``, 4 significant digits; rows with its and base's predicted/ratio)."""
     if rows.empty:
         raise Message("there are no valid rows of yours to fit a profile to")
-    fitted = engines.decode_terms(engines.encode_terms(published.fit_profile(rows, prior=base), digits=4))
+    fitted = profiles.decode_terms(profiles.encode_terms(published.fit_profile(rows, prior=base), digits=4))
     mine = published.predict(rows, dict.fromkeys(rows["engine"].unique(), fitted))
     base_pred = published.predict(rows, dict.fromkeys(rows["engine"].unique(), base))
     return fitted, mine.assign(base_predicted=base_pred["predicted"], base_ratio=base_pred["ratio"])
@@ -38,7 +38,7 @@ def fit_summary(rows: pd.DataFrame) -> dict:
 
 def terms_table(fitted: Efficiency, base: Efficiency) -> pd.DataFrame:
     """Every term of the fitted profile beside the base's: term, fitted, base, changed."""
-    names = engines.TERMS
+    names = profiles.TERMS
     return pd.DataFrame(
         {
             "term": names,

@@ -1,8 +1,8 @@
 """Which profiles predict the published rows, the error targets, and the tables that score them.
 
 Predictors: ``loso`` held out, leave-one-source-out (``published.load_predictions``, written by
-``benchmarks/validation_bench.py``); ``shipped`` the profiles of ``data/catalog/engines.csv`` fitted
-on every row (in-sample); ``default`` the default roofline profile (``engines.DEFAULT_EFFICIENCY``).
+``benchmarks/validation_bench.py``); ``shipped`` the profiles of ``data/catalog/profiles.csv`` fitted
+on every row (in-sample); ``default`` the default roofline profile (``profiles.DEFAULT_EFFICIENCY``).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from specviz.base.i18n import Message
-from specviz.core import engines, published
-from specviz.core.engines import DEFAULT_EFFICIENCY
+from specviz.core import profiles, published
+from specviz.core.profiles import DEFAULT_EFFICIENCY
 
 PREDICTORS = ("loso", "shipped", "default")  #: who predicts the published rows (slugs: a link names them)
 WITHIN = 0.15  #: the band of :func:`specviz.core.published.errors`' within_15: |predicted / measured − 1| ≤ 15 %
@@ -35,13 +35,13 @@ def _profile_for(which: str):
     """row -> Efficiency of predictor ``which`` for rows outside the published fit: default, or the engine's profile."""
     if which == "default":
         return lambda row: DEFAULT_EFFICIENCY
-    return lambda row: engines.profile_for(row["engine"])
+    return lambda row: profiles.profile_for(row["engine"])
 
 
 def inputs_stamp() -> str:
     """Paths and mtimes of the measurements, engine catalogue and predictions file (a cache key)."""
     parts = []
-    for path in (published.MEASUREMENTS, engines.ENGINES_CSV, Path(published.PREDICTIONS)):
+    for path in (published.MEASUREMENTS, profiles.PROFILES_CSV, Path(published.PREDICTIONS)):
         parts.append(f"{path}@{path.stat().st_mtime_ns if path.exists() else 'absent'}")
     return "|".join(parts)
 

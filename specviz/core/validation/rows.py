@@ -9,7 +9,7 @@ import pandas as pd
 
 from specviz.base.i18n import N_, Message, Phrase
 from specviz.core import hardware, heads, published, theory
-from specviz.core.engines import DEFAULT_EFFICIENCY
+from specviz.core.profiles import DEFAULT_EFFICIENCY
 
 #: the drafting methods :func:`specviz.core.published.predict_row` prices (``published.priceable``)
 METHODS = ("model", "eagle", "eagle2", "eagle3", "mtp", "medusa", "ngram")

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 from specviz.base import access
 from specviz.base.access import Identity
 from specviz.base.i18n import N_, Message
-from specviz.core.engines import decode_terms, encode_terms, engine_names
+from specviz.core.profiles import decode_terms, encode_terms, profile_names
 from specviz.data.store import tables
 from specviz.data.store.errors import StoreError, cause, check_library_file, reported
 from specviz.data.store.owners import identity, record
@@ -51,8 +51,8 @@ def save_profile(
 ) -> int:
     """Store a custom engine profile as ``who``'s (an editor or admin; audited); return its id.
 
-    ``terms``: :func:`specviz.core.engines.decode_terms` text, stored re-encoded; ``base_engine``: one of
-    :func:`~specviz.core.engines.engine_names`; ``n_rows``: an integer >= 0. Raises StoreError (nothing
+    ``terms``: :func:`specviz.core.profiles.decode_terms` text, stored re-encoded; ``base_engine``: one of
+    :func:`~specviz.core.profiles.profile_names`; ``n_rows``: an integer >= 0. Raises StoreError (nothing
     stored) naming the field: a name empty, over 80 characters or taken, bad terms, a failed write.
     """
     who = identity(who, "profile")
@@ -61,11 +61,11 @@ def save_profile(
         text = encode_terms(decode_terms(terms))
     except Message as exc:
         raise StoreError(exc) from None
-    if base_engine not in engine_names():
+    if base_engine not in profile_names():
         raise StoreError(
             Message(
                 "base_engine must be one of {allowed}; got {value!r}",
-                allowed=", ".join(engine_names()),
+                allowed=", ".join(profile_names()),
                 value=base_engine,
             )
         )

@@ -47,7 +47,7 @@ class FetchPolicy:
     def __post_init__(self) -> None:
         if self.allowed_hosts is None:
             if self.hosted:
-                raise ValueError(f"hosted mode needs an allow-list of engine hosts ({ENV_HOSTS}); got none")
+                raise ValueError(f"hosted mode needs an allow-list of serving-stack hosts ({ENV_HOSTS}); got none")
         else:
             if isinstance(self.allowed_hosts, str):
                 raise ValueError(
@@ -126,24 +126,24 @@ def check_url(url: str, policy: FetchPolicy, *, field: str = FIELD) -> str:
         if not any(h == host and p in (None, port) for h, p in entries):
             if not entries:
                 raise refused(
-                    "{field} {url!r} is refused: no engine host may be fetched: the allow-list {var} is empty. The operator sets it to the comma-separated host or host:port entries this server may fetch, e.g. {var}={example}",
+                    "{field} {url!r} is refused: no serving-stack host may be fetched: the allow-list {var} is empty. The operator sets it to the comma-separated host or host:port entries this server may fetch, e.g. {var}={example}",
                     var=ENV_HOSTS,
                     example=_EXAMPLE_HOSTS,
                 )
             listed = {"var": ENV_HOSTS, "allowed": ", ".join(policy.allowed_hosts)}
             if ip is None:
                 raise refused(
-                    "{field} {url!r} is refused: host {where} is not on the allow-list of engine hosts ({var}: {allowed})",
+                    "{field} {url!r} is refused: host {where} is not on the allow-list of serving-stack hosts ({var}: {allowed})",
                     where=f"{host}:{port}",
                     **listed,
                 )
             key = (
                 N_(
-                    "{field} {url!r} is refused: the literal IP address {where} is not on the allow-list of engine hosts ({var}: {allowed}); hosted mode fetches an IP address only when the list holds it"
+                    "{field} {url!r} is refused: the literal IP address {where} is not on the allow-list of serving-stack hosts ({var}: {allowed}); hosted mode fetches an IP address only when the list holds it"
                 )
                 if policy.hosted
                 else N_(
-                    "{field} {url!r} is refused: the literal IP address {where} is not on the allow-list of engine hosts ({var}: {allowed})"
+                    "{field} {url!r} is refused: the literal IP address {where} is not on the allow-list of serving-stack hosts ({var}: {allowed})"
                 )
             )
             raise refused(key, where=format_host_entry(host, port), **listed)

@@ -60,7 +60,7 @@ def load_record(
         record = to_record(window, k=k, label=label, c=c, method=method, source=origin)
     else:
         if not k:
-            raise Message("load run {label!r}: K is not known; give the K the engine runs with", label=label)
+            raise Message("load run {label!r}: K is not known; give the K the serving stack runs with", label=label)
         record = {"label": label or f"load {spec.base_url}", "k": int(k), "method": method, "source": origin}
         if result.draft_acceptance is not None:
             record["acceptance_rate"] = round(min(max(result.draft_acceptance, 0.0), 1.0), 9)
@@ -70,7 +70,7 @@ def load_record(
         record["speedup"] = round(measured_speedup(result, baseline), 9)
     if not any(record.get(name) is not None for name in ("mean_accepted_tokens", "acceptance_rate", "speedup")):
         raise Message(
-            "load run {label!r}: no acceptance figure (no window of the engine's counters, no llama.cpp draft counts) and no speedup (no run without speculation to compare with); a row of the run library needs one of them",
+            "load run {label!r}: no acceptance figure (no window of the serving stack's counters, no llama.cpp draft counts) and no speedup (no run without speculation to compare with); a row of the run library needs one of them",
             label=record["label"],
         )
     record |= _serving_columns(result)

@@ -1,7 +1,7 @@
 """One reader per serving stack's endpoint body → one Telemetry; every failure a :class:`TelemetryError`."""
 
 from specviz.servers.readers.checks import MAX_MODEL, TelemetryError
-from specviz.servers.readers.detect import READERS, detect_engine, read_metrics
+from specviz.servers.readers.detect import READERS, detect_stack, read_metrics
 from specviz.servers.readers.llamacpp import read_llamacpp, read_llamacpp_timings
 from specviz.servers.readers.prometheus import (
     GENERATED,
@@ -10,7 +10,7 @@ from specviz.servers.readers.prometheus import (
     MAX_SERIES,
     PER_POSITION,
     SPEC_COUNTERS,
-    detect_engine_from_names,
+    detect_stack_from_names,
     prometheus_samples,
 )
 from specviz.servers.readers.sglang import read_sglang, read_sglang_server_info, sglang_rate_meaning
@@ -27,8 +27,8 @@ __all__ = [
     "READERS",
     "SPEC_COUNTERS",
     "TelemetryError",
-    "detect_engine",
-    "detect_engine_from_names",
+    "detect_stack",
+    "detect_stack_from_names",
     "prometheus_samples",
     "read_llamacpp",
     "read_llamacpp_timings",

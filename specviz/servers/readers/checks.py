@@ -10,12 +10,12 @@ from dataclasses import replace
 from specviz.base.i18n import N_, Message
 from specviz.servers.telemetry import Telemetry
 
-MAX_MODEL = 160  #: characters of a model name kept (the run's label is "<engine> <model>", at most 200)
+MAX_MODEL = 160  #: characters of a model name kept (the run's label is "<stack> <model>", at most 200)
 _SHOWN = 160  #: characters of a series, value or parser error quoted in a message
 
 
 class TelemetryError(Message):
-    """A body that is not the telemetry expected (wrong format, engine, or speculation off); a ValueError."""
+    """A body that is not the telemetry expected (wrong format, stack, or speculation off); a ValueError."""
 
     def __reduce__(self):  # pickling keeps the class
         return _telemetry_error, (self.msgid, self.fields)

@@ -42,7 +42,7 @@ def read_llamacpp_timings(body: dict | str, *, k: int | None = None, now: float 
     n, ms, tps = count("predicted_n"), count("predicted_ms"), count("predicted_per_second")
     end = _now(now)
     return Telemetry(
-        engine="llamacpp",
+        stack="llamacpp",
         model=_model(data.get("model", "")),
         k=k,
         start=end - ms / 1000.0 if ms else None,

@@ -1,4 +1,4 @@
-"""Prometheus text → capped samples → the spec-decode counters of one engine prefix, grouped into readings.
+"""Prometheus text → capped samples → the spec-decode counters of one stack prefix, grouped into readings.
 
 Caps against a hostile body (tests/servers/test_hostile_servers.py): at most :data:`MAX_SERIES` sample
 lines of at most :data:`MAX_LINE` characters, positions below :data:`MAX_POSITION`, counters finite and
@@ -15,9 +15,9 @@ from collections.abc import Callable
 from prometheus_client.parser import text_string_to_metric_families
 
 from specviz.servers.readers.checks import TelemetryError, _cut, _model
-from specviz.servers.telemetry import ENGINES, Telemetry
+from specviz.servers.telemetry import STACKS, Telemetry
 
-SPEC_COUNTERS = {  # our field -> the counter's name after the engine's prefix
+SPEC_COUNTERS = {  # our field -> the counter's name after the stack's prefix
     "drafts": "spec_decode_num_drafts_total",
     "draft_tokens": "spec_decode_num_draft_tokens_total",
     "accepted_tokens": "spec_decode_num_accepted_tokens_total",
@@ -90,7 +90,7 @@ def _counter(name: str, labels: dict[str, str], value: float) -> float:
 
 
 def _prometheus_counters(
-    samples, prefix: str, engine: str, now: float, group: Callable[[dict[str, str]], str]
+    samples, prefix: str, stack: str, now: float, group: Callable[[dict[str, str]], str]
 ) -> dict[str, Telemetry]:
     """The spec-decode counters of ``prefix`` grouped by ``group(labels)``, one cumulative Telemetry per group."""
     fields: dict[str, dict[str, float]] = defaultdict(dict)
@@ -136,7 +136,7 @@ def _prometheus_counters(
         positions = per_pos.get(key, {})
         series = tuple(positions.get(i, 0.0) for i in range(max(positions) + 1)) if positions else ()
         out[key] = Telemetry(
-            engine=engine,
+            stack=stack,
             model=models.get(key, ""),
             k=len(series) or None,
             end=now,
@@ -148,39 +148,39 @@ def _prometheus_counters(
     return out
 
 
-def _no_spec(engine: str, samples) -> TelemetryError:
-    """Why ``engine``'s body has no speculative series: empty, speculation off, or another engine's metrics."""
+def _no_spec(stack: str, samples) -> TelemetryError:
+    """Why ``stack``'s body has no speculative series: empty, speculation off, or another stack's metrics."""
     names = {n for n, _, _ in samples}
     if not names:
-        return TelemetryError("{engine} /metrics: the body has no samples", engine=ENGINES[engine])
-    prefix = dict(_PREFIXES)[engine]
+        return TelemetryError("{engine} /metrics: the body has no samples", engine=STACKS[stack])
+    prefix = dict(_PREFIXES)[stack]
     own = sum(n.startswith(prefix) for n in names)
     if own:
         return TelemetryError(
             "{engine} /metrics: no speculative-decoding series among its {own} {prefix} metrics: speculation is off on this server",
-            engine=ENGINES[engine],
+            engine=STACKS[stack],
             own=own,
             prefix=prefix,
         )
     try:
-        other = ENGINES[detect_engine_from_names(names)]
+        other = STACKS[detect_stack_from_names(names)]
     except TelemetryError:
         return TelemetryError(
-            "{engine} /metrics: these are not {engine} metrics (they look like no engine specviz knows's)",
-            engine=ENGINES[engine],
+            "{engine} /metrics: these are not {engine} metrics (they look like no serving stack specviz knows's)",
+            engine=STACKS[stack],
         )
     return TelemetryError(
         "{engine} /metrics: these are not {engine} metrics (they look like {other}'s)",
-        engine=ENGINES[engine],
+        engine=STACKS[stack],
         other=other,
     )
 
 
-def detect_engine_from_names(names: set[str]) -> str:
-    """The engine whose metric prefix the sample names carry; TelemetryError when none does."""
-    for engine, prefix in _PREFIXES:
+def detect_stack_from_names(names: set[str]) -> str:
+    """The stack whose metric prefix the sample names carry; TelemetryError when none does."""
+    for stack, prefix in _PREFIXES:
         if any(n.startswith(prefix) for n in names):
-            return engine
+            return stack
     sample = ", ".join(sorted(names)[:3])
     if not sample:
         raise TelemetryError("/metrics: not vLLM, llama.cpp, SGLang or TensorRT-LLM metrics (it has no samples)")

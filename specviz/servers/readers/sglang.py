@@ -90,7 +90,7 @@ def read_sglang(text: str, *, now: float | None = None) -> Telemetry:
         else {"spec_accept_rate": f"{rate:g}", "spec_accept_rate_meaning": _SGLANG_RATE_NOTE[meaning]}
     )
     return Telemetry(
-        engine="sglang",
+        stack="sglang",
         model=model,
         k=k,
         end=_now(now),
@@ -111,7 +111,7 @@ def read_sglang_server_info(body: dict | str, *, now: float | None = None) -> Te
     if length is None:
         raise TelemetryError("SGLang /server_info: no internal_states[0].avg_spec_accept_length (speculation off?)")
     return Telemetry(
-        engine="sglang",
+        stack="sglang",
         model=_model(data.get("served_model_name", data.get("model_path", ""))),
         end=_now(now),
         mean_acceptance_length=_number(length, "SGLang /server_info", "internal_states[0].avg_spec_accept_length"),

@@ -63,7 +63,7 @@ def read_trtllm(text: str, *, k: int | None = None, now: float | None = None) ->
         latency = it.get("iterLatencyMS")
         readings.append(
             Telemetry(
-                engine="trtllm",
+                stack="trtllm",
                 k=k,
                 end=_now(now),
                 drafts=count("numRequestsWithDraftTokens") or None,

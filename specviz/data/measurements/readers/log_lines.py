@@ -178,7 +178,7 @@ def log_table(rows: list[LogRow], ctx: ReadContext, headers: Headers) -> RawTabl
     if "per_position_acceptance" in cols:
         ctx.report.conversions.append(
             Phrase(
-                "per-position acceptance (unconditional p_i, as the engine logs it) → conditional a_i = p_i / p_(i−1)"
+                "per-position acceptance (unconditional p_i, as the serving stack logs it) → conditional a_i = p_i / p_(i−1)"
             )
         )
     if any(r.k is None for r in rows) and ctx.k is not None:

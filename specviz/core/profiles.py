@@ -1,8 +1,8 @@
-"""Engine profiles: the fixed costs a serving stack adds to the roofline, and the share of the datasheet it reaches.
+"""Stack profiles (the UI's "engine profiles"): the fixed costs a serving stack adds to the roofline, and the share of the datasheet it reaches.
 
 One forward of B sequences: roofline(B, L, n) + overhead_s + layer_overhead_s·n_layers + seq_overhead_s·B; a round
 adds round_overhead_s, and draft_overhead_s per draft forward (:func:`specviz.core.hardware.pair_costs`). Profiles
-(``data/catalog/engines.csv``) are fitted by ``benchmarks/validation_bench.py --write-profiles`` to
+(``data/catalog/profiles.csv``) are fitted by ``benchmarks/validation_bench.py --write-profiles`` to
 ``data/validation/measurements.csv`` (each row names its sources); all-reduce latencies (cited) are not fitted.
 """
 
@@ -18,16 +18,16 @@ import pandas as pd
 from specviz.base.i18n import N_, Message, Phrase
 from specviz.base.paths import DATA
 
-ENGINES_CSV = DATA / "catalog" / "engines.csv"
-DEFAULT_ENGINE = "roofline"  #: the profile of :data:`DEFAULT_EFFICIENCY`: the roofline with a CUDA-graph step cost
-#: Engine families: eager (every operator dispatched from Python) and compiled (CUDA graphs or a compiled
-#: loop: every other engine). Each is also a catalogue profile, fitted on all of its engines' rows: the
-#: profile of an engine the catalogue does not list (LMDeploy, DeepSpeed-MII, …).
+PROFILES_CSV = DATA / "catalog" / "profiles.csv"
+DEFAULT_PROFILE = "roofline"  #: the profile of :data:`DEFAULT_EFFICIENCY`: the roofline with a CUDA-graph step cost
+#: Stack families: eager (every operator dispatched from Python) and compiled (CUDA graphs or a compiled
+#: loop: every other stack). Each is also a catalogue profile, fitted on all of its stacks' rows: the
+#: profile of a stack the catalogue does not list (LMDeploy, DeepSpeed-MII, …).
 EAGER = ("hf-transformers",)
 FAMILY_PROFILES = ("compiled", "eager")
-#: the family profiles' labels (engines.csv's ``label``; shown translated)
+#: the family profiles' labels (profiles.csv's ``label``; shown translated)
 FAMILY_LABELS = {
-    "compiled": N_("Any compiled engine (CUDA graphs or a compiled loop; fitted on all of them)"),
+    "compiled": N_("Any compiled serving stack (CUDA graphs or a compiled loop; fitted on all of them)"),
     "eager": N_("Any eager PyTorch stack (fitted on all of them)"),
 }
 FRACTIONS = ("compute", "memory", "network", "quant_memory")
@@ -45,7 +45,7 @@ OVERHEADS = (
 @dataclass(frozen=True)
 class Efficiency:
     """Achievable fractions of the datasheet figures and the fixed costs of a step and a round; the defaults
-    are a tuned engine with CUDA graphs on a data-centre GPU (:func:`profile` gives a named engine's)."""
+    are a tuned stack with CUDA graphs on a data-centre GPU (:func:`profile` gives a named stack's)."""
 
     compute: float = 0.7  #: e_c: fraction of dense peak FLOP/s reached
     memory: float = 0.8  #: e_m: fraction of HBM bandwidth reached
@@ -88,12 +88,12 @@ def _read(path: str) -> pd.DataFrame:
     return frame
 
 
-def load_engines(path: Path = ENGINES_CSV) -> pd.DataFrame:
-    """The engine catalogue, one row per profile (name, label, :data:`TERMS`, source, …), default first."""
+def load_profiles(path: Path = PROFILES_CSV) -> pd.DataFrame:
+    """The profile catalogue, one row per profile (name, label, :data:`TERMS`, source, …), default first."""
     default = pd.DataFrame(
         [
             {
-                "name": DEFAULT_ENGINE,
+                "name": DEFAULT_PROFILE,
                 "label": "Roofline (CUDA graphs, defaults)",
                 **asdict(DEFAULT_EFFICIENCY),
                 "source": "typical figures, not fitted",
@@ -108,28 +108,28 @@ def load_engines(path: Path = ENGINES_CSV) -> pd.DataFrame:
     return pd.concat([default, _read(str(path))])
 
 
-def engine_names(path: Path = ENGINES_CSV) -> tuple[str, ...]:
-    """The profile names, :data:`DEFAULT_ENGINE` first."""
-    return tuple(load_engines(path).index)
+def profile_names(path: Path = PROFILES_CSV) -> tuple[str, ...]:
+    """The profile names, :data:`DEFAULT_PROFILE` first."""
+    return tuple(load_profiles(path).index)
 
 
-def family(engine: str) -> str:
+def family(stack: str) -> str:
     """``eager`` for an eager PyTorch stack (:data:`EAGER`), else ``compiled`` (:data:`FAMILY_PROFILES`)."""
-    return "eager" if engine in EAGER else "compiled"
+    return "eager" if stack in EAGER else "compiled"
 
 
-def profile_for(engine: str, path: Path = ENGINES_CSV) -> Efficiency:
-    """The profile ``engine`` is priced with: its own, else its :func:`family`'s, else the default."""
-    names = engine_names(path)
-    for name in (engine, family(engine)):
+def profile_for(stack: str, path: Path = PROFILES_CSV) -> Efficiency:
+    """The profile ``stack`` is priced with: its own, else its :func:`family`'s, else the default."""
+    names = profile_names(path)
+    for name in (stack, family(stack)):
         if name in names:
             return profile(name, path)
     return DEFAULT_EFFICIENCY
 
 
-def profile(name: str, path: Path = ENGINES_CSV) -> Efficiency:
-    """The :class:`Efficiency` of the engine profile ``name`` (see :func:`engine_names`)."""
-    frame = load_engines(path)
+def profile(name: str, path: Path = PROFILES_CSV) -> Efficiency:
+    """The :class:`Efficiency` of the profile ``name`` (see :func:`profile_names`)."""
+    frame = load_profiles(path)
     if name not in frame.index:
         raise Message("engine must be one of {allowed}; got {value!r}", allowed=list(frame.index), value=name)
     row = frame.loc[name]
@@ -206,7 +206,7 @@ def decode_terms(text: str) -> Efficiency:
 
 PREDICTIONS_CSV = DATA / "validation" / "predictions.csv"  #: written by benchmarks/validation_bench.py
 BAND_QUANTILES = (0.1, 0.9)  #: the error band: this share of held-out rows' predicted / measured lies inside
-MIN_BAND_ROWS = 3  #: fewer held-out rows of an engine than this: the band of every engine's rows instead
+MIN_BAND_ROWS = 3  #: fewer held-out rows of a stack than this: the band of every stack's rows instead
 
 
 @cache
@@ -219,8 +219,8 @@ def _predictions(path: str) -> pd.DataFrame | None:
 
 def error_band(name: str, kind: str, path: Path = PREDICTIONS_CSV) -> dict | None:
     """Predicted / measured of the rows held out from profile ``name``'s fit (leave-one-source-out;
-    ``data/validation/predictions.csv``) for ``kind`` "step" or "speedup": a family profile takes its engines' rows,
-    the default every row; under :data:`MIN_BAND_ROWS` rows, every engine's (``basis`` "all").
+    ``data/validation/predictions.csv``) for ``kind`` "step" or "speedup": a family profile takes its stacks' rows,
+    the default every row; under :data:`MIN_BAND_ROWS` rows, every stack's (``basis`` "all").
     Returns ``lo``, ``hi`` (:data:`BAND_QUANTILES`), ``median``, ``rows``, ``basis``, or None without rows."""
     if kind not in ("step", "speedup"):
         raise Message("kind must be 'step' or 'speedup'; got {value!r}", value=kind)
@@ -228,10 +228,10 @@ def error_band(name: str, kind: str, path: Path = PREDICTIONS_CSV) -> dict | Non
     if frame is None:
         return None
     frame = frame[frame["kind"] == kind]
-    column = "default_predicted" if name == DEFAULT_ENGINE else "loso_predicted"
-    if name == DEFAULT_ENGINE:
+    column = "default_predicted" if name == DEFAULT_PROFILE else "loso_predicted"
+    if name == DEFAULT_PROFILE:
         mine = frame
-    elif name in FAMILY_PROFILES:  # a family's profile stands for any of its engines
+    elif name in FAMILY_PROFILES:  # a family's profile stands for any of its stacks
         mine = frame[frame["engine"].map(family) == name]
     else:
         mine = frame[frame["engine"] == name]
