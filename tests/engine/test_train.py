@@ -11,7 +11,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specviz import __main__ as cli
+from specviz import cli
 from specviz.engine import card as model_card
 from specviz.engine import train
 from specviz.engine.models.gpt import GPT, GPTConfig
