@@ -97,7 +97,7 @@ def test_interrupt_keeps_finished_cells(tiny_pair, tmp_path, monkeypatch, capsys
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(bench, "measure_runs", flaky)
+    monkeypatch.setattr(bench.cell, "measure_runs", flaky)
     code, out = run_bench(tiny_pair, tmp_path)
     assert code == 0
     assert len(pd.read_csv(out)) == 1
