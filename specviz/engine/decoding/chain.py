@@ -25,12 +25,7 @@ from specviz.engine.models import Decodable
 
 @dataclass(frozen=True)
 class Cursor:
-    """Where decoding stands (batch 1; the cache invariant of the module docstring).
-
-    ``pending`` (1,) is the last token, at position ``pos``, not yet fed to the target. ``draft_feed``
-    holds the tokens the draft must be fed before it drafts (the pending token, preceded by the
-    last draft after an all-accepted round), the first of them at position ``draft_pos``.
-    """
+    """Where decoding stands (batch 1): ``pending`` (1,) at ``pos`` not yet fed to the target; ``draft_feed`` from ``draft_pos``."""
 
     pending: torch.Tensor  # (1,)
     pos: int
@@ -99,12 +94,7 @@ def verify_step(p: torch.Tensor, draft: Draft, sampler: Sampler) -> Verdict:
 
 
 def commit_step(cursor: Cursor, draft: Draft, verdict: Verdict) -> tuple[Cursor, list[int]]:
-    """Append ``drafts[:a]`` + the next token; return the new cursor and the tokens appended.
-
-    No cache is rolled back: stale entries beyond the accepted prefix are overwritten by the
-    next forwards. When all K were accepted the draft never saw its last token, so it is fed
-    together with the new pending one.
-    """
+    """Append ``drafts[:a]`` and the next token; return the new cursor and the tokens appended (no cache rollback)."""
     a, k = verdict.accepted, draft.k
     pending = verdict.next_token.to(cursor.pending.device)
     if a == k:
@@ -124,11 +114,7 @@ def _round(
     clock: records._Clock,
     schedule: policies.Schedule | None = None,
 ) -> tuple[Cursor, RoundRecord]:
-    """One timed round: draft (draft_ms), target forward (verify_ms), verify + commit (other_ms).
-
-    With a ``schedule`` the draft length is the policy's (:func:`policy_draft`), and a round that
-    verifies nothing is one plain target step (its token drawn from p, as target-only decoding would).
-    """
+    """One timed round: draft (draft_ms), target forward (verify_ms), verify + commit (other_ms); ``schedule`` via :func:`policy_draft`."""
     t_a = clock.now()
     if schedule is None:
         proposal, steps, why = draft_step(draft, cursor, k, sampler), None, None
@@ -168,10 +154,9 @@ def _round(
 def policy_draft(
     draft: Decodable, cursor: Cursor, schedule: policies.Schedule, sampler: Sampler
 ) -> tuple[Draft, int, str]:
-    """Draft up to the schedule's budget, asking the policy after each token whether to go on.
+    """Draft up to the schedule's budget, asking the policy after each token (q(x), q_top at temperature 1).
 
-    The rule reads the draft's own (temperature-1) probabilities: q(x) of the token drafted and q_top.
-    Returns (the drafts to verify, draft forwards spent, why drafting stopped).
+    Returns (drafts to verify, draft forwards spent, why drafting stopped).
     """
     tokens, q_rows, qs, tops = [], [], [], []
     feed, at, why, steps = cursor.draft_feed, cursor.draft_pos, "budget", 0
@@ -218,40 +203,11 @@ def speculative_generate(
 ) -> tuple[torch.Tensor, GenerationStats]:
     """Speculative decoding: draft K tokens, verify K + 1 positions in one target forward.
 
-    Each round is :func:`draft_step` → :func:`target_probs` → :func:`verify_step` →
-    :func:`commit_step` (see :func:`_round`), until ``max_new_tokens`` tokens are out. A compiled
-    pair (:func:`specviz.engine.models.compiled.compile_steps`) with a constant K runs the same round
-    with its state on the device and one host read per round (:mod:`.resident`).
-
-    Parameters
-    ----------
-    target, draft : Decodable
-        Models sharing the vocabulary, on the same device.
-    prompt : LongTensor, shape (P,)
-        Prompt token ids.
-    k : int
-        Draft length K ≥ 1.
-    temperature : float
-        0 for greedy (output equals the target's own greedy output), else sampling at T.
-    max_new_tokens : int
-        Exactly this many ids are returned.
-    generator : torch.Generator, optional
-        On the models' device; drives drafting and the verification uniforms.
-    calibration_steps : int
-        Whole single-token target and draft steps (forward, distribution, token drawn) timed
-        before decoding (outside the decode timing) to measure T_p and T_q; 0 skips them (T_p, T_q
-        are then NaN).
-    policy : specviz.core.policies.Policy, optional
-        A draft-length rule run live (:func:`policy_draft`); K is then its cap. None: K every
-        round, exactly the constant policy. Records say how many tokens each round drafted and
-        verified (``draft_steps``, ``drafted``) and why it stopped (``stop``).
-
-    Returns
-    -------
-    new_tokens : LongTensor, shape (max_new_tokens,)
-    stats : GenerationStats
-        Per-round records, α̂ = A/(A+R), α̂_overlap, measured E[N], per-position
-        acceptance, T_p, T_q, T_verify, c, v, o, tokens/s and predicted speedups.
+    Rounds of :func:`draft_step` → :func:`target_probs` → :func:`verify_step` → :func:`commit_step`
+    until ``max_new_tokens`` ids (P,) → (max_new_tokens,) are out; a compiled pair with constant K
+    runs :mod:`.resident`. ``temperature`` 0 is greedy (the target's own output). ``generator`` on the
+    models' device. ``calibration_steps`` single steps time T_p, T_q first (0: NaN). ``policy``: a live
+    draft-length rule with K its cap. Returns (tokens, :class:`GenerationStats`).
     """
     if int(k) != k or k < 1:
         raise Message("k must be an integer >= 1; got {k!r}", k=k)
