@@ -49,10 +49,10 @@ def batch_cell(
     repeats: int = 1,
     seed: int = 0,
 ) -> dict:
-    """One (K, temperature) cell decoded ``batch`` sequences at a time (row i: prompt i mod n): a measurement row.
+    """One (K, temperature) cell at ``batch`` rows (row i: prompt i mod n); speedup of batch tokens/s, median over
+    repeats.
 
-    Speedup: batch tokens/s speculative over target-only, median over repeats. α̂, E[N] and per-position
-    acceptance pool every row's rounds; c, v, o are not measured (no model prediction).
+    α̂, E[N] and per-position acceptance pool every row's rounds; c, v, o are not measured.
     """
     rows = [prompts[i % len(prompts)] for i in range(batch)]
     device, speedups, spec_rates, base_rates, exact, rounds = target.device, [], [], [], True, []

@@ -125,10 +125,7 @@ def mean_context(prompts: list[torch.Tensor], new_tokens: int) -> float:
 
 
 def aggregate(measured: list[Run], k: int | trees.Tree, temperature: float, new_tokens: int) -> dict:
-    """Pool the rounds of a cell's runs into one measurement row (measurements.COLUMNS).
-
-    A tree cell adds ``tree``, ``tree_depth``, ``tree_p`` (p̂) and ``predicted_tokens_per_round`` (F(T) at p̂).
-    """
+    """Pool a cell's rounds into one measurement row; a tree cell adds tree, tree_depth, tree_p and F(T) at p̂."""
     tree = k if isinstance(k, trees.Tree) else None
     k = tree.drafts if tree is not None else k
     runs = [(m.baseline, m.speculative, m.exact) for m in measured]
@@ -188,7 +185,7 @@ PILOT = trees.independent_chains(8, 4)  #: the probe a pilot run drafts: ranks 1
 def pilot_rounds(
     target, draft, prompts: list[torch.Tensor], temperature: float, new_tokens: int, seed: int = 0
 ) -> list[decoding.RoundRecord]:
-    """The rounds of one :data:`PILOT` run per prompt, seeded ``seed + 1000·prompt + 999`` (apart from the measured runs)."""
+    """The rounds of one :data:`PILOT` run per prompt, seeded ``seed + 1000·prompt + 999``."""
     rounds = []
     for i, prompt in enumerate(prompts):
         g = torch.Generator(target.device).manual_seed(seed + 1000 * i + 999)

@@ -20,10 +20,7 @@ def hardware_name(device: torch.device) -> str:
 
 
 def warm_up(target, draft, prompt: torch.Tensor, k: int | trees.Tree = 2, temperature: float = 0.0) -> None:
-    """One short target-only and speculative run (chain of K or tree) at ``temperature``, outside the timings.
-
-    Greedy and sampled rounds compile different calls, so each cell warms up at its own temperature.
-    """
+    """One short target-only and speculative run at ``temperature`` (greedy and sampled compile apart), untimed."""
     generator = torch.Generator(prompt.device).manual_seed(0) if temperature > 0 else None
     decoding.generate_target_only(target, prompt, 8, temperature, generator)
     if isinstance(k, trees.Tree):
@@ -36,7 +33,7 @@ ENGINES = ("eager", "compiled")  #: how the bundled GPT's steps run (docs/engine
 
 
 def with_engine(target, draft, engine: str):
-    """The pair as ``engine`` (:data:`ENGINES`) runs it: eager, or :func:`~specviz.engine.models.compiled.compile_steps`."""
+    """The pair as ``engine`` (:data:`ENGINES`) runs it: eager, or with compiled steps."""
     if engine not in ENGINES:
         raise Message("engine must be one of {allowed}; got {engine!r}", allowed=list(ENGINES), engine=engine)
     if engine == "eager":

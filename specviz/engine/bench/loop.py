@@ -38,12 +38,9 @@ def sweep(
 ) -> pd.DataFrame:
     """Run every (K or tree, temperature) cell; rows in the measurement schema.
 
-    ``engine``: :data:`ENGINES`; each cell warms up (compiles) its shapes first, timed in ``compile_s``.
-    A ``ks`` entry may be a :class:`~specviz.core.trees.Tree` or a shape ("optimal:16,6"); shapes built
-    from p use ``tree_p`` or a :func:`pilot_p` run per temperature (``on_pilot(temperature, p̂)``).
-    ``on_row(row, runs)`` per finished row; ``on_run()`` per run; ``on_progress`` gets a
-    :class:`Progress` before each run and after the last. Raises ValueError for no K, a negative
-    temperature, repeats < 1 or a prompt that does not fit.
+    ``engine``: :data:`ENGINES` (compile time in ``compile_s``). ``ks`` entries: K, a Tree, or a shape
+    ("optimal:16,6") built from ``tree_p`` or a :func:`pilot_p` run. ``on_row``, ``on_run`` and
+    ``on_progress`` report as cells finish. Raises ValueError for bad K, temperature, repeats or prompts.
     """
     ks = [k if isinstance(k, (trees.Tree, str)) else int(theory.check_k(k)) for k in ks]
     temperatures = [float(t) for t in temperatures]

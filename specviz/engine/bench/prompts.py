@@ -16,7 +16,7 @@ PROMPTS_FILE = DATA / "prompts" / "stdlib_validation.jsonl"
 
 
 def load_prompts(path: str | Path = PROMPTS_FILE) -> list[str]:
-    """Prompts from JSON lines (a ``text`` field each) or plain text (blocks split by a ``---`` line); ValueError if none."""
+    """Prompts from JSON lines (``text`` fields) or text blocks split by ``---`` lines; ValueError if none."""
     path = Path(path)
     if not path.is_file():
         raise Message("prompts file {path!r} does not exist", path=str(path))

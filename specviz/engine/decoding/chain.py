@@ -25,7 +25,7 @@ from specviz.engine.models import Decodable
 
 @dataclass(frozen=True)
 class Cursor:
-    """Where decoding stands (batch 1): ``pending`` (1,) at ``pos`` not yet fed to the target; ``draft_feed`` from ``draft_pos``."""
+    """Where decoding stands (batch 1): ``pending`` (1,) at ``pos``; ``draft_feed`` from ``draft_pos``."""
 
     pending: torch.Tensor  # (1,)
     pos: int
@@ -80,7 +80,7 @@ def target_probs(target: Decodable, cursor: Cursor, draft: Draft, sampler: Sampl
 
 
 def verify_step(p: torch.Tensor, draft: Draft, sampler: Sampler) -> Verdict:
-    """The acceptance rule (:func:`specviz.engine.sampling.verify`, ``docs/design.md`` §1) on p (K + 1, V) and a draft."""
+    """The acceptance rule (:func:`specviz.engine.sampling.verify`) on p (K + 1, V) and a draft."""
     k = draft.k
     result = sampling.verify(p[None], draft.q[None], draft.tokens.view(1, k), sampler.generator, greedy=sampler.greedy)
     a = int(result.accepted)
@@ -114,7 +114,7 @@ def _round(
     clock: records._Clock,
     schedule: policies.Schedule | None = None,
 ) -> tuple[Cursor, RoundRecord]:
-    """One timed round: draft (draft_ms), target forward (verify_ms), verify + commit (other_ms); ``schedule`` via :func:`policy_draft`."""
+    """One timed round: draft (draft_ms), target forward (verify_ms), verify + commit (other_ms)."""
     t_a = clock.now()
     if schedule is None:
         proposal, steps, why = draft_step(draft, cursor, k, sampler), None, None
@@ -154,10 +154,7 @@ def _round(
 def policy_draft(
     draft: Decodable, cursor: Cursor, schedule: policies.Schedule, sampler: Sampler
 ) -> tuple[Draft, int, str]:
-    """Draft up to the schedule's budget, asking the policy after each token (q(x), q_top at temperature 1).
-
-    Returns (drafts to verify, draft forwards spent, why drafting stopped).
-    """
+    """Draft within the schedule's budget, asking the policy per token: (drafts, forwards, stop reason)."""
     tokens, q_rows, qs, tops = [], [], [], []
     feed, at, why, steps = cursor.draft_feed, cursor.draft_pos, "budget", 0
     reads = schedule.policy.reads_confidence
@@ -201,13 +198,10 @@ def speculative_generate(
     calibration_steps: int = 8,
     policy: policies.Policy | None = None,
 ) -> tuple[torch.Tensor, GenerationStats]:
-    """Speculative decoding: draft K tokens, verify K + 1 positions in one target forward.
+    """Speculative decoding: draft K tokens, verify K + 1 positions in one target forward, until ``max_new_tokens``.
 
-    Rounds of :func:`draft_step` → :func:`target_probs` → :func:`verify_step` → :func:`commit_step`
-    until ``max_new_tokens`` ids (P,) → (max_new_tokens,) are out; a compiled pair with constant K
-    runs :mod:`.resident`. ``temperature`` 0 is greedy (the target's own output). ``generator`` on the
-    models' device. ``calibration_steps`` single steps time T_p, T_q first (0: NaN). ``policy``: a live
-    draft-length rule with K its cap. Returns (tokens, :class:`GenerationStats`).
+    Returns (tokens (max_new_tokens,), :class:`GenerationStats`). A compiled pair with constant K runs
+    :mod:`.resident`. ``calibration_steps`` times T_p, T_q first; ``policy`` drafts live, K its cap.
     """
     if int(k) != k or k < 1:
         raise Message("k must be an integer >= 1; got {k!r}", k=k)
@@ -246,8 +240,7 @@ def speculative_generate(
 
 
 def _finish(stats: GenerationStats, rounds: list[RoundRecord]) -> tuple[torch.Tensor, GenerationStats]:
-    """The first ``stats.new_tokens`` emitted tokens (1-D) and ``stats`` with the rounds and the
-    median verify time filled in (a round may overshoot the count; its extra tokens are dropped)."""
+    """The first ``stats.new_tokens`` emitted tokens (1-D) and ``stats`` with rounds and median verify time."""
     stats.rounds = rounds
     stats.t_verify_ms = float(np.median([r.verify_ms for r in rounds]))
     emitted = [t for r in rounds for t in r.emitted]

@@ -35,7 +35,7 @@ def _steady():
 
 
 def to_host(x: torch.Tensor):
-    """The loops' only device → host read (a CUDA synchronisation): ``x`` as a number or list; tests count its calls."""
+    """The loops' only device → host read: ``x`` as a number or list (tests count its calls)."""
     return x.tolist()
 
 
@@ -141,7 +141,8 @@ def speculative_generate(
     generator: torch.Generator | None,
     calibration_steps: int,
 ) -> tuple[torch.Tensor, GenerationStats]:
-    """Chain speculative decoding with one host read per round (the accepted count a), for ``pos`` the pending token's position.
+    """Chain speculative decoding with one host read per round (the accepted count a), for ``pos`` the pending token's
+    position.
 
     1. draft: K forwards from ``seq[pos − 1]`` (after an all-accepted round) and ``seq[pos]``; at T = 0
        one :meth:`~specviz.engine.models.compiled.CompiledGPT.greedy_chain` call;
@@ -202,8 +203,7 @@ class _Log:
             self.overlaps.append(overlaps)
 
     def host(self) -> tuple[list, list, list, list, list]:
-        """drafted (R, K), tests (R, K), overlaps (R, K), a (R,), next (R,) as lists; the overlaps of a greedy
-        run are its tests (Σ min(p, q) of two one-hot distributions is 1 where they agree, else 0)."""
+        """drafted, tests, overlaps (R, K), a, next (R,) as lists; a greedy run's overlaps are its tests."""
         drafted, tests = torch.stack(self.drafted).cpu(), torch.stack(self.tests).cpu()
         overlaps = torch.stack(self.overlaps).cpu() if self.overlaps else tests.float()
         accepted, nexts = torch.cat(self.accepted + self.nexts).cpu().view(2, -1).tolist()
@@ -275,8 +275,7 @@ def _round(target, draft, state: _State, k: int, sampler: Sampler, log: _Log, ma
 
 
 def _records(log: _Log, ms: np.ndarray) -> list[RoundRecord]:
-    """Round records from the log (one copy) and the marks' intervals (3R,), as the host loop writes
-    them: tests and overlaps at the min(a + 1, K) verified positions."""
+    """Round records from the log and the marks' intervals (3R,), trimmed to the verified positions."""
     drafted, tests, overlaps, accepted, nexts = log.host()
     out = []
     for i, (d, t, o, a, nxt) in enumerate(zip(drafted, tests, overlaps, accepted, nexts, strict=True)):

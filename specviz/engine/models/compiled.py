@@ -58,11 +58,7 @@ def _warn_once(text: str, reason: str) -> None:
 
 
 class CompiledGPT:
-    """A :class:`GPT` whose cached forwards run compiled; everything else is the model's own.
-
-    ``fallback``: why the steps run eagerly, or None. ``compile_s``: seconds of the first calls by T
-    (compile plus one step); greedy chains count under T = 1.
-    """
+    """A :class:`GPT` whose cached forwards run compiled; ``fallback``: why not; ``compile_s``: by T."""
 
     def __init__(self, model: GPT):
         self.model = model
@@ -115,21 +111,17 @@ class CompiledGPT:
         return self.model.chain_inputs(pos, t, span)
 
     def span(self, end: int) -> int | None:
-        """Cache slots a step attends over when the last slot written is ``end`` − 1: ``end`` rounded up to :data:`SPAN_STEP`.
-
-        None (the whole cache) on CUDA, where a graph is one shape, and outside :data:`TESTED_TORCH`.
-        """
+        """Cache slots a step attends over: ``end`` rounded up to :data:`SPAN_STEP`, or None (all)."""
         if not self._spans:
             return None
         return min(self.model._cache_len, -(-end // SPAN_STEP) * SPAN_STEP)
 
     def greedy_chain(self, tokens: torch.Tensor, pos: torch.Tensor, steps: int, end: int) -> torch.Tensor:
-        """The ``steps`` greedy tokens (steps,) after ``tokens`` (n,) fed at slots ``pos`` + 1 … ``pos`` + n, in one call.
+        """The ``steps`` greedy tokens (steps,) after ``tokens`` (n,) fed at slots ``pos`` + 1 … ``pos`` + n, in one
+        call.
 
-        n + steps − 1 one-token forwards and their argmax as one graph per (n, steps); ``pos`` (1,) on the
-        device; ``end`` bounds the slots written (:meth:`span`). A greedy round's drafts use n = 2, a
-        target-only step n = 1. Tokens equal :meth:`forward_at`'s argmax up to float rounding. On CUDA,
-        after a fallback, or where the chain fails to compile: the same one-token calls of the step.
+        n + steps − 1 one-token forwards and their argmax, one graph per (n, steps); ``end`` bounds the
+        slots written. On CUDA, after a fallback or a failed compile: the same calls one by one.
         """
         if steps == 0:
             return tokens[:0]
@@ -141,14 +133,11 @@ class CompiledGPT:
     def greedy_verify(
         self, pending: torch.Tensor, drafts: torch.Tensor, pos: torch.Tensor, end: int
     ) -> tuple[torch.Tensor, ...]:
-        """A greedy round's verify forward over ``pending`` (1,) and ``drafts`` (K,) at ``pos`` (1,), and the rule, in one call.
+        """A greedy round's verify forward over ``pending`` (1,) and ``drafts`` (K,) at ``pos`` (1,), and the T = 0
+        rule, in one call.
 
-        The rule of :func:`specviz.engine.sampling.verify` at T = 0 on the argmax tokens b (K + 1,):
-
-            tests_i = [x_i = b_i],   a = Σ_j Π_{i ≤ j} tests_i,   next = b_a.
-
-        Returns a (1,), next (1,), tests (K,) bool, the next feed (2,) (the token at slot pos + a, then next)
-        and next's slot pos + a + 1 (1,). Where the graph cannot be compiled: the step and the rule apart.
+        On argmax tokens b (K + 1,): tests_i = [x_i = b_i], a = Σ_j Π_{i ≤ j} tests_i, next = b_a. Returns
+        a (1,), next (1,), tests (K,), the next feed (2,) and next's slot pos + a + 1 (1,).
         """
         t = drafts.numel() + 1
         return self._fused(("verify", self._key(t)), t, Verify, "greedy verification", end, pending, drafts, pos)
@@ -163,10 +152,7 @@ class CompiledGPT:
     # --- the compiled steps -----------------------------------------------------------------
 
     def step(self, t: int, inference: bool = True) -> Callable:
-        """The step for T = ``t``: compiled on first use (timed into :attr:`compile_s`), else eager.
-
-        Kept apart per inference mode and cache length, so Dynamo never recompiles one without :meth:`compiling`.
-        """
+        """The step for T = ``t``, compiled on first use, kept per inference mode and cache length."""
         key = (self._key(t), inference, self.model._cache_len)
         if key in self._steps:
             return self._steps[key]
@@ -190,14 +176,11 @@ class CompiledGPT:
             yield
 
     def _ahead(self) -> bool:
-        """Whether the one-token greedy step runs as :class:`Packaged` (CPU, :data:`TESTED_TORCH`, :data:`AHEAD_OF_TIME`)."""
+        """Whether the one-token greedy step runs as :class:`Packaged`."""
         return AHEAD_OF_TIME and self._spans and self.fallback is None
 
     def _one_token(self, token: torch.Tensor, pos: torch.Tensor, end: int) -> torch.Tensor:
-        """The greedy token after ``token`` (1,) at slot ``pos`` + 1 through :class:`Packaged`, built on first call.
-
-        Where the build fails: the compiled chain of one step from then on, warned once.
-        """
+        """The greedy token after ``token`` (1,) at slot ``pos`` + 1 through :class:`Packaged`."""
         window = self.model._causal[:, : self.span(end)]  # (L, S)
         if window.shape[1] == self.model._cache_len:  # the last slots of the context: outside the package's spans
             return self._chain_of_one(token, pos, window)
@@ -238,11 +221,7 @@ class CompiledGPT:
         return self._call(fn, t, *args, window)
 
     def _module(self, key, t: int, build: Callable[..., torch.nn.Module], what: str) -> Callable:
-        """A callable for ``key``: ``build(model)`` compiled as the ``t``-token step, its first call timed.
-
-        ``build(self)`` (through the single steps) on CUDA, after a fallback, or once the module failed to
-        compile (:meth:`_module_failed`).
-        """
+        """``build(model)`` compiled as the ``t``-token step, else ``build(self)`` step by step."""
         stepwise = build(self)
         if self.fallback is not None or self._graphs:
             self._steps[key] = stepwise
@@ -283,7 +262,7 @@ class CompiledGPT:
 
 
 class _FirstCall:
-    """The first call of a freshly compiled step: it compiles (timed); a failure falls back to eager. Last argument: the mask."""
+    """The first call of a compiled step: it compiles (timed); on failure, eager. Last argument: the mask."""
 
     def __init__(
         self,
@@ -319,10 +298,7 @@ _wrapped: weakref.WeakKeyDictionary[GPT, CompiledGPT] = weakref.WeakKeyDictionar
 
 
 def compile_steps(model):
-    """``model`` with compiled decode steps (one :class:`CompiledGPT` per model object), or ``model`` itself.
-
-    Models without a shape-static step (Hugging Face, n-gram) stay eager; a wrapped model is returned as is.
-    """
+    """``model`` with compiled decode steps (one :class:`CompiledGPT` per model), or ``model``."""
     if isinstance(model, CompiledGPT) or not isinstance(model, GPT):
         return model
     if model not in _wrapped:

@@ -1,4 +1,5 @@
-"""A byte-level GPT with a static KV cache (nanoGPT's model, gpt-fast's cache), a :class:`specviz.engine.models.Decodable`.
+"""A byte-level GPT with a static KV cache (nanoGPT's model, gpt-fast's cache), a
+:class:`specviz.engine.models.Decodable`.
 
 The cache is written by absolute position, so a rejected draft needs no rollback: the next forward
 writes over it. Plain PyTorch; speed-ups are swapped in after loading (:mod:`specviz.engine.models.packed`).
@@ -71,7 +72,7 @@ class KVCache(nn.Module):
         self.register_buffer("v", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
 
     def update(self, start: int | torch.Tensor | Slots, k: torch.Tensor, v: torch.Tensor):
-        """Write k, v (B, nh, T, hs) at ``start`` (int, (B,) per row, or :class:`Slots` (T,)); return the cache up to the last written."""
+        """Write k, v (B, nh, T, hs) at ``start`` (int, (B,) or :class:`Slots`); return the written cache."""
         t = k.shape[2]
         if isinstance(start, Slots):
             self.k[:, :, start.index] = k
@@ -206,8 +207,7 @@ class GPT(nn.Module):
         return self.wte.weight.dtype
 
     def setup_cache(self, batch: int = 1, length: int | None = None) -> None:
-        """(Re)allocate the static KV cache for ``batch`` sequences of up to ``length`` tokens
-        (and :data:`SPAN_PAD` slots more, never written)."""
+        """(Re)allocate the KV cache for ``batch`` × ``length`` tokens (+ :data:`SPAN_PAD` slots)."""
         length = length or self.cfg.block_size
         p = self.wte.weight
         shape = (batch, self.cfg.n_head, length + SPAN_PAD, self.cfg.n_embd // self.cfg.n_head)
@@ -224,7 +224,7 @@ class GPT(nn.Module):
         self._causal = torch.ones(length, length, dtype=torch.bool, device=p.device).tril()
 
     def forward(self, idx: torch.Tensor, start: int | torch.Tensor | None = None) -> torch.Tensor:
-        """Logits (B, T, vocab) for ``idx`` (B, T) at positions start.. (0.. without a cache); ``start`` may be (B,) per row."""
+        """Logits (B, T, vocab) for ``idx`` (B, T) at positions start.. (0.. without a cache)."""
         _b, t = idx.shape
         if isinstance(start, torch.Tensor):
             pos = start.view(-1, 1).to(idx.device) + torch.arange(t, device=idx.device)  # (B, T)
@@ -275,16 +275,14 @@ class GPT(nn.Module):
     def chain_inputs(
         self, pos: torch.Tensor, t: int, span: int | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(slots, positions, mask) of :meth:`forward_at` for T = ``t`` consecutive tokens from ``pos`` (1,),
-        attending over the first ``span`` cache slots (the whole cache when None; at least pos + t)."""
+        """(slots, positions, mask) of :meth:`forward_at` for ``t`` tokens from ``pos`` (1,) over ``span``."""
         at = pos + torch.arange(t, device=pos.device)  # (T,)
         return at, at, self._causal[at, :span]
 
     def tree_inputs(
         self, start: int, nodes: torch.Tensor, parents: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(slots, positions, mask) of :meth:`forward_at` for tree nodes ``nodes`` (M,), placed as
-        :meth:`forward_tree` places them."""
+        """(slots, positions, mask) of :meth:`forward_at` for tree nodes ``nodes`` (M,)."""
         nodes, anc, depth, end = self._tree_layout(start, nodes, parents)
         mask = torch.zeros(len(nodes), self._cache_len, dtype=torch.bool, device=self.device)  # (M, L)
         mask[:, :start] = True
@@ -311,8 +309,7 @@ class GPT(nn.Module):
     def _tree_layout(
         self, start: int, nodes: torch.Tensor, parents: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-        """(nodes (M,) on the device, ancestry (N, N), depth (N,), one past the last slot) of tree nodes
-        placed from ``start``; ValueError when a slot falls outside the cache."""
+        """(nodes (M,), ancestry (N, N), depth (N,), end slot) from ``start``; ValueError past the cache."""
         nodes = nodes.to(self.device)
         anc = tree_ancestry(parents).to(self.device)  # (N, N)
         end = start + int(nodes.max()) + 1
@@ -321,8 +318,7 @@ class GPT(nn.Module):
         return nodes, anc, anc.sum(-1) - 1, end
 
     def keep_path(self, start: int, path: torch.Tensor) -> None:
-        """Move the cache entries of the accepted nodes ``path`` (m,) (root excluded, by depth) from
-        slots ``start + node`` to positions ``start + 1 .. start + m``, as a chain would have them."""
+        """Move the accepted nodes ``path`` (m,) from slots ``start + node`` to ``start + 1 .. start + m``."""
         src = start + path.to(self.device)
         dst = start + 1 + torch.arange(len(path), device=self.device)
         for blk in self.blocks:

@@ -350,8 +350,7 @@ def load_hf_pair(
 def load_hf_target(
     target_id: str, device="cpu", dtype: torch.dtype | None = None, allow_local: bool = True
 ) -> tuple[HFCausalLM, HFTokenizer]:
-    """One Hugging Face model and its tokenizer, as :func:`load_hf_pair` loads each (for a draft that
-    needs no model, such as the n-gram drafter)."""
+    """One Hugging Face model and its tokenizer, as :func:`load_hf_pair` loads each."""
     from specviz.engine.models import resolve_device
 
     require_transformers()

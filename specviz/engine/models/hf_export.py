@@ -118,7 +118,7 @@ def export_gpt2(model, directory: str | Path) -> Path:
 
 
 def export_pair(pair_dir_or_models, out_dir: str | Path) -> Path:
-    """Export ``"bundled"``, a pair folder, or ``(target, draft[, tokenizer])`` to ``out_dir/target`` and ``out_dir/draft``."""
+    """Export ``"bundled"``, a pair folder or ``(target, draft)`` to ``out_dir/{target,draft}``."""
     from specviz.engine.models import BUNDLED_DIR
     from specviz.engine.models.gpt import GPT
 

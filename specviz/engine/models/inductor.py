@@ -17,12 +17,7 @@ def tested_torch() -> bool:
 
 
 def compile_options(device: torch.device, t: int = 1, packs: bool = False) -> dict:
-    """``torch.compile`` arguments for a ``t``-token decode step on ``device``.
-
-    ``isolate_recompiles``: each step its own cache. CUDA: ``reduce-overhead``, one static shape per T.
-    CPU, a model worth packing (``packs``, :mod:`specviz.engine.models.packed`): T ≥ 2 share one graph
-    with T dynamic, so oneDNN-packed weights serve every K.
-    """
+    """``torch.compile`` arguments for a ``t``-token step on ``device``."""
     dynamic = device.type == "cpu" and packs and t > 1
     common = dict(fullgraph=True, dynamic=dynamic, isolate_recompiles=True)
     if device.type == "cuda":
@@ -55,8 +50,5 @@ def inductor_config(device: torch.device, t: int, packs: bool):
 
 
 def span_dynamic(mask: torch.Tensor) -> None:
-    """Mark the mask's width (the attended span) dynamic for the step about to be traced (``torch._dynamo.mark_dynamic``).
-
-    ``dynamic=True`` would make every size symbolic, weights and caches too, and the step slower.
-    """
+    """Mark the mask's width (the span) dynamic: ``torch._dynamo.mark_dynamic``."""
     torch._dynamo.mark_dynamic(mask, 1)

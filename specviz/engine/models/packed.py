@@ -39,7 +39,7 @@ TESTED_TORCH = ((2, 13),)  # (major, minor) releases whose private oneDNN ops we
 
 
 def _pack_weight(w: torch.Tensor) -> torch.Tensor:
-    """``torch.ops.mkldnn._reorder_linear_weight(weight, batch_size)``: (out, in) fp32 → oneDNN's opaque blocked layout."""
+    """``torch.ops.mkldnn._reorder_linear_weight``: (out, in) fp32 → oneDNN's blocked layout."""
     return torch.ops.mkldnn._reorder_linear_weight(w.detach(), None)
 
 
@@ -97,8 +97,7 @@ def _switch_off(reason: str) -> None:
 
 
 def available() -> bool:
-    """True when packs may be used now: a tested torch with both ops, oneDNN enabled
-    (``torch.backends.mkldnn.flags``), and no failure switched packing off in this process."""
+    """Whether packs may be used now: tested torch, both ops, oneDNN on, no failure so far."""
     return _state.off is None and bool(torch.backends.mkldnn.enabled) and _why_unsupported() is None
 
 

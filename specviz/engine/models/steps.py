@@ -8,7 +8,7 @@ from specviz.engine.models.gpt import GPT
 
 
 class Step(torch.nn.Module):
-    """``model.forward_at`` as a module's forward: compiled as a module, its weights are parameters freezing can fold."""
+    """``model.forward_at`` as a module's forward, so freezing can fold its weights."""
 
     def __init__(self, model: GPT):
         super().__init__()

@@ -129,15 +129,13 @@ def verify_siblings(
     greedy: bool = False,
     uniforms: torch.Tensor | None = None,
 ) -> SiblingResult:
-    r"""Multi-step speculative sampling at one node of a draft tree (SpecInfer, Miao et al. 2024).
-
-    Candidates drawn i.i.d. from ``q`` (V,) are tried in order against ``p`` (V,), then the normalised residual:
+    r"""Multi-step speculative sampling at one tree node (SpecInfer, Miao et al. 2024); candidates i.i.d. from q.
 
     .. math::  \text{accept } x_i \text{ iff } u_i \, q(x_i) < p_i(x_i), \qquad
                p_{i+1} = \frac{(p_i - q)^+}{\sum (p_i - q)^+}
 
-    and after m rejections the token is drawn from :math:`p_{m+1}`; a vanishing residual keeps ``p_i``.
-    ``greedy``: the first candidate equal to argmax p, else argmax p. ``uniforms`` (m + 1,).
+    After m rejections the token is drawn from :math:`p_{m+1}`. ``greedy``: the first candidate equal
+    to argmax p, else argmax p. ``uniforms`` (m + 1,).
     """
     m = len(candidates)
     if greedy:

@@ -26,13 +26,10 @@ def simulate_rounds(
     draft_temperature: float = 0.5,
     progress: Callable[[float], None] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""Simulate ``rounds`` rounds: K drafts i.i.d. from q, verified by :func:`verify` against p at every position.
+    """Simulate ``rounds`` rounds of K drafts i.i.d. from q verified by :func:`verify` against p; p, q (V,).
 
-    ``p``, ``q`` (V,) are normalised here. Exact rule: E[N] = (1 − α^{K+1}) / (1 − α), α = Σ min(p, q),
-    and the emitted tokens are distributed as p. ``temperature_mismatch`` drafts from q at
-    ``draft_temperature`` but verifies with q. ``progress`` gets the fraction done per 65,536 rounds.
-    Returns n (rounds,) tokens per round in 1..K+1 and emitted (n.sum(),) in order. Raises ValueError
-    naming a bad p, q, k, rounds or variant.
+    Exact rule: E[N] = (1 − α^{K+1}) / (1 − α), α = Σ min(p, q). Returns n (rounds,) and the emitted
+    tokens (n.sum(),). Raises ValueError naming a bad p, q, k, rounds or variant.
     """
     p, q = as_distribution(p, "p"), as_distribution(q, "q")
     if p.shape != q.shape:

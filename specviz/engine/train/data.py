@@ -18,11 +18,7 @@ def stdlib_root() -> Path:
 
 
 def corpus_files(root: Path | None = None, seed: int = 0, val_fraction: float = 0.05) -> tuple[list[Path], list[Path]]:
-    """Standard-library ``.py`` files (no tests, idlelib, site-packages) split into (train, validation) by file.
-
-    Sorted, then a seeded shuffle: the same split on every machine with the same stdlib. Raises
-    ValueError for fewer than 2 files.
-    """
+    """Stdlib ``.py`` files (no tests, idlelib, site-packages) split by ``seed`` into (train, validation)."""
     root = Path(root) if root else stdlib_root()
     skip = {"test", "tests", "idlelib", "site-packages", "__pycache__"}
     files = sorted(p for p in root.rglob("*.py") if not skip & set(p.relative_to(root).parts))
@@ -42,7 +38,7 @@ def load_bytes(files: list[Path]) -> np.ndarray:
 
 
 def make_prompts(files: list[Path], root: Path, n: int = 12, length: int = 192, seed: int = 0) -> list[dict]:
-    """``n`` prompts of ``length`` bytes from different ``files``, each at a line start; mostly blank windows skipped."""
+    """``n`` prompts of ``length`` bytes from different ``files``, each at a line start."""
     rng = random.Random(seed)
     order = list(files)
     rng.shuffle(order)

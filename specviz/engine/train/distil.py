@@ -57,7 +57,7 @@ def cached_teacher(
     seed: int = 0,
     precision: str = "fp32",
 ) -> Teacher:
-    """:func:`teacher_outputs` of ``target_dir``'s model, cached in ``work_dir`` by a hash of its weights and ``data``."""
+    """:func:`teacher_outputs`, cached in ``work_dir`` by a hash of the weights and ``data``."""
     import hashlib
 
     digest = hashlib.sha256((target_dir / "model.safetensors").read_bytes())
@@ -82,10 +82,7 @@ def teacher_outputs(
     chunk: int = 16,
     precision: str = "fp32",
 ) -> Teacher:
-    """Run ``target`` once over ``windows`` seeded windows of ``data``, ``chunk`` at a time; keep its top-k.
-
-    ``precision`` is a key of :data:`PRECISIONS` (bf16 autocasts the matmuls); the softmax is fp32.
-    """
+    """Run ``target`` once over ``windows`` seeded windows, ``chunk`` at a time, in ``precision``; keep its top-k."""
     dtype = PRECISIONS[precision]
     rng = np.random.default_rng(seed)
     starts = rng.integers(0, len(data) - seq_len - 1, size=windows)
@@ -105,10 +102,9 @@ def teacher_outputs(
 def lm_loss(
     logits: torch.Tensor, y: torch.Tensor, top_p: torch.Tensor | None = None, top_i: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Mean next-byte loss in nats: cross-entropy to ``y``, or to the teacher's top-k.
+    """Mean next-byte loss in nats: −log q(y), or with a teacher −Σ_j p_j log q(i_j) − (1 − Σ_j p_j) log q(y).
 
-    With a teacher: −Σ_j p_j log q(i_j) − (1 − Σ_j p_j) log q(y), the left-out mass on the byte that
-    came. logits (B, T, V); y (B, T); top_p, top_i (B, T, k).
+    logits (B, T, V); y (B, T); top_p, top_i (B, T, k).
     """
     logq = torch.log_softmax(logits.float(), -1)  # (B, T, V)
     true = logq.gather(-1, y.unsqueeze(-1)).squeeze(-1)  # (B, T)

@@ -50,11 +50,9 @@ def train_step(
     rng: np.random.Generator,
     precision: str | None = None,
 ) -> float:
-    """One optimiser step on ``tc.batch_size`` windows; returns the mean loss in nats.
+    """One optimiser step on ``tc.batch_size`` windows of text or :class:`Teacher`; mean loss in nats.
 
-    ``data``: the text (cross-entropy) or a :class:`Teacher` (:func:`lm_loss` to its top-k). The batch
-    is split into ``tc.micro_batches``, each loss scaled by 1 / micro_batches; gradient norm clipped
-    to ``tc.grad_clip``. ``precision`` "bf16": bf16 autocast, fp32 loss.
+    Split into ``tc.micro_batches``, each loss / micro_batches; gradients clipped; bf16 autocast per ``precision``.
     """
     dtype = PRECISIONS[precision or tc.precision]
     if isinstance(data, Teacher):
@@ -114,10 +112,9 @@ def train_model(
     init_from: Path | None = None,
     unlikelihood: UnlikelihoodConfig | None = None,
 ) -> tuple[GPT, dict]:
-    """Train one model from scratch, from ``init_from`` (fresh optimiser), or resumed from ``work_dir``.
+    """Train one model (from scratch, ``init_from``, or resumed from ``work_dir``); returns (model, log).
 
-    Returns (model, log). Log ``curve`` rows every ``tc.eval_every`` steps: [step, mean training
-    bits/byte, held-out bits/byte (4 × 8 windows)], plus the repeated-n-gram share with ``unlikelihood``.
+    ``log["curve"]`` rows: [step, train bits/byte, held-out bits/byte(, repeated-n-gram share)].
     """
     torch.manual_seed(tc.seed)  # initialisation only; the data order has its own generator
     model = GPT(cfg)

@@ -14,11 +14,7 @@ from specviz.engine.train.data import batch
 
 @dataclass(frozen=True)
 class UnlikelihoodConfig:
-    """Every ``every``-th step an :func:`unlikelihood_step`; the others plain next-byte steps.
-
-    n = 16 bytes (about Welleck's 4 subword tokens): in the training text 40 % of bytes sit in a
-    repeated 4-gram but 10 % in a repeated 16-gram, while greedy loops repeat 16-grams.
-    """
+    """Every ``every``-th step unlikelihood; n = 16 bytes, the loops' repeats."""
 
     every: int = 2  # one unlikelihood step in every `every` steps (1: all of them)
     prefix: int = 128  # bytes of training text before each greedy continuation
@@ -32,10 +28,7 @@ class UnlikelihoodConfig:
 
 
 def repeated_ngram_mask(tokens: np.ndarray, n: int = 4) -> np.ndarray:
-    """Tokens inside an ``n``-gram that occurred earlier in the same row (Welleck et al. 2019, §5.2).
-
-    tokens (B, N) → mask (B, N), bool.
-    """
+    """Tokens inside an ``n``-gram seen earlier in the row (Welleck et al. 2019, §5.2): (B, N) → (B, N) bool."""
     mask = np.zeros(tokens.shape, dtype=bool)  # (B, N)
     for row, seq in enumerate(np.asarray(tokens).tolist()):
         seen = set()
@@ -48,10 +41,7 @@ def repeated_ngram_mask(tokens: np.ndarray, n: int = 4) -> np.ndarray:
 
 
 def unlikelihood_loss(logits: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean unlikelihood loss in nats: −Σ_t mask_t · log max(1 − p(tokens_t), 1e-5) / (B · N).
-
-    logits (B, N, V); tokens (B, N); mask (B, N).
-    """
+    """Mean −Σ mask_t · log max(1 − p(tokens_t), 1e-5) / (B · N); logits (B, N, V), tokens and mask (B, N)."""
     p = torch.softmax(logits.float(), -1).gather(-1, tokens.unsqueeze(-1)).squeeze(-1)  # (B, N)
     return -(torch.log((1 - p).clamp_min(1e-5)) * mask).sum() / mask.numel()
 
@@ -64,11 +54,7 @@ def unlikelihood_step(
     uc: UnlikelihoodConfig,
     rng: np.random.Generator,
 ) -> tuple[float, float]:
-    """One step; returns (loss in nats, share of continuation bytes in a repeated n-gram).
-
-    ``tc.batch_size`` prefixes of ``uc.prefix`` bytes are continued greedily for ``uc.new_tokens``
-    (no gradient), then scored without the cache by :func:`unlikelihood_loss`; gradients clipped.
-    """
+    """One step on greedy continuations of training prefixes; returns (loss in nats, repeated-n-gram share)."""
     from specviz.engine.decoding import generate_target_only_batch
 
     x, _ = batch(data, tc.batch_size, uc.prefix, rng)  # (B, P)
