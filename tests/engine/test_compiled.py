@@ -130,7 +130,7 @@ def test_a_failed_compile_falls_back_to_eager_and_says_why_once(pair, prompts, m
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("module", "what"), [("_Chain", "greedy chain"), ("_Verify", "greedy verification")], ids=["chain", "verify"]
+    ("module", "what"), [("Chain", "greedy chain"), ("Verify", "greedy verification")], ids=["chain", "verify"]
 )
 def test_a_greedy_module_that_fails_to_compile_runs_step_by_step(pair, prompts, monkeypatch, module, what):
     """A draft chain or greedy verification whose compile fails leaves the single compiled steps (no
@@ -307,7 +307,7 @@ def test_bench_rows_say_which_engine_and_how_long_it_compiled(bundled):
 
 @pytest.mark.slow
 def test_the_one_token_step_generates_its_matrix_vector_products():
-    """The fenced Inductor switch of compiled._inductor_config still does what it is there for: on the CPU,
+    """The fenced Inductor switch of inductor.inductor_config still does what it is there for: on the CPU,
     the T = 1 step's one-row matmuls become generated reductions (Inductor counts each rewrite), the T ≥ 2
     steps' do not, and both equal the eager step."""
     if not compiled.tested_torch():
@@ -414,7 +414,7 @@ def test_greedy_verification_equals_the_eager_forward_and_rule_and_writes_the_sa
 @pytest.mark.slow
 @pytest.mark.parametrize("t", [1, 3])
 def test_one_compiled_step_serves_every_span(t):
-    """The span is a dynamic size of the compiled step (compiled._span_dynamic): compiled once at one
+    """The span is a dynamic size of the compiled step (inductor.span_dynamic): compiled once at one
     span, the step runs at every other one with Dynamo's guards skipped, as the resident loops run it
     (a step specialised to its first span would be refused there, or read the wrong slots), and equals
     the eager step each time."""
