@@ -1,20 +1,10 @@
-"""Check the roofline cost model (specviz.core.hardware) against this machine.
+"""Check the roofline cost model (specviz.core.hardware) against this machine (``python -m specviz calibrate``).
 
-``python -m specviz calibrate`` runs :func:`calibrate`:
-
-1. microbenchmarks give this machine's figures — the bandwidth decode matmuls attain (one-row
-   ``F.linear`` over many weight matrices of the target's width, cycled so that each streams from
-   memory: what a decode step does, and on a CPU far below a plain copy's bandwidth), the fp32
-   matmul rate at the decode shape (64 rows × the target's width × 4 × width), and the engine's
-   fixed costs: forwards of tiny GPTs of 1, 2, 4 and 8 layers give the per-step overhead (intercept)
-   and the per-layer overhead (slope of a line through 1, 2, 4 and 8 layers);
-2. the bundled target's and draft's cached forward is timed over a grid of batch B × new tokens n
-   × context L, with the engine's own forward;
-3. :func:`specviz.core.hardware.step_time`, fed only the figures of step 1 (never the times of step 2),
-   predicts every cell; the CSV holds both, and ``machine.json`` the figures, so the Hardware page
-   offers "this machine" as an accelerator.
-
-torch and numpy only; no streamlit.
+1. microbenchmarks: the bandwidth one-row ``F.linear`` attains streaming weights, the fp32 matmul
+   rate at the decode shape, and the per-step and per-layer fixed costs (tiny GPTs of 1–8 layers);
+2. the bundled pair's cached forward timed over batch B × new tokens n × context L;
+3. :func:`specviz.core.hardware.step_time`, fed only step 1's figures, predicts every cell; the CSV
+   holds both, ``machine.json`` the figures.
 """
 
 from __future__ import annotations
@@ -49,11 +39,7 @@ def stream_bandwidth(megabytes: int = 256, repeats: int = 5) -> float:
 
 @torch.inference_mode()
 def decode_bandwidth(width: int, megabytes: int = 96, repeats: int = 5) -> float:
-    """Bytes per second a one-row ``F.linear`` attains streaming (4·width × width) fp32 weights from memory.
-
-    The matrices (``megabytes`` in all, beyond any cache) are used in turn, as a decode step uses its
-    layers' weights once each; per call the weight bytes dominate (the activations are one row).
-    """
+    """Bytes per second a one-row ``F.linear`` attains over (4·width × width) fp32 weights cycled beyond any cache."""
     w = torch.rand(4 * width, width)
     count = max(2, megabytes * 2**20 // (w.numel() * 4))
     weights, x = [torch.rand_like(w) for _ in range(count)], torch.rand(1, width)
@@ -80,9 +66,7 @@ def matmul_peak(n: int = 1024, repeats: int = 5, dtype: torch.dtype = torch.floa
 
 @torch.no_grad()
 def forward_seconds(model: GPT, batch: int, tokens: int, context: int, repeats: int = 5) -> float:
-    """Median wall time of the engine's cached forward of ``tokens`` new tokens for ``batch`` rows after
-    ``context`` cached positions (the cache is filled once, untimed; each timed call rewrites the same
-    positions, as a rejected draft's are rewritten)."""
+    """Median seconds of the cached forward of ``tokens`` tokens for ``batch`` rows after ``context`` positions."""
     model.setup_cache(batch, context + tokens)
     idx = torch.randint(0, model.cfg.vocab_size, (batch, context + tokens))
     if context:
@@ -91,10 +75,7 @@ def forward_seconds(model: GPT, batch: int, tokens: int, context: int, repeats: 
 
 
 def engine_overheads(repeats: int = 50, layers: tuple[int, ...] = (1, 2, 4, 8)) -> tuple[float, float]:
-    """(per-step, per-layer) fixed costs of the engine's forward, seconds: one-token forwards of tiny GPTs
-    (width 16, so arithmetic and bytes are negligible) with ``layers`` layers, and the least-squares
-    line t = per-step + per-layer · layers through their median times (both floored at 0). Several
-    depths and many repeats, because single times at this scale jitter by tens of µs."""
+    """(per-step, per-layer) seconds: least squares t = a + b·layers over tiny GPTs, floored at 0."""
     torch.manual_seed(0)
     times = [
         forward_seconds(GPT(GPTConfig(n_layer=n, n_head=1, n_embd=16, block_size=64)).eval(), 1, 1, 8, repeats)
@@ -105,8 +86,7 @@ def engine_overheads(repeats: int = 50, layers: tuple[int, ...] = (1, 2, 4, 8)) 
 
 
 def machine_spec(bandwidth: float, flops: float, per_step: float, per_layer: float) -> dict:
-    """This machine as a :func:`specviz.core.hardware.gpu_spec` dict, plus the efficiencies that make the
-    microbenchmark figures the attainable ones (e = 1) and its measured fixed costs."""
+    """This machine as a :func:`specviz.core.hardware.gpu_spec` dict (e = 1) with its fixed costs."""
     memory_gb = _memory_gb()
     return {
         "name": f"this machine ({machine.cpu_name()}, {torch.get_num_threads()} threads)",
@@ -167,10 +147,7 @@ def calibrate(
     progress: Callable[[str], None] | None = None,
     stream_mb: int = 96,
 ) -> tuple[dict, pd.DataFrame]:
-    """(this machine's spec, one row per model × B × n × L with measured and predicted seconds).
-
-    The prediction of a cell uses the microbenchmark figures only, never a measured step time.
-    """
+    """(this machine's spec, one row per model × B × n × L with measured and microbenchmark-predicted seconds)."""
     say = progress or (lambda _: None)
     say("microbenchmarks: decode bandwidth, decode matmul rate, engine overheads")
     width = max(model.cfg.n_embd for model in models.values())
@@ -214,11 +191,7 @@ def summary(frame: pd.DataFrame) -> dict:
 
 
 def verify_cost(frame: pd.DataFrame, model: str, context: int | None = None) -> pd.DataFrame:
-    """v measured and predicted at B = 1 for every K the grid allows: v = (T(K + 1 tokens) / T(1) − 1) / K.
-
-    ``frame`` is :func:`calibrate`'s table; ``context`` defaults to its middle context. Columns: k,
-    v_measured, v_predicted.
-    """
+    """v at B = 1 per K: (T(K + 1 tokens) / T(1) − 1) / K; columns k, v_measured, v_predicted."""
     rows = frame[(frame["model"] == model) & (frame["batch"] == 1)]
     if context is None:
         contexts = sorted(rows["context"].unique())
@@ -240,12 +213,10 @@ def verify_cost(frame: pd.DataFrame, model: str, context: int | None = None) -> 
 
 
 def k_star_by_batch(batched: pd.DataFrame, target: dict, draft: dict, gpu: dict, context: int) -> pd.DataFrame:
-    """Measured K*(B) against the roofline's, both chosen among the K that were benchmarked at that B.
+    """Measured K*(B) against the roofline's, among the benchmarked K at each B (greedy rows of ``batched``).
 
-    Measured: the K of the best median speedup at each B (ties: the smaller K; 0 where none is above
-    1). Predicted: the same argmax over the roofline's speedups at those K, at the α̂ measured at that
-    B (mean over its K). ``batched`` is the CSV of ``python -m specviz bench --batch-size``; greedy
-    rows only (T = 0).
+    Measured: the K of the best median speedup (ties: smaller K; 0 where none > 1). Predicted: the
+    argmax of the roofline's speedups at the α̂ measured at that B.
     """
     rows = batched[batched["temperature"] == 0]
     out = []

@@ -1,8 +1,4 @@
-"""The bundled pair's model card: what the pair *as shipped* measures (held-out bits per byte, acceptance on
-held-out text, single-step times and c) beside its training records, written as card.json, README.md (from
-the template ``card.md.j2`` beside this module) and loss_curve.svg. :func:`train_pair` trains both models
-(:mod:`specviz.engine.train`) and makes the card.
-"""
+"""The bundled pair's model card (card.json, README.md from ``card.md.j2``, loss_curve.svg), measured as shipped."""
 
 from __future__ import annotations
 
@@ -82,8 +78,7 @@ def train_pair(
     distil: DistilConfig | None = None,
     extra: Callable[[GPT, GPT], dict] | None = None,
 ) -> dict:
-    """Train target then draft (:func:`train_one`; the draft distilled from the target with
-    ``distil``), save both under ``out_dir`` and measure them into a model card; return the card."""
+    """Train target then draft (:func:`train_one`), save both under ``out_dir``, return their model card."""
     for name, cfg, tc in (("target", target_cfg, target_tc), ("draft", draft_cfg, draft_tc)):
         prog = progress_factory(name, tc.steps) if progress_factory else None
         train_one(name, cfg, tc, out_dir, work_dir, corpus_root, command, prog, distil if name == "draft" else None)
@@ -94,10 +89,7 @@ def train_pair(
 def measure_pair(
     out_dir: Path, val_data: np.ndarray, card: dict, extra: Callable[[GPT, GPT], dict] | None = None
 ) -> dict:
-    """Card entries measured on the pair *as shipped* (reloaded from ``out_dir``): held-out bits
-    per byte of each model (every whole window, :func:`evaluate_all`), acceptance on held-out text,
-    single-step times and c, plus whatever ``extra(target, draft)`` returns (the command line adds
-    the text quality of greedy continuations, which needs the decoding engine)."""
+    """Card entries measured on the shipped pair: bits/byte, acceptance, step times, c, plus ``extra``."""
     target, draft = GPT.load(out_dir / "target"), GPT.load(out_dir / "draft")
     out = {
         name: {
@@ -121,15 +113,13 @@ def measure_pair(
 
 
 def stages(record: dict) -> list[dict]:
-    """A model's training runs, oldest first: the run ``record`` describes and, for a warm start, the
-    runs of the model it started from (``record["warmed_from"]``, that model's ``train.json``)."""
+    """A model's training runs, oldest first, following ``record["warmed_from"]``."""
     earlier = record.get("warmed_from")
     return ([] if earlier is None else stages(earlier)) + [record]
 
 
 def full_curve(record: dict) -> list[list[float]]:
-    """The loss curve over all of a model's :func:`stages`: rows [step, training bits/byte, held-out
-    bits/byte], each stage's steps offset by the steps of the stages before it."""
+    """The loss curve over all :func:`stages`, each stage's steps offset by the earlier ones'."""
     rows, offset = [], 0
     for stage in stages(record):
         rows += [[offset + row[0], *row[1:]] for row in stage["log"].get("curve", [])]
@@ -138,9 +128,7 @@ def full_curve(record: dict) -> list[list[float]]:
 
 
 def card_from_training(out_dir: Path, corpus_root: Path | None = None) -> dict:
-    """A card's unmeasured part from the ``train.json`` that :func:`train_one` wrote beside each model:
-    the corpus split (the fixed one both models train on), each model's shape and schedule and log,
-    and the commands that trained them."""
+    """A card's unmeasured part from each model's ``train.json``: corpus split, shapes, schedules, logs, commands."""
     records = {}
     for name in ("target", "draft"):
         try:
@@ -161,10 +149,7 @@ def card_from_training(out_dir: Path, corpus_root: Path | None = None) -> dict:
 
 
 def card_with_training(out_dir: Path, corpus_root: Path | None = None) -> dict:
-    """The card's training part, newest first: :func:`card_from_training` when both models have a
-    ``train.json``; otherwise the existing ``card.json`` with the one retrained model's entry replaced
-    by its ``train.json`` (its command kept in that entry). The hand-written ``history`` paragraphs
-    of an existing card are kept either way (edit them when a retrain makes them wrong)."""
+    """The card's training part, from both ``train.json`` or the old card with one entry replaced."""
     fresh = [name for name in ("target", "draft") if (out_dir / name / "train.json").exists()]
     try:
         card = json.loads((out_dir / "card.json").read_text()) if (out_dir / "card.json").exists() else {}
@@ -194,11 +179,7 @@ def remeasure_card(
 ) -> dict:
     """Re-run :func:`measure_pair` on a trained pair (weights untouched) and rewrite its card.
 
-    The held-out files are the ones ``card.json`` lists, read from ``corpus_root`` (default:
-    this Python's stdlib). Useful after an engine change or on another machine: the speed
-    entries (T_target, T_draft, c) depend on both. A pair trained one model at a time
-    (:func:`train_one`) has its card made, or its retrained model's entry replaced, from the models'
-    ``train.json`` (:func:`card_with_training`), so no stale training record survives a retrain.
+    Held-out files are those ``card.json`` lists, read from ``corpus_root`` (default: this stdlib).
     """
     retrained = any((out_dir / name / "train.json").exists() for name in ("target", "draft"))
     try:
@@ -308,11 +289,7 @@ def _template() -> jinja2.Template:
 
 
 def curve_svg(curves: dict[str, list], width: int = 640, height: int = 320) -> str:
-    """A line chart (SVG text) of held-out bits/byte against training step, one line per model.
-
-    ``curves`` maps a name to rows [step, training bits/byte, held-out bits/byte] (the training log's
-    ``curve``). Plain SVG, so the model card shows it wherever Markdown renders images.
-    """
+    """An SVG line chart of held-out bits/byte against step, one line per model of ``curves``."""
     rows = [r for c in curves.values() for r in c]
     x_max = max(r[0] for r in rows)
     y_lo, y_hi = math.floor(min(r[2] for r in rows) * 2) / 2, math.ceil(max(r[2] for r in rows) * 2) / 2

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from specviz import __main__ as cli
+from specviz import cli
 from specviz.core import trees
 from specviz.data import measurements
 from specviz.engine import bench
@@ -97,7 +97,7 @@ def test_interrupt_keeps_finished_cells(tiny_pair, tmp_path, monkeypatch, capsys
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(bench, "measure_runs", flaky)
+    monkeypatch.setattr(bench.cell, "measure_runs", flaky)
     code, out = run_bench(tiny_pair, tmp_path)
     assert code == 0
     assert len(pd.read_csv(out)) == 1
@@ -169,7 +169,7 @@ def test_dtype_choices_and_unsupported_dtype(tiny_pair, tmp_path, monkeypatch, c
     assert code == 2 and not out.exists()
     err = capsys.readouterr().err
     assert "dtype float16 is not supported on device 'cpu'" in err and "not implemented for 'Half'" in err
-    assert cli.resolve_dtype("float32", "cpu") is torch.float32 and cli.resolve_dtype("auto", "cpu") is None
+    assert cli.bench.resolve_dtype("float32", "cpu") is torch.float32 and cli.bench.resolve_dtype("auto", "cpu") is None
 
 
 @pytest.mark.gpu

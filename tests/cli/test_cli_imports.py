@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BLOCKED = ("streamlit", "plotly", "sqlalchemy", "hypothesis")
 #: what `python -m specviz bench|train|card` and the gpu tier may import: the CLI and every module of the
 #: layers below the data layer (pyproject.toml's import-linter contracts state the same rule statically)
-CLI_PACKAGES = ("specviz.base", "specviz.core", "specviz.engine")
+CLI_PACKAGES = ("specviz.cli", "specviz.base", "specviz.core", "specviz.engine")
 
 #: prepended to every child's code: a meta-path finder that makes importing a BLOCKED package fail
 BLOCKER = f"""
@@ -67,6 +67,7 @@ def test_cli_modules_and_help_import_no_ui_or_database_stack():
     code += f"for name in {CLI_PACKAGES!r}:\n    package = importlib.import_module(name)\n"
     code += "    for i in pkgutil.walk_packages(package.__path__, name + '.'): importlib.import_module(i.name)\n"
     code += "assert 'specviz.engine.models.hf' in sys.modules and 'specviz.core.theory' in sys.modules\n"
+    code += "assert 'specviz.cli.predict' in sys.modules\n"
     code += "print(sorted(m for m in sys.modules if m.partition('.')[0] in BLOCKED))\n"
     done = python(code)
     assert done.returncode == 0, done.stderr

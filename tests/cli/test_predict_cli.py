@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from specviz import __main__ as cli
+from specviz import cli
 from specviz.core import hardware, heads, profiles, theory
 
 ROOT = Path(__file__).resolve().parents[2]

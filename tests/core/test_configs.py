@@ -242,9 +242,8 @@ KEYS = {"num_speculative_tokens_per_batch_size", "draft_len_schedule", "max_draf
 KEYS |= {"speculative_model", "num_assistant_tokens", "num_assistant_tokens_schedule", "assistant_confidence_threshold"}
 KEYS |= {"prompt_lookup_num_tokens", "assistant_model"}
 READERS = {"Alias"}  #: calls whose arguments are names a reader maps, not written
-#: writers still outside configs, each waiting on a move: specviz/__main__.py's llama-server line (the
-#: cli package calls configs.llamacpp.command)
-PENDING = {"specviz/__main__.py"}
+#: writers still outside configs, each waiting on a move (none)
+PENDING: set[str] = set()
 
 
 def _writes(tree: ast.AST) -> list[tuple[int, str]]:

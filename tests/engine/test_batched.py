@@ -131,7 +131,7 @@ def test_bad_batches_name_the_prompt(pair):
 
 @pytest.mark.slow
 def test_bench_writes_one_row_per_batch_size_in_the_measurement_schema(tmp_path):
-    from specviz import __main__ as cli
+    from specviz import cli
     from specviz.data.measurements import load_measurements
 
     torch.manual_seed(0)

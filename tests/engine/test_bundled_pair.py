@@ -43,11 +43,11 @@ def test_the_cards_held_out_bits_per_byte_are_the_shipped_weights():
 @pytest.mark.usefixtures("one_torch_thread")
 def test_the_shipped_target_writes_text_that_does_not_loop():
     """The card's distinct-4-gram ratio of greedy continuations is the shipped weights' and >= 0.6."""
-    from specviz import __main__ as cli
+    from specviz import cli
 
     card = CARD["text_quality"]
     assert card["distinct_4gram_ratio"] >= 0.6, card
-    again = cli._text_quality(GPT.load(BUNDLED_DIR / "target"), None)["text_quality"]
+    again = cli.card.text_quality(GPT.load(BUNDLED_DIR / "target"), None)["text_quality"]
     assert again["distinct_4gram_ratio"] == pytest.approx(card["distinct_4gram_ratio"], abs=0.01)
     assert again["prompts"] == card["prompts"] == 12 and again["new_tokens"] == card["new_tokens"] == 128
 

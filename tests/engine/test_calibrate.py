@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
-from specviz import __main__ as cli
+from specviz import cli
 from specviz.core import hardware
 from specviz.engine import calibrate
 from specviz.engine.models.gpt import GPT, GPTConfig

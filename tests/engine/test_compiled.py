@@ -130,7 +130,7 @@ def test_a_failed_compile_falls_back_to_eager_and_says_why_once(pair, prompts, m
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("module", "what"), [("_Chain", "greedy chain"), ("_Verify", "greedy verification")], ids=["chain", "verify"]
+    ("module", "what"), [("Chain", "greedy chain"), ("Verify", "greedy verification")], ids=["chain", "verify"]
 )
 def test_a_greedy_module_that_fails_to_compile_runs_step_by_step(pair, prompts, monkeypatch, module, what):
     """A draft chain or greedy verification whose compile fails leaves the single compiled steps (no
@@ -307,10 +307,10 @@ def test_bench_rows_say_which_engine_and_how_long_it_compiled(bundled):
 
 @pytest.mark.slow
 def test_the_one_token_step_generates_its_matrix_vector_products():
-    """The fenced Inductor switch of compiled._inductor_config still does what it is there for: on the CPU,
+    """The fenced Inductor switch of inductor.inductor_config still does what it is there for: on the CPU,
     the T = 1 step's one-row matmuls become generated reductions (Inductor counts each rewrite), the T ≥ 2
     steps' do not, and both equal the eager step."""
-    if not compiled._tested_torch():
+    if not compiled.tested_torch():
         pytest.skip(f"torch {torch.__version__} is not in compiled.TESTED_TORCH: the switch is off there")
     import torch._inductor.config as inductor_config
     from torch._dynamo.utils import counters
@@ -414,11 +414,11 @@ def test_greedy_verification_equals_the_eager_forward_and_rule_and_writes_the_sa
 @pytest.mark.slow
 @pytest.mark.parametrize("t", [1, 3])
 def test_one_compiled_step_serves_every_span(t):
-    """The span is a dynamic size of the compiled step (compiled._span_dynamic): compiled once at one
+    """The span is a dynamic size of the compiled step (inductor.span_dynamic): compiled once at one
     span, the step runs at every other one with Dynamo's guards skipped, as the resident loops run it
     (a step specialised to its first span would be refused there, or read the wrong slots), and equals
     the eager step each time."""
-    if not compiled._tested_torch():
+    if not compiled.tested_torch():
         pytest.skip(f"torch {torch.__version__} is not in compiled.TESTED_TORCH: every span is the whole cache there")
     from torch._dynamo.utils import counters
 
@@ -460,7 +460,7 @@ def test_the_packaged_one_token_step_gives_the_targets_greedy_tokens(pair, promp
         got, _ = decoding.generate_target_only(ct, prompt, 40)
         assert torch.equal(got, expected)
     (step,) = _packaged(target)
-    assert isinstance(step, compiled._Packaged) and ct.compile_s.get(1, 0) > 0
+    assert isinstance(step, compiled.Packaged) and ct.compile_s.get(1, 0) > 0
     assert list((ahead_of_time / "specviz" / "aoti").glob("one-token-*.pt2"))
     old = step.bound
     for blk in target.blocks:
@@ -487,7 +487,7 @@ def test_a_new_process_loads_the_package_instead_of_compiling(pair, prompts, ahe
         pos = torch.tensor([_prefilled(target, prompts[1]) - 1])
         window = target._causal[:, :32]
         token = prompts[1][-1:]
-        again = compiled._Packaged(target, token, pos, window)(token, pos, window)
+        again = compiled.Packaged(target, token, pos, window)(token, pos, window)
         pos = torch.tensor([_prefilled(target, prompts[1]) - 1])
         expected = target.forward_at(token.view(1, 1), pos + 1, pos + 1, window[pos + 1])[0, -1].argmax(
             -1, keepdim=True
@@ -503,7 +503,7 @@ def test_a_packaged_step_that_fails_to_build_runs_compiled_and_says_why_once(pro
     def broken(*args, **kwargs):
         raise RuntimeError("no C++ compiler\nmore")
 
-    monkeypatch.setattr(compiled, "_Packaged", broken)
+    monkeypatch.setattr(compiled, "Packaged", broken)
     expected = [decoding.generate_target_only(target, p, 24)[0] for p in prompts]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -89,7 +89,7 @@ def test_sampling_with_one_hot_proposals_is_lossless():
 def test_bundled_target_with_ngram_drafts_in_the_cli(tmp_path, capsys):
     import pandas as pd
 
-    from specviz import __main__ as cli
+    from specviz import cli
 
     out = tmp_path / "ngram.csv"
     code = cli.main(

@@ -11,7 +11,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specviz import __main__ as cli
+from specviz import cli
 from specviz.engine import card as model_card
 from specviz.engine import train
 from specviz.engine.models.gpt import GPT, GPTConfig
@@ -243,7 +243,7 @@ def test_teacher_is_computed_once_per_target(data, tmp_path, monkeypatch):
     GPT(TINY).save(tmp_path / "pair" / "target")
     dc = train.DistilConfig(windows=3, top_k=2)
     first = train.cached_teacher(tmp_path / "pair" / "target", data, dc, 64, tmp_path / "work")
-    monkeypatch.setattr(train, "teacher_outputs", lambda *a, **k: pytest.fail("recomputed a cached teacher"))
+    monkeypatch.setattr(train.distil, "teacher_outputs", lambda *a, **k: pytest.fail("recomputed a cached teacher"))
     second = train.cached_teacher(tmp_path / "pair" / "target", data, dc, 64, tmp_path / "work")
     assert np.array_equal(first.top_p, second.top_p)
     assert len(list((tmp_path / "work").glob("teacher-*-3x64-top2-seed0-fp32.npz"))) == 1

@@ -325,7 +325,7 @@ def test_stop_keeps_the_finished_cells(worker, monkeypatch):
         if len(cells) == 2:
             raise KeyboardInterrupt  # what the Stop button does to the page's script, in its progress tick
 
-    monkeypatch.setattr(bench, "measure_runs", measure_runs)
+    monkeypatch.setattr(bench.cell, "measure_runs", measure_runs)
     with pytest.raises(KeyboardInterrupt):
         live.execute(run, tick, worker=worker, poll_s=0.01)
     assert [row["k"] for row in run.rows] == [1] and [d["k"] for d in run.details] == [1]
@@ -347,7 +347,7 @@ def test_wall_time_cap_stops_between_runs_and_keeps_finished_cells(worker, monke
         now[0] += 6.0
         return runs
 
-    monkeypatch.setattr(bench, "measure_runs", slow_cell)
+    monkeypatch.setattr(bench.cell, "measure_runs", slow_cell)
     live.execute(run, worker=worker)
     assert run.stopped == "the wall-time cap of 5 s was reached"
     assert [row["k"] for row in run.rows] == [1] and run.done and run.seconds == 6.0
@@ -547,7 +547,7 @@ def test_stop_keeps_finished_cells(db_url, monkeypatch):
         tick()
         raise StopException()  # what the Stop click does to the running script
 
-    monkeypatch.setattr(bench, "measure_runs", measure)
+    monkeypatch.setattr(bench.cell, "measure_runs", measure)
     monkeypatch.setattr(live.worker, "wait", wait_then_stop)
     at = page(**TINY)
     next(b for b in at.button if b.label == "Run").click()

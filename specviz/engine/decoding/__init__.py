@@ -1,23 +1,10 @@
 """Target-only and speculative generation with per-round records and timings.
 
-Both loops drive any :class:`specviz.engine.models.Decodable` (the bundled GPT, the Hugging
-Face adapter) through its cache (written by absolute position) and time only the
-decoding loop, synchronising CUDA around every timed region (:class:`_Clock`). A
-speculative round is four named steps: :func:`draft_step` (a :class:`Draft` of K
-tokens), :func:`target_probs` (one target forward over K + 1 positions),
-:func:`verify_step` (:func:`specviz.engine.sampling.verify` — the same rule the lab
-simulates — giving a :class:`Verdict`) and :func:`commit_step` (the next
-:class:`Cursor`); :func:`_round` times them into a :class:`RoundRecord`.
-
-Cache invariant (batch 1): ``seq`` holds every token so far; both caches hold
-valid keys/values for ``seq[:-1]``; the last token is *pending* — fed at the
-start of the next forward. After a round that accepted ``a`` of K drafts the
-target cache is valid up to the accepted prefix and its stale tail is simply
-overwritten next round; the draft cache additionally lacks the last draft when
-all K were accepted, so that draft is fed together with the pending token.
-
-One module per job: :mod:`.records` (what a run measured; the target-only baseline), :mod:`.chain`
-(the speculative round and loop), :mod:`.traces`, :mod:`.tree`, :mod:`.batch`, :mod:`.divergence`.
+A round: :func:`draft_step` → :func:`target_probs` (one forward over K + 1) → :func:`verify_step`
+(:func:`specviz.engine.sampling.verify`, the lab's rule) → :func:`commit_step`, timed by :func:`_round`.
+Cache invariant (batch 1): both caches hold ``seq[:-1]``; the last token is pending. Stale entries
+past the accepted prefix are overwritten next round; after an all-accepted round the draft is fed
+its last draft with the pending token.
 """
 
 from specviz.engine.decoding.batch import generate_target_only_batch, speculative_generate_batch

@@ -25,9 +25,7 @@ def _check_batch(models, prompts: list[torch.Tensor], max_new_tokens: int, tempe
 
 
 def _prefill_batch(model: Decodable, prompts: list[torch.Tensor], device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fill row b's cache with prompt b but its last token; return the sequences (B, context) and the
-    pending positions (B,). Shorter prompts are padded at the end: the padding's cache entries sit
-    beyond the row's position, where no query of that row looks, and are overwritten as it advances."""
+    """Prefill each row but its last token (end-padded): sequences (B, context), positions (B,)."""
     b, width = len(prompts), max(p.numel() for p in prompts)
     seq = torch.zeros(b, model.context_length, dtype=torch.long, device=device)
     for i, p in enumerate(prompts):
@@ -45,10 +43,7 @@ def generate_target_only_batch(
     temperature: float = 0.0,
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, float]:
-    """Target-only decoding of B prompts at once: one cached forward of B tokens per step.
-
-    Returns (new tokens (B, max_new_tokens), wall seconds of the decoding loop).
-    """
+    """Target-only decoding of B prompts, one B-token forward a step: (tokens (B, max_new_tokens), loop seconds)."""
     _check_batch([target], prompts, max_new_tokens, temperature, 0)
     device, sampler, clock = target.device, Sampler(temperature, generator), records._Clock(target.device)
     seq, pos = _prefill_batch(target, prompts, device)
@@ -75,17 +70,9 @@ def speculative_generate_batch(
     max_new_tokens: int = 128,
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, list[GenerationStats]]:
-    """Speculative decoding of B prompts at once, each row with its own position and acceptance.
+    """Speculative decoding of B prompts, each row advancing by its own a + 1; finished rows idle.
 
-    A round drafts K tokens for every row (the first draft forward feeds each row its last two
-    tokens, so a row whose K drafts were all accepted catches the draft up), verifies K + 1 positions
-    per row in one target forward at the rows' own positions, applies the acceptance rule row by row
-    (:func:`specviz.engine.sampling.verify` is batched) and advances each row by its own a + 1. A row that
-    has its ``max_new_tokens`` stops advancing: until all have, it idles at the end of its prompt (its
-    work is discarded), so no row ever reaches past the context that :func:`check_inputs` allows.
-
-    Returns (new tokens (B, max_new_tokens), one :class:`GenerationStats` per row: its own rounds;
-    the timings are the batch's).
+    Returns (tokens (B, max_new_tokens), one :class:`GenerationStats` per row with the batch's timings).
     """
     if int(k) != k or k < 1:
         raise Message("k must be an integer >= 1; got {k!r}", k=k)

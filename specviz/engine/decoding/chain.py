@@ -25,12 +25,7 @@ from specviz.engine.models import Decodable
 
 @dataclass(frozen=True)
 class Cursor:
-    """Where decoding stands (batch 1; the cache invariant of the module docstring).
-
-    ``pending`` (1,) is the last token, at position ``pos``, not yet fed to the target. ``draft_feed``
-    holds the tokens the draft must be fed before it drafts (the pending token, preceded by the
-    last draft after an all-accepted round), the first of them at position ``draft_pos``.
-    """
+    """Where decoding stands (batch 1): ``pending`` (1,) at ``pos``; ``draft_feed`` from ``draft_pos``."""
 
     pending: torch.Tensor  # (1,)
     pos: int
@@ -85,7 +80,7 @@ def target_probs(target: Decodable, cursor: Cursor, draft: Draft, sampler: Sampl
 
 
 def verify_step(p: torch.Tensor, draft: Draft, sampler: Sampler) -> Verdict:
-    """The acceptance rule (:func:`specviz.engine.sampling.verify`, ``docs/design.md`` §1) on p (K + 1, V) and a draft."""
+    """The acceptance rule (:func:`specviz.engine.sampling.verify`) on p (K + 1, V) and a draft."""
     k = draft.k
     result = sampling.verify(p[None], draft.q[None], draft.tokens.view(1, k), sampler.generator, greedy=sampler.greedy)
     a = int(result.accepted)
@@ -99,12 +94,7 @@ def verify_step(p: torch.Tensor, draft: Draft, sampler: Sampler) -> Verdict:
 
 
 def commit_step(cursor: Cursor, draft: Draft, verdict: Verdict) -> tuple[Cursor, list[int]]:
-    """Append ``drafts[:a]`` + the next token; return the new cursor and the tokens appended.
-
-    No cache is rolled back: stale entries beyond the accepted prefix are overwritten by the
-    next forwards. When all K were accepted the draft never saw its last token, so it is fed
-    together with the new pending one.
-    """
+    """Append ``drafts[:a]`` and the next token; return the new cursor and the tokens appended (no cache rollback)."""
     a, k = verdict.accepted, draft.k
     pending = verdict.next_token.to(cursor.pending.device)
     if a == k:
@@ -124,11 +114,7 @@ def _round(
     clock: records._Clock,
     schedule: policies.Schedule | None = None,
 ) -> tuple[Cursor, RoundRecord]:
-    """One timed round: draft (draft_ms), target forward (verify_ms), verify + commit (other_ms).
-
-    With a ``schedule`` the draft length is the policy's (:func:`policy_draft`), and a round that
-    verifies nothing is one plain target step (its token drawn from p, as target-only decoding would).
-    """
+    """One timed round: draft (draft_ms), target forward (verify_ms), verify + commit (other_ms)."""
     t_a = clock.now()
     if schedule is None:
         proposal, steps, why = draft_step(draft, cursor, k, sampler), None, None
@@ -168,11 +154,7 @@ def _round(
 def policy_draft(
     draft: Decodable, cursor: Cursor, schedule: policies.Schedule, sampler: Sampler
 ) -> tuple[Draft, int, str]:
-    """Draft up to the schedule's budget, asking the policy after each token whether to go on.
-
-    The rule reads the draft's own (temperature-1) probabilities: q(x) of the token drafted and q_top.
-    Returns (the drafts to verify, draft forwards spent, why drafting stopped).
-    """
+    """Draft within the schedule's budget, asking the policy per token: (drafts, forwards, stop reason)."""
     tokens, q_rows, qs, tops = [], [], [], []
     feed, at, why, steps = cursor.draft_feed, cursor.draft_pos, "budget", 0
     reads = schedule.policy.reads_confidence
@@ -216,42 +198,10 @@ def speculative_generate(
     calibration_steps: int = 8,
     policy: policies.Policy | None = None,
 ) -> tuple[torch.Tensor, GenerationStats]:
-    """Speculative decoding: draft K tokens, verify K + 1 positions in one target forward.
+    """Speculative decoding: draft K tokens, verify K + 1 positions in one target forward, until ``max_new_tokens``.
 
-    Each round is :func:`draft_step` → :func:`target_probs` → :func:`verify_step` →
-    :func:`commit_step` (see :func:`_round`), until ``max_new_tokens`` tokens are out. A compiled
-    pair (:func:`specviz.engine.models.compiled.compile_steps`) with a constant K runs the same round
-    with its state on the device and one host read per round (:mod:`.resident`).
-
-    Parameters
-    ----------
-    target, draft : Decodable
-        Models sharing the vocabulary, on the same device.
-    prompt : LongTensor, shape (P,)
-        Prompt token ids.
-    k : int
-        Draft length K ≥ 1.
-    temperature : float
-        0 for greedy (output equals the target's own greedy output), else sampling at T.
-    max_new_tokens : int
-        Exactly this many ids are returned.
-    generator : torch.Generator, optional
-        On the models' device; drives drafting and the verification uniforms.
-    calibration_steps : int
-        Whole single-token target and draft steps (forward, distribution, token drawn) timed
-        before decoding (outside the decode timing) to measure T_p and T_q; 0 skips them (T_p, T_q
-        are then NaN).
-    policy : specviz.core.policies.Policy, optional
-        A draft-length rule run live (:func:`policy_draft`); K is then its cap. None: K every
-        round, exactly the constant policy. Records say how many tokens each round drafted and
-        verified (``draft_steps``, ``drafted``) and why it stopped (``stop``).
-
-    Returns
-    -------
-    new_tokens : LongTensor, shape (max_new_tokens,)
-    stats : GenerationStats
-        Per-round records, α̂ = A/(A+R), α̂_overlap, measured E[N], per-position
-        acceptance, T_p, T_q, T_verify, c, v, o, tokens/s and predicted speedups.
+    Returns (tokens (max_new_tokens,), :class:`GenerationStats`). A compiled pair with constant K runs
+    :mod:`.resident`. ``calibration_steps`` times T_p, T_q first; ``policy`` drafts live, K its cap.
     """
     if int(k) != k or k < 1:
         raise Message("k must be an integer >= 1; got {k!r}", k=k)
@@ -290,8 +240,7 @@ def speculative_generate(
 
 
 def _finish(stats: GenerationStats, rounds: list[RoundRecord]) -> tuple[torch.Tensor, GenerationStats]:
-    """The first ``stats.new_tokens`` emitted tokens (1-D) and ``stats`` with the rounds and the
-    median verify time filled in (a round may overshoot the count; its extra tokens are dropped)."""
+    """The first ``stats.new_tokens`` emitted tokens (1-D) and ``stats`` with rounds and median verify time."""
     stats.rounds = rounds
     stats.t_verify_ms = float(np.median([r.verify_ms for r in rounds]))
     emitted = [t for r in rounds for t in r.emitted]

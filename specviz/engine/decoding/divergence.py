@@ -28,12 +28,7 @@ class Divergence:
 def first_divergence(
     target: Decodable, prompt: torch.Tensor, expected: torch.Tensor, got: torch.Tensor
 ) -> Divergence | None:
-    """First position where ``got`` differs from ``expected`` (both 1-D new-token ids), or None.
-
-    The margin comes from one full-recompute forward (no cache) over prompt + expected[:position]:
-    top-1 minus top-2 logit at the last position. A tiny margin means the two engines' numerics
-    (batched verify vs one-token steps) can legitimately pick different argmaxes.
-    """
+    """First position where ``got`` ≠ ``expected`` and the top-1 − top-2 logit margin there, or None."""
     n = min(expected.numel(), got.numel())
     diff = (expected[:n] != got[:n]).nonzero()
     if diff.numel() == 0:

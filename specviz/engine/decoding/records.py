@@ -1,6 +1,5 @@
-"""What a generation measured, and the pieces every loop shares: probabilities, sampling, the
-synchronising clock, :class:`RoundRecord` and :class:`GenerationStats`, prefill, input checks, and the
-target-only baseline (:func:`generate_target_only`)."""
+"""What a generation measured (:class:`RoundRecord`, :class:`GenerationStats`) and what every loop shares:
+probabilities, sampling, clock, prefill, checks, the target-only baseline."""
 
 from __future__ import annotations
 
@@ -87,8 +86,7 @@ class GenerationStats:
 
     @property
     def draft_steps(self) -> float:
-        """Draft forwards per round: K for a chain, the depth for a tree (one forward per level), the
-        mean forwards spent for a policy run."""
+        """Draft forwards per round: K (chain), depth (tree), mean spent (policy)."""
         if self.tree is not None:
             return self.tree.depth
         if self.policy_run:
@@ -147,10 +145,7 @@ class GenerationStats:
 
     @property
     def o(self) -> float:
-        """Per-round overhead in target steps: mean round time not explained by one verify forward
-        and D draft steps (D = :attr:`draft_steps`), (T_round − T_verify − D·T_q) / T_p, floored at 0.
-        It holds sampling and bookkeeping on both sides and the draft's catch-up token after an
-        all-accepted round."""
+        """Per-round overhead in target steps: (T_round − T_verify − D·T_q) / T_p, floored at 0."""
         if not self.rounds:
             return 0.0
         round_ms = float(np.mean([r.draft_ms + r.verify_ms + r.other_ms for r in self.rounds]))
@@ -169,8 +164,7 @@ class GenerationStats:
         return float(theory.expected_tokens(min(max(self.alpha_hat, 0.0), 1.0), self.k))
 
     def predicted_speedup(self, measured_cost: bool = False) -> float:
-        """Speedup predicted by specviz.core.theory from :attr:`predicted_tokens` and the measured c (with
-        v, o if asked): E[N] / (1 + v·K + o + D/c), D = :attr:`draft_steps`."""
+        """E[N] / (1 + v·K + o + D/c) from :attr:`predicted_tokens`, measured c (v, o if asked)."""
         v, o = (self.v, self.o) if measured_cost else (0.0, 0.0)
         if self.policy_run:  # the cost model at the measured tokens and mean draft lengths
             return self.mean_tokens / (1.0 + v * self.mean_drafts + o + self.draft_steps / self.c)
@@ -208,8 +202,7 @@ def _prefill(model: Decodable, prompt: torch.Tensor) -> None:
 
 
 def next_token(model: Decodable, pending: torch.Tensor, pos: int, sampler: Sampler) -> torch.Tensor:
-    """One autoregressive step as target-only decoding takes it: the cached forward over the pending
-    token at ``pos``, its distribution, the token drawn, shape (1,)."""
+    """One target-only step: forward over the pending token at ``pos``, its distribution, the token (1,)."""
     return sampler.token(model(pending.view(1, 1), pos)[0, -1][None])
 
 
@@ -217,13 +210,7 @@ def next_token(model: Decodable, pending: torch.Tensor, pos: int, sampler: Sampl
 def _decode_step_ms(
     model: Decodable, pending: torch.Tensor, start: int, clock: _Clock, temperature: float, steps: int = 8
 ) -> float:
-    """Median time of whole decode steps (:func:`next_token`) at position ``start``, the cache left valid.
-
-    T_p and T_q are the unit the cost model counts rounds in, and the measured speedup divides by
-    the target-only loop's step, which draws a token each time: so the timed step draws one too (from
-    its own generator; the run's stream is untouched). Timing the bare forward left the draw out,
-    15–35 % of a step of the bundled target on an H200 (benchmarks/round_costs.py).
-    """
+    """Median time of whole decode steps (:func:`next_token`, a draw included) at ``start``, the cache left valid."""
     sampler = Sampler(temperature, torch.Generator(pending.device).manual_seed(0))
     times = []
     for _ in range(steps):
@@ -253,8 +240,7 @@ class Sampler:
         return _sample(probs, self.generator, self.greedy)
 
     def token(self, logits: torch.Tensor) -> torch.Tensor:
-        """One token per row of ``logits`` (B, V) → (B,): ``sample(probs(logits))``. At T = 0 that is the
-        logits' own argmax (the one-hot's), taken directly: a decode step's token without three more ops."""
+        """One token per row of ``logits`` (B, V) → (B,); at T = 0 the argmax directly."""
         return logits.argmax(-1) if self.greedy else self.sample(self.probs(logits))
 
 
@@ -266,11 +252,7 @@ def generate_target_only(
     temperature: float = 0.0,
     generator: torch.Generator | None = None,
 ) -> tuple[torch.Tensor, GenerationStats]:
-    """Plain autoregressive decoding with the target's KV cache (the baseline).
-
-    Returns ``(new_tokens, stats)``: exactly ``max_new_tokens`` ids (1-D LongTensor)
-    and a :class:`GenerationStats` with ``t_target_ms`` the median decode step.
-    """
+    """Plain cached autoregressive decoding: (``max_new_tokens`` ids, stats with ``t_target_ms``)."""
     check_inputs([target], prompt, max_new_tokens, temperature, 0)
     from specviz.engine.decoding import resident  # it builds on this module
 

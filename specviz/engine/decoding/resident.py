@@ -1,23 +1,11 @@
 """Decoding loops whose state stays on the device: one host synchronisation per speculative round.
 
-The loops of :mod:`.chain` and :mod:`.records` keep the position and the tokens on the host and read
-every round's verdict back (``int``, ``.tolist()``): several synchronisations per round, each of which
-drains a GPU's queue. Here the token buffer ``seq`` (L + K + 2,) and the position ``pos`` (0-d) live on
-the models' device, drafting, verification (:func:`specviz.engine.sampling.verify`, the same rule) and
-the commit are device operations, and the only value the host reads in a round is the number of
-accepted drafts, to know when the requested tokens are out. Per-round records stay on the device, a
-tensor per round, and are stacked and copied to the host once, after the loop; the output is read
-from them.
-
-Timing never synchronises either: on CUDA each part of a round is bracketed by CUDA events read after
-the loop, on the CPU by the wall clock (CPU operations are done when they return). So draft_ms,
-verify_ms and other_ms tile each round's time on the device's own timeline, and o is what a round
-costs beyond its forwards, not the cost of the timer's synchronisations (``docs/engine.md``).
-
-These loops need the models' shape-static step (:meth:`specviz.engine.models.gpt.GPT.forward_at`),
-which :class:`specviz.engine.models.compiled.CompiledGPT` runs compiled; :func:`supports` says when they
-apply; with a constant K the callers in :mod:`.chain` and :mod:`.records`
-take the host loops otherwise.
+The token buffer ``seq`` (L + K + 2,) and position ``pos`` (0-d) live on the device; drafting,
+:func:`specviz.engine.sampling.verify` and the commit are device operations, and the host reads
+only the accepted count a round. Records stay on the device and are copied once after the loop.
+Timing: CUDA events on CUDA, the wall clock on the CPU, so draft, verify and other ms tile each
+round without extra synchronisations. Needs the shape-static step
+(:meth:`specviz.engine.models.gpt.GPT.forward_at`); :func:`supports` says when these loops apply.
 """
 
 from __future__ import annotations
@@ -42,20 +30,12 @@ def supports(*models) -> bool:
 
 
 def _steady():
-    """Inside a loop: the compiled steps run without re-checking their guards on every call.
-
-    Each step is compiled for one shape (``isolate_recompiles``), and inside a loop nothing it guards on
-    changes: the same models, caches (reused by ``setup_cache``) and dtypes. Skipping the guards saves
-    about 0.03–0.25 ms a call on the CPU, as much as the draft's whole forward.
-    """
+    """Inside a loop, run compiled steps without re-checking their guards (nothing they guard on changes there)."""
     return torch.compiler.set_stance(skip_guard_eval_unsafe=True)
 
 
 def to_host(x: torch.Tensor):
-    """The loops' only device → host read (a synchronisation on CUDA): ``x`` as a Python number or list.
-
-    One function, so tests can count the reads per round.
-    """
+    """The loops' only device → host read: ``x`` as a number or list (tests count its calls)."""
     return x.tolist()
 
 
@@ -85,9 +65,7 @@ class Marks:
 
 
 def _step_ms(model, seq: torch.Tensor, pos: torch.Tensor, at: int, temperature: float, steps: int) -> float:
-    """Median of ``steps`` whole decode steps (forward, distribution, token) at ``pos`` (1,), position
-    ``at`` on the host, back to back, from their own generator; the cache slot at ``pos`` is rewritten
-    by the loop."""
+    """Median of ``steps`` whole decode steps at ``pos`` (1,), position ``at``, from their own generator."""
     sampler = Sampler(temperature, torch.Generator(seq.device).manual_seed(0))
     marks = Marks(seq.device)
     idx = seq[pos].view(1, 1)
@@ -111,10 +89,7 @@ def _buffer(prompt: torch.Tensor, length: int) -> torch.Tensor:
 def generate_target_only(
     target, prompt: torch.Tensor, max_new_tokens: int, temperature: float, generator: torch.Generator | None
 ) -> tuple[torch.Tensor, GenerationStats]:
-    """Target-only decoding with the position on the device: no host read until the end.
-
-    As :func:`specviz.engine.decoding.generate_target_only` (which calls this for a compiled target).
-    """
+    """Target-only decoding with the position on the device, as :func:`specviz.engine.decoding.generate_target_only`."""
     sampler = Sampler(temperature, generator)
     prompt = prompt.to(target.device)
     marks = Marks(target.device)
@@ -166,31 +141,18 @@ def speculative_generate(
     generator: torch.Generator | None,
     calibration_steps: int,
 ) -> tuple[torch.Tensor, GenerationStats]:
-    """Chain speculative decoding with one host read per round (the number of accepted drafts).
+    """Chain speculative decoding with one host read per round (the accepted count a), for ``pos`` the pending token's
+    position.
 
-    A round, for ``pos`` the pending token's position (all on the device):
-
-    1. draft: the draft's forwards take the last draft ``seq[pos − 1]`` after a round that accepted
-       every draft (the host knows, having read a), then the pending token ``seq[pos]``, then one token
-       per forward, K tokens in all; at temperature 0 this is one compiled call
-       (:meth:`~specviz.engine.models.compiled.CompiledGPT.greedy_chain`), which always feeds
-       ``seq[pos − 1]`` and ``seq[pos]`` a forward each (the first rewrites its slot as it was, unless
-       the draft is behind), so that one graph per K serves every round;
+    1. draft: K forwards from ``seq[pos − 1]`` (after an all-accepted round) and ``seq[pos]``; at T = 0
+       one :meth:`~specviz.engine.models.compiled.CompiledGPT.greedy_chain` call;
     2. verify: one target forward over ``seq[pos]`` and the K drafts at pos … pos + K;
-    3. the rule: :func:`specviz.engine.sampling.verify` gives a (1,) and the next token (1,); at
-       temperature 0, steps 2 to 4 are one compiled call
-       (:meth:`~specviz.engine.models.compiled.CompiledGPT.greedy_verify`), timed as the verify;
-    4. commit: ``pos += a + 1``; at temperature > 0 the drafts go to ``seq[pos + 1 …]`` and the next
-       token to ``seq[pos + 1 + a]``, where the next round's drafting reads them. At temperature 0 the
-       verify call returns the next pending slot and the tokens the next round's drafting feeds (what
-       ``seq[pos − 1]`` and ``seq[pos]`` would hold), so that a round runs no device operation outside
-       its two compiled calls but the slot arithmetic of the drafting's input and the read of a.
+    3. the rule, :func:`specviz.engine.sampling.verify`: a (1,) and the next token (1,); at T = 0
+       steps 2–4 are one :meth:`~specviz.engine.models.compiled.CompiledGPT.greedy_verify` call;
+    4. commit: ``pos += a + 1``, drafts and next token written to ``seq``.
 
-    The record of the round (drafts, a, next token, tests, Σ min(p, q) at every position) stays on the
-    device, a tensor each (:class:`_Log`); :class:`RoundRecord` s are built from one stacked copy after
-    the loop, trimmed to the verified positions as the host loop records them, and the output is their
-    emitted tokens. As :func:`specviz.engine.decoding.speculative_generate`, which calls this for a
-    compiled pair with a constant K.
+    Records stay on the device (:class:`_Log`) and become :class:`RoundRecord` s after the loop. As
+    :func:`specviz.engine.decoding.speculative_generate` for a compiled pair with constant K.
     """
     device = target.device
     sampler = Sampler(temperature, generator)
@@ -224,9 +186,7 @@ def speculative_generate(
 
 @dataclass
 class _Log:
-    """Per-round records on the device, one tensor per round and field, stacked and copied to the host
-    once after the loop: appending a round's outputs costs no device operation, where writing them into
-    rows of preallocated buffers cost one or two each (8 a round)."""
+    """Per-round records on the device, one tensor per round and field, stacked and copied to the host once."""
 
     drafted: list[torch.Tensor] = field(default_factory=list)  # (K,) the drafts
     tests: list[torch.Tensor] = field(default_factory=list)  # (K,) bool: the acceptance test passed
@@ -243,8 +203,7 @@ class _Log:
             self.overlaps.append(overlaps)
 
     def host(self) -> tuple[list, list, list, list, list]:
-        """drafted (R, K), tests (R, K), overlaps (R, K), a (R,), next (R,) as lists; the overlaps of a greedy
-        run are its tests (Σ min(p, q) of two one-hot distributions is 1 where they agree, else 0)."""
+        """drafted, tests, overlaps (R, K), a, next (R,) as lists; a greedy run's overlaps are its tests."""
         drafted, tests = torch.stack(self.drafted).cpu(), torch.stack(self.tests).cpu()
         overlaps = torch.stack(self.overlaps).cpu() if self.overlaps else tests.float()
         accepted, nexts = torch.cat(self.accepted + self.nexts).cpu().view(2, -1).tolist()
@@ -316,8 +275,7 @@ def _round(target, draft, state: _State, k: int, sampler: Sampler, log: _Log, ma
 
 
 def _records(log: _Log, ms: np.ndarray) -> list[RoundRecord]:
-    """Round records from the log (one copy) and the marks' intervals (3R,), as the host loop writes
-    them: tests and overlaps at the min(a + 1, K) verified positions."""
+    """Round records from the log and the marks' intervals (3R,), trimmed to the verified positions."""
     drafted, tests, overlaps, accepted, nexts = log.host()
     out = []
     for i, (d, t, o, a, nxt) in enumerate(zip(drafted, tests, overlaps, accepted, nexts, strict=True)):

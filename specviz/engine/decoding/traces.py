@@ -13,14 +13,10 @@ from specviz.engine.models import Decodable
 
 @torch.inference_mode()
 def greedy_trace(target: Decodable, draft: Decodable, prompt: torch.Tensor, k_max: int, max_new_tokens: int):
-    """The positional trace (:class:`specviz.core.policies.Trace`) of a greedy run: row j is the draft's
-    greedy chain of ``k_max`` tokens from position j of the target's greedy output.
+    """The positional :class:`specviz.core.policies.Trace` of a greedy run: row j drafts ``k_max`` from output position
+    j.
 
-    The output does not depend on how many tokens a policy drafts, so replaying any policy on these
-    rows walks exactly the rounds the engine would run with it. Per row: q(x) = q_top (the draft's
-    top-1 probability), the target's p of each drafted token while the chain still matches the
-    output (NaN after the first mismatch), and the accepted count (the leading matches). Costs
-    ``max_new_tokens`` × ``k_max`` single-token draft forwards and one target forward.
+    Per row: q(x) = q_top, the target's p while the chain matches (then NaN), and the leading matches.
     """
     k_max = int(theory.check_k(k_max, "k_max"))
     check_inputs([target, draft], prompt, max_new_tokens, 0.0, k_max)
@@ -58,14 +54,7 @@ def sampled_trace(
     max_new_tokens: int,
     generator: torch.Generator | None = None,
 ):
-    """The round trace (:class:`specviz.core.policies.Trace`, rows = rounds) of a sampled run at a fixed
-    ``k_max`` with no early stop: per round and draft position q(x) and q_top of the draft's sampling
-    distribution, the target's p(x), and the accepted count.
-
-    A policy replayed on it gets min(k, a) accepted where the run accepted a. At T > 0 that is an
-    approximation (a shorter round would have drawn its next round afresh), unlike
-    :func:`greedy_trace` at T = 0.
-    """
+    """The round :class:`specviz.core.policies.Trace` of a sampled run at ``k_max``."""
     k_max = int(theory.check_k(k_max, "k_max"))
     if not temperature > 0:
         raise ValueError(f"a sampled trace needs temperature > 0 (greedy runs: greedy_trace); got {temperature}")

@@ -23,9 +23,7 @@ from specviz.engine.models import Decodable
 
 @functools.lru_cache(maxsize=32)
 def _tree_parts(tree) -> tuple[torch.Tensor, list[list[int]], list[list[int]]]:
-    """(parents (N,), children of each node by rank, the internal nodes (those with children) by depth).
-
-    Cached per tree shape: every round of a decode asks for the same one (callers must not mutate)."""
+    """(parents (N,), children by rank, internal nodes by depth), cached per tree shape (do not mutate)."""
     kids = [tree.children(n) for n in range(len(tree))]
     levels = [[n for n in range(len(tree)) if tree.depths[n] == d and kids[n]] for d in range(tree.depth)]
     return torch.tensor(tree.parents), kids, levels
@@ -34,13 +32,9 @@ def _tree_parts(tree) -> tuple[torch.Tensor, list[list[int]], list[list[int]]]:
 def draft_tree(
     draft, tree, tokens: torch.Tensor, start: int, root_logits: torch.Tensor, sampler: Sampler
 ) -> dict[int, torch.Tensor]:
-    """Fill ``tokens`` (N,) (node 0, the root, given) by expanding ``tree`` level by level.
+    """Fill ``tokens`` (N,) level by level: children of n are the draft's top tokens (T = 0) or i.i.d. draws from q.
 
-    Node n's children take, by rank, the draft's likeliest tokens at n (greedy: the top of its logits,
-    since the one-hot q of T = 0 ranks nothing past the first) or tokens drawn i.i.d. from q (T > 0,
-    as multi-step speculative sampling needs). One draft forward per level over that level's
-    internal nodes (:meth:`GPT.forward_tree`); ``root_logits`` (V,) come from the catch-up forward.
-    Returns q (V,) at every internal node.
+    One draft forward per level (:meth:`GPT.forward_tree`); ``root_logits`` (V,). Returns q (V,) per internal node.
     """
     parents, kids, levels = _tree_parts(tree)
     logits = {0: root_logits}
@@ -62,10 +56,9 @@ def draft_tree(
 def verify_tree(
     tree, tokens: torch.Tensor, p: torch.Tensor, q: dict[int, torch.Tensor], sampler: Sampler
 ) -> tuple[list[int], int, list[bool], list[float]]:
-    """Walk the tree from the root with :func:`specviz.engine.sampling.verify_siblings` at every node.
+    """Walk the tree with :func:`specviz.engine.sampling.verify_siblings`; ``p`` (N, V) the target at every node.
 
-    ``p`` (N, V): the target at every node. Returns (accepted path of nodes, the last token — a
-    correction, or a bonus from p at a leaf —, the test outcome at each node tested, Σ min(p, q) there).
+    Returns (accepted path, last token (correction or bonus), test outcomes, Σ min(p, q) at each tested node).
     """
     _, kids, _ = _tree_parts(tree)
     node, path, mask, overlaps = 0, [], [], []
@@ -95,18 +88,10 @@ def tree_generate(
 ) -> tuple[torch.Tensor, GenerationStats]:
     """Speculative decoding with a draft tree (:class:`specviz.core.trees.Tree`), batch 1, lossless.
 
-    A round: the draft catches up on the tokens committed since its last round and gives its logits at
-    the root (the pending token); :func:`draft_tree` expands the tree; the target scores every node in
-    one forward with a tree attention mask (:meth:`GPT.forward_tree`, node n in cache slot pos + n);
-    :func:`verify_tree` accepts a path (greedy: the tokens equal to the target's argmax; T > 0:
-    SpecInfer's multi-step speculative sampling, so the output follows the target exactly);
-    :meth:`GPT.keep_path` moves the accepted nodes' cache entries to their positions, so the next
-    round continues as the chain engine does. Records carry the path and the accepted ranks
-    (:func:`specviz.core.trees.positional_acceptance` estimates p from them).
-
-    ``calibration_steps`` times single-token target and draft steps first (T_p, T_q), as
-    :func:`speculative_generate` does. Returns (new tokens (max_new_tokens,), stats with ``k`` = the
-    tree's drafts and ``tree``).
+    A round: the draft catches up and gives the root's logits, :func:`draft_tree` expands, the target
+    scores every node in one tree-masked forward (node n in slot pos + n), :func:`verify_tree` accepts a
+    path (SpecInfer at T > 0), :meth:`GPT.keep_path` moves it into place. Returns (tokens
+    (max_new_tokens,), stats with ``k`` = the tree's drafts and ``tree``).
     """
     for name, model in (("target", target), ("draft", draft)):
         if not hasattr(model, "forward_tree"):

@@ -30,17 +30,11 @@ BUNDLED_DIR = DATA / "models" / "bundled"
 
 @runtime_checkable
 class Decodable(Protocol):
-    """What :mod:`specviz.engine.decoding` uses of a model, and nothing more (see ``docs/design.md`` §2).
+    """What :mod:`specviz.engine.decoding` uses of a model (GPT and HFCausalLM satisfy it).
 
-    The bundled :class:`~specviz.engine.models.gpt.GPT` and :class:`specviz.engine.models.hf.HFCausalLM` satisfy it.
-
-    * ``context_length``: the longest sequence (prompt + new tokens + K + 1 must fit).
-    * ``device``, ``dtype``: where the weights live (token ids are moved there) and their precision.
-    * ``setup_cache(batch, length)``: start an empty cache for ``batch`` sequences of up to ``length`` tokens.
-    * ``model(idx, start)`` (``forward``): logits (B, T, V) for the tokens ``idx`` (B, T) at absolute
-      positions start..start+T-1, written into the cache over whatever it held from ``start`` on
-      (that overwrite is how a rejected draft is discarded); ``start=None`` recomputes from
-      position 0 without the cache.
+    ``context_length``; ``device``, ``dtype``; ``setup_cache(batch, length)``; ``model(idx, start)``:
+    logits (B, T, V) for ``idx`` (B, T) at positions start..start+T−1, overwriting the cache from
+    ``start`` on (``start=None``: recompute from 0 without the cache).
     """
 
     @property
@@ -90,17 +84,7 @@ def default_dtype(device: torch.device) -> torch.dtype:
 
 
 def plan_free_attention(device: torch.device) -> None:
-    """On CUDA, keep ``scaled_dot_product_attention`` off cuDNN's backend, for the whole process.
-
-    cuDNN's attention builds an execution plan for each new shape, and cached decoding meets a new
-    key length at every step: on an NVIDIA H200 (torch 2.11, cuDNN 9.19, float16) one call cost
-    41–48 ms at a key length not seen before against 0.03–0.07 ms repeated, which made speculative
-    rounds 15× slower than the calibration steps timed at one repeated length
-    (``benchmarks/round_costs.py``; docs/performance.md, GPU). Flash, memory-efficient and math
-    attention plan nothing per shape. A process-wide switch (``torch.backends.cuda.enable_cudnn_sdp``)
-    rather than a per-call ``sdpa_kernel`` context: that costs ≈ 12 µs per call and its global
-    flags are not per thread. Nothing changes on the CPU.
-    """
+    """On CUDA, keep SDPA off cuDNN, which plans every new key length (``benchmarks/round_costs.py``)."""
     if device.type == "cuda":
         torch.backends.cuda.enable_cudnn_sdp(False)
 
@@ -109,8 +93,7 @@ NGRAM_SUFFIXES = ("+ngram", "+ngram-vllm")  #: "TARGET+ngram": the target with t
 
 
 def _ngram_pair(spec: str, dev: torch.device, dtype: torch.dtype):
-    """``TARGET+ngram`` (transformers' prompt-lookup settings) or ``TARGET+ngram-vllm``: TARGET is
-    ``bundled-target``, a pair folder (its target/) or a Hugging Face id or folder."""
+    """``TARGET+ngram`` or ``TARGET+ngram-vllm``, TARGET ``bundled-target``, a pair folder or a HF id."""
     from specviz.engine.models.ngram import NgramDraft
 
     base, _, kind = spec.rpartition("+")
@@ -127,25 +110,13 @@ def _ngram_pair(spec: str, dev: torch.device, dtype: torch.dtype):
 
 
 def load_pair(spec: str = "bundled", device: str = "cpu", dtype: torch.dtype | None = None):
-    """Load ``(target, draft, tokenizer)``, both models :class:`Decodable`.
+    """Load ``(target, draft, tokenizer)``, both :class:`Decodable`; our GPTs get
+    :func:`~specviz.engine.models.packed.apply`.
 
-    Pairs of our GPT get :func:`specviz.engine.models.packed.apply`: oneDNN-packed linears on the CPU
-    in fp32 where the model is large enough for them to pay; elsewhere it changes nothing. On CUDA,
-    attention leaves cuDNN's backend (:func:`plan_free_attention`).
-
-    Parameters
-    ----------
-    spec : str
-        ``"bundled"`` for the pair shipped in data/models/bundled, a folder with
-        ``target/`` and ``draft/`` subfolders in the same format, or ``"TARGET,DRAFT"``:
-        two Hugging Face hub ids or local transformers folders (needs the optional
-        package transformers; see :func:`specviz.engine.models.hf.load_hf_pair`), or ``"TARGET+ngram"``
-        / ``"TARGET+ngram-vllm"``: a target with the n-gram drafter (:mod:`specviz.engine.models.ngram`),
-        TARGET being ``bundled-target``, a pair folder or a Hugging Face id.
-    device : str
-        ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or ``"auto"``.
-    dtype : torch.dtype, optional
-        Default: fp32 on CPU, bf16/fp16 on CUDA.
+    ``spec``: ``"bundled"``, a folder with ``target/`` and ``draft/``, ``"TARGET,DRAFT"`` (Hugging Face
+    ids or folders: :func:`specviz.engine.models.hf.load_hf_pair`), or ``"TARGET+ngram"`` /
+    ``"TARGET+ngram-vllm"`` (:mod:`specviz.engine.models.ngram`). ``device``: cpu, cuda, cuda:N or
+    auto. ``dtype``: default fp32 on CPU, bf16/fp16 on CUDA.
     """
     dev = resolve_device(device)
     dtype = dtype or default_dtype(dev)

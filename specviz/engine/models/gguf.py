@@ -1,18 +1,8 @@
-"""Export our byte-level GPT to GGUF, so that llama.cpp runs the same weights.
+"""Export our byte-level GPT to GGUF, so that llama.cpp runs the same weights as its ``gpt2`` architecture.
 
-llama.cpp's ``gpt2`` architecture has our block (pre-LayerNorm attention and MLP, learned
-positions, tied output head), with three differences handled here:
-
-- it wants a bias on every linear layer: ours have none, so zeros are written;
-- its GELU is the tanh approximation, ours the exact erf: not changeable from the file,
-  so logits differ by a little (see :func:`compare_greedy` in the engine tests);
-- its tokenizer is GPT-2's byte-level BPE: the vocabulary is the 256 bytes, spelled in
-  GPT-2's byte alphabet with byte b at id b, under the ``gpt-2`` pre-tokenizer. llama.cpp
-  refuses a BPE vocabulary without merges, so one merge of two NUL bytes is written; its
-  result is not in the vocabulary, so it never fires.
-
-The end-of-generation token is byte 0 (NUL), which code never contains; no BOS is added.
-Tensors are written in float32 (the shipped fp16 weights widen exactly).
+Differences: zero biases are written (ours have none); llama.cpp's GELU is the tanh approximation
+(ours erf), so logits differ slightly; the vocabulary is the 256 bytes in GPT-2's byte alphabet
+(byte b at id b) with one never-firing merge (llama.cpp refuses none). EOG is byte 0; no BOS; float32.
 """
 
 from __future__ import annotations
@@ -46,17 +36,9 @@ _ZERO_BIASES = {  # llama.cpp's bias name ← the weight whose row count it take
 
 
 def gguf_tensors(model) -> dict[str, np.ndarray]:
-    """Our GPT's weights under llama.cpp's ``gpt2`` tensor names, float32, zero biases added.
+    """Our GPT's weights under llama.cpp's ``gpt2`` names (token_embd, position_embd, blk.N.*), float32, zero biases.
 
-    Returns
-    -------
-    dict
-        ``token_embd.weight`` (V, C), ``position_embd.weight`` (block_size, C),
-        ``output_norm.{weight,bias}`` (C,), and per block ``blk.N.attn_norm.*`` (C,),
-        ``attn_qkv.weight`` (3C, C), ``attn_output.weight`` (C, C), ``ffn_up.weight`` (4C, C),
-        ``ffn_down.weight`` (C, 4C), ``ffn_norm.*`` (C,), each linear with a zero bias of its
-        row count. No ``output.weight``: the head is tied to the embedding, which llama.cpp
-        duplicates when the tensor is absent.
+    No ``output.weight``: llama.cpp ties the head to the embedding.
     """
     sd = {k: v.detach().to("cpu", torch.float32).numpy() for k, v in model.state_dict().items()}
     if not np.array_equal(sd["head.weight"], sd["wte.weight"]):
@@ -76,12 +58,7 @@ def gguf_tensors(model) -> dict[str, np.ndarray]:
 
 
 def as_llama_cpp_computes(model):
-    """A copy of ``model`` whose GELUs are the tanh approximation: the function llama.cpp computes from the export.
-
-    Its greedy continuations equal llama.cpp's token for token except at near-ties smaller than
-    ggml's fp16 GELU table moves the logits (tests/servers/test_llamacpp.py); the original's may also differ
-    where the top two logits are closer than the approximation moves them.
-    """
+    """A copy of ``model`` with tanh-approximate GELUs: the function llama.cpp computes from the export."""
     import copy
 
     twin = copy.deepcopy(model)
@@ -98,17 +75,7 @@ def byte_vocabulary() -> list[str]:
 
 
 def export_gguf(model, path: str | Path, name: str) -> Path:
-    """Write ``model`` as a GGUF file llama.cpp loads as ``gpt2``.
-
-    Parameters
-    ----------
-    model : specviz.engine.models.gpt.GPT
-        A byte-level model (vocab_size 256).
-    path : path
-        The file to write (its folder is created).
-    name : str
-        ``general.name`` in the file.
-    """
+    """Write ``model`` (a byte-level GPT, vocab_size 256) to ``path`` as a GGUF file llama.cpp loads as ``gpt2``."""
     import gguf
 
     cfg = model.cfg

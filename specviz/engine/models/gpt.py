@@ -1,13 +1,8 @@
-"""A byte-level GPT with a static KV cache (nanoGPT's model, gpt-fast's cache).
+"""A byte-level GPT with a static KV cache (nanoGPT's model, gpt-fast's cache), a
+:class:`specviz.engine.models.Decodable`.
 
-The cache is preallocated for ``block_size`` positions and written by absolute
-position, so a speculative round that is partly rejected needs no rollback: the
-next forward simply writes over the stale entries from the new position on.
-
-The model is plain PyTorch (``nn.Linear``, ``nn.GELU``): whatever speeds up inference
-on a given machine is applied from outside, by swapping modules after loading
-(:func:`specviz.engine.models.load_pair` does this with :mod:`specviz.engine.models.packed`).
-The model satisfies :class:`specviz.engine.models.Decodable`, the interface the engine uses.
+The cache is written by absolute position, so a rejected draft needs no rollback: the next forward
+writes over it. Plain PyTorch; speed-ups are swapped in after loading (:mod:`specviz.engine.models.packed`).
 """
 
 from __future__ import annotations
@@ -77,11 +72,7 @@ class KVCache(nn.Module):
         self.register_buffer("v", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
 
     def update(self, start: int | torch.Tensor | Slots, k: torch.Tensor, v: torch.Tensor):
-        """Write k, v (B, nh, T, hs) at positions start..start+T-1; return the cache up to the last one written.
-
-        ``start`` is one position for every row, a LongTensor (B,) of each row's own first position,
-        or :class:`Slots` (T,) naming the cache slot of each of the T tokens (a draft tree's nodes).
-        """
+        """Write k, v (B, nh, T, hs) at ``start`` (int, (B,) or :class:`Slots`); return the written cache."""
         t = k.shape[2]
         if isinstance(start, Slots):
             self.k[:, :, start.index] = k
@@ -101,10 +92,7 @@ class KVCache(nn.Module):
         return self.k[:, :, :end], self.v[:, :, :end]
 
     def write_at(self, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
-        """Write k, v (B, nh, T, hs) into cache slots ``slots`` (T,); return the whole cache (B, nh, L', hs).
-
-        Shape-static (no host read of ``slots``): the form a compiled or graph-captured step needs.
-        """
+        """Write k, v (B, nh, T, hs) into ``slots`` (T,) without a host read; return the whole cache (B, nh, L', hs)."""
         self.k.index_copy_(2, slots, k)
         self.v.index_copy_(2, slots, v)
         return self.k, self.v
@@ -142,14 +130,10 @@ class CausalSelfAttention(nn.Module):
 
 
 def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """softmax(q kᵀ / √d, masked) v for a few queries q (B, nh, T, hs) over the first S cache slots of k, v
-    (B, nh, L', hs), S = the mask's width (mask (…, T, S), S < L').
+    """softmax(q kᵀ / √d, masked) v for q (B, nh, T, hs) over the first S slots of k, v (B, nh, L', hs); mask (…, T, S).
 
-    Written out rather than ``F.scaled_dot_product_attention``: for a few queries the CPU's fused
-    kernel costs about 160 µs a call over 512 keys, while a compiled step turns these lines into small
-    products and one fused masked exponential. The product with v takes the unnormalised weights
-    e = exp(s − max s) and divides once per output, (e v) / Σ e, instead of once per weight: on dev-cpu
-    the bundled target's one-token step was 11 % faster than with ``softmax(s) @ v``.
+    Written out rather than ``F.scaled_dot_product_attention``, whose CPU kernel is slow for a few
+    queries; divides once per output, (e v) / Σ e with e = exp(s − max s).
     """
     span = mask.shape[-1]
     k, v = k[:, :, :span], v[:, :, :span]  # (B, nh, S, hs)
@@ -178,11 +162,9 @@ class Block(nn.Module):
 class GPT(nn.Module):
     """Decoder-only transformer over bytes.
 
-    ``forward(idx)`` computes logits for every position without a cache (training
-    and the reference oracle); ``forward(idx, start)`` treats ``idx`` as the tokens
-    at absolute positions start, start+1, ... and reads and writes the static KV
-    cache set up by :meth:`setup_cache`. Writing at ``start`` overwrites whatever
-    the cache held there, which is how a rejected draft is discarded.
+    ``forward(idx)``: logits for every position, no cache (training, the reference oracle).
+    ``forward(idx, start)``: ``idx`` at absolute positions start.., reading and overwriting the
+    static KV cache of :meth:`setup_cache`.
     """
 
     def __init__(self, cfg: GPTConfig):
@@ -225,8 +207,7 @@ class GPT(nn.Module):
         return self.wte.weight.dtype
 
     def setup_cache(self, batch: int = 1, length: int | None = None) -> None:
-        """(Re)allocate the static KV cache for ``batch`` sequences of up to ``length`` tokens
-        (and :data:`SPAN_PAD` slots more, never written)."""
+        """(Re)allocate the KV cache for ``batch`` × ``length`` tokens (+ :data:`SPAN_PAD` slots)."""
         length = length or self.cfg.block_size
         p = self.wte.weight
         shape = (batch, self.cfg.n_head, length + SPAN_PAD, self.cfg.n_embd // self.cfg.n_head)
@@ -243,11 +224,7 @@ class GPT(nn.Module):
         self._causal = torch.ones(length, length, dtype=torch.bool, device=p.device).tril()
 
     def forward(self, idx: torch.Tensor, start: int | torch.Tensor | None = None) -> torch.Tensor:
-        """Logits (B, T, vocab) for tokens ``idx`` (B, T) at positions start.. (or 0.. without a cache).
-
-        ``start`` may be a LongTensor (B,): row b's tokens are then at positions start[b].., each row
-        attending to its own cached positions ≤ its query's (batched decoding with per-row progress).
-        """
+        """Logits (B, T, vocab) for ``idx`` (B, T) at positions start.. (0.. without a cache)."""
         _b, t = idx.shape
         if isinstance(start, torch.Tensor):
             pos = start.view(-1, 1).to(idx.device) + torch.arange(t, device=idx.device)  # (B, T)
@@ -283,15 +260,11 @@ class GPT(nn.Module):
     def forward_at(
         self, idx: torch.Tensor, slots: torch.Tensor, positions: torch.Tensor, mask: torch.Tensor
     ) -> torch.Tensor:
-        """Logits (B, T, vocab) of tokens ``idx`` (B, T) at ``positions`` (T,), written to cache ``slots`` (T,).
+        """Logits (B, T, vocab) of ``idx`` (B, T) at ``positions`` (T,), written to cache ``slots`` (T,).
 
-        ``mask`` (T, S) is True where a token may attend to one of the first S cache slots, the span
-        the step reads (S ≤ L, the cache length; every slot written so far must lie within it). A
-        chain's step has slots = positions = pos + arange(T) and mask = causal[positions, :S]
-        (:meth:`chain_inputs`); a tree's nodes have their own slots, depths and ancestry
-        (:meth:`tree_inputs`). Every shape depends on T and S alone and nothing is read back to the
-        host, so one compiled or graph-captured step serves each T, with S dynamic or S = L
-        (:mod:`specviz.engine.models.compiled`).
+        ``mask`` (T, S): where a token may attend among the first S ≤ L cache slots. Chains:
+        :meth:`chain_inputs`; trees: :meth:`tree_inputs`. Shapes depend on T and S only and nothing is
+        read back to the host, so one compiled step serves each T.
         """
         x = self.wte(idx) + self.wpe(positions)[None]  # (B, T, C)
         at, m = Fixed(slots), mask[None, None]  # (1, 1, T, S)
@@ -302,16 +275,14 @@ class GPT(nn.Module):
     def chain_inputs(
         self, pos: torch.Tensor, t: int, span: int | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(slots, positions, mask) of :meth:`forward_at` for T = ``t`` consecutive tokens from ``pos`` (1,),
-        attending over the first ``span`` cache slots (the whole cache when None; at least pos + t)."""
+        """(slots, positions, mask) of :meth:`forward_at` for ``t`` tokens from ``pos`` (1,) over ``span``."""
         at = pos + torch.arange(t, device=pos.device)  # (T,)
         return at, at, self._causal[at, :span]
 
     def tree_inputs(
         self, start: int, nodes: torch.Tensor, parents: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(slots, positions, mask) of :meth:`forward_at` for tree nodes ``nodes`` (M,), placed as
-        :meth:`forward_tree` places them."""
+        """(slots, positions, mask) of :meth:`forward_at` for tree nodes ``nodes`` (M,)."""
         nodes, anc, depth, end = self._tree_layout(start, nodes, parents)
         mask = torch.zeros(len(nodes), self._cache_len, dtype=torch.bool, device=self.device)  # (M, L)
         mask[:, :start] = True
@@ -321,13 +292,10 @@ class GPT(nn.Module):
     # --- draft trees ---------------------------------------------------------------------
 
     def forward_tree(self, idx: torch.Tensor, start: int, nodes: torch.Tensor, parents: torch.Tensor) -> torch.Tensor:
-        """Logits (1, M, vocab) for the tokens ``idx`` (1, M) of nodes ``nodes`` (M,) of a draft tree.
+        """Logits (1, M, vocab) for tokens ``idx`` (1, M) of tree nodes ``nodes`` (M,); ``parents`` (N,) the whole tree.
 
-        ``parents`` (N,) is the whole tree (node 0, the root, has parent −1; parents come before
-        children). Node n sits in cache slot ``start + n`` at position ``start + depth(n)`` and
-        attends to every cached position before ``start`` and to its own ancestors and itself, whose
-        entries must be in the cache already or among ``nodes``. After verification,
-        :meth:`keep_path` moves the accepted nodes' entries to their positions.
+        Node n sits in slot ``start + n`` at position ``start + depth(n)`` and attends to the cache before
+        ``start``, its ancestors and itself; :meth:`keep_path` then moves the accepted path into place.
         """
         nodes, anc, depth, end = self._tree_layout(start, nodes, parents)
         x = self.wte(idx) + self.wpe(start + depth[nodes])[None]  # (1, M, C)
@@ -341,8 +309,7 @@ class GPT(nn.Module):
     def _tree_layout(
         self, start: int, nodes: torch.Tensor, parents: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-        """(nodes (M,) on the device, ancestry (N, N), depth (N,), one past the last slot) of tree nodes
-        placed from ``start``; ValueError when a slot falls outside the cache."""
+        """(nodes (M,), ancestry (N, N), depth (N,), end slot) from ``start``; ValueError past the cache."""
         nodes = nodes.to(self.device)
         anc = tree_ancestry(parents).to(self.device)  # (N, N)
         end = start + int(nodes.max()) + 1
@@ -351,8 +318,7 @@ class GPT(nn.Module):
         return nodes, anc, anc.sum(-1) - 1, end
 
     def keep_path(self, start: int, path: torch.Tensor) -> None:
-        """Move the cache entries of the accepted nodes ``path`` (m,) (root excluded, by depth) from
-        slots ``start + node`` to positions ``start + 1 .. start + m``, as a chain would have them."""
+        """Move the accepted nodes ``path`` (m,) from slots ``start + node`` to ``start + 1 .. start + m``."""
         src = start + path.to(self.device)
         dst = start + 1 + torch.arange(len(path), device=self.device)
         for blk in self.blocks:
@@ -416,11 +382,7 @@ def _cause(exc: Exception) -> Message | str:
 
 
 def tree_ancestry(parents: torch.Tensor) -> torch.Tensor:
-    """(N, N) bool: entry [i, j] is True when node j is node i or one of its ancestors.
-
-    ``parents`` (N,) has −1 for the root and every parent before its child. Cached per tree shape
-    (a decode calls it once per forward with the same tree).
-    """
+    """(N, N) bool: [i, j] when node j is node i or an ancestor; ``parents`` (N,), −1 at the root, parents first."""
     return _ancestry(tuple(int(p) for p in parents))
 
 

@@ -1,26 +1,9 @@
-"""Hugging Face adapter: run transformers causal LMs in our engine, and export our GPT to transformers.
+"""Hugging Face adapter: transformers causal LMs as :class:`specviz.engine.models.Decodable` models, loaded in pairs.
 
-Two directions, both optional (the app works without ``transformers``):
-
-* :class:`HFCausalLM` wraps an ``AutoModelForCausalLM`` so that
-  :mod:`specviz.engine.decoding` can drive it exactly like our :class:`~specviz.engine.models.gpt.GPT`: it
-  satisfies :class:`specviz.engine.models.Decodable` (``context_length``, ``device``, ``dtype``,
-  ``setup_cache``, ``forward(idx, start)`` writing at absolute positions).
-  :func:`load_hf_pair` loads a target/draft pair from hub ids or local folders.
-* :func:`export_gpt2` / :func:`export_pair` write our byte-level GPT as a ``GPT2LMHeadModel``
-  checkpoint with a byte-level tokenizer, so the same weights can be run through
-  transformers' own assisted generation for a side-by-side comparison.
-
-Cache semantics. Our static cache is written by absolute position; a transformers
-``DynamicCache`` grows by concatenation. ``forward(idx, start)`` therefore first drops
-every cached position ≥ ``start`` (``DynamicCache.crop`` with a negative count: in
-transformers 5 a positive "keep this many" argument is refused) and then feeds ``idx``
-with explicit ``position_ids`` start..start+T-1, which is the same thing as overwriting.
-
-Checked against transformers 5.24.0: models take the cache as ``cache=`` (``past_key_values=``
-is a deprecated alias until 5.40); ``torch_dtype=`` is now ``dtype=``; ``save_pretrained``
-always writes safetensors (``safe_serialization`` is gone); ``PreTrainedTokenizerFast`` is an
-alias of ``TokenizersBackend``.
+``forward(idx, start)`` crops the ``DynamicCache`` to ``start`` positions (``crop`` with a negative
+count: transformers 5 refuses a positive one), then feeds ``idx`` with ``position_ids``
+start..start+T−1 — the same as overwriting our static cache. Checked against transformers 5.24.0
+(the cache is ``cache=``; ``dtype=`` replaces ``torch_dtype=``).
 """
 
 from __future__ import annotations
@@ -36,6 +19,14 @@ import torch
 from torch import nn
 
 from specviz.base.i18n import N_, Message, Phrase
+from specviz.engine.models.hf_export import (
+    byte_tokenizer,
+    bytes_to_unicode,
+    export_gpt2,
+    export_pair,
+    gpt2_state_dict,
+    to_gpt2,
+)
 
 __all__ = [
     "TRANSFORMERS_PIN",
@@ -45,8 +36,11 @@ __all__ = [
     "bytes_to_unicode",
     "export_gpt2",
     "export_pair",
+    "gpt2_state_dict",
     "load_hf_pair",
+    "load_hf_target",
     "require_transformers",
+    "to_gpt2",
 ]
 
 TRANSFORMERS_PIN = "5.24.0"  # keep in step with requirements-dev.txt
@@ -97,13 +91,10 @@ def _model_vocab(model) -> int:
 
 
 class HFCausalLM(nn.Module):
-    """A transformers causal LM as a :class:`specviz.engine.models.Decodable`, the interface of our GPT.
+    """A transformers causal LM as a :class:`specviz.engine.models.Decodable`: float32 logits sliced to ``vocab_size``.
 
-    ``forward(idx)`` recomputes from scratch (no cache); ``forward(idx, start)`` treats
-    ``idx`` (B, T) as the tokens at absolute positions start..start+T-1: the cache is cut
-    back to ``start`` positions first, so whatever it held from ``start`` on is discarded
-    (the equivalent of our static cache being overwritten). ``start`` may not lie beyond the
-    positions already cached. Logits are float32 and sliced to ``vocab_size`` entries.
+    ``forward(idx)`` recomputes without a cache; ``forward(idx, start)`` takes ``idx`` (B, T) as
+    positions start..start+T−1, discarding the cache from ``start`` on (``start`` ≤ cached positions).
     """
 
     def __init__(self, model, vocab_size: int | None = None, block_size: int | None = None):
@@ -244,10 +235,7 @@ def _cause(exc: Exception) -> Message | str:
 
 
 def _from_pretrained(loader, spec: str, what: str, allow_local: bool, **kwargs):
-    """``loader.from_pretrained(spec)`` with safe options, every failure turned into a ValueError naming ``spec``.
-
-    ``what`` names the thing loaded in messages ("tokenizer", "model"): a str or a :class:`Phrase`.
-    """
+    """``loader.from_pretrained(spec)`` with safe options; any failure a ValueError naming ``spec`` and ``what``."""
     kwargs.update(trust_remote_code=False)
     if _is_path_like(spec):
         folder = Path(spec).expanduser()
@@ -318,12 +306,10 @@ def _load_model(spec: str, device, dtype, allow_local: bool):
 def load_hf_pair(
     target_id: str, draft_id: str, device="cpu", dtype: torch.dtype | None = None, allow_local: bool = True
 ) -> tuple[HFCausalLM, HFCausalLM, HFTokenizer]:
-    """Load ``(target, draft, tokenizer)`` from Hugging Face hub ids or local folders.
+    """``(target, draft, tokenizer)`` from hub ids or local folders; ValueError naming the id on any failure.
 
-    Models load with ``trust_remote_code=False`` and ``use_safetensors=True``; local
-    folders with ``local_files_only=True``. The two tokenizers must have the same vocabulary;
-    when the models' embedding matrices differ only by padding rows, both wrappers slice their
-    logits to the tokenizer's length. Every failure is a ValueError naming the id.
+    ``trust_remote_code=False``, ``use_safetensors=True``; local folders ``local_files_only=True``. The
+    tokenizers must share a vocabulary; embeddings padded beyond it are sliced off the logits.
     """
     from specviz.engine.models import resolve_device
 
@@ -364,8 +350,7 @@ def load_hf_pair(
 def load_hf_target(
     target_id: str, device="cpu", dtype: torch.dtype | None = None, allow_local: bool = True
 ) -> tuple[HFCausalLM, HFTokenizer]:
-    """One Hugging Face model and its tokenizer, as :func:`load_hf_pair` loads each (for a draft that
-    needs no model, such as the n-gram drafter)."""
+    """One Hugging Face model and its tokenizer, as :func:`load_hf_pair` loads each."""
     from specviz.engine.models import resolve_device
 
     require_transformers()
@@ -383,144 +368,3 @@ def load_hf_target(
             vocab=len(tok),
         )
     return HFCausalLM(model, len(tok)), HFTokenizer(tok)
-
-
-# --- exporting our GPT to transformers ----------------------------------------------
-
-
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte → printable character table (the alphabet of the ByteLevel pre-tokenizer)."""
-    bs = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    cs = list(bs)
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs, strict=True)}
-
-
-def byte_tokenizer(model_max_length: int | None = None):
-    """A ``PreTrainedTokenizerFast`` whose ids are the UTF-8 bytes: ``encode(s) == list(s.encode())``.
-
-    A BPE model with no merges over GPT-2's byte alphabet, mapped so that byte b has id b,
-    behind a ByteLevel pre-tokenizer without regex splitting or prefix space and a ByteLevel
-    decoder (invalid UTF-8 decodes with U+FFFD, as in our ByteTokenizer).
-    """
-    require_transformers()
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {ch: b for b, ch in bytes_to_unicode().items()}
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-    tok.decoder = decoders.ByteLevel()
-    kwargs = {"model_max_length": model_max_length} if model_max_length else {}
-    return PreTrainedTokenizerFast(tokenizer_object=tok, clean_up_tokenization_spaces=False, **kwargs)
-
-
-def gpt2_state_dict(model) -> dict[str, torch.Tensor]:
-    """Our GPT's weights under GPT2LMHeadModel's names (Conv1D weights are (in, out): transposed)."""
-    sd = {k: v.detach().to("cpu", torch.float32) for k, v in model.state_dict().items()}
-    out = {
-        "transformer.wte.weight": sd["wte.weight"],
-        "transformer.wpe.weight": sd["wpe.weight"],
-        "transformer.ln_f.weight": sd["ln_f.weight"],
-        "transformer.ln_f.bias": sd["ln_f.bias"],
-        "lm_head.weight": sd["wte.weight"],
-    }
-    for i in range(model.cfg.n_layer):
-        src, dst = f"blocks.{i}.", f"transformer.h.{i}."
-        for ours, theirs in (("ln1", "ln_1"), ("ln2", "ln_2")):
-            out[f"{dst}{theirs}.weight"] = sd[f"{src}{ours}.weight"]
-            out[f"{dst}{theirs}.bias"] = sd[f"{src}{ours}.bias"]
-        for ours, theirs in (
-            ("attn.qkv", "attn.c_attn"),
-            ("attn.proj", "attn.c_proj"),
-            ("mlp.0", "mlp.c_fc"),
-            ("mlp.2", "mlp.c_proj"),
-        ):
-            w = sd[f"{src}{ours}.weight"]  # nn.Linear: (out, in)
-            out[f"{dst}{theirs}.weight"] = w.t().contiguous()
-            out[f"{dst}{theirs}.bias"] = torch.zeros(w.shape[0])
-    return out
-
-
-def to_gpt2(model):
-    """Our GPT as an equivalent ``transformers.GPT2LMHeadModel`` (float32, CPU, eval mode)."""
-    require_transformers()
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    cfg = model.cfg
-    config = GPT2Config(
-        vocab_size=cfg.vocab_size,
-        n_positions=cfg.block_size,
-        n_embd=cfg.n_embd,
-        n_layer=cfg.n_layer,
-        n_head=cfg.n_head,
-        n_inner=4 * cfg.n_embd,
-        activation_function="gelu",  # ACT2FN["gelu"] is nn.functional.gelu: exact erf, like nn.GELU()
-        resid_pdrop=0.0,
-        embd_pdrop=0.0,
-        attn_pdrop=0.0,
-        layer_norm_epsilon=1e-5,
-        scale_attn_weights=True,
-        scale_attn_by_inverse_layer_idx=False,
-        reorder_and_upcast_attn=False,
-        tie_word_embeddings=True,
-        bos_token_id=None,
-        eos_token_id=None,
-        pad_token_id=None,
-    )
-    hf = GPT2LMHeadModel(config)
-    missing, unexpected = hf.load_state_dict(gpt2_state_dict(model), strict=False)
-    if missing or unexpected:
-        raise RuntimeError(f"GPT2LMHeadModel weights do not match: missing {missing}, unexpected {unexpected}")
-    if hf.lm_head.weight.data_ptr() != hf.transformer.wte.weight.data_ptr():
-        raise RuntimeError("GPT2LMHeadModel: lm_head is not tied to wte")
-    return hf.eval()
-
-
-def export_gpt2(model, directory: str | Path) -> Path:
-    """Write our GPT as a Hugging Face GPT2LMHeadModel checkpoint plus a byte-level tokenizer.
-
-    ``directory`` gets config.json, generation_config.json, model.safetensors and the tokenizer
-    files, so ``AutoModelForCausalLM.from_pretrained(directory)`` and
-    ``AutoTokenizer.from_pretrained(directory)`` reproduce the model and ``ByteTokenizer``.
-    """
-    directory = Path(directory)
-    hf = to_gpt2(model)
-    hf.save_pretrained(directory)  # transformers 5 always writes safetensors
-    if not (directory / "model.safetensors").is_file():
-        raise RuntimeError(f"{directory}: save_pretrained wrote no model.safetensors")
-    byte_tokenizer(model.cfg.block_size).save_pretrained(directory)
-    return directory
-
-
-def export_pair(pair_dir_or_models, out_dir: str | Path) -> Path:
-    """Export a pair of ours to ``out_dir/target`` and ``out_dir/draft`` (see :func:`export_gpt2`).
-
-    ``pair_dir_or_models`` is ``"bundled"``, a folder with ``target/`` and ``draft/`` in our
-    format, or a ``(target, draft[, tokenizer])`` tuple of GPT models.
-    """
-    from specviz.engine.models import BUNDLED_DIR
-    from specviz.engine.models.gpt import GPT
-
-    if isinstance(pair_dir_or_models, (str, Path)):
-        root = BUNDLED_DIR if str(pair_dir_or_models) == "bundled" else Path(pair_dir_or_models)
-        for part in ("target", "draft"):
-            if not (root / part / "model.safetensors").is_file():
-                raise Message(
-                    "pair {spec!r}: no {part}/model.safetensors under {root}",
-                    spec=str(pair_dir_or_models),
-                    part=part,
-                    root=root,
-                )
-        target, draft = GPT.load(root / "target"), GPT.load(root / "draft")
-    else:
-        target, draft = tuple(pair_dir_or_models)[:2]
-    out_dir = Path(out_dir)
-    export_gpt2(target, out_dir / "target")
-    export_gpt2(draft, out_dir / "draft")
-    return out_dir

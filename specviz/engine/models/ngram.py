@@ -1,21 +1,9 @@
-"""Prompt-lookup / n-gram drafting: a "draft model" with no weights, proposing what followed an earlier
-occurrence of the text's last n tokens. It satisfies :class:`specviz.engine.models.Decodable`, so the engine
-runs it as any draft; its forward time is measured like a model's.
+"""Prompt-lookup / n-gram drafting: a weightless :class:`specviz.engine.models.Decodable` draft.
 
-Both engines search the same way — the longest n first, from ``max_ngram`` down to ``min_ngram``,
-and for that n the earliest earlier occurrence of the text's last n tokens whose continuation is
-not empty — with different settings:
-
-* ``"hf"`` — transformers' prompt lookup (``PromptLookupCandidateGenerator``): n from 2
-  (``max_matching_ngram_size``) down to 1; a proposal is at most ``num_tokens`` =
-  ``prompt_lookup_num_tokens`` (10) tokens, further capped by K here;
-* ``"vllm"`` — vLLM's ``ngram`` proposer: n in [``prompt_lookup_min``, ``prompt_lookup_max``], 5 and
-  5 when unset; a proposal is at most K (``num_speculative_tokens``) tokens.
-
-A proposal is one-hot: q = 1 on the proposed token (so the lossless rule accepts it with
-probability p(x) at T > 0, and greedy output stays the target's). With no match the drafter has
-nothing to say: its q is uniform and :meth:`NgramDraft.draft_policy` stops drafting there (the round
-is then a plain target step, as in both engines).
+It proposes what followed the earliest earlier occurrence of the text's last n tokens, longest n
+first. ``"hf"``: transformers' ``PromptLookupCandidateGenerator`` (n from 2 to 1, at most 10 tokens);
+``"vllm"``: vLLM's ``ngram`` proposer (n in [5, 5] unless set, at most K). A proposal is one-hot
+(q = 1 on it); with no match q is uniform and :meth:`NgramDraft.draft_policy` stops drafting.
 """
 
 from __future__ import annotations
@@ -31,11 +19,7 @@ RULES = ("hf", "vllm")
 
 
 def find_match(seq: list[int], rule: str, min_ngram: int, max_ngram: int) -> int | None:
-    """Index in ``seq`` where the proposal starts (the token after the matched occurrence), or None.
-
-    For n from max_ngram down to min_ngram, the earliest earlier occurrence of the last n tokens with
-    a non-empty continuation (``rule`` only names whose defaults were used; the search is the same).
-    """
+    """Where in ``seq`` the proposal starts, or None: longest n first, earliest occurrence."""
     length = len(seq)
     for n in range(min(max_ngram, length - 1), min_ngram - 1, -1):
         suffix = seq[length - n :]
@@ -46,13 +30,7 @@ def find_match(seq: list[int], rule: str, min_ngram: int, max_ngram: int) -> int
 
 
 class NgramDraft:
-    """The n-gram drafter as a :class:`~specviz.engine.models.Decodable` (module docstring).
-
-    ``forward(idx, start)`` writes ``idx`` into the text at positions start.. (overwriting, as a
-    cache would) and returns logits (1, T, V) whose last row proposes the next token: +1e4 on it
-    (one-hot after softmax) or zeros (uniform: no proposal). A call that feeds back the token it
-    just proposed, at the next position, continues the same match; any other call matches anew.
-    """
+    """The n-gram drafter as a Decodable: logits (1, T, V), +1e4 on the proposal or zeros."""
 
     def __init__(
         self,
@@ -125,14 +103,7 @@ class NgramDraft:
 
 
 def replay_on_text(tokens: list[int], k: int, rule: str = "hf", prompt_length: int = 1) -> list[tuple[int, int]]:
-    """Prompt lookup against a text, as if the target wrote exactly ``tokens`` after its first
-    ``prompt_length`` tokens: (drafted, accepted) per round.
-
-    Each round drafts up to ``k`` tokens as :class:`NgramDraft` would from the text so far (one match,
-    its continuation capped by the rule's proposal length) and accepts the leading ones equal to the
-    text's next tokens; the round then emits accepted + 1 tokens. No model runs, so this measures how
-    much the text repeats itself — what prompt lookup can accept on it — not a particular target.
-    """
+    """(drafted, accepted) per round of prompt lookup on ``tokens`` after ``prompt_length``, no model run."""
     if rule not in RULES:
         raise Message("n-gram rule must be one of {rules}; got {rule!r}", rules=RULES, rule=rule)
     if int(k) != k or k < 1:
@@ -153,9 +124,7 @@ def replay_on_text(tokens: list[int], k: int, rule: str = "hf", prompt_length: i
 
 
 def lookup_table(texts: list[list[int]], ks, c: float, v: float = 0.0) -> pd.DataFrame:
-    """:func:`replay_on_text` over ``texts`` for each rule and K: rounds, share with a proposal, α̂ =
-    A / (A + R) over rounds that drafted, tokens per round E[N], and the speedup E[N] / (1 + v·K̄ + K̄/c)
-    at the mean drafts K̄ (the lookup's cost 1/c of a target step per drafted token)."""
+    """:func:`replay_on_text` per rule and K: α̂, E[N], speedup E[N] / (1 + v·K̄ + K̄/c)."""
     rows = []
     for rule in RULES:
         for k in ks:

@@ -1,32 +1,12 @@
 """oneDNN-prepacked linear layers for cached fp32 decoding on the CPU, applied from outside the model.
 
-PyTorch's default fp32 CPU path calls MKL, whose small-batch sgemm is about 2× slower on the
-CPUs we measured when the weights stream from memory (``benchmarks/engine_bench.py`` prints
-the ratio); decoding multiplies 1 to K + 1 rows by every weight matrix, which is exactly that
-case. oneDNN with the weights reordered once into its blocked layout is faster there.
-
-Usage (as gpt-fast applies its quantised linears, after loading)::
-
-    packed.apply(model)    # every nn.Linear → PackedLinear (same Parameters); Linear → GELU fused
-    packed.remove(model)   # back to plain nn.Linear and nn.GELU
-
-:func:`apply` changes nothing when the model's linear weights are not on the CPU in fp32, or
-total under :data:`PACK_MIN_BYTES` (such weights stay in cache, where oneDNN's fixed cost of
-about 16 µs a call outweighs its faster kernel: the bundled draft is such a model). Module
-names and Parameters are unchanged, so ``state_dict``, saving and weight tying are too.
-
-A :class:`PackedLinear` uses its pack only in a no-grad, CPU, fp32 forward, and falls back to
-``F.linear`` otherwise; the pack is keyed on the weight's storage pointer and version counter,
-so ``load_state_dict``, ``.to()`` and in-place updates through the tensor make it repack. Writes
-that bypass the version counter (``w.data.copy_(...)``, fused optimizers) are not seen: call
-:func:`invalidate` after them. ``train()``, a grad-enabled forward, ``copy.deepcopy`` and pickling
-drop the pack.
-
-The private ops are fenced in :func:`_pack_weight` and :func:`_packed_linear`, and the version counter a
-pack is keyed on in :func:`_weight_version`. They are used only
-on the torch releases in :data:`TESTED_TORCH`; elsewhere (or when a pack or the one-time
-self-test of both calls fails) packing switches off for the process with one warning and every
-layer runs ``F.linear``.
+MKL's small-batch sgemm is about 2× slower than oneDNN with prepacked weights when weights stream
+from memory (``benchmarks/engine_bench.py``). :func:`apply` swaps every ``nn.Linear`` for a
+:class:`PackedLinear` (same Parameters; Linear → GELU fused), :func:`remove` undoes it. Nothing
+changes off CPU fp32 or under :data:`PACK_MIN_BYTES`. A pack is keyed on the weight's storage and
+version counter; writes that bypass it need :func:`invalidate`. The private ops are fenced in
+:func:`_pack_weight`, :func:`_packed_linear` and :func:`_weight_version`, used only on
+:data:`TESTED_TORCH`; elsewhere, or when the self-test fails, packing switches off with one warning.
 """
 
 from __future__ import annotations
@@ -59,34 +39,22 @@ TESTED_TORCH = ((2, 13),)  # (major, minor) releases whose private oneDNN ops we
 
 
 def _pack_weight(w: torch.Tensor) -> torch.Tensor:
-    """``torch.ops.mkldnn._reorder_linear_weight(weight, batch_size)``.
-
-    weight: the (out, in) fp32 matrix; batch_size: a hint of the row count the pack will be
-    multiplied with, ``None`` for no hint (fast for 1 to ~32 rows, our decoding case).
-    Returns the weight in oneDNN's blocked layout (opaque: use it only with :func:`_packed_linear`).
-    """
+    """``torch.ops.mkldnn._reorder_linear_weight``: (out, in) fp32 → oneDNN's blocked layout."""
     return torch.ops.mkldnn._reorder_linear_weight(w.detach(), None)
 
 
 def _packed_linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, gelu: bool) -> torch.Tensor:
-    """``x @ W.T + b`` (then exact GELU if ``gelu``) with ``w`` from :func:`_pack_weight`; x: (..., in).
+    """``x @ W.T + b`` (then exact GELU if ``gelu``), x (..., in), ``w`` from :func:`_pack_weight`.
 
-    ``torch.ops.mkldnn._linear_pointwise(input, weight, bias, attr, scalars, algorithm)``:
-    attr is the post-op fused after the product (``"none"`` or ``"gelu"``); scalars are the
-    post-op's scalar arguments (GELU has none); algorithm is the post-op's variant: for
-    ``"gelu"``, ``"none"`` is the exact erf GELU (``"tanh"`` would be the approximation);
-    without a post-op it is unused (``""``).
+    ``torch.ops.mkldnn._linear_pointwise(input, weight, bias, attr, scalars, algorithm)``: attr
+    ``"none"`` or ``"gelu"``; algorithm ``"none"`` is the erf GELU, ``""`` without a post-op.
     """
     attr, algorithm = ("gelu", "none") if gelu else ("none", "")
     return torch.ops.mkldnn._linear_pointwise(x, w, bias, attr, [], algorithm)
 
 
 def _weight_version(w: torch.Tensor) -> int:
-    """``w._version``: autograd's counter of in-place writes to ``w``'s storage (no public API reads it).
-
-    A pack is keyed on it, so a write through the tensor makes the layer repack; the self-test checks that
-    an in-place write moves it.
-    """
+    """``w._version``: autograd's in-place write counter (no public API reads it); the self-test checks it moves."""
     return w._version
 
 
@@ -129,8 +97,7 @@ def _switch_off(reason: str) -> None:
 
 
 def available() -> bool:
-    """True when packs may be used now: a tested torch with both ops, oneDNN enabled
-    (``torch.backends.mkldnn.flags``), and no failure switched packing off in this process."""
+    """Whether packs may be used now: tested torch, both ops, oneDNN on, no failure so far."""
     return _state.off is None and bool(torch.backends.mkldnn.enabled) and _why_unsupported() is None
 
 
@@ -175,9 +142,7 @@ def _make_pack(w: torch.Tensor) -> torch.Tensor | None:
 class PackedLinear(nn.Linear):
     """An ``nn.Linear`` sharing another's Parameters whose no-grad CPU fp32 forward runs oneDNN.
 
-    ``gelu=True``: the layer also applies the exact GELU that followed it in an ``nn.Sequential``
-    (fused into the oneDNN call; :func:`apply` replaces that GELU by ``nn.Identity``), so
-    ``forward(x) = gelu(x @ W.T + b)`` on every path.
+    ``gelu=True``: computes gelu(x @ W.T + b), the GELU that followed it (now ``nn.Identity``).
     """
 
     def __init__(self, layer: nn.Linear, gelu: bool = False):
@@ -254,12 +219,9 @@ def _children(model: nn.Module):
 
 
 def apply(model: nn.Module) -> nn.Module:
-    """Swap every plain ``nn.Linear`` of ``model`` for a :class:`PackedLinear`, in place; return ``model``.
+    """Swap every plain ``nn.Linear`` of ``model`` for a :class:`PackedLinear` in place, fusing a following exact GELU.
 
-    A Linear directly followed by an exact ``nn.GELU`` inside an ``nn.Sequential`` gets the GELU
-    fused (the GELU becomes ``nn.Identity``). Nothing changes when the weights are not CPU fp32,
-    total under :data:`PACK_MIN_BYTES`, or this torch build is not supported (then with one
-    warning). Calling it again wraps layers added since (already packed layers stay).
+    No-op off CPU fp32, under :data:`PACK_MIN_BYTES`, or on an unsupported torch (one warning).
     """
     if not worth_packing(model):
         return model
