@@ -1,4 +1,4 @@
-"""What engines call the quantities of speculative decoding (docs/design.md §6).
+"""What serving stacks call the quantities of speculative decoding (docs/design.md §6).
 
 Under the i.i.d. model with per-token acceptance α and draft length K. ``ours`` names the quantity in specviz's
 terms; ``metric`` is the key of :data:`specviz.core.theory.METRICS` it converts through (empty if not a

@@ -1,4 +1,4 @@
-"""A token tree priced on a pair and a GPU as an engine runs it (Sequoia's shape, the roofline's costs)."""
+"""A token tree priced on a pair and a GPU as a serving stack runs it (Sequoia's shape, the roofline's costs)."""
 
 from __future__ import annotations
 

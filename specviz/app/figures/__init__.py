@@ -1,6 +1,6 @@
-"""Plotly figure builders: data in, ``go.Figure`` out (no streamlit, no computation
-beyond layout). Every chart of the app is built here so it is testable without a
-browser.
+"""Plotly figure builders, data in and ``go.Figure`` out, so every chart is testable without a browser.
+
+No streamlit and no computation beyond layout.
 
 Grid arrays go out compact (:func:`compact`): plotly serialises numpy arrays as typed
 binary, so float32 and small integers halve to an eighth of the bytes the browser must

@@ -1,5 +1,7 @@
-"""The live page's last run in a session, as other pages read it, and the n-gram comparison the Drafting
-strategies page runs through the same queue. No streamlit: ``state`` is ``st.session_state`` (any mapping).
+"""The live page's last run in a session as other pages read it, and the Drafting strategies page's n-gram run.
+
+No streamlit: ``state`` is ``st.session_state`` (any mapping); the n-gram comparison runs through the
+live page's queue.
 """
 
 from __future__ import annotations

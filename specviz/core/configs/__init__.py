@@ -1,4 +1,4 @@
-"""Engine configuration: the only place that turns a decision (K, a K schedule by batch, a tree, a head,
+"""Serving-stack configuration: the only place that turns a decision (K, a K schedule by batch, a tree, a head,
 a draft model) into a serving stack's flags, YAML or JSON, one module per stack."""
 
 from specviz.core.configs import llamacpp, sglang, transformers, trtllm, vllm

@@ -1,4 +1,4 @@
-"""Draft-length rules as engines implement them: how many tokens to draft each round."""
+"""Draft-length rules as serving stacks implement them: how many tokens to draft each round."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The tree shapes engines draft: a chain, independent chains (SpecInfer), EAGLE-2 / SGLang top-k."""
+"""The tree shapes serving stacks draft: a chain, independent chains (SpecInfer), EAGLE-2 / SGLang top-k."""
 
 from __future__ import annotations
 

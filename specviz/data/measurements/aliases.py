@@ -1,4 +1,4 @@
-"""Headers engines and papers write, the canonical column each becomes, and how (docs/design.md §6).
+"""Headers serving stacks and papers write, the canonical column each becomes, and how (docs/design.md §6).
 
 Headers match on :func:`normalise_header` (case, spaces, '#', '%', bracketed units, punctuation ignored);
 an :class:`Alias` whose values need converting names its :class:`Conversion` and the text the report shows.

@@ -1,4 +1,4 @@
-"""CSV (comma, semicolon or tab) from any engine or spreadsheet: a sniffed delimiter, headers mapped by ALIASES."""
+"""CSV (comma, semicolon or tab) from any serving stack or spreadsheet: a sniffed delimiter, headers mapped by ALIASES."""
 
 from __future__ import annotations
 

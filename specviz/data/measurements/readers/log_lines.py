@@ -1,4 +1,4 @@
-"""What the engine log readers (vLLM, SGLang, llama.cpp) share: numbers in log text, per-position rates, K checks.
+"""What the serving stacks' log readers (vLLM, SGLang, llama.cpp) share: numbers in log text, per-position rates, K checks.
 
 Each reader turns metrics lines into :class:`LogRow` records; :func:`log_table` makes them the
 :class:`RawTable` the checks read. With N the tokens a round emits (bonus counted), K the draft length,
