@@ -200,7 +200,10 @@ def engine_section(s: Scenario) -> None:
         target, draft, view["gpu"], view["alpha"], view["ctx"], BATCHES, view["k_max"], **kw
     )
     st.markdown(ui.t("**vLLM** `--speculative-config` (K by batch size, from K*(B) at this context)"))
-    st.code(json.dumps(vllm_method(config, target, draft)), language="json")
+    try:
+        st.code(json.dumps(vllm_method(config, target, draft)), language="json")
+    except ValueError as exc:  # a head vLLM has no method for: said, not approximated
+        st.info(ui.message(exc), icon=":material/info:")
     if not is_model(draft):
         if heads.is_head(draft) and HEADS.loc[draft, "kind"] not in heads.PARALLEL:
             st.markdown(ui.t("**SGLang** EAGLE flags (depth K*(B = 1), top-k and draft tokens T)"))

@@ -58,9 +58,11 @@ def test_vllm_keys_and_methods_are_speculative_configs():
                 head = configs.vllm.with_head(config, kind, "org/target")
                 assert set(head) <= set(fields)
                 assert ("model" in head) == (kind != "ngram" and (kind == "mtp" or model is not None))
-    # every method we write is one of 0.34.0's, but Medusa, which 0.34.0 no longer has
-    assert {m for k, m in configs.vllm.METHODS.items() if k != "medusa"} <= methods
+    # every method we write is one of 0.34.0's; Medusa, which 0.34.0 has no method for, is refused, not written
+    assert set(configs.vllm.METHODS.values()) <= methods
     assert "medusa" not in methods
+    with pytest.raises(ValueError, match="not expressible in vLLM"):
+        configs.vllm.with_head(configs.vllm.speculative_config(schedule), "medusa", "org/target")
     assert vllm["flag"] == "--speculative-config"
 
 

@@ -94,6 +94,14 @@ def test_a_link_restores_the_view_and_the_engine_configs_follow_it():
     assert at.code[1].value.startswith("--spec-draft-n-max") or at.code[1].value.startswith("# speculation")
 
 
+def test_a_medusa_head_is_said_to_have_no_vllm_config_not_given_a_wrong_one():
+    medusa = "FasterDecoding/medusa-vicuna-7b-v1.3"
+    query = dict(pair="custom", target="lmsys/vicuna-7b-v1.3", draft=medusa, tp_t="1", k_max="5", ctx="1024")
+    at = open_app(PAGE, view="engine", **query)
+    assert not any('"medusa"' in c.value for c in at.code)  # vLLM 0.34.0 has no such method
+    assert any("not expressible in vLLM" in i.value and "medusa" in i.value for i in at.info)
+
+
 def test_a_custom_pair_with_different_vocabularies_is_an_error_naming_both():
     at = open_app(PAGE, pair="custom", target="openai-community/gpt2-xl", draft="JackFram/llama-68m")
     errors = shown_errors(at)

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import numpy as np
 
-#: a draft's kind -> vLLM's ``method`` (``SpeculativeMethod``); "medusa" is not among 0.34.0's methods
+from specviz.base.i18n import Message
+
+VERSION = "0.34.0"
+#: a draft's kind -> vLLM's ``method`` (``SpeculativeMethod``); 0.34.0 has none for Medusa heads
 METHODS = {
     "draft": "draft_model",
     "eagle": "eagle",
     "eagle3": "eagle3",
     "mtp": "deepseek_mtp",
-    "medusa": "medusa",
     "ngram": "ngram",
 }
 
@@ -52,7 +54,16 @@ def speculative_config(schedule, *, method: str = "draft_model", model: str | No
 
 
 def with_head(config: dict, kind: str, target: str | None = None) -> dict:
-    """``config`` for a head or n-gram (``kind`` in :data:`METHODS`): MTP's ``model`` is ``target``; n-gram has none."""
+    """``config`` for a head or n-gram (``kind`` in :data:`METHODS`): MTP's ``model`` is ``target``; n-gram has none.
+
+    Raises ValueError for a kind vLLM has no method for (Medusa): not expressible in vLLM.
+    """
+    if kind not in METHODS:
+        raise Message(
+            "vLLM {version} has no speculative method for {kind} drafts: this draft is not expressible in vLLM",
+            version=VERSION,
+            kind=kind,
+        )
     out = {"method": METHODS[kind]} | {k: v for k, v in config.items() if k != "method"}
     if kind == "mtp":
         out["model"] = target
