@@ -1,52 +1,18 @@
 """Break-even & optimal K: where speculation stops paying, and the best draft length."""
 
-import numpy as np
 import streamlit as st
 
-from specviz.app import figures, grids, router, ui
-from specviz.app.share import Param, by_key
+from specviz.app import figures, router, ui
+from specviz.app.scenarios import breakeven as scenarios
+from specviz.app.scenarios.breakeven import CURVE_CHOICES, SPEC, Scenario
+from specviz.app.share import by_key
 from specviz.base.i18n import N_
-from specviz.core import chapter, theory
+from specviz.core import chapter
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
-PAGE, URL = "breakeven", "break-even"
-N_ALPHA, N_C = 201, 121  # grid resolution (α axis, c axis)
-SPEC = (
-    Param(
-        "conv",
-        "c",
-        "choice",
-        choices=tuple(grids.C_CONVENTIONS),
-        label=N_("Speed-ratio convention"),
-        labels=(N_("c = T_target / T_draft"), N_("c_L = T_draft / T_target (Leviathan)")),
-    ),
-    Param("curves", [2.0, 4.0, 8.0, 16.0, 32.0], "floats", 1e-3, 1e4, max_items=16),
-    Param("k_max", 32, "int", 2, 64, label=N_("K max")),
-    Param("c_min", 0.5, "float", 1e-3, 1e4, log=True),
-    Param("c_max", 100.0, "float", 1e-3, 1e4, log=True),
-    Param("v", 0.0, "float", 0.0, 2.0, label=N_("v — extra verify cost per drafted token")),
-    Param("o", 0.0, "float", 0.0, 5.0, label=N_("o — fixed overhead per round (target steps)")),
-    Param("f_alpha", 0.8, "float", 0.0, 1.0),
-    Param("f_c", 10.0, "float", 1e-3, 1e4, log=True),
-    Param(
-        "opt_map",
-        "kstar",
-        "choice",
-        choices=("kstar", "speedup"),
-        label=N_("Map"),
-        labels=("K*(α, c)", N_("Speedup at K*")),
-    ),
-    Param(
-        "view",
-        "frontier",
-        "choice",
-        choices=("frontier", "optimum", "chapter"),
-        labels=(N_("Break-even frontier"), N_("Optimal K"), N_("Chapter numbers")),
-    ),
-)
+PAGE, URL = scenarios.PAGE, "break-even"
 P = by_key(SPEC)
-CURVE_CHOICES = [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 10.0, 16.0, 32.0, 64.0, 100.0]
 
 
 def key(name: str) -> str:
@@ -58,23 +24,6 @@ def flip_convention() -> None:
     s = st.session_state
     s[key("c_min")], s[key("c_max")] = 1.0 / s[key("c_max")], 1.0 / s[key("c_min")]
     s[key("f_c")] = 1.0 / s[key("f_c")]
-
-
-@ui.cached
-def frontier(k_max, curves, conv, v, o):
-    ks = np.arange(1, k_max + 1)
-    return ks, {f"{conv} = {x:g}": theory.break_even_alpha(ks, float(grids.to_c(x, conv)), v, o) for x in curves}
-
-
-@ui.cached
-def frontier_map(k_max, c_lo, c_hi, conv, v, o):
-    return grids.break_even_grid(np.arange(1, k_max + 1), grids.log_axis(c_lo, c_hi, N_C, conv), conv, v, o)
-
-
-@ui.cached
-def optimum_maps(c_lo, c_hi, conv, k_max, v, o):
-    alpha = np.linspace(0.0, 1.0, N_ALPHA)
-    return grids.optimal_k_grids(alpha, grids.log_axis(c_lo, c_hi, N_C, conv), conv, k_max, v, o)
 
 
 CHAPTER_COLUMNS = {
@@ -128,14 +77,10 @@ def sidebar_controls(conv: str) -> None:
         ui.number_input(PAGE, P["o"], step=0.05, format="%.3f")
 
 
-def frontier_tab(view: dict, conv: str) -> None:
+def frontier_tab(s: Scenario) -> None:
     """α*(K, c): curves for chosen c and the map over (K, c), side by side."""
-    try:
-        curves = sorted({float(x) for x in view["curves"]})
-    except TypeError as exc:
-        raise ValueError(ui.t("frontier values must be numbers: {error}", error=exc)) from exc
-    ks, alpha_star = frontier(view["k_max"], curves, conv, view["v"], view["o"])
-    be_map = frontier_map(view["k_max"], view["c_min"], view["c_max"], conv, view["v"], view["o"])
+    ks, alpha_star = scenarios.frontier(s.axes, scenarios.curves(s))
+    be_map = scenarios.frontier_map(s.axes)
     left, right = st.columns(2)
     with left:
         ui.chart(figures.break_even_curves(ks, alpha_star, lang=ui.language()), key="fig_curves")
@@ -149,12 +94,12 @@ def frontier_tab(view: dict, conv: str) -> None:
         ui.csv_download(ui.t("Download α*(K, c) (CSV)"), be_map.tidy, "break_even.csv", key="dl_be")
 
 
-def optimum_tab(view: dict, conv: str) -> None:
+def optimum_tab(s: Scenario) -> None:
     """K*(α, c) or the speedup at K* (one map at a time, chosen by a radio), then f(K) for one (α, c)."""
-    v, o, k_max = view["v"], view["o"], view["k_max"]
-    k_map, s_map = optimum_maps(view["c_min"], view["c_max"], conv, k_max, v, o)
+    conv, k_max = s.axes.conv, s.axes.k_max
+    k_map, s_map = scenarios.optimum_maps(s.axes)
     opt_radio = st.empty()  # filled after the map: a fresh browser loads plotly before the radio's code
-    if view["opt_map"] == "kstar":
+    if s.opt_map == "kstar":
         ui.chart(figures.optimal_k_map(k_map, lang=ui.language()), key="fig_kstar")
     else:
         ui.chart(
@@ -181,10 +126,7 @@ def optimum_tab(view: dict, conv: str) -> None:
         ui.number_input(PAGE, P["f_alpha"], "α", step=0.01, format="%.4f")
     with col_c:
         ui.number_input(PAGE, P["f_c"], conv, format="%.4g")
-    alpha, c = ui.values(PAGE, SPEC)["f_alpha"], float(grids.to_c(ui.values(PAGE, SPEC)["f_c"], conv))
-    ks = np.arange(1, k_max + 1)
-    s_of_k = theory.speedup(alpha, c, ks, v, o)
-    best = theory.optimal_k(alpha, c, k_max, v, o)
+    ks, s_of_k, best = scenarios.f_of_k(scenarios.scenario(ui.values(PAGE, SPEC)))
     k_star = int(best.k)
     if k_star == 0:
         st.metric(
@@ -198,7 +140,7 @@ def optimum_tab(view: dict, conv: str) -> None:
     ui.chart(figures.speedup_vs_k(ks, s_of_k, k_star, float(best.speedup), lang=ui.language()), key="fig_fk")
 
 
-def chapter_tab(view: dict, conv: str) -> None:
+def chapter_tab(s: Scenario) -> None:
     """The source chapter's printed values beside the same quantities from specviz.core.theory (no control applies)."""
     st.caption(ui.t("Printed values from the source chapter beside the same quantities from specviz.core.theory."))
     numbers = {"α": "g", "c": "g", "computed": ".4f", "E[N] computed": ".4f", "speedup computed": ".4f"}
@@ -226,7 +168,7 @@ ui.restore(PAGE, SPEC)
 
 conv = st.session_state[key("conv")]
 # One tab's content per script run (lazy tabs): a link opens with the frontier's two charts to draw.
-ui.show_open_tab(PAGE, P["view"], TABS, ui.values(PAGE, SPEC), conv)
+ui.show_open_tab(PAGE, P["view"], TABS, scenarios.scenario(ui.values(PAGE, SPEC)))
 # The controls are sent after the open tab's charts: a fresh browser loads plotly's code first.
 sidebar_controls(conv)
 ui.publish(PAGE, SPEC, URL)

@@ -1,10 +1,11 @@
 """Metric converter & glossary: one engine's number in every other engine's terms."""
 
-import numpy as np
 import streamlit as st
 
-from specviz.app import figures, grids, router, ui
-from specviz.app.share import Param, by_key
+from specviz.app import figures, router, ui
+from specviz.app.scenarios import converter as scenarios
+from specviz.app.scenarios.converter import SPEC
+from specviz.app.share import by_key
 from specviz.base.i18n import N_
 from specviz.core import glossary, theory
 
@@ -57,21 +58,7 @@ def glossary_table():
     return table.rename(columns={col: ui.t(GLOSSARY_COLUMNS[col]) for col in table.columns})
 
 
-PAGE, URL = "converter", "converter"
-SPEC = (
-    Param("metric", "mean_tokens", "choice", choices=tuple(theory.METRICS), label=N_("I have this metric")),
-    Param("value", 2.5, "float", 0.0, 65.0, label=N_("value")),
-    Param("k", 4, "int", 1, 64, label=N_("K (draft length)")),
-    Param(
-        "conv",
-        "c",
-        "choice",
-        choices=tuple(grids.C_CONVENTIONS),
-        label=N_("I have"),
-        labels=(N_("c = T_target / T_draft"), N_("c_L = T_draft / T_target (Leviathan)")),
-    ),
-    Param("ratio", 8.0, "float", 1e-3, 1e4, label=N_("value")),
-)
+PAGE, URL = scenarios.PAGE, "converter"
 P = by_key(SPEC)
 
 
@@ -86,16 +73,16 @@ ui.restore(PAGE, SPEC)
 # Laid out top to bottom: inputs, numbers, chart; sent chart first (the widgets' values are in session_state
 # already), so a fresh browser starts loading plotly before any other element (docs/performance.md).
 inputs, numbers = st.container(), st.container()
-view = ui.values(PAGE, SPEC)
+s = scenarios.scenario(ui.values(PAGE, SPEC))
 try:
-    converted = theory.convert_metric(view["value"], view["k"], view["metric"])
+    converted = scenarios.converted(s)
 except ValueError as exc:
     with numbers:
         ui.show_error(exc)
 else:
-    alpha, k = float(converted["alpha"]), view["k"]
-    grid = np.linspace(0.0, 1.0, 201)
-    series = {label(m): y for m, y in theory.convert_metric(grid, k, "alpha").items()}
+    alpha, k = float(converted["alpha"]), s.k
+    grid, curves = scenarios.curves(k)
+    series = {label(m): y for m, y in curves.items()}
     point = {label(m): float(y) for m, y in converted.items()}
     fig = figures.metrics_vs_alpha(grid, series, point, lang=ui.language())
     fig.update_layout(xaxis_title=ui.t("α (per-token acceptance)"), yaxis_title=ui.t(N_("value")))
@@ -145,15 +132,14 @@ with col_conv:
     ui.radio(PAGE, P["conv"], horizontal=True)
 with col_ratio:
     ui.number_input(PAGE, P["ratio"], format="%.4g")
-view = ui.values(PAGE, SPEC)
 try:
-    c = float(grids.to_c(view["ratio"], view["conv"]))
+    c, c_l = scenarios.ratios(scenarios.scenario(ui.values(PAGE, SPEC)))
 except ValueError as exc:
     ui.show_error(exc)
 else:
     c1, c2 = st.columns(2)
     c1.metric(ui.t("c = T_target / T_draft (specviz)"), f"{c:.4g}")
-    c2.metric(ui.t("c_L = T_draft / T_target (Leviathan et al.)"), f"{float(theory.c_to_leviathan(c)):.4g}")
+    c2.metric(ui.t("c_L = T_draft / T_target (Leviathan et al.)"), f"{c_l:.4g}")
 
 st.subheader(ui.t("Glossary: what each serving stack calls it"))
 ui.static_table(glossary_table())

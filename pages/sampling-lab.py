@@ -5,56 +5,17 @@ import streamlit as st
 import torch
 
 from specviz.app import figures, router, ui
-from specviz.app.share import Param, by_key
-from specviz.base.i18n import N_
+from specviz.app.scenarios import lab as scenarios
+from specviz.app.scenarios.lab import LEVEL, SPEC, Rounds, Scenario
+from specviz.app.share import by_key
 from specviz.core import theory
 from specviz.engine import sampling
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
-PAGE, URL = "lab", "sampling-lab"
+PAGE, URL = scenarios.PAGE, "sampling-lab"
 PROGRESS_FROM = 500_000  # show a progress bar for runs at least this long
-P_BUILDERS = tuple(b for b in sampling.BUILDERS if b != "tempered")
-SPEC = (
-    Param("v", 100, "int", 1, 5000, label=N_("V (vocabulary size)")),
-    Param("p", "zipf", "choice", choices=P_BUILDERS),
-    Param("p_s", 1.1, "float", 0.0, 5.0),
-    Param("p_beta", 0.5, "float", 1e-3, 100.0),
-    Param("p_seed", 0, "int", 0, 2**31 - 1),
-    Param("p_vec", "", "text", hi=20_000),
-    Param("q", "tempered", "choice", choices=tuple(sampling.BUILDERS)),
-    Param("q_s", 0.8, "float", 0.0, 5.0),
-    Param("q_beta", 0.5, "float", 1e-3, 100.0),
-    Param("q_seed", 1, "int", 0, 2**31 - 1),
-    Param("q_tau", 1.5, "float", 0.05, 20.0, label=N_("τ (draft = target at temperature τ)")),
-    Param("q_vec", "", "text", hi=20_000),
-    Param("k", 4, "int", 1, 32, label=N_("K (draft length)")),
-    Param("rounds", 200_000, "int", 1_000, 5_000_000, label=N_("rounds")),
-    Param("seed", 0, "int", 0, 2**31 - 1, label=N_("seed")),
-    Param(
-        "variant",
-        "exact",
-        "choice",
-        choices=tuple(sampling.VARIANTS),
-        label=N_("verification rule"),
-        labels=(
-            N_("exact rule"),
-            N_("bug: accept the first draft unconditionally"),
-            N_("bug: resample from p instead of the residual"),
-            N_("bug: draft at one temperature, ratio at another"),
-        ),
-    ),
-    Param("t_draft", 0.5, "float", 0.05, 20.0, label=N_("draft sampling temperature (ratio uses q at 1)")),
-    Param(
-        "view",
-        "overlap",
-        "choice",
-        choices=("overlap", "tokens", "emitted"),
-        labels=(N_("Acceptance is overlap"), N_("Tokens per round"), N_("Emitted tokens")),
-    ),
-)
 P = by_key(SPEC)
-LEVEL = 1e-3  # significance level of the χ² verdict (sampling.emitted_verdict)
 
 
 def key(name: str) -> str:
@@ -85,54 +46,25 @@ def builder_controls(who: str) -> None:
         st.file_uploader(ui.t("{who}: one-column CSV", who=who), type=["csv", "txt"], key=f"{PAGE}.{who}_file")
 
 
-def build(who: str, view: dict, base=None) -> torch.Tensor:
-    # The uploader is drawn after this runs (sidebar_controls), so its file comes from session_state.
-    upload = st.session_state.get(f"{PAGE}.{who}_file") if view[who] == "custom" else None
-    text = upload.getvalue() if upload is not None else view[f"{who}_vec"]
-    return sampling.build(
-        view[who],
-        view["v"],
-        s=view[f"{who}_s"],
-        beta=view[f"{who}_beta"],
-        seed=view[f"{who}_seed"],
-        tau=view.get(f"{who}_tau", 1.0),
-        text=text,
-        base=base,
-        name=who,
-    )
+def uploads(view: dict) -> dict:
+    """The custom builders' uploaded files ({who: file}); drawn after this runs, so read from session_state."""
+    return {who: st.session_state.get(f"{PAGE}.{who}_file") if view[who] == "custom" else None for who in ("p", "q")}
 
 
-def simulate(p, q, view) -> tuple[np.ndarray, np.ndarray]:
+def simulate(p: torch.Tensor, q: torch.Tensor, r: Rounds) -> tuple[np.ndarray, np.ndarray]:
     """Run the simulation for these inputs, or reuse it from any visitor's run; shows progress for long runs."""
-    run_key = (
-        p.numpy().tobytes(),
-        q.numpy().tobytes(),
-        view["k"],
-        view["rounds"],
-        view["seed"],
-        view["variant"],
-        view["t_draft"],
-    )
-    done = ui.shared_results(f"{PAGE}.simulations")  # shared by every visitor, capped (ui.SHARED_STORES)
-    result = done.get(run_key)
+    result = scenarios.simulated(p, q, r)
     if result is not None:
         return result
-    bar = st.progress(0.0, text=ui.t("Simulating rounds…")) if view["rounds"] >= PROGRESS_FROM else None
-    n, emitted = sampling.simulate_rounds(
+    bar = st.progress(0.0, text=ui.t("Simulating rounds…")) if r.rounds >= PROGRESS_FROM else None
+    result = scenarios.simulate(
         p,
         q,
-        view["k"],
-        view["rounds"],
-        torch.Generator().manual_seed(view["seed"]),
-        view["variant"],
-        draft_temperature=view["t_draft"],
+        r,
         progress=(lambda f: bar.progress(f, text=ui.t("Simulating rounds… {pct}", pct=f"{f:.0%}"))) if bar else None,
     )
     if bar:
         bar.empty()
-    # kept compact: N <= K + 1 <= 33 fits uint8 and a token id < V <= 5000 int16 (a quarter of int64)
-    result = (n.numpy().astype(np.uint8), emitted.numpy().astype(np.int16))
-    done.put(run_key, result)
     return result
 
 
@@ -152,7 +84,7 @@ def sidebar_controls() -> None:
             ui.number_input(PAGE, P["t_draft"], step=0.1)
 
 
-def overlap_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
+def overlap_tab(p: torch.Tensor, q: torch.Tensor, s: Scenario) -> None:
     """The two distributions, what is accepted and what the residual puts back; α = 1 − TV(p, q)."""
     p_np, q_np = p.numpy(), q.numpy()
     alpha = float(sampling.overlap(p, q))
@@ -168,10 +100,10 @@ def overlap_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
     st.caption(ui.t("The simulated rounds (K, rounds, seed, verification rule) are in the next two tabs."))
 
 
-def tokens_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
+def tokens_tab(p: torch.Tensor, q: torch.Tensor, s: Scenario) -> None:
     """Simulated tokens per round against E[N] = (1 − α^(K+1)) / (1 − α), with its 95 % interval."""
-    n, _ = simulate(p, q, view)
-    k, alpha = view["k"], float(sampling.overlap(p, q))
+    n, _ = simulate(p, q, s.rounds)
+    k, alpha = s.rounds.k, float(sampling.overlap(p, q))
     e_formula = float(theory.expected_tokens(alpha, k))
     mean_n, half = sampling.mean_with_ci(torch.from_numpy(n))
     counts = np.bincount(n, minlength=k + 2)[1:]
@@ -191,15 +123,15 @@ def tokens_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
         delta=f"{(mean_n - e_formula) / max(half / 1.96, 1e-300):+.1f} σ",
         delta_color="off",
     )
-    variant_note(view)
+    variant_note(s.rounds.variant)
 
 
-def emitted_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
+def emitted_tab(p: torch.Tensor, q: torch.Tensor, s: Scenario) -> None:
     """The emitted tokens' frequencies against p, with a χ² goodness-of-fit verdict."""
-    _, emitted = simulate(p, q, view)
+    _, emitted = simulate(p, q, s.rounds)
     p_np = p.numpy()
     gof = sampling.chi_square_gof(torch.from_numpy(emitted), p)
-    verdict = sampling.emitted_verdict(gof, view["variant"], level=LEVEL)
+    verdict = sampling.emitted_verdict(gof, s.rounds.variant, level=LEVEL)
     freq = np.bincount(emitted, minlength=len(p_np)) / len(emitted)
     ui.chart(figures.emitted_vs_target(freq, p_np, q.numpy(), lang=ui.language()), key="fig_emitted")
     c1, c2, c3 = st.columns(3)
@@ -211,12 +143,12 @@ def emitted_tab(p: torch.Tensor, q: torch.Tensor, view: dict) -> None:
         help=ui.t("Pearson χ², {dof} degrees of freedom (sparse bins pooled)", dof=gof.dof),
     )
     (st.success if verdict.ok else st.warning)(ui.message(verdict.text))
-    variant_note(view)
+    variant_note(s.rounds.variant)
 
 
-def variant_note(view: dict) -> None:
-    if view["variant"] != "exact":
-        st.info(ui.t("**What this variant does:** {what}", what=ui.message(sampling.VARIANTS[view["variant"]])))
+def variant_note(variant: str) -> None:
+    if variant != "exact":
+        st.info(ui.t("**What this variant does:** {what}", what=ui.message(sampling.VARIANTS[variant])))
 
 
 TABS = {"overlap": overlap_tab, "tokens": tokens_tab, "emitted": emitted_tab}
@@ -229,9 +161,9 @@ st.caption(
 ui.restore(PAGE, SPEC)
 
 view = ui.values(PAGE, SPEC)
+s = scenarios.scenario(view, uploads(view))
 try:
-    p = build("p", view)
-    q = build("q", view, base=p)
+    p, q = scenarios.distributions(s)
 except ValueError as exc:
     ui.show_error(exc)
     sidebar_controls()
@@ -241,6 +173,6 @@ except ValueError as exc:
 
 # One tab's content per script run (lazy tabs): a link opens with one chart to draw, and a simulation
 # runs only when its results are shown. The open tab's chart is sent before the controls.
-ui.show_open_tab(PAGE, P["view"], TABS, p, q, view)
+ui.show_open_tab(PAGE, P["view"], TABS, p, q, s)
 sidebar_controls()
 ui.publish(PAGE, SPEC, URL)

@@ -8,12 +8,13 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from specviz.app import profiles
-from specviz.app.scenarios import hardware, serving, strategies, validation
+from specviz.app import grids, profiles, ui
+from specviz.app.scenarios import breakeven, converter, design, hardware, lab, serving, strategies, validation
 from specviz.core import hardware as core_hardware
-from specviz.core import policies, trees
+from specviz.core import policies, theory, trees
 from specviz.core import serving as core_serving
 from specviz.core import validation as core_validation
+from specviz.engine import sampling
 
 
 def hardware_scenario(**over) -> hardware.Scenario:
@@ -83,7 +84,32 @@ def validation_scenario(**over) -> validation.Scenario:
     return validation.Scenario(rows, yours, "roofline")
 
 
+def design_scenario(**over) -> design.Scenario:
+    fields = dict(map="s_c", alpha=(0.0, 1.0), c_min=1.0, c_max=100.0, conv="c", k=4, k_max=16, c_fix=8.0, v=0.0, o=0.0)
+    return design.Scenario("heatmap", design.Maps(**(fields | over)), design.Point(0.8, 10.0, "c", 4, 0.0, 0.0))
+
+
+def breakeven_scenario(**over) -> breakeven.Scenario:
+    axes = breakeven.Axes(**({"k_max": 32, "c_min": 0.5, "c_max": 100.0, "conv": "c", "v": 0.0, "o": 0.0} | over))
+    return breakeven.Scenario(axes, (2.0, 4.0, 8.0), "kstar", 0.8, 10.0)
+
+
+def lab_scenario(**over) -> lab.Scenario:
+    p = lab.Builder("p", "zipf", 1.1, 0.5, 0, 1.0, "")
+    q = lab.Builder("q", "tempered", 0.8, 0.5, 1, 1.5, "")
+    rounds = lab.Rounds(**({"k": 4, "rounds": 2000, "seed": 0, "variant": "exact", "t_draft": 0.5} | over))
+    return lab.Scenario(50, p, q, rounds)
+
+
+def converter_scenario(**over) -> converter.Scenario:
+    return converter.Scenario(**({"metric": "mean_tokens", "value": 2.5, "k": 4, "conv": "c", "ratio": 8.0} | over))
+
+
 SCENARIOS = {
+    "design": design_scenario,
+    "breakeven": breakeven_scenario,
+    "lab": lab_scenario,
+    "converter": converter_scenario,
     "hardware": hardware_scenario,
     "serving": serving_scenario,
     "strategies": strategies_scenario,
@@ -176,3 +202,53 @@ def test_validation_errors_are_keyed_by_the_published_part(monkeypatch):
     assert same(first, validation.errors(validation_scenario().published)) and len(calls) == 1
     validation.errors(validation_scenario(engines=()).published)
     assert len(calls) == 2
+
+
+def test_design_grid_is_keyed_by_the_maps(monkeypatch):
+    design.grid.clear()
+    calls = counted(monkeypatch, grids, "speedup_alpha_c_grid")
+    first = design.grid(design_scenario().maps)
+    assert same(first.z, design.grid(design_scenario().maps).z) and len(calls) == 1
+    other = design.grid(design_scenario(k=8).maps)
+    assert len(calls) == 2 and not same(first.z, other.z)
+    got = design.inspect(design_scenario().point)
+    assert got["e_n"] == pytest.approx(float(theory.expected_tokens(0.8, 4))) and got["best"].k >= 1
+
+
+def test_breakeven_maps_are_keyed_by_the_axes(monkeypatch):
+    for fn in (breakeven.frontier, breakeven.frontier_map, breakeven.optimum_maps):
+        fn.clear()
+    calls = counted(monkeypatch, grids, "optimal_k_grids")
+    first = breakeven.optimum_maps(breakeven_scenario().axes)
+    assert same(first[0].z, breakeven.optimum_maps(breakeven_scenario().axes)[0].z) and len(calls) == 1
+    breakeven.optimum_maps(breakeven_scenario(v=0.1).axes)
+    assert len(calls) == 2
+    framed = counted(monkeypatch, grids, "break_even_grid")
+    breakeven.frontier_map(breakeven_scenario().axes), breakeven.frontier_map(breakeven_scenario().axes)
+    assert len(framed) == 1
+    s = breakeven_scenario()
+    assert breakeven.curves(dataclasses.replace(s, curves=(8.0, 2.0, 8.0))) == (2.0, 8.0)
+    with pytest.raises(ValueError, match="frontier values must be numbers"):
+        breakeven.curves(dataclasses.replace(s, curves=(None,)))
+
+
+def test_lab_simulation_is_stored_by_its_inputs(monkeypatch):
+    ui.shared_results.clear()  # a fresh store: no run of an earlier test
+    calls = counted(monkeypatch, sampling, "simulate_rounds")
+    p, q = lab.distributions(lab_scenario())
+    first = lab.simulate(p, q, lab_scenario().rounds)
+    again = lab.simulate(*lab.distributions(lab_scenario()), lab_scenario().rounds)
+    assert same(first, again) and len(calls) == 1 and len(first[0]) == 2000
+    lab.simulate(p, q, lab_scenario(seed=1).rounds)
+    assert len(calls) == 2 and lab.simulated(p, q, lab_scenario(seed=2).rounds) is None
+
+
+def test_converter_is_keyed_by_the_scenario(monkeypatch):
+    converter.converted.clear()
+    calls = counted(monkeypatch, theory, "convert_metric")
+    first = converter.converted(converter_scenario())
+    assert same(first, converter.converted(converter_scenario())) and len(calls) == 1
+    assert float(first["mean_tokens"]) == pytest.approx(2.5)
+    converter.converted(converter_scenario(value=3.0))
+    assert len(calls) == 2
+    assert converter.ratios(converter_scenario(conv="c_L", ratio=0.25)) == pytest.approx((4.0, 0.25))

@@ -41,11 +41,15 @@ PAGES = (
     "pages/converter.py",
 )
 #: Where a page's controls are declared, besides the page itself (the live page builds them in request.py;
-#: hardware and strategies declare them beside their scenario).
+#: the pages with a scenario in specviz/app/scenarios declare them beside it).
 DECLARED_IN = {
     "pages/live.py": ("specviz/app/live/request.py",),
     "pages/hardware.py": ("specviz/app/scenarios/hardware.py",),
     "pages/strategies.py": ("specviz/app/scenarios/strategies.py",),
+    "pages/design-space.py": ("specviz/app/scenarios/design.py",),
+    "pages/break-even.py": ("specviz/app/scenarios/breakeven.py",),
+    "pages/sampling-lab.py": ("specviz/app/scenarios/lab.py",),
+    "pages/converter.py": ("specviz/app/scenarios/converter.py",),
     "pages/measured-data.py": ("specviz/app/measured/scenarios.py",),  # the old route of three pages
 }
 #: The script to run for a page, where it is not the page file: Home's links need the router around it.
