@@ -7,10 +7,10 @@ Run from the repository root::
                                                              # and write data/validation/predictions.csv
 
 For every priceable row: the prediction with the default roofline profile, and leave-one-source-out
-(LOSO: the row's source predicted with engine profiles fitted by specviz.core.published on the other
-sources only; an engine seen in no other source falls back to its family's profile, then to the
+(LOSO: the row's source predicted with stack profiles fitted by specviz.core.published on the other
+sources only; a serving stack seen in no other source falls back to its family's profile, then to the
 default). The profiles are fitted in three levels (specviz.core.published.fit_profiles: shared,
-family, engine), each row weighted so that every source weighs the same. Targets (issue 31): speedup median |S_pred / S_meas − 1| <= 10 % LOSO and >= 75 % of rows
+family, stack), each row weighted so that every source weighs the same. Targets (issue 31): speedup median |S_pred / S_meas − 1| <= 10 % LOSO and >= 75 % of rows
 within ±15 %; plain-decoding step time median error <= 15 % LOSO.
 """
 
@@ -56,12 +56,12 @@ def main() -> int:
     rows = frame[published.priceable(frame)]
     print(
         f"{len(frame)} published rows, {len(rows)} priceable; {rows['source_id'].nunique()} sources, "
-        f"{rows['engine'].nunique()} engines, {rows['gpu'].nunique()} GPUs"
+        f"{rows['stack'].nunique()} stacks, {rows['gpu'].nunique()} GPUs"
     )
     default = published.predict(rows, {})
     loso = published.leave_one_source_out(rows)
     table = loso[
-        ["row_id", "kind", "engine", "gpu", "target", "method", "batch", "measured", "predicted", "profile_from"]
+        ["row_id", "kind", "stack", "gpu", "target", "method", "batch", "measured", "predicted", "profile_from"]
     ]
     table = table.assign(default_ratio=default["ratio"].round(3), loso_ratio=loso["ratio"].round(3))
     with pd.option_context("display.width", 250, "display.max_rows", 500, "display.max_colwidth", 40):
@@ -70,7 +70,7 @@ def main() -> int:
         for name, got in (("default roofline", default), ("leave-one-source-out", loso)):
             print(f"\n{name}: median |ratio − 1| and share within ±15 %")
             print(published.errors(got).round(3).to_string())
-            print(published.errors(got, "engine").round(3).to_string())
+            print(published.errors(got, "stack").round(3).to_string())
             print(published.errors(got, "source_id").round(3).to_string())
             print(published.errors(got, "method").round(3).to_string())
     err = published.errors(loso)
@@ -97,11 +97,11 @@ def main() -> int:
         profiles = published.fit_profiles(rows)
         today = datetime.date.today().isoformat()
         out = [
-            published.profile_row(name, profiles[name], rows[rows["engine"] == name], LABELS.get(name, name), today)
-            for name in sorted(rows["engine"].unique())
+            published.profile_row(name, profiles[name], rows[rows["stack"] == name], LABELS.get(name, name), today)
+            for name in sorted(rows["stack"].unique())
         ]
-        family = rows["engine"].map(stack_profiles.family)
-        out += [  # the families' profiles, for an engine the catalogue does not list
+        family = rows["stack"].map(stack_profiles.family)
+        out += [  # the families' profiles, for a stack the catalogue does not list
             published.profile_row(name, profiles[f"family:{name}"], rows[family == name], LABELS[name], today)
             for name in stack_profiles.FAMILY_PROFILES
         ]
@@ -112,7 +112,7 @@ def main() -> int:
         table.to_csv(published.PREDICTIONS, index=False, float_format="%.6g")
         print(f"wrote {len(table)} rows to {published.PREDICTIONS}")
         print("\nerror bands (10–90 % of held-out predicted / measured) by profile")
-        for name in [stack_profiles.DEFAULT_PROFILE, *sorted(rows["engine"].unique()), *stack_profiles.FAMILY_PROFILES]:
+        for name in [stack_profiles.DEFAULT_PROFILE, *sorted(rows["stack"].unique()), *stack_profiles.FAMILY_PROFILES]:
             bands = {kind: stack_profiles.error_band(name, kind) for kind in ("step", "speedup")}
             text = "; ".join(
                 f"{kind} {b['lo']:.2f}–{b['hi']:.2f} (median {b['median']:.2f}, {b['rows']} rows, {b['basis']})"

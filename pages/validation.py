@@ -25,15 +25,16 @@ PREDICTOR_LABELS = (
 )
 MINE = ("none", "upload", "library")  #: where your rows come from
 MINE_LABELS = (N_("none"), N_("an uploaded CSV"), N_("a run in the library"))
-BY = {"engine": N_("By serving stack"), "source_id": N_("By source"), "method": N_("By method")}
+BY = {"stack": N_("By serving stack"), "source_id": N_("By source"), "method": N_("By method")}
 STATISTICS = {
     "median_abs_err": N_("median |predicted / measured − 1|"),
     "within_15": N_("share of rows within ±15 %"),
 }
 KIND_NAMES = {"speedup": N_("speedup"), "step": N_("step time")}
-#: the headers of the row, terms and saved-profile tables (English: the column's own name)
+#: the headers of the row, terms and saved-profile tables (English: the column's own name, or :data:`SAID`'s)
+SAID = {"stack": N_("serving stack")}
 HEADERS = (
-    *(N_("row_id"), N_("kind"), N_("engine"), N_("target"), N_("draft"), N_("method"), N_("gpu"), N_("batch")),
+    *(N_("row_id"), N_("kind"), "stack", N_("target"), N_("draft"), N_("method"), N_("gpu"), N_("batch")),
     *(N_("measured"), N_("predicted"), N_("ratio"), N_("base_predicted"), N_("base_ratio")),
     *(N_("term"), N_("fitted"), N_("base"), N_("changed")),
     *(N_("name"), N_("terms"), N_("base_engine"), N_("n_rows"), N_("created_at")),
@@ -41,7 +42,7 @@ HEADERS = (
 SPEC = (
     Param("view", "parity", "choice", choices=VIEWS, labels=VIEW_LABELS),
     Param("pred", "loso", "choice", choices=validation.PREDICTORS, label=N_("Predicted by"), labels=PREDICTOR_LABELS),
-    Param("engines", "", "text", hi=400, label=N_("Engines (all when none is chosen)")),
+    Param("engines", "", "text", hi=400, label=N_("Serving stacks (all when none is chosen)")),
     Param("sources", "", "text", hi=1000, label=N_("Sources (all when none is chosen)")),
     Param("mine", "none", "choice", choices=MINE, label=N_("Your rows from"), labels=MINE_LABELS),
     Param("run", 1, "int", 1, 2**31 - 1, label=N_("Run id (Measured data lists them)")),
@@ -96,6 +97,8 @@ def your_rows(s: scenarios.Scenario) -> pd.DataFrame | None:
     except ValueError as exc:
         ui.show_error(exc)
         return None
+    for old, new in validation.renamed_columns(table).items():
+        st.caption(ui.t("Your column {old} is read as {new}, its current name.", old=old, new=new))
     for problem in problems[:MAX_SHOWN_PROBLEMS]:
         ui.show_error(problem)
     if len(problems) > MAX_SHOWN_PROBLEMS:
@@ -141,14 +144,14 @@ def parity_section(s: scenarios.Scenario, yours) -> None:
 
 def headed(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with the headers of :data:`HEADERS` in this session's language."""
-    return frame.rename(columns={c: ui.t(c) for c in frame.columns if c in HEADERS})
+    return frame.rename(columns={c: ui.t(SAID.get(c, c)) for c in frame.columns if c in HEADERS})
 
 
 def _errors_table(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.rename(
         columns={
             "kind": ui.t("kind"),
-            "engine": ui.t("engine"),
+            "stack": ui.t("serving stack"),
             "source_id": ui.t("source"),
             "method": ui.t("method"),
             "rows": ui.t("rows"),
@@ -204,7 +207,7 @@ def runs_section(s: scenarios.Scenario, yours) -> None:
     if yours is None:
         st.info(
             ui.t(
-                "Choose your rows in the sidebar: an uploaded CSV in the columns of data/validation/measurements.csv (kind, target, draft, method, gpu, tp, dtype, engine, batch, context, k, tau, speedup, t_step_ms), or a run of the library with the pair and GPU it was measured on."
+                "Choose your rows in the sidebar: an uploaded CSV in the columns of data/validation/measurements.csv (kind, target, draft, method, gpu, tp, dtype, stack, batch, context, k, tau, speedup, t_step_ms), or a run of the library with the pair and GPU it was measured on."
             ),
             icon=":material/upload_file:",
         )
@@ -222,7 +225,7 @@ def runs_section(s: scenarios.Scenario, yours) -> None:
             "Your rows are in no profile's fit: each is priced with its serving stack's shipped profile (the default where the catalogue has none), or with the default roofline when that is the predictor."
         )
     )
-    shown = ["row_id", "kind", "engine", "target", "draft", "method", "gpu", "batch", "measured", "predicted", "ratio"]
+    shown = ["row_id", "kind", "stack", "target", "draft", "method", "gpu", "batch", "measured", "predicted", "ratio"]
     st.dataframe(headed(mine[shown]), hide_index=True, key="tbl_yours")
 
 
@@ -319,7 +322,7 @@ def sidebar_controls() -> None:
     with st.sidebar:
         st.header(ui.t("Published rows"))
         ui.radio(PAGE, P["pred"])
-        filter_box("engines", sorted(rows["engine"].unique()))
+        filter_box("engines", sorted(rows["stack"].unique()))
         filter_box("sources", sorted(rows["source_id"].unique()))
         st.header(ui.t("Your rows"))
         ui.radio(PAGE, P["mine"])

@@ -220,7 +220,7 @@ def _predictions(path: str) -> pd.DataFrame | None:
 def error_band(name: str, kind: str, path: Path = PREDICTIONS_CSV) -> dict | None:
     """Predicted / measured of the rows held out from profile ``name``'s fit (leave-one-source-out;
     ``data/validation/predictions.csv``) for ``kind`` "step" or "speedup": a family profile takes its stacks' rows,
-    the default every row; under :data:`MIN_BAND_ROWS` rows, every stack's (``basis`` "all").
+    the default every row; under :data:`MIN_BAND_ROWS` rows, every stack's (``basis`` "all", else "stack").
     Returns ``lo``, ``hi`` (:data:`BAND_QUANTILES`), ``median``, ``rows``, ``basis``, or None without rows."""
     if kind not in ("step", "speedup"):
         raise Message("kind must be 'step' or 'speedup'; got {value!r}", value=kind)
@@ -232,10 +232,10 @@ def error_band(name: str, kind: str, path: Path = PREDICTIONS_CSV) -> dict | Non
     if name == DEFAULT_PROFILE:
         mine = frame
     elif name in FAMILY_PROFILES:  # a family's profile stands for any of its stacks
-        mine = frame[frame["engine"].map(family) == name]
+        mine = frame[frame["stack"].map(family) == name]
     else:
-        mine = frame[frame["engine"] == name]
-    basis = "engine"
+        mine = frame[frame["stack"] == name]
+    basis = "stack"
     if len(mine) < MIN_BAND_ROWS:
         mine, basis = frame, "all"
     if mine.empty:

@@ -1,9 +1,9 @@
-"""The cost model against published GPU measurements: predict each row, fit engine profiles, score.
+"""The cost model against published GPU measurements: predict each row, fit stack profiles, score.
 
 Rows of ``data/validation/measurements.csv`` (``measurements.md``): a step row predicts t = step_time(target,
 B, L, 1); a speedup row S = τ / (1 + v·(T − 1) + o + D/c) from ``hardware.pair_costs`` (D draft forwards, T
 verified tokens). With prefill (P prompt, O output tokens): t = (t_prefill + O·t) / O, S = (t_prefill + O·t_p) /
-(t_prefill + O·t_p / S). Profiles fit in three levels: shared (every row, term), family, engine (:data:`ENGINE_TERMS`).
+(t_prefill + O·t_p / S). Profiles fit in three levels: shared (every row, term), family, stack (:data:`STACK_TERMS`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from specviz.core.profiles import DEFAULT_EFFICIENCY, Efficiency
 
 MEASUREMENTS = DATA / "validation" / "measurements.csv"
 DEFAULT_CONTEXT = 512  #: cached tokens assumed where a row states no context (flagged in ``context_assumed``)
-#: Engine families (:func:`specviz.core.profiles.family`), the level between the shared profile and an
-#: engine's: a source's rows fall back to it when the engine has no rows outside that source.
+#: Stack families (:func:`specviz.core.profiles.family`), the level between the shared profile and a
+#: stack's: a source's rows fall back to it when the stack has no rows outside that source.
 FAMILIES = tuple(f"family:{name}" for name in stack_profiles.FAMILY_PROFILES)
 #: the terms :func:`fit_profile` fits, their bounds and the scale of the pull toward the prior
 FITTED = {
@@ -38,8 +38,8 @@ FITTED = {
 }
 #: The all-reduce latencies are not fitted: all-reduce benchmarks measure them (the defaults of
 #: :class:`Efficiency` cite them), and step times cannot tell them from per-layer dispatch cost.
-#: the terms an engine family's and an engine's own fit may move away from the shared profile
-ENGINE_TERMS = (
+#: the terms a stack family's and a stack's own fit may move away from the shared profile
+STACK_TERMS = (
     "compute",
     "memory",
     "quant_memory",
@@ -49,12 +49,12 @@ ENGINE_TERMS = (
     "round_overhead_s",
     "draft_overhead_s",
 )
-SHARED = "shared"  #: the profile fitted on every row (the fallback of an engine and family no other source measures)
+SHARED = "shared"  #: the profile fitted on every row (the fallback of a stack and family no other source measures)
 PRIOR_WEIGHT = 0.05  #: residual weight of one scale's departure from the prior, against one row's log error
-#: the same for an engine family's and an engine's terms against the level above: a stronger pull, so that an
-#: engine one source measures keeps what every source says about the rest (chosen by leave-one-source-out
+#: the same for a stack family's and a stack's terms against the level above: a stronger pull, so that a
+#: stack one source measures keeps what every source says about the rest (chosen by leave-one-source-out
 #: scoring; docs/performance.md)
-ENGINE_WEIGHT = 0.5
+STACK_WEIGHT = 0.5
 #: Published rows disagree in ways no term models (a benchmark's harness, an old release), so the fit is
 #: robust: scipy's soft-L1 loss, quadratic within F_SCALE of log error (the ±15 % band) and linear beyond.
 LOSS, F_SCALE = "soft_l1", 0.15
@@ -130,8 +130,8 @@ def measured(row) -> float:
 
 
 def predict(frame: pd.DataFrame, profiles) -> pd.DataFrame:
-    """``frame`` with measured, predicted, ratio; ``profiles``: engine → Efficiency (dict, or function of a row)."""
-    pick = profiles if callable(profiles) else (lambda row: profiles.get(row["engine"], DEFAULT_EFFICIENCY))
+    """``frame`` with measured, predicted, ratio; ``profiles``: stack → Efficiency (dict, or function of a row)."""
+    pick = profiles if callable(profiles) else (lambda row: profiles.get(row["stack"], DEFAULT_EFFICIENCY))
     out = frame.copy()
     rows = [r for _, r in frame.iterrows()]
     out["measured"] = [measured(r) for r in rows]
@@ -187,27 +187,27 @@ def constrained(rows: pd.DataFrame) -> set[str]:
     return seen | {name for name, yes in checks.items() if yes}
 
 
-def _family(engine: str) -> str:
-    return f"family:{stack_profiles.family(engine)}"
+def _family(stack: str) -> str:
+    return f"family:{stack_profiles.family(stack)}"
 
 
 def fit_profiles(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) -> dict[str, Efficiency]:
-    """Profiles of :data:`SHARED` (all rows and terms), each family and each engine (:data:`ENGINE_TERMS`)."""
+    """Profiles of :data:`SHARED` (all rows and terms), each family and each stack (:data:`STACK_TERMS`)."""
     shared = fit_profile(frame, prior)
-    family = frame["engine"].map(_family)
+    family = frame["stack"].map(_family)
     profiles = {SHARED: shared}
     for f in FAMILIES:
-        profiles[f] = fit_profile(frame[family == f], shared, ENGINE_TERMS, ENGINE_WEIGHT)
-    for engine, rows in frame.groupby("engine"):
-        profiles[engine] = fit_profile(rows, profiles[_family(engine)], ENGINE_TERMS, ENGINE_WEIGHT)
+        profiles[f] = fit_profile(frame[family == f], shared, STACK_TERMS, STACK_WEIGHT)
+    for stack, rows in frame.groupby("stack"):
+        profiles[stack] = fit_profile(rows, profiles[_family(stack)], STACK_TERMS, STACK_WEIGHT)
     return profiles
 
 
-def _fallback(rest: pd.DataFrame, engine: str) -> str:
-    """Where a held-out row's profile comes from: ``engine``, else ``family``, else :data:`SHARED`."""
-    if (rest["engine"] == engine).any():
-        return "engine"
-    return "family" if (rest["engine"].map(_family) == _family(engine)).any() else SHARED
+def _fallback(rest: pd.DataFrame, stack: str) -> str:
+    """Where a held-out row's profile comes from: ``stack``, else ``family``, else :data:`SHARED`."""
+    if (rest["stack"] == stack).any():
+        return "stack"
+    return "family" if (rest["stack"].map(_family) == _family(stack)).any() else SHARED
 
 
 def leave_one_source_out(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) -> pd.DataFrame:
@@ -216,10 +216,10 @@ def leave_one_source_out(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICI
     for source, held in frame.groupby("source_id"):
         rest = frame[frame["source_id"] != source]
         profiles = fit_profiles(rest, prior)
-        origin = {engine: _fallback(rest, engine) for engine in held["engine"].unique()}
-        key = {e: {"engine": e, "family": _family(e), SHARED: SHARED}[o] for e, o in origin.items()}
-        got = predict(held, lambda row, profiles=profiles, key=key: profiles[key[row["engine"]]])
-        got["profile_from"] = held["engine"].map(origin)
+        origin = {stack: _fallback(rest, stack) for stack in held["stack"].unique()}
+        key = {e: {"stack": e, "family": _family(e), SHARED: SHARED}[o] for e, o in origin.items()}
+        got = predict(held, lambda row, profiles=profiles, key=key: profiles[key[row["stack"]]])
+        got["profile_from"] = held["stack"].map(origin)
         parts.append(got)
     return pd.concat(parts).sort_index()
 
@@ -237,7 +237,7 @@ def errors(predicted: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
 def profile_row(name: str, eff: Efficiency, rows: pd.DataFrame, label: str, date: str) -> dict:
     """One row of ``data/catalog/profiles.csv``: the profile's terms and what it was fitted on."""
     if rows.empty:
-        raise Message("serving stack {engine!r} has no rows to fit", engine=name)
+        raise Message("serving stack {stack!r} has no rows to fit", stack=name)
     sources = sorted(rows["source_id"].unique())
     return {
         "name": name,
@@ -255,7 +255,7 @@ PREDICTION_COLUMNS = (
     "row_id",
     "source_id",
     "kind",
-    "engine",
+    "stack",
     "method",
     "measured",
     "default_predicted",
@@ -269,7 +269,7 @@ def prediction_table(default: pd.DataFrame, fitted: pd.DataFrame, loso: pd.DataF
     """Per priced row: measured and the default, shipped (fitted on all) and leave-one-source-out predictions."""
     return pd.DataFrame(
         {
-            **{c: default[c] for c in ("row_id", "source_id", "kind", "engine", "method", "measured")},
+            **{c: default[c] for c in ("row_id", "source_id", "kind", "stack", "method", "measured")},
             "default_predicted": default["predicted"],
             "fitted_predicted": fitted["predicted"],
             "loso_predicted": loso["predicted"],

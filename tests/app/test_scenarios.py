@@ -79,7 +79,7 @@ def strategies_scenario(**over) -> strategies.Scenario:
 
 
 def validation_scenario(**over) -> validation.Scenario:
-    rows = validation.Published(**({"pred": "default", "engines": ("vllm",), "sources": ()} | over))
+    rows = validation.Published(**({"pred": "default", "stacks": ("vllm",), "sources": ()} | over))
     yours = validation.YourRows("none", 1, "t", "d", "H100-SXM5-80GB", "bf16", 1, 1024, "model")
     return validation.Scenario(rows, yours, "roofline")
 
@@ -200,7 +200,7 @@ def test_validation_errors_are_keyed_by_the_published_part(monkeypatch):
     calls = counted(monkeypatch, core_validation, "verdicts")
     first = validation.errors(validation_scenario().published)
     assert same(first, validation.errors(validation_scenario().published)) and len(calls) == 1
-    validation.errors(validation_scenario(engines=()).published)
+    validation.errors(validation_scenario(stacks=()).published)
     assert len(calls) == 2
 
 

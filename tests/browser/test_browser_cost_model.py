@@ -217,7 +217,7 @@ VIEW_LABELS = {"parity": "Parity", "errors": "Errors", "runs": "Your runs", "cal
 NO_ROWS = {
     "runs": (
         "Choose your rows in the sidebar: an uploaded CSV in the columns of data/validation/measurements.csv "
-        "(kind, target, draft, method, gpu, tp, dtype, engine, batch, context, k, tau, speedup, t_step_ms), "
+        "(kind, target, draft, method, gpu, tp, dtype, stack, batch, context, k, tau, speedup, t_step_ms), "
         "or a run of the library with the pair and GPU it was measured on."
     ),
     "calibrate": "Calibration fits an engine profile to your rows: choose them in the sidebar first.",

@@ -152,13 +152,13 @@ def test_rows_constrain_only_the_terms_they_can_see():
 
 
 @pytest.mark.slow
-def test_engine_levels_move_only_engine_terms():
+def test_stack_levels_move_only_stack_terms():
     frame = published.load_measurements()
     rows = frame[published.priceable(frame) & frame["source_id"].isin(["llamacpp-pr-4766", "eagle-readme-gptfast"])]
     profiles = published.fit_profiles(rows)
     shared = profiles[published.SHARED]
     for name in ("family:compiled", "gpt-fast", "llama.cpp"):
-        for term in set(stack_profiles.TERMS) - set(published.ENGINE_TERMS):
+        for term in set(stack_profiles.TERMS) - set(published.STACK_TERMS):
             assert getattr(profiles[name], term) == getattr(shared, term), (name, term)
 
 
@@ -173,7 +173,7 @@ def test_the_shipped_predictions_are_what_the_shipped_profiles_and_the_default_p
     rows = frame[published.priceable(frame)]
     assert set(table["row_id"]) == set(rows["row_id"]), "rerun benchmarks/validation_bench.py --write-profiles"
     names = stack_profiles.profile_names()
-    fitted = published.predict(rows, {e: stack_profiles.profile(e) for e in rows["engine"].unique() if e in names})
+    fitted = published.predict(rows, {e: stack_profiles.profile(e) for e in rows["stack"].unique() if e in names})
     default = published.predict(rows, {})
     got = table.set_index("row_id")
     np.testing.assert_allclose(got.loc[rows["row_id"], "fitted_predicted"], fitted["predicted"], rtol=1e-4)
@@ -185,7 +185,7 @@ def test_the_error_band_is_the_held_out_rows_deciles(tmp_path):
     frame = pd.DataFrame(
         {
             "kind": "step",
-            "engine": ["vllm"] * 10 + ["sglang"],
+            "stack": ["vllm"] * 10 + ["sglang"],
             "measured": 1.0,
             "loso_predicted": [*ratios, 3.0],
             "default_predicted": 1.0,
@@ -194,9 +194,9 @@ def test_the_error_band_is_the_held_out_rows_deciles(tmp_path):
     path = tmp_path / "predictions.csv"
     frame.to_csv(path, index=False)
     band = stack_profiles.error_band("vllm", "step", path)
-    assert band["rows"] == 10 and band["basis"] == "engine"
+    assert band["rows"] == 10 and band["basis"] == "stack"
     assert (band["lo"], band["hi"]) == pytest.approx(tuple(np.quantile(ratios, [0.1, 0.9])))
-    fallback = stack_profiles.error_band("sglang", "step", path)  # one row of its own: every engine's rows
+    fallback = stack_profiles.error_band("sglang", "step", path)  # one row of its own: every stack's rows
     assert fallback["basis"] == "all" and fallback["rows"] == 11
     assert stack_profiles.error_band("vllm", "speedup", path) is None
     assert stack_profiles.error_band("roofline", "step", path)["median"] == pytest.approx(1.0)

@@ -91,7 +91,7 @@ def _synthetic_rows() -> pd.DataFrame:
         gpu=A100,
         tp=1,
         dtype="fp16",
-        engine="x",
+        stack="x",
         context=512,
         includes_prefill="",
         prompt_tokens=None,
@@ -165,8 +165,8 @@ def test_every_engine_profile_names_published_sources_it_was_fitted_on():
         assert isinstance(profiles.profile(name), profiles.Efficiency)
         sources = set(row["fitted_on"].split())
         assert sources and sources <= set(frame["source_id"]), name
-        engine = frame["engine"].map(profiles.family) if name in profiles.FAMILY_PROFILES else frame["engine"]
-        assert int(row["rows"]) == int((published.priceable(frame) & (engine == name)).sum())
+        stack = frame["stack"].map(profiles.family) if name in profiles.FAMILY_PROFILES else frame["stack"]
+        assert int(row["rows"]) == int((published.priceable(frame) & (stack == name)).sum())
 
 
 def test_published_rows_resolve_in_the_catalogues_and_carry_a_source():

@@ -378,7 +378,7 @@ def test_expert_parallelism_from_a_link_prices_the_moe_step_as_the_library_says(
     assert not open_app(PAGE, view="step", ep="true").checkbox  # no checkbox for a dense target
 
 
-@pytest.mark.parametrize("basis", ["engine", "all"])
+@pytest.mark.parametrize("basis", ["stack", "all"])
 def test_the_error_band_is_shown_on_the_step_and_the_speedup_and_shaded_on_the_figure(monkeypatch, basis):
     if not hasattr(profiles, "error_band"):
         pytest.skip("profiles.error_band is not in the library yet")

@@ -54,7 +54,7 @@ def points(chart, meta: str) -> int:
 
 #: the tables of each view in the order the page draws them (AppTest does not expose a dataframe's key)
 TABLES = {
-    "errors": ["tbl_targets", "tbl_all", "tbl_engine", "tbl_source_id", "tbl_method"],
+    "errors": ["tbl_targets", "tbl_all", "tbl_stack", "tbl_source_id", "tbl_method"],
     "runs": ["tbl_yours_err", "tbl_yours"],
     "calibrate": ["tbl_terms", "tbl_residuals", "tbl_saved"],
 }
@@ -67,7 +67,7 @@ def shown_table(at, view: str, name: str) -> pd.DataFrame:
 
 def synthetic_csv() -> bytes:
     """Step rows of three Llama sizes at three batches and speedup rows of 8B + 1B, their measurements
-    predicted with :data:`TRUE`: what a run on an engine with exactly that profile would have measured."""
+    predicted with :data:`TRUE`: what a run on a stack with exactly that profile would have measured."""
     out = []
     for target, tp in (
         ("meta-llama/Llama-3.2-1B-Instruct", 1),
@@ -92,10 +92,10 @@ def synthetic_csv() -> bytes:
                     tau=tau,
                 )
             )
-    frame = pd.DataFrame(out).assign(dtype="bf16", engine="my-engine")
+    frame = pd.DataFrame(out).assign(dtype="bf16", stack="my-stack")
     rows, problems = validation.check_rows(frame.assign(t_step_ms=1.0, speedup=1.0))
     assert not problems
-    predicted = published.predict(rows, {"my-engine": TRUE})["predicted"].to_numpy()
+    predicted = published.predict(rows, {"my-stack": TRUE})["predicted"].to_numpy()
     step = frame["kind"] == "step"
     frame["t_step_ms"] = np.where(step, predicted, np.nan)
     frame["speedup"] = np.where(step, np.nan, predicted)
@@ -125,7 +125,7 @@ def test_the_parity_plot_draws_every_priceable_row_left_by_the_filters(which):
     assert sum(points(c, "published") for c in charts) == len(frame) == len(validation.published_rows())
     at = open_app(PAGE, pred=which, engines="tensorrt-llm,hf-transformers", sources="spec-bench-leaderboard")
     kept = frame[
-        frame["engine"].isin(["tensorrt-llm", "hf-transformers"]) & (frame["source_id"] == "spec-bench-leaderboard")
+        frame["stack"].isin(["tensorrt-llm", "hf-transformers"]) & (frame["source_id"] == "spec-bench-leaderboard")
     ]
     assert 0 < len(kept) < len(frame)
     charts = at.get("plotly_chart")
@@ -137,7 +137,7 @@ def test_the_parity_plot_draws_every_priceable_row_left_by_the_filters(which):
 def test_the_error_tables_are_published_errors_of_the_same_predictions():
     at = open_app(PAGE, view="errors", pred="default")
     frame = validation.predictions("default")
-    for by in ("engine", "source_id", "method"):
+    for by in ("stack", "source_id", "method"):
         table = shown_table(at, "errors", f"tbl_{by}")
         want = published.errors(frame, by).reset_index()
         np.testing.assert_allclose(table.iloc[:, 2:5].to_numpy(float), want[["rows", "median_abs_err", "within_15"]])
@@ -232,6 +232,26 @@ def test_your_rows_join_the_parity_plot_priced_like_a_new_source():
     charts = at.get("plotly_chart")
     assert [points(c, "yours") for c in charts] == [6, 9]
     assert sum(points(c, "published") for c in charts) == len(validation.published_rows())
+
+
+@pytest.mark.parametrize(
+    ("lang", "note", "header"),
+    [
+        ("en", "Your column engine is read as stack, its current name.", "serving stack"),
+        ("zh", "你的列 engine 按其现名 stack 读取。", "服务栈"),
+    ],
+)
+def test_an_upload_with_the_older_engine_column_is_read_as_its_stack(lang, note, header):
+    rows = pd.read_csv(pd.io.common.BytesIO(synthetic_csv()), dtype=str, keep_default_na=False)
+    older = rows.rename(columns={"stack": "engine"})
+    checked, problems = validation.check_rows(older)
+    assert not problems and checked["stack"].tolist() == ["my-stack"] * len(rows)
+    assert validation.renamed_columns(older) == {"engine": "stack"} and not validation.renamed_columns(rows)
+    at = open_app(PAGE, view="runs", pred="default", mine="upload", lang=lang)
+    upload(at, older.to_csv(index=False).encode())
+    assert note in [c.value for c in at.caption] and not at.error
+    shown = shown_table(at, "runs", "tbl_yours")
+    assert shown[header].tolist() == ["my-stack"] * len(rows)
 
 
 def test_an_unreadable_upload_is_an_error_not_a_traceback():
@@ -352,7 +372,7 @@ def test_the_held_out_view_draws_the_predictions_file(tmp_path, monkeypatch):
     so the test does not wait for the leave-one-source-out fit."""
     rows = validation.published_rows()
     default, shipped = published.predict(rows, {}), validation.predictions("shipped")
-    loso = shipped.assign(profile_from="engine")
+    loso = shipped.assign(profile_from="stack")
     path = tmp_path / "predictions.csv"
     published.prediction_table(default, shipped, loso).to_csv(path, index=False)
     monkeypatch.setattr(published, "PREDICTIONS", path)
@@ -361,8 +381,8 @@ def test_the_held_out_view_draws_the_predictions_file(tmp_path, monkeypatch):
     at = open_app(PAGE)
     assert sum(points(c, "published") for c in at.get("plotly_chart")) == len(rows)
     at = open_app(PAGE, view="errors")
-    table = shown_table(at, "errors", "tbl_engine")
-    want = published.errors(shipped, "engine").reset_index()
+    table = shown_table(at, "errors", "tbl_stack")
+    want = published.errors(shipped, "stack").reset_index()
     np.testing.assert_allclose(table.iloc[:, 3].to_numpy(float), want["median_abs_err"])
 
 

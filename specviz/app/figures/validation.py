@@ -1,6 +1,6 @@
 """The Validation page's figures: predicted against measured, per published row and for your own rows.
 
-Their own words come from the catalogues in the ``lang`` given; engine, source and model names from
+Their own words come from the catalogues in the ``lang`` given; stack, source and model names from
 the data stay as they are (escaped for plotly, :func:`specviz.app.figures.measured.plotly_text`).
 """
 
@@ -42,8 +42,8 @@ def _hover(frame: pd.DataFrame, lang: str) -> list[str]:
             ),
             text(
                 lang,
-                "serving stack {engine}; source {source}",
-                engine=plotly_text(r.engine),
+                "serving stack {stack}; source {source}",
+                stack=plotly_text(r.stack),
                 source=plotly_text(r.source_id),
             ),
         ]
@@ -55,7 +55,7 @@ def _hover(frame: pd.DataFrame, lang: str) -> list[str]:
 
 def parity(published: pd.DataFrame, yours: pd.DataFrame | None, kind: str, band: float, lang: str = "en") -> go.Figure:
     """Predicted against measured on log-log axes for the rows of ``kind`` (``"speedup"`` or ``"step"``):
-    the line y = x, a shaded band y = x·(1 ± ``band``), the published rows coloured by engine with a
+    the line y = x, a shaded band y = x·(1 ± ``band``), the published rows coloured by stack with a
     symbol per source (``meta`` "published"), your rows as black stars (``meta`` "yours").
 
     ``published`` and ``yours`` hold ``measured``, ``predicted``, ``ratio`` and the columns of
@@ -96,17 +96,17 @@ def parity(published: pd.DataFrame, yours: pd.DataFrame | None, kind: str, band:
             )
         )
     rows = parts[0]
-    colors = _series_color(sorted(rows["engine"].unique()))
+    colors = _series_color(sorted(rows["stack"].unique()))
     symbols = {s: SYMBOLS[i % len(SYMBOLS)] for i, s in enumerate(sorted(rows["source_id"].unique()))}
-    for (engine, source), part in rows.groupby(["engine", "source_id"], sort=True):
+    for (stack, source), part in rows.groupby(["stack", "source_id"], sort=True):
         fig.add_trace(
             go.Scatter(
                 x=compact(part["measured"]),
                 y=compact(part["predicted"]),
                 mode="markers",
-                marker=dict(color=colors[engine], symbol=symbols[source], size=9, line=dict(width=0.5, color="white")),
-                name=plotly_text(f"{engine} · {source}"),
-                legendgroup=plotly_text(engine),
+                marker=dict(color=colors[stack], symbol=symbols[source], size=9, line=dict(width=0.5, color="white")),
+                name=plotly_text(f"{stack} · {source}"),
+                legendgroup=plotly_text(stack),
                 meta=PUBLISHED,
                 hovertext=_hover(part, lang),
                 hoverinfo="text",

@@ -9,15 +9,15 @@ import pandas as pd
 from specviz.app import ui
 from specviz.core import profiles, published, validation
 
-BY = ("engine", "source_id", "method")  #: the error tables' groupings
+BY = ("stack", "source_id", "method")  #: the error tables' groupings
 
 
 @dataclass(frozen=True)
 class Published:
-    """The published rows shown: the predictor and the engine and source filters (empty: all)."""
+    """The published rows shown: the predictor and the stack and source filters (empty: all)."""
 
     pred: str  #: one of validation.PREDICTORS
-    engines: tuple[str, ...]
+    stacks: tuple[str, ...]  #: the link's ``engines``
     sources: tuple[str, ...]
 
 
@@ -42,7 +42,7 @@ class Scenario:
 
     published: Published
     yours: YourRows
-    base: str  #: the engine profile a calibration starts from
+    base: str  #: the profile a calibration starts from
 
 
 def scenario(view: dict) -> Scenario:
@@ -79,12 +79,12 @@ def all_rows() -> pd.DataFrame:
 
 
 def filtered(frame: pd.DataFrame, p: Published) -> pd.DataFrame:
-    """``frame``'s rows of the engines and sources the filters keep."""
-    return validation.keep(frame, list(p.engines), list(p.sources))
+    """``frame``'s rows of the stacks and sources the filters keep."""
+    return validation.keep(frame, list(p.stacks), list(p.sources))
 
 
 def chosen(p: Published) -> pd.DataFrame:
-    """The published rows predicted by the chosen predictor, within the engine and source filters."""
+    """The published rows predicted by the chosen predictor, within the stack and source filters."""
     return filtered(predictions(p.pred), p)
 
 
@@ -101,7 +101,7 @@ def _errors(p: Published, stamp: str) -> dict:
 
 def errors(p: Published) -> dict:
     """The Errors view's tables of the chosen rows beside the default profile's: ``verdicts`` against the
-    targets, the ``overall`` errors, the errors ``by`` engine, source and method, and the ``per_row`` table."""
+    targets, the ``overall`` errors, the errors ``by`` stack, source and method, and the ``per_row`` table."""
     return _errors(p, validation.inputs_stamp())
 
 

@@ -14,8 +14,8 @@ def calibrate(rows: pd.DataFrame, base: Efficiency) -> tuple[Efficiency, pd.Data
     if rows.empty:
         raise Message("there are no valid rows of yours to fit a profile to")
     fitted = profiles.decode_terms(profiles.encode_terms(published.fit_profile(rows, prior=base), digits=4))
-    mine = published.predict(rows, dict.fromkeys(rows["engine"].unique(), fitted))
-    base_pred = published.predict(rows, dict.fromkeys(rows["engine"].unique(), base))
+    mine = published.predict(rows, dict.fromkeys(rows["stack"].unique(), fitted))
+    base_pred = published.predict(rows, dict.fromkeys(rows["stack"].unique(), base))
     return fitted, mine.assign(base_predicted=base_pred["predicted"], base_ratio=base_pred["ratio"])
 
 

@@ -32,14 +32,14 @@ def published_rows() -> pd.DataFrame:
 
 
 def _profile_for(which: str):
-    """row -> Efficiency of predictor ``which`` for rows outside the published fit: default, or the engine's profile."""
+    """row -> Efficiency of predictor ``which`` for rows outside the published fit: default, or the stack's profile."""
     if which == "default":
         return lambda row: DEFAULT_EFFICIENCY
-    return lambda row: profiles.profile_for(row["engine"])
+    return lambda row: profiles.profile_for(row["stack"])
 
 
 def inputs_stamp() -> str:
-    """Paths and mtimes of the measurements, engine catalogue and predictions file (a cache key)."""
+    """Paths and mtimes of the measurements, profile catalogue and predictions file (a cache key)."""
     parts = []
     for path in (published.MEASUREMENTS, profiles.PROFILES_CSV, Path(published.PREDICTIONS)):
         parts.append(f"{path}@{path.stat().st_mtime_ns if path.exists() else 'absent'}")
@@ -65,15 +65,15 @@ def predictions(which: str) -> pd.DataFrame:
 
 
 def predict_yours(rows: pd.DataFrame, which: str) -> pd.DataFrame:
-    """Your rows priced as ``which`` prices a new source (default, or the engine's catalogue profile)."""
+    """Your rows priced as ``which`` prices a new source (default, or the stack's catalogue profile)."""
     return published.predict(rows, _profile_for(which))
 
 
-def keep(frame: pd.DataFrame, engines_kept: list[str], sources_kept: list[str]) -> pd.DataFrame:
-    """The rows of the engines and sources kept (an empty list keeps all)."""
+def keep(frame: pd.DataFrame, stacks_kept: list[str], sources_kept: list[str]) -> pd.DataFrame:
+    """The rows of the stacks and sources kept (an empty list keeps all)."""
     mask = pd.Series(True, index=frame.index)
-    if engines_kept:
-        mask &= frame["engine"].isin(engines_kept)
+    if stacks_kept:
+        mask &= frame["stack"].isin(stacks_kept)
     if sources_kept:
         mask &= frame["source_id"].isin(sources_kept)
     return frame[mask]
@@ -84,7 +84,7 @@ def names_in(text: str) -> list[str]:
 
 
 #: the columns of :func:`per_row`: what identifies a published row, then its prices
-ROW_COLUMNS = ("row_id", "kind", "engine", "source_id", "target", "draft", "method", "gpu", "tp", "dtype", "batch")
+ROW_COLUMNS = ("row_id", "kind", "stack", "source_id", "target", "draft", "method", "gpu", "tp", "dtype", "batch")
 
 
 def per_row(chosen: pd.DataFrame, default: pd.DataFrame) -> pd.DataFrame:

@@ -14,13 +14,15 @@ from specviz.core.profiles import DEFAULT_EFFICIENCY
 #: the drafting methods :func:`specviz.core.published.predict_row` prices (``published.priceable``)
 METHODS = ("model", "eagle", "eagle2", "eagle3", "mtp", "medusa", "ngram")
 KINDS = ("step", "speedup")
-YOURS = "yours"  #: the engine and source of your rows where the file names none
+YOURS = "yours"  #: the stack and source of your rows where the file names none
 MAX_ROWS = 500  #: most rows of yours priced and fitted at once (a fit prices every row ≈ 100 times)
 LIMITS = {"tp": (1, 64), "batch": (1, 4096), "context": (1, 2**21), "k": (1, theory.K_LIMIT)}
 REQUIRED = ("kind", "target", "gpu", "batch")  #: columns every file needs
 #: columns a row of each kind needs (besides :data:`REQUIRED`)
 NEEDED = {"step": ("t_step_ms",), "speedup": ("method", "k", "tau", "speedup")}
-DEFAULTS = {"tp": 1, "dtype": "bf16", "context": published.DEFAULT_CONTEXT, "engine": YOURS, "source_id": YOURS}
+DEFAULTS = {"tp": 1, "dtype": "bf16", "context": published.DEFAULT_CONTEXT, "stack": YOURS, "source_id": YOURS}
+#: a column's older name -> its name: a file using the older one is read as if it used the new (a note says so)
+RENAMED = {"engine": "stack"}
 #: what a cell of each column may hold, in words; the integer ranges and the methods are those of
 #: :data:`LIMITS` and :data:`METHODS`, the ones :func:`check_rows` checks
 _ALLOWED = {
@@ -118,10 +120,17 @@ def read_table(data: bytes) -> pd.DataFrame:
         raise Message("the file is not a readable CSV table: {cause}", cause=str(exc).splitlines()[0]) from None
 
 
+def renamed_columns(frame: pd.DataFrame) -> dict[str, str]:
+    """The columns of ``frame`` under an older name (:data:`RENAMED`) whose new name it lacks: old -> new."""
+    return {old: new for old, new in RENAMED.items() if old in frame.columns and new not in frame.columns}
+
+
 def check_rows(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[Message]]:
     """Your rows, cleaned, and a message per bad cell (row from 1, field, value, what is allowed). Columns of
     ``data/validation/measurements.csv``: :data:`REQUIRED`, per kind :data:`NEEDED` (and a draft unless ngram);
-    others default (:data:`DEFAULTS`); names are looked up in the catalogues."""
+    others default (:data:`DEFAULTS`); older column names are read (:data:`RENAMED`); names are looked up in the
+    catalogues."""
+    frame = frame.rename(columns=renamed_columns(frame))
     if len(frame) > MAX_ROWS:
         raise Message("your table has {n} rows; at most {most} are priced at once", n=len(frame), most=MAX_ROWS)
     missing = [c for c in REQUIRED if c not in frame.columns]
@@ -197,7 +206,7 @@ def _clean_row(i: int, cells: pd.Series) -> tuple[dict, list[Message]]:
     if prefill not in ("yes", "no"):
         bad.append(_bad(i, "includes_prefill", prefill, _ALLOWED["includes_prefill"]))
     row["includes_prefill"] = prefill
-    for field in ("engine", "source_id"):
+    for field in ("stack", "source_id"):
         row[field] = str(get(field) or DEFAULTS[field]).strip()
     row["row_id"] = str(get("row_id") or f"{YOURS}-{i}").strip()
     row["source"] = str(get("source") or "")
@@ -274,7 +283,7 @@ def rows_from_run(
     tp: int,
     context: int,
     method: str,
-    engine: str = YOURS,
+    stack: str = YOURS,
 ) -> pd.DataFrame:
     """A library run (``store.load_runs`` columns) as rows for :func:`check_rows` on the given pair and GPU.
 
@@ -290,7 +299,7 @@ def rows_from_run(
             dtype=dtype,
             tp=tp,
             context=context,
-            engine=engine,
+            stack=stack,
             source_id=f"run {r.get('run_id', '')}".strip(),
             source=str(r.get("label", "")),
             batch=1 if batch is None or batch != batch or batch is pd.NA else int(batch),
