@@ -523,7 +523,7 @@ def test_tiny_run_end_to_end_and_save(db_url):
     click(at, "Save to the run library")
     (run,) = store.list_runs(store.open_library(db_url)).itertuples()
     assert run.n_rows == 2 and run.source == "live page" and run.label.startswith("live: bundled")
-    assert any(f"measured-data?runs={run.id}" in s.value for s in at.success)
+    assert any(f"compare-runs?runs={run.id}" in s.value for s in at.success)
 
 
 @pytest.mark.slow
