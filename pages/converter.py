@@ -34,7 +34,7 @@ METRICS = {  # metric -> (short name, description)
 GLOSSARY_COLUMNS = {
     "name": N_("name"),
     "metric": N_("metric"),
-    "engine": N_("engine"),
+    "stack": N_("serving stack"),
     "definition": N_("definition"),
     "ours": N_("ours"),
 }
@@ -51,8 +51,8 @@ def description(metric: str) -> str:
 
 
 def glossary_table():
-    """The glossary with its definitions and headers in the session's language (engine terms stay as engines spell them)."""
-    table = glossary.engine_terms()
+    """The glossary with its definitions and headers in the session's language (each stack's terms as it spells them)."""
+    table = glossary.stack_terms()
     table["definition"] = [ui.t(text) for text in table["definition"]]
     table["ours"] = [ui.t(text) for text in table["ours"]]
     return table.rename(columns={col: ui.t(GLOSSARY_COLUMNS[col]) for col in table.columns})
@@ -65,7 +65,7 @@ P = by_key(SPEC)
 st.title(ui.t("Metric converter & glossary"))
 st.caption(
     ui.t(
-        "Engines report the same acceptance behaviour under different names and definitions. Enter any one of them with K and read off the rest (i.i.d. model with per-token acceptance α)."
+        "Serving stacks report the same acceptance behaviour under different names and definitions. Enter any one of them with K and read off the rest (i.i.d. model with per-token acceptance α)."
     )
 )
 ui.restore(PAGE, SPEC)

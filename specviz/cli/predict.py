@@ -27,12 +27,16 @@ def add_parser(sub) -> None:
     pp.add_argument("--gpu", default="H100-SXM5-80GB", help="an accelerator of data/catalog/gpus.csv")
     profile = pp.add_mutually_exclusive_group()
     profile.add_argument(
-        "--engine",
+        "--profile",
+        "--engine",  # the name from before "engine" meant only our engine, kept for existing scripts
+        dest="profile",
         default=profiles.DEFAULT_PROFILE,
         help=f"engine profile of data/catalog/profiles.csv (default {profiles.DEFAULT_PROFILE}: typical CUDA-graph costs, not fitted)",
     )
     profile.add_argument(
+        "--profile-terms",
         "--engine-terms",
+        dest="profile_terms",
         default=None,
         metavar="TERMS",
         help="a custom profile instead: name=value,… over " + ", ".join(profiles.TERMS) + " (the rest: the default's)",
@@ -70,11 +74,11 @@ def _checked(option: str, check, *args):
         raise ValueError(f"{option}: {exc}") from None
 
 
-def _profile_used(engine: str, terms: str | None, gpu: str) -> tuple:
+def _profile_used(name: str, terms: str | None, gpu: str) -> tuple:
     """(the :class:`~specviz.core.profiles.Efficiency` that prices the pair, what it is and where it comes from).
 
-    ``terms`` (``--engine-terms``) is a custom profile (:func:`specviz.core.profiles.decode_terms`: the
-    terms given, the rest the default's); else the named profile of the engine catalogue. The default
+    ``terms`` (``--profile-terms``) is a custom profile (:func:`specviz.core.profiles.decode_terms`: the
+    terms given, the rest the default's); else the named profile of data/catalog/profiles.csv. The default
     on a calibrated machine is that machine's own figures (:func:`specviz.core.hardware.efficiency_for`),
     as on the Hardware & batch page.
     """
@@ -83,14 +87,14 @@ def _profile_used(engine: str, terms: str | None, gpu: str) -> tuple:
     from specviz.core import hardware, profiles
 
     if terms is not None:
-        eff = _checked("--engine-terms", profiles.decode_terms, terms)  # naming the term and what it may be
-        info = {"name": "custom", "label": "custom terms", "source": f"--engine-terms {terms!r}"}
+        eff = _checked("--profile-terms", profiles.decode_terms, terms)  # naming the term and what it may be
+        info = {"name": "custom", "label": "custom terms", "source": f"--profile-terms {terms!r}"}
         return eff, info | {"fitted_on": "", "rows": 0, "date": "", "terms": asdict(eff)}
-    eff = _checked("--engine", profiles.profile, engine)  # naming the profiles when ``engine`` is none of them
-    row = profiles.load_profiles().loc[engine]
-    info = {"name": engine, "label": str(row["label"]), "source": str(row["source"])}
+    eff = _checked("--profile", profiles.profile, name)  # naming the profiles when ``name`` is none of them
+    row = profiles.load_profiles().loc[name]
+    info = {"name": name, "label": str(row["label"]), "source": str(row["source"])}
     info |= {"fitted_on": str(row["fitted_on"] or ""), "rows": int(row["rows"]), "date": str(row["date"] or "")}
-    if engine == profiles.DEFAULT_PROFILE and hardware.efficiency_for(gpu) != profiles.DEFAULT_EFFICIENCY:
+    if name == profiles.DEFAULT_PROFILE and hardware.efficiency_for(gpu) != profiles.DEFAULT_EFFICIENCY:
         eff = hardware.efficiency_for(gpu)
         info |= {"source": f"the fixed costs measured on {gpu} by python -m specviz calibrate", "rows": 0}
     return eff, info | {"terms": asdict(eff)}
@@ -203,7 +207,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             f"--verify-tokens must be at least --k-max + 1 = {args.k_max + 1} (the drafted positions and the bonus "
             f"one); got {args.verify_tokens}"
         )
-    eff, info = _profile_used(args.engine, args.engine_terms, args.gpu)
+    eff, info = _profile_used(args.profile, args.profile_terms, args.gpu)
     frame = predict_rows(args, eff)
     inputs = {
         "target": args.target,
@@ -221,10 +225,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.format == "json":
         k_star = frame.drop_duplicates("batch")[["batch", "k_star", "speedup_at_k_star"]]
         rows = frame.drop(columns=["k_star", "speedup_at_k_star"])
-        out = {"inputs": inputs, "engine": info, "rows": rows.to_dict("records"), "k_star": k_star.to_dict("records")}
+        out = {"inputs": inputs, "profile": info, "rows": rows.to_dict("records"), "k_star": k_star.to_dict("records")}
         print(json.dumps(out, indent=2))
     elif args.format == "csv":
-        print(frame.assign(engine=info["name"], engine_fitted_on=info["fitted_on"]).to_csv(index=False), end="")
+        print(frame.assign(profile=info["name"], profile_fitted_on=info["fitted_on"]).to_csv(index=False), end="")
     else:
         print(
             f"{args.target} + {args.draft} on {args.tp} × {args.gpu} ({args.dtype}), context {args.context:,}, "

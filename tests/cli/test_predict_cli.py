@@ -33,7 +33,7 @@ def predicted(capsys, *argv: str) -> dict:
 
 def test_a_model_draft_equals_speedup_by_batch_with_the_profile(capsys):
     argv = ["--target", "meta-llama/Llama-3.1-70B-Instruct", "--draft", "meta-llama/Llama-3.2-1B-Instruct"]
-    out = predicted(capsys, *argv, "--gpu", "H100-SXM5-80GB", "--tp", "4", "--engine", "vllm", "--alpha", "0.7")
+    out = predicted(capsys, *argv, "--gpu", "H100-SXM5-80GB", "--tp", "4", "--profile", "vllm", "--alpha", "0.7")
     out |= {"argv": argv}
     eff = profiles.profile("vllm")
     want = hardware.speedup_by_batch(
@@ -48,16 +48,16 @@ def test_a_model_draft_equals_speedup_by_batch_with_the_profile(capsys):
     costs = hardware.pair_costs(argv[1], argv[3], "H100-SXM5-80GB", 1, 1024, 8, tp_target=4, tp_draft=4, efficiency=eff)
     assert rows["v"].iloc[-1] == pytest.approx(float(costs["v"]), rel=1e-12)
     assert (
-        out["engine"]["name"] == "vllm"
-        and out["engine"]["fitted_on"] == profiles.load_profiles().loc["vllm", "fitted_on"]
+        out["profile"]["name"] == "vllm"
+        and out["profile"]["fitted_on"] == profiles.load_profiles().loc["vllm", "fitted_on"]
     )
-    assert out["engine"]["terms"]["layer_overhead_s"] == eff.layer_overhead_s
+    assert out["profile"]["terms"]["layer_overhead_s"] == eff.layer_overhead_s
 
 
 def test_the_engine_changes_the_answer_as_the_library_says(capsys):
     argv = ["--target", VICUNA, "--draft", "double7/vicuna-68m", "--alpha", "0.8", "--batch", "1,32"]
     roofline = pd.DataFrame(predicted(capsys, *argv)["rows"])
-    eager = pd.DataFrame(predicted(capsys, *argv, "--engine", "hf-transformers")["rows"])
+    eager = pd.DataFrame(predicted(capsys, *argv, "--profile", "hf-transformers")["rows"])
     costs = hardware.pair_costs(
         VICUNA, "double7/vicuna-68m", "H100-SXM5-80GB", 32, 1024, 3, efficiency=profiles.profile("hf-transformers")
     )
@@ -68,7 +68,7 @@ def test_the_engine_changes_the_answer_as_the_library_says(capsys):
 
 
 def test_a_head_tree_with_tau_prices_draft_and_verify_tokens(capsys):
-    argv = ["--target", VICUNA, "--draft", EAGLE, "--gpu", "A100-SXM4-80GB", "--engine", "sglang", "--tau", "3.2"]
+    argv = ["--target", VICUNA, "--draft", EAGLE, "--gpu", "A100-SXM4-80GB", "--profile", "sglang", "--tau", "3.2"]
     out = predicted(capsys, *argv, "--k-max", "5", "--draft-tokens", "4", "--verify-tokens", "16", "--batch", "8")
     rows = pd.DataFrame(out["rows"])
     costs = hardware.pair_costs(
@@ -104,19 +104,21 @@ def test_medusa_and_ngram_draft_once_per_round(capsys):
 
 def test_custom_engine_terms_are_a_profile(capsys):
     terms = "overhead_s=0.002,layer_overhead_s=0.0001,round_overhead_s=0.001"
-    out = predicted(capsys, "--target", VICUNA, "--draft", EAGLE, "--alpha", "0.7", "--engine-terms", terms)
+    out = predicted(capsys, "--target", VICUNA, "--draft", EAGLE, "--alpha", "0.7", "--profile-terms", terms)
     eff = profiles.decode_terms(terms)
     costs = hardware.pair_costs(VICUNA, EAGLE, "H100-SXM5-80GB", 1, 1024, 8, efficiency=eff)
-    assert out["engine"]["name"] == "custom" and out["engine"]["terms"]["round_overhead_s"] == 0.001
+    assert out["profile"]["name"] == "custom" and out["profile"]["terms"]["round_overhead_s"] == 0.001
     assert out["rows"][-1]["o"] == pytest.approx(float(costs["o"]), rel=1e-12)
-    code, _, err = predict(capsys, "--target", VICUNA, "--draft", EAGLE, "--alpha", "0.7", "--engine-terms", "memory=2")
+    code, _, err = predict(
+        capsys, "--target", VICUNA, "--draft", EAGLE, "--alpha", "0.7", "--profile-terms", "memory=2"
+    )
     assert code == 2 and "memory" in err and "(0, 1]" in err
 
 
 @pytest.mark.parametrize(
     ("extra", "says"),
     [
-        (["--engine", "warp-drive"], ["engine must be one of", "'vllm'", "'hf-transformers'", "warp-drive"]),
+        (["--profile", "warp-drive"], ["engine must be one of", "'vllm'", "'hf-transformers'", "warp-drive"]),
         (["--gpu", "TPU-v9"], ["GPU 'TPU-v9' is not in the catalogue", "H100-SXM5-80GB"]),
         (["--draft", "no/such-model"], ["--draft", "no/such-model", "double7/vicuna-68m", EAGLE, "'ngram'"]),
         (["--target", "no/such-model"], ["--target", "no/such-model", VICUNA]),
@@ -149,14 +151,25 @@ def test_bad_numbers_are_argparse_errors(capsys):
 
 
 def test_table_and_csv_say_which_profile_priced_the_pair(capsys):
-    argv = ["--target", VICUNA, "--draft", EAGLE, "--alpha", "0.7", "--engine", "tensorrt-llm", "--batch", "1,64"]
+    argv = [
+        "--target",
+        VICUNA,
+        "--draft",
+        EAGLE,
+        "--alpha",
+        "0.7",
+        "--engine",
+        "tensorrt-llm",
+        "--batch",
+        "1,64",
+    ]  # the old name
     code, table, _ = predict(capsys, *argv)
     row = profiles.load_profiles().loc["tensorrt-llm"]
     assert code == 0 and "engine profile: tensorrt-llm (TensorRT-LLM; fitted on" in table
     assert row["fitted_on"] in table and row["source"] in table and "B = 64: K* = " in table
     code, text, _ = predict(capsys, *argv, "--format", "csv")
     frame = pd.read_csv(io.StringIO(text))
-    assert len(frame) == 16 and (frame["engine"] == "tensorrt-llm").all() and set(frame["batch"]) == {1, 64}
+    assert len(frame) == 16 and (frame["profile"] == "tensorrt-llm").all() and set(frame["batch"]) == {1, 64}
 
 
 @pytest.mark.slow
@@ -171,5 +184,5 @@ def test_python_m_specviz_predict_prints_json():
     )
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
-    assert out["inputs"]["tau"] == 2.5 and out["engine"]["name"] == profiles.DEFAULT_PROFILE
+    assert out["inputs"]["tau"] == 2.5 and out["profile"]["name"] == profiles.DEFAULT_PROFILE
     assert [r["k"] for r in out["rows"]] == [1, 2, 3, 4] and out["rows"][-1]["mean_tokens"] == pytest.approx(2.5)

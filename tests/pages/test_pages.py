@@ -287,7 +287,7 @@ def test_converter_restores_from_query_params():
 def test_converter_out_of_range_value_is_an_error_naming_the_range():
     at = run("pages/converter.py", metric="mean_tokens", value="6", k="4")
     assert any("mean_tokens must be in [1, K + 1]; got 6" in e for e in shown_errors(at)), shown_errors(at)
-    assert any(m.value.startswith("| engine | name |") for m in at.markdown)  # the glossary still renders
+    assert any(m.value.startswith("| serving stack | name |") for m in at.markdown)  # the glossary still renders
 
 
 def test_converter_bad_query_param_warns():
