@@ -25,7 +25,7 @@ DISTS = ("fixed", "uniform")
 RATE_CHOICES = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0, 96.0, 128.0, 256.0]
 USER_CHOICES = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0]
 VIEWS = ("pareto", "tpot", "table", "schedule")
-VIEW_LABELS = (N_("Pareto"), N_("TPOT by load"), N_("Table"), N_("Engine schedules"))
+VIEW_LABELS = (N_("Pareto"), N_("TPOT by load"), N_("Table"), N_("Serving-stack schedules"))
 SPEC = (
     Param("gpu", "H100-SXM5-80GB", "choice", choices=GPU_CHOICES, label=N_("GPU")),
     Param("dtype", "bf16", "choice", choices=tuple(hardware.DTYPE_BYTES), label=N_("dtype")),

@@ -36,7 +36,7 @@ VIEW_LABELS = (
     N_("Batch × context"),
     N_("MoE against dense"),
     N_("Memory"),
-    N_("Engine configs"),
+    N_("Serving-stack configs"),
 )
 ROLES = {"target": N_("target"), "draft": N_("draft")}  #: model role -> its name
 SOURCE_LABELS = (

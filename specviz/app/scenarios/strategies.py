@@ -33,7 +33,7 @@ VIEW_LABELS = (
     N_("Shapes by budget"),
     N_("Budget × depth"),
     N_("Hardware-aware"),
-    N_("Engine flags"),
+    N_("Serving-stack flags"),
     N_("Draft-length policies"),
     N_("N-gram drafts"),
 )
