@@ -76,7 +76,7 @@ SPEC = (
     Param("ttft", 2.0, "float", 0.001, 600.0, label=N_("TTFT limit (s)")),
     Param("tpot", 50.0, "float", 0.1, 10000.0, label=N_("TPOT limit (ms)")),
     Param("goal", 100.0, "float", 0.001, 1e6, label=N_("Target rate for the GPU count (requests/s)")),
-    Param("view", "pareto", "choice", choices=VIEWS, labels=VIEW_LABELS),
+    Param("view", "pareto", "choice", choices=VIEWS, labels=VIEW_LABELS, aliases=(("Engine schedules", "schedule"),)),
 )
 P = by_key(SPEC)
 

@@ -92,7 +92,7 @@ def controls(machine: dict | None) -> tuple[Param, ...]:
         Param("alpha_l", "1.5;0.2", "text", hi=80, label=N_("α(L) fit 'a;b': logit α(L) = a − b·ln(L / 1024)")),
         Param("a_pos", False, "bool", label=N_("Per-position acceptance (else the mean α)")),
         Param("k_max", 8, "int", 1, 16, label=N_("K max")),
-        Param("view", "speedup", "choice", choices=VIEWS, labels=VIEW_LABELS),
+        Param("view", "speedup", "choice", choices=VIEWS, labels=VIEW_LABELS, aliases=(("Engine configs", "engine"),)),
     )
 
 

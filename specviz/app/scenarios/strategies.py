@@ -117,7 +117,7 @@ SPEC = (
     Param("ng_text", "", "text", hi=20000, label=N_("Text (UTF-8 bytes are the tokens)")),
     Param("ng_c", 150.0, "float", 1.0, 10000.0, log=True, label=N_("c = T_target / T_lookup")),
     Param("ng_k", 8, "int", 1, 16, label=N_("K for the run")),
-    Param("view", "tree", "choice", choices=VIEWS, labels=VIEW_LABELS),
+    Param("view", "tree", "choice", choices=VIEWS, labels=VIEW_LABELS, aliases=(("Engine flags", "flags"),)),
 )
 #: Display names of the tables' columns (canonical name -> msgid); a CSV keeps the canonical names.
 POLICY_COLUMNS = {
