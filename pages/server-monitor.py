@@ -3,84 +3,23 @@
 import threading
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
 from specviz.app import figures, monitor_load, overlays, queues, router, ui
-from specviz.app.share import Param, by_key
+from specviz.app.scenarios import monitor as scenarios
+from specviz.app.scenarios.monitor import PAGE, SPEC
+from specviz.app.share import by_key
 from specviz.base import access, hosting
 from specviz.base.i18n import N_, Phrase
-from specviz.core import hardware, theory
+from specviz.core import theory
 from specviz.data import store
 from specviz.servers import STACKS, loadgen, monitor
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
-PAGE, URL = "server-monitor", "server-monitor"
-C_SOURCES = ("typed", "hardware", "loadgen")  #: where c comes from (slugs: a link names them)
-PAIRS = hardware.preset_pairs().set_index("name")
-GPUS = tuple(hardware.load_catalog()[1].index)
-SPEC = (
-    Param("endpoints", "", "text", hi=4000, label=N_("Endpoints, one per line")),
-    Param("poll", True, "bool", label=N_("Poll")),
-    Param("every", 2.0, "float", 1.0, 60.0, label=N_("Every (s)")),
-    Param("k", 4, "int", 1, 64, label=N_("K to assume")),
-    Param(
-        "c_src",
-        "typed",
-        "choice",
-        choices=C_SOURCES,
-        label=N_("c (T_target / T_draft) from"),
-        labels=(N_("typed"), N_("the Hardware page's model"), N_("measured by the load generator")),
-    ),
-    Param("c", 8.0, "float", 1.0, 1000.0),
-    Param("pair", PAIRS.index[0], "choice", choices=tuple(PAIRS.index), label=N_("Pair")),
-    Param("gpu", "H100-SXM5-80GB", "choice", choices=GPUS),
-    Param("batch", 1, "int", 1, 512, label=N_("Batch")),
-    Param("ctx", 2048, "int", 1, 131072, label=N_("Context")),
-    Param("detail", 1, "int", 1, monitor.MAX_ENDPOINTS),
-    Param("lg_spec", "", "text", hi=500, label=N_("With speculation")),
-    Param("lg_base", "", "text", hi=500, label=N_("Target only (optional)")),
-    Param("lg_draft", "", "text", hi=500, label=N_("Draft only (optional)")),
-    Param("lg_model", "", "text", hi=200, label=N_("Model name (vLLM, SGLang, TensorRT-LLM)")),
-    Param("lg_conc", 1, "int", 1, 64, label=N_("Concurrency")),
-    Param("lg_req", 16, "int", 1, 10000, label=N_("Requests (max)")),
-    Param("lg_sec", 60, "int", 1, 3600, label=N_("Seconds (max)")),
-    Param("lg_tokens", 64, "int", 1, 4096, label=N_("Tokens per request")),
-    Param("lg_rate", "", "text", hi=20, label=N_("Rate (requests/s; empty = closed loop)")),
-    Param("lg_seed", 0, "int", 0, 2**32 - 1, label=N_("Seed")),
-)
+URL = "server-monitor"
 P = by_key(SPEC)
 HISTORY, LOAD = ui.key(PAGE, "_history"), monitor_load.LOAD
-
-
-@ui.cached
-def design_grid(k: int, c: float):
-    """S(α, c) at K around this c (the map behind the engine's point)."""
-    return overlays.heatmap_grid(k, pd.Series([c]))
-
-
-def assumed_c(view: dict) -> tuple[float, str]:
-    """The c to place engines with, and where it came from."""
-    if view["c_src"] == "hardware":
-        pair = PAIRS.loc[view["pair"]]
-        costs = hardware.pair_costs(pair["target"], pair["draft"], view["gpu"], view["batch"], view["ctx"], view["k"])
-        c = float(costs["c"])
-        return c, ui.t(
-            "c = {c} from the roofline model of {pair} on one {gpu} (batch {batch})",
-            c=f"{c:.3g}",
-            pair=view["pair"],
-            gpu=view["gpu"],
-            batch=view["batch"],
-        )
-    if view["c_src"] == "loadgen":
-        measured = st.session_state.get(LOAD, {}).get("c")
-        if measured:
-            return measured, ui.t(
-                "c = {c} measured by the load generator (draft-only ÷ target-only tokens/s)", c=f"{measured:.3g}"
-            )
-        st.warning(ui.t("No c measured yet: run the load generator with a draft-only endpoint. Using the typed c."))
-    return float(view["c"]), ui.t("c = {c} (typed)", c=f"{view['c']:g}")
 
 
 def setup() -> None:
@@ -105,10 +44,10 @@ def setup() -> None:
         ui.number_input(PAGE, P["k"], help=ui.t("Used where the serving stack does not state its K"))
     with c4:
         ui.selectbox(PAGE, P["c_src"])
-    view = ui.values(PAGE, SPEC)
-    if view["c_src"] == "typed":
+    src = scenarios.scenario(ui.values(PAGE, SPEC)).source.src
+    if src == "typed":
         ui.number_input(PAGE, P["c"], "c", step=1.0)
-    elif view["c_src"] == "hardware":
+    elif src == "hardware":
         h1, h2, h3, h4 = st.columns([3, 2, 1, 1])
         with h1:
             ui.selectbox(PAGE, P["pair"])
@@ -209,7 +148,7 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
         ui.show_error(exc)
         return
     frame = point.frame.assign(hover=overlays.hover_text(point.frame, lang=ui.language()))
-    grid = design_grid(s.k, float(c))
+    grid = scenarios.design_grid(s.k, float(c))
     ui.chart(figures.overlay_alpha_c(grid, frame, s.k, lang=ui.language()), key="fig_point")
     st.caption(
         ui.t(
@@ -243,10 +182,10 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
 
 def monitor_section(endpoints: list[monitor.Endpoint], k: int, c: float, c_note: str) -> None:
     """Poll (when on), then draw every endpoint's card and the chosen one's details."""
-    view = ui.values(PAGE, SPEC)
+    s = scenarios.scenario(ui.values(PAGE, SPEC))  # the fragment reruns alone: its controls read anew
     history = st.session_state.setdefault(HISTORY, monitor.History())
     history.keep([e.url for e in endpoints])
-    if view["poll"]:
+    if s.poll:
         history.add(
             monitor.poll_all(
                 endpoints, monitor_load.policy(), k, client=monitor_load.http_client(monitor_load.policy())
@@ -256,7 +195,7 @@ def monitor_section(endpoints: list[monitor.Endpoint], k: int, c: float, c_note:
         endpoint_card(e, history, k, c)
     if len(endpoints) > 1:
         ui.number_input(PAGE, P["detail"], ui.t("Details of endpoint number (1–{n})", n=len(endpoints)))
-    chosen = endpoints[min(view["detail"], len(endpoints)) - 1]
+    chosen = endpoints[min(s.detail, len(endpoints)) - 1]
     st.subheader(ui.t("Details: `{url}`", url=chosen.url))
     details(chosen, history, k, c, c_note)
 
@@ -351,9 +290,9 @@ except ValueError as exc:  # a sign-in that gave no e-mail address
     WHO = access.anonymous()
 ui.restore(PAGE, SPEC)
 setup()
-view = ui.values(PAGE, SPEC)
+s = scenarios.scenario(ui.values(PAGE, SPEC))
 try:
-    endpoints = monitor.parse_endpoints(view["endpoints"], monitor_load.policy())
+    endpoints = monitor.parse_endpoints(s.endpoints, monitor_load.policy())
 except ValueError as exc:
     ui.show_error(exc)
     endpoints = []
@@ -365,9 +304,10 @@ if not endpoints:
         icon=":material/info:",
     )
 else:
-    c, c_note = assumed_c(view)
-    run_every = view["every"] if view["poll"] else None
-    st.fragment(monitor_section, run_every=run_every)(endpoints, view["k"], c, c_note)
+    c, c_note, unmeasured = scenarios.assumed_c(s, st.session_state.get(LOAD, {}).get("c"))
+    if unmeasured:
+        st.warning(ui.t("No c measured yet: run the load generator with a draft-only endpoint. Using the typed c."))
+    st.fragment(monitor_section, run_every=s.every if s.poll else None)(endpoints, s.k, c, c_note)
 
 box = st.expander(ui.t("Load generator"), icon=":material/send:", key=ui.key(PAGE, "_lg"), on_change="rerun")
 with box:

@@ -8,8 +8,8 @@ import dataclasses
 import pandas as pd
 import pytest
 
-from specviz.app import grids, profiles, ui
-from specviz.app.scenarios import breakeven, converter, design, hardware, lab, serving, strategies, validation
+from specviz.app import grids, overlays, profiles, ui
+from specviz.app.scenarios import breakeven, converter, design, hardware, lab, monitor, serving, strategies, validation
 from specviz.core import hardware as core_hardware
 from specviz.core import policies, theory, trees
 from specviz.core import serving as core_serving
@@ -105,6 +105,12 @@ def converter_scenario(**over) -> converter.Scenario:
     return converter.Scenario(**({"metric": "mean_tokens", "value": 2.5, "k": 4, "conv": "c", "ratio": 8.0} | over))
 
 
+def monitor_scenario(**over) -> monitor.Scenario:
+    fields = dict(src="typed", typed=8.0, pair=monitor.PAIRS.index[0], gpu="H100-SXM5-80GB", batch=1, ctx=2048)
+    source = monitor.CSource(**(fields | over))
+    return monitor.Scenario("http://127.0.0.1:8000 vllm", True, 2.0, 4, source, 1)
+
+
 SCENARIOS = {
     "design": design_scenario,
     "breakeven": breakeven_scenario,
@@ -114,6 +120,7 @@ SCENARIOS = {
     "serving": serving_scenario,
     "strategies": strategies_scenario,
     "validation": validation_scenario,
+    "monitor": monitor_scenario,
 }
 
 
@@ -252,3 +259,31 @@ def test_converter_is_keyed_by_the_scenario(monkeypatch):
     converter.converted(converter_scenario(value=3.0))
     assert len(calls) == 2
     assert converter.ratios(converter_scenario(conv="c_L", ratio=0.25)) == pytest.approx((4.0, 0.25))
+
+
+def test_monitor_design_grid_is_keyed_by_the_assumed_c(monkeypatch):
+    monitor.design_grid.clear()
+    calls = counted(monkeypatch, overlays, "heatmap_grid")
+    c, note, unmeasured = monitor.assumed_c(monitor_scenario(), None)
+    assert (c, note, unmeasured) == (8.0, "c = 8 (typed)", False)
+    first = monitor.design_grid(4, c)
+    again = monitor.design_grid(monitor_scenario().k, monitor.assumed_c(monitor_scenario(), None)[0])
+    assert same(first.z, again.z) and len(calls) == 1
+    other = monitor.design_grid(4, monitor.assumed_c(monitor_scenario(typed=20.0), None)[0])
+    assert len(calls) == 2 and other.z.shape == first.z.shape  # another c: a new grid (the same α-c window)
+    assert not same(monitor.design_grid(8, c).z, first.z) and len(calls) == 3  # the server's K is in the key
+
+
+def test_monitor_assumed_c_is_a_function_of_the_scenario_and_the_measured_c():
+    s = monitor_scenario(src="hardware", ctx=1024)
+    pair = monitor.PAIRS.iloc[0]
+    costs = core_hardware.pair_costs(pair["target"], pair["draft"], "H100-SXM5-80GB", 1, 1024, s.k)
+    c, note, unmeasured = monitor.assumed_c(s, 3.0)  # a measured c is not the roofline's
+    assert c == pytest.approx(float(costs["c"])) and "roofline" in note and not unmeasured
+    assert monitor.assumed_c(monitor_scenario(src="loadgen"), 3.25)[:2] == (
+        3.25,
+        "c = 3.25 measured by the load generator (draft-only ÷ target-only tokens/s)",
+    )
+    assert monitor.assumed_c(monitor_scenario(src="loadgen"), None) == (8.0, "c = 8 (typed)", True)
+    defaults = monitor.scenario({p.key: p.default for p in monitor.SPEC})  # the page's view with no link
+    assert defaults == dataclasses.replace(monitor_scenario(), endpoints="")

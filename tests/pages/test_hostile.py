@@ -50,6 +50,7 @@ DECLARED_IN = {
     "pages/break-even.py": ("specviz/app/scenarios/breakeven.py",),
     "pages/sampling-lab.py": ("specviz/app/scenarios/lab.py",),
     "pages/converter.py": ("specviz/app/scenarios/converter.py",),
+    "pages/server-monitor.py": ("specviz/app/scenarios/monitor.py",),
     "pages/measured-data.py": ("specviz/app/measured/scenarios.py",),  # the old route of three pages
 }
 #: The script to run for a page, where it is not the page file: Home's links need the router around it.
