@@ -137,16 +137,16 @@ FILES = "Benchmark files"  # the uploaders' labels (English) on the pages
 TRACE_FILE = "Trace file"
 K_GIVEN = (("K for files that do not state it (0 = not given)", "4"),)  # Spec-Bench files and vLLM logs need it
 UPLOADS = (
-    Upload("measured-data CSV", "/measured-data", FILES, measured_csv, file_name="largest.csv"),
+    Upload("measured-data CSV", "/run-library", FILES, measured_csv, file_name="largest.csv"),
     Upload(
         "Spec-Bench JSON lines",
-        "/measured-data",
+        "/run-library",
         FILES,
         spec_bench_jsonl,
         file_name="sb.jsonl",
         typed=K_GIVEN,
     ),
-    Upload("vLLM log lines", "/measured-data", FILES, vllm_log, file_name="vllm.log", typed=K_GIVEN),
+    Upload("vLLM log lines", "/run-library", FILES, vllm_log, file_name="vllm.log", typed=K_GIVEN),
     Upload("config.json", "/hardware?view=memory", "Target config.json", config_json, file_name="config.json"),
     Upload(
         "trace, 200,000 rounds",

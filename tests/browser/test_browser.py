@@ -46,7 +46,9 @@ PAGES = [
     ("/strategies", "strategies.png", True),
     ("/live", "live.png", False),
     ("/server-monitor", "server-monitor.png", False),
-    ("/measured-data", "measured-data.png", False),
+    ("/run-library", "run-library.png", False),
+    ("/compare-runs", "compare-runs.png", False),
+    ("/published-acceptance", "published-acceptance.png", False),
     ("/converter", "converter.png", True),
 ]
 K_SLIDER = "K for the (α, c) map"  # on /design-space, mirrored as ?k=
@@ -157,7 +159,9 @@ def test_page_renders(app_url, page, screenshot_dir, path, shot, charts):
             "strategies",
             "live",
             "server-monitor",
-            "measured-data",
+            "run-library",
+            "compare-runs",
+            "published-acceptance",
             "converter",
         ):
             link = page.locator(f'[data-testid="stMain"] [data-testid="stPageLink"] a[href$="{target}"]').first
@@ -218,11 +222,22 @@ def test_deep_link_first_on_a_freshly_started_server(tmp_path_factory, browser):
             context.close()
 
 
+def expand_navigation(page) -> None:
+    """Show every page of the sidebar's navigation: past ten pages it ends with "View N more"."""
+    more = page.locator('[data-testid="stSidebarNav"] [data-testid="stSidebarNavViewButton"]')
+    expect(page.locator('[data-testid="stSidebarNav"] a[data-testid="stSidebarNavLink"]').first).to_be_visible(
+        timeout=RUN_TIMEOUT_MS
+    )
+    if more.count() and "more" in more.inner_text():
+        more.click()
+        expect(more).not_to_contain_text("more")
+
+
 def test_every_page_in_the_navigation_renders(app_url, page):
     """Pages added to app.py after this file was written are opened too (no screenshot)."""
     open_page(page, app_url + "/")
+    expand_navigation(page)
     nav = page.locator('[data-testid="stSidebarNav"] a[data-testid="stSidebarNavLink"]')
-    expect(nav.first).to_be_visible(timeout=RUN_TIMEOUT_MS)
     paths = {urlsplit(href).path.rstrip("/") or "/" for href in nav.evaluate_all("as => as.map(a => a.href)")}
     known = {path for path, _, _ in PAGES} | {"/home"}
     assert {path for path, _, _ in PAGES} - {"/"} <= paths, f"pages missing from the navigation: {sorted(paths)}"
@@ -306,6 +321,9 @@ HOSTILE_LINKS = [
     "/sampling-lab?view=emitted&v=1000&p=uniform&q=uniform&k=1&variant=resample_p",
     f"/live?pair=data,pages&ks={_MANY}&temps=nan,inf",
     f"/measured-data?runs={_MANY}&hk=1e308&filter=%3Cscript%3Ealert(1)%3C/script%3E",
+    f"/run-library?runs={_MANY}&filter=%3Cscript%3Ealert(1)%3C/script%3E",
+    f"/compare-runs?runs={_MANY}&hk=1e308",
+    f"/published-acceptance?runs={_MANY}&lang=%3Cscript%3E",
     "/converter?metric=__proto__&value=1e308&k=0&ratio=-inf",
 ]
 
@@ -339,8 +357,9 @@ def test_invalid_url_value_warns(app_url, page):
 
 
 def test_upload_save_and_overlay(app_url, page, browser, screenshot_dir):
-    """Upload our bench CSV, save it to the library, see the overlay chart; the link reopens the selection."""
-    open_page(page, app_url + "/measured-data")
+    """Upload our bench CSV on the Run library and save it; the Compare runs page of the navigation overlays
+    the saved (selected) run on the theory; its link reopens the selection."""
+    open_page(page, app_url + "/run-library")
     page.locator('[data-testid="stFileUploader"] input[type="file"]').set_input_files(
         str(ROOT / "data" / "samples" / "specviz_bench_bundled_cpu.csv")
     )
@@ -348,11 +367,19 @@ def test_upload_save_and_overlay(app_url, page, browser, screenshot_dir):
     save.wait_for(state="visible", timeout=RUN_TIMEOUT_MS)
     save.click()
     expect(page.get_by_text("Saved as run #1.")).to_be_visible(timeout=RUN_TIMEOUT_MS)
-    page.locator(CHART_SHOWN).first.wait_for(state="visible", timeout=RUN_TIMEOUT_MS)
     wait_drawn(page)
     assert query(page.url).get("runs") == ["1"], page.url
-    assert_no_exception(page, "/measured-data after saving")
-    full_page_screenshot(page, screenshot_dir / "measured-data-overlays.png")
+    assert_no_exception(page, "/run-library after saving")
+
+    # the selection follows to Compare runs, which draws the overlay
+    expand_navigation(page)
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Compare runs").click()
+    page.wait_for_url(re.compile(r"/compare-runs(\?|$)"), timeout=RUN_TIMEOUT_MS)
+    page.locator(CHART_SHOWN).first.wait_for(state="visible", timeout=RUN_TIMEOUT_MS)
+    wait_drawn(page)
+    assert urlsplit(page.url).path == "/compare-runs" and query(page.url).get("runs") == ["1"], page.url
+    assert_no_exception(page, "/compare-runs after saving")
+    full_page_screenshot(page, screenshot_dir / "compare-runs-overlays.png")
 
     context = browser.new_context(viewport=VIEWPORT)
     context.set_default_timeout(RUN_TIMEOUT_MS)
@@ -411,7 +438,7 @@ def test_strategies_views_render_in_a_browser(app_url, page, view):
 
 
 @pytest.mark.llamacpp
-def test_engine_monitor_reads_a_running_llama_server(app_url, page, llama_server, screenshot_dir):
+def test_server_monitor_reads_a_running_llama_server(app_url, page, llama_server, screenshot_dir):
     """The Server monitor polls a real llama.cpp server (the bundled pair, K = 4) and draws its figures."""
     from specviz.servers import llamacpp
 
@@ -424,7 +451,7 @@ def test_engine_monitor_reads_a_running_llama_server(app_url, page, llama_server
     expect(main.locator(PLOT)).to_have_count(3, timeout=RUN_TIMEOUT_MS)  # per position, tokens/s, the map
     values = main.locator('[data-testid="stMetricValue"]').all_inner_texts()
     assert values and values[0] != "—", values
-    full_page_screenshot(page, screenshot_dir / "engine-monitor-llamacpp.png")
+    full_page_screenshot(page, screenshot_dir / "server-monitor-llamacpp.png")
 
 
 ZH_PAGES = [(path, shot.removesuffix(".png"), charts) for path, shot, charts in PAGES]
@@ -486,7 +513,7 @@ def largest_inputs(tmp_path_factory):
 @pytest.mark.parametrize("kind", [u.name for u in UPLOADS])
 def test_the_largest_accepted_input_of_each_kind_renders_within_the_budget(app_url, page, largest_inputs, kind):
     """Hostile pass over the uploads and text boxes that feed a chart: the largest input each cap lets
-    through (config.json, traces at the row and K_max caps, the n-gram text, measured-data files) opens
+    through (config.json, traces at the row and K_max caps, the n-gram text, benchmark files on the Run library) opens
     without an exception element and the page settles within the render budget."""
     upload = next(u for u in UPLOADS if u.name == kind)
     seconds = give(page, app_url, upload, write_largest(largest_inputs, upload))

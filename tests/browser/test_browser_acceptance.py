@@ -1,5 +1,6 @@
-"""End-to-end, in headless Chromium: Measured data's *By context and domain* view on a run saved in the
-library, its fitted α(L) followed by link to Hardware & batch and to Serving, and *Against published*.
+"""End-to-end, in headless Chromium: Compare runs' *By context and domain* view on a run saved in the
+library, its fitted α(L) followed by link to Hardware & batch and to Serving, and the run on the
+*Against published acceptance* page.
 
 The fit shown is the library's (:func:`specviz.core.acceptance.fit_decay` on the same rows, computed in the
 test process); the links are the page's own (their ``href``), opened as a person following them would.
@@ -52,7 +53,7 @@ def page(browser):
 
 
 def _open_tab(page, base: str, run_id: int, tab: str):
-    open_page(page, f"{base}/measured-data?runs={run_id}")  # its first chart sits in a hidden tab
+    open_page(page, f"{base}/compare-runs?runs={run_id}")  # its first chart sits in a hidden tab
     page.get_by_role("tab", name=tab).click()
     return page.locator(f"{MAIN} [role='tabpanel']:visible")
 
@@ -62,7 +63,7 @@ def test_the_fit_is_shown_and_its_links_price_long_contexts(served, page):
     panel = _open_tab(page, base, run_id, "By context and domain")
     statement = f"logit α(L) = {FIT.a:.3f} − {FIT.b:.3f}·ln(L / 1024)"
     panel.get_by_text(statement, exact=False).wait_for(state="visible")
-    assert_no_exception(page, "measured-data, By context and domain")
+    assert_no_exception(page, "compare-runs, By context and domain")
     hardware = panel.get_by_role("link", name="Price long contexts with this α(L) on Hardware & batch")
     href = hardware.get_attribute("href")
     assert query(href) == {"a_src": ["fit"], "alpha_l": [FIT.to_param()]}
@@ -78,6 +79,6 @@ def test_the_fit_is_shown_and_its_links_price_long_contexts(served, page):
 
 def test_the_run_is_set_beside_the_published_rows_of_its_target(served, page):
     base, run_id = served
-    panel = _open_tab(page, base, run_id, "Against published")
-    panel.locator('[data-testid="stDataFrame"]').first.wait_for(state="visible")
-    assert_no_exception(page, "measured-data, Against published")
+    open_page(page, f"{base}/published-acceptance?runs={run_id}")
+    page.locator(f'{MAIN} [data-testid="stDataFrame"]').first.wait_for(state="visible")
+    assert_no_exception(page, "published-acceptance")

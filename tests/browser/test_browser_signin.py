@@ -1,4 +1,4 @@
-"""End-to-end, in headless Chromium: signing in to specviz and what each role may then do on Measured data.
+"""End-to-end, in headless Chromium: signing in to specviz and what each role may then do on the Run library.
 
 - **OpenID Connect**: a real provider, ``oidc-provider-mock`` (a Flask app, served here by werkzeug on a
   thread on 127.0.0.1), is the ``[auth]`` of a ``secrets.toml`` the app reads (``STREAMLIT_SECRETS_FILES``).
@@ -7,10 +7,11 @@
   and find on the page what their role allows: a viewer cannot save or trash and is told why; an editor
   saves a pasted CSV (the library records them as its owner) and moves it to the trash but has no audit
   trail; an admin reads the editor's save and trash in the audit trail and purges the run.
-- **A trusted proxy's header** (``SPECVIZ_AUTH_HEADER=X-Forwarded-Email``): Chromium sends Playwright's extra
-  HTTP headers on the WebSocket handshake too, which is what ``st.context.headers`` reads, so the header
-  signs the person in; without it the page is read-only; and with ``SPECVIZ_AUTH_HEADER`` unset the same
-  header is ignored (the local user saves, not the e-mail it names).
+- **A trusted proxy's header** (``SPECVIZ_AUTH_HEADER=X-Forwarded-Email``): a reverse proxy in this process
+  (:func:`header_proxy`) sets the header on every request, the WebSocket handshake that
+  ``st.context.headers`` reads included (Chromium before 151 leaves Playwright's extra HTTP headers off that
+  handshake), so the header signs the person in; without it the page is read-only; and with
+  ``SPECVIZ_AUTH_HEADER`` unset the same header is ignored (the local user saves, not the e-mail it names).
 
 The library is checked in this process (:mod:`specviz.data.store` on the server's SQLite file).
 
@@ -19,13 +20,15 @@ Needs Debian's ``chromium`` on PATH (``playwright install`` is never run); skipp
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import csv
 import io
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from urllib.parse import urlsplit
 
 import pytest
 from _browser import CHROMIUM, VIEWPORT, ServerError, browser_fixture, streamlit_server
@@ -143,16 +146,78 @@ def browser():
 
 
 @contextlib.contextmanager
-def new_page(browser, headers: dict[str, str] | None = None):
-    """A page in a fresh context (its own cookies: one person), sending ``headers`` on every request."""
+def new_page(browser):
+    """A page in a fresh context (its own cookies: one person)."""
     context = browser.new_context(viewport=VIEWPORT)
     context.set_default_timeout(RUN_TIMEOUT_MS)
-    if headers:
-        context.set_extra_http_headers(headers)
     try:
         yield context.new_page()
     finally:
         context.close()
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(ConnectionError):
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    writer.close()
+
+
+async def _requests(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, headers: Mapping[str, str]) -> None:
+    """Forward each request of a connection with ``headers`` set (a client's own values of them dropped); after
+    an upgrade (the WebSocket) or a chunked body, the bytes as they come."""
+    names = {name.lower().encode() for name in headers}
+    added = [f"{name}: {value}".encode() for name, value in headers.items()]
+    try:
+        while True:
+            first, *lines = (await reader.readuntil(b"\r\n\r\n"))[:-4].split(b"\r\n")
+            lines = [line for line in lines if line.split(b":", 1)[0].strip().lower() not in names]
+            fields = {k.strip().lower(): v.strip().lower() for k, _, v in (line.partition(b":") for line in lines)}
+            writer.write(b"\r\n".join([first, *lines, *added]) + b"\r\n\r\n")
+            if length := int(fields.get(b"content-length", 0)):
+                writer.write(await reader.readexactly(length))
+            await writer.drain()
+            if b"upgrade" in fields or b"chunked" in fields.get(b"transfer-encoding", b""):
+                return await _pipe(reader, writer)
+    except (asyncio.IncompleteReadError, ConnectionError):
+        writer.close()
+
+
+@contextlib.contextmanager
+def header_proxy(upstream: str, headers: Mapping[str, str]) -> Iterator[str]:
+    """A reverse proxy on 127.0.0.1 in front of ``upstream`` that sets ``headers`` on every request, as a
+    trusted proxy (oauth2-proxy) does; yields its base URL."""
+    target = urlsplit(upstream)
+    loop = asyncio.new_event_loop()
+
+    async def connection(client_r, client_w):
+        try:
+            up_r, up_w = await asyncio.open_connection(target.hostname, target.port)
+        except OSError:
+            client_w.close()
+            return
+        await asyncio.gather(_requests(client_r, up_w, headers), _pipe(up_r, client_w))
+
+    started: list[asyncio.Server] = []
+    ready = threading.Event()
+
+    def serve_forever() -> None:  # on its own thread: Playwright's sync API holds this thread's event loop
+        asyncio.set_event_loop(loop)
+        started.append(loop.run_until_complete(asyncio.start_server(connection, "127.0.0.1", 0)))
+        ready.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=serve_forever, daemon=True)
+    thread.start()
+    assert ready.wait(10), "the header proxy did not start"
+    try:
+        yield f"http://127.0.0.1:{started[0].sockets[0].getsockname()[1]}"
+    finally:
+        loop.call_soon_threadsafe(started[0].close)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
 
 
 def sidebar_says(page, text: str) -> None:
@@ -160,8 +225,8 @@ def sidebar_says(page, text: str) -> None:
 
 
 def sign_in(page, base: str, provider: str, email: str, role: str) -> None:
-    """Measured data → the sidebar's Sign in → the provider's form (``email`` as sub) → back, signed in."""
-    open_page(page, f"{base}/measured-data")
+    """Run library → the sidebar's Sign in → the provider's form (``email`` as sub) → back, signed in."""
+    open_page(page, f"{base}/run-library")
     expect(page.locator(SIDEBAR).get_by_text("Not signed in", exact=False)).to_be_visible()
     page.locator(SIDEBAR).get_by_role("button", name="Sign in").click()
     page.wait_for_url(f"{provider}/oauth2/authorize?**", timeout=RUN_TIMEOUT_MS)
@@ -216,7 +281,7 @@ def test_a_viewer_signs_in_and_may_only_browse(oidc_app, provider, browser):
     base, library, seed = oidc_app
     with new_page(browser) as page:
         sign_in(page, base, provider, VIEWER, "viewer")
-        open_page(page, f"{base}/measured-data?runs={seed}")
+        open_page(page, f"{base}/run-library?runs={seed}")
         sidebar_says(page, f"Signed in as {VIEWER} (viewer)")  # the sign-in holds across page loads
         # the run is selected (its export is offered) but not trashable
         expect(page.get_by_role("button", name="Export the selected runs (CSV)")).to_be_visible()
@@ -229,7 +294,7 @@ def test_a_viewer_signs_in_and_may_only_browse(oidc_app, provider, browser):
         assert page.get_by_role("button", name="Save to library").count() == 0
         expect(expander(page, "Trash (0)")).to_be_visible()
         assert expander(page, "Audit trail").count() == 0
-        assert_no_exception(page, "measured-data, signed in as a viewer")
+        assert_no_exception(page, "run-library, signed in as a viewer")
     assert set(store.list_runs(library)["id"]) == {seed}  # nothing saved, nothing moved
 
 
@@ -238,7 +303,7 @@ def test_an_editor_saves_and_trashes_then_an_admin_audits_and_purges(oidc_app, p
     before = runs_of(library, EDITOR)
     with new_page(browser) as page:
         sign_in(page, base, provider, EDITOR, "editor")
-        open_page(page, f"{base}/measured-data")
+        open_page(page, f"{base}/run-library")
         paste(page, measurements_csv("editor paste"))
         page.get_by_role("button", name="Save to library").click()
         expect(page.get_by_text(re.compile(r"Saved as run #\d+\."))).to_be_visible(timeout=RUN_TIMEOUT_MS)
@@ -256,19 +321,19 @@ def test_an_editor_saves_and_trashes_then_an_admin_audits_and_purges(oidc_app, p
         wait_drawn(page)
         expect(expander(page, "Trash (1)")).to_be_visible()
         assert expander(page, "Audit trail").count() == 0
-        assert_no_exception(page, "measured-data, signed in as an editor")
+        assert_no_exception(page, "run-library, signed in as an editor")
     assert seed in set(store.list_runs(library)["id"])  # the seeded run was not touched
 
     with new_page(browser) as page:
         sign_in(page, base, provider, ADMIN, "admin")
-        open_page(page, f"{base}/measured-data")
+        open_page(page, f"{base}/run-library")
         audit = open_expander(page, "Audit trail")
         with page.expect_download() as download:
             audit.get_by_role("button", name="Download the audit trail (CSV)").click()
         trail = list(csv.DictReader(io.StringIO(download.value.path().read_text(encoding="utf-8-sig"))))
         done = {(r["who"], r["role"], r["action"], r["runs"], r["page"]) for r in trail}
         for action in ("save", "trash"):
-            assert (EDITOR, "editor", action, str(run_id), "measured-data") in done, trail
+            assert (EDITOR, "editor", action, str(run_id), "run-library") in done, trail
         trash = open_expander(page, "Trash (1)")
         choose(page, trash, "Runs in the trash", f"#{run_id} editor paste")
         trash.get_by_role("button", name="Purge for good…").click()
@@ -276,7 +341,7 @@ def test_an_editor_saves_and_trashes_then_an_admin_audits_and_purges(oidc_app, p
         eventually(lambda: run_id not in set(store.list_runs(library, trash=True)["id"]), "the run is purged")
         wait_drawn(page)
         expect(expander(page, "Trash (0)")).to_be_visible()
-        assert_no_exception(page, "measured-data, signed in as an admin")
+        assert_no_exception(page, "run-library, signed in as an admin")
     assert run_id not in set(store.list_runs(library)["id"])
     purged = store.audit_trail(library, who=access.Identity(ADMIN, "admin", "oidc"))
     assert ((purged["who"] == ADMIN) & (purged["action"] == "purge") & (purged["runs"] == str(run_id))).any(), purged
@@ -308,34 +373,34 @@ def save_pasted(page, label: str) -> None:
 
 def test_the_proxy_header_signs_the_editor_in(header_app, browser):
     base, library = header_app
-    with new_page(browser, {HEADER: EDITOR}) as page:
-        open_page(page, f"{base}/measured-data")
+    with header_proxy(base, {HEADER: EDITOR}) as front, new_page(browser) as page:
+        open_page(page, f"{front}/run-library")
         sidebar_says(page, f"Signed in as {EDITOR} (editor)")
         assert page.locator(SIDEBAR).get_by_role("button", name="Sign in").count() == 0
         save_pasted(page, "proxy paste")
-        assert_no_exception(page, "measured-data, signed in by the proxy header")
+        assert_no_exception(page, "run-library, signed in by the proxy header")
     eventually(lambda: runs_of(library, EDITOR), "the run saved through the proxy header is the editor's")
 
 
 def test_without_the_proxy_header_the_page_is_read_only(header_app, browser):
     base, _ = header_app
     with new_page(browser) as page:
-        open_page(page, f"{base}/measured-data")
+        open_page(page, f"{base}/run-library")
         expect(page.locator(MAIN).get_by_text("Sign in to save runs.").first).to_be_visible()
         assert page.locator(SIDEBAR).get_by_text("Signed in as", exact=False).count() == 0
         paste(page, measurements_csv("anonymous paste"))
         assert page.get_by_role("button", name="Save to library").count() == 0
-        assert_no_exception(page, "measured-data without the proxy header")
+        assert_no_exception(page, "run-library without the proxy header")
 
 
 def test_a_client_sent_header_is_ignored_where_no_proxy_is_configured(no_header_app, browser):
     base, library = no_header_app
-    with new_page(browser, {HEADER: ADMIN}) as page:
-        open_page(page, f"{base}/measured-data")
+    with header_proxy(base, {HEADER: ADMIN}) as front, new_page(browser) as page:
+        open_page(page, f"{front}/run-library")
         assert page.locator(SIDEBAR).get_by_text("Signed in as", exact=False).count() == 0
         save_pasted(page, "local paste")  # the local user (every right on their own machine) saves
         wait_drawn(page)
         assert expander(page, "Audit trail").count() == 0  # an admin would see it; the local user does not
-        assert_no_exception(page, "measured-data with a client-sent header and no proxy configured")
+        assert_no_exception(page, "run-library with a client-sent header and no proxy configured")
     eventually(lambda: runs_of(library, ""), "the run is the local user's")
     assert not runs_of(library, ADMIN)
