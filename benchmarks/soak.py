@@ -40,7 +40,8 @@ PAGES = (  # the home page links to the others, which only resolves inside the r
     "pages/break-even.py",
     "pages/sampling-lab.py",
     "pages/converter.py",
-    "pages/measured-data.py",
+    "pages/run-library.py",
+    "pages/compare-runs.py",
     "pages/live.py",
 )
 
@@ -126,13 +127,11 @@ def random_query(page: str, rng: random.Random, run_ids: list[int]) -> dict[str,
             "conv": conv,
             "ratio": f"{round(rng.uniform(2, 50), 1):g}",
         }
-    if page == "pages/measured-data.py":
+    if page in ("pages/run-library.py", "pages/compare-runs.py"):
         chosen = sorted(rng.sample(run_ids, rng.randint(0, min(3, len(run_ids)))))
-        return {
-            "runs": ",".join(map(str, chosen)),
-            "hk": str(rng.choice([0, 0, 2, 4, 7])),
-            "filter": rng.choice(["", "", "bench", "published"]),
-        }
+        if page == "pages/run-library.py":
+            return {"runs": ",".join(map(str, chosen)), "filter": rng.choice(["", "", "bench", "published"])}
+        return {"runs": ",".join(map(str, chosen)), "hk": str(rng.choice([0, 0, 2, 4, 7]))}
     if page == "pages/live.py":
         return {
             "device": rng.choice(["auto", "cpu"]),

@@ -6,7 +6,7 @@ Run from the repository root::
     python benchmarks/upload_bench.py --strict   # exit 1 if any target fails
 
 Starts ``streamlit run app.py`` on a free localhost port and, for every kind of upload or text box that
-feeds a chart (``tests/_uploads.py``: measured-data CSV, Spec-Bench JSON lines, vLLM log lines,
+feeds a chart (``tests/_uploads.py``: run-library CSV, Spec-Bench JSON lines, vLLM log lines,
 config.json, a trace at the row cap and one at the K_max cap, the n-gram text), builds its largest
 accepted instance, opens its page in a fresh browser context, gives it the input and waits until the
 page has settled (no running script; every chart drawn or a message shown). Per kind it prints the
@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # the browser helpers and the largest i
 from _browser import VIEWPORT, launch_chromium, streamlit_server
 from _uploads import MEMORY_BUDGET_MB, RENDER_BUDGET_S, UPLOADS, give, server_rss_mb, write_largest
 
-WARM_PATHS = ("/", "/measured-data", "/hardware?view=memory", "/strategies?view=policies")
+WARM_PATHS = ("/", "/run-library", "/hardware?view=memory", "/strategies?view=policies")
 
 
 def main() -> int:

@@ -289,7 +289,7 @@ def test_the_schedule_view_gives_each_engine_its_configuration(app_url, page):
     open_page(page, app_url + link)
     assert_no_exception(page, link)
     assert_no_traceback(page, link)
-    assert open_tab(page) == "Engine schedules"
+    assert open_tab(page) == "Serving-stack schedules"
     assert page.locator(PLOT).count() == 0  # the open tab only
     codes = page.locator(f'{MAIN} [data-testid="stCode"] code')
     expect(codes).to_have_count(4)
