@@ -136,7 +136,7 @@ def details(e: monitor.Endpoint, history: monitor.History, k: int, c: float, c_n
     with right:
         rates = monitor.rates(history.of(e.url))
         if len(rates):
-            ui.chart(figures.engine_rates(rates, lang=ui.language()), key="fig_rates")
+            ui.chart(figures.stack_rates(rates, lang=ui.language()), key="fig_rates")
         else:
             st.caption(ui.t("Tokens/s over time appear after two polls of a server with counters."))
     overheads = monitor.draft_overheads(history.of(e.url))

@@ -138,7 +138,7 @@ BUILDERS = {
     "acceptance_by_position": lambda **kw: figures.acceptance_by_position(
         np.array([0.8, 0.6]), np.array([0.8, 0.75]), **kw
     ),
-    "engine_rates": lambda **kw: figures.engine_rates(
+    "stack_rates": lambda **kw: figures.stack_rates(
         pd.DataFrame(dict(time=[0, 1], drafted_per_s=[10, 12], accepted_per_s=[7, 8], mean_length=[2.0, 2.1])), **kw
     ),
     "roofline": lambda **kw: hardware_figures.roofline(STEP, *hardware.attainable("A100-SXM4-80GB", "fp16"), **kw),
@@ -298,7 +298,7 @@ def test_the_words_the_figures_add_are_chinese_and_the_datas_own_labels_stay():
     assert cost.data[0].hovertemplate == "%{x}<br>草稿（K 步）：每轮 %{y:.3f} ms<extra></extra>"
     assert list(cost.data[-1].x) == ["K = 2", "K = 4"]
 
-    rates = BUILDERS["engine_rates"](lang="zh").layout
+    rates = BUILDERS["stack_rates"](lang="zh").layout
     assert rates.yaxis2.title.text == "平均接受长度" and rates.yaxis.title.text == "tokens/s"  # a unit stays
 
 

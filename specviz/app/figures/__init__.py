@@ -42,7 +42,6 @@ from specviz.app.figures.design import (
     speedup_vs_k,
     stepped,
 )
-from specviz.app.figures.engines import acceptance_by_position, draft_overhead, engine_rates
 from specviz.app.figures.lab import distribution_bars, emitted_vs_target, n_histogram
 from specviz.app.figures.measured import (
     acceptance_by_context,
@@ -57,6 +56,7 @@ from specviz.app.figures.measured import (
     plotly_text,
     speedup_by_batch_measured,
 )
+from specviz.app.figures.monitor import acceptance_by_position, draft_overhead, stack_rates
 from specviz.app.figures.strategies import (
     POLICY_COLORS,
     draft_length_histogram,
@@ -92,7 +92,6 @@ __all__ = [
     "draft_overhead",
     "drawn",
     "emitted_vs_target",
-    "engine_rates",
     "grid_figure",
     "heatmap_coords",
     "k_over_rounds",
@@ -116,6 +115,7 @@ __all__ = [
     "speedup_by_batch_measured",
     "speedup_colorscale",
     "speedup_vs_k",
+    "stack_rates",
     "stepped",
     "tokens_by_budget",
     "trace_points",

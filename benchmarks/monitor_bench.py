@@ -2,8 +2,8 @@
 
 Run from the repository root::
 
-    python benchmarks/engines_bench.py            # 10 endpoints, 20 warm reruns
-    python benchmarks/engines_bench.py --endpoints 4 --reruns 5
+    python benchmarks/monitor_bench.py            # 10 endpoints, 20 warm reruns
+    python benchmarks/monitor_bench.py --endpoints 4 --reruns 5
 
 Each endpoint is a small HTTP server on 127.0.0.1 answering a vLLM V1 /metrics body (two engines,
 K = 3, counters growing at every scrape) after ``--delay-ms`` (default 10 ms, a nearby server's

@@ -38,7 +38,7 @@ from specviz.servers import (
     window_over,
 )
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "engines"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "stacks"
 
 
 def fixture(name: str) -> str:

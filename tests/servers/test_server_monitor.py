@@ -20,7 +20,7 @@ from specviz.servers import Telemetry, fetch, monitor
 PAGE = "pages/server-monitor.py"
 #: TensorRT-LLM's JSON iteration stats (draftOverhead 0.248 over 12.5 ms and 0.252 over 12.7 ms; K = 3)
 TRTLLM_STATS = json.dumps(
-    json.loads((Path(__file__).parents[1] / "fixtures" / "engines" / "trtllm-iteration-stats.json").read_text())["body"]
+    json.loads((Path(__file__).parents[1] / "fixtures" / "stacks" / "trtllm-iteration-stats.json").read_text())["body"]
 )
 
 

@@ -1,4 +1,4 @@
-"""The engines' and the model loaders' errors and notes, in English and in Chinese.
+"""The serving-stack readers' and the model loaders' errors and notes, in English and in Chinese.
 
 Each case: the message's key and fields for one bad input, and its values read the same in English and
 in Chinese (tests/_messages.py).

@@ -28,7 +28,7 @@ def acceptance_by_position(unconditional: np.ndarray, conditional: np.ndarray, l
     return _layout(fig, text(lang, "draft position i"), text(lang, "acceptance"), height=320)
 
 
-def engine_rates(frame, lang: str = "en") -> go.Figure:
+def stack_rates(frame, lang: str = "en") -> go.Figure:
     """Drafted and accepted tokens per second over time (one point per poll interval), with the
     mean acceptance length on a second axis."""
     fig = go.Figure()
