@@ -83,7 +83,7 @@ SCHEMA_LINES = "\n".join(
 
 def test_json_lines_in_the_measurement_schema_are_read_as_such():
     frame, report = load_measurements(SCHEMA_LINES, "mine.jsonl")
-    assert report.format == "jsonl" and len(frame) == 2 and not report.row_errors
+    assert report.format == "schema_jsonl" and len(frame) == 2 and not report.row_errors
     assert frame.k.tolist() == [3, 5] and frame.alpha.iloc[0] == 0.7 and frame.speedup.iloc[0] == 2.1
     assert frame.mean_accepted_tokens.iloc[1] == 3.2 and list(frame.label) == ["eagle K=3", "eagle K=5"]
     assert i18n.localized(measurements.reader_note(report), "en") == "Read as JSON lines in the measurement schema (detected from the content)."
