@@ -58,7 +58,13 @@ def test_vllm_per_request_values_that_disagree_are_named_with_the_ones_used():
     assert len(frame) == 2 and frame.mean_accepted_tokens.iloc[1] == pytest.approx(1 + 14 / 9)
     warnings = [i18n.localized(w, "en") for w in report.warnings]
     mean = next(w for w in warnings if "mean_acceptance_length = 3.9" in w)
-    assert "line(s) 2" in mean and "chatcmpl-" in mean and "2.556" in mean and "acceptance_histogram" in mean and "is used" in mean, mean
+    assert (
+        "line(s) 2" in mean
+        and "chatcmpl-" in mean
+        and "2.556" in mean
+        and "acceptance_histogram" in mean
+        and "is used" in mean
+    ), mean
     rate = next(w for w in warnings if "draft_acceptance_rate = 0.9" in w)
     assert "14 / 27 = 0.5185" in rate and "is used" in rate, rate
     assert not [w for w in warnings if "line(s) 1" in w]  # the first request agrees with itself
@@ -86,7 +92,10 @@ def test_json_lines_in_the_measurement_schema_are_read_as_such():
     assert report.format == "schema_jsonl" and len(frame) == 2 and not report.row_errors
     assert frame.k.tolist() == [3, 5] and frame.alpha.iloc[0] == 0.7 and frame.speedup.iloc[0] == 2.1
     assert frame.mean_accepted_tokens.iloc[1] == 3.2 and list(frame.label) == ["eagle K=3", "eagle K=5"]
-    assert i18n.localized(measurements.reader_note(report), "en") == "Read as JSON lines in the measurement schema (detected from the content)."
+    assert (
+        i18n.localized(measurements.reader_note(report), "en")
+        == "Read as JSON lines in the measurement schema (detected from the content)."
+    )
 
 
 def test_a_bad_cell_of_a_schema_line_is_named_by_line_field_and_value():

@@ -47,7 +47,9 @@ def read(text: str, ctx: ReadContext) -> RawTable:
             dropped.append(RowError(lineno, *issue))
             continue
         if len(objects) >= ctx.max_rows:
-            message = Message("{name}: more than max_rows = {max_rows:,} JSON lines", name=ctx.name, max_rows=ctx.max_rows)
+            message = Message(
+                "{name}: more than max_rows = {max_rows:,} JSON lines", name=ctx.name, max_rows=ctx.max_rows
+            )
             raise MeasurementError(message, ctx.report)
         objects.append(obj)
         rows.append(lineno)
