@@ -88,14 +88,18 @@ def _kind(x, allowed: str) -> str | None:
     if x is None:
         return N_("empty (null)")
     if isinstance(x, bool):
-        return N_("true or false")
+        return N_("a yes/no value")
     if isinstance(x, str):
         return N_("text")
     if isinstance(x, list | dict):
         return N_("a list") if isinstance(x, list) else N_("an object")
-    if not math.isfinite(float(x)):
+    try:
+        x = float(x)
+    except OverflowError:  # an integer past 1e308
         return N_("not finite")
-    if allowed == _INTEGER and not float(x).is_integer():
+    if not math.isfinite(x):
+        return N_("not finite")
+    if allowed == _INTEGER and not x.is_integer():
         return N_("a fraction")
     lo, hi = (0, 1) if allowed == _RATE else (1, math.inf)
     return None if lo <= x <= hi else N_("out of range")

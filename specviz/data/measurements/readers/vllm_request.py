@@ -169,6 +169,14 @@ def _check_stated(spec: dict, row: LogRow, request_id: str | None) -> None:
                 used=row.rate,
             )
         )
+    for what in said + _per_step_lists(spec, row, accepted, drafted):
+        named = Phrase("vLLM request {id}: {what}", id=request_id, what=what) if request_id else None
+        row.warnings.append(named or Phrase("vLLM request: {what}", what=what))
+
+
+def _per_step_lists(spec: dict, row: LogRow, accepted: int | None, drafted: int | None) -> list[Phrase]:
+    """Where ``per_step_accepted`` / ``per_step_drafted`` (detailed mode) disagree with the totals and the steps."""
+    said = []
     for key, total, name in (
         ("per_step_accepted", accepted, "num_accepted_draft_tokens"),
         ("per_step_drafted", drafted, "num_draft_tokens"),
@@ -188,9 +196,7 @@ def _check_stated(spec: dict, row: LogRow, request_id: str | None) -> None:
                     steps=row.rounds,
                 )
             )
-    for what in said:
-        named = Phrase("vLLM request {id}: {what}", id=request_id, what=what) if request_id else None
-        row.warnings.append(named or Phrase("vLLM request: {what}", what=what))
+    return said
 
 
 def _histogram_row(lineno: int, counts, field: str) -> tuple[LogRow, list]:
