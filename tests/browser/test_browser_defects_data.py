@@ -96,7 +96,7 @@ def test_a_speculation_profile_of_the_wrong_type_names_field_value_and_type(app_
     upload(page, MAIN_UPLOAD, path)
     error = page.locator('[data-testid="stAlertContentError"]').first
     expect(error).to_contain_text('num_speculative_tokens = "three" is text', timeout=RUN_TIMEOUT_MS)
-    expect(error).to_contain_text("allowed: a JSON integer >= 1")
+    expect(error).to_contain_text("allowed: a JSON integer ≥ 1")  # Markdown draws >= as ≥
     expect(
         page.get_by_text("Read as Model-Optimizer speculation profiles (detected from the content).")
     ).to_be_visible()
