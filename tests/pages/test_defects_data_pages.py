@@ -36,7 +36,7 @@ def upload_rows(at, frame: pd.DataFrame):
     return rerun(at)
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", ["en", pytest.param("zh", marks=pytest.mark.slow)])
 def test_impossible_rows_are_refused_before_the_calibration(lang):
     at = upload_rows(open_app(VALIDATION, view="calibrate", mine="upload", lang=lang), ROWS)
     errors = shown_errors(at)
@@ -47,7 +47,7 @@ def test_impossible_rows_are_refused_before_the_calibration(lang):
     assert said in [c.value for c in at.caption]
 
 
-@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lang", ["en", pytest.param("zh", marks=pytest.mark.slow)])
 def test_json_lines_in_the_schema_are_read_as_such_and_the_reader_is_named(db_url, lang):
     at = open_app(LIBRARY, lang=lang)
     at.file_uploader(key="measured.files").upload("mine.jsonl", SCHEMA_LINES.encode(), "application/jsonl")
