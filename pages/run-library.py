@@ -56,7 +56,8 @@ def staged_inputs() -> list[tuple[str, bytes]]:
 
 
 def show_report(report: measurements.LoadReport) -> None:
-    """How the file was read: mapping, conversions, warnings, and the rows that were skipped."""
+    """Which reader took the file, how it read it: mapping, conversions, warnings, and the rows that were skipped."""
+    st.caption(ui.message(measurements.reader_note(report)))
     st.caption(ui.plain(ui.message(report.headline)))
     if report.mapped:
         st.info(
@@ -145,6 +146,8 @@ def add_section(engine, runs, view: measured.LibraryView) -> None:
             try:
                 frame, report = measured.parse(data, shown_name(name), view.read)
             except ValueError as exc:
+                if getattr(exc, "report", None) and (note := measurements.reader_note(exc.report)):
+                    st.caption(ui.message(note))  # which reader refused it
                 ui.show_error(exc)
                 continue
             show_report(report)

@@ -261,11 +261,15 @@ def calibrate_section(s: scenarios.Scenario, yours) -> None:
 
 def save_controls(yours: pd.DataFrame, terms: str) -> None:
     st.subheader(ui.t("Save the profile"))
-    ui.text_box(PAGE, P["p_name"])
     st.markdown(f"[{ui.t('Open in Hardware & batch')}]({profiles.hardware_link(terms)})")
     engine = ui.library()
     if engine is None:
         return
+    if (why := ui.refusal(ui.identity(), "profile")) is not None:  # hosted, not signed in: no Save to refuse later
+        st.info(why, icon=":material/lock:")
+        saved_list(engine, deletes=False)
+        return
+    ui.text_box(PAGE, P["p_name"])
     if st.button(ui.t("Save profile"), key=key("save"), icon=":material/save:", type="primary"):
         try:
             store.save_profile(
@@ -283,7 +287,7 @@ def save_controls(yours: pd.DataFrame, terms: str) -> None:
     saved_list(engine)
 
 
-def saved_list(engine) -> None:
+def saved_list(engine, deletes: bool = True) -> None:
     st.subheader(ui.t("Saved profiles"))
     try:
         saved = store.list_profiles(engine)
@@ -294,6 +298,8 @@ def saved_list(engine) -> None:
         st.caption(ui.t("No profile is saved yet."))
         return
     st.dataframe(headed(saved.drop(columns=["id"])), hide_index=True, key="tbl_saved")
+    if not deletes:
+        return
     name = st.selectbox(ui.t("Profile to delete"), saved["name"], index=None, key=key("del_name"))
     if name is None:
         return

@@ -1005,6 +1005,7 @@ def test_readers_are_an_explicit_registry_tried_in_order_csv_last():
         "aiperf",
         "speculation_profile",
         "vllm_request",
+        "schema_jsonl",
         "spec_bench",
         "csv",
     ]

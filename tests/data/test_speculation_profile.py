@@ -75,7 +75,7 @@ def test_written_profiles_are_consistent_and_read_back(rates):
         ({"num_speculative_tokens": 4}, "lists 3 per-position rates"),
         (
             {"conditional_accept_rates": [69.9, 66.9, 62.1], "marginal_accept_rates": None, "mean_accept_length": None},
-            "alpha",
+            r"conditional_accept_rates\[0\] = 69.9 is out of range; allowed: a JSON number in \[0, 1\]",
         ),
     ],
     ids=["stub", "inconsistent", "wrong-k", "percent"],

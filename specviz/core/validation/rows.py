@@ -17,6 +17,8 @@ KINDS = ("step", "speedup")
 YOURS = "yours"  #: the stack and source of your rows where the file names none
 MAX_ROWS = 500  #: most rows of yours priced and fitted at once (a fit prices every row ≈ 100 times)
 LIMITS = {"tp": (1, 64), "batch": (1, 4096), "context": (1, 2**21), "k": (1, theory.K_LIMIT)}
+#: a plausible step time in ms: 1 µs (below one kernel launch) to 60 s (a stalled run, not a decode step)
+STEP_MS = (1e-3, 6e4)
 REQUIRED = ("kind", "target", "gpu", "batch")  #: columns every file needs
 #: columns a row of each kind needs (besides :data:`REQUIRED`)
 NEEDED = {"step": ("t_step_ms",), "speedup": ("method", "k", "tau", "speedup")}
@@ -36,7 +38,11 @@ _ALLOWED = {
     "k": Phrase("an integer in [1, {hi}]", hi=LIMITS["k"][1]),
     "tau": N_("a number in [1, K + 1] (mean tokens per round, bonus included)"),
     "speedup": N_("a finite number > 0"),
-    "t_step_ms": N_("a finite number > 0 (ms)"),
+    "t_step_ms": Phrase(
+        "a number of ms in [{lo:g}, {hi:g}] (1 µs to 60 s: a decode step outside it is a unit or logging error)",
+        lo=STEP_MS[0],
+        hi=STEP_MS[1],
+    ),
     "draft_tokens": N_("a finite number > 0 (empty: 1)"),
     "verify_tokens": N_("a finite number > 0 (empty: K + 1)"),
     "prompt_tokens": N_("an integer >= 0 (empty: none)"),
@@ -192,7 +198,7 @@ def _clean_row(i: int, cells: pd.Series) -> tuple[dict, list[Message]]:
             bad.append(_bad(i, field, "", _ALLOWED[field]))
     if kind == "step":
         row.update(method="none", k=np.nan, tau=np.nan, speedup=np.nan)
-        bad += _numbers(i, row, get, ("t_step_ms",))
+        bad += _numbers(i, row, get, ("t_step_ms",), STEP_MS)
     else:
         row["t_step_ms"] = np.nan
         bad += _speedup_cells(i, row, get, known.get("target"))
@@ -217,14 +223,14 @@ def _clean_row(i: int, cells: pd.Series) -> tuple[dict, list[Message]]:
     return row, bad
 
 
-def _numbers(i: int, row: dict, get, names) -> list[Message]:
+def _numbers(i: int, row: dict, get, names, limits: tuple = (0, None)) -> list[Message]:
     bad = []
     for field in names:
         value = get(field)
         if value is None:
             row[field] = np.nan
             continue
-        x = _number(value, False, 0)
+        x = _number(value, False, *limits)
         if x is None:
             bad.append(_bad(i, field, value, _ALLOWED[field]))
         row[field] = np.nan if x is None else x
@@ -253,6 +259,10 @@ def _speedup_cells(i: int, row: dict, get, target: str | None) -> list[Message]:
         if x is None:
             bad.append(_bad(i, "tau", tau, _ALLOWED["tau"]))
         row["tau"] = x
+    if _known(row.get("tau")) and _known(row.get("speedup")) and row["speedup"] > row["tau"]:
+        # a round yields τ tokens and costs at least one target step, so S ≤ τ
+        allowed = Phrase("at most τ = {tau:g}: a round costs at least one target step", tau=row["tau"])
+        bad.append(_bad(i, "speedup", get("speedup"), allowed))
     if method and method != "ngram" and method in METHODS:
         draft = get("draft")
         if draft is None:
@@ -261,6 +271,10 @@ def _speedup_cells(i: int, row: dict, get, target: str | None) -> list[Message]:
             problem = _catalogue_problem(i, "draft", str(draft).strip(), lambda d: check_draft(d, target))
             bad += [problem] if problem else []
     return bad
+
+
+def _known(x) -> bool:
+    return x is not None and x == x
 
 
 def _unpriceable(i: int, row: dict) -> list[Message]:

@@ -19,7 +19,7 @@ Where engines are ambiguous (each choice is reported when it applies):
 """
 
 from specviz.data.measurements.aliases import ALIASES, Alias, Conversion, alias_table, normalise_header
-from specviz.data.measurements.load import load_measurements
+from specviz.data.measurements.load import load_measurements, reader_note
 from specviz.data.measurements.readers import READERS, ReadContext, Reader
 from specviz.data.measurements.readers.speculation_profile import profile_from_rows, to_profile
 from specviz.data.measurements.records import load_records
@@ -53,6 +53,7 @@ __all__ = [
     "load_records",
     "normalise_header",
     "profile_from_rows",
+    "reader_note",
     "template_csv",
     "to_profile",
 ]

@@ -49,7 +49,7 @@ def load_measurements(
     report = LoadReport(name=name)
     text = cells.text_of(cells.read_input(data, name, max_bytes), name, max_bytes, report)
     reader = readers.detect(text) if fmt == "auto" else readers.READERS[fmt]
-    report.format = reader.name
+    report.format, report.detected = reader.name, fmt == "auto"
     if reader.needs_k and k is None:
         raise MeasurementError(
             Message(
@@ -62,6 +62,14 @@ def load_measurements(
     table = reader.read(text, readers.ReadContext(name, report, max_rows, k))
     checked = check_table(table, report, name, bool(mean_tokens_without_bonus), k)
     return derive(checked, report), report
+
+
+def reader_note(report: LoadReport) -> Phrase | None:
+    """Which reader took the file and why ("Read as CSV (detected from the content)."); None before one did."""
+    if report.detected is None or report.format not in readers.READERS:
+        return None
+    how = N_("detected from the content") if report.detected else N_("the format chosen")
+    return Phrase("Read as {title} ({how}).", title=_title(readers.READERS[report.format]), how=Phrase(how))
 
 
 def _title(reader: readers.Reader) -> str:

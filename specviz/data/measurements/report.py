@@ -70,6 +70,7 @@ class LoadReport:
 
     name: str  #: the name given (used as label where the file has none)
     format: str = "csv"  #: a reader's name: "csv", "spec_bench" (JSON lines) or "vllm_log"
+    detected: bool | None = None  #: the reader was detected from the content (False: named by format=; None: none yet)
     encoding: str = ""  #: e.g. "utf-8", "utf-8-sig", "utf-16", "cp1252", "text" (a str was given)
     delimiter: str | None = None  #: ",", ";" or "\t" for CSV
     decimal_comma: bool = False  #: numeric cells used ',' as the decimal separator

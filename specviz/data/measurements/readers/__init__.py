@@ -12,6 +12,7 @@ from specviz.data.measurements.readers import (
     aiperf,
     csv,
     llamacpp_log,
+    schema_jsonl,
     sglang_bench,
     sglang_log,
     spec_bench,
@@ -28,7 +29,8 @@ __all__ = ["READERS", "ReadContext", "Reader", "detect", "formats"]
 #: The engine logs come first: each claims only text with its own engine's lines (and a log whose
 #: lines are JSON must not go to Spec-Bench), and vLLM V1 before V0 so a log with both needs k=. A vllm bench serve
 #: result and an SGLang bench_speculative line are JSON objects too: they go before Spec-Bench's JSON lines,
-#: which claim any '{'.
+#: which claim any '{'; JSON lines in the measurement schema (keys K, an acceptance figure or speedup, no
+#: Spec-Bench ``choices``) go just before it.
 READERS: dict[str, Reader] = {
     r.name: r
     for r in (
@@ -41,6 +43,7 @@ READERS: dict[str, Reader] = {
         aiperf.READER,
         speculation_profile.READER,
         vllm_request.READER,
+        schema_jsonl.READER,
         spec_bench.READER,
         csv.READER,
     )

@@ -21,15 +21,22 @@ def read(text: str, ctx: ReadContext) -> RawTable:
     report = ctx.report
     report.delimiter = delim = sniff_delimiter(text)
     header, records, rows = _records(text, delim, ctx)
+    table = mapped_table(header, records, rows, ctx, _extra_fields(records, rows, len(header), delim))
+    if delim in ";\t":
+        report.decimal_comma = decimal_comma(table, report)
+    return table
+
+
+def mapped_table(header: list[str], records: list[list[str]], rows: list[int], ctx: ReadContext, errors) -> RawTable:
+    """Records under ``header`` as a table of the columns their headers map to (required ones checked)."""
+    report = ctx.report
     chosen = map_header(header, report)
     check_required(chosen, header, ctx.name, report, k_given=ctx.k is not None)
     columns = {
         col: RawColumn(col, header[idx], [r[idx] if idx < len(r) else "" for r in records], alias.conversion, pct)
         for col, (idx, alias, pct) in chosen.items()
     }
-    table = RawTable(rows, columns, row_errors=_extra_fields(records, rows, len(header), delim))
-    if delim in ";\t":
-        report.decimal_comma = decimal_comma(table, report)
+    table = RawTable(rows, columns, row_errors=errors)
     if ctx.k is not None and "k" in table.columns:
         report.warnings.append(
             Phrase(

@@ -14,6 +14,7 @@ A profile with ``"measured": false`` (``stub_profile``) is refused.
 
 from __future__ import annotations
 
+import json
 import math
 
 import pandas as pd
@@ -22,7 +23,7 @@ from specviz.base.i18n import N_, Message, Phrase
 from specviz.data.measurements.readers import log_lines
 from specviz.data.measurements.readers.base import ReadContext, Reader
 from specviz.data.measurements.readers.log_lines import LogRow, json_count, json_number
-from specviz.data.measurements.report import MeasurementError
+from specviz.data.measurements.report import Joined, MeasurementError
 from specviz.data.measurements.table import RawColumn, RawTable
 
 SCHEMA_VERSION = "1.0"
@@ -45,11 +46,74 @@ def read(text: str, ctx: ReadContext) -> RawTable:
     if obj.get("measured") is False:
         message = Phrase('{name}: a speculation profile with no measurement ("measured": false)', name=ctx.name)
         raise MeasurementError(message, ctx.report)
+    problems = type_problems(obj)
+    if problems:
+        raise MeasurementError(Phrase("{name}: {problems}", name=ctx.name, problems=Joined(problems)), ctx.report)
     rows = [parse_profile(obj), *category_rows(obj)]
     table = log_lines.log_table(log_lines.collect(rows, ctx, Phrase("speculation profile")), ctx, _HEADERS)
     labels = [ctx.name] + [f"{ctx.name} · {row.note.rpartition('category ')[2]}" for row in rows[1:]]
     table.columns["label"] = RawColumn("label", "per_category", labels, guess_percent=False)
     return table
+
+
+_INTEGER, _LENGTH, _RATE = N_("a JSON integer >= 1"), N_("a JSON number >= 1"), N_("a JSON number in [0, 1]")
+_RATES = N_("a JSON list of K numbers in [0, 1]")
+
+
+def type_problems(obj: dict) -> list[Phrase]:
+    """Each field of the wrong JSON type, by its path: the value and the type allowed (absent or null: none)."""
+    found = []
+    checks = [("num_speculative_tokens", _INTEGER), ("mean_accept_length", _LENGTH)]
+    for key in ("conditional_accept_rates", "marginal_accept_rates"):
+        values = obj.get(key)
+        if values is not None and not isinstance(values, list):
+            found.append(_wrong(key, values, _RATES))
+        elif isinstance(values, list):
+            checks += [(f"{key}[{i}]", _RATE, v) for i, v in enumerate(values)]
+    categories = obj.get("per_category")
+    if categories is not None and not isinstance(categories, dict):
+        found.append(_wrong("per_category", categories, N_("a JSON object of category names and numbers >= 1")))
+    elif isinstance(categories, dict):
+        checks += [(f"per_category.{name}", _LENGTH, v) for name, v in categories.items()]
+    for path, allowed, *value in checks:
+        x = value[0] if value else obj.get(path)
+        if value or obj.get(path) is not None:
+            kind = _kind(x, allowed)
+            found += [_wrong(path, x, allowed, kind)] if kind else []
+    return found
+
+
+def _kind(x, allowed: str) -> str | None:
+    """What ``x`` is where it is not ``allowed`` (None: it is)."""
+    if x is None:
+        return N_("empty (null)")
+    if isinstance(x, bool):
+        return N_("a yes/no value")
+    if isinstance(x, str):
+        return N_("text")
+    if isinstance(x, list | dict):
+        return N_("a list") if isinstance(x, list) else N_("an object")
+    try:
+        x = float(x)
+    except OverflowError:  # an integer past 1e308
+        return N_("not finite")
+    if not math.isfinite(x):
+        return N_("not finite")
+    if allowed == _INTEGER and not x.is_integer():
+        return N_("a fraction")
+    lo, hi = (0, 1) if allowed == _RATE else (1, math.inf)
+    return None if lo <= x <= hi else N_("out of range")
+
+
+def _wrong(path: str, value, allowed: str, kind: str | None = None) -> Phrase:
+    shown = json.dumps(value)
+    return Phrase(
+        "{path} = {value} is {kind}; allowed: {allowed}",
+        path=path,
+        value=shown if len(shown) <= 60 else shown[:57] + "…",
+        kind=Phrase(kind or _kind(value, allowed) or N_("not allowed")),
+        allowed=Phrase(allowed),
+    )
 
 
 def parse_profile(obj: dict) -> LogRow:

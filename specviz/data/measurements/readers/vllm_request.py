@@ -14,7 +14,9 @@ usage chunk): ``{"mean_acceptance_length": 2.56, "draft_acceptance_rate": 0.519,
   a row per draft length;
 * ``usage``: ``context_length`` = P + G/2 (prompt, completion tokens); ``model`` → target.
 
-A histogram that does not sum to the steps, or whose Σ j·h_j is not the accepted tokens, is a row error.
+A histogram that does not sum to the steps, or whose Σ j·h_j is not the accepted tokens, is a row error. A
+stated ``mean_acceptance_length``, ``draft_acceptance_rate`` or ``per_step_*`` list that disagrees with the
+histogram and totals is a warning naming the request, both values and the one used (the histogram's, the totals').
 """
 
 from __future__ import annotations
@@ -116,6 +118,8 @@ def _request_rows(lineno: int, obj: dict) -> list[tuple[LogRow, list]]:
     else:
         out = [_histogram_row(lineno, spec.get("acceptance_histogram"), "acceptance_histogram")]
         _check_totals(spec, *out[0])
+        if not out[0][1]:
+            _check_stated(spec, out[0][0], obj.get("id") if isinstance(obj.get("id"), str) else None)
     for row, _ in out:
         row.context = None if context is None else float(context)
     return out
@@ -135,6 +139,64 @@ def _check_totals(spec: dict, row: LogRow, issues: list) -> None:
     if steps != row.rounds or accepted != round((row.mean - 1.0) * row.rounds):
         allowed = Phrase("the histogram's total steps ({steps}) and Σ j·h_j accepted drafts", steps=row.rounds)
         issues.append(("num_spec_steps", f"{steps!r} steps, {accepted!r} accepted", allowed))
+
+
+#: how far a stated figure may be from the one computed (vLLM writes full floats; a file rounded to 3 decimals passes)
+_CLOSE = 1e-3
+
+
+def _check_stated(spec: dict, row: LogRow, request_id: str | None) -> None:
+    """Warnings for the stated figures that disagree with the histogram and totals the row uses."""
+    said = []
+    mean = log_lines.json_number(spec, "mean_acceptance_length")
+    if mean is not None and abs(mean - row.mean) > _CLOSE:
+        said.append(
+            Phrase(
+                "mean_acceptance_length = {stated:g} disagrees with 1 + Σ j·h_j / steps = {used:.4g} from acceptance_histogram; {used:.4g} is used",
+                stated=mean,
+                used=row.mean,
+            )
+        )
+    rate = log_lines.json_number(spec, "draft_acceptance_rate")
+    accepted, drafted = json_count(spec, "num_accepted_draft_tokens"), json_count(spec, "num_draft_tokens")
+    if rate is not None and isinstance(row.rate, float) and abs(rate - row.rate) > _CLOSE:
+        said.append(
+            Phrase(
+                "draft_acceptance_rate = {stated:g} disagrees with num_accepted_draft_tokens / num_draft_tokens = {accepted} / {drafted} = {used:.4g}; {used:.4g} is used",
+                stated=rate,
+                accepted=accepted,
+                drafted=drafted,
+                used=row.rate,
+            )
+        )
+    for what in said + _per_step_lists(spec, row, accepted, drafted):
+        named = Phrase("vLLM request {id}: {what}", id=request_id, what=what) if request_id else None
+        row.warnings.append(named or Phrase("vLLM request: {what}", what=what))
+
+
+def _per_step_lists(spec: dict, row: LogRow, accepted: int | None, drafted: int | None) -> list[Phrase]:
+    """Where ``per_step_accepted`` / ``per_step_drafted`` (detailed mode) disagree with the totals and the steps."""
+    said = []
+    for key, total, name in (
+        ("per_step_accepted", accepted, "num_accepted_draft_tokens"),
+        ("per_step_drafted", drafted, "num_draft_tokens"),
+    ):
+        steps = spec.get(key)
+        if not isinstance(steps, list) or not all(isinstance(x, int | float) for x in steps) or total is None:
+            continue
+        if sum(steps) != total or len(steps) != row.rounds:
+            said.append(
+                Phrase(
+                    "{key} sums to {sum:g} over {n} steps, but {name} = {total} over {steps} steps; the totals and acceptance_histogram are used",
+                    key=key,
+                    sum=sum(steps),
+                    n=len(steps),
+                    name=name,
+                    total=total,
+                    steps=row.rounds,
+                )
+            )
+    return said
 
 
 def _histogram_row(lineno: int, counts, field: str) -> tuple[LogRow, list]:
