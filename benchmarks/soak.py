@@ -347,13 +347,18 @@ class Tally:
 
 
 def hostile_upload(rng: random.Random, samples: list[tuple[str, bytes]], types: list[str]) -> tuple[str, bytes]:
-    """A file for an uploader accepting ``types``: mostly from the hostile corpus, renamed to an accepted
-    extension (as anyone can rename a file), else a valid sample file."""
+    """A file for an uploader accepting ``types``: mostly from the hostile corpus, else a valid sample file;
+    named with an accepted extension, as anyone can rename a file. (The frontend refuses other extensions
+    before uploading; a client that skips it gets Streamlit's own "Invalid file extension" exception box.)"""
     if samples and rng.random() < 0.25:
-        return rng.choice(samples)
-    path = rng.choice(sorted((HOSTILE / "uploads").iterdir()))
-    ext = rng.choice(types) if types else path.suffix
-    return f"{path.stem}{ext if ext.startswith('.') else '.' + ext}", path.read_bytes()
+        name, data = rng.choice(samples)
+    else:
+        path = rng.choice(sorted((HOSTILE / "uploads").iterdir()))
+        name, data = path.name, path.read_bytes()
+    stem, ext = Path(name).stem, Path(name).suffix
+    if types and ext not in types:
+        ext = rng.choice(types)
+    return f"{stem}{ext}", data
 
 
 async def visitor(n: int, base: str, until: float, seed: int, ctx: dict, tally: Tally) -> None:
