@@ -42,6 +42,7 @@ def test_a_rename_saved_over_by_someone_else_is_refused_and_says_so(library):
     assert store.list_runs(engine)["label"].tolist() == ["my name", "other"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_trashing_a_run_someone_else_trashed_meanwhile_says_who(library, lang):
     engine, run = library
@@ -62,6 +63,7 @@ def test_trashing_a_run_someone_else_trashed_meanwhile_says_who(library, lang):
     assert trail.loc[trail["action"] == "trash", "who"].tolist() == [ADMIN.email]  # recorded once, by the winner
 
 
+@pytest.mark.slow
 def test_restoring_a_run_someone_else_restored_meanwhile_says_who(library):
     engine, run = library
     store.trash_runs(engine, [run], who=EDITOR)
