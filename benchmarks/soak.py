@@ -1,32 +1,43 @@
-"""Soak test: the server's resident memory over 200 page views with varied parameters.
+"""Soak test: the server's memory and the pages' exceptions under many visitors, valid and hostile.
 
-Run from the repository root::
+Two modes. Run from the repository root::
 
-    python benchmarks/soak.py            # exit 0 even if the target fails
-    python benchmarks/soak.py --strict   # exit 1 if it fails
+    python benchmarks/soak.py                            # one process, 200 views (exit 0 even if a target fails)
+    python benchmarks/soak.py --sessions 50 --minutes 30 # concurrent: a real server, 50 sessions, 30 minutes
+    python benchmarks/soak.py ... --strict               # exit 1 if a target fails
 
-Every view is a new visitor (a fresh ``AppTest``, whose script runs in this process and shares its
-caches, as on a server) opening a page with query parameters drawn at random (seeded): the pages in turn,
-the Measured data page against a run library in a temporary SQLite file holding the sample files
-of data/samples, and half of its views also uploading one of those files. The resident set size
-(``VmRSS`` of /proc/self/status) is printed at the start, after a warm-up (two views of every
-page with its defaults and with random parameters: imports, fonts, templates) and every 50 views.
+**One process** (the default): every view is a new visitor (a fresh ``AppTest``, whose script runs in
+this process and shares its caches, as on a server) opening a page of :data:`PAGES` in turn with query
+parameters drawn at random (seeded), the run library pages against a temporary SQLite library holding
+the sample files of data/samples, and half of the Run library's views also uploading one of them. The
+resident set size (``VmRSS``) is printed at the start, after a warm-up (two views of every page) and every
+50 views. Target: the growth after the warm-up stays within 150 MB (every cache is bounded, so memory
+levels off once they fill; a growth beyond the caches' sizes is a leak).
 
-Target: the growth after the warm-up stays within 150 MB. Every cache is bounded (``max_entries``
-of each ``st.cache_data`` / ``st.cache_resource``, byte caps of ``ui.SharedResults`` and the run
-cache), so memory levels off once they fill; a growth beyond the caches' sizes is a leak. The
-whole run takes a few minutes on a 2-core machine.
+**Concurrent** (``--sessions N``, with ``--minutes M``): ``streamlit run app.py`` as deployed, and N
+visitors at once, each a Streamlit session driven over the server's WebSocket by ``_sessions.Session``
+(the protocol the browser speaks: a rerun per page view, uploads through the upload URL and the
+uploader's widget state). Half the links, and most uploads, come from the hostile corpus in
+tests/fixtures/hostile/ (out-of-range, NaN/inf, huge, unicode, injection-looking values on a page's keys
+and unknown keys; malformed, empty, binary and wrong-typed files). It reports the exception boxes the
+pages sent (``st.exception`` elements; target 0), the server's memory (RSS of the server process, the
+only one that holds sessions and caches) against its level after the warm-up (target: at most 20 %
+more at the end) and the p50/p95 time of a rerun (a page view or an upload, request to end of run).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
+import json
 import os
 import random
+import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from _report import ROOT, machine_line, record, summary
@@ -34,16 +45,49 @@ from _report import ROOT, machine_line, record, summary
 SEED = 20261201
 VIEWS = 200
 TARGET_MB = 150.0
-PAGES = (  # the home page links to the others, which only resolves inside the router: open it as app.py
-    "app.py",
-    "pages/design-space.py",
-    "pages/break-even.py",
-    "pages/sampling-lab.py",
-    "pages/converter.py",
-    "pages/run-library.py",
-    "pages/compare-runs.py",
-    "pages/live.py",
+SESSIONS, MINUTES = 50, 30.0  # the concurrent mode's defaults
+TARGET_GROWTH = 0.20  # the concurrent mode: server RSS at the end <= 1.2 x its level after the warm-up
+HOSTILE = ROOT / "tests" / "fixtures" / "hostile"
+LINKS = ROOT / "tests" / "fixtures" / "links"
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page the soak visits: its file (AppTest opens it), its URL path on the server, and the query that
+    shows its file uploader (None: no upload)."""
+
+    file: str
+    path: str
+    upload: dict[str, str] | None = None
+
+
+#: Every page the soak visits: a new page is one line. The home page links to the others, which only
+#: resolves inside the router: it is opened as app.py.
+PAGES = (
+    Page("app.py", ""),
+    Page("pages/design-space.py", "design-space"),
+    Page("pages/break-even.py", "break-even"),
+    Page("pages/sampling-lab.py", "sampling-lab"),
+    Page("pages/converter.py", "converter"),
+    Page("pages/hardware.py", "hardware", upload={}),
+    Page("pages/validation.py", "validation", upload={"mine": "upload"}),
+    Page("pages/serving.py", "serving"),
+    Page("pages/strategies.py", "strategies", upload={"trace_src": "upload"}),
+    Page("pages/server-monitor.py", "server-monitor"),
+    Page("pages/run-library.py", "run-library", upload={}),
+    Page("pages/compare-runs.py", "compare-runs"),
+    Page("pages/published-acceptance.py", "published-acceptance"),
+    Page("pages/live.py", "live"),
 )
+
+
+def recorded_links() -> dict[str, list[dict[str, str]]]:
+    """page file -> the valid queries recorded for it in tests/fixtures/links (every control set)."""
+    found: dict[str, list[dict[str, str]]] = {}
+    for path in sorted(LINKS.glob("*.json")):
+        for link in json.loads(path.read_text(encoding="utf-8"))["links"]:
+            found.setdefault(link["page"], []).append({k: str(v) for k, v in link["query"].items()})
+    return found
 
 
 def rss_mb() -> float | None:
@@ -141,14 +185,31 @@ def random_query(page: str, rng: random.Random, run_ids: list[int]) -> dict[str,
             "new_tokens": str(rng.choice([16, 32, 64])),
             "seed": str(rng.randint(0, 99)),
         }
+    if page in RECORDED:  # a newer page: one of its recorded links
+        return dict(rng.choice(RECORDED[page]))
     return {}
+
+
+RECORDED = recorded_links()
+
+
+def hostile_query(page: Page, rng: random.Random, run_ids: list[int], corpus: dict) -> dict[str, str]:
+    """A valid query for ``page`` with one to three values, on its own keys or unknown ones, from ``corpus``."""
+    query = random_query(page.file, rng, run_ids)
+    keys = sorted({*query, *(k for q in RECORDED.get(page.file, []) for k in q)} - {"lang"})
+    for _ in range(rng.randint(1, 3)):
+        name = rng.choice(keys) if keys and rng.random() < 0.8 else rng.choice(corpus["unknown_keys"])
+        query[name] = rng.choice(corpus["values"])
+    if rng.random() < 0.2:
+        query["lang"] = rng.choice(corpus["lang"])
+    return query
 
 
 def view(page: str, query: dict[str, str], upload: tuple[str, bytes] | None = None) -> int:
     """Open ``page`` as a new visitor with ``query`` (then upload ``upload``, if given); the page's exceptions."""
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(ROOT / page), default_timeout=120)
+    at = AppTest.from_file(str(ROOT / page), default_timeout=180)
     for name, value in query.items():
         if value != "":
             at.query_params[name] = value
@@ -201,31 +262,27 @@ def quiet_streamlit() -> None:
     streamlit.logger.set_log_level("CRITICAL")
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--strict", action="store_true", help="exit 1 if the target fails")
-    ap.add_argument("--views", type=int, default=VIEWS, help="page views after the warm-up")
-    args = ap.parse_args(argv)
-
-    t_start = time.perf_counter()
+def single(args) -> None:
+    """The one-process mode: ``args.views`` AppTest views after a warm-up, RSS of this process."""
     tmp = tempfile.TemporaryDirectory(prefix="specviz-soak-")
     os.environ["SPECVIZ_DB_URL"] = f"sqlite:///{Path(tmp.name) / 'library.sqlite'}"
-    for name in ("SPECVIZ_HOSTED", "SPECVIZ_HF_ALLOWLIST", "SPECVIZ_MAX_WALL_S", "SPECVIZ_MAX_NEW_TOKENS"):
-        os.environ.pop(name, None)
     start = rss_mb()
     import streamlit
 
     quiet_streamlit()
     print(machine_line(f"streamlit {streamlit.__version__}"))
-    print(f"specviz soak: {args.views} page views after a warm-up, seed={SEED}, pages in turn: {', '.join(PAGES)}")
+    print(
+        f"specviz soak: {args.views} page views after a warm-up, seed={SEED}, pages in turn: {', '.join(p.file for p in PAGES)}"
+    )
     run_ids, files = seed_library(os.environ["SPECVIZ_DB_URL"])
-    rng = random.Random(SEED)
+    rng = random.Random(args.seed)
 
     exceptions = 0
     t0 = time.perf_counter()
-    for page in PAGES:  # warm-up: defaults, then random parameters
+    library = "pages/run-library.py"  # its views upload a sample file half the time
+    for page in (p.file for p in PAGES):  # warm-up: defaults, then random parameters
         exceptions += view(page, {})
-        exceptions += view(page, random_query(page, rng, run_ids), rng.choice(files) if "measured" in page else None)
+        exceptions += view(page, random_query(page, rng, run_ids), rng.choice(files) if page == library else None)
     gc.collect()
     warm = rss_mb()
     print(
@@ -235,8 +292,8 @@ def main(argv=None) -> int:
 
     t0 = time.perf_counter()
     for i in range(args.views):
-        page = PAGES[i % len(PAGES)]
-        upload = rng.choice(files) if "measured" in page and rng.random() < 0.5 else None
+        page = PAGES[i % len(PAGES)].file
+        upload = rng.choice(files) if page == library and rng.random() < 0.5 else None
         exceptions += view(page, random_query(page, rng, run_ids), upload)
         if (i + 1) % 50 == 0 or i + 1 == args.views:
             gc.collect()
@@ -264,6 +321,194 @@ def main(argv=None) -> int:
             growth <= TARGET_MB,
         )
     record("page exceptions", str(exceptions), "0", exceptions == 0)
+
+
+@dataclass
+class Tally:
+    """What the concurrent sessions saw: rerun times, exception boxes (with where), refusals, RSS samples."""
+
+    seconds: list[float] = field(default_factory=list)
+    exceptions: list[str] = field(default_factory=list)
+    errors: int = 0
+    timeouts: int = 0
+    not_found: int = 0
+    views: int = 0
+    uploads: int = 0
+    hostile: int = 0
+    failures: list[str] = field(default_factory=list)  # a session that broke off (its error), then reopened
+
+    def add(self, v, where: str) -> None:
+        self.views += 1
+        self.seconds.append(v.seconds)
+        self.errors += v.errors
+        self.timeouts += v.timed_out
+        self.not_found += v.not_found
+        self.exceptions += [f"{where}: {e}" for e in v.exceptions]
+
+
+def hostile_upload(rng: random.Random, samples: list[tuple[str, bytes]], types: list[str]) -> tuple[str, bytes]:
+    """A file for an uploader accepting ``types``: mostly from the hostile corpus, else a valid sample file;
+    named with an accepted extension, as anyone can rename a file. (The frontend refuses other extensions
+    before uploading; a client that skips it gets Streamlit's own "Invalid file extension" exception box.)"""
+    if samples and rng.random() < 0.25:
+        name, data = rng.choice(samples)
+    else:
+        path = rng.choice(sorted((HOSTILE / "uploads").iterdir()))
+        name, data = path.name, path.read_bytes()
+    stem, ext = Path(name).stem, Path(name).suffix
+    if types and ext not in types:
+        ext = rng.choice(types)
+    return f"{stem}{ext}", data
+
+
+async def visitor(n: int, base: str, until: float, seed: int, ctx: dict, tally: Tally) -> None:
+    """One visitor after another in one seat: page views (half hostile), uploads, a new session every 8 views."""
+    from _sessions import Session
+
+    rng = random.Random(seed * 1000 + n)
+    await asyncio.sleep(rng.uniform(0, 5))  # not all at the same instant
+    session, in_session = None, 0
+    while time.monotonic() < until:
+        page = rng.choice(PAGES)
+        try:
+            if session is None or in_session >= 8:
+                if session is not None:
+                    await session.close()
+                session, in_session = Session(base), 0
+                await session.open()
+            hostile = rng.random() < 0.5
+            query = (hostile_query if hostile else lambda p, r, i, c: random_query(p.file, r, i))(
+                page, rng, ctx["run_ids"], ctx["corpus"]
+            )
+            tally.hostile += hostile
+            upload = page.upload is not None and rng.random() < 0.5
+            if upload:
+                query = {**query, **page.upload}
+            v = await session.run(page.path, query)
+            tally.add(v, f"/{page.path}?{session.query}")
+            in_session += 1
+            if upload and v.uploaders:
+                uploader = rng.choice(sorted(v.uploaders))
+                name, data = hostile_upload(rng, ctx["samples"], v.uploaders[uploader])
+                tally.uploads += 1
+                tally.add(await session.upload(page.path, uploader, name, data), f"/{page.path} upload {name}")
+        except Exception as exc:  # the connection broke: counted, and the seat opens a new session
+            tally.failures.append(f"/{page.path}: {type(exc).__name__}: {exc}"[:200])
+            session = None
+        await asyncio.sleep(rng.uniform(0.5, 3.0))  # a person reads the page
+    if session is not None:
+        await session.close()
+
+
+async def drive(base: str, pid: int, sessions: int, minutes: float, seed: int, ctx: dict) -> tuple:
+    """Warm-up (each page once, then all seats for a fifth of the time), then the rest; RSS every 10 s."""
+    from _sessions import Session, rss_mb
+
+    warm_tally, tally = Tally(), Tally()
+    session = Session(base)
+    await session.open()
+    for page in PAGES:  # every page once with its defaults: imports, fonts, first caches
+        warm_tally.add(await session.run(page.path, {}), f"/{page.path} (warm-up)")
+    await session.close()
+    t0 = time.monotonic()
+    warm_until, until = t0 + 60 * minutes / 5, t0 + 60 * minutes
+    samples: list[tuple[float, float]] = []
+
+    async def sample() -> None:
+        while time.monotonic() < until:
+            rss = rss_mb(pid)
+            if rss is not None:
+                samples.append((time.monotonic() - t0, rss))
+            if len(samples) % 6 == 0:
+                print(f"  {samples[-1][0] / 60:5.1f} min: server RSS {rss:,.1f} MB", flush=True)
+            await asyncio.sleep(10)
+
+    sampler = asyncio.create_task(sample())
+    seats = [asyncio.create_task(visitor(n, base, warm_until, seed, ctx, warm_tally)) for n in range(sessions)]
+    await asyncio.gather(*seats)
+    warm = rss_mb(pid)
+    print(f"  warm-up done ({warm_tally.views} views): server RSS {warm:,.1f} MB", flush=True)
+    seats = [asyncio.create_task(visitor(n, base, until, seed + 1, ctx, tally)) for n in range(sessions)]
+    await asyncio.gather(*seats)
+    end = rss_mb(pid)
+    sampler.cancel()
+    return warm_tally, tally, warm, end, samples
+
+
+def concurrent(sessions: int, minutes: float, seed: int) -> None:
+    """The concurrent mode: ``streamlit run app.py`` and ``sessions`` WebSocket sessions for ``minutes``."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import streamlit
+    from _browser import streamlit_server
+    from _sessions import server_pid
+
+    print(machine_line(f"streamlit {streamlit.__version__}"))
+    print(
+        f"specviz soak, concurrent: {sessions} sessions for {minutes:g} min against streamlit run app.py, "
+        f"seed={seed}; pages: {', '.join('/' + p.path for p in PAGES)}"
+    )
+    tmp = Path(tempfile.mkdtemp(prefix="specviz-soak-"))
+    url = f"sqlite:///{tmp / 'library.sqlite'}"
+    run_ids, samples = seed_library(url)
+    ctx = {"run_ids": run_ids, "samples": samples, "corpus": json.loads((HOSTILE / "links.json").read_text("utf-8"))}
+    # The client carries no XSRF cookie (a browser would); every other setting is the deployed default.
+    env = {"SPECVIZ_DB_URL": url, "STREAMLIT_SERVER_ENABLE_XSRF_PROTECTION": "false"}
+    t0 = time.perf_counter()
+    with streamlit_server("app.py", tmp / "server.log", env=env, timeout_s=120) as base:
+        pid = server_pid(int(base.rsplit(":", 1)[1]))
+        warm_tally, tally, warm, end, rss = asyncio.run(drive(base, pid, sessions, minutes, seed, ctx))
+    wall = time.perf_counter() - t0
+    both = [warm_tally, tally]
+    exceptions = [e for t in both for e in t.exceptions]
+    times = sorted(tally.seconds)
+    p50 = statistics.median(times) if times else float("nan")
+    p95 = times[min(len(times) - 1, int(0.95 * len(times)))] if times else float("nan")
+    print(
+        f"\n{sum(t.views for t in both)} reruns in {wall / 60:.1f} min ({sum(t.uploads for t in both)} uploads, "
+        f"{sum(t.hostile for t in both)} hostile links); {sum(t.errors for t in both)} error messages shown "
+        f"(refusals in words); {sum(t.not_found for t in both)} page-not-found; "
+        f"{sum(t.timeouts for t in both)} reruns over 180 s; {sum(len(t.failures) for t in both)} broken connections"
+    )
+    print(f"after the warm-up: rerun p50 {p50:.2f} s, p95 {p95:.2f} s, max {times[-1] if times else 0:.2f} s")
+    if rss:
+        print(
+            f"server RSS: peak {max(r for _, r in rss):,.1f} MB; samples (min, MB): "
+            + ", ".join(f"{t / 60:.0f}:{r:.0f}" for t, r in rss[:: max(1, len(rss) // 12)])
+        )
+    for line in sorted(set(exceptions))[:20]:
+        print(f"  exception box: {line}")
+    for line in sorted({f for t in both for f in t.failures})[:10]:
+        print(f"  broken connection: {line}")
+    print()
+    record("exception boxes", str(len(exceptions)), "0", not exceptions)
+    if warm is None or end is None:
+        record("server RSS growth", "n/a (no /proc)", f"<= {TARGET_GROWTH:.0%}", None)
+    else:
+        growth = end / warm - 1
+        record(
+            "server RSS growth after the warm-up",
+            f"{growth:+.1%} ({warm:,.1f} MB -> {end:,.1f} MB)",
+            f"<= {TARGET_GROWTH:.0%}",
+            growth <= TARGET_GROWTH,
+        )
+    record("rerun p95 (p50)", f"{p95:.2f} s ({p50:.2f} s) over {len(times)} reruns", "(reported)", None)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--strict", action="store_true", help="exit 1 if a target fails")
+    ap.add_argument("--views", type=int, default=VIEWS, help="one process: page views after the warm-up")
+    ap.add_argument("--sessions", type=int, help=f"concurrent: sessions at once against a server (e.g. {SESSIONS})")
+    ap.add_argument("--minutes", type=float, help=f"concurrent: how long (default {MINUTES:g}; implies --sessions)")
+    ap.add_argument("--seed", type=int, default=SEED)
+    args = ap.parse_args(argv)
+    t_start = time.perf_counter()
+    for name in ("SPECVIZ_HOSTED", "SPECVIZ_HF_ALLOWLIST", "SPECVIZ_MAX_WALL_S", "SPECVIZ_MAX_NEW_TOKENS"):
+        os.environ.pop(name, None)
+    if args.sessions is None and args.minutes is None:
+        single(args)
+    else:
+        concurrent(args.sessions or SESSIONS, MINUTES if args.minutes is None else args.minutes, args.seed)
     n_fail = summary(t_start)
     return 1 if (args.strict and n_fail) else 0
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import streamlit as st
 
 from specviz.app import measured, router, ui
-from specviz.app.measured.selection import keep_listed, key, pick_runs, select_next, start
+from specviz.app.measured.selection import keep_listed, key, left_the_trash, pick_runs, select_next, start
 from specviz.base import settings
 from specviz.base.i18n import plural
 from specviz.data import measurements, store
@@ -194,11 +194,19 @@ def edit_run(engine, run, run_id: int) -> None:
     """Rename the one selected run or change its note: its owner, or an admin (the library checks it)."""
     if ui.refusal(WHO, "edit", run["created_by"]) is not None:
         return
+    # what the form started from: saved over by someone else meanwhile, the save is refused, saying so
+    seen = st.session_state.setdefault(key(f"edit_seen.{run_id}"), {"label": run["label"], "note": run["note"]})
     with st.expander(ui.t("Rename run #{id} or change its note", id=run_id), icon=":material/edit:"):
         name = st.text_input(ui.t("Run name"), value=run["label"], key=key(f"edit_name.{run_id}"))
         note = st.text_input(ui.t("Note (optional)"), value=run["note"], key=key(f"edit_note.{run_id}"))
         if st.button(ui.t("Save the changes"), key=key(f"edit_save.{run_id}"), icon=":material/save:"):
-            store.edit_run(engine, run_id, label=name, note=note, who=WHO, page=URL)
+            try:
+                store.edit_run(engine, run_id, label=name, note=note, seen=seen, who=WHO, page=URL)
+            except ValueError as exc:
+                del st.session_state[key(f"edit_seen.{run_id}")]  # the next save starts from what is there now
+                ui.show_error(exc)
+                return
+            del st.session_state[key(f"edit_seen.{run_id}")]
             st.toast(ui.t("Run #{id} changed.", id=run_id))
             select_next([run_id])
 
@@ -206,6 +214,7 @@ def edit_run(engine, run, run_id: int) -> None:
 def trash_section(engine) -> None:
     """The trash: runs moved there, restorable by their owner or an admin, purged by an admin."""
     trash = store.list_trash(engine)
+    left_the_trash(engine, trash["id"])
     with st.expander(ui.t("Trash ({n})", n=len(trash)), icon=":material/delete:"):
         if trash.empty:
             st.caption(ui.t("The trash is empty."))
@@ -233,9 +242,14 @@ def trash_section(engine) -> None:
         )
         left, right, _ = st.columns([1, 1, 2])
         if chosen and ui.refusal(WHO, "restore") is None and left.button(ui.t("Restore"), key=key("trash_restore")):
-            back = store.restore_runs(engine, chosen, who=WHO, page=URL)
-            st.toast(ui.t(plural("Restored {n} run.", "Restored {n} runs.", back), n=back))
-            st.rerun()
+            try:  # restored or purged by someone else meanwhile: said so, nothing restored
+                back = store.restore_runs(engine, chosen, who=WHO, page=URL)
+            except ValueError as exc:
+                ui.show_error(exc)
+            else:
+                st.session_state[key("trash_done")] = list(chosen)
+                st.toast(ui.t(plural("Restored {n} run.", "Restored {n} runs.", back), n=back))
+                st.rerun()
         if (
             chosen
             and ui.refusal(WHO, "purge") is None
@@ -258,6 +272,7 @@ def trash_section(engine) -> None:
             if st.button(ui.t("Yes, purge"), key=key("purge_yes"), type="primary"):
                 st.session_state[key("confirm_purge")] = None
                 gone = store.purge_runs(engine, pending, who=WHO, page=URL)
+                st.session_state[key("trash_done")] = list(pending)
                 st.toast(ui.t(plural("Purged {n} run.", "Purged {n} runs.", gone), n=gone))
                 st.rerun()
 
@@ -355,9 +370,15 @@ def library_section(engine, runs) -> None:
         yes, no, _ = st.columns([1, 1, 4])
         if yes.button(ui.t("Yes, move to the trash"), type="primary", key=key("delete_yes")):
             st.session_state[key("confirm_delete")] = None
-            deleted = ui.delete_runs(engine, pending, who=WHO, page=URL)  # an AccessError is shown, nothing moved
-            st.toast(ui.t(plural("Moved {n} run to the trash.", "Moved {n} runs to the trash.", deleted), n=deleted))
-            select_next([i for i in selected if i not in pending])
+            try:  # not allowed, or trashed by someone else meanwhile: said so, nothing moved
+                deleted = ui.delete_runs(engine, pending, who=WHO, page=URL)
+            except ValueError as exc:
+                ui.show_error(exc)
+            else:
+                st.toast(
+                    ui.t(plural("Moved {n} run to the trash.", "Moved {n} runs to the trash.", deleted), n=deleted)
+                )
+                select_next([i for i in selected if i not in pending])
         if no.button(ui.t("Cancel"), key=key("delete_no")):
             st.session_state[key("confirm_delete")] = None
             st.rerun()

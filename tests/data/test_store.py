@@ -1053,7 +1053,8 @@ def test_delete_runs_moves_only_those_runs_to_the_trash_and_a_purge_removes_them
         store.load_runs(engine, [ids[0], ids[1]])
     with pytest.raises(store.StoreError):
         store.load_run(engine, ids[3])
-    assert store.delete_runs(engine, [ids[1], 999]) == 0  # already gone / never there
+    with pytest.raises(store.StoreError, match=rf"run id\(s\) \[{ids[1]}, 999\] are not in the library"):
+        store.delete_runs(engine, [ids[1], 999])  # already gone / never there: said so
     assert store.delete_runs(engine, []) == 0
     assert counts(url) == (2, 4)
 

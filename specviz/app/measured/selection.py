@@ -105,3 +105,13 @@ def pick_runs(runs: pd.DataFrame, offered) -> list[int]:
         format_func=lambda i: f"#{i} {label_of[i]}",
         placeholder=ui.t("Choose runs to overlay on the theory"),
     )
+
+
+def left_the_trash(engine, in_trash) -> None:
+    """Runs picked in the trash that left it since (restored or purged by someone else): say so, and by whom."""
+    picked, listed = st.session_state.get(key("trash_pick")) or [], set(in_trash)
+    mine = set(st.session_state.pop(key("trash_done"), []))  # this session's own restore or purge
+    if gone := [i for i in picked if i not in listed and i not in mine]:
+        st.warning(ui.plain(ui.message(store.conflict_of(engine, "restore", gone))), icon=":material/group:")
+    if len(listed.intersection(picked)) < len(picked):
+        st.session_state[key("trash_pick")] = [i for i in picked if i in listed]

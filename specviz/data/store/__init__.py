@@ -8,7 +8,7 @@ from specviz.data.store.connection import open_library
 from specviz.data.store.errors import StoreError
 from specviz.data.store.export import EXPORT_RUN_COLUMNS, escape_formulas, export_csv
 from specviz.data.store.location import ENV_URL, database_forms, default_url
-from specviz.data.store.owners import AUDIT_COLUMNS, audit_trail
+from specviz.data.store.owners import AUDIT_COLUMNS, audit_trail, conflict_of
 from specviz.data.store.profiles import PROFILE_COLUMNS, delete_profile, list_profiles, save_profile
 from specviz.data.store.runs import edit_run, list_runs, load_run, load_runs, save_run
 from specviz.data.store.tables import SCHEMA_VERSION, STORED_COLUMNS
@@ -31,6 +31,7 @@ __all__ = [
     "STORED_COLUMNS",
     "StoreError",
     "audit_trail",
+    "conflict_of",
     "database_forms",
     "default_url",
     "delete_profile",

@@ -16,7 +16,7 @@ from specviz.base.i18n import N_, Message
 from specviz.data import measurements as m
 from specviz.data.store import tables
 from specviz.data.store.errors import StoreError, cause, check_library_file, reported
-from specviz.data.store.owners import change, identity, record
+from specviz.data.store.owners import change, identity, last_actor, record
 from specviz.data.store.tables import MAX_LABEL, SCHEMA_VERSION, STORED_COLUMNS
 
 
@@ -217,10 +217,14 @@ def edit_run(
     *,
     label: str | None = None,
     note: str | None = None,
+    seen: Mapping[str, str] | None = None,
     who: Identity | None = None,
     page: str = "",
 ) -> None:
-    """Rename a run or change its note (its owner, or an admin; audited); StoreError for a bad name or a gone run."""
+    """Rename a run or change its note (its owner, or an admin; audited); StoreError for a bad name or a gone run.
+
+    ``seen``: the ``label`` and ``note`` the editor started from; if the run holds others now (changed by
+    someone else meanwhile), StoreError saying so and nothing changes (an optimistic check)."""
     values = {}
     if label is not None:
         values["label"] = _run_name(label)
@@ -228,8 +232,19 @@ def edit_run(
         values["note"] = str(note)
 
     def edit(conn: Connection, ids: list[int]) -> int:
-        return conn.execute(tables.runs.update().where(tables.runs.c.id.in_(ids)).values(**values)).rowcount
+        runs = tables.runs
+        now = conn.execute(sa.select(runs.c.label, runs.c.note).where(runs.c.id == run_id)).one()
+        if any(getattr(now, name) != str(value) for name, value in (seen or {}).items()):
+            raise StoreError(
+                Message(
+                    "run #{id} was changed by {who} meanwhile (it is now named {label!r}); your changes were not saved: check its name and note, then save again",
+                    id=run_id,
+                    who=last_actor(conn, "edit", run_id),
+                    label=now.label,
+                )
+            )
+        return conn.execute(runs.update().where(runs.c.id.in_(ids)).values(**values)).rowcount
 
     detail = "; ".join(f"{name} = {value!r}" for name, value in values.items())
-    if values and not change(engine, [run_id], who, "edit", page, edit, detail):
-        raise StoreError(Message("run id(s) {ids} are not in the library (deleted by someone else?)", ids=[run_id]))
+    if values:
+        change(engine, [run_id], who, "edit", page, edit, detail)
