@@ -174,16 +174,22 @@ def sweep(s: Scenario) -> tuple:
 
 def headline(s: Scenario, priced, best: pd.DataFrame, rates: pd.DataFrame) -> dict:
     """The answers: the largest rates with and without speculation (rows of ``rates``), whether speculation
-    meets the SLA, the GPUs for the target rate each way, the load from which speculation stops paying and
-    how many loads are overloaded."""
+    meets the SLA (``option``: the best one's label, None where no K meets it), the GPUs for the target rate
+    each way, the rate from which speculation stops paying (up to the largest rate any option meets the SLA
+    at, so it agrees with the two largest rates) and how many loads are overloaded."""
     plain = rates.iloc[0]
     spec = rates.iloc[1:].sort_values(["max_rps", "k"], ascending=[False, True], kind="stable").iloc[0]
     need = [serving.gpus_needed(s.goal, r, priced.gpus) for r in (plain["max_rps"], spec["max_rps"])]
+    meets = bool(np.isfinite(spec["max_rps"]))
+    top = float(np.nanmax(rates["max_rps"])) if rates["max_rps"].notna().any() else float("nan")
+    output = s.replica.output.lengths()
+    stops = serving.stops_paying_rate(priced, output, top, ttft_s=s.ttft, tpot_s=s.tpot / 1e3)
     return dict(
         plain=plain,
         spec=spec,
-        meets=bool(np.isfinite(spec["max_rps"])),
+        option=spec["option"] if meets else None,
+        meets=meets,
         need=need,
-        stops=serving.speculation_stops_paying(best),
+        stops=None if stops is None else stops / priced.gpus,  # per GPU, as the largest rates
         over=best["overloaded"].sum(),
     )
