@@ -172,6 +172,12 @@ def sweep(s: Scenario) -> tuple:
     return priced, output, frame, best, rates
 
 
+@ui.cached
+def stops_paying(r: Replica, top: float, ttft: float, tpot_ms: float) -> float | None:
+    """:func:`specviz.core.serving.stops_paying_rate` of the replica (cached: the headline asks on every rerun)."""
+    return serving.stops_paying_rate(grid(r), r.output.lengths(), top, ttft_s=ttft, tpot_s=tpot_ms / 1e3)
+
+
 def headline(s: Scenario, priced, best: pd.DataFrame, rates: pd.DataFrame) -> dict:
     """The answers: the largest rates with and without speculation (rows of ``rates``), whether speculation
     meets the SLA (``option``: the best one's label, None where no K meets it), the GPUs for the target rate
@@ -182,8 +188,7 @@ def headline(s: Scenario, priced, best: pd.DataFrame, rates: pd.DataFrame) -> di
     need = [serving.gpus_needed(s.goal, r, priced.gpus) for r in (plain["max_rps"], spec["max_rps"])]
     meets = bool(np.isfinite(spec["max_rps"]))
     top = float(np.nanmax(rates["max_rps"])) if rates["max_rps"].notna().any() else float("nan")
-    output = s.replica.output.lengths()
-    stops = serving.stops_paying_rate(priced, output, top, ttft_s=s.ttft, tpot_s=s.tpot / 1e3)
+    stops = stops_paying(s.replica, top, s.ttft, s.tpot)
     return dict(
         plain=plain,
         spec=spec,
