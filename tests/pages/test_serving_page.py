@@ -222,6 +222,7 @@ def test_the_defaults_open_on_loads_that_fit_and_the_headline_agrees_with_itself
     assert delta and (delta.startswith("-") or delta.startswith("−")) == (not stops.startswith("never")), (delta, stops)
 
 
+@pytest.mark.slow
 def test_hardware_and_serving_open_on_the_same_engine_profile_and_say_it():
     hw_page = open_app("pages/hardware.py")
     at = open_app(PAGE)
