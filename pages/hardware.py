@@ -49,7 +49,8 @@ def step_section(s: Scenario) -> None:
         ui.t("Target decode step at B = {batch}, L = {ctx}", batch=s.batch, ctx=f"{s.ctx:,}"),
         f"{total * 1e3:.3f} ms",
     )
-    band_caption(scenarios.error_band(s, "step"), total * 1e3, "{:.3f} ms")
+    if note := scenarios.band_note(s, "step", total * 1e3, "{:.3f} ms"):
+        st.caption(note)
     flops, bandwidth = hardware.attainable(s.gpu_spec, s.dtype, eff)
     left, right = st.columns(2)
     with left:
@@ -125,11 +126,9 @@ def costs_section(s: Scenario) -> None:
 
 def speedup_section(s: Scenario) -> None:
     frame = scenarios.by_batch(s)
-    band = scenarios.error_band(s, "speedup")
     paying = frame[frame["k_star"] > 0]
-    shade = None
-    if band is not None:
-        shade = (paying["batch"], paying["speedup_at_k_star"] / band["hi"], paying["speedup_at_k_star"] / band["lo"])
+    band = scenarios.estimate(s, "speedup", paying["speedup_at_k_star"].to_numpy())
+    shade = None if band is None else (paying["batch"], band.low, band.high)
     figure = hardware_figures.speedup_by_batch(frame, s.k_max, lang=ui.language(), band=shade)
     ui.chart(figure, key="fig_speedup_b")
     priced_with(s)
@@ -137,7 +136,8 @@ def speedup_section(s: Scenario) -> None:
     if best.k_star:
         at_b1, k_star, speedup = ui.t("At B = 1"), f"K* = {int(best.k_star)}", f"S = {best.speedup_at_k_star:.2f}×"
         st.metric(at_b1, k_star, delta=speedup, delta_color="off")
-        band_caption(band, best.speedup_at_k_star, "{:.2f}×")
+        if note := scenarios.band_note(s, "speedup", best.speedup_at_k_star, "{:.2f}×"):
+            st.caption(note)
     else:
         st.metric(ui.t("At B = 1"), ui.t("don't speculate"), delta=ui.t("no K pays"), delta_color="off")
     if heads.is_head(s.draft_spec):  # how the round of a head draft is priced
@@ -199,6 +199,7 @@ def engine_section(s: Scenario) -> None:
     config = hardware.vllm_speculative_config(
         target, draft, view["gpu"], view["alpha"], view["ctx"], BATCHES, view["k_max"], **kw
     )
+    priced_with(s)
     st.markdown(ui.t("**vLLM** `--speculative-config` (K by batch size, from K*(B) at this context)"))
     try:
         st.code(json.dumps(vllm_method(config, target, draft)), language="json")
@@ -233,12 +234,6 @@ def vllm_method(config: dict, target, draft) -> dict:
         return config
     kind = HEADS.loc[draft, "kind"] if heads.is_head(draft) else NGRAM
     return configs.vllm.with_head(config, kind, hardware.model_spec(target).get("name"))
-
-
-def band_caption(band: dict | None, predicted: float, fmt: str) -> None:
-    """What a measurement typically is beside the prediction, where the profile has an error band."""
-    if band is not None:
-        st.caption(scenarios.band_text(band, predicted, fmt))
 
 
 def moe_section(s: Scenario) -> None:

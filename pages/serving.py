@@ -1,7 +1,6 @@
 """Serving: from traffic and service levels to TTFT, TPOT, throughput per GPU and the best K, by load."""
 
 import json
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -13,6 +12,7 @@ from specviz.app.scenarios import serving as scenarios
 from specviz.app.share import Param, by_key
 from specviz.base.i18n import N_
 from specviz.core import configs, hardware, serving
+from specviz.core import profiles as stack_profiles
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
@@ -29,7 +29,7 @@ VIEW_LABELS = (N_("Pareto"), N_("TPOT by load"), N_("Table"), N_("Serving-stack 
 SPEC = (
     Param("gpu", "H100-SXM5-80GB", "choice", choices=GPU_CHOICES, label=N_("GPU")),
     Param("dtype", "bf16", "choice", choices=tuple(hardware.DTYPE_BYTES), label=N_("dtype")),
-    replace(profiles.profile_param(), default="vllm"),  # a server: vLLM V1's profile unless one is chosen
+    profiles.profile_param(default=stack_profiles.SERVER_PROFILE),  # the same profile as Hardware & batch
     profiles.terms_param(),
     Param("tp", 1, "int", 1, 64, label=N_("GPUs per replica (tensor parallel)")),
     Param("max_seqs", 256, "int", 1, 4096, label=N_("Most sequences in a batch (the serving stack's max_num_seqs)")),
@@ -63,15 +63,17 @@ SPEC = (
         label=N_("Traffic"),
         labels=(N_("requests per second (Poisson arrivals)"), N_("concurrent users (closed loop)")),
     ),
-    Param("rates", [0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0], "floats", 1e-3, 1e5, max_items=40),
-    Param("users", [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0], "floats", 1.0, 1e5, max_items=40),
+    # the default pair serves ≈ 18 requests/s within the SLA: loads up to 16 all fit (no load opens overloaded),
+    # speculation lowers TPOT at each but the highest, where the batch is large enough that it stops paying
+    Param("rates", [0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0], "floats", 1e-3, 1e5, max_items=40),
+    Param("users", [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0], "floats", 1, serving.MAX_USERS, max_items=40),
     Param("think", 0.0, "float", 0.0, 3600.0, label=N_("Think time between a user's requests (s)")),
     Param("p_dist", "fixed", "choice", choices=DISTS, label=N_("Prompt length"), labels=(N_("fixed"), N_("uniform"))),
-    Param("p_len", 1024, "int", 1, 1_048_576, label=N_("Prompt tokens (or the lowest)")),
-    Param("p_hi", 2048, "int", 1, 1_048_576, label=N_("Prompt tokens, highest")),
+    Param("p_len", 1024, "int", 1, serving.MAX_LENGTH, label=N_("Prompt tokens (or the lowest)")),
+    Param("p_hi", 2048, "int", 1, serving.MAX_LENGTH, label=N_("Prompt tokens, highest")),
     Param("g_dist", "fixed", "choice", choices=DISTS, label=N_("Output length"), labels=(N_("fixed"), N_("uniform"))),
-    Param("g_len", 256, "int", 2, 1_048_576, label=N_("Output tokens (or the lowest)")),
-    Param("g_hi", 512, "int", 2, 1_048_576, label=N_("Output tokens, highest")),
+    Param("g_len", 256, "int", serving.MIN_OUTPUT, serving.MAX_LENGTH, label=N_("Output tokens (or the lowest)")),
+    Param("g_hi", 512, "int", serving.MIN_OUTPUT, serving.MAX_LENGTH, label=N_("Output tokens, highest")),
     Param("chunk", 2048, "int", 16, 65536, label=N_("Prefill chunk (tokens per step)")),
     Param("ttft", 2.0, "float", 0.001, 600.0, label=N_("TTFT limit (s)")),
     Param("tpot", 50.0, "float", 0.1, 10000.0, label=N_("TPOT limit (ms)")),
@@ -89,26 +91,28 @@ def headline(s: scenarios.Scenario, grid, best: pd.DataFrame, rates: pd.DataFram
     """The answers in four numbers: the largest rate per GPU with and without speculation, the GPUs for the
     target rate, and the load from which speculation stops paying."""
     h = scenarios.headline(s, grid, best, rates)
-    plain, spec, meets = h["plain"], h["spec"], h["meets"]
+    plain, spec, option = h["plain"], h["spec"], h["option"]
     cols = st.columns(4)
-    shown = lambda x: "—" if not np.isfinite(x) else f"{x:.3g}"
-    cols[0].metric(ui.t("Largest rate per GPU meeting the SLA, no speculation"), shown(plain["max_rps_per_gpu"]))
+    cols[0].metric(ui.t("Largest rate per GPU meeting the SLA, no speculation"), ui.number(plain["max_rps_per_gpu"]))
     cols[1].metric(
-        ui.t("… with speculation ({option})", option=spec["option"])
-        if meets
+        ui.t("… with speculation ({option})", option=option)
+        if option
         else ui.t("… with speculation (no K meets the SLA)"),
-        shown(spec["max_rps_per_gpu"]),
-        delta=f"{spec['max_rps'] / plain['max_rps'] - 1:+.0%}" if meets and np.isfinite(plain["max_rps"]) else None,
+        ui.number(spec["max_rps_per_gpu"]),
+        delta=f"{spec['max_rps'] / plain['max_rps'] - 1:+.0%}" if option and np.isfinite(plain["max_rps"]) else None,
     )
     cols[2].metric(
-        ui.t("GPUs for {rate} requests/s (no speculation / {option})", rate=f"{s.goal:g}", option=spec["option"]),
-        " / ".join(shown(n) for n in h["need"]),
+        ui.t("GPUs for {rate} requests/s (no speculation / {option})", rate=ui.number(s.goal), option=option)
+        if option
+        else ui.t("GPUs for {rate} requests/s (no speculation / with speculation)", rate=ui.number(s.goal)),
+        " / ".join(ui.number(n) for n in h["need"]),
     )
     stops, over = h["stops"], h["over"]
-    load_name = ui.t("requests/s") if s.mode == "open" else ui.t("users")
     cols[3].metric(
         ui.t("Speculation stops paying at"),
-        ui.t("never, in the loads shown") if stops is None else f"{stops:g} {load_name}",
+        ui.t("never, up to the largest rate meeting the SLA")
+        if stops is None
+        else ui.t("{rate} requests/s per GPU", rate=ui.number(stops)),
     )
     if over:
         st.warning(

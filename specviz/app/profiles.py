@@ -29,9 +29,9 @@ def profile_choices() -> tuple[str, ...]:
     return (*profiles.profile_names(), CUSTOM)
 
 
-def profile_param(key: str = "engine") -> Param:
+def profile_param(key: str = "engine", default: str = profiles.DEFAULT_PROFILE) -> Param:
     """The profile control (a choice of :func:`profile_choices`)."""
-    return Param(key, profiles.DEFAULT_PROFILE, "choice", choices=profile_choices(), label=N_("Engine profile"))
+    return Param(key, default, "choice", choices=profile_choices(), label=N_("Engine profile"))
 
 
 def terms_param(key: str = "eng_terms") -> Param:

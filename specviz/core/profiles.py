@@ -20,6 +20,9 @@ from specviz.base.paths import DATA
 
 PROFILES_CSV = DATA / "catalog" / "profiles.csv"
 DEFAULT_PROFILE = "roofline"  #: the profile of :data:`DEFAULT_EFFICIENCY`: the roofline with a CUDA-graph step cost
+#: the profile Hardware & batch and Serving open on: fitted to measured rows, and its held-out band straddles
+#: its predictions (the unfitted roofline's lies on one side: steps measured slower, speedups lower)
+SERVER_PROFILE = "vllm"
 #: Stack families: eager (every operator dispatched from Python) and compiled (CUDA graphs or a compiled
 #: loop: every other stack). Each is also a catalogue profile, fitted on all of its stacks' rows: the
 #: profile of a stack the catalogue does not list (LMDeploy, DeepSpeed-MII, …).
@@ -243,3 +246,27 @@ def error_band(name: str, kind: str, path: Path = PREDICTIONS_CSV) -> dict | Non
     ratio = mine[column] / mine["measured"]
     lo, hi = ratio.quantile(list(BAND_QUANTILES))
     return {"lo": float(lo), "hi": float(hi), "median": float(ratio.median()), "rows": len(mine), "basis": basis}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate and its band; ``low ≤ point ≤ high`` by construction (:func:`estimate`)."""
+
+    point: float | np.ndarray  #: the prediction every chart draws, unchanged
+    low: float | np.ndarray
+    high: float | np.ndarray
+    rows: int  #: the held-out rows the band is of
+    basis: str  #: "stack": this profile's rows; "all": every profile's (too few of its own)
+    bias: float | None = None  #: median measured / predicted − 1 where the whole range lies on one side, else None
+
+
+def estimate(point, band: dict) -> Estimate:
+    """``point`` (scalar or array, > 0) with the hull of itself and the 10–90 % range of measured given it,
+    point / ``band["hi"]`` … point / ``band["lo"]`` (:func:`error_band`, ratios predicted / measured)."""
+    as_given = (lambda x: np.asarray(x, dtype=float)) if np.ndim(point) else float
+    point = as_given(point)
+    lo, hi = sorted((float(band["lo"]), float(band["hi"])))
+    low, high = as_given(np.minimum(point, point / hi)), as_given(np.maximum(point, point / lo))
+    one_sided = hi < 1 or lo > 1  # every held-out row measured above (below) its prediction
+    bias = 1.0 / float(band.get("median", (lo + hi) / 2)) - 1.0 if one_sided else None
+    return Estimate(point, low, high, int(band["rows"]), str(band.get("basis", "stack")), bias)

@@ -35,6 +35,7 @@ from test_browser import (
     wait_for_query,
 )
 
+from specviz.app.ui import number
 from specviz.base import i18n
 from specviz.core import configs, hardware, profiles, serving
 
@@ -48,7 +49,7 @@ pytestmark = [
 GPU, PAIR_NAME, ENGINE, K_MAX, PROMPT, OUTPUT, TTFT_S, TPOT_S, GOAL = (
     "H100-SXM5-80GB",
     "Llama-3.1 8B + 3.2 1B",
-    "vllm",
+    profiles.SERVER_PROFILE,
     6,
     1024,
     256,
@@ -56,7 +57,7 @@ GPU, PAIR_NAME, ENGINE, K_MAX, PROMPT, OUTPUT, TTFT_S, TPOT_S, GOAL = (
     0.050,
     100.0,
 )
-RATES = [0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0]
+RATES = [0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0]
 PAIR = hardware.preset_pairs(heads=True).set_index("name").loc[PAIR_NAME]
 #: the deep link: α, closed loop, three user counts, TPOT by load (every one off its default)
 ALPHA, USERS = 0.7, [1.0, 4.0, 16.0]
@@ -111,14 +112,15 @@ def priced(alpha: float, mode: str, loads: list[float]):
 
 def expected_headline(alpha: float, mode: str, loads: list[float], lang: str = "en") -> list[tuple[str, str, str]]:
     """The four metrics as (label, value, delta), as pages/serving.py's headline writes them."""
-    grid, _, _, best, rates = priced(alpha, mode, loads)
+    grid, _, _, _, rates = priced(alpha, mode, loads)
     plain = rates.iloc[0]
     spec = rates.iloc[1:].sort_values(["max_rps", "k"], ascending=[False, True], kind="stable").iloc[0]
     option = spec["option"]
-    shown = lambda x: "—" if not np.isfinite(x) else f"{x:.3g}"
+    shown = number
     need = [serving.gpus_needed(GOAL, r, grid.gpus) for r in (plain["max_rps"], spec["max_rps"])]
-    stops = serving.speculation_stops_paying(best)
-    load = i18n.text(lang, "requests/s" if mode == "open" else "users")
+    top = float(np.nanmax(rates["max_rps"]))
+    stops = serving.stops_paying_rate(grid, serving.Lengths.fixed(OUTPUT), top, ttft_s=TTFT_S, tpot_s=TPOT_S)
+    never = i18n.text(lang, "never, up to the largest rate meeting the SLA")
     return [
         (i18n.text(lang, "Largest rate per GPU meeting the SLA, no speculation"), shown(plain["max_rps_per_gpu"]), ""),
         (
@@ -127,13 +129,13 @@ def expected_headline(alpha: float, mode: str, loads: list[float], lang: str = "
             f"{spec['max_rps'] / plain['max_rps'] - 1:+.0%}",
         ),
         (
-            i18n.text(lang, "GPUs for {rate} requests/s (no speculation / {option})", rate=f"{GOAL:g}", option=option),
+            i18n.text(lang, "GPUs for {rate} requests/s (no speculation / {option})", rate=number(GOAL), option=option),
             " / ".join(shown(n) for n in need),
             "",
         ),
         (
             i18n.text(lang, "Speculation stops paying at"),
-            i18n.text(lang, "never, in the loads shown") if stops is None else f"{stops:g} {load}",
+            never if stops is None else i18n.text(lang, "{rate} requests/s per GPU", rate=number(stops / grid.gpus)),
             "",
         ),
     ]
@@ -277,7 +279,8 @@ def test_moving_alpha_and_switching_traffic_follow_in_the_url_and_the_headline(a
     wait_drawn(page)
     expect(page.locator(f"{PLOT} .g-xtitle").first).to_have_text("requests/s")
     opened = expected_headline(0.75, "open", RATES)
-    assert opened[3] != after[3], "the open loop should move where speculation stops paying"
+    # where speculation stops paying is a rate of the model (serving.stops_paying_rate), not a load shown
+    assert opened[3] == after[3], "the traffic mode should not move where speculation stops paying"
     assert_headline(page, opened)
     assert query(page.url).get("alpha") == ["0.75"], page.url
     assert_no_exception(page, "/serving after switching to open loop")

@@ -204,6 +204,33 @@ def test_the_error_band_is_the_held_out_rows_deciles(tmp_path):
         stack_profiles.error_band("vllm", "latency", path)
 
 
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    point=st.floats(1e-9, 1e9),
+    lo=st.floats(1e-3, 1e3),
+    spread=st.floats(1.0, 1e3),
+    median=st.floats(0.0, 1.0),
+)
+def test_the_point_estimate_lies_inside_its_band_for_any_band(point, lo, spread, median):
+    """Issue 56: step 14.9 ms beside a band of 15.5–31.7 ms; the band is now the hull of the point and measured."""
+    hi = lo * spread
+    band = {"lo": lo, "hi": hi, "median": lo + median * (hi - lo), "rows": 7, "basis": "stack"}
+    e = stack_profiles.estimate(point, band)
+    assert e.low <= e.point == point <= e.high
+    assert e.low == pytest.approx(min(point, point / hi)) and e.high == pytest.approx(max(point, point / lo))
+    assert (e.bias is None) == (lo <= 1 <= hi)  # a bias is named only where every held-out row lies on one side
+    if e.bias is not None:
+        assert (e.bias > 0) == (hi < 1)  # predicted / measured below 1: measured above the prediction
+    many = stack_profiles.estimate(np.array([point, 2 * point]), band)
+    assert (many.low <= many.point).all() and (many.point <= many.high).all()
+
+
+def test_the_band_of_the_issue_56_report_holds_its_point_and_names_the_bias():
+    e = stack_profiles.estimate(14.9, {"lo": 0.47, "hi": 0.96, "median": 0.78, "rows": 99, "basis": "stack"})
+    assert (e.low, e.point) == (14.9, 14.9) and e.high == pytest.approx(14.9 / 0.47)
+    assert e.bias == pytest.approx(1 / 0.78 - 1)  # measured 28 % above the prediction at the median
+
+
 @settings(max_examples=examples(40), deadline=None)
 @given(
     overhead=st.floats(0, 5e-3),

@@ -225,6 +225,21 @@ def test_speculation_stops_paying():
     assert serving.speculation_stops_paying(frame.assign(k_best=[0, 0, 0, 0, 0])) == 1
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("tpot_s", [0.05, 0.012])
+def test_the_rate_speculation_stops_paying_at_agrees_with_the_largest_rates(grid, tpot_s):
+    """Issue 56: "−5 %" (speculation's largest rate below plain's) stood beside "stops paying: never"."""
+    sla = dict(ttft_s=2.0, tpot_s=tpot_s)
+    m = serving.max_rate(grid, G, **sla)
+    plain, spec = m["max_rps"].iloc[0], m["max_rps"].iloc[1:].max()
+    stops = serving.stops_paying_rate(grid, G, float(m["max_rps"].max()), **sla)
+    if spec < plain:  # only plain decoding meets the SLA between the two: speculation stopped paying below
+        assert stops is not None and stops <= spec * 1.001
+    else:
+        assert stops is None
+    assert serving.stops_paying_rate(grid, G, float("nan"), **sla) is None
+
+
 def test_a_pair_that_does_not_fit_is_refused():
     with pytest.raises(Message, match="do not fit on the GPU"):
         serving.cost_grid(

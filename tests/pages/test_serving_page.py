@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import numpy as np
 import pytest
@@ -188,3 +189,43 @@ def test_a_tree_is_one_more_line_beside_the_chains():
     names = [t["name"] for t in figure["data"]]
     assert len(names) == 8 and names[-1].startswith("tree of 8") and "depth" in names[-1]
     assert at.query_params["tree"] == "8"
+
+
+def test_a_link_with_more_users_than_the_model_takes_is_refused_by_the_link_reader_not_the_page():
+    """Defect 6 of issue 56: users=100000 passed the link (≤ 100,000) and failed the model (≤ 10,000)."""
+    at = open_app(PAGE, mode="closed", users="4,100000")
+    assert not shown_errors(at)
+    assert any("users" in w.value.lower() and "10000" in w.value.replace(",", "") for w in at.warning)
+
+
+def test_gpu_counts_are_whole_numbers_with_thousands_separators():
+    """Defect 7 of issue 56: GPUs for 1e+06 requests/s read 5.49e+04 / 5.76e+04."""
+    at = open_app(PAGE, goal="1000000")
+    m = metric(at, "GPUs for")
+    assert "e+" not in m.value + m.label and "1,000,000" in m.label
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", n) for n in m.value.split(" / ")), m.value
+
+
+def test_when_no_k_meets_the_sla_no_label_names_a_k():
+    """Defect 8 of issue 56: "no K meets the SLA" beside a GPU count labelled K = 1."""
+    at = open_app(PAGE, ttft="0.045")
+    assert "no K meets the SLA" in metric(at, "… with speculation").label
+    assert not [m.label for m in at.metric if "K = " in m.label]
+
+
+def test_the_defaults_open_on_loads_that_fit_and_the_headline_agrees_with_itself():
+    """Issue 56: the page opened in "Overloaded at 3 of the loads", and "−5 %" stood beside "stops paying: never"."""
+    at = open_app(PAGE)
+    assert not at.warning and not at.error
+    delta = metric(at, "… with speculation").delta
+    stops = metric(at, "Speculation stops paying").value
+    assert delta and (delta.startswith("-") or delta.startswith("−")) == (not stops.startswith("never")), (delta, stops)
+
+
+@pytest.mark.slow
+def test_hardware_and_serving_open_on_the_same_engine_profile_and_say_it():
+    hw_page = open_app("pages/hardware.py")
+    at = open_app(PAGE)
+    assert at.selectbox(key="serving.engine").value == hw_page.selectbox(key="hardware.engine").value
+    for page in (at, hw_page):
+        assert any(c.value.startswith("Priced with the engine profile") for c in page.caption)

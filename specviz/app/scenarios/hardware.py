@@ -76,7 +76,7 @@ def controls(machine: dict | None) -> tuple[Param, ...]:
         Param("ep", False, "bool", label=N_("Expert parallel (EP = TP)")),
         Param("skew", 0.0, "float", 0.0, 2.0, label=N_("Routing skew (Zipf exponent; 0: uniform)")),
         Param("dtype", "bf16", "choice", choices=tuple(hardware.DTYPE_BYTES), label=N_("dtype")),
-        profiles.profile_param(),  # a catalogue profile, or custom with its terms in eng_terms
+        profiles.profile_param(default=stack_profiles.SERVER_PROFILE),  # or custom, its terms in eng_terms
         profiles.terms_param(),
         Param("g_mem", 80.0, "float", 1.0, 4096.0, label=N_("Memory (GB)")),
         Param("g_bw", 3.35, "float", 0.01, 100.0, label=N_("Bandwidth (TB/s)")),
@@ -192,13 +192,19 @@ def scenario(view: dict, target, draft, gpu, alpha, shape: dict, decay: str | No
 
 def build(view: dict, session, show_error) -> tuple[Scenario, object, object]:
     """(scenario, target, draft) of the controls' ``view``: each input that cannot be resolved is told with
-    ``show_error`` and replaced (the default pair, a chain, the typed α)."""
+    ``show_error`` and replaced (a refused upload by the controls' pair, a bad pair by the default, a chain,
+    the typed α)."""
     try:
-        uploads = (session.get(f"{PAGE}.upload_target"), session.get(f"{PAGE}.upload_draft"))
-        target, draft = chosen_pair(view, *uploads)
+        target, draft = chosen_pair(view)
     except ValueError as exc:
         show_error(exc)
         target, draft = PAIRS.loc[DEFAULT_PAIR, "target"], PAIRS.loc[DEFAULT_PAIR, "draft"]
+    for which in ("target", "draft"):
+        file = session.get(f"{PAGE}.upload_{which}")
+        try:
+            target, draft = with_upload(target, draft, which, file)
+        except ValueError as exc:  # the figures keep the pair chosen without it, and say so
+            show_error(ValueError(refused(view, which, file, exc)))
     target = hardware.with_routing_skew(target, view["skew"])
     try:
         shape = round_shape(view, target, draft)
@@ -237,18 +243,40 @@ def uploaded(file, which: str) -> dict | None:
     return hardware.from_hf_config(file.getvalue(), name=f"uploaded {which} ({file.name})")
 
 
-def chosen_pair(view: dict, target_file=None, draft_file=None) -> tuple:
-    """(target, draft): an uploaded config.json, else the preset pair, else the two catalogue choices."""
-    if view["pair"] != CUSTOM:
-        target, draft = PAIRS.loc[view["pair"], "target"], PAIRS.loc[view["pair"], "draft"]
-    else:
-        target, draft = view["target"], view["draft"]
-    target, draft = uploaded(target_file, "target") or target, uploaded(draft_file, "draft") or draft
+def checked_pair(target, draft) -> tuple:
+    """(target, draft) where they pair (a head trained for the target, one vocabulary); else ValueError."""
     if heads.is_head(draft):
         heads.check_target(draft, hardware.model_spec(target).get("name"))
     elif draft != NGRAM:
         hardware.check_pair(target, draft)
     return target, draft
+
+
+def chosen_pair(view: dict) -> tuple:
+    """(target, draft) of the controls: the preset pair, else the two catalogue choices."""
+    if view["pair"] != CUSTOM:
+        return checked_pair(PAIRS.loc[view["pair"], "target"], PAIRS.loc[view["pair"], "draft"])
+    return checked_pair(view["target"], view["draft"])
+
+
+def with_upload(target, draft, which: str, file) -> tuple:
+    """(target, draft) with the uploaded config.json ``file`` (or None) as ``which``; ValueError if refused."""
+    model = uploaded(file, which)
+    if model is None:
+        return target, draft
+    return checked_pair(model, draft) if which == "target" else checked_pair(target, model)
+
+
+def refused(view: dict, which: str, file, exc: Exception) -> str:
+    """Why the uploaded ``file`` was refused, and which pair the figures keep, in this session's language."""
+    pair = view["pair"] if view["pair"] != CUSTOM else f"{view['target']} + {view['draft']}"
+    return ui.t(
+        "The uploaded {role} config.json “{file}” was refused: {why}. The figures keep the pair chosen in the controls, {pair}.",
+        role=ui.t(ROLES[which]),
+        file=file.name,
+        why=ui.message(exc).rstrip("."),
+        pair=pair,
+    )
 
 
 def draft_choices(target, draft: str) -> tuple:
@@ -378,26 +406,40 @@ def experts_touched(s: Scenario) -> dict:
     return dict(k=k, n=n, touched=float(moe.experts_touched(e, k, n)), e=e, most=min(n * k, e))
 
 
-def error_band(s: Scenario, kind: str) -> dict | None:
-    """The engine profile's error band (:func:`specviz.core.profiles.error_band`: the 10th and 90th
-    percentile of predicted / measured on held-out published rows), or None where it has none."""
-    if s.profile.name not in PROFILES.index:  # a custom profile was scored on no held-out row
+def estimate(s: Scenario, kind: str, point) -> stack_profiles.Estimate | None:
+    """``point`` ("step" or "speedup", scalar or array) with the engine profile's band
+    (:func:`specviz.core.profiles.estimate`), or None where the profile has none (a custom one: no held-out row)."""
+    if s.profile.name not in PROFILES.index:
         return None
-    return stack_profiles.error_band(s.profile.name, kind)
+    band = stack_profiles.error_band(s.profile.name, kind)
+    return None if band is None else stack_profiles.estimate(point, band)
 
 
-def band_text(band: dict, predicted: float, fmt: str) -> str:
-    """What a measurement typically is beside the prediction: predicted / hi … predicted / lo."""
-    fields = dict(low=fmt.format(predicted / band["hi"]), high=fmt.format(predicted / band["lo"]), n=band["rows"])
-    if band.get("basis") == "all":  # too few rows of this profile: every profile's held-out rows stand in
-        return ui.t(
+def band_text(e: stack_profiles.Estimate, fmt: str) -> str:
+    """What a measurement typically is beside the prediction, and the held-out bias where it is one-sided."""
+    fields = dict(low=fmt.format(e.low), high=fmt.format(e.high), n=e.rows)
+    if e.basis == "all":  # too few rows of this profile: every profile's held-out rows stand in
+        text = ui.t(
             "Measured is typically between {low} and {high}: the 10–90 % range of held-out published rows of every profile (this one has too few), {n} rows.",
             **fields,
         )
-    return ui.t(
-        "Measured is typically between {low} and {high}: the 10–90 % range of held-out published rows for this profile, {n} rows.",
-        **fields,
-    )
+    else:
+        text = ui.t(
+            "Measured is typically between {low} and {high}: the 10–90 % range of held-out published rows for this profile, {n} rows.",
+            **fields,
+        )
+    if e.bias is None:
+        return text
+    share = f"{abs(e.bias):.0%}"
+    if e.bias > 0:
+        return text + " " + ui.t("Held-out rows measured {share} above the prediction (median).", share=share)
+    return text + " " + ui.t("Held-out rows measured {share} below the prediction (median).", share=share)
+
+
+def band_note(s: Scenario, kind: str, point: float, fmt: str) -> str | None:
+    """The caption of ``point``'s band under its metric, or None where the profile has no band."""
+    e = estimate(s, kind, point)
+    return None if e is None else band_text(e, fmt)
 
 
 def context_warnings(s: Scenario) -> list[str]:

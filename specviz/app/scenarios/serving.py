@@ -172,18 +172,29 @@ def sweep(s: Scenario) -> tuple:
     return priced, output, frame, best, rates
 
 
+@ui.cached
+def stops_paying(r: Replica, top: float, ttft: float, tpot_ms: float) -> float | None:
+    """:func:`specviz.core.serving.stops_paying_rate` of the replica (cached: the headline asks on every rerun)."""
+    return serving.stops_paying_rate(grid(r), r.output.lengths(), top, ttft_s=ttft, tpot_s=tpot_ms / 1e3)
+
+
 def headline(s: Scenario, priced, best: pd.DataFrame, rates: pd.DataFrame) -> dict:
     """The answers: the largest rates with and without speculation (rows of ``rates``), whether speculation
-    meets the SLA, the GPUs for the target rate each way, the load from which speculation stops paying and
-    how many loads are overloaded."""
+    meets the SLA (``option``: the best one's label, None where no K meets it), the GPUs for the target rate
+    each way, the rate from which speculation stops paying (up to the largest rate any option meets the SLA
+    at, so it agrees with the two largest rates) and how many loads are overloaded."""
     plain = rates.iloc[0]
     spec = rates.iloc[1:].sort_values(["max_rps", "k"], ascending=[False, True], kind="stable").iloc[0]
     need = [serving.gpus_needed(s.goal, r, priced.gpus) for r in (plain["max_rps"], spec["max_rps"])]
+    meets = bool(np.isfinite(spec["max_rps"]))
+    top = float(np.nanmax(rates["max_rps"])) if rates["max_rps"].notna().any() else float("nan")
+    stops = stops_paying(s.replica, top, s.ttft, s.tpot)
     return dict(
         plain=plain,
         spec=spec,
-        meets=bool(np.isfinite(spec["max_rps"])),
+        option=spec["option"] if meets else None,
+        meets=meets,
         need=need,
-        stops=serving.speculation_stops_paying(best),
+        stops=None if stops is None else stops / priced.gpus,  # per GPU, as the largest rates
         over=best["overloaded"].sum(),
     )

@@ -46,6 +46,7 @@ from specviz.app.ui.controls import (
 from specviz.app.ui.display import (
     markdown_table,
     message,
+    number,
     plain,
     public_message,
     reported_errors,
@@ -81,6 +82,7 @@ __all__ = [
     "markdown_table",
     "message",
     "multiselect",
+    "number",
     "number_input",
     "parsed_upload",
     "plain",

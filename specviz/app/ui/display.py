@@ -23,6 +23,18 @@ def plain(text: str) -> str:
     return _MARKDOWN.sub(r"\\\1", str(text))
 
 
+def number(x, digits: int = 3) -> str:
+    """A number as a person reads it: a whole number in full with thousands separators (54,900, never
+    5.49e+04), else ``digits`` significant digits without an exponent; "—" for NaN, None or infinity."""
+    if x is None or not np.isfinite(x):
+        return "—"
+    x = float(x)
+    if x == round(x) and abs(x) < 1e15:
+        return f"{round(x):,}"
+    decimals = max(0, digits - 1 - int(np.floor(np.log10(abs(x)))))
+    return f"{x:,.{decimals}f}"
+
+
 def markdown_table(frame, formats: dict[str, str] | None = None) -> str:
     """``frame`` as a GitHub-flavoured Markdown table, every cell shown as written.
 

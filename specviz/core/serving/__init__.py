@@ -21,7 +21,14 @@ from specviz.core.serving.grid import (
 )
 from specviz.core.serving.queue import PREFILL_TAIL, TAIL_LEVELS, steady_state
 from specviz.core.serving.simulate import open_loop_point, simulate_batching
-from specviz.core.serving.sla import best_by_load, gpus_needed, k_by_batch, max_rate, speculation_stops_paying
+from specviz.core.serving.sla import (
+    best_by_load,
+    gpus_needed,
+    k_by_batch,
+    max_rate,
+    speculation_stops_paying,
+    stops_paying_rate,
+)
 from specviz.core.serving.slots import (
     KV_LAYOUTS,
     SLOT_STACKS,
@@ -30,13 +37,22 @@ from specviz.core.serving.slots import (
     run_lengths,
     scattered_steps,
 )
-from specviz.core.serving.traffic import MAX_LENGTH, MAX_USERS, MODES, Lengths, decode_context, mean_tokens_over_context
+from specviz.core.serving.traffic import (
+    MAX_LENGTH,
+    MAX_USERS,
+    MIN_OUTPUT,
+    MODES,
+    Lengths,
+    decode_context,
+    mean_tokens_over_context,
+)
 
 __all__ = [
     "GRID_POINTS",
     "KV_LAYOUTS",
     "MAX_LENGTH",
     "MAX_USERS",
+    "MIN_OUTPUT",
     "MODES",
     "PREFILL",
     "PREFILL_TAIL",
@@ -65,5 +81,6 @@ __all__ = [
     "simulate_batching",
     "speculation_stops_paying",
     "steady_state",
+    "stops_paying_rate",
     "tree_option",
 ]

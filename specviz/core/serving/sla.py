@@ -70,6 +70,23 @@ def speculation_stops_paying(best: pd.DataFrame) -> float | None:
     return float(b["load"].iloc[last[-1] + 1 if last.size else 0])
 
 
+def stops_paying_rate(
+    grid: CostGrid, output: Lengths, top: float, *, ttft_s=None, tpot_s=None, points: int = 48
+) -> float | None:
+    """:func:`speculation_stops_paying` over Poisson rates up to ``top`` (the largest any option meets the SLA at,
+    :func:`max_rate`): geometric from top / 100, refined once. None: speculation pays at every rate, or none meets."""
+    if not (np.isfinite(top) and top > 0):
+        return None
+    sla = dict(ttft_s=ttft_s, tpot_s=tpot_s)
+    lam = np.geomspace(top / 100, top, points)
+    stop = speculation_stops_paying(best_by_load(steady_state(grid, output, lam, mode="open"), **sla))
+    if stop is None or stop <= lam[0]:
+        return stop
+    before = lam[np.searchsorted(lam, stop) - 1]
+    fine = np.linspace(before, stop, 17)
+    return speculation_stops_paying(best_by_load(steady_state(grid, output, fine, mode="open"), **sla))
+
+
 def max_rate(
     grid: CostGrid, output: Lengths, *, ttft_s: float | None = None, tpot_s: float | None = None, points: int = 256
 ) -> pd.DataFrame:

@@ -12,6 +12,7 @@ from specviz.core import theory
 MODES = ("open", "closed")  #: Poisson arrivals at a rate, or a fixed number of users
 MAX_LENGTH = 1_048_576  #: the longest prompt or output accepted, tokens
 MAX_USERS = 10_000  #: the most users of a closed loop (its distribution has a state per user)
+MIN_OUTPUT = 2  #: the shortest output, tokens (TPOT is defined over the tokens after the first)
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,10 @@ class Lengths:
 
 
 def _check_output(output: Lengths) -> None:
-    if output.values.min() < 2:
+    if output.values.min() < MIN_OUTPUT:
         raise Message(
-            "output lengths must be at least 2 tokens (TPOT is defined over the tokens after the first); got {value}",
+            "output lengths must be at least {least} tokens (TPOT is defined over the tokens after the first); got {value}",
+            least=MIN_OUTPUT,
             value=int(output.values.min()),
         )
 
