@@ -124,6 +124,7 @@ def _navigation() -> tuple[StreamlitPage, dict[str, Path]]:
 def _run(current: StreamlitPage) -> None:
     """The shared sidebar, then the chosen page, marked as routed."""
     with st.sidebar:
+        ui.headline_style()
         ui.language_switch()
         ui.identity_sidebar()
         st.caption(

@@ -14,8 +14,8 @@ labels (series, rules, cells) stay as they are; plotly's ``%{…}`` fields are f
 written in a message.
 
 One module per page family: :mod:`.design` (design space, break-even), :mod:`.lab`, :mod:`.measured`,
-:mod:`.strategies`, :mod:`.engines`, :mod:`.hardware` (Hardware & batch), and :mod:`.budget` (what a
-figure may send). The package re-exports every builder.
+:mod:`.strategies`, :mod:`.engines`, :mod:`.hardware` (Hardware & batch), :mod:`.budget` (what a
+figure may send) and :mod:`.layout` (the layout every chart shares). The package re-exports every builder.
 """
 
 from specviz.app.figures.budget import MAX_POINTS, point_count, trace_points, within_budget
@@ -43,6 +43,7 @@ from specviz.app.figures.design import (
     stepped,
 )
 from specviz.app.figures.lab import distribution_bars, emitted_vs_target, n_histogram
+from specviz.app.figures.layout import readable
 from specviz.app.figures.measured import (
     acceptance_by_context,
     acceptance_by_domain,
@@ -112,6 +113,7 @@ __all__ = [
     "point_count",
     "policy_bars",
     "policy_sweep",
+    "readable",
     "speedup_by_batch_measured",
     "speedup_colorscale",
     "speedup_vs_k",

@@ -173,7 +173,6 @@ def grid_figure(
         title=title,
         margin=dict(l=10, r=10, t=40, b=10),
         height=460,
-        legend=dict(orientation="h", x=1.0, xanchor="right", y=1.02, yanchor="bottom"),
     )
     return fig
 

@@ -34,7 +34,6 @@ def distribution_bars(p: np.ndarray, q: np.ndarray, lang: str = "en") -> go.Figu
         xaxis_title=text(lang, "token x"),
         yaxis_title=text(lang, "probability"),
         height=380,
-        legend=dict(orientation="h", y=1.12),
         margin=dict(l=10, r=10, t=30, b=10),
     )
     return fig
@@ -93,7 +92,6 @@ def emitted_vs_target(freq: np.ndarray, p: np.ndarray, q: np.ndarray, lang: str 
         xaxis_title=text(lang, "token x"),
         yaxis_title=text(lang, "probability"),
         height=360,
-        legend=dict(orientation="h", y=1.12),
         margin=dict(l=10, r=10, t=30, b=10),
     )
     return fig

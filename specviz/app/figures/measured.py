@@ -52,7 +52,6 @@ def _layout(fig: go.Figure, x: str, y: str, height: int = 420) -> go.Figure:
         yaxis_title=y,
         height=height,
         margin=dict(l=10, r=10, t=30, b=10),
-        legend=dict(orientation="h", y=-0.2, yanchor="top"),
         hovermode="closest",
     )
     return fig

@@ -52,7 +52,8 @@ def tree_figure(x, y, parents, path_prob, labels, lang: str = "en") -> go.Figure
         ]
     )
     fig.update_xaxes(visible=False)
-    fig.update_yaxes(title=text(lang, "depth"), tickvals=sorted(set(np.asarray(y).tolist())), ticktext=None)
+    depths = sorted(set(np.asarray(y).tolist()))  # drawn at y = −depth, the root on top, labelled 0, 1, 2, …
+    fig.update_yaxes(title=text(lang, "depth"), tickvals=depths, ticktext=[f"{abs(d):g}" for d in depths])
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=30, b=10))
     return fig
 

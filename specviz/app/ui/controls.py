@@ -228,10 +228,11 @@ def publish(page: str, spec: Sequence[share.Param], url_path: str) -> dict[str, 
 
 
 def chart(fig, **kwargs) -> None:
-    """``st.plotly_chart(fig, **kwargs)`` within the point budget: a figure over
-    :data:`specviz.app.figures.MAX_POINTS` values is thinned evenly (:func:`specviz.app.figures.within_budget`)
-    and says so under the chart. Every chart of the app goes through here."""
-    fig, total, sent = figures.within_budget(fig)
+    """``st.plotly_chart(fig, **kwargs)`` laid out to read at any width (:func:`specviz.app.figures.readable`)
+    and within the point budget: a figure over :data:`specviz.app.figures.MAX_POINTS` values is thinned evenly
+    (:func:`specviz.app.figures.within_budget`) and says so under the chart. Every chart of the app goes
+    through here."""
+    fig, total, sent = figures.within_budget(figures.readable(fig))
     st.plotly_chart(fig, **kwargs)
     if sent < total:
         st.caption(
@@ -241,6 +242,21 @@ def chart(fig, **kwargs) -> None:
                 total=f"{total:,}",
             )
         )
+
+
+#: Headline numbers (``st.metric``) wrap instead of ending in "…": a label or value wider than its column
+#: (a long Chinese label, four metrics in a row, a phone) is read whole, as Streamlit already prints it.
+HEADLINE_CSS = """<style>
+[data-testid="stMetric"] [data-testid="stMarkdownContainer"], [data-testid="stMetric"] [data-testid="stMarkdownContainer"] p {
+    overflow: visible !important; text-overflow: clip !important; white-space: normal !important;
+    overflow-wrap: anywhere !important; max-width: 100% !important; min-width: 0 !important;
+}
+</style>"""
+
+
+def headline_style() -> None:
+    """Let every headline label and value of the page wrap (:data:`HEADLINE_CSS`); a style, no element drawn."""
+    st.html(HEADLINE_CSS)
 
 
 def csv_download(label: str, table: Callable[[], Any], file_name: str, key: str) -> None:
