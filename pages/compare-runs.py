@@ -19,7 +19,7 @@ def group_table(table) -> None:
     """A pooled (group, K) table with its intervals."""
     shown = table.drop(columns=["order", "context"])
     rounded = shown.round(dict.fromkeys(("mean_tokens", "mean_lo", "mean_hi", "alpha", "alpha_lo", "alpha_hi"), 3))
-    ui.table(rounded, ui.headings(measured.GROUP_COLUMNS))
+    ui.table(rounded, ui.headings(measured.GROUP_COLUMNS), keep_names=True)
 
 
 def context_view(points) -> None:
@@ -98,7 +98,7 @@ def overlay_section(engine, runs, scenario: measured.Comparison) -> None:
             "One series per configuration: run, label, and every model, hardware, method, batch size or temperature that differs within them. Its curves use the series' α (mean of the α used per row) and c (median); the dashed curve adds the measured verify cost v and overhead o."
         )
     )
-    ui.table(params, ui.headings(measured.SERIES_COLUMNS, **COST_COLUMNS))
+    ui.table(params, ui.headings(measured.SERIES_COLUMNS, **COST_COLUMNS), keep_names=True)
     tab_s, tab_map, tab_n, tab_parity, tab_pos, tab_ctx = st.tabs(
         [ui.t(title) for title in measured.TAB_TITLES.values()]
     )

@@ -39,6 +39,7 @@ def published_view(engine, runs, scenario: measured.Published) -> None:
         table.round(3),
         ui.headings(measured.REFERENCE_COLUMNS)
         | {c: ui.Col(measured.REFERENCE_COLUMNS[c], missing=unpublished) for c in PUBLISHED},
+        keep_names=True,
     )
 
 

@@ -92,7 +92,11 @@ def show_report(report: measurements.LoadReport) -> None:
             for e in report.row_errors[:500]
         ]
         empty = N_("the cell is empty")
-        ui.table(pd.DataFrame(rows), ui.headings(measured.ERROR_COLUMNS, value=ui.Col(N_("value"), missing=empty)))
+        ui.table(
+            pd.DataFrame(rows),
+            ui.headings(measured.ERROR_COLUMNS, value=ui.Col(N_("value"), missing=empty)),
+            keep_names=True,
+        )
 
 
 def add_section(engine, runs, view: measured.LibraryView) -> None:
@@ -147,7 +151,9 @@ def add_section(engine, runs, view: measured.LibraryView) -> None:
                 ui.show_error(exc)
                 continue
             show_report(report)
-            ui.table(frame.head(200), {c: ui.Col(missing=N_("not in the file")) for c in frame.columns})
+            ui.table(
+                frame.head(200), {c: ui.Col(missing=N_("not in the file")) for c in frame.columns}, keep_names=True
+            )
             saved = st.session_state.setdefault(key("saved"), {})
             if digest in saved and saved[digest] not in existing:
                 del saved[digest]  # deleted since: it may be saved again
@@ -215,6 +221,7 @@ def trash_section(engine) -> None:
         ui.table(
             trash[["id", "label", "n_rows", "created_by", "trashed_by", "trashed_at"]],
             ui.headings(measured.TRASH_COLUMNS, created_by=SAVED_BY, trashed_at=ui.Col(N_("trashed (UTC)"))),
+            keep_names=True,
         )
         label_of = dict(zip(trash["id"], trash["label"], strict=True))
         chosen = ui.multiselect(
@@ -261,7 +268,7 @@ def audit_section(engine) -> None:
         return
     with st.expander(ui.t("Audit trail"), icon=":material/history:"):
         trail = store.audit_trail(engine, who=WHO)
-        ui.table(trail, ui.headings(measured.AUDIT_COLUMNS, at=ui.Col(N_("when (UTC)"))))
+        ui.table(trail, ui.headings(measured.AUDIT_COLUMNS, at=ui.Col(N_("when (UTC)"))), keep_names=True)
         st.download_button(
             ui.t("Download the audit trail (CSV)"),
             lambda: store.export_csv(trail),
@@ -296,6 +303,7 @@ def library_section(engine, runs) -> None:
             uploaded_at=ui.Col(N_("uploaded (UTC)")),
         ),
         key=key("tbl_runs"),
+        keep_names=True,
     )
     label_of = dict(zip(runs["id"], runs["label"], strict=True))
     selected = pick_runs(runs, shown["id"])

@@ -174,17 +174,21 @@ def table(
     key: str | None = None,
     width: str = "stretch",
     height: int | str = "auto",
+    keep_names: bool = False,
 ) -> None:
     """Show ``frame`` as an interactive table, each column in one unit and format (:class:`Col`).
 
     The data sent keep their values (sorting and the recorded numbers read them); only the shown text
     changes: numbers formatted and right-aligned, units in the headings, an empty cell as "—" with the
-    reason in its column's tooltip (st.dataframe shows no per-cell tooltip). The index is not shown.
+    reason in its column's tooltip (st.dataframe shows no per-cell tooltip). The index is not shown; the
+    columns are sent under their headings, or under their own names with ``keep_names``.
     """
     specs = _specs(frame, columns)
     heads = {c: heading(c, specs[c], t) for c in frame.columns}
-    frame = frame.reset_index(drop=True).rename(columns=heads)  # sent under its headings; no index is shown
-    specs = {heads[c]: col for c, col in specs.items()}
+    frame = frame.reset_index(drop=True)
+    if not keep_names:
+        frame = frame.rename(columns=heads)
+        specs, heads = {heads[c]: col for c, col in specs.items()}, {h: h for h in heads.values()}
     yes_no = (t("yes"), t("no"))
     styler = frame.style.format({c: (lambda v, col=specs[c]: cell_text(v, col, yes_no)) for c in frame.columns})
     config = {}
@@ -194,7 +198,7 @@ def table(
         if frame[c].map(is_missing).any():
             tip.append(f"{MISSING}: " + (t(col.missing) if col.missing else t("no value for this row")))
         config[c] = st.column_config.Column(
-            c,
+            heads[c],
             help="  \n".join(tip) or None,
             alignment="right" if col.kind in _NUMERIC else None,
         )
