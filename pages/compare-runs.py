@@ -5,26 +5,21 @@ import streamlit as st
 
 from specviz.app import figures, measured, overlays, router, share, ui
 from specviz.app.measured.selection import keep_listed, pick_runs, start
+from specviz.base.i18n import N_
 from specviz.core import acceptance
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 URL = measured.COMPARE
+NO_COST = N_("the rows give no step cost c")
+COST_COLUMNS = {name: ui.Col(name, missing=NO_COST) for name in ("c", "v", "o", "k_star_cost", "s_star_cost")}
 
 
 def group_table(table) -> None:
     """A pooled (group, K) table with its intervals."""
     shown = table.drop(columns=["order", "context"])
-    st.dataframe(
-        shown.round(dict.fromkeys(("mean_tokens", "mean_lo", "mean_hi", "alpha", "alpha_lo", "alpha_hi"), 3)),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            c: ui.t(h) if c not in ("k",) and not h.startswith(("E[", "α")) else h
-            for c, h in measured.GROUP_COLUMNS.items()
-            if c in shown
-        },
-    )
+    rounded = shown.round(dict.fromkeys(("mean_tokens", "mean_lo", "mean_hi", "alpha", "alpha_lo", "alpha_hi"), 3))
+    ui.table(rounded, ui.headings(measured.GROUP_COLUMNS), keep_names=True)
 
 
 def context_view(points) -> None:
@@ -103,12 +98,7 @@ def overlay_section(engine, runs, scenario: measured.Comparison) -> None:
             "One series per configuration: run, label, and every model, hardware, method, batch size or temperature that differs within them. Its curves use the series' α (mean of the α used per row) and c (median); the dashed curve adds the measured verify cost v and overhead o."
         )
     )
-    st.dataframe(
-        params,
-        hide_index=True,
-        width="stretch",
-        column_config={c: ui.t(h) for c, h in measured.SERIES_COLUMNS.items() if c in params.columns},
-    )
+    ui.table(params, ui.headings(measured.SERIES_COLUMNS, **COST_COLUMNS), keep_names=True)
     tab_s, tab_map, tab_n, tab_parity, tab_pos, tab_ctx = st.tabs(
         [ui.t(title) for title in measured.TAB_TITLES.values()]
     )

@@ -142,6 +142,6 @@ else:
     c2.metric(ui.t("c_L = T_draft / T_target (Leviathan et al.)"), f"{c_l:.4g}")
 
 st.subheader(ui.t("Glossary: what each serving stack calls it"))
-ui.static_table(glossary_table())
+ui.static_table(glossary_table(), {ui.t("metric"): ui.Col(missing=N_("not one of the converter's inputs"))})
 
 ui.publish(PAGE, SPEC, URL)

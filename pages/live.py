@@ -228,7 +228,7 @@ def show_results(run: live.LiveRun) -> None:
         )
     frame = run.frame()
     if run.request.batched:
-        st.dataframe(tables.shown_table(frame, tables.BATCH_TABLE, ui.t), hide_index=True, width="stretch")
+        ui.table(frame[list(tables.BATCH_TABLE)], tables.columns(tables.BATCH_TABLE), key="tbl_batch")
         views.show_exactness(run)
         ui.chart(figures.speedup_by_batch_measured(frame, lang=ui.language()), key="fig_batches")
         st.caption(
@@ -244,7 +244,7 @@ def show_results(run: live.LiveRun) -> None:
         return
     points = overlays.with_series(frame, lang=ui.language())
     params = overlays.series_params(points)
-    st.dataframe(tables.shown_table(frame, tables.TABLE, ui.t), hide_index=True, width="stretch")
+    ui.table(frame[list(tables.TABLE)], tables.columns(tables.TABLE), key="tbl_cells")
     views.show_exactness(run)
     views.show_charts(run, points, overlays.curves(params), params)
     show_keep(run, frame)

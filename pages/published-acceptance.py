@@ -4,10 +4,12 @@ import streamlit as st
 
 from specviz.app import measured, router, ui
 from specviz.app.measured.selection import keep_listed, pick_runs, start
+from specviz.base.i18n import N_
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 URL = measured.PUBLISHED
+PUBLISHED = ("published_alpha", "alpha_ratio", "published_tokens", "published_k", "published_temperature")
 
 
 def published_view(engine, runs, scenario: measured.Published) -> None:
@@ -32,14 +34,12 @@ def published_view(engine, runs, scenario: measured.Published) -> None:
             "α compares runs across K (E[N] grows with K); the published rows are listed closest first: the same draft, then the same method. Sources are in data/validation/acceptance.csv and measurements.csv."
         )
     )
-    st.dataframe(
+    unpublished = N_("the source publishes no such figure")
+    ui.table(
         table.round(3),
-        hide_index=True,
-        width="stretch",
-        column_config={
-            c: ui.t(h) if c not in ("alpha", "mean_accepted_tokens") else h
-            for c, h in measured.REFERENCE_COLUMNS.items()
-        },
+        ui.headings(measured.REFERENCE_COLUMNS)
+        | {c: ui.Col(measured.REFERENCE_COLUMNS[c], missing=unpublished) for c in PUBLISHED},
+        keep_names=True,
     )
 
 

@@ -3,17 +3,19 @@
 import hashlib
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from specviz.app import measured, router, ui
 from specviz.app.measured.selection import keep_listed, key, left_the_trash, pick_runs, select_next, start
 from specviz.base import settings
-from specviz.base.i18n import plural
+from specviz.base.i18n import N_, plural
 from specviz.data import measurements, store
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 URL = measured.LIBRARY
+SAVED_BY = ui.Col(N_("saved by"), missing=N_("saved with no one signed in"))
 PASTED = "pasted text"  # the pasted input's name as stored (a run's source); shown as md.pasted_text
 
 
@@ -80,20 +82,21 @@ def show_report(report: measurements.LoadReport) -> None:
             ),
             icon=":material/rule:",
         )
-        st.dataframe(
-            [
-                {
-                    "row": e.row,
-                    "column": e.column,
-                    "file header": e.header or e.column,
-                    "value": e.value,
-                    "allowed": ui.message(e.allowed),
-                }
-                for e in report.row_errors[:500]
-            ],
-            hide_index=True,
-            width="stretch",
-            column_config={c: ui.t(h) for c, h in measured.ERROR_COLUMNS.items()},
+        rows = [
+            {
+                "row": e.row,
+                "column": e.column,
+                "file header": e.header or e.column,
+                "value": e.value,
+                "allowed": ui.message(e.allowed),
+            }
+            for e in report.row_errors[:500]
+        ]
+        empty = N_("the cell is empty")
+        ui.table(
+            pd.DataFrame(rows),
+            ui.headings(measured.ERROR_COLUMNS, value=ui.Col(N_("value"), missing=empty)),
+            keep_names=True,
         )
 
 
@@ -151,7 +154,9 @@ def add_section(engine, runs, view: measured.LibraryView) -> None:
                 ui.show_error(exc)
                 continue
             show_report(report)
-            st.dataframe(frame.head(200), width="stretch")
+            ui.table(
+                frame.head(200), {c: ui.Col(missing=N_("not in the file")) for c in frame.columns}, keep_names=True
+            )
             saved = st.session_state.setdefault(key("saved"), {})
             if digest in saved and saved[digest] not in existing:
                 del saved[digest]  # deleted since: it may be saved again
@@ -225,12 +230,10 @@ def trash_section(engine) -> None:
                 days=settings.number("SPECVIZ_TRASH_DAYS"),
             )
         )
-        st.dataframe(
+        ui.table(
             trash[["id", "label", "n_rows", "created_by", "trashed_by", "trashed_at"]],
-            hide_index=True,
-            width="stretch",
-            column_config={c: ui.t(h) for c, h in measured.TRASH_COLUMNS.items()}
-            | {"trashed_at": st.column_config.DatetimeColumn(ui.t("trashed (UTC)"))},
+            ui.headings(measured.TRASH_COLUMNS, created_by=SAVED_BY, trashed_at=ui.Col(N_("trashed (UTC)"))),
+            keep_names=True,
         )
         label_of = dict(zip(trash["id"], trash["label"], strict=True))
         chosen = ui.multiselect(
@@ -283,13 +286,7 @@ def audit_section(engine) -> None:
         return
     with st.expander(ui.t("Audit trail"), icon=":material/history:"):
         trail = store.audit_trail(engine, who=WHO)
-        st.dataframe(
-            trail,
-            hide_index=True,
-            width="stretch",
-            column_config={c: ui.t(h) for c, h in measured.AUDIT_COLUMNS.items()}
-            | {"at": st.column_config.DatetimeColumn(ui.t("when (UTC)"))},
-        )
+        ui.table(trail, ui.headings(measured.AUDIT_COLUMNS, at=ui.Col(N_("when (UTC)"))), keep_names=True)
         st.download_button(
             ui.t("Download the audit trail (CSV)"),
             lambda: store.export_csv(trail),
@@ -315,12 +312,16 @@ def library_section(engine, runs) -> None:
         values = sorted({v for cell in runs[facet] for v in cell.split(", ") if v})
         facets[facet] = col.multiselect(ui.t(measured.FACETS[facet]), values, key=key(f"facet.{facet}"))
     shown = measured.filter_runs(runs, st.session_state[key("filter")], facets)
-    st.dataframe(
+    ui.table(
         shown,
-        hide_index=True,
-        width="stretch",
-        column_config={c: ui.t(h) for c, h in measured.LIBRARY_COLUMNS.items()}
-        | {"uploaded_at": st.column_config.DatetimeColumn(ui.t("uploaded (UTC)"))},
+        ui.headings(
+            measured.LIBRARY_COLUMNS,
+            note=ui.Col(N_("note"), missing=N_("no note given")),
+            created_by=SAVED_BY,
+            uploaded_at=ui.Col(N_("uploaded (UTC)")),
+        ),
+        key=key("tbl_runs"),
+        keep_names=True,
     )
     label_of = dict(zip(runs["id"], runs["label"], strict=True))
     selected = pick_runs(runs, shown["id"])

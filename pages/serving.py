@@ -134,19 +134,17 @@ def headline(s: scenarios.Scenario, grid, best: pd.DataFrame, rates: pd.DataFram
 
 
 def show_table(frame: pd.DataFrame, best: pd.DataFrame, mode: str) -> None:
-    load = ui.t("requests/s") if mode == "open" else ui.t("users")
-    table = best.rename(
-        columns={
-            "load": load,
-            "k_best": ui.t("best K"),
-            "tpot_s": ui.t("TPOT at best K (s)"),
-            "tpot_plain_s": ui.t("TPOT without speculation (s)"),
-            "speedup": ui.t("speedup"),
-            "meets_sla": ui.t("meets the SLA"),
-            "overloaded": ui.t("overloaded"),
-        }
-    ).drop(columns=["option"])
-    st.dataframe(table, hide_index=True, key=key("tbl_best"))
+    overloaded = N_("overloaded: no K keeps up with this load")
+    columns = {
+        "load": ui.Col(N_("requests/s"), digits=1) if mode == "open" else ui.Col(N_("users"), kind="int"),
+        "k_best": ui.Col(N_("best K"), kind="int", missing=overloaded),
+        "tpot_s": ui.Col(N_("TPOT at best K"), "ms", digits=1, scale=1e3, missing=overloaded),
+        "tpot_plain_s": ui.Col(N_("TPOT without speculation"), "ms", digits=1, scale=1e3, missing=overloaded),
+        "speedup": ui.Col(N_("speedup"), "×", digits=2, missing=overloaded),
+        "meets_sla": ui.Col(N_("meets the SLA"), kind="bool"),
+        "overloaded": ui.Col(N_("overloaded"), kind="bool"),
+    }
+    ui.table(best.drop(columns=["option"]), columns, key=key("tbl_best"))
     ui.csv_download(ui.t("Download every load × K (CSV)"), lambda: frame, "specviz-serving.csv", key("dl_csv"))
 
 

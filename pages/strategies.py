@@ -55,9 +55,9 @@ def shapes_section(s: Scenario) -> None:
 
 def table_section(s: Scenario) -> None:
     frame = scenarios.table(s.tree)
-    wide = frame.pivot(index="budget", columns="depth", values="expected_tokens")
-    wide = wide.rename_axis(index=ui.t("budget"), columns=ui.t("depth"))
-    st.dataframe(wide.style.format("{:.3f}"), width="stretch")
+    wide = frame.pivot(index="budget", columns="depth", values="expected_tokens").rename(columns="depth {}".format)
+    depths = {d: ui.Col(ui.t("depth {depth}", depth=d.split()[1])) for d in wide.columns}
+    ui.table(wide.reset_index(), {"budget": ui.Col(ui.t("budget"), kind="int")} | depths, key=key("tbl_budget"))
     st.caption(ui.t("Expected tokens per round of the optimal tree, by budget (rows) and maximum depth (columns)."))
 
 
@@ -223,7 +223,7 @@ def policies_section(s: Scenario) -> None:
         policy=frame["policy"].map(ui.message),  # the rules' labels are i18n.Phrase
         kind=frame["kind"].map(lambda k: ui.t(scenarios.KINDS[k]) if k in scenarios.KINDS else k),
     )
-    st.dataframe(scenarios.shown(table, scenarios.POLICY_COLUMNS), hide_index=True, width="stretch")
+    ui.table(table, scenarios.POLICY_COLUMNS, key=key("tbl_policies"))
     left, right = st.columns(2)
     with left:
         ui.chart(figures.k_over_rounds(got["ks"], lang=ui.language()), key="fig_k_rounds")
@@ -261,7 +261,7 @@ def ngram_section(s: Scenario) -> None:
         raise ValueError(ui.t("text: type at least two characters for prompt lookup to search"))
     frame = scenarios.ngram_table(s.ngram)
     ui.chart(figures.ngram_by_k(frame, lang=ui.language()), key="fig_ngram")
-    st.dataframe(scenarios.shown(frame.round(3), scenarios.NGRAM_COLUMNS), hide_index=True, width="stretch")
+    ui.table(frame.round(3), scenarios.NGRAM_COLUMNS, key=key("tbl_ngram"))
     st.caption(
         ui.t(
             "Prompt lookup replayed against the text itself, as if the target wrote exactly this text: each round drafts what followed the earliest earlier occurrence of the last n bytes (transformers: n = 2, then 1; vLLM: n = 5) and accepts the leading bytes that match. It measures how much the text repeats, not a model. The button below runs the real target."
@@ -278,9 +278,7 @@ def ngram_section(s: Scenario) -> None:
     frame = st.session_state.get(key("ngram_runs"))
     if frame is not None:
         drafters = frame["drafter"].map(lambda d: ui.t(scenarios.DRAFTERS[d]) if d in scenarios.DRAFTERS else d)
-        st.dataframe(
-            scenarios.shown(frame.assign(drafter=drafters), scenarios.RUN_COLUMNS), hide_index=True, width="stretch"
-        )
+        ui.table(frame.assign(drafter=drafters), scenarios.RUN_COLUMNS, key=key("tbl_ngram_runs"))
         st.caption(
             ui.t(
                 "Greedy, 64 new tokens per prompt, each against target-only decoding on this server (the Live benchmark page's engine and queue). The lookup's cost is measured, not taken as zero."

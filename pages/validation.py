@@ -33,6 +33,15 @@ STATISTICS = {
 KIND_NAMES = {"speedup": N_("speedup"), "step": N_("step time")}
 #: the headers of the row, terms and saved-profile tables (English: the column's own name, or :data:`SAID`'s)
 SAID = {"stack": N_("serving stack")}
+FORMATS = {"row_id": {"kind": "int"}, "batch": {"kind": "int"}, "n_rows": {"kind": "int"}, "changed": {"kind": "bool"}}
+ERROR_COLUMNS = {
+    **{"kind": N_("kind"), "stack": N_("serving stack"), "source_id": N_("source"), "method": N_("method")},
+    **{"rows": N_("rows"), "median_abs_err": N_("median |err|"), "within_15": N_("within ±15 %")},
+    **{"default_median_abs_err": N_("default: median |err|"), "default_within_15": N_("default: within ±15 %")},
+}
+_PERCENT = {"kind": "percent", "digits": 1, "missing": N_("no row of this kind")}
+ERROR_FORMATS = {"rows": {"kind": "int"}, "method": {"missing": N_("step times: measured with no drafting method")}}
+ERROR_FORMATS |= dict.fromkeys(list(ERROR_COLUMNS)[5:], _PERCENT)
 HEADERS = (
     *(N_("row_id"), N_("kind"), "stack", N_("target"), N_("draft"), N_("method"), N_("gpu"), N_("batch")),
     *(N_("measured"), N_("predicted"), N_("ratio"), N_("base_predicted"), N_("base_ratio")),
@@ -142,25 +151,16 @@ def parity_section(s: scenarios.Scenario, yours) -> None:
     )
 
 
-def headed(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with the headers of :data:`HEADERS` in this session's language."""
-    return frame.rename(columns={c: ui.t(SAID.get(c, c)) for c in frame.columns if c in HEADERS})
+def headed(frame: pd.DataFrame, key: str) -> None:
+    """Show ``frame`` with the headers of :data:`HEADERS` in this session's language."""
+    ui.table(frame, {c: ui.Col(SAID.get(c, c), **FORMATS.get(c, {})) for c in frame.columns if c in HEADERS}, key=key)
 
 
-def _errors_table(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.rename(
-        columns={
-            "kind": ui.t("kind"),
-            "stack": ui.t("serving stack"),
-            "source_id": ui.t("source"),
-            "method": ui.t("method"),
-            "rows": ui.t("rows"),
-            "median_abs_err": ui.t("median |err|"),
-            "within_15": ui.t("within ±15 %"),
-            "default_median_abs_err": ui.t("default: median |err|"),
-            "default_within_15": ui.t("default: within ±15 %"),
-        }
-    )
+def errors_table(frame: pd.DataFrame, key: str) -> None:
+    """Show an error summary: rows and |error| statistics, the fractions as percentages."""
+    if "method" in frame:  # step-time rows have no drafting method: the data say "none"
+        frame = frame.assign(method=frame["method"].replace("none", None))
+    ui.table(frame, {c: ui.Col(h, **ERROR_FORMATS.get(c, {})) for c, h in ERROR_COLUMNS.items()}, key=key)
 
 
 def errors_section(s: scenarios.Scenario, yours) -> None:
@@ -171,22 +171,26 @@ def errors_section(s: scenarios.Scenario, yours) -> None:
     predictor_caption(s)
     st.subheader(ui.t("Targets"))
     verdicts = tables["verdicts"]
-    st.dataframe(
+    ui.table(
         pd.DataFrame(
             {
-                ui.t("kind"): [ui.t(KIND_NAMES[k]) for k in verdicts["kind"]],
-                ui.t("statistic"): [ui.t(STATISTICS[s]) for s in verdicts["statistic"]],
-                ui.t("value"): [f"{v:.1%}" if v == v else "—" for v in verdicts["value"]],
-                ui.t("target"): [
+                "kind": [ui.t(KIND_NAMES[k]) for k in verdicts["kind"]],
+                "statistic": [ui.t(STATISTICS[s]) for s in verdicts["statistic"]],
+                "value": verdicts["value"],
+                "target": [
                     ("≤ " if m else "≥ ") + f"{b:.0%}"
                     for b, m in zip(verdicts["bound"], verdicts["at_most"], strict=True)
                 ],
-                ui.t("verdict"): [
-                    "—" if p is None else ui.t("PASS") if p else ui.t("FAIL") for p in verdicts["passed"]
-                ],
+                "verdict": [None if p is None else ui.t("PASS") if p else ui.t("FAIL") for p in verdicts["passed"]],
             }
         ),
-        hide_index=True,
+        {
+            "kind": ui.Col(N_("kind"), kind="text"),
+            "statistic": ui.Col(N_("statistic"), kind="text"),
+            "value": ui.Col(N_("value"), kind="percent", digits=1, missing=N_("no row of this kind")),
+            "target": ui.Col(N_("target"), kind="text"),
+            "verdict": ui.Col(N_("verdict"), kind="text", missing=N_("no row of this kind")),
+        },
         key="tbl_targets",
     )
     st.caption(
@@ -195,10 +199,10 @@ def errors_section(s: scenarios.Scenario, yours) -> None:
         )
     )
     st.subheader(ui.t("Overall"))
-    st.dataframe(_errors_table(tables["overall"]), hide_index=True, key="tbl_all")
+    errors_table(tables["overall"], "tbl_all")
     for by, title in BY.items():
         st.subheader(ui.t(title))
-        st.dataframe(_errors_table(tables["by"][by]), hide_index=True, key=f"tbl_{by}")
+        errors_table(tables["by"][by], f"tbl_{by}")
     per_row = tables["per_row"]
     ui.csv_download(ui.t("Download the per-row table (CSV)"), lambda: per_row, "validation_rows.csv", key="dl_rows")
 
@@ -215,7 +219,7 @@ def runs_section(s: scenarios.Scenario, yours) -> None:
     mine = validation.predict_yours(yours, s.published.pred)
     st.metric(ui.t("Your rows"), f"{len(mine)}")
     err = published.errors(mine)
-    st.dataframe(_errors_table(err.reset_index()), hide_index=True, key="tbl_yours_err")
+    errors_table(err.reset_index(), "tbl_yours_err")
     for kind in ("speedup", "step"):
         if (mine["kind"] == kind).any():
             fig = figures.parity(scenarios.chosen(s.published), mine, kind, validation.WITHIN, lang=ui.language())
@@ -226,7 +230,7 @@ def runs_section(s: scenarios.Scenario, yours) -> None:
         )
     )
     shown = ["row_id", "kind", "stack", "target", "draft", "method", "gpu", "batch", "measured", "predicted", "ratio"]
-    st.dataframe(headed(mine[shown]), hide_index=True, key="tbl_yours")
+    headed(mine[shown], "tbl_yours")
 
 
 def calibrate_section(s: scenarios.Scenario, yours) -> None:
@@ -246,11 +250,11 @@ def calibrate_section(s: scenarios.Scenario, yours) -> None:
     for column, name, which in ((left, ui.t("base profile"), "base"), (right, ui.t("fitted profile"), "fitted")):
         column.metric(ui.t("median |err|, {name}", name=name), f"{err[which]:.1%}")
     st.subheader(ui.t("Fitted terms"))
-    st.dataframe(headed(validation.terms_table(eff, base)), hide_index=True, key="tbl_terms")
+    headed(validation.terms_table(eff, base), "tbl_terms")
     st.code(terms or ui.t("(the default terms)"), language=None)
     ui.chart(figures.fit_parity(table, validation.WITHIN, lang=ui.language()), key="fig_fit")
     shown = ["row_id", "kind", "measured", "predicted", "ratio", "base_predicted", "base_ratio"]
-    st.dataframe(headed(table[shown]), hide_index=True, key="tbl_residuals")
+    headed(table[shown], "tbl_residuals")
     st.caption(
         ui.t(
             "published.fit_profile: least squares on log(predicted / measured), pulled toward the base profile where your rows do not constrain a term; terms rounded to 4 significant digits, so the profile saved and linked is exactly this one."
@@ -297,7 +301,7 @@ def saved_list(engine, deletes: bool = True) -> None:
     if saved.empty:
         st.caption(ui.t("No profile is saved yet."))
         return
-    st.dataframe(headed(saved.drop(columns=["id"])), hide_index=True, key="tbl_saved")
+    headed(saved.drop(columns=["id"]), "tbl_saved")
     if not deletes:
         return
     name = st.selectbox(ui.t("Profile to delete"), saved["name"], index=None, key=key("del_name"))

@@ -27,6 +27,7 @@ RUN_KEYS = {
 }  #: the runs of a comparison -> their names as shown
 LOAD_READ_TIMEOUT_S = 120.0  #: a completion may wait this long for its first chunk (a long prompt's prefill, a queue)
 #: The serving statistics of the load table: its column header → (the LoadResult statistic, its field).
+NO_COUNTERS = N_("the server reports no speculative-decoding counters")
 LATENCY_COLUMNS = {
     f"{name} {q} (ms)": (stat, q)
     for name, stat in (("TTFT", "ttft"), ("TPOT", "tpot"), ("ITL", "itl"))
@@ -165,7 +166,7 @@ def load_rows(results: dict, t: Callable[..., str]) -> list[dict]:
             t("tokens"): r.tokens,
             "tokens/s": r.tokens_per_s,
             t("requests/s"): r.requests_per_s,
-            t("p50 latency (s)"): r.latency_p50_s,
+            t("p50 latency (ms)"): r.latency_p50_s * 1e3,
             **{header: getattr(getattr(r, stat), q) * 1e3 for header, (stat, q) in LATENCY_COLUMNS.items()},
             t("draft acceptance"): r.draft_acceptance,
         }
@@ -223,8 +224,16 @@ def show_load(results: dict, who) -> None:
     """The load runs' table (headers in the session's language), their errors, the speedup and c, and a
     button per run that saves it to the run library."""
     entry = st.session_state[LOAD]
-    rows = load_rows(results, ui.t)
-    st.dataframe(pd.DataFrame(rows), hide_index=True)
+    frame = pd.DataFrame(load_rows(results, ui.t))
+    ms = ui.Col(kind="number", digits=1)
+    counts = dict.fromkeys((ui.t("requests"), ui.t("failed"), ui.t("tokens")), ui.Col(kind="int"))
+    ui.table(
+        frame,
+        counts
+        | dict.fromkeys([ui.t("p50 latency (ms)"), *LATENCY_COLUMNS, "tokens/s"], ms)
+        | {ui.t("requests/s"): ui.Col(kind="number", digits=2)}
+        | {ui.t("draft acceptance"): ui.Col(kind="percent", digits=1, missing=NO_COUNTERS)},
+    )
     save_buttons(entry.get("records", {}), who)
     for name, r in results.items():
         if r.errors:

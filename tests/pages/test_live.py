@@ -689,7 +689,7 @@ def test_batched_run_measures_each_batch_size_and_saves(db_url):
     assert not at.error
     table = at.dataframe[0].value
     assert table["B"].tolist() == [1, 4] and table["greedy_exact"].tolist() == [True, True]
-    assert (table["speedup (whole batch)"] > 0).all()
+    assert (table["speedup (whole batch) (×)"] > 0).all()
     assert [s.value for s in at.success if s.value.startswith("Exactness")] == [
         f"Exactness (K = 2, B = {b}, greedy): speculative output equals target-only output in every run."
         for b in (1, 4)

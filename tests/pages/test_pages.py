@@ -393,7 +393,7 @@ def test_markdown_table_shows_every_cell_as_written():
     frame = pd.DataFrame({"a|b": ["x|y", "*z*_"], "n": [1.23456, float("nan")], "ok": [True, False]})
     assert ui.markdown_table(frame, {"n": ".2f"}).splitlines() == [
         r"| a\|b | n | ok |",
-        "|---|---|---|",
+        "|---|---:|---|",  # numbers right-aligned
         r"| x\|y | 1.23 | yes |",
-        r"| \*z\*\_ |  | no |",
+        r"| \*z\*\_ | — | no |",  # a missing value reads "—", never empty or "nan"
     ]

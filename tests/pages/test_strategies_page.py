@@ -283,13 +283,13 @@ def test_policies_view_replays_the_rules_on_a_synthetic_trace():
         0.0,
     )
     assert table["policy"].tolist() == want["policy"].tolist()
-    np.testing.assert_allclose(table["speedup"], want["speedup"].round(3))
-    oracle = table.loc[table.kind == "oracle", "speedup"].iloc[0]
-    assert (table["speedup"] <= oracle + 1e-9).all()  # nothing beats the oracle
+    np.testing.assert_allclose(table["speedup (×)"], want["speedup"].round(3))
+    oracle = table.loc[table.kind == "oracle", "speedup (×)"].iloc[0]
+    assert (table["speedup (×)"] <= oracle + 1e-9).all()  # nothing beats the oracle
     at.number_input(key="strategies.p_min").set_value(0.9)
     at = rerun(at)
     assert at.query_params["p_min"] in ("0.9", ["0.9"])
-    assert at.dataframe[0].value["speedup"].tolist() != table["speedup"].tolist()
+    assert at.dataframe[0].value["speedup (×)"].tolist() != table["speedup (×)"].tolist()
 
 
 def test_an_uploaded_trace_that_is_not_one_is_an_error_naming_the_file():
@@ -352,5 +352,5 @@ def test_ngram_view_runs_the_target_with_both_drafters(db_url):
     assert not at.error
     table = at.dataframe[1].value
     assert table["drafter"].tolist() == ["n-gram (prompt lookup)", "bundled draft model"]
-    assert table["greedy_exact"].tolist() == [True, True] and (table["speedup"] > 0).all()
+    assert table["greedy_exact"].tolist() == [True, True] and (table["speedup (×)"] > 0).all()
     assert table["c"].iloc[0] > table["c"].iloc[1]  # a lookup is far cheaper than a draft forward

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
-import pandas as pd
-
+from specviz.app.ui.display import Col
 from specviz.base.i18n import N_
 
+NO_COST = N_("no step cost measured for this cell")
+FORMATS = {
+    "k": Col(kind="int"),
+    "batch_size": Col(kind="int"),
+    "temperature": Col(kind="number", digits=1),
+    "speedup": Col(unit="×", digits=2),
+    "predicted_speedup": Col(unit="×", digits=2),
+    "predicted_speedup_measured_cost": Col(unit="×", digits=2, missing=NO_COST),
+    "c": Col(missing=NO_COST),
+    "v": Col(missing=NO_COST),
+    "o": Col(missing=NO_COST),
+    "tokens_per_s": Col(kind="number", digits=1),
+    "baseline_tokens_per_s": Col(kind="number", digits=1),
+}  #: formats of the live tables' columns (the rest follow their values)
 T_CHOICES = (0.0, 0.5, 0.7, 1.0)  #: offered temperatures (a linked one outside them is kept)
 TABLE = {  # shown column → its heading: a msgid, or a symbol shown as it is
     "compiled": N_("compiled"),
@@ -59,10 +73,10 @@ TAB_TITLES = {
 }  #: chart tab -> its title
 
 
-def shown_table(frame: pd.DataFrame, table: dict[str, str], t: Callable[[str], str]) -> pd.DataFrame:
-    """The columns of ``table`` under their headings in the language of ``t`` (display only: the
-    downloaded CSV keeps the canonical names); a symbol (k, c, α̂ …) has no translation and shows as it is."""
-    return frame[list(table)].rename(columns={c: t(h) for c, h in table.items()})
+def columns(table: dict[str, str]) -> dict[str, Col]:
+    """The columns of ``table`` as :func:`specviz.app.ui.table` shows them: heading (a msgid, or a symbol such as
+    k, c, α̂ shown as it is) and format (the downloaded CSV keeps the canonical names and raw numbers)."""
+    return {c: replace(FORMATS.get(c, Col()), heading=h) for c, h in table.items()}
 
 
 def choice_labels(choices: Iterable[str], t: Callable[[str], str]) -> dict[str, str]:

@@ -8,7 +8,7 @@ import streamlit as st
 from specviz.app import figures, overlays, ui
 from specviz.app.live import cells
 from specviz.app.live.run import LiveRun
-from specviz.app.live.tables import TAB_TITLES, TREE_TABLE, shown_table
+from specviz.app.live.tables import TAB_TITLES, TREE_TABLE, columns
 from specviz.base.i18n import N_
 
 PAGE = "live"
@@ -75,7 +75,7 @@ def show_tree_results(run: LiveRun, frame) -> None:
                 p=", ".join(f"{x:.3f}" for x in p),
             )
         )
-    st.dataframe(shown_table(frame, TREE_TABLE, ui.t), hide_index=True, width="stretch")
+    ui.table(frame[list(TREE_TABLE)], columns(TREE_TABLE), key="tbl_trees")
     show_exactness(run)
     labels = [cells.cell_label(d, ui.language()) for d in run.details]
     tabs = st.tabs([ui.t(TAB_TITLES[name]) for name in ("tokens_round", "speedup", "n_round", "cost", "text")])

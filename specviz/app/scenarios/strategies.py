@@ -120,13 +120,13 @@ SPEC = (
     Param("view", "tree", "choice", choices=VIEWS, labels=VIEW_LABELS, aliases=(("Engine flags", "flags"),)),
 )
 #: Display names of the tables' columns (canonical name -> msgid); a CSV keeps the canonical names.
-POLICY_COLUMNS = {
-    "policy": N_("policy"),
-    "kind": N_("kind"),
-    "speedup": N_("speedup"),
-    "tokens_per_round": N_("tokens_per_round"),
-    "drafts_per_round": N_("drafts_per_round"),
-    "wasted_per_round": N_("wasted_per_round"),
+POLICY_COLUMNS = {  #: each column's heading (a msgid) and format
+    "policy": ui.Col(N_("policy"), kind="text"),
+    "kind": ui.Col(N_("kind"), kind="text"),
+    "speedup": ui.Col(N_("speedup"), "×"),
+    "tokens_per_round": ui.Col(N_("tokens_per_round")),
+    "drafts_per_round": ui.Col(N_("drafts_per_round")),
+    "wasted_per_round": ui.Col(N_("wasted_per_round")),
 }
 KINDS = {
     "rule": N_("rule"),
@@ -134,18 +134,19 @@ KINDS = {
     "oracle": N_("oracle"),
 }  #: policies.compare's kinds -> their names
 NGRAM_COLUMNS = {
-    "rule": N_("rule"),
-    "rounds": N_("rounds"),
-    "proposal_share": N_("proposal_share"),
-    "alpha": N_("alpha"),
-    "tokens_per_round": N_("tokens_per_round"),
-    "speedup": N_("speedup"),
+    "rule": ui.Col(N_("rule"), kind="text"),
+    "k": ui.Col("K", kind="int"),
+    "rounds": ui.Col(N_("rounds"), kind="int"),
+    "proposal_share": ui.Col(N_("proposal_share"), kind="percent", digits=1),
+    "alpha": ui.Col(N_("alpha")),
+    "tokens_per_round": ui.Col(N_("tokens_per_round")),
+    "speedup": ui.Col(N_("speedup"), "×"),
 }
 RUN_COLUMNS = {
-    "drafter": N_("drafter"),
-    "E[N] measured": N_("E[N] measured"),
-    "speedup": N_("speedup"),
-    "greedy_exact": N_("greedy_exact"),
+    "drafter": ui.Col(N_("drafter"), kind="text"),
+    "E[N] measured": ui.Col(N_("E[N] measured")),
+    "speedup": ui.Col(N_("speedup"), "×"),
+    "greedy_exact": ui.Col(N_("greedy_exact"), kind="bool"),
 }
 DRAFTERS = {"n-gram (prompt lookup)": N_("n-gram (prompt lookup)"), "bundled draft model": N_("bundled draft model")}
 
@@ -337,11 +338,6 @@ def cost_model_text(s: Scenario, costs: dict | None) -> str:
         t_n=f"{float(costs['t_verify'][n - 2]) * 1e3:.2f}",
         t_round=f"{float(costs['o'] * costs['t_target']) * 1e3:.3g}",
     )
-
-
-def shown(frame: pd.DataFrame, columns: dict[str, str]) -> pd.DataFrame:
-    """``frame`` for display: the columns named in ``columns`` (canonical name -> msgid of its heading) renamed."""
-    return frame.rename(columns={name: ui.t(k) for name, k in columns.items()})
 
 
 @ui.parsed_upload(max_entries=4)

@@ -5,7 +5,7 @@ controls as a tuple of :class:`specviz.app.share.Param`, calls :func:`restore` b
 drawing its widgets (each widget uses ``key=ui.key(PAGE, name)`` and no
 ``value=``), and :func:`publish` after them.
 
-One module per job: :mod:`.language`, :mod:`.controls`, :mod:`.display` (text, tables, errors) and
+One module per job: :mod:`.language`, :mod:`.controls`, :mod:`.display` (text, tables in one unit per column, errors) and
 :mod:`.caches`. The package re-exports their names.
 """
 
@@ -45,6 +45,10 @@ from specviz.app.ui.controls import (
     values,
 )
 from specviz.app.ui.display import (
+    MISSING,
+    Col,
+    cell_text,
+    headings,
     markdown_table,
     message,
     number,
@@ -52,7 +56,9 @@ from specviz.app.ui.display import (
     public_message,
     reported_errors,
     show_error,
+    shown_cells,
     static_table,
+    table,
 )
 from specviz.app.ui.identity import current as identity
 from specviz.app.ui.identity import refusal
@@ -63,15 +69,19 @@ __all__ = [
     "CACHED_ENTRIES",
     "LANG_KEY",
     "LANG_PARAM",
+    "MISSING",
     "RUN_CACHE_BYTES",
     "SHARED_STORES",
+    "Col",
     "SharedResults",
     "cached",
+    "cell_text",
     "chart",
     "checkbox",
     "csv_download",
     "delete_runs",
     "derived_runs",
+    "headings",
     "headline_style",
     "identity",
     "identity_sidebar",
@@ -100,9 +110,11 @@ __all__ = [
     "shared_results",
     "show_error",
     "show_open_tab",
+    "shown_cells",
     "slider",
     "static_table",
     "t",
+    "table",
     "tabs",
     "text_box",
     "toggle",
