@@ -45,6 +45,8 @@ def profile_label(name: str) -> str:
         return ui.t("custom profile (terms in the link)")
     if name in profiles.FAMILY_LABELS:
         return ui.t(profiles.FAMILY_LABELS[name])
+    if name == profiles.DEFAULT_PROFILE:
+        return ui.t(profiles.DEFAULT_LABEL)
     return str(profiles.load_profiles().loc[name, "label"])
 
 

@@ -20,6 +20,7 @@ from specviz.base.paths import DATA
 
 PROFILES_CSV = DATA / "catalog" / "profiles.csv"
 DEFAULT_PROFILE = "roofline"  #: the profile of :data:`DEFAULT_EFFICIENCY`: the roofline with a CUDA-graph step cost
+DEFAULT_LABEL = N_("Roofline (CUDA graphs, defaults)")  #: its label (the catalogue's others are names)
 #: Stack families: eager (every operator dispatched from Python) and compiled (CUDA graphs or a compiled
 #: loop: every other stack). Each is also a catalogue profile, fitted on all of its stacks' rows: the
 #: profile of a stack the catalogue does not list (LMDeploy, DeepSpeed-MII, …).
@@ -94,7 +95,7 @@ def load_profiles(path: Path = PROFILES_CSV) -> pd.DataFrame:
         [
             {
                 "name": DEFAULT_PROFILE,
-                "label": "Roofline (CUDA graphs, defaults)",
+                "label": DEFAULT_LABEL,
                 **asdict(DEFAULT_EFFICIENCY),
                 "source": "typical figures, not fitted",
                 "fitted_on": "",

@@ -6,7 +6,7 @@ drawing its widgets (each widget uses ``key=ui.key(PAGE, name)`` and no
 ``value=``), and :func:`publish` after them.
 
 One module per job: :mod:`.language`, :mod:`.controls`, :mod:`.display` (text, tables, errors) and
-:mod:`.caches`. The package re-exports their names.
+:mod:`.caches`, :mod:`.frontend` (Streamlit's own texts). The package re-exports their names.
 """
 
 from specviz.app.ui.caches import _RUNS as _RUNS
@@ -52,6 +52,7 @@ from specviz.app.ui.display import (
     show_error,
     static_table,
 )
+from specviz.app.ui.frontend import file_uploader, placeholder
 from specviz.app.ui.identity import current as identity
 from specviz.app.ui.identity import refusal
 from specviz.app.ui.identity import sidebar as identity_sidebar
@@ -70,6 +71,7 @@ __all__ = [
     "csv_download",
     "delete_runs",
     "derived_runs",
+    "file_uploader",
     "identity",
     "identity_sidebar",
     "key",
@@ -83,6 +85,7 @@ __all__ = [
     "multiselect",
     "number_input",
     "parsed_upload",
+    "placeholder",
     "plain",
     "public_message",
     "publish",

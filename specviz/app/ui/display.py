@@ -23,17 +23,20 @@ def plain(text: str) -> str:
     return _MARKDOWN.sub(r"\\\1", str(text))
 
 
-def markdown_table(frame, formats: dict[str, str] | None = None) -> str:
+def markdown_table(frame, formats: dict[str, str] | None = None, code: tuple[str, ...] = ()) -> str:
     """``frame`` as a GitHub-flavoured Markdown table, every cell shown as written.
 
     Text is escaped (:func:`plain`, and ``|``); ``formats`` maps a column to a format spec for its
-    numbers (e.g. ``{"E[N] computed": ".4f"}``); booleans read "yes" / "no" and missing values stay empty.
+    numbers (e.g. ``{"E[N] computed": ".4f"}``); booleans read "yes" / "no" and missing values stay empty;
+    the columns ``code`` are names quoted verbatim, shown as code.
     """
     formats = formats or {}
 
     def cell(column: str, value: Any) -> str:
         if value is None or (isinstance(value, float) and value != value):
             return ""
+        if column in code:
+            return "`` " + str(value).replace("|", "\\|") + " ``" if str(value) else ""
         if isinstance(value, (bool, np.bool_)):
             return "yes" if value else "no"
         if column in formats and isinstance(value, (int, float, np.number)):
@@ -46,9 +49,9 @@ def markdown_table(frame, formats: dict[str, str] | None = None) -> str:
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
-def static_table(frame, formats: dict[str, str] | None = None) -> None:
+def static_table(frame, formats: dict[str, str] | None = None, code: tuple[str, ...] = ()) -> None:
     """Show a small reference table as Markdown: no data-grid component to load for a few rows of text."""
-    st.markdown(markdown_table(frame, formats))
+    st.markdown(markdown_table(frame, formats, code))
 
 
 def public_message(text: str, hosted: bool | None = None) -> str:
