@@ -45,7 +45,11 @@ def headed(table):
     table[matches] = [ui.t("yes") if m else ui.t("no") for m in table[matches]]
     quantity = ui.t("quantity")
     if quantity in table.columns:
-        names = {"speedup, K = 4": N_("speedup, K = 4"), "speedup, K = 8": N_("speedup, K = 8")}
+        names = {
+            "speedup, K = 4": N_("speedup, K = 4"),
+            "speedup, K = 8": N_("speedup, K = 8"),
+            "break-even α, K = 4": N_("break-even α, K = 4"),
+        }
         table[quantity] = [ui.t(names[q]) if q in names else q for q in table[quantity]]
     return table
 

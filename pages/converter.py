@@ -53,6 +53,7 @@ def description(metric: str) -> str:
 def glossary_table():
     """The glossary with its definitions and headers in the session's language (each stack's terms as it spells them)."""
     table = glossary.stack_terms()
+    table["stack"] = [ui.t(text) for text in table["stack"]]  # names, and a few words around some
     table["definition"] = [ui.t(text) for text in table["definition"]]
     table["ours"] = [ui.t(text) for text in table["ours"]]
     return table.rename(columns={col: ui.t(GLOSSARY_COLUMNS[col]) for col in table.columns})
@@ -142,6 +143,10 @@ else:
     c2.metric(ui.t("c_L = T_draft / T_target (Leviathan et al.)"), f"{c_l:.4g}")
 
 st.subheader(ui.t("Glossary: what each serving stack calls it"))
-ui.static_table(glossary_table(), {ui.t("metric"): ui.Col(missing=N_("not one of the converter's inputs"))})
+ui.static_table(
+    glossary_table(),
+    {ui.t("metric"): ui.Col(missing=N_("not one of the converter's inputs"))},
+    code=(ui.t(GLOSSARY_COLUMNS["name"]), ui.t(GLOSSARY_COLUMNS["metric"])),
+)
 
 ui.publish(PAGE, SPEC, URL)

@@ -323,7 +323,7 @@ def round_controls(target, draft) -> None:
 def sidebar_controls(target, draft) -> None:
     with st.sidebar:
         st.header(ui.t("Hardware"))
-        ui.selectbox(PAGE, P["gpu"], format_func=lambda g: ui.t("custom figures") if g == scenarios.CUSTOM_GPU else g)
+        ui.selectbox(PAGE, P["gpu"], format_func=scenarios.gpu_label)
         if st.session_state[key("gpu")] == scenarios.CUSTOM_GPU:
             ui.number_input(PAGE, P["g_mem"])
             ui.number_input(PAGE, P["g_bw"], format="%.3f")
@@ -344,8 +344,8 @@ def sidebar_controls(target, draft) -> None:
         round_controls(target, draft)
         with st.expander(ui.t("Upload config.json")):
             st.caption(ui.t("A Hugging Face config.json replaces the target or draft (uploads are not kept in links)."))
-            st.file_uploader(ui.t("Target config.json"), type=["json"], key=key("upload_target"))
-            st.file_uploader(ui.t("Draft config.json"), type=["json"], key=key("upload_draft"))
+            ui.file_uploader(ui.t("Target config.json"), ["json"], key=key("upload_target"))
+            ui.file_uploader(ui.t("Draft config.json"), ["json"], key=key("upload_draft"))
         left, right = st.columns(2)
         with left:
             ui.number_input(PAGE, P["tp_t"])

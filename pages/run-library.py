@@ -104,11 +104,12 @@ def add_section(engine, runs, view: measured.LibraryView) -> None:
     """Upload / paste / sample → preview with the mapping and row errors → save as a run (``runs``: the library)."""
     st.subheader(ui.t("Add measurements"))
     left, right = st.columns([3, 2])
-    left.file_uploader(
+    ui.file_uploader(
         ui.t("Benchmark files (CSV, Spec-Bench .jsonl, vLLM logs)"),
-        accept_multiple_files=True,
-        type=["csv", "tsv", "txt", "jsonl", "json", "log"],
+        ["csv", "tsv", "txt", "jsonl", "json", "log"],
         key=key("files"),
+        container=left,
+        accept_multiple_files=True,
     )
     left.text_area(
         ui.t("…or paste text (a CSV, JSON lines, or vLLM 'SpecDecoding metrics' log lines)"),
@@ -310,7 +311,9 @@ def library_section(engine, runs) -> None:
     facets = {}
     for col, facet in zip((c2, c3, c4, c5), tuple(measured.FACETS), strict=True):
         values = sorted({v for cell in runs[facet] for v in cell.split(", ") if v})
-        facets[facet] = col.multiselect(ui.t(measured.FACETS[facet]), values, key=key(f"facet.{facet}"))
+        facets[facet] = col.multiselect(
+            ui.t(measured.FACETS[facet]), values, key=key(f"facet.{facet}"), placeholder=ui.placeholder()
+        )
     shown = measured.filter_runs(runs, st.session_state[key("filter")], facets)
     ui.table(
         shown,

@@ -43,7 +43,7 @@ def builder_controls(who: str) -> None:
             height=80,
             help=ui.t("Non-negative numbers, normalised for you. Or upload a one-column CSV below."),
         )
-        st.file_uploader(ui.t("{who}: one-column CSV", who=who), type=["csv", "txt"], key=f"{PAGE}.{who}_file")
+        ui.file_uploader(ui.t("{who}: one-column CSV", who=who), ["csv", "txt"], key=f"{PAGE}.{who}_file")
 
 
 def uploads(view: dict) -> dict:

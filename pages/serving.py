@@ -9,6 +9,7 @@ import streamlit as st
 from specviz.app import profiles, router, ui
 from specviz.app.figures import serving as figures
 from specviz.app.scenarios import serving as scenarios
+from specviz.app.scenarios.hardware import gpu_label
 from specviz.app.share import Param, by_key
 from specviz.base.i18n import N_
 from specviz.core import configs, hardware, serving
@@ -179,7 +180,7 @@ def show_schedules(grid, output, frame: pd.DataFrame, draft, kv: str) -> None:
 def sidebar_controls() -> None:
     with st.sidebar:
         st.header(ui.t("Hardware"))
-        ui.selectbox(PAGE, P["gpu"])
+        ui.selectbox(PAGE, P["gpu"], format_func=gpu_label)
         ui.selectbox(PAGE, P["dtype"])
         profiles.profile_controls(PAGE, P["engine"], P["eng_terms"])
         ui.number_input(PAGE, P["tp"])

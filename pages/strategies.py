@@ -146,8 +146,8 @@ def chosen_trace(s: Scenario) -> tuple[policies.Trace, str]:
     """(trace, what it is): synthetic from the controls, the live page's, or the uploaded file (ValueError naming it)."""
     if s.trace_src != "upload":
         return scenarios.chosen_trace(s, live_run)
-    upload = st.file_uploader(
-        ui.t("Trace file (python -m specviz bench --trace FILE)"), type=["jsonl"], key=key("trace_file")
+    upload = ui.file_uploader(
+        ui.t("Trace file (python -m specviz bench --trace FILE)"), ["jsonl"], key=key("trace_file")
     )
     return scenarios.uploaded_trace(upload)
 

@@ -89,7 +89,7 @@ def filter_box(name: str, options: list[str]) -> None:
         )
     if picker not in st.session_state:
         st.session_state[picker] = [c for c in chosen if c in options]
-    picked = st.multiselect(ui.t(P[name].label), options, key=picker)
+    picked = st.multiselect(ui.t(P[name].label), options, key=picker, placeholder=ui.placeholder())
     st.session_state[key(name)] = ",".join(picked)
 
 
@@ -338,7 +338,7 @@ def sidebar_controls() -> None:
         ui.radio(PAGE, P["mine"])
         mine = st.session_state[key("mine")]
         if mine == "upload":
-            st.file_uploader(ui.t("CSV in the columns of measurements.csv"), type=["csv"], key=key("upload"))
+            ui.file_uploader(ui.t("CSV in the columns of measurements.csv"), ["csv"], key=key("upload"))
         elif mine == "library":
             ui.number_input(PAGE, P["run"])
             st.caption(ui.t("The pair, GPU and set-up the run was measured on:"))

@@ -16,7 +16,7 @@ import streamlit as st
 
 from specviz.app import ui
 from specviz.app.share import Param
-from specviz.base.i18n import N_
+from specviz.base.i18n import N_, Message, Phrase
 from specviz.core import profiles
 from specviz.core.profiles import Efficiency
 from specviz.data import store
@@ -45,6 +45,8 @@ def profile_label(name: str) -> str:
         return ui.t("custom profile (terms in the link)")
     if name in profiles.FAMILY_LABELS:
         return ui.t(profiles.FAMILY_LABELS[name])
+    if name == profiles.DEFAULT_PROFILE:
+        return ui.t(profiles.DEFAULT_LABEL)
     return str(profiles.load_profiles().loc[name, "label"])
 
 
@@ -52,9 +54,12 @@ def efficiency(name: str, terms: str = "") -> Efficiency | None:
     """The profile of (``name``, ``terms``): None for the default roofline (the caller's default, so a
     calibrated machine keeps its own figures), a catalogue profile, or the custom ``terms``.
 
-    Raises Message naming a bad term or value (:func:`specviz.core.profiles.decode_terms`)."""
+    Raises Message naming the terms box and a bad term or value (:func:`specviz.core.profiles.decode_terms`)."""
     if name == CUSTOM:
-        return profiles.decode_terms(terms)
+        try:
+            return profiles.decode_terms(terms)
+        except Message as exc:  # the library names the term; the person typed it in this box
+            raise Message("{control}: {cause}", control=Phrase(terms_param().label), cause=exc) from None
     return None if name == profiles.DEFAULT_PROFILE else profiles.profile(name)
 
 

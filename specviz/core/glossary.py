@@ -55,14 +55,14 @@ STACK_TERMS: tuple[dict[str, str], ...] = (
         "metric": "mean_tokens",
     },
     {
-        "stack": "SGLang (before April 2026)",
+        "stack": N_("SGLang (before April 2026)"),
         "name": "accept rate",
         "definition": N_("accept len / speculative_num_draft_tokens"),
         "ours": N_("E[N] / (K + 1) for chains — not r"),
         "metric": "system_efficiency",
     },
     {
-        "stack": "SGLang (since PR #23530, April 2026)",
+        "stack": N_("SGLang (since PR #23530, April 2026)"),
         "name": "accept rate",
         "definition": N_("accepted draft tokens / proposed draft tokens"),
         "ours": N_("r = (E[N] − 1) / K"),
@@ -90,7 +90,7 @@ STACK_TERMS: tuple[dict[str, str], ...] = (
         "metric": "mean_tokens",
     },
     {
-        "stack": "HF transformers",
+        "stack": N_("HF transformers"),
         "name": "num_assistant_tokens",
         "definition": N_('draft length (schedule "constant" / "heuristic")'),
         "ours": N_("K"),
@@ -104,7 +104,7 @@ STACK_TERMS: tuple[dict[str, str], ...] = (
         "metric": "mean_tokens",
     },
     {
-        "stack": "Leviathan et al.",
+        "stack": N_("Leviathan et al."),
         "name": "γ, c",
         "definition": N_("draft length; T_draft / T_target"),
         "ours": N_("K; 1/c"),

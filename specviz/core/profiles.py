@@ -23,6 +23,7 @@ DEFAULT_PROFILE = "roofline"  #: the profile of :data:`DEFAULT_EFFICIENCY`: the 
 #: the profile Hardware & batch and Serving open on: fitted to measured rows, and its held-out band straddles
 #: its predictions (the unfitted roofline's lies on one side: steps measured slower, speedups lower)
 SERVER_PROFILE = "vllm"
+DEFAULT_LABEL = N_("Roofline (CUDA graphs, defaults)")  #: its label (the catalogue's others are names)
 #: Stack families: eager (every operator dispatched from Python) and compiled (CUDA graphs or a compiled
 #: loop: every other stack). Each is also a catalogue profile, fitted on all of its stacks' rows: the
 #: profile of a stack the catalogue does not list (LMDeploy, DeepSpeed-MII, …).
@@ -97,7 +98,7 @@ def load_profiles(path: Path = PROFILES_CSV) -> pd.DataFrame:
         [
             {
                 "name": DEFAULT_PROFILE,
-                "label": "Roofline (CUDA graphs, defaults)",
+                "label": DEFAULT_LABEL,
                 **asdict(DEFAULT_EFFICIENCY),
                 "source": "typical figures, not fitted",
                 "fitted_on": "",

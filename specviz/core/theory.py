@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from specviz.base.i18n import N_, Message
+from specviz.base.i18n import N_, Message, Phrase
 
 __all__ = [
     "METRICS",
@@ -50,10 +50,24 @@ K_LIMIT = 2**31 - 1  #: largest draft length accepted (keeps (K + 1) in exact in
 
 
 def _first_bad(x: np.ndarray, bad: np.ndarray) -> dict:
-    """The first offending element of ``x`` as message fields: ``value``, and ``index`` if not scalar."""
+    """The first offending element of ``x`` as message fields: ``value`` as a person reads it, and ``where``
+    (its place, counted from 1) if ``x`` holds more than one."""
     idx = np.argwhere(bad)[0]
-    value = (x[tuple(idx)] if x.ndim else x[()]).item()
-    return {"value": value} if x.ndim == 0 else {"value": value, "index": tuple(int(i) for i in idx)}
+    value = _shown((x[tuple(idx)] if x.ndim else x[()]).item())
+    if x.ndim == 0:
+        return {"value": value}
+    return {
+        "value": value,
+        "where": Phrase("value {n} of {count}", n=int(np.ravel_multi_index(idx, x.shape)) + 1, count=x.size),
+    }
+
+
+def _shown(value: float):
+    if value != value:
+        return Phrase("not a number")
+    if value in (np.inf, -np.inf):
+        return Phrase("infinity") if value > 0 else Phrase("minus infinity")
+    return format(value, ".6g")
 
 
 def _as_float(x, name: str) -> np.ndarray:
@@ -71,9 +85,9 @@ def check_alpha(alpha, name: str = "alpha") -> np.ndarray:
     if bad.any():
         got = _first_bad(a, bad)
         raise Message(
-            N_("{name} must be in [0, 1]; got {value!r} at index {index}")
-            if "index" in got
-            else N_("{name} must be in [0, 1]; got {value!r}"),
+            N_("{name} must be in [0, 1]; got {value} ({where})")
+            if "where" in got
+            else N_("{name} must be in [0, 1]; got {value}"),
             name=name,
             **got,
         )
@@ -87,9 +101,9 @@ def check_k(k, name: str = "k") -> np.ndarray:
     if bad.any():
         got = _first_bad(kf, bad)
         raise Message(
-            N_("{name} must be an integer in [1, {limit}]; got {value!r} at index {index}")
-            if "index" in got
-            else N_("{name} must be an integer in [1, {limit}]; got {value!r}"),
+            N_("{name} must be an integer in [1, {limit}]; got {value} ({where})")
+            if "where" in got
+            else N_("{name} must be an integer in [1, {limit}]; got {value}"),
             name=name,
             limit=K_LIMIT,
             **got,
@@ -104,9 +118,9 @@ def check_positive(x, name: str) -> np.ndarray:
     if bad.any():
         got = _first_bad(a, bad)
         raise Message(
-            N_("{name} must be a finite number > 0; got {value!r} at index {index}")
-            if "index" in got
-            else N_("{name} must be a finite number > 0; got {value!r}"),
+            N_("{name} must be a finite number > 0; got {value} ({where})")
+            if "where" in got
+            else N_("{name} must be a finite number > 0; got {value}"),
             name=name,
             **got,
         )
@@ -120,9 +134,9 @@ def check_nonnegative(x, name: str) -> np.ndarray:
     if bad.any():
         got = _first_bad(a, bad)
         raise Message(
-            N_("{name} must be a finite number >= 0; got {value!r} at index {index}")
-            if "index" in got
-            else N_("{name} must be a finite number >= 0; got {value!r}"),
+            N_("{name} must be a finite number >= 0; got {value} ({where})")
+            if "where" in got
+            else N_("{name} must be a finite number >= 0; got {value}"),
             name=name,
             **got,
         )
@@ -137,9 +151,9 @@ def _check_in(x, lo, hi, name: str, what: str) -> np.ndarray:
         a_b = np.broadcast_to(a, bad.shape)
         got = _first_bad(a_b, bad)
         raise Message(
-            N_("{name} must be in {allowed}; got {value!r} at index {index}")
-            if "index" in got
-            else N_("{name} must be in {allowed}; got {value!r}"),
+            N_("{name} must be in {allowed}; got {value} ({where})")
+            if "where" in got
+            else N_("{name} must be in {allowed}; got {value}"),
             name=name,
             allowed=what,
             **got,

@@ -270,7 +270,7 @@ def test_the_words_the_figures_add_are_chinese_and_the_datas_own_labels_stay():
     grid = BUILDERS["grid_figure"](lang="zh")
     assert grid.layout.xaxis.title.text == "α（每个 token 的接受率）" and grid.layout.title.text == "a title"
     assert grid.data[0].colorbar.title.text == "加速比 S" and grid.data[1].name == "S = 1（盈亏平衡）"
-    assert grid.data[1].hovertemplate == "S = 1 处：alpha = %{x:.3f}，c = %{customdata:.3g}<extra></extra>"
+    assert grid.data[1].hovertemplate == "S = 1 处：α = %{x:.3f}，c = %{customdata:.3g}<extra></extra>"
     surface = BUILDERS["grid_figure_surface"](lang="zh").layout.scene
     assert (surface.xaxis.title.text, surface.zaxis.title.text) == ("α（每个 token 的接受率）", "加速比 S")
 
@@ -348,7 +348,7 @@ def test_names_the_library_uses_as_identifiers_are_shown_in_chinese():
     frame = policies.compare(trace, [policies.constant(3), policies.hf_heuristic(20)], c=10.0)
     assert list(frame["policy"][:2]) == ["constant K = 3", "HF heuristic (start 20)"]  # English as strings
     bars = list(figures.policy_bars(frame, lang="zh").data[0].x)
-    assert bars[:2] == ["固定 K = 3", "HF heuristic（起始 20）"] and "理想上限（oracle）" in bars
+    assert bars[:2] == ["固定 K = 3", "HF “heuristic”（起始 20）"] and "理想上限（oracle）" in bars
     shapes = pd.DataFrame({"budget": [1, 1], "shape": ["optimal tree", "my shape"], "expected_tokens": [1.5, 1.4]})
     assert [t.name for t in figures.tokens_by_budget(shapes, lang="zh").data] == ["最优树", "my shape"]
     names = hardware_figures.OPERATOR_NAMES

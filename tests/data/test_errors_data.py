@@ -245,7 +245,7 @@ ERRORS = {
     ),
     "load.k_required": (
         lambda: load(V1),
-        "{name}: k (the draft length K) is required for {title}, which do not state it; got k=None. Pass k=<integer >= 1>",
+        "{name}: {title} do not state the draft length K, and no K was given: set K for files that do not state it (a whole number of at least 1)",
         {"name": "t", "title": inner("vLLM log lines")},
         (),
     ),

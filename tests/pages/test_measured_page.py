@@ -140,7 +140,10 @@ def test_pasted_vllm_log_needs_k_then_loads(db_url):
     at = run()
     at.text_area(key="measured.paste").input(VLLM_LINE)
     rerun(at)
-    assert "k (the draft length K) is required" in at.error[0].value
+    assert (
+        "do not state the draft length K" in at.error[0].value
+        and "set K for files that do not state it" in at.error[0].value
+    )
     at.number_input(key="measured.k_given").set_value(3)
     rerun(at)
     assert not at.error

@@ -36,6 +36,7 @@ def axis_title(name: str, lang: str = "en") -> str:
 
 #: Axis titles of the grid variables, in English (:func:`axis_title` gives them in any language).
 TITLES = {name: axis_title(name) for name in AXES}
+SYMBOLS = {"alpha": "α", "k": "K"}  #: how a hover names a grid variable (the others by their own name: c, c_L)
 _FORMAT = {"alpha": ":.3f", "k": ":d", "c": ":.3g", "c_L": ":.3g"}  # d3 format of hover values
 _SURFACE_MAX = 81  # points per axis of a 3-D surface: keeps payloads small (≈ 81² floats)
 _SLOWER, _EVEN, _FASTER = "#b2182b", "#f7f7f7", "#2166ac"  # S < 1 red, S = 1 white, S > 1 blue
@@ -102,9 +103,14 @@ def _hover_value(name: str, coord: str) -> str:
     )
 
 
+def _symbol(name: str) -> str:
+    return SYMBOLS.get(name, name)
+
+
 def _hovertemplate(grid: Grid, lang: str = "en") -> str:
     return (
-        f"{grid.x_name} = {_hover_value(grid.x_name, 'x')}<br>{grid.y_name} = {_hover_value(grid.y_name, 'y')}<br>"
+        f"{_symbol(grid.x_name)} = {_hover_value(grid.x_name, 'x')}<br>"
+        f"{_symbol(grid.y_name)} = {_hover_value(grid.y_name, 'y')}<br>"
         f"{axis_title(grid.z_name, lang)} = %{{z:.4g}}<extra></extra>"
     )
 
@@ -223,9 +229,9 @@ def break_even_line(grid: Grid, lang: str = "en") -> go.Scatter:
         hovertemplate=text(
             lang,
             "S = 1 at {x_name} = {x}, {y_name} = {y}",
-            x_name=x_name,
+            x_name=_symbol(x_name),
             x=_hover_value(x_name, "x"),
-            y_name=y_name,
+            y_name=_symbol(y_name),
             y=_hover_value(y_name, "y"),
         )
         + "<extra></extra>",
@@ -383,7 +389,7 @@ def optimal_k_map(grid: Grid, lang: str = "en") -> go.Figure:
             zmin=lo - 0.5,
             zmax=hi + 0.5,
             colorbar=dict(title=dict(text="K*"), tickvals=shown, ticktext=ticktext),
-            hovertemplate=f"α = %{{x:.3f}}<br>{grid.y_name} = {_hover_value(grid.y_name, 'y')}<br>K* = %{{z:d}}"
+            hovertemplate=f"α = %{{x:.3f}}<br>{_symbol(grid.y_name)} = {_hover_value(grid.y_name, 'y')}<br>K* = %{{z:d}}"
             "<extra></extra>",
         )
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -46,6 +47,18 @@ SOURCE_LABELS = (
     N_("a fitted decay α(L)"),
 )
 DEFAULT_PAIR = "Llama-3.1 70B + 3.2 1B"
+
+#: The calibrated machine's name as specviz.engine.calibrate writes it (data/calibration/machine.json).
+_MACHINE = re.compile(r"this machine \((?P<cpu>.+), (?P<cores>\d+) cores, (?P<threads>\d+) threads\)")
+
+
+def gpu_label(name: str) -> str:
+    """A GPU choice's label in the session's language: a catalogue GPU's name, the calibrated machine's, or
+    "custom figures"."""
+    if name == CUSTOM_GPU:
+        return ui.t("custom figures")
+    found = _MACHINE.fullmatch(name)
+    return ui.t("this machine ({cpu}, {cores} cores, {threads} threads)", **found.groupdict()) if found else name
 
 
 def controls(machine: dict | None) -> tuple[Param, ...]:

@@ -5,8 +5,8 @@ controls as a tuple of :class:`specviz.app.share.Param`, calls :func:`restore` b
 drawing its widgets (each widget uses ``key=ui.key(PAGE, name)`` and no
 ``value=``), and :func:`publish` after them.
 
-One module per job: :mod:`.language`, :mod:`.controls`, :mod:`.display` (text, tables in one unit per column, errors) and
-:mod:`.caches`. The package re-exports their names.
+One module per job: :mod:`.language`, :mod:`.controls`, :mod:`.display` (text, tables in one unit per column, errors),
+:mod:`.caches` and :mod:`.frontend` (Streamlit's own texts). The package re-exports their names.
 """
 
 from specviz.app.ui.caches import _RUNS as _RUNS
@@ -60,6 +60,7 @@ from specviz.app.ui.display import (
     static_table,
     table,
 )
+from specviz.app.ui.frontend import file_uploader, placeholder
 from specviz.app.ui.identity import current as identity
 from specviz.app.ui.identity import refusal
 from specviz.app.ui.identity import sidebar as identity_sidebar
@@ -81,6 +82,7 @@ __all__ = [
     "csv_download",
     "delete_runs",
     "derived_runs",
+    "file_uploader",
     "headings",
     "headline_style",
     "identity",
@@ -97,6 +99,7 @@ __all__ = [
     "number",
     "number_input",
     "parsed_upload",
+    "placeholder",
     "plain",
     "public_message",
     "publish",

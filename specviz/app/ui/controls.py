@@ -10,6 +10,7 @@ import streamlit as st
 
 from specviz.app import figures, share
 from specviz.app.ui.display import message, show_error
+from specviz.app.ui.frontend import placeholder
 from specviz.app.ui.language import LANG_PARAM, _bound_labels, language, t
 from specviz.base import i18n
 
@@ -87,6 +88,7 @@ def multiselect(page: str, p: share.Param, label: str, options, **kwargs) -> lis
     before the script reads it; what was dropped is shown with ``st.warning`` below the widget.
     """
     k = key(page, p.key)
+    kwargs.setdefault("placeholder", placeholder())
     value = st.multiselect(
         label, options, key=k, max_selections=p.max_items, on_change=_clean_list, args=(k, p), **_bound_labels(kwargs)
     )

@@ -134,11 +134,12 @@ def shown_cells(frame: pd.DataFrame, columns: Mapping[Any, Col] | None = None, y
     ).reindex(columns=frame.columns)
 
 
-def markdown_table(frame, formats: Mapping[Any, Col | str] | None = None) -> str:
+def markdown_table(frame, formats: Mapping[Any, Col | str] | None = None, code: tuple[str, ...] = ()) -> str:
     """``frame`` as a GitHub-flavoured Markdown table, numbers right-aligned, an empty cell as "—".
 
     Text is escaped (:func:`plain`, and ``|``); ``formats`` maps a column to a :class:`Col` or a format spec
-    for its numbers (e.g. ``{"E[N] computed": ".4f"}``); booleans read "yes" / "no" in the session's language.
+    for its numbers (e.g. ``{"E[N] computed": ".4f"}``); booleans read "yes" / "no" in the session's language;
+    the columns ``code`` are names quoted verbatim, shown as code.
     """
     specs = {c: f for c, f in (formats or {}).items() if isinstance(f, Col)}
     specs = _specs(frame, specs)
@@ -146,6 +147,8 @@ def markdown_table(frame, formats: Mapping[Any, Col | str] | None = None) -> str
     yes_no = (t("yes"), t("no"))
 
     def cell(column: Any, value: Any) -> str:
+        if column in code and not is_missing(value):
+            return "`` " + str(value).replace("|", "\\|") + " ``"
         number = isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_))
         if column in spec_formats and number and not is_missing(value):
             return format(value, spec_formats[column])
@@ -168,12 +171,12 @@ def _looks_numeric(text: str) -> bool:
 _NUMBER_CELL = re.compile(r"[-−+]?[\d,]*\.?\d+(?:[eE][-+]?\d+)?(?: ?(?:%|×|ms|s))?")
 
 
-def static_table(frame, formats: Mapping[Any, Col | str] | None = None) -> None:
+def static_table(frame, formats: Mapping[Any, Col | str] | None = None, code: tuple[str, ...] = ()) -> None:
     """Show a small reference table as Markdown: no data-grid component to load for a few rows of text.
 
     Markdown has no tooltips: a column with empty cells ("—") and a ``missing`` reason says why below it.
     """
-    st.markdown(markdown_table(frame, formats))
+    st.markdown(markdown_table(frame, formats, code))
     for column, col in (formats or {}).items():
         if isinstance(col, Col) and col.missing and frame[column].map(is_missing).any():
             st.caption(f"{MISSING} {heading(column, col, t)}: {t(col.missing)}")

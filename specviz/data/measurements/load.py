@@ -53,7 +53,7 @@ def load_measurements(
     if reader.needs_k and k is None:
         raise MeasurementError(
             Message(
-                "{name}: k (the draft length K) is required for {title}, which do not state it; got k=None. Pass k=<integer >= 1>",
+                "{name}: {title} do not state the draft length K, and no K was given: set K for files that do not state it (a whole number of at least 1)",
                 name=name,
                 title=_title(reader),
             ),

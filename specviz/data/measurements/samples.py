@@ -14,7 +14,7 @@ SAMPLES_DIR = DATA / "samples"
 #: Sample measurement files (in data/samples/) a new user can load in one click: file -> what it is.
 SAMPLES: dict[str, str] = {  # the descriptions are i18n.Phrase: English as a str, any language on a page
     "specviz_bench_bundled_cpu.csv": Phrase(
-        "our own `python -m specviz bench` output: the bundled pair on a 2-core CPU"
+        'our own "python -m specviz bench" output: the bundled pair on a 2-core CPU'
     ),
     "published_leviathan2023.csv": Phrase("published figures: Leviathan et al. 2023 (T5-XXL), not our measurements"),
     "published_chen2023.csv": Phrase(
