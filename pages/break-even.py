@@ -87,14 +87,14 @@ def frontier_tab(s: Scenario) -> None:
     be_map = scenarios.frontier_map(s.axes)
     left, right = st.columns(2)
     with left:
-        ui.chart(figures.break_even_curves(ks, alpha_star, lang=ui.language()), key="fig_curves")
+        ui.chart(ui.figure(figures.break_even_curves, ks, alpha_star, lang=ui.language()), key="fig_curves")
         st.caption(
             ui.t(
                 "Above a curve speculation is faster than the target alone. A curve that stops or is missing never pays off at those K (in the basic model: whenever c ≤ 1)."
             )
         )
     with right:
-        ui.chart(figures.break_even_map(be_map, lang=ui.language()), key="fig_be_map")
+        ui.chart(ui.figure(figures.break_even_map, be_map, lang=ui.language()), key="fig_be_map")
         ui.csv_download(ui.t("Download α*(K, c) (CSV)"), be_map.tidy, "break_even.csv", key="dl_be")
 
 
@@ -104,10 +104,10 @@ def optimum_tab(s: Scenario) -> None:
     k_map, s_map = scenarios.optimum_maps(s.axes)
     opt_radio = st.empty()  # filled after the map: a fresh browser loads plotly before the radio's code
     if s.opt_map == "kstar":
-        ui.chart(figures.optimal_k_map(k_map, lang=ui.language()), key="fig_kstar")
+        ui.chart(ui.figure(figures.optimal_k_map, k_map, lang=ui.language()), key="fig_kstar")
     else:
         ui.chart(
-            figures.grid_figure(s_map, break_even=True, title=ui.t("Speedup at K*"), lang=ui.language()),
+            ui.figure(figures.grid_figure, s_map, break_even=True, title=ui.t("Speedup at K*"), lang=ui.language()),
             key="fig_sstar",
         )
     with opt_radio:
@@ -141,7 +141,7 @@ def optimum_tab(s: Scenario) -> None:
         )
     else:
         st.metric(ui.t("Optimal K"), str(k_star), delta=f"S = {float(best.speedup):.3f}×", delta_color="off")
-    ui.chart(figures.speedup_vs_k(ks, s_of_k, k_star, float(best.speedup), lang=ui.language()), key="fig_fk")
+    ui.chart(ui.figure(figures.speedup_vs_k, ks, s_of_k, k_star, float(best.speedup), lang=ui.language()), key="fig_fk")
 
 
 def chapter_tab(s: Scenario) -> None:

@@ -63,7 +63,7 @@ def maps_tab(s: Scenario) -> None:
     else:
         break_even, title, file_name, name = False, ui.t("Expected tokens per round"), "expected_tokens.csv", "en"
     ui.chart(
-        figures.grid_figure(grid, mode=s.chart, break_even=break_even, title=title, lang=ui.language()),
+        ui.figure(figures.grid_figure, grid, mode=s.chart, break_even=break_even, title=title, lang=ui.language()),
         key=f"fig_{name}",
     )
     with shown_radio:
@@ -102,7 +102,7 @@ def inspector_tab(s: Scenario) -> None:
         delta=f"S = {float(best.speedup):.3f}×",
         delta_color="off",
     )
-    ui.chart(figures.pmf_figure(got["pmf"], e_n, lang=ui.language()), key="fig_pmf")
+    ui.chart(ui.figure(figures.pmf_figure, got["pmf"], e_n, lang=ui.language()), key="fig_pmf")
 
 
 TABS = {"maps": maps_tab, "inspector": inspector_tab}

@@ -55,11 +55,12 @@ def step_section(s: Scenario) -> None:
     left, right = st.columns(2)
     with left:
         ui.chart(
-            hardware_figures.step_split(table, ui.t("Where the step's time goes"), lang=ui.language()), key="fig_split"
+            ui.figure(hardware_figures.step_split, table, ui.t("Where the step's time goes"), lang=ui.language()),
+            key="fig_split",
         )
     with right:
         ui.chart(
-            hardware_figures.roofline(table, flops, bandwidth, ui.t("Roofline"), lang=ui.language()),
+            ui.figure(hardware_figures.roofline, table, flops, bandwidth, ui.t("Roofline"), lang=ui.language()),
             key="fig_roofline",
         )
     assumed = dict(compute=f"{eff.compute:.0%}", memory=f"{eff.memory:.0%}", overhead=f"{eff.overhead_s * 1e3:.3g}")
@@ -89,7 +90,7 @@ def calibration_check() -> None:
     if steps is None:
         return
     st.subheader(ui.t("Checked against this machine"))
-    ui.chart(hardware_figures.calibration_parity(steps, lang=ui.language()), key="fig_calibration")
+    ui.chart(ui.figure(hardware_figures.calibration_parity, steps, lang=ui.language()), key="fig_calibration")
     err = hardware.calibration_errors(steps)
     per_model = ", ".join(f"{m} {e:.0%}" for m, e in err.items() if m != "all")
     st.caption(
@@ -104,7 +105,7 @@ def calibration_check() -> None:
 
 def costs_section(s: Scenario) -> None:
     frame = scenarios.by_batch(s)
-    ui.chart(hardware_figures.costs_by_batch(frame, s.k_max, lang=ui.language()), key="fig_costs")
+    ui.chart(ui.figure(hardware_figures.costs_by_batch, frame, s.k_max, lang=ui.language()), key="fig_costs")
     priced_with(s)
     left, right = st.columns(2)
     left.metric(ui.t("c at B = 1"), f"{frame['c'].iloc[0]:.2f}")
@@ -129,7 +130,7 @@ def speedup_section(s: Scenario) -> None:
     paying = frame[frame["k_star"] > 0]
     band = scenarios.estimate(s, "speedup", paying["speedup_at_k_star"].to_numpy())
     shade = None if band is None else (paying["batch"], band.low, band.high)
-    figure = hardware_figures.speedup_by_batch(frame, s.k_max, lang=ui.language(), band=shade)
+    figure = ui.figure(hardware_figures.speedup_by_batch, frame, s.k_max, lang=ui.language(), band=shade)
     ui.chart(figure, key="fig_speedup_b")
     priced_with(s)
     best = frame.iloc[0]
@@ -157,9 +158,12 @@ def map_section(s: Scenario) -> None:
         st.caption(ui.t("Each context is priced at its own α(L) from the fitted decay."))
     left, right = st.columns(2)
     with left:
-        ui.chart(hardware_figures.batch_context_map(frame, "k_star", lang=ui.language()), key="fig_map_k")
+        ui.chart(ui.figure(hardware_figures.batch_context_map, frame, "k_star", lang=ui.language()), key="fig_map_k")
     with right:
-        ui.chart(hardware_figures.batch_context_map(frame, "speedup_at_k_star", lang=ui.language()), key="fig_map_s")
+        ui.chart(
+            ui.figure(hardware_figures.batch_context_map, frame, "speedup_at_k_star", lang=ui.language()),
+            key="fig_map_s",
+        )
     priced_with(s)
     ui.csv_download(ui.t("Download K*(B, L) (CSV)"), lambda: frame, "k_star_by_batch_context.csv", key="dl_map")
 
@@ -250,7 +254,7 @@ def moe_section(s: Scenario) -> None:
         )
         return
     dense, frames = scenarios.against_dense(s)
-    ui.chart(hardware_figures.moe_against_dense(frames, s.k_max, lang=ui.language()), key="fig_moe")
+    ui.chart(ui.figure(hardware_figures.moe_against_dense, frames, s.k_max, lang=ui.language()), key="fig_moe")
     priced_with(s)
     columns = st.columns(2)
     for column, label, frame in zip(

@@ -89,7 +89,7 @@ def overlap_tab(p: torch.Tensor, q: torch.Tensor, s: Scenario) -> None:
     p_np, q_np = p.numpy(), q.numpy()
     alpha = float(sampling.overlap(p, q))
     tv = 0.5 * float(np.abs(p_np - q_np).sum())
-    ui.chart(figures.distribution_bars(p_np, q_np, lang=ui.language()), key="fig_bars")
+    ui.chart(ui.figure(figures.distribution_bars, p_np, q_np, lang=ui.language()), key="fig_bars")
     st.caption(
         ui.t("Green is accepted directly, orange is what the residual puts back: together they rebuild p exactly.")
     )
@@ -108,7 +108,8 @@ def tokens_tab(p: torch.Tensor, q: torch.Tensor, s: Scenario) -> None:
     mean_n, half = sampling.mean_with_ci(torch.from_numpy(n))
     counts = np.bincount(n, minlength=k + 2)[1:]
     ui.chart(
-        figures.n_histogram(counts, theory.accepted_length_pmf(alpha, k), len(n), lang=ui.language()), key="fig_hist"
+        ui.figure(figures.n_histogram, counts, theory.accepted_length_pmf(alpha, k), len(n), lang=ui.language()),
+        key="fig_hist",
     )
     c1, c2, c3 = st.columns(3)
     c1.metric(
@@ -133,7 +134,7 @@ def emitted_tab(p: torch.Tensor, q: torch.Tensor, s: Scenario) -> None:
     gof = sampling.chi_square_gof(torch.from_numpy(emitted), p)
     verdict = sampling.emitted_verdict(gof, s.rounds.variant, level=LEVEL)
     freq = np.bincount(emitted, minlength=len(p_np)) / len(emitted)
-    ui.chart(figures.emitted_vs_target(freq, p_np, q.numpy(), lang=ui.language()), key="fig_emitted")
+    ui.chart(ui.figure(figures.emitted_vs_target, freq, p_np, q.numpy(), lang=ui.language()), key="fig_emitted")
     c1, c2, c3 = st.columns(3)
     c1.metric(ui.t("emitted tokens"), f"{len(emitted):,}")
     c2.metric(ui.t("TV(emitted, p)"), f"{gof.tv:.4f}")

@@ -249,8 +249,12 @@ else:
     headline(s, grid, best, rates)
     tpot = s.tpot / 1e3
     sections = {
-        "pareto": lambda: ui.chart(figures.pareto(frame, s.mode, tpot, ui.language()), key=key("fig_pareto")),
-        "tpot": lambda: ui.chart(figures.tpot_by_load(frame, s.mode, tpot, ui.language()), key=key("fig_tpot")),
+        "pareto": lambda: ui.chart(
+            ui.figure(figures.pareto, frame, s.mode, tpot, ui.language()), key=key("fig_pareto")
+        ),
+        "tpot": lambda: ui.chart(
+            ui.figure(figures.tpot_by_load, frame, s.mode, tpot, ui.language()), key=key("fig_tpot")
+        ),
         "table": lambda: show_table(frame, best, s.mode),
         "schedule": lambda: show_schedules(grid, output, frame, s.replica.draft, s.replica.kv),
     }

@@ -35,7 +35,7 @@ def tree_section(s: Scenario) -> None:
     x, y = tree.layout()
     labels = [str(r) if r else "•" for r in tree.ranks]
     reached = trees.path_probabilities(tree, np.asarray(s.tree.p))
-    ui.chart(figures.tree_figure(x, y, tree.parents, reached, labels, lang=ui.language()), key="fig_tree")
+    ui.chart(ui.figure(figures.tree_figure, x, y, tree.parents, reached, labels, lang=ui.language()), key="fig_tree")
     st.caption(
         ui.t("Each node is a draft token labelled by its rank among its siblings; colour = the chance it is reached.")
     )
@@ -43,7 +43,7 @@ def tree_section(s: Scenario) -> None:
 
 def shapes_section(s: Scenario) -> None:
     frame = scenarios.shapes(s.tree)
-    ui.chart(figures.tokens_by_budget(frame, lang=ui.language()), key="fig_shapes")
+    ui.chart(ui.figure(figures.tokens_by_budget, frame, lang=ui.language()), key="fig_shapes")
     st.caption(
         ui.t(
             "Depth at most {depth}. The chain stops gaining once the budget exceeds the depth; trees spend the budget on siblings instead.",
@@ -218,7 +218,7 @@ def policies_section(s: Scenario) -> None:
     priced = s.pair.profile.caption() if s.pol_cost == "gpu" and not from_live else None
     if priced:  # every figure below is priced by the roofline with this profile
         st.caption(priced)
-    ui.chart(figures.policy_bars(frame, lang=ui.language()), key="fig_policies")
+    ui.chart(ui.figure(figures.policy_bars, frame, lang=ui.language()), key="fig_policies")
     table = frame.round(3).assign(
         policy=frame["policy"].map(ui.message),  # the rules' labels are i18n.Phrase
         kind=frame["kind"].map(lambda k: ui.t(scenarios.KINDS[k]) if k in scenarios.KINDS else k),
@@ -226,11 +226,15 @@ def policies_section(s: Scenario) -> None:
     ui.table(table, scenarios.POLICY_COLUMNS, key=key("tbl_policies"))
     left, right = st.columns(2)
     with left:
-        ui.chart(figures.k_over_rounds(got["ks"], lang=ui.language()), key="fig_k_rounds")
+        ui.chart(ui.figure(figures.k_over_rounds, got["ks"], lang=ui.language()), key="fig_k_rounds")
     with right:
-        ui.chart(figures.draft_length_histogram(got["ks"], trace.k_max, lang=ui.language()), key="fig_k_hist")
+        ui.chart(
+            ui.figure(figures.draft_length_histogram, got["ks"], trace.k_max, lang=ui.language()), key="fig_k_hist"
+        )
     ui.selectbox(PAGE, P["sweep"])
-    figure = figures.policy_sweep(got["swept"], s.rules.sweep, got["best"], got["oracle"], lang=ui.language())
+    figure = ui.figure(
+        figures.policy_sweep, got["swept"], s.rules.sweep, got["best"], got["oracle"], lang=ui.language()
+    )
     ui.chart(figure, key="fig_policy_sweep")
     st.caption(
         ui.t(
@@ -260,7 +264,7 @@ def ngram_section(s: Scenario) -> None:
     if not any(len(t.encode("utf-8")) > 1 for t in texts):
         raise ValueError(ui.t("text: type at least two characters for prompt lookup to search"))
     frame = scenarios.ngram_table(s.ngram)
-    ui.chart(figures.ngram_by_k(frame, lang=ui.language()), key="fig_ngram")
+    ui.chart(ui.figure(figures.ngram_by_k, frame, lang=ui.language()), key="fig_ngram")
     ui.table(frame.round(3), scenarios.NGRAM_COLUMNS, key=key("tbl_ngram"))
     st.caption(
         ui.t(

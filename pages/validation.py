@@ -137,7 +137,7 @@ def parity_section(s: scenarios.Scenario, yours) -> None:
     for column, kind in ((left, "speedup"), (right, "step")):
         with column:
             st.subheader(ui.t(KIND_NAMES[kind]).capitalize())
-            fig = figures.parity(frame, mine, kind, validation.WITHIN, lang=ui.language())
+            fig = ui.figure(figures.parity, frame, mine, kind, validation.WITHIN, lang=ui.language())
             ui.chart(fig, key=f"fig_parity_{kind}")
     predictor_caption(s)
     st.caption(
@@ -222,7 +222,9 @@ def runs_section(s: scenarios.Scenario, yours) -> None:
     errors_table(err.reset_index(), "tbl_yours_err")
     for kind in ("speedup", "step"):
         if (mine["kind"] == kind).any():
-            fig = figures.parity(scenarios.chosen(s.published), mine, kind, validation.WITHIN, lang=ui.language())
+            fig = ui.figure(
+                figures.parity, scenarios.chosen(s.published), mine, kind, validation.WITHIN, lang=ui.language()
+            )
             ui.chart(fig, key=f"fig_yours_{kind}")
     st.caption(
         ui.t(
@@ -252,7 +254,7 @@ def calibrate_section(s: scenarios.Scenario, yours) -> None:
     st.subheader(ui.t("Fitted terms"))
     headed(validation.terms_table(eff, base), "tbl_terms")
     st.code(terms or ui.t("(the default terms)"), language=None)
-    ui.chart(figures.fit_parity(table, validation.WITHIN, lang=ui.language()), key="fig_fit")
+    ui.chart(ui.figure(figures.fit_parity, table, validation.WITHIN, lang=ui.language()), key="fig_fit")
     shown = ["row_id", "kind", "measured", "predicted", "ratio", "base_predicted", "base_ratio"]
     headed(table[shown], "tbl_residuals")
     st.caption(

@@ -9,6 +9,7 @@ name. A page declares :func:`profile_param` and :func:`terms_param`, draws them 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from urllib.parse import urlencode
 
 import pandas as pd
@@ -47,7 +48,13 @@ def profile_label(name: str) -> str:
         return ui.t(profiles.FAMILY_LABELS[name])
     if name == profiles.DEFAULT_PROFILE:
         return ui.t(profiles.DEFAULT_LABEL)
-    return str(profiles.load_profiles().loc[name, "label"])
+    return _labels()[name]
+
+
+@cache
+def _labels() -> dict[str, str]:
+    """Each catalogue profile's label, read once: a selectbox asks for every choice's on every rerun."""
+    return {name: str(label) for name, label in profiles.load_profiles()["label"].items()}
 
 
 def efficiency(name: str, terms: str = "") -> Efficiency | None:

@@ -122,21 +122,27 @@ def _navigation() -> tuple[StreamlitPage, dict[str, Path]]:
 
 
 def _run(current: StreamlitPage) -> None:
-    """The shared sidebar, then the chosen page, marked as routed."""
+    """The chosen page, marked as routed, with the shared sidebar above the page's own sidebar.
+
+    The shared sidebar is sent after the page (into a slot made before it): a fresh browser then starts
+    loading the page's first chart before the language switch's code (docs/performance.md, browser_bench).
+    """
     with st.sidebar:
-        ui.headline_style()
-        ui.language_switch()
-        ui.identity_sidebar()
-        st.caption(
-            ui.t(
-                "specviz: where speculative decoding pays, by how much, and why. Every control is mirrored in the URL: copy it to share the exact view."
-            )
-        )
+        ui.headline_style()  # a style only: no element before the page's first chart
+        shared = st.container()
     token = _ROUTED.set(True)
     try:
         current.run()
     finally:
         _ROUTED.reset(token)
+        with shared:
+            ui.language_switch()
+            ui.identity_sidebar()
+            st.caption(
+                ui.t(
+                    "specviz: where speculative decoding pays, by how much, and why. Every control is mirrored in the URL: copy it to share the exact view."
+                )
+            )
 
 
 def run() -> None:

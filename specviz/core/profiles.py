@@ -94,6 +94,11 @@ def _read(path: str) -> pd.DataFrame:
 
 def load_profiles(path: Path = PROFILES_CSV) -> pd.DataFrame:
     """The profile catalogue, one row per profile (name, label, :data:`TERMS`, source, …), default first."""
+    return _catalogue(str(path)).copy()  # built once per path: pages read it for every choice's label
+
+
+@cache
+def _catalogue(path: str) -> pd.DataFrame:
     default = pd.DataFrame(
         [
             {
@@ -109,12 +114,12 @@ def load_profiles(path: Path = PROFILES_CSV) -> pd.DataFrame:
     ).set_index("name", drop=False)
     if not Path(path).exists():
         return default
-    return pd.concat([default, _read(str(path))])
+    return pd.concat([default, _read(path)])
 
 
 def profile_names(path: Path = PROFILES_CSV) -> tuple[str, ...]:
     """The profile names, :data:`DEFAULT_PROFILE` first."""
-    return tuple(load_profiles(path).index)
+    return tuple(_catalogue(str(path)).index)
 
 
 def family(stack: str) -> str:
@@ -133,7 +138,7 @@ def profile_for(stack: str, path: Path = PROFILES_CSV) -> Efficiency:
 
 def profile(name: str, path: Path = PROFILES_CSV) -> Efficiency:
     """The :class:`Efficiency` of the profile ``name`` (see :func:`profile_names`)."""
-    frame = load_profiles(path)
+    frame = _catalogue(str(path))
     if name not in frame.index:
         raise Message("engine must be one of {allowed}; got {value!r}", allowed=list(frame.index), value=name)
     row = frame.loc[name]

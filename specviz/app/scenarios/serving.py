@@ -161,8 +161,10 @@ def grid(r: Replica):
     )
 
 
+@ui.cached
 def sweep(s: Scenario) -> tuple:
-    """(grid, output lengths, every load × K, best K by load, largest rates); raises ValueError on bad input."""
+    """(grid, output lengths, every load × K, best K by load, largest rates); raises ValueError on bad input.
+    Cached: a rerun with the same scenario (any widget elsewhere, a tab) does not solve the queues again."""
     _, output = s.replica.prompt.lengths(), s.replica.output.lengths()  # a bad prompt length is named first
     priced = grid(s.replica)
     frame = serving.steady_state(priced, output, list(s.loads), mode=s.mode, think_s=s.think)

@@ -12,12 +12,14 @@ One module per job: :mod:`.language`, :mod:`.controls`, :mod:`.display` (text, t
 from specviz.app.ui.caches import _RUNS as _RUNS
 from specviz.app.ui.caches import (
     CACHED_ENTRIES,
+    FIGURE_ENTRIES,
     RUN_CACHE_BYTES,
     SHARED_STORES,
     SharedResults,
     cached,
     delete_runs,
     derived_runs,
+    figure,
     library,
     library_runs,
     load_runs,
@@ -68,6 +70,7 @@ from specviz.app.ui.language import LANG_KEY, LANG_PARAM, language, language_swi
 
 __all__ = [
     "CACHED_ENTRIES",
+    "FIGURE_ENTRIES",
     "LANG_KEY",
     "LANG_PARAM",
     "MISSING",
@@ -82,6 +85,7 @@ __all__ = [
     "csv_download",
     "delete_runs",
     "derived_runs",
+    "figure",
     "file_uploader",
     "headings",
     "headline_style",

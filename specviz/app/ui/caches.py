@@ -33,6 +33,25 @@ def cached(fn: Callable | None = None, *, max_entries: int = CACHED_ENTRIES, ttl
     return decorate if fn is None else decorate(fn)
 
 
+#: Figures kept by :func:`figure`, over every builder and visitor (least recently used go first). The
+#: pages it serves draw model grids: a figure holds at most a few hundred KB.
+FIGURE_ENTRIES = 32
+
+
+def figure(build: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``build(*args, **kwargs)``, built once per arguments and shared by every session: a rerun that leaves
+    a chart's data as it was (a widget elsewhere, a tab, a language switch back) does not build it again.
+
+    ``build`` is a builder of :mod:`specviz.app.figures`: its figure depends on its arguments only (the
+    language is one). The figure is shared, so nobody may change it (``ui.chart`` only reads it)."""
+    return _figure(f"{build.__module__}.{build.__qualname__}", args, kwargs, build)
+
+
+@st.cache_resource(max_entries=FIGURE_ENTRIES, show_spinner=False)
+def _figure(name: str, args: tuple, kwargs: dict, _build: Callable[..., Any]) -> Any:
+    return _build(*args, **kwargs)
+
+
 def parsed_upload(fn: Callable | None = None, *, max_entries: int = 8, ttl: float | None = 15 * 60):
     """:func:`cached` for the parser of an upload (a result as large as the file, kept while the person
     works on it), and the heap's freed pages handed back after each call
