@@ -3,7 +3,6 @@
 import hashlib
 from pathlib import Path
 
-import pandas as pd
 import streamlit as st
 
 from specviz.app import measured, router, ui
@@ -57,49 +56,6 @@ def staged_inputs() -> list[tuple[str, bytes]]:
     return list(unique.values())
 
 
-def show_report(report: measurements.LoadReport) -> None:
-    """Which reader took the file, how it read it: mapping, conversions, warnings, and the rows that were skipped."""
-    st.caption(ui.message(measurements.reader_note(report)))
-    st.caption(ui.plain(ui.message(report.headline)))
-    if report.mapped:
-        st.info(
-            ui.t("Mapped columns: {pairs}", pairs=", ".join(f"`{a}` → `{b}`" for a, b in report.mapped.items())),
-            icon=":material/swap_horiz:",
-        )
-    for line in (
-        ui.message(report.conversions_text),
-        ui.message(report.ignored_text),
-        *(ui.t("Warning: {warning}", warning=ui.message(w)) for w in report.warnings),
-    ):
-        if line:
-            st.caption(ui.plain(line))
-    if report.row_errors:
-        st.warning(
-            ui.t(
-                "{cells} bad cell(s) in {rows} row(s); those rows are skipped, the others load.",
-                cells=len(report.row_errors),
-                rows=report.rows_skipped,
-            ),
-            icon=":material/rule:",
-        )
-        rows = [
-            {
-                "row": e.row,
-                "column": e.column,
-                "file header": e.header or e.column,
-                "value": e.value,
-                "allowed": ui.message(e.allowed),
-            }
-            for e in report.row_errors[:500]
-        ]
-        empty = N_("the cell is empty")
-        ui.table(
-            pd.DataFrame(rows),
-            ui.headings(measured.ERROR_COLUMNS, value=ui.Col(N_("value"), missing=empty)),
-            keep_names=True,
-        )
-
-
 def add_section(engine, runs, view: measured.LibraryView) -> None:
     """Upload / paste / sample → preview with the mapping and row errors → save as a run (``runs``: the library)."""
     st.subheader(ui.t("Add measurements"))
@@ -150,11 +106,9 @@ def add_section(engine, runs, view: measured.LibraryView) -> None:
             try:
                 frame, report = measured.parse(data, shown_name(name), view.read)
             except ValueError as exc:
-                if getattr(exc, "report", None) and (note := measurements.reader_note(exc.report)):
-                    st.caption(ui.message(note))  # which reader refused it
-                ui.show_error(exc)
+                measured.show_refusal(exc)
                 continue
-            show_report(report)
+            measured.show_report(report)
             ui.table(
                 frame.head(200), {c: ui.Col(missing=N_("not in the file")) for c in frame.columns}, keep_names=True
             )

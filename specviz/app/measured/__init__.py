@@ -11,6 +11,7 @@ from specviz.app.measured.columns import (
     TAB_TITLES,
     TRASH_COLUMNS,
 )
+from specviz.app.measured.report import show_refusal, show_report
 from specviz.app.measured.scenarios import (
     COMPARE,
     COMPARE_SPEC,
@@ -73,5 +74,7 @@ __all__ = [
     "parse",
     "reference_comparison",
     "reference_table",
+    "show_refusal",
+    "show_report",
     "speculation_profile",
 ]
