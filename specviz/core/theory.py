@@ -67,7 +67,8 @@ def _shown(value: float):
         return Phrase("not a number")
     if value in (np.inf, -np.inf):
         return Phrase("infinity") if value > 0 else Phrase("minus infinity")
-    return format(value, ".6g")
+    # exact, as typed: a whole number without ".0" or an exponent, else the shortest repr that reads back
+    return str(int(value)) if float(value).is_integer() and abs(value) < 2**53 else repr(float(value))
 
 
 def _as_float(x, name: str) -> np.ndarray:

@@ -305,8 +305,8 @@ def test_ngram_view_replays_prompt_lookup_on_the_text():
     at = open_app(PAGE, view="ngram", ng_src="text", ng_text=text, ng_c="100")
     assert not at.error
     table = at.dataframe[0].value
-    assert set(table["rule"]) == {"hf", "vllm"} and table["k"].tolist()[:3] == [1, 2, 3]
-    hf8 = table[(table.rule == "hf") & (table.k == 8)].iloc[0]
+    assert set(table["rule"]) == {"hf", "vllm"} and table["K"].tolist()[:3] == [1, 2, 3]
+    hf8 = table[(table.rule == "hf") & (table.K == 8)].iloc[0]
     assert hf8.tokens_per_round > 3  # the text repeats itself: lookup accepts long runs
     at = open_app(PAGE, view="ngram", ng_src="text", ng_text="x")
     assert any("text: type at least two characters" in e for e in shown_errors(at))
