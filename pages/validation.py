@@ -42,6 +42,12 @@ ERROR_COLUMNS = {
 _PERCENT = {"kind": "percent", "digits": 1, "missing": N_("no row of this kind")}
 ERROR_FORMATS = {"rows": {"kind": "int"}, "method": {"missing": N_("step times: measured with no drafting method")}}
 ERROR_FORMATS |= dict.fromkeys(list(ERROR_COLUMNS)[5:], _PERCENT)
+#: the split measured / predicted columns (scenarios.by_unit): a heading and a unit each
+SPLIT = {
+    **{"measured speedup": N_("measured speedup"), "measured step": N_("measured step time")},
+    **{"predicted speedup": N_("predicted speedup"), "predicted step": N_("predicted step time")},
+    **{"base_predicted speedup": N_("base profile: speedup"), "base_predicted step": N_("base profile: step time")},
+}
 HEADERS = (
     *(N_("row_id"), N_("kind"), "stack", N_("target"), N_("draft"), N_("method"), N_("gpu"), N_("batch")),
     *(N_("measured"), N_("predicted"), N_("ratio"), N_("base_predicted"), N_("base_ratio")),
@@ -153,7 +159,12 @@ def parity_section(s: scenarios.Scenario, yours) -> None:
 
 def headed(frame: pd.DataFrame, key: str) -> None:
     """Show ``frame`` with the headers of :data:`HEADERS` in this session's language."""
-    ui.table(frame, {c: ui.Col(SAID.get(c, c), **FORMATS.get(c, {})) for c in frame.columns if c in HEADERS}, key=key)
+    specs = {c: ui.Col(SAID.get(c, c), **FORMATS.get(c, {})) for c in frame.columns if c in HEADERS}
+    for column, heading in SPLIT.items():
+        kind = column.rsplit(" ", 1)[1]
+        other = N_("a step-time row") if kind == "speedup" else N_("a speedup row")
+        specs[column] = ui.Col(heading, scenarios.KIND_UNITS[kind], kind="number", missing=other)
+    ui.table(frame, {c: col for c, col in specs.items() if c in frame.columns}, key=key)
 
 
 def errors_table(frame: pd.DataFrame, key: str) -> None:
@@ -232,7 +243,7 @@ def runs_section(s: scenarios.Scenario, yours) -> None:
         )
     )
     shown = ["row_id", "kind", "stack", "target", "draft", "method", "gpu", "batch", "measured", "predicted", "ratio"]
-    headed(mine[shown], "tbl_yours")
+    headed(scenarios.by_unit(mine[shown], ("measured", "predicted")), "tbl_yours")
 
 
 def calibrate_section(s: scenarios.Scenario, yours) -> None:
@@ -256,7 +267,7 @@ def calibrate_section(s: scenarios.Scenario, yours) -> None:
     st.code(terms or ui.t("(the default terms)"), language=None)
     ui.chart(ui.figure(figures.fit_parity, table, validation.WITHIN, lang=ui.language()), key="fig_fit")
     shown = ["row_id", "kind", "measured", "predicted", "ratio", "base_predicted", "base_ratio"]
-    headed(table[shown], "tbl_residuals")
+    headed(scenarios.by_unit(table[shown], ("measured", "predicted", "base_predicted")), "tbl_residuals")
     st.caption(
         ui.t(
             "published.fit_profile: least squares on log(predicted / measured), pulled toward the base profile where your rows do not constrain a term; terms rounded to 4 significant digits, so the profile saved and linked is exactly this one."

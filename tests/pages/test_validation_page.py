@@ -203,7 +203,18 @@ def test_an_upload_with_bad_cells_names_each_field_and_value(lang, said):
         assert any(text in e for e in errors), errors
     assert at.metric[0].value == str(len(rows) - 2)  # the good rows are still used
     headers = list(shown_table(at, "runs", "tbl_yours").columns)
-    assert headers[-3:] == (["实测", "预测", "比值"] if lang == "zh" else ["measured", "predicted", "ratio"])
+    # one unit per column: speedups (×) and step times (ms) are never in the same column
+    assert headers[-5:] == (
+        ["实测加速比 (×)", "实测步时间 (ms)", "预测加速比 (×)", "预测步时间 (ms)", "比值"]
+        if lang == "zh"
+        else [
+            "measured speedup (×)",
+            "measured step time (ms)",
+            "predicted speedup (×)",
+            "predicted step time (ms)",
+            "ratio",
+        ]
+    )
 
 
 @pytest.mark.parametrize(
@@ -356,7 +367,8 @@ def test_a_library_run_gives_rows_on_the_pair_chosen(db_url):
         ),
         stack_profiles.DEFAULT_EFFICIENCY,
     )
-    assert table["predicted"].iloc[2] == pytest.approx(want)
+    assert table["predicted step time (ms)"].iloc[2] == pytest.approx(want)
+    assert table["predicted speedup (×)"].isna().tolist() == [True, False, True]
 
 
 def test_chinese_title_and_labels():

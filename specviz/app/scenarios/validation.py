@@ -135,3 +135,20 @@ def your_table(y: YourRows, upload) -> pd.DataFrame | None:
 def fitted(rows_csv: str, base: str):
     """validation.calibrate of your rows (as CSV text: a cache key) from the profile ``base``."""
     return validation.calibrate(validation.rows_from_csv(rows_csv), profiles.profile(base))
+
+
+#: what a row's measured and predicted values are in, by its kind: one unit per table column
+KIND_UNITS = {"speedup": "×", "step": "ms"}
+
+
+def by_unit(frame: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame:
+    """``frame`` with each of ``columns`` (speedups and step times of its rows, by ``kind``) split into one
+    column per kind, "<column> <kind>", each in one unit; the other kind's rows empty there."""
+    out = {}
+    for name in frame.columns:
+        if name not in columns:
+            out[name] = frame[name]
+            continue
+        for kind in KIND_UNITS:
+            out[f"{name} {kind}"] = frame[name].where(frame["kind"] == kind)
+    return pd.DataFrame(out, index=frame.index)
