@@ -123,3 +123,11 @@ def test_a_table_sends_raw_numbers_and_shows_them_formatted():
     assert "overloaded" in config["TPOT (ms)"]["help"] and config["TPOT (ms)"]["help"].startswith("—")
     assert config["GPUs"]["alignment"] == "right" and config["name"].get("alignment") != "right"
     assert "no value for this row" in config["name"]["help"]
+
+
+def test_an_empty_table_with_a_date_column_is_shown():
+    """Was a defect: an empty datetime column's map gave datetimes, whose ``any()`` pandas refuses."""
+    from specviz.app.ui.display import any_missing
+
+    assert not any_missing(pd.Series(pd.to_datetime([])))
+    assert any_missing(pd.Series(pd.to_datetime(["2026-12-06", None])))

@@ -39,13 +39,21 @@ def _hover(fig: go.Figure) -> None:
         trace.hovertemplate = f"{x}%{{x}}<br>{y}%{{y}}"
 
 
+NO_LEGEND = ("heatmap", "surface", "contour", "histogram2d", "histogram2dcontour")  #: traces plotly never lists
+
+
+def _legend_items(fig: go.Figure) -> int:
+    """How many traces the legend lists: named, not hidden from it, of a kind plotly lists."""
+    return sum(bool(t.name) and t.showlegend is not False and t.type not in NO_LEGEND for t in fig.data)
+
+
 def readable(fig: go.Figure) -> go.Figure:
     """``fig`` laid out to read at a glance at any width (changed in place, and returned): the legend above
     the plot area (the title, if any, as its heading), log ticks as values, hover texts with units, the width
     the container's."""
     title = fig.layout.title.text
     legend = dict(LEGEND)
-    if title:
+    if title and _legend_items(fig):  # a chart without legend entries (a heatmap) keeps its own title
         legend["title"] = dict(text=f"<b>{title}</b>", side="top left", font=dict(size=14))
         fig.update_layout(title_text=None, showlegend=True)
     fig.update_layout(legend=legend, width=None, autosize=True)

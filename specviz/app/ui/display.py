@@ -76,6 +76,11 @@ def is_missing(value: Any) -> bool:
         return False
 
 
+def any_missing(series: pd.Series) -> bool:
+    """Whether any cell of ``series`` is empty (an empty datetime column maps to datetimes, not booleans)."""
+    return any(is_missing(v) for v in series)
+
+
 def cell_text(value: Any, col: Col, yes_no: tuple[str, str] = ("yes", "no")) -> str:
     """``value`` as its cell shows it under ``col`` (:data:`MISSING` when it has none)."""
     if is_missing(value):
@@ -178,7 +183,7 @@ def static_table(frame, formats: Mapping[Any, Col | str] | None = None, code: tu
     """
     st.markdown(markdown_table(frame, formats, code))
     for column, col in (formats or {}).items():
-        if isinstance(col, Col) and col.missing and frame[column].map(is_missing).any():
+        if isinstance(col, Col) and col.missing and any_missing(frame[column]):
             st.caption(f"{MISSING} {heading(column, col, t)}: {t(col.missing)}")
 
 
@@ -210,7 +215,7 @@ def table(
     for c in frame.columns:
         col = specs[c]
         tip = [t(col.help)] if col.help else []
-        if frame[c].map(is_missing).any():
+        if any_missing(frame[c]):
             tip.append(f"{MISSING}: " + (t(col.missing) if col.missing else t("no value for this row")))
         config[c] = st.column_config.Column(
             heads[c],
