@@ -24,8 +24,8 @@ import time
 import pandas as pd
 from _report import machine_line, record, summary
 
+from specviz.core import bands, published, regimes
 from specviz.core import profiles as stack_profiles
-from specviz.core import published
 
 T0 = time.perf_counter()
 LABELS = {
@@ -41,6 +41,41 @@ LABELS = {
     "exllamav2": "ExLlamaV2",
     **stack_profiles.FAMILY_LABELS,
 }
+
+
+#: per-regime targets (issue 57): kind -> most median |ratio − 1|; and the most |bias| in every validated regime
+REGIME_TARGETS = {"speedup": 0.10, "step": 0.12}
+REGIME_BIAS = 0.05
+
+
+def regime_verdicts(loso: pd.DataFrame) -> None:
+    """Print the leave-one-source-out error per regime and record PASS/FAIL for each validated regime."""
+    keys = published.regime_keys(loso)
+    for kind, bound in REGIME_TARGETS.items():
+        rows = loso[loso["kind"] == kind]
+        ratios = pd.DataFrame(
+            {
+                "regime": keys[rows.index].map(regimes.Regime.from_key),
+                "ratio": rows["ratio"],
+                "source_id": rows["source_id"],
+            }
+        )
+        table = regimes.summary(ratios).sort_values("rows", ascending=False)
+        print(f"\n{kind}: leave-one-source-out error per regime (validated: >= {regimes.MIN_ROWS} rows)")
+        shown = table.drop(columns=["regime"]).assign(label=table["regime"].map(regimes.label))
+        with pd.option_context("display.width", 250, "display.max_colwidth", 80):
+            print(shown.round(3).to_string())
+        for key, cell in table[table["validated"]].iterrows():
+            err, bias = float(cell["median_abs_err"]), float(cell["bias"])
+            record(
+                f"{kind} {key} median |err|",
+                f"{err:.1%} ({int(cell['rows'])} rows, p90 {cell['p90_abs_err']:.1%})",
+                f"<= {bound:.0%}",
+                err <= bound,
+            )
+            record(f"{kind} {key} bias", f"{bias:+.1%}", f"within ±{REGIME_BIAS:.0%}", abs(bias) <= REGIME_BIAS)
+        unvalidated = table[~table["validated"]]
+        print(f"{kind}: {len(unvalidated)} regimes unvalidated ({int(unvalidated['rows'].sum())} rows)")
 
 
 def main() -> int:
@@ -88,6 +123,7 @@ def main() -> int:
         "<= 15 %",
         t["median_abs_err"] <= 0.15,
     )
+    regime_verdicts(loso)
     base = published.errors(default)
     print(
         f"\ndefault profile for comparison: speedup {base.loc['speedup', 'median_abs_err']:.1%}, "
@@ -111,15 +147,17 @@ def main() -> int:
         table = published.prediction_table(default, fitted, loso)
         table.to_csv(published.PREDICTIONS, index=False, float_format="%.6g")
         print(f"wrote {len(table)} rows to {published.PREDICTIONS}")
+        bands.reload()
         print("\nerror bands (10–90 % of held-out predicted / measured) by profile")
         for name in [stack_profiles.DEFAULT_PROFILE, *sorted(rows["stack"].unique()), *stack_profiles.FAMILY_PROFILES]:
-            bands = {kind: stack_profiles.error_band(name, kind) for kind in ("step", "speedup")}
-            text = "; ".join(
-                f"{kind} {b['lo']:.2f}–{b['hi']:.2f} (median {b['median']:.2f}, {b['rows']} rows, {b['basis']})"
-                for kind, b in bands.items()
-                if b
-            )
-            print(f"  {name}: {text}")
+            for kind in bands.KINDS:
+                table = bands.held_out(name, kind, str(published.PREDICTIONS))
+                if table is None:
+                    continue
+                engine = bands.engine_for(name)
+                own = table["regime"].map(lambda r, e=engine: r.engine == e)
+                for _, b in table[table["validated"] & own].iterrows():
+                    print(f"  {name} {kind} {b['regime'].key}: {b['lo']:.2f}–{b['hi']:.2f} ({b['rows']} rows)")
     return 1 if summary(T0) else 0
 
 

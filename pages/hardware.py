@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from specviz.app import profiles, router, ui
+from specviz.app import bands, profiles, router, ui
 from specviz.app.figures import hardware as hardware_figures
 from specviz.app.scenarios import hardware as scenarios
 from specviz.app.scenarios.hardware import BATCHES, HEADS, NGRAM, Scenario, is_model
@@ -49,7 +49,7 @@ def step_section(s: Scenario) -> None:
         ui.t("Target decode step at B = {batch}, L = {ctx}", batch=s.batch, ctx=f"{s.ctx:,}"),
         f"{total * 1e3:.3f} ms",
     )
-    if note := scenarios.band_note(s, "step", total * 1e3, "{:.3f} ms"):
+    if note := bands.note(kind="step", point=total * 1e3, fmt="{:.3f} ms", batch=s.batch, **scenarios.band_args(s)):
         st.caption(note)
     flops, bandwidth = hardware.attainable(s.gpu_spec, s.dtype, eff)
     left, right = st.columns(2)
@@ -128,8 +128,10 @@ def costs_section(s: Scenario) -> None:
 def speedup_section(s: Scenario) -> None:
     frame = scenarios.by_batch(s)
     paying = frame[frame["k_star"] > 0]
-    band = scenarios.estimate(s, "speedup", paying["speedup_at_k_star"].to_numpy())
-    shade = None if band is None else (paying["batch"], band.low, band.high)
+    band = bands.shade(
+        kind="speedup", points=paying["speedup_at_k_star"], batches=paying["batch"], **scenarios.band_args(s)
+    )
+    shade = None if band is None else (paying["batch"], *band)
     figure = ui.figure(hardware_figures.speedup_by_batch, frame, s.k_max, lang=ui.language(), band=shade)
     ui.chart(figure, key="fig_speedup_b")
     priced_with(s)
@@ -137,7 +139,9 @@ def speedup_section(s: Scenario) -> None:
     if best.k_star:
         at_b1, k_star, speedup = ui.t("At B = 1"), f"K* = {int(best.k_star)}", f"S = {best.speedup_at_k_star:.2f}×"
         st.metric(at_b1, k_star, delta=speedup, delta_color="off")
-        if note := scenarios.band_note(s, "speedup", best.speedup_at_k_star, "{:.2f}×"):
+        if note := bands.note(
+            kind="speedup", point=best.speedup_at_k_star, fmt="{:.2f}×", batch=1, **scenarios.band_args(s)
+        ):
             st.caption(note)
     else:
         st.metric(ui.t("At B = 1"), ui.t("don't speculate"), delta=ui.t("no K pays"), delta_color="off")
@@ -242,7 +246,7 @@ def vllm_method(config: dict, target, draft) -> dict:
 
 def moe_section(s: Scenario) -> None:
     """An MoE target beside the dense model of its active size: v(B) and K*(B) for both."""
-    if not scenarios.is_moe(s.target_spec):
+    if not hardware.is_moe(s.target_spec):
         st.info(
             ui.t(
                 "This view compares a mixture-of-experts target with a dense model of its active size; the chosen target is dense. Choose an MoE target (DeepSeek-V3, Qwen3, Mixtral, gpt-oss, Llama-4) or the preset {preset}.",
@@ -306,7 +310,7 @@ def round_controls(target, draft) -> None:
         ui.number_input(PAGE, P["v_tokens"])
     if draft != NGRAM and kind not in heads.PARALLEL:
         ui.number_input(PAGE, P["d_ctx"], step=256)
-    if scenarios.is_moe(target):
+    if hardware.is_moe(target):
         ui.checkbox(
             PAGE,
             P["ep"],

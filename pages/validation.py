@@ -8,16 +8,15 @@ from specviz.app.figures import validation as figures
 from specviz.app.scenarios import validation as scenarios
 from specviz.app.share import Param, by_key
 from specviz.base.i18n import N_
-from specviz.core import hardware, published, validation
+from specviz.core import hardware, published, regimes, validation
 from specviz.core import profiles as stack_profiles
-from specviz.data import store
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 PAGE, URL = "validation", "validation"
 MODELS, GPUS = hardware.load_catalog()
-VIEWS = ("parity", "errors", "runs", "calibrate")  #: the tabs (slugs: a link names them)
-VIEW_LABELS = (N_("Parity"), N_("Errors"), N_("Your runs"), N_("Calibrate"))
+VIEWS = ("parity", "regimes", "errors", "runs", "calibrate")  #: the tabs (slugs: a link names them)
+VIEW_LABELS = (N_("Parity"), N_("Regimes"), N_("Errors"), N_("Your runs"), N_("Calibrate"))
 PREDICTOR_LABELS = (
     N_("held-out (leave-one-source-out)"),
     N_("shipped profiles (fitted on all rows)"),
@@ -49,13 +48,25 @@ SPLIT = {
     **{"base_predicted speedup": N_("base profile: speedup"), "base_predicted step": N_("base profile: step time")},
 }
 HEADERS = (
-    *(N_("row_id"), N_("kind"), "stack", N_("target"), N_("draft"), N_("method"), N_("gpu"), N_("batch")),
+    *(
+        N_("row_id"),
+        N_("source_id"),
+        N_("source"),
+        N_("kind"),
+        "stack",
+        N_("target"),
+        N_("draft"),
+        N_("method"),
+        N_("gpu"),
+        N_("batch"),
+    ),
     *(N_("measured"), N_("predicted"), N_("ratio"), N_("base_predicted"), N_("base_ratio")),
     *(N_("term"), N_("fitted"), N_("base"), N_("changed")),
     *(N_("name"), N_("terms"), N_("base_engine"), N_("n_rows"), N_("created_at")),
 )
 SPEC = (
     Param("view", "parity", "choice", choices=VIEWS, labels=VIEW_LABELS),
+    Param("regime", "", "text", hi=80, label=N_("Rows behind a regime")),
     Param("pred", "loso", "choice", choices=validation.PREDICTORS, label=N_("Predicted by"), labels=PREDICTOR_LABELS),
     Param("engines", "", "text", hi=400, label=N_("Serving stacks (all when none is chosen)")),
     Param("sources", "", "text", hi=1000, label=N_("Sources (all when none is chosen)")),
@@ -155,6 +166,43 @@ def parity_section(s: scenarios.Scenario, yours) -> None:
             total=len(scenarios.all_rows()),
         )
     )
+
+
+REGIME_COLUMNS = {
+    **{"label": N_("regime"), "rows": N_("rows"), "sources": N_("sources")},
+    **{"median_abs_err": N_("median |err|"), "p90_abs_err": N_("90th percentile |err|"), "bias": N_("bias")},
+}
+
+
+def regimes_section(s: scenarios.Scenario, yours) -> None:
+    tables = scenarios.regime_tables(s.published)
+    predictor_caption(s)
+    st.caption(
+        ui.t(
+            "A regime is an engine family × draft kind × target (dense or MoE) × load. With fewer than {n} rows a regime is unvalidated: there the pages show the widest validated band and name the nearest validated regime. Bias is the median of predicted / measured − 1.",
+            n=regimes.MIN_ROWS,
+        )
+    )
+    for kind in validation.KINDS_SCORED:
+        table = tables[kind]
+        st.subheader(ui.t(KIND_NAMES[kind]).capitalize())
+        ui.table(scenarios.regime_grid(table), key=f"tbl_grid_{kind}")
+        shown = table.assign(label=table["regime"].map(lambda r: regimes.label(r, ui.t)))
+        specs = {c: ui.Col(h, kind="percent", digits=1) for c, h in REGIME_COLUMNS.items()}
+        specs |= {
+            c: ui.Col(REGIME_COLUMNS[c], kind=k) for c, k in (("label", "text"), ("rows", "int"), ("sources", "int"))
+        }
+        ui.table(shown[list(REGIME_COLUMNS)], specs, key=f"tbl_regimes_{kind}")
+    keys = [k for t in tables.values() for k in t.index]
+    if not keys:
+        return
+    if st.session_state[key("regime")] not in keys:
+        st.session_state[key("regime")] = keys[0]
+    label = {k: regimes.label(regimes.Regime.from_key(k), ui.t) for k in keys}
+    st.selectbox(ui.t(P["regime"].label), keys, key=key("regime"), format_func=label.get)
+    rows = scenarios.rows_in(s.published, st.session_state[key("regime")])
+    shown = ["row_id", "kind", "source_id", "stack", "target", "draft", "gpu", "batch", "measured", "predicted"]
+    headed(scenarios.by_unit(rows[[*shown, "ratio", "source"]], ("measured", "predicted")), "tbl_regime_rows")
 
 
 def headed(frame: pd.DataFrame, key: str) -> None:
@@ -273,71 +321,13 @@ def calibrate_section(s: scenarios.Scenario, yours) -> None:
             "published.fit_profile: least squares on log(predicted / measured), pulled toward the base profile where your rows do not constrain a term; terms rounded to 4 significant digits, so the profile saved and linked is exactly this one."
         )
     )
-    save_controls(yours, terms)
+    summary = validation.fit_summary(yours)
+    profiles.save_section(PAGE, P["p_name"], st.session_state[key("base")], summary, terms, URL, headed)
 
 
-def save_controls(yours: pd.DataFrame, terms: str) -> None:
-    st.subheader(ui.t("Save the profile"))
-    st.markdown(f"[{ui.t('Open in Hardware & batch')}]({profiles.hardware_link(terms)})")
-    engine = ui.library()
-    if engine is None:
-        return
-    if (why := ui.refusal(ui.identity(), "profile")) is not None:  # hosted, not signed in: no Save to refuse later
-        st.info(why, icon=":material/lock:")
-        saved_list(engine, deletes=False)
-        return
-    ui.text_box(PAGE, P["p_name"])
-    if st.button(ui.t("Save profile"), key=key("save"), icon=":material/save:", type="primary"):
-        try:
-            store.save_profile(
-                engine,
-                name=st.session_state[key("p_name")],
-                terms=terms,
-                base_engine=st.session_state[key("base")],
-                **validation.fit_summary(yours),
-                who=ui.identity(),
-                page=URL,
-            )
-            st.success(ui.t("Saved as {name}.", name=st.session_state[key("p_name")].strip()), icon=":material/check:")
-        except ValueError as exc:
-            ui.show_error(exc)
-    saved_list(engine)
-
-
-def saved_list(engine, deletes: bool = True) -> None:
-    st.subheader(ui.t("Saved profiles"))
-    try:
-        saved = store.list_profiles(engine)
-    except ValueError as exc:
-        ui.show_error(exc)
-        return
-    if saved.empty:
-        st.caption(ui.t("No profile is saved yet."))
-        return
-    headed(saved.drop(columns=["id"]), "tbl_saved")
-    if not deletes:
-        return
-    name = st.selectbox(ui.t("Profile to delete"), saved["name"], index=None, key=key("del_name"))
-    if name is None:
-        return
-    st.markdown(
-        f"[{ui.t('Open in Hardware & batch')}]({profiles.hardware_link(saved.set_index('name').loc[name, 'terms'])})"
-    )
-    sure = st.checkbox(
-        ui.t("Yes, delete the profile {name} for everyone using this library", name=name), key=key("del_sure")
-    )
-    if st.button(ui.t("Delete profile"), key=key("delete"), icon=":material/delete:", disabled=not sure):
-        try:
-            gone = store.delete_profile(engine, name, who=ui.identity(), page=URL)
-        except ValueError as exc:  # a role that may not delete it: said, nothing deleted
-            ui.show_error(exc)
-            return
-        st.toast(ui.t("Deleted {name}.", name=name) if gone else ui.t("{name} was already deleted.", name=name))
-        del st.session_state[key("del_sure")]
-        st.rerun()
-
-
-SECTIONS = dict(zip(VIEWS, (parity_section, errors_section, runs_section, calibrate_section), strict=True))
+SECTIONS = dict(
+    zip(VIEWS, (parity_section, regimes_section, errors_section, runs_section, calibrate_section), strict=True)
+)
 
 
 def sidebar_controls() -> None:

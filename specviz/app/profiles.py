@@ -146,3 +146,57 @@ def profile_controls(page: str, profile: Param, terms: Param) -> None:
 def hardware_link(terms: str) -> str:
     """The Hardware & batch page's relative link, priced with the custom profile ``terms``."""
     return "hardware?" + urlencode({"engine": CUSTOM, "eng_terms": terms})
+
+
+def save_section(page: str, name_param: Param, base: str, summary: dict, terms: str, url: str, show) -> None:
+    """Save a fitted profile (``terms``, fitted from ``base`` on rows ``summary`` describes) to the run library
+    under the name typed in ``name_param``, and list the saved ones; ``show(frame, key)`` draws a table."""
+    st.subheader(ui.t("Save the profile"))
+    st.markdown(f"[{ui.t('Open in Hardware & batch')}]({hardware_link(terms)})")
+    engine = ui.library()
+    if engine is None:
+        return
+    if (why := ui.refusal(ui.identity(), "profile")) is not None:  # hosted, not signed in: no Save to refuse later
+        st.info(why, icon=":material/lock:")
+        saved_list(page, engine, url, show, deletes=False)
+        return
+    ui.text_box(page, name_param)
+    name = st.session_state[ui.key(page, name_param.key)]
+    if st.button(ui.t("Save profile"), key=ui.key(page, "save"), icon=":material/save:", type="primary"):
+        try:
+            store.save_profile(engine, name=name, terms=terms, base_engine=base, **summary, who=ui.identity(), page=url)
+            st.success(ui.t("Saved as {name}.", name=name.strip()), icon=":material/check:")
+        except ValueError as exc:
+            ui.show_error(exc)
+    saved_list(page, engine, url, show)
+
+
+def saved_list(page: str, engine, url: str, show, deletes: bool = True) -> None:
+    """The run library's saved profiles, and (``deletes``) a guarded delete of one."""
+    st.subheader(ui.t("Saved profiles"))
+    try:
+        saved = store.list_profiles(engine)
+    except ValueError as exc:
+        ui.show_error(exc)
+        return
+    if saved.empty:
+        st.caption(ui.t("No profile is saved yet."))
+        return
+    show(saved.drop(columns=["id"]), "tbl_saved")
+    if not deletes:
+        return
+    name = st.selectbox(ui.t("Profile to delete"), saved["name"], index=None, key=ui.key(page, "del_name"))
+    if name is None:
+        return
+    st.markdown(f"[{ui.t('Open in Hardware & batch')}]({hardware_link(saved.set_index('name').loc[name, 'terms'])})")
+    sure_key = ui.key(page, "del_sure")
+    sure = st.checkbox(ui.t("Yes, delete the profile {name} for everyone using this library", name=name), key=sure_key)
+    if st.button(ui.t("Delete profile"), key=ui.key(page, "delete"), icon=":material/delete:", disabled=not sure):
+        try:
+            gone = store.delete_profile(engine, name, who=ui.identity(), page=url)
+        except ValueError as exc:  # a role that may not delete it: said, nothing deleted
+            ui.show_error(exc)
+            return
+        st.toast(ui.t("Deleted {name}.", name=name) if gone else ui.t("{name} was already deleted.", name=name))
+        del st.session_state[sure_key]
+        st.rerun()

@@ -16,7 +16,7 @@ import pandas as pd
 
 from specviz.base.i18n import Message
 from specviz.base.paths import DATA
-from specviz.core import hardware
+from specviz.core import hardware, regimes
 from specviz.core import profiles as stack_profiles
 from specviz.core.profiles import DEFAULT_EFFICIENCY, Efficiency
 
@@ -262,7 +262,15 @@ PREDICTION_COLUMNS = (
     "fitted_predicted",
     "loso_predicted",
     "profile_from",
+    "regime",
 )
+
+
+def regime_keys(frame: pd.DataFrame) -> pd.Series:
+    """Each published row's regime slug (:class:`specviz.core.regimes.Regime`); step rows have the draft "none"."""
+    method = frame["method"].where(frame["kind"] == "speedup", "none")
+    cells = regimes.of_frame(frame.assign(method=method), frame["target"].map(hardware.is_moe))
+    return cells.map(lambda r: r.key)
 
 
 def prediction_table(default: pd.DataFrame, fitted: pd.DataFrame, loso: pd.DataFrame) -> pd.DataFrame:
@@ -274,6 +282,7 @@ def prediction_table(default: pd.DataFrame, fitted: pd.DataFrame, loso: pd.DataF
             "fitted_predicted": fitted["predicted"],
             "loso_predicted": loso["predicted"],
             "profile_from": loso["profile_from"],
+            "regime": regime_keys(default),
         }
     )[list(PREDICTION_COLUMNS)]
 

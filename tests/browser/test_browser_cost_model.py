@@ -29,8 +29,8 @@ from test_browser import (
 )
 
 from specviz.base import i18n
+from specviz.core import bands, heads, profiles, published, validation
 from specviz.core import hardware as hw
-from specviz.core import heads, profiles, published, validation
 from specviz.data import store
 
 pytestmark = [
@@ -128,14 +128,15 @@ def assert_k_star_metric(page, label: str, k_star: int, speedup: float) -> None:
     expect(shown.locator('[data-testid="stMetricDelta"]')).to_have_text(delta)
 
 
-def band_between(kind: str, engine: str, predicted: float, fmt: str) -> str | None:
-    """The error-band caption's range for ``predicted`` (profiles.estimate: the hull of the point and the
-    held-out range), or None where the profile has no band."""
-    band = profiles.error_band(engine, kind)
+def band_between(kind: str, engine: str, predicted: float, fmt: str, method: str, moe: bool = False) -> str | None:
+    """The band caption's range for ``predicted`` at B = 1 (bands.estimate: the hull of the point and its regime's
+    held-out range; an unvalidated regime shows the widest validated band), or None without bands."""
+    band = bands.band_for(engine, kind, method, moe, 1)
     if band is None:
         return None
-    e = profiles.estimate(predicted, band)
-    return f"between {fmt.format(e.low)} and {fmt.format(e.high)}"
+    e = bands.estimate(predicted, band)
+    low, high = fmt.format(e.low), fmt.format(e.high)
+    return f"between {low} and {high}" if band.validated else f"widest validated band, {low} to {high}"
 
 
 # ------------------------------------------------------------------------------------------
@@ -157,9 +158,9 @@ def test_a_fitted_engine_profile_from_a_link_prices_the_step_and_names_its_sourc
     default_ms = 1e3 * float(hw.step_time(LLAMA_70B, GPU, 1, CONTEXT, 1, dtype=DTYPE, tp=TP_TARGET))
     assert f"{step_ms:.3f}" != f"{default_ms:.3f}", "the profile should change the step time"
     assert metric_value(page, f"Target decode step at B = 1, L = {CONTEXT:,}") == f"{step_ms:.3f} ms"
-    between = band_between("step", engine, step_ms, "{:.3f} ms")
-    if between is not None:  # the profile's error band, from its held-out published rows
-        assert any(c.startswith("Measured is typically") and between in c for c in captions(page)), captions(page)
+    between = band_between("step", engine, step_ms, "{:.3f} ms", "none")
+    assert between is not None, "the shipped predictions give every profile a band"
+    assert any(between in c for c in captions(page)), captions(page)
     assert page.locator(PLOT).count() == 2  # where the step's time goes, and the roofline
 
 
@@ -194,9 +195,9 @@ def test_a_head_draft_preset_gives_the_librarys_k_star_at_batch_1(app_url, page)
     # per draft forward, K + 1 verified) at the full context
     k_star, speedup = k_star_at_batch_1(LLAMA_8B, EAGLE3, tp_draft=TP_TARGET, draft_tokens=1)
     assert_k_star_metric(page, "At B = 1", k_star, speedup)
-    between = band_between("speedup", profiles.SERVER_PROFILE, speedup, "{:.2f}×")
-    if between is not None:
-        assert any(c.startswith("Measured is typically") and between in c for c in captions(page)), captions(page)
+    between = band_between("speedup", profiles.SERVER_PROFILE, speedup, "{:.2f}×", "eagle3")
+    assert between is not None, "the shipped predictions give every profile a band"
+    assert any(between in c for c in captions(page)), captions(page)
     sidebar = page.locator('[data-testid="stSidebar"] [data-testid="stCaptionContainer"]')
     expect(sidebar.filter(has_text=head_label(EAGLE3))).to_have_count(1)
 

@@ -12,9 +12,10 @@ from _tiers import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specviz.core import hardware, moe, published
+from specviz.core import bands, hardware, moe, published, regimes
 from specviz.core import profiles as stack_profiles
 
+REGIME = regimes.Regime("vllm", "none", "dense", "b1")
 EXACT = stack_profiles.Efficiency(compute=1.0, memory=1.0, network=1.0, overhead_s=0.0, allreduce_latency_s=0.0)
 LLAMA8 = "meta-llama/Llama-3.1-8B-Instruct"
 V3 = "deepseek-ai/DeepSeek-V3"
@@ -180,28 +181,33 @@ def test_the_shipped_predictions_are_what_the_shipped_profiles_and_the_default_p
     np.testing.assert_allclose(got.loc[rows["row_id"], "default_predicted"], default["predicted"], rtol=1e-4)
 
 
-def test_the_error_band_is_the_held_out_rows_deciles(tmp_path):
+def test_the_band_is_its_regimes_held_out_deciles_and_an_unvalidated_regime_borrows_the_widest(tmp_path):
     ratios = np.linspace(0.8, 1.25, 10)
+    own = regimes.Regime("vllm", "none", "dense", "b1").key
     frame = pd.DataFrame(
         {
             "kind": "step",
             "stack": ["vllm"] * 10 + ["sglang"],
+            "source_id": [f"s{i % 3}" for i in range(11)],
             "measured": 1.0,
             "loso_predicted": [*ratios, 3.0],
             "default_predicted": 1.0,
+            "regime": [own] * 10 + [regimes.Regime("sglang", "none", "moe", "b17+").key],
         }
     )
     path = tmp_path / "predictions.csv"
     frame.to_csv(path, index=False)
-    band = stack_profiles.error_band("vllm", "step", path)
-    assert band["rows"] == 10 and band["basis"] == "stack"
-    assert (band["lo"], band["hi"]) == pytest.approx(tuple(np.quantile(ratios, [0.1, 0.9])))
-    fallback = stack_profiles.error_band("sglang", "step", path)  # one row of its own: every stack's rows
-    assert fallback["basis"] == "all" and fallback["rows"] == 11
-    assert stack_profiles.error_band("vllm", "speedup", path) is None
-    assert stack_profiles.error_band("roofline", "step", path)["median"] == pytest.approx(1.0)
+    band = bands.band_for("vllm", "step", "none", False, 1, path=path)
+    assert band.validated and band.rows == 10 and band.regime.key == own
+    assert (band.lo, band.hi) == pytest.approx(tuple(np.quantile(ratios, [0.1, 0.9])))
+    lone = bands.band_for("sglang", "step", "none", True, 64, path=path)  # one row of its own: unvalidated
+    assert not lone.validated and lone.rows == 1 and lone.nearest.key == own
+    assert (lone.lo, lone.hi) == pytest.approx((band.lo, band.hi))  # the widest validated band: the only one
+    assert bands.band_for("vllm", "speedup", "eagle3", False, 1, path=path) is None  # no speedup rows at all
+    roofline = bands.band_for("roofline", "step", "none", False, 1, path=path)
+    assert roofline.regime.engine == regimes.ANY and roofline.median == pytest.approx(1.0)
     with pytest.raises(ValueError, match="kind must be"):
-        stack_profiles.error_band("vllm", "latency", path)
+        bands.band_for("vllm", "latency", "none", False, 1, path=path)
 
 
 @settings(max_examples=examples(200), deadline=None)
@@ -214,19 +220,19 @@ def test_the_error_band_is_the_held_out_rows_deciles(tmp_path):
 def test_the_point_estimate_lies_inside_its_band_for_any_band(point, lo, spread, median):
     """Issue 56: step 14.9 ms beside a band of 15.5–31.7 ms; the band is now the hull of the point and measured."""
     hi = lo * spread
-    band = {"lo": lo, "hi": hi, "median": lo + median * (hi - lo), "rows": 7, "basis": "stack"}
-    e = stack_profiles.estimate(point, band)
+    band = regimes.Band(REGIME, lo, hi, lo + median * (hi - lo), 8, True)
+    e = bands.estimate(point, band)
     assert e.low <= e.point == point <= e.high
     assert e.low == pytest.approx(min(point, point / hi)) and e.high == pytest.approx(max(point, point / lo))
     assert (e.bias is None) == (lo <= 1 <= hi)  # a bias is named only where every held-out row lies on one side
     if e.bias is not None:
         assert (e.bias > 0) == (hi < 1)  # predicted / measured below 1: measured above the prediction
-    many = stack_profiles.estimate(np.array([point, 2 * point]), band)
+    many = bands.estimate(np.array([point, 2 * point]), band)
     assert (many.low <= many.point).all() and (many.point <= many.high).all()
 
 
 def test_the_band_of_the_issue_56_report_holds_its_point_and_names_the_bias():
-    e = stack_profiles.estimate(14.9, {"lo": 0.47, "hi": 0.96, "median": 0.78, "rows": 99, "basis": "stack"})
+    e = bands.estimate(14.9, regimes.Band(REGIME, 0.47, 0.96, 0.78, 99, True))
     assert (e.low, e.point) == (14.9, 14.9) and e.high == pytest.approx(14.9 / 0.47)
     assert e.bias == pytest.approx(1 / 0.78 - 1)  # measured 28 % above the prediction at the median
 

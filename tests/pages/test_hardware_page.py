@@ -10,8 +10,8 @@ import pytest
 from _apps import open_app, rerun, shown_errors
 from _tiers import first_quick
 
+from specviz.core import bands, moe, profiles, regimes
 from specviz.core import hardware as hw
-from specviz.core import moe, profiles
 
 PAGE = "pages/hardware.py"
 EFF = profiles.profile(profiles.SERVER_PROFILE)  #: the engine profile the page opens on
@@ -393,48 +393,48 @@ def test_expert_parallelism_from_a_link_prices_the_moe_step_as_the_library_says(
     assert not open_app(PAGE, view="step", ep="true").checkbox  # no checkbox for a dense target
 
 
-@pytest.mark.parametrize("basis", ["stack", "all"])
-def test_the_error_band_is_shown_on_the_step_and_the_speedup_and_shaded_on_the_figure(monkeypatch, basis):
-    if not hasattr(profiles, "error_band"):
-        pytest.skip("profiles.error_band is not in the library yet")
-    bands = {
-        "step": {"lo": 0.8, "hi": 1.25, "median": 1.0, "rows": 17, "basis": basis},
-        "speedup": {"lo": 0.9, "hi": 1.6, "median": 1.2, "rows": 23, "basis": basis},
-    }
-    monkeypatch.setattr(profiles, "error_band", lambda name, kind: bands[kind])  # the page reads it at run time
+def _band(lo, hi, validated=True, rows=17):
+    r = regimes.Regime("vllm", "model", "dense", "b1")
+    nearest = None if validated else regimes.Regime("hf-eager", "model", "dense", "b1")
+    return regimes.Band(r, lo, hi, (lo + hi) / 2, rows, validated, nearest)
+
+
+@pytest.mark.parametrize("validated", [True, False])
+def test_the_band_is_shown_on_the_step_and_the_speedup_and_shaded_on_the_figure(monkeypatch, validated):
+    got = {"step": _band(0.8, 1.25, validated), "speedup": _band(0.9, 1.6, validated)}
+    asked = []
+
+    def band_for(name, kind, method, moe, batch, request_rate=None, path=None):
+        asked.append((name, kind, method, moe, batch))
+        return got[kind]
+
+    monkeypatch.setattr(bands, "band_for", band_for)  # the page reads it at run time
     at = open_app(PAGE, view="step")
-    step = hw.step_breakdown("meta-llama/Llama-3.1-70B-Instruct", "H100-SXM5-80GB", 1, 2048, 1, tp=4, efficiency=EFF)
-    predicted = step["seconds"].sum() * 1e3
-    assert metric(at, "Target decode step") == f"{predicted:.3f} ms"
-    low, high = predicted / 1.25, predicted / 0.8
-    caption = next(c.value for c in at.caption if c.value.startswith("Measured is typically"))
-    assert f"between {low:.3f} ms and {high:.3f} ms" in caption and "17 rows" in caption
-    assert ("every profile" in caption) == (basis == "all")
+    start = "Measured is typically between" if validated else "Unvalidated regime (vLLM · separate draft model"
+    assert any(c.value.startswith(start) for c in at.caption), [c.value for c in at.caption]
+    assert ("vllm", "step", "model", False, 1) in asked  # the default pair: a dense target, a draft model, B = 1
+    if not validated:
+        note = next(c.value for c in at.caption if c.value.startswith(start))
+        assert "Nearest validated regime: HF eager · separate draft model · dense target · B = 1" in note
     at = open_app(PAGE, view="speedup")
-    caption = next(c.value for c in at.caption if c.value.startswith("Measured is typically"))
-    want = default_at_batch_1().speedup_at_k_star
-    assert f"between {want / 1.6:.2f}× and {want / 0.9:.2f}×" in caption and "23 rows" in caption
-    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
-    assert [t["name"] for t in figure["data"] if t.get("fill") == "tonexty"] == ["measured at K*, 10–90 %"]
+    assert {b for (_, kind, _, _, b) in asked if kind == "speedup"} >= {1, 16, 32}  # one band per batch's regime
+    fig = json.loads(next(c.proto.spec for c in at.get("plotly_chart") if c.proto.id.endswith("fig_speedup_b")))
+    filled = [t for t in fig["data"] if t.get("fill") == "tonexty"]
+    assert len(filled) == 1
 
 
-def test_the_speedup_figure_shades_the_band_between_its_bounds():
-    from specviz.app.figures import hardware as figures
-
-    frame = hw.speedup_by_batch(LLAMA_8B, EAGLE3, "H100-SXM5-80GB", 0.8, [1, 8, 64], [2048], 4)
-    paying = frame[frame.k_star > 0]
-    band = (paying.batch, paying.speedup_at_k_star / 1.6, paying.speedup_at_k_star / 0.9)
-    fig = figures.speedup_by_batch(frame, 4, band=band)
-    high, low = fig.data[0], fig.data[1]
-    assert low.fill == "tonexty" and list(low.x) == list(paying.batch)
-    assert list(low.y) == pytest.approx(list(paying.speedup_at_k_star / 1.6))
-    assert list(high.y) == pytest.approx(list(paying.speedup_at_k_star / 0.9))
-
-
-def test_the_page_runs_on_the_librarys_own_error_band():
+def test_the_page_runs_on_the_librarys_own_regime_bands():
+    """With the shipped predictions: vLLM with a draft model at B = 1 has no validated speedup regime yet, HF eager does."""
     at = open_app(PAGE, view="speedup")
-    band = profiles.error_band(profiles.SERVER_PROFILE, "speedup")
-    assert any(c.value.startswith("Measured is typically") for c in at.caption) == (band is not None)
+    own = bands.band_for(profiles.SERVER_PROFILE, "speedup", "model", False, 1)
+    assert own is not None and own.regime.key == "vllm/model/dense/b1"
+    start = "Measured is typically" if own.validated else "Unvalidated regime (vLLM · separate draft model"
+    assert any(c.value.startswith(start) for c in at.caption), [c.value for c in at.caption]
+    eager = bands.band_for("hf-transformers", "speedup", "model", False, 1)
+    assert eager.validated and eager.rows >= regimes.MIN_ROWS
+    at = open_app(PAGE, view="speedup", engine="hf-transformers")
+    note = next(c.value for c in at.caption if c.value.startswith("Measured is typically"))
+    assert f"{eager.rows} held-out published rows in this regime (HF eager · separate draft model" in note
 
 
 def test_a_routing_skew_from_a_link_prices_fewer_experts_as_the_library_does():
@@ -464,8 +464,7 @@ def test_a_refused_upload_keeps_the_pair_of_the_controls_and_says_so():
 @pytest.mark.parametrize(("lo", "hi"), first_quick([(0.47, 0.96), (1.05, 1.32), (0.8, 1.25)]))
 def test_every_number_lies_inside_its_band_and_a_one_sided_band_says_its_bias(monkeypatch, lo, hi):
     """Issue 56: step 14.9 ms stood beside a band of 15.5–31.7 ms (the band excluded a biased profile's point)."""
-    bands = {k: {"lo": lo, "hi": hi, "median": (lo + hi) / 2, "rows": 9, "basis": "stack"} for k in ("step", "speedup")}
-    monkeypatch.setattr(profiles, "error_band", lambda name, kind, path=None: bands[kind])
+    monkeypatch.setattr(bands, "band_for", lambda *a, **kw: _band(lo, hi, rows=9))
     for view, start, unit in (("step", "Target decode step", " ms"), ("speedup", "At B = 1", "×")):
         at = open_app(PAGE, view=view)
         shown = metric(at, start) if view == "step" else next(m.delta for m in at.metric if m.label == start)

@@ -24,6 +24,7 @@ PAGE = "pages/validation.py"
 HARDWARE = "pages/hardware.py"
 VIEWS = {
     "parity": ["fig_parity_speedup", "fig_parity_step"],
+    "regimes": [],
     "errors": [],
     "runs": [],
     "calibrate": [],
@@ -132,6 +133,33 @@ def test_the_parity_plot_draws_every_priceable_row_left_by_the_filters(which):
     speedups, steps = (points(c, "published") for c in charts)
     assert (speedups, steps) == ((kept["kind"] == "speedup").sum(), (kept["kind"] == "step").sum())
     assert at.multiselect(key="validation.engines._pick").value == ["tensorrt-llm", "hf-transformers"]
+
+
+def test_the_parity_plot_colours_by_regime_with_one_legend_entry_each():
+    at = open_app(PAGE, pred="default")
+    frame = validation.predictions("default")
+    figure = json.loads(at.get("plotly_chart")[0].proto.spec)
+    drawn = [t for t in figure["data"] if t.get("meta") == "published"]
+    want = frame.loc[frame["kind"] == "speedup", "regime"].unique()
+    assert sorted({t["legendgroup"] for t in drawn}) == sorted(want)
+    assert sum(t.get("showlegend", True) for t in drawn) == len(want)  # one entry per regime, not per source
+    assert all(len({t["marker"]["color"] for t in drawn if t["legendgroup"] == k}) == 1 for k in want)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_regime_view_counts_each_cell_and_lists_the_rows_behind_one_from_a_link(lang):
+    frame = validation.predictions("loso")
+    tables = validation.regime_errors(frame)
+    key = "hf-eager/eagle/dense/b1"
+    at = open_app(PAGE, view="regimes", regime=key, lang=lang)
+    assert not at.exception and not shown_errors(at)
+    grids, summaries, behind = at.dataframe[0::2][:2], at.dataframe[1::2][:2], at.dataframe[-1]
+    for kind, grid, summary in zip(validation.KINDS_SCORED, grids, summaries, strict=True):
+        cells = grid.value.iloc[:, 1:].notna().to_numpy().sum()
+        assert cells == len(tables[kind]) == len(summary.value)
+        assert list(summary.value.iloc[:, 1]) == list(tables[kind]["rows"])  # the rows column, in the table's order
+    assert sorted(behind.value.iloc[:, 0]) == sorted(frame.loc[frame["regime"] == key, "row_id"])
+    assert at.selectbox(key="validation.regime").value == key
 
 
 def test_the_error_tables_are_published_errors_of_the_same_predictions():

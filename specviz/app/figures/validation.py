@@ -13,6 +13,8 @@ import plotly.graph_objects as go
 from specviz.app.figures.design import compact
 from specviz.app.figures.measured import _layout, _series_color, parity_lines, plotly_text
 from specviz.base.i18n import text
+from specviz.core import regimes
+from specviz.core.published import regime_keys
 
 SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "x", "star", "hexagon", "pentagon", "triangle-down")
 YOURS_COLOR = "#000000"
@@ -55,8 +57,9 @@ def _hover(frame: pd.DataFrame, lang: str) -> list[str]:
 
 def parity(published: pd.DataFrame, yours: pd.DataFrame | None, kind: str, band: float, lang: str = "en") -> go.Figure:
     """Predicted against measured on log-log axes for the rows of ``kind`` (``"speedup"`` or ``"step"``):
-    the line y = x, a shaded band y = x·(1 ± ``band``), the published rows coloured by stack with a
-    symbol per source (``meta`` "published"), your rows as black stars (``meta`` "yours").
+    the line y = x, a shaded band y = x·(1 ± ``band``), the published rows coloured by regime
+    (:mod:`specviz.core.regimes`) with a symbol per source (``meta`` "published"), your rows as black stars
+    (``meta`` "yours").
 
     ``published`` and ``yours`` hold ``measured``, ``predicted``, ``ratio`` and the columns of
     ``data/validation/measurements.csv``.
@@ -96,22 +99,28 @@ def parity(published: pd.DataFrame, yours: pd.DataFrame | None, kind: str, band:
             )
         )
     rows = parts[0]
-    colors = _series_color(sorted(rows["stack"].unique()))
+    if "regime" not in rows:  # a frame from before regimes: each row's regime from its own columns
+        rows = rows.assign(regime=regime_keys(rows))
+    colors = _series_color(sorted(rows["regime"].unique()))
     symbols = {s: SYMBOLS[i % len(SYMBOLS)] for i, s in enumerate(sorted(rows["source_id"].unique()))}
-    for (stack, source), part in rows.groupby(["stack", "source_id"], sort=True):
+    shown = set()
+    for (key, source), part in rows.groupby(["regime", "source_id"], sort=True):
+        name = regimes.label(regimes.Regime.from_key(key), lambda s: text(lang, s))
         fig.add_trace(
             go.Scatter(
                 x=compact(part["measured"]),
                 y=compact(part["predicted"]),
                 mode="markers",
-                marker=dict(color=colors[stack], symbol=symbols[source], size=9, line=dict(width=0.5, color="white")),
-                name=plotly_text(f"{stack} · {source}"),
-                legendgroup=plotly_text(stack),
+                marker=dict(color=colors[key], symbol=symbols[source], size=9, line=dict(width=0.5, color="white")),
+                name=plotly_text(name),
+                legendgroup=plotly_text(key),
+                showlegend=key not in shown,
                 meta=PUBLISHED,
-                hovertext=_hover(part, lang),
+                hovertext=[f"{h}<br>{plotly_text(name)}" for h in _hover(part, lang)],
                 hoverinfo="text",
             )
         )
+        shown.add(key)
     if mine is not None:
         fig.add_trace(
             go.Scatter(

@@ -299,10 +299,6 @@ def draft_choices(target, draft: str) -> tuple:
     return offered if draft in offered else (*offered, draft)
 
 
-def is_moe(model) -> bool:
-    return bool(hardware.model_spec(model)["n_experts"])
-
-
 def is_model(draft) -> bool:
     """Whether the draft is a model of its own (not a head, not n-gram lookup)."""
     return not (draft == NGRAM or heads.is_head(draft))
@@ -335,7 +331,7 @@ def round_shape(view: dict, target, draft) -> dict:
             shape["verify_tokens"] = view["v_tokens"]
     if view["d_ctx"] and draft != NGRAM and kind not in heads.PARALLEL:
         shape["budget"] = view["d_ctx"]
-    if view["ep"] and is_moe(target):
+    if view["ep"] and hardware.is_moe(target):
         shape["expert_parallel"] = True
     return shape
 
@@ -419,40 +415,18 @@ def experts_touched(s: Scenario) -> dict:
     return dict(k=k, n=n, touched=float(moe.experts_touched(e, k, n)), e=e, most=min(n * k, e))
 
 
-def estimate(s: Scenario, kind: str, point) -> stack_profiles.Estimate | None:
-    """``point`` ("step" or "speedup", scalar or array) with the engine profile's band
-    (:func:`specviz.core.profiles.estimate`), or None where the profile has none (a custom one: no held-out row)."""
-    if s.profile.name not in PROFILES.index:
-        return None
-    band = stack_profiles.error_band(s.profile.name, kind)
-    return None if band is None else stack_profiles.estimate(point, band)
+def draft_method(s: Scenario) -> str:
+    """The drafting method of the scenario's draft: "ngram", a head's kind, else "model" (a draft model)."""
+    if s.draft_spec == NGRAM:
+        return "ngram"
+    if heads.is_head(s.draft_spec):
+        return str(heads.head_spec(s.draft_spec)["kind"])
+    return "model"
 
 
-def band_text(e: stack_profiles.Estimate, fmt: str) -> str:
-    """What a measurement typically is beside the prediction, and the held-out bias where it is one-sided."""
-    fields = dict(low=fmt.format(e.low), high=fmt.format(e.high), n=e.rows)
-    if e.basis == "all":  # too few rows of this profile: every profile's held-out rows stand in
-        text = ui.t(
-            "Measured is typically between {low} and {high}: the 10–90 % range of held-out published rows of every profile (this one has too few), {n} rows.",
-            **fields,
-        )
-    else:
-        text = ui.t(
-            "Measured is typically between {low} and {high}: the 10–90 % range of held-out published rows for this profile, {n} rows.",
-            **fields,
-        )
-    if e.bias is None:
-        return text
-    share = f"{abs(e.bias):.0%}"
-    if e.bias > 0:
-        return text + " " + ui.t("Held-out rows measured {share} above the prediction (median).", share=share)
-    return text + " " + ui.t("Held-out rows measured {share} below the prediction (median).", share=share)
-
-
-def band_note(s: Scenario, kind: str, point: float, fmt: str) -> str | None:
-    """The caption of ``point``'s band under its metric, or None where the profile has no band."""
-    e = estimate(s, kind, point)
-    return None if e is None else band_text(e, fmt)
+def band_args(s: Scenario) -> dict:
+    """What places this setup's predictions in a regime besides the batch: the profile, method and target kind."""
+    return dict(profile=s.profile.name, method=draft_method(s), moe=hardware.is_moe(s.target_spec))
 
 
 def context_warnings(s: Scenario) -> list[str]:

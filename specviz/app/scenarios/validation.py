@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from specviz.app import ui
-from specviz.core import profiles, published, validation
+from specviz.core import profiles, published, regimes, validation
 
 BY = ("stack", "source_id", "method")  #: the error tables' groupings
 
@@ -152,3 +152,39 @@ def by_unit(frame: pd.DataFrame, columns: tuple[str, ...]) -> pd.DataFrame:
         for kind in KIND_UNITS:
             out[f"{name} {kind}"] = frame[name].where(frame["kind"] == kind)
     return pd.DataFrame(out, index=frame.index)
+
+
+@ui.cached
+def _regime_tables(p: Published, stamp: str) -> dict[str, pd.DataFrame]:
+    return validation.regime_errors(chosen(p))
+
+
+def regime_tables(p: Published) -> dict[str, pd.DataFrame]:
+    """Per kind, the chosen predictions' error in each regime (:func:`specviz.core.validation.regime_errors`)."""
+    return _regime_tables(p, validation.inputs_stamp())
+
+
+def regime_grid(table: pd.DataFrame) -> pd.DataFrame:
+    """One line per engine · draft kind, one column per target · load, each cell "rows · median |err|" (an
+    unvalidated cell says so); a regime without rows has an empty cell. In this session's language."""
+    cells: dict[tuple[str, str], dict[str, str]] = {}
+    columns = [(t, load) for t in regimes.TARGETS for load in regimes.LOADS]  # every target · load, fixed order
+    for r, row in zip(table["regime"], table.itertuples(), strict=True):
+        line = " · ".join((ui.t(regimes.ENGINE_LABELS[r.engine]), ui.t(regimes.DRAFT_LABELS[r.draft])))
+        text = ui.t("{n} rows · {err}", n=int(row.rows), err=f"{row.median_abs_err:.1%}")
+        cells.setdefault(line, {})[_column(r.target, r.load)] = (
+            text if row.validated else text + " · " + ui.t("unvalidated")
+        )
+    heads = [_column(t, load) for t, load in columns]
+    frame = pd.DataFrame.from_dict(cells, orient="index").reindex(columns=heads)
+    return frame.sort_index().rename_axis(ui.t("engine · draft")).reset_index()
+
+
+def _column(target: str, load: str) -> str:
+    return f"{ui.t(regimes.TARGET_LABELS[target])} · {ui.t(regimes.LOAD_LABELS[load])}"
+
+
+def rows_in(p: Published, key: str) -> pd.DataFrame:
+    """The chosen published rows of regime ``key``: what a cell of :func:`regime_grid` rests on."""
+    frame = chosen(p)
+    return frame[frame["regime"] == key]

@@ -128,6 +128,12 @@ def model_spec(model: str | dict) -> dict:
     return _checked_model(model)
 
 
+def is_moe(model: str | dict) -> bool:
+    """Whether ``model`` (a catalogue name or fields) is a mixture of experts: more than one expert per MoE layer."""
+    experts = model_spec(model).get("n_experts")
+    return experts is not None and experts == experts and float(experts) > 1
+
+
 @cache
 def _catalogue_model(name: str) -> dict:
     return _checked_model(name)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from specviz.core.validation.calibrate import calibrate, fit_errors, fit_summary, terms_table
 from specviz.core.validation.predictors import (
+    KINDS_SCORED,
     PREDICTORS,
     ROW_COLUMNS,
     TARGETS,
@@ -19,6 +20,7 @@ from specviz.core.validation.predictors import (
     predict_yours,
     predictions,
     published_rows,
+    regime_errors,
     side_by_side,
     verdicts,
 )
@@ -43,6 +45,7 @@ from specviz.core.validation.rows import (
 __all__ = [
     "DEFAULTS",
     "KINDS",
+    "KINDS_SCORED",
     "LIMITS",
     "MAX_ROWS",
     "METHODS",
@@ -67,6 +70,7 @@ __all__ = [
     "predictions",
     "published_rows",
     "read_table",
+    "regime_errors",
     "renamed_columns",
     "rows_from_csv",
     "rows_from_run",

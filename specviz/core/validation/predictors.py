@@ -13,10 +13,11 @@ import numpy as np
 import pandas as pd
 
 from specviz.base.i18n import Message
-from specviz.core import profiles, published
+from specviz.core import profiles, published, regimes
 from specviz.core.profiles import DEFAULT_EFFICIENCY
 
 PREDICTORS = ("loso", "shipped", "default")  #: who predicts the published rows (slugs: a link names them)
+KINDS_SCORED = ("speedup", "step")
 WITHIN = 0.15  #: the band of :func:`specviz.core.published.errors`' within_15: |predicted / measured − 1| ≤ 15 %
 #: the targets as benchmarks/validation_bench.py states them (issue 31): (kind, statistic, at most / at least, bound)
 TARGETS = (
@@ -47,7 +48,8 @@ def inputs_stamp() -> str:
 
 
 def predictions(which: str) -> pd.DataFrame:
-    """Priceable published rows with measured, predicted, ratio by ``which`` (loso: + profile_from); Message else."""
+    """Priceable published rows with measured, predicted, ratio and regime (:mod:`specviz.core.regimes`) by
+    ``which`` (loso: + profile_from); Message else."""
     if which not in PREDICTORS:
         raise Message("predictor must be one of {allowed}; got {value!r}", allowed=", ".join(PREDICTORS), value=which)
     if which == "loso":
@@ -61,7 +63,8 @@ def predictions(which: str) -> pd.DataFrame:
         table = table[table["row_id"].isin(index.index)]
         table.index = pd.Index(table["row_id"].map(index).to_numpy(), name=rows.index.name)
         return table.assign(predicted=table["loso_predicted"], ratio=table["loso_predicted"] / table["measured"])
-    return published.predict(published_rows(), _profile_for(which))
+    rows = published_rows()
+    return published.predict(rows, _profile_for(which)).assign(regime=published.regime_keys(rows))
 
 
 def predict_yours(rows: pd.DataFrame, which: str) -> pd.DataFrame:
@@ -91,6 +94,17 @@ def per_row(chosen: pd.DataFrame, default: pd.DataFrame) -> pd.DataFrame:
     """One row per published row: :data:`ROW_COLUMNS`, measured, predicted, ratio, source, and the default's."""
     table = chosen[[*ROW_COLUMNS, "measured", "predicted", "ratio", "source"]]
     return table.assign(default_predicted=default["predicted"], default_ratio=default["ratio"])
+
+
+def regime_errors(chosen: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per kind ("speedup", "step"): :func:`specviz.core.regimes.summary` of the chosen predictions, most rows first."""
+    out = {}
+    for kind in KINDS_SCORED:
+        rows = chosen[chosen["kind"] == kind]
+        cells = rows["regime"].map(regimes.Regime.from_key)
+        table = regimes.summary(pd.DataFrame({"regime": cells, "ratio": rows["ratio"], "source_id": rows["source_id"]}))
+        out[kind] = table.sort_values(["rows", "median_abs_err"], ascending=[False, True])
+    return out
 
 
 def verdicts(errors: pd.DataFrame) -> pd.DataFrame:
