@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from specviz.app import profiles, router, ui
+from specviz.app import bands, profiles, router, ui
 from specviz.app.figures import serving as figures
 from specviz.app.scenarios import serving as scenarios
 from specviz.app.scenarios.hardware import gpu_label
@@ -115,6 +115,7 @@ def headline(s: scenarios.Scenario, grid, best: pd.DataFrame, rates: pd.DataFram
         if stops is None
         else ui.t("{rate} requests/s per GPU", rate=ui.number(stops)),
     )
+    band_note(s, spec["max_rps"] / plain["max_rps"] if option else float("nan"))
     if over:
         st.warning(
             ui.t(
@@ -132,6 +133,18 @@ def headline(s: scenarios.Scenario, grid, best: pd.DataFrame, rates: pd.DataFram
             p=f"{grid.prefill_s[0] * 1e3:.1f}",
         )
     )
+
+
+def band_note(s: scenarios.Scenario, gain: float) -> None:
+    """The band of speculation's gain in its regime (a request rate's load, or the largest user count)."""
+    if not np.isfinite(gain):
+        return
+    r = s.replica
+    load = dict(rate=s.goal, batch=None) if s.mode == "open" else dict(batch=int(max(s.loads)))
+    method = hardware.drafting_method(r.draft)
+    said = bands.note(r.profile.name, "speedup", gain, "{:.2f}×", method, hardware.is_moe(r.target), **load)
+    if said:
+        st.caption(ui.t("Largest rate with speculation over without: {gain}×.", gain=f"{gain:.2f}") + " " + said)
 
 
 def show_table(frame: pd.DataFrame, best: pd.DataFrame, mode: str) -> None:

@@ -229,3 +229,28 @@ def test_hardware_and_serving_open_on_the_same_engine_profile_and_say_it():
     assert at.selectbox(key="serving.engine").value == hw_page.selectbox(key="hardware.engine").value
     for page in (at, hw_page):
         assert any(c.value.startswith("Priced with the engine profile") for c in page.caption)
+
+
+@pytest.mark.parametrize("mode", ["open", "closed"])
+def test_the_gain_carries_the_band_of_its_regime(monkeypatch, mode):
+    """The largest-rate gain is a throughput ratio priced in its regime: a request rate (open) or the user count."""
+    from specviz.core import bands, regimes
+
+    asked = []
+
+    def band_for(name, kind, method, moe, batch, request_rate=None, path=None):
+        asked.append((name, kind, method, moe, batch, request_rate))
+        r = regimes.Regime("vllm", method, "dense", regimes.load_of(batch, request_rate))
+        return regimes.Band(r, 0.9, 1.2, 1.0, 12, True, None)
+
+    monkeypatch.setattr(bands, "band_for", band_for)
+    query = dict(mode="closed", users="1,4,16,64") if mode == "closed" else dict(goal="250")
+    at = open_app(PAGE, **query)
+    note = next(c.value for c in at.caption if c.value.startswith("Largest rate with speculation over without"))
+    gain = float(re.search(r"without: ([0-9.]+)×", note).group(1))
+    low, high = (float(x) for x in re.search(r"between ([0-9.]+)× and ([0-9.]+)×", note).groups())
+    assert low <= gain <= high
+    name, kind, method, moe, batch, rate = asked[-1]
+    assert (name, kind, method, moe) == (profiles.SERVER_PROFILE, "speedup", "model", False)
+    assert (batch, rate) == ((64, None) if mode == "closed" else (None, 250.0))
+    assert ("B ≥ 17 or a request rate" if mode == "open" else "B ≥ 17") in note

@@ -415,18 +415,11 @@ def experts_touched(s: Scenario) -> dict:
     return dict(k=k, n=n, touched=float(moe.experts_touched(e, k, n)), e=e, most=min(n * k, e))
 
 
-def draft_method(s: Scenario) -> str:
-    """The drafting method of the scenario's draft: "ngram", a head's kind, else "model" (a draft model)."""
-    if s.draft_spec == NGRAM:
-        return "ngram"
-    if heads.is_head(s.draft_spec):
-        return str(heads.head_spec(s.draft_spec)["kind"])
-    return "model"
-
-
 def band_args(s: Scenario) -> dict:
     """What places this setup's predictions in a regime besides the batch: the profile, method and target kind."""
-    return dict(profile=s.profile.name, method=draft_method(s), moe=hardware.is_moe(s.target_spec))
+    return dict(
+        profile=s.profile.name, method=hardware.drafting_method(s.draft_spec), moe=hardware.is_moe(s.target_spec)
+    )
 
 
 def context_warnings(s: Scenario) -> list[str]:

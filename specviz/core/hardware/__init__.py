@@ -23,7 +23,7 @@ from specviz.core.hardware.catalog import (
 )
 from specviz.core.hardware.hf_config import _FIELD_OF, CONFIG_MAX_BYTES, _hf_int, from_hf_config
 from specviz.core.hardware.memory import USABLE_MEMORY, fits, kv_bytes_per_token, max_batch, weight_bytes
-from specviz.core.hardware.pair import NGRAM, check_pair, pair_costs, round_speedup
+from specviz.core.hardware.pair import NGRAM, check_pair, drafting_method, pair_costs, round_speedup
 from specviz.core.hardware.params import active_parameter_count, dense_comparator, parameter_count, with_routing_skew
 from specviz.core.hardware.roofline import (
     BOARD_GPUS,
@@ -78,6 +78,7 @@ __all__ = [
     "calibration_steps",
     "check_pair",
     "dense_comparator",
+    "drafting_method",
     "efficiency_for",
     "fits",
     "from_hf_config",

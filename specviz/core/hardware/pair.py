@@ -13,6 +13,15 @@ from specviz.core.profiles import Efficiency, as_efficiency
 NGRAM = "ngram"  #: a draft that looks the continuation up in the context (prompt lookup): no forward
 
 
+def drafting_method(draft) -> str:
+    """How ``draft`` drafts: "ngram" (:data:`NGRAM`), a head's kind (eagle, eagle3, mtp, medusa…), else "model"."""
+    if isinstance(draft, str) and draft == NGRAM:
+        return "ngram"
+    if isinstance(draft, str) and heads.is_head(draft):
+        return str(heads.head_spec(draft)["kind"])
+    return "model"
+
+
 def pair_costs(
     target,
     draft,
