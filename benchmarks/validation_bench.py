@@ -85,6 +85,7 @@ def main() -> int:
         action="store_true",
         help="refit data/catalog/profiles.csv on all rows and write data/validation/predictions.csv",
     )
+    parser.add_argument("--jobs", type=int, default=2, help="processes for leave-one-source-out (default 2)")
     args = parser.parse_args()
     print(machine_line())
     frame = published.load_measurements()
@@ -94,7 +95,7 @@ def main() -> int:
         f"{rows['stack'].nunique()} stacks, {rows['gpu'].nunique()} GPUs"
     )
     default = published.predict(rows, {})
-    loso = published.leave_one_source_out(rows)
+    loso = published.leave_one_source_out(rows, jobs=args.jobs)
     table = loso[
         ["row_id", "kind", "stack", "gpu", "target", "method", "batch", "measured", "predicted", "profile_from"]
     ]

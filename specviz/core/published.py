@@ -210,17 +210,27 @@ def _fallback(rest: pd.DataFrame, stack: str) -> str:
     return "family" if (rest["stack"].map(_family) == _family(stack)).any() else SHARED
 
 
-def leave_one_source_out(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY) -> pd.DataFrame:
-    """Every row predicted with profiles fitted on the other sources; adds ``profile_from``."""
-    parts = []
-    for source, held in frame.groupby("source_id"):
-        rest = frame[frame["source_id"] != source]
-        profiles = fit_profiles(rest, prior)
-        origin = {stack: _fallback(rest, stack) for stack in held["stack"].unique()}
-        key = {e: {"stack": e, "family": _family(e), SHARED: SHARED}[o] for e, o in origin.items()}
-        got = predict(held, lambda row, profiles=profiles, key=key: profiles[key[row["stack"]]])
-        got["profile_from"] = held["stack"].map(origin)
-        parts.append(got)
+def _held_out(frame: pd.DataFrame, source: str, prior: Efficiency) -> pd.DataFrame:
+    """``source``'s rows predicted with profiles fitted on every other source; adds ``profile_from``."""
+    held, rest = frame[frame["source_id"] == source], frame[frame["source_id"] != source]
+    profiles = fit_profiles(rest, prior)
+    origin = {stack: _fallback(rest, stack) for stack in held["stack"].unique()}
+    key = {e: {"stack": e, "family": _family(e), SHARED: SHARED}[o] for e, o in origin.items()}
+    got = predict(held, lambda row: profiles[key[row["stack"]]])
+    got["profile_from"] = held["stack"].map(origin)
+    return got
+
+
+def leave_one_source_out(frame: pd.DataFrame, prior: Efficiency = DEFAULT_EFFICIENCY, jobs: int = 1) -> pd.DataFrame:
+    """Every row predicted with profiles fitted on the other sources (:func:`_held_out`), ``jobs`` processes."""
+    sources = list(frame["source_id"].unique())
+    if jobs <= 1:
+        parts = [_held_out(frame, s, prior) for s in sources]
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            parts = list(pool.map(_held_out, [frame] * len(sources), sources, [prior] * len(sources)))
     return pd.concat(parts).sort_index()
 
 
