@@ -173,32 +173,20 @@ def map_section(s: Scenario) -> None:
 
 
 def memory_section(s: Scenario) -> None:
-    for name, tp, b, weights, kv in scenarios.memory(s):
-        text = ui.t("{b} sequences", b=f"{b:,}") if b else ui.t("the weights alone do not fit")
-        st.metric(
-            ui.t(
-                "Largest batch of the {name} at L = {ctx} (TP {tp})",
-                name=ui.t(scenarios.ROLES[name]),
-                ctx=f"{s.ctx:,}",
-                tp=tp,
-            ),
-            text,
-        )
-        st.caption(
-            ui.t(
-                "weights {weights} GB per GPU; KV cache {kv} KiB per token per GPU",
-                weights=f"{weights:.2f}",
-                kv=f"{kv:.1f}",
-            )
-        )
+    plan = scenarios.memory(s)
+    most = lambda b: ui.t("{b} sequences", b=f"{b:,}") if b else ui.t("the weights alone do not fit")
+    left, right = st.columns(2)
+    label = ui.t("Largest batch at L = {ctx} with speculation (K = {k})", ctx=f"{s.ctx:,}", k=s.k_max)
+    left.metric(label, most(plan.max_batch))
+    right.metric(ui.t("… without speculation"), most(plan.max_batch_plain))
+    ui.static_table(scenarios.memory_table(plan), {"GB": ",.2f"})
+    st.caption(scenarios.memory_note(s, plan))
     st.caption(
         ui.t(
-            "Counted against {share} of HBM; the rest holds activations and the runtime.",
+            "Counted against {share} of HBM; the rest holds activations and the runtime. The draft sits on the target's GPUs, its weights over its own TP.",
             share=f"{hardware.USABLE_MEMORY:.0%}",
         )
     )
-    if not is_model(s.draft_spec):
-        st.caption(ui.t("The draft is a head on the target's GPUs or n-gram lookup: only the target is counted."))
 
 
 def engine_section(s: Scenario) -> None:

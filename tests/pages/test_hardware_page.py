@@ -113,8 +113,26 @@ def test_a_custom_pair_with_different_vocabularies_is_an_error_naming_both():
 
 def test_a_target_that_does_not_fit_is_flagged_and_memory_says_so():
     at = open_app(PAGE, pair="Llama-3.1 405B + 8B", tp_t="1", view="memory")
-    assert any("target's weights" in w.value and "raise its TP" in w.value for w in at.warning)
-    assert metric(at, "Largest batch of the target") == "the weights alone do not fit"
+    assert any("811.7 GB" in w.value and "The weights alone do not fit: raise the TP" in w.value for w in at.warning)
+    assert metric(at, "Largest batch at L = 2,048 with speculation") == "the weights alone do not fit"
+
+
+def test_memory_counts_the_head_and_the_verify_slots_as_the_library_does():
+    """Every part of the plan is the library's; a setup that fits at B = 1 but not at the chosen batch says so."""
+    query = dict(pair="Llama-3.1 8B + EAGLE-3", gpu="H100-SXM5-80GB", dtype="bf16", tp_t="1", tp_d="1")
+    at = open_app(PAGE, view="memory", batch="64", ctx="16384", **query)
+    plan = hw.memory_plan(
+        "meta-llama/Llama-3.1-8B-Instruct", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "H100-SXM5-80GB", 64, 16384, 8
+    )
+    assert not plan.fits and plan.max_batch < 64
+    table = next(m.value for m in at.markdown if m.value.startswith("| Memory per GPU"))
+    assert f"| Draft weights (a head: only its own layers) | {plan.draft_weights / 1e9:,.2f} |" in table
+    assert f"| Total | {plan.need / 1e9:,.2f} |" in table
+    warning = next(w.value for w in at.warning if w.value.startswith("Memory per GPU at B = 64"))
+    assert (
+        f"the largest batch that fits is {plan.max_batch:,} ({plan.max_batch_plain:,} without speculation)" in warning
+    )
+    assert metric(at, "… without speculation") == f"{plan.max_batch_plain:,} sequences"
 
 
 def test_bad_link_values_warn_and_fall_back():

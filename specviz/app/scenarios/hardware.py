@@ -387,19 +387,6 @@ def step(s: Scenario) -> tuple[pd.DataFrame, stack_profiles.Efficiency]:
     return hardware.step_breakdown(s.target_spec, s.gpu_spec, s.batch, s.ctx, 1, **args), eff
 
 
-def memory(s: Scenario) -> list[tuple[str, int, int, float, float]]:
-    """(role, TP, largest batch, weight GB per GPU, KV KiB per token per GPU) of the target, and of the
-    draft where it is a model of its own."""
-    models = (("target", s.target_spec, s.tp_t), ("draft", s.draft_spec, s.tp_d))
-    rows = []
-    for name, model, tp in models if is_model(s.draft_spec) else models[:1]:
-        b = int(hardware.max_batch(model, s.gpu_spec, s.ctx, s.dtype, tp))
-        weights = hardware.weight_bytes(model, s.dtype) / tp / 1e9
-        kv = hardware.kv_bytes_per_token(model, s.dtype, tp) / 2**10
-        rows.append((name, tp, b, weights, kv))
-    return rows
-
-
 def against_dense(s: Scenario) -> tuple[dict, dict[str, pd.DataFrame]]:
     """(the dense comparator, {name: by_batch frame}) of an MoE target and the dense model of its active size."""
     dense = hardware.dense_comparator(s.target_spec)
@@ -423,10 +410,10 @@ def band_args(s: Scenario) -> dict:
 
 
 def context_warnings(s: Scenario) -> list[str]:
-    """What the page warns of, in this session's language: a model whose window the context passes, or
-    whose weights and one sequence's KV cache do not fit on its GPUs."""
+    """What the page warns of, in this session's language: a model whose window the context passes, or a
+    setup that does not fit its GPUs (:func:`memory_note`)."""
     found = []
-    for name, model, tp in (("target", s.target_spec, s.tp_t), ("draft", s.draft_spec, s.tp_d))[
+    for name, model, _tp in (("target", s.target_spec, s.tp_t), ("draft", s.draft_spec, s.tp_d))[
         : 1 + is_model(s.draft_spec)
     ]:
         fields = dict(name=ui.t(ROLES[name]), ctx=f"{s.ctx:,}")
@@ -439,15 +426,56 @@ def context_warnings(s: Scenario) -> list[str]:
                     **fields,
                 )
             )
-        if not hardware.fits(model, s.gpu_spec, 1, s.ctx, s.dtype, tp):
-            gpu_name = hardware.gpu_spec(s.gpu_spec).get("name", "custom")
-            found.append(
-                ui.t(
-                    "The {name}'s weights and one sequence's KV cache at L = {ctx} do not fit on {tp} × {gpu} ({dtype}): raise its TP. The figures below assume they fit.",
-                    tp=tp,
-                    gpu=gpu_name,
-                    dtype=s.dtype,
-                    **fields,
-                )
-            )
+    plan = memory(s)
+    if not plan.fits:
+        found.append(memory_note(s, plan))
     return found
+
+
+def memory(s: Scenario) -> hardware.MemoryPlan:
+    """The setup's :func:`specviz.core.hardware.memory_plan` at the step view's batch, the context and K max."""
+    kw = dict(dtype=s.dtype, tp_target=s.tp_t, tp_draft=s.tp_d)
+    return hardware.memory_plan(s.target_spec, s.draft_spec, s.gpu_spec, s.batch, s.ctx, s.k_max, **kw)
+
+
+def memory_note(s: Scenario, plan: hardware.MemoryPlan) -> str:
+    """The memory plan in words: what one GPU holds against what it has, and the largest batch that fits."""
+    gb = lambda x: f"{x / 1e9:,.1f}"
+    fields = dict(
+        b=f"{s.batch:,}",
+        ctx=f"{s.ctx:,}",
+        k=s.k_max,
+        target=gb(plan.target_weights),
+        draft=gb(plan.draft_weights),
+        kv=gb(plan.kv_target + plan.kv_draft),
+        need=gb(plan.need),
+        usable=gb(plan.usable),
+        gpu=hardware.gpu_spec(s.gpu_spec).get("name", "custom"),
+    )
+    said = ui.t(
+        "Memory per GPU at B = {b}, L = {ctx}, K = {k}: target weights {target} GB + draft {draft} GB + KV cache of both with the K + 1 verify slots {kv} GB = {need} GB of the {usable} GB usable on {gpu}.",
+        **fields,
+    )
+    if plan.max_batch == 0:
+        return said + " " + ui.t("The weights alone do not fit: raise the TP or choose a smaller dtype.")
+    most = dict(most=f"{plan.max_batch:,}", plain=f"{plan.max_batch_plain:,}")
+    if not plan.fits:
+        return (
+            said
+            + " "
+            + ui.t("It does not fit: the largest batch that fits is {most} ({plain} without speculation).", **most)
+        )
+    return said + " " + ui.t("Fits up to B = {most} ({plain} without speculation).", **most)
+
+
+def memory_table(plan: hardware.MemoryPlan) -> pd.DataFrame:
+    """What one GPU holds, GB: each part of :class:`specviz.core.hardware.MemoryPlan`, the total and the usable."""
+    parts = (
+        (N_("Target weights"), plan.target_weights),
+        (N_("Draft weights (a head: only its own layers)"), plan.draft_weights),
+        (N_("Target KV cache, L + K + 1 slots per sequence"), plan.kv_target),
+        (N_("Draft KV cache, L + K slots per sequence"), plan.kv_draft),
+        (N_("Total"), plan.need),
+        (N_("Usable"), plan.usable),
+    )
+    return pd.DataFrame({ui.t("Memory per GPU"): [ui.t(n) for n, _ in parts], "GB": [v / 1e9 for _, v in parts]})

@@ -22,7 +22,15 @@ from specviz.core.hardware.catalog import (
     preset_pairs,
 )
 from specviz.core.hardware.hf_config import _FIELD_OF, CONFIG_MAX_BYTES, _hf_int, from_hf_config
-from specviz.core.hardware.memory import USABLE_MEMORY, fits, kv_bytes_per_token, max_batch, weight_bytes
+from specviz.core.hardware.memory import (
+    USABLE_MEMORY,
+    MemoryPlan,
+    fits,
+    kv_bytes_per_token,
+    max_batch,
+    memory_plan,
+    weight_bytes,
+)
 from specviz.core.hardware.pair import NGRAM, check_pair, drafting_method, pair_costs, round_speedup
 from specviz.core.hardware.params import active_parameter_count, dense_comparator, parameter_count, with_routing_skew
 from specviz.core.hardware.roofline import (
@@ -67,6 +75,7 @@ __all__ = [
     "WEIGHT_OPERATORS",
     "_FIELD_OF",
     "Efficiency",
+    "MemoryPlan",
     "_hf_int",
     "_mean_tokens",
     "active_parameter_count",
@@ -91,6 +100,7 @@ __all__ = [
     "llama_cpp_flags",
     "load_catalog",
     "max_batch",
+    "memory_plan",
     "model_spec",
     "operator_costs",
     "pair_costs",

@@ -1,10 +1,15 @@
-"""Whether a model fits: weight and KV-cache bytes per GPU, and the largest batch that fits."""
+"""Whether a model fits: weight and KV-cache bytes per GPU, the largest batch that fits, and a speculative
+setup's memory plan (target, draft, both KV caches and the verify slots)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from specviz.core import heads
 from specviz.core.hardware.catalog import gpu_spec, model_spec
+from specviz.core.hardware.pair import NGRAM
 from specviz.core.hardware.params import _expert_parameters, _n_moe_layers, parameter_count
 from specviz.core.hardware.roofline import _activation_bytes, _check_grid, _dtype_bytes, kv_heads_per_gpu
 
@@ -49,3 +54,75 @@ def max_batch(model, gpu, context, dtype="bf16", tp=1) -> np.ndarray:
     free = g["memory_gb"] * 1e9 * USABLE_MEMORY - weight_bytes(model, dtype) / tp_  # per GPU
     per_seq = np.maximum(ctx, 1.0) * kv_bytes_per_token(model, dtype, tp_)
     return np.asarray(np.maximum(np.floor(free / per_seq), 0).astype(int))[()]
+
+
+def _draft_weights(draft, target: dict, dtype: str) -> tuple[dict | None, float]:
+    """(the model one draft forward runs, or None; the draft's own weight bytes). A head shares the target's
+    embedding, and its LM head unless it has a reduced vocabulary (EAGLE-3's ``draft_vocab``): those are not
+    counted twice. Medusa: n·(L·h² + h·V) (:func:`specviz.core.heads.medusa_weights`); n-gram lookup: none."""
+    if isinstance(draft, str) and draft == NGRAM:
+        return None, 0.0
+    if isinstance(draft, str) and heads.is_head(draft):
+        head = heads.head_spec(draft)
+        if head["kind"] in heads.PARALLEL:
+            return None, heads.medusa_weights(head, target) * _dtype_bytes(dtype)
+        dm = heads.draft_model(head, target)
+        own = {k: v for k, v in dm.items() if k != "params"}  # draft_model copies the target's params count
+        shared = 2 * dm["vocab_size"] * dm["hidden_size"]  # embedding + LM head, as parameter_count counts them
+        lm_head = int(head["draft_vocab"]) * dm["hidden_size"] if head.get("draft_vocab") else 0
+        return dm, (parameter_count(own) - shared + lm_head) * _dtype_bytes(dtype)
+    return model_spec(draft), weight_bytes(draft, dtype)
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Bytes on the fullest GPU of a speculative setup at batch ``batch`` and context ``context``: the draft sits
+    on the target's GPUs (its weights over ``tp_draft`` of them); every sequence holds L + K + 1 target KV slots
+    (the K + 1 verified positions are written before acceptance) and L + K draft slots."""
+
+    usable: float  #: HBM × :data:`USABLE_MEMORY`, bytes
+    target_weights: float  #: weights / tp_target
+    draft_weights: float  #: the draft's own weights / tp_draft (0 for n-gram lookup)
+    kv_target: float  #: B·(L + K + 1)·target KV bytes per token per GPU
+    kv_draft: float  #: B·(L + K)·draft KV bytes per token per GPU (0 without a draft forward)
+    batch: int
+    max_batch: int  #: the largest B that fits with speculation (0: the weights alone do not fit)
+    max_batch_plain: int  #: the same for the target alone, B·L slots
+
+    @property
+    def need(self) -> float:
+        return self.target_weights + self.draft_weights + self.kv_target + self.kv_draft
+
+    @property
+    def fits(self) -> bool:
+        return self.need <= self.usable
+
+
+def memory_plan(target, draft, gpu, batch: int, context: int, k: int, *, dtype="bf16", tp_target=1, tp_draft=None):
+    """:class:`MemoryPlan` of ``target`` with ``draft`` (a model, a head or :data:`NGRAM`; None: no speculation,
+    k = 0) on ``gpu``; max batch = ⌊(usable − weights) / per-sequence KV⌋, 0 where the weights do not fit."""
+    g, t = gpu_spec(gpu), model_spec(target)
+    tp_d = tp_target if tp_draft is None else tp_draft
+    usable = g["memory_gb"] * 1e9 * USABLE_MEMORY
+    kv_t = float(kv_bytes_per_token(t, dtype, tp_target))
+    w_t = weight_bytes(t, dtype) / tp_target
+    dm, w_d = (None, 0.0) if draft is None else _draft_weights(draft, t, dtype)
+    k = 0 if draft is None else int(k)
+    w_d = w_d / tp_d
+    kv_d = 0.0 if dm is None else float(kv_bytes_per_token(dm, dtype, tp_d))
+    per_seq = (context + k + 1) * kv_t + (context + k) * kv_d if k or dm is not None else context * kv_t
+    plain_seq = max(context, 1) * kv_t
+
+    def most(free: float, per: float) -> int:
+        return int(max(np.floor(free / per), 0)) if free > 0 else 0
+
+    return MemoryPlan(
+        usable=usable,
+        target_weights=w_t,
+        draft_weights=w_d,
+        kv_target=batch * (context + k + 1 if k else context) * kv_t,
+        kv_draft=batch * (context + k) * kv_d,
+        batch=int(batch),
+        max_batch=most(usable - w_t - w_d, max(per_seq, 1.0)),
+        max_batch_plain=most(usable - w_t, plain_seq),
+    )

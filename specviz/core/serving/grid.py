@@ -96,10 +96,6 @@ class CostGrid:
     options: tuple[Option, ...] = field(default=())
 
 
-def _is_model_draft(draft) -> bool:
-    return not (isinstance(draft, str) and draft == hardware.NGRAM) and not heads.is_head(draft)
-
-
 def _draft_forward_model(draft, target):
     """The model a draft forward runs: the draft, a head's draft model, or None (n-gram, Medusa)."""
     if isinstance(draft, str) and draft == hardware.NGRAM:
@@ -110,18 +106,13 @@ def _draft_forward_model(draft, target):
     return draft
 
 
-def batch_cap(target, draft, gpu, context, *, dtype="bf16", tp=1, max_seqs: int = 256) -> float:
-    """Largest running batch: min(``max_seqs``, ⌊free / (L̄·KV bytes per token)⌋), free = HBM·USABLE_MEMORY −
-    weights / ``tp`` (target and a draft model; KV of both); 0 where the weights do not fit."""
-    g = hardware.gpu_spec(gpu)
-    free = g["memory_gb"] * 1e9 * hardware.USABLE_MEMORY - hardware.weight_bytes(target, dtype) / tp
-    per_token = hardware.kv_bytes_per_token(target, dtype, tp)
-    dm = _draft_forward_model(draft, target) if draft is not None else None
-    if dm is not None:
-        free -= hardware.weight_bytes(dm, dtype) / tp if _is_model_draft(draft) else 0.0
-        per_token += hardware.kv_bytes_per_token(dm, dtype, tp)
-    fits = max(np.floor(free / (max(context, 1.0) * per_token)), 0.0)
-    return float(min(fits, max_seqs))
+def batch_cap(target, draft, gpu, context, *, dtype="bf16", tp=1, max_seqs: int = 256, k: int = 0) -> float:
+    """Largest running batch: min(``max_seqs``, :func:`specviz.core.hardware.memory_plan`'s largest batch): the
+    weights, and per sequence the KV of L̄ tokens, with a draft its weights, its KV and the ``k`` + 1 verify slots."""
+    plan = hardware.memory_plan(
+        target, draft, gpu, 1, context, k if draft is not None else 0, dtype=dtype, tp_target=tp
+    )
+    return float(min(plan.max_batch, max_seqs))
 
 
 def prefill_seconds(
@@ -213,7 +204,9 @@ def cost_grid(
     eff = eff or hardware.efficiency_for(hardware.gpu_spec(gpu))
     mode = prefill or PREFILL.get(stack or "", "mixed")
     ctx = float(round(decode_context(prompt, output)))
-    cap = batch_cap(target, draft if len(options) > 1 else None, gpu, ctx, dtype=dtype, tp=tp, max_seqs=max_seqs)
+    slots = max(o.verify_tokens for o in options) - 1  # the widest round's verified positions beyond the bonus one
+    spec = draft if len(options) > 1 else None
+    cap = batch_cap(target, spec, gpu, ctx, dtype=dtype, tp=tp, max_seqs=max_seqs, k=slots)
     if cap < 1:
         raise Message(
             "the weights and one sequence's KV cache at a context of {ctx} tokens do not fit on the GPU; use more GPUs (tp) or a smaller dtype",
