@@ -352,8 +352,8 @@ CASES = [
     (
         lambda: hw.kv_bytes_per_token(LLAMA_70B, "int3"),
         "dtype must be one of {allowed}; got {value!r}",
-        {"allowed": ["fp32", "bf16", "fp16", "fp8", "int8", "int4", "int4-g128"], "value": "int3"},
-        ("'int3'", "['fp32', 'bf16', 'fp16', 'fp8', 'int8', 'int4', 'int4-g128']"),
+        {"allowed": ["fp32", "bf16", "fp16", "fp8", "int8", "int4", "int4-g128", "nvfp4", "mxfp4"], "value": "int3"},
+        ("'int3'", "['fp32', 'bf16', 'fp16', 'fp8', 'int8', 'int4', 'int4-g128', 'nvfp4', 'mxfp4']"),
     ),
     (
         lambda: hw.step_time(LLAMA_70B, CUSTOM_GPU, 1, 10, 1, dtype="fp8"),

@@ -17,12 +17,29 @@ from specviz.core.hardware.params import _attention_parameters, _expert_paramete
 from specviz.core.profiles import Efficiency, as_efficiency
 
 #: bytes per element of weights, activations and the KV cache for each dtype
-DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.625, "int4-g128": 0.53125}
+DTYPE_BYTES = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.625,
+    "int4-g128": 0.53125,
+    "nvfp4": 0.5625,
+    "mxfp4": 0.53125,
+}
+#: 4-bit floating-point weights (E2M1) with block scales: NVFP4 one FP8 E4M3 scale per 16 values, 4 + 8/16 bits
+#: (NVIDIA, "Introducing NVFP4 for efficient and accurate low-precision inference", developer blog 2025-06-24);
+#: MXFP4 one E8M0 scale per 32 values, 4 + 8/32 bits (OCP Microscaling Formats (MX) v1.0, 2023, §5). On a GPU
+#: with FP4 tensor cores (a ``fp4_tflops`` peak: Blackwell) the matrix products run at that peak; elsewhere
+#: the weights are dequantised to bf16 in the kernel (vLLM's Marlin FP4 path on Hopper and Ampere), a weight-only
+#: quantisation. The KV cache and the stored activations stay bf16 either way.
+FP4 = ("nvfp4", "mxfp4")
 #: Weight-only quantisations: weights at DTYPE_BYTES (int8 with one scale per output channel; int4 in
 #: groups of 32 or 128 input weights, each group with a bf16 scale and zero point, so 4 + 32/g bits:
 #: gpt-fast's WeightOnlyInt4Linear, scales_and_zeros of shape (in / groupsize, out, 2), and AWQ's
 #: group 128); activations, the KV cache and the arithmetic stay in bf16.
-WEIGHT_ONLY = {"int8": "bf16", "int4": "bf16", "int4-g128": "bf16"}
+WEIGHT_ONLY = {"int8": "bf16", "int4": "bf16", "int4-g128": "bf16", "nvfp4": "bf16", "mxfp4": "bf16"}
 #: the GPU column holding the dense tensor-core peak used for each dtype (fp32 runs at the bf16 rate / 2
 #: on tensor cores with TF32 at best; modelled as bf16 / 2)
 _PEAK_COLUMN = {"fp32": "bf16_tflops", "bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops"}
@@ -75,6 +92,9 @@ def _activation_bytes(dtype: str) -> float:
 
 
 def _peak_flops(g: dict, dtype: str) -> float:
+    fp4 = g.get("fp4_tflops")
+    if dtype in FP4 and fp4 is not None and np.isfinite(float(fp4)) and float(fp4) > 0:
+        return float(fp4) * 1e12  # FP4 tensor cores; without them the weight-only bf16 path below (:data:`FP4`)
     dtype = _compute_dtype(dtype)
     fp32 = g.get("fp32_tflops")
     if dtype == "fp32" and fp32 is not None and np.isfinite(float(fp32)) and float(fp32) > 0:
