@@ -1,5 +1,7 @@
 """Every message of the catalogues is used by the code, and every message the code uses is in both languages."""
 
+import pytest
+
 from specviz.base import catalogues, i18n
 
 
@@ -7,6 +9,7 @@ def _keys(cat) -> set:
     return {(m.context, m.id if isinstance(m.id, str) else tuple(m.id)) for m in cat if m.id}
 
 
+@pytest.mark.slow
 def test_the_catalogues_hold_exactly_the_messages_of_the_code():
     code = _keys(catalogues.extract())
     english = _keys(catalogues._read(catalogues.POT))
@@ -24,6 +27,7 @@ def test_the_catalogues_hold_exactly_the_messages_of_the_code():
         assert not cat.obsolete, f"{lang}.po keeps obsolete messages: {sorted(cat.obsolete, key=str)}"
 
 
+@pytest.mark.slow
 def test_no_message_carries_a_context_under_an_old_key():
     """The catalogues' contexts were the keys of the catalogue before gettext (md.col.*, live.col.* …)."""
     assert not {context for context, _ in _keys(catalogues.extract()) if context}

@@ -70,6 +70,7 @@ def chinese() -> list[tuple[str, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_the_catalogues_are_in_step_with_the_code():
     """The .pot holds exactly the code's messages; Chinese translates each, none fuzzy, with the same fields."""
     assert catalogues.problems() == []

@@ -166,6 +166,7 @@ def test_trtllm_keys_are_decoding_base_configs():
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_transformers_fields_are_generation_configs():
     from transformers import GenerationConfig
     from transformers.generation.utils import GenerationMixin
@@ -305,6 +306,7 @@ f = row["num_speculative_tokens"]
     assert _writes(ast.parse(prose)) == []
 
 
+@pytest.mark.slow
 def test_no_module_outside_configs_writes_an_engine_flag():
     files = [ROOT / "app.py", *(p for d in ("specviz", "pages", "benchmarks") for p in (ROOT / d).rglob("*.py"))]
     found, pending = [], set()

@@ -18,6 +18,7 @@ def _sample() -> pd.DataFrame:
     return pd.concat(picked)
 
 
+@pytest.mark.slow
 def test_a_held_out_source_does_not_move_when_its_own_measurements_do():
     rows = _sample()
     base = published.leave_one_source_out(rows)

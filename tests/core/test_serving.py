@@ -92,6 +92,7 @@ def test_open_loop_littles_law(grid):
     np.testing.assert_allclose(ok["tokens_per_s_per_user"], 1 / ok["tpot_s"])
 
 
+@pytest.mark.slow
 def test_closed_loop_littles_law(grid):
     think = 0.5
     f = serving.steady_state(grid, G, [1, 8, 64, 2000], mode="closed", think_s=think)
@@ -205,6 +206,7 @@ def test_metrics_grow_with_load(grid, alpha, loads):
 # --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_max_rate_is_the_edge_of_the_sla(grid):
     sla = dict(ttft_s=1.0, tpot_s=0.012)
     m = serving.max_rate(grid, G, **sla)
@@ -443,6 +445,7 @@ def _sim_grid():  # prompts a forward of their own (chunks = 0), as the simulati
 
 
 @pytest.mark.parametrize(("mode", "load"), [("open", 12.0), ("open", 24.0), ("closed", 2), ("closed", 3)])
+@pytest.mark.slow
 def test_steady_state_is_the_simulated_server_under_its_assumptions(mode, load):
     """Exponential prompts, outputs and think times, and one prompt a round that stalls the decodes: the
     chain is exact there, so the simulated round time must agree within the simulation's own error (4

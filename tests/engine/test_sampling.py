@@ -673,6 +673,7 @@ def test_overlap_of_identical_distributions_is_exactly_one_not_a_few_ulps_more()
 
 
 @pytest.mark.parametrize("m", first_quick([1, 2, 4]))
+@pytest.mark.slow
 def test_sibling_verification_emits_the_targets_distribution(m):
     """m candidates i.i.d. from q, tried in order with the residual updated after each rejection:
     the emitted token is distributed as p (χ² at P_OK over n rounds) and the chance that some

@@ -191,6 +191,7 @@ def test_a_tree_is_one_more_line_beside_the_chains():
     assert at.query_params["tree"] == "8"
 
 
+@pytest.mark.slow
 def test_a_link_with_more_users_than_the_model_takes_is_refused_by_the_link_reader_not_the_page():
     """Defect 6 of issue 56: users=100000 passed the link (≤ 100,000) and failed the model (≤ 10,000)."""
     at = open_app(PAGE, mode="closed", users="4,100000")
@@ -198,6 +199,7 @@ def test_a_link_with_more_users_than_the_model_takes_is_refused_by_the_link_read
     assert any("users" in w.value.lower() and "10000" in w.value.replace(",", "") for w in at.warning)
 
 
+@pytest.mark.slow
 def test_gpu_counts_are_whole_numbers_with_thousands_separators():
     """Defect 7 of issue 56: GPUs for 1e+06 requests/s read 5.49e+04 / 5.76e+04."""
     at = open_app(PAGE, goal="1000000")
@@ -206,6 +208,7 @@ def test_gpu_counts_are_whole_numbers_with_thousands_separators():
     assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", n) for n in m.value.split(" / ")), m.value
 
 
+@pytest.mark.slow
 def test_when_no_k_meets_the_sla_no_label_names_a_k():
     """Defect 8 of issue 56: "no K meets the SLA" beside a GPU count labelled K = 1."""
     at = open_app(PAGE, ttft="0.045")
@@ -232,6 +235,7 @@ def test_hardware_and_serving_open_on_the_same_engine_profile_and_say_it():
 
 
 @pytest.mark.parametrize("mode", ["open", "closed"])
+@pytest.mark.slow
 def test_the_gain_carries_the_band_of_its_regime(monkeypatch, mode):
     """The largest-rate gain is a throughput ratio priced in its regime: a request rate (open) or the user count."""
     from specviz.core import bands, regimes
