@@ -45,6 +45,7 @@ MOE_FIELDS = (
 )
 #: Optional fields of multi-head latent attention (DeepSeek-V2/V3, Kimi-K2; 0 or absent: none)
 MLA_FIELDS = ("kv_lora_rank", "q_lora_rank", "rope_head_dim", "nope_head_dim", "v_head_dim")
+NGRAM = "ngram"  #: a draft that looks the continuation up in the context (prompt lookup): no forward
 GPU_FIELDS = ("memory_gb", "bandwidth_tbs", "bf16_tflops", "fp16_tflops", "interconnect_gbs")
 
 #: The integers each size of a model may be, checked before any arithmetic (an uploaded config.json

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from specviz.core import heads
-from specviz.core.hardware.catalog import gpu_spec, model_spec
-from specviz.core.hardware.pair import NGRAM
+from specviz.core.hardware.catalog import NGRAM, gpu_spec, model_spec
 from specviz.core.hardware.params import _expert_parameters, _n_moe_layers, parameter_count
 from specviz.core.hardware.roofline import _activation_bytes, _check_grid, _dtype_bytes, kv_heads_per_gpu
 

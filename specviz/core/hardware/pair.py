@@ -6,11 +6,9 @@ import numpy as np
 
 from specviz.base.i18n import Message, Phrase
 from specviz.core import heads, theory
-from specviz.core.hardware.catalog import efficiency_for, gpu_spec, model_spec
+from specviz.core.hardware.catalog import NGRAM, efficiency_for, gpu_spec, model_spec
 from specviz.core.hardware.roofline import _activation_bytes, _dtype_bytes, _op_time, _peak_flops, step_time
 from specviz.core.profiles import Efficiency, as_efficiency
-
-NGRAM = "ngram"  #: a draft that looks the continuation up in the context (prompt lookup): no forward
 
 
 def drafting_method(draft) -> str:
