@@ -145,6 +145,9 @@ def speedup_section(s: Scenario) -> None:
             st.caption(note)
     else:
         st.metric(ui.t("At B = 1"), ui.t("don't speculate"), delta=ui.t("no K pays"), delta_color="off")
+    losing = frame.loc[frame["k_star"] == 0, "batch"]
+    if len(losing):
+        st.caption(scenarios.loss_reason(s, int(losing.iloc[0])))
     if heads.is_head(s.draft_spec):  # how the round of a head draft is priced
         st.caption(
             ui.t(

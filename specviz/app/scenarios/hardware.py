@@ -432,6 +432,30 @@ def context_warnings(s: Scenario) -> list[str]:
     return found
 
 
+#: the parts of a round's extra cost (:data:`specviz.core.hardware.ROUND_TERMS`) as the page names them
+ROUND_TERM_NAMES = {
+    "verify": N_("verifying K + 1 tokens instead of one"),
+    "draft": N_("the draft forwards"),
+    "overhead": N_("the round's fixed overhead"),
+}
+
+
+def loss_reason(s: Scenario, batch: int) -> str:
+    """Why speculation loses at ``batch``, in words: even the cheapest round, K = 1, gains E[N] − 1 tokens over a
+    plain step and costs more than that in target steps (:func:`specviz.core.hardware.round_terms`), term by term."""
+    costs = hardware.pair_costs(s.target_spec, s.draft_spec, s.gpu_spec, batch, s.ctx, 1, **s.pricing_kw())
+    got = hardware.round_terms(float(hardware._mean_tokens(s.alpha, 1)[0]), costs)
+    parts = "; ".join(f"{ui.t(ROUND_TERM_NAMES[n])}: {got[n]:.2f}" for n in hardware.ROUND_TERMS)
+    return ui.t(
+        "Speculation loses at B = {b}: even a round of K = 1 gains {gained} tokens over a plain step and costs {extra} target steps more ({parts}). The largest term is {largest}.",
+        b=f"{batch:,}",
+        gained=f"{got['gained']:.2f}",
+        extra=f"{sum(got[n] for n in hardware.ROUND_TERMS):.2f}",
+        parts=parts,
+        largest=ui.t(ROUND_TERM_NAMES[got["largest"]]),
+    )
+
+
 def memory(s: Scenario) -> hardware.MemoryPlan:
     """The setup's :func:`specviz.core.hardware.memory_plan` at the step view's batch, the context and K max."""
     kw = dict(dtype=s.dtype, tp_target=s.tp_t, tp_draft=s.tp_d)

@@ -31,7 +31,15 @@ from specviz.core.hardware.memory import (
     memory_plan,
     weight_bytes,
 )
-from specviz.core.hardware.pair import NGRAM, check_pair, drafting_method, pair_costs, round_speedup
+from specviz.core.hardware.pair import (
+    NGRAM,
+    ROUND_TERMS,
+    check_pair,
+    drafting_method,
+    pair_costs,
+    round_speedup,
+    round_terms,
+)
 from specviz.core.hardware.params import active_parameter_count, dense_comparator, parameter_count, with_routing_skew
 from specviz.core.hardware.roofline import (
     BOARD_GPUS,
@@ -69,6 +77,7 @@ __all__ = [
     "NGRAM",
     "NIC_GBS",
     "OPERATORS",
+    "ROUND_TERMS",
     "SIZE_LIMITS",
     "USABLE_MEMORY",
     "WEIGHT_ONLY",
@@ -108,6 +117,7 @@ __all__ = [
     "preset_pairs",
     "ridge_point",
     "round_speedup",
+    "round_terms",
     "speedup_by_batch",
     "step_breakdown",
     "step_time",

@@ -111,6 +111,24 @@ def round_speedup(mean_tokens, costs: dict) -> np.ndarray:
     )
 
 
+#: the parts of a round's cost beyond the one target step it replaces, in :func:`round_terms`'s order
+ROUND_TERMS = ("verify", "draft", "overhead")
+
+
+def round_terms(mean_tokens: float, costs: dict) -> dict[str, float]:
+    """One round in target steps (scalar ``costs`` of :func:`pair_costs`): it gains E[N] − 1 tokens over a plain
+    step and costs 1 + v·(T − 1) (verifying T tokens, not one) + D / c (drafting) + o (the round's fixed
+    overhead); S = E[N] / (1 + verify + draft + overhead), as :func:`round_speedup`. ``largest``: the biggest term."""
+    terms = {
+        "verify": float(costs["v"]) * float(costs["nodes"]),
+        "draft": float(costs["draft_steps"]) / float(costs["c"]),
+        "overhead": float(costs["o"]),
+    }
+    cost = 1.0 + sum(terms.values())
+    largest = max(ROUND_TERMS, key=terms.get)
+    return terms | {"gained": float(mean_tokens) - 1.0, "speedup": float(mean_tokens) / cost, "largest": largest}
+
+
 def check_pair(target, draft) -> None:
     """ValueError unless draft and target vocabularies differ by ≤ 128 (padded embeddings: Qwen2.5 has
     151,936 rows below 7B and 152,064 from 7B up)."""
