@@ -8,6 +8,7 @@ import streamlit as st
 from specviz.app import bands, profiles, router, ui
 from specviz.app.figures import hardware as hardware_figures
 from specviz.app.scenarios import hardware as scenarios
+from specviz.app.scenarios import verdicts
 from specviz.app.scenarios.hardware import BATCHES, HEADS, NGRAM, Scenario, is_model
 from specviz.app.share import by_key
 from specviz.core import configs, hardware, heads
@@ -147,7 +148,7 @@ def speedup_section(s: Scenario) -> None:
         st.metric(ui.t("At B = 1"), ui.t("don't speculate"), delta=ui.t("no K pays"), delta_color="off")
     losing = frame.loc[frame["k_star"] == 0, "batch"]
     if len(losing):
-        st.caption(scenarios.loss_reason(s, int(losing.iloc[0])))
+        st.caption(verdicts.loss_reason(s, int(losing.iloc[0])))
     if heads.is_head(s.draft_spec):  # how the round of a head draft is priced
         st.caption(
             ui.t(
@@ -176,14 +177,14 @@ def map_section(s: Scenario) -> None:
 
 
 def memory_section(s: Scenario) -> None:
-    plan = scenarios.memory(s)
+    plan = verdicts.memory(s)
     most = lambda b: ui.t("{b} sequences", b=f"{b:,}") if b else ui.t("the weights alone do not fit")
     left, right = st.columns(2)
     label = ui.t("Largest batch at L = {ctx} with speculation (K = {k})", ctx=f"{s.ctx:,}", k=s.k_max)
     left.metric(label, most(plan.max_batch))
     right.metric(ui.t("… without speculation"), most(plan.max_batch_plain))
-    ui.static_table(scenarios.memory_table(plan), {"GB": ",.2f"})
-    st.caption(scenarios.memory_note(s, plan))
+    ui.static_table(verdicts.memory_table(plan), {"GB": ",.2f"})
+    st.caption(verdicts.memory_note(s, plan))
     st.caption(
         ui.t(
             "Counted against {share} of HBM; the rest holds activations and the runtime. The draft sits on the target's GPUs, its weights over its own TP.",
@@ -378,7 +379,7 @@ ui.restore(PAGE, SPEC)
 s, target, draft = scenarios.build(ui.values(PAGE, SPEC), st.session_state, ui.show_error)
 if not isinstance(s.alpha, float):
     st.caption(ui.t("α per position: {values}", values=", ".join(f"{a:.3f}" for a in s.alpha)))
-for warning in scenarios.context_warnings(s):
+for warning in verdicts.context_warnings(s):
     st.warning(warning, icon=":material/warning:")
 ui.show_open_tab(PAGE, P["view"], SECTIONS, s)
 sidebar_controls(target, draft)
