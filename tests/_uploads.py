@@ -22,6 +22,9 @@ from specviz.core import hardware, policies
 from specviz.data.measurements import load
 
 RENDER_BUDGET_S = 10.0  #: the largest accepted input renders within this many seconds
+#: what the browser test calls a hang: the budget itself is benchmarks/upload_bench.py's target, measured there
+#: (a timed assertion in a test measures the CI machine's load as much as the page)
+HANG_S = 3 * RENDER_BUDGET_S
 MEMORY_BUDGET_MB = 150.0  #: and adds at most this much to the server's resident memory
 
 
