@@ -239,11 +239,11 @@ def sign_in(page, base: str, provider: str, email: str, role: str) -> None:
 
 
 def paste(page, text: str) -> None:
-    """Paste ``text`` into the paste box and wait for its preview."""
+    """Paste ``text`` into the paste box and wait for its preview (its title; the table below may hold the same words)."""
     box = page.get_by_label(PASTE, exact=False)
     box.fill(text)
     box.press("Control+Enter")
-    expect(page.locator(MAIN).get_by_text("pasted text", exact=True)).to_be_visible(timeout=RUN_TIMEOUT_MS)
+    expect(page.locator(MAIN).get_by_text("pasted text", exact=True).first).to_be_visible(timeout=RUN_TIMEOUT_MS)
     wait_drawn(page)
 
 
