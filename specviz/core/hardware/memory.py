@@ -110,7 +110,6 @@ def memory_plan(target, draft, gpu, batch: int, context: int, k: int, *, dtype="
     w_d = w_d / tp_d
     kv_d = 0.0 if dm is None else float(kv_bytes_per_token(dm, dtype, tp_d))
     per_seq = (context + k + 1) * kv_t + (context + k) * kv_d if k or dm is not None else context * kv_t
-    plain_seq = max(context, 1) * kv_t
 
     def most(free: float, per: float) -> int:
         return int(max(np.floor(free / per), 0)) if free > 0 else 0
@@ -123,5 +122,5 @@ def memory_plan(target, draft, gpu, batch: int, context: int, k: int, *, dtype="
         kv_draft=batch * (context + k) * kv_d,
         batch=int(batch),
         max_batch=most(usable - w_t - w_d, max(per_seq, 1.0)),
-        max_batch_plain=most(usable - w_t, plain_seq),
+        max_batch_plain=int(max_batch(t, g, context, dtype, tp_target)),
     )
