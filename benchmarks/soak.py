@@ -22,7 +22,8 @@ tests/fixtures/hostile/ (out-of-range, NaN/inf, huge, unicode, injection-looking
 and unknown keys; malformed, empty, binary and wrong-typed files). It reports the exception boxes the
 pages sent (``st.exception`` elements; target 0), the server's memory (RSS of the server process, the
 only one that holds sessions and caches) against its level after the warm-up (target: at most 20 %
-more at the end) and the p50/p95 time of a rerun (a page view or an upload, request to end of run).
+more at the end) next to what each kind of cache holds (Streamlit's ``/_stcore/metrics``), and the p50/p95
+time of a rerun (a page view or an upload, request to end of run).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import gc
 import json
 import os
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -420,19 +422,52 @@ async def drive(base: str, pid: int, sessions: int, minutes: float, seed: int, c
             if rss is not None:
                 samples.append((time.monotonic() - t0, rss))
             if len(samples) % 6 == 0:
-                print(f"  {samples[-1][0] / 60:5.1f} min: server RSS {rss:,.1f} MB", flush=True)
+                held = await asyncio.to_thread(server_caches, base)
+                print(f"  {samples[-1][0] / 60:5.1f} min: server RSS {rss:,.1f} MB; {fmt_caches(held)}", flush=True)
             await asyncio.sleep(10)
 
     sampler = asyncio.create_task(sample())
     seats = [asyncio.create_task(visitor(n, base, warm_until, seed, ctx, warm_tally)) for n in range(sessions)]
     await asyncio.gather(*seats)
     warm = rss_mb(pid)
-    print(f"  warm-up done ({warm_tally.views} views): server RSS {warm:,.1f} MB", flush=True)
+    held = await asyncio.to_thread(server_caches, base)
+    print(f"  warm-up done ({warm_tally.views} views): server RSS {warm:,.1f} MB; {fmt_caches(held)}", flush=True)
     seats = [asyncio.create_task(visitor(n, base, until, seed + 1, ctx, tally)) for n in range(sessions)]
     await asyncio.gather(*seats)
     end = rss_mb(pid)
     sampler.cancel()
+    print(f"  end: server RSS {end:,.1f} MB; {fmt_caches(await asyncio.to_thread(server_caches, base))}", flush=True)
     return warm_tally, tally, warm, end, samples
+
+
+_METRIC = re.compile(r'^cache_memory_bytes\{cache_type="([^"]*)"(?:,cache="([^"]*)")?\} (\S+)$')
+
+
+def server_caches(base: str) -> dict[str, float] | None:
+    """MB held per cache kind in the server (st.cache_data, st.cache_resource, session state, uploads, media),
+    from Streamlit's public ``/_stcore/metrics`` endpoint; the server runs with
+    ``server.enableExpensiveMemoryStats`` so objects are measured in bytes, not counted. None if unreachable."""
+    import httpx
+
+    try:
+        text = httpx.get(f"{base}/_stcore/metrics", params={"families": "cache_memory_bytes"}, timeout=60).text
+    except httpx.HTTPError:
+        return None
+    held: dict[str, float] = {}
+    for line in text.splitlines():
+        if m := _METRIC.match(line):
+            held[m[1]] = held.get(m[1], 0.0) + float(m[3]) / 1e6
+    return held
+
+
+def fmt_caches(held: dict[str, float] | None) -> str:
+    if held is None:
+        return "caches: n/a"
+    return (
+        "caches: "
+        + ", ".join(f"{k} {v:,.1f} MB" for k, v in sorted(held.items()))
+        + f" (sum {sum(held.values()):,.1f} MB)"
+    )
 
 
 def concurrent(sessions: int, minutes: float, seed: int) -> None:
@@ -452,7 +487,12 @@ def concurrent(sessions: int, minutes: float, seed: int) -> None:
     run_ids, samples = seed_library(url)
     ctx = {"run_ids": run_ids, "samples": samples, "corpus": json.loads((HOSTILE / "links.json").read_text("utf-8"))}
     # The client carries no XSRF cookie (a browser would); every other setting is the deployed default.
-    env = {"SPECVIZ_DB_URL": url, "STREAMLIT_SERVER_ENABLE_XSRF_PROTECTION": "false"}
+    # The cache sizes come from the metrics endpoint, in bytes (not entry counts) with expensive stats on.
+    env = {
+        "SPECVIZ_DB_URL": url,
+        "STREAMLIT_SERVER_ENABLE_XSRF_PROTECTION": "false",
+        "STREAMLIT_SERVER_ENABLE_EXPENSIVE_MEMORY_STATS": "true",
+    }
     t0 = time.perf_counter()
     with streamlit_server("app.py", tmp / "server.log", env=env, timeout_s=120) as base:
         pid = server_pid(int(base.rsplit(":", 1)[1]))

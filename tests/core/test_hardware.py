@@ -261,9 +261,9 @@ def test_a_llama_config_json_gives_the_catalogues_architecture():
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"architectures": ["MambaForCausalLM"]}, "architecture 'MambaForCausalLM' is not modelled: supported are"),
-        ({"architectures": ["MixtralForCausalLM"], "hidden_size": 8}, r"lacks \['num_hidden_layers or n_layer'"),
-        ({"architectures": ["LlamaForCausalLM"], "hidden_size": 8}, r"lacks \['num_hidden_layers or n_layer'"),
+        ({"architectures": ["MambaForCausalLM"]}, "'MambaForCausalLM' has state-space or recurrent layers"),
+        ({"architectures": ["MixtralForCausalLM"], "hidden_size": 8}, r"lacks \['num_hidden_layers or n_layer"),
+        ({"architectures": ["LlamaForCausalLM"], "hidden_size": 8}, r"lacks \['num_hidden_layers or n_layer"),
         ({"architectures": ["T5ForConditionalGeneration"]}, "encoder-decoder"),
         ("{not json", "config.json is not valid JSON"),
     ],

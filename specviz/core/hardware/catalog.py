@@ -45,6 +45,23 @@ MOE_FIELDS = (
 )
 #: Optional fields of multi-head latent attention (DeepSeek-V2/V3, Kimi-K2; 0 or absent: none)
 MLA_FIELDS = ("kv_lora_rank", "q_lora_rank", "rope_head_dim", "nope_head_dim", "v_head_dim")
+#: Optional fields of layers that are not full softmax attention (0 or absent: every layer attends to the whole
+#: context). A sliding layer caches and reads at most ``sliding_window`` positions (Mistral-7B, Gemma-2/3,
+#: gpt-oss); a linear-attention layer (Qwen3-Next's and Qwen3.5's Gated DeltaNet) keeps a fixed recurrent state of
+#: linear_v_heads × linear_k_dim × linear_v_dim values per sequence instead of a KV cache.
+LAYER_FIELDS = (
+    "sliding_window",  # W, positions a sliding layer attends to (sliding_window)
+    "sliding_layers",  # how many of n_layers slide (layer_types, sliding_window_pattern)
+    "linear_layers",  # how many of n_layers are linear attention (layer_types, full_attention_interval)
+    "linear_k_heads",  # linear_num_key_heads
+    "linear_v_heads",  # linear_num_value_heads
+    "linear_k_dim",  # linear_key_head_dim
+    "linear_v_dim",  # linear_value_head_dim
+    "linear_conv",  # linear_conv_kernel_dim: the short convolution over q, k, v before the recurrence
+    "sparse_topk",  # DeepSeek-V3.2 sparse attention (DSA): positions each token attends to (index_topk)
+    "index_heads",  # the DSA indexer's heads (index_n_heads)
+    "index_head_dim",  # and their size (index_head_dim)
+)
 NGRAM = "ngram"  #: a draft that looks the continuation up in the context (prompt lookup): no forward
 GPU_FIELDS = ("memory_gb", "bandwidth_tbs", "bf16_tflops", "fp16_tflops", "interconnect_gbs")
 
@@ -76,6 +93,17 @@ SIZE_LIMITS = {
     "nope_head_dim": (0, 4096),
     "v_head_dim": (0, 4096),
     "fc_in": (0, 8),
+    "sliding_window": (0, 134_217_728),
+    "sliding_layers": (0, 1024),
+    "linear_layers": (0, 1024),
+    "linear_k_heads": (0, 1024),
+    "linear_v_heads": (0, 1024),
+    "linear_k_dim": (0, 4096),
+    "linear_v_dim": (0, 4096),
+    "linear_conv": (0, 64),
+    "sparse_topk": (0, 134_217_728),
+    "index_heads": (0, 1024),
+    "index_head_dim": (0, 4096),
 }
 #: Most parameters a model may imply (100 trillion: 50 times the largest published model), so that
 #: its bytes (parameters × 4 at most) stay exact integers in a float.
@@ -167,6 +195,7 @@ def _checked_model(model: str | dict) -> dict:
         )
     spec["tied_embeddings"] = bool(int(spec["tied_embeddings"]))
     _check_moe_mla(spec)
+    _check_layers(spec)
     # a head draft's fusion linear (fc_in·d → d, EAGLE 2, EAGLE-3 3, MTP's eh_proj 2); 0 for a model
     rule = N_("model field {field} must be an integer from {lo} to {hi}; got {value}")
     spec["fc_in"] = _size(spec["fc_in"], "fc_in", "fc_in", rule) if _given(spec, "fc_in") else 0
@@ -218,6 +247,42 @@ def _check_moe_mla(spec: dict) -> None:
         spec["expert_bits"] = float(bits)
     else:
         spec["expert_bits"] = None
+
+
+def _check_layers(spec: dict) -> None:
+    """Fill the optional :data:`LAYER_FIELDS` (0) and check them: sliding plus linear layers at most n_layers,
+    a window for sliding layers, and the state's sizes for linear ones."""
+    rule = N_("model field {field} must be an integer from {lo} to {hi}; got {value}")
+    for f in LAYER_FIELDS:
+        spec[f] = _size(spec[f], f, f, rule) if _given(spec, f) else 0
+    if spec["sliding_layers"] + spec["linear_layers"] > spec["n_layers"]:
+        raise Message(
+            "model {model!r}: {sliding} sliding and {linear} linear-attention layers exceed its {layers} layers",
+            model=spec.get("name", "?"),
+            sliding=spec["sliding_layers"],
+            linear=spec["linear_layers"],
+            layers=spec["n_layers"],
+        )
+    if spec["sliding_layers"] and not spec["sliding_window"]:
+        raise Message(
+            "model {model!r}: {sliding} sliding layers need a sliding_window of 1 or more positions",
+            model=spec.get("name", "?"),
+            sliding=spec["sliding_layers"],
+        )
+    sizes = ("linear_k_heads", "linear_v_heads", "linear_k_dim", "linear_v_dim")
+    if spec["linear_layers"] and not all(spec[f] for f in sizes):
+        raise Message(
+            "model {model!r}: {linear} linear-attention layers need {fields}",
+            model=spec.get("name", "?"),
+            linear=spec["linear_layers"],
+            fields=[f for f in sizes if not spec[f]],
+        )
+    if spec["sparse_topk"] and not (spec["kv_lora_rank"] and spec["index_heads"] and spec["index_head_dim"]):
+        raise Message(
+            "model {model!r}: sparse attention (sparse_topk {topk}) needs latent attention, index_heads and index_head_dim",
+            model=spec.get("name", "?"),
+            topk=spec["sparse_topk"],
+        )
 
 
 def _shown(value, most: int = 60) -> str:

@@ -9,22 +9,49 @@ import numpy as np
 
 from specviz.core import heads
 from specviz.core.hardware.catalog import NGRAM, gpu_spec, model_spec
-from specviz.core.hardware.params import _expert_parameters, _n_moe_layers, parameter_count
-from specviz.core.hardware.roofline import _activation_bytes, _check_grid, _dtype_bytes, kv_heads_per_gpu
+from specviz.core.hardware.params import _expert_parameters, _n_moe_layers, linear_attention_dims, parameter_count
+from specviz.core.hardware.roofline import (
+    INDEX_SCALE_BYTES,
+    _activation_bytes,
+    _check_grid,
+    _dtype_bytes,
+    kv_heads_per_gpu,
+)
 
 USABLE_MEMORY = 0.9  #: fraction of HBM for weights and KV cache (the rest: activations, CUDA context)
 
 
 def kv_bytes_per_token(model, dtype="bf16", tp=1):
-    """KV-cache bytes per token on one of ``tp`` GPUs: 2·n_layers·h·head_dim·a (h = :func:`kv_heads_per_gpu`);
-    latent attention: n_layers·(kv_r + rope)·a on every GPU."""
+    """KV-cache bytes per cached token on one of ``tp`` GPUs, over the softmax-attention layers (a sliding layer's
+    token inside its window): 2·layers·h·head_dim·a (h = :func:`kv_heads_per_gpu`); latent attention:
+    layers·(kv_r + rope)·a on every GPU (+ layers·(d_i + 4) with sparse attention's indexer). Linear-attention layers cache nothing per token (:func:`kv_cache_bytes`)."""
     m = model_spec(model)
     _, _, _, tp_ = _check_grid(1, 0, 1, tp)
+    layers = m["n_layers"] - m["linear_layers"]
     if m["kv_lora_rank"]:  # latent attention: kv_r + rope values per token and layer, on every GPU
-        nbytes = m["n_layers"] * (m["kv_lora_rank"] + m["rope_head_dim"]) * _activation_bytes(dtype)
+        nbytes = layers * (m["kv_lora_rank"] + m["rope_head_dim"]) * _activation_bytes(dtype)
+        if m["sparse_topk"]:  # and the sparse-attention indexer's FP8 key with its scale
+            nbytes += layers * (m["index_head_dim"] + INDEX_SCALE_BYTES)
         return np.asarray(nbytes + 0 * tp_)[()]
     heads = kv_heads_per_gpu(m["n_kv_heads"], tp_)
-    return np.asarray(2.0 * m["n_layers"] * heads * m["head_dim"] * _activation_bytes(dtype))[()]
+    return np.asarray(2.0 * layers * heads * m["head_dim"] * _activation_bytes(dtype))[()]
+
+
+def kv_cache_bytes(model, context, dtype="bf16", tp=1):
+    """Cache bytes of one sequence of ``context`` tokens on one of ``tp`` GPUs: :func:`kv_bytes_per_token` × L, with a
+    sliding layer's share × min(L, W) (what vLLM's hybrid KV-cache manager allocates), plus each linear-attention
+    layer's recurrent and convolution state (n_v·d_k·d_v + (kernel − 1)·conv width values, heads split over tp)."""
+    m = model_spec(model)
+    _, ctx, _, tp_ = _check_grid(1, context, 1, tp)
+    per_token = kv_bytes_per_token(m, dtype, tp_)
+    attending = m["n_layers"] - m["linear_layers"]
+    sliding = per_token * m["sliding_layers"] / attending if attending else 0.0
+    total = (per_token - sliding) * ctx + sliding * np.minimum(ctx, m["sliding_window"])
+    if m["linear_layers"]:
+        _, _, conv = linear_attention_dims(m)
+        state = m["linear_v_heads"] * m["linear_k_dim"] * m["linear_v_dim"] + conv * max(m["linear_conv"] - 1, 0)
+        total = total + m["linear_layers"] * state * _activation_bytes(dtype) / tp_
+    return np.asarray(total)[()]
 
 
 def weight_bytes(model, dtype="bf16") -> float:
@@ -39,10 +66,10 @@ def weight_bytes(model, dtype="bf16") -> float:
 
 
 def fits(model, gpu, batch, context, dtype="bf16", tp=1):
-    """Whether weights / tp + B·L·:func:`kv_bytes_per_token` ≤ :data:`USABLE_MEMORY` of a GPU's HBM."""
+    """Whether weights / tp + B·:func:`kv_cache_bytes` ≤ :data:`USABLE_MEMORY` of a GPU's HBM."""
     g = gpu_spec(gpu)
     b, ctx, _, tp_ = _check_grid(batch, context, 1, tp)
-    need = weight_bytes(model, dtype) / tp_ + b * ctx * kv_bytes_per_token(model, dtype, tp_)
+    need = weight_bytes(model, dtype) / tp_ + b * kv_cache_bytes(model, ctx, dtype, tp_)
     return np.asarray(need <= g["memory_gb"] * 1e9 * USABLE_MEMORY)[()]
 
 
@@ -51,7 +78,7 @@ def max_batch(model, gpu, context, dtype="bf16", tp=1) -> np.ndarray:
     g = gpu_spec(gpu)
     _, ctx, _, tp_ = _check_grid(1, context, 1, tp)
     free = g["memory_gb"] * 1e9 * USABLE_MEMORY - weight_bytes(model, dtype) / tp_  # per GPU
-    per_seq = np.maximum(ctx, 1.0) * kv_bytes_per_token(model, dtype, tp_)
+    per_seq = kv_cache_bytes(model, np.maximum(ctx, 1), dtype, tp_)
     return np.asarray(np.maximum(np.floor(free / per_seq), 0).astype(int))[()]
 
 
@@ -82,8 +109,8 @@ class MemoryPlan:
     usable: float  #: HBM × :data:`USABLE_MEMORY`, bytes
     target_weights: float  #: weights / tp_target
     draft_weights: float  #: the draft's own weights / tp_draft (0 for n-gram lookup)
-    kv_target: float  #: B·(L + K + 1)·target KV bytes per token per GPU
-    kv_draft: float  #: B·(L + K)·draft KV bytes per token per GPU (0 without a draft forward)
+    kv_target: float  #: B · :func:`kv_cache_bytes` of the target at L + K + 1 slots, per GPU
+    kv_draft: float  #: B · :func:`kv_cache_bytes` of the draft at L + K slots, per GPU (0 without a draft forward)
     batch: int
     max_batch: int  #: the largest B that fits with speculation (0: the weights alone do not fit)
     max_batch_plain: int  #: the same for the target alone, B·L slots
@@ -103,13 +130,14 @@ def memory_plan(target, draft, gpu, batch: int, context: int, k: int, *, dtype="
     g, t = gpu_spec(gpu), model_spec(target)
     tp_d = tp_target if tp_draft is None else tp_draft
     usable = g["memory_gb"] * 1e9 * USABLE_MEMORY
-    kv_t = float(kv_bytes_per_token(t, dtype, tp_target))
     w_t = weight_bytes(t, dtype) / tp_target
     dm, w_d = (None, 0.0) if draft is None else _draft_weights(draft, t, dtype)
     k = 0 if draft is None else int(k)
     w_d = w_d / tp_d
-    kv_d = 0.0 if dm is None else float(kv_bytes_per_token(dm, dtype, tp_d))
-    per_seq = (context + k + 1) * kv_t + (context + k) * kv_d if k or dm is not None else context * kv_t
+    slots_t = context + k + 1 if k else context
+    kv_t = float(kv_cache_bytes(t, slots_t, dtype, tp_target))  # one sequence's target cache
+    kv_d = 0.0 if dm is None else float(kv_cache_bytes(dm, context + k, dtype, tp_d))
+    per_seq = kv_t + kv_d
 
     def most(free: float, per: float) -> int:
         return int(max(np.floor(free / per), 0)) if free > 0 else 0
@@ -118,8 +146,8 @@ def memory_plan(target, draft, gpu, batch: int, context: int, k: int, *, dtype="
         usable=usable,
         target_weights=w_t,
         draft_weights=w_d,
-        kv_target=batch * (context + k + 1 if k else context) * kv_t,
-        kv_draft=batch * (context + k) * kv_d,
+        kv_target=batch * kv_t,
+        kv_draft=batch * kv_d,
         batch=int(batch),
         max_batch=most(usable - w_t - w_d, max(per_seq, 1.0)),
         max_batch_plain=int(max_batch(t, g, context, dtype, tp_target)),

@@ -18,8 +18,11 @@ def parameter_count(model: str | dict) -> int:
     embed = m["vocab_size"] * d * (1 if m["tied_embeddings"] else 2)
     positions = int(m.get("max_context") or 0) * d if gpt2 else 0
     n_moe = _n_moe_layers(m)
+    linear = m["linear_layers"]
     count = int(
-        layers * (_attention_parameters(m) + norms)
+        (layers - linear) * _attention_parameters(m)
+        + linear * _linear_attention_parameters(m)
+        + layers * norms
         + (layers - n_moe) * mlp
         + n_moe * _moe_layer_parameters(m, m["n_experts"])
         + norms // 2
@@ -83,7 +86,8 @@ def _n_moe_layers(m: dict) -> int:
 
 def _attention_parameters(m: dict) -> int:
     """Weights of one layer's attention: q, k, v, o (GQA); latent attention (MLA): d·q_r + q_r·H·(nope + rope)
-    (d·H·(nope + rope) without q_lora_rank), d·(kv_r + rope), kv_r·H·(nope + v), H·v·d, two latent norms."""
+    (d·H·(nope + rope) without q_lora_rank), d·(kv_r + rope), kv_r·H·(nope + v), H·v·d, two latent norms; with
+    sparse attention, its indexer."""
     d, h = m["hidden_size"], m["n_heads"]
     if not m["kv_lora_rank"]:
         return d * m["head_dim"] * (2 * h + 2 * m["n_kv_heads"])
@@ -91,7 +95,26 @@ def _attention_parameters(m: dict) -> int:
         m[f] for f in ("kv_lora_rank", "q_lora_rank", "rope_head_dim", "nope_head_dim", "v_head_dim")
     )
     q = d * qr + qr * h * (nope + rope) + qr if qr else d * h * (nope + rope)
-    return q + d * (r + rope) + r + r * h * (nope + v) + h * v * d
+    # DSA's indexer (DeepSeek-V3.2): wq_b q_r·H_i·d_i, wk d·d_i, its key LayerNorm 2·d_i, weights_proj d·H_i
+    hi, di = m["index_heads"], m["index_head_dim"]
+    indexer = (qr or d) * hi * di + d * di + 2 * di + d * hi if m["sparse_topk"] else 0
+    return q + d * (r + rope) + r + r * h * (nope + v) + h * v * d + indexer
+
+
+def linear_attention_dims(m: dict) -> tuple[int, int, int]:
+    """(key width n_k·d_k, value width n_v·d_v, convolved width 2·key + value) of a Gated DeltaNet layer."""
+    key = m["linear_k_heads"] * m["linear_k_dim"]
+    value = m["linear_v_heads"] * m["linear_v_dim"]
+    return key, value, 2 * key + value
+
+
+def _linear_attention_parameters(m: dict) -> int:
+    """Weights of one Gated DeltaNet layer (transformers' Qwen3NextGatedDeltaNet): in_proj_qkvz d·(2·key + 2·value),
+    in_proj_ba d·2·n_v, the depthwise conv (2·key + value)·kernel, out_proj value·d, A_log, dt_bias, the gated
+    norm d_v."""
+    d, nv = m["hidden_size"], m["linear_v_heads"]
+    key, value, conv = linear_attention_dims(m)
+    return d * (2 * key + 2 * value) + d * 2 * nv + conv * m["linear_conv"] + value * d + 2 * nv + m["linear_v_dim"]
 
 
 def _expert_parameters(m: dict, experts) -> int:

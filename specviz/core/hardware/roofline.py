@@ -13,7 +13,7 @@ import pandas as pd
 from specviz.base.i18n import Message, Phrase
 from specviz.core import moe
 from specviz.core.hardware.catalog import efficiency_for, gpu_spec, model_spec
-from specviz.core.hardware.params import _attention_parameters, _expert_parameters, _n_moe_layers
+from specviz.core.hardware.params import _attention_parameters, _expert_parameters, _n_moe_layers, linear_attention_dims
 from specviz.core.profiles import Efficiency, as_efficiency
 
 #: bytes per element of weights, activations and the KV cache for each dtype
@@ -51,6 +51,9 @@ BOARD_GPUS = 8
 #: GB/s per direction of one GPU's network card between nodes (DGX H100: one 400 Gb/s ConnectX-7 per GPU,
 #: https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html)
 NIC_GBS = 50.0
+#: bytes of the scale stored with each FP8 indexer key of sparse attention (vLLM's DeepSeek-V3.2 indexer cache:
+#: 128 FP8 values and one float32 scale per token, 132 bytes)
+INDEX_SCALE_BYTES = 4
 #: the operators that stream weights: below 16 bits their kernels reach ``quant_memory`` of ``memory``
 WEIGHT_OPERATORS = ("q/k/v/o projections", "MLP", "LM head", "fusion fc")
 OPERATORS = ("q/k/v/o projections", "MLP", "attention", "norms & residual", "LM head", "all-reduce", "fusion fc")
@@ -117,6 +120,7 @@ def operator_costs(
     2·in·out·B·n / tp FLOPs, (in·out·w + (in + out)·B·n·a) / tp bytes. Attention: 4·B·n·(L + n)·H·hd / tp FLOPs, KV
     read B·(L + n)·2·h·hd·a (h :func:`kv_heads_per_gpu`) + q, output. Norms, residual: 8·B·n·d FLOPs, 4·B·n·d·a bytes
     per layer, every GPU. All-reduce: 2 per layer of B·n·d·a. MoE: :func:`_moe_mlp` (vLLM ``--enable-expert-parallel``).
+    A sliding layer attends to min(L + n, W) positions; linear-attention layers: :func:`_linear_attention`.
     """
     m, g = model_spec(model), gpu_spec(gpu)
     b, ctx, n, tp = _check_grid(batch, context, tokens, tp)
@@ -130,7 +134,10 @@ def operator_costs(
     def linear(inp: float, out: float) -> tuple:
         return 2.0 * inp * out * rows / tp, (inp * out * w + (inp + out) * rows * a) / tp
 
-    span = ctx + n  # positions attended to
+    span = ctx + n  # positions a full-attention layer attends to
+    attending = layers - m["linear_layers"]  # softmax-attention layers, full or sliding
+    # (…) layer × positions read: a sliding layer reads at most its window
+    positions = (attending - m["sliding_layers"]) * span + m["sliding_layers"] * np.minimum(span, m["sliding_window"])
     if m["kv_lora_rank"]:
         proj, attn_flops, attn_bytes = _latent_attention(m, rows, b, span, tp, w, a)
     else:
@@ -138,9 +145,16 @@ def operator_costs(
         replicated = kv_heads * tp / h_kv  # 1 when the KV heads split evenly; tp / H_kv when each GPU holds one
         kv = tuple(replicated * x for x in linear(d, 2 * h_kv * hd))  # each GPU projects its own K/V heads
         o = linear(h * hd, d)
-        proj = tuple(layers * (x + y + z) for x, y, z in zip(q, kv, o, strict=True))
-        attn_flops = layers * 4.0 * rows * span * h * hd / tp
-        attn_bytes = layers * (b * span * 2 * kv_heads * hd * a + 2 * rows * h * hd * a / tp)
+        proj = tuple(attending * (x + y + z) for x, y, z in zip(q, kv, o, strict=True))
+        attn_flops = 4.0 * rows * positions * h * hd / tp
+        attn_bytes = b * positions * 2 * kv_heads * hd * a + attending * 2 * rows * h * hd * a / tp
+    if m["linear_layers"]:
+        lin_proj, lin_flops, lin_bytes = _linear_attention(m, rows, b, n, tp, linear, a)
+        proj, attn_flops, attn_bytes = (
+            (proj[0] + lin_proj[0], proj[1] + lin_proj[1]),
+            attn_flops + lin_flops,
+            (attn_bytes + lin_bytes),
+        )
     n_moe = _n_moe_layers(m)
     up = linear(d, (2 if m["mlp"] == "gated" else 1) * ffn)
     down = linear(ffn, d)
@@ -186,16 +200,39 @@ def _moe_mlp(m: dict, rows, tp, w: float, a: float, expert_parallel: bool = Fals
     return flops, weights + activations
 
 
+def _linear_attention(m: dict, rows, b, n, tp, linear, a: float) -> tuple:
+    """Gated DeltaNet layers (Qwen3-Next, Qwen3.5), all of them, on one of ``tp`` GPUs (heads split): (projections
+    (FLOPs, bytes), recurrence FLOPs, recurrence bytes). The recurrence updates and reads a d_k × d_v state per
+    value head and token, ~6·n_v·d_k·d_v FLOPs; each sequence reads its state once and writes it after each of the
+    n new tokens (a verify keeps every position's state, so that the rejected drafts can be rolled back), plus
+    the short convolution's (kernel − 1) × conv-width window, all at the activation dtype."""
+    layers, d, nv = m["linear_layers"], m["hidden_size"], m["linear_v_heads"]
+    key, value, conv = linear_attention_dims(m)
+    parts = (linear(d, 2 * key + 2 * value), linear(d, 2 * nv), linear(value, d))
+    proj = tuple(layers * sum(x) for x in zip(*parts, strict=True))
+    state = nv * m["linear_k_dim"] * m["linear_v_dim"] + conv * max(m["linear_conv"] - 1, 0)
+    flops = layers * 6.0 * rows * nv * m["linear_k_dim"] * m["linear_v_dim"] / tp
+    nbytes = layers * b * (1 + n) * state * a / tp
+    return proj, flops, nbytes
+
+
 def _latent_attention(m: dict, rows, b, span, tp, w: float, a: float) -> tuple:
     """MLA (DeepSeek-V2/V3) decode, absorbed form, on one of ``tp`` GPUs: (projections (FLOPs, bytes), attention
     FLOPs, attention bytes) over all layers; cache kv_r + rope per token and layer on every GPU;
-    2·H·(kv_r + rope) + 2·H·kv_r FLOPs per token and position."""
+    2·H·(kv_r + rope) + 2·H·kv_r FLOPs per token and position. Sparse attention (DeepSeek-V3.2's DSA,
+    ``sparse_topk``): the latent attention reads min(L + n, top-k) positions per sequence (the verified tokens'
+    selections overlap), and the indexer scores every position, 2·H_i·d_i FLOPs each, reading its FP8 keys
+    (d_i bytes + a 4-byte scale, :func:`specviz.core.hardware.memory.kv_bytes_per_token`) on every GPU."""
     layers, d, h = m["n_layers"], m["hidden_size"], m["n_heads"]
     r, rope = m["kv_lora_rank"], m["rope_head_dim"]
     weights = _attention_parameters(m)
     proj = (layers * 2.0 * weights * rows / tp, layers * (weights * w + 4 * d * rows * a) / tp)
-    attn_flops = layers * rows * span * h * (2 * (r + rope) + 2 * r) / tp
-    attn_bytes = layers * (b * span * (r + rope) * a + 2 * rows * h * (r + rope) * a / tp)
+    attended = np.minimum(span, m["sparse_topk"]) if m["sparse_topk"] else span
+    attn_flops = layers * rows * attended * h * (2 * (r + rope) + 2 * r) / tp
+    attn_bytes = layers * (b * attended * (r + rope) * a + 2 * rows * h * (r + rope) * a / tp)
+    if m["sparse_topk"]:
+        attn_flops = attn_flops + layers * 2.0 * rows * span * m["index_heads"] * m["index_head_dim"]
+        attn_bytes = attn_bytes + layers * b * span * (m["index_head_dim"] + INDEX_SCALE_BYTES)
     return proj, attn_flops, attn_bytes
 
 
