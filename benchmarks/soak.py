@@ -443,9 +443,9 @@ async def drive(base: str, pid: int, sessions: int, minutes: float, seed: int, c
 _METRIC = re.compile(r'^cache_memory_bytes\{cache_type="([^"]*)"(?:,cache="([^"]*)")?\} (\S+)$')
 
 
-def server_caches(base: str) -> dict[str, float] | None:
-    """MB held per cache kind in the server (st.cache_data, st.cache_resource, session state, uploads, media),
-    from Streamlit's public ``/_stcore/metrics`` endpoint; the server runs with
+def server_caches(base: str) -> tuple[dict[str, float], dict[str, float]] | None:
+    """(MB held per cache kind: st.cache_data, st.cache_resource, session state, uploads, media; MB per cached
+    function) in the server, from Streamlit's public ``/_stcore/metrics`` endpoint; the server runs with
     ``server.enableExpensiveMemoryStats`` so objects are measured in bytes, not counted. None if unreachable."""
     import httpx
 
@@ -453,20 +453,27 @@ def server_caches(base: str) -> dict[str, float] | None:
         text = httpx.get(f"{base}/_stcore/metrics", params={"families": "cache_memory_bytes"}, timeout=60).text
     except httpx.HTTPError:
         return None
-    held: dict[str, float] = {}
+    kinds: dict[str, float] = {}
+    functions: dict[str, float] = {}
     for line in text.splitlines():
         if m := _METRIC.match(line):
-            held[m[1]] = held.get(m[1], 0.0) + float(m[3]) / 1e6
-    return held
+            kinds[m[1]] = kinds.get(m[1], 0.0) + float(m[3]) / 1e6
+            if m[2]:
+                functions[m[2]] = functions.get(m[2], 0.0) + float(m[3]) / 1e6
+    return kinds, functions
 
 
-def fmt_caches(held: dict[str, float] | None) -> str:
+def fmt_caches(held: tuple[dict[str, float], dict[str, float]] | None) -> str:
     if held is None:
         return "caches: n/a"
+    kinds, functions = held
+    largest = sorted(functions.items(), key=lambda kv: -kv[1])[:3]
     return (
         "caches: "
-        + ", ".join(f"{k} {v:,.1f} MB" for k, v in sorted(held.items()))
-        + f" (sum {sum(held.values()):,.1f} MB)"
+        + ", ".join(f"{k} {v:,.1f} MB" for k, v in sorted(kinds.items()))
+        + f" (sum {sum(kinds.values()):,.1f} MB; largest: "
+        + ", ".join(f"{k.rsplit('.', 1)[-1]} {v:,.1f} MB" for k, v in largest)
+        + ")"
     )
 
 

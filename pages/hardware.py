@@ -9,7 +9,7 @@ from specviz.app import bands, profiles, router, ui
 from specviz.app.figures import hardware as hardware_figures
 from specviz.app.scenarios import hardware as scenarios
 from specviz.app.scenarios import verdicts
-from specviz.app.scenarios.hardware import BATCHES, HEADS, NGRAM, Scenario, is_model
+from specviz.app.scenarios.hardware import BATCHES, NGRAM, Scenario, is_model
 from specviz.app.share import by_key
 from specviz.core import configs, hardware, heads
 
@@ -19,7 +19,6 @@ PAGE, URL = "hardware", "hardware"
 MACHINE = hardware.calibrated_machine()  # this machine, where `python -m specviz calibrate` measured it
 SPEC = scenarios.controls(MACHINE)
 P = by_key(SPEC)
-HEAD_KINDS = {"eagle": "EAGLE", "eagle3": "EAGLE-3", "mtp": "MTP", "medusa": "Medusa"}  #: kind -> its name
 MOE_PRESET = "DeepSeek-V3 + MTP"  #: the preset the MoE view offers for a dense target
 
 
@@ -27,14 +26,16 @@ def key(name: str) -> str:
     return ui.key(PAGE, name)
 
 
-def draft_label(draft: str) -> str:
-    """A draft choice as the selectbox shows it: a head with its kind and source, n-gram lookup by name."""
-    if draft == NGRAM:
+def draft_label(draft) -> str:
+    """A draft as the page names it: a head with its kind and source, n-gram lookup by name, an uploaded model by
+    its name."""
+    if isinstance(draft, str) and draft == NGRAM:
         return ui.t("n-gram lookup (prompt lookup, no draft model)")
-    if draft in HEADS.index:
-        row = HEADS.loc[draft]
-        return ui.t("{head} ({kind} head; {source})", head=draft, kind=HEAD_KINDS[row["kind"]], source=row["source"])
-    return draft
+    if heads.is_head(draft):
+        row = heads.head_spec(draft)
+        kind = heads.KIND_NAMES.get(row["kind"], row["kind"])
+        return ui.t("{head} ({kind} head; {source})", head=row["name"], kind=kind, source=row["source"])
+    return draft if isinstance(draft, str) else str(draft.get("name", "?"))
 
 
 def priced_with(s: Scenario) -> None:
@@ -206,7 +207,16 @@ def engine_section(s: Scenario) -> None:
     except ValueError as exc:  # a head vLLM has no method for: said, not approximated
         st.info(ui.message(exc), icon=":material/info:")
     if not is_model(draft):
-        if heads.is_head(draft) and HEADS.loc[draft, "kind"] not in heads.PARALLEL:
+        kind = heads.head_spec(draft)["kind"] if heads.is_head(draft) else None
+        if kind is not None and configs.sglang.algorithm(kind) is None:
+            st.caption(
+                ui.t(
+                    "SGLang {version} has no algorithm for {kind} drafts: not expressible in SGLang.",
+                    version=configs.sglang.VERSION,
+                    kind=kind,
+                )
+            )
+        elif kind is not None and kind not in heads.PARALLEL:
             st.markdown(ui.t("**SGLang** EAGLE flags (depth K*(B = 1), top-k and draft tokens T)"))
             k = max(
                 1,
@@ -215,7 +225,7 @@ def engine_section(s: Scenario) -> None:
                 )["k_star"].iloc[0],
             )
             budget = (view["shape"].get("verify_tokens") or int(k) + 1) - 1
-            algorithm = configs.sglang.algorithm(HEADS.loc[draft, "kind"])
+            algorithm = configs.sglang.algorithm(kind)
             flags = configs.sglang.tree_flags(int(k), view["shape"].get("draft_tokens", 1), budget, algorithm=algorithm)
             st.code(flags, language="bash")
         st.caption(
@@ -232,7 +242,7 @@ def vllm_method(config: dict, target, draft) -> dict:
     SpeculativeMethod); MTP's module ships inside the target's checkpoint, n-gram lookup has no model."""
     if is_model(draft):
         return config
-    kind = HEADS.loc[draft, "kind"] if heads.is_head(draft) else NGRAM
+    kind = heads.head_spec(draft)["kind"] if heads.is_head(draft) else NGRAM
     return configs.vllm.with_head(config, kind, hardware.model_spec(target).get("name"))
 
 

@@ -101,7 +101,7 @@ def draft_control(pair: pd.Series) -> None:
     def label(draft: str) -> str:
         if draft == PAIR_DRAFT:
             return ui.t("the pair's draft model: {draft}", draft=pair["draft"])
-        return ui.t("{head} ({kind} head)", head=draft, kind=scenarios.HEAD_KINDS[HEADS.loc[draft, "kind"]])
+        return ui.t("{head} ({kind} head)", head=draft, kind=heads.KIND_NAMES[HEADS.loc[draft, "kind"]])
 
     st.selectbox(ui.t(P["draft"].label), offered, key=key("draft"), format_func=label)
 

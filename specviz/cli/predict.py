@@ -18,11 +18,14 @@ def add_parser(sub) -> None:
         "predict",
         help="price a draft/target pair on a GPU with an engine profile: c, v, o, the speedup by K and K*",
     )
-    pp.add_argument("--target", required=True, help="a model of data/catalog/models.csv")
+    pp.add_argument(
+        "--target", required=True, help="a model of data/catalog/models.csv, or the path of its config.json"
+    )
     pp.add_argument(
         "--draft",
         required=True,
-        help=f"a model of the catalogue, a head of data/catalog/heads.csv, or {hardware.NGRAM}",
+        help=f"a model of the catalogue, a head of data/catalog/heads.csv, {hardware.NGRAM}, or the path of a "
+        "model's or a head's config.json (EAGLE-3, P-EAGLE, DFlash, MTP, Medusa: it drafts for --target)",
     )
     pp.add_argument("--gpu", default="H100-SXM5-80GB", help="an accelerator of data/catalog/gpus.csv")
     profile = pp.add_mutually_exclusive_group()
@@ -185,14 +188,40 @@ def _profile_lines(info: dict) -> list[str]:
     ]
 
 
+def _is_config(value: str) -> bool:
+    """Whether a --target or --draft value names a config.json file rather than a catalogue entry."""
+    from pathlib import Path
+
+    return value.endswith(".json") and Path(value).is_file()
+
+
+def _read_config(path: str) -> str:
+    from specviz.core import hardware
+
+    with open(path, "rb") as f:
+        data = f.read(hardware.CONFIG_MAX_BYTES + 1)  # the reader refuses more, naming the limit
+    return data.decode("utf-8", errors="replace")
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     import json
 
     from specviz.core import hardware, heads, theory, validation
 
-    if args.target not in hardware.load_catalog()[0].index:  # every model named (model_spec names five)
+    target_name, draft_name = args.target, args.draft
+    if _is_config(args.target):
+        args.target = _checked("--target", hardware.from_hf_config, _read_config(args.target), args.target)
+    elif args.target not in hardware.load_catalog()[0].index:  # every model named (model_spec names five)
         models = ", ".join(hardware.load_catalog()[0].index)
         raise ValueError(f"--target: model {args.target!r} is not in the catalogue; choose one of {models}")
+    if _is_config(args.draft):
+        text = _read_config(args.draft)
+        read = hardware.head_from_config if _checked("--draft", hardware.is_head_config, text) else None
+        args.draft = (
+            _checked("--draft", read, text, args.target, args.draft)
+            if read
+            else _checked("--draft", hardware.from_hf_config, text, args.draft)
+        )
     _checked("--draft", validation.check_draft, args.draft, args.target)
     _checked("--gpu", hardware.gpu_spec, args.gpu)
     theory.check_k(args.k_max, "--k-max")
@@ -201,7 +230,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if heads.is_head(args.draft) and heads.head_spec(args.draft)["kind"] in heads.PARALLEL:
         n = int(heads.head_spec(args.draft)["medusa_heads"])
         if args.k_max > n:
-            raise ValueError(f"--k-max must be at most the {n} heads of {args.draft!r}; got {args.k_max}")
+            raise ValueError(f"--k-max must be at most the {n} heads of {draft_name!r}; got {args.k_max}")
     if args.verify_tokens is not None and args.verify_tokens < args.k_max + 1:
         raise ValueError(
             f"--verify-tokens must be at least --k-max + 1 = {args.k_max + 1} (the drafted positions and the bonus "
@@ -210,8 +239,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     eff, info = _profile_used(args.profile, args.profile_terms, args.gpu)
     frame = predict_rows(args, eff)
     inputs = {
-        "target": args.target,
-        "draft": args.draft,
+        "target": target_name,
+        "draft": draft_name,
         "gpu": args.gpu,
         "dtype": args.dtype,
         "tp": args.tp,
@@ -231,7 +260,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(frame.assign(profile=info["name"], profile_fitted_on=info["fitted_on"]).to_csv(index=False), end="")
     else:
         print(
-            f"{args.target} + {args.draft} on {args.tp} × {args.gpu} ({args.dtype}), context {args.context:,}, "
+            f"{target_name} + {draft_name} on {args.tp} × {args.gpu} ({args.dtype}), context {args.context:,}, "
             + (f"τ = {args.tau:g} at K = {args.k_max}" if args.tau is not None else f"α = {_shown(args.alpha)}")
         )
         print("\n".join(_profile_lines(info)))

@@ -186,3 +186,28 @@ def test_python_m_specviz_predict_prints_json():
     out = json.loads(done.stdout)
     assert out["inputs"]["tau"] == 2.5 and out["profile"]["name"] == profiles.DEFAULT_PROFILE
     assert [r["k"] for r in out["rows"]] == [1, 2, 3, 4] and out["rows"][-1]["mean_tokens"] == pytest.approx(2.5)
+
+
+CONFIGS = ROOT / "tests" / "fixtures" / "hf_configs"
+
+
+def test_a_target_and_a_head_given_as_config_files_are_priced_as_the_library_prices_them(capsys):
+    target, head = CONFIGS / "Qwen__Qwen3-8B.json", CONFIGS / "sgl-project__SpecForge-qwen3-8b-peagle.json"
+    argv = ["--target", str(target), "--draft", str(head), "--gpu", "H200-SXM-141GB", "--alpha", "0.7"]
+    out = predicted(capsys, *argv, "--k-max", "4", "--batch", "1,16")
+    t = hardware.from_hf_config(target.read_text(), str(target))
+    h = hardware.head_from_config(head.read_text(), t, str(head))
+    want = hardware.pair_costs(
+        t, h, "H200-SXM-141GB", 16, 1024, 3, efficiency=profiles.profile(profiles.DEFAULT_PROFILE)
+    )
+    row = next(r for r in out["rows"] if r["batch"] == 16 and r["k"] == 3)
+    assert row["draft_steps"] == 1 and row["t_draft_ms"] == pytest.approx(float(want["t_draft"]) * 1e3)
+    assert out["inputs"]["draft"] == str(head)
+
+
+def test_a_config_file_that_cannot_draft_is_refused_naming_the_option(capsys):
+    dspark = CONFIGS / "sgl-project__SpecForge-qwen3-8b-dspark.json"
+    code, _, err = predict(
+        capsys, "--target", str(CONFIGS / "Qwen__Qwen3-8B.json"), "--draft", str(dspark), "--alpha", "0.7"
+    )
+    assert code != 0 and "--draft" in err and "DSparkDraftModel" in err, err

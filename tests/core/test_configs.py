@@ -120,6 +120,8 @@ def test_sglang_chain_and_tree_flags_parse_into_the_decision():
             k + 1,
         )
     assert configs.sglang.chain_flags(0).startswith("#")
+    for kind in ("peagle", "dflash", "medusa"):  # no algorithm in 0.5.10.post1's choices: said, not approximated
+        assert configs.sglang.algorithm(kind) is None
     for kind in ("eagle", "eagle3", "mtp"):
         algorithm = configs.sglang.algorithm(kind)
         flags = configs.sglang.tree_flags(3, 2, 7, algorithm=algorithm)

@@ -188,9 +188,9 @@ CASES = [
             "choices": [
                 "JackFram/llama-160m",
                 "JackFram/llama-68m",
+                "MiniMaxAI/MiniMax-M2.5",
                 "Qwen/Qwen1.5-MoE-A2.7B",
                 "Qwen/Qwen2.5-0.5B-Instruct",
-                "Qwen/Qwen2.5-1.5B-Instruct",
             ],
         },
         ("'nope'", "'JackFram/llama-160m'"),

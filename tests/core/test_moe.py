@@ -149,6 +149,16 @@ STATED_TOTAL = {
     "meta-llama/Llama-4-Maverick-17B-128E": 400e9,
     "allenai/OLMoE-1B-7B-0924": 6.9e9,
     "deepseek-ai/DeepSeek-V2-Lite": 16e9,
+    "Qwen/Qwen3-Coder-480B-A35B-Instruct": 480e9,
+    "Qwen/Qwen3.5-35B-A3B": 35e9,
+    "Qwen/Qwen3.5-122B-A10B": 122e9,
+    "Qwen/Qwen3.5-397B-A17B": 397e9,
+    "deepseek-ai/DeepSeek-R1": 671e9,
+    "deepseek-ai/DeepSeek-V3.2": 685e9,  # with the 14B MTP module, which the count leaves out: within 3 %
+    "zai-org/GLM-5": 744e9,
+    "MiniMaxAI/MiniMax-M2.5": 230e9,
+    "moonshotai/Kimi-K2.5": 1e12,
+    "mistralai/Mixtral-8x22B-v0.1": 141e9,
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -508,3 +509,21 @@ def test_where_speculation_loses_the_page_says_which_term_makes_it_lose():
     assert f"the draft forwards: {got['draft']:.2f}" in note
     largest = {"verify": "verifying K + 1 tokens instead of one", "draft": "the draft forwards"}
     assert f"The largest term is {largest.get(got['largest'], 'the round' + chr(39) + 's fixed overhead')}." in note
+
+
+HF_CONFIGS = Path(__file__).parents[1] / "fixtures" / "hf_configs"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_head_uploaded_from_its_config_drafts_for_the_uploaded_target(lang):
+    """Issue 57: a head is added from its config.json (SpecForge's Qwen3-8B P-EAGLE) and priced as one: one draft
+    forward of K positions on the target's GPUs, the vLLM config with parallel drafting, SGLang said to lack it."""
+    at = open_app(PAGE, view="engine", lang=lang)
+    for which, name in (("target", "Qwen__Qwen3-8B"), ("draft", "sgl-project__SpecForge-qwen3-8b-peagle")):
+        data = (HF_CONFIGS / f"{name}.json").read_bytes()
+        at.file_uploader(key=f"hardware.upload_{which}").upload(f"{name}.json", data, "application/json")
+        rerun(at)
+    assert not shown_errors(at), shown_errors(at)
+    vllm = json.loads(next(c.value for c in at.code if '"method"' in c.value))
+    assert vllm["method"] == "eagle3" and vllm["parallel_drafting"] is True
+    assert any("SGLang 0.5.10.post1" in c.value for c in at.caption), [c.value for c in at.caption]

@@ -212,10 +212,10 @@ def build(view: dict, session, show_error) -> tuple[Scenario, object, object]:
     except ValueError as exc:
         show_error(exc)
         target, draft = PAIRS.loc[DEFAULT_PAIR, "target"], PAIRS.loc[DEFAULT_PAIR, "draft"]
-    for which in ("target", "draft"):
-        file = session.get(f"{PAGE}.upload_{which}")
-        try:
-            target, draft = with_upload(target, draft, which, file)
+    files = {which: session.get(f"{PAGE}.upload_{which}") for which in ("target", "draft")}
+    for which, file in files.items():
+        try:  # an uploaded target is checked against an uploaded draft, not the one it replaces
+            target, draft = with_upload(target, draft, which, file, check=which == "draft" or files["draft"] is None)
         except ValueError as exc:  # the figures keep the pair chosen without it, and say so
             show_error(ValueError(refused(view, which, file, exc)))
     target = hardware.with_routing_skew(target, view["skew"])
@@ -249,11 +249,15 @@ def chosen_gpu(view: dict):
     }
 
 
-def uploaded(file, which: str) -> dict | None:
-    """The model of an uploaded config.json for ``which`` (target / draft), or None."""
+def uploaded(file, which: str, target=None) -> dict | None:
+    """The model of an uploaded config.json for ``which`` (target / draft), or None; a draft's config.json that
+    describes a head (EAGLE-3, P-EAGLE, DFlash, MTP, …) gives that head, trained for ``target``."""
     if file is None:
         return None
-    return hardware.from_hf_config(file.getvalue(), name=f"uploaded {which} ({file.name})")
+    text, name = file.getvalue(), f"uploaded {which} ({file.name})"
+    if which == "draft" and target is not None and hardware.is_head_config(text):
+        return hardware.head_from_config(text, target, name=name)
+    return hardware.from_hf_config(text, name=name)
 
 
 def checked_pair(target, draft) -> tuple:
@@ -272,12 +276,14 @@ def chosen_pair(view: dict) -> tuple:
     return checked_pair(view["target"], view["draft"])
 
 
-def with_upload(target, draft, which: str, file) -> tuple:
-    """(target, draft) with the uploaded config.json ``file`` (or None) as ``which``; ValueError if refused."""
-    model = uploaded(file, which)
+def with_upload(target, draft, which: str, file, check: bool = True) -> tuple:
+    """(target, draft) with the uploaded config.json ``file`` (or None) as ``which``, the pair checked unless not
+    ``check``; ValueError if refused."""
+    model = uploaded(file, which, target)
     if model is None:
         return target, draft
-    return checked_pair(model, draft) if which == "target" else checked_pair(target, model)
+    pair = (model, draft) if which == "target" else (target, model)
+    return checked_pair(*pair) if check else pair
 
 
 def refused(view: dict, which: str, file, exc: Exception) -> str:
@@ -305,8 +311,8 @@ def is_model(draft) -> bool:
 
 
 def head_kind(draft) -> str | None:
-    """A head's kind (eagle, eagle3, mtp, medusa), or None for a model or n-gram lookup."""
-    return HEADS.loc[draft, "kind"] if heads.is_head(draft) else None
+    """A head's kind (eagle, eagle3, mtp, medusa, peagle, dflash), or None for a model or n-gram lookup."""
+    return heads.head_spec(draft)["kind"] if heads.is_head(draft) else None
 
 
 def round_shape(view: dict, target, draft) -> dict:

@@ -25,7 +25,6 @@ HEADS = heads.load_heads()
 #: level per draft forward, which a Medusa head (every position in one pass) does not do
 SEQUENTIAL_HEADS = tuple(HEADS.index[~HEADS["kind"].isin(heads.PARALLEL)])
 PAIR_DRAFT = "pair"  #: the draft choice "the preset pair's draft model"
-HEAD_KINDS = {"eagle": "EAGLE", "eagle3": "EAGLE-3", "mtp": "MTP"}  #: a head's kind -> its name
 GPUS = tuple(hardware.load_catalog()[1].index)
 VIEWS = ("tree", "shapes", "budget_depth", "hardware", "flags", "policies", "ngram")  #: the tabs (slugs)
 VIEW_LABELS = (

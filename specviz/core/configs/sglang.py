@@ -6,13 +6,15 @@ K + 1``; a top-k tree is steps = depth, top-k, draft tokens = budget + 1 (SGLang
 
 from __future__ import annotations
 
-#: a head's kind -> ``--speculative-algorithm`` (EAGLE-3 heads need their own; other chains run as EAGLE)
+VERSION = "0.5.10.post1"
+#: a head's kind -> ``--speculative-algorithm`` (EAGLE-3 heads need their own; other chains run as EAGLE).
+#: 0.5.10.post1's choices are EAGLE, EAGLE3, NEXTN, STANDALONE and NGRAM: P-EAGLE and DFlash have none.
 ALGORITHMS = {"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "EAGLE"}
 
 
-def algorithm(kind: str) -> str:
-    """``--speculative-algorithm`` for a head of ``kind``."""
-    return ALGORITHMS.get(kind, "EAGLE")
+def algorithm(kind: str) -> str | None:
+    """``--speculative-algorithm`` for a head of ``kind``; None where SGLang has none (not expressible)."""
+    return ALGORITHMS.get(kind)
 
 
 def tree_flags(depth: int, topk: int, budget: int, *, algorithm: str | None = None) -> str:

@@ -18,6 +18,8 @@ METHODS = {
     "eagle3": "eagle3",
     "mtp": "deepseek_mtp",
     "ngram": "ngram",
+    "dflash": "dflash",
+    "peagle": "eagle3",  # with parallel_drafting (vLLM PR #32887): every draft position in one forward
 }
 
 
@@ -69,4 +71,6 @@ def with_head(config: dict, kind: str, target: str | None = None) -> dict:
         out["model"] = target
     if kind == "ngram":
         out.pop("model", None)
+    if kind == "peagle":
+        out["parallel_drafting"] = True
     return out

@@ -22,10 +22,12 @@ from specviz.core.hardware.catalog import (
     model_spec,
     preset_pairs,
 )
+from specviz.core.hardware.head_config import head_from_config, is_head_config
 from specviz.core.hardware.hf_config import _FIELD_OF, CONFIG_MAX_BYTES, _hf_int, from_hf_config
 from specviz.core.hardware.memory import (
     USABLE_MEMORY,
     MemoryPlan,
+    draft_forward_model,
     fits,
     kv_bytes_per_token,
     kv_cache_bytes,
@@ -99,11 +101,14 @@ __all__ = [
     "calibration_steps",
     "check_pair",
     "dense_comparator",
+    "draft_forward_model",
     "drafting_method",
     "efficiency_for",
     "fits",
     "from_hf_config",
     "gpu_spec",
+    "head_from_config",
+    "is_head_config",
     "is_moe",
     "k_schedule",
     "kv_bytes_per_token",

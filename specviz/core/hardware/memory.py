@@ -82,22 +82,30 @@ def max_batch(model, gpu, context, dtype="bf16", tp=1) -> np.ndarray:
     return np.asarray(np.maximum(np.floor(free / per_seq), 0).astype(int))[()]
 
 
+def draft_forward_model(draft, target) -> dict | None:
+    """The model one draft forward runs: the draft's spec, a head's draft model, or None (n-gram lookup, Medusa)."""
+    if isinstance(draft, str) and draft == NGRAM:
+        return None
+    if heads.is_head(draft):
+        head = heads.head_spec(draft)
+        return None if head["kind"] in heads.PARALLEL else heads.draft_model(head, model_spec(target))
+    return model_spec(draft)
+
+
 def _draft_weights(draft, target: dict, dtype: str) -> tuple[dict | None, float]:
     """(the model one draft forward runs, or None; the draft's own weight bytes). A head shares the target's
     embedding, and its LM head unless it has a reduced vocabulary (EAGLE-3's ``draft_vocab``): those are not
     counted twice. Medusa: n·(L·h² + h·V) (:func:`specviz.core.heads.medusa_weights`); n-gram lookup: none."""
-    if isinstance(draft, str) and draft == NGRAM:
-        return None, 0.0
-    if isinstance(draft, str) and heads.is_head(draft):
+    dm = draft_forward_model(draft, target)
+    if heads.is_head(draft):
         head = heads.head_spec(draft)
         if head["kind"] in heads.PARALLEL:
             return None, heads.medusa_weights(head, target) * _dtype_bytes(dtype)
-        dm = heads.draft_model(head, target)
         own = {k: v for k, v in dm.items() if k != "params"}  # draft_model copies the target's params count
         shared = 2 * dm["vocab_size"] * dm["hidden_size"]  # embedding + LM head, as parameter_count counts them
         lm_head = int(head["draft_vocab"]) * dm["hidden_size"] if head.get("draft_vocab") else 0
         return dm, (parameter_count(own) - shared + lm_head) * _dtype_bytes(dtype)
-    return model_spec(draft), weight_bytes(draft, dtype)
+    return dm, (0.0 if dm is None else weight_bytes(draft, dtype))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ def drafting_method(draft) -> str:
     """How ``draft`` drafts: "ngram" (:data:`NGRAM`), a head's kind (eagle, eagle3, mtp, medusa…), else "model"."""
     if isinstance(draft, str) and draft == NGRAM:
         return "ngram"
-    if isinstance(draft, str) and heads.is_head(draft):
+    if heads.is_head(draft):
         return str(heads.head_spec(draft)["kind"])
     return "model"
 
@@ -41,7 +41,8 @@ def pair_costs(
 
     ``draft``: a model, a head of :mod:`specviz.core.heads`, or :data:`NGRAM`. D = ``k`` draft forwards of
     ``draft_tokens`` (a tree level's width) over ``draft_context`` on ``tp_draft`` GPUs, each + ``draft_overhead_s``,
-    then one verify of T = ``verify_tokens`` (default k + 1); Medusa or n-gram (``overhead_s``): D = 1. Returns
+    then one verify of T = ``verify_tokens`` (default k + 1); Medusa or n-gram (``overhead_s``): D = 1; P-EAGLE and
+    DFlash: D = 1 forward of k (DFlash k + 1) positions. Returns
     t_target, t_draft, t_verify (s), c = t_target / t_draft, v = (t_verify / t_target − 1) / (T − 1),
     o = round_overhead_s / t_target, draft_steps D and nodes T − 1: S = E[N] / (1 + v·(T − 1) + o + D / c).
     """
@@ -73,6 +74,10 @@ def pair_costs(
                     value=int(np.max(kk)),
                 )
             t_draft = _parallel_head_seconds(head, t, g, batch, n_verify, kk, dtype, tp_target, eff)
+            steps = np.ones_like(steps)
+        elif head["kind"] in heads.ONE_PASS:  # one forward drafts all K positions (plus DFlash's anchor)
+            positions = (kk + heads.ONE_PASS[head["kind"]]) * draft_tokens
+            t_draft = step_time(heads.draft_model(head, t), g, batch, d_ctx, positions, tp=tp_draft, **kw)
             steps = np.ones_like(steps)
         else:
             t_draft = step_time(heads.draft_model(head, t), g, batch, d_ctx, draft_tokens, tp=tp_draft, **kw)

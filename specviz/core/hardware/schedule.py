@@ -10,7 +10,7 @@ from specviz.core.hardware.sweeps import k_schedule
 def vllm_speculative_config(target, draft, gpu, alpha, context, batches, k_max=8, *, draft_name=None, **kw) -> dict:
     """vLLM's ``--speculative-config`` for a draft model whose K is K*(B) at ``context``
     (:func:`specviz.core.configs.vllm.speculative_config`)."""
-    name = draft_name or (draft if isinstance(draft, str) else model_spec(draft).get("name", "draft"))
+    name = draft_name or (draft if isinstance(draft, str) else draft.get("name") or model_spec(draft).get("name"))
     return configs.vllm.speculative_config(
         k_schedule(target, draft, gpu, alpha, context, batches, k_max, **kw), model=name
     )

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from specviz.base.i18n import Message
-from specviz.core import hardware, heads, profiles
+from specviz.core import hardware, profiles
 from specviz.core.serving.slots import KV_LAYOUTS, scattered_steps
 from specviz.core.serving.traffic import Lengths, decode_context, mean_tokens_over_context
 
@@ -96,16 +96,6 @@ class CostGrid:
     options: tuple[Option, ...] = field(default=())
 
 
-def _draft_forward_model(draft, target):
-    """The model a draft forward runs: the draft, a head's draft model, or None (n-gram, Medusa)."""
-    if isinstance(draft, str) and draft == hardware.NGRAM:
-        return None
-    if heads.is_head(draft):
-        head = heads.head_spec(draft)
-        return None if head["kind"] in heads.PARALLEL else heads.draft_model(head, hardware.model_spec(target))
-    return draft
-
-
 def batch_cap(target, draft, gpu, context, *, dtype="bf16", tp=1, max_seqs: int = 256, k: int = 0) -> float:
     """Largest running batch: min(``max_seqs``, :func:`specviz.core.hardware.memory_plan`'s largest batch): the
     weights, and per sequence the KV of L̄ tokens, with a draft its weights, its KV and the ``k`` + 1 verify slots."""
@@ -123,7 +113,9 @@ def prefill_seconds(
     if mode not in ("mixed", "separate"):
         raise ValueError(f"mode must be 'mixed' or 'separate'; got {mode!r}")
     kw = dict(dtype=dtype, tp=tp, efficiency=efficiency)
-    models = [target] + ([m] if draft is not None and (m := _draft_forward_model(draft, target)) is not None else [])
+    models = [target] + (
+        [m] if draft is not None and (m := hardware.draft_forward_model(draft, target)) is not None else []
+    )
     total = 0.0
     for model in models:
         full = hardware.step_time(model, gpu, 1, 0, prompt.values, **kw)  # (nP,)
@@ -223,7 +215,7 @@ def cost_grid(
     spec = [i for i, o in enumerate(options) if o.k > 0]
     kw_p = dict(mode=mode, dtype=dtype, tp=tp, efficiency=eff)
     p_plain = prefill_seconds(target, None, gpu, prompt, **kw_p)
-    dm = _draft_forward_model(draft, target) if spec else None
+    dm = hardware.draft_forward_model(draft, target) if spec else None
     p = p_plain + (prefill_seconds(dm, None, gpu, prompt, **kw_p) if dm is not None else 0.0)  # the draft's too
     prefill_s = np.array([p_plain] + [p] * (len(options) - 1))
     chunks = int(np.ceil(prompt.mean / chunk_tokens)) if mode == "mixed" else 0

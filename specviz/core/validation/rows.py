@@ -95,16 +95,21 @@ def _catalogue_problem(row, field: str, value, check) -> Message | None:
     return None
 
 
-def check_draft(draft: str, target: str | None = None) -> str:
-    """``draft`` as a draft of ``target`` (None: the name only): n-gram, a head trained for it, or a catalogue model
-    sharing its tokenizer; Message naming what the draft may be, or why it cannot draft."""
-    if draft == hardware.NGRAM:
+def check_draft(draft, target: str | dict | None = None):
+    """``draft`` as a draft of ``target`` (None: the name only): n-gram, a head trained for it (a name or a head read
+    from its config.json), a catalogue model or a model's spec sharing its tokenizer; Message naming what the draft
+    may be, or why it cannot draft."""
+    if isinstance(draft, str) and draft == hardware.NGRAM:
         return draft
     if heads.is_head(draft):
         if target is not None:
-            heads.check_target(draft, target)
+            heads.check_target(draft, target if isinstance(target, str) else hardware.model_spec(target).get("name"))
         return draft
     models = hardware.load_catalog()[0].index
+    if isinstance(draft, dict):
+        if target is not None:
+            hardware.check_pair(target, draft)
+        return draft
     if draft not in models:
         raise Message(
             "{draft!r} is no model, head or {ngram!r}; choose a model ({models}), a head ({heads}) or {ngram!r}",
