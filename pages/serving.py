@@ -79,6 +79,7 @@ SPEC = (
     Param("ttft", 2.0, "float", 0.001, 600.0, label=N_("TTFT limit (s)")),
     Param("tpot", 50.0, "float", 0.1, 10000.0, label=N_("TPOT limit (ms)")),
     Param("goal", 100.0, "float", 0.001, 1e6, label=N_("Target rate for the GPU count (requests/s)")),
+    Param("price", 0.0, "float", 0.0, 1000.0, label=N_("GPU price, USD per GPU-hour (0: the catalogue's dated price)")),
     Param("view", "pareto", "choice", choices=VIEWS, labels=VIEW_LABELS, aliases=(("Engine schedules", "schedule"),)),
 )
 P = by_key(SPEC)
@@ -116,6 +117,7 @@ def headline(s: scenarios.Scenario, grid, best: pd.DataFrame, rates: pd.DataFram
         else ui.t("{rate} requests/s per GPU", rate=ui.number(stops)),
     )
     band_note(s, spec["max_rps"] / plain["max_rps"] if option else float("nan"))
+    cost_note(h["cost"], s.replica.gpu, option)
     if over:
         st.warning(
             ui.t(
@@ -133,6 +135,36 @@ def headline(s: scenarios.Scenario, grid, best: pd.DataFrame, rates: pd.DataFram
             p=f"{grid.prefill_s[0] * 1e3:.1f}",
         )
     )
+
+
+def cost_note(cost: dict | None, gpu: str, option: str | None) -> None:
+    """What a million output tokens cost at the largest rate meeting the SLA, each way, and whose price that is."""
+    if cost is None:
+        st.caption(
+            ui.t(
+                "No published rental price for {gpu} in the catalogue: type one (GPU price) to see the cost per million tokens.",
+                gpu=gpu,
+            )
+        )
+        return
+    # "USD", never "$": Streamlit reads a pair of dollar signs as a formula
+    plain = f"USD {cost['plain']:,.3f}" if np.isfinite(cost["plain"]) else "—"
+    spec = f"USD {cost['spec']:,.3f}" if option and np.isfinite(cost["spec"]) else "—"
+    st.metric(
+        ui.t("Cost per million output tokens at the largest rate meeting the SLA (no speculation / with speculation)"),
+        f"{plain} / {spec}",
+    )
+    whose = (
+        ui.t("at your price, USD {price:.2f} per GPU-hour", price=cost["price"])
+        if cost["typed"]
+        else ui.t(
+            "at USD {price:.2f} per GPU-hour, the catalogue's on-demand price of {date} ({source})",
+            price=cost["price"],
+            date=cost["date"],
+            source=cost["source"],
+        )
+    )
+    st.caption(whose)
 
 
 def band_note(s: scenarios.Scenario, gain: float) -> None:
@@ -234,6 +266,7 @@ def sidebar_controls() -> None:
         ui.number_input(PAGE, P["ttft"])
         ui.number_input(PAGE, P["tpot"])
         ui.number_input(PAGE, P["goal"])
+        ui.number_input(PAGE, P["price"])
 
 
 st.title(ui.t("Serving"))

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from specviz.app import ui
+from specviz.base import machine
 from specviz.base.i18n import N_
 from specviz.base.paths import ROOT
 
@@ -146,7 +147,8 @@ def _run(current: StreamlitPage) -> None:
 
 
 def run() -> None:
-    """app.py: page config, navigation, sidebar and the page the URL names."""
+    """app.py: page config, navigation, sidebar and the page the URL names; the server's heap trimmer started."""
+    machine.start_heap_trimmer()
     current, _ = _navigation()
     _run(current)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -57,4 +58,35 @@ def release_freed_memory() -> bool:
         libc.malloc_trim(0)
     except (OSError, AttributeError):
         return False
+    return True
+
+
+#: Seconds between two trims of the server's heap (:func:`start_heap_trimmer`)
+TRIM_PERIOD_S = 30.0
+_trimmer: threading.Thread | None = None
+_trimmer_lock = threading.Lock()
+_trimmer_stop = threading.Event()  #: set to end the trimmer (tests); it is a daemon thread otherwise
+
+
+def start_heap_trimmer(period_s: float = TRIM_PERIOD_S) -> bool:
+    """Start, once per process, a daemon thread that calls :func:`release_freed_memory` every ``period_s``.
+
+    Every Streamlit script run has its own thread and glibc gives threads their own arenas, so the pages that
+    a run frees stay resident, scattered between live objects, until something trims them: under many
+    visitors the server's RSS climbs with no object alive to show for it. A trim takes 10–80 ms here and holds
+    no Python lock (ctypes releases the GIL), so it runs beside the sessions rather than in one of their runs.
+    Returns whether the trimmer runs (False where the C library is not glibc).
+    """
+    global _trimmer
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    with _trimmer_lock:
+        if _trimmer is None or not _trimmer.is_alive():
+
+            def trim() -> None:
+                while not _trimmer_stop.wait(period_s):
+                    release_freed_memory()
+
+            _trimmer = threading.Thread(target=trim, name="specviz-heap-trimmer", daemon=True)
+            _trimmer.start()
     return True

@@ -58,7 +58,9 @@ STACK_WEIGHT = 0.5
 #: Published rows disagree in ways no term models (a benchmark's harness, an old release), so the fit is
 #: robust: scipy's soft-L1 loss, quadratic within F_SCALE of log error (the ±15 % band) and linear beyond.
 LOSS, F_SCALE = "soft_l1", 0.15
-_DRAFTED = {"model", "eagle", "eagle2", "eagle3", "mtp", "medusa", "ngram"}
+#: the draft methods a published speedup row may name (one list for the table's checks and its pricing)
+METHODS = ("model", "eagle", "eagle2", "eagle3", "mtp", "medusa", "peagle", "dflash", "ngram")
+_DRAFTED = set(METHODS)
 _DRAFT_FORWARDS = _DRAFTED - {"medusa", "ngram"}  #: methods whose rounds run draft forwards
 
 

@@ -258,3 +258,27 @@ def test_the_gain_carries_the_band_of_its_regime(monkeypatch, mode):
     assert (name, kind, method, moe) == (profiles.SERVER_PROFILE, "speedup", "model", False)
     assert (batch, rate) == ((64, None) if mode == "closed" else (None, 250.0))
     assert ("B ≥ 17 or a request rate" if mode == "open" else "B ≥ 17") in note
+
+
+def _cost(at) -> list[float]:
+    shown = next(m.value for m in at.metric if m.label.startswith(("Cost per million", "每百万")))
+    return [float(x.removeprefix("USD ").replace(",", "")) for x in shown.split(" / ")]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_cost_per_million_tokens_is_the_price_over_the_largest_rate_meeting_the_sla(lang):
+    """Issue 58 §4: $/M output tokens = price / (largest rate per GPU meeting the SLA × output tokens × 3600) × 10⁶,
+    at the catalogue's dated price or a typed one; a GPU without a published price says so."""
+    _, _, rates = library_answer()
+    best = rates.iloc[1:].sort_values(["max_rps", "k"], ascending=[False, True]).iloc[0]
+    price, date, _ = serving.gpu_price("H100-SXM5-80GB")
+    at = open_app(PAGE, lang=lang)
+    assert not shown_errors(at)
+    want = [price / (r * 256 * 3600) * 1e6 for r in (rates.iloc[0]["max_rps_per_gpu"], best["max_rps_per_gpu"])]
+    assert _cost(at) == pytest.approx(want, abs=6e-4)  # shown to 3 decimals
+    assert any(date in c.value and f"{price:.2f}" in c.value for c in at.caption)
+    typed = open_app(PAGE, price=str(2 * price), lang=lang)
+    assert _cost(typed) == pytest.approx([2 * w for w in want], abs=6e-4)
+    none = open_app(PAGE, gpu="H20-96GB", lang=lang)
+    assert not any(m.label.startswith(("Cost per million", "每百万")) for m in none.metric)
+    assert any("H20-96GB" in c.value for c in none.caption)

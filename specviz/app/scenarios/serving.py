@@ -65,6 +65,7 @@ class Scenario:
     ttft: float  #: TTFT limit, s
     tpot: float  #: TPOT limit, ms
     goal: float  #: the target rate the GPU count is for, requests/s
+    price: float = 0.0  #: USD per GPU-hour (0: the catalogue's dated price of the GPU, where it has one)
 
 
 def chosen_pair(view: dict) -> tuple:
@@ -111,7 +112,14 @@ def scenario(view: dict, lang: str) -> Scenario:
     )
     loads = view["rates"] if view["mode"] == "open" else view["users"]
     return Scenario(
-        replica, view["mode"], tuple(sorted(loads)), view["think"], view["ttft"], view["tpot"], view["goal"]
+        replica,
+        view["mode"],
+        tuple(sorted(loads)),
+        view["think"],
+        view["ttft"],
+        view["tpot"],
+        view["goal"],
+        view["price"],
     )
 
 
@@ -199,4 +207,19 @@ def headline(s: Scenario, priced, best: pd.DataFrame, rates: pd.DataFrame) -> di
         need=need,
         stops=None if stops is None else stops / priced.gpus,  # per GPU, as the largest rates
         over=best["overloaded"].sum(),
+        cost=cost(s, plain["max_rps_per_gpu"], spec["max_rps_per_gpu"]),
     )
+
+
+def cost(s: Scenario, plain_rps_per_gpu: float, spec_rps_per_gpu: float) -> dict | None:
+    """USD per million output tokens at the largest rate per GPU meeting the SLA, without and with speculation:
+    the cheapest each way (a GPU serving fewer requests costs the same per hour), at the typed price or the
+    catalogue's dated one; None where there is neither."""
+    typed = s.price > 0
+    found = None if typed else serving.gpu_price(s.replica.gpu)
+    if not typed and found is None:
+        return None
+    price, date, source = (s.price, "", "") if typed else found
+    tokens = float(np.sum(s.replica.output.lengths().values * s.replica.output.lengths().weights))
+    each = [serving.usd_per_million_tokens(price, 1, rps * tokens) for rps in (plain_rps_per_gpu, spec_rps_per_gpu)]
+    return dict(plain=float(each[0]), spec=float(each[1]), price=price, date=date, source=source, typed=typed)

@@ -130,7 +130,7 @@ def _nbytes(value: tuple[np.ndarray, ...]) -> int:
 
 #: Every store of results shared by all visitors: name -> byte cap (the sampling lab's simulations, kept
 #: so that a link opened twice is not simulated twice). One definition for the pages and benchmarks/soak.py.
-SHARED_STORES = {"lab.simulations": 64 * 2**20}
+SHARED_STORES = {"lab.simulations": 32 * 2**20}
 
 
 @st.cache_resource(show_spinner=False, max_entries=len(SHARED_STORES))

@@ -6,6 +6,7 @@ Model (docs/design.md, "Serving under load"): μ(n) = min(n, cap) / (R·t(n)), R
 :func:`steady_state` solves it for Poisson λ or N users. It predicts means, not p90/p99.
 """
 
+from specviz.core.serving.cost import gpu_price, usd_per_million_tokens
 from specviz.core.serving.grid import (
     GRID_POINTS,
     PREFILL,
@@ -66,6 +67,7 @@ __all__ = [
     "chain_options",
     "cost_grid",
     "decode_context",
+    "gpu_price",
     "gpus_needed",
     "grid_from_steps",
     "k_by_batch",
@@ -83,4 +85,5 @@ __all__ = [
     "steady_state",
     "stops_paying_rate",
     "tree_option",
+    "usd_per_million_tokens",
 ]

@@ -12,7 +12,7 @@ from specviz.core import hardware, heads, published, theory
 from specviz.core.profiles import DEFAULT_EFFICIENCY
 
 #: the drafting methods :func:`specviz.core.published.predict_row` prices (``published.priceable``)
-METHODS = ("model", "eagle", "eagle2", "eagle3", "mtp", "medusa", "ngram")
+METHODS = published.METHODS
 KINDS = ("step", "speedup")
 YOURS = "yours"  #: the stack and source of your rows where the file names none
 MAX_ROWS = 500  #: most rows of yours priced and fitted at once (a fit prices every row ≈ 100 times)
