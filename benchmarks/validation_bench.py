@@ -31,6 +31,7 @@ T0 = time.perf_counter()
 LABELS = {
     "hf-transformers": "Hugging Face transformers (eager PyTorch)",
     "vllm": "vLLM (CUDA graphs)",
+    "vllm-2023": "vLLM before CUDA graphs (2023, eager)",
     "sglang": "SGLang (CUDA graphs)",
     "tensorrt-llm": "TensorRT-LLM",
     "gpt-fast": "gpt-fast (torch.compile)",

@@ -1,6 +1,7 @@
 """Stack profiles (the UI's "engine profiles"): the fixed costs a serving stack adds to the roofline, and the share of the datasheet it reaches.
 
-One forward of B sequences: roofline(B, L, n) + overhead_s + layer_overhead_s·n_layers + seq_overhead_s·B; a round
+One forward of B sequences: roofline(B, L, n) + overhead_s + layer_overhead_s·n_layers + moe_layer_overhead_s·n_moe
++ seq_overhead_s·B; a round
 adds round_overhead_s, and draft_overhead_s per draft forward (:func:`specviz.core.hardware.pair_costs`). Profiles
 (``data/catalog/profiles.csv``) are fitted by ``benchmarks/validation_bench.py --write-profiles`` to
 ``data/validation/measurements.csv`` (each row names its sources); all-reduce latencies (cited) are not fitted.
@@ -27,7 +28,9 @@ DEFAULT_LABEL = N_("Roofline (CUDA graphs, defaults)")  #: its label (the catalo
 #: Stack families: eager (every operator dispatched from Python) and compiled (CUDA graphs or a compiled
 #: loop: every other stack). Each is also a catalogue profile, fitted on all of its stacks' rows: the
 #: profile of a stack the catalogue does not list (LMDeploy, DeepSpeed-MII, …).
-EAGER = ("hf-transformers",)
+#: vLLM before CUDA graphs (vllm-project/vllm PR #1926, merged 2023-12-17) ran every step eagerly: its 2023 rows
+#: are the stack ``vllm-2023``, priced with the eager family
+EAGER = ("hf-transformers", "vllm-2023")
 FAMILY_PROFILES = ("compiled", "eager")
 #: the family profiles' labels (profiles.csv's ``label``; shown translated)
 FAMILY_LABELS = {
@@ -43,6 +46,7 @@ OVERHEADS = (
     "seq_overhead_s",
     "round_overhead_s",
     "draft_overhead_s",
+    "moe_layer_overhead_s",
 )
 
 
@@ -67,6 +71,10 @@ class Efficiency:
     #: fixed latency of one all-reduce over PCIe or across nodes, seconds: NCCL's all_reduce_perf gives
     #: 54 µs on 8 × RTX 3090 and 43 µs on 8 × RTX 4090 over PCIe for 8 bytes (NVIDIA/nccl issues #1439, #1530)
     pcie_allreduce_latency_s: float = 5e-5
+    #: fixed cost per mixture-of-experts layer and forward beyond a dense layer's: the router, top-k, the tokens'
+    #: permutation to their experts and back and the grouped expert GEMMs are several kernels where a dense MLP
+    #: is two or three; fitted on MoE rows (0 for a dense model), seconds
+    moe_layer_overhead_s: float = 0.0
 
     def __post_init__(self):
         for name in FRACTIONS:
@@ -166,7 +174,9 @@ _ALLOWED_VALUE = {
     **{name: N_("a number in (0, 1]") for name in FRACTIONS},
     **{name: N_("a finite number >= 0 (seconds)") for name in OVERHEADS},
 }
-MAX_TERMS_CHARS = 400  #: the longest terms text accepted (every term at full precision is ≈ 250 characters)
+#: the longest terms text accepted: every term at full precision, the longest float repr (24 characters) each, is
+#: at most 480 characters
+MAX_TERMS_CHARS = 480
 
 
 def encode_terms(eff: Efficiency, digits: int | None = None) -> str:

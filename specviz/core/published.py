@@ -35,6 +35,7 @@ FITTED = {
     "seq_overhead_s": ((0.0, 0.01), 1e-4),
     "round_overhead_s": ((0.0, 0.1), 1e-3),
     "draft_overhead_s": ((0.0, 0.05), 1e-3),
+    "moe_layer_overhead_s": ((0.0, 0.01), 1e-4),
 }
 #: The all-reduce latencies are not fitted: all-reduce benchmarks measure them (the defaults of
 #: :class:`Efficiency` cite them), and step times cannot tell them from per-layer dispatch cost.
@@ -48,6 +49,7 @@ STACK_TERMS = (
     "seq_overhead_s",
     "round_overhead_s",
     "draft_overhead_s",
+    "moe_layer_overhead_s",
 )
 SHARED = "shared"  #: the profile fitted on every row (the fallback of a stack and family no other source measures)
 PRIOR_WEIGHT = 0.05  #: residual weight of one scale's departure from the prior, against one row's log error
@@ -176,16 +178,18 @@ def fit_profile(
 
 
 def constrained(rows: pd.DataFrame) -> set[str]:
-    """The :data:`FITTED` terms ``rows`` can inform (round: speedups; draft: draft forwards; seq: B > 1; quant)."""
+    """The :data:`FITTED` terms ``rows`` can inform (round: speedups; draft: draft forwards; seq: B > 1; quant; MoE)."""
     spec = rows["kind"] == "speedup"
     quant = rows["dtype"].map(lambda d: hardware.DTYPE_BYTES.get(d, 2.0) < 2).astype(bool)
-    seen = set(FITTED) - {"round_overhead_s", "draft_overhead_s", "seq_overhead_s", "quant_memory"}
+    optional = {"round_overhead_s", "draft_overhead_s", "seq_overhead_s", "quant_memory", "moe_layer_overhead_s"}
     checks = {
         "round_overhead_s": spec.any(),
         "draft_overhead_s": (spec & rows["method"].isin(_DRAFT_FORWARDS)).any(),
         "seq_overhead_s": (rows["batch"].astype(float) > 1).any(),
         "quant_memory": quant.any(),
+        "moe_layer_overhead_s": rows["target"].map(hardware.is_moe).astype(bool).any(),
     }
+    seen = set(FITTED) - optional
     return seen | {name for name, yes in checks.items() if yes}
 
 

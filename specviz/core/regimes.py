@@ -37,6 +37,7 @@ _STACK_ENGINE = {
     "gpt-fast": "compiled-pytorch",
     "specviz": "compiled-pytorch",
     "vllm": "vllm",
+    "vllm-2023": "other",  # eager, before CUDA graphs: not the vLLM deployed today
     "sglang": "sglang",
     "tensorrt-llm": "tensorrt-llm",
     "llama.cpp": "llama.cpp",

@@ -223,7 +223,7 @@ def test_the_best_tree_on_a_gpu_in_chinese():
     )
     assert f"{s:.2f}" in at.metric[0].delta and CJK.search(at.metric[0].label)
     priced = [c.value for c in at.caption if "vLLM (CUDA graphs)" in c.value]
-    assert priced and all(CJK.search(c) for c in priced) and "mlc-llm-perf-bench" in priced[0]
+    assert priced and all(CJK.search(c) for c in priced) and "vllm-pr-16937" in priced[0]
     assert any(EAGLE in c.value and CJK.search(c.value) for c in at.caption)
     assert CJK.search(at.selectbox(key="strategies.draft").options[0])
 

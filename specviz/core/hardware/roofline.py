@@ -201,11 +201,9 @@ def _moe_mlp(m: dict, rows, tp, w: float, a: float, expert_parallel: bool = Fals
 
 
 def _linear_attention(m: dict, rows, b, n, tp, linear, a: float) -> tuple:
-    """Gated DeltaNet layers (Qwen3-Next, Qwen3.5), all of them, on one of ``tp`` GPUs (heads split): (projections
-    (FLOPs, bytes), recurrence FLOPs, recurrence bytes). The recurrence updates and reads a d_k × d_v state per
-    value head and token, ~6·n_v·d_k·d_v FLOPs; each sequence reads its state once and writes it after each of the
-    n new tokens (a verify keeps every position's state, so that the rejected drafts can be rolled back), plus
-    the short convolution's (kernel − 1) × conv-width window, all at the activation dtype."""
+    """Gated DeltaNet layers (Qwen3-Next, Qwen3.5) on one of ``tp`` GPUs: (projections, recurrence FLOPs, bytes).
+    A d_k × d_v state per value head: ~6·n_v·d_k·d_v FLOPs a token; read once and written after each of the n new
+    tokens (a verify keeps every position's state for the rollback), with the convolution's window."""
     layers, d, nv = m["linear_layers"], m["hidden_size"], m["linear_v_heads"]
     key, value, conv = linear_attention_dims(m)
     parts = (linear(d, 2 * key + 2 * value), linear(d, 2 * nv), linear(value, d))
@@ -237,8 +235,9 @@ def _latent_attention(m: dict, rows, b, span, tp, w: float, a: float) -> tuple:
 
 
 def _fixed_seconds(m: dict, eff: Efficiency, batch) -> np.ndarray:
-    """The engine's fixed cost of one forward: per forward, per layer and per sequence."""
-    return eff.overhead_s + eff.layer_overhead_s * m["n_layers"] + eff.seq_overhead_s * np.asarray(batch, dtype=float)
+    """The engine's fixed cost of one forward: per forward, per layer (and per MoE layer) and per sequence."""
+    per_layer = eff.layer_overhead_s * m["n_layers"] + eff.moe_layer_overhead_s * _n_moe_layers(m)
+    return eff.overhead_s + per_layer + eff.seq_overhead_s * np.asarray(batch, dtype=float)
 
 
 def _op_time(flops, nbytes, peak: float, bandwidth: float, eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
