@@ -31,7 +31,7 @@ T0 = time.perf_counter()
 LABELS = {
     "hf-transformers": "Hugging Face transformers (eager PyTorch)",
     "vllm": "vLLM (CUDA graphs)",
-    "vllm-2023": "vLLM before CUDA graphs (2023, eager)",
+    "vllm-2023": "vLLM 2023 (eager PyTorch)",  # before CUDA graphs (vLLM PR #1926)
     "sglang": "SGLang (CUDA graphs)",
     "tensorrt-llm": "TensorRT-LLM",
     "gpt-fast": "gpt-fast (torch.compile)",

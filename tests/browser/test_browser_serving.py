@@ -111,7 +111,7 @@ def priced(alpha: float, mode: str, loads: list[float]):
 
 
 def expected_headline(alpha: float, mode: str, loads: list[float], lang: str = "en") -> list[tuple[str, str, str]]:
-    """The four metrics as (label, value, delta), as pages/serving.py's headline writes them."""
+    """The headline's metrics as (label, value, delta), as pages/serving.py writes them: four answers and the cost."""
     grid, _, _, _, rates = priced(alpha, mode, loads)
     plain = rates.iloc[0]
     spec = rates.iloc[1:].sort_values(["max_rps", "k"], ascending=[False, True], kind="stable").iloc[0]
@@ -138,7 +138,20 @@ def expected_headline(alpha: float, mode: str, loads: list[float], lang: str = "
             never if stops is None else i18n.text(lang, "{rate} requests/s per GPU", rate=number(stops / grid.gpus)),
             "",
         ),
+        (
+            i18n.text(
+                lang,
+                "Cost per million output tokens at the largest rate meeting the SLA (no speculation / with speculation)",
+            ),
+            " / ".join(f"USD {_cost(r):,.3f}" for r in (plain["max_rps_per_gpu"], spec["max_rps_per_gpu"])),
+            "",
+        ),
     ]
+
+
+def _cost(rps_per_gpu: float) -> float:
+    """USD per million output tokens at ``rps_per_gpu``, at the catalogue's price of the GPU (the page's default)."""
+    return float(serving.usd_per_million_tokens(serving.gpu_price(GPU)[0], 1, rps_per_gpu * OUTPUT))
 
 
 def expected_schedules(alpha: float = 0.8, mode: str = "open", loads: list[float] = RATES) -> list[str]:
@@ -174,10 +187,10 @@ def headline_shown(page) -> list[tuple[str, str, str]]:
 
 
 def assert_headline(page, expected: list[tuple[str, str, str]]) -> None:
-    """The four metrics are visible and show ``expected``."""
+    """The headline's metrics are visible and show ``expected``."""
     metrics = page.locator(f'{MAIN} [data-testid="stMetric"]')
-    expect(metrics).to_have_count(4)
-    for i in range(4):
+    expect(metrics).to_have_count(len(expected))
+    for i in range(len(expected)):
         expect(metrics.nth(i)).to_be_visible()
     assert headline_shown(page) == expected
 
