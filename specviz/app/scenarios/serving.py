@@ -220,6 +220,7 @@ def cost(s: Scenario, plain_rps_per_gpu: float, spec_rps_per_gpu: float) -> dict
     if not typed and found is None:
         return None
     price, date, source = (s.price, "", "") if typed else found
-    tokens = float(np.sum(s.replica.output.lengths().values * s.replica.output.lengths().weights))
+    output = s.replica.output.lengths()
+    tokens = float(np.sum(output.values * output.weights))
     each = [serving.usd_per_million_tokens(price, 1, rps * tokens) for rps in (plain_rps_per_gpu, spec_rps_per_gpu)]
     return dict(plain=float(each[0]), spec=float(each[1]), price=price, date=date, source=source, typed=typed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from specviz.base.i18n import Message
+from specviz.core.hardware.catalog import _shown
 
 EXPERT_KEYS = ("n_routed_experts", "num_local_experts", "num_experts", "moe_num_experts")
 _TOP_K_KEYS = (
@@ -122,7 +123,7 @@ def _layer_mix(config: dict, kind: str, n_layers: int, window: int, hf_int) -> C
             raise Message(
                 "config.json layer_types must list one kind per layer ({layers}); got {value}",
                 layers=n_layers,
-                value=_short(types),
+                value=_shown(types),
             )
         unknown = sorted({t for t in types if not isinstance(t, str) or t not in _LAYER_KINDS}, key=str)
         if unknown:
@@ -155,8 +156,3 @@ def _layer_mix(config: dict, kind: str, n_layers: int, window: int, hf_int) -> C
         full = min(hf_int(config, ("max_window_layers",), False, "n_layers") or 0, n_layers)
         return Counter(full=full, sliding=n_layers - full)
     return Counter(sliding=n_layers)
-
-
-def _short(value, most: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= most else text[: most - 1] + "…"
