@@ -341,6 +341,7 @@ SCHEMA = "{name}: a row does not pass the measurement schema: {error}"
 SCHEMA_MORE = "{name}: a row does not pass the measurement schema: {error} (and {more} more bad cell(s))"
 
 
+@pytest.mark.slow
 def test_canonical(rows):
     bad = [rows[0], rows[1] | {"alpha": 1.5}]
     exc = caught(live.canonical, bad)

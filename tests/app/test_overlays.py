@@ -1036,6 +1036,7 @@ def test_configuration_values_in_series_names_are_escaped_in_figures():
 # --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sample", SAMPLES)
 def test_shipped_sample_goes_through_every_overlay(sample):
     df, report = load_measurements((SAMPLES_DIR / sample).read_bytes(), sample)

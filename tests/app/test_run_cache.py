@@ -51,6 +51,7 @@ def test_a_second_open_of_a_run_reads_nothing_from_the_library(db_url, fetches, 
     assert first.dataframe[-1].value.equals(second.dataframe[-1].value)  # the same series table
 
 
+@pytest.mark.slow
 def test_a_selection_over_the_row_cap_is_refused_before_any_run_is_read(db_url, fetches, monkeypatch):
     """The listing's row counts decide: a run too large to draw is not read from the database at all."""
     run_id = _save(store.open_library(db_url), "large run")

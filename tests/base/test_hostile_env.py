@@ -355,6 +355,7 @@ def shared_library(monkeypatch, db_url):
     shutil.rmtree(top)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what", ["file", "folder", "both"])
 def test_a_read_only_library_is_a_clear_message_and_keeps_its_runs(shared_library, what):
     """Before: "cannot open the run library at …: (sqlite3.OperationalError) attempt to write a readonly

@@ -224,6 +224,7 @@ def visible_texts(at) -> list[str]:
     return out + [link.label for link in at.page_link] + [w.label for kind in widgets for w in getattr(at, kind)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", TRANSLATED)
 def test_a_page_in_english_shows_no_chinese_text(page):
     """The other half of "both languages": in English no Chinese catalogue text leaks (the switch's 中文 aside)."""
@@ -233,6 +234,7 @@ def test_a_page_in_english_shows_no_chinese_text(page):
     assert shown and not [s for s in shown if re.search(r"[\u4e00-\u9fff]", s)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", TRANSLATED)
 def test_a_translated_page_shows_no_english_catalogue_text_in_chinese(page):
     script = "app.py" if page == "pages/home.py" else page

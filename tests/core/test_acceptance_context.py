@@ -105,6 +105,7 @@ def test_by_group_refuses_an_unknown_grouping():
         acceptance.by_group(acceptance.row_acceptance(_frame([{"k": 2, "mean_accepted_tokens": 2.0}])), "model")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.floats(-2.0, 3.0), st.floats(0.0, 1.2), st.sampled_from([1, 3, 6]))
 def test_fit_decay_recovers_a_noise_free_decay(a, b, k):

@@ -33,6 +33,7 @@ def test_deepseek_v3_routing_by_hand():
     assert moe.experts_touched(256, 8, 5) == pytest.approx(37.58, abs=0.01)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("e", "k", "m"), [(8, 2, 3), (64, 6, 5), (256, 8, 17), (128, 4, 64)])
 def test_the_mean_matches_a_monte_carlo_of_top_k_routing(e, k, m):
     """Each token picks k distinct experts uniformly; the mean count of distinct experts over n trials

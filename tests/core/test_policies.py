@@ -228,6 +228,7 @@ LIVE = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("one_torch_thread")
 @pytest.mark.parametrize("policy", LIVE, ids=lambda p: p.label)
 def test_a_live_policy_is_greedy_exact_and_its_replay_is_the_engine(tiny_pair, tiny_trace, policy):

@@ -136,6 +136,7 @@ def _synthetic_rows() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@pytest.mark.slow
 def test_fit_recovers_known_overheads_from_synthetic_rows():
     true = profiles.Efficiency(memory=0.65, overhead_s=2e-3, layer_overhead_s=1.5e-4, round_overhead_s=1e-3)
     frame = _synthetic_rows()

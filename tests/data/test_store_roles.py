@@ -135,6 +135,7 @@ WRITES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setup", ["hosted", "proxy header", "oidc secrets"])
 @pytest.mark.parametrize("write", list(WRITES))
 def test_no_write_without_a_named_person_once_sign_in_is_configured(engine, monkeypatch, tmp_path, setup, write):

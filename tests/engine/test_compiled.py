@@ -45,6 +45,7 @@ def _prefilled(model, prompt):
 # --- quick: the shape-static forward, and the fallback ----------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("t", [1, 2, 5, 9])
 def test_forward_at_equals_the_cached_forward(pair, prompts, t):
     """A chain's forward_at (slots = positions, mask = causal rows) gives the logits of model(idx, start)."""

@@ -231,6 +231,7 @@ def test_rejected_draft_block_is_overwritten(models):
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("pair", "k"),
     # the quick tier: every K on the pair that rejects at every depth, K = 4 on the others
@@ -265,6 +266,7 @@ def test_weak_draft_exercises_rejections(models):
         assert 0 in accepted and 4 in accepted and accepted & {1, 2, 3}, (pair, accepted)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pair", ["random", "noisy"])
 @pytest.mark.parametrize("k", [1, 3, 4])
 def test_draft_cache_follows_the_sequence(models, pair, k):

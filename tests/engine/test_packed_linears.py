@@ -158,6 +158,7 @@ def test_gpt_module_knows_nothing_of_onednn():
 # --- the packed path agrees with the oracle ----------------------------------------------------
 
 
+@pytest.mark.slow
 @needs_onednn
 @pytest.mark.parametrize("chunks", [[1] * 12, [5, 1, 3, 3], [12]])
 def test_packed_cached_forward_matches_full_recompute(force_packing, packed_calls, chunks):
@@ -174,6 +175,7 @@ def test_packed_cached_forward_matches_full_recompute(force_packing, packed_call
     torch.testing.assert_close(torch.cat(parts, dim=1), _oracle(model, idx), atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.slow
 @needs_onednn
 @pytest.mark.parametrize("k", quick_where(list(range(1, 9)), lambda k: k in (1, 4, 8)))
 def test_packed_greedy_speculative_equals_target_only(force_packing, k):

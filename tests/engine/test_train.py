@@ -59,6 +59,7 @@ def test_training_lowers_the_loss(data, tmp_path):
     assert after < before - 1.0
 
 
+@pytest.mark.slow
 def test_interrupted_training_resumes_to_the_same_weights(data, tmp_path):
     straight, _ = train.train_model(TINY, TC, data, tmp_path / "a")
 

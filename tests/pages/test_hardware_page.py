@@ -50,6 +50,7 @@ def default_k_star_at_batch_1(efficiency=EFF) -> int:
     return int(default_at_batch_1(efficiency).k_star)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("view", list(VIEWS))
 def test_every_view_renders_only_its_own_charts(view):
     at = open_app(PAGE, view=view)
@@ -253,6 +254,7 @@ def test_custom_gpu_figures_drive_the_model_and_live_in_the_link():
     assert at.query_params["g_bw"] == "1.5"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_an_engine_profile_from_a_link_prices_the_step_and_says_so(lang):
     default = open_app(PAGE, view="step", lang=lang)
@@ -297,6 +299,7 @@ def k_star_at_batch_1(target, draft, gpu="H100-SXM5-80GB", tp=1, dtype="bf16", *
     return int(frame.k_star.iloc[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_an_eagle3_head_gives_the_librarys_k_star_as_a_chain_and_as_a_tree(lang):
     at = open_app(PAGE, pair="custom", target=LLAMA_8B, draft=EAGLE3, tp_t="1", lang=lang)
@@ -352,6 +355,7 @@ def test_medusa_with_k_above_its_heads_is_an_error_naming_k(lang):
     assert metric(at, "At B = 1") == f"K* = {int(want.k_star.iloc[0])}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_draft_kv_budget_changes_c_as_the_library_says(lang):
     def c_of(at) -> str:

@@ -421,6 +421,7 @@ def test_canonical_equals_loading_the_runs_csv_export(live_rows):
     assert direct.index.tolist() == [1, 2] and direct.index.name == "row"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("column", "value", "allowed"),
     [

@@ -32,6 +32,7 @@ def saved(db_url: str, lang: str = "en", page: str = "compare-runs"):
     return at if page == "run-library" else open_app(f"pages/{page}.py", lang=lang, runs=at.query_params["runs"][0])
 
 
+@pytest.mark.slow
 def test_acceptance_by_context_fits_the_decay_and_links_it(db_url):
     at = saved(db_url)
     assert not at.error

@@ -67,6 +67,7 @@ def test_empty_library_renders_with_template_and_hints(db_url):
     assert len(options) == 4 and any("not our measurements" in o for o in options)
 
 
+@pytest.mark.slow
 def test_upload_good_file_preview_save_and_overlays(db_url):
     at = run()
     at.file_uploader(key="measured.files").upload("bench.csv", GOOD, "text/csv")
@@ -353,6 +354,7 @@ def test_in_chinese_the_page_works_through_reruns_and_keeps_canonical_names(db_u
     assert compare(runs=str(runs.id.iloc[0]), lang="zh").tabs[0].label == i18n.text("zh", "Speedup vs K")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("query", "title", "published"),
     [

@@ -324,6 +324,7 @@ def test_lab_switching_tabs_shows_each_claim_and_mirrors_it_in_the_url():
     assert at.success and at.query_params["view"] == "emitted"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["accept_first", "resample_p", "temperature_mismatch"])
 def test_lab_buggy_variants_are_flagged_and_explained(variant):
     at = run("pages/sampling-lab.py", view="emitted")

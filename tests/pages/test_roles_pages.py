@@ -35,6 +35,7 @@ def buttons(at) -> list[str]:
     return [b.label for b in at.button]
 
 
+@pytest.mark.slow
 def test_a_viewer_browses_and_is_told_why_nothing_saves(db_url, as_user):
     run = seeded(db_url)
     as_user(VIEWER)

@@ -109,6 +109,7 @@ DEFAULTS = {
 OLD_VALUES = [(page, name, old, new) for (page, name), olds in RENAMED.items() for old, new in olds.items()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("page", "name", "old", "new"), OLD_VALUES, ids=[f"{n}={o}" for _, n, o, _ in OLD_VALUES])
 def test_a_renamed_choice_opens_from_its_old_value(page, name, old, new, db_url):
     at = AppTest.from_file(str(ROOT / page), default_timeout=120)
@@ -128,6 +129,7 @@ def test_every_page_with_controls_has_saved_links_in_both_languages():
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("link", LINKS, ids=[f"{x['page'].removeprefix('pages/')}-{x['query']['lang']}" for x in LINKS])
 def test_a_saved_link_opens_the_same_view(link, db_url):
     at = AppTest.from_file(str(ROOT / link["page"]), default_timeout=120)

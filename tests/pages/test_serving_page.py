@@ -44,6 +44,7 @@ def library_answer(**over):
     return grid, frame, serving.max_rate(grid, output, ttft_s=v["ttft"], tpot_s=v["tpot"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("view", first_quick(list(VIEWS)))
 def test_every_view_renders_only_its_charts(view):
     at = open_app(PAGE, view=view)
@@ -51,6 +52,7 @@ def test_every_view_renders_only_its_charts(view):
     assert not at.error
 
 
+@pytest.mark.slow
 def test_headline_numbers_are_the_library_s():
     at = open_app(PAGE)
     _, _, rates = library_answer()
@@ -153,6 +155,7 @@ def test_overload_is_reported():
     assert any("Overloaded at 2 of the loads" in w.value for w in at.warning)
 
 
+@pytest.mark.slow
 def test_chinese():
     at = open_app(PAGE, lang="zh")
     assert CJK.search(at.title[0].value)
@@ -265,6 +268,7 @@ def _cost(at) -> list[float]:
     return [float(x.removeprefix("USD ").replace(",", "")) for x in shown.split(" / ")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", first_quick(["en", "zh"]))
 def test_the_cost_per_million_tokens_is_the_price_over_the_largest_rate_meeting_the_sla(lang):
     """Issue 58 §4: $/M output tokens = price / (largest rate per GPU meeting the SLA × output tokens × 3600) × 10⁶,

@@ -26,6 +26,7 @@ def metric(at, start: str):
     return next(m for m in at.metric if m.label.startswith(start))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("view", list(VIEWS))
 def test_every_view_renders_only_its_charts(view):
     at = open_app(PAGE, view=view)
@@ -176,6 +177,7 @@ def test_a_link_restores_the_pair_the_head_and_the_profile():
     assert any("SGLang" in c.value and "lmsys-blog-mtp" in c.value for c in at.caption)
 
 
+@pytest.mark.slow
 def test_bad_engine_or_head_in_a_link_warns_and_falls_back():
     at = open_app(PAGE, view="hardware", cost="gpu", engine="warp-drive")
     assert "engine" in " ".join(w.value for w in at.warning) and not at.error

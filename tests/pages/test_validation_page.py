@@ -108,6 +108,7 @@ def upload(at, data: bytes, name: str = "mine.csv"):
     return rerun(at)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("view", list(VIEWS))
 def test_every_view_renders(view):
     at = open_app(PAGE, view=view, pred="default")
@@ -115,6 +116,7 @@ def test_every_view_renders(view):
     assert not at.error and not at.warning
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", first_quick(list(validation.PREDICTORS)))
 def test_the_parity_plot_draws_every_priceable_row_left_by_the_filters(which):
     try:
@@ -135,6 +137,7 @@ def test_the_parity_plot_draws_every_priceable_row_left_by_the_filters(which):
     assert at.multiselect(key="validation.engines._pick").value == ["tensorrt-llm", "hf-transformers"]
 
 
+@pytest.mark.slow
 def test_the_parity_plot_colours_by_regime_with_one_legend_entry_each():
     at = open_app(PAGE, pred="default")
     frame = validation.predictions("default")
@@ -146,6 +149,7 @@ def test_the_parity_plot_colours_by_regime_with_one_legend_entry_each():
     assert all(len({t["marker"]["color"] for t in drawn if t["legendgroup"] == k}) == 1 for k in want)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_regime_view_counts_each_cell_and_lists_the_rows_behind_one_from_a_link(lang):
     frame = validation.predictions("loso")
@@ -213,6 +217,7 @@ def test_bad_link_values_warn_and_fall_back():
     assert at.multiselect(key="validation.engines._pick").value == ["vllm"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("lang", "said"),
     [
@@ -273,6 +278,7 @@ def test_your_rows_join_the_parity_plot_priced_like_a_new_source():
     assert sum(points(c, "published") for c in charts) == len(validation.published_rows())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("lang", "note", "header"),
     [

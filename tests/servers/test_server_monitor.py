@@ -114,6 +114,7 @@ def test_page_without_endpoints_says_how_to_start(db_url):
     assert "python -m specviz gguf" in at.info[0].value
 
 
+@pytest.mark.slow
 def test_page_polls_an_engine_and_shows_its_figures(engine):
     _fake, url = engine
     at = open_app(PAGE, endpoints=url, k="4", c="8")
