@@ -204,7 +204,10 @@ def show_schedules(grid, output, frame: pd.DataFrame, draft, kv: str) -> None:
     )
     model = draft if isinstance(draft, str) else None
     vllm = configs.vllm.speculative_config(schedule, model=model)
-    trt = configs.trtllm.extra_options_yaml(configs.trtllm.speculative_config(schedule, model=model))
+    try:
+        trt = configs.trtllm.extra_options_yaml(configs.trtllm.speculative_config(schedule, model=model))
+    except ValueError as exc:  # a schedule TensorRT-LLM cannot take: said in its box, not approximated
+        trt = f"# {ui.message(exc)}\n"
     first = frame[(frame["load"] == frame["load"].min()) & (frame["k"] == 0)]  # the sweep's first load
     b0 = int(np.clip(round(np.nan_to_num(first["batch"].iloc[0], nan=1.0)), 1, grid.cap))
     k0 = int(schedule.loc[schedule["batch"] == b0, "k"].iloc[0])

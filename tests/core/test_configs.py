@@ -1,7 +1,7 @@
 """Every flag and key that specviz.core.configs writes, checked against each stack's own definitions, and
 no other module writing one.
 
-- vLLM 0.34.0, SGLang 0.5.10.post1, TensorRT-LLM (IzzyPutterman 12bd5aaf): fixtures of their sources'
+- vLLM 0.34.0, SGLang 0.5.10.post1, TensorRT-LLM (NVIDIA/TensorRT-LLM 0004396): fixtures of their sources'
   definitions in tests/fixtures/configs/ (each names the repo, path and version or commit it was read from).
 - transformers: the installed ``GenerationConfig`` and ``generate``.
 - llama.cpp b11434: the built ``llama-server --help``.
@@ -30,7 +30,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "configs"
 SCHEDULES = [
     pd.DataFrame({"batch": [1, 2, 3, 4, 5, 6], "k": [5, 5, 3, 3, 1, 0]}),
     pd.DataFrame({"batch": [1, 2, 4, 8], "k": [2, 2, 2, 2]}),
-    pd.DataFrame({"batch": [1, 16, 64], "k": [4, 6, 0]}),  # a K above batch 1's: TensorRT-LLM caps it
+    pd.DataFrame({"batch": [1, 16, 64], "k": [4, 6, 0]}),  # a K above batch 1's: TensorRT-LLM refuses it
 ]
 
 
@@ -147,17 +147,21 @@ def test_the_tree_flags_are_the_best_top_k_trees():
 
 
 def test_trtllm_keys_are_decoding_base_configs():
-    trt = _fixture("trtllm-12bd5aaf.json")
+    trt = _fixture("trtllm-0004396.json")
     allowed = set(trt["fields"]) | set(trt["draft_target_fields"])
-    for schedule in SCHEDULES:
+    for schedule in SCHEDULES[:2]:
         config = configs.trtllm.speculative_config(schedule, model="org/draft")
         parsed = yaml.safe_load(configs.trtllm.extra_options_yaml(config))[trt["key"]]
         assert parsed == config and set(parsed) <= allowed
         assert (
             trt["decoding_type_aliases"].get(parsed["decoding_type"], parsed["decoding_type"]) in trt["decoding_types"]
         )
-        assert all(type(b) is int and type(k) is int for b, k in parsed["draft_len_schedule"].items())
-        assert parsed["draft_len_schedule"][1] == parsed["max_draft_len"] >= max(parsed["draft_len_schedule"].values())
+        lengths = parsed["draft_len_schedule"]
+        assert all(type(b) is int and b >= 1 and type(k) is int and k >= 0 for b, k in lengths.items())
+        assert lengths[min(lengths)] == parsed["max_draft_len"] >= max(lengths.values())  # the smallest key's K
+    assert configs.trtllm.speculative_config(SCHEDULES[0])["draft_len_schedule"] == {2: 5, 4: 3, 5: 1}  # ceiling keys
+    with pytest.raises(ValueError, match="not expressible in TensorRT-LLM.*K = 6 at batch 16"):  # above K = 4
+        configs.trtllm.speculative_config(SCHEDULES[2])
     assert configs.trtllm.speculative_config(SCHEDULES[0].assign(k=0)) is None
     assert configs.trtllm.extra_options_yaml(None).startswith("#")
     assert configs.trtllm.extra_options_yaml(configs.trtllm.speculative_config(SCHEDULES[1])).startswith("# add")

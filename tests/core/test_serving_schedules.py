@@ -7,14 +7,18 @@ engines' own parsers and code where they can run here.
   skips, saying so; CI fetches it.
 - TensorRT-LLM: not executed, transcribed. Its PyPI "sdists" (1.2.1 and earlier) hold only PKG-INFO
   and pyproject.toml, its wheels live on NVIDIA's own index, and neither that index nor GitHub is
-  reachable from our machines or CI, so ``tensorrt_llm/llmapi/llm_args.py`` cannot be fetched, pinned
-  and executed as the vLLM and SGLang sources are. The rules of ``DecodingBaseConfig`` (a
-  ``StrictBaseModel``: unknown keys refused), its ``validate_draft_len_schedule_and_sort`` and
-  ``DraftTargetDecodingConfig``'s validator are transcribed in :func:`_trtllm_refusals` as written in
-  llm_args.py at IzzyPutterman/TensorRT-LLM 12bd5aaf5ac8dfa0ad0fb84854f20c4daf92c0b5 (a fork of
-  NVIDIA/TensorRT-LLM; read, not run), plus the later upstream model validator that refuses
-  ``max_concurrency`` together with ``draft_len_schedule``. (NVIDIA/TensorRT-LLM fcd3f316, cited
-  before, has neither ``draft_len_schedule`` nor ``max_concurrency``.) Broken variants must be refused.
+  reachable from our machines or CI, so its sources cannot be fetched, pinned and executed as the vLLM
+  and SGLang sources are. Read, not run, from NVIDIA/TensorRT-LLM (Apache-2.0): the rules of
+  ``DecodingBaseConfig`` (a ``StrictBaseModel``: unknown keys refused), its
+  ``validate_draft_len_schedule_and_sort``, its model validator that refuses ``max_concurrency``
+  together with ``draft_len_schedule`` and ``DraftTargetDecodingConfig``'s validator are transcribed in
+  :func:`_trtllm_refusals` from tensorrt_llm/llmapi/llm_args.py at
+  0004396720054fd8e205cbf616f21f0b57c6b412; the runtime lookup ``get_draft_len_for_batch_size`` (ceiling
+  keys since PR #10860: a batch drafts the K of the smallest key at or above it, 0 above the largest) in
+  :func:`_trtllm_draft_len` from tensorrt_llm/_torch/speculative/utils.py at
+  011d0933dcb5e592f5fa2626beaf42a96324c578. The exported schedule must give the schedule's K at every
+  batch, a schedule TensorRT-LLM cannot express must be refused with a Message, and broken variants of
+  the export must be refused by the transcription.
 - SGLang: its server_args.py imports SGLang's CUDA stack, so it is read, not imported: from the SGLang
   0.5.10.post1 sdist on PyPI (the newest release with an sdist; later ones ship wheels only; sha256-checked
   and cached like vLLM's), ``ServerArgs.add_cli_args``'s ``--model-path`` and ``--speculative-*``
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import bisect
 import hashlib
 import importlib.util
 import io
@@ -50,6 +55,7 @@ import pytest
 import torch
 import yaml
 
+from specviz.base.i18n import Message
 from specviz.core import configs, serving, trees
 
 VLLM_SDIST = (
@@ -137,15 +143,17 @@ def test_vllm_parses_the_schedule_into_the_same_k_by_batch(schedules):
         assert dense[1:] == list(np.minimum(schedule["k"], k_max))
 
 
-# DecodingBaseConfig's fields (pydantic aliases included) at the commit in the module docstring
+# DecodingBaseConfig's fields (pydantic aliases included) and DraftTargetDecodingConfig's decoding_type, in
+# tensorrt_llm/llmapi/llm_args.py at NVIDIA/TensorRT-LLM 0004396720054fd8e205cbf616f21f0b57c6b412 (Apache-2.0)
 _TRTLLM_FIELDS = {"decoding_type", "max_draft_len", "max_total_draft_tokens", "speculative_model"}
 _TRTLLM_FIELDS |= {"speculative_model_dir", "max_concurrency", "draft_len_schedule", "load_format"}
-_TRTLLM_FIELDS |= {"acceptance_window", "acceptance_length_threshold", "allow_advanced_sampling"}
+_TRTLLM_FIELDS |= {"acceptance_rate_window_size", "acceptance_rate_threshold", "use_rejection_sampling"}
+_TRTLLM_FIELDS |= {"allow_advanced_sampling", "advanced_sampling_mode", "enable_penalty"}
 
 
 def _trtllm_refusals(config: dict) -> list[str]:
     """What TensorRT-LLM's ``DraftTargetDecodingConfig(**config)`` would refuse, transcribed (not run:
-    see the module docstring) from llm_args.py, in its validators' order; [] when it validates.
+    see the module docstring) from llm_args.py at 0004396, in its validators' order; [] when it validates.
 
     ``decoding_type`` is not checked: there the union of configs is discriminated by a ``Literal``
     (``"Draft_Target"`` for this class) and where ``"DraftTarget"``, our spelling and the docs', is
@@ -154,55 +162,114 @@ def _trtllm_refusals(config: dict) -> list[str]:
     k_max, schedule = config.get("max_draft_len"), config.get("draft_len_schedule")
     if k_max is not None and (type(k_max) is not int or k_max < 0):  # Optional[NonNegativeInt]
         out.append(f"max_draft_len {k_max!r} is not a non-negative int")
-        k_max = None
+        k_max = None  # not in info.data for the schedule's validator
+    concurrency = config.get("max_concurrency")
+    if concurrency is not None and (type(concurrency) is not int or concurrency <= 0):  # Optional[PositiveInt]
+        out.append(f"max_concurrency {concurrency!r} is not a positive int")
     if schedule is not None:  # Optional[dict[int, int]], then validate_draft_len_schedule_and_sort
-        if not all(type(b) is int and type(k) is int for b, k in schedule.items()):
+        if not isinstance(schedule, dict) or not all(type(b) is int and type(k) is int for b, k in schedule.items()):
             return [*out, f"draft_len_schedule {schedule!r} is not dict[int, int]"]
-        out += [f"threshold {b} < 1" for b in schedule if b < 1]
-        out += [f"draft length {k} < 0" for k in schedule.values() if k < 0]
-        if out:
-            return out
-        if 1 not in schedule:
-            return ["draft_len_schedule must include batch_size=1"]
-        if k_max is not None and schedule[1] != k_max:
-            return [f"draft_len_schedule[1]={schedule[1]} must equal max_draft_len={k_max}"]
+        for batch_size, draft_len in schedule.items():  # it raises at the first bad item
+            if batch_size < 1:
+                return [*out, f"draft_len_schedule: batch size threshold must be >= 1, got {batch_size}"]
+            if draft_len < 0:
+                return [*out, f"draft_len_schedule: draft length must be >= 0, got {draft_len}"]
+        if not schedule:  # min(v.keys()) of an empty dict raises
+            return [*out, "draft_len_schedule: min() of no batch sizes"]
+        smallest = min(schedule)
+        if k_max is not None and schedule[smallest] != k_max:
+            return [*out, f"draft_len_schedule[{smallest}] must equal max_draft_len"]
         if k_max is not None:
-            out += [f"draft length {k} for batch {b} > max_draft_len" for b, k in schedule.items() if k > k_max]
-    if config.get("max_concurrency") is not None and schedule is not None:  # later upstream model validator
-        out.append("max_concurrency and draft_len_schedule are mutually exclusive")
-    if not out and (k_max is None or k_max <= 0):  # DraftTargetDecodingConfig.validate_draft_target_config
-        out.append("max_draft_len must be > 0 for DraftTarget")
-    if not out and config.get("speculative_model", config.get("speculative_model_dir")) is None:
-        out.append("speculative_model must be specified for DraftTarget")
-    return out
+            for batch_size, draft_len in schedule.items():
+                if draft_len > k_max:
+                    return [*out, f"draft length {draft_len} for batch_size={batch_size} > max_draft_len"]
+    if out:
+        return out  # field errors: the model validators do not run
+    if concurrency is not None and schedule is not None:  # validate_max_concurrency_and_draft_len_schedule_…
+        return ["max_concurrency and draft_len_schedule are mutually exclusive"]
+    if k_max is None or k_max <= 0:  # DraftTargetDecodingConfig.validate_draft_target_config
+        return ["max_draft_len must be > 0 for DraftTarget"]
+    if config.get("speculative_model", config.get("speculative_model_dir")) is None:
+        return ["speculative_model must be specified for DraftTarget"]
+    return []
 
 
-def test_trtllm_config_obeys_decoding_base_config(schedules):
+def _trtllm_draft_len(draft_len_schedule, batch_size, max_draft_len, min_draft_len=0):
+    """``get_draft_len_for_batch_size``, transcribed from tensorrt_llm/_torch/speculative/utils.py at
+    NVIDIA/TensorRT-LLM 011d0933dcb5e592f5fa2626beaf42a96324c578 (Apache-2.0; docstring and comments left out).
+    ``draft_len_schedule`` is the validator's sorted dict."""
+    if draft_len_schedule is None:
+        return max_draft_len
+    schedule_batch_sizes = list(draft_len_schedule.keys())
+    idx = bisect.bisect_left(schedule_batch_sizes, batch_size)
+    if idx < len(schedule_batch_sizes):
+        return max(draft_len_schedule[schedule_batch_sizes[idx]], min_draft_len)
+    return min_draft_len
+
+
+def _k_at(schedule, batch: int) -> int:
+    """The schedule's K at ``batch``: the K of the largest evaluated batch not above it."""
+    evaluated = schedule.sort_values("batch")
+    return int(evaluated["k"][evaluated["batch"] <= batch].iloc[-1])
+
+
+def _assert_trtllm_drafts_the_schedule(schedule) -> dict:
+    """``schedule``'s export, checked: TensorRT-LLM validates it and drafts the schedule's K at every batch
+    1 … max(batch), and 0 above it."""
+    config = configs.trtllm.speculative_config(schedule, model="org/draft")
+    parsed = yaml.safe_load(configs.trtllm.extra_options_yaml(config))["speculative_config"]
+    assert parsed == config and parsed["speculative_model"] == "org/draft"
+    assert _trtllm_refusals(parsed) == []
+    lengths, k_max = dict(sorted(parsed["draft_len_schedule"].items())), parsed["max_draft_len"]
+    assert list(parsed["draft_len_schedule"]) == list(lengths)  # written in the order the validator sorts it into
+    top = int(schedule["batch"].max())
+    drafted = [_trtllm_draft_len(lengths, b, k_max) for b in range(1, top + 1)]
+    assert drafted == [_k_at(schedule, b) for b in range(1, top + 1)]
+    assert _trtllm_draft_len(lengths, top + 1, k_max) == 0
+    return parsed
+
+
+def test_trtllm_drafts_each_schedule_at_every_batch(schedules):
     for schedule in schedules:
-        config = configs.trtllm.speculative_config(schedule, model="org/draft")
-        parsed = yaml.safe_load(configs.trtllm.extra_options_yaml(config))["speculative_config"]
-        assert parsed == config and parsed["speculative_model"] == "org/draft"
-        assert _trtllm_refusals(parsed) == []
-        # a batch at or above a threshold takes its K: the schedule reproduces k_by_batch
-        lengths, keys = parsed["draft_len_schedule"], sorted(parsed["draft_len_schedule"])
-        for b, k in zip(schedule["batch"], schedule["k"], strict=True):
-            assert lengths[max(t for t in keys if t <= b)] == min(k, parsed["max_draft_len"])
+        parsed = _assert_trtllm_drafts_the_schedule(schedule)
         # and the transcription refuses what llm_args.py refuses
-        k_max, rest = parsed["max_draft_len"], {b: k for b, k in lengths.items() if b != 1}
+        lengths, k_max = parsed["draft_len_schedule"], parsed["max_draft_len"]
+        smallest, largest = min(lengths), max(lengths)
         for broken in (
-            {**parsed, "draft_len_schedule": rest or {2: 0}},  # no key 1
-            {**parsed, "draft_len_schedule": {**lengths, 1: k_max - 1}},  # key 1 is not max_draft_len
-            {**parsed, "draft_len_schedule": {**lengths, 64: k_max + 1}},  # a K above max_draft_len
-            {**parsed, "draft_len_schedule": {**lengths, 64: -1}},  # a negative length
-            {**parsed, "draft_len_schedule": {**lengths, 0: k_max}},  # a threshold below 1
+            {**parsed, "draft_len_schedule": {**lengths, smallest: k_max - 1}},  # smallest key is not max_draft_len
+            {**parsed, "draft_len_schedule": {**lengths, largest + 1: k_max + 1}},  # a K above max_draft_len
+            {**parsed, "draft_len_schedule": {**lengths, largest + 1: -1}},  # a negative length
+            {**parsed, "draft_len_schedule": {**lengths, 0: k_max}},  # a key below 1
+            {**parsed, "draft_len_schedule": {str(b): k for b, k in lengths.items()}},  # not dict[int, int]
+            {**parsed, "draft_len_schedule": {}},  # no key at all
             {**parsed, "max_concurrency": 8},  # with a schedule
             {**parsed, "max_draft_len": 0, "draft_len_schedule": {1: 0}},  # DraftTarget needs K > 0
             {**parsed, "num_speculative_tokens": k_max},  # vLLM's key
+            {**parsed, "acceptance_window": 8},  # the fork's name, not upstream's
             {k: v for k, v in parsed.items() if k != "speculative_model"},  # DraftTarget needs a draft
         ):
             assert _trtllm_refusals(broken), broken
-    flat = schedules[0].assign(k=0)
-    assert configs.trtllm.speculative_config(flat) is None
+
+
+def test_trtllm_schedules_by_hand():
+    import pandas as pd
+
+    ceiling = _assert_trtllm_drafts_the_schedule(pd.DataFrame({"batch": [1, 2, 4, 8, 16], "k": [5, 5, 3, 3, 0]}))
+    assert ceiling["max_draft_len"] == 5 and ceiling["draft_len_schedule"] == {3: 5, 15: 3}  # 16 and up: 0
+    flat = _assert_trtllm_drafts_the_schedule(pd.DataFrame({"batch": [1, 2, 4, 8], "k": [2, 2, 2, 2]}))
+    assert flat["max_draft_len"] == 2 and flat["draft_len_schedule"] == {8: 2}  # 9 and up: 0
+    unsorted = _assert_trtllm_drafts_the_schedule(pd.DataFrame({"batch": [16, 1, 4], "k": [1, 4, 2]}))
+    assert unsorted["draft_len_schedule"] == {3: 4, 15: 2, 16: 1}
+    dip = _assert_trtllm_drafts_the_schedule(pd.DataFrame({"batch": [1, 2, 3], "k": [4, 1, 3]}))
+    assert dip["draft_len_schedule"] == {1: 4, 2: 1, 3: 3}  # a K may rise again, up to batch 1's
+    for batches, ks, said in (
+        ([1, 16, 64], [4, 6, 0], "K = 6 at batch 16, above K = 4 at batch 1"),  # above max_draft_len
+        ([1, 4, 16], [0, 2, 0], "K = 2 at batch 4, above K = 0 at batch 1"),  # off first, on later
+    ):
+        with pytest.raises(Message, match="not expressible in TensorRT-LLM") as refused:
+            configs.trtllm.speculative_config(pd.DataFrame({"batch": batches, "k": ks}))
+        assert said in str(refused.value)
+    assert configs.trtllm.speculative_config(pd.DataFrame({"batch": [1, 8], "k": [0, 0]})) is None
     assert configs.trtllm.extra_options_yaml(None).startswith("#")
 
 
