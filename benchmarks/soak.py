@@ -76,6 +76,7 @@ PAGES = (
     Page("pages/serving.py", "serving"),
     Page("pages/strategies.py", "strategies", upload={"trace_src": "upload"}),
     Page("pages/server-monitor.py", "server-monitor"),
+    Page("pages/tune.py", "tune"),
     Page("pages/run-library.py", "run-library", upload={}),
     Page("pages/compare-runs.py", "compare-runs"),
     Page("pages/published-acceptance.py", "published-acceptance"),
@@ -187,6 +188,16 @@ def random_query(page: str, rng: random.Random, run_ids: list[int]) -> dict[str,
             "new_tokens": str(rng.choice([16, 32, 64])),
             "seed": str(rng.randint(0, 99)),
         }
+    if page == "pages/tune.py":  # the example's answer, or a plan's form (a query never starts a tune)
+        loads = sorted(rng.sample([1, 2, 4, 8], rng.randint(1, 4)))
+        return {
+            "source": rng.choice(["example", "example", "local", "remote"]),
+            "name": rng.choice(["soak", "night-run", "t1"]),
+            "ks": _nums(sorted(rng.sample(range(0, 9), rng.randint(1, 5)))),
+            "conc": _nums(loads),
+            "mix": rng.choice(["", "1: 1", "1: 0.5, 8: 0.5", "2: 1, 4: 3"]),
+            "algorithm": rng.choice(["EAGLE3", "EAGLE"]),
+        }
     if page in RECORDED:  # a newer page: one of its recorded links
         return dict(rng.choice(RECORDED[page]))
     return {}
@@ -268,6 +279,7 @@ def single(args) -> None:
     """The one-process mode: ``args.views`` AppTest views after a warm-up, RSS of this process."""
     tmp = tempfile.TemporaryDirectory(prefix="specviz-soak-")
     os.environ["SPECVIZ_DB_URL"] = f"sqlite:///{Path(tmp.name) / 'library.sqlite'}"
+    os.environ["SPECVIZ_TUNE_DIR"] = str(Path(tmp.name) / "tunes")
     start = rss_mb()
     import streamlit
 
@@ -497,6 +509,7 @@ def concurrent(sessions: int, minutes: float, seed: int) -> None:
     # The cache sizes come from the metrics endpoint, in bytes (not entry counts) with expensive stats on.
     env = {
         "SPECVIZ_DB_URL": url,
+        "SPECVIZ_TUNE_DIR": str(tmp / "tunes"),
         "STREAMLIT_SERVER_ENABLE_XSRF_PROTECTION": "false",
         "STREAMLIT_SERVER_ENABLE_EXPENSIVE_MEMORY_STATS": "true",
     }

@@ -57,6 +57,7 @@ LINKS = {
     "strategies": N_("Drafting strategies — token trees: tokens per round of chains, top-k and Sequoia-optimal trees"),
     "live": N_("Live benchmark — run a draft/target pair here, see it on the curves"),
     "server-monitor": N_("Server monitor — live acceptance from your vLLM, SGLang, llama.cpp or TensorRT-LLM servers"),
+    "tune": N_("Tune — measure your server over K and load, get the K per load and each stack's schedule"),
     "run-library": N_(
         "Run library — your serving stack's numbers from any benchmark file, in a library shared by the team"
     ),
@@ -74,6 +75,7 @@ for name, icon in (
     ("strategies", ":material/account_tree:"),
     ("live", ":material/play_circle:"),
     ("server-monitor", ":material/monitor_heart:"),
+    ("tune", ":material/tune:"),
     ("run-library", ":material/table_chart:"),
     ("compare-runs", ":material/stacked_line_chart:"),
     ("published-acceptance", ":material/menu_book:"),

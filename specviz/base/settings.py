@@ -59,6 +59,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SPECVIZ_LOADGEN_PER_HOUR", "count", 1000, 6, "load-generator runs one person may start per hour"),
     Setting("SPECVIZ_LLAMA_SERVER", "path", None, meaning="a llama-server binary for the engine tests"),
     Setting("SPECVIZ_LLAMA_CACHE", "path", None, meaning="the folder holding a built llama-server"),
+    Setting("SPECVIZ_TUNE_DIR", "path", None, meaning="the folder the Tune page keeps its tunes in"),
 )
 _BY_NAME = {s.name: s for s in SETTINGS}
 

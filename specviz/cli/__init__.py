@@ -1,17 +1,17 @@
-"""Command line: ``python -m specviz bench|train|card|prompts|calibrate|gguf|predict ...``."""
+"""Command line: ``python -m specviz bench|train|card|prompts|calibrate|gguf|predict|tune ...``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from specviz.cli import bench, calibrate, card, gguf, predict, prompts, train
+from specviz.cli import bench, calibrate, card, gguf, predict, prompts, train, tune
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m specviz", description="specviz command line")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (train, card, bench, calibrate, prompts, predict, gguf):  # the order `--help` lists them
+    for command in (train, card, bench, calibrate, prompts, predict, gguf, tune):  # the order `--help` lists them
         command.add_parser(sub)
     return parser
 

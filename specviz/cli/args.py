@@ -16,11 +16,16 @@ def _floats(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers; got {text!r}") from None
 
 
-def _ints(text: str) -> list[int]:
+def _ints(text: str, lo: int = 1) -> list[int]:
     values = _floats(text)
-    if not values or any(v != int(v) or v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers >= 1; got {text!r}")
+    if not values or any(v != int(v) or v < lo for v in values):
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers >= {lo}; got {text!r}")
     return [int(v) for v in values]
+
+
+def _ks(text: str) -> list[int]:
+    """Draft lengths, 0 (no speculation) allowed."""
+    return _ints(text, lo=0)
 
 
 def _positive(text: str) -> int:

@@ -46,6 +46,7 @@ PAGES = [
     ("/strategies", "strategies.png", True),
     ("/live", "live.png", False),
     ("/server-monitor", "server-monitor.png", False),
+    ("/tune", "tune.png", True),
     ("/run-library", "run-library.png", False),
     ("/compare-runs", "compare-runs.png", False),
     ("/published-acceptance", "published-acceptance.png", False),

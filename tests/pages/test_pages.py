@@ -43,7 +43,7 @@ def test_every_page_is_named_by_its_url_path_and_hands_over_to_the_router():
     routes = [(r.name, r.url_path or r.name) for r in PAGES]
     # Home, the default page, is served at "/" and, through a hidden page, at "/home" (its file's name)
     routed = {name: url for name, url in routes if url != "main"}
-    assert len(routed) == 16 and all(name == url for name, url in routed.items()), routes
+    assert len(routed) == 17 and all(name == url for name, url in routed.items()), routes
     assert ("home", "main") in routes and any(r.url_path == "home" and r.hidden for r in PAGES)
     assert {p.stem for p in (ROOT / "pages").glob("*.py")} == set(routed)
     for name in routed:
@@ -66,6 +66,7 @@ def test_router_renders_home_with_links_to_every_page():
         "strategies",
         "live",
         "server-monitor",
+        "tune",
         "run-library",
         "compare-runs",
         "published-acceptance",

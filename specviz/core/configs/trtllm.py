@@ -1,9 +1,9 @@
-"""TensorRT-LLM's ``speculative_config`` YAML for ``trtllm-serve --extra_llm_api_options``: ``DecodingBaseConfig``
-(tensorrt_llm/llmapi/llm_args.py, NVIDIA/TensorRT-LLM 0004396720054fd8e205cbf616f21f0b57c6b412) and its lookup
-``get_draft_len_for_batch_size`` (tensorrt_llm/_torch/speculative/utils.py, 011d0933dcb5e592f5fa2626beaf42a96324c578):
-a batch b drafts the K of the smallest key ≥ b, 0 above the largest; keys ≥ 1, the smallest key's K is
-``max_draft_len``, none above it, no ``max_concurrency`` beside it. ``decoding_type: DraftTarget`` as NVIDIA's
-trtllm-serve examples write it.
+"""TensorRT-LLM's ``speculative_config`` YAML for ``trtllm-serve --extra_llm_api_options``.
+
+``DecodingBaseConfig`` (tensorrt_llm/llmapi/llm_args.py, NVIDIA/TensorRT-LLM 0004396720054fd8e205cbf616f21f0b57c6b412)
+and ``get_draft_len_for_batch_size`` (tensorrt_llm/_torch/speculative/utils.py, 011d0933dcb5e592f5fa2626beaf42a96324c578):
+a batch b drafts the K of the smallest key ≥ b, 0 above the largest; the smallest key's K is ``max_draft_len``,
+none above it, no ``max_concurrency`` beside it. ``decoding_type: DraftTarget`` as NVIDIA's examples write it.
 """
 
 from __future__ import annotations

@@ -1,0 +1,219 @@
+"""The Tune page's scenario: where the points come from (the shipped example, a llama-server started here,
+a running server), the sweep's plan, the traffic mix, and the answer and exports computed from the points."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from specviz.app import ui
+from specviz.app.share import Param
+from specviz.base import settings
+from specviz.base.i18n import N_, Message
+from specviz.base.paths import DATA
+from specviz.core import configs, tuning
+from specviz.servers import tune
+
+PAGE = "tune"
+SOURCES = ("example", "local", "remote")
+EXAMPLE = DATA / "tune" / "llamacpp-bundled"  #: benchmarks/tune_bench.py's sweep, committed with its date
+ENV_DIR = "SPECVIZ_TUNE_DIR"  #: where the page keeps its tunes (default: ~/.local/share/specviz/tunes)
+SPEC = (
+    Param(
+        "source",
+        "example",
+        "choice",
+        choices=SOURCES,
+        label=N_("Measurements"),
+        labels=(N_("the example tune"), N_("start llama-server here"), N_("a running server")),
+    ),
+    Param("name", "my-tune", "text", hi=60, label=N_("Tune name")),
+    Param("url", "", "text", hi=300, label=N_("Server URL")),
+    Param("k", 4, "int", 0, 16, label=N_("The server's K")),
+    Param("ks", [0, 1, 2, 3, 4, 5, 6], "ints", 0, 16, label=N_("Draft lengths K (0: none)")),
+    Param("conc", [1, 2, 4, 8], "ints", 1, 64, label=N_("Requests in flight")),
+    Param("requests", 32, "int", 1, 2000, label=N_("Requests per point")),
+    Param("tokens", 128, "int", 2, 2048, label=N_("Output tokens per request")),
+    Param("minutes", 10, "int", 1, 240, label=N_("Time limit (min)")),
+    Param("mix", "", "text", hi=300, label=N_("Traffic mix (load: share, …; empty: equal)")),
+    Param("algorithm", "EAGLE3", "choice", choices=("EAGLE3", "EAGLE"), label=N_("SGLang algorithm")),
+)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    source: str
+    name: str
+    url: str
+    k: int
+    ks: tuple[int, ...]
+    conc: tuple[int, ...]
+    requests: int
+    tokens: int
+    minutes: int
+    mix: str
+    algorithm: str
+
+
+def scenario(view: dict) -> Scenario:
+    return Scenario(
+        view["source"],
+        view["name"].strip(),
+        view["url"].strip(),
+        view["k"],
+        tuple(view["ks"]),
+        tuple(view["conc"]),
+        view["requests"],
+        view["tokens"],
+        view["minutes"],
+        view["mix"],
+        view["algorithm"],
+    )
+
+
+def tunes_dir() -> Path:
+    """The folder that holds this deployment's tunes."""
+    given = settings.value(ENV_DIR)
+    return Path(given) if given else Path.home() / ".local" / "share" / "specviz" / "tunes"
+
+
+def folder(s: Scenario) -> Path:
+    """The scenario's tune folder: the shipped example, or its name under :func:`tunes_dir`."""
+    if s.source == "example":
+        return EXAMPLE
+    name = s.name
+    if not name or not all(ch.isalnum() or ch in "-_." for ch in name) or name.startswith("."):
+        raise Message(
+            "Tune name must be letters, digits, '-', '_' or '.', not starting with '.'; got {name!r}", name=name
+        )
+    return tunes_dir() / name
+
+
+def plan(s: Scenario, prompts_sha: str) -> tune.TunePlan:
+    """The sweep the controls describe; Message naming a field out of range."""
+    remote = s.source == "remote"
+    return tune.TunePlan(
+        "remote" if remote else "local",
+        (s.k,) if remote else s.ks,
+        s.conc,
+        requests=s.requests,
+        max_tokens=s.tokens,
+        minutes=s.minutes,
+        target=s.url if remote else "bundled",
+        prompts_sha=prompts_sha,
+    )
+
+
+def parse_mix(text: str, loads) -> dict[int, float] | None:
+    """``"1: 0.4, 8: 0.6"`` → {1: 0.4, 8: 0.6}; empty: None (equal). Message naming the part not understood."""
+    if not text.strip():
+        return None
+    out: dict[int, float] = {}
+    for part in text.split(","):
+        load, sep, share = part.partition(":")
+        try:
+            c, w = int(load), float(share)
+        except ValueError:
+            raise Message(
+                "Traffic mix: {part!r} is not 'load: share' (e.g. 1: 0.4, 8: 0.6)", part=part.strip()
+            ) from None
+        if not sep or c not in loads or not math.isfinite(w) or w < 0:
+            raise Message(
+                "Traffic mix: {part!r} must name a measured load ({loads}) and a share >= 0",
+                part=part.strip(),
+                loads=", ".join(map(str, loads)),
+            )
+        out[c] = w
+    tuning.mix_weights(list(loads), out)  # refuses an all-zero mix
+    return out
+
+
+@ui.cached
+def answer(points: tuple[tuple[tuple[str, object], ...], ...]) -> tuning.Answer:
+    """The tune's answer from its points (hashable: each point's items)."""
+    return tuning.analyse([_point(p) for p in points])
+
+
+def _point(items) -> dict:
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in items}
+
+
+def frozen(points: list[dict]) -> tuple:
+    """Points as :func:`answer` takes them."""
+    return tuple(tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in p.items())) for p in points)
+
+
+def schedule_frame(a: tuning.Answer) -> pd.DataFrame:
+    """The best K by load as the engines' writers take it (columns batch, k)."""
+    return pd.DataFrame({"batch": [c.concurrency for c in a.choices], "k": [c.k for c in a.choices]})
+
+
+def exports(a: tuning.Answer, algorithm: str, static_k: int | None) -> dict[str, str]:
+    """Each stack's text for the schedule, or a line saying why that stack cannot take it; llama.cpp, which
+    takes one K for every load, gets ``static_k`` (the best single K for the traffic mix) when K varies."""
+    sched = schedule_frame(a)
+    ks = sorted(set(sched["k"]))
+    if len(ks) == 1:
+        out = {"llama.cpp": configs.llamacpp.draft_flags(ks[0])}
+    else:
+        why = ui.t("not expressible in llama.cpp: one K for every load (--spec-draft-n-max)")
+        if static_k is None:
+            out = {"llama.cpp": "# " + why}
+        else:
+            best = ui.t("the best single K for the traffic mix: K = {k}", k=static_k)
+            out = {"llama.cpp": f"# {why}\n# {best}\n" + configs.llamacpp.draft_flags(static_k)}
+    out["vLLM"] = _or_reason(lambda: configs.vllm.speculative_config(sched, model="<draft>"), as_json=True)
+    out["SGLang"] = _or_reason(
+        lambda: (
+            configs.sglang.adaptive_flags(a.tiers, algorithm=algorithm)
+            + "\n# adaptive.json:\n"
+            + _json(configs.sglang.adaptive_config(a.tiers))
+        )
+    )
+    out["TensorRT-LLM"] = _or_reason(
+        lambda: configs.trtllm.extra_options_yaml(configs.trtllm.speculative_config(sched, model="<draft>"))
+    )
+    return out
+
+
+def _json(d) -> str:
+    import json
+
+    return json.dumps(d, indent=1)
+
+
+def _or_reason(make, as_json: bool = False) -> str:
+    try:
+        made = make()
+    except ValueError as exc:
+        return "# " + ui.message(exc)
+    return _json(made) if as_json else str(made)
+
+
+def run(s: Scenario, policy, *, stop, progress) -> tuple[list[dict], str]:
+    """Measure the scenario's plan into its folder (resuming it); (its points, why the sweep ended).
+
+    Local: the bundled pair exported to GGUF once per deployment, llama-server started on loopback per K.
+    Raises Message where llama-server is not built here.
+    """
+    from specviz.engine.models.gguf import export_pair_gguf
+    from specviz.servers import llamacpp, loadgen
+
+    prompts = loadgen.bundled_prompts()
+    p = plan(s, tune.prompts_sha(prompts))
+    out = folder(s)
+    if s.source == "remote":
+        serve = lambda k: tune.remote(s.url, p, policy)
+    else:
+        binary = llamacpp.find_binary()
+        if binary is None:
+            raise Message("llama-server is not built on this machine: run scripts/build-llama-server (about 5 minutes)")
+        gguf = tunes_dir() / "_bundled-gguf"
+        target, draft = gguf / "target.gguf", gguf / "draft.gguf"
+        if not (target.is_file() and draft.is_file()):
+            target, draft = export_pair_gguf("bundled", gguf)
+        serve = tune.local(binary, target, draft, p, out / "logs")
+    return tune.sweep(p, out, serve, prompts, policy, stop=stop, progress=progress)

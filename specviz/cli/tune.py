@@ -1,0 +1,83 @@
+"""``python -m specviz tune``: measure a server over draft lengths × loads, fit it, print the K per load.
+
+Local (default): llama-server on loopback with a pair exported to GGUF, restarted at each K. Remote
+(``--server URL --k K``): a running OpenAI-compatible server at its own K; the other K are predicted from a
+profile (``--profile``: a previous tune's ``answer.json``). Points are saved as they finish: run the same
+command again to resume.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from specviz.cli.args import DEFAULT_PAIR_DIR, _ints, _ks
+
+
+def add_parser(sub) -> None:
+    t = sub.add_parser("tune", help="measure a server over K × load and print the best K per load (resumable)")
+    t.add_argument("--out", required=True, help="the tune's folder: plan.json, points.jsonl, answer.json")
+    t.add_argument("--server", help="a running server's URL (remote mode); without it llama-server is started")
+    t.add_argument("--k", type=int, help="remote mode: the K the server runs with")
+    t.add_argument("--pair", default=str(DEFAULT_PAIR_DIR), help="local mode: the pair to export and serve")
+    t.add_argument("--ks", type=_ks, default=[0, 1, 2, 3, 4, 5, 6], help="local mode: draft lengths (0: none)")
+    t.add_argument("--concurrency", type=_ints, default=[1, 2, 4, 8], help="requests in flight, one load each")
+    t.add_argument("--requests", type=int, default=32, help="requests per point (at least 2 per request in flight)")
+    t.add_argument("--max-tokens", type=int, default=128, help="output tokens asked per request")
+    t.add_argument("--minutes", type=int, default=10, help="the whole tune stops after this")
+    t.add_argument("--threads", type=int, default=1, help="local mode: llama-server threads")
+    t.add_argument("--profile", help="remote mode: answer.json of an earlier tune whose o and r to carry")
+    t.set_defaults(func=cmd_tune)
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from specviz.core import tuning
+    from specviz.servers import fetch, loadgen, tune
+
+    prompts = loadgen.bundled_prompts()
+    remote = args.server is not None
+    if remote and args.k is None:
+        raise ValueError("--server needs --k: the draft length the server runs with")
+    plan = tune.TunePlan(
+        "remote" if remote else "local",
+        (args.k,) if remote else tuple(args.ks),
+        tuple(args.concurrency),
+        requests=args.requests,
+        max_tokens=args.max_tokens,
+        minutes=args.minutes,
+        target=args.server if remote else Path(args.pair).name,
+        prompts_sha=tune.prompts_sha(prompts),
+    )
+    out = Path(args.out)
+    policy = fetch.FetchPolicy(read_timeout_s=60.0)
+    if remote:
+        serve = lambda k: tune.remote(args.server, plan, policy)
+        points, why = tune.sweep(plan, out, serve, prompts, policy, progress=_say)
+    else:
+        points, why = _local(plan, out, args, prompts, policy)
+    profile = tuning.read_profile(json.loads(Path(args.profile).read_text())) if args.profile else None
+    answer = tuning.analyse(points, profile)
+    (out / "answer.json").write_text(json.dumps(tuning.answer_json(answer), indent=1))
+    print(tuning.answer_text(answer, why, len(points), len(plan.points())))
+    return 0 if why == "done" else 3
+
+
+def _local(plan, out: Path, args, prompts, policy):
+    from specviz.engine.models.gguf import export_pair_gguf
+    from specviz.servers import llamacpp, tune
+
+    binary = llamacpp.find_binary()
+    if binary is None:
+        raise ValueError("llama-server is not built here: run scripts/build-llama-server (about 5 minutes)")
+    with tempfile.TemporaryDirectory(prefix="specviz-tune-") as tmp:
+        target, draft = export_pair_gguf(args.pair, tmp)
+        serve = tune.local(binary, target, draft, plan, out / "logs", threads=args.threads)
+        return tune.sweep(plan, out, serve, prompts, policy, progress=_say)
+
+
+def _say(p) -> None:
+    if p.k >= 0:
+        print(f"[{p.saved}/{p.total}] K = {p.k}, {p.concurrency} in flight ({p.elapsed_s:.0f} s)", file=sys.stderr)

@@ -1,0 +1,38 @@
+"""Tuning a measured server: its round cost per load, the K that load wants, and the schedule that follows."""
+
+from specviz.core.tuning.analysis import KS_PREDICTED, Answer, analyse, single_k_errors
+from specviz.core.tuning.fit import OWN, LoadFit, Profile, fit_load, mean_tokens, pooled_profile, predict
+from specviz.core.tuning.report import answer_json, answer_text, read_profile
+from specviz.core.tuning.schedule import (
+    Choice,
+    best_k,
+    fixed_k_loss,
+    k_at,
+    mix_weights,
+    static_vs_schedule,
+    tiers,
+)
+
+__all__ = [
+    "KS_PREDICTED",
+    "OWN",
+    "Answer",
+    "Choice",
+    "LoadFit",
+    "Profile",
+    "analyse",
+    "answer_json",
+    "answer_text",
+    "best_k",
+    "fit_load",
+    "fixed_k_loss",
+    "k_at",
+    "mean_tokens",
+    "mix_weights",
+    "pooled_profile",
+    "predict",
+    "read_profile",
+    "single_k_errors",
+    "static_vs_schedule",
+    "tiers",
+]

@@ -1,0 +1,100 @@
+"""The Tune page: the shipped example's answer, its reactions, a link that restores a tune's plan, bad input
+named, hosted mode's refusal to start servers, and a tune run from the page against a real llama-server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from _apps import click, open_app, shown_errors
+
+from specviz.app.scenarios import tune as scenarios
+from specviz.core import configs, tuning
+from specviz.servers import tune
+
+PAGE = "pages/tune.py"
+
+
+def example_answer() -> tuning.Answer:
+    return tuning.analyse(tune.read_points(scenarios.EXAMPLE))
+
+
+def test_the_example_shows_the_librarys_best_k_per_load_and_each_stacks_schedule():
+    at = open_app(PAGE)
+    a = example_answer()
+    assert [(m.label, int(m.value)) for m in at.metric] == [
+        (f"best K at {c.concurrency} in flight", c.k) for c in a.choices
+    ]
+    codes = {c.language: c.value for c in at.code}  # bash / json blocks
+    assert len(at.code) == 4 and not at.error
+    vllm = json.loads(next(c.value for c in at.code if c.value.lstrip().startswith("{")))
+    assert vllm["num_speculative_tokens_per_batch_size"][0][0] == 1
+    sglang = next(
+        c.value for c in at.code if "--speculative-adaptive" in c.value or "not expressible in SGLang" in c.value
+    )
+    assert json.loads(sglang.split("# adaptive.json:\n")[1]) == configs.sglang.adaptive_config(a.tiers)
+    assert codes
+
+
+def test_the_traffic_mix_and_the_algorithm_change_the_answer_and_live_in_the_link():
+    at = open_app(PAGE)
+    before = [m.value for m in at.markdown if "**Schedule**" in m.value]
+    at.text_input(key="tune.mix").set_value("1: 1, 8: 0").run()
+    after = [m.value for m in at.markdown if "**Schedule**" in m.value]
+    assert before != after and at.query_params["mix"] == "1: 1, 8: 0"
+    at.selectbox(key="tune.algorithm").set_value("EAGLE").run()
+    assert any("--speculative-algorithm EAGLE " in c.value for c in at.code) or any(
+        "not expressible in SGLang" in c.value for c in at.code
+    )
+
+
+def test_a_link_restores_a_local_tunes_plan(tmp_path, monkeypatch):
+    monkeypatch.setenv(scenarios.ENV_DIR, str(tmp_path))
+    at = open_app(PAGE, source="local", name="night-run", ks="0,2,4", conc="1,4", requests="8", tokens="32")
+    assert at.text_input(key="tune.name").value == "night-run"
+    assert at.multiselect(key="tune.ks").value == [0, 2, 4] and at.multiselect(key="tune.conc").value == [1, 4]
+    assert at.number_input(key="tune.requests").value == 8
+    assert any("No points measured yet" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        (
+            {"source": "local", "name": "../etc"},
+            "Tune name must be letters, digits, '-', '_' or '.', not starting with '.'; got '../etc'",
+        ),
+        ({"mix": "1: lots"}, "Traffic mix: '1: lots' is not 'load: share'"),
+        ({"mix": "3: 1"}, "Traffic mix: '3: 1' must name a measured load (1, 2, 4, 8)"),
+    ],
+)
+def test_bad_input_is_named_not_a_traceback(query, said, tmp_path, monkeypatch):
+    monkeypatch.setenv(scenarios.ENV_DIR, str(tmp_path))
+    at = open_app(PAGE, **query)
+    assert any(said in e for e in shown_errors(at)), shown_errors(at)
+
+
+def test_hosted_mode_refuses_to_start_servers(monkeypatch, tmp_path):
+    monkeypatch.setenv(scenarios.ENV_DIR, str(tmp_path))
+    monkeypatch.setenv("SPECVIZ_HOSTED", "1")
+    monkeypatch.setenv("SPECVIZ_ENGINE_HOSTS", "gpu-node:8000")
+    at = open_app(PAGE, source="local")
+    assert any("Starting servers is off in hosted mode" in e for e in shown_errors(at))
+    assert not [b for b in at.button if b.label == "Run tune"]
+
+
+@pytest.mark.slow
+def test_chinese(tmp_path, monkeypatch):
+    at = open_app(PAGE, lang="zh")
+    assert at.title[0].value == "调优" and not at.error
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_a_tune_run_from_the_page_measures_every_point_and_shows_its_answer(llama_binary, tmp_path, monkeypatch):
+    monkeypatch.setenv(scenarios.ENV_DIR, str(tmp_path))
+    at = open_app(PAGE, 600, source="local", name="t", ks="0,1", conc="1,2", requests="4", tokens="16")
+    at = click(at, "Run tune")
+    assert not at.error, shown_errors(at)
+    assert len(tune.read_points(tmp_path / "t")) == 4
+    assert [m.label for m in at.metric] == ["best K at 1 in flight", "best K at 2 in flight"]

@@ -1,0 +1,132 @@
+"""``specviz tune``'s plan and folder, and tunes against a real llama-server: local (a server per K), resumed
+after a SIGKILL mid-sweep, and remote (the shared server at its own K)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import LLAMA_K
+
+from specviz.base.i18n import Message
+from specviz.base.paths import ROOT
+from specviz.core import tuning
+from specviz.servers import fetch, loadgen, tune
+
+PROMPTS = ["def main():\n", "class Parser:\n", "import numpy as np\n"]
+
+
+def plan(**kw) -> tune.TunePlan:
+    args = {"mode": "local", "ks": (0, 2), "concurrency": (1, 2), "requests": 4, "max_tokens": 16, "minutes": 5}
+    return tune.TunePlan(**(args | kw))
+
+
+def point(k: int, c: int) -> dict:
+    return {"k": k, "concurrency": c, "tpot_s": 0.01, "tokens_per_s": 100.0, "shares": []}
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"ks": (0, 17)}, "ks must be an integer in 0..16; got 17"),
+        ({"concurrency": ()}, "concurrency must list at least one integer; got ()"),
+        ({"requests": 0}, "requests must be an integer in 1..2000; got 0"),
+        ({"mode": "remote", "ks": (1, 2)}, "a remote server runs at one K; got ks = (1, 2)"),
+        ({"mode": "cloud"}, "mode must be one of local, remote; got 'cloud'"),
+    ],
+)
+def test_a_plan_out_of_range_names_the_field_and_the_value(change, said):
+    with pytest.raises(Message, match=__import__("re").escape(said)):
+        plan(**change)
+
+
+def test_points_go_load_by_load_and_at_least_two_requests_per_request_in_flight():
+    p = plan(ks=(2, 0), concurrency=(4, 1))
+    assert p.points() == [(0, 1), (2, 1), (0, 4), (2, 4)]
+    assert (p.requests_at(1), p.requests_at(4)) == (4, 8)
+
+
+def test_a_folder_resumes_its_own_plan_skips_a_cut_line_and_refuses_another_plan(tmp_path):
+    assert tune.open_tune(tmp_path, plan()) == []
+    tune.append_point(tmp_path, point(0, 1))
+    with open(tmp_path / "points.jsonl", "a") as f:
+        f.write('{"k": 0, "concurrency": 2, "tpot')  # a kill mid-write
+    tune.append_point(tmp_path, point(2, 1))
+    got = tune.open_tune(tmp_path, plan())
+    assert tune.done(got) == {(0, 1), (2, 1)}
+    with pytest.raises(Message, match="holds a tune of another plan"):
+        tune.open_tune(tmp_path, plan(requests=5))
+
+
+def test_the_cli_names_a_missing_k_for_a_remote_server(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "specviz", "tune", "--out", str(tmp_path), "--server", "http://127.0.0.1:9"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2 and "--server needs --k" in done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_a_local_tune_measures_every_point_and_recommends_a_measured_k(llama_binary, gguf_pair, tmp_path):
+    target, draft = gguf_pair
+    p = plan()
+    seen = []
+    points, why = tune.sweep(
+        p, tmp_path, tune.local(llama_binary, target, draft, p, tmp_path / "logs"), PROMPTS, fetch.FetchPolicy(),
+        progress=seen.append,
+    )  # fmt: skip
+    assert why == "done" and sorted((q["k"], q["concurrency"]) for q in points) == sorted(p.points())
+    assert [s.saved for s in seen] == [0, 1, 2, 3, 4]
+    for q in points:
+        assert q["failed"] == 0 and q["requests"] == p.requests_at(q["concurrency"]) and q["tpot_s"] > 0
+        assert (len(q["shares"]) == 2) if q["k"] else (q["shares"] == [])
+    a = tuning.analyse(points, tuning.Profile(0.5, 0.3, "test"))
+    assert [c.concurrency for c in a.choices] == [1, 2] and all(c.k in range(0, 9) for c in a.choices)
+    assert tune.read_points(tmp_path) == points  # every point on disk as it was measured
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_a_tune_killed_mid_sweep_resumes_with_every_point_once(llama_binary, tmp_path):
+    cmd = [sys.executable, "-m", "specviz", "tune", "--out", str(tmp_path), "--ks", "0,1", "--concurrency", "1,2"]
+    cmd += ["--requests", "4", "--max-tokens", "16"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while not tune.read_points(tmp_path) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = tune.read_points(tmp_path)
+    assert 1 <= len(before) < 4, "the kill came after the sweep ended: nothing was left to resume"
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    after = tune.read_points(tmp_path)
+    assert after[: len(before)] == before  # kept, not measured again
+    assert sorted((q["k"], q["concurrency"]) for q in after) == [(0, 1), (0, 2), (1, 1), (1, 2)]
+    answer = json.loads((tmp_path / "answer.json").read_text())
+    assert [b["concurrency"] for b in answer["best"]] == [1, 2]
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_a_remote_tune_measures_the_server_at_its_own_k_and_predicts_the_rest(llama_server, tmp_path):
+    policy = fetch.FetchPolicy(read_timeout_s=60.0)
+    p = tune.TunePlan("remote", (LLAMA_K,), (1, 2), requests=4, max_tokens=16, target=llama_server.url)
+    points, why = tune.sweep(p, tmp_path, lambda k: tune.remote(llama_server.url, p, policy), PROMPTS, policy)
+    assert why == "done" and [(q["k"], q["server_k"]) for q in points] == [(LLAMA_K, LLAMA_K)] * 2
+    a = tuning.analyse(points, tuning.Profile(0.5, 0.3, "an earlier tune"))
+    assert {f.how for f in a.fits} == {"T0 fitted, o and r from the profile"}
+    measured = a.table.dropna()
+    assert len(measured) == 2 and (measured["k"] == LLAMA_K).all()
+    assert (measured["tpot_s"] - measured["measured_tpot_s"]).abs().max() < 1e-12  # the anchor is reproduced
+    wrong = tune.TunePlan("remote", (LLAMA_K - 1,), (1,), requests=4, max_tokens=16)
+    with pytest.raises(Message, match=f"drafts K = {LLAMA_K}, not the K = {LLAMA_K - 1} given"):
+        tune.sweep(wrong, tmp_path / "wrong", lambda k: tune.remote(llama_server.url, wrong, policy), PROMPTS, policy)
+    assert loadgen.metrics_url(llama_server.url).endswith("/metrics")
