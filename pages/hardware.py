@@ -173,6 +173,7 @@ def map_section(s: Scenario) -> None:
             ui.figure(hardware_figures.batch_context_map, frame, "speedup_at_k_star", lang=ui.language()),
             key="fig_map_s",
         )
+    st.caption(scenarios.fixed_k_note(frame, s.k_max))
     priced_with(s)
     ui.csv_download(ui.t("Download K*(B, L) (CSV)"), lambda: frame, "k_star_by_batch_context.csv", key="dl_map")
 

@@ -531,3 +531,26 @@ def test_a_head_uploaded_from_its_config_drafts_for_the_uploaded_target(lang):
     vllm = json.loads(next(c.value for c in at.code if '"method"' in c.value))
     assert vllm["method"] == "eagle3" and vllm["parallel_drafting"] is True
     assert any("SGLang 0.5.10.post1" in c.value for c in at.caption), [c.value for c in at.caption]
+
+
+def test_the_map_says_what_one_fixed_k_loses_against_k_star_by_batch_and_context():
+    from specviz.app.scenarios import hardware as scenarios
+    from specviz.core import tuning
+
+    at = open_app(PAGE, view="map")
+    frame = hw.speedup_by_batch(
+        "meta-llama/Llama-3.1-70B-Instruct",
+        "meta-llama/Llama-3.2-1B-Instruct",
+        "H100-SXM5-80GB",
+        0.8,
+        scenarios.BATCHES,
+        scenarios.CONTEXTS,
+        8,
+        tp_target=4,
+        efficiency=EFF,
+    )  # the page's defaults, as default_at_batch_1 prices them
+    k, loss = tuning.fixed_k_loss(frame[[f"s_{i}" for i in range(1, 9)]].to_numpy())
+    said = f"One fixed K = {k} for every batch and context loses {loss.mean():.1%} on average"
+    assert any(said in c.value and f"{loss.max():.1%} at worst" in c.value for c in at.caption), [
+        c.value for c in at.caption
+    ]

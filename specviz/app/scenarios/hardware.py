@@ -12,7 +12,7 @@ from specviz.app import profiles, ui
 from specviz.app.share import Param
 from specviz.base import i18n
 from specviz.base.i18n import N_
-from specviz.core import acceptance, hardware, heads, moe
+from specviz.core import acceptance, hardware, heads, moe, tuning
 from specviz.core import profiles as stack_profiles
 
 PAGE = "hardware"  #: the page's widget keys start with it
@@ -383,6 +383,17 @@ def by_batch_and_context(s: Scenario) -> pd.DataFrame:
     kw["draft_context"] = None if s.budget is None else np.minimum(s.budget, CONTEXTS)
     alpha = acceptance.DecayFit.from_param(s.decay) if s.decay else s.alpha
     return hardware.speedup_by_batch(s.target_spec, s.draft_spec, s.gpu_spec, alpha, BATCHES, CONTEXTS, s.k_max, **kw)
+
+
+def fixed_k_note(frame: pd.DataFrame, k_max: int) -> str:
+    """What one fixed K loses against K*(B, L) over the map's cells (the best single K for the whole grid)."""
+    k, loss = tuning.fixed_k_loss(frame[[f"s_{i}" for i in range(1, k_max + 1)]].to_numpy())
+    return ui.t(
+        "One fixed K = {k} for every batch and context loses {mean} on average against K*(B, L), {worst} at worst.",
+        k=k,
+        mean=f"{loss.mean():.1%}",
+        worst=f"{loss.max():.1%}",
+    )
 
 
 def step(s: Scenario) -> tuple[pd.DataFrame, stack_profiles.Efficiency]:
