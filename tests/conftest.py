@@ -2,6 +2,7 @@
 
 import functools
 import sys
+from pathlib import Path
 
 import _tiers
 import pytest
@@ -65,6 +66,15 @@ def spread_quick_tier(config) -> None:
     option.numprocesses = workers
     option.dist = "load" if option.dist == "no" else option.dist
     option.tx = ["popen"] * workers
+
+
+def pytest_ignore_collect(collection_path, config):
+    """A run that deselects browser tests (``-m`` with ``not browser``) does not import tests/browser/ either:
+    every test there is marked ``browser``, and its modules import Playwright, Flask and an OpenID provider."""
+    browser_dir = Path(__file__).resolve().parent / "browser"
+    if "not browser" in (config.getoption("markexpr") or "") and Path(collection_path).resolve() == browser_dir:
+        return True
+    return None
 
 
 def pytest_collection_modifyitems(config, items):

@@ -98,6 +98,7 @@ def test_the_largest_limit_allowed_is_taken():
     assert (limits.max_new_tokens, limits.max_wall_s) == (10**9, 1e9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "raw"),
     [

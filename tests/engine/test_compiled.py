@@ -59,6 +59,7 @@ def test_forward_at_equals_the_cached_forward(pair, prompts, t):
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("t", [1, 4])
 def test_a_step_over_the_span_in_use_equals_one_over_the_whole_cache(pair, prompts, t):
     """Attending over the first S cache slots (S ≥ the last slot written + 1, as CompiledGPT.span rounds

@@ -141,6 +141,7 @@ def _check_rounds(out: torch.Tensor, stats: GenerationStats, n: int, k: int, gre
 # ------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model_name", ["target", "sharp"])
 @pytest.mark.parametrize("prompt_name", list(PROMPTS))
 def test_greedy_target_only_equals_full_recompute_oracle(models, model_name, prompt_name):
@@ -307,6 +308,7 @@ def test_overlaps_match_full_recompute_at_temperature_one(models):
             seq = torch.cat([seq, torch.tensor(r.emitted)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 3, 5])
 def test_round_structure_at_temperature_one(models, k):
     target, draft = _pair(models, "noisy")

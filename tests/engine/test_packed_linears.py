@@ -190,6 +190,7 @@ def test_packed_greedy_speculative_equals_target_only(force_packing, k):
     assert 0 < stats.accepted_total < sum(len(r.drafted) for r in stats.rounds)  # both outcomes happened
 
 
+@pytest.mark.slow
 @needs_onednn
 def test_bundled_target_packed_forward_matches_full_recompute():
     from specviz.engine.models import load_pair

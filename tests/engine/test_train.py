@@ -80,6 +80,7 @@ def test_interrupted_training_resumes_to_the_same_weights(data, tmp_path):
     assert not any(tmp_path.joinpath("b").glob("*.tmp"))
 
 
+@pytest.mark.slow
 def test_train_pair_writes_weights_and_card(corpus, tmp_path):
     out = tmp_path / "pair"
     card = model_card.train_pair(

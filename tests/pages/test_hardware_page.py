@@ -460,6 +460,7 @@ def test_the_page_runs_on_the_librarys_own_regime_bands():
     assert f"{eager.rows} held-out published rows in this regime (HF eager · separate draft model" in note
 
 
+@pytest.mark.slow
 def test_a_routing_skew_from_a_link_prices_fewer_experts_as_the_library_does():
     query = dict(view="step", pair="DeepSeek-V3 + MTP", gpu="H200-SXM-141GB", tp_t="8", dtype="fp8", batch="16")
     uniform, skewed = open_app(PAGE, **query), open_app(PAGE, **query, skew="1.0")

@@ -448,6 +448,7 @@ def test_a_row_outside_the_schema_names_the_row_the_column_the_value_and_the_ran
         run.frame()
 
 
+@pytest.mark.slow
 def test_canonical_never_reads_rows_as_percent(live_rows):
     rows = [r | {"alpha": a} for r, a in zip(live_rows, (1.0, 1.5), strict=True)]  # a file like this is percent
     with pytest.raises(ValueError, match=r"live run: a row does not pass the measurement schema: row 2, alpha: '1.5'"):

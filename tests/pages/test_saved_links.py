@@ -3,7 +3,7 @@
 ``tests/fixtures/links/2026-12-02.json`` holds one link per page with every control it declares set (both
 languages), and what each page published back into its URL on main at 5041932; each later file in that
 folder (``2026-12-04.json``: the Validation page; ``2026-12-04-serving.json``: the Serving page) does the same for
-the pages added since. A page that renamed a
+the pages added since (``2026-12-07-tune.json``: the Tune page). A page that renamed a
 control, changed a choice's value or its codec would publish something else, and a shared link would no
 longer open the view it was sent for. A renamed choice value (an English phrase that became a short
 slug) must accept the old one as an alias: it is listed in :data:`RENAMED`, and the page publishes the

@@ -62,6 +62,7 @@ def test_a_folder_resumes_its_own_plan_skips_a_cut_line_and_refuses_another_plan
         tune.open_tune(tmp_path, plan(requests=5))
 
 
+@pytest.mark.slow  # a fresh interpreter: 3 s
 def test_the_cli_names_a_missing_k_for_a_remote_server(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "specviz", "tune", "--out", str(tmp_path), "--server", "http://127.0.0.1:9"],
