@@ -100,12 +100,37 @@ def run_section(s: scenarios.Scenario) -> None:
         )
 
 
+def confirm_section(prior: tuple, points: list[dict]) -> None:
+    """An earlier tune's predictions against this tune's measurements at the same K and load."""
+    shown = tuning.confirm(scenarios.answer(prior), points)
+    if shown.empty:
+        st.info(ui.t("The two tunes share no (K, load) point to compare."))
+        return
+    st.caption(ui.t("Median |predicted / measured − 1| of tokens/s: {e}", e=f"{shown['error'].abs().median():.1%}"))
+    ui.table(
+        shown,
+        {
+            "k": Col("K", kind="int"),
+            "concurrency": Col(N_("Requests in flight"), kind="int"),
+            "tpot_s": Col(N_("TPOT, predicted"), "ms", "number", 2, 1e3),
+            "measured_tpot_s": Col(N_("TPOT, measured"), "ms", "number", 2, 1e3),
+            "tokens_per_s": Col(N_("tokens/s, predicted"), kind="number", digits=0),
+            "measured_tokens_per_s": Col(N_("tokens/s, measured"), kind="number", digits=0),
+            "error": Col(N_("prediction error"), kind="percent", digits=1),
+        },
+    )
+
+
 def answer_section(s: scenarios.Scenario, points: list[dict]) -> None:
     """The best K per load, the chart, predicted against measured, the schedule's gain and the exports."""
+    ui.text_box(PAGE, P["prior"], placeholder='"example"')
     try:
-        a = scenarios.answer(scenarios.frozen(points))
+        prior = scenarios.frozen(scenarios.prior_points(s)) if s.prior else None
+        a = scenarios.answer(scenarios.frozen(points), prior)
     except ValueError as exc:
         ui.show_error(exc)
+        if s.source == "remote" and not s.prior:
+            st.info(ui.t("A server measured at one K is priced with the o and r of an earlier tune: name one above."))
         return
     best = {c.concurrency: c.k for c in a.choices}
     cols = st.columns(len(a.choices))
@@ -160,6 +185,20 @@ def answer_section(s: scenarios.Scenario, points: list[dict]) -> None:
                 ),
             },
         )
+    if s.source == "remote":
+        for load, k, gain in tuning.next_to_measure(a, s.k):
+            st.info(
+                ui.t(
+                    "Worth measuring next: K = {k} at {n} in flight, predicted {gain} over the server's K = {now}. Restart the server at K = {k}, tune it under a new name, and name this tune in that tune's comparison box.",
+                    k=k,
+                    n=load,
+                    gain=f"{gain:+.0%}",
+                    now=s.k,
+                ),
+                icon=":material/arrow_forward:",
+            )
+    if prior:
+        confirm_section(prior, points)
     ui.text_box(PAGE, P["mix"], placeholder="1: 0.5, 8: 0.5")
     ui.selectbox(PAGE, P["algorithm"])
     texts = scenarios.exports(a, s.algorithm, static)

@@ -148,3 +148,21 @@ def test_one_fixed_k_is_the_best_on_average_and_loses_nothing_where_it_is_each_c
     assert k == int(np.argmax(ratios.mean(axis=0))) and np.allclose(loss, 1 - ratios[:, k])
     assert tuning.fixed_k_loss(np.full((4, 3), 0.9))[0] == 0  # nothing pays: K = 0 everywhere, no loss
     assert not tuning.fixed_k_loss(np.full((4, 3), 0.9))[1].any()
+
+
+def test_confirm_puts_an_earlier_tunes_prediction_beside_each_measured_point():
+    geo = [0.7**i for i in range(1, 7)]  # the earlier tune's tail past K = 3 is then the truth
+    earlier = tuning.analyse([p for c in (1, 4) for p in synthetic(2e-3 * c, 0.3, 0.2, c, [0, 1, 3], geo)])
+    later = synthetic(2e-3, 0.3, 0.2, 1, [5], geo) + synthetic(8e-3, 0.3, 0.2, 4, [2], geo)  # K not measured before
+    got = tuning.confirm(earlier, later)
+    assert sorted(zip(got["k"], got["concurrency"], strict=True)) == [(2, 4), (5, 1)]
+    assert got["error"].abs().max() < 1e-9  # the same line measured again: predicted exactly
+    assert tuning.confirm(earlier, []).empty
+
+
+def test_what_to_measure_next_is_each_loads_best_k_where_it_is_not_the_servers():
+    a = tuning.analyse([p for c, r in [(1, 0.05), (8, 1.5)] for p in synthetic(2e-3 * c, 0.1, r, c, [0, 1, 4])])
+    best = {c.concurrency: c.k for c in a.choices}
+    nxt = tuning.next_to_measure(a, 4)
+    assert [(load, k) for load, k, _ in nxt] == [(c, k) for c, k in best.items() if k != 4]
+    assert all(gain > 0 for _, _, gain in nxt)

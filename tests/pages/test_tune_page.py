@@ -98,3 +98,34 @@ def test_a_tune_run_from_the_page_measures_every_point_and_shows_its_answer(llam
     assert not at.error, shown_errors(at)
     assert len(tune.read_points(tmp_path / "t")) == 4
     assert [m.label for m in at.metric] == ["best K at 1 in flight", "best K at 2 in flight"]
+
+
+def test_an_earlier_tune_is_compared_with_this_ones_measurements(tmp_path, monkeypatch):
+    monkeypatch.setenv(scenarios.ENV_DIR, str(tmp_path))
+    at = open_app(PAGE, prior="example")
+    points = tune.read_points(scenarios.EXAMPLE)
+    shown = tuning.confirm(tuning.analyse(points), points)
+    said = f"Median |predicted / measured − 1| of tokens/s: {shown['error'].abs().median():.1%}"
+    assert any(said == c.value for c in at.caption), [c.value for c in at.caption]
+    at = open_app(PAGE, prior="no-such-tune")
+    assert any("no tune named 'no-such-tune' has points here" in e for e in shown_errors(at))
+
+
+def test_a_remote_tune_is_priced_with_an_earlier_tunes_profile_and_says_what_to_measure_next(tmp_path, monkeypatch):
+    monkeypatch.setenv(scenarios.ENV_DIR, str(tmp_path))
+    example = tune.read_points(scenarios.EXAMPLE)
+    remote = [p for p in example if p["k"] == 4]  # a server at K = 4, as a remote tune measures it
+    plan = tune.TunePlan("remote", (4,), (1, 2, 4, 8), requests=32, max_tokens=128, target="http://gpu:8000")
+    tune.open_tune(tmp_path / "prod", plan)
+    for p in remote:
+        tune.append_point(tmp_path / "prod", p)
+    at = open_app(PAGE, source="remote", name="prod", k="4", url="http://gpu:8000")
+    assert any("name one above" in i.value for i in at.info) and at.error  # one K alone cannot be priced
+    at = open_app(PAGE, source="remote", name="prod", k="4", url="http://gpu:8000", prior="example")
+    assert not at.error, shown_errors(at)
+    a = tuning.analyse(remote, tuning.analyse(example).profile)
+    nxt = tuning.next_to_measure(a, 4)
+    notes = [i.value for i in at.info if i.value.startswith("Worth measuring next")]
+    assert len(notes) == len(nxt) and all(
+        f"K = {k} at {n} in flight" in m for (n, k, _), m in zip(nxt, notes, strict=True)
+    )

@@ -40,6 +40,7 @@ SPEC = (
     Param("minutes", 10, "int", 1, 240, label=N_("Time limit (min)")),
     Param("mix", "", "text", hi=300, label=N_("Traffic mix (load: share, …; empty: equal)")),
     Param("algorithm", "EAGLE3", "choice", choices=("EAGLE3", "EAGLE"), label=N_("SGLang algorithm")),
+    Param("prior", "", "text", hi=60, label=N_("Compare with the predictions of an earlier tune (its name)")),
 )
 
 
@@ -56,6 +57,7 @@ class Scenario:
     minutes: int
     mix: str
     algorithm: str
+    prior: str = ""
 
 
 def scenario(view: dict) -> Scenario:
@@ -71,6 +73,7 @@ def scenario(view: dict) -> Scenario:
         view["minutes"],
         view["mix"],
         view["algorithm"],
+        view["prior"].strip().strip("\"'"),  # the placeholder shows "example" in quotes
     )
 
 
@@ -90,6 +93,15 @@ def folder(s: Scenario) -> Path:
             "Tune name must be letters, digits, '-', '_' or '.', not starting with '.'; got {name!r}", name=name
         )
     return tunes_dir() / name
+
+
+def prior_points(s: Scenario) -> list[dict]:
+    """The points of the earlier tune named in ``s.prior`` ("example": the shipped one); Message where none."""
+    where = EXAMPLE if s.prior == "example" else folder(Scenario(**{**vars(s), "source": "local", "name": s.prior}))
+    points = tune.read_points(where)
+    if not points:
+        raise Message("no tune named {name!r} has points here", name=s.prior)
+    return points
 
 
 def plan(s: Scenario, prompts_sha: str) -> tune.TunePlan:
@@ -132,9 +144,11 @@ def parse_mix(text: str, loads) -> dict[int, float] | None:
 
 
 @ui.cached
-def answer(points: tuple[tuple[tuple[str, object], ...], ...]) -> tuning.Answer:
-    """The tune's answer from its points (hashable: each point's items)."""
-    return tuning.analyse([_point(p) for p in points])
+def answer(points: tuple[tuple[tuple[str, object], ...], ...], carried: tuple | None = None) -> tuning.Answer:
+    """The tune's answer from its points (hashable: each point's items); ``carried``: an earlier tune's points,
+    whose o and r price the loads this one cannot fit alone (a remote server at one K)."""
+    profile = answer(carried).profile if carried else None
+    return tuning.analyse([_point(p) for p in points], profile)
 
 
 def _point(items) -> dict:

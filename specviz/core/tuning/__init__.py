@@ -1,6 +1,6 @@
 """Tuning a measured server: its round cost per load, the K that load wants, and the schedule that follows."""
 
-from specviz.core.tuning.analysis import KS_PREDICTED, Answer, analyse, single_k_errors
+from specviz.core.tuning.analysis import KS_PREDICTED, Answer, analyse, confirm, next_to_measure, single_k_errors
 from specviz.core.tuning.fit import OWN, LoadFit, Profile, fit_load, mean_tokens, pooled_profile, predict
 from specviz.core.tuning.report import answer_json, answer_text, read_profile
 from specviz.core.tuning.schedule import (
@@ -24,11 +24,13 @@ __all__ = [
     "answer_json",
     "answer_text",
     "best_k",
+    "confirm",
     "fit_load",
     "fixed_k_loss",
     "k_at",
     "mean_tokens",
     "mix_weights",
+    "next_to_measure",
     "pooled_profile",
     "predict",
     "read_profile",

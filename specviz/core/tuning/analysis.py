@@ -103,3 +103,30 @@ def single_k_errors(points: Sequence[dict]) -> pd.DataFrame:
                     }
                 )
     return pd.DataFrame(rows, columns=["concurrency", "anchor_k", "k", "tpot_err", "tokens_per_s_err"])
+
+
+def confirm(prior: Answer, points: Sequence[dict]) -> pd.DataFrame:
+    """An earlier tune's predictions beside what ``points`` measured at the same (K, load): the confirm step."""
+    measured = pd.DataFrame(
+        [
+            {"k": int(p["k"]), "concurrency": int(p["concurrency"]), "tpot": p["tpot_s"], "tps": p["tokens_per_s"]}
+            for p in points
+        ]
+    )
+    if measured.empty:
+        return pd.DataFrame(
+            columns=["k", "concurrency", "tpot_s", "measured_tpot_s", "tokens_per_s", "measured_tokens_per_s", "error"]
+        )
+    both = prior.table[["k", "concurrency", "tpot_s", "tokens_per_s"]].merge(measured, on=["k", "concurrency"])
+    both = both.rename(columns={"tpot": "measured_tpot_s", "tps": "measured_tokens_per_s"})
+    return both.assign(error=both["tokens_per_s"] / both["measured_tokens_per_s"] - 1.0)
+
+
+def next_to_measure(answer: Answer, k_now: int) -> list[tuple[int, int, float]]:
+    """(load, K, predicted gain over K now) where the best predicted K is not the server's: what to run next."""
+    out = []
+    for c in answer.choices:
+        now = answer.table[(answer.table["concurrency"] == c.concurrency) & (answer.table["k"] == k_now)]
+        if c.k != k_now and len(now):
+            out.append((c.concurrency, c.k, c.tokens_per_s / float(now["tokens_per_s"].iloc[0]) - 1.0))
+    return out
