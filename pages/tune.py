@@ -95,7 +95,9 @@ def run_section(s: scenarios.Scenario) -> None:
     if why != "done":
         st.warning(
             ui.t(
-                "The tune stopped ({why}) with {n} points saved; run it again to resume.", why=ui.t(why), n=len(points)
+                "The tune stopped ({why}) with {n} points saved; run it again to resume.",
+                why=ui.t(scenarios.ENDED[why]),
+                n=len(points),
             )
         )
 

@@ -129,3 +129,14 @@ def test_a_remote_tune_is_priced_with_an_earlier_tunes_profile_and_says_what_to_
     assert len(notes) == len(nxt) and all(
         f"K = {k} at {n} in flight" in m for (n, k, _), m in zip(nxt, notes, strict=True)
     )
+
+
+def test_every_way_a_sweep_can_end_early_is_said_in_words(tmp_path):
+    """A sweep ends "done", "time" (its bound) or "stop": the page words the last two in both languages."""
+    from specviz.base import i18n
+    from specviz.servers.fetch import FetchPolicy
+
+    p = tune.TunePlan("local", (0,), (1,), requests=1, max_tokens=2, minutes=1)
+    _, why = tune.sweep(p, tmp_path, None, ["x"], FetchPolicy(), clock=iter([0.0, 61.0, 61.0]).__next__)
+    assert why == "time" and set(scenarios.ENDED) == {"time", "stop"}
+    assert all(i18n.text("zh", m) != m for m in scenarios.ENDED.values())

@@ -20,6 +20,7 @@ from specviz.servers import tune
 PAGE = "tune"
 SOURCES = ("example", "local", "remote")
 EXAMPLE = DATA / "tune" / "llamacpp-bundled"  #: benchmarks/tune_bench.py's sweep, committed with its date
+ENDED = {"time": N_("its time limit"), "stop": N_("Stop was pressed")}  #: why a sweep ended early, as said
 ENV_DIR = "SPECVIZ_TUNE_DIR"  #: where the page keeps its tunes (default: ~/.local/share/specviz/tunes)
 SPEC = (
     Param(
