@@ -178,6 +178,7 @@ def test_hardware_by_batch_and_context_is_keyed_by_the_scenario(monkeypatch):
     assert len(calls) == 2
 
 
+@pytest.mark.slow
 def test_serving_grid_is_keyed_by_the_replica(monkeypatch):
     serving.grid.clear()
     calls = counted(monkeypatch, core_serving, "cost_grid")
@@ -202,6 +203,7 @@ def test_strategies_cached_functions_are_keyed_by_their_part(monkeypatch):
     assert len(traced) == 1
 
 
+@pytest.mark.slow
 def test_validation_errors_are_keyed_by_the_published_part(monkeypatch):
     validation._errors.clear()
     calls = counted(monkeypatch, core_validation, "verdicts")

@@ -71,6 +71,7 @@ def test_every_streamlit_cache_in_the_code_is_bounded():
     assert not [where for where, keywords in found if "max_entries" not in keywords]
 
 
+@pytest.mark.slow
 def test_the_test_harness_scans_for_components_once_and_gets_a_fresh_scans_answer():
     """conftest.one_component_scan: AppTest's per-instance package scan is memoised, not changed."""
     from streamlit.components.v2 import manifest_scanner

@@ -274,6 +274,7 @@ def test_the_chapter_tables_show_the_chapters_own_headings_in_chinese():
     assert [t.label for t in at.tabs] == ["盈亏平衡边界", "最优 K", "章节数值"]
 
 
+@pytest.mark.slow
 def test_a_translated_tab_opens_by_its_choice_and_keeps_it_in_the_link():
     at = open_app("pages/break-even.py", lang="zh")
     at.session_state["breakeven.view"] = "optimum"  # the choice, as a link or a click sets it

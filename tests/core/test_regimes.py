@@ -79,6 +79,7 @@ def _table(cells: list[tuple[regimes.Regime, float]]) -> pd.DataFrame:
     return regimes.summary(frame.assign(source_id=[f"s{i % 4}" for i in range(len(frame))]))
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(st.tuples(PARTS, st.integers(1, 20), st.floats(0.3, 3.0)), min_size=1, max_size=12),
@@ -119,6 +120,7 @@ def test_the_shipped_predictions_carry_each_rows_regime():
     assert moe.sum() == rows["target"].map(hardware.is_moe).sum() > 0
 
 
+@pytest.mark.slow
 def test_every_kind_of_profile_gets_a_band_from_the_shipped_predictions():
     for name in ("roofline", "vllm", "hf-transformers", "compiled", "eager", "my-own-profile"):
         for kind in bands.KINDS:

@@ -58,6 +58,7 @@ def test_round_trip_through_the_schema():
     np.testing.assert_allclose(conditional(again), conditional(df), atol=2e-6)
 
 
+@pytest.mark.slow
 @given(st.lists(st.floats(0.05, 1.0), min_size=1, max_size=8))
 def test_written_profiles_are_consistent_and_read_back(rates):
     out = to_profile(len(rates), rates)

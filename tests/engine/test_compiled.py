@@ -88,6 +88,7 @@ def test_the_span_is_the_slots_in_use_rounded_up_to_whole_vectors(pair):
     assert target.blocks[0].attn.cache.k.shape[2] > CFG.block_size
 
 
+@pytest.mark.slow
 def test_forward_at_equals_the_tree_forward(pair, prompts):
     """A tree's nodes through forward_at (own slots, depths and ancestry) equal GPT.forward_tree."""
     model = pair[0]

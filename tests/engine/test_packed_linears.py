@@ -210,6 +210,7 @@ def test_bundled_target_packed_forward_matches_full_recompute():
 # --- a pack never outlives its weights ---------------------------------------------------------
 
 
+@pytest.mark.slow
 @needs_onednn
 def test_pack_is_remade_when_weights_change(force_packing):
     model = _sharp(4)

@@ -160,6 +160,7 @@ def test_residual_projections_start_smaller_by_sqrt_2_layers():
     assert torch.equal(model.blocks[0].ln1.weight, torch.ones(cfg.n_embd))
 
 
+@pytest.mark.slow
 def test_micro_batches_give_the_whole_batchs_gradient(data):
     """Splitting a step's batch into micro-batches changes nothing but memory: same loss, same weights."""
     models, losses = [], []

@@ -113,6 +113,7 @@ def test_a_custom_pair_with_different_vocabularies_is_an_error_naming_both():
     assert any("vocab_size 50,257" in e and "vocab_size 32,000" in e and "share a tokenizer" in e for e in errors)
 
 
+@pytest.mark.slow
 def test_a_target_that_does_not_fit_is_flagged_and_memory_says_so():
     at = open_app(PAGE, pair="Llama-3.1 405B + 8B", tp_t="1", view="memory")
     assert any("811.7 GB" in w.value and "The weights alone do not fit: raise the TP" in w.value for w in at.warning)

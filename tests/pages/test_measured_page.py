@@ -292,6 +292,7 @@ def test_option_widgets_take_their_bounds_and_choices_from_their_params(db_url):
 QUOTED = 'say "hi" <b>x</b> & y'
 
 
+@pytest.mark.slow
 def test_a_quoted_label_shows_as_typed_in_tables_and_charts(db_url):
     """A run named with " < > & is data in the tables and escaped only for plotly in the charts.
 
@@ -378,6 +379,7 @@ def test_an_old_measured_data_link_opens_the_page_its_query_names(db_url, query,
     assert not at.warning, [w.value for w in at.warning]
 
 
+@pytest.mark.slow
 def test_the_selection_follows_from_the_library_to_compare_runs(db_url):
     a, _ = _store_two_runs(db_url)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)

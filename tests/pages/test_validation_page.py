@@ -166,6 +166,7 @@ def test_the_regime_view_counts_each_cell_and_lists_the_rows_behind_one_from_a_l
     assert at.selectbox(key="validation.regime").value == key
 
 
+@pytest.mark.slow
 def test_the_error_tables_are_published_errors_of_the_same_predictions():
     at = open_app(PAGE, view="errors", pred="default")
     frame = validation.predictions("default")

@@ -131,6 +131,7 @@ def test_page_polls_an_engine_and_shows_its_figures(engine):
     assert "fig_overhead" not in [c.key for c in at.get("plotly_chart")]
 
 
+@pytest.mark.slow
 def test_page_shows_tensorrt_llm_draft_overhead_and_its_series(db_url):
     body = TRTLLM_STATS.encode()
     with serve({("GET", "/metrics"): lambda h: send_bytes(h, body, content_type="application/json")}) as url:
