@@ -3,6 +3,7 @@ a running server), the sweep's plan, the traffic mix, and the answer and exports
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,8 +196,6 @@ def exports(a: tuning.Answer, algorithm: str, static_k: int | None) -> dict[str,
 
 
 def _json(d) -> str:
-    import json
-
     return json.dumps(d, indent=1)
 
 
