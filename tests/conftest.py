@@ -19,31 +19,36 @@ sys.dont_write_bytecode = False
 NOT_REWRITTEN = frozenset({"hypothesis"})
 
 
-#: Most worker processes the quick tier spreads over (each imports torch, Streamlit and collects every module).
-QUICK_WORKERS = 4
+#: Most worker processes a run spreads over (each imports torch, Streamlit and collects every module).
+WORKERS = 4
+
+#: Tests that share one outside resource run in one worker, one after another (xdist's ``loadgroup``): the
+#: PostgreSQL tests drop every table of the one test database, the browser tests each drive a Chromium and an
+#: app server, and the llama.cpp tests time real servers, which a second server on the same cores would slow.
+SERIAL_GROUPS = ("postgres", "browser", "llamacpp")
 
 
 def pytest_configure(config):
-    """A run that deselects slow tests is the quick developer tier: property tests explore less (:mod:`_tiers`)
-    and, where pytest-xdist is installed and no ``-n`` was given, its tests are spread over one worker per
-    core (at most :data:`QUICK_WORKERS`): :func:`spread_quick_tier`.
+    """A run that deselects slow tests is the quick developer tier: property tests explore less (:mod:`_tiers`).
+    Every run, quick or whole, is spread over one pytest-xdist worker per core (at most :data:`WORKERS`) where
+    xdist is installed and no ``-n`` was given: :func:`spread_over_workers`.
 
     Also keeps :data:`NOT_REWRITTEN` out of assertion rewriting. The set of marked names is private pytest
     API: where it is missing nothing changes, and ``test_ui`` checks that hypothesis is imported unrewritten.
     """
     _tiers.QUICK = "not slow" in (config.getoption("markexpr") or "")
-    if _tiers.QUICK:
-        spread_quick_tier(config)
+    spread_over_workers(config)
     marked = getattr(getattr(config.pluginmanager, "rewrite_hook", None), "_must_rewrite", None)
     if isinstance(marked, set):
         marked.difference_update(NOT_REWRITTEN)
 
 
-def spread_quick_tier(config) -> None:
-    """Run the quick tier on pytest-xdist workers, as ``-n <cores>`` would, unless the command chose otherwise.
+def spread_over_workers(config) -> None:
+    """Run the tests on pytest-xdist workers, as ``-n <cores> --dist loadgroup`` would, unless the command chose
+    otherwise.
 
     The quick tier's 2,400 tests are mostly short page runs; on 2 cores two workers take it from about 62 s
-    to about 51 s of wall time (docs/testing.md). xdist turns ``-n`` into its session in its own
+    to about 51 s of wall time, and the whole suite from about 32 to about ?? minutes (docs/testing.md). xdist turns ``-n`` into its session in its own
     ``pytest_configure``, which runs last (``trylast``), so setting the same options here, first, is ``-n``
     given late. Those options are xdist's command-line options; a worker (``workerinput``), a given ``-n``
     (``-n 0`` keeps one process), ``--pdb``, ``--collect-only`` or an xdist without them leave the run as it is.
@@ -58,13 +63,11 @@ def spread_quick_tier(config) -> None:
         return
     if not hasattr(option, "tx") or not hasattr(option, "dist"):
         return
-    workers = min(
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, QUICK_WORKERS
-    )
+    workers = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, WORKERS)
     if workers < 2:
         return
     option.numprocesses = workers
-    option.dist = "load" if option.dist == "no" else option.dist
+    option.dist = "loadgroup" if option.dist == "no" else option.dist
     option.tx = ["popen"] * workers
 
 
@@ -78,7 +81,14 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``gpu`` run only where torch sees a CUDA device; elsewhere they are skipped, saying why."""
+    """Tests marked with one of :data:`SERIAL_GROUPS` share a worker (xdist's ``xdist_group``; the first such
+    mark wins). Tests marked ``gpu`` run only where torch sees a CUDA device; elsewhere they are skipped, saying
+    why."""
+    grouped = config.pluginmanager.hasplugin("xdist")
+    for item in items if grouped else ():
+        group = next((name for name in SERIAL_GROUPS if item.get_closest_marker(name) is not None), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="no CUDA device (torch.cuda.is_available() is False): the gpu tier needs one")

@@ -92,7 +92,7 @@ def test_the_test_harness_imports_hypothesis_without_rewriting_its_asserts():
 @pytest.mark.slow
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: the quick tier stays in one process")
 def test_the_quick_tier_is_spread_over_workers_and_n_0_keeps_one_process():
-    """conftest.spread_quick_tier: ``-m "not slow ..."`` without ``-n`` runs on xdist workers; ``-n 0`` does not."""
+    """conftest.spread_over_workers: a run without ``-n`` runs on xdist workers; ``-n 0`` does not."""
     pytest.importorskip("xdist", reason="needs pytest-xdist (requirements-dev.txt)")
     root = Path(__file__).resolve().parents[2]
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-m", "not slow and not browser"]
