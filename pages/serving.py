@@ -179,7 +179,9 @@ def band_note(s: scenarios.Scenario, gain: float) -> None:
         st.caption(ui.t("Largest rate with speculation over without: {gain}×.", gain=f"{gain:.2f}") + " " + said)
 
 
-def show_table(frame: pd.DataFrame, best: pd.DataFrame, mode: str) -> None:
+def show_table(frame: pd.DataFrame, best: pd.DataFrame, mode: str, price: float | None) -> None:
+    """Per load the best K and its TPOT against no speculation, and at a known price what a million output tokens
+    cost: one column in an open loop (both serve the offered rate), one per way with a fixed number of users."""
     overloaded = N_("overloaded: no K keeps up with this load")
     columns = {
         "load": ui.Col(N_("requests/s"), digits=1) if mode == "open" else ui.Col(N_("users"), kind="int"),
@@ -190,7 +192,14 @@ def show_table(frame: pd.DataFrame, best: pd.DataFrame, mode: str) -> None:
         "meets_sla": ui.Col(N_("meets the SLA"), kind="bool"),
         "overloaded": ui.Col(N_("overloaded"), kind="bool"),
     }
-    ui.table(best.drop(columns=["option"]), columns, key=key("tbl_best"))
+    shown = scenarios.with_cost(best, price).drop(columns=["option", "per_gpu", "per_gpu_plain"])
+    if price and mode == "open":  # both serve the offered rate: one cost per load, whichever option
+        columns["usd"] = ui.Col(N_("USD per M tokens"), digits=3, missing=overloaded)
+    elif price:
+        columns["usd"] = ui.Col(N_("USD per M tokens at best K"), digits=3, missing=overloaded)
+        columns["usd_plain"] = ui.Col(N_("USD per M tokens without speculation"), digits=3, missing=overloaded)
+    shown = shown[[c for c in columns if c in shown]]
+    ui.table(shown, columns, key=key("tbl_best"))
     ui.csv_download(ui.t("Download every load × K (CSV)"), lambda: frame, "specviz-serving.csv", key("dl_csv"))
 
 
@@ -297,14 +306,15 @@ else:
         )
     headline(s, grid, best, rates)
     tpot = s.tpot / 1e3
+    price = (scenarios.price_per_gpu_hour(s) or (None,))[0]
     sections = {
         "pareto": lambda: ui.chart(
-            ui.figure(figures.pareto, frame, s.mode, tpot, ui.language()), key=key("fig_pareto")
+            ui.figure(figures.pareto, frame, s.mode, tpot, ui.language(), price), key=key("fig_pareto")
         ),
         "tpot": lambda: ui.chart(
             ui.figure(figures.tpot_by_load, frame, s.mode, tpot, ui.language()), key=key("fig_tpot")
         ),
-        "table": lambda: show_table(frame, best, s.mode),
+        "table": lambda: show_table(frame, best, s.mode, price),
         "schedule": lambda: show_schedules(grid, output, frame, s.replica.draft, s.replica.kv),
     }
     ui.show_open_tab(PAGE, P["view"], sections)

@@ -3,7 +3,8 @@
 Local (default): llama-server on loopback with a pair exported to GGUF, restarted at each K. Remote
 (``--server URL --k K``): a running OpenAI-compatible server at its own K; the other K are predicted from a
 profile (``--profile``: a previous tune's ``answer.json``). Points are saved as they finish: run the same
-command again to resume.
+command again to resume. With a price (``--usd-per-hour`` or a catalogue ``--gpu``) it also prints the cost
+per million output tokens per load, with and without speculation, within an optional ``--tpot-ms`` limit.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ def add_parser(sub) -> None:
     t.add_argument("--minutes", type=int, default=10, help="the whole tune stops after this")
     t.add_argument("--threads", type=int, default=1, help="local mode: llama-server threads")
     t.add_argument("--profile", help="remote mode: answer.json of an earlier tune whose o and r to carry")
+    t.add_argument("--gpu", help="the catalogue GPU the server runs on: its dated price per hour prices the tokens")
+    t.add_argument("--gpus", type=int, default=1, help="GPUs the server uses (the price is per GPU-hour)")
+    t.add_argument("--usd-per-hour", type=float, help="price of one GPU-hour in USD (overrides --gpu's price)")
+    t.add_argument("--tpot-ms", type=float, help="TPOT limit (ms): the best K and the cheapest setup within it")
     t.set_defaults(func=cmd_tune)
 
 
@@ -62,7 +67,27 @@ def cmd_tune(args: argparse.Namespace) -> int:
     answer = tuning.analyse(points, profile)
     (out / "answer.json").write_text(json.dumps(tuning.answer_json(answer), indent=1))
     print(tuning.answer_text(answer, why, len(points), len(plan.points())))
+    price = _price(args)
+    if price is not None:
+        sla = None if args.tpot_ms is None else args.tpot_ms / 1e3
+        frame = tuning.priced(answer.table, price, args.gpus)
+        print(tuning.cost_text(tuning.cost_by_load(frame, sla), *tuning.cheapest(frame, sla), price, args.gpus, sla))
     return 0 if why == "done" else 3
+
+
+def _price(args) -> float | None:
+    """USD per GPU-hour: ``--usd-per-hour``, else the catalogue's dated price of ``--gpu``; None where neither."""
+    if args.usd_per_hour is not None:
+        return args.usd_per_hour
+    if args.gpu is None:
+        return None
+    from specviz.core import serving
+
+    found = serving.gpu_price(args.gpu)
+    if found is None:
+        raise ValueError(f"--gpu {args.gpu!r}: the catalogue has no published price for it; give --usd-per-hour")
+    print(f"price: USD {found[0]:g} per GPU-hour for {args.gpu}, {found[2]} ({found[1]})")
+    return found[0]
 
 
 def _local(plan, out: Path, args, prompts, policy):

@@ -287,3 +287,40 @@ def test_the_cost_per_million_tokens_is_the_price_over_the_largest_rate_meeting_
     none = open_app(PAGE, gpu="H20-96GB", lang=lang)
     assert not any(m.label.startswith(("Cost per million", "每百万")) for m in none.metric)
     assert any("H20-96GB" in c.value for c in none.caption)
+
+
+@pytest.mark.slow
+def test_the_pareto_carries_iso_cost_lines_at_the_gpus_price_and_none_without_one():
+    """Cost per token depends on tokens/s per GPU alone: each dotted line is the tokens/s per GPU at which the
+    GPU's price buys a million tokens for the USD its label says."""
+    price = serving.gpu_price("H100-SXM5-80GB")[0]
+    at = open_app(PAGE)
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    lines = [s["y0"] for s in fig["layout"]["shapes"] if s.get("line", {}).get("dash") == "dot"]
+    labels = [a["text"] for a in fig["layout"]["annotations"] if a["text"].endswith("/ M tokens")]
+    assert lines and len(lines) == len(labels)
+    for y, label in zip(lines, labels, strict=True):
+        usd = float(re.match(r"USD ([\d.]+) / M tokens", label).group(1))
+        assert serving.usd_per_million_tokens(price, 1, y) == pytest.approx(usd, rel=1e-9)
+    none = open_app(PAGE, gpu="H20-96GB")
+    fig = json.loads(none.get("plotly_chart")[0].proto.spec)
+    assert not [a for a in fig["layout"].get("annotations", []) if a["text"].endswith("/ M tokens")]
+
+
+@pytest.mark.slow
+def test_the_table_prices_every_load_each_way_with_users_and_once_with_an_open_rate():
+    """Issue 58 §4: USD per M output tokens at every load. A fixed number of users is served faster with
+    speculation, so its tokens cost less; an open loop serves the offered rate either way: one column."""
+    price = serving.gpu_price("H100-SXM5-80GB")[0]
+    at = open_app(PAGE, view="table", mode="closed")
+    shown = at.dataframe[0].value
+    grid, _, _ = library_answer()
+    frame = serving.steady_state(grid, serving.Lengths.fixed(256), list(shown["users"]), mode="closed", think_s=0.0)
+    plain = frame[frame["k"] == 0].set_index("load")["tokens_per_s_per_gpu"]
+    want = price / (plain.loc[shown["users"]].to_numpy() * 3600) * 1e6
+    assert shown["USD per M tokens without speculation"].to_numpy() == pytest.approx(want, rel=1e-9)
+    assert (shown["USD per M tokens at best K"] <= shown["USD per M tokens without speculation"]).all()
+    opened = open_app(PAGE, view="table").dataframe[0].value
+    assert "USD per M tokens" in opened and "USD per M tokens without speculation" not in opened
+    rate = opened["requests/s"].to_numpy()
+    assert opened["USD per M tokens"].to_numpy() == pytest.approx(price / (rate * 256 * 3600) * 1e6, rel=1e-9)

@@ -9,7 +9,7 @@ import pytest
 from _apps import click, open_app, shown_errors
 
 from specviz.app.scenarios import tune as scenarios
-from specviz.core import configs, tuning
+from specviz.core import configs, serving, tuning
 from specviz.servers import tune
 
 PAGE = "pages/tune.py"
@@ -57,6 +57,40 @@ def test_a_link_restores_a_local_tunes_plan(tmp_path, monkeypatch):
     assert any("No points measured yet" in i.value for i in at.info)
 
 
+def pareto_annotations(at) -> list[str]:
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return [a.get("text", "") for fig in specs for a in fig["layout"].get("annotations", [])]
+
+
+def test_the_cost_section_prices_every_load_at_the_catalogues_dated_price_with_iso_cost_lines():
+    at = open_app(PAGE)
+    found = serving.gpu_price("H100-SXM5-80GB")
+    assert any(c.value.startswith(f"at USD {found[0]:.2f} per GPU-hour, the catalogue's price") for c in at.caption)
+    frame = tuning.priced(example_answer().table, found[0], 1)
+    best, _ = tuning.cheapest(frame, None)
+    line = next(m.value for m in at.markdown if m.value.startswith("**Cheapest within the limit:**"))
+    assert f"K = {int(best['k'])} at {int(best['concurrency'])} in flight, USD {best['usd_per_m']:.3g}" in line
+    assert any(a.endswith("/ M tokens") for a in pareto_annotations(at))
+
+
+def test_a_link_restores_price_gpus_and_a_tpot_limit_only_speculation_meets():
+    at = open_app(PAGE, price="3.5", gpus="2", tpot="3")
+    assert any(c.value == "at your price, USD 3.50 per GPU-hour" for c in at.caption)
+    frame = tuning.priced(example_answer().table, 3.5, 2)
+    best, plain = tuning.cheapest(frame, 0.003)
+    assert plain is None and best is not None and best["k"] > 0  # the example's K = 0 TPOT is above 3 ms
+    line = next(m.value for m in at.markdown if m.value.startswith("**Cheapest within the limit:**"))
+    assert "Without speculation no load measured meets the limit." in line
+    at.number_input(key="tune.tpot").set_value(0.0).run()
+    assert at.query_params.get("tpot") in (None, "0", "0.0") and not at.error
+
+
+def test_a_gpu_without_a_published_price_asks_for_one():
+    at = open_app(PAGE, gpu="Xeon-E5-2683v4-DDR4-2133")
+    assert any("No published rental price for Xeon-E5-2683v4-DDR4-2133" in i.value for i in at.info)
+    assert not any(a.endswith("/ M tokens") for a in pareto_annotations(at))
+
+
 @pytest.mark.parametrize(
     ("query", "said"),
     [
@@ -72,6 +106,14 @@ def test_bad_input_is_named_not_a_traceback(query, said, tmp_path, monkeypatch):
     monkeypatch.setenv(scenarios.ENV_DIR, str(tmp_path))
     at = open_app(PAGE, **query)
     assert any(said in e for e in shown_errors(at)), shown_errors(at)
+
+
+def test_a_link_with_an_impossible_gpu_count_or_tpot_limit_is_named_and_the_default_used():
+    at = open_app(PAGE, gpus="0", tpot="-1")
+    said = [w.value for w in at.warning]
+    assert "Ignored URL parameter gpus='0': it must be an integer in [1, 64]. Using the default 1." in said
+    assert "Ignored URL parameter tpot='-1': it must be a number in [0, 10000]. Using the default 0." in said
+    assert not at.error
 
 
 def test_hosted_mode_refuses_to_start_servers(monkeypatch, tmp_path):

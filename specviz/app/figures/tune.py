@@ -1,13 +1,15 @@
-"""The Tune page's figure: output tokens/s against K, one colour per load, predicted as a line and measured
-as dots, the best K of each load ringed."""
+"""The Tune page's figures: output tokens/s against K, one colour per load, predicted as a line and measured
+as dots, the best K of each load ringed; and the tuned server's Pareto with iso-cost lines."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
 from specviz.app.figures.design import compact
 from specviz.app.figures.measured import _layout, _series_color
+from specviz.app.figures.serving import PLAIN_COLOR, add_cost_lines, shade_sla
 from specviz.base.i18n import text
 
 
@@ -59,3 +61,44 @@ def tokens_by_k(table: pd.DataFrame, best: dict[int, int], lang: str = "en") -> 
                 )
             )
     return _layout(fig, "K", text(lang, "output tokens/s"))
+
+
+def pareto(
+    frame: pd.DataFrame, usd_per_gpu_hour: float | None, tpot_sla_s: float | None, lang: str = "en"
+) -> go.Figure:
+    """Tokens/s per GPU (y) against tokens/s per user (x) of a :func:`specviz.core.tuning.priced` frame, one
+    line per K over the loads (no speculation black and thicker), the TPOT limit's region shaded and
+    iso-cost lines at the price per GPU-hour."""
+    fig = go.Figure()
+    shade_sla(fig, tpot_sla_s, frame["per_user"], lang)
+    ks = sorted(int(k) for k in frame["k"].unique())
+    colors = _series_color([str(k) for k in ks if k])
+    for k in ks:
+        rows = frame[frame["k"] == k].sort_values("concurrency")
+        name = text(lang, "no speculation") if k == 0 else f"K = {k}"
+        fig.add_trace(
+            go.Scatter(
+                x=compact(rows["per_user"]),
+                y=compact(rows["per_gpu"]),
+                mode="lines+markers",
+                name=name,
+                line=dict(color=PLAIN_COLOR if k == 0 else colors[str(k)], width=3 if k == 0 else 1.5),
+                customdata=np.stack([rows["concurrency"], rows["usd_per_m"]], -1),
+                hovertemplate=(
+                    f"{name}<br>"
+                    + text(lang, "{n} in flight", n="%{customdata[0]:.0f}")
+                    + "<br>%{x:.1f} "
+                    + text(lang, "tokens/s per user")
+                    + ", %{y:.1f} "
+                    + text(lang, "tokens/s per GPU")
+                    + "<br>"
+                    + text(lang, "USD {usd} / M tokens", usd="%{customdata[1]:.3g}")
+                    + "<extra></extra>"
+                ),
+            )
+        )
+    add_cost_lines(fig, usd_per_gpu_hour, frame["per_gpu"], lang)
+    fig = _layout(fig, text(lang, "tokens/s per user (1 / TPOT)"), text(lang, "output tokens/s per GPU"))
+    fig.update_xaxes(type="log")
+    fig.update_yaxes(type="log")
+    return fig

@@ -211,15 +211,33 @@ def headline(s: Scenario, priced, best: pd.DataFrame, rates: pd.DataFrame) -> di
     )
 
 
+def price_per_gpu_hour(s: Scenario) -> tuple[float, str, str] | None:
+    """(USD per GPU-hour, its date, its source): the typed price (no date or source), else the catalogue's
+    dated one for the replica's GPU; None where there is neither."""
+    return (s.price, "", "") if s.price > 0 else serving.gpu_price(s.replica.gpu)
+
+
+def with_cost(best: pd.DataFrame, usd_per_gpu_hour: float | None) -> pd.DataFrame:
+    """:func:`serving.best_by_load` rows with USD per million output tokens at the best option (``usd``) and
+    without speculation (``usd_plain``), NaN where overloaded; unchanged without a price."""
+    if not usd_per_gpu_hour:
+        return best
+    cost = {
+        name: serving.usd_per_million_tokens(usd_per_gpu_hour, 1, best[col].fillna(0.0).to_numpy(float))
+        for name, col in (("usd", "per_gpu"), ("usd_plain", "per_gpu_plain"))
+    }
+    return best.assign(**cost).replace(np.inf, np.nan)
+
+
 def cost(s: Scenario, plain_rps_per_gpu: float, spec_rps_per_gpu: float) -> dict | None:
     """USD per million output tokens at the largest rate per GPU meeting the SLA, without and with speculation:
     the cheapest each way (a GPU serving fewer requests costs the same per hour), at the typed price or the
     catalogue's dated one; None where there is neither."""
     typed = s.price > 0
-    found = None if typed else serving.gpu_price(s.replica.gpu)
-    if not typed and found is None:
+    found = price_per_gpu_hour(s)
+    if found is None:
         return None
-    price, date, source = (s.price, "", "") if typed else found
+    price, date, source = found
     output = s.replica.output.lengths()
     tokens = float(np.sum(output.values * output.weights))
     each = [serving.usd_per_million_tokens(price, 1, rps * tokens) for rps in (plain_rps_per_gpu, spec_rps_per_gpu)]

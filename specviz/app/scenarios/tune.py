@@ -15,13 +15,14 @@ from specviz.app.share import Param
 from specviz.base import settings
 from specviz.base.i18n import N_, Message
 from specviz.base.paths import DATA
-from specviz.core import configs, tuning
+from specviz.core import configs, hardware, serving, tuning
 from specviz.servers import tune
 
 PAGE = "tune"
 SOURCES = ("example", "local", "remote")
 EXAMPLE = DATA / "tune" / "llamacpp-bundled"  #: benchmarks/tune_bench.py's sweep, committed with its date
 ENDED = {"time": N_("its time limit"), "stop": N_("Stop was pressed")}  #: why a sweep ended early, as said
+GPUS = tuple(hardware.load_catalog()[1].index)
 ENV_DIR = "SPECVIZ_TUNE_DIR"  #: where the page keeps its tunes (default: ~/.local/share/specviz/tunes)
 SPEC = (
     Param(
@@ -43,6 +44,10 @@ SPEC = (
     Param("mix", "", "text", hi=300, label=N_("Traffic mix (load: share, …; empty: equal)")),
     Param("algorithm", "EAGLE3", "choice", choices=("EAGLE3", "EAGLE"), label=N_("SGLang algorithm")),
     Param("prior", "", "text", hi=60, label=N_("Compare with the predictions of an earlier tune (its name)")),
+    Param("gpu", "H100-SXM5-80GB", "choice", choices=GPUS, label=N_("GPU the server runs on")),
+    Param("gpus", 1, "int", 1, 64, label=N_("GPUs")),
+    Param("price", 0.0, "float", 0.0, 1000.0, label=N_("GPU price, USD per GPU-hour (0: the catalogue's dated price)")),
+    Param("tpot", 0.0, "float", 0.0, 10000.0, label=N_("TPOT limit (ms; 0: none)")),
 )
 
 
@@ -60,6 +65,10 @@ class Scenario:
     mix: str
     algorithm: str
     prior: str = ""
+    gpu: str = "H100-SXM5-80GB"
+    gpus: int = 1
+    price: float = 0.0  #: USD per GPU-hour (0: the catalogue's dated price of the GPU, where it has one)
+    tpot: float = 0.0  #: TPOT limit in ms (0: none)
 
 
 def scenario(view: dict) -> Scenario:
@@ -76,6 +85,10 @@ def scenario(view: dict) -> Scenario:
         view["mix"],
         view["algorithm"],
         view["prior"].strip().strip("\"'"),  # the placeholder shows "example" in quotes
+        view["gpu"],
+        view["gpus"],
+        view["price"],
+        view["tpot"],
     )
 
 
@@ -160,6 +173,19 @@ def _point(items) -> dict:
 def frozen(points: list[dict]) -> tuple:
     """Points as :func:`answer` takes them."""
     return tuple(tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in p.items())) for p in points)
+
+
+def price(s: Scenario) -> tuple[float, str, str] | None:
+    """(USD per GPU-hour, its date, its source): the typed price (no date or source), else the catalogue's
+    dated one for the GPU named; None where there is neither."""
+    return (s.price, "", "") if s.price > 0 else serving.gpu_price(s.gpu)
+
+
+def costs(s: Scenario, a: tuning.Answer, usd_per_hour: float) -> tuple[pd.DataFrame, pd.DataFrame, tuple]:
+    """(every (K, load) priced, per load the best K within the TPOT limit each way, the cheapest setups)."""
+    sla = s.tpot / 1e3 if s.tpot > 0 else None
+    frame = tuning.priced(a.table, usd_per_hour, s.gpus)
+    return frame, tuning.cost_by_load(frame, sla), tuning.cheapest(frame, sla)
 
 
 def schedule_frame(a: tuning.Answer) -> pd.DataFrame:

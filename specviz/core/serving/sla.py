@@ -22,7 +22,8 @@ def _meets(frame: pd.DataFrame, ttft_s: float | None, tpot_s: float | None) -> p
 
 def best_by_load(frame: pd.DataFrame, *, ttft_s: float | None = None, tpot_s: float | None = None) -> pd.DataFrame:
     """Per load, the lowest-TPOT option meeting the SLA (ties to the smaller K; none: the lowest TPOT), and speedup
-    TPOT(0) / TPOT(best). Columns: load, k_best, option, tpot_s, tpot_plain_s, speedup, meets_sla, overloaded."""
+    TPOT(0) / TPOT(best). Columns: load, k_best, option, tpot_s, tpot_plain_s, speedup, meets_sla, overloaded,
+    per_gpu and per_gpu_plain (output tokens/s per GPU of the best option and of K = 0)."""
     f = frame.assign(meets=_meets(frame, ttft_s, tpot_s))
     rows = []
     for load, g in f.groupby("load", sort=True):
@@ -39,6 +40,8 @@ def best_by_load(frame: pd.DataFrame, *, ttft_s: float | None = None, tpot_s: fl
                     speedup=np.nan,
                     meets_sla=False,
                     overloaded=True,
+                    per_gpu=np.nan,
+                    per_gpu_plain=np.nan,
                 )
             )
             continue
@@ -53,6 +56,8 @@ def best_by_load(frame: pd.DataFrame, *, ttft_s: float | None = None, tpot_s: fl
                 speedup=plain["tpot_s"] / best["tpot_s"],
                 meets_sla=bool(g["meets"].any()),
                 overloaded=False,
+                per_gpu=best["tokens_per_s_per_gpu"],
+                per_gpu_plain=np.nan if plain["overloaded"] else plain["tokens_per_s_per_gpu"],
             )
         )
     return pd.DataFrame(rows)

@@ -1,8 +1,9 @@
 """Tuning a measured server: its round cost per load, the K that load wants, and the schedule that follows."""
 
 from specviz.core.tuning.analysis import KS_PREDICTED, Answer, analyse, confirm, next_to_measure, single_k_errors
+from specviz.core.tuning.cost import cheapest, cost_by_load, priced, tokens_per_s_at_cost
 from specviz.core.tuning.fit import OWN, LoadFit, Profile, fit_load, mean_tokens, pooled_profile, predict
-from specviz.core.tuning.report import answer_json, answer_text, read_profile
+from specviz.core.tuning.report import answer_json, answer_text, cost_text, read_profile
 from specviz.core.tuning.schedule import (
     Choice,
     best_k,
@@ -24,7 +25,10 @@ __all__ = [
     "answer_json",
     "answer_text",
     "best_k",
+    "cheapest",
     "confirm",
+    "cost_by_load",
+    "cost_text",
     "fit_load",
     "fixed_k_loss",
     "k_at",
@@ -33,8 +37,10 @@ __all__ = [
     "next_to_measure",
     "pooled_profile",
     "predict",
+    "priced",
     "read_profile",
     "single_k_errors",
     "static_vs_schedule",
     "tiers",
+    "tokens_per_s_at_cost",
 ]

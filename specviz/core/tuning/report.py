@@ -58,6 +58,36 @@ def answer_text(answer: Answer, why: str, saved: int, total: int) -> str:
     return "\n".join(lines)
 
 
+def cost_text(by_load, best, plain, usd_per_hour: float, gpus: int, tpot_sla_s: float | None) -> str:
+    """The CLI's cost lines: :func:`cost_by_load` per load, then :func:`cheapest`'s two setups."""
+    limit = "no TPOT limit" if tpot_sla_s is None else f"TPOT <= {tpot_sla_s * 1e3:g} ms"
+    lines = [f"cost at USD {usd_per_hour:g} per GPU-hour x {gpus} GPU ({limit}); USD per million output tokens"]
+    lines.append("load   K  tokens/s  USD/M   K=0 tokens/s  USD/M  saving")
+    for r in by_load.itertuples():
+        k = "—" if not math.isfinite(r.k) else f"{r.k:.0f}"
+        lines.append(
+            f"{r.concurrency:4d} {k:>3}  {_n(r.tokens_per_s):>8}  {_usd(r.usd_per_m):>6}   {_n(r.plain_tokens_per_s):>12}"
+            f"  {_usd(r.plain_usd_per_m):>6}  {_pct(r.saving):>6}"
+        )
+    for name, row in (("cheapest", best), ("cheapest without speculation", plain)):
+        if row is None:
+            lines.append(f"{name}: no point meets the TPOT limit")
+        else:
+            lines.append(
+                f"{name}: K = {int(row['k'])} at {int(row['concurrency'])} in flight,"
+                f" USD {_usd(row['usd_per_m'])} per million tokens ({row['tokens_per_s']:.0f} tokens/s)"
+            )
+    return "\n".join(lines)
+
+
+def _usd(x: float) -> str:
+    return "—" if not math.isfinite(x) else f"{x:.3g}"
+
+
+def _pct(x: float) -> str:
+    return "—" if not math.isfinite(x) else f"{x:+.0%}"
+
+
 def _ms(x: float) -> str:
     return "—" if not math.isfinite(x) else f"{x * 1e3:.2f}"
 
