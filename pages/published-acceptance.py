@@ -12,6 +12,48 @@ URL = measured.PUBLISHED
 PUBLISHED = ("published_alpha", "alpha_ratio", "published_tokens", "published_k", "published_temperature")
 
 
+def priors_section() -> None:
+    """Published acceptance per method and task domain, and links that open Hardware and Serving at its α."""
+    st.subheader(ui.t("Before you measure: published acceptance by task domain"))
+    priors = measured.domain_priors()
+
+    def shown(method: str, domain: str) -> tuple[str, str]:
+        return (
+            ui.t(measured.PRIOR_METHODS.get(method, method)),
+            ui.t(measured.PRIOR_DOMAINS.get(domain, domain)),
+        )
+
+    named = [shown(m, d) for m, d in zip(priors["method"], priors["domain"], strict=True)]
+    ui.table(
+        priors.assign(method=[m for m, _ in named], domain=[d for _, d in named]),
+        {
+            "method": ui.Col(N_("method"), kind="text"),
+            "domain": ui.Col(N_("domain"), kind="text"),
+            "rows": ui.Col(N_("rows"), kind="int"),
+            "sources": ui.Col(N_("sources"), kind="int"),
+            "alpha": ui.Col(N_("median α"), kind="number", digits=3),
+            "alpha_lo": ui.Col(N_("lowest α"), kind="number", digits=3),
+            "alpha_hi": ui.Col(N_("highest α"), kind="number", digits=3),
+            "tau": ui.Col(N_("median τ"), kind="number", digits=2),
+            "k": ui.Col("K", kind="number", digits=1),
+            "source_ids": ui.Col(N_("source ids"), kind="text"),
+        },
+    )
+    st.caption(
+        ui.t(
+            "α is recovered from each row's τ and K (chains only); code and math accept more than chat. One source is one publication; a cell of one source is one team's setup, not a consensus."
+        )
+    )
+    ui.selectbox(measured.PAGE, measured.P["prior"], format_func=lambda key: " · ".join(shown(*key.split("/", 1))))
+    method, domain = ui.values(measured.PAGE, measured.PUBLISHED_SPEC)["prior"].split("/", 1)
+    row = priors[(priors["method"] == method) & (priors["domain"] == domain)].iloc[0]
+    alpha = f"{row['alpha']:.3f}"
+    left, right = st.columns(2)
+    at = {"alpha": alpha}
+    left.page_link(router.page("hardware"), label=ui.t("Hardware & batch at α = {a}", a=alpha), query_params=at)
+    right.page_link(router.page("serving"), label=ui.t("Serving at α = {a}", a=alpha), query_params=at)
+
+
 def published_view(engine, runs, scenario: measured.Published) -> None:
     """The scenario's series beside the published acceptance of the same target, and what differs."""
     if not scenario.runs:
@@ -45,6 +87,7 @@ def published_view(engine, runs, scenario: measured.Published) -> None:
 
 st.title(ui.t("Against published acceptance"))
 WHO, library, runs = start(measured.PUBLISHED_SPEC)
+priors_section()
 if library is not None:
     with ui.reported_errors():  # e.g. a run deleted by someone else meanwhile
         keep_listed(library, runs, WHO, URL)

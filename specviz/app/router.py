@@ -31,7 +31,7 @@ from specviz.base.paths import ROOT
 if TYPE_CHECKING:  # what st.Page and st.navigation return
     from streamlit.navigation.page import StreamlitPage
 
-__all__ = ["PAGES", "Route", "enter", "forward", "run"]
+__all__ = ["PAGES", "Route", "enter", "forward", "page", "run"]
 
 PAGE_DIR = ROOT / "pages"
 
@@ -171,6 +171,13 @@ def enter(page_file: str) -> None:
         st.stop()
 
 
+def page(name: str) -> StreamlitPage:
+    """Page ``name`` of :data:`PAGES` as ``st.page_link`` and ``st.switch_page`` take it, wherever the running
+    file is (a path like ``pages/x.py`` is read relative to the entry point, which ``AppTest`` makes the page)."""
+    route = next(r for r in PAGES if r.name == name)
+    return st.Page(route.file, url_path=route.url_path or route.name)
+
+
 def forward(name: str) -> None:
     """An old page's run: open page ``name`` with this URL's query parameters instead.
 
@@ -179,9 +186,7 @@ def forward(name: str) -> None:
     reruns run the same page, as they would at the URL path switched to.
     """
     if _ROUTED.get():
-        route = next(r for r in PAGES if r.name == name)
-        url_path = route.url_path or route.name
-        st.switch_page(st.Page(route.file, url_path=url_path), query_params=st.query_params.to_dict())
+        st.switch_page(page(name), query_params=st.query_params.to_dict())
     name = st.session_state.setdefault("_specviz_forwarded", name)
     route = next(r for r in PAGES if r.name == name)
     token = _ROUTED.set(True)

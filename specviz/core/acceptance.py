@@ -285,6 +285,26 @@ def load_reference(
     return frame[list(REFERENCE_COLUMNS)]
 
 
+PRIOR_COLUMNS = ("method", "domain", "rows", "sources", "alpha", "alpha_lo", "alpha_hi", "tau", "k", "source_ids")
+
+
+def domain_priors(reference: pd.DataFrame) -> pd.DataFrame:
+    """Per (method, task domain) of the chain rows of :func:`load_reference`: rows, independent sources, median
+    α with its range (min, max), median τ and K, and the source ids; the α to start from before measuring."""
+    chains = reference[np.isfinite(reference["alpha"].to_numpy(float))]
+    out = chains.groupby(["method", "domain"], sort=True).agg(
+        rows=("alpha", "size"),
+        sources=("source_id", "nunique"),
+        alpha=("alpha", "median"),
+        alpha_lo=("alpha", "min"),
+        alpha_hi=("alpha", "max"),
+        tau=("mean_accepted_tokens", "median"),
+        k=("k", "median"),
+        source_ids=("source_id", lambda ids: ", ".join(sorted(set(ids)))),
+    )
+    return out.reset_index()[list(PRIOR_COLUMNS)]
+
+
 def model_key(name) -> str:
     """A model id as compared: its last path part, lower case."""
     return str(name).strip().rstrip("/").rsplit("/", 1)[-1].lower() if isinstance(name, str) and name.strip() else ""

@@ -52,9 +52,9 @@ def view_id(view: dict) -> str:
 
 
 def recorded_id(view: dict, views: dict) -> str:
-    """The key of the recorded numbers ``view`` must show (its own, or per :data:`SPLIT_FROM`)."""
+    """The key of the recorded numbers ``view`` must show (its own where recorded, else per :data:`SPLIT_FROM`)."""
     old = SPLIT_FROM.get(view["page"])
-    if old is None:
+    if old is None or view_id(view) in views:
         return view_id(view)
     same = view_id({"page": old, "query": view["query"]})
     return same if same in views else old

@@ -63,11 +63,14 @@ VERBATIM = re.compile(
 #: An identifier: a name with _ . / inside (a file, a module, a field, a path), or a lower-case id with two
 #: hyphens or more (a data source).
 IDENTIFIER = re.compile(r"[\w-]*[A-Za-z0-9][_./][\w./-]*|/\w[\w./-]*|[a-z0-9]+(?:-[a-z0-9.]+){2,}")
-#: The engines and sources of the validation data, named as data/validation/measurements.csv spells them.
+#: The engines and sources of the validation data, named as data/validation/measurements.csv and
+#: acceptance.csv spell them.
 DATA_NAMES = {
     name
     for row in csv.DictReader((ROOT / "data" / "validation" / "measurements.csv").open(encoding="utf-8"))
     for name in (row["stack"], row["source_id"])
+} | {
+    row["source_id"] for row in csv.DictReader((ROOT / "data" / "validation" / "acceptance.csv").open(encoding="utf-8"))
 }
 
 
@@ -81,7 +84,7 @@ def latin_words(text: str) -> list[str]:
     text = IDENTIFIER.sub(" ", VERBATIM.sub(" ", text))
     for phrase in PHRASES:
         text = text.replace(phrase, " ")
-    text = " ".join(w for w in text.split(" ") if w not in DATA_NAMES)
+    text = " ".join(w for w in text.split(" ") if w.rstrip(",;") not in DATA_NAMES)  # a list of them: "a, b"
     return [w for w in TOKEN.findall(text) if sum(c.isalpha() for c in w) >= 2 and not allowed(w)]
 
 

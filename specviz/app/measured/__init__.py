@@ -6,6 +6,8 @@ from specviz.app.measured.columns import (
     FACETS,
     GROUP_COLUMNS,
     LIBRARY_COLUMNS,
+    PRIOR_DOMAINS,
+    PRIOR_METHODS,
     REFERENCE_COLUMNS,
     SERIES_COLUMNS,
     TAB_TITLES,
@@ -31,6 +33,7 @@ from specviz.app.measured.scenarios import (
     old_route,
 )
 from specviz.app.measured.views import (
+    domain_priors,
     filter_runs,
     heatmap_grid,
     overlay_points,
@@ -55,6 +58,8 @@ __all__ = [
     "OLD_ROUTE",
     "OPTIONS",
     "PAGE",
+    "PRIOR_DOMAINS",
+    "PRIOR_METHODS",
     "PUBLISHED",
     "PUBLISHED_SPEC",
     "REFERENCE_COLUMNS",
@@ -66,6 +71,7 @@ __all__ = [
     "P",
     "Published",
     "ReadOptions",
+    "domain_priors",
     "filter_runs",
     "heatmap_grid",
     "old_route",

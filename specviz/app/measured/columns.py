@@ -85,3 +85,21 @@ REFERENCE_COLUMNS = {
     "differences": N_("differences that usually explain a gap"),
     "source": N_("source"),
 }  #: reference comparison -> headings
+
+PRIOR_METHODS = {
+    "eagle3": "EAGLE3",
+    "mtp": "MTP",
+    "ngram": "n-gram",
+    "model": N_("draft model"),
+    "other": N_("other (parallel or block drafting)"),
+}  #: acceptance.csv method -> as shown
+PRIOR_DOMAINS = {
+    "chat": N_("chat"),
+    "code": N_("code"),
+    "math": N_("math"),
+    "qa": N_("questions and reasoning"),
+    "rag": N_("retrieval and extraction"),
+    "summarisation": N_("summarisation"),
+    "translation": N_("translation"),
+    "mixed": N_("mixed tasks"),
+}  #: acceptance.csv domain -> as shown

@@ -9,6 +9,7 @@ from typing import Any
 
 from specviz.app.share import Param, by_key
 from specviz.base.i18n import N_
+from specviz.core import acceptance
 from specviz.data import measurements
 
 PAGE = "measured"  #: the widget-key prefix of the three pages: a selection of runs follows from one to the next
@@ -26,14 +27,27 @@ COMPARE_SPEC = (
     RUNS,
     Param("hk", 0, "int", 0, 64, label=N_("K of the heatmap (0 = the most common K of the selection)")),
 )
-PUBLISHED_SPEC = (RUNS,)
+PRIOR_KEYS = tuple(  # method/domain of every published prior (acceptance.domain_priors), in its order
+    f"{m}/{d}"
+    for m, d in acceptance.domain_priors(acceptance.load_reference())[["method", "domain"]].itertuples(index=False)
+)
+PUBLISHED_SPEC = (
+    RUNS,
+    Param(
+        "prior",
+        "eagle3/chat" if "eagle3/chat" in PRIOR_KEYS else PRIOR_KEYS[0],
+        "choice",
+        choices=PRIOR_KEYS,
+        label=N_("Start from the published α of (method/domain)"),
+    ),
+)
 OPTIONS = (  # how staged files are read: not in the URL (a link does not carry the files either)
     Param("format", "auto", "choice", choices=tuple(FORMATS), label=N_("Format")),
     Param("k_given", 0, "int", 0, 4096, label=N_("K for files that do not state it (0 = not given)")),
     Param("no_bonus", False, "bool", label=N_("Mean acceptance length excludes the bonus token")),
     Param("trash_pick", [], "ints", 1, 2**63 - 1, label=N_("Runs in the trash")),
 ) + ((Param("sample", SAMPLES[0], "choice", choices=SAMPLES, label=N_("Sample files")),) if SAMPLES else ())
-P = by_key(LIBRARY_SPEC + COMPARE_SPEC[1:] + OPTIONS)
+P = by_key(LIBRARY_SPEC + COMPARE_SPEC[1:] + PUBLISHED_SPEC[1:] + OPTIONS)
 
 
 @dataclass(frozen=True)

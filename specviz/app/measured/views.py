@@ -36,6 +36,12 @@ heatmap_grid = ui.cached(overlays.heatmap_grid)
 reference_table = ui.cached(acceptance.load_reference)
 
 
+@ui.cached
+def domain_priors() -> pd.DataFrame:
+    """:func:`acceptance.domain_priors` of the published table."""
+    return acceptance.domain_priors(reference_table())
+
+
 def filter_runs(runs: pd.DataFrame, text: str, facets: Mapping[str, Sequence[str]]) -> pd.DataFrame:
     """The library rows whose searched columns contain ``text`` (any case) and, per facet, a chosen value
     (a cell lists its values separated by ", ")."""
