@@ -324,3 +324,26 @@ def test_the_table_prices_every_load_each_way_with_users_and_once_with_an_open_r
     assert "USD per M tokens" in opened and "USD per M tokens without speculation" not in opened
     rate = opened["requests/s"].to_numpy()
     assert opened["USD per M tokens"].to_numpy() == pytest.approx(price / (rate * 256 * 3600) * 1e6, rel=1e-9)
+
+
+@pytest.mark.slow
+def test_the_caption_gives_the_memory_cap_with_and_without_the_draft():
+    """Issue 58 §3: on a 24 GB GPU at a 4K context fewer sequences fit beside a 1B draft than without it."""
+    at = open_app(PAGE, gpu="L4-24GB", p_len="4096", max_seqs="1024")
+    g = serving.cost_grid(
+        PAIR["target"],
+        PAIR["draft"],
+        "L4-24GB",
+        serving.chain_options(0.8, 6),
+        serving.Lengths.fixed(4096),
+        serving.Lengths.fixed(256),
+        stack="vllm",
+        efficiency=profiles.profile("vllm"),
+        max_seqs=1024,
+    )
+    spec, plain = int(g.option_caps()[-1]), int(g.option_caps()[0])
+    assert spec < plain
+    assert any(
+        f"at most {spec} sequences fit in a batch with the draft" in c.value and f"{plain} without" in c.value
+        for c in at.caption
+    ), [c.value for c in at.caption]

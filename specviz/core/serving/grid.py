@@ -83,7 +83,8 @@ def tree_option(tree, p, label: str = "tree") -> Option:
 class CostGrid:
     """The cost model on a batch grid: ``batch`` (nG,) 0 then 1 … ``cap`` geometric; ``round_s`` (nG, nO) seconds
     of a round (K = 0: a step); ``mean_tokens`` (nO,); ``prefill_s`` (nO,) p in s; ``chunks`` rounds a prompt
-    spans when mixed (0: separate); ``gpus`` per replica; ``context`` L̄ in tokens."""
+    spans when mixed (0: separate); ``gpus`` per replica; ``context`` L̄ in tokens; ``caps`` (nO,) each option's
+    largest running batch (None: ``cap`` for all): without a draft more sequences fit than with one."""
 
     batch: np.ndarray
     round_s: np.ndarray
@@ -94,6 +95,13 @@ class CostGrid:
     gpus: int
     context: float
     options: tuple[Option, ...] = field(default=())
+    caps: np.ndarray | None = None
+
+    def option_caps(self) -> np.ndarray:
+        """Each option's largest running batch (nO,), whole sequences."""
+        n = self.round_s.shape[1]
+        caps = np.full(n, self.cap) if self.caps is None else np.asarray(self.caps, dtype=float)
+        return np.floor(caps).astype(int)
 
 
 def batch_cap(target, draft, gpu, context, *, dtype="bf16", tp=1, max_seqs: int = 256, k: int = 0) -> float:
@@ -198,8 +206,11 @@ def cost_grid(
     ctx = float(round(decode_context(prompt, output)))
     slots = max(o.verify_tokens for o in options) - 1  # the widest round's verified positions beyond the bonus one
     spec = draft if len(options) > 1 else None
-    cap = batch_cap(target, spec, gpu, ctx, dtype=dtype, tp=tp, max_seqs=max_seqs, k=slots)
-    if cap < 1:
+    spec_cap = batch_cap(target, spec, gpu, ctx, dtype=dtype, tp=tp, max_seqs=max_seqs, k=slots)
+    # a llama-server's slots are fixed at start (-np), drafting or not; elsewhere no draft leaves room for more
+    plain_cap = spec_cap if kv == "slots" else batch_cap(target, None, gpu, ctx, dtype=dtype, tp=tp, max_seqs=max_seqs)
+    cap = max(spec_cap, plain_cap)
+    if spec_cap < 1:
         raise Message(
             "the weights and one sequence's KV cache at a context of {ctx} tokens do not fit on the GPU; use more GPUs (tp) or a smaller dtype",
             ctx=round(ctx),
@@ -229,6 +240,7 @@ def cost_grid(
         gpus=int(tp),
         context=ctx,
         options=options,
+        caps=np.array([plain_cap] + [spec_cap] * (len(options) - 1)),
     )
 
 

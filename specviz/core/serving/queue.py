@@ -13,9 +13,9 @@ from specviz.core.serving.traffic import MAX_USERS, MODES, Lengths, _check_outpu
 
 
 def _steps(grid: CostGrid, upto: int) -> np.ndarray:
-    """t(n) (n, nO) at whole batches n = 1 … ``upto``, interpolated on the grid; beyond the cap the cap's."""
-    n = np.minimum(np.arange(1, upto + 1), grid.cap)
-    return np.stack([np.interp(n, grid.batch, grid.round_s[:, j]) for j in range(grid.round_s.shape[1])], -1)
+    """t(n) (n, nO) at whole batches n = 1 … ``upto``, interpolated on the grid; beyond an option's cap its cap's."""
+    n = np.minimum(np.arange(1, upto + 1)[:, None], grid.option_caps())  # (n, nO)
+    return np.stack([np.interp(n[:, j], grid.batch, grid.round_s[:, j]) for j in range(grid.round_s.shape[1])], -1)
 
 
 PREFILL_TAIL = 1e-9  #: the chance of more prompts waiting for their prefill than the chain's phases hold
@@ -41,7 +41,7 @@ def _phases(load_p: np.ndarray, most: int) -> int:
     return int(np.clip(np.ceil(need), 1, max(most, 1)))
 
 
-def _level_chain(arrive: np.ndarray, finish: np.ndarray, prefill_s: np.ndarray, cap: int, phases: int):
+def _level_chain(arrive: np.ndarray, finish: np.ndarray, prefill_s: np.ndarray, cap: np.ndarray, phases: int):
     """Stationary distribution of continuous batching whose prefills stall the decodes, level by level.
 
     State (k, m): k requests in the server, m of them waiting for their prefill (one at a time, rate ν = 1/p;
@@ -50,7 +50,8 @@ def _level_chain(arrive: np.ndarray, finish: np.ndarray, prefill_s: np.ndarray, 
     (+ λ_k·P(k) into m = 1 beyond the cap). Exact for exponential prefills (docs/design.md, "Serving under load").
 
     ``arrive`` (nL, K + 1, nO) λ_k; ``finish`` (nL or 1, K + 1, nO) μ_k; ``prefill_s`` (nO,) p in s (0: no stall);
-    ``phases`` M. Returns ``log_level`` ln P(k) + a constant and ``waiting`` E[m | k], both (nL, K + 1, nO).
+    ``cap`` (nO,) whole sequences; ``phases`` M. Returns ``log_level`` ln P(k) + a constant and ``waiting``
+    E[m | k], both (nL, K + 1, nO).
     """
     n_l, levels, n_o = arrive.shape[0], arrive.shape[1] - 1, arrive.shape[2]
     p = np.broadcast_to(np.asarray(prefill_s, dtype=float), (n_o,))
@@ -64,12 +65,13 @@ def _level_chain(arrive: np.ndarray, finish: np.ndarray, prefill_s: np.ndarray, 
             lam_below, lam = arrive[:, k - 1], arrive[:, k]  # (nL, nO)
             top = lam_below / finish[:, k]  # P(k, 0) / P(k − 1)
             # arrivals from below: admitted into a prefill (m − 1 → m) below the cap, waiting (m → m) at it
-            below = y[..., :-1] if k - 1 < cap else y[..., 1:]  # (nL, nO, M)
+            below = np.where((k - 1 < cap)[:, None], y[..., :-1], y[..., 1:])  # (nL, nO, M)
             keep = 1.0 / (1.0 + lam * p)  # ν / (λ_k + ν): a waiting prompt's next event is its prefill's end
             a = _scan_back(lam_below[..., None] * p[:, None] * keep[..., None] * below, keep)
             total = top + a.sum(-1)
-            if k >= cap:  # admissions from the level above, λ_k·P(k) into m = 1
-                admit = lam * p * keep  # λ / (λ + ν)
+            full = k >= cap  # (nO,): admissions from the level above, λ_k·P(k) into m = 1
+            if full.any():
+                admit = np.where(full, lam * p * keep, 0.0)  # λ / (λ + ν) where the option is full
                 total = total / (1.0 - admit)
                 a[..., 0] += admit * total
             y = np.concatenate([top[..., None], a], axis=-1) / total[..., None]
@@ -79,7 +81,7 @@ def _level_chain(arrive: np.ndarray, finish: np.ndarray, prefill_s: np.ndarray, 
     return log_level, waiting
 
 
-def _level_moments(log_level, waiting, cap: int, tail=None):
+def _level_moments(log_level, waiting, cap: np.ndarray, tail=None):
     """(P(level) (nL, K + 1, nO), E[decoding], E[prefill waiting], E[sequence waiting] (nL, nO)) of the chain;
     ``tail`` (nL, nO) < 1: an open loop's geometric ratio beyond level K."""
     top = np.max(np.where(np.isfinite(log_level), log_level, -np.inf), axis=1, keepdims=True)
@@ -94,7 +96,7 @@ def _level_moments(log_level, waiting, cap: int, tail=None):
         with np.errstate(divide="ignore", invalid="ignore"):
             mass = last * r / (1 - r)
             total = total + mass
-            decoding = decoding + mass * (min(kk, cap) - waiting[:, -1])
+            decoding = decoding + mass * (np.minimum(kk, cap) - waiting[:, -1])
             prefill = prefill + mass * waiting[:, -1]
             queued = queued + mass * (kk - cap) + last * r / (1 - r) ** 2
     return w / total[:, None], decoding / total, prefill / total, queued / total
@@ -129,12 +131,12 @@ def steady_state(
         raise Message("users must be whole numbers in 1..{most}; got {value}", most=MAX_USERS, value=bad)
     if not (np.isfinite(think_s) and think_s >= 0):
         raise Message("think time must be a number of seconds >= 0; got {value}", value=think_s)
-    cap = int(grid.cap)
+    cap = grid.option_caps()  # (nO,)
     rounds = output.expect(lambda g: g - 1) / grid.mean_tokens  # R (nO,)
     p = grid.prefill_s  # (nO,)
 
     if mode == "open":
-        levels = cap + TAIL_LEVELS
+        levels = int(cap.max()) + TAIL_LEVELS
         t = _steps(grid, levels)  # (levels, nO): beyond the cap, the cap's step
         n = np.arange(1, levels + 1)[:, None]
         mu = np.concatenate([np.ones((1, p.size)), np.minimum(n, cap) / (rounds * t)])[None]  # (1, K + 1, nO)
@@ -142,7 +144,7 @@ def steady_state(
         overloaded = lam[:, None] * (1.0 / mu_cap + p) >= 1  # (nL, nO)
         x = np.where(overloaded, 0.5 / (1.0 / mu_cap + p), lam[:, None])  # a stable stand-in, reported NaN
         arrive = np.broadcast_to(x[:, None, :], (lam.size, levels + 1, p.size))
-        log_level, waiting = _level_chain(arrive, mu, p, cap, _phases(x * p, cap))
+        log_level, waiting = _level_chain(arrive, mu, p, cap, _phases(x * p, int(cap.max())))
         ratio = np.exp(log_level[:, -1] - log_level[:, -2])
         _, busy, pre, queue_n = _level_moments(log_level, waiting, cap, np.minimum(ratio, 1 - 1e-9))
         queued = np.zeros_like(overloaded)
@@ -153,19 +155,20 @@ def steady_state(
         i = np.arange(1, most + 1)[:, None]
         mu = np.concatenate([np.ones((1, p.size)), np.minimum(i, cap) / (rounds * t)])[None]  # (1, most + 1, nO)
         outside = np.maximum(users[:, None, None] - np.arange(most + 1)[None, :, None], 0)  # (nL, most + 1, 1)
-        tau = t[np.minimum(users, cap) - 1]  # first guess: every user decoding (nL, nO)
-        x = np.minimum(users, cap)[:, None] / (rounds * tau)
+        running = np.minimum(users[:, None], cap)  # (nL, nO)
+        tau = np.take_along_axis(t, running - 1, axis=0)  # first guess: every user decoding (nL, nO)
+        x = running / (rounds * tau)
         for _ in range(12):  # the round τ sets when prompts join, which sets τ: a few passes settle it
             think = think_s + tau / 2 + grid.chunks * tau  # (nL, nO): from a request's end to its prompt
             arrive = outside / think[:, None, :]
-            log_level, waiting = _level_chain(arrive, mu, p, cap, _phases(x * p, min(cap, most)))
+            log_level, waiting = _level_chain(arrive, mu, p, cap, _phases(x * p, min(int(cap.max()), most)))
             share, busy, pre, queue_n = _level_moments(log_level, waiting, cap)
             x = (share * arrive).sum(1)  # X = Σ_k λ_k·P(k)
             tau, before = busy / x / rounds, tau
             if np.allclose(tau, before, rtol=1e-12, atol=0):
                 break
         overloaded = np.zeros_like(x, dtype=bool)
-        queued = np.broadcast_to((users > cap)[:, None], x.shape)
+        queued = users[:, None] > cap  # (nL, nO)
     decode = busy / x  # D (nL, nO)
     tau = decode / rounds
     queue = queue_n / x

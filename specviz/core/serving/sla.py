@@ -98,8 +98,10 @@ def max_rate(
     """Largest Poisson rate (requests/s, one replica) meeting the SLA, per option and for the best: a geometric sweep
     up to the throughput at the cap, refined once. Columns: option, k, max_rps, max_rps_per_gpu (NaN: none meets)."""
     rounds = output.expect(lambda g: g - 1) / grid.mean_tokens  # R (nO,)
-    tau_cap = grid.round_s[-1] + grid.cap * grid.prefill_s / rounds
-    hi = float(np.max(grid.cap / (rounds * tau_cap)))  # the throughput at the cap bounds every steady rate
+    cap = grid.option_caps()  # (nO,)
+    at_cap = np.array([np.interp(c, grid.batch, grid.round_s[:, j]) for j, c in enumerate(cap)])  # (nO,)
+    tau_cap = at_cap + cap * grid.prefill_s / rounds
+    hi = float(np.max(cap / (rounds * tau_cap)))  # the throughput at the cap bounds every steady rate
     lam = np.geomspace(hi * 1e-4, hi * 1.001, points)
     frame = steady_state(grid, output, lam, mode="open")
     ok = _meets(frame, ttft_s, tpot_s).to_numpy().reshape(lam.size, -1)  # (nL, nO)
@@ -143,12 +145,14 @@ def gpus_needed(rate: float, max_rps: float, gpus_per_replica: int) -> float:
 
 def k_by_batch(grid: CostGrid, output: Lengths) -> pd.DataFrame:
     """The chain K (trees left out) of lowest TPOT τ_K(B) / E[N]_K at each batch B = 1 … cap, τ_K(B) = t_K(B) +
-    (B / R_K)·p_K (ties to the smaller K; 0: do not speculate). Columns: batch, k, tpot_s."""
+    (B / R_K)·p_K (ties to the smaller K; 0: do not speculate, and past the draft's memory cap). Columns: batch,
+    k, tpot_s."""
     batches = np.arange(1, int(grid.cap) + 1, dtype=float)
     chains = [j for j, o in enumerate(grid.options) if o.k == 0 or (o.verify_tokens == o.k + 1 and o.draft_tokens == 1)]
     rounds = output.expect(lambda g: g - 1) / grid.mean_tokens[chains]
     t = np.stack([np.interp(batches, grid.batch, grid.round_s[:, j]) for j in chains], -1)
     tpot = (t + batches[:, None] * grid.prefill_s[chains] / rounds) / grid.mean_tokens[chains]  # (nB, nO)
+    tpot = np.where(batches[:, None] <= grid.option_caps()[chains], tpot, np.inf)  # past its cap a K cannot run
     best = tpot.argmin(axis=1)
     ks = np.array([grid.options[j].k for j in chains])
     return pd.DataFrame({"batch": batches.astype(int), "k": ks[best], "tpot_s": tpot[np.arange(batches.size), best]})
