@@ -81,10 +81,9 @@ def tree_option(tree, p, label: str = "tree") -> Option:
 
 @dataclass(frozen=True)
 class CostGrid:
-    """The cost model on a batch grid: ``batch`` (nG,) 0 then 1 … ``cap`` geometric; ``round_s`` (nG, nO) seconds
-    of a round (K = 0: a step); ``mean_tokens`` (nO,); ``prefill_s`` (nO,) p in s; ``chunks`` rounds a prompt
-    spans when mixed (0: separate); ``gpus`` per replica; ``context`` L̄ in tokens; ``caps`` (nO,) each option's
-    largest running batch (None: ``cap`` for all): without a draft more sequences fit than with one."""
+    """The cost model on a batch grid: ``batch`` (nG,) 0 then 1 … ``cap`` geometric; ``round_s`` (nG, nO) s a round
+    (K = 0: a step); ``mean_tokens``, ``prefill_s`` (p, s) and ``caps`` (largest batch; None: ``cap``) (nO,);
+    ``chunks`` rounds a prompt spans when mixed (0: separate); ``gpus`` per replica; ``context`` L̄ in tokens."""
 
     batch: np.ndarray
     round_s: np.ndarray

@@ -50,8 +50,7 @@ def _level_chain(arrive: np.ndarray, finish: np.ndarray, prefill_s: np.ndarray, 
     (+ λ_k·P(k) into m = 1 beyond the cap). Exact for exponential prefills (docs/design.md, "Serving under load").
 
     ``arrive`` (nL, K + 1, nO) λ_k; ``finish`` (nL or 1, K + 1, nO) μ_k; ``prefill_s`` (nO,) p in s (0: no stall);
-    ``cap`` (nO,) whole sequences; ``phases`` M. Returns ``log_level`` ln P(k) + a constant and ``waiting``
-    E[m | k], both (nL, K + 1, nO).
+    ``cap`` (nO,); ``phases`` M. Returns ``log_level`` ln P(k) + a constant, ``waiting`` E[m | k] (nL, K + 1, nO).
     """
     n_l, levels, n_o = arrive.shape[0], arrive.shape[1] - 1, arrive.shape[2]
     p = np.broadcast_to(np.asarray(prefill_s, dtype=float), (n_o,))

@@ -145,8 +145,7 @@ def gpus_needed(rate: float, max_rps: float, gpus_per_replica: int) -> float:
 
 def k_by_batch(grid: CostGrid, output: Lengths) -> pd.DataFrame:
     """The chain K (trees left out) of lowest TPOT τ_K(B) / E[N]_K at each batch B = 1 … cap, τ_K(B) = t_K(B) +
-    (B / R_K)·p_K (ties to the smaller K; 0: do not speculate, and past the draft's memory cap). Columns: batch,
-    k, tpot_s."""
+    (B / R_K)·p_K (ties to the smaller K; 0: no speculation, also past a K's cap). Columns: batch, k, tpot_s."""
     batches = np.arange(1, int(grid.cap) + 1, dtype=float)
     chains = [j for j, o in enumerate(grid.options) if o.k == 0 or (o.verify_tokens == o.k + 1 and o.draft_tokens == 1)]
     rounds = output.expect(lambda g: g - 1) / grid.mean_tokens[chains]
