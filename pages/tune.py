@@ -19,6 +19,7 @@ from specviz.servers import tune
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
 URL = "tune"
+LENGTHS = [0, 64, 128, 256, 320, 512, 1024, 2048, 4096, 8192, 16384, 32768]  #: prompt lengths offered
 P = by_key(SPEC)
 STOP = ui.key(PAGE, "_stop")
 
@@ -40,7 +41,9 @@ def setup() -> scenarios.Scenario:
     else:
         with c2:
             ui.multiselect(PAGE, P["ks"], ui.t("Draft lengths K (0: none)"), range(0, 17))
-    d1, d2, d3, d4 = st.columns(4)
+    d0, d1, d2, d3, d4 = st.columns(5)
+    with d0:
+        ui.multiselect(PAGE, P["contexts"], ui.t("Prompt lengths in tokens (0: the prompts as they are)"), LENGTHS)
     with d1:
         ui.multiselect(PAGE, P["conc"], ui.t("Requests in flight"), [1, 2, 4, 8, 16, 32, 64])
     with d2:
@@ -203,11 +206,46 @@ def cost_section(s: scenarios.Scenario, a: tuning.Answer) -> None:
     )
 
 
-def answer_section(s: scenarios.Scenario, points: list[dict]) -> None:
+def context_section(s: scenarios.Scenario, all_points: list[dict]) -> tuple[int, list[dict]]:
+    """K*(C, L) and the acceptance by prompt length where the tune measured several; the points of the context
+    the rest of the page reads."""
+    n, measured = scenarios.context_shown(s, all_points)
+    if len(measured) > 1:
+        st.subheader(ui.t("By prompt length"))
+        try:
+            answers = tuning.analyse_by_context(all_points)
+        except ValueError as exc:
+            ui.show_error(exc)
+        else:
+            frame = tuning.k_by_context(all_points, answers)
+            ui.chart(ui.figure(tune_figures.k_map, frame, ui.language()))
+            st.caption(ui.t("The best K by requests in flight and prompt length, each context fitted on its own."))
+            ui.table(
+                tuning.acceptance_by_context(all_points),
+                {
+                    "context": Col(N_("Prompt length asked"), kind="int"),
+                    "prompt_tokens": Col(
+                        N_("prompt tokens counted"), kind="number", digits=0, missing=N_("the server reported none")
+                    ),
+                    "k": Col("K", kind="int"),
+                    "mean_tokens": Col("E[N]", kind="number", digits=2),
+                    "alpha": Col("α", kind="number", digits=3),
+                },
+            )
+        ui.number_input(PAGE, P["ctx"], help=ui.t("measured: {lengths}", lengths=", ".join(map(str, measured))))
+        if s.ctx != n:
+            st.info(
+                ui.t("The tune has no prompt length {asked}: the answer below is for {shown}.", asked=s.ctx, shown=n)
+            )
+    return n, tuning.at_context(all_points, n)
+
+
+def answer_section(s: scenarios.Scenario, all_points: list[dict]) -> None:
     """The best K per load, the chart, predicted against measured, the schedule's gain and the exports."""
+    n, points = context_section(s, all_points)
     ui.text_box(PAGE, P["prior"], placeholder='"example"')
     try:
-        prior = scenarios.frozen(scenarios.prior_points(s)) if s.prior else None
+        prior = scenarios.frozen(scenarios.prior_points(s, n)) if s.prior else None
         a = scenarios.answer(scenarios.frozen(points), prior)
     except ValueError as exc:
         ui.show_error(exc)

@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 from specviz.cli.args import DEFAULT_PAIR_DIR, _ints, _ks
@@ -26,6 +27,12 @@ def add_parser(sub) -> None:
     t.add_argument("--pair", default=str(DEFAULT_PAIR_DIR), help="local mode: the pair to export and serve")
     t.add_argument("--ks", type=_ks, default=[0, 1, 2, 3, 4, 5, 6], help="local mode: draft lengths (0: none)")
     t.add_argument("--concurrency", type=_ints, default=[1, 2, 4, 8], help="requests in flight, one load each")
+    t.add_argument(
+        "--contexts",
+        type=partial(_ints, lo=0),
+        default=[0],
+        help="prompt lengths in tokens, one sweep each (0: the prompts as given)",
+    )
     t.add_argument("--requests", type=int, default=32, help="requests per point (at least 2 per request in flight)")
     t.add_argument("--max-tokens", type=int, default=128, help="output tokens asked per request")
     t.add_argument("--minutes", type=int, default=10, help="the whole tune stops after this")
@@ -55,6 +62,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         minutes=args.minutes,
         target=args.server if remote else Path(args.pair).name,
         prompts_sha=tune.prompts_sha(prompts),
+        contexts=tuple(args.contexts),
     )
     out = Path(args.out)
     policy = fetch.FetchPolicy(read_timeout_s=60.0)
@@ -64,14 +72,24 @@ def cmd_tune(args: argparse.Namespace) -> int:
     else:
         points, why = _local(plan, out, args, prompts, policy)
     profile = tuning.read_profile(json.loads(Path(args.profile).read_text())) if args.profile else None
-    answer = tuning.analyse(points, profile)
-    (out / "answer.json").write_text(json.dumps(tuning.answer_json(answer), indent=1))
-    print(tuning.answer_text(answer, why, len(points), len(plan.points())))
+    answers = tuning.analyse_by_context(points, profile)
     price = _price(args)
-    if price is not None:
-        sla = None if args.tpot_ms is None else args.tpot_ms / 1e3
-        frame = tuning.priced(answer.table, price, args.gpus)
-        print(tuning.cost_text(tuning.cost_by_load(frame, sla), *tuning.cheapest(frame, sla), price, args.gpus, sla))
+    for n, answer in answers.items():  # answer.json: the first context's (a later remote tune reads its profile)
+        if n == min(answers):
+            (out / "answer.json").write_text(json.dumps(tuning.answer_json(answer), indent=1))
+        if len(answers) > 1:
+            print(f"\n== prompt length {n} tokens" if n else "\n== prompts as given")
+        print(tuning.answer_text(answer, why, len(points), len(plan.points())))
+        if price is not None:
+            sla = None if args.tpot_ms is None else args.tpot_ms / 1e3
+            frame = tuning.priced(answer.table, price, args.gpus)
+            print(
+                tuning.cost_text(tuning.cost_by_load(frame, sla), *tuning.cheapest(frame, sla), price, args.gpus, sla)
+            )
+    if len(answers) > 1:
+        print("\nbest K by prompt length (rows) and requests in flight (columns):")
+        table = tuning.k_by_context(points, answers).pivot(index="context", columns="concurrency", values="k")
+        print(table.to_string())
     return 0 if why == "done" else 3
 
 

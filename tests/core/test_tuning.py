@@ -8,35 +8,12 @@ import math
 import numpy as np
 import pytest
 from _tiers import examples
+from _tune_points import SHARES, synthetic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specviz.base.i18n import Message
 from specviz.core import theory, tuning
-
-SHARES = [0.8, 0.6, 0.45, 0.3, 0.2, 0.12]  # u_i of a K = 6 run: drafts accepting >= i tokens
-
-
-def synthetic(t0: float, o: float, r: float, c: int, ks, shares=SHARES, ttft=0.02, n=128) -> list[dict]:
-    """Points exactly on R(K) = T0 (1 + o + r K), as a server following the model would measure them."""
-    out = []
-    for k in ks:
-        e = float(tuning.mean_tokens(shares, k))
-        tpot = t0 * (1 + o + r * k) / e if k else t0
-        out.append(
-            {
-                "k": k,
-                "concurrency": c,
-                "tpot_s": tpot,
-                "ttft_s": ttft,
-                "output_tokens": n,
-                "tokens_per_s": c * n / (ttft + (n - 1) * tpot),
-                "shares": list(shares[:k]),
-                "requests": 32,
-                "failed": 0,
-            }
-        )
-    return out
 
 
 def test_mean_tokens_sums_the_shares_and_continues_geometrically():

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from _apps import click, open_app, shown_errors
+from _tune_points import two_contexts
 
 from specviz.app.scenarios import tune as scenarios
 from specviz.core import configs, serving, tuning
@@ -182,3 +183,30 @@ def test_every_way_a_sweep_can_end_early_is_said_in_words(tmp_path):
     _, why = tune.sweep(p, tmp_path, None, ["x"], FetchPolicy(), clock=iter([0.0, 61.0, 61.0]).__next__)
     assert why == "time" and set(scenarios.ENDED) == {"time", "stop"}
     assert all(i18n.text("zh", m) != m for m in scenarios.ENDED.values())
+
+
+def write_points(folder, points) -> None:
+    folder.mkdir(parents=True)
+    (folder / "points.jsonl").write_text("".join(json.dumps(p) + "\n" for p in points))
+
+
+@pytest.mark.slow
+def test_a_tune_over_prompt_lengths_shows_k_by_context_and_reads_the_chosen_one(tmp_path, monkeypatch):
+    monkeypatch.setenv(scenarios.ENV_DIR, str(tmp_path))
+    points = two_contexts()
+    write_points(tmp_path / "ctx", points)
+    at = open_app(PAGE, source="local", name="ctx", ctx="2048")
+    assert not at.error and any(h.value == "By prompt length" for h in at.subheader)
+    heat = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    frame = tuning.k_by_context(points, tuning.analyse_by_context(points))
+    assert heat["type"] == "heatmap" and heat["y"] == ["64", "2048"]
+    assert heat["z"] == [
+        [float(frame.set_index(["context", "concurrency"]).loc[(n, c), "k"]) for c in (1, 8)] for n in (64, 2048)
+    ]
+    long = tuning.analyse(tuning.at_context(points, 2048))
+    assert [int(m.value) for m in at.metric] == [c.k for c in long.choices]
+    at.number_input(key="tune.ctx").set_value(64).run()
+    short = tuning.analyse(tuning.at_context(points, 64))
+    assert [int(m.value) for m in at.metric] == [c.k for c in short.choices] and at.query_params["ctx"] == "64"
+    at.number_input(key="tune.ctx").set_value(100).run()
+    assert any("The tune has no prompt length 100: the answer below is for 64." in i.value for i in at.info)

@@ -46,8 +46,34 @@ def test_a_plan_out_of_range_names_the_field_and_the_value(change, said):
 
 def test_points_go_load_by_load_and_at_least_two_requests_per_request_in_flight():
     p = plan(ks=(2, 0), concurrency=(4, 1))
-    assert p.points() == [(0, 1), (2, 1), (0, 4), (2, 4)]
+    assert p.points() == [(0, 1, 0), (2, 1, 0), (0, 4, 0), (2, 4, 0)]
     assert (p.requests_at(1), p.requests_at(4)) == (4, 8)
+
+
+def test_contexts_go_one_after_another_and_a_plan_without_them_hashes_as_before():
+    p = plan(ks=(0, 2), concurrency=(1,), contexts=(256, 64))
+    assert p.points() == [(0, 1, 64), (2, 1, 64), (0, 1, 256), (2, 1, 256)]
+    assert tune.TunePlan.from_json(p.to_json()) == p
+    before = plan().to_json()  # a plan.json written before prompt lengths existed has no "contexts"
+    assert "contexts" not in before and tune.TunePlan.from_json(before).digest() == plan().digest()
+    with pytest.raises(Message, match="contexts must be an integer in 0..131072; got -1"):
+        plan(contexts=(-1,))
+
+
+def test_padded_prompts_reach_the_length_asked_end_with_their_prompt_and_differ_in_prefix():
+    padded = loadgen.padded_prompts(PROMPTS, 100, 1.5)
+    assert [len(p) for p in padded] == [150] * 3
+    assert all(p.endswith(q) for p, q in zip(padded, PROMPTS, strict=True))
+    assert len({p[:40] for p in padded}) == 3
+    assert loadgen.padded_prompts(PROMPTS, 1, 1.0) == PROMPTS  # shorter than a prompt: the prompt alone
+    with pytest.raises(Message, match="chars per token must be a number > 0"):
+        loadgen.padded_prompts(PROMPTS, 10, 0.0)
+
+
+def test_a_local_tune_refuses_prompts_longer_than_a_slot(tmp_path):
+    p = plan(contexts=(500,), max_tokens=64)
+    with pytest.raises(Message, match=r"the longest prompt plus its answer \(564 tokens\) exceeds the 512 tokens"):
+        tune.local(tmp_path / "llama-server", tmp_path / "t.gguf", tmp_path / "d.gguf", p, tmp_path)
 
 
 def test_a_folder_resumes_its_own_plan_skips_a_cut_line_and_refuses_another_plan(tmp_path):
@@ -57,7 +83,7 @@ def test_a_folder_resumes_its_own_plan_skips_a_cut_line_and_refuses_another_plan
         f.write('{"k": 0, "concurrency": 2, "tpot')  # a kill mid-write
     tune.append_point(tmp_path, point(2, 1))
     got = tune.open_tune(tmp_path, plan())
-    assert tune.done(got) == {(0, 1), (2, 1)}
+    assert tune.done(got) == {(0, 1, 0), (2, 1, 0)}
     with pytest.raises(Message, match="holds a tune of another plan"):
         tune.open_tune(tmp_path, plan(requests=5))
 
@@ -83,7 +109,7 @@ def test_a_local_tune_measures_every_point_and_recommends_a_measured_k(llama_bin
         p, tmp_path, tune.local(llama_binary, target, draft, p, tmp_path / "logs"), PROMPTS, fetch.FetchPolicy(),
         progress=seen.append,
     )  # fmt: skip
-    assert why == "done" and sorted((q["k"], q["concurrency"]) for q in points) == sorted(p.points())
+    assert why == "done" and sorted((q["k"], q["concurrency"], q["context"]) for q in points) == sorted(p.points())
     assert [s.saved for s in seen] == [0, 1, 2, 3, 4]
     for q in points:
         assert q["failed"] == 0 and q["requests"] == p.requests_at(q["concurrency"]) and q["tpot_s"] > 0
@@ -131,3 +157,20 @@ def test_a_remote_tune_measures_the_server_at_its_own_k_and_predicts_the_rest(ll
     with pytest.raises(Message, match=f"drafts K = {LLAMA_K}, not the K = {LLAMA_K - 1} given"):
         tune.sweep(wrong, tmp_path / "wrong", lambda k: tune.remote(llama_server.url, wrong, policy), PROMPTS, policy)
     assert loadgen.metrics_url(llama_server.url).endswith("/metrics")
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_a_tune_over_two_prompt_lengths_pads_them_and_gives_k_by_context(llama_binary, gguf_pair, tmp_path):
+    """The bundled pair reads bytes: a prompt padded to L characters is about L tokens, which the server counts."""
+    target, draft = gguf_pair
+    p = plan(ks=(0, 2), concurrency=(1,), contexts=(0, 200), requests=3)
+    points, why = tune.sweep(
+        p, tmp_path, tune.local(llama_binary, target, draft, p, tmp_path / "logs"), PROMPTS, fetch.FetchPolicy()
+    )
+    assert why == "done" and sorted(tune.done(points)) == sorted(p.points())
+    long = [q for q in points if q["context"] == 200]
+    assert all(190 <= q["prompt_tokens"] <= 215 for q in long), [q["prompt_tokens"] for q in long]
+    assert all(q["prompt_tokens"] < 30 for q in points if q["context"] == 0)
+    frame = tuning.k_by_context(points, tuning.analyse_by_context(points, tuning.Profile(0.5, 0.3, "test")))
+    assert sorted(frame["context"]) == [0, 200] and set(frame["k"]) <= set(range(0, 9))

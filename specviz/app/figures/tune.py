@@ -102,3 +102,31 @@ def pareto(
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")
     return fig
+
+
+def k_map(frame: pd.DataFrame, lang: str = "en") -> go.Figure:
+    """K*(C, L): the best K (cell text, colour) by requests in flight (x) and prompt length (y) of
+    :func:`specviz.core.tuning.k_by_context` rows; hover gives tokens/s and the gain over K = 0."""
+    loads = sorted(frame["concurrency"].unique())
+    lengths = sorted(frame["context"].unique())
+    at = frame.set_index(["context", "concurrency"])
+    z = [[float(at.loc[(n, c), "k"]) if (n, c) in at.index else None for c in loads] for n in lengths]
+    gain = [[float(at.loc[(n, c), "gain"]) * 100 if (n, c) in at.index else None for c in loads] for n in lengths]
+    fig = go.Figure(
+        go.Heatmap(
+            x=[str(c) for c in loads],
+            y=[str(n) if n else text(lang, "as given") for n in lengths],
+            z=z,
+            text=[["" if v is None else f"{v:.0f}" for v in row] for row in z],
+            texttemplate="%{text}",
+            customdata=gain,
+            colorscale="Blues",
+            zmin=0,
+            showscale=False,
+            hovertemplate="K = %{z}<br>%{customdata:+.1f} % " + text(lang, "vs K = 0") + "<extra></extra>",
+        )
+    )
+    fig = _layout(fig, text(lang, "requests in flight"), text(lang, "prompt tokens"), height=120 + 40 * len(lengths))
+    fig.update_xaxes(type="category")
+    fig.update_yaxes(type="category")
+    return fig

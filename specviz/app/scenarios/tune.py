@@ -38,6 +38,8 @@ SPEC = (
     Param("k", 4, "int", 0, 16, label=N_("The server's K")),
     Param("ks", [0, 1, 2, 3, 4, 5, 6], "ints", 0, 16, label=N_("Draft lengths K (0: none)")),
     Param("conc", [1, 2, 4, 8], "ints", 1, 64, label=N_("Requests in flight")),
+    Param("contexts", [0], "ints", 0, 131072, label=N_("Prompt lengths in tokens (0: the prompts as they are)")),
+    Param("ctx", 0, "int", 0, 131072, label=N_("Prompt length the answer below is for")),
     Param("requests", 32, "int", 1, 2000, label=N_("Requests per point")),
     Param("tokens", 128, "int", 2, 2048, label=N_("Output tokens per request")),
     Param("minutes", 10, "int", 1, 240, label=N_("Time limit (min)")),
@@ -59,6 +61,8 @@ class Scenario:
     k: int
     ks: tuple[int, ...]
     conc: tuple[int, ...]
+    contexts: tuple[int, ...]
+    ctx: int
     requests: int
     tokens: int
     minutes: int
@@ -79,6 +83,8 @@ def scenario(view: dict) -> Scenario:
         view["k"],
         tuple(view["ks"]),
         tuple(view["conc"]),
+        tuple(view["contexts"]),
+        view["ctx"],
         view["requests"],
         view["tokens"],
         view["minutes"],
@@ -110,13 +116,15 @@ def folder(s: Scenario) -> Path:
     return tunes_dir() / name
 
 
-def prior_points(s: Scenario) -> list[dict]:
-    """The points of the earlier tune named in ``s.prior`` ("example": the shipped one); Message where none."""
+def prior_points(s: Scenario, context: int = 0) -> list[dict]:
+    """The points of the earlier tune named in ``s.prior`` ("example": the shipped one) at ``context`` where it
+    measured it, else at its shortest; Message where it has none."""
     where = EXAMPLE if s.prior == "example" else folder(Scenario(**{**vars(s), "source": "local", "name": s.prior}))
     points = tune.read_points(where)
     if not points:
         raise Message("no tune named {name!r} has points here", name=s.prior)
-    return points
+    lengths = tuning.contexts(points)
+    return tuning.at_context(points, context if context in lengths else lengths[0])
 
 
 def plan(s: Scenario, prompts_sha: str) -> tune.TunePlan:
@@ -131,6 +139,7 @@ def plan(s: Scenario, prompts_sha: str) -> tune.TunePlan:
         minutes=s.minutes,
         target=s.url if remote else "bundled",
         prompts_sha=prompts_sha,
+        contexts=s.contexts,
     )
 
 
@@ -186,6 +195,12 @@ def costs(s: Scenario, a: tuning.Answer, usd_per_hour: float) -> tuple[pd.DataFr
     sla = s.tpot / 1e3 if s.tpot > 0 else None
     frame = tuning.priced(a.table, usd_per_hour, s.gpus)
     return frame, tuning.cost_by_load(frame, sla), tuning.cheapest(frame, sla)
+
+
+def context_shown(s: Scenario, points: list[dict]) -> tuple[int, list[int]]:
+    """(the context the answer is read at: the chosen one where measured, else the shortest; every context)."""
+    measured = tuning.contexts(points)
+    return (s.ctx if s.ctx in measured else measured[0]), measured
 
 
 def schedule_frame(a: tuning.Answer) -> pd.DataFrame:

@@ -20,6 +20,7 @@ from specviz.servers.loadgen.spec import (
     LoadSpec,
     arrival_times,
     bundled_prompts,
+    padded_prompts,
     parse_rate,
 )
 from specviz.servers.loadgen.stream import completion_counts, completions_url, metrics_url, payload
@@ -42,6 +43,7 @@ __all__ = [
     "load_record",
     "measured_speedup",
     "metrics_url",
+    "padded_prompts",
     "parse_rate",
     "payload",
     "percentiles",

@@ -144,3 +144,25 @@ def bundled_prompts() -> list[str]:
     from specviz.engine import bench  # imports torch: only when asked for
 
     return bench.load_prompts()
+
+
+def padded_prompts(prompts: list[str], tokens: int, chars_per_token: float) -> list[str]:
+    """Each prompt after a preamble of the others (from the next one on, in turn, repeated as needed) so that
+    the whole is about ``tokens`` long: ⌈``tokens`` · ``chars_per_token``⌉ characters, the prompt itself kept
+    whole at the end. Each preamble starts elsewhere, so no two requests share a long prefix."""
+    if not prompts or any(not p for p in prompts):
+        raise Message("padding needs non-empty prompts")
+    if not (math.isfinite(chars_per_token) and chars_per_token > 0):
+        raise Message("chars per token must be a number > 0; got {value}", value=chars_per_token)
+    want = math.ceil(tokens * chars_per_token)
+    out = []
+    for i, prompt in enumerate(prompts):
+        need = want - len(prompt) - 2
+        parts, size, j = [], 0, i + 1
+        while size < need:
+            parts.append(prompts[j % len(prompts)])
+            size += len(parts[-1]) + 2
+            j += 1
+        preamble = "\n\n".join(parts)[: max(need, 0)]
+        out.append(f"{preamble}\n\n{prompt}" if preamble else prompt)
+    return out

@@ -34,9 +34,10 @@ def open_tune(folder: Path, plan: TunePlan) -> list[dict]:
 
 
 def _said(plan: TunePlan) -> str:
-    return (
+    said = (
         f"K {list(plan.ks)}, concurrency {list(plan.concurrency)}, {plan.requests} requests × {plan.max_tokens} tokens"
     )
+    return said if plan.contexts == (0,) else f"{said}, contexts {list(plan.contexts)}"
 
 
 def read_points(folder: Path) -> list[dict]:
@@ -65,6 +66,6 @@ def append_point(folder: Path, point: dict) -> None:
         os.fsync(f.fileno())
 
 
-def done(points: list[dict]) -> set[tuple[int, int]]:
-    """(K, concurrency) already measured."""
-    return {(int(p["k"]), int(p["concurrency"])) for p in points}
+def done(points: list[dict]) -> set[tuple[int, int, int]]:
+    """(K, concurrency, context) already measured (a point without a context: the prompts as given, 0)."""
+    return {(int(p["k"]), int(p["concurrency"]), int(p.get("context", 0))) for p in points}

@@ -24,6 +24,9 @@ from specviz.servers.telemetry import window
 from specviz.servers.tune import store
 from specviz.servers.tune.plan import TunePlan
 
+LOCAL_CONTEXT = 512  #: tokens per slot of a local server (llamacpp.server_args' ctx): the bundled pair's block size
+DEFAULT_CHARS_PER_TOKEN = 4.0  #: a BPE tokenizer on English prose, where the server reports no prompt tokens
+
 
 @dataclass(frozen=True)
 class Progress:
@@ -35,6 +38,7 @@ class Progress:
     concurrency: int
     elapsed_s: float
     note: str = ""
+    context: int = 0
 
 
 def _metrics(url: str, policy: FetchPolicy, k: int | None):
@@ -54,12 +58,14 @@ def measure_point(
     policy: FetchPolicy,
     stop=None,
     seconds: float | None = None,
+    context: int = 0,
 ) -> dict | None:
     """One closed loop at ``concurrency``; the point's figures, or None when ``stop`` or ``seconds`` (default:
     the plan's whole time) ended it before its last request.
 
     TPOT and TTFT are means over the successful requests (as ``vllm bench serve`` reports them); ``shares``
-    are u_i = drafts accepting ≥ i tokens / drafts over the run, from the server's /metrics.
+    are u_i = drafts accepting ≥ i tokens / drafts over the run, from the server's /metrics. ``context``: the
+    prompt length the prompts were padded to (0: as given), recorded beside the server's mean prompt tokens.
     """
     spec = loadgen.LoadSpec(
         url,
@@ -81,6 +87,8 @@ def measure_point(
     return {
         "k": k,
         "concurrency": concurrency,
+        "context": context,
+        "prompt_tokens": _finite(result.prompt_tokens_mean),
         "started": started,
         "requests": int(result.done),
         "failed": int(result.failed),
@@ -94,6 +102,10 @@ def measure_point(
         "mean_accepted": (w.mean_acceptance_length if w is not None and k > 0 else None),
         "server_k": None if after is None else after.k,
     }
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if x is not None and math.isfinite(x) else None
 
 
 def _mean(column) -> float:
@@ -124,17 +136,19 @@ def sweep(
     deadline = t0 + plan.minutes * 60
     with contextlib.ExitStack() as servers:
         urls: dict[int, str] = {}
-        for k, c in todo:
+        ratio = DEFAULT_CHARS_PER_TOKEN
+        for k, c, n in todo:
             if stop is not None and stop.is_set():
                 return points, "stop"
             if clock() >= deadline:
                 return points, "time"
             if progress is not None:
-                progress(Progress(len(points), total, k, c, clock() - t0))
+                progress(Progress(len(points), total, k, c, clock() - t0, context=n))
             if k not in urls:  # every server stays up to the end: each load visits every K in turn
                 urls[k] = servers.enter_context(serve(k))
-                _warm(urls[k], prompts, policy)
-            point = measure_point(urls[k], plan, k, c, prompts, policy, stop, deadline - clock())
+                ratio = _warm(urls[k], prompts, policy) or ratio
+            sent = loadgen.padded_prompts(prompts, n, ratio) if n else prompts
+            point = measure_point(urls[k], plan, k, c, sent, policy, stop, deadline - clock(), context=n)
             if point is None:
                 return points, "time" if clock() >= deadline else "stop"
             store.append_point(folder, point)
@@ -144,10 +158,15 @@ def sweep(
     return points, "done"
 
 
-def _warm(url: str, prompts: list[str], policy: FetchPolicy) -> None:
-    """One short request, not measured: the first after a start pays for buffers and caches."""
+def _warm(url: str, prompts: list[str], policy: FetchPolicy) -> float | None:
+    """One short request, not measured: the first after a start pays for buffers and caches. Returns the
+    server's characters per prompt token for the prompts (None where it reports no prompt tokens)."""
     spec = loadgen.LoadSpec(url, prompts[:1], max_tokens=8, concurrency=1, max_requests=1, max_seconds=60)
-    loadgen.run_load(spec, policy)
+    records = loadgen.run_load(spec, policy).records
+    ok = records[records["ok"] & records["prompt_tokens"].notna()]
+    if ok.empty or int(ok["prompt_tokens"].iloc[0]) <= 0:
+        return None
+    return float(ok["prompt_chars"].iloc[0]) / float(ok["prompt_tokens"].iloc[0])
 
 
 @contextlib.contextmanager
@@ -169,11 +188,25 @@ def local(binary: Path, target: Path, draft: Path, plan: TunePlan, log_dir: Path
     """``serve`` for llama-server on loopback: a fresh server at each K, a slot per request in flight."""
     from specviz.servers import llamacpp
 
+    longest = max(plan.contexts) + plan.max_tokens
+    if longest > LOCAL_CONTEXT:
+        raise Message(
+            "the longest prompt plus its answer ({n} tokens) exceeds the {most} tokens a local server's slot holds; use shorter prompt lengths or fewer output tokens",
+            n=longest,
+            most=LOCAL_CONTEXT,
+        )
+
     @contextlib.contextmanager
     def serve(k: int):
         slots = max(plan.concurrency)
         with llamacpp.serve(
-            binary, target, draft if k > 0 else None, k, log_dir=log_dir, threads=threads, slots=slots
+            binary,
+            target,
+            draft if k > 0 else None,
+            k,
+            log_dir=log_dir,
+            threads=threads,
+            slots=slots,
         ) as server:
             yield server.url
 
