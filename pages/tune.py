@@ -5,7 +5,7 @@ import threading
 import pandas as pd
 import streamlit as st
 
-from specviz.app import monitor_load, queues, router, ui
+from specviz.app import monitor_load, queues, router, tune_sections, ui
 from specviz.app.figures import tune as tune_figures
 from specviz.app.scenarios import tune as scenarios
 from specviz.app.scenarios.tune import PAGE, SPEC
@@ -123,86 +123,6 @@ def confirm_section(prior: tuple, points: list[dict]) -> None:
             "measured_tokens_per_s": Col(N_("tokens/s, measured"), kind="number", digits=0),
             "error": Col(N_("prediction error"), kind="percent", digits=1),
         },
-    )
-
-
-def cost_section(s: scenarios.Scenario, a: tuning.Answer) -> None:
-    """Per load, the best K within the TPOT limit and what a million output tokens cost with and without it;
-    the cheapest setup; the Pareto with iso-cost lines."""
-    st.subheader(ui.t("Cost"))
-    c1, c2, c3, c4 = st.columns([3, 1, 2, 2])
-    with c1:
-        ui.selectbox(PAGE, P["gpu"])
-    with c2:
-        ui.number_input(PAGE, P["gpus"])
-    with c3:
-        ui.number_input(PAGE, P["price"])
-    with c4:
-        ui.number_input(PAGE, P["tpot"])
-    s = scenarios.scenario(ui.values(PAGE, SPEC))
-    found = scenarios.price(s)
-    if found is None:
-        st.info(
-            ui.t(
-                "No published rental price for {gpu} in the catalogue: type one (GPU price) to see the cost per million tokens.",
-                gpu=s.gpu,
-            )
-        )
-        return
-    usd, date, source = found
-    try:
-        frame, by_load, (best, plain) = scenarios.costs(s, a, usd)
-    except ValueError as exc:
-        ui.show_error(exc)
-        return
-    st.caption(
-        ui.t("at your price, USD {price:.2f} per GPU-hour", price=usd)
-        if s.price > 0
-        else ui.t(
-            "at USD {price:.2f} per GPU-hour, the catalogue's price for {gpu} ({date}, {source})",
-            price=usd,
-            gpu=s.gpu,
-            date=date,
-            source=source,
-        )
-    )
-    if best is None:
-        st.warning(ui.t("No K meets TPOT ≤ {ms} ms at any load measured.", ms=f"{s.tpot:g}"))
-    else:
-        line = ui.t(
-            "**Cheapest within the limit:** K = {k} at {n} in flight, USD {usd} per million output tokens.",
-            k=int(best["k"]),
-            n=int(best["concurrency"]),
-            usd=f"{best['usd_per_m']:.3g}",
-        )
-        if plain is not None:
-            line += " " + ui.t(
-                "Without speculation: USD {usd} at {n} in flight; speculation saves {saving}.",
-                usd=f"{plain['usd_per_m']:.3g}",
-                n=int(plain["concurrency"]),
-                saving=f"{1 - best['usd_per_m'] / plain['usd_per_m']:.0%}",
-            )
-        else:
-            line += " " + ui.t("Without speculation no load measured meets the limit.")
-        st.markdown(line)
-    missing, plain_missing = N_("no K meets the TPOT limit"), N_("K = 0 misses the TPOT limit")
-    ui.table(
-        by_load,
-        {
-            "concurrency": Col(N_("Requests in flight"), kind="int"),
-            "k": Col(N_("best K within the limit"), kind="int", missing=missing),
-            "tokens_per_s": Col(N_("tokens/s"), kind="number", digits=0, missing=missing),
-            "per_user": Col(N_("tokens/s per user"), kind="number", digits=1, missing=missing),
-            "usd_per_m": Col(N_("USD per M tokens"), kind="number", digits=3, missing=missing),
-            "plain_usd_per_m": Col(N_("USD per M tokens, K = 0"), kind="number", digits=3, missing=plain_missing),
-            "saving": Col(N_("saving"), kind="percent", digits=0, missing=plain_missing),
-        },
-    )
-    ui.chart(ui.figure(tune_figures.pareto, frame, usd, s.tpot / 1e3 or None, ui.language()))
-    st.caption(
-        ui.t(
-            "Each line is one K over the loads measured; dotted lines: equal cost per million output tokens (it depends on tokens/s per GPU alone)."
-        )
     )
 
 
@@ -324,7 +244,8 @@ def answer_section(s: scenarios.Scenario, all_points: list[dict]) -> None:
     texts = scenarios.exports(a, s.algorithm, static)
     for tab, text in zip(st.tabs(list(texts)), texts.values(), strict=True):
         tab.code(text, language="bash" if not text.lstrip().startswith("{") else "json", wrap_lines=True)
-    cost_section(s, a)
+    tune_sections.cost(s, a)
+    tune_sections.capacity(s, a, points)
 
 
 st.title(ui.t("Tune"))

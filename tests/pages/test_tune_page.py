@@ -210,3 +210,34 @@ def test_a_tune_over_prompt_lengths_shows_k_by_context_and_reads_the_chosen_one(
     assert [int(m.value) for m in at.metric] == [c.k for c in short.choices] and at.query_params["ctx"] == "64"
     at.number_input(key="tune.ctx").set_value(100).run()
     assert any("The tune has no prompt length 100: the answer below is for 64." in i.value for i in at.info)
+
+
+@pytest.mark.slow
+def test_capacity_gives_the_largest_batch_with_and_without_the_draft_and_says_when_loads_exceed_it(
+    tmp_path, monkeypatch
+):
+    """Issue 58 §3: the memory plan of the named models at the tune's context (prompt + output tokens)."""
+    from _tune_points import synthetic
+
+    from specviz.core import hardware
+
+    target, draft = "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-3B-Instruct"
+    at = open_app(PAGE, target=target, draft=draft, gpu="L4-24GB")
+    points = tune.read_points(scenarios.EXAMPLE)  # no prompt tokens counted: the prompts as given, plus the output
+    context = scenarios.capacity_context(points)
+    assert context == round(sum(p["output_tokens"] for p in points) / len(points))
+    plan = hardware.memory_plan(target, draft, "L4-24GB", 8, context, 6)
+    shown = {m.label: m.value for m in at.metric}
+    assert shown[f"Largest batch at L = {context:,} with speculation (K = 6)"] == f"{plan.max_batch:,} sequences"
+    assert shown["… without speculation"] == f"{plan.max_batch_plain:,} sequences"
+    assert 8 < plan.max_batch < plan.max_batch_plain and not at.warning and not at.error
+    monkeypatch.setenv(scenarios.ENV_DIR, str(tmp_path))
+    write_points(tmp_path / "busy", synthetic(0.01, 0.2, 0.1, 32, range(0, 4)))  # 32 in flight: more than fit
+    busy = open_app(PAGE, source="local", name="busy", target=target, draft=draft, gpu="L4-24GB")
+    assert any(w.value.startswith("At 32 in flight the draft's weights and KV cache do not fit") for w in busy.warning)
+    big = open_app(
+        PAGE, target="meta-llama/Llama-3.1-8B-Instruct", draft="meta-llama/Llama-3.2-3B-Instruct", gpu="L4-24GB"
+    )
+    assert any("The draft's weights do not fit beside the target's on 1 × L4-24GB" in w.value for w in big.warning)
+    none = open_app(PAGE)
+    assert any("Name the models the server runs" in c.value for c in none.caption)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from specviz.app import ui
+from specviz.app.scenarios import hardware as hw_scenarios
 from specviz.app.share import Param
 from specviz.base import settings
 from specviz.base.i18n import N_, Message
@@ -23,6 +24,8 @@ SOURCES = ("example", "local", "remote")
 EXAMPLE = DATA / "tune" / "llamacpp-bundled"  #: benchmarks/tune_bench.py's sweep, committed with its date
 ENDED = {"time": N_("its time limit"), "stop": N_("Stop was pressed")}  #: why a sweep ended early, as said
 GPUS = tuple(hardware.load_catalog()[1].index)
+MODELS = tuple(hardware.load_catalog()[0].index)
+DRAFTS = tuple(d for d in hw_scenarios.DRAFTS if d != hardware.NGRAM)  #: a catalogue model or a published head
 ENV_DIR = "SPECVIZ_TUNE_DIR"  #: where the page keeps its tunes (default: ~/.local/share/specviz/tunes)
 SPEC = (
     Param(
@@ -50,6 +53,8 @@ SPEC = (
     Param("gpus", 1, "int", 1, 64, label=N_("GPUs")),
     Param("price", 0.0, "float", 0.0, 1000.0, label=N_("GPU price, USD per GPU-hour (0: the catalogue's dated price)")),
     Param("tpot", 0.0, "float", 0.0, 10000.0, label=N_("TPOT limit (ms; 0: none)")),
+    Param("target", "", "choice", choices=("", *MODELS), label=N_("Target model (for the memory it leaves)")),
+    Param("draft", "", "choice", choices=("", *DRAFTS), label=N_("Draft model or head")),
 )
 
 
@@ -73,6 +78,8 @@ class Scenario:
     gpus: int = 1
     price: float = 0.0  #: USD per GPU-hour (0: the catalogue's dated price of the GPU, where it has one)
     tpot: float = 0.0  #: TPOT limit in ms (0: none)
+    target: str = ""  #: catalogue model the server runs ("": not given, no capacity)
+    draft: str = ""
 
 
 def scenario(view: dict) -> Scenario:
@@ -95,6 +102,8 @@ def scenario(view: dict) -> Scenario:
         view["gpus"],
         view["price"],
         view["tpot"],
+        view["target"],
+        view["draft"],
     )
 
 
@@ -201,6 +210,25 @@ def context_shown(s: Scenario, points: list[dict]) -> tuple[int, list[int]]:
     """(the context the answer is read at: the chosen one where measured, else the shortest; every context)."""
     measured = tuning.contexts(points)
     return (s.ctx if s.ctx in measured else measured[0]), measured
+
+
+def capacity_context(points: list[dict]) -> int:
+    """Tokens a sequence holds at the end: the server's mean prompt tokens (else the length asked) plus the
+    mean output tokens of ``points``."""
+    prompt = tuning.prompt_tokens(points)
+    if not math.isfinite(prompt):
+        prompt = float(max(tuning.context_of(p) for p in points))
+    output = [p["output_tokens"] for p in points if isinstance(p.get("output_tokens"), int | float)]
+    return round(prompt + (sum(output) / len(output) if output else 0.0))
+
+
+def capacity(s: Scenario, context: int, k: int, batch: int) -> hardware.MemoryPlan:
+    """:func:`hardware.memory_plan` of the named target and draft on ``s.gpus`` of the GPU (tensor parallel) at
+    ``context`` tokens per sequence, K = ``k`` and ``batch`` sequences; Message where the target is not named."""
+    if not s.target:
+        raise Message("name the target model to see the memory it leaves")
+    draft = s.draft or None
+    return hardware.memory_plan(s.target, draft, s.gpu, batch, context, k if draft else 0, tp_target=s.gpus)
 
 
 def schedule_frame(a: tuning.Answer) -> pd.DataFrame:

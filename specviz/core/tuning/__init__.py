@@ -8,6 +8,7 @@ from specviz.core.tuning.context import (
     context_of,
     contexts,
     k_by_context,
+    prompt_tokens,
 )
 from specviz.core.tuning.cost import cheapest, cost_by_load, priced, tokens_per_s_at_cost
 from specviz.core.tuning.fit import OWN, LoadFit, Profile, fit_load, mean_tokens, pooled_profile, predict
@@ -52,6 +53,7 @@ __all__ = [
     "pooled_profile",
     "predict",
     "priced",
+    "prompt_tokens",
     "read_profile",
     "single_k_errors",
     "static_vs_schedule",
