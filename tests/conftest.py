@@ -57,7 +57,12 @@ def spread_over_workers(config) -> None:
     import os
 
     option = config.option
-    if hasattr(config, "workerinput") or getattr(option, "numprocesses", "absent") is not None:
+    if hasattr(config, "workerinput"):  # xdist hands its workers the command line, not the options set here:
+        argv = config.workerinput.get("mainargv", [])  # a run spread here groups, as ``--dist loadgroup`` would
+        if not any(a.startswith(("-n", "--numprocesses", "--dist")) for a in argv[1:]):
+            option.loadgroup = True
+        return
+    if getattr(option, "numprocesses", "absent") is not None:
         return
     if config.getoption("usepdb", False) or config.getoption("collectonly", False):
         return
@@ -80,6 +85,7 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups into the node ids under loadgroup
 def pytest_collection_modifyitems(config, items):
     """Tests marked with one of :data:`SERIAL_GROUPS` share a worker (xdist's ``xdist_group``; the first such
     mark wins). Tests marked ``gpu`` run only where torch sees a CUDA device; elsewhere they are skipped, saying

@@ -106,6 +106,19 @@ def test_the_quick_tier_is_spread_over_workers_and_n_0_keeps_one_process():
     assert "workers" not in alone.stdout and " passed" in alone.stdout, alone.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: the run stays in one process")
+def test_a_spread_run_keeps_the_tests_of_one_shared_server_on_one_worker():
+    """conftest.SERIAL_GROUPS: the PostgreSQL cases share a worker (xdist's loadgroup, its ``@group`` node ids),
+    which the workers only learn from conftest (xdist hands them the command line, not the options set)."""
+    pytest.importorskip("xdist", reason="needs pytest-xdist (requirements-dev.txt)")
+    root = Path(__file__).resolve().parents[2]
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "tests/data/test_store_conflicts.py"]
+    env = os.environ | {"SPECVIZ_TEST_POSTGRES_URL": "postgresql://nobody@127.0.0.1:9/none"}  # collected, not run
+    ran = subprocess.run([*command, "-k", "rename"], cwd=root, capture_output=True, text=True, timeout=120, env=env)
+    assert "[postgres]@postgres" in ran.stdout and "[sqlite]@" not in ran.stdout, ran.stdout
+
+
 def _boolean_controls():
     import streamlit as st
 
