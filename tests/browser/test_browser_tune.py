@@ -53,9 +53,13 @@ def schedule_line(mix: dict[int, float] | None) -> str:
 def test_a_deep_link_draws_tokens_by_k_per_load_and_the_mixs_schedule(app_url, page):
     open_page(page, app_url + "/tune?mix=1%3A%201%2C%208%3A%203", charts=True)
     assert_no_exception(page, "/tune?mix=…")
-    legend = [t.strip() for t in page.locator(f"{PLOT} .legend .legendtext").all_text_contents()]
+    plots = page.locator(PLOT)
+    legend = [t.strip() for t in plots.first.locator(".legend .legendtext").all_text_contents()]
     assert legend == ["1 in flight", "2 in flight", "4 in flight", "8 in flight"]
     assert schedule_line({1: 1.0, 8: 3.0}) in page.locator(MAIN).inner_text()
+    pareto = plots.nth(plots.count() - 1)  # the cost section's Pareto, with its iso-cost lines labelled
+    labels = [t.strip() for t in pareto.locator(".annotation-text").all_text_contents()]
+    assert any(t.startswith("USD ") and t.endswith("/ M tokens") for t in labels), labels
 
 
 def test_typing_a_mix_follows_in_the_url_and_a_bad_one_is_named(app_url, page):
