@@ -47,12 +47,12 @@ def spread_over_workers(config) -> None:
     """Run the tests on pytest-xdist workers, as ``-n <cores> --dist loadgroup`` would, unless the command chose
     otherwise.
 
-    The quick tier's 2,400 tests are mostly short page runs; on 2 cores two workers take it from about 62 s
-    to about 51 s of wall time, and the whole suite from about 32 to about ?? minutes (docs/testing.md). xdist turns ``-n`` into its session in its own
+    On 2 cores two workers take the quick tier from about 62 s to about 51 s of wall time and the whole suite
+    from about 32 to about 16 minutes (docs/testing.md). xdist turns ``-n`` into its session in its own
     ``pytest_configure``, which runs last (``trylast``), so setting the same options here, first, is ``-n``
-    given late. Those options are xdist's command-line options; a worker (``workerinput``), a given ``-n``
-    (``-n 0`` keeps one process), ``--pdb``, ``--collect-only`` or an xdist without them leave the run as it is.
-    ``test_ui`` checks that a quick run is spread.
+    given late. Those are xdist's command-line options; a given ``-n`` (``-n 0`` keeps one process),
+    ``--pdb``, ``--collect-only`` or an xdist without them leave the run as it is. A worker only learns
+    ``loadgroup`` here. ``test_ui`` checks the spread and the grouping.
     """
     import os
 
