@@ -179,6 +179,7 @@ def answer_section(s: scenarios.Scenario, all_points: list[dict]) -> None:
         col.metric(ui.t("best K at {n} in flight", n=c.concurrency), c.k, f"{gain:+.0%}" if c.k else None)
     ui.chart(tune_figures.tokens_by_k(a.table, best, lang=ui.language()))
     st.caption(ui.t("Lines: predicted from each load's fitted round cost; dots: measured; rings: the best K."))
+    tune_sections.acceptance(s, points)
     fits = [vars(f) | {"measured_ks": ", ".join(map(str, f.measured_ks)), "how": ui.t(f.how)} for f in a.fits]
     ui.table(
         pd.DataFrame(fits),

@@ -7,6 +7,8 @@ import streamlit as st
 
 from specviz.app import ui
 from specviz.app.figures import tune as tune_figures
+from specviz.app.measured import views as measured_views
+from specviz.app.measured.columns import PRIOR_DOMAINS, PRIOR_METHODS
 from specviz.app.scenarios import tune as scenarios
 from specviz.app.scenarios.tune import PAGE, SPEC
 from specviz.app.scenarios.verdicts import memory_table
@@ -150,3 +152,35 @@ def capacity(s: scenarios.Scenario, a: tuning.Answer, points: list[dict]) -> Non
             share=f"{scenarios.hardware.USABLE_MEMORY:.0%}",
         )
     )
+
+
+def acceptance(s: scenarios.Scenario, points: list[dict]) -> None:
+    """The α this tune measured at its largest K beside a published prior's (``acceptance.domain_priors``)."""
+    measured = tuning.acceptance_by_context(points)
+    if measured.empty:
+        return
+    row = measured.iloc[0]
+    ui.selectbox(PAGE, P["published"], format_func=lambda key: " · ".join(measured_names(key)))
+    s = scenarios.scenario(ui.values(PAGE, SPEC))
+    priors = measured_views.domain_priors().set_index(["method", "domain"])
+    prior = priors.loc[tuple(s.published.split("/", 1))]
+    st.markdown(
+        ui.t(
+            "**Measured α = {alpha}** (E[N] = {mean} at K = {k}); published for {prior}: median α = {median} (range {lo}–{hi}, {rows} rows from {sources} sources).",
+            alpha=f"{row['alpha']:.3f}",
+            mean=f"{row['mean_tokens']:.2f}",
+            k=int(row["k"]),
+            prior=" · ".join(measured_names(s.published)),
+            median=f"{prior['alpha']:.3f}",
+            lo=f"{prior['alpha_lo']:.3f}",
+            hi=f"{prior['alpha_hi']:.3f}",
+            rows=int(prior["rows"]),
+            sources=int(prior["sources"]),
+        )
+    )
+
+
+def measured_names(key: str) -> tuple[str, str]:
+    """A prior's method and domain as shown, in the session's language."""
+    method, domain = key.split("/", 1)
+    return ui.t(PRIOR_METHODS.get(method, method)), ui.t(PRIOR_DOMAINS.get(domain, domain))

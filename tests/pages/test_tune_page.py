@@ -241,3 +241,17 @@ def test_capacity_gives_the_largest_batch_with_and_without_the_draft_and_says_wh
     assert any("The draft's weights do not fit beside the target's on 1 × L4-24GB" in w.value for w in big.warning)
     none = open_app(PAGE)
     assert any("Name the models the server runs" in c.value for c in none.caption)
+
+
+def test_the_measured_alpha_stands_beside_the_chosen_published_prior():
+    """Issue 58 §5: once measured, the tune's α against the published α of a method and task domain."""
+    from specviz.core import acceptance
+
+    at = open_app(PAGE, published="eagle3/code")
+    measured = tuning.acceptance_by_context(tune.read_points(scenarios.EXAMPLE)).iloc[0]
+    prior = (
+        acceptance.domain_priors(acceptance.load_reference()).set_index(["method", "domain"]).loc[("eagle3", "code")]
+    )
+    line = next(m.value for m in at.markdown if m.value.startswith("**Measured α"))
+    assert f"**Measured α = {measured['alpha']:.3f}** (E[N] = {measured['mean_tokens']:.2f} at K = 6)" in line
+    assert f"published for EAGLE3 · code: median α = {prior['alpha']:.3f}" in line and not at.error

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from specviz.app import ui
+from specviz.app.measured.scenarios import PRIOR_KEYS
 from specviz.app.scenarios import hardware as hw_scenarios
 from specviz.app.share import Param
 from specviz.base import settings
@@ -55,6 +56,13 @@ SPEC = (
     Param("tpot", 0.0, "float", 0.0, 10000.0, label=N_("TPOT limit (ms; 0: none)")),
     Param("target", "", "choice", choices=("", *MODELS), label=N_("Target model (for the memory it leaves)")),
     Param("draft", "", "choice", choices=("", *DRAFTS), label=N_("Draft model or head")),
+    Param(
+        "published",
+        "eagle3/chat" if "eagle3/chat" in PRIOR_KEYS else PRIOR_KEYS[0],
+        "choice",
+        choices=PRIOR_KEYS,
+        label=N_("Compare the measured α with the published α of (method/domain)"),
+    ),
 )
 
 
@@ -80,6 +88,7 @@ class Scenario:
     tpot: float = 0.0  #: TPOT limit in ms (0: none)
     target: str = ""  #: catalogue model the server runs ("": not given, no capacity)
     draft: str = ""
+    published: str = "eagle3/chat"  #: the published prior (method/domain) the measured α is compared with
 
 
 def scenario(view: dict) -> Scenario:
@@ -104,6 +113,7 @@ def scenario(view: dict) -> Scenario:
         view["tpot"],
         view["target"],
         view["draft"],
+        view["published"],
     )
 
 
