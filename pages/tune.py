@@ -28,7 +28,7 @@ def setup() -> scenarios.Scenario:
     """The measurements' source and, for a new tune, its plan."""
     ui.radio(PAGE, P["source"], horizontal=True)
     s = scenarios.scenario(ui.values(PAGE, SPEC))
-    if s.source == "example":
+    if s.source in scenarios.EXAMPLES:
         return s
     c1, c2, c3 = st.columns([2, 3, 1])
     with c1:
@@ -267,13 +267,19 @@ try:
 except ValueError as exc:
     ui.show_error(exc)
     where = None
-if where is not None and s.source != "example":
+if where is not None and s.source not in scenarios.EXAMPLES:
     run_section(s)
 points = tune.read_points(where) if where is not None else []
 if s.source == "example":
     st.info(
         ui.t(
             "The example: the bundled pair on llama.cpp's llama-server, measured by benchmarks/tune_bench.py (docs/tune.md)."
+        )
+    )
+elif s.source == "lengths":
+    st.info(
+        ui.t(
+            "The example over prompt lengths: the bundled pair on llama.cpp's llama-server at 64, 192 and 320 prompt tokens, measured with specviz tune (data/tune/README.md)."
         )
     )
 if points:

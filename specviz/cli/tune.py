@@ -123,4 +123,7 @@ def _local(plan, out: Path, args, prompts, policy):
 
 def _say(p) -> None:
     if p.k >= 0:
-        print(f"[{p.saved}/{p.total}] K = {p.k}, {p.concurrency} in flight ({p.elapsed_s:.0f} s)", file=sys.stderr)
+        length = f", prompts of {p.context} tokens" if p.context else ""
+        print(
+            f"[{p.saved}/{p.total}] K = {p.k}, {p.concurrency} in flight{length} ({p.elapsed_s:.0f} s)", file=sys.stderr
+        )

@@ -255,3 +255,14 @@ def test_the_measured_alpha_stands_beside_the_chosen_published_prior():
     line = next(m.value for m in at.markdown if m.value.startswith("**Measured α"))
     assert f"**Measured α = {measured['alpha']:.3f}** (E[N] = {measured['mean_tokens']:.2f} at K = 6)" in line
     assert f"published for EAGLE3 · code: median α = {prior['alpha']:.3f}" in line and not at.error
+
+
+def test_the_example_over_prompt_lengths_opens_on_its_k_map_and_acceptance_by_length():
+    at = open_app(PAGE, source="lengths")
+    points = tune.read_points(scenarios.EXAMPLES["lengths"])
+    assert tuning.contexts(points) == [64, 192, 320] and not at.error
+    heat = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    assert heat["type"] == "heatmap" and heat["y"] == ["64", "192", "320"] and heat["x"] == ["1", "4"]
+    table = at.dataframe[0].value
+    assert list(table.iloc[:, 1]) == [64, 192, 320]  # the prompt tokens the server counted: as asked
+    assert any("The example over prompt lengths" in i.value for i in at.info)

@@ -65,7 +65,7 @@ def test_padded_prompts_reach_the_length_asked_end_with_their_prompt_and_differ_
     assert [len(p) for p in padded] == [150] * 3
     assert all(p.endswith(q) for p, q in zip(padded, PROMPTS, strict=True))
     assert len({p[:40] for p in padded}) == 3
-    assert loadgen.padded_prompts(PROMPTS, 1, 1.0) == PROMPTS  # shorter than a prompt: the prompt alone
+    assert loadgen.padded_prompts(PROMPTS, 6, 1.0) == ["in():\n", "rser:\n", "as np\n"]  # cut from the front
     with pytest.raises(Message, match="chars per token must be a number > 0"):
         loadgen.padded_prompts(PROMPTS, 10, 0.0)
 

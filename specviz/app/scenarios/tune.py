@@ -21,8 +21,9 @@ from specviz.core import configs, hardware, serving, tuning
 from specviz.servers import tune
 
 PAGE = "tune"
-SOURCES = ("example", "local", "remote")
+SOURCES = ("example", "lengths", "local", "remote")
 EXAMPLE = DATA / "tune" / "llamacpp-bundled"  #: benchmarks/tune_bench.py's sweep, committed with its date
+EXAMPLES = {"example": EXAMPLE, "lengths": DATA / "tune" / "llamacpp-bundled-lengths"}  #: shipped tunes
 ENDED = {"time": N_("its time limit"), "stop": N_("Stop was pressed")}  #: why a sweep ended early, as said
 GPUS = tuple(hardware.load_catalog()[1].index)
 MODELS = tuple(hardware.load_catalog()[0].index)
@@ -35,7 +36,12 @@ SPEC = (
         "choice",
         choices=SOURCES,
         label=N_("Measurements"),
-        labels=(N_("the example tune"), N_("start llama-server here"), N_("a running server")),
+        labels=(
+            N_("the example tune"),
+            N_("the example over prompt lengths"),
+            N_("start llama-server here"),
+            N_("a running server"),
+        ),
     ),
     Param("name", "my-tune", "text", hi=60, label=N_("Tune name")),
     Param("url", "", "text", hi=300, label=N_("Server URL")),
@@ -125,8 +131,8 @@ def tunes_dir() -> Path:
 
 def folder(s: Scenario) -> Path:
     """The scenario's tune folder: the shipped example, or its name under :func:`tunes_dir`."""
-    if s.source == "example":
-        return EXAMPLE
+    if s.source in EXAMPLES:
+        return EXAMPLES[s.source]
     name = s.name
     if not name or not all(ch.isalnum() or ch in "-_." for ch in name) or name.startswith("."):
         raise Message(
@@ -136,9 +142,9 @@ def folder(s: Scenario) -> Path:
 
 
 def prior_points(s: Scenario, context: int = 0) -> list[dict]:
-    """The points of the earlier tune named in ``s.prior`` ("example": the shipped one) at ``context`` where it
+    """The points of the earlier tune named in ``s.prior`` (a key of :data:`EXAMPLES`: a shipped one) at ``context`` where it
     measured it, else at its shortest; Message where it has none."""
-    where = EXAMPLE if s.prior == "example" else folder(Scenario(**{**vars(s), "source": "local", "name": s.prior}))
+    where = EXAMPLES.get(s.prior) or folder(Scenario(**{**vars(s), "source": "local", "name": s.prior}))
     points = tune.read_points(where)
     if not points:
         raise Message("no tune named {name!r} has points here", name=s.prior)

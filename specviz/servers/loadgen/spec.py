@@ -147,9 +147,10 @@ def bundled_prompts() -> list[str]:
 
 
 def padded_prompts(prompts: list[str], tokens: int, chars_per_token: float) -> list[str]:
-    """Each prompt after a preamble of the others (from the next one on, in turn, repeated as needed) so that
-    the whole is about ``tokens`` long: ⌈``tokens`` · ``chars_per_token``⌉ characters, the prompt itself kept
-    whole at the end. Each preamble starts elsewhere, so no two requests share a long prefix."""
+    """Each prompt brought to about ``tokens`` tokens, ⌈``tokens`` · ``chars_per_token``⌉ characters: after a
+    preamble of the others (from the next one on, in turn, repeated as needed), the prompt kept whole at the
+    end; a prompt already longer keeps its last characters. Each preamble starts elsewhere, so no two
+    requests share a long prefix."""
     if not prompts or any(not p for p in prompts):
         raise Message("padding needs non-empty prompts")
     if not (math.isfinite(chars_per_token) and chars_per_token > 0):
@@ -157,6 +158,9 @@ def padded_prompts(prompts: list[str], tokens: int, chars_per_token: float) -> l
     want = math.ceil(tokens * chars_per_token)
     out = []
     for i, prompt in enumerate(prompts):
+        if len(prompt) >= want:
+            out.append(prompt[len(prompt) - want :])
+            continue
         need = want - len(prompt) - 2
         parts, size, j = [], 0, i + 1
         while size < need:
