@@ -48,7 +48,7 @@ def spread_over_workers(config) -> None:
     otherwise.
 
     On 2 cores two workers take the quick tier from about 62 s to about 51 s of wall time and the whole suite
-    from about 32 to about 16 minutes (docs/testing.md). xdist turns ``-n`` into its session in its own
+    in about 16 minutes (docs/testing.md). xdist turns ``-n`` into its session in its own
     ``pytest_configure``, which runs last (``trylast``), so setting the same options here, first, is ``-n``
     given late. Those are xdist's command-line options; a given ``-n`` (``-n 0`` keeps one process),
     ``--pdb``, ``--collect-only`` or an xdist without them leave the run as it is. A worker only learns
