@@ -90,7 +90,7 @@ def sweep_check(pair: str, gpu: str, tp: int, engine: str, alpha: float, n_loads
                 )
 
             ref[i, k] = serving.open_loop_point(
-                price, rate, rounds[k], grid.prefill_s[k], grid.mean_tokens[k], grid.cap
+                price, rate, rounds[k], grid.prefill_s[k], grid.mean_tokens[k], grid.option_caps()[k]
             )["tpot_s"]
     t_loop = time.perf_counter() - t0
     got = frame["tpot_s"].to_numpy().reshape(loads.size, len(options))

@@ -67,3 +67,26 @@ def test_an_open_loop_rate_bound_uses_each_options_own_cap(small):
     2.5 times the sequences, serves more requests/s than any K on this GPU."""
     rates = serving.max_rate(small, OUTPUT, tpot_s=1.0, ttft_s=600.0).set_index("k")["max_rps"]
     assert rates.loc[0] > rates.drop(0).max()
+
+
+@pytest.mark.slow
+def test_the_vectorised_chain_matches_the_per_point_loop_at_each_options_own_cap(small):
+    """steady_state (every option at once, each capped on its own) against serving.open_loop_point (one option,
+    its cap, the chain walked level by level) at a rate where K = 3 runs at its cap of 4 and K = 0 does not."""
+    rate = 0.2
+    f = serving.steady_state(small, OUTPUT, [rate], mode="open").set_index("k")
+    rounds = (OUTPUT.mean - 1) / small.mean_tokens
+    for j in (0, 3):
+
+        def price(b, j=j):
+            return float(
+                serving.round_seconds(
+                    PAIR["target"], PAIR["draft"], "L4-24GB", small.options, [b], small.context, efficiency="vllm"
+                )[0, j]
+            )
+
+        ref = serving.open_loop_point(
+            price, rate, rounds[j], small.prefill_s[j], small.mean_tokens[j], small.option_caps()[j]
+        )
+        assert f.loc[j, "tpot_s"] == pytest.approx(ref["tpot_s"], rel=2e-3)
+        assert f.loc[j, "batch"] == pytest.approx(ref["batch"], rel=2e-3)
