@@ -265,7 +265,9 @@ def test_vectorised_solve_matches_the_per_point_reference(grid):
         def price(b, k=k):
             return float(serving.round_seconds(TARGET, DRAFT, GPU, opts, [b], ctx, efficiency="vllm")[0, k])
 
-        ref = serving.open_loop_point(price, load, rounds[k], grid.prefill_s[k], grid.mean_tokens[k], grid.option_caps()[k])
+        ref = serving.open_loop_point(
+            price, load, rounds[k], grid.prefill_s[k], grid.mean_tokens[k], grid.option_caps()[k]
+        )
         assert row["tpot_s"] == pytest.approx(ref["tpot_s"], rel=2e-3)
         assert row["batch"] == pytest.approx(ref["batch"], rel=2e-3)
 

@@ -3,6 +3,7 @@ the static-vs-schedule gain, and the leave-one-load-out check on points made fro
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -101,18 +102,29 @@ def test_a_remote_tune_at_one_k_predicts_the_others_with_the_carried_profile():
     assert all(got[p["k"]] == pytest.approx(p["tpot_s"]) for p in truth)
 
 
-def test_leave_one_load_out_is_exact_when_every_load_shares_o_and_r():
+def test_leave_one_load_out_is_exact_when_every_load_shares_the_rounds_fixed_seconds_and_r():
+    """A round's fixed work o·T0 carries between loads in seconds (T0 grows with the load, that work hardly
+    does); r in target steps. Loads sharing both are predicted exactly; sharing o in steps instead, they are
+    not, unless T0 is the same."""
     geometric = [0.7**i for i in range(1, 7)]  # what an anchor's tail extrapolates is then the truth
-    points = [p for c in (1, 2, 4) for p in synthetic(2e-3 * c, 0.3, 0.12, c, range(0, 5), geometric)]
+    seconds = 6e-4  # o·T0 at every load
+    points = [p for c in (1, 2, 4) for p in synthetic(2e-3 * c, seconds / (2e-3 * c), 0.12, c, range(0, 5), geometric)]
     errs = tuning.single_k_errors(points)
     assert len(errs) == 3 * 4 * 4  # 3 loads × 4 anchors × the 4 other K
     assert errs[["tpot_err", "tokens_per_s_err"]].abs().max().max() < 1e-9
+    steps = [p for c in (1, 2, 4) for p in synthetic(2e-3 * c, 0.3, 0.12, c, range(0, 5), geometric)]
+    assert tuning.single_k_errors(steps)["tpot_err"].abs().max() > 0.01
+    same_t0 = [p for c in (1, 2, 4) for p in synthetic(2e-3, 0.3, 0.12, c, range(0, 5), geometric)]
+    assert tuning.single_k_errors(same_t0)[["tpot_err", "tokens_per_s_err"]].abs().max().max() < 1e-9
 
 
 def test_the_profile_of_an_answer_round_trips_and_bad_fields_are_named():
     a = tuning.analyse([p for c in (1, 2) for p in synthetic(2e-3, 0.3, 0.12, c, [0, 2, 4])])
-    back = tuning.read_profile(tuning.answer_json(a))
-    assert (back.overhead, back.per_token) == pytest.approx((0.3, 0.12))
+    profile = {"profile": tuning.answer_json(a)["profile"]}
+    back = tuning.read_profile(json.loads(json.dumps(profile, allow_nan=False)))
+    assert (back.overhead, back.per_token, back.overhead_s) == pytest.approx((0.3, 0.12, 0.3 * 2e-3))
+    old = tuning.answer_json(a) | {"profile": {"overhead": 0.3, "per_token": 0.12, "source": "before seconds"}}
+    assert math.isnan(tuning.read_profile(old).overhead_s)  # an answer.json from before: o carried in steps
     with pytest.raises(Message, match="profile field per_token must be a finite number; got 'x'"):
         tuning.read_profile({"profile": {"overhead": 0.1, "per_token": "x"}})
     assert math.isfinite(a.choices[0].tokens_per_s)

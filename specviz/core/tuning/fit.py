@@ -52,11 +52,13 @@ def mean_tokens(shares: Sequence[float], k) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Profile:
-    """A stack's round shape in target steps, carried from one load or one tune to another: o and r."""
+    """A round's shape carried between loads or tunes: o, r in target steps, o in seconds (NaN: unknown), which
+    a load without K = 0 takes: a round's fixed work grows far less with the batch than the target's step."""
 
     overhead: float
     per_token: float
     source: str  #: where the figures come from (a tune's name and loads, or "default")
+    overhead_s: float = math.nan
 
 
 def _round_steps(points: Sequence[dict]) -> tuple[np.ndarray, np.ndarray]:
@@ -89,10 +91,13 @@ def fit_load(points: Sequence[dict], concurrency: int, profile: Profile | None =
         if not len(ks):
             return LoadFit(concurrency, t0, math.nan, math.nan, measured, OWN)
     elif len(ks) and profile is not None:
-        t0 = float(np.mean(rs / (1.0 + profile.overhead + profile.per_token * ks)))
-        return LoadFit(
-            concurrency, t0, profile.overhead, profile.per_token, measured, N_("T0 fitted, o and r from the profile")
-        )
+        r = profile.per_token
+        if math.isfinite(profile.overhead_s):  # R = T0 (1 + r K) + o_s: o carried in seconds
+            t0 = float(np.mean((rs - profile.overhead_s) / (1.0 + r * ks)))
+            o = profile.overhead_s / t0
+        else:
+            t0, o = float(np.mean(rs / (1.0 + profile.overhead + r * ks))), profile.overhead
+        return LoadFit(concurrency, t0, o, r, measured, N_("T0 fitted, o and r from the profile"))
     raise Message(
         "at {c} requests in flight the points measured (K = {ks}) cannot fix the round cost: measure K = 0 and two "
         "draft lengths, or give a profile",
@@ -102,11 +107,12 @@ def fit_load(points: Sequence[dict], concurrency: int, profile: Profile | None =
 
 
 def pooled_profile(fits: Sequence[LoadFit], source: str) -> Profile:
-    """o and r averaged over the loads fitted from their own points."""
+    """o (in target steps and in seconds, o · T0) and r averaged over the loads fitted from their own points."""
     own = [f for f in fits if f.how == OWN and math.isfinite(f.per_token)]
     if not own:
         raise Message("no load has K = 0 and two draft lengths measured: there is no profile to carry")
-    return Profile(float(np.mean([f.overhead for f in own])), float(np.mean([f.per_token for f in own])), source)
+    o, r = float(np.mean([f.overhead for f in own])), float(np.mean([f.per_token for f in own]))
+    return Profile(o, r, source, float(np.mean([f.overhead * f.t0_s for f in own])))
 
 
 def predict(fit: LoadFit, shares: Sequence[float], ks, ttft_s, output_tokens: float) -> dict[str, np.ndarray]:

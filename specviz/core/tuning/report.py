@@ -12,12 +12,17 @@ from specviz.core.tuning.fit import Profile
 def answer_json(answer: Answer) -> dict:
     """The fitted lines, the profile, the best K per load, the tiers and the predicted/measured table."""
     return {
-        "profile": None if answer.profile is None else vars(answer.profile),
+        "profile": None if answer.profile is None else _no_nan(vars(answer.profile)),
         "fits": [vars(f) | {"measured_ks": list(f.measured_ks)} for f in answer.fits],
         "best": [vars(c) for c in answer.choices],
         "tiers": [list(t) for t in answer.tiers],
         "table": answer.table.to_dict(orient="records"),
     }
+
+
+def _no_nan(d: dict) -> dict:
+    """``d`` with NaN numbers as None (JSON has no NaN)."""
+    return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in d.items()}
 
 
 def read_profile(d: dict) -> Profile:
@@ -31,7 +36,10 @@ def read_profile(d: dict) -> Profile:
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
             raise Message("profile field {field} must be a finite number; got {value!r}", field=key, value=v)
         values[key] = float(v)
-    return Profile(values["overhead"], values["per_token"], str(p.get("source", "a profile file")))
+    seconds = p.get("overhead_s")  # answer.json files written before it carried seconds have none
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
+        seconds = math.nan
+    return Profile(values["overhead"], values["per_token"], str(p.get("source", "a profile file")), float(seconds))
 
 
 def answer_text(answer: Answer, why: str, saved: int, total: int) -> str:
@@ -39,7 +47,8 @@ def answer_text(answer: Answer, why: str, saved: int, total: int) -> str:
     lines = [f"points: {saved} of {total} ({why})"]
     if answer.profile is not None:
         p = answer.profile
-        lines.append(f"profile ({p.source}): o = {p.overhead:.3f}, r = {p.per_token:.3f} target steps")
+        ms = "" if not math.isfinite(p.overhead_s) else f" (o = {p.overhead_s * 1e3:.3f} ms)"
+        lines.append(f"profile ({p.source}): o = {p.overhead:.3f}, r = {p.per_token:.3f} target steps{ms}")
     lines.append("load  T0 ms      o      r  how")
     for f in answer.fits:
         lines.append(f"{f.concurrency:4d} {f.t0_s * 1e3:6.2f} {f.overhead:6.3f} {f.per_token:6.3f}  {f.how}")
