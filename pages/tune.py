@@ -5,7 +5,7 @@ import threading
 import pandas as pd
 import streamlit as st
 
-from specviz.app import monitor_load, queues, router, tune_sections, ui
+from specviz.app import monitor_load, queues, router, tune_aiperf, tune_sections, ui
 from specviz.app.figures import tune as tune_figures
 from specviz.app.scenarios import tune as scenarios
 from specviz.app.scenarios.tune import PAGE, SPEC
@@ -30,6 +30,9 @@ def setup() -> scenarios.Scenario:
     s = scenarios.scenario(ui.values(PAGE, SPEC))
     if s.source in scenarios.EXAMPLES:
         return s
+    if s.source == "aiperf":
+        ui.number_input(PAGE, P["k_files"])
+        return scenarios.scenario(ui.values(PAGE, SPEC))
     c1, c2, c3 = st.columns([2, 3, 1])
     with c1:
         ui.text_box(PAGE, P["name"], help=ui.t("Run the same tune again to resume it: measured points are kept"))
@@ -103,6 +106,28 @@ def run_section(s: scenarios.Scenario) -> None:
                 n=len(points),
             )
         )
+
+
+def aiperf_points(s: scenarios.Scenario) -> list[dict]:
+    """The uploaded AIPerf exports as points, one file per (K, load); the file at fault named."""
+    files = ui.file_uploader(
+        ui.t("AIPerf profile exports (profile_export_aiperf.json), one per K and load"),
+        ["json"],
+        key=ui.key(PAGE, "aiperf_files"),
+        accept_multiple_files=True,
+    )
+    if not files:
+        st.info(
+            ui.t(
+                "Upload one AIPerf export per K and load: aiperf profile --concurrency C against the server at each K."
+            )
+        )
+        return []
+    try:
+        return tune_aiperf.aiperf_points([(f.name, f.getvalue()) for f in files], s.k_files)
+    except ValueError as exc:
+        ui.show_error(exc)
+        return []
 
 
 def confirm_section(prior: tuple, points: list[dict]) -> None:
@@ -262,14 +287,17 @@ except ValueError as exc:
     WHO = access.anonymous()
 ui.restore(PAGE, SPEC)
 s = setup()
-try:
-    where = scenarios.folder(s)
-except ValueError as exc:
-    ui.show_error(exc)
-    where = None
-if where is not None and s.source not in scenarios.EXAMPLES:
-    run_section(s)
-points = tune.read_points(where) if where is not None else []
+where, points = None, []
+if s.source == "aiperf":
+    points = aiperf_points(s)
+else:
+    try:
+        where = scenarios.folder(s)
+    except ValueError as exc:
+        ui.show_error(exc)
+    if where is not None and s.source not in scenarios.EXAMPLES:
+        run_section(s)
+    points = tune.read_points(where) if where is not None else []
 if s.source == "example":
     st.info(
         ui.t(

@@ -81,3 +81,30 @@ def test_the_chinese_page(app_url, page):
     open_page(page, app_url + "/tune?lang=zh", charts=True)
     assert page.locator(f"{MAIN} h1").first.inner_text().strip() == "调优"
     assert_no_exception(page, "/tune?lang=zh")
+
+
+def test_aiperf_exports_uploaded_are_fitted_and_a_duplicate_is_named(app_url, page, tmp_path):
+    """Two AIPerf exports (K = 3 with vLLM's speculative totals, K = 0 without) at 8 in flight: the page
+    fits the load from them with the example tune's o and r and shows its best K; the same file twice is
+    refused by name."""
+    import json
+
+    from specviz.base.paths import ROOT
+
+    spec = ROOT / "tests" / "fixtures" / "formats" / "aiperf-profile-export.json"
+    plain = json.loads(spec.read_text())
+    for key in ("pooled_spec_decode_acceptance_histogram", "total_spec_decode_steps", "total_draft_tokens",
+                "total_accepted_draft_tokens", "spec_decode_overall_draft_acceptance_rate"):  # fmt: skip
+        plain.pop(key)
+    (tmp_path / "k0.json").write_text(json.dumps(plain))
+    open_page(page, app_url + "/tune?source=aiperf&prior=example")
+    uploader = page.locator('[data-testid="stFileUploader"] input[type="file"]')
+    uploader.set_input_files([str(spec), str(tmp_path / "k0.json")])
+    metric = page.locator('[data-testid="stMetric"]').first
+    metric.wait_for(timeout=RUN_TIMEOUT_MS)
+    assert "best K at 8 in flight" in metric.inner_text()
+    assert_no_exception(page, "/tune?source=aiperf with two exports")
+    uploader.set_input_files([str(spec), str(spec)])
+    error = page.locator('[data-testid="stAlertContentError"]').first
+    error.wait_for(timeout=RUN_TIMEOUT_MS)
+    assert "both measure K = 3 at 8 in flight; keep one" in error.inner_text()

@@ -21,7 +21,7 @@ from specviz.core import configs, hardware, serving, tuning
 from specviz.servers import tune
 
 PAGE = "tune"
-SOURCES = ("example", "lengths", "local", "remote")
+SOURCES = ("example", "lengths", "local", "remote", "aiperf")
 EXAMPLE = DATA / "tune" / "llamacpp-bundled"  #: benchmarks/tune_bench.py's sweep, committed with its date
 EXAMPLES = {"example": EXAMPLE, "lengths": DATA / "tune" / "llamacpp-bundled-lengths"}  #: shipped tunes
 ENDED = {"time": N_("its time limit"), "stop": N_("Stop was pressed")}  #: why a sweep ended early, as said
@@ -41,11 +41,13 @@ SPEC = (
             N_("the example over prompt lengths"),
             N_("start llama-server here"),
             N_("a running server"),
+            N_("AIPerf exports"),
         ),
     ),
     Param("name", "my-tune", "text", hi=60, label=N_("Tune name")),
     Param("url", "", "text", hi=300, label=N_("Server URL")),
     Param("k", 4, "int", 0, 16, label=N_("The server's K")),
+    Param("k_files", 0, "int", 0, 16, label=N_("K for exports that do not state it (0: no speculation)")),
     Param("ks", [0, 1, 2, 3, 4, 5, 6], "ints", 0, 16, label=N_("Draft lengths K (0: none)")),
     Param("conc", [1, 2, 4, 8], "ints", 1, 64, label=N_("Requests in flight")),
     Param("contexts", [0], "ints", 0, 131072, label=N_("Prompt lengths in tokens (0: the prompts as they are)")),
@@ -78,6 +80,7 @@ class Scenario:
     name: str
     url: str
     k: int
+    k_files: int
     ks: tuple[int, ...]
     conc: tuple[int, ...]
     contexts: tuple[int, ...]
@@ -103,6 +106,7 @@ def scenario(view: dict) -> Scenario:
         view["name"].strip(),
         view["url"].strip(),
         view["k"],
+        view["k_files"],
         tuple(view["ks"]),
         tuple(view["conc"]),
         tuple(view["contexts"]),
