@@ -267,9 +267,11 @@ def answer_section(s: scenarios.Scenario, all_points: list[dict]) -> None:
         confirm_section(prior, points)
     ui.text_box(PAGE, P["mix"], placeholder="1: 0.5, 8: 0.5")
     ui.selectbox(PAGE, P["algorithm"])
-    texts = scenarios.exports(a, s.algorithm, static)
-    for tab, text in zip(st.tabs(list(texts)), texts.values(), strict=True):
+    texts, notes = scenarios.exports(a, s.algorithm, static), scenarios.switching_notes(a)
+    for tab, (stack, text) in zip(st.tabs(list(texts)), texts.items(), strict=True):
         tab.code(text, language="bash" if not text.lstrip().startswith("{") else "json", wrap_lines=True)
+        if stack in notes:
+            tab.caption(notes[stack])
     tune_sections.cost(s, a)
     tune_sections.capacity(s, a, points)
 

@@ -14,7 +14,7 @@ from _apps import open_app, rerun, shown_errors
 from _messages import CJK
 from _tiers import first_quick
 
-from specviz.core import hardware, profiles, serving
+from specviz.core import configs, hardware, profiles, serving
 
 PAGE = "pages/serving.py"
 VIEWS = {"pareto": ["serving.fig_pareto"], "tpot": ["serving.fig_tpot"], "table": [], "schedule": []}
@@ -347,3 +347,15 @@ def test_the_caption_gives_the_memory_cap_with_and_without_the_draft():
         f"at most {spec} sequences fit in a batch with the draft" in c.value and f"{plain} without" in c.value
         for c in at.caption
     ), [c.value for c in at.caption]
+
+
+@pytest.mark.slow
+def test_the_schedule_view_says_what_k_0_costs_where_the_schedule_turns_speculation_off():
+    grid, _, _ = library_answer()
+    schedule = serving.k_by_batch(grid, serving.Lengths.fixed(256))
+    at = open_app(PAGE, view="schedule")
+    said = [c.value for c in at.caption]
+    vllm = configs.switching.SWITCHING["vLLM"]
+    shown = any(c.startswith(vllm.while_off) for c in said)
+    assert shown == configs.switching.switches_off(schedule["k"].tolist())
+    assert shown  # the default pair turns speculation off at large batches

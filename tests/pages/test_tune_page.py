@@ -266,3 +266,14 @@ def test_the_example_over_prompt_lengths_opens_on_its_k_map_and_acceptance_by_le
     table = at.dataframe[0].value
     assert list(table.iloc[:, 1]) == [64, 192, 320]  # the prompt tokens the server counted: as asked
     assert any("The example over prompt lengths" in i.value for i in at.info)
+
+
+def test_a_schedule_that_turns_speculation_off_says_what_each_stack_does_at_k_0_and_back_on():
+    """The example's schedule is K = 6 at 1 in flight and 0 from 2 on: each stack that switches K by batch says
+    what its K = 0 tier costs and what turning speculation back on costs, with the source it was read in."""
+    at = open_app(PAGE)
+    assert configs.switching.switches_off([c.k for c in example_answer().choices])
+    said = [c.value for c in at.caption]
+    for stack, sw in configs.switching.SWITCHING.items():
+        assert any(c.startswith(sw.while_off) and sw.source in c for c in said), stack
+    assert not configs.switching.switches_off([3, 3, 2]) and not configs.switching.switches_off([0, 0])

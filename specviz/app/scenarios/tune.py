@@ -284,6 +284,17 @@ def exports(a: tuning.Answer, algorithm: str, static_k: int | None) -> dict[str,
     return out
 
 
+def switching_notes(a: tuning.Answer) -> dict[str, str]:
+    """Per stack that switches K by batch, what its K = 0 tier costs and what turning speculation back on costs,
+    where the schedule turns it off at some load and on at another (empty otherwise)."""
+    if not configs.switching.switches_off([c.k for c in a.choices]):
+        return {}
+    return {
+        stack: f"{ui.t(sw.while_off)} {ui.t(sw.back_on)} ({sw.source})"
+        for stack, sw in configs.switching.SWITCHING.items()
+    }
+
+
 def _json(d) -> str:
     return json.dumps(d, indent=1)
 
