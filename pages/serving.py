@@ -233,7 +233,7 @@ def show_schedules(grid, output, frame: pd.DataFrame, draft, kv: str) -> None:
         st.code(body, language="yaml" if "yaml" in name else "bash")
         sw = configs.switching.SWITCHING.get(name.split()[0]) if off else None
         if sw is not None and name.split()[0] in ("vLLM", "TensorRT-LLM"):  # the two that switch K by batch here
-            st.caption(f"{ui.t(sw.while_off)} {ui.t(sw.back_on)} ({sw.source})")
+            st.caption(f"{ui.t(sw.while_off)} {ui.t(sw.back_on)} (`{sw.source}`)")
         st.download_button(
             ui.t("Download"), body, f"specviz-{i}.txt", "text/plain", key=key(f"dl_sched_{i}"), on_click="ignore"
         )

@@ -290,7 +290,7 @@ def switching_notes(a: tuning.Answer) -> dict[str, str]:
     if not configs.switching.switches_off([c.k for c in a.choices]):
         return {}
     return {
-        stack: f"{ui.t(sw.while_off)} {ui.t(sw.back_on)} ({sw.source})"
+        stack: f"{ui.t(sw.while_off)} {ui.t(sw.back_on)} (`{sw.source}`)"
         for stack, sw in configs.switching.SWITCHING.items()
     }
 
