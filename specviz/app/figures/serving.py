@@ -129,7 +129,12 @@ def pareto(
                 ),
             )
         )
-    add_cost_lines(fig, usd_per_gpu_hour, ok["tokens_per_s_per_gpu"], lang)
+    return pareto_finish(fig, usd_per_gpu_hour, ok["tokens_per_s_per_gpu"], lang)
+
+
+def pareto_finish(fig: go.Figure, usd_per_gpu_hour: float | None, per_gpu, lang: str) -> go.Figure:
+    """A Pareto's iso-cost lines (:func:`add_cost_lines`), its axis titles and its two log axes."""
+    add_cost_lines(fig, usd_per_gpu_hour, per_gpu, lang)
     fig = _layout(fig, text(lang, "tokens/s per user (1 / TPOT)"), text(lang, "output tokens/s per GPU"))
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log")

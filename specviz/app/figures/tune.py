@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from specviz.app.figures.design import compact
 from specviz.app.figures.measured import _layout, _series_color
-from specviz.app.figures.serving import PLAIN_COLOR, add_cost_lines, shade_sla
+from specviz.app.figures.serving import PLAIN_COLOR, pareto_finish, shade_sla
 from specviz.base.i18n import text
 
 
@@ -97,11 +97,7 @@ def pareto(
                 ),
             )
         )
-    add_cost_lines(fig, usd_per_gpu_hour, frame["per_gpu"], lang)
-    fig = _layout(fig, text(lang, "tokens/s per user (1 / TPOT)"), text(lang, "output tokens/s per GPU"))
-    fig.update_xaxes(type="log")
-    fig.update_yaxes(type="log")
-    return fig
+    return pareto_finish(fig, usd_per_gpu_hour, frame["per_gpu"], lang)
 
 
 def k_map(frame: pd.DataFrame, lang: str = "en") -> go.Figure:

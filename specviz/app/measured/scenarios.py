@@ -31,16 +31,15 @@ PRIOR_KEYS = tuple(  # method/domain of every published prior (acceptance.domain
     f"{m}/{d}"
     for m, d in acceptance.domain_priors(acceptance.load_reference())[["method", "domain"]].itertuples(index=False)
 )
-PUBLISHED_SPEC = (
-    RUNS,
-    Param(
-        "prior",
-        "eagle3/chat" if "eagle3/chat" in PRIOR_KEYS else PRIOR_KEYS[0],
-        "choice",
-        choices=PRIOR_KEYS,
-        label=N_("Start from the published α of (method/domain)"),
-    ),
-)
+
+
+def prior_param(key: str, label: str) -> Param:
+    """A choice of one published prior (method/domain), EAGLE-3 on chat by default."""
+    default = "eagle3/chat" if "eagle3/chat" in PRIOR_KEYS else PRIOR_KEYS[0]
+    return Param(key, default, "choice", choices=PRIOR_KEYS, label=label)
+
+
+PUBLISHED_SPEC = (RUNS, prior_param("prior", N_("Start from the published α of (method/domain)")))
 OPTIONS = (  # how staged files are read: not in the URL (a link does not carry the files either)
     Param("format", "auto", "choice", choices=tuple(FORMATS), label=N_("Format")),
     Param("k_given", 0, "int", 0, 4096, label=N_("K for files that do not state it (0 = not given)")),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from specviz.app import ui
-from specviz.app.measured.scenarios import PRIOR_KEYS
+from specviz.app.measured.scenarios import prior_param
 from specviz.app.scenarios import hardware as hw_scenarios
 from specviz.app.share import Param
 from specviz.base import settings
@@ -64,13 +64,7 @@ SPEC = (
     Param("tpot", 0.0, "float", 0.0, 10000.0, label=N_("TPOT limit (ms; 0: none)")),
     Param("target", "", "choice", choices=("", *MODELS), label=N_("Target model (for the memory it leaves)")),
     Param("draft", "", "choice", choices=("", *DRAFTS), label=N_("Draft model or head")),
-    Param(
-        "published",
-        "eagle3/chat" if "eagle3/chat" in PRIOR_KEYS else PRIOR_KEYS[0],
-        "choice",
-        choices=PRIOR_KEYS,
-        label=N_("Compare the measured α with the published α of (method/domain)"),
-    ),
+    prior_param("published", N_("Compare the measured α with the published α of (method/domain)")),
 )
 
 
