@@ -128,8 +128,12 @@ def controls(page: str) -> dict[str, dict]:
     out = {}
     for path in (page, *DECLARED_IN.get(page, ())):
         for node in ast.walk(ast.parse((ROOT / path).read_text())):
-            if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Param"):
-                continue
+            name = getattr(node.func, "id", None) if isinstance(node, ast.Call) else None
+            if name is not None and name.endswith("_param") and node.args and _literal(node.args[0]):
+                out[_literal(node.args[0])] = {"kind": "choice", "lo": None, "hi": None, "choices": ()}
+                continue  # a helper building one choice control: prior_param("prior", label)
+            if name != "Param" or _literal(node.args[0] if node.args else None) is None:
+                continue  # a Param built inside such a helper has no literal key
             args = [*node.args, *[None] * 5][:5]  # key, default, kind, lo, hi
             kw = {k.arg: k.value for k in node.keywords}
             out[_literal(args[0])] = {
@@ -143,6 +147,8 @@ def controls(page: str) -> dict[str, dict]:
 
 def test_controls_are_read_from_every_page():
     assert controls("pages/home.py") == {}
+    measured = controls("pages/measured-data.py")
+    assert measured["prior"]["kind"] == "choice" and None not in measured
     assert set(controls("pages/break-even.py")) >= {"curves", "k_max", "view"}
     assert controls("pages/break-even.py")["view"]["choices"] == ("frontier", "optimum", "chapter")
     assert set(controls("pages/live.py")) >= {"ks", "temps", "pair", "repeats"}
