@@ -8,7 +8,7 @@ import streamlit as st
 from specviz.app import monitor_load, queues, router, tune_aiperf, tune_sections, ui
 from specviz.app.figures import tune as tune_figures
 from specviz.app.scenarios import tune as scenarios
-from specviz.app.scenarios.tune import PAGE, SPEC
+from specviz.app.scenarios.tune import PAGE, SPEC, URL
 from specviz.app.share import by_key
 from specviz.app.ui.display import Col
 from specviz.base import access, hosting
@@ -18,7 +18,6 @@ from specviz.servers import tune
 
 router.enter(__file__)  # first thing: a shared link on a fresh server (specviz.app.router)
 
-URL = "tune"
 LENGTHS = [0, 64, 128, 256, 320, 512, 1024, 2048, 4096, 8192, 16384, 32768]  #: prompt lengths offered
 P = by_key(SPEC)
 STOP = ui.key(PAGE, "_stop")
@@ -274,6 +273,7 @@ def answer_section(s: scenarios.Scenario, all_points: list[dict]) -> None:
             tab.caption(notes[stack])
     tune_sections.cost(s, a)
     tune_sections.capacity(s, a, points)
+    tune_sections.library(s, all_points, WHO)
 
 
 st.title(ui.t("Tune"))

@@ -1,5 +1,5 @@
-"""The Tune page's sections below the answer: what the tokens cost, and how many requests the GPUs' memory
-holds with and without the draft."""
+"""The Tune page's sections below the answer: what the tokens cost, how many requests the GPUs' memory holds
+with and without the draft, and the tune saved as a run of the run library."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from specviz.app.scenarios.tune import PAGE, SPEC
 from specviz.app.scenarios.verdicts import memory_table
 from specviz.app.share import by_key
 from specviz.app.ui.display import Col
-from specviz.base.i18n import N_
+from specviz.base.i18n import N_, Message
 from specviz.core import tuning
+from specviz.data import store
+from specviz.data.measurements import load_records as measurement_records
 
 P = by_key(SPEC)
 
@@ -184,3 +186,48 @@ def measured_names(key: str) -> tuple[str, str]:
     """A prior's method and domain as shown, in the session's language."""
     method, domain = key.split("/", 1)
     return ui.t(PRIOR_METHODS.get(method, method)), ui.t(PRIOR_DOMAINS.get(domain, domain))
+
+
+def library(s: scenarios.Scenario, points: list[dict], who) -> None:
+    """Save the tune as one run of the run library (a row per point with K ≥ 1: ``tuning.library_records``),
+    for Compare runs and for the engine profile Validation's Calibrate tab fits and saves by name."""
+    st.subheader(ui.t("Run library"))
+    st.caption(
+        ui.t(
+            "Saves the tune as one run: a row per point with K ≥ 1, with its speedup over K = 0 at the same load and prompt length, E[N], the acceptance by position, and the TPOT of K = 0 as the target step. Validation's Calibrate tab fits an engine profile to the run and saves it under a name."
+        )
+    )
+    engine = ui.library()
+    if engine is None:
+        return
+    if (why := ui.refusal(who, "save")) is not None:  # not offered to someone who may not save
+        st.info(why, icon=":material/lock:")
+        return
+    label = scenarios.run_label(s)
+    if not st.button(
+        ui.t("Save the tune to the run library as “{label}”", label=label),
+        icon=":material/save:",
+        key=ui.key(PAGE, "save_run"),
+    ):
+        return
+    target, draft, method = scenarios.pair_of(s)
+    try:
+        records = tuning.library_records(points, label=label, target=target, draft=draft, method=method)
+        if not records:
+            raise Message(
+                "the tune has no point with K ≥ 1 that has an acceptance count or a K = 0 point at its load: a run needs one"
+            )
+        frame, _ = measurement_records(records, name=label)
+        run_id = store.save_run(engine, frame, label=label, source="specviz tune", who=who, page=scenarios.URL)
+    except ValueError as exc:
+        ui.show_error(exc)
+        return
+    st.success(
+        ui.t(
+            "Saved as run #{run}: [compare it]({compare}) or [calibrate an engine profile from it]({calibrate}).",
+            run=run_id,
+            compare=f"compare-runs?runs={run_id}",
+            calibrate=scenarios.validation_link(s, run_id),
+        ),
+        icon=":material/check_circle:",
+    )

@@ -86,11 +86,25 @@ def cmd_tune(args: argparse.Namespace) -> int:
             print(
                 tuning.cost_text(tuning.cost_by_load(frame, sla), *tuning.cheapest(frame, sla), price, args.gpus, sla)
             )
+    _write_run(points, out, bundled=not remote and Path(args.pair).resolve() == Path(DEFAULT_PAIR_DIR).resolve())
     if len(answers) > 1:
         print("\nbest K by prompt length (rows) and requests in flight (columns):")
         table = tuning.k_by_context(points, answers).pivot(index="context", columns="concurrency", values="k")
         print(table.to_string())
     return 0 if why == "done" else 3
+
+
+def _write_run(points: list[dict], out: Path, bundled: bool) -> None:
+    """run.csv: the tune as one run of the run library (``tuning.library_records``), to upload on its page."""
+    import pandas as pd
+
+    from specviz.core import tuning
+
+    pair = {"target": "specviz/bundled-target", "draft": "specviz/bundled-draft", "method": "model"} if bundled else {}
+    records = tuning.library_records(points, label=f"tune {out.name}", **pair)
+    if records:
+        pd.DataFrame(records).to_csv(out / "run.csv", index=False)
+        print(f"\n{out / 'run.csv'}: the tune as one run; upload it on the Run library page to compare and calibrate")
 
 
 def _price(args) -> float | None:

@@ -4,6 +4,8 @@ named, hosted mode's refusal to start servers, and a tune run from the page agai
 from __future__ import annotations
 
 import json
+import re
+from urllib.parse import parse_qsl
 
 import pytest
 from _apps import click, open_app, shown_errors
@@ -11,6 +13,7 @@ from _tune_points import two_contexts
 
 from specviz.app.scenarios import tune as scenarios
 from specviz.core import configs, serving, tuning
+from specviz.data import store
 from specviz.servers import tune
 
 PAGE = "pages/tune.py"
@@ -277,3 +280,33 @@ def test_a_schedule_that_turns_speculation_off_says_what_each_stack_does_at_k_0_
     for stack, sw in configs.switching.SWITCHING.items():
         assert any(c.startswith(sw.while_off) and sw.source in c for c in said), stack
     assert not configs.switching.switches_off([3, 3, 2]) and not configs.switching.switches_off([0, 0])
+
+
+SAVE = "Save the tune to the run library as “tune example”"
+
+
+@pytest.mark.slow
+def test_the_tune_is_saved_as_one_run_and_its_link_calibrates_an_engine_profile_from_it(db_url):
+    at = click(open_app(PAGE), SAVE)
+    (said,) = [s.value for s in at.success]
+    assert said.startswith("Saved as run #1: [compare it](compare-runs?runs=1)")
+    run = store.load_run(store.open_library(db_url), 1)
+    points = [p for p in tune.read_points(scenarios.EXAMPLE) if p["k"] > 0]
+    assert len(run) == len(points) and run["mean_accepted_tokens"].tolist() == pytest.approx(
+        [p["mean_accepted"] for p in points]
+    )
+    query = dict(parse_qsl(re.search(r"\(validation\?([^)]*)\)", said).group(1)))
+    assert query | {"r_gpu": "", "r_tp": ""} == {
+        **{"view": "calibrate", "mine": "library", "run": "1", "r_method": "model", "r_gpu": "", "r_tp": ""},
+        **{"r_target": "specviz/bundled-target", "r_draft": "specviz/bundled-draft"},
+    }
+    validation = open_app("pages/validation.py", **query)
+    base, fitted = (float(m.value.rstrip("%")) for m in validation.metric[:2])
+    assert not validation.error and fitted < base / 2  # the profile fitted to the tune prices it better
+
+
+def test_a_visitor_who_may_not_save_is_told_so_and_offered_no_button(db_url, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_HOSTED", "1")
+    at = open_app(PAGE)
+    assert not [b for b in at.button if b.label == SAVE]
+    assert any("run library is read-only" in i.value for i in at.info)

@@ -9,12 +9,14 @@ import subprocess
 import sys
 import time
 
+import pandas as pd
 import pytest
 from conftest import LLAMA_K
 
 from specviz.base.i18n import Message
 from specviz.base.paths import ROOT
 from specviz.core import tuning
+from specviz.data.measurements import load_measurements
 from specviz.servers import fetch, loadgen, tune
 
 PROMPTS = ["def main():\n", "class Parser:\n", "import numpy as np\n"]
@@ -139,6 +141,10 @@ def test_a_tune_killed_mid_sweep_resumes_with_every_point_once(llama_binary, tmp
     assert sorted((q["k"], q["concurrency"]) for q in after) == [(0, 1), (0, 2), (1, 1), (1, 2)]
     answer = json.loads((tmp_path / "answer.json").read_text())
     assert [b["concurrency"] for b in answer["best"]] == [1, 2]
+    run = pd.read_csv(tmp_path / "run.csv")  # the tune as one run of the run library, a row per K >= 1 point
+    assert run["k"].tolist() == [1, 1] and run["target_model"].eq("specviz/bundled-target").all()
+    frame, _ = load_measurements((tmp_path / "run.csv").read_bytes(), name="run.csv")
+    assert len(frame) == 2 and frame["speedup"].gt(0).all()
 
 
 @pytest.mark.slow

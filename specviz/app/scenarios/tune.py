@@ -7,6 +7,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pandas as pd
 
@@ -17,7 +18,7 @@ from specviz.app.share import Param
 from specviz.base import settings
 from specviz.base.i18n import N_, Message
 from specviz.base.paths import DATA
-from specviz.core import configs, hardware, serving, tuning
+from specviz.core import configs, hardware, heads, published, serving, tuning
 from specviz.servers import tune
 
 PAGE = "tune"
@@ -28,6 +29,7 @@ ENDED = {"time": N_("its time limit"), "stop": N_("Stop was pressed")}  #: why a
 GPUS = tuple(hardware.load_catalog()[1].index)
 MODELS = tuple(hardware.load_catalog()[0].index)
 DRAFTS = tuple(d for d in hw_scenarios.DRAFTS if d != hardware.NGRAM)  #: a catalogue model or a published head
+URL = "tune"  #: the page's URL path
 ENV_DIR = "SPECVIZ_TUNE_DIR"  #: where the page keeps its tunes (default: ~/.local/share/specviz/tunes)
 SPEC = (
     Param(
@@ -325,3 +327,33 @@ def run(s: Scenario, policy, *, stop, progress) -> tuple[list[dict], str]:
             target, draft = export_pair_gguf("bundled", gguf)
         serve = tune.local(binary, target, draft, p, out / "logs")
     return tune.sweep(p, out, serve, prompts, policy, stop=stop, progress=progress)
+
+
+BUNDLED = ("specviz/bundled-target", "specviz/bundled-draft")  #: the pair a local tune and the examples run
+
+
+def pair_of(s: Scenario) -> tuple[str, str, str]:
+    """(target, draft, method) the tune measured: the bundled pair where specviz started the server, else the
+    models named in the Capacity section ("" where not named); method as the Validation page names it."""
+    if s.source in ("local", *EXAMPLES):
+        return (*BUNDLED, "model")
+    if not s.draft:
+        return s.target, "", ""
+    kind = heads.load_heads()["kind"].get(s.draft, "model")  # a head's kind, else a separate draft model
+    return s.target, s.draft, kind if kind in published.METHODS else ""
+
+
+def run_label(s: Scenario) -> str:
+    """The run library's label of the tune's run."""
+    return f"tune {s.source if s.source in EXAMPLES else s.name}"
+
+
+def validation_link(s: Scenario, run_id: int) -> str:
+    """The Validation page's Calibrate tab on run ``run_id``, with the pair, GPU and TP the tune names."""
+    target, draft, method = pair_of(s)
+    query = {"view": "calibrate", "mine": "library", "run": run_id, "r_gpu": s.gpu, "r_tp": s.gpus}
+    query |= {k: v for k, v in (("r_target", target), ("r_draft", draft), ("r_method", method)) if v in _VALIDATION[k]}
+    return "validation?" + urlencode(query)
+
+
+_VALIDATION = {"r_target": MODELS, "r_draft": MODELS, "r_method": published.METHODS}  #: the choices it accepts

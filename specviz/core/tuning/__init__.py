@@ -12,6 +12,7 @@ from specviz.core.tuning.context import (
 )
 from specviz.core.tuning.cost import cheapest, cost_by_load, priced, tokens_per_s_at_cost
 from specviz.core.tuning.fit import OWN, LoadFit, Profile, fit_load, mean_tokens, pooled_profile, predict
+from specviz.core.tuning.records import conditional, library_records
 from specviz.core.tuning.report import answer_json, answer_text, cost_text, read_profile
 from specviz.core.tuning.schedule import (
     Choice,
@@ -38,6 +39,7 @@ __all__ = [
     "at_context",
     "best_k",
     "cheapest",
+    "conditional",
     "confirm",
     "context_of",
     "contexts",
@@ -47,6 +49,7 @@ __all__ = [
     "fixed_k_loss",
     "k_at",
     "k_by_context",
+    "library_records",
     "mean_tokens",
     "mix_weights",
     "next_to_measure",
