@@ -279,6 +279,14 @@ def test_a_schedule_that_turns_speculation_off_says_what_each_stack_does_at_k_0_
     said = [c.value for c in at.caption]
     for stack, sw in configs.switching.SWITCHING.items():
         assert any(c.startswith(sw.while_off) and sw.source in c for c in said), stack
+    # vLLM and SGLang price their K = 0 tiers with one draft forward per step: T0 (1 + r) at each such load
+    a = example_answer()
+    r = {f.concurrency: f.per_token for f in a.fits}
+    zero = [c for c in a.choices if c.k == 0]
+    priced = [f"{c.concurrency} in flight: {c.without_s / (1 + r[c.concurrency]):,.0f} tokens/s" for c in zero]
+    for stack in configs.switching.SWITCHING:
+        note = next(c for c in said if c.startswith(configs.switching.SWITCHING[stack].while_off))
+        assert all(p in note for p in priced) == (stack in configs.switching.WARM_AT_ZERO), stack
     assert not configs.switching.switches_off([3, 3, 2]) and not configs.switching.switches_off([0, 0])
 
 

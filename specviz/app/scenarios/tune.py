@@ -285,8 +285,14 @@ def switching_notes(a: tuning.Answer) -> dict[str, str]:
     where the schedule turns it off at some load and on at another (empty otherwise)."""
     if not configs.switching.switches_off([c.k for c in a.choices]):
         return {}
+    warm = "; ".join(
+        ui.t("{n} in flight: {tps} tokens/s ({change})", n=c, tps=f"{tps:,.0f}", change=f"{change:+.1%}")
+        for c, tps, change in tuning.warm_zero_tiers(a.choices, a.fits)
+    )
+    priced = ui.t("With one draft forward per step priced at this tune's r, the K = 0 tier gives {loads}.", loads=warm)
     return {
         stack: f"{ui.t(sw.while_off)} {ui.t(sw.back_on)} (`{sw.source}`)"
+        + (f" {priced}" if stack in configs.switching.WARM_AT_ZERO and warm else "")
         for stack, sw in configs.switching.SWITCHING.items()
     }
 

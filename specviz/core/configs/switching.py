@@ -46,6 +46,9 @@ SWITCHING = {
 }
 
 
+WARM_AT_ZERO = ("vLLM", "SGLang")  #: stacks whose K = 0 tier still runs a draft forward per step (above)
+
+
 def switches_off(ks: Sequence[int]) -> bool:
     """Whether a schedule's draft lengths turn speculation off at some batch and on at another."""
     return 0 in ks and any(k > 0 for k in ks)

@@ -22,6 +22,7 @@ from specviz.core.tuning.schedule import (
     mix_weights,
     static_vs_schedule,
     tiers,
+    warm_zero_tiers,
 )
 
 __all__ = [
@@ -62,4 +63,5 @@ __all__ = [
     "static_vs_schedule",
     "tiers",
     "tokens_per_s_at_cost",
+    "warm_zero_tiers",
 ]

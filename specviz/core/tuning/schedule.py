@@ -80,3 +80,16 @@ def fixed_k_loss(speedups) -> tuple[int, np.ndarray]:
     ratio = s / s.max(axis=1, keepdims=True)
     k = int(np.argmax(ratio.mean(axis=0)))  # the first maximum: the shorter draft
     return k, 1.0 - ratio[:, k]
+
+
+def warm_zero_tiers(choices: Sequence[Choice], fits: Sequence[LoadFit]) -> list[tuple[int, float, float]]:
+    """(concurrency, tokens/s, change) of each load whose best K is 0, in a stack that still runs one draft
+    forward per step at K = 0 (vLLM, SGLang: core.configs.switching): its step costs T0 (1 + r), r the load's
+    fitted cost of one drafted token in target steps, an upper bound on one draft forward (it holds the verify's
+    growth too), so tokens/s = the no-speculation figure / (1 + r)."""
+    r = {f.concurrency: f.per_token for f in fits}
+    return [
+        (c.concurrency, c.without_s / (1 + r[c.concurrency]), 1 / (1 + r[c.concurrency]) - 1)
+        for c in choices
+        if c.k == 0 and c.concurrency in r
+    ]
