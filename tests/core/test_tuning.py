@@ -155,3 +155,15 @@ def test_what_to_measure_next_is_each_loads_best_k_where_it_is_not_the_servers()
     nxt = tuning.next_to_measure(a, 4)
     assert [(load, k) for load, k, _ in nxt] == [(c, k) for c, k in best.items() if k != 4]
     assert all(gain > 0 for _, _, gain in nxt)
+
+
+def test_a_load_is_given_the_nearest_loads_round_cost_linear_in_log_c_and_flat_beyond():
+    fits = [
+        tuning.fit_load(synthetic(0.004, 1.0, 0.1, 1, range(4)), 1),
+        tuning.fit_load(synthetic(0.008, 0.25, 0.5, 4, range(4)), 4),
+    ]
+    o_s = [f.overhead * f.t0_s for f in fits]  # 4 ms and 2 ms of fixed work per round
+    mid = tuning.profile_at(fits, 2, "t")
+    assert mid.per_token == pytest.approx(0.3) and mid.overhead_s == pytest.approx(sum(o_s) / 2)
+    assert tuning.profile_at(fits, 64, "t").per_token == pytest.approx(0.5)  # held flat past the last load
+    assert tuning.profile_at(fits, 1, "t").overhead_s == pytest.approx(o_s[0])

@@ -11,7 +11,16 @@ from specviz.core.tuning.context import (
     prompt_tokens,
 )
 from specviz.core.tuning.cost import cheapest, cost_by_load, priced, tokens_per_s_at_cost
-from specviz.core.tuning.fit import OWN, LoadFit, Profile, fit_load, mean_tokens, pooled_profile, predict
+from specviz.core.tuning.fit import (
+    OWN,
+    LoadFit,
+    Profile,
+    fit_load,
+    mean_tokens,
+    pooled_profile,
+    predict,
+    profile_at,
+)
 from specviz.core.tuning.records import conditional, library_records
 from specviz.core.tuning.report import answer_json, answer_text, cost_text, read_profile
 from specviz.core.tuning.schedule import (
@@ -57,6 +66,7 @@ __all__ = [
     "pooled_profile",
     "predict",
     "priced",
+    "profile_at",
     "prompt_tokens",
     "read_profile",
     "single_k_errors",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from specviz.core.tuning.fit import OWN, LoadFit, Profile, fit_load, pooled_profile, predict
+from specviz.core.tuning.fit import OWN, LoadFit, Profile, fit_load, pooled_profile, predict, profile_at
 from specviz.core.tuning.schedule import Choice, best_k, tiers
 
 KS_PREDICTED = tuple(range(0, 9))  #: draft lengths a tune predicts, measured or not
@@ -41,12 +41,16 @@ def _mean(points: Sequence[dict], key: str) -> float:
 
 
 def analyse(points: Sequence[dict], profile: Profile | None = None, ks: Sequence[int] = KS_PREDICTED) -> Answer:
-    """Fit every load; where a load lacks K = 0 or a second K, carry o and r from the others (else ``profile``)."""
+    """Fit every load; where a load lacks K = 0 or a second K, carry o and r from the nearest loads (``profile_at``;
+    else ``profile``)."""
     loads = sorted({int(p["concurrency"]) for p in points})
     own = [fit_load(_at(points, c), c) for c in loads if _fits_alone(_at(points, c))]
     pooled = pooled_profile(own, "this tune") if any(f.how == OWN for f in own) else None
-    carry = pooled or profile
-    fits = [next((f for f in own if f.concurrency == c), None) or fit_load(_at(points, c), c, carry) for c in loads]
+
+    def carry(c: int) -> Profile | None:  # the nearest loads' o and r where this tune fitted some, else ``profile``
+        return profile_at(own, c, "this tune") if pooled else profile
+
+    fits = [next((f for f in own if f.concurrency == c), None) or fit_load(_at(points, c), c, carry(c)) for c in loads]
     rows, choices = [], []
     for f in fits:
         at = _at(points, f.concurrency)
@@ -84,7 +88,7 @@ def single_k_errors(points: Sequence[dict]) -> pd.DataFrame:
         others = [fit_load(_at(points, o), o) for o in loads if o != c and _fits_alone(_at(points, o))]
         if not others:
             continue
-        carried = pooled_profile(others, f"loads other than {c}")
+        carried = profile_at(others, c, f"loads other than {c}")
         at = _at(points, c)
         for anchor in [p for p in at if p["k"] > 0 and p.get("shares")]:
             f = fit_load([anchor], c, carried)
