@@ -23,7 +23,7 @@ MACHINE = hardware.calibrated_machine()
 GPU_CHOICES = (*GPUS.index, *([MACHINE["name"]] if MACHINE else []))
 PAIRS, CUSTOM = scenarios.PAIRS, scenarios.CUSTOM
 DISTS = ("fixed", "uniform")
-RATE_CHOICES = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0, 96.0, 128.0, 256.0]
+RATE_CHOICES = [0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 14.0, 16.0, 24.0, 32.0, 48.0, 64.0, 96.0, 128.0, 256.0]
 USER_CHOICES = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0]
 VIEWS = ("pareto", "tpot", "table", "schedule")
 VIEW_LABELS = (N_("Pareto"), N_("TPOT by load"), N_("Table"), N_("Serving-stack schedules"))
@@ -66,7 +66,7 @@ SPEC = (
     ),
     # the default pair serves ≈ 18 requests/s within the SLA: loads up to 16 all fit (no load opens overloaded),
     # speculation lowers TPOT at each but the highest, where the batch is large enough that it stops paying
-    Param("rates", [0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 16.0], "floats", 1e-3, 1e5, max_items=40),
+    Param("rates", [0.5, 1.0, 2.0, 4.0, 8.0, 12.0, 14.0], "floats", 1e-3, 1e5, max_items=40),
     Param("users", [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0], "floats", 1, serving.MAX_USERS, max_items=40),
     Param("think", 0.0, "float", 0.0, 3600.0, label=N_("Think time between a user's requests (s)")),
     Param("p_dist", "fixed", "choice", choices=DISTS, label=N_("Prompt length"), labels=(N_("fixed"), N_("uniform"))),
