@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
+import time
 
 import pytest
 import torch
@@ -126,11 +127,23 @@ def test_forward_probe_evaluates_exactly_the_extension(llama_server, prompts):
 
 
 def test_log_readers_on_the_servers_own_log(llama_server, prompts):
+    def logged():
+        return load_measurements(llama_server.log_text(), name="llama-server.log", k=LLAMA_K)
+
+    def rows_logged() -> int:
+        try:
+            return len(logged()[0])
+        except ValueError:  # no statistics line yet
+            return 0
+
+    rows_before = rows_logged()
     before = read_llamacpp(llamacpp.metrics_text(llama_server.url))
     llamacpp.complete(llama_server.url, prompts[1].tolist(), 48)
     w = window(before, read_llamacpp(llamacpp.metrics_text(llama_server.url)))
-    log = llama_server.log_text()
-    frame, report = load_measurements(log, name="llama-server.log", k=LLAMA_K)
+    deadline = time.monotonic() + 10  # the server may write a request's statistics after answering it
+    while rows_logged() <= rows_before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    frame, report = logged()
     assert report.format == "llamacpp_log"
     assert len(frame) >= 1 and frame["k"].eq(LLAMA_K).all()
     last = frame.iloc[-1]
