@@ -100,7 +100,7 @@ def _write_run(points: list[dict], out: Path, bundled: bool) -> None:
 
     from specviz.core import tuning
 
-    pair = {"target": "specviz/bundled-target", "draft": "specviz/bundled-draft", "method": "model"} if bundled else {}
+    pair = tuning.bundled_pair() if bundled else {}
     records = tuning.library_records(points, label=f"tune {out.name}", **pair)
     if records:
         pd.DataFrame(records).to_csv(out / "run.csv", index=False)

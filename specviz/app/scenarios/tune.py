@@ -335,14 +335,11 @@ def run(s: Scenario, policy, *, stop, progress) -> tuple[list[dict], str]:
     return tune.sweep(p, out, serve, prompts, policy, stop=stop, progress=progress)
 
 
-BUNDLED = ("specviz/bundled-target", "specviz/bundled-draft")  #: the pair a local tune and the examples run
-
-
 def pair_of(s: Scenario) -> tuple[str, str, str]:
     """(target, draft, method) the tune measured: the bundled pair where specviz started the server, else the
     models named in the Capacity section ("" where not named); method as the Validation page names it."""
     if s.source in ("local", *EXAMPLES):
-        return (*BUNDLED, "model")
+        return tuple(tuning.bundled_pair().values())
     if not s.draft:
         return s.target, "", ""
     kind = heads.load_heads()["kind"].get(s.draft, "model")  # a head's kind, else a separate draft model
@@ -354,12 +351,12 @@ def run_label(s: Scenario) -> str:
     return f"tune {s.source if s.source in EXAMPLES else s.name}"
 
 
+_VALIDATION = {"r_target": MODELS, "r_draft": MODELS, "r_method": published.METHODS}  #: the choices it accepts
+
+
 def validation_link(s: Scenario, run_id: int) -> str:
     """The Validation page's Calibrate tab on run ``run_id``, with the pair, GPU and TP the tune names."""
     target, draft, method = pair_of(s)
     query = {"view": "calibrate", "mine": "library", "run": run_id, "r_gpu": s.gpu, "r_tp": s.gpus}
     query |= {k: v for k, v in (("r_target", target), ("r_draft", draft), ("r_method", method)) if v in _VALIDATION[k]}
     return "validation?" + urlencode(query)
-
-
-_VALIDATION = {"r_target": MODELS, "r_draft": MODELS, "r_method": published.METHODS}  #: the choices it accepts

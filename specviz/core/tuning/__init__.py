@@ -21,7 +21,7 @@ from specviz.core.tuning.fit import (
     predict,
     profile_at,
 )
-from specviz.core.tuning.records import conditional, library_records
+from specviz.core.tuning.records import bundled_pair, conditional, library_records
 from specviz.core.tuning.report import answer_json, answer_text, cost_text, read_profile
 from specviz.core.tuning.schedule import (
     Choice,
@@ -48,6 +48,7 @@ __all__ = [
     "answer_text",
     "at_context",
     "best_k",
+    "bundled_pair",
     "cheapest",
     "conditional",
     "confirm",

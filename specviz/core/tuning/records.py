@@ -5,7 +5,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from specviz.core import hardware
 from specviz.core.tuning.context import context_of
+
+BUNDLED = "specviz bundled"  #: data/catalog/pairs.csv's name of the pair a tune specviz starts serves
+
+
+def bundled_pair() -> dict[str, str]:
+    """Target, draft and method of :data:`BUNDLED`, as :func:`library_records` takes them."""
+    row = hardware.preset_pairs().set_index("name").loc[BUNDLED]
+    return {"target": str(row["target"]), "draft": str(row["draft"]), "method": "model"}
 
 
 def _finite(x) -> float | None:
@@ -60,8 +69,8 @@ def library_records(
                 row["t_target_ms"] = t * 1e3
         if "mean_accepted_tokens" not in row and "speedup" not in row:
             continue
-        for name, key in (("prompt_tokens", "prompt_tokens"), ("output_tokens", "output_tokens")):
-            if (x := _finite(p.get(key))) is not None and x > 0:
+        for name in ("prompt_tokens", "output_tokens"):
+            if (x := _finite(p.get(name))) is not None and x > 0:
                 row[name] = x
         if (t := _finite(p.get("ttft_s"))) is not None and t > 0:
             row["notes"] = f"mean TTFT {t * 1e3:.3g} ms, mean TPOT {p['tpot_s'] * 1e3:.3g} ms, {p['requests']} requests"
