@@ -4,7 +4,7 @@ Run from the repository root, with AIPerf in a virtual environment of its own (i
 differ from specviz's)::
 
     python -m venv /tmp/aiperf && /tmp/aiperf/bin/pip install aiperf==0.13.0
-    python benchmarks/loadgen_vs_aiperf.py --aiperf /tmp/aiperf/bin/aiperf
+    python benchmarks/loadgen_vs_aiperf.py --aiperf /tmp/aiperf/bin/aiperf   # --no-pin: share the CPUs
 
 One llama-server b11434 on loopback serves the bundled pair exported to GGUF at K = 4 (the tune's
 server, one slot per request in flight), with ``--no-cache-prompt`` (the tools send the prompts in different
@@ -17,12 +17,20 @@ read by specviz's own AIPerf reader (its serving figures: an upload of a run wit
 refused as a measurement row, which needs α). Compared, each the median over the rounds:
 TTFT p50, TPOT p50 and p90 (AIPerf's inter-token latency, (latency − TTFT) / (OSL − 1), as ours) and output
 tokens/s                                                                                      [within ±5 %]
+
+Both tools share the machine with the server they measure. By default (``--no-pin`` to turn it off) llama-server
+runs on CPU 0 and both tools on CPU 1 (``os.sched_setaffinity``; Linux), so neither tool's own work takes the
+server's core: AIPerf spends about 20× our CPU per output token, and unpinned on two cores it slowed the server
+it measured. Each tool's CPU time per output token (this process for ours, the finished children for AIPerf)
+is printed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -38,6 +46,7 @@ from specviz.engine.models.gguf import export_pair_gguf
 from specviz.servers import fetch, llamacpp, loadgen
 
 CHECKS = ("ttft_p50_ms", "tpot_p50_ms", "tpot_p90_ms", "tokens_per_s")
+TOKENS_ASKED = [128]  #: output tokens per request (``--tokens``), for a tool's CPU time per token
 
 
 def byte_tokenizer(folder: Path) -> Path:
@@ -69,9 +78,16 @@ def _bytes_to_unicode() -> dict[int, str]:
     return dict(zip(bs, map(chr, cs), strict=True))
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def ours(url: str, prompts: list[str], c: int, n: int, tokens: int) -> dict[str, float]:
     spec = loadgen.LoadSpec(url, prompts, max_tokens=tokens, concurrency=c, max_requests=n, max_seconds=600)
+    cpu0 = time.process_time()
     r = loadgen.run_load(spec, fetch.FetchPolicy(read_timeout_s=60.0))
+    cpu_s = time.process_time() - cpu0
     ok = r.records[r.records["ok"]]
     ttft, tpot = ok["ttft_s"].astype(float) * 1e3, ok["tpot_s"].astype(float) * 1e3
     return {
@@ -79,6 +95,7 @@ def ours(url: str, prompts: list[str], c: int, n: int, tokens: int) -> dict[str,
         "tpot_p50_ms": float(tpot.quantile(0.5)),
         "tpot_p90_ms": float(tpot.quantile(0.9)),
         "tokens_per_s": r.tokens_per_s,
+        "cpu_ms_per_token": 1e3 * cpu_s / max(int(ok["completion_tokens"].sum()), 1),
     }
 
 
@@ -90,13 +107,17 @@ def aiperf(binary: str, url: str, tokenizer: Path, inputs: Path, c: int, n: int,
         "--extra-inputs", "temperature:0", "--random-seed", "0", "--ui-type", "none",
         "--output-artifact-dir", str(out),
     ]  # fmt: skip
+    cpu0 = _children_cpu_s()
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    cpu_s = _children_cpu_s() - cpu0
     exports = sorted(out.rglob("profile_export_aiperf.json"))
     if done.returncode != 0 or not exports:
         raise SystemExit(f"aiperf failed ({done.returncode}):\n{done.stdout[-1500:]}\n{done.stderr[-1500:]}")
     obj = json.loads(exports[-1].read_text())  # read by specviz's own AIPerf reader's functions
-    figures = aiperf_reader.serving_figures(obj) | {"tokens_per_s": aiperf_reader.parse_run(obj)[0].tokens_per_s}
-    return {key: float(figures[key]) for key in CHECKS}
+    run = aiperf_reader.parse_run(obj)[0]
+    figures = aiperf_reader.serving_figures(obj) | {"tokens_per_s": run.tokens_per_s}
+    tokens = n * (getattr(run, "output_tokens", None) or TOKENS_ASKED[0])  # mean OSL × requests
+    return {key: float(figures[key]) for key in CHECKS} | {"cpu_ms_per_token": 1e3 * cpu_s / max(tokens, 1)}
 
 
 def main() -> int:
@@ -105,10 +126,18 @@ def main() -> int:
     ap.add_argument("--concurrency", default="1,4")
     ap.add_argument("--requests", type=int, default=48)
     ap.add_argument("--tokens", type=int, default=128)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument(
+        "--pin",
+        action=argparse.BooleanOptionalAction,
+        default=hasattr(os, "sched_setaffinity") and os.cpu_count() > 1,
+        help="llama-server on CPU 0, both tools on CPU 1 (default where the OS can pin and has 2 CPUs)",
+    )
     args = ap.parse_args()
+    TOKENS_ASKED[0] = args.tokens
     t_start = time.perf_counter()
-    print(machine_line("llama-server b11434, 1 thread, K = 4, the bundled pair"))
+    pinned = ", server on CPU 0 and the tools on CPU 1" if args.pin else ""
+    print(machine_line(f"llama-server b11434, 1 thread, K = 4, the bundled pair{pinned}"))
     if not args.aiperf:
         record("AIPerf", "not installed", "an aiperf executable", None)
         return 1 if summary(t_start) else 0
@@ -125,6 +154,10 @@ def main() -> int:
         # different orders, so TTFT would measure the order rather than the tool
         extra = ["--no-cache-prompt"]
         with llamacpp.serve(binary, target, draft, 4, log_dir=tmp / "logs", slots=max(loads), extra=extra) as server:
+            if args.pin:  # the server's threads, then this process and the AIPerf it starts
+                for tid in os.listdir(f"/proc/{server.process.pid}/task"):
+                    os.sched_setaffinity(int(tid), {0})
+                os.sched_setaffinity(0, {1})
             ours(server.url, prompts, 1, 2, 8)  # warm-up, not measured
             runs: dict[tuple[str, int], list[dict]] = {}
             for i in range(args.repeats):
@@ -140,6 +173,8 @@ def main() -> int:
             b = statistics.median(r[key] for r in runs[("aiperf", c)])
             print(f"{c:>4}  {key:<13} {a:9.2f} {b:9.2f}")
             record(f"{c} in flight, {key}: ours ÷ AIPerf", f"{a / b:.3f}", "within ±5 %", abs(a / b - 1) <= 0.05)
+        a, b = (statistics.median(r["cpu_ms_per_token"] for r in runs[(tool, c)]) for tool in ("ours", "aiperf"))
+        print(f"{c:>4}  {'client CPU':<13} {a:9.2f} {b:9.2f}  ms per output token")
     return 1 if summary(t_start) else 0
 
 

@@ -37,6 +37,11 @@ def add_parser(sub) -> None:
     t.add_argument("--max-tokens", type=int, default=128, help="output tokens asked per request")
     t.add_argument("--minutes", type=int, default=10, help="the whole tune stops after this")
     t.add_argument("--threads", type=int, default=1, help="local mode: llama-server threads")
+    t.add_argument(
+        "--shared-cpus",
+        action="store_true",
+        help="local mode: let llama-server and the load generator share every CPU (default: the server on CPUs of its own)",
+    )
     t.add_argument("--profile", help="remote mode: answer.json of an earlier tune whose o and r to carry")
     t.add_argument("--gpu", help="the catalogue GPU the server runs on: its dated price per hour prices the tokens")
     t.add_argument("--gpus", type=int, default=1, help="GPUs the server uses (the price is per GPU-hour)")
@@ -131,7 +136,9 @@ def _local(plan, out: Path, args, prompts, policy):
         raise ValueError("llama-server is not built here: run scripts/build-llama-server (about 5 minutes)")
     with tempfile.TemporaryDirectory(prefix="specviz-tune-") as tmp:
         target, draft = export_pair_gguf(args.pair, tmp)
-        serve = tune.local(binary, target, draft, plan, out / "logs", threads=args.threads)
+        serve = tune.local(
+            binary, target, draft, plan, out / "logs", threads=args.threads, isolate=not args.shared_cpus
+        )
         return tune.sweep(plan, out, serve, prompts, policy, progress=_say)
 
 

@@ -4,10 +4,12 @@ after a SIGKILL mid-sweep, and remote (the shared server at its own K)."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -119,6 +121,38 @@ def test_a_local_tune_measures_every_point_and_recommends_a_measured_k(llama_bin
     a = tuning.analyse(points, tuning.Profile(0.5, 0.3, "test"))
     assert [c.concurrency for c in a.choices] == [1, 2] and all(c.k in range(0, 9) for c in a.choices)
     assert tune.read_points(tmp_path) == points  # every point on disk as it was measured
+
+
+@pytest.mark.parametrize(
+    ("cpus", "threads", "want"),
+    [({0, 1}, 1, ({1}, {0})), ({0, 1, 2, 3}, 2, ({2, 3}, {0, 1})), ({3}, 1, None), ({0, 1}, 2, None)],
+)
+def test_isolation_gives_the_server_the_last_cpus_and_leaves_the_rest(monkeypatch, cpus, threads, want):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(cpus))
+    assert tune.isolation(threads) == want
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="isolation needs two CPUs")
+def test_an_isolated_server_runs_on_its_own_cpus_and_the_caller_gets_its_own_back(llama_binary, gguf_pair, tmp_path):
+    target, draft = gguf_pair
+    server_cpus, own = tune.isolation(1)
+    before = os.sched_getaffinity(0)
+    serve = tune.local(llama_binary, target, draft, plan(), tmp_path / "logs", isolate=True)
+    with serve(2) as url:
+        pid = next(int(p) for p in os.listdir("/proc") if p.isdigit() and _serves(int(p), url))
+        assert all(os.sched_getaffinity(int(t)) == server_cpus for t in os.listdir(f"/proc/{pid}/task"))
+        assert os.sched_getaffinity(0) == own
+    assert os.sched_getaffinity(0) == before
+
+
+def _serves(pid: int, url: str) -> bool:
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return any(part.endswith(b"llama-server") for part in cmd[:1]) and url.rsplit(":", 1)[1].encode() in cmd
 
 
 @pytest.mark.slow

@@ -2,7 +2,7 @@
 
 from specviz.servers.tune.plan import LIMITS, MODES, TunePlan, prompts_sha
 from specviz.servers.tune.store import append_point, done, open_tune, read_points
-from specviz.servers.tune.sweep import Progress, local, measure_point, remote, sweep
+from specviz.servers.tune.sweep import Progress, isolation, local, measure_point, remote, sweep
 
 __all__ = [
     "LIMITS",
@@ -11,6 +11,7 @@ __all__ = [
     "TunePlan",
     "append_point",
     "done",
+    "isolation",
     "local",
     "measure_point",
     "open_tune",

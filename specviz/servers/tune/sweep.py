@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import math
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -184,9 +185,34 @@ def remote(url: str, plan: TunePlan, policy: FetchPolicy):
     yield url
 
 
-def local(binary: Path, target: Path, draft: Path, plan: TunePlan, log_dir: Path, threads: int = 1):
-    """``serve`` for llama-server on loopback: a fresh server at each K, a slot per request in flight."""
+def isolation(threads: int) -> tuple[set[int], set[int]] | None:
+    """(the server's CPUs, the load generator's): the last ``threads`` CPUs this process may use and the rest;
+    None where the OS cannot pin (no ``sched_setaffinity``) or no CPU would be left for the load generator."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) <= threads:
+        return None
+    return set(cpus[-threads:]), set(cpus[:-threads])
+
+
+def _pin(pid: int, cpus: set[int]) -> None:
+    """Every thread of process ``pid`` on ``cpus`` (threads it starts later inherit it)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        os.sched_setaffinity(int(tid), cpus)
+
+
+def local(
+    binary: Path, target: Path, draft: Path, plan: TunePlan, log_dir: Path, threads: int = 1, isolate: bool = False
+):
+    """``serve`` for llama-server on loopback: a fresh server at each K, a slot per request in flight.
+
+    ``isolate`` (a process of its own, the CLI): the server on CPUs of its own and this process on the others
+    (:func:`isolation`), so the load generator's work never takes the server's cores; its affinity comes back
+    when the server stops."""
     from specviz.servers import llamacpp
+
+    cpus = isolation(threads) if isolate else None
 
     longest = max(plan.contexts) + plan.max_tokens
     if longest > LOCAL_CONTEXT:
@@ -208,6 +234,15 @@ def local(binary: Path, target: Path, draft: Path, plan: TunePlan, log_dir: Path
             threads=threads,
             slots=slots,
         ) as server:
-            yield server.url
+            if cpus is None:
+                yield server.url
+                return
+            before = os.sched_getaffinity(0)
+            _pin(server.process.pid, cpus[0])
+            os.sched_setaffinity(0, cpus[1])
+            try:
+                yield server.url
+            finally:
+                os.sched_setaffinity(0, before)
 
     return serve
