@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from _apps import SERVING_NO_K_TTFT
 from _browser import APP_DRAWN_JS, CHROMIUM, app_server, browser_fixture, page_fixture
 from playwright.sync_api import expect
 from test_browser import CHART_SHOWN, assert_no_exception
@@ -91,7 +92,7 @@ def test_defect_7_gpu_counts_are_whole_numbers_with_thousands_separators(app_url
 
 
 def test_defect_8_no_label_names_a_k_when_no_k_meets_the_sla(app_url, page):
-    open_page(page, app_url + "/serving?ttft=0.045")
+    open_page(page, app_url + f"/serving?ttft={SERVING_NO_K_TTFT}")
     labels = list(metrics(page))
     assert any("no K meets the SLA" in label for label in labels), labels
     assert not [label for label in labels if "K = " in label], labels

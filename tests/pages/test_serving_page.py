@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 import yaml
-from _apps import open_app, rerun, shown_errors
+from _apps import SERVING_NO_K_TTFT, open_app, rerun, shown_errors
 from _messages import CJK
 from _tiers import first_quick
 
@@ -175,18 +175,13 @@ def test_grid_prices_match_the_hardware_page_at_batch_one():
     )
 
 
-#: a TTFT limit the default setup meets without speculation (down to about 36 ms) and with no K (K = 1 needs
-#: about 45 ms: the draft's prefill comes first); it moves when the engine profiles are refitted
-NO_K_TTFT = "0.04"
-
-
 @pytest.mark.slow
 def test_an_emptied_load_list_and_an_sla_no_k_meets_are_said_not_crashed():
     at = open_app(PAGE)
     at.multiselect(key="serving.rates").set_value([])
     rerun(at)
     assert any("no load is chosen" in e for e in shown_errors(at))
-    at = open_app(PAGE, ttft=NO_K_TTFT)
+    at = open_app(PAGE, ttft=SERVING_NO_K_TTFT)
     m = metric(at, "… with speculation")
     assert "no K meets the SLA" in m.label and not m.delta and m.value == "—"
 
@@ -220,7 +215,7 @@ def test_gpu_counts_are_whole_numbers_with_thousands_separators():
 @pytest.mark.slow
 def test_when_no_k_meets_the_sla_no_label_names_a_k():
     """Defect 8 of issue 56: "no K meets the SLA" beside a GPU count labelled K = 1."""
-    at = open_app(PAGE, ttft=NO_K_TTFT)
+    at = open_app(PAGE, ttft=SERVING_NO_K_TTFT)
     assert metric(at, "Largest rate per GPU").value != "—"  # plain decoding meets it: only speculation fails
     assert "no K meets the SLA" in metric(at, "… with speculation").label
     assert not [m.label for m in at.metric if "K = " in m.label]
