@@ -43,10 +43,9 @@ from _report import machine_line, record, summary
 
 from specviz.data.measurements.readers import aiperf as aiperf_reader
 from specviz.engine.models.gguf import export_pair_gguf
-from specviz.servers import fetch, llamacpp, loadgen
+from specviz.servers import fetch, llamacpp, loadgen, tune
 
 CHECKS = ("ttft_p50_ms", "tpot_p50_ms", "tpot_p90_ms", "tokens_per_s")
-TOKENS_ASKED = [128]  #: output tokens per request (``--tokens``), for a tool's CPU time per token
 
 
 def byte_tokenizer(folder: Path) -> Path:
@@ -99,7 +98,9 @@ def ours(url: str, prompts: list[str], c: int, n: int, tokens: int) -> dict[str,
     }
 
 
-def aiperf(binary: str, url: str, tokenizer: Path, inputs: Path, c: int, n: int, out: Path) -> dict[str, float]:
+def aiperf(
+    binary: str, url: str, tokenizer: Path, inputs: Path, c: int, n: int, tokens: int, out: Path
+) -> dict[str, float]:
     cmd = [
         binary, "profile", "--model", "bundled", "--url", url, "--endpoint-type", "completions", "--streaming",
         "--tokenizer", str(tokenizer), "--input-file", str(inputs), "--custom-dataset-type", "single_turn",
@@ -116,8 +117,8 @@ def aiperf(binary: str, url: str, tokenizer: Path, inputs: Path, c: int, n: int,
     obj = json.loads(exports[-1].read_text())  # read by specviz's own AIPerf reader's functions
     run = aiperf_reader.parse_run(obj)[0]
     figures = aiperf_reader.serving_figures(obj) | {"tokens_per_s": run.tokens_per_s}
-    tokens = n * (getattr(run, "output_tokens", None) or TOKENS_ASKED[0])  # mean OSL × requests
-    return {key: float(figures[key]) for key in CHECKS} | {"cpu_ms_per_token": 1e3 * cpu_s / max(tokens, 1)}
+    made = n * (getattr(run, "output_tokens", None) or tokens)  # mean OSL × requests
+    return {key: float(figures[key]) for key in CHECKS} | {"cpu_ms_per_token": 1e3 * cpu_s / max(made, 1)}
 
 
 def main() -> int:
@@ -134,7 +135,6 @@ def main() -> int:
         help="llama-server on CPU 0, both tools on CPU 1 (default where the OS can pin and has 2 CPUs)",
     )
     args = ap.parse_args()
-    TOKENS_ASKED[0] = args.tokens
     t_start = time.perf_counter()
     pinned = ", server on CPU 0 and the tools on CPU 1" if args.pin else ""
     print(machine_line(f"llama-server b11434, 1 thread, K = 4, the bundled pair{pinned}"))
@@ -155,8 +155,7 @@ def main() -> int:
         extra = ["--no-cache-prompt"]
         with llamacpp.serve(binary, target, draft, 4, log_dir=tmp / "logs", slots=max(loads), extra=extra) as server:
             if args.pin:  # the server's threads, then this process and the AIPerf it starts
-                for tid in os.listdir(f"/proc/{server.process.pid}/task"):
-                    os.sched_setaffinity(int(tid), {0})
+                tune.pin_threads(server.process.pid, {0})
                 os.sched_setaffinity(0, {1})
             ours(server.url, prompts, 1, 2, 8)  # warm-up, not measured
             runs: dict[tuple[str, int], list[dict]] = {}
@@ -164,7 +163,9 @@ def main() -> int:
                 for c in loads:
                     runs.setdefault(("ours", c), []).append(ours(server.url, prompts, c, args.requests, args.tokens))
                     runs.setdefault(("aiperf", c), []).append(
-                        aiperf(args.aiperf, server.url, tokenizer, inputs, c, args.requests, tmp / f"a{i}-{c}")
+                        aiperf(
+                            args.aiperf, server.url, tokenizer, inputs, c, args.requests, args.tokens, tmp / f"a{i}-{c}"
+                        )
                     )
     print(f"{'load':>4}  {'metric':<13} {'ours':>9} {'aiperf':>9}  (medians of {args.repeats} rounds)")
     for c in loads:

@@ -2,7 +2,7 @@
 
 from specviz.servers.tune.plan import LIMITS, MODES, TunePlan, prompts_sha
 from specviz.servers.tune.store import append_point, done, open_tune, read_points
-from specviz.servers.tune.sweep import Progress, isolation, local, measure_point, remote, sweep
+from specviz.servers.tune.sweep import Progress, isolation, local, measure_point, pin_threads, remote, sweep
 
 __all__ = [
     "LIMITS",
@@ -15,6 +15,7 @@ __all__ = [
     "local",
     "measure_point",
     "open_tune",
+    "pin_threads",
     "prompts_sha",
     "read_points",
     "remote",

@@ -196,7 +196,7 @@ def isolation(threads: int) -> tuple[set[int], set[int]] | None:
     return set(cpus[-threads:]), set(cpus[:-threads])
 
 
-def _pin(pid: int, cpus: set[int]) -> None:
+def pin_threads(pid: int, cpus: set[int]) -> None:
     """Every thread of process ``pid`` on ``cpus`` (threads it starts later inherit it)."""
     for tid in os.listdir(f"/proc/{pid}/task"):
         os.sched_setaffinity(int(tid), cpus)
@@ -238,7 +238,7 @@ def local(
                 yield server.url
                 return
             before = os.sched_getaffinity(0)
-            _pin(server.process.pid, cpus[0])
+            pin_threads(server.process.pid, cpus[0])
             os.sched_setaffinity(0, cpus[1])
             try:
                 yield server.url
