@@ -16,7 +16,7 @@ import pandas as pd
 
 from specviz.base.i18n import Message
 from specviz.base.paths import DATA
-from specviz.core import hardware, regimes
+from specviz.core import hardware, heads, regimes
 from specviz.core import profiles as stack_profiles
 from specviz.core.profiles import DEFAULT_EFFICIENCY, Efficiency
 
@@ -77,10 +77,23 @@ def load_measurements(path: Path = MEASUREMENTS) -> pd.DataFrame:
 
 
 def priceable(frame: pd.DataFrame) -> pd.Series:
-    """Rows the model can price: a step row, or a speedup row with τ and a known drafting method."""
+    """Rows the model can price: a step row, or a speedup row with τ, a known drafting method and a draft the
+    catalogues describe (a model of ``models.csv``, a head of ``heads.csv``, or none for n-gram lookup)."""
     step = (frame["kind"] == "step") & frame["t_step_ms"].notna()
     spec = (frame["kind"] == "speedup") & frame["speedup"].notna() & frame["tau"].notna()
-    return step | (spec & frame["method"].isin(_DRAFTED))
+    return step | (spec & frame["method"].isin(_DRAFTED) & described_drafts(frame))
+
+
+def described_drafts(frame: pd.DataFrame) -> pd.Series:
+    """Per row: its draft is n-gram lookup, a catalogue model (method "model") or a catalogue head (else)."""
+    models, _ = hardware.load_catalog()
+    known_heads = heads.load_heads().index
+    model = frame["method"] == "model"
+    return (
+        (frame["method"] == "ngram")
+        | (model & frame["draft"].isin(models.index))
+        | (~model & frame["draft"].isin(known_heads))
+    )
 
 
 def _draft(row) -> str:
@@ -248,6 +261,20 @@ def errors(predicted: pd.DataFrame, by: str | None = None) -> pd.DataFrame:
     return frame.groupby(keys).agg(
         rows=("ratio", "size"), median_abs_err=("abs_err", "median"), within_15=("within", "mean")
     )
+
+
+def verdicts(predicted: pd.DataFrame) -> dict[str, float]:
+    """How often the predicted speedup (``predicted``'s speedup rows) says "pays" (S ≥ 1) or "loses" (S < 1)
+    as measured: rows, right (share), losses measured, losses flagged, false alarms (predicted to lose, won)."""
+    spec = predicted[predicted["kind"] == "speedup"]
+    says, was = spec["predicted"] < 1, spec["measured"] < 1
+    return {
+        "rows": len(spec),
+        "right": float((says == was).mean()) if len(spec) else float("nan"),
+        "losses": int(was.sum()),
+        "flagged": int((says & was).sum()),
+        "false_alarms": int((says & ~was).sum()),
+    }
 
 
 def profile_row(name: str, eff: Efficiency, rows: pd.DataFrame, label: str, date: str) -> dict:
