@@ -48,6 +48,7 @@ LABELS = {
 #: per-regime targets (issue 57): kind -> most median |ratio − 1|; and the most |bias| in every validated regime
 REGIME_TARGETS = {"speedup": 0.10, "step": 0.12}
 REGIME_BIAS = 0.05
+PAYS_RIGHT = 0.90  #: issue 57: "speculation pays / loses" right in at least 90 % of rows
 
 
 def table_coverage(frame: pd.DataFrame) -> None:
@@ -61,6 +62,19 @@ def table_coverage(frame: pd.DataFrame) -> None:
         )
         least = f">= {c['target']:.0%}" if c["unit"] == "share" else f">= {int(c['target'])}"
         record(f"table: {c['measure']}", shown, least, bool(c["met"]))
+
+
+def pays_or_loses(loso: pd.DataFrame) -> None:
+    """Record how often the held-out speedup says "pays" or "loses" as measured, under load and at B = 1."""
+    for label, rows in (("under load (B > 1)", loso["batch"] > 1), ("at B = 1", loso["batch"] == 1)):
+        v = published.verdicts(loso[rows])
+        record(
+            f"speedup pays/loses right LOSO, {label}",
+            f"{v['right']:.0%} of {v['rows']} ({v['flagged']}/{v['losses']} losses flagged, "
+            f"{v['false_alarms']} false alarms)",
+            ">= 90 %",
+            v["right"] >= PAYS_RIGHT,
+        )
 
 
 def regime_verdicts(loso: pd.DataFrame) -> None:
@@ -140,6 +154,7 @@ def main() -> int:
         "<= 15 %",
         t["median_abs_err"] <= 0.15,
     )
+    pays_or_loses(loso)
     regime_verdicts(loso)
     base = published.errors(default)
     print(
