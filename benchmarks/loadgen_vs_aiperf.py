@@ -117,7 +117,7 @@ def aiperf(
     obj = json.loads(exports[-1].read_text())  # read by specviz's own AIPerf reader's functions
     run = aiperf_reader.parse_run(obj)[0]
     figures = aiperf_reader.serving_figures(obj) | {"tokens_per_s": run.tokens_per_s}
-    made = n * (getattr(run, "output_tokens", None) or tokens)  # mean OSL × requests
+    made = n * (figures.get("output_tokens") or tokens)  # the reader's mean OSL × requests
     return {key: float(figures[key]) for key in CHECKS} | {"cpu_ms_per_token": 1e3 * cpu_s / max(made, 1)}
 
 

@@ -20,9 +20,11 @@ TARGETS = {
 
 
 def under_load(frame: pd.DataFrame) -> pd.Series:
-    """More than one sequence in flight, or an open-loop request rate."""
+    """More than one sequence in flight, or an open-loop request rate: a load bin other than B = 1
+    (:func:`specviz.core.regimes.load_of`, the one rule)."""
     rate = frame["request_rate"] if "request_rate" in frame else pd.Series(float("nan"), index=frame.index)
-    return (frame["batch"].astype(float) > 1) | (rate.astype(float) > 0)
+    bins = [regimes.load_of(b, r) for b, r in zip(frame["batch"], rate, strict=True)]
+    return pd.Series([b != "b1" for b in bins], index=frame.index, dtype=bool)
 
 
 def _values(frame: pd.DataFrame) -> dict[str, float]:

@@ -188,7 +188,7 @@ def remote(url: str, plan: TunePlan, policy: FetchPolicy):
 def isolation(threads: int) -> tuple[set[int], set[int]] | None:
     """(the server's CPUs, the load generator's): the last ``threads`` CPUs this process may use and the rest;
     None where the OS cannot pin (no ``sched_setaffinity``) or no CPU would be left for the load generator."""
-    if not hasattr(os, "sched_getaffinity"):
+    if not hasattr(os, "sched_setaffinity"):
         return None
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) <= threads:
