@@ -118,6 +118,17 @@ def test_quantised_weights_reach_their_share_of_the_bandwidth_and_nothing_else_d
         assert ratio["attention"] == pytest.approx(1.0)  # the KV cache is not a quantised weight
 
 
+def test_the_per_request_cost_is_paid_once_a_round_by_the_verify_not_by_each_draft_forward():
+    eff = replace(stack_profiles.DEFAULT_EFFICIENCY, seq_overhead_s=1e-3)
+    draft, batch = "meta-llama/Llama-3.2-1B-Instruct", 8
+    for d in (draft, "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"):
+        per_request = hardware.pair_costs(LLAMA8, d, "H100-SXM5-80GB", batch, 512, 4, efficiency=eff)
+        none = hardware.pair_costs(LLAMA8, d, "H100-SXM5-80GB", batch, 512, 4)
+        assert float(per_request["t_draft"]) == pytest.approx(float(none["t_draft"]))
+        for step in ("t_target", "t_verify"):
+            assert float(per_request[step] - none[step]) == pytest.approx(batch * 1e-3)
+
+
 def test_every_draft_forward_pays_the_draft_loop_once_and_a_lookup_once_per_round():
     eff = replace(stack_profiles.DEFAULT_EFFICIENCY, draft_overhead_s=2e-3)
     kw = dict(efficiency=eff)

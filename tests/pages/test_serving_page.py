@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 import yaml
-from _apps import SERVING_NO_K_TTFT, open_app, rerun, shown_errors
+from _apps import SERVING_NO_K_TTFT, SWITCHING_GPU, open_app, rerun, shown_errors
 from _messages import CJK
 from _tiers import first_quick
 
@@ -28,12 +28,12 @@ def metric(at, start: str):
 def library_answer(**over):
     """What the page should show for its defaults (with ``over`` changed), from specviz.core.serving."""
     v = dict(alpha=0.8, k_max=6, p=1024, g=256, rates=[0.5, 1, 2, 4, 8, 12, 16, 24, 32, 48], ttft=2.0, tpot=0.05)
-    v |= over
+    v |= dict(gpu="H100-SXM5-80GB") | over
     output = serving.Lengths.fixed(v["g"])
     grid = serving.cost_grid(
         PAIR["target"],
         PAIR["draft"],
-        "H100-SXM5-80GB",
+        v["gpu"],
         serving.chain_options(v["alpha"], v["k_max"]),
         serving.Lengths.fixed(v["p"]),
         output,
@@ -84,7 +84,7 @@ def test_a_link_restores_the_view():
 
 @pytest.mark.slow
 def test_schedules_round_trip():
-    at = open_app(PAGE, view="schedule")
+    at = open_app(PAGE, view="schedule", gpu=SWITCHING_GPU)
     codes = [c.value for c in at.code]
     vllm = json.loads(codes[0])
     ranges = vllm["num_speculative_tokens_per_batch_size"]
@@ -352,11 +352,11 @@ def test_the_caption_gives_the_memory_cap_with_and_without_the_draft():
 
 @pytest.mark.slow
 def test_the_schedule_view_says_what_k_0_costs_where_the_schedule_turns_speculation_off():
-    grid, _, _ = library_answer()
+    grid, _, _ = library_answer(gpu=SWITCHING_GPU)
     schedule = serving.k_by_batch(grid, serving.Lengths.fixed(256))
-    at = open_app(PAGE, view="schedule")
+    at = open_app(PAGE, view="schedule", gpu=SWITCHING_GPU)
     said = [c.value for c in at.caption]
     vllm = configs.switching.SWITCHING["vLLM"]
     shown = any(c.startswith(vllm.while_off) for c in said)
     assert shown == configs.switching.switches_off(schedule["k"].tolist())
-    assert shown  # the default pair turns speculation off at large batches
+    assert shown  # the default pair on an A100 turns speculation off at large batches

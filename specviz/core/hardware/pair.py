@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from specviz.base.i18n import Message, Phrase
@@ -40,7 +42,8 @@ def pair_costs(
     """One round's costs in the terms of :func:`specviz.core.theory.speedup_from_tokens`; broadcasts.
 
     ``draft``: a model, a head of :mod:`specviz.core.heads`, or :data:`NGRAM`. D = ``k`` draft forwards of
-    ``draft_tokens`` (a tree level's width) over ``draft_context`` on ``tp_draft`` GPUs, each + ``draft_overhead_s``,
+    ``draft_tokens`` (a tree level's width) over ``draft_context`` on ``tp_draft`` GPUs, each + ``draft_overhead_s``
+    and without ``seq_overhead_s`` (once per round, in the verify),
     then one verify of T = ``verify_tokens`` (default k + 1); Medusa or n-gram (``overhead_s``): D = 1; P-EAGLE and
     DFlash: D = 1 forward of k (DFlash k + 1) positions. Returns
     t_target, t_draft, t_verify (s), c = t_target / t_draft, v = (t_verify / t_target − 1) / (T − 1),
@@ -60,6 +63,11 @@ def pair_costs(
     t_target = step_time(t, g, batch, context, 1, tp=tp_target, **kw)
     t_verify = step_time(t, g, batch, context, n_verify, tp=tp_target, **kw)
     d_ctx = context if draft_context is None else draft_context
+    # A draft forward pays no seq_overhead_s: the per-request host work (scheduling, input preparation) runs once
+    # per engine iteration, which the verify pays. vLLM's draft-model and EAGLE proposers share one loop that
+    # advances positions and slot mappings on the GPU (vllm-project/vllm@01dd981 vllm/v1/spec_decode/draft_model.py,
+    # update_common_attn_metadata); SGLang's EAGLE worker drafts all steps inside one CUDA graph.
+    dkw = dict(kw, efficiency=replace(eff, seq_overhead_s=0.0))
     steps = np.asarray(kk, dtype=float)
     if isinstance(draft, str) and draft == NGRAM:
         t_draft, steps = eff.overhead_s + 0.0 * np.asarray(batch, dtype=float), np.ones_like(steps)
@@ -77,12 +85,12 @@ def pair_costs(
             steps = np.ones_like(steps)
         elif head["kind"] in heads.ONE_PASS:  # one forward drafts all K positions (plus DFlash's anchor)
             positions = (kk + heads.ONE_PASS[head["kind"]]) * draft_tokens
-            t_draft = step_time(heads.draft_model(head, t), g, batch, d_ctx, positions, tp=tp_draft, **kw)
+            t_draft = step_time(heads.draft_model(head, t), g, batch, d_ctx, positions, tp=tp_draft, **dkw)
             steps = np.ones_like(steps)
         else:
-            t_draft = step_time(heads.draft_model(head, t), g, batch, d_ctx, draft_tokens, tp=tp_draft, **kw)
+            t_draft = step_time(heads.draft_model(head, t), g, batch, d_ctx, draft_tokens, tp=tp_draft, **dkw)
     else:
-        t_draft = step_time(draft, g, batch, d_ctx, draft_tokens, tp=tp_draft, **kw)
+        t_draft = step_time(draft, g, batch, d_ctx, draft_tokens, tp=tp_draft, **dkw)
     t_draft = t_draft + eff.draft_overhead_s
     return {
         "t_target": np.asarray(t_target),
