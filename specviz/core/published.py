@@ -111,8 +111,20 @@ def _prefill(row, eff: Efficiency) -> float:
     return float(hardware.step_time(row["target"], row["gpu"], int(row["batch"]), 0, int(row["prompt_tokens"]), **kw))
 
 
+def running_batches(row) -> tuple[int, int]:
+    """(sequences running with speculation, without): B capped at ⌊N / slots⌋, N the KV tokens the engine reported
+    (``kv_tokens``, ``plain_kv_tokens``; else B), slots L + K + 1 with speculation and L without."""
+    b, ctx, k = int(row["batch"]), int(row["context"]), _int(row.get("k"), 1)
+
+    def cap(tokens, slots: int) -> int:
+        return b if tokens != tokens or tokens is None else max(1, min(b, int(float(tokens) // slots)))
+
+    return cap(row.get("kv_tokens", float("nan")), ctx + k + 1), cap(row.get("plain_kv_tokens", float("nan")), ctx)
+
+
 def predict_row(row, eff: Efficiency) -> float:
-    """The row's prediction: the step time in ms (kind = step) or the speedup."""
+    """The step time in ms (kind = step) or the speedup, S·(B_s / B_p)·t(B_p) / t(B_s) where the runs held
+    different batches (:func:`running_batches`: the requests beyond the KV cache wait)."""
     b, ctx, tp = int(row["batch"]), int(row["context"]), int(row["tp"])
     out = _int(row.get("output_tokens"), 0)
     prefill = _prefill(row, eff) if out else 0.0
@@ -120,6 +132,7 @@ def predict_row(row, eff: Efficiency) -> float:
         t = float(hardware.step_time(row["target"], row["gpu"], b, ctx, 1, dtype=row["dtype"], tp=tp, efficiency=eff))
         return 1e3 * (prefill / out + t if prefill else t)
     k = _int(row["k"], 1)
+    b, b_plain = running_batches(row)
     costs = hardware.pair_costs(
         row["target"],
         _draft(row),
@@ -135,9 +148,13 @@ def predict_row(row, eff: Efficiency) -> float:
         verify_tokens=_int(row.get("verify_tokens"), k + 1),
     )
     s = float(hardware.round_speedup(float(row["tau"]), costs))
+    t = float(costs["t_target"])
+    if b_plain != b:
+        kw = dict(dtype=row["dtype"], tp=tp, efficiency=eff)
+        t_plain = float(hardware.step_time(row["target"], row["gpu"], b_plain, ctx, 1, **kw))
+        s, t = s * (b / b_plain) * (t_plain / t), t_plain
     if not prefill:
         return s
-    t = float(costs["t_target"])
     return (prefill + out * t) / (prefill + out * t / s)
 
 

@@ -206,3 +206,56 @@ def test_verdicts_count_losses_flagged_and_false_alarms():
     )
     v = published.verdicts(frame)
     assert v == {"rows": 4, "right": 0.5, "losses": 2, "flagged": 1, "false_alarms": 1}
+
+
+def _throughput_row(**cells) -> pd.Series:
+    row = {
+        "kind": "speedup",
+        "target": "meta-llama/Llama-3.1-8B-Instruct",
+        "draft": "meta-llama/Llama-3.2-1B-Instruct",
+        "method": "model",
+        "gpu": "H100-SXM5-80GB",
+        "tp": 1,
+        "dtype": "bf16",
+        "batch": 64,
+        "context": 100,
+        "k": 3,
+        "tau": 2.5,
+        "draft_tokens": 1,
+        "verify_tokens": 4,
+        "output_tokens": float("nan"),
+        "prompt_tokens": float("nan"),
+        "includes_prefill": "no",
+    }
+    return pd.Series(row | cells)
+
+
+def test_a_reported_kv_capacity_caps_each_runs_batch_at_its_slots_per_request():
+    assert published.running_batches(_throughput_row()) == (64, 64)  # no capacity given: the concurrency
+    row = _throughput_row(kv_tokens=1000.0, plain_kv_tokens=1000.0)
+    assert published.running_batches(row) == (1000 // 104, 1000 // 100)  # L + K + 1 slots with speculation, L without
+    roomy = _throughput_row(kv_tokens=1e6, plain_kv_tokens=1e6)
+    assert published.running_batches(roomy) == (64, 64)  # a capacity that holds every request changes nothing
+
+
+def test_a_throughput_ratio_between_different_batches_is_each_runs_tokens_per_second():
+    eff = profiles.Efficiency()
+    row = _throughput_row(kv_tokens=3000.0, plain_kv_tokens=6400.0)
+    b_s, b_p = published.running_batches(row)
+    assert (b_s, b_p) == (28, 64)
+    kw = dict(dtype="bf16", tp_target=1, tp_draft=1, efficiency=eff, draft_tokens=1, verify_tokens=4)
+    costs = hw.pair_costs(row["target"], row["draft"], row["gpu"], b_s, 100, 3, **kw)
+    per_seq = float(hw.round_speedup(2.5, costs))  # a sequence's speed, with speculation ÷ without, at B_s
+    spec_tps = b_s * per_seq / float(costs["t_target"])
+    plain_tps = b_p / float(hw.step_time(row["target"], row["gpu"], b_p, 100, 1, dtype="bf16", efficiency=eff))
+    assert published.predict_row(row, eff) == pytest.approx(spec_tps / plain_tps, rel=1e-12)
+    assert published.predict_row(row, eff) < published.predict_row(_throughput_row(), eff)  # fewer fit: it pays less
+
+
+def test_capacities_are_given_only_for_throughput_ratios_with_the_log_line_they_come_from():
+    frame = published.load_measurements()
+    given = frame[frame["kv_tokens"].notna() | frame["plain_kv_tokens"].notna()]
+    assert len(given) >= 36 and given["kv_tokens"].notna().all() and given["plain_kv_tokens"].notna().all()
+    assert (given["kind"] == "speedup").all() and given["speedup_of"].str.contains("throughput").all()
+    assert given["notes"].str.contains("GPU KV cache size", regex=False).all()
+    assert (given["kv_tokens"] <= given["plain_kv_tokens"]).all()  # the draft's weights and cache take room

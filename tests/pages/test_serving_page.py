@@ -14,6 +14,7 @@ from _apps import SERVING_NO_K_TTFT, SWITCHING_GPU, open_app, rerun, shown_error
 from _messages import CJK
 from _tiers import first_quick
 
+from specviz.app.ui import number
 from specviz.core import configs, hardware, profiles, serving
 
 PAGE = "pages/serving.py"
@@ -58,9 +59,9 @@ def test_headline_numbers_are_the_library_s():
     _, _, rates = library_answer()
     plain = rates.iloc[0]
     best = rates.iloc[1:].sort_values(["max_rps", "k"], ascending=[False, True]).iloc[0]
-    assert metric(at, "Largest rate per GPU").value == f"{plain['max_rps_per_gpu']:.3g}"
+    assert metric(at, "Largest rate per GPU").value == number(plain["max_rps_per_gpu"])  # 3 significant digits
     m = metric(at, "… with speculation")
-    assert f"K = {int(best['k'])}" in m.label and m.value == f"{best['max_rps_per_gpu']:.3g}"
+    assert f"K = {int(best['k'])}" in m.label and m.value == number(best["max_rps_per_gpu"])
     assert "vLLM" in " ".join(c.value for c in at.caption)  # the profile that priced it is named
 
 
