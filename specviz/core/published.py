@@ -113,13 +113,14 @@ def _prefill(row, eff: Efficiency) -> float:
 
 def running_batches(row) -> tuple[int, int]:
     """(sequences running with speculation, without): B capped at ⌊N / slots⌋, N the KV tokens the engine reported
-    (``kv_tokens``, ``plain_kv_tokens``; else B), slots L + K + 1 with speculation and L without."""
-    b, ctx, k = int(row["batch"]), int(row["context"]), _int(row.get("k"), 1)
+    (``kv_tokens``, ``plain_kv_tokens``; else B), slots L + T with speculation (T verified: K + 1) and L without."""
+    b, ctx = int(row["batch"]), int(row["context"])
+    verified = _int(row.get("verify_tokens"), _int(row.get("k"), 1) + 1)  # written before acceptance
 
     def cap(tokens, slots: int) -> int:
         return b if tokens != tokens or tokens is None else max(1, min(b, int(float(tokens) // slots)))
 
-    return cap(row.get("kv_tokens", float("nan")), ctx + k + 1), cap(row.get("plain_kv_tokens", float("nan")), ctx)
+    return cap(row.get("kv_tokens", float("nan")), ctx + verified), cap(row.get("plain_kv_tokens", float("nan")), ctx)
 
 
 def predict_row(row, eff: Efficiency) -> float:

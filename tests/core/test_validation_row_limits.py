@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from specviz.core import validation
+from specviz.core import published, validation
 
 SPEEDUP = dict(
     kind="speedup",
@@ -53,3 +53,13 @@ def test_a_step_time_outside_1_us_to_60_s_is_refused(value):
 def test_only_impossible_rows_leave_nothing_to_fit():
     good, en, _ = checked(SPEEDUP | dict(speedup="1e6"), STEP | dict(t_step_ms="1e-9"), STEP | dict(t_step_ms="1e300"))
     assert good.empty and [e.split(":")[0] for e in en] == ["row 1", "row 2", "row 3"]
+
+
+@pytest.mark.parametrize("field", ["kv_tokens", "plain_kv_tokens"])
+def test_a_kv_capacity_is_a_whole_number_of_tokens_and_caps_the_runs_batch(field):
+    good, en, zh = checked(SPEEDUP | {field: "abc"}, SPEEDUP | {field: "0"})
+    assert good.empty and len(en) == 2, en
+    assert en[0].startswith(f"row 1: {field} = 'abc' is not allowed; allowed: an integer >= 1"), en
+    assert zh[0].startswith(f"第 1 行：{field} = 'abc'"), zh
+    good, en, _ = checked(SPEEDUP | dict(batch="64", context="100", kv_tokens="3000", plain_kv_tokens="6400"))
+    assert en == [] and published.running_batches(good.iloc[0]) == (3000 // 105, 64)  # L + K + 1 = 105 slots with K = 4

@@ -47,6 +47,8 @@ _ALLOWED = {
     "verify_tokens": N_("a finite number > 0 (empty: K + 1)"),
     "prompt_tokens": N_("an integer >= 0 (empty: none)"),
     "output_tokens": N_("an integer >= 1 (empty: none)"),
+    "kv_tokens": N_("an integer >= 1 (empty: none)"),  # the KV-cache capacity the engine reported, tokens
+    "plain_kv_tokens": N_("an integer >= 1 (empty: none)"),
     "includes_prefill": N_("yes or no (empty: no)"),
 }
 
@@ -207,7 +209,7 @@ def _clean_row(i: int, cells: pd.Series) -> tuple[dict, list[Message]]:
     else:
         row["t_step_ms"] = np.nan
         bad += _speedup_cells(i, row, get, known.get("target"))
-    for field in ("prompt_tokens", "output_tokens"):
+    for field in ("prompt_tokens", "output_tokens", "kv_tokens", "plain_kv_tokens"):
         value = get(field)
         x = None if value is None else _number(value, True, 0 if field == "prompt_tokens" else 1)
         if value is not None and x is None:
