@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -54,12 +55,14 @@ def whole_tune(out: Path, args) -> tuple[float, list[dict]]:
 def resume_check(out: Path) -> tuple[bool, str]:
     """Start a 2 K × 2 loads tune, SIGKILL it once two points are saved, run it again; each point once."""
     cmd = cli(out, "0,2", "1,2", 8, 32, 10)
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # its own process group, killed whole: the tune and the llama-servers it started, as a job scheduler or a
+    # terminal's Ctrl-C stops them (a SIGKILL of the tune alone would leave its servers running)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 300
     while len(tune.read_points(out)) < 2 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     killed_at = len(tune.read_points(out))
-    proc.send_signal(signal.SIGKILL)
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     keys = [(p["k"], p["concurrency"]) for p in tune.read_points(out)]

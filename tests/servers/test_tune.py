@@ -160,11 +160,13 @@ def _serves(pid: int, url: str) -> bool:
 def test_a_tune_killed_mid_sweep_resumes_with_every_point_once(llama_binary, tmp_path):
     cmd = [sys.executable, "-m", "specviz", "tune", "--out", str(tmp_path), "--ks", "0,1", "--concurrency", "1,2"]
     cmd += ["--requests", "4", "--max-tokens", "16"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # its own process group, killed whole: the tune and the llama-servers it started, as a job scheduler or a
+    # terminal's Ctrl-C stops them (a SIGKILL of the tune alone would leave its servers running)
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 240
     while not tune.read_points(tmp_path) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
+    os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     before = tune.read_points(tmp_path)
     assert 1 <= len(before) < 4, "the kill came after the sweep ended: nothing was left to resume"
