@@ -10,9 +10,12 @@ per million output tokens per load, with and without speculation, within an opti
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
 import tempfile
+import threading
 from functools import partial
 from pathlib import Path
 
@@ -134,12 +137,26 @@ def _local(plan, out: Path, args, prompts, policy):
     binary = llamacpp.find_binary()
     if binary is None:
         raise ValueError("llama-server is not built here: run scripts/build-llama-server (about 5 minutes)")
-    with tempfile.TemporaryDirectory(prefix="specviz-tune-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="specviz-tune-") as tmp, _sigterm_unwinds():
         target, draft = export_pair_gguf(args.pair, tmp)
         serve = tune.local(
             binary, target, draft, plan, out / "logs", threads=args.threads, isolate=not args.shared_cpus
         )
         return tune.sweep(plan, out, serve, prompts, policy, progress=_say)
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds():
+    """SIGTERM exits through the ``finally`` blocks, as Ctrl-C does, so the llama-servers this tune started stop
+    with it (Python's default SIGTERM ends the process at once and they outlive it). Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
 
 
 def _say(p) -> None:

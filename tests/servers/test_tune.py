@@ -3,6 +3,7 @@ after a SIGKILL mid-sweep, and remote (the shared server at its own K)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -181,6 +182,47 @@ def test_a_tune_killed_mid_sweep_resumes_with_every_point_once(llama_binary, tmp
     assert run["k"].tolist() == [1, 1] and run["target_model"].eq("specviz/bundled-target").all()
     frame, _ = load_measurements((tmp_path / "run.csv").read_bytes(), name="run.csv")
     assert len(frame) == 2 and frame["speedup"].gt(0).all()
+
+
+def _servers_of(parent: int) -> list[int]:
+    """The live llama-server processes whose parent is ``parent``."""
+    found = []
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            ppid = int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            name = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0]
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == parent and name.endswith(b"llama-server"):
+            found.append(int(p))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.llamacpp
+def test_a_tune_sent_sigterm_stops_the_servers_it_started(llama_binary, tmp_path):
+    cmd = [sys.executable, "-m", "specviz", "tune", "--out", str(tmp_path), "--ks", "0,1,2", "--concurrency", "1,2"]
+    cmd += ["--requests", "8", "--max-tokens", "32"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline, servers = time.monotonic() + 120, []
+        while not servers and proc.poll() is None and time.monotonic() < deadline:
+            servers = _servers_of(proc.pid)
+            time.sleep(0.05)
+        assert servers, "the tune started no llama-server, or ended first"
+        proc.send_signal(signal.SIGTERM)  # the tune alone, not its group
+        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+        assert not [pid for pid in servers if _serves_any(pid)], "a llama-server outlived its tune"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _serves_any(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"llama-server")
+    except OSError:
+        return False
 
 
 @pytest.mark.slow
