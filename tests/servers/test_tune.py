@@ -148,22 +148,28 @@ def test_an_isolated_server_runs_on_its_own_cpus_and_the_caller_gets_its_own_bac
     assert os.sched_getaffinity(0) == before
 
 
-def _serves(pid: int, url: str) -> bool:
+def _serves(pid: int, url: str | None = None) -> bool:
+    """Whether process ``pid`` is a live llama-server (listening on ``url``'s port where one is given)."""
     try:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return any(part.endswith(b"llama-server") for part in cmd[:1]) and url.rsplit(":", 1)[1].encode() in cmd
+    return cmd[0].endswith(b"llama-server") and (url is None or url.rsplit(":", 1)[1].encode() in cmd)
+
+
+def _start_tune(out: Path, ks: str, requests: int, max_tokens: int) -> tuple[list[str], subprocess.Popen]:
+    """``specviz tune`` of the bundled pair over ``ks`` × 1, 2 in flight, in a process group of its own (so a
+    check can kill the tune with the llama-servers it started, as a job scheduler or Ctrl-C does)."""
+    cmd = [sys.executable, "-m", "specviz", "tune", "--out", str(out), "--ks", ks, "--concurrency", "1,2"]
+    cmd += ["--requests", str(requests), "--max-tokens", str(max_tokens)]
+    devnull = subprocess.DEVNULL
+    return cmd, subprocess.Popen(cmd, cwd=ROOT, stdout=devnull, stderr=devnull, start_new_session=True)
 
 
 @pytest.mark.slow
 @pytest.mark.llamacpp
 def test_a_tune_killed_mid_sweep_resumes_with_every_point_once(llama_binary, tmp_path):
-    cmd = [sys.executable, "-m", "specviz", "tune", "--out", str(tmp_path), "--ks", "0,1", "--concurrency", "1,2"]
-    cmd += ["--requests", "4", "--max-tokens", "16"]
-    # its own process group, killed whole: the tune and the llama-servers it started, as a job scheduler or a
-    # terminal's Ctrl-C stops them (a SIGKILL of the tune alone would leave its servers running)
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    cmd, proc = _start_tune(tmp_path, "0,1", 4, 16)
     deadline = time.monotonic() + 240
     while not tune.read_points(tmp_path) and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -184,26 +190,22 @@ def test_a_tune_killed_mid_sweep_resumes_with_every_point_once(llama_binary, tmp
     assert len(frame) == 2 and frame["speedup"].gt(0).all()
 
 
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _servers_of(parent: int) -> list[int]:
     """The live llama-server processes whose parent is ``parent``."""
-    found = []
-    for p in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            ppid = int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            name = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0]
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == parent and name.endswith(b"llama-server"):
-            found.append(int(p))
-    return found
+    return [int(p) for p in filter(str.isdigit, os.listdir("/proc")) if _parent(int(p)) == parent and _serves(int(p))]
 
 
 @pytest.mark.slow
 @pytest.mark.llamacpp
 def test_a_tune_sent_sigterm_stops_the_servers_it_started(llama_binary, tmp_path):
-    cmd = [sys.executable, "-m", "specviz", "tune", "--out", str(tmp_path), "--ks", "0,1,2", "--concurrency", "1,2"]
-    cmd += ["--requests", "8", "--max-tokens", "32"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    _, proc = _start_tune(tmp_path, "0,1,2", 8, 32)
     try:
         deadline, servers = time.monotonic() + 120, []
         while not servers and proc.poll() is None and time.monotonic() < deadline:
@@ -212,17 +214,10 @@ def test_a_tune_sent_sigterm_stops_the_servers_it_started(llama_binary, tmp_path
         assert servers, "the tune started no llama-server, or ended first"
         proc.send_signal(signal.SIGTERM)  # the tune alone, not its group
         assert proc.wait(timeout=60) == 128 + signal.SIGTERM
-        assert not [pid for pid in servers if _serves_any(pid)], "a llama-server outlived its tune"
+        assert not [pid for pid in servers if _serves(pid)], "a llama-server outlived its tune"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _serves_any(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].endswith(b"llama-server")
-    except OSError:
-        return False
 
 
 @pytest.mark.slow
