@@ -71,7 +71,7 @@ def pays_or_loses(loso: pd.DataFrame) -> None:
         v = published.verdicts(loso[rows])
         record(
             f"speedup pays/loses right LOSO, {label}",
-            f"{v['right']:.0%} of {v['rows']} ({v['flagged']}/{v['losses']} losses flagged, "
+            f"{v['right']:.1%} of {v['rows']} ({v['flagged']}/{v['losses']} losses flagged, "
             f"{v['false_alarms']} false alarms)",
             ">= 90 %",
             v["right"] >= PAYS_RIGHT,
