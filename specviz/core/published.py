@@ -112,9 +112,11 @@ def _prefill(row, eff: Efficiency) -> float:
 
 
 def running_batches(row) -> tuple[int, int]:
-    """(sequences running with speculation, without): B capped at ⌊N / slots⌋, N the KV tokens the engine reported
-    (``kv_tokens``, ``plain_kv_tokens``; else B), slots L + T with speculation (T verified: K + 1) and L without."""
+    """(running with speculation, without): B capped at ⌊N / slots⌋, N = ``kv_tokens``, ``plain_kv_tokens`` (else B),
+    slots P + O + T (T verified: K + 1) and P + O: the length a request reaches (docs/design.md), else L."""
     b, ctx = int(row["batch"]), int(row["context"])
+    prompt, out = _int(row.get("prompt_tokens"), 0), _int(row.get("output_tokens"), 0)
+    ctx = prompt + out if prompt and out else ctx
     verified = _int(row.get("verify_tokens"), _int(row.get("k"), 1) + 1)  # written before acceptance
 
     def cap(tokens, slots: int) -> int:

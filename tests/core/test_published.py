@@ -238,6 +238,8 @@ def test_a_reported_kv_capacity_caps_each_runs_batch_at_its_slots_per_request():
     assert published.running_batches(row) == (1000 // 104, 1000 // 100)  # L + K + 1 slots with speculation, L without
     roomy = _throughput_row(kv_tokens=1e6, plain_kv_tokens=1e6)
     assert published.running_batches(roomy) == (64, 64)  # a capacity that holds every request changes nothing
+    stated = _throughput_row(kv_tokens=1000.0, plain_kv_tokens=1000.0, prompt_tokens=60.0, output_tokens=80.0)
+    assert published.running_batches(stated) == (1000 // 144, 1000 // 140)  # the length a request reaches: P + O
 
 
 def test_a_throughput_ratio_between_different_batches_is_each_runs_tokens_per_second():
