@@ -78,6 +78,16 @@ def pays_or_loses(loso: pd.DataFrame) -> None:
         )
 
 
+def loaded_errors(loso: pd.DataFrame) -> None:
+    """Record the held-out median error under load: per-token times of plain decoding (step rows, the TPOT a
+    serving run measures) and the speedups (throughput ratios but one, a "decoding speed" ratio)."""
+    loaded = under_load(loso)
+    for kind, label in (("step", "TPOT (steps of plain decoding)"), ("speedup", "speedups")):
+        rows = loso[loaded & (loso["kind"] == kind)]
+        err = (rows["ratio"] - 1).abs().median()
+        record(f"under load: {label} median |err| LOSO", f"{err:.1%} ({len(rows)} rows)", "<= 15 %", err <= 0.15)
+
+
 def regime_verdicts(loso: pd.DataFrame) -> None:
     """Print the leave-one-source-out error per regime and record PASS/FAIL for each validated regime."""
     keys = published.regime_keys(loso)
@@ -155,6 +165,7 @@ def main() -> int:
         "<= 15 %",
         t["median_abs_err"] <= 0.15,
     )
+    loaded_errors(loso)
     pays_or_loses(loso)
     regime_verdicts(loso)
     base = published.errors(default)
