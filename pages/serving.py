@@ -129,7 +129,7 @@ def headline(s: scenarios.Scenario, grid, best: pd.DataFrame, rates: pd.DataFram
         )
     st.caption(
         ui.t(
-            "Decode context {ctx} tokens; at most {cap} sequences fit in a batch with the draft (its weights, its KV cache and the verify slots), {plain} without; beyond them requests wait for memory. One prompt's prefill costs {p} ms. Means of a steady state: a real server's p90 and p99 lie above them.",
+            "Decode context {ctx} tokens; at most {cap} sequences fit in a batch with the draft (its weights, its KV cache and the verify slots), {plain} without, each holding the cache of its prompt and whole output; beyond them requests wait for memory. One prompt's prefill costs {p} ms. Means of a steady state: a real server's p90 and p99 lie above them.",
             ctx=f"{grid.context:,.0f}",
             cap=int(grid.option_caps()[-1]),
             plain=int(grid.option_caps()[0]),

@@ -36,7 +36,9 @@ def small():
 
 def test_the_caps_are_the_memory_plans_with_and_without_the_draft(small):
     caps = small.option_caps()
-    plan = hardware.memory_plan(PAIR["target"], PAIR["draft"], "L4-24GB", 1, round(small.context), 6)
+    reach = 4096 + 256  # the cache a request reaches, prompt + output, not the decode context L̄
+    assert small.context < reach
+    plan = hardware.memory_plan(PAIR["target"], PAIR["draft"], "L4-24GB", 1, reach, 6)
     assert caps[0] == plan.max_batch_plain and (caps[1:] == plan.max_batch).all()
     assert caps[0] > caps[1] >= 1 and small.cap == caps[0]
 

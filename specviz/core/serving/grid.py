@@ -105,7 +105,8 @@ class CostGrid:
 
 def batch_cap(target, draft, gpu, context, *, dtype="bf16", tp=1, max_seqs: int = 256, k: int = 0) -> float:
     """Largest running batch: min(``max_seqs``, :func:`specviz.core.hardware.memory_plan`'s largest batch): the
-    weights, and per sequence the KV of L̄ tokens, with a draft its weights, its KV and the ``k`` + 1 verify slots."""
+    weights, and per sequence the KV of ``context`` tokens, with a draft its weights, its KV and the ``k`` + 1
+    verify slots."""
     plan = hardware.memory_plan(
         target, draft, gpu, 1, context, k if draft is not None else 0, dtype=dtype, tp_target=tp
     )
@@ -205,14 +206,18 @@ def cost_grid(
     ctx = float(round(decode_context(prompt, output)))
     slots = max(o.verify_tokens for o in options) - 1  # the widest round's verified positions beyond the bonus one
     spec = draft if len(options) > 1 else None
-    spec_cap = batch_cap(target, spec, gpu, ctx, dtype=dtype, tp=tp, max_seqs=max_seqs, k=slots)
+    # a request holds the cache it reaches, E[P] + E[G]: engines reserve it at admission or preempt (docs/design.md)
+    reach = float(round(prompt.mean + output.mean))
+    spec_cap = batch_cap(target, spec, gpu, reach, dtype=dtype, tp=tp, max_seqs=max_seqs, k=slots)
     # a llama-server's slots are fixed at start (-np), drafting or not; elsewhere no draft leaves room for more
-    plain_cap = spec_cap if kv == "slots" else batch_cap(target, None, gpu, ctx, dtype=dtype, tp=tp, max_seqs=max_seqs)
+    plain_cap = (
+        spec_cap if kv == "slots" else batch_cap(target, None, gpu, reach, dtype=dtype, tp=tp, max_seqs=max_seqs)
+    )
     cap = max(spec_cap, plain_cap)
     if spec_cap < 1:
         raise Message(
             "the weights and one sequence's KV cache at a context of {ctx} tokens do not fit on the GPU; use more GPUs (tp) or a smaller dtype",
-            ctx=round(ctx),
+            ctx=round(reach),
         )
     # whole batches (the roofline prices integers): every one up to ~points, geometric beyond
     batch = np.concatenate([[0.0], np.unique(np.round(np.geomspace(1.0, cap, points)))])  # (nG,)
