@@ -104,11 +104,12 @@ def _int(value, default: int) -> int:
     return default if value != value or value is None or value == "" else round(float(value))
 
 
-def _prefill(row, eff: Efficiency) -> float:
+def _prefill(row, eff: Efficiency, model=None) -> float:
     if str(row.get("includes_prefill", "")).strip().lower() != "yes" or row["prompt_tokens"] != row["prompt_tokens"]:
         return 0.0
     kw = dict(dtype=row["dtype"], tp=int(row["tp"]), efficiency=eff)
-    return float(hardware.step_time(row["target"], row["gpu"], int(row["batch"]), 0, int(row["prompt_tokens"]), **kw))
+    model = row["target"] if model is None else model
+    return float(hardware.step_time(model, row["gpu"], int(row["batch"]), 0, int(row["prompt_tokens"]), **kw))
 
 
 def running_batches(row) -> tuple[int, int]:
@@ -158,7 +159,9 @@ def predict_row(row, eff: Efficiency) -> float:
         s, t = s * (b / b_plain) * (t_plain / t), t_plain
     if not prefill:
         return s
-    return (prefill + out * t) / (prefill + out * t / s)
+    dm = hardware.draft_forward_model(_draft(row), row["target"])  # its prefill too, as serving.prefill_seconds
+    spec_prefill = prefill + (_prefill(row, eff, dm) if dm is not None else 0.0)
+    return (prefill + out * t) / (spec_prefill + out * t / s)
 
 
 def measured(row) -> float:

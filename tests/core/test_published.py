@@ -256,6 +256,32 @@ def test_a_throughput_ratio_between_different_batches_is_each_runs_tokens_per_se
     assert published.predict_row(row, eff) < published.predict_row(_throughput_row(), eff)  # fewer fit: it pays less
 
 
+def test_a_speculative_run_with_its_prefill_pays_the_drafts_prefill_too():
+    """(t_p + O·t) / (t_p + t'_p + O·t / S): the draft model prefills the same prompts (serving.prefill_seconds)."""
+    eff = profiles.Efficiency()
+    row = _throughput_row(includes_prefill="yes", prompt_tokens=100.0, output_tokens=50.0)
+    kw = dict(dtype="bf16", efficiency=eff)
+    t_p = float(hw.step_time(row["target"], row["gpu"], 64, 0, 100, **kw))
+    t_d = float(hw.step_time(row["draft"], row["gpu"], 64, 0, 100, **kw))
+    costs = hw.pair_costs(
+        row["target"],
+        row["draft"],
+        row["gpu"],
+        64,
+        100,
+        3,
+        tp_target=1,
+        tp_draft=1,
+        draft_tokens=1,
+        verify_tokens=4,
+        **kw,
+    )
+    s, t = float(hw.round_speedup(2.5, costs)), float(costs["t_target"])
+    expected = (t_p + 50 * t) / (t_p + t_d + 50 * t / s)
+    assert published.predict_row(row, eff) == pytest.approx(expected, rel=1e-12)
+    assert expected < (t_p + 50 * t) / (t_p + 50 * t / s)  # without the draft's prefill it would pay more
+
+
 def test_capacities_are_given_only_for_throughput_ratios_with_the_log_line_they_come_from():
     frame = published.load_measurements()
     given = frame[frame["kv_tokens"].notna() | frame["plain_kv_tokens"].notna()]
