@@ -13,6 +13,10 @@ Checks (docs/tune.md says what each means):
 3. from a single measured K at a load, every other K's TPOT and tokens/s there, predicted with o and r
    carried from the other loads (leave one load out: what a remote tune at one K does)      [p90 <= 15 %]
 4. killed (SIGKILL) mid-sweep and run again: every point once, none lost                   [exactly once]
+
+Unless ``--no-repeat``, the same plan is swept a second time into another folder and each point's TPOT and tokens/s
+are compared with the first sweep's: the machine's repeatability, the floor under check 3's errors (printed, no
+target), and check 3 on the second sweep.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 from _report import ROOT, machine_line, record, summary
 
 from specviz.core import tuning
@@ -70,6 +75,26 @@ def resume_check(out: Path) -> tuple[bool, str]:
     return ok, f"killed with {killed_at} of 4 saved; after resuming {len(keys)} points, {len(set(keys))} distinct"
 
 
+def repeatability(first: list[dict], second: list[dict]) -> str:
+    """|second / first − 1| of TPOT and tokens/s over the (K, load) points both sweeps measured: median and p90."""
+    before = {(p["k"], p["concurrency"]): p for p in first}
+    pairs = [(before[(p["k"], p["concurrency"])], p) for p in second if (p["k"], p["concurrency"]) in before]
+    said = []
+    for key, name in (("tpot_s", "TPOT"), ("tokens_per_s", "tokens/s")):
+        d = np.abs([b[key] / a[key] - 1.0 for a, b in pairs])
+        said.append(f"{name} median {np.median(d):.1%}, p90 {np.quantile(d, 0.9):.1%}, max {d.max():.1%}")
+    return f"{len(pairs)} points measured twice, |second / first - 1|: " + "; ".join(said)
+
+
+def single_k(points: list[dict], label: str) -> None:
+    """Check 3 on one sweep's points."""
+    errs = tuning.single_k_errors(points)
+    for col, name in (("tpot_err", "TPOT"), ("tokens_per_s_err", "tokens/s")):
+        e = errs[col].abs()
+        shown = f"median {e.median():.1%}, p90 {e.quantile(0.9):.1%}, max {e.max():.1%} ({len(e)} predictions)"
+        record(f"single-K predictions, {name}{label}", shown, "p90 <= 15 %", e.quantile(0.9) <= 0.15)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ks", default="0,1,2,3,4,5,6")
@@ -77,6 +102,7 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=32)
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--write", action="store_true", help="keep the sweep as the Tune page's example")
+    ap.add_argument("--no-repeat", action="store_true", help="skip the second sweep of the same plan")
     args = ap.parse_args()
     t_start = time.perf_counter()
     print(machine_line("llama-server b11434, 1 thread, the bundled pair"))
@@ -95,11 +121,11 @@ def main() -> int:
             )
             worst = min(worst, ratio)
         record("recommended K vs best measured, worst load", f"{worst:.3f}×", ">= 0.95×", worst >= 0.95)
-        errs = tuning.single_k_errors(points)
-        for col, name in (("tpot_err", "TPOT"), ("tokens_per_s_err", "tokens/s")):
-            e = errs[col].abs()
-            shown = f"median {e.median():.1%}, p90 {e.quantile(0.9):.1%}, max {e.max():.1%} ({len(e)} predictions)"
-            record(f"single-K predictions, {name}", shown, "p90 <= 15 %", e.quantile(0.9) <= 0.15)
+        single_k(points, "")
+        if not args.no_repeat:
+            _, again = whole_tune(Path(tmp) / "again", args)
+            print("  repeatability (the same plan swept again):", repeatability(points, again))
+            single_k(again, ", second sweep")
         if args.write:
             shutil.rmtree(EXAMPLE, ignore_errors=True)
             EXAMPLE.mkdir(parents=True)
