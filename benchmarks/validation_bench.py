@@ -175,13 +175,14 @@ def main() -> int:
     if args.write_profiles:
         profiles = published.fit_profiles(rows)
         today = datetime.date.today().isoformat()
+        fit = published.fitted_rows(rows)  # what each profile names as fitted on
         out = [
-            published.profile_row(name, profiles[name], rows[rows["stack"] == name], LABELS.get(name, name), today)
-            for name in sorted(rows["stack"].unique())
+            published.profile_row(name, profiles[name], fit[fit["stack"] == name], LABELS.get(name, name), today)
+            for name in sorted(fit["stack"].unique())
         ]
-        family = rows["stack"].map(stack_profiles.family)
+        family = fit["stack"].map(stack_profiles.family)
         out += [  # the families' profiles, for a stack the catalogue does not list
-            published.profile_row(name, profiles[f"family:{name}"], rows[family == name], LABELS[name], today)
+            published.profile_row(name, profiles[f"family:{name}"], fit[family == name], LABELS[name], today)
             for name in stack_profiles.FAMILY_PROFILES
         ]
         pd.DataFrame(out).to_csv(stack_profiles.PROFILES_CSV, index=False, float_format="%.6g")

@@ -11,8 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: a Serving TTFT limit (s) the default setup meets without speculation (down to 37 ms) and with no K
 #: (K = 1 needs about 45 ms: the draft's prefill comes first); it moves when the engine profiles are refitted
 SERVING_NO_K_TTFT = "0.040"
-#: a GPU on which the Serving page's default pair's best K falls with the batch, to 0 at large batches (a
-#: schedule every engine takes); on the default H100 the per-request cost a round amortises keeps K ≥ 2 to 256
+#: a GPU on which the Serving page's default pair's best K falls to 0 at large batches (at α = 0.75 it only falls:
+#: a schedule every engine takes); on the default H100 the per-request cost a round amortises keeps K ≥ 2 to 256
 SWITCHING_GPU = "A100-SXM4-80GB"
 
 

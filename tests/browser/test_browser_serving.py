@@ -302,8 +302,8 @@ def test_moving_alpha_and_switching_traffic_follow_in_the_url_and_the_headline(a
 
 
 def test_the_schedule_view_gives_each_engine_its_configuration(app_url, page):
-    # on an A100 the default pair's best K falls with the batch to 0: a schedule every engine takes
-    link = f"/serving?view=schedule&gpu={SWITCHING_GPU}"
+    # on an A100 at α = 0.75 the default pair's best K falls with the batch (3, 2, 1, 0): a schedule every engine takes
+    link = f"/serving?view=schedule&gpu={SWITCHING_GPU}&alpha=0.75"
     open_page(page, app_url + link)
     assert_no_exception(page, link)
     assert_no_traceback(page, link)
@@ -319,7 +319,7 @@ def test_the_schedule_view_gives_each_engine_its_configuration(app_url, page):
         "llama.cpp llama-server",
     ):
         expect(page.locator(f"{MAIN} strong").filter(has_text=name).first).to_be_visible()
-    expected = expected_schedules(gpu=SWITCHING_GPU)
+    expected = expected_schedules(alpha=0.75, gpu=SWITCHING_GPU)
 
     vllm = json.loads(shown[0])
     assert vllm == json.loads(expected[0])

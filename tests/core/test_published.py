@@ -160,14 +160,32 @@ def test_fit_recovers_known_overheads_from_synthetic_rows():
 
 def test_every_engine_profile_names_published_sources_it_was_fitted_on():
     frame = published.load_measurements()
+    fit = published.fitted_rows(frame[published.priceable(frame)])
     table = profiles.load_profiles()
     assert table.index[0] == profiles.DEFAULT_PROFILE
     for name, row in table.iloc[1:].iterrows():
         assert isinstance(profiles.profile(name), profiles.Efficiency)
         sources = set(row["fitted_on"].split())
         assert sources and sources <= set(frame["source_id"]), name
-        stack = frame["stack"].map(profiles.family) if name in profiles.FAMILY_PROFILES else frame["stack"]
-        assert int(row["rows"]) == int((published.priceable(frame) & (stack == name)).sum())
+        stack = fit["stack"].map(profiles.family) if name in profiles.FAMILY_PROFILES else fit["stack"]
+        assert int(row["rows"]) == int((stack == name).sum())
+
+
+def test_a_not_fitted_source_is_scored_but_its_speedups_reach_no_fit(monkeypatch):
+    frame = published.load_measurements()
+    rows = frame[published.priceable(frame)]
+    out = published.fitted_rows(rows)
+    dropped = rows.loc[rows.index.difference(out.index)]
+    assert len(dropped) and set(dropped["source_id"]) == set(published.NOT_FITTED)
+    assert (dropped["kind"] == "speedup").all()
+    # the same sources' plain-decoding rows stay in the fit
+    assert (out["source_id"].isin(published.NOT_FITTED) & (out["kind"] == "step")).any()
+    seen = []
+    monkeypatch.setattr(published, "fit_profile", lambda r, prior=None, *a, **k: seen.append(r) or prior)
+    published.fit_profiles(rows)
+    assert seen and all(not set(r["row_id"]) & set(dropped["row_id"]) for r in seen)
+    # held out, they are still predicted and scored like any other source's rows
+    assert set(dropped["source_id"]) <= set(published.load_predictions()["source_id"])
 
 
 def test_published_rows_resolve_in_the_catalogues_and_carry_a_source():

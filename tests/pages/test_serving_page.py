@@ -85,7 +85,7 @@ def test_a_link_restores_the_view():
 
 @pytest.mark.slow
 def test_schedules_round_trip():
-    at = open_app(PAGE, view="schedule", gpu=SWITCHING_GPU)
+    at = open_app(PAGE, view="schedule", gpu=SWITCHING_GPU, alpha="0.75")  # K falls 3, 2, 1, 0 with the batch
     codes = [c.value for c in at.code]
     vllm = json.loads(codes[0])
     ranges = vllm["num_speculative_tokens_per_batch_size"]
@@ -97,6 +97,17 @@ def test_schedules_round_trip():
     assert codes[2].startswith("--speculative-algorithm") or codes[2].startswith("#")
     assert "--spec-draft-n-max" in codes[3] or "# speculation does not pay" in codes[3]
     assert codes[3].startswith("-np 256 --kv-unified ")  # vLLM's profile: one cache for every sequence
+
+
+@pytest.mark.slow
+def test_a_schedule_whose_k_rises_is_not_expressible_in_tensorrt_llm():
+    at = open_app(PAGE, view="schedule", gpu=SWITCHING_GPU)  # the default α: K 3 at batch 1, 4 at 7-20
+    ranges = json.loads(at.code[0].value)["num_speculative_tokens_per_batch_size"]
+    first, rises = ranges[0][2], [(lo, k) for lo, _, k in ranges if k > ranges[0][2]]
+    assert rises, "this view's schedule no longer rises with the batch: pick another"
+    lo, k = rises[0]
+    said = at.code[1].value
+    assert said.startswith("# not expressible in TensorRT-LLM") and f"K = {k} at batch {lo}, above K = {first}" in said
 
 
 @pytest.mark.slow
