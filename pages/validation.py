@@ -203,6 +203,13 @@ def regimes_section(s: scenarios.Scenario, yours) -> None:
     rows = scenarios.rows_in(s.published, st.session_state[key("regime")])
     shown = ["row_id", "kind", "source_id", "stack", "target", "draft", "gpu", "batch", "measured", "predicted"]
     headed(scenarios.by_unit(rows[[*shown, "ratio", "source"]], ("measured", "predicted")), "tbl_regime_rows")
+    if unfitted := scenarios.not_fitted(rows):
+        st.caption(
+            ui.t(
+                "The speedup rows of {sources} are scored here but fitted into no engine profile: a report of a slowdown its own thread leaves unexplained, measured with a draft the catalogue does not describe.",
+                sources=", ".join(unfitted),
+            )
+        )
 
 
 def headed(frame: pd.DataFrame, key: str) -> None:

@@ -188,3 +188,9 @@ def rows_in(p: Published, key: str) -> pd.DataFrame:
     """The chosen published rows of regime ``key``: what a cell of :func:`regime_grid` rests on."""
     frame = chosen(p)
     return frame[frame["regime"] == key]
+
+
+def not_fitted(rows: pd.DataFrame) -> list[str]:
+    """The sources of ``rows``' speedup rows that are scored but fitted into no profile (published.NOT_FITTED)."""
+    kept = published.fitted_rows(rows)
+    return sorted(set(rows.drop(kept.index)["source_id"]))
