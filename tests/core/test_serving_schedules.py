@@ -295,7 +295,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 class _Unresolved(Exception):
-    pass
+    """An ``add_argument`` keyword whose value the source does not state as a literal (a call, a ServerArgs field
+    computed at run time): the keyword is dropped and reported, not guessed."""
 
 
 _TYPES = {"int": int, "float": float, "str": str}
